@@ -1,0 +1,30 @@
+package models
+
+// API routes. Every call is a POST with a protobuf (or protojson) body.
+const (
+	RoutePing = "/v1/ping"
+
+	RouteUpsertDomain = "/v1/domains/upsert"
+	RouteDomains      = "/v1/domains/list"
+
+	RouteDesireDesiredLRP          = "/v1/desired_lrps/desire"
+	RouteDesiredLRPByProcessGuid   = "/v1/desired_lrps/get"
+	RouteDesiredLRPs               = "/v1/desired_lrps/list"
+	RouteDesiredLRPSchedulingInfos = "/v1/desired_lrp_scheduling_infos/list"
+	RouteUpdateDesiredLRP          = "/v1/desired_lrps/update"
+	RouteRemoveDesiredLRP          = "/v1/desired_lrps/remove"
+
+	RouteDefinitions = "/v1/definitions/list"
+	RouteDefinition  = "/v1/definitions/get"
+
+	RouteActualLRPs = "/v1/actual_lrps/list"
+)
+
+// Content types the API speaks. A request is answered in its own type.
+const (
+	ContentTypeProtobuf = "application/x-protobuf"
+	ContentTypeJSON     = "application/json"
+)
+
+// MaxRequestBodyBytes is the largest request body the board reads.
+const MaxRequestBodyBytes = 1 << 20
