@@ -1,0 +1,89 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/lib/pq"
+	_ "modernc.org/sqlite"
+)
+
+// Dialect names, also used as database/sql driver names.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+	MySQL    = "mysql"
+)
+
+// Open connects to a database of the given dialect and checks it answers.
+//
+// For SQLite the DSN is a file path (its folder is created). The file is
+// opened in WAL mode with a busy timeout, foreign keys on, synchronous=FULL
+// for durability, and write transactions that take the write lock at BEGIN
+// (IMMEDIATE), so two writers queue instead of failing mid-transaction.
+func Open(ctx context.Context, dialect, dsn string) (*sql.DB, error) {
+	switch dialect {
+	case SQLite:
+		if err := os.MkdirAll(filepath.Dir(dsn), 0o755); err != nil {
+			return nil, err
+		}
+		dsn = sqliteURI(dsn)
+	case Postgres:
+	case MySQL:
+		dsn = mysqlDSN(dsn)
+	default:
+		return nil, fmt.Errorf("unknown database driver %q (want sqlite, postgres or mysql)", dialect)
+	}
+	conn, err := sql.Open(dialect, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if dialect == SQLite {
+		// One writer at a time is SQLite's rule; extra connections serve reads.
+		conn.SetMaxOpenConns(8)
+	} else {
+		conn.SetMaxOpenConns(64)
+		conn.SetMaxIdleConns(64)
+	}
+	conn.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := conn.PingContext(pingCtx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("connect to %s: %w", dialect, err)
+	}
+	return conn, nil
+}
+
+func sqliteURI(path string) string {
+	if strings.HasPrefix(path, "file:") {
+		return path
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// mysqlDSN adds the parameters the board relies on unless the operator set them.
+func mysqlDSN(dsn string) string {
+	for _, p := range []string{"multiStatements=true", "parseTime=false"} {
+		if !strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
+			if strings.Contains(dsn, "?") {
+				dsn += "&" + p
+			} else {
+				dsn += "?" + p
+			}
+		}
+	}
+	return dsn
+}
