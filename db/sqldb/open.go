@@ -36,6 +36,7 @@ func Open(ctx context.Context, dialect, dsn string) (*sql.DB, error) {
 		}
 		dsn = sqliteURI(dsn)
 	case Postgres:
+		dsn = postgresDSN(dsn)
 	case MySQL:
 		dsn = mysqlDSN(dsn)
 	default:
@@ -74,9 +75,29 @@ func sqliteURI(path string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// postgresDSN turns on binary_parameters unless the operator set it: lib/pq
+// then sends a statement with its arguments in one round trip instead of
+// two, and bytea arguments as raw bytes. DSNs come as URLs or as
+// keyword=value lists.
+func postgresDSN(dsn string) string {
+	if strings.Contains(dsn, "binary_parameters=") {
+		return dsn
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if strings.Contains(dsn, "?") {
+			return dsn + "&binary_parameters=yes"
+		}
+		return dsn + "?binary_parameters=yes"
+	}
+	return strings.TrimSpace(dsn + " binary_parameters=yes")
+}
+
 // mysqlDSN adds the parameters the board relies on unless the operator set them.
+// interpolateParams sends a statement with its arguments in one round trip
+// instead of three (prepare, execute, close); the driver refuses it for
+// character sets where client-side escaping would be unsafe.
 func mysqlDSN(dsn string) string {
-	for _, p := range []string{"multiStatements=true", "parseTime=false"} {
+	for _, p := range []string{"multiStatements=true", "parseTime=false", "interpolateParams=true"} {
 		if !strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
 			if strings.Contains(dsn, "?") {
 				dsn += "&" + p

@@ -67,8 +67,21 @@ type Database struct {
 // Drop deletes the database and everything in it.
 func (d *Database) Drop() error { return d.drop() }
 
-// Create makes a new empty database of the dialect.
+// Create makes a new empty database of the dialect, on the server named by
+// the dialect's DSN environment variable.
 func Create(dialect string) (*Database, error) {
+	switch dialect {
+	case Postgres:
+		return CreateOn(dialect, os.Getenv(PostgresDSNEnv))
+	case MySQL:
+		return CreateOn(dialect, os.Getenv(MySQLDSNEnv))
+	}
+	return CreateOn(dialect, "")
+}
+
+// CreateOn makes a new empty database of the dialect on the server that
+// adminDSN reaches (ignored for SQLite, which gets a temporary file).
+func CreateOn(dialect, adminDSN string) (*Database, error) {
 	name := "corkboard_test_" + randomSuffix()
 	switch dialect {
 	case SQLite:
@@ -78,9 +91,9 @@ func Create(dialect string) (*Database, error) {
 		}
 		return &Database{Dialect: SQLite, DSN: filepath.Join(dir, "board.db"), drop: func() error { return os.RemoveAll(dir) }}, nil
 	case Postgres:
-		return createOnServer(dialect, "postgres", os.Getenv(PostgresDSNEnv), name, postgresDSNFor)
+		return createOnServer(dialect, "postgres", adminDSN, name, postgresDSNFor)
 	case MySQL:
-		return createOnServer(dialect, "mysql", os.Getenv(MySQLDSNEnv), name, mysqlDSNFor)
+		return createOnServer(dialect, "mysql", adminDSN, name, mysqlDSNFor)
 	}
 	return nil, fmt.Errorf("unknown dialect %q", dialect)
 }

@@ -1,0 +1,32 @@
+# Corkboard. `make run` starts a dev board; `make test` runs every suite.
+GO ?= go
+BIN := bin
+
+.PHONY: all build run test vet check-generated generate bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+run: build
+	$(BIN)/bbs -dev
+
+test: check-generated vet
+	$(GO) test -count=1 -timeout 20m ./...
+
+vet:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+check-generated:
+	hack/check-generated.sh
+
+generate:
+	hack/generate.sh
+
+bench: build
+	hack/bench.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,204 @@
+package main_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/migrations"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+)
+
+const timeout = 60 * time.Second
+
+// The binary is built at run time, out of sight of go test's cache; the
+// import of migrations above makes a change there re-run these tests.
+
+var _ = Describe("bbs-migrate", func() {
+	for _, dialect := range testdb.MustDialects() {
+		Context("on "+dialect, func() {
+			var dsn string
+
+			run := func(args ...string) *gexec.Session {
+				cmd := exec.Command(binary, append([]string{"--driver", dialect, "--dsn", dsn}, args...)...)
+				session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+				Expect(err).NotTo(HaveOccurred())
+				Eventually(session, timeout).Should(gexec.Exit())
+				return session
+			}
+
+			open := func() *sql.DB {
+				conn, err := sqldb.Open(context.Background(), dialect, dsn)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(conn.Close)
+				return conn
+			}
+
+			versionCount := func() int {
+				var n int
+				Expect(open().QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n)).To(Succeed())
+				return n
+			}
+
+			BeforeEach(func() {
+				d, err := testdb.Create(dialect)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(d.Drop)
+				dsn = d.DSN
+			})
+
+			It("shows, plans, applies step by step and validates a fresh database", func() {
+				s := run("status")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say(`database at version 0000 of 0002, clean, 2 pending`))
+				Expect(s.Out).To(gbytes.Say(`0001\s+create_tables\s+pending`))
+				Expect(s.Out).To(gbytes.Say(`0002\s+import_legacy\s+pending`))
+
+				s = run("validate")
+				Expect(s).To(gexec.Exit(1))
+				Expect(s.Err).To(gbytes.Say(`bbs-migrate: database schema does not match this binary:\s+0001_create_tables is pending`))
+
+				s = run("plan")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say(`CREATE TABLE IF NOT EXISTS schema_migrations`))
+				Expect(s.Out).To(gbytes.Say(`-- 0001_create_tables \(checksum [0-9a-f]{64}\)`))
+				Expect(s.Out).To(gbytes.Say(`CREATE TABLE IF NOT EXISTS desired_lrps`))
+				Expect(s.Out).To(gbytes.Say(`-- 0002_import_legacy`))
+				if dialect == testdb.SQLite {
+					_, err := os.Stat(dsn)
+					Expect(os.IsNotExist(err)).To(BeTrue(), "plan must not create the SQLite file")
+				} else {
+					Expect(run("status").Out).To(gbytes.Say("0 of 0002"), "plan changed nothing")
+				}
+
+				s = run("up", "--target", "1")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say("applied 0001_create_tables\n"))
+				Expect(s.Out).NotTo(gbytes.Say("0002"))
+				Expect(versionCount()).To(Equal(1))
+
+				s = run("status")
+				Expect(s.Out).To(gbytes.Say(`version 0001 of 0002, clean, 1 pending`))
+				Expect(s.Out).To(gbytes.Say(`0001\s+create_tables\s+applied\s+\d{4}-`))
+				Expect(s.Out).To(gbytes.Say(`0002\s+import_legacy\s+pending`))
+
+				s = run("up")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say("applied 0002_import_legacy\n"))
+
+				s = run("up")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say("nothing to do"))
+
+				s = run("validate")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say("ok: the database is at version 0002"))
+				Expect(versionCount()).To(Equal(2))
+			})
+
+			It("fails validate when an applied checksum differs", func() {
+				Expect(run("up")).To(gexec.Exit(0))
+				_, err := open().Exec("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 2")
+				Expect(err).NotTo(HaveOccurred())
+
+				s := run("validate")
+				Expect(s).To(gexec.Exit(1))
+				Expect(s.Err).To(gbytes.Say("0002_import_legacy was applied with checksum tampered"))
+				Expect(run("status").Out).To(gbytes.Say(`0002\s+import_legacy\s+modified`))
+			})
+
+			It("refuses a dirty database, and retries it on request", func() {
+				Expect(run("up")).To(gexec.Exit(0))
+				_, err := open().Exec("UPDATE schema_migrations SET dirty = TRUE WHERE version = 2")
+				Expect(err).NotTo(HaveOccurred())
+
+				Expect(run("status").Out).To(gbytes.Say(`DIRTY`))
+				s := run("up")
+				Expect(s).To(gexec.Exit(1))
+				Expect(s.Err).To(gbytes.Say(`database is dirty: migration 0002_import_legacy`))
+				Expect(s.Err).To(gbytes.Say(`--retry-dirty`))
+
+				s = run("up", "--retry-dirty")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say("applied 0002_import_legacy"))
+				Expect(run("validate")).To(gexec.Exit(0))
+			})
+
+			It("refuses a database newer than itself", func() {
+				Expect(run("up")).To(gexec.Exit(0))
+				_, err := open().Exec("INSERT INTO schema_migrations (version, name, checksum, applied_at, dirty) VALUES (7, 'later', 'x', 1, FALSE)")
+				Expect(err).NotTo(HaveOccurred())
+
+				s := run("up")
+				Expect(s).To(gexec.Exit(1))
+				Expect(s.Err).To(gbytes.Say("database schema is newer than this binary: the database has migration 0007_later"))
+				Expect(run("status").Out).To(gbytes.Say(`0007\s+later\s+unknown to this binary`))
+			})
+
+			It("imports the classic fixture", func() {
+				fixture, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "legacy", dialect+".sql"))
+				Expect(err).NotTo(HaveOccurred())
+				// The fixture loads as one script, the way a database's own client would feed it.
+				_, err = open().Exec(string(fixture))
+				Expect(err).NotTo(HaveOccurred())
+
+				Expect(run("status").Out).To(gbytes.Say("a classic BBS schema is waiting to be imported"))
+				s := run("plan")
+				Expect(s).To(gexec.Exit(0))
+				Expect(s.Out).To(gbytes.Say(`legacy_desired_lrps`))
+				Expect(s.Out).To(gbytes.Say(`Go step import_classic_bbs: import 4 rows of desired_lrps, 8 rows of actual_lrps, 2 rows of domains`))
+
+				Expect(run("up")).To(gexec.Exit(0))
+				Expect(run("validate")).To(gexec.Exit(0))
+				var lrps, instances, stamped int
+				conn := open()
+				Expect(conn.QueryRow("SELECT COUNT(*) FROM desired_lrps WHERE active_definition_id = '" + migrations.LegacyDefinitionID + "'").Scan(&lrps)).To(Succeed())
+				Expect(conn.QueryRow("SELECT COUNT(*) FROM actual_lrps").Scan(&instances)).To(Succeed())
+				Expect(conn.QueryRow("SELECT COUNT(*) FROM actual_lrps WHERE definition_id = '" + migrations.LegacyDefinitionID + "'").Scan(&stamped)).To(Succeed())
+				Expect([]int{lrps, instances, stamped}).To(Equal([]int{4, 8, 8}))
+			})
+		})
+	}
+
+	Describe("bad invocations", func() {
+		runRaw := func(args ...string) *gexec.Session {
+			session, err := gexec.Start(exec.Command(binary, args...), GinkgoWriter, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(session, timeout).Should(gexec.Exit())
+			return session
+		}
+
+		It("names a missing --dsn", func() {
+			s := runRaw("status")
+			Expect(s).To(gexec.Exit(1))
+			Expect(s.Err).To(gbytes.Say("bbs-migrate: --dsn is required"))
+		})
+
+		It("names an unknown driver", func() {
+			s := runRaw("--driver", "oracle", "--dsn", "x", "status")
+			Expect(s).To(gexec.Exit(1))
+			Expect(s.Err).To(gbytes.Say(`unknown database driver "oracle"`))
+		})
+
+		It("names a bad target", func() {
+			dsn := filepath.Join(GinkgoT().TempDir(), "board.db")
+			s := runRaw("--dsn", dsn, "up", "--target", "9")
+			Expect(s).To(gexec.Exit(1))
+			Expect(s.Err).To(gbytes.Say(`target version 9: must be between 1 and 2`))
+		})
+
+		It("names an unknown command", func() {
+			s := runRaw("down")
+			Expect(s).To(gexec.Exit(1))
+			Expect(s.Err).To(gbytes.Say(`unknown command "down"`))
+		})
+	})
+})

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("Config", func() {
+	writeConfig := func(text string) string {
+		path := filepath.Join(GinkgoT().TempDir(), "bbs.json")
+		Expect(os.WriteFile(path, []byte(text), 0o600)).To(Succeed())
+		return path
+	}
+
+	It("reads every field of a config file", func() {
+		cfg, err := buildConfig(writeConfig(`{
+			"listen_address": "0.0.0.0:8889",
+			"database_driver": "postgres",
+			"database_dsn": "postgres://bbs@db.internal/bbs",
+			"log_level": "debug",
+			"max_open_connections": 32,
+			"shutdown_timeout": "45s"
+		}`), false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.ListenAddress).To(Equal("0.0.0.0:8889"))
+		Expect(cfg.DatabaseDriver).To(Equal("postgres"))
+		Expect(cfg.dsn()).To(Equal("postgres://bbs@db.internal/bbs"))
+		Expect(cfg.LogLevel).To(Equal("debug"))
+		Expect(cfg.MaxOpenConnections).To(Equal(32))
+		Expect(cfg.shutdownTimeout()).To(Equal(45 * time.Second))
+	})
+
+	It("defaults to SQLite in the data dir, info logs and a 30 s drain", func() {
+		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`), false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.DatabaseDriver).To(Equal("sqlite"))
+		Expect(cfg.dsn()).To(Equal("/var/lib/corkboard/board.db"))
+		Expect(cfg.LogLevel).To(Equal("info"))
+		Expect(cfg.shutdownTimeout()).To(Equal(30 * time.Second))
+	})
+
+	It("lets -listen and -data-dir override the file", func() {
+		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`), false, "127.0.0.1:0", "/tmp/elsewhere")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.ListenAddress).To(Equal("127.0.0.1:0"))
+		Expect(cfg.dsn()).To(Equal("/tmp/elsewhere/board.db"))
+	})
+
+	DescribeTable("a bad config is an error naming the field",
+		func(text, field string) {
+			_, err := buildConfig(writeConfig(text), false, "", "")
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(field))
+		},
+		Entry("no listen address", `{"data_dir": "/d"}`, "listen_address"),
+		Entry("a listen address without a port", `{"listen_address": "localhost", "data_dir": "/d"}`, "listen_address"),
+		Entry("a listen address with a bad port", `{"listen_address": "localhost:http-ish", "data_dir": "/d"}`, "listen_address"),
+		Entry("a bogus driver", `{"listen_address": ":8889", "database_driver": "oracle", "database_dsn": "x"}`, "database_driver"),
+		Entry("postgres without a DSN", `{"listen_address": ":8889", "database_driver": "postgres"}`, "database_dsn"),
+		Entry("mysql without a DSN", `{"listen_address": ":8889", "database_driver": "mysql"}`, "database_dsn"),
+		Entry("sqlite with neither DSN nor data dir", `{"listen_address": ":8889"}`, "data_dir"),
+		Entry("a bad log level", `{"listen_address": ":8889", "data_dir": "/d", "log_level": "loud"}`, "log_level"),
+		Entry("a negative pool size", `{"listen_address": ":8889", "data_dir": "/d", "max_open_connections": -1}`, "max_open_connections"),
+		Entry("a pool size of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "max_open_connections": "ten"}`, "max_open_connections"),
+		Entry("a shutdown timeout that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "soon"}`, "shutdown_timeout"),
+		Entry("a negative shutdown timeout", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "-1s"}`, "shutdown_timeout"),
+		Entry("a misspelt key", `{"listen_adress": ":8889", "data_dir": "/d"}`, "listen_adress"),
+		Entry("no JSON at all", `listen_address = ":8889"`, "invalid character"),
+	)
+
+	It("names a missing file", func() {
+		_, err := buildConfig("/nonexistent/bbs.json", false, "", "")
+		Expect(err).To(MatchError(ContainSubstring("/nonexistent/bbs.json")))
+	})
+
+	Describe("dev mode", func() {
+		It("needs no file: SQLite under ./.data, loopback port 8889", func() {
+			cfg, err := buildConfig("", true, "", "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.ListenAddress).To(Equal("127.0.0.1:8889"))
+			Expect(cfg.DatabaseDriver).To(Equal("sqlite"))
+			Expect(cfg.dsn()).To(Equal(filepath.Join(".data", "board.db")))
+		})
+
+		DescribeTable("listens on loopback only",
+			func(listen string, allowed bool) {
+				_, err := buildConfig("", true, listen, "")
+				if allowed {
+					Expect(err).NotTo(HaveOccurred())
+				} else {
+					Expect(err).To(MatchError(ContainSubstring("listen_address")))
+				}
+			},
+			Entry("127.0.0.1", "127.0.0.1:0", true),
+			Entry("::1", "[::1]:8889", true),
+			Entry("localhost", "localhost:8889", true),
+			Entry("every interface", ":8889", false),
+			Entry("0.0.0.0", "0.0.0.0:8889", false),
+			Entry("a LAN address", "192.168.1.10:8889", false),
+			Entry("a host name", "board.example:8889", false),
+		)
+
+		It("does not mix with -config", func() {
+			_, err := buildConfig(writeConfig(`{"listen_address": ":8889", "data_dir": "/d"}`), true, "", "")
+			Expect(err).To(MatchError(ContainSubstring("-dev")))
+		})
+	})
+
+	It("needs -config or -dev", func() {
+		_, err := buildConfig("", false, "", "")
+		Expect(err).To(MatchError(ContainSubstring("-config")))
+	})
+})

@@ -1,0 +1,200 @@
+// Command bbs is the board: it migrates its database, then serves the API
+// (POST /v1/...) and GET /metrics on one address until SIGTERM or SIGINT,
+// when it drains the requests in flight and exits 0.
+//
+//	bbs -config FILE            run with a JSON config (see Config)
+//	bbs -dev [-data-dir DIR]    no config: SQLite in DIR (./.data), plain
+//	                            HTTP on 127.0.0.1:8889 only
+//
+// -listen ADDR overrides the listen address (port 0 picks a free port; the
+// "bbs.listening" log line carries the URL) and -data-dir DIR the data dir.
+// Logs are lager JSON lines on stdout; startup errors also go to stderr.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tedsuo/ifrit"
+	"github.com/tedsuo/ifrit/grouper"
+	"github.com/tedsuo/ifrit/sigmon"
+
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/migrations"
+)
+
+// startupTimeout bounds connecting to and migrating the database.
+const startupTimeout = 5 * time.Minute
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run is main with an exit code: 0 after a clean shutdown, 1 when the
+// board cannot start or stops on an error, 2 for bad flags.
+func run(args []string) int {
+	flags := flag.NewFlagSet("bbs", flag.ContinueOnError)
+	configPath := flags.String("config", "", "JSON config `file`")
+	dev := flags.Bool("dev", false, "development mode: no config, SQLite in the data dir, plain HTTP on loopback only")
+	listen := flags.String("listen", "", "listen `address` (host:port), overriding the config; port 0 picks a free one")
+	dataDir := flags.String("data-dir", "", "data `dir` for the SQLite database, overriding the config (dev default ./"+devDataDir+")")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bbs: unexpected arguments %q\n", flags.Args())
+		return 2
+	}
+
+	cfg, err := buildConfig(*configPath, *dev, *listen, *dataDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bbs:", err)
+		return 1
+	}
+
+	logger := newLogger(cfg.LogLevel)
+	if err := serve(logger, cfg, *dev); err != nil {
+		logger.Error("exited-with-failure", err)
+		fmt.Fprintln(os.Stderr, "bbs:", err)
+		return 1
+	}
+	logger.Info("exited")
+	return 0
+}
+
+// buildConfig reads -config, or makes the dev config, applies the flag
+// overrides and validates the result.
+func buildConfig(configPath string, dev bool, listen, dataDir string) (Config, error) {
+	var cfg Config
+	switch {
+	case dev && configPath != "":
+		return Config{}, errors.New("use either -dev or -config FILE, not both")
+	case dev:
+		cfg = devConfig(dataDir)
+	case configPath != "":
+		loaded, err := loadConfig(configPath)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg = loaded
+	default:
+		return Config{}, errors.New("need -config FILE, or -dev for a local board with no config")
+	}
+	if listen != "" {
+		cfg.ListenAddress = listen
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	if dev {
+		if err := requireLoopback(cfg.ListenAddress); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+func newLogger(level string) lager.Logger {
+	minLevel, _ := lager.LogLevelFromString(level) // validated with the config
+	logger := lager.NewLogger("bbs")
+	logger.RegisterSink(lager.NewPrettySink(os.Stdout, minLevel))
+	return logger
+}
+
+// serve opens and migrates the database, then runs the board until a signal.
+func serve(logger lager.Logger, cfg Config, dev bool) error {
+	dsn := cfg.dsn()
+	databaseData := lager.Data{"driver": cfg.DatabaseDriver}
+	if cfg.DatabaseDriver == driverSQLite {
+		// Other DSNs may carry a password; a file path does not.
+		absolute, err := filepath.Abs(dsn)
+		if err == nil {
+			dsn = absolute
+		}
+		databaseData["file"] = dsn
+	}
+	if dev {
+		logger.Info("dev-mode", lager.Data{
+			"data_dir": absolutePath(cfg.DataDir),
+			"warning":  "development mode: plain HTTP, no authentication, loopback only",
+		})
+		fmt.Fprintf(os.Stderr, "bbs: dev mode: plain HTTP on loopback only, data in %s\n", absolutePath(cfg.DataDir))
+	}
+
+	conn, err := openDatabase(logger, cfg, dsn, databaseData)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	store := sqldb.New(conn, cfg.DatabaseDriver)
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	mux.Handle("/", handlers.New(logger, store, registry))
+
+	server := &httpServer{
+		logger:          logger.Session("api-server"),
+		address:         cfg.ListenAddress,
+		handler:         mux,
+		shutdownTimeout: cfg.shutdownTimeout(),
+	}
+	if dev {
+		// People run dev mode by hand; tell them where to point cork.
+		server.announce = func(url string) { fmt.Fprintf(os.Stderr, "bbs: listening on %s (BBS_URL=%s)\n", url, url) }
+	}
+	members := grouper.Members{{Name: "api", Runner: server}}
+	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
+	return <-process.Wait()
+}
+
+// openDatabase connects and migrates. A database migrated by a newer
+// corkboard is refused: this binary would misread what it does not know.
+func openDatabase(logger lager.Logger, cfg Config, dsn string, data lager.Data) (*sql.DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), startupTimeout)
+	defer cancel()
+
+	logger.Info("opening-database", data)
+	conn, err := sqldb.Open(ctx, cfg.DatabaseDriver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", cfg.DatabaseDriver, err)
+	}
+	if cfg.MaxOpenConnections > 0 {
+		conn.SetMaxOpenConns(cfg.MaxOpenConnections)
+		conn.SetMaxIdleConns(cfg.MaxOpenConnections)
+	}
+
+	logger.Info("migrating-database", data)
+	if err := migrations.Up(ctx, conn, cfg.DatabaseDriver); err != nil {
+		conn.Close()
+		if errors.Is(err, migrations.ErrDatabaseNewer) {
+			return nil, fmt.Errorf("refusing to start: the database was migrated by a newer corkboard than this bbs; upgrade bbs (%w)", err)
+		}
+		return nil, fmt.Errorf("migrate %s database: %w", cfg.DatabaseDriver, err)
+	}
+	return conn, nil
+}
+
+func absolutePath(path string) string {
+	if absolute, err := filepath.Abs(path); err == nil {
+		return absolute
+	}
+	return path
+}

@@ -1,0 +1,206 @@
+package handlers_test
+
+import (
+	"regexp"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ = Describe("Bad input", func() {
+	for _, dialect := range testdb.MustDialects() {
+		Describe(dialect, func() {
+			var (
+				guid   string
+				domain string
+			)
+
+			BeforeEach(func() {
+				guid = randomName("lrp")
+				domain = randomName("domain")
+			})
+
+			for _, wire := range wires {
+				Describe("in "+wire.name+" bodies", func() {
+					var b *board
+
+					BeforeEach(func() {
+						b = newBoard(stores[dialect], wire)
+					})
+
+					DescribeTable("a desire is InvalidRequest naming the field, and nothing is desired",
+						func(field string, spoil func(*models.DesiredLRP)) {
+							lrp := newLRP(guid, domain, 2)
+							spoil(lrp)
+
+							resp := b.desire(lrp)
+							Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest), "error: %v", resp.GetError())
+							Expect(resp.GetError().GetMessage()).To(namesField(field))
+							Expect(resp.GetDesiredLrp()).To(BeNil())
+							b.expectNothingDesired(guid, domain)
+							Expect(b.counter(models.RouteDesireDesiredLRP, "InvalidRequest")).To(BeEquivalentTo(1))
+						},
+						Entry("an empty LRP", "desired_lrp.process_guid", func(l *models.DesiredLRP) { *l = models.DesiredLRP{} }),
+						Entry("a bad guid", "desired_lrp.process_guid", func(l *models.DesiredLRP) { l.ProcessGuid = "not a guid!" }),
+						Entry("a guid over 128 characters", "desired_lrp.process_guid", func(l *models.DesiredLRP) { l.ProcessGuid = strings.Repeat("g", 129) }),
+						Entry("a missing domain", "desired_lrp.domain", func(l *models.DesiredLRP) { l.Domain = "" }),
+						Entry("negative instances", "desired_lrp.instances", func(l *models.DesiredLRP) { l.Instances = -1 }),
+						Entry("an annotation over 10 KiB", "desired_lrp.annotation", func(l *models.DesiredLRP) { l.Annotation = strings.Repeat("a", 10*1024+1) }),
+						Entry("routes over 128 KiB", "desired_lrp.routes", func(l *models.DesiredLRP) { l.Routes = bigRoutes() }),
+						Entry("no definition", "desired_lrp.definition", func(l *models.DesiredLRP) { l.Definition = nil }),
+						Entry("a definition without an action path", "desired_lrp.definition.action.path", func(l *models.DesiredLRP) { l.Definition.Action.Path = "" }),
+						Entry("port 0", "desired_lrp.definition.ports", func(l *models.DesiredLRP) { l.Definition.Ports = []uint32{0} }),
+						Entry("port 65536", "desired_lrp.definition.ports", func(l *models.DesiredLRP) { l.Definition.Ports = []uint32{8080, 65536} }),
+						Entry("nine ports", "desired_lrp.definition.ports", func(l *models.DesiredLRP) { l.Definition.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }),
+						Entry("negative memory", "desired_lrp.definition.memory_mb", func(l *models.DesiredLRP) { l.Definition.MemoryMb = -1 }),
+						Entry("negative disk", "desired_lrp.definition.disk_mb", func(l *models.DesiredLRP) { l.Definition.DiskMb = -1 }),
+					)
+
+					It("a desire without an LRP is InvalidRequest naming desired_lrp", func() {
+						resp := &models.DesireLRPResponse{}
+						b.call(models.RouteDesireDesiredLRP, &models.DesireLRPRequest{}, resp)
+						Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+						Expect(resp.GetError().GetMessage()).To(namesField("desired_lrp"))
+					})
+
+					Describe("an update", func() {
+						var before snapshot
+
+						BeforeEach(func() {
+							b.mustDesire(newLRP(guid, domain, 2))
+							before = b.snapshot(guid)
+						})
+
+						DescribeTable("is InvalidRequest naming the field, and changes nothing",
+							func(field string, update *models.DesiredLRPUpdate) {
+								resp := b.update(guid, update)
+								Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest), "error: %v", resp.GetError())
+								Expect(resp.GetError().GetMessage()).To(namesField(field))
+								b.expectUnchanged(guid, before)
+							},
+							Entry("negative instances", "update.instances", &models.DesiredLRPUpdate{Instances: proto.Int32(-2)}),
+							Entry("an annotation over 10 KiB", "update.annotation", &models.DesiredLRPUpdate{Annotation: proto.String(strings.Repeat("a", 10*1024+1))}),
+							Entry("routes over 128 KiB", "update.routes", &models.DesiredLRPUpdate{Routes: bigRoutes()}),
+							Entry("a definition without an action path", "update.definition.action.path", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Action.Path = "" }), UpdateIdentifier: "v2"}),
+							Entry("a bad port", "update.definition.ports", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Ports = []uint32{70000} }), UpdateIdentifier: "v2"}),
+							Entry("too many ports", "update.definition.ports", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }), UpdateIdentifier: "v2"}),
+							Entry("negative memory", "update.definition.memory_mb", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.MemoryMb = -256 }), UpdateIdentifier: "v2"}),
+							Entry("a bad update_identifier", "update.update_identifier", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateIdentifier: "v2 with spaces"}),
+						)
+
+						It("with a bad guid is InvalidRequest naming process_guid", func() {
+							resp := &models.UpdateDesiredLRPResponse{}
+							b.call(models.RouteUpdateDesiredLRP, &models.UpdateDesiredLRPRequest{ProcessGuid: "bad guid!", Update: &models.DesiredLRPUpdate{Instances: proto.Int32(9)}}, resp)
+							Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+							Expect(resp.GetError().GetMessage()).To(HavePrefix("process_guid:"))
+							b.expectUnchanged(guid, before)
+						})
+
+						It("without an update is InvalidRequest naming update", func() {
+							resp := &models.UpdateDesiredLRPResponse{}
+							b.call(models.RouteUpdateDesiredLRP, &models.UpdateDesiredLRPRequest{ProcessGuid: guid}, resp)
+							Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+							Expect(resp.GetError().GetMessage()).To(HavePrefix("update:"))
+							b.expectUnchanged(guid, before)
+						})
+					})
+
+					It("a body over 1 MiB is InvalidRequest about the request body, and nothing is desired", func() {
+						lrp := newLRP(guid, domain, 1)
+						lrp.Annotation = strings.Repeat("a", models.MaxRequestBodyBytes)
+
+						resp := b.desire(lrp)
+						Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+						Expect(resp.GetError().GetMessage()).To(HavePrefix("request body:"))
+						Expect(resp.GetError().GetMessage()).To(ContainSubstring("1048576"))
+						b.expectNothingDesired(guid, domain)
+					})
+				})
+			}
+
+			Describe("bodies that do not decode", func() {
+				DescribeTable("are InvalidRequest about the request body, and nothing is desired",
+					func(wire wireCodec, mention string, spoil func(guid, domain string) []byte) {
+						b := newBoard(stores[dialect], wire)
+						resp := &models.DesireLRPResponse{}
+						b.postDecode(models.RouteDesireDesiredLRP, wire.contentType, spoil(guid, domain), resp)
+						Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+						Expect(resp.GetError().GetMessage()).To(HavePrefix("request body:"))
+						Expect(resp.GetError().GetMessage()).To(ContainSubstring(mention))
+						b.expectNothingDesired(guid, domain)
+					},
+					Entry("truncated protobuf", protobufWire, "", func(guid, domain string) []byte {
+						valid := encodeDesire(proto.Marshal, guid, domain)
+						return valid[:len(valid)-3]
+					}),
+					Entry("protobuf with a field the board does not know", protobufWire, "unknown field number 99", func(guid, domain string) []byte {
+						valid := encodeDesire(proto.Marshal, guid, domain)
+						return protowire.AppendVarint(protowire.AppendTag(valid, 99, protowire.VarintType), 1)
+					}),
+					Entry("protobuf with an unknown field inside the LRP", protobufWire, "desired_lrp: unknown field number 77", func(guid, domain string) []byte {
+						lrp, err := proto.Marshal(newLRP(guid, domain, 1))
+						Expect(err).NotTo(HaveOccurred())
+						lrp = protowire.AppendString(protowire.AppendTag(lrp, 77, protowire.BytesType), "surprise")
+						return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), lrp)
+					}),
+					Entry("random bytes as protobuf", protobufWire, "", func(_, _ string) []byte {
+						return []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}
+					}),
+					Entry("truncated JSON", jsonWire, "", func(guid, domain string) []byte {
+						return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", "instances": 1,`)
+					}),
+					Entry("JSON with an unknown field", jsonWire, `unknown field "colour"`, func(guid, domain string) []byte {
+						return desireJSON(guid, domain, `"instances": 1, "colour": "blue"`)
+					}),
+					Entry("JSON with a string for a number", jsonWire, "instances", func(guid, domain string) []byte {
+						return desireJSON(guid, domain, `"instances": "many"`)
+					}),
+					Entry("JSON that is not an object", jsonWire, "", func(_, _ string) []byte {
+						return []byte(`[1, 2, 3]`)
+					}),
+				)
+			})
+		})
+	}
+})
+
+// namesField matches an error message that starts with the field's path,
+// e.g. "desired_lrp.definition.ports[1]: must be 1-65535".
+func namesField(field string) types.GomegaMatcher {
+	return MatchRegexp(`^` + regexp.QuoteMeta(field) + `(\[\d+\])?: `)
+}
+
+// bigRoutes is a routes value just over 128 KiB as JSON, well under the
+// body limit.
+func bigRoutes() *structpb.Struct {
+	routes, err := structpb.NewStruct(map[string]any{"http": strings.Repeat("r", 128*1024+1)})
+	Expect(err).NotTo(HaveOccurred())
+	return routes
+}
+
+func definitionWith(change func(*models.LRPDefinition)) *models.LRPDefinition {
+	d := newDefinition("/bin/app-v2")
+	change(d)
+	return d
+}
+
+// desireJSON is a desire request written by hand, with extra members of
+// the LRP object in place of its instances.
+func desireJSON(guid, domain, instances string) []byte {
+	return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", ` + instances +
+		`, "definition": {"action": {"path": "/bin/app"}}}}`)
+}
+
+func encodeDesire(marshal func(proto.Message) ([]byte, error), guid, domain string) []byte {
+	body, err := marshal(&models.DesireLRPRequest{DesiredLrp: newLRP(guid, domain, 1)})
+	Expect(err).NotTo(HaveOccurred())
+	return body
+}

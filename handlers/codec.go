@@ -1,0 +1,153 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// codec is one of the two body encodings the API speaks. A request is
+// answered in the encoding it was sent in.
+type codec struct {
+	contentType string
+	unmarshal   func([]byte, proto.Message) error
+	marshal     func(proto.Message) ([]byte, error)
+}
+
+var protobufCodec = codec{
+	contentType: models.ContentTypeProtobuf,
+	unmarshal:   unmarshalProtobuf,
+	marshal:     proto.Marshal,
+}
+
+// JSON answers use the proto field names (snake_case, as in the .proto
+// files and the CLI output) and leave out unset fields, as proto3 JSON does.
+// Input accepts both the proto names and the lowerCamelCase JSON names, and
+// rejects fields it does not know.
+var jsonCodec = codec{
+	contentType: models.ContentTypeJSON,
+	unmarshal:   unmarshalJSON,
+	marshal:     protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false}.Marshal,
+}
+
+// codecFor picks the codec for a request's Content-Type. No Content-Type
+// means protobuf, the board's native encoding.
+func codecFor(r *http.Request) (codec, error) {
+	header := r.Header.Get("Content-Type")
+	if header == "" {
+		return protobufCodec, nil
+	}
+	mediaType, _, err := mime.ParseMediaType(header)
+	if err != nil {
+		return jsonCodec, fmt.Errorf("Content-Type: cannot parse %q", header)
+	}
+	switch mediaType {
+	case models.ContentTypeProtobuf:
+		return protobufCodec, nil
+	case models.ContentTypeJSON:
+		return jsonCodec, nil
+	}
+	return jsonCodec, fmt.Errorf("Content-Type: unsupported %q; use %s or %s", mediaType, models.ContentTypeProtobuf, models.ContentTypeJSON)
+}
+
+// readBody reads at most models.MaxRequestBodyBytes and decodes it into msg.
+// Every failure is an InvalidRequest about the request body.
+func readBody(w http.ResponseWriter, r *http.Request, c codec, msg proto.Message) *models.Error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, models.MaxRequestBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return models.ErrInvalidField("request body", fmt.Sprintf("larger than the limit of %d bytes", tooLarge.Limit))
+		}
+		return models.ErrInvalidField("request body", err.Error())
+	}
+	// An empty body is the empty message in both encodings, so that
+	// `curl -X POST -H 'Content-Type: application/json' .../v1/ping` works.
+	if len(body) == 0 {
+		return nil
+	}
+	if err := c.unmarshal(body, msg); err != nil {
+		return models.ErrInvalidField("request body", trimProtoPrefix(err.Error()))
+	}
+	return nil
+}
+
+func unmarshalJSON(body []byte, msg proto.Message) error {
+	return protojson.UnmarshalOptions{DiscardUnknown: false}.Unmarshal(body, msg)
+}
+
+// unmarshalProtobuf rejects fields this board does not know, like the JSON
+// decoder does: silently dropping a field a newer client relies on would
+// apply a different request than the one sent.
+func unmarshalProtobuf(body []byte, msg proto.Message) error {
+	if err := proto.Unmarshal(body, msg); err != nil {
+		return err
+	}
+	return unknownFields(msg.ProtoReflect(), "")
+}
+
+func unknownFields(m protoreflect.Message, path string) error {
+	if unknown := m.GetUnknown(); len(unknown) > 0 {
+		number, _, _ := protowire.ConsumeTag(unknown)
+		where := path
+		if where == "" {
+			where = string(m.Descriptor().Name())
+		}
+		return fmt.Errorf("%s: unknown field number %d", where, number)
+	}
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		name := string(fd.Name())
+		if path != "" {
+			name = path + "." + name
+		}
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			list := v.List()
+			for i := 0; i < list.Len() && err == nil; i++ {
+				err = unknownFields(list.Get(i).Message(), fmt.Sprintf("%s[%d]", name, i))
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				err = unknownFields(mv.Message(), fmt.Sprintf("%s[%v]", name, k.Interface()))
+				return err == nil
+			})
+		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
+			err = unknownFields(v.Message(), name)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// trimProtoPrefix drops the "proto:" the protobuf library puts in front of
+// its errors (followed by a space or, deliberately, a no-break space).
+func trimProtoPrefix(s string) string {
+	if rest, ok := strings.CutPrefix(s, "proto:"); ok {
+		return strings.TrimLeft(rest, " \u00a0")
+	}
+	return s
+}
+
+// writeMessage encodes msg in the request's encoding. Encoding a generated
+// message cannot fail short of a bug, which is answered as a plain 500.
+func writeMessage(w http.ResponseWriter, c codec, status int, msg proto.Message) {
+	body, err := c.marshal(msg)
+	if err != nil {
+		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", c.contentType)
+	w.WriteHeader(status)
+	w.Write(body) //nolint:errcheck // the client went away; nothing to do
+}

@@ -1,0 +1,55 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+func (h *storeHandlers) desireLRP(ctx context.Context, req *models.DesireLRPRequest) (*models.DesireLRPResponse, error) {
+	lrp, err := h.store.DesireLRP(ctx, req.GetDesiredLrp())
+	if err != nil {
+		return nil, err
+	}
+	return &models.DesireLRPResponse{DesiredLrp: lrp}, nil
+}
+
+func (h *storeHandlers) desiredLRPByProcessGuid(ctx context.Context, req *models.DesiredLRPByProcessGuidRequest) (*models.DesiredLRPResponse, error) {
+	lrp, err := h.store.DesiredLRPByProcessGuid(ctx, req.GetProcessGuid())
+	if err != nil {
+		return nil, err
+	}
+	return &models.DesiredLRPResponse{DesiredLrp: lrp}, nil
+}
+
+func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPsRequest) (*models.DesiredLRPsResponse, error) {
+	lrps, err := h.store.DesiredLRPs(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+	if err != nil {
+		return nil, err
+	}
+	return &models.DesiredLRPsResponse{DesiredLrps: lrps}, nil
+}
+
+func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *models.DesiredLRPSchedulingInfosRequest) (*models.DesiredLRPSchedulingInfosResponse, error) {
+	infos, err := h.store.DesiredLRPSchedulingInfos(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+	if err != nil {
+		return nil, err
+	}
+	return &models.DesiredLRPSchedulingInfosResponse{DesiredLrpSchedulingInfos: infos}, nil
+}
+
+func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {
+	lrp, err := h.store.UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
+	if err != nil {
+		return nil, err
+	}
+	return &models.UpdateDesiredLRPResponse{DesiredLrp: lrp}, nil
+}
+
+func (h *storeHandlers) removeDesiredLRP(ctx context.Context, req *models.RemoveDesiredLRPRequest) (*models.RemoveDesiredLRPResponse, error) {
+	if err := h.store.RemoveDesiredLRP(ctx, req.GetProcessGuid()); err != nil {
+		return nil, err
+	}
+	return &models.RemoveDesiredLRPResponse{}, nil
+}

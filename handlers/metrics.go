@@ -1,0 +1,61 @@
+package handlers
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcome label values besides the error type names (InvalidRequest, ...).
+const (
+	outcomeSuccess = "success"
+	// routeUnmatched labels requests for paths the API does not serve, so a
+	// scanner cannot blow up the label set with made-up paths.
+	routeUnmatched = "unmatched"
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(registry prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corkboard_http_requests_total",
+			Help: "API requests by route and outcome (success or the error type).",
+		}, []string{"route", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "corkboard_http_request_duration_seconds",
+			Help: "API request latency by route, from the first byte read to the last byte written.",
+			// Fine below 20 ms, where the board is meant to answer.
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+	}
+	if registry != nil {
+		m.requests = register(registry, m.requests)
+		m.duration = register(registry, m.duration)
+	}
+	return m
+}
+
+// register adds c to the registry, or reuses the collector already there, so
+// that two handlers built on one registry share their series.
+func register[C prometheus.Collector](registry prometheus.Registerer, c C) C {
+	err := registry.Register(c)
+	if err == nil {
+		return c
+	}
+	var exists prometheus.AlreadyRegisteredError
+	if errors.As(err, &exists) {
+		if existing, ok := exists.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	panic("register metrics: " + err.Error())
+}
+
+func (m *metrics) observe(route, outcome string, seconds float64) {
+	m.requests.WithLabelValues(route, outcome).Inc()
+	m.duration.WithLabelValues(route).Observe(seconds)
+}

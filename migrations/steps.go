@@ -1,0 +1,30 @@
+package migrations
+
+import (
+	"context"
+	"time"
+)
+
+// goStep is the Go half of a migration, for changes SQL cannot express
+// (decoding blobs, re-encoding them as protobuf). It runs before the
+// migration's SQL statements. Bump Revision whenever its behaviour changes:
+// the revision is part of the migration's checksum.
+type goStep struct {
+	Name     string
+	Revision int
+	// Describe says, for `bbs-migrate plan`, what Run would do on this
+	// database, without changing anything.
+	Describe func(ctx context.Context, env stepEnv) (string, error)
+	Run      func(ctx context.Context, env stepEnv) error
+}
+
+type stepEnv struct {
+	q       querier
+	dialect string
+	now     func() time.Time
+}
+
+// registeredSteps maps a migration version to its Go step.
+var registeredSteps = map[int]*goStep{
+	2: importLegacy,
+}

@@ -1,0 +1,216 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Limits enforced by validation. Lengths are in bytes.
+const (
+	// MaxInstances bounds one LRP: desiring it writes one row per instance
+	// in a single transaction, and a typo like 1000000 should be an error,
+	// not a stalled board.
+	MaxInstances = 100000
+	// MaxDomainLength matches the domain columns, VARCHAR(255).
+	MaxDomainLength = 255
+	// MaxCellIDLength matches the cell_id column, VARCHAR(255).
+	MaxCellIDLength = 255
+	// MaxAnnotationBytes is 10 KiB.
+	MaxAnnotationBytes = 10 * 1024
+	// MaxRoutesBytes is 128 KiB of routes, measured as compact JSON.
+	MaxRoutesBytes = 128 * 1024
+	// MaxPorts is the most ports one definition may expose.
+	MaxPorts = 8
+	// MaxDomainTTLSeconds is ten years. A domain that should never expire
+	// uses ttl 0; the bound keeps ttl in nanoseconds far from overflowing.
+	MaxDomainTTLSeconds = 10 * 365 * 24 * 60 * 60
+)
+
+const (
+	processGuidPattern = `^[a-zA-Z0-9_-]{1,128}$`
+	// A definition id is stored in VARCHAR(64) columns and shows up in
+	// logs and CLI output, so it is short and needs no quoting.
+	definitionIDPattern = `^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`
+)
+
+var (
+	processGuidRegexp  = regexp.MustCompile(processGuidPattern)
+	definitionIDRegexp = regexp.MustCompile(definitionIDPattern)
+)
+
+// ValidateProcessGuid reports whether guid is a valid process_guid.
+func ValidateProcessGuid(guid string) error {
+	return validateProcessGuid("process_guid", guid)
+}
+
+// ValidateUpdateIdentifier reports whether id may name a definition. The
+// same format applies to every definition_id a client sends.
+func ValidateUpdateIdentifier(id string) error {
+	return validateDefinitionID("update_identifier", id)
+}
+
+func validateProcessGuid(path, guid string) error {
+	if guid == "" {
+		return ErrInvalidField(path, "required")
+	}
+	if !processGuidRegexp.MatchString(guid) {
+		return ErrInvalidField(path, "must match "+processGuidPattern+", got "+quoteShort(guid))
+	}
+	return nil
+}
+
+func validateDefinitionID(path, id string) error {
+	if id == "" {
+		return ErrInvalidField(path, "required")
+	}
+	if !definitionIDRegexp.MatchString(id) {
+		return ErrInvalidField(path, "must match "+definitionIDPattern+", got "+quoteShort(id))
+	}
+	return nil
+}
+
+func validateRequiredDomain(path, domain string) error {
+	if domain == "" {
+		return ErrInvalidField(path, "required")
+	}
+	return validateMaxBytes(path, domain, MaxDomainLength)
+}
+
+func validateMaxBytes(path, value string, limit int) error {
+	if len(value) > limit {
+		return ErrInvalidField(path, fmt.Sprintf("must be at most %d bytes, got %d", limit, len(value)))
+	}
+	return nil
+}
+
+func validateInstances(path string, instances int32) error {
+	if instances < 0 || instances > MaxInstances {
+		return ErrInvalidField(path, fmt.Sprintf("must be between 0 and %d, got %d", MaxInstances, instances))
+	}
+	return nil
+}
+
+func validateNotNegative(path string, value int64) error {
+	if value < 0 {
+		return ErrInvalidField(path, fmt.Sprintf("must not be negative, got %d", value))
+	}
+	return nil
+}
+
+func validatePort(path string, port uint32) error {
+	if port < 1 || port > 65535 {
+		return ErrInvalidField(path, fmt.Sprintf("must be 1-65535, got %d", port))
+	}
+	return nil
+}
+
+func validateUTF8(path, value string) error {
+	if !utf8.ValidString(value) {
+		return ErrInvalidField(path, "must be valid UTF-8")
+	}
+	return nil
+}
+
+func validatePlacementTags(path string, tags []string) error {
+	for i, tag := range tags {
+		if tag == "" {
+			return ErrInvalidField(indexed(path, i), "must not be empty")
+		}
+	}
+	return nil
+}
+
+func validateProcessGuids(path string, guids []string) error {
+	for i, guid := range guids {
+		if err := validateProcessGuid(indexed(path, i), guid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateRoutes measures routes as compact JSON, the form the board
+// stores, so the limit means the same thing whichever encoding the client
+// sent. A nil Struct is "no routes". Every value must be one JSON can
+// carry: protobuf can also hold NaN, infinities and empty values, which
+// would make the LRP unreadable to a JSON client later.
+func validateRoutes(path string, routes *structpb.Struct) error {
+	if routes == nil {
+		return nil
+	}
+	if err := validateStructValues(path, routes); err != nil {
+		return err
+	}
+	encoded, err := json.Marshal(routes.AsMap())
+	if err != nil {
+		return ErrInvalidField(path, "must be representable as JSON: "+err.Error())
+	}
+	if len(encoded) > MaxRoutesBytes {
+		return ErrInvalidField(path, fmt.Sprintf("must be at most %d bytes as JSON, got %d", MaxRoutesBytes, len(encoded)))
+	}
+	return nil
+}
+
+func validateStructValues(path string, s *structpb.Struct) error {
+	// Sorted, so that the first problem reported is always the same one.
+	for _, key := range slices.Sorted(maps.Keys(s.GetFields())) {
+		if err := validateJSONValue(child(path, key), s.GetFields()[key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateJSONValue(path string, v *structpb.Value) error {
+	switch kind := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		if math.IsNaN(kind.NumberValue) || math.IsInf(kind.NumberValue, 0) {
+			return ErrInvalidField(path, fmt.Sprintf("must be a finite number, got %v", kind.NumberValue))
+		}
+	case *structpb.Value_StructValue:
+		return validateStructValues(path, kind.StructValue)
+	case *structpb.Value_ListValue:
+		for i, item := range kind.ListValue.GetValues() {
+			if err := validateJSONValue(indexed(path, i), item); err != nil {
+				return err
+			}
+		}
+	case nil:
+		return ErrInvalidField(path, "must hold a value (null, a number, a string, a bool, an object or a list)")
+	}
+	return nil
+}
+
+// child joins a field path: child("desired_lrp", "domain") is
+// "desired_lrp.domain"; a message validated on its own has an empty path.
+func child(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func indexed(path string, i int) string {
+	return fmt.Sprintf("%s[%d]", path, i)
+}
+
+// quoteShort quotes a rejected value for an error message, cut short so
+// that a 1 MiB value does not come back in the error.
+func quoteShort(value string) string {
+	const limit = 64
+	if len(value) <= limit {
+		return fmt.Sprintf("%q", value)
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(value[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q...", value[:cut])
+}

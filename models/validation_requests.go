@@ -1,0 +1,103 @@
+package models
+
+import "fmt"
+
+// Every request message validates itself before a handler touches the
+// store. Field paths in the errors start from the request's own fields.
+
+// Validate requires a desired_lrp and checks it as (*DesiredLRP).Validate does.
+func (r *DesireLRPRequest) Validate() error {
+	if r.GetDesiredLrp() == nil {
+		return ErrInvalidField("desired_lrp", "required")
+	}
+	return r.GetDesiredLrp().validate("desired_lrp")
+}
+
+// Validate requires a valid process_guid.
+func (r *DesiredLRPByProcessGuidRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}
+
+// Validate checks the filters; both are optional.
+func (r *DesiredLRPsRequest) Validate() error {
+	if err := validateMaxBytes("domain", r.GetDomain(), MaxDomainLength); err != nil {
+		return err
+	}
+	return validateProcessGuids("process_guids", r.GetProcessGuids())
+}
+
+// Validate checks the filters; both are optional.
+func (r *DesiredLRPSchedulingInfosRequest) Validate() error {
+	if err := validateMaxBytes("domain", r.GetDomain(), MaxDomainLength); err != nil {
+		return err
+	}
+	return validateProcessGuids("process_guids", r.GetProcessGuids())
+}
+
+// Validate requires a process_guid and an update, checked as
+// (*DesiredLRPUpdate).Validate does.
+func (r *UpdateDesiredLRPRequest) Validate() error {
+	if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {
+		return err
+	}
+	if r.GetUpdate() == nil {
+		return ErrInvalidField("update", "required")
+	}
+	return r.GetUpdate().validate("update")
+}
+
+// Validate requires a valid process_guid.
+func (r *RemoveDesiredLRPRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}
+
+// Validate requires a valid process_guid.
+func (r *DefinitionsRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}
+
+// Validate requires a valid process_guid and definition_id.
+func (r *DefinitionRequest) Validate() error {
+	if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {
+		return err
+	}
+	return validateDefinitionID("definition_id", r.GetDefinitionId())
+}
+
+// Validate checks the filters; every one is optional.
+func (r *ActualLRPsRequest) Validate() error {
+	if err := validateMaxBytes("domain", r.GetDomain(), MaxDomainLength); err != nil {
+		return err
+	}
+	if err := validateMaxBytes("cell_id", r.GetCellId(), MaxCellIDLength); err != nil {
+		return err
+	}
+	if r.GetProcessGuid() != "" {
+		if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {
+			return err
+		}
+	}
+	if r != nil && r.Index != nil && r.GetIndex() < 0 {
+		return ErrInvalidField("index", fmt.Sprintf("must not be negative, got %d", r.GetIndex()))
+	}
+	return nil
+}
+
+// Validate requires a domain; ttl_seconds is 0 (fresh forever) up to
+// MaxDomainTTLSeconds.
+func (r *UpsertDomainRequest) Validate() error {
+	if err := validateRequiredDomain("domain", r.GetDomain()); err != nil {
+		return err
+	}
+	ttl := r.GetTtlSeconds()
+	if ttl < 0 || ttl > MaxDomainTTLSeconds {
+		return ErrInvalidField("ttl_seconds", fmt.Sprintf("must be between 0 and %d, got %d", MaxDomainTTLSeconds, ttl))
+	}
+	return nil
+}
+
+// Validate accepts every DomainsRequest: it has no fields.
+func (r *DomainsRequest) Validate() error { return nil }
+
+// Validate accepts every PingRequest: it has no fields.
+func (r *PingRequest) Validate() error { return nil }
