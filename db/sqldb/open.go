@@ -38,6 +38,11 @@ func Open(ctx context.Context, dialect, dsn string) (*sql.DB, error) {
 	case Postgres:
 		dsn = postgresDSN(dsn)
 	case MySQL:
+		if strings.Contains(dsn, "clientFoundRows=true") {
+			// Affected-row counts must mean rows changed, not rows matched:
+			// the dialect helper's insert-if-missing relies on it.
+			return nil, fmt.Errorf("mysql: clientFoundRows=true is not supported")
+		}
 		dsn = mysqlDSN(dsn)
 	default:
 		return nil, fmt.Errorf("unknown database driver %q (want sqlite, postgres or mysql)", dialect)

@@ -1,0 +1,140 @@
+package sqldb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/models"
+)
+
+// Run with: go test ./db/sqldb -run '^$' -bench . -benchtime 5s
+// Postgres and MySQL run when their DSNs are set (see internal/testdb).
+
+// BenchmarkDesire desires one-instance LRPs from 32 concurrent goroutines
+// and reports throughput and the 99th percentile latency.
+func BenchmarkDesire(b *testing.B) {
+	forEachBenchDialect(b, func(b *testing.B, env benchEnv) {
+		var seq atomic.Int64
+		b.Run("32-clients", func(b *testing.B) {
+			template := newLRP("template", "bench", 1)
+			var mu sync.Mutex
+			var latencies []time.Duration
+			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var mine []time.Duration
+				for pb.Next() {
+					lrp := proto.Clone(template).(*models.DesiredLRP)
+					lrp.ProcessGuid = fmt.Sprintf("bench-%d", seq.Add(1))
+					start := time.Now()
+					if _, err := env.store.DesireLRP(context.Background(), lrp); err != nil {
+						b.Error(err)
+						return
+					}
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				latencies = append(latencies, mine...)
+				mu.Unlock()
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "desires/s")
+			b.ReportMetric(float64(percentile(latencies, 0.99))/float64(time.Millisecond), "p99-ms")
+		})
+	})
+}
+
+// BenchmarkListActualLRPs lists 100,000 instances (100 LRPs of 1,000), all
+// running with net info, as convergence and the CLI would.
+func BenchmarkListActualLRPs(b *testing.B) {
+	const lrps, perLRP = 100, 1000
+	forEachBenchDialect(b, func(b *testing.B, env benchEnv) {
+		ctx := context.Background()
+		for i := range lrps {
+			if _, err := env.store.DesireLRP(ctx, newLRP(fmt.Sprintf("lrp-%03d", i), "bench", perLRP)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		netInfo, err := proto.Marshal(&models.NetInfo{
+			Address: "10.0.0.1", InstanceAddress: "172.16.0.5",
+			Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := env.conn.Exec(sqldb.Rebind(env.dialect,
+			"UPDATE actual_lrps SET state = 'RUNNING', cell_id = 'cell-1', instance_guid = 'ig', routable = ?, net_info = ?"),
+			true, netInfo); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("100000", func(b *testing.B) {
+			for b.Loop() {
+				got, err := env.store.ActualLRPs(ctx, db.ActualLRPFilter{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got) != lrps*perLRP {
+					b.Fatalf("listed %d instances, want %d", len(got), lrps*perLRP)
+				}
+			}
+		})
+	})
+}
+
+// benchEnv is one dialect's freshly migrated database.
+type benchEnv struct {
+	dialect string
+	conn    *sql.DB
+	store   *sqldb.SQLDB
+}
+
+// forEachBenchDialect runs body once per dialect on a fresh migrated
+// database, skipping a dialect whose DSN is not set.
+func forEachBenchDialect(b *testing.B, body func(b *testing.B, env benchEnv)) {
+	available, err := testdb.Dialects()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, dialect := range []string{sqldb.SQLite, sqldb.Postgres, sqldb.MySQL} {
+		b.Run(dialect, func(b *testing.B) {
+			if !slices.Contains(available, dialect) {
+				b.Skipf("%s: DSN not set", dialect)
+			}
+			database, err := testdb.Create(dialect)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { database.Drop() })
+			conn, err := sqldb.Open(context.Background(), dialect, database.DSN)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { conn.Close() })
+			if err := migrations.Up(context.Background(), conn, dialect); err != nil {
+				b.Fatal(err)
+			}
+			body(b, benchEnv{dialect: dialect, conn: conn, store: sqldb.New(conn, dialect)})
+		})
+	}
+}
+
+func percentile(values []time.Duration, p float64) time.Duration {
+	if len(values) == 0 {
+		return 0
+	}
+	slices.Sort(values)
+	return values[int(float64(len(values)-1)*p)]
+}

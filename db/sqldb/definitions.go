@@ -1,0 +1,55 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// Definitions lists an LRP's stored definitions, newest first, marking the
+// active and healthy ones. Definitions outlive a removed LRP; they are then
+// listed with neither mark. An LRP with no definitions is ResourceNotFound.
+func (s *SQLDB) Definitions(ctx context.Context, processGuid string) ([]*models.DefinitionSummary, error) {
+	var summaries []*models.DefinitionSummary
+	err := s.eachRow(ctx, `SELECT r.definition_id, r.created_at, r.memory_mb, r.disk_mb,
+ COALESCE(d.active_definition_id, ''), COALESCE(d.healthy_definition_id, '')
+ FROM run_infos r LEFT JOIN desired_lrps d ON d.process_guid = r.process_guid
+ WHERE r.process_guid = ?
+ ORDER BY r.created_at DESC, r.definition_id DESC`, []any{processGuid}, func(rows *sql.Rows) error {
+		summary := &models.DefinitionSummary{}
+		var activeID, healthyID string
+		if err := rows.Scan(&summary.DefinitionId, &summary.CreatedAt, &summary.MemoryMb, &summary.DiskMb, &activeID, &healthyID); err != nil {
+			return err
+		}
+		summary.Active = summary.DefinitionId == activeID
+		summary.Healthy = summary.DefinitionId == healthyID
+		summaries = append(summaries, summary)
+		return nil
+	})
+	if err != nil {
+		return nil, asModelError("list definitions", err)
+	}
+	if len(summaries) == 0 {
+		return nil, errNotFound("desired_lrp %q has no definitions", processGuid)
+	}
+	return summaries, nil
+}
+
+func (s *SQLDB) Definition(ctx context.Context, processGuid, definitionID string) (*models.LRPDefinition, error) {
+	var blob []byte
+	err := s.queryRow(ctx, s.conn, "SELECT definition FROM run_infos WHERE process_guid = ? AND definition_id = ?",
+		processGuid, definitionID).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound("definition %q of desired_lrp %q not found", definitionID, processGuid)
+	}
+	if err != nil {
+		return nil, asModelError("get definition", err)
+	}
+	def, err := decodeDefinition(blob)
+	if err != nil {
+		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
+	}
+	return def, nil
+}

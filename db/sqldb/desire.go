@@ -1,0 +1,188 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// DesireLRP stores lrp, its definition as the first (active) version, and
+// one UNCLAIMED ORDINARY ActualLRP per index, in one transaction. It returns
+// what it stored: the definition with its id and created_at, the active
+// definition id, a fresh modification tag and created_at.
+//
+// The definition id is lrp.Definition.DefinitionId when set, else
+// models.GenerateDefinitionID. The healthy definition id starts empty: it
+// names a definition that completed a rollout, which none has yet.
+//
+// Definitions outlive their LRP (see RemoveDesiredLRP), so desiring a guid
+// again may meet a stored definition with the same id: the same content is
+// reused, other content is ResourceConflict. Likewise a claimed or running
+// ORDINARY instance left over at some index is kept instead of a new
+// UNCLAIMED one.
+func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.DesiredLRP, error) {
+	if err := checkDesire(lrp); err != nil {
+		return nil, err
+	}
+	now := s.now().UnixNano()
+	stored := proto.Clone(lrp).(*models.DesiredLRP)
+	def := stored.Definition
+	def.DefinitionId = models.EffectiveDefinitionID(def, "")
+	if err := checkWidth("desired_lrp.definition.definition_id", def.DefinitionId, maxDefinitionID); err != nil {
+		return nil, err
+	}
+	stored.ActiveDefinitionId = def.DefinitionId
+	stored.HealthyDefinitionId = ""
+	stored.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
+	stored.CreatedAt = now
+
+	tags, err := encodePlacementTags(stored.PlacementTags)
+	if err != nil {
+		return nil, errInvalid("desired_lrp.placement_tags", err.Error())
+	}
+	routes, err := encodeRoutes(stored.Routes)
+	if err != nil {
+		return nil, errInvalid("desired_lrp.routes", err.Error())
+	}
+	strategy, err := encodeUpdateStrategy(stored.UpdateStrategy)
+	if err != nil {
+		return nil, errInvalid("desired_lrp.update_strategy", err.Error())
+	}
+	row := []any{
+		stored.ProcessGuid, stored.Domain, stored.Instances, tags, routes, stored.Annotation,
+		stored.ActiveDefinitionId, stored.HealthyDefinitionId, strategy,
+		stored.ModificationTag.Epoch, int64(0), now, now,
+	}
+	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
+
+	err = s.transact(ctx, "desire lrp", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
+			if isUniqueViolation(err) {
+				return models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
+			}
+			return err
+		}
+		def.CreatedAt = now
+		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def)
+		if err != nil {
+			return err
+		}
+		def.CreatedAt = createdAt
+		return s.insertUnclaimed(ctx, tx, stored.ProcessGuid, stored.Domain, def.DefinitionId, 0, stored.Instances, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// checkDesire rejects input that would store a broken record. Full
+// validation is the handlers' job (models' Validate); this only keeps the
+// database consistent when a caller skips it.
+func checkDesire(lrp *models.DesiredLRP) error {
+	switch {
+	case lrp == nil:
+		return errInvalid("desired_lrp", "is required")
+	case lrp.ProcessGuid == "":
+		return errInvalid("desired_lrp.process_guid", "is required")
+	case lrp.Definition == nil:
+		return errInvalid("desired_lrp.definition", "is required")
+	case lrp.Instances < 0:
+		return errInvalid("desired_lrp.instances", "must not be negative")
+	}
+	if err := checkEncodable(lrp.Definition); err != nil {
+		return errInvalid("desired_lrp.definition", err.Error())
+	}
+	if err := checkWidth("desired_lrp.process_guid", lrp.ProcessGuid, maxProcessGuid); err != nil {
+		return err
+	}
+	return checkWidth("desired_lrp.domain", lrp.Domain, maxDomain)
+}
+
+// Widths of the key columns in the schema. Postgres and MySQL refuse longer
+// values while SQLite would store them; checking here makes every dialect
+// answer alike.
+const (
+	maxProcessGuid  = 128
+	maxDefinitionID = 64
+	maxDomain       = 255
+)
+
+func checkWidth(field, value string, max int) error {
+	if utf8.RuneCountInString(value) > max {
+		return errInvalid(field, fmt.Sprintf("must be at most %d characters", max))
+	}
+	return nil
+}
+
+// checkEncodable catches what protobuf cannot encode (invalid UTF-8 in a
+// string) before the content hash, which requires an encodable definition.
+func checkEncodable(def *models.LRPDefinition) error {
+	_, err := deterministic.Marshal(def)
+	return err
+}
+
+// putDefinition stores def (with its id set) unless a definition with that
+// id is already stored for the guid. An existing one with the same content
+// is kept and its created_at returned; one with other content is
+// ResourceConflict.
+func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid string, def *models.LRPDefinition) (int64, error) {
+	hash := models.DefinitionContentHash(def)
+	blob, err := deterministic.Marshal(def)
+	if err != nil {
+		return 0, errInvalid("definition", err.Error())
+	}
+	insert := s.dialect.insertMissing("run_infos", runInfoColumns, runInfoKey, 1)
+	res, err := s.exec(ctx, tx, insert,
+		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return def.CreatedAt, err
+	}
+	var storedHash string
+	var createdAt int64
+	err = s.queryRow(ctx, tx, "SELECT content_hash, created_at FROM run_infos WHERE process_guid = ? AND definition_id = ?",
+		processGuid, def.DefinitionId).Scan(&storedHash, &createdAt)
+	if err != nil {
+		return 0, err
+	}
+	if storedHash != hash {
+		return 0, models.NewError(models.Error_ResourceConflict,
+			"definition %q of desired_lrp %q is already stored with other content; choose another update_identifier",
+			def.DefinitionId, processGuid)
+	}
+	return createdAt, nil
+}
+
+// insertUnclaimed adds an UNCLAIMED ORDINARY instance for every index in
+// [from, to) that has no ORDINARY instance yet, in batches.
+func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, domain, definitionID string, from, to int32, now int64) error {
+	perRow := len(unclaimedActualLRPColumns)
+	for start := int64(from); start < int64(to); start += batchSize {
+		end := min(int64(to), start+batchSize)
+		rows := int(end - start)
+		args := make([]any, 0, rows*perRow)
+		for index := start; index < end; index++ {
+			args = append(args, processGuid, int32(index), presenceOrdinary, domain, definitionID, stateUnclaimed,
+				now, "", "", newGUID(), int64(0))
+		}
+		insert := s.dialect.insertMissing("actual_lrps", unclaimedActualLRPColumns, actualLRPKey, rows)
+		if _, err := s.exec(ctx, tx, insert, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Enum names as stored.
+var (
+	presenceOrdinary = models.ActualLRP_ORDINARY.String()
+	stateUnclaimed   = models.ActualLRP_UNCLAIMED.String()
+)

@@ -1,0 +1,232 @@
+package sqldb_test
+
+import (
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ = forEachDialect("DesireLRP", func(b *board) {
+	It("stores the LRP, its first definition as active, and one UNCLAIMED instance per index", func() {
+		lrp := newLRP("web", "apps", 3)
+		lrp.UpdateStrategy = &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "1", AutoRevert: true}
+		stored, err := b.store.DesireLRP(b.ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+
+		now := b.clock.Now().UnixNano()
+		Expect(stored.ActiveDefinitionId).To(Equal("v1"))
+		Expect(stored.HealthyDefinitionId).To(BeEmpty())
+		Expect(stored.CreatedAt).To(Equal(now))
+		Expect(stored.Definition.DefinitionId).To(Equal("v1"))
+		Expect(stored.Definition.CreatedAt).To(Equal(now))
+		Expect(stored.ModificationTag.Epoch).To(MatchRegexp(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`))
+		Expect(stored.ModificationTag.Index).To(BeZero())
+
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(EqualProto(stored))
+		Expect(got.Routes).To(EqualProto(lrp.Routes))
+		Expect(got.PlacementTags).To(Equal([]string{"zone-a", "ssd"}))
+		Expect(got.UpdateStrategy).To(EqualProto(lrp.UpdateStrategy))
+
+		instances := b.instances("web")
+		Expect(instances).To(HaveLen(3))
+		epochs := map[string]bool{}
+		for i, instance := range instances {
+			Expect(instance.Index).To(BeEquivalentTo(i))
+			Expect(instance.State).To(Equal(models.ActualLRP_UNCLAIMED))
+			Expect(instance.Presence).To(Equal(models.ActualLRP_ORDINARY))
+			Expect(instance.DefinitionId).To(Equal("v1"))
+			Expect(instance.Domain).To(Equal("apps"))
+			Expect(instance.Since).To(Equal(now))
+			Expect(instance.CellId).To(BeEmpty())
+			Expect(instance.NetInfo).To(BeNil())
+			Expect(instance.ModificationTag.Index).To(BeZero())
+			epochs[instance.ModificationTag.Epoch] = true
+		}
+		Expect(epochs).To(HaveLen(3), "every instance gets its own tag epoch")
+	})
+
+	It("leaves the caller's LRP untouched", func() {
+		lrp := newLRP("web", "apps", 1)
+		before := proto.Clone(lrp)
+		_, err := b.store.DesireLRP(b.ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lrp).To(EqualProto(before))
+	})
+
+	It("names an unnamed definition by its content", func() {
+		lrp := newLRP("web", "apps", 1)
+		lrp.Definition.DefinitionId = ""
+		stored, err := b.store.DesireLRP(b.ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(stored.ActiveDefinitionId).To(Equal(models.GenerateDefinitionID(lrp.Definition)))
+		Expect(b.instances("web")[0].DefinitionId).To(Equal(stored.ActiveDefinitionId))
+	})
+
+	It("stores an LRP with no instances and no optional fields", func() {
+		lrp := &models.DesiredLRP{ProcessGuid: "bare", Domain: "apps", Definition: newDefinition("v1", "/bin/bare")}
+		stored, err := b.store.DesireLRP(b.ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "bare")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(EqualProto(stored))
+		Expect(got.Routes).To(BeNil())
+		Expect(got.PlacementTags).To(BeEmpty())
+		Expect(got.UpdateStrategy).To(BeNil())
+		Expect(b.instances("bare")).To(BeEmpty())
+	})
+
+	It("keeps an empty update strategy apart from none", func() {
+		lrp := newLRP("web", "apps", 0)
+		lrp.UpdateStrategy = &models.UpdateStrategy{}
+		_, err := b.store.DesireLRP(b.ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.UpdateStrategy).NotTo(BeNil())
+	})
+
+	It("creates instances past one insert batch", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("big", "apps", 2500))
+		Expect(err).NotTo(HaveOccurred())
+		instances := b.instances("big")
+		Expect(instances).To(HaveLen(2500))
+		Expect(instances[2499].Index).To(BeEquivalentTo(2499))
+	})
+
+	It("refuses an existing guid with ResourceExists and changes nothing", func() {
+		first, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 2))
+		Expect(err).NotTo(HaveOccurred())
+
+		again := newLRP("web", "other", 5)
+		again.Definition = newDefinition("v2", "/bin/other")
+		b.clock.Advance(1)
+		_, err = b.store.DesireLRP(b.ctx, again)
+		Expect(err).To(HaveErrorType(models.Error_ResourceExists))
+		Expect(err.Error()).To(ContainSubstring(`"web"`))
+
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(EqualProto(first))
+		Expect(b.instances("web")).To(HaveLen(2))
+		definitions, err := b.store.Definitions(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(definitions).To(HaveLen(1))
+	})
+
+	DescribeTable("refuses input that would store a broken record, naming the field, and stores nothing",
+		func(mutate func(*models.DesiredLRP), field string) {
+			lrp := newLRP("web", "apps", 2)
+			mutate(lrp)
+			_, err := b.store.DesireLRP(b.ctx, lrp)
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+			Expect(err.Error()).To(ContainSubstring(field))
+			Expect(b.count("SELECT COUNT(*) FROM desired_lrps")).To(BeZero())
+			Expect(b.count("SELECT COUNT(*) FROM run_infos")).To(BeZero())
+			Expect(b.count("SELECT COUNT(*) FROM actual_lrps")).To(BeZero())
+		},
+		Entry("no definition", func(l *models.DesiredLRP) { l.Definition = nil }, "desired_lrp.definition"),
+		Entry("negative instances", func(l *models.DesiredLRP) { l.Instances = -1 }, "desired_lrp.instances"),
+		Entry("no process guid", func(l *models.DesiredLRP) { l.ProcessGuid = "" }, "desired_lrp.process_guid"),
+		Entry("a definition protobuf cannot encode", func(l *models.DesiredLRP) { l.Definition.Action.Path = "\xff" }, "desired_lrp.definition"),
+		Entry("a process guid wider than its column", func(l *models.DesiredLRP) { l.ProcessGuid = strings.Repeat("g", 129) }, "desired_lrp.process_guid"),
+		Entry("a domain wider than its column", func(l *models.DesiredLRP) { l.Domain = strings.Repeat("d", 256) }, "desired_lrp.domain"),
+		Entry("a definition id wider than its column", func(l *models.DesiredLRP) { l.Definition.DefinitionId = strings.Repeat("v", 65) }, "desired_lrp.definition.definition_id"),
+	)
+
+	It("accepts values exactly as wide as their columns", func() {
+		lrp := newLRP(strings.Repeat("g", 128), strings.Repeat("d", 255), 1)
+		lrp.Definition.DefinitionId = strings.Repeat("v", 64)
+		stored, err := b.store.DesireLRP(b.ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, lrp.ProcessGuid)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(EqualProto(stored))
+	})
+
+	It("lets exactly one of concurrent desires of one guid succeed", func() {
+		const racers = 4
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				_, errs[i] = b.store.DesireLRP(b.ctx, newLRP("web", "apps", int32(i+1)))
+			}()
+		}
+		wg.Wait()
+		var wins, exists int
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case models.IsErrorType(err, models.Error_ResourceExists):
+				exists++
+			}
+		}
+		Expect(wins).To(Equal(1), "%v", errs)
+		Expect(exists).To(Equal(racers-1), "%v", errs)
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.instances("web")).To(HaveLen(int(got.Instances)))
+	})
+
+	It("refuses a nil LRP", func() {
+		_, err := b.store.DesireLRP(b.ctx, nil)
+		Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+	})
+
+	Context("when the guid was desired and removed before", func() {
+		BeforeEach(func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			b.setState("web", 1, models.ActualLRP_RUNNING, "cell-1")
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			b.clock.Advance(1000)
+		})
+
+		It("reuses the kept definition of the same content and keeps the running instance at its index", func() {
+			stored, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(stored.Definition.CreatedAt).To(Equal(b.clock.Now().UnixNano() - 1000))
+
+			instances := b.instances("web")
+			Expect(instances).To(HaveLen(3))
+			Expect(instances[1].State).To(Equal(models.ActualLRP_RUNNING))
+			Expect(instances[1].CellId).To(Equal("cell-1"))
+			Expect(instances[0].State).To(Equal(models.ActualLRP_UNCLAIMED))
+			Expect(instances[2].State).To(Equal(models.ActualLRP_UNCLAIMED))
+		})
+
+		It("refuses the same definition id with other content and stores nothing", func() {
+			lrp := newLRP("web", "apps", 3)
+			lrp.Definition.Action.Path = "/bin/something-else"
+			_, err := b.store.DesireLRP(b.ctx, lrp)
+			Expect(err).To(HaveErrorType(models.Error_ResourceConflict))
+
+			_, err = b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
+			Expect(b.instances("web")).To(HaveLen(1), "only the running leftover")
+			def, err := b.store.Definition(b.ctx, "web", "v1")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(def.Action.Path).To(Equal("/bin/web"))
+		})
+	})
+
+	It("is visible in lists right away", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		lrps, err := b.store.DesiredLRPs(b.ctx, db.DesiredLRPFilter{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lrps).To(HaveLen(1))
+	})
+})

@@ -1,0 +1,191 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// selectDesiredLRP reads a desired row with its active definition's blob.
+// The join is LEFT so that a row whose definition went missing still shows.
+const selectDesiredLRP = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
+ d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, r.definition
+ FROM desired_lrps d
+ LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
+
+// selectSchedulingInfo reads plain columns only; the resources come from
+// the active definition's row, not its blob.
+const selectSchedulingInfo = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
+ d.annotation, d.active_definition_id, d.healthy_definition_id,
+ d.modification_tag_epoch, d.modification_tag_index,
+ COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0)
+ FROM desired_lrps d
+ LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
+
+func (s *SQLDB) DesiredLRPByProcessGuid(ctx context.Context, processGuid string) (*models.DesiredLRP, error) {
+	lrp, err := s.desiredLRP(ctx, s.conn, processGuid)
+	return lrp, asModelError("get desired lrp", err)
+}
+
+func (s *SQLDB) desiredLRP(ctx context.Context, q queryer, processGuid string) (*models.DesiredLRP, error) {
+	lrp, err := scanDesiredLRP(s.queryRow(ctx, q, selectDesiredLRP+" WHERE d.process_guid = ?", processGuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound("desired_lrp %q not found", processGuid)
+	}
+	return lrp, err
+}
+
+// DesiredLRPs returns the matching LRPs ordered by process guid, each with
+// its active definition, in one query per batch of guids.
+func (s *SQLDB) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRP, error) {
+	var lrps []*models.DesiredLRP
+	err := s.eachDesiredBatch(ctx, selectDesiredLRP, filter, func(rows *sql.Rows) error {
+		lrp, err := scanDesiredLRP(rows)
+		lrps = append(lrps, lrp)
+		return err
+	})
+	if err != nil {
+		return nil, asModelError("list desired lrps", err)
+	}
+	slices.SortFunc(lrps, func(a, b *models.DesiredLRP) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
+	return lrps, nil
+}
+
+// DesiredLRPSchedulingInfos is DesiredLRPs without decoding any definition.
+func (s *SQLDB) DesiredLRPSchedulingInfos(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRPSchedulingInfo, error) {
+	var infos []*models.DesiredLRPSchedulingInfo
+	err := s.eachDesiredBatch(ctx, selectSchedulingInfo, filter, func(rows *sql.Rows) error {
+		info, err := scanSchedulingInfo(rows)
+		infos = append(infos, info)
+		return err
+	})
+	if err != nil {
+		return nil, asModelError("list scheduling infos", err)
+	}
+	slices.SortFunc(infos, func(a, b *models.DesiredLRPSchedulingInfo) int {
+		return strings.Compare(a.ProcessGuid, b.ProcessGuid)
+	})
+	return infos, nil
+}
+
+// eachDesiredBatch runs selectQuery narrowed by filter and calls scan for
+// every row. A guid filter is split into IN lists of at most batchSize.
+func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter db.DesiredLRPFilter, scan func(*sql.Rows) error) error {
+	var where []string
+	var args []any
+	if filter.Domain != "" {
+		where = append(where, "d.domain = ?")
+		args = append(args, filter.Domain)
+	}
+	guidBatches := [][]string{nil}
+	if len(filter.ProcessGuids) > 0 {
+		guidBatches = batches(uniqueStrings(filter.ProcessGuids))
+	}
+	for _, guids := range guidBatches {
+		clauses, batchArgs := where, args
+		if guids != nil {
+			clauses = append(slices.Clip(where), "d.process_guid IN "+inList(len(guids)))
+			batchArgs = append(slices.Clip(args), stringArgs(guids)...)
+		}
+		query := selectQuery
+		if len(clauses) > 0 {
+			query += " WHERE " + strings.Join(clauses, " AND ")
+		}
+		if err := s.eachRow(ctx, query, batchArgs, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *SQLDB) eachRow(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := s.query(ctx, s.conn, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
+	lrp := &models.DesiredLRP{ModificationTag: &models.ModificationTag{}}
+	var tags, routes string
+	var strategy sql.Null[[]byte]
+	var tagIndex int64
+	var definition []byte
+	err := row.Scan(&lrp.ProcessGuid, &lrp.Domain, &lrp.Instances, &tags, &routes,
+		&lrp.Annotation, &lrp.ActiveDefinitionId, &lrp.HealthyDefinitionId, &strategy,
+		&lrp.ModificationTag.Epoch, &tagIndex, &lrp.CreatedAt, &definition)
+	if err != nil {
+		return nil, err
+	}
+	lrp.ModificationTag.Index = uint32(tagIndex)
+	if lrp.PlacementTags, err = decodePlacementTags(tags); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: placement_tags: %v", lrp.ProcessGuid, err)
+	}
+	if lrp.Routes, err = decodeRoutes(routes); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: routes: %v", lrp.ProcessGuid, err)
+	}
+	if lrp.UpdateStrategy, err = decodeUpdateStrategy(strategy.V, strategy.Valid); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: update_strategy: %v", lrp.ProcessGuid, err)
+	}
+	if definition != nil {
+		if lrp.Definition, err = decodeDefinition(definition); err != nil {
+			return nil, errInvalidRecord("desired_lrp %q: definition %q: %v", lrp.ProcessGuid, lrp.ActiveDefinitionId, err)
+		}
+	}
+	return lrp, nil
+}
+
+func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error) {
+	info := &models.DesiredLRPSchedulingInfo{ModificationTag: &models.ModificationTag{}}
+	var tags, routes string
+	var tagIndex int64
+	err := row.Scan(&info.ProcessGuid, &info.Domain, &info.Instances, &tags, &routes,
+		&info.Annotation, &info.ActiveDefinitionId, &info.HealthyDefinitionId,
+		&info.ModificationTag.Epoch, &tagIndex, &info.MemoryMb, &info.DiskMb)
+	if err != nil {
+		return nil, err
+	}
+	info.ModificationTag.Index = uint32(tagIndex)
+	if info.PlacementTags, err = decodePlacementTags(tags); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: placement_tags: %v", info.ProcessGuid, err)
+	}
+	if info.Routes, err = decodeRoutes(routes); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: routes: %v", info.ProcessGuid, err)
+	}
+	return info, nil
+}
+
+// RemoveDesiredLRP deletes the desired row and the LRP's UNCLAIMED
+// instances (of any presence). Claimed, running and crashed instances stay
+// for the rep and convergence to stop, and every definition stays: deleting
+// unreferenced definitions is convergence's job.
+func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error {
+	return s.transact(ctx, "remove desired lrp", func(tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, "DELETE FROM desired_lrps WHERE process_guid = ?", processGuid)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return errNotFound("desired_lrp %q not found", processGuid)
+		}
+		_, err = s.exec(ctx, tx, "DELETE FROM actual_lrps WHERE process_guid = ? AND state = ?", processGuid, stateUnclaimed)
+		return err
+	})
+}

@@ -1,0 +1,109 @@
+package sqldb
+
+import (
+	"strconv"
+	"strings"
+)
+
+// dialect holds the few places where the three databases speak different
+// SQL. Queries elsewhere are written once, with ? placeholders.
+type dialect string
+
+// batchSize bounds the rows of one multi-row insert and the values of one IN
+// list, well under every dialect's limit (Postgres 65,535 parameters, SQLite
+// 32,766, MySQL's packet size) even with a dozen columns per row.
+const batchSize = 1000
+
+// rebind rewrites ? placeholders as $1, $2, … for Postgres. Queries in this
+// package never contain a literal question mark, so every ? is a placeholder.
+func (d dialect) rebind(query string) string {
+	if d != Postgres {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] != '?' {
+			b.WriteByte(query[i])
+			continue
+		}
+		n++
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}
+
+// upsert is an insert of one row that overwrites the update columns when a
+// row with the same key exists.
+func (d dialect) upsert(table string, columns, key, update []string) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, 1)
+	if d == MySQL {
+		b.WriteString(" ON DUPLICATE KEY UPDATE ")
+		for i, c := range update {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(c + " = VALUES(" + c + ")")
+		}
+		return b.String()
+	}
+	b.WriteString(" ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET ")
+	for i, c := range update {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = excluded." + c)
+	}
+	return b.String()
+}
+
+// insertMissing is a multi-row insert that skips rows whose key exists, so
+// the result's RowsAffected counts only the rows it added.
+func (d dialect) insertMissing(table string, columns, key []string, rows int) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, rows)
+	if d == MySQL {
+		// A no-op assignment: MySQL reports 0 affected rows for it.
+		b.WriteString(" ON DUPLICATE KEY UPDATE " + key[0] + " = " + key[0])
+		return b.String()
+	}
+	b.WriteString(" ON CONFLICT (" + strings.Join(key, ", ") + ") DO NOTHING")
+	return b.String()
+}
+
+// writeInsert writes INSERT INTO table (columns) VALUES (?, …), … for rows rows.
+func writeInsert(b *strings.Builder, table string, columns []string, rows int) {
+	b.WriteString("INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES ")
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+}
+
+// inList is "(?, ?, …)" with n placeholders.
+func inList(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+}
+
+// insertStatement is a plain one-row INSERT.
+func insertStatement(table string, columns []string) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, 1)
+	return b.String()
+}
+
+// lockForUpdate ends a SELECT of rows the transaction is about to change,
+// so concurrent writers queue on them instead of racing. SQLite has no row
+// locks and needs none: its write transactions already run one at a time.
+func (d dialect) lockForUpdate() string {
+	if d == SQLite {
+		return ""
+	}
+	return " FOR UPDATE"
+}

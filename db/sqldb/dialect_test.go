@@ -1,0 +1,73 @@
+package sqldb_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/db/sqldb"
+)
+
+var _ = Describe("the dialect helper", func() {
+	DescribeTable("Rebind",
+		func(dialect, query, want string) {
+			Expect(sqldb.Rebind(dialect, query)).To(Equal(want))
+		},
+		Entry("Postgres numbers placeholders", sqldb.Postgres,
+			"SELECT a FROM t WHERE b = ? AND c IN (?, ?)", "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)"),
+		Entry("Postgres counts past nine", sqldb.Postgres,
+			"(?,?,?,?,?,?,?,?,?,?,?)", "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"),
+		Entry("Postgres without placeholders", sqldb.Postgres, "SELECT 1", "SELECT 1"),
+		Entry("SQLite keeps ?", sqldb.SQLite, "DELETE FROM t WHERE a = ?", "DELETE FROM t WHERE a = ?"),
+		Entry("MySQL keeps ?", sqldb.MySQL, "DELETE FROM t WHERE a = ?", "DELETE FROM t WHERE a = ?"),
+	)
+
+	DescribeTable("Upsert",
+		func(dialect, want string) {
+			Expect(sqldb.Upsert(dialect, "domains", []string{"domain", "expires_at"}, []string{"domain"}, []string{"expires_at"})).
+				To(Equal(want))
+		},
+		Entry("SQLite", sqldb.SQLite,
+			"INSERT INTO domains (domain, expires_at) VALUES (?, ?) ON CONFLICT (domain) DO UPDATE SET expires_at = excluded.expires_at"),
+		Entry("Postgres", sqldb.Postgres,
+			"INSERT INTO domains (domain, expires_at) VALUES (?, ?) ON CONFLICT (domain) DO UPDATE SET expires_at = excluded.expires_at"),
+		Entry("MySQL", sqldb.MySQL,
+			"INSERT INTO domains (domain, expires_at) VALUES (?, ?) ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)"),
+	)
+
+	DescribeTable("InsertMissing",
+		func(dialect, want string) {
+			Expect(sqldb.InsertMissing(dialect, "t", []string{"k", "v"}, []string{"k"}, 2)).To(Equal(want))
+		},
+		Entry("SQLite", sqldb.SQLite, "INSERT INTO t (k, v) VALUES (?, ?), (?, ?) ON CONFLICT (k) DO NOTHING"),
+		Entry("Postgres", sqldb.Postgres, "INSERT INTO t (k, v) VALUES (?, ?), (?, ?) ON CONFLICT (k) DO NOTHING"),
+		Entry("MySQL", sqldb.MySQL, "INSERT INTO t (k, v) VALUES (?, ?), (?, ?) ON DUPLICATE KEY UPDATE k = k"),
+	)
+
+	It("refuses an unknown dialect", func() {
+		Expect(func() { sqldb.New(nil, "oracle") }).To(PanicWith(ContainSubstring(`"oracle"`)))
+	})
+})
+
+var _ = Describe("Open's DSN defaults", func() {
+	DescribeTable("Postgres gets one round trip per statement",
+		func(dsn, want string) { Expect(sqldb.PostgresDSN(dsn)).To(Equal(want)) },
+		Entry("URL with parameters", "postgres://u@h/db?sslmode=disable", "postgres://u@h/db?sslmode=disable&binary_parameters=yes"),
+		Entry("URL without parameters", "postgresql://u@h/db", "postgresql://u@h/db?binary_parameters=yes"),
+		Entry("keyword list", "host=h dbname=db", "host=h dbname=db binary_parameters=yes"),
+		Entry("the operator's own choice", "postgres://h/db?binary_parameters=no", "postgres://h/db?binary_parameters=no"),
+	)
+
+	DescribeTable("MySQL gets the parameters the board relies on",
+		func(dsn, want string) { Expect(sqldb.MySQLDSN(dsn)).To(Equal(want)) },
+		Entry("bare", "root@tcp(h:3306)/db", "root@tcp(h:3306)/db?multiStatements=true&parseTime=false&interpolateParams=true"),
+		Entry("the operator's own choice", "root@tcp(h:3306)/db?interpolateParams=false",
+			"root@tcp(h:3306)/db?interpolateParams=false&multiStatements=true&parseTime=false"),
+	)
+
+	It("refuses a MySQL DSN that makes affected rows count matched rows", func() {
+		_, err := sqldb.Open(context.Background(), sqldb.MySQL, "root@tcp(127.0.0.1:1)/db?clientFoundRows=true")
+		Expect(err).To(MatchError(ContainSubstring("clientFoundRows")))
+	})
+})

@@ -1,0 +1,106 @@
+package sqldb
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// deterministic keeps stored blobs byte-for-byte stable for equal messages.
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
+func encodePlacementTags(tags []string) (string, error) {
+	if len(tags) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(tags)
+	return string(b), err
+}
+
+func decodePlacementTags(text string) ([]string, error) {
+	if text == "" || text == "[]" {
+		return nil, nil
+	}
+	var tags []string
+	err := json.Unmarshal([]byte(text), &tags)
+	return tags, err
+}
+
+// encodeRoutes stores routes as protojson; "" means unset.
+func encodeRoutes(routes *structpb.Struct) (string, error) {
+	if routes == nil {
+		return "", nil
+	}
+	b, err := protojson.Marshal(routes)
+	return string(b), err
+}
+
+func decodeRoutes(text string) (*structpb.Struct, error) {
+	if text == "" {
+		return nil, nil
+	}
+	routes := &structpb.Struct{}
+	if err := protojson.Unmarshal([]byte(text), routes); err != nil {
+		return nil, err
+	}
+	return routes, nil
+}
+
+// encodeMessage returns nil (NULL) for a nil message and non-nil bytes
+// otherwise, so an empty message is told apart from an unset one.
+func encodeMessage(m proto.Message, isNil bool) ([]byte, error) {
+	if isNil {
+		return nil, nil
+	}
+	b, err := deterministic.Marshal(m)
+	if b == nil {
+		b = []byte{}
+	}
+	return b, err
+}
+
+func encodeUpdateStrategy(s *models.UpdateStrategy) ([]byte, error) {
+	return encodeMessage(s, s == nil)
+}
+
+func encodeNetInfo(n *models.NetInfo) ([]byte, error) {
+	return encodeMessage(n, n == nil)
+}
+
+func decodeUpdateStrategy(b []byte, valid bool) (*models.UpdateStrategy, error) {
+	if !valid {
+		return nil, nil
+	}
+	s := &models.UpdateStrategy{}
+	return s, proto.Unmarshal(b, s)
+}
+
+func decodeDefinition(b []byte) (*models.LRPDefinition, error) {
+	def := &models.LRPDefinition{}
+	return def, proto.Unmarshal(b, def)
+}
+
+// newGUID is a random (version 4) UUID, used as a modification tag epoch.
+func newGUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}

@@ -1,0 +1,79 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+)
+
+// queryer is what *sql.DB and *sql.Tx share, so reads run inside or outside
+// a transaction alike.
+type queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Every statement goes through these three, so each is rebound for its dialect.
+
+func (s *SQLDB) exec(ctx context.Context, q queryer, query string, args ...any) (sql.Result, error) {
+	return q.ExecContext(ctx, s.dialect.rebind(query), args...)
+}
+
+func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any) (*sql.Rows, error) {
+	return q.QueryContext(ctx, s.dialect.rebind(query), args...)
+}
+
+func (s *SQLDB) queryRow(ctx context.Context, q queryer, query string, args ...any) *sql.Row {
+	return q.QueryRowContext(ctx, s.dialect.rebind(query), args...)
+}
+
+// Table columns written by inserts, in the order their values are passed.
+var (
+	desiredLRPColumns = []string{
+		"process_guid", "domain", "instances", "placement_tags", "routes", "annotation",
+		"active_definition_id", "healthy_definition_id", "update_strategy",
+		"modification_tag_epoch", "modification_tag_index", "created_at", "updated_at",
+	}
+	runInfoColumns = []string{
+		"process_guid", "definition_id", "content_hash", "memory_mb", "disk_mb", "definition", "created_at",
+	}
+	runInfoKey = []string{"process_guid", "definition_id"}
+
+	// The remaining actual_lrps columns keep their defaults ('', 0, false, NULL).
+	unclaimedActualLRPColumns = []string{
+		"process_guid", "instance_index", "presence", "domain", "definition_id", "state",
+		"since", "crash_reason", "placement_error", "modification_tag_epoch", "modification_tag_index",
+	}
+	actualLRPKey = []string{"process_guid", "instance_index", "presence"}
+)
+
+// batches splits values into runs of at most batchSize, for IN lists.
+func batches(values []string) [][]string {
+	var out [][]string
+	for chunk := range slices.Chunk(values, batchSize) {
+		out = append(out, chunk)
+	}
+	return out
+}
+
+// uniqueStrings drops repeats, keeping the first occurrence's order.
+func uniqueStrings(values []string) []string {
+	seen := make(map[string]struct{}, len(values))
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		if _, ok := seen[v]; !ok {
+			seen[v] = struct{}{}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func stringArgs(values []string) []any {
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return args
+}

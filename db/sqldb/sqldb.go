@@ -1,0 +1,74 @@
+// Package sqldb is the board's one storage implementation, over SQLite,
+// Postgres and MySQL. It assumes the schema made by migrations.Up.
+//
+// Storage conventions (see migrations/sql/<dialect>/0001_create_tables.sql):
+// times are Unix nanoseconds; ActualLRP presence and state are stored by enum
+// name; placement tags are a JSON array; routes are the protojson of their
+// google.protobuf.Struct ("" when unset); update strategy, net info and run
+// definitions are protobuf bytes.
+package sqldb
+
+import (
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+)
+
+// SQLDB implements db.DB on one database connection pool.
+type SQLDB struct {
+	conn        *sql.DB
+	dialect     dialect
+	now         func() time.Time
+	maxAttempts int
+
+	// writeLock queues this process's write transactions on SQLite, which
+	// allows one writer at a time anyway: waiting on a Go mutex is cheaper
+	// than SQLite's sleeping busy handler. Nil for the server databases.
+	writeLock *sync.Mutex
+}
+
+var _ db.DB = (*SQLDB)(nil)
+
+// Option configures a SQLDB.
+type Option func(*SQLDB)
+
+// WithClock replaces time.Now, so tests can control expiry and timestamps.
+func WithClock(now func() time.Time) Option {
+	return func(s *SQLDB) { s.now = now }
+}
+
+// WithMaxAttempts bounds how often a transaction runs when it keeps failing
+// with a deadlock, serialization failure or busy database (default 5).
+func WithMaxAttempts(n int) Option {
+	return func(s *SQLDB) {
+		if n > 0 {
+			s.maxAttempts = n
+		}
+	}
+}
+
+// New wraps a connection opened by Open. The dialect must be SQLite,
+// Postgres or MySQL; anything else is a programming error and panics.
+func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
+	switch dialectName {
+	case SQLite, Postgres, MySQL:
+	default:
+		panic(fmt.Sprintf("sqldb: unknown dialect %q", dialectName))
+	}
+	s := &SQLDB{
+		conn:        conn,
+		dialect:     dialect(dialectName),
+		now:         time.Now,
+		maxAttempts: 5,
+	}
+	if dialectName == SQLite {
+		s.writeLock = &sync.Mutex{}
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}

@@ -1,0 +1,174 @@
+package sqldb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gcustom"
+	"github.com/onsi/gomega/types"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/models"
+)
+
+func TestSQLDB(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "SQLDB conformance suite")
+}
+
+// One migrated database per dialect serves the whole run; every spec starts
+// from empty tables (see board.reset), so no spec sees another's rows.
+var (
+	databasesMu sync.Mutex
+	databases   = map[string]*migratedDatabase{}
+)
+
+type migratedDatabase struct {
+	database *testdb.Database
+	conn     *sql.DB
+}
+
+func migratedDatabaseFor(dialect string) *migratedDatabase {
+	databasesMu.Lock()
+	defer databasesMu.Unlock()
+	if m, ok := databases[dialect]; ok {
+		return m
+	}
+	database, err := testdb.Create(dialect)
+	Expect(err).NotTo(HaveOccurred())
+	conn, err := sqldb.Open(context.Background(), dialect, database.DSN)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(migrations.Up(context.Background(), conn, dialect)).To(Succeed())
+	m := &migratedDatabase{database: database, conn: conn}
+	databases[dialect] = m
+	return m
+}
+
+var _ = AfterSuite(func() {
+	for _, m := range databases {
+		Expect(m.conn.Close()).To(Succeed())
+		Expect(m.database.Drop()).To(Succeed())
+	}
+})
+
+// board is what a spec works with: a store over clean tables, its clock,
+// and raw SQL access to arrange and inspect rows.
+type board struct {
+	dialect string
+	conn    *sql.DB
+	store   *sqldb.SQLDB
+	clock   *fakeClock
+	ctx     context.Context
+}
+
+// forEachDialect declares the specs in body once per dialect under test.
+func forEachDialect(text string, body func(b *board)) bool {
+	for _, dialect := range testdb.MustDialects() {
+		Describe(fmt.Sprintf("[%s] %s", dialect, text), func() {
+			b := &board{dialect: dialect}
+			BeforeEach(func() { b.reset() })
+			body(b)
+		})
+	}
+	return true
+}
+
+var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains"}
+
+func (b *board) reset() {
+	m := migratedDatabaseFor(b.dialect)
+	b.conn = m.conn
+	b.ctx = context.Background()
+	for _, table := range boardTables {
+		_, err := b.conn.Exec("DELETE FROM " + table)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	b.clock = &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	b.store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
+}
+
+func (b *board) exec(query string, args ...any) int64 {
+	res, err := b.conn.Exec(sqldb.Rebind(b.dialect, query), args...)
+	Expect(err).NotTo(HaveOccurred())
+	n, err := res.RowsAffected()
+	Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
+func (b *board) count(query string, args ...any) int {
+	var n int
+	Expect(b.conn.QueryRow(sqldb.Rebind(b.dialect, query), args...).Scan(&n)).To(Succeed())
+	return n
+}
+
+// setState simulates a rep claiming or starting an instance.
+func (b *board) setState(processGuid string, index int32, state models.ActualLRP_State, cellID string) {
+	n := b.exec(`UPDATE actual_lrps SET state = ?, cell_id = ?, instance_guid = ?
+ WHERE process_guid = ? AND instance_index = ? AND presence = 'ORDINARY'`,
+		state.String(), cellID, fmt.Sprintf("ig-%s-%d", processGuid, index), processGuid, index)
+	Expect(n).To(BeEquivalentTo(1), "no ORDINARY instance %s/%d to change", processGuid, index)
+}
+
+// putActual writes an instance row as a rep's report would leave it.
+func (b *board) putActual(lrp *models.ActualLRP) {
+	var netInfo []byte
+	if lrp.NetInfo != nil {
+		var err error
+		netInfo, err = proto.Marshal(lrp.NetInfo)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	b.exec(`INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, instance_guid, cell_id,
+ definition_id, state, net_info, crash_count, crash_reason, since, placement_error, routable, occupied,
+ modification_tag_epoch, modification_tag_index) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		lrp.ProcessGuid, lrp.Index, lrp.Presence.String(), lrp.Domain, lrp.InstanceGuid, lrp.CellId,
+		lrp.DefinitionId, lrp.State.String(), netInfo, lrp.CrashCount, lrp.CrashReason, lrp.Since,
+		lrp.PlacementError, lrp.Routable, lrp.Occupied,
+		lrp.GetModificationTag().GetEpoch(), int64(lrp.GetModificationTag().GetIndex()))
+}
+
+// instances lists an LRP's instances as the store reports them.
+func (b *board) instances(processGuid string) []*models.ActualLRP {
+	lrps, err := b.store.ActualLRPs(b.ctx, dbFilterGuid(processGuid))
+	Expect(err).NotTo(HaveOccurred())
+	return lrps
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// EqualProto compares protobuf messages by content.
+func EqualProto(expected proto.Message) types.GomegaMatcher {
+	return gcustom.MakeMatcher(func(actual proto.Message) (bool, error) {
+		return proto.Equal(actual, expected), nil
+	}).WithTemplate("Expected\n{{.FormattedActual}}\n{{.To}} equal (as protobuf)\n{{format .Data 1}}", expected)
+}
+
+// HaveErrorType matches a *models.Error of the given type.
+func HaveErrorType(t models.Error_Type) types.GomegaMatcher {
+	return gcustom.MakeMatcher(func(err error) (bool, error) {
+		return models.IsErrorType(err, t), nil
+	}).WithTemplate("Expected error\n{{.FormattedActual}}\n{{.To}} be a models.Error of type {{.Data}}", t)
+}

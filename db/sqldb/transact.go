@@ -1,0 +1,73 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff between attempts: a random wait up to firstBackoff, doubling per
+// attempt, never above maxBackoff. Jitter keeps two losers of the same
+// deadlock from colliding again.
+const (
+	firstBackoff = 5 * time.Millisecond
+	maxBackoff   = 100 * time.Millisecond
+)
+
+// transact runs fn in a transaction and commits it. When fn or the commit
+// fails with a deadlock, serialization failure, busy database or a lost
+// compare-and-set, the transaction is rolled back and run again, at most
+// maxAttempts times in all. fn must therefore be safe to run again: it may
+// only change state through tx. The error returned is a *models.Error.
+func (s *SQLDB) transact(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= s.maxAttempts; attempt++ {
+		if attempt > 1 {
+			if waitErr := sleep(ctx, backoff(attempt-1)); waitErr != nil {
+				return asModelError(op, err)
+			}
+		}
+		err = s.attempt(ctx, fn)
+		if err == nil || !isRetryable(err) {
+			break
+		}
+	}
+	return asModelError(op, err)
+}
+
+func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.writeLock != nil {
+		s.writeLock.Lock()
+		defer s.writeLock.Unlock()
+	}
+	tx, err := s.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// backoff is the wait before retry number n (1 for the first retry).
+func backoff(n int) time.Duration {
+	ceiling := firstBackoff << (n - 1)
+	if ceiling > maxBackoff || ceiling <= 0 {
+		ceiling = maxBackoff
+	}
+	return ceiling/2 + rand.N(ceiling/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
