@@ -1,0 +1,107 @@
+// Package client is the Go client for the board's HTTP API: one typed method
+// per route, protobuf on the wire.
+//
+// Errors the board reports come back as *models.Error, so callers switch on
+// them with models.IsErrorType. A non-2xx answer without a decodable body is
+// an *HTTPStatusError. Anything else (connection refused, reset, a timeout
+// before the answer) is a transport error.
+//
+// Retries. Only calls that are safe to send twice are retried, and only after
+// a transport failure, never after the board answered:
+//
+//   - reads (get, list, definitions, actual LRPs, domains) and ping;
+//   - UpsertDomain: setting a TTL twice leaves the same state;
+//   - RemoveDesiredLRP: the end state is the same, but if the lost attempt did
+//     land, the retry answers ResourceNotFound. The client passes that on
+//     rather than guess whether the LRP ever existed;
+//   - UpdateDesiredLRP only when the update is a new definition under an
+//     update_identifier and nothing else: the board treats the same
+//     identifier with the same content as a no-op, so a repeat is harmless.
+//
+// DesireLRP is never retried: if its answer was lost after the board stored
+// the LRP, a retry would come back ResourceExists and hide the success. Any
+// other update (instances, routes, annotation, strategy, or one guarded by a
+// modification tag) is not retried either: a repeat after a lost answer could
+// undo a change another client made in between, or fail the tag check
+// against the client's own first write.
+package client
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultTimeout bounds each attempt of a call.
+	DefaultTimeout = 10 * time.Second
+	// DefaultRetries is how many times a call that is safe to repeat is
+	// sent again after a transport failure.
+	DefaultRetries = 2
+	// DefaultRetryBackoff is the pause before the first retry; it doubles
+	// with every further retry, up to maxRetryBackoff.
+	DefaultRetryBackoff = 100 * time.Millisecond
+
+	maxRetryBackoff = 2 * time.Second
+)
+
+// Client talks to one board. It is safe for concurrent use.
+type Client struct {
+	baseURL      string
+	httpClient   *http.Client
+	timeout      time.Duration
+	retries      int
+	retryBackoff time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends requests through httpClient, e.g. one with TLS
+// settings or a tuned transport.
+func WithHTTPClient(httpClient *http.Client) Option {
+	return func(c *Client) { c.httpClient = httpClient }
+}
+
+// WithTimeout bounds each attempt of a call; 0 leaves only the caller's
+// context in charge. A retried call can take up to (retries+1) timeouts plus
+// the backoff; bound the whole call with the context.
+func WithTimeout(timeout time.Duration) Option {
+	return func(c *Client) { c.timeout = timeout }
+}
+
+// WithRetries sets how many times a call that is safe to repeat is sent again
+// after a transport failure; 0 turns retries off.
+func WithRetries(retries int) Option {
+	return func(c *Client) { c.retries = max(retries, 0) }
+}
+
+// WithRetryBackoff sets the pause before the first retry.
+func WithRetryBackoff(backoff time.Duration) Option {
+	return func(c *Client) { c.retryBackoff = max(backoff, 0) }
+}
+
+// New returns a client for the board at baseURL, e.g. "http://127.0.0.1:8889".
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{
+		baseURL:      strings.TrimRight(baseURL, "/"),
+		timeout:      DefaultTimeout,
+		retries:      DefaultRetries,
+		retryBackoff: DefaultRetryBackoff,
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	if c.httpClient == nil {
+		c.httpClient = defaultHTTPClient()
+	}
+	return c
+}
+
+// defaultHTTPClient keeps more idle connections per host than Go's default
+// of two, so concurrent callers of one Client reuse their connections.
+func defaultHTTPClient() *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: transport}
+}

@@ -1,0 +1,56 @@
+// Command cork is the operator CLI for a Corkboard board.
+//
+// Output is one JSON value per line by default (protojson, snake_case field
+// names), or a table with -o table. Errors go to stderr as "cork: <error>".
+// Exit codes: 0 success, 1 the command failed (the board said no, the board
+// could not be reached, a spec file is unreadable or invalid), 2 the command
+// line is wrong (unknown command or flag, wrong arguments, a bad flag value).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes one cork invocation and returns its exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout)
+	root := app.rootCommand()
+	root.SetArgs(args)
+	err := root.Execute()
+	if flushErr := app.out.Flush(); err == nil {
+		err = flushErr
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "cork: %v\n", err)
+	var usage *usageError
+	if !app.started || errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "Run 'cork --help' for usage.\n")
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// usageError is a wrong command line that cork itself finds (cobra's own
+// complaints count as usage errors too, see app.started).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
