@@ -18,6 +18,19 @@ const (
 	RouteDefinition  = "/v1/definitions/get"
 
 	RouteActualLRPs = "/v1/actual_lrps/list"
+
+	// The cell side: what reps call.
+	RouteRegisterCell    = "/v1/cells/register"
+	RouteCells           = "/v1/cells/list"
+	RouteClaimActualLRP  = "/v1/actual_lrps/claim"
+	RouteStartActualLRP  = "/v1/actual_lrps/start"
+	RouteCrashActualLRP  = "/v1/actual_lrps/crash"
+	RouteFailActualLRP   = "/v1/actual_lrps/fail"
+	RouteRemoveActualLRP = "/v1/actual_lrps/remove"
+	RouteBulkReport      = "/v1/cells/report"
+
+	// RouteEvents streams Server-Sent Events.
+	RouteEvents = "/v1/events"
 )
 
 // Content types the API speaks. A request is answered in its own type.

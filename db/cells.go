@@ -1,0 +1,73 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+type CellDB interface {
+	// RegisterCell inserts or renews the cell, its presence expiring after
+	// ttl. It emits cell_changed when the cell is new, changed, or was
+	// expired.
+	RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Duration) error
+	// Cells lists every known cell, expired or not, with free capacity
+	// computed from the instances placed on it.
+	Cells(ctx context.Context) ([]*models.Cell, error)
+}
+
+// ActualLRPKey names one instance row.
+type ActualLRPKey struct {
+	ProcessGuid string
+	Index       int32
+	Presence    models.ActualLRP_Presence
+}
+
+// Caller is the instance asking for a lifecycle change: instance guid on
+// cell id.
+type Caller struct {
+	InstanceGuid string
+	CellID       string
+}
+
+// ActualLRPLifecycleDB is what reps call. Every method checks
+// models.CheckTransition and that the row is placed on or owned by the
+// calling cell; a violation is an error and writes nothing. Each write is
+// compare-and-set on the row's modification tag and emits its events after
+// commit.
+type ActualLRPLifecycleDB interface {
+	// ClaimActualLRP: UNCLAIMED (placed on caller's cell) → CLAIMED.
+	ClaimActualLRP(ctx context.Context, key ActualLRPKey, caller Caller) (*models.ActualLRP, error)
+	// StartActualLRP: → RUNNING with net info.
+	StartActualLRP(ctx context.Context, key ActualLRPKey, caller Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error)
+	// CrashActualLRP: → CRASHED, crash_count + 1, reason kept. Whether and
+	// when it restarts is convergence's decision (the crash policy).
+	CrashActualLRP(ctx context.Context, key ActualLRPKey, caller Caller, reason string) (*models.ActualLRP, error)
+	// FailActualLRP: the cell cannot run an instance placed on it → back to
+	// UNCLAIMED without a cell, placement_error set.
+	FailActualLRP(ctx context.Context, key ActualLRPKey, cellID, placementError string) (*models.ActualLRP, error)
+	// RemoveActualLRP deletes the caller's row.
+	RemoveActualLRP(ctx context.Context, key ActualLRPKey, caller Caller) error
+	// BulkReport reconciles what a cell says it runs with the board's rows:
+	// rows of the cell that are CLAIMED/RUNNING are brought in line with the
+	// report (claimed → running, net info), instances the board has no row
+	// for (or a row owned by another instance) come back in Stop, and
+	// UNCLAIMED rows placed on the cell come back in Assigned.
+	BulkReport(ctx context.Context, cellID string, instances []*models.ReportedInstance) (*BulkReportResult, error)
+}
+
+type BulkReportResult struct {
+	Stop     []*models.ReportedInstance
+	Assigned []*models.ActualLRP
+}
+
+// LeaseDB grants named leases (e.g. "convergence") to one owner at a time,
+// so several boards can share one database.
+type LeaseDB interface {
+	// AcquireLease takes or renews the lease for owner until now+ttl; it
+	// returns false when another owner holds an unexpired lease.
+	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+	// ReleaseLease gives the lease up if owner holds it.
+	ReleaseLease(ctx context.Context, name, owner string) error
+}

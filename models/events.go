@@ -1,0 +1,77 @@
+package models
+
+import "google.golang.org/protobuf/proto"
+
+// Event types, the SSE `event` names.
+const (
+	EventDesiredLRPCreated = "desired_lrp_created"
+	EventDesiredLRPChanged = "desired_lrp_changed"
+	EventDesiredLRPRemoved = "desired_lrp_removed"
+	EventActualLRPCreated  = "actual_lrp_created"
+	EventActualLRPChanged  = "actual_lrp_changed"
+	EventActualLRPRemoved  = "actual_lrp_removed"
+	EventActualLRPCrashed  = "actual_lrp_crashed"
+	EventCellChanged       = "cell_changed"
+	// EventEventsLost opens a resumed stream that could not be resumed.
+	EventEventsLost = "events_lost"
+)
+
+// Event is one committed change, on its way to subscribers. The hub gives
+// it an id when published.
+type Event struct {
+	Type string
+	// Key is what the event is about (a process guid, or a cell id for
+	// cell events); events with one key are published in commit order.
+	Key     string
+	Payload proto.Message
+}
+
+// EventSink receives events after the change they describe has committed.
+// Publish must not block for long: it runs while the writer still holds the
+// ordering lock for the events' keys.
+type EventSink interface {
+	Publish(events ...Event)
+}
+
+func DesiredLRPCreated(lrp *DesiredLRP) Event {
+	return Event{Type: EventDesiredLRPCreated, Key: lrp.GetProcessGuid(), Payload: &DesiredLRPCreatedEvent{DesiredLrp: withoutDefinition(lrp)}}
+}
+
+func DesiredLRPChanged(before, after *DesiredLRP) Event {
+	return Event{Type: EventDesiredLRPChanged, Key: after.GetProcessGuid(), Payload: &DesiredLRPChangedEvent{Before: withoutDefinition(before), After: withoutDefinition(after)}}
+}
+
+func DesiredLRPRemoved(lrp *DesiredLRP) Event {
+	return Event{Type: EventDesiredLRPRemoved, Key: lrp.GetProcessGuid(), Payload: &DesiredLRPRemovedEvent{DesiredLrp: withoutDefinition(lrp)}}
+}
+
+func ActualLRPCreated(lrp *ActualLRP) Event {
+	return Event{Type: EventActualLRPCreated, Key: lrp.GetProcessGuid(), Payload: &ActualLRPCreatedEvent{ActualLrp: lrp}}
+}
+
+func ActualLRPChanged(before, after *ActualLRP) Event {
+	return Event{Type: EventActualLRPChanged, Key: after.GetProcessGuid(), Payload: &ActualLRPChangedEvent{Before: before, After: after}}
+}
+
+func ActualLRPRemoved(lrp *ActualLRP) Event {
+	return Event{Type: EventActualLRPRemoved, Key: lrp.GetProcessGuid(), Payload: &ActualLRPRemovedEvent{ActualLrp: lrp}}
+}
+
+func ActualLRPCrashed(lrp *ActualLRP) Event {
+	return Event{Type: EventActualLRPCrashed, Key: lrp.GetProcessGuid(), Payload: &ActualLRPCrashedEvent{ActualLrp: lrp, CrashCount: lrp.GetCrashCount(), CrashReason: lrp.GetCrashReason()}}
+}
+
+func CellChanged(before, after *Cell) Event {
+	return Event{Type: EventCellChanged, Key: after.GetCellId(), Payload: &CellChangedEvent{Before: before, After: after}}
+}
+
+// withoutDefinition keeps events light: subscribers that need the run
+// definition fetch it by active_definition_id.
+func withoutDefinition(lrp *DesiredLRP) *DesiredLRP {
+	if lrp == nil || lrp.Definition == nil {
+		return lrp
+	}
+	light := proto.Clone(lrp).(*DesiredLRP)
+	light.Definition = nil
+	return light
+}
