@@ -12,4 +12,4 @@ fi
 if [ -n "${CORKBOARD_MYSQL_DSN:-}" ]; then
   bin/bbs-load -driver mysql -dsn "$CORKBOARD_MYSQL_DSN"
 fi
-go test -run '^$' -bench . -benchtime 3x ./db/sqldb/
+go test -run '^$' -bench . -benchtime 2s ./db/sqldb/

@@ -25,6 +25,9 @@ import (
 // reused, other content is ResourceConflict. Likewise a claimed or running
 // ORDINARY instance left over at some index is kept instead of a new
 // UNCLAIMED one.
+//
+// On Postgres a guid with no stored definition of that id takes a one
+// statement fast path with the same result (see desireNewPostgres).
 func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.DesiredLRP, error) {
 	if err := checkDesire(lrp); err != nil {
 		return nil, err
@@ -58,8 +61,19 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		stored.ActiveDefinitionId, stored.HealthyDefinitionId, strategy,
 		stored.ModificationTag.Epoch, int64(0), now, now,
 	}
-	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
+	def.CreatedAt = now
 
+	if s.dialect == Postgres {
+		done, err := s.desireNew(ctx, stored, row)
+		if err != nil {
+			return nil, asModelError("desire lrp", err)
+		}
+		if done {
+			return stored, nil
+		}
+	}
+
+	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
 	err = s.transact(ctx, "desire lrp", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
 			if isUniqueViolation(err) {

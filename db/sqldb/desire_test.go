@@ -1,6 +1,7 @@
 package sqldb_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -180,6 +181,46 @@ var _ = forEachDialect("DesireLRP", func(b *board) {
 		Expect(b.instances("web")).To(HaveLen(int(got.Instances)))
 	})
 
+	It("stores only the winner's definition and instances when desires of one guid race", func() {
+		const racers = 8
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				lrp := newLRP("web", "apps", int32(i+1))
+				lrp.Definition = newDefinition(fmt.Sprintf("v%d", i), fmt.Sprintf("/bin/web-%d", i))
+				_, errs[i] = b.store.DesireLRP(b.ctx, lrp)
+			}()
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			if err == nil {
+				Expect(winner).To(Equal(-1), "a second desire succeeded: %v", errs)
+				winner = i
+				continue
+			}
+			Expect(err).To(HaveErrorType(models.Error_ResourceExists))
+		}
+		Expect(winner).NotTo(Equal(-1), "no desire succeeded: %v", errs)
+
+		got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.ActiveDefinitionId).To(Equal(fmt.Sprintf("v%d", winner)))
+		Expect(got.Definition.Action.Path).To(Equal(fmt.Sprintf("/bin/web-%d", winner)))
+		definitions, err := b.store.Definitions(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(definitions).To(HaveLen(1), "a losing desire left its definition behind")
+		instances := b.instances("web")
+		Expect(instances).To(HaveLen(winner + 1))
+		for _, instance := range instances {
+			Expect(instance.DefinitionId).To(Equal(got.ActiveDefinitionId))
+		}
+	})
+
 	It("refuses a nil LRP", func() {
 		_, err := b.store.DesireLRP(b.ctx, nil)
 		Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
@@ -205,6 +246,80 @@ var _ = forEachDialect("DesireLRP", func(b *board) {
 			Expect(instances[1].CellId).To(Equal("cell-1"))
 			Expect(instances[0].State).To(Equal(models.ActualLRP_UNCLAIMED))
 			Expect(instances[2].State).To(Equal(models.ActualLRP_UNCLAIMED))
+		})
+
+		It("stores a definition of a new id next to the kept one and keeps the running instance at its index", func() {
+			lrp := newLRP("web", "apps", 3)
+			lrp.Definition = newDefinition("v2", "/bin/web-2")
+			stored, err := b.store.DesireLRP(b.ctx, lrp)
+			Expect(err).NotTo(HaveOccurred())
+			now := b.clock.Now().UnixNano()
+			Expect(stored.ActiveDefinitionId).To(Equal("v2"))
+			Expect(stored.Definition.CreatedAt).To(Equal(now))
+
+			got, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got).To(EqualProto(stored))
+			definitions, err := b.store.Definitions(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(definitions).To(HaveLen(2))
+			old, err := b.store.Definition(b.ctx, "web", "v1")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(old.Action.Path).To(Equal("/bin/web"))
+
+			instances := b.instances("web")
+			Expect(instances).To(HaveLen(3))
+			Expect(instances[1].State).To(Equal(models.ActualLRP_RUNNING))
+			Expect(instances[1].DefinitionId).To(Equal("v1"), "the leftover keeps running what it ran")
+			for _, i := range []int{0, 2} {
+				Expect(instances[i].State).To(Equal(models.ActualLRP_UNCLAIMED))
+				Expect(instances[i].DefinitionId).To(Equal("v2"))
+				Expect(instances[i].Since).To(Equal(now))
+			}
+		})
+
+		DescribeTable("stores no instance for zero instances and keeps the running leftover",
+			func(definitionID string) {
+				lrp := newLRP("web", "apps", 0)
+				lrp.Definition.DefinitionId = definitionID
+				stored, err := b.store.DesireLRP(b.ctx, lrp)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(stored.Instances).To(BeZero())
+				instances := b.instances("web")
+				Expect(instances).To(HaveLen(1))
+				Expect(instances[0].Index).To(BeEquivalentTo(1))
+				Expect(instances[0].State).To(Equal(models.ActualLRP_RUNNING))
+			},
+			Entry("reusing the kept definition", "v1"),
+			Entry("with a new definition", "v2"),
+		)
+
+		It("lets exactly one of concurrent re-desires succeed", func() {
+			const racers = 4
+			errs := make([]error, racers)
+			var wg sync.WaitGroup
+			for i := range racers {
+				wg.Add(1)
+				go func() {
+					defer GinkgoRecover()
+					defer wg.Done()
+					_, errs[i] = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+				}()
+			}
+			wg.Wait()
+			var wins int
+			for _, err := range errs {
+				if err == nil {
+					wins++
+					continue
+				}
+				Expect(err).To(HaveErrorType(models.Error_ResourceExists))
+			}
+			Expect(wins).To(Equal(1), "%v", errs)
+			Expect(b.instances("web")).To(HaveLen(3))
+			definitions, err := b.store.Definitions(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(definitions).To(HaveLen(1))
 		})
 
 		It("refuses the same definition id with other content and stores nothing", func() {

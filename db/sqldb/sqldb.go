@@ -28,6 +28,12 @@ type SQLDB struct {
 	// allows one writer at a time anyway: waiting on a Go mutex is cheaper
 	// than SQLite's sleeping busy handler. Nil for the server databases.
 	writeLock *sync.Mutex
+
+	// desireNewStmt is desireNewPostgres prepared on first use, so each
+	// pooled connection parses and plans it once rather than per desire.
+	// It lives as long as the connection pool.
+	desireNewMu   sync.Mutex
+	desireNewStmt *sql.Stmt
 }
 
 var _ db.DB = (*SQLDB)(nil)

@@ -1,0 +1,210 @@
+package convergence
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/corkboard/corkboard/db"
+)
+
+const noCell int32 = -1
+
+// capacity is what a cell has left, in wide integers so that sums of many
+// rows cannot overflow.
+type capacity struct {
+	memory, disk, slots int64
+}
+
+// need is what one instance asks of a cell: its memory and disk, and one
+// instance slot.
+type need struct {
+	memory, disk int32
+}
+
+// cellTable is every cell of the snapshot, indexed 0..n-1 in cell id
+// order, so that comparing indices compares ids.
+type cellTable struct {
+	ids     []string
+	byID    map[string]int32
+	present []bool
+	// expiresAt is Unix nanoseconds.
+	expiresAt []int64
+	zone      []int32
+	class     []int32
+	free      []capacity
+
+	zones []string
+	// classes are the distinct placement tag sets, each sorted and without
+	// duplicates; cells with the same set share a class.
+	classes [][]string
+}
+
+func newCellTable(rows []db.CellRow, now int64) *cellTable {
+	sorted := make([]*db.CellRow, len(rows))
+	for i := range rows {
+		sorted[i] = &rows[i]
+	}
+	slices.SortStableFunc(sorted, func(a, b *db.CellRow) int { return cmp.Compare(a.CellID, b.CellID) })
+	sorted = slices.CompactFunc(sorted, func(a, b *db.CellRow) bool { return a.CellID == b.CellID })
+
+	n := len(sorted)
+	t := &cellTable{
+		ids:       make([]string, n),
+		byID:      make(map[string]int32, n),
+		present:   make([]bool, n),
+		expiresAt: make([]int64, n),
+		zone:      make([]int32, n),
+		class:     make([]int32, n),
+		free:      make([]capacity, n),
+	}
+	zoneIndex := map[string]int32{}
+	classIndex := map[string]int32{}
+	for i, c := range sorted {
+		t.ids[i] = c.CellID
+		t.byID[c.CellID] = int32(i)
+		t.present[i] = c.ExpiresAt > now
+		t.expiresAt[i] = c.ExpiresAt
+		t.free[i] = capacity{
+			memory: int64(c.Capacity.MemoryMB),
+			disk:   int64(c.Capacity.DiskMB),
+			slots:  int64(c.Capacity.Instances),
+		}
+		t.zone[i] = internIndex(zoneIndex, &t.zones, c.Zone)
+		tags := normalizeTags(c.PlacementTags)
+		key := tagKey(tags)
+		class, seen := classIndex[key]
+		if !seen {
+			class = int32(len(t.classes))
+			classIndex[key] = class
+			t.classes = append(t.classes, tags)
+		}
+		t.class[i] = class
+	}
+	// Zone indices follow first appearance in cell id order; renumber them
+	// in zone name order so that every tie broken by zone index is broken
+	// by name.
+	t.sortZones()
+	return t
+}
+
+func internIndex(index map[string]int32, names *[]string, name string) int32 {
+	if i, ok := index[name]; ok {
+		return i
+	}
+	i := int32(len(*names))
+	index[name] = i
+	*names = append(*names, name)
+	return i
+}
+
+func (t *cellTable) sortZones() {
+	order := make([]int32, len(t.zones))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(t.zones[a], t.zones[b]) })
+	renumber := make([]int32, len(t.zones))
+	names := make([]string, len(t.zones))
+	for newIndex, old := range order {
+		renumber[old] = int32(newIndex)
+		names[newIndex] = t.zones[old]
+	}
+	t.zones = names
+	for i, z := range t.zone {
+		t.zone[i] = renumber[z]
+	}
+}
+
+// lookup returns the index of the cell with this id, or noCell when the id
+// is empty or no such cell is registered.
+func (t *cellTable) lookup(cellID string) int32 {
+	if cellID == "" {
+		return noCell
+	}
+	if i, ok := t.byID[cellID]; ok {
+		return i
+	}
+	return noCell
+}
+
+func (t *cellTable) isPresent(cell int32) bool {
+	return cell != noCell && t.present[cell]
+}
+
+// use charges a row's resources to the cell it names, whatever its state
+// or presence: until the row is gone or moved, the cell keeps room for it.
+func (t *cellTable) use(cell int32, r *db.ActualRow) {
+	f := &t.free[cell]
+	f.memory -= int64(r.MemoryMB)
+	f.disk -= int64(r.DiskMB)
+	f.slots--
+}
+
+func (t *cellTable) fits(cell int32, n need) bool {
+	f := &t.free[cell]
+	return f.memory >= int64(n.memory) && f.disk >= int64(n.disk) && f.slots >= 1
+}
+
+// hasMoreFree orders cells for placement: most free memory first, then
+// cell id.
+func (t *cellTable) hasMoreFree(a, b int32) bool {
+	fa, fb := t.free[a].memory, t.free[b].memory
+	if fa != fb {
+		return fa > fb
+	}
+	return a < b
+}
+
+// normalizeTags returns the tags sorted and without duplicates, copying
+// only when they are not already in that form.
+func normalizeTags(tags []string) []string {
+	if len(tags) == 0 {
+		return nil
+	}
+	normal := true
+	for i := 1; i < len(tags); i++ {
+		if tags[i-1] >= tags[i] {
+			normal = false
+			break
+		}
+	}
+	if normal {
+		return tags
+	}
+	sorted := slices.Clone(tags)
+	slices.Sort(sorted)
+	return slices.Compact(sorted)
+}
+
+// tagKey names a normalized tag set. Each tag is prefixed with its length,
+// so no two sets share a key whatever bytes the tags hold.
+func tagKey(normalized []string) string {
+	if len(normalized) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, tag := range normalized {
+		b.WriteString(strconv.Itoa(len(tag)))
+		b.WriteByte(':')
+		b.WriteString(tag)
+	}
+	return b.String()
+}
+
+// includesAll reports whether the sorted set has every tag of the sorted
+// set want.
+func includesAll(have, want []string) bool {
+	i := 0
+	for _, w := range want {
+		for i < len(have) && have[i] < w {
+			i++
+		}
+		if i == len(have) || have[i] != w {
+			return false
+		}
+		i++
+	}
+	return true
+}

@@ -1,0 +1,289 @@
+package convergence
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+)
+
+// Compute decides one convergence pass: what to write so that the actual
+// rows of snapshot move towards the desired ones, at time now. It does no
+// I/O, does not modify snapshot, and returns the same plan for the same
+// input whatever the order of the snapshot's slices. doc.go describes
+// every decision.
+func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
+	p := &planner{
+		cfg:   cfg,
+		now:   now.UnixNano(),
+		plan:  &Plan{},
+		cells: newCellTable(snapshot.Cells, now.UnixNano()),
+		fresh: make(map[string]bool, len(snapshot.FreshDomains)),
+	}
+	for _, domain := range snapshot.FreshDomains {
+		p.fresh[domain] = true
+	}
+	p.placer = newPlacer(p.cells)
+	desired, instances := sortedDesired(snapshot.Desired)
+	ordinaryRows := p.loadRows(snapshot.Actual, desired)
+	p.plan.Counts.Desired = instances
+	p.reserve(instances - ordinaryRows)
+	p.reconcileAll(desired)
+	p.placer.placeAll()
+	p.emitPlacements()
+	p.countCells()
+	return p.plan
+}
+
+type planner struct {
+	cfg    Config
+	now    int64
+	plan   *Plan
+	cells  *cellTable
+	placer *placer
+	fresh  map[string]bool
+	rows   []row
+	wake   int64
+
+	// Cells that are not present but still named by a CLAIMED or RUNNING
+	// row: registered ones by index, unregistered ones by id.
+	suspectCells        []bool
+	unknownSuspectCells map[string]bool
+}
+
+// row is an actual row with the index of the cell it names (noCell when it
+// names none or an unregistered one).
+type row struct {
+	*db.ActualRow
+	cell int32
+}
+
+// reserve sizes the write lists for about this many new instances, since
+// growing them one append at a time costs several times their size when
+// 100,000 instances are missing at once.
+func (p *planner) reserve(creates int) {
+	if creates <= 0 {
+		return
+	}
+	p.plan.Writes.Create = make([]db.NewActualLRP, 0, creates)
+	p.plan.Reasons.Create = make([]string, 0, creates)
+	p.placer.requests = make([]request, 0, creates)
+}
+
+// loadRows orders the rows by key, charges each to its cell and returns
+// how many are ORDINARY. Rows loaded with ORDER BY process_guid, index,
+// presence are already in order and are only checked.
+func (p *planner) loadRows(actual []db.ActualRow, desired []*db.DesiredSchedule) (ordinaryRows int) {
+	p.rows = make([]row, len(actual))
+	sorted := true
+	for i := range actual {
+		r := &actual[i]
+		cell := p.cells.lookup(r.CellID)
+		p.rows[i] = row{ActualRow: r, cell: cell}
+		if cell != noCell {
+			p.cells.use(cell, r)
+		}
+		if r.Presence == ordinary {
+			ordinaryRows++
+		}
+		if i > 0 && compareRows(&actual[i-1], r) > 0 {
+			sorted = false
+		}
+	}
+	if !sorted {
+		p.rows = sortRows(p.rows, desired)
+	}
+	return ordinaryRows
+}
+
+// sortRows puts rows in key order. Comparing process guids is what makes a
+// plain sort of 250,000 rows slow, so rows are grouped by guid instead: a
+// group's place comes from the (already sorted) DesiredLRPs, or, for the
+// few guids that are no longer desired, from sorting those alone. Only the
+// few rows within a group are then sorted, by index and presence.
+func sortRows(rows []row, desired []*db.DesiredSchedule) []row {
+	// Groups 0..len(desired)-1 are the desired guids in order; the ones
+	// after are the undesired guids in order of appearance.
+	groupOf := make(map[string]int32, len(desired))
+	for i, d := range desired {
+		groupOf[d.ProcessGuid] = int32(i)
+	}
+	var undesired []string
+	group := make([]int32, len(rows))
+	for i := range rows {
+		guid := rows[i].ProcessGuid
+		g, ok := groupOf[guid]
+		if !ok {
+			g = int32(len(desired) + len(undesired))
+			groupOf[guid] = g
+			undesired = append(undesired, guid)
+		}
+		group[i] = g
+	}
+
+	// rank[g] is group g's position in guid order, merging the sorted
+	// desired guids with the sorted undesired ones.
+	byGuid := make([]int32, len(undesired))
+	for i := range byGuid {
+		byGuid[i] = int32(i)
+	}
+	slices.SortFunc(byGuid, func(a, b int32) int { return strings.Compare(undesired[a], undesired[b]) })
+	rank := make([]int32, len(desired)+len(undesired))
+	d, u := 0, 0
+	for r := range rank {
+		if u == len(byGuid) || (d < len(desired) && desired[d].ProcessGuid < undesired[byGuid[u]]) {
+			rank[d] = int32(r)
+			d++
+		} else {
+			rank[len(desired)+int(byGuid[u])] = int32(r)
+			u++
+		}
+	}
+
+	// Lay the groups out in rank order.
+	start := make([]int32, len(rank)+1)
+	for _, g := range group {
+		start[rank[g]+1]++
+	}
+	for r := 1; r < len(start); r++ {
+		start[r] += start[r-1]
+	}
+	sorted := make([]row, len(rows))
+	for i, g := range group {
+		sorted[start[rank[g]]] = rows[i]
+		start[rank[g]]++
+	}
+	for from := 0; from < len(sorted); {
+		to := from + 1
+		for to < len(sorted) && sorted[to].ProcessGuid == sorted[from].ProcessGuid {
+			to++
+		}
+		if to-from > 1 {
+			slices.SortFunc(sorted[from:to], func(a, b row) int { return compareRows(a.ActualRow, b.ActualRow) })
+		}
+		from = to
+	}
+	return sorted
+}
+
+func compareRows(a, b *db.ActualRow) int {
+	if c := strings.Compare(a.ProcessGuid, b.ProcessGuid); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Index, b.Index); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Presence, b.Presence)
+}
+
+// sortedDesired orders the DesiredLRPs by process guid and sums their
+// instances.
+func sortedDesired(desired []db.DesiredSchedule) (sorted []*db.DesiredSchedule, instances int) {
+	sorted = make([]*db.DesiredSchedule, len(desired))
+	inOrder := true
+	for i := range desired {
+		sorted[i] = &desired[i]
+		instances += int(max(desired[i].Instances, 0))
+		if i > 0 && desired[i-1].ProcessGuid > desired[i].ProcessGuid {
+			inOrder = false
+		}
+	}
+	if !inOrder {
+		slices.SortFunc(sorted, func(a, b *db.DesiredSchedule) int { return cmp.Compare(a.ProcessGuid, b.ProcessGuid) })
+	}
+	return sorted, instances
+}
+
+// reconcileAll walks desired LRPs and row groups together, in process guid
+// order.
+func (p *planner) reconcileAll(desired []*db.DesiredSchedule) {
+	di, ri := 0, 0
+	for di < len(desired) || ri < len(p.rows) {
+		var guid string
+		switch {
+		case di == len(desired):
+			guid = p.rows[ri].ProcessGuid
+		case ri == len(p.rows):
+			guid = desired[di].ProcessGuid
+		default:
+			guid = min(desired[di].ProcessGuid, p.rows[ri].ProcessGuid)
+		}
+		var d *db.DesiredSchedule
+		for di < len(desired) && desired[di].ProcessGuid == guid {
+			if d == nil {
+				d = desired[di]
+			}
+			di++
+		}
+		end := ri
+		for end < len(p.rows) && p.rows[end].ProcessGuid == guid {
+			end++
+		}
+		p.reconcileLRP(d, p.rows[ri:end])
+		ri = end
+	}
+	if p.wake != 0 {
+		p.plan.NextWake = time.Unix(0, p.wake).UTC()
+	}
+}
+
+func (p *planner) countCells() {
+	c := &p.plan.Counts
+	for _, present := range p.cells.present {
+		if present {
+			c.PresentCells++
+		}
+	}
+	for _, suspect := range p.suspectCells {
+		if suspect {
+			c.SuspectCells++
+		}
+	}
+	c.SuspectCells += len(p.unknownSuspectCells)
+}
+
+// countRow adds a row to the gauges.
+func (p *planner) countRow(r *row) {
+	c := &p.plan.Counts
+	switch r.Presence {
+	case ordinary:
+		switch r.State {
+		case running:
+			c.Running++
+		case claimed:
+			c.Claimed++
+		case unclaimed:
+			c.Unclaimed++
+		case crashed:
+			c.Crashed++
+		}
+	case suspect:
+		c.Suspect++
+	}
+	if (r.State == running || r.State == claimed) &&
+		r.CellID != "" && !p.cells.isPresent(r.cell) {
+		p.noteSuspectCell(r)
+	}
+}
+
+func (p *planner) noteSuspectCell(r *row) {
+	if r.cell != noCell {
+		if p.suspectCells == nil {
+			p.suspectCells = make([]bool, len(p.cells.ids))
+		}
+		p.suspectCells[r.cell] = true
+		return
+	}
+	if p.unknownSuspectCells == nil {
+		p.unknownSuspectCells = map[string]bool{}
+	}
+	p.unknownSuspectCells[r.CellID] = true
+}
+
+func (p *planner) wakeAt(t int64) {
+	if p.wake == 0 || t < p.wake {
+		p.wake = t
+	}
+}

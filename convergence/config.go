@@ -1,0 +1,75 @@
+package convergence
+
+import "time"
+
+// Config tunes the planner. Compute uses it as given: start from
+// DefaultConfig and change what you need.
+type Config struct {
+	// CrashPolicy decides when a CRASHED instance is restarted.
+	CrashPolicy CrashPolicy
+	// StaleUnclaimed is how long an instance may stay UNCLAIMED on the cell
+	// it was placed on before the planner gives up on that cell and places
+	// it again. Measured from the row's Since, which placement sets.
+	StaleUnclaimed time.Duration
+}
+
+// DefaultConfig is the board's configuration unless an operator overrides
+// it: the crash policy of DefaultCrashPolicy and a stale_unclaimed of 60 s.
+func DefaultConfig() Config {
+	return Config{
+		CrashPolicy:    DefaultCrashPolicy(),
+		StaleUnclaimed: 60 * time.Second,
+	}
+}
+
+// CrashPolicy is Diego's restart policy for crashed instances: the first few
+// crashes restart at once, after that each restart waits twice as long as
+// the previous one, up to a cap, and at some count the board gives up.
+type CrashPolicy struct {
+	// ImmediateRestarts is how many crashes restart without waiting.
+	ImmediateRestarts int32
+	// BaseDelay is the wait after crash number ImmediateRestarts+1; every
+	// further crash doubles it.
+	BaseDelay time.Duration
+	// MaxDelay caps the wait.
+	MaxDelay time.Duration
+	// GiveUpAt is the crash count at which an instance stays CRASHED for
+	// good (until its LRP is updated or removed). Zero never gives up.
+	GiveUpAt int32
+}
+
+// DefaultCrashPolicy restarts crashes 1–3 at once, then waits 30 s, 60 s,
+// 2 min, … capped at 16 min, and gives up at 200 crashes.
+func DefaultCrashPolicy() CrashPolicy {
+	return CrashPolicy{
+		ImmediateRestarts: 3,
+		BaseDelay:         30 * time.Second,
+		MaxDelay:          16 * time.Minute,
+		GiveUpAt:          200,
+	}
+}
+
+// RestartDelay says how long after its latest crash an instance that has
+// crashed crashCount times waits before it is restarted. restarts is false
+// when the policy has given up on it.
+//
+// With the defaults: 0–3 → 0, 4 → 30 s, 5 → 1 min, 6 → 2 min, 7 → 4 min,
+// 8 → 8 min, 9 and more → 16 min, 200 and more → never.
+func (p CrashPolicy) RestartDelay(crashCount int32) (delay time.Duration, restarts bool) {
+	if p.GiveUpAt > 0 && crashCount >= p.GiveUpAt {
+		return 0, false
+	}
+	if crashCount <= p.ImmediateRestarts || p.BaseDelay <= 0 {
+		return 0, true
+	}
+	delay = p.BaseDelay
+	for n := p.ImmediateRestarts + 1; n < crashCount; n++ {
+		if delay >= p.MaxDelay/2 {
+			// Doubling would reach the cap; stopping here also keeps a
+			// huge crash count from overflowing the duration.
+			return p.MaxDelay, true
+		}
+		delay *= 2
+	}
+	return min(delay, p.MaxDelay), true
+}

@@ -1,0 +1,197 @@
+// Package convergence keeps the board's actual instances in line with its
+// desired ones.
+//
+// The package holds the planner, a pure function; the runner that applies
+// its plans will live beside it.
+//
+//	plan := convergence.Compute(snapshot, now, convergence.DefaultConfig())
+//
+// Compute reads a db.Snapshot (every DesiredLRP's schedule, every ActualLRP
+// row, every cell, the fresh domains), decides what should change at time
+// now, and returns a Plan. It does no I/O, keeps no state between calls,
+// never modifies the snapshot, and returns the same plan for the same
+// input whatever the order of the snapshot's slices. The runner loads
+// snapshots, applies plans with db.ConvergenceDB.ApplyConvergence, emits
+// events and metrics, and holds the convergence lease.
+//
+// # The plan
+//
+// Plan.Writes is a db.ConvergenceWrites: the rows to delete, promote,
+// mark suspect, create, restart, unassign, place, or mark as unplaceable.
+// Plan.Reasons holds one sentence per write, index for index, for logs
+// and tests. Plan.Counts are the gauges of the pass (see Counts for
+// exactly what each counts). Plan.NextWake is the earliest moment a crash
+// backoff ends or a placement turns stale, so the runner can run a pass
+// then instead of waiting for its period.
+//
+// Within each group, writes come in process guid order, then index order;
+// deletions of extra instances of one LRP come highest index first.
+//
+// # Never acting on a stale view
+//
+// Every write names the row version it was computed from (key, state,
+// modification index). ApplyConvergence applies a write only if the row is
+// still at that version, and skips it otherwise; the next pass looks
+// again. Creates apply only if their key is free, and a presence change
+// only if the target key is free.
+//
+// Some rows get two writes in one plan: a Restart or an Unassign, then a
+// Place or PlacementFailed. The second write names the version the first
+// one leaves: state UNCLAIMED and modification index + 1. This relies on
+// two promises of ApplyConvergence: it performs the groups in the order
+// documented on db.ConvergenceWrites, and every write it applies bumps the
+// row's modification index by exactly one. If the first write loses a race,
+// the second finds a different version and is skipped too.
+//
+// What the planner expects each write to do:
+//
+//   - Delete removes the row.
+//   - PromoteSuspect moves a SUSPECT row to ORDINARY; MarkSuspect moves an
+//     ORDINARY row to SUSPECT. Nothing else about the row changes.
+//   - Create inserts an UNCLAIMED ORDINARY row on the given definition,
+//     with the cell or the placement error placement chose, since = now.
+//   - Restart makes a CRASHED row UNCLAIMED without a cell or instance,
+//     keeps its crash count, since = now.
+//   - Unassign makes an UNCLAIMED or CLAIMED row UNCLAIMED without a cell
+//     or instance, since = now.
+//   - Place sets the cell of an UNCLAIMED row, clears its placement error
+//     and sets since = now, which starts the stale_unclaimed clock.
+//   - PlacementFailed clears the cell of an UNCLAIMED row and records the
+//     reason as its placement error.
+//
+// # Decisions
+//
+// Rows are taken LRP by LRP. An index i of a DesiredLRP with n instances
+// is wanted when 0 <= i < n. Only ORDINARY and SUSPECT rows take part;
+// EVACUATING and RETIRING rows (evacuation and rolling updates, later
+// issues) are never written and never counted as ORDINARY, but they use
+// capacity on their cells and count towards their LRP's spread.
+//
+// For each wanted index, with its ORDINARY row O and SUSPECT row S (either
+// may be absent):
+//
+//   - S present and O RUNNING: delete S (its replacement runs), whether or
+//     not S's cell has come back.
+//   - S neither RUNNING nor CLAIMED (it crashed after its cell came back):
+//     delete S; it serves nothing.
+//   - S's cell is present again and O is not RUNNING: delete O, if any,
+//     and promote S back to ORDINARY. Nothing else happens at this index.
+//   - S's cell is still gone and O is not RUNNING: keep S (it is still
+//     counted and routable) and go on with O below.
+//   - No O: create it on the active definition, placed in the same pass
+//     (missing instance, or the replacement of a suspect).
+//   - O RUNNING on a cell that is not present (expired, or never
+//     registered): mark O SUSPECT and create a replacement, placed on a
+//     present cell in the same pass.
+//   - O CLAIMED on a cell that is not present: unassign it and place it
+//     again. It serves nothing yet, so there is nothing to keep routable.
+//   - O UNCLAIMED without a cell: place it.
+//   - O UNCLAIMED on a cell that is not present: unassign and place again.
+//   - O UNCLAIMED on a present cell for stale_unclaimed or longer (since
+//     the placement): unassign and place again, on another cell if any
+//     fits, otherwise back on the same one.
+//   - O CRASHED: the crash policy decides. Due: restart it and place it in
+//     the same pass. Not due: wait (NextWake). Given up: leave it CRASHED
+//     (Counts.GaveUp). The cell a crashed row names plays no part.
+//   - Otherwise (O CLAIMED or RUNNING on a present cell, or UNCLAIMED and
+//     placed recently): nothing.
+//
+// Rows that are not wanted (index >= n or negative, or the DesiredLRP is
+// gone) are ORDINARY rows counted as Counts.Extra. When the row's own
+// domain is fresh they are deleted, ORDINARY and SUSPECT alike, highest
+// index first. When it is not, the board may be missing desired state
+// (Diego's rule), so they are left exactly as they are: no deletion, no
+// restart, no placement, no suspicion. Missing instances, by contrast, are
+// created whatever the domain.
+//
+// # Crash policy
+//
+// CrashPolicy.RestartDelay maps a crash count to a wait, measured from the
+// row's Since (the time of the crash). With DefaultCrashPolicy crashes 1
+// to 3 restart at once, crash 4 waits 30 s, each further crash doubles the
+// wait up to 16 min (crash 9 on), and at 200 crashes the board gives up. A
+// restart keeps the crash count. The planner never resets it: resetting
+// after an instance has run for a while (Diego does after 5 min) belongs to
+// the crash lifecycle write, which knows how long the instance ran.
+//
+// # Placement
+//
+// Every instance to place in a pass (new rows, restarted and unassigned
+// rows, rows without a cell) is placed in one batch after all LRPs have
+// been reconciled, so every decision sees what every row already uses and
+// what the pass placed before it.
+//
+// A cell fits an instance when it is present, its placement tags include
+// all of the LRP's, and it has free memory, disk and an instance slot for
+// the instance: the resources of the row's own definition, or of the
+// active definition for a new row. Free capacity is the cell's capacity
+// minus the resources of every row that names it (any state, any
+// presence), minus what this pass has placed on it. Capacity freed by this
+// pass (deletions, restarts, unassignments) is not reused before the next
+// pass, so a write that loses its race can never overcommit a cell.
+//
+// Among the cells that fit, an instance goes to the one with the fewest
+// instances of its LRP in the cell's zone, then the fewest on the cell,
+// then the most free memory, then the lowest cell id. An LRP's instances
+// counted here are its rows on present cells that the pass keeps, plus
+// those the pass places.
+//
+// Instances are placed in rounds: the first instance to place of every
+// LRP (in process guid order), then the second of every LRP, and so on.
+// When capacity runs short, every LRP gets its first instances before any
+// gets its last.
+//
+// When nothing fits, the instance is not dropped: a new row is created
+// with the reason as its placement error, and an existing row gets a
+// PlacementFailed (unless it already carries that exact reason). It is
+// tried again on every pass. The reason names what no present cell offers,
+// in the order tags, memory, disk, instance slot, for example "no present
+// cell has tags [gpu]" or "no cell with 2048 MB free memory and tags
+// [gpu]".
+//
+// # Scenario files
+//
+// testdata/*.txt describe a state and the plan for it; the test suite
+// parses each state, runs Compute, renders the plan and compares. Run
+//
+//	go test ./convergence -update
+//
+// to rewrite the expected parts after a deliberate change, then review the
+// diff. A file is the state, a line "----", and the expected plan.
+//
+// The state is one item per line; "#" starts a comment, blank lines are
+// ignored, values are key=value (double-quote values with spaces, in Go
+// syntax). Times are durations relative to now, which defaults to
+// 2025-01-01T00:00:00Z.
+//
+//	now 2025-06-01T12:00:00Z                  optional
+//	config stale_unclaimed=60s immediate_restarts=3 base_delay=30s max_delay=16m give_up_at=200
+//	fresh apps other                          the fresh domains
+//	cell ID zone= memory=8192 disk=16384 instances=100 tags=a,b expires=+30s
+//	desired GUID domain=apps instances=1 definition=v1 memory=256 disk=512 tags=a,b
+//	actual GUID/INDEX state=RUNNING presence=ORDINARY cell=ID domain= definition= memory= disk= since=-10s crashes=0 mod=1 error="..."
+//
+// Numbers shown for cell and desired are the defaults; an actual row
+// defaults to presence ORDINARY, no cell, since=0s, crashes=0, mod=1 and no
+// error. config defaults to DefaultConfig.
+// An actual row's state is required; its domain, definition, memory and
+// disk default to its DesiredLRP's when that is declared above it.
+//
+// The expected plan lists the writes in the order ApplyConvergence
+// performs them, each with its reason after "#"; keys are GUID/INDEX,
+// with ":suspect" (or another presence) appended unless ORDINARY:
+//
+//	delete web/4 RUNNING mod=1  # extra: index 4 is not below instances 2
+//	promote web/1:suspect RUNNING mod=3  # cell cell-b is present again
+//	suspect web/1 RUNNING mod=5  # presence of cell cell-b expired 5s ago
+//	create web/1 domain=apps definition=v1 cell=cell-c  # replaces suspect on cell cell-b
+//	restart web/2 CRASHED mod=4  # crash 2, restarts at once
+//	unassign web/3 UNCLAIMED mod=1  # cell cell-a did not claim it within 1m0s
+//	place web/3 UNCLAIMED mod=2 cell=cell-b  # placed again: the cell did not claim it in time
+//	place-failed ml/0 UNCLAIMED mod=1 error="no present cell has tags [gpu]"  # unclaimed without a cell
+//	counts desired=3 running=1 claimed=0 unclaimed=0 crashed=0 missing=0 extra=0 suspect=0 gave_up=0 unplaced=0 present_cells=2 suspect_cells=0
+//	next-wake +30s
+//
+// A create shows cell= when placed and error= when not; next-wake is
+// relative to now, or "none".
+package convergence

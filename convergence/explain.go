@@ -1,0 +1,52 @@
+package convergence
+
+import (
+	"fmt"
+	"strings"
+)
+
+// explainNoFit says, in words an operator can act on, why no cell fits an
+// instance with need n and the tags of e. It names the first requirement,
+// in the order tags, memory, disk, instance slot, that no present cell
+// meets together with the ones before it.
+func explainNoFit(t *cellTable, e *eligibility, n need) string {
+	var tagged, withMemory, withDisk bool
+	for cell := range t.ids {
+		if !t.present[cell] || !e.classOK[t.class[cell]] {
+			continue
+		}
+		tagged = true
+		f := t.free[cell]
+		if f.memory >= int64(n.memory) {
+			withMemory = true
+			if f.disk >= int64(n.disk) {
+				withDisk = true
+			}
+		}
+	}
+	switch {
+	case !tagged && len(e.tags) == 0:
+		return "no cell is present"
+	case !tagged:
+		return "no present cell has tags [" + strings.Join(e.tags, " ") + "]"
+	}
+	wants := []string{fmt.Sprintf("%d MB free memory", n.memory)}
+	if withMemory {
+		wants = append(wants, fmt.Sprintf("%d MB free disk", n.disk))
+	}
+	if withDisk {
+		wants = append(wants, "a free instance slot")
+	}
+	if len(e.tags) > 0 {
+		wants = append(wants, "tags ["+strings.Join(e.tags, " ")+"]")
+	}
+	return "no cell with " + joinWithAnd(wants)
+}
+
+// joinWithAnd joins "a", "b", "c" as "a, b and c".
+func joinWithAnd(parts []string) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}

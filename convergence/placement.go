@@ -1,0 +1,446 @@
+package convergence
+
+import (
+	"github.com/corkboard/corkboard/db"
+)
+
+// Placement happens in one batch after every LRP has been reconciled, so
+// that each decision sees what every row of the snapshot already uses and
+// what this pass placed before it. The rules are in doc.go; this file is
+// the machinery that makes them cheap for 100,000 instances on 1,000 cells.
+//
+// Cells are kept in one heap per (zone, tag class), ordered by most free
+// memory and then cell id. For one instance, the best cell in a zone is
+// the first cell in those heaps that fits and does not run this LRP yet;
+// only when there is none are the (few) cells that already run it
+// compared. Capacity only shrinks during a pass, so a cell without a free
+// slot leaves its heap for good, a zone without a fresh cell for an LRP
+// stays so, and a (tags, resources) that fit nowhere fits nowhere for the
+// rest of the pass.
+
+// placeWhy says why an existing row is being placed; it picks the reason
+// logged with the Place write.
+type placeWhy uint8
+
+const (
+	whyNew placeWhy = iota
+	whyUnplaced
+	whyStale
+	whyLostCell
+	whyRestarted
+)
+
+var placeReasons = [...]string{
+	whyNew:       "new instance",
+	whyUnplaced:  "unclaimed without a cell",
+	whyStale:     "placed again: the cell did not claim it in time",
+	whyLostCell:  "placed again: its cell is not present",
+	whyRestarted: "restarted after a crash",
+}
+
+// request is one instance to place.
+type request struct {
+	// row is the existing row, nil for a new instance.
+	row *db.ActualRow
+	// create is the index of the new instance in Writes.Create, or -1.
+	create int32
+	lrp    int32
+	need   need
+	// avoid is a cell to use only when nothing else fits: the one that did
+	// not claim this instance in time. noCell when none.
+	avoid int32
+	why   placeWhy
+	// chained: an earlier write of this plan (Restart, Unassign) changes
+	// the row first, so the Place must expect the version after it.
+	chained bool
+
+	cell    int32
+	failure string
+}
+
+// lrpSpread is the placement state of one LRP that has instances to place.
+type lrpSpread struct {
+	tags []string
+	// stays[staysStart:staysEnd] are the present cells its kept rows use.
+	staysStart, staysEnd int
+	elig                 *eligibility
+	// exhaustedFor is the need the exhausted flags of this LRP hold for.
+	exhaustedFor need
+}
+
+// runsOn is one cell an LRP runs on, in a list per (LRP, zone).
+type runsOn struct {
+	cell, next int32
+}
+
+// eligibility is which cells an LRP's placement tags allow.
+type eligibility struct {
+	tags []string
+	// classOK[c] reports whether tag class c has every tag.
+	classOK []bool
+	classes []int32
+	// zones that have at least one present cell of an allowed class with
+	// a free slot, in zone index order.
+	zones []int32
+}
+
+type failureKey struct {
+	elig *eligibility
+	need need
+}
+
+type candidate struct {
+	cell  int32
+	count int32
+}
+
+var noCandidate = candidate{cell: noCell}
+
+type placer struct {
+	cells *cellTable
+
+	heaps []cellHeap
+	// heapOf and heapPos say where each cell sits: heap index (-1 when in
+	// none) and position within it.
+	heapOf  []int32
+	heapPos []int32
+
+	eligibleByTags map[string]*eligibility
+	failures       map[failureKey]string
+
+	requests []request
+	lrps     []lrpSpread
+	// Per (lrp, zone): instances of the LRP in the zone; whether the zone
+	// has no cell left without the LRP that fits its need; the first of
+	// the cells of the zone the LRP runs on (in runsOn); and, once needed,
+	// those cells in a spreadHeap.
+	zoneCounts []int32
+	exhausted  []bool
+	firstRuns  []int32
+	runsOn     []runsOn
+	spread     map[int]*spreadHeap
+	// tallies counts the instances of an LRP on a cell, by tallyKey.
+	tallies map[uint64]int32
+
+	// stays are the present cells that rows kept by this pass use, LRP by
+	// LRP; they seed each LRP's spread.
+	stays        []int32
+	staysStart   int
+	lrpRequests0 int
+
+	setAside    []int32
+	spreadAside []spreadEntry
+	zoneOrder   []int32
+}
+
+func newPlacer(cells *cellTable) *placer {
+	return &placer{cells: cells}
+}
+
+// beginLRP starts collecting stays and requests for one desired LRP.
+func (pl *placer) beginLRP() {
+	pl.staysStart = len(pl.stays)
+	pl.lrpRequests0 = len(pl.requests)
+}
+
+// keep notes that a row of the current LRP stays on its cell.
+func (pl *placer) keep(cell int32) {
+	if pl.cells.isPresent(cell) {
+		pl.stays = append(pl.stays, cell)
+	}
+}
+
+// add queues an instance of the current LRP for placement.
+func (pl *placer) add(r request) {
+	r.lrp = int32(len(pl.lrps))
+	r.cell = noCell
+	pl.requests = append(pl.requests, r)
+}
+
+// endLRP keeps what placement needs to know of the LRP, if it queued
+// requests.
+func (pl *placer) endLRP(d *db.DesiredSchedule) {
+	if len(pl.requests) == pl.lrpRequests0 {
+		pl.stays = pl.stays[:pl.staysStart]
+		return
+	}
+	pl.lrps = append(pl.lrps, lrpSpread{
+		tags:         d.PlacementTags,
+		staysStart:   pl.staysStart,
+		staysEnd:     len(pl.stays),
+		exhaustedFor: need{memory: -1},
+	})
+}
+
+// placeAll places every request: one instance of every LRP, then the
+// second of every LRP, and so on, so that when capacity runs short every
+// LRP gets its first instances before any gets its last.
+func (pl *placer) placeAll() {
+	if len(pl.requests) == 0 {
+		return
+	}
+	pl.buildHeaps()
+	slots := len(pl.lrps) * len(pl.cells.zones)
+	pl.zoneCounts = make([]int32, slots)
+	pl.exhausted = make([]bool, slots)
+	pl.firstRuns = make([]int32, slots)
+	for i := range pl.firstRuns {
+		pl.firstRuns[i] = -1
+	}
+	pl.runsOn = make([]runsOn, 0, len(pl.stays)+len(pl.requests))
+	pl.tallies = make(map[uint64]int32, len(pl.stays)+len(pl.requests))
+	pl.spread = map[int]*spreadHeap{}
+	pl.eligibleByTags = map[string]*eligibility{}
+	pl.failures = map[failureKey]string{}
+	for i := range pl.lrps {
+		lrp := &pl.lrps[i]
+		lrp.elig = pl.eligibilityFor(lrp.tags)
+		for _, cell := range pl.stays[lrp.staysStart:lrp.staysEnd] {
+			pl.count(int32(i), cell)
+		}
+	}
+	for _, i := range pl.roundOrder() {
+		pl.place(&pl.requests[i])
+	}
+}
+
+func (pl *placer) buildHeaps() {
+	t := pl.cells
+	classes := len(t.classes)
+	pl.heaps = make([]cellHeap, len(t.zones)*classes)
+	pl.heapOf = make([]int32, len(t.ids))
+	pl.heapPos = make([]int32, len(t.ids))
+	for cell := range t.ids {
+		pl.heapOf[cell] = -1
+		if !t.present[cell] || t.free[cell].slots < 1 {
+			continue
+		}
+		h := t.zone[cell]*int32(classes) + t.class[cell]
+		pl.heapOf[cell] = h
+		pl.heapPos[cell] = int32(len(pl.heaps[h].cells))
+		pl.heaps[h].cells = append(pl.heaps[h].cells, int32(cell))
+	}
+	for h := range pl.heaps {
+		pl.heaps[h].init(pl)
+	}
+}
+
+func (pl *placer) eligibilityFor(lrpTags []string) *eligibility {
+	tags := normalizeTags(lrpTags)
+	key := tagKey(tags)
+	if e, ok := pl.eligibleByTags[key]; ok {
+		return e
+	}
+	t := pl.cells
+	e := &eligibility{tags: tags, classOK: make([]bool, len(t.classes))}
+	for class, have := range t.classes {
+		if includesAll(have, tags) {
+			e.classOK[class] = true
+			e.classes = append(e.classes, int32(class))
+		}
+	}
+	for zone := range t.zones {
+		for _, class := range e.classes {
+			if len(pl.heap(int32(zone), class).cells) > 0 {
+				e.zones = append(e.zones, int32(zone))
+				break
+			}
+		}
+	}
+	pl.eligibleByTags[key] = e
+	return e
+}
+
+func (pl *placer) heap(zone, class int32) *cellHeap {
+	return &pl.heaps[zone*int32(len(pl.cells.classes))+class]
+}
+
+// roundOrder sorts request indices by their rank within their LRP, keeping
+// LRP order within a rank. Requests were queued LRP by LRP.
+func (pl *placer) roundOrder() []int32 {
+	rank := make([]int32, len(pl.requests))
+	var rounds []int32
+	for i := range pl.requests {
+		if i > 0 && pl.requests[i].lrp == pl.requests[i-1].lrp {
+			rank[i] = rank[i-1] + 1
+		}
+		if int(rank[i]) == len(rounds) {
+			rounds = append(rounds, 0)
+		}
+		rounds[rank[i]]++
+	}
+	start := int32(0)
+	for r, n := range rounds {
+		rounds[r] = start
+		start += n
+	}
+	order := make([]int32, len(pl.requests))
+	for i := range pl.requests {
+		order[rounds[rank[i]]] = int32(i)
+		rounds[rank[i]]++
+	}
+	return order
+}
+
+func (pl *placer) place(r *request) {
+	lrp := &pl.lrps[r.lrp]
+	failed := failureKey{elig: lrp.elig, need: r.need}
+	if reason, ok := pl.failures[failed]; ok {
+		r.failure = reason
+		return
+	}
+	cell := pl.choose(r.lrp, r.need, r.avoid)
+	if cell == noCell && r.avoid != noCell {
+		cell = pl.choose(r.lrp, r.need, noCell)
+	}
+	if cell == noCell {
+		reason := explainNoFit(pl.cells, lrp.elig, r.need)
+		pl.failures[failed] = reason
+		r.failure = reason
+		return
+	}
+	pl.assign(r.lrp, cell, r.need)
+	r.cell = cell
+}
+
+// choose finds the best cell for one instance of lrp: the fitting cell
+// that minimizes (instances of the LRP in the cell's zone, instances of
+// the LRP on the cell, -free memory, cell id).
+func (pl *placer) choose(lrp int32, n need, avoid int32) int32 {
+	spread := &pl.lrps[lrp]
+	zones := len(pl.cells.zones)
+	counts := pl.zoneCounts[int(lrp)*zones : int(lrp+1)*zones]
+	if spread.exhaustedFor != n {
+		clear(pl.exhausted[int(lrp)*zones : int(lrp+1)*zones])
+		spread.exhaustedFor = n
+	}
+
+	// Zones by how many instances of the LRP they hold, fewest first.
+	order := append(pl.zoneOrder[:0], spread.elig.zones...)
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && counts[order[j]] < counts[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	pl.zoneOrder = order
+
+	for i := 0; i < len(order); {
+		level := counts[order[i]]
+		best := noCandidate
+		for ; i < len(order) && counts[order[i]] == level; i++ {
+			if c := pl.bestInZone(lrp, order[i], n, avoid); pl.better(c, best) {
+				best = c
+			}
+		}
+		if best.cell != noCell {
+			return best.cell
+		}
+	}
+	return noCell
+}
+
+func (pl *placer) better(c, than candidate) bool {
+	switch {
+	case c.cell == noCell:
+		return false
+	case than.cell == noCell:
+		return true
+	case c.count != than.count:
+		return c.count < than.count
+	}
+	return pl.cells.hasMoreFree(c.cell, than.cell)
+}
+
+func (pl *placer) bestInZone(lrp, zone int32, n need, avoid int32) candidate {
+	flag := int(lrp)*len(pl.cells.zones) + int(zone)
+	if !pl.exhausted[flag] {
+		if cell := pl.bestFreshCell(lrp, zone, n, avoid); cell != noCell {
+			return candidate{cell: cell}
+		}
+		if avoid == noCell || pl.cells.zone[avoid] != zone {
+			pl.exhausted[flag] = true
+		}
+	}
+	return pl.bestRunningCell(lrp, zone, n, avoid)
+}
+
+// bestFreshCell is the cell with the most free memory in the zone that
+// fits n, has an allowed tag class and does not run the LRP yet.
+func (pl *placer) bestFreshCell(lrp, zone int32, n need, avoid int32) int32 {
+	best := noCell
+	for _, class := range pl.lrps[lrp].elig.classes {
+		cell := pl.topFresh(pl.heap(zone, class), lrp, n, avoid)
+		if cell != noCell && (best == noCell || pl.cells.hasMoreFree(cell, best)) {
+			best = cell
+		}
+	}
+	return best
+}
+
+func (pl *placer) topFresh(h *cellHeap, lrp int32, n need, avoid int32) int32 {
+	t := pl.cells
+	found := noCell
+	aside := pl.setAside[:0]
+	for len(h.cells) > 0 {
+		cell := h.cells[0]
+		f := &t.free[cell]
+		if f.memory < int64(n.memory) {
+			break // no cell further down has more memory
+		}
+		if f.slots < 1 {
+			h.pop(pl) // full for the rest of the pass
+			continue
+		}
+		if f.disk < int64(n.disk) || cell == avoid || pl.runs(lrp, cell) {
+			aside = append(aside, h.pop(pl))
+			continue
+		}
+		found = cell
+		break
+	}
+	for _, cell := range aside {
+		h.push(pl, cell)
+	}
+	pl.setAside = aside[:0]
+	return found
+}
+
+func (pl *placer) assign(lrp, cell int32, n need) {
+	f := &pl.cells.free[cell]
+	f.memory -= int64(n.memory)
+	f.disk -= int64(n.disk)
+	f.slots--
+	h := &pl.heaps[pl.heapOf[cell]]
+	if f.slots < 1 {
+		h.remove(pl, pl.heapPos[cell])
+	} else {
+		h.fix(pl, pl.heapPos[cell])
+	}
+	pl.count(lrp, cell)
+}
+
+func tallyKey(lrp, cell int32) uint64 {
+	return uint64(lrp)<<32 | uint64(uint32(cell))
+}
+
+func (pl *placer) runs(lrp, cell int32) bool {
+	_, ok := pl.tallies[tallyKey(lrp, cell)]
+	return ok
+}
+
+// count adds one instance of lrp on cell to the spread.
+func (pl *placer) count(lrp, cell int32) {
+	key := tallyKey(lrp, cell)
+	n := pl.tallies[key] + 1
+	pl.tallies[key] = n
+	slot := int(lrp)*len(pl.cells.zones) + int(pl.cells.zone[cell])
+	pl.zoneCounts[slot]++
+	if n > 1 {
+		return
+	}
+	pl.runsOn = append(pl.runsOn, runsOn{cell: cell, next: pl.firstRuns[slot]})
+	pl.firstRuns[slot] = int32(len(pl.runsOn) - 1)
+	if h, ok := pl.spread[slot]; ok {
+		h.push(pl.spreadEntry(lrp, cell))
+	}
+}

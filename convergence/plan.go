@@ -1,0 +1,77 @@
+package convergence
+
+import (
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+)
+
+// Plan is what one convergence pass decided. It is pure data: the runner
+// applies Writes with db.ConvergenceDB.ApplyConvergence, logs Reasons,
+// publishes Counts as gauges and schedules an extra pass at NextWake.
+type Plan struct {
+	// Writes are the row changes, in the groups ApplyConvergence performs
+	// them in. Every write names the row version it was computed from.
+	Writes db.ConvergenceWrites
+	// Reasons says, for every write, why it is there: Reasons.Delete[i]
+	// explains Writes.Delete[i], and so on for every group.
+	Reasons Reasons
+	// Counts describe the snapshot as this pass found it.
+	Counts Counts
+	// NextWake is the earliest moment at which something in the snapshot
+	// becomes due by the passing of time alone: a crash backoff ends or a
+	// placed instance turns stale. Zero when nothing is waiting. Cell
+	// expiry is not included: heartbeats keep moving it.
+	NextWake time.Time
+}
+
+// Reasons holds one human-readable reason per write, index for index with
+// the groups of db.ConvergenceWrites.
+type Reasons struct {
+	Delete          []string
+	PromoteSuspect  []string
+	MarkSuspect     []string
+	Create          []string
+	Restart         []string
+	Unassign        []string
+	Place           []string
+	PlacementFailed []string
+}
+
+// Counts are the gauges of a pass, named after Diego's BBS metrics. They
+// count the snapshot as loaded, before the plan's writes; ORDINARY rows
+// unless a field says otherwise, across every LRP, desired or not.
+type Counts struct {
+	// Desired is the sum of instances over all DesiredLRPs (LRPsDesired).
+	Desired int
+	// Running, Claimed, Unclaimed and Crashed count ORDINARY rows by state
+	// (LRPsRunning, LRPsClaimed, LRPsUnclaimed, CrashedActualLRPs).
+	Running   int
+	Claimed   int
+	Unclaimed int
+	Crashed   int
+	// Missing counts indices 0..instances-1 of desired LRPs that have no
+	// ORDINARY row (LRPsMissing). Each gets a Create.
+	Missing int
+	// Extra counts ORDINARY rows with an index outside 0..instances-1 or of
+	// an LRP that is no longer desired (LRPsExtra), whether or not this
+	// pass may retire them.
+	Extra int
+	// Suspect counts SUSPECT rows, whatever their state (Diego splits
+	// them into SuspectRunningActualLRPs and SuspectClaimedActualLRPs).
+	Suspect int
+	// GaveUp counts CRASHED ORDINARY rows at wanted indices of desired
+	// LRPs that the crash policy no longer restarts. Diego has no such
+	// gauge; it is the alert for an instance that will stay down.
+	GaveUp int
+	// Unplaced counts instances this pass could not place on any cell,
+	// whether new (Create with a placement error) or existing.
+	Unplaced int
+	// PresentCells counts cells whose presence has not expired
+	// (PresentCells).
+	PresentCells int
+	// SuspectCells counts distinct cells that are not present (expired or
+	// never registered) yet still named by a CLAIMED or RUNNING row of any
+	// presence (SuspectCells).
+	SuspectCells int
+}

@@ -1,0 +1,304 @@
+package convergence
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+const (
+	ordinary  = models.ActualLRP_ORDINARY
+	suspect   = models.ActualLRP_SUSPECT
+	unclaimed = models.ActualLRP_UNCLAIMED
+	claimed   = models.ActualLRP_CLAIMED
+	running   = models.ActualLRP_RUNNING
+	crashed   = models.ActualLRP_CRASHED
+)
+
+// reconcileLRP decides for one process guid: d is its DesiredLRP (nil when
+// it is no longer desired) and rows are its rows in key order.
+func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
+	for i := range rows {
+		p.countRow(&rows[i])
+	}
+	if d == nil {
+		for i := len(rows) - 1; i >= 0; i-- {
+			p.retire(&rows[i], nil)
+		}
+		return
+	}
+
+	instances := max(d.Instances, 0)
+	p.placer.beginLRP()
+	first := 0 // rows before first have a negative index
+	for first < len(rows) && rows[first].Index < 0 {
+		first++
+	}
+	i := first
+	for index := int32(0); index < instances; index++ {
+		var ord, sus *row
+		for ; i < len(rows) && rows[i].Index == index; i++ {
+			r := &rows[i]
+			switch r.Presence {
+			case ordinary:
+				ord = r
+			case suspect:
+				sus = r
+			default:
+				// EVACUATING and RETIRING rows belong to evacuation and
+				// rolling updates; here they only take up room.
+				p.placer.keep(r.cell)
+			}
+		}
+		p.reconcileIndex(d, index, ord, sus)
+	}
+	// What is left has an index of instances or more: extra, retired from
+	// the highest index down; then the (invalid) negative indices.
+	for j := len(rows) - 1; j >= i; j-- {
+		p.retire(&rows[j], d)
+	}
+	for j := first - 1; j >= 0; j-- {
+		p.retire(&rows[j], d)
+	}
+	p.placer.endLRP(d)
+}
+
+// retire deletes an ORDINARY or SUSPECT row that is not wanted (d is its
+// DesiredLRP, nil when gone), when the row's domain is fresh. In a stale
+// domain the board may not know every desired LRP, so it keeps the row as
+// it is: no restart, no placement, no suspect.
+func (p *planner) retire(r *row, d *db.DesiredSchedule) {
+	retirable := r.Presence == ordinary || r.Presence == suspect
+	if r.Presence == ordinary {
+		p.plan.Counts.Extra++
+	}
+	if !retirable || !p.fresh[r.Domain] {
+		if d != nil {
+			p.placer.keep(r.cell)
+		}
+		return
+	}
+	switch {
+	case d == nil:
+		p.delete(r, "extra: its DesiredLRP is gone")
+	case r.Index < 0:
+		p.delete(r, fmt.Sprintf("extra: index %d is negative", r.Index))
+	default:
+		p.delete(r, fmt.Sprintf("extra: index %d is not below instances %d", r.Index, max(d.Instances, 0)))
+	}
+}
+
+// reconcileIndex decides for one desired index, given its ORDINARY and
+// SUSPECT rows (either may be nil).
+func (p *planner) reconcileIndex(d *db.DesiredSchedule, index int32, ord, sus *row) {
+	if sus != nil {
+		switch {
+		case ord != nil && ord.State == running:
+			p.delete(sus, "its replacement is running")
+			sus = nil
+		case sus.State != running && sus.State != claimed:
+			p.delete(sus, "suspect is "+sus.State.String()+", no longer serving")
+			sus = nil
+		case p.cells.isPresent(sus.cell):
+			if ord != nil {
+				p.delete(ord, "suspect on cell "+sus.CellID+" is back before this replacement runs")
+			}
+			p.promote(sus, "cell "+sus.CellID+" is present again")
+			p.placer.keep(sus.cell)
+			return
+		default:
+			// Still serving from a lost cell: keep it until its
+			// replacement runs or the cell comes back.
+		}
+	}
+	if ord == nil {
+		p.plan.Counts.Missing++
+		why := "missing"
+		if sus != nil {
+			why = "replaces suspect on cell " + sus.CellID
+		}
+		p.create(d, index, why)
+		return
+	}
+	p.reconcileOrdinary(d, ord)
+}
+
+func (p *planner) reconcileOrdinary(d *db.DesiredSchedule, r *row) {
+	present := p.cells.isPresent(r.cell)
+	switch r.State {
+	case running:
+		if present {
+			p.placer.keep(r.cell)
+			return
+		}
+		p.markSuspect(r, p.cellGone(r))
+		p.create(d, r.Index, "replaces suspect on cell "+r.CellID)
+	case claimed:
+		if present {
+			p.placer.keep(r.cell)
+			return
+		}
+		p.unassign(r, "claimed, but "+p.cellGone(r))
+		p.requestPlace(r, whyLostCell, true, noCell)
+	case unclaimed:
+		p.reconcileUnclaimed(r, present)
+	case crashed:
+		p.reconcileCrashed(r)
+	default:
+		p.placer.keep(r.cell)
+	}
+}
+
+func (p *planner) reconcileUnclaimed(r *row, present bool) {
+	switch {
+	case r.CellID == "":
+		p.requestPlace(r, whyUnplaced, false, noCell)
+	case !present:
+		p.unassign(r, "placed, but "+p.cellGone(r))
+		p.requestPlace(r, whyLostCell, true, noCell)
+	case p.now-r.Since >= int64(p.cfg.StaleUnclaimed):
+		p.unassign(r, fmt.Sprintf("cell %s did not claim it within %s", r.CellID, p.cfg.StaleUnclaimed))
+		p.requestPlace(r, whyStale, true, r.cell)
+	default:
+		p.placer.keep(r.cell)
+		p.wakeAt(r.Since + int64(p.cfg.StaleUnclaimed))
+	}
+}
+
+func (p *planner) reconcileCrashed(r *row) {
+	delay, restarts := p.cfg.CrashPolicy.RestartDelay(r.CrashCount)
+	if !restarts {
+		p.plan.Counts.GaveUp++
+		p.placer.keep(r.cell)
+		return
+	}
+	if due := r.Since + int64(delay); p.now < due {
+		p.placer.keep(r.cell)
+		p.wakeAt(due)
+		return
+	}
+	why := fmt.Sprintf("crash %d, restarts at once", r.CrashCount)
+	if delay > 0 {
+		why = fmt.Sprintf("crash %d, backoff of %s is over", r.CrashCount, delay)
+	}
+	p.restart(r, why)
+	p.requestPlace(r, whyRestarted, true, noCell)
+}
+
+// cellGone says why the row's cell does not count as present.
+func (p *planner) cellGone(r *row) string {
+	switch {
+	case r.CellID == "":
+		return "it names no cell"
+	case r.cell == noCell:
+		return "cell " + r.CellID + " is not registered"
+	}
+	ago := time.Duration(p.now - p.cells.expiresAt[r.cell]).Round(time.Second)
+	return fmt.Sprintf("presence of cell %s expired %s ago", r.CellID, ago)
+}
+
+func version(r *db.ActualRow) db.RowVersion {
+	return db.RowVersion{Key: r.Key(), State: r.State, ModificationIndex: r.ModificationIndex}
+}
+
+// versionAfterWrite is the version a row has once one earlier write of the
+// plan (Restart or Unassign, both leaving it UNCLAIMED) has been applied:
+// every applied write bumps the modification index by exactly one.
+func versionAfterWrite(r *db.ActualRow) db.RowVersion {
+	return db.RowVersion{Key: r.Key(), State: unclaimed, ModificationIndex: r.ModificationIndex + 1}
+}
+
+func (p *planner) delete(r *row, why string) {
+	p.plan.Writes.Delete = append(p.plan.Writes.Delete, version(r.ActualRow))
+	p.plan.Reasons.Delete = append(p.plan.Reasons.Delete, why)
+}
+
+func (p *planner) promote(r *row, why string) {
+	p.plan.Writes.PromoteSuspect = append(p.plan.Writes.PromoteSuspect, version(r.ActualRow))
+	p.plan.Reasons.PromoteSuspect = append(p.plan.Reasons.PromoteSuspect, why)
+}
+
+func (p *planner) markSuspect(r *row, why string) {
+	p.plan.Writes.MarkSuspect = append(p.plan.Writes.MarkSuspect, version(r.ActualRow))
+	p.plan.Reasons.MarkSuspect = append(p.plan.Reasons.MarkSuspect, why)
+}
+
+func (p *planner) unassign(r *row, why string) {
+	p.plan.Writes.Unassign = append(p.plan.Writes.Unassign, version(r.ActualRow))
+	p.plan.Reasons.Unassign = append(p.plan.Reasons.Unassign, why)
+}
+
+func (p *planner) restart(r *row, why string) {
+	p.plan.Writes.Restart = append(p.plan.Writes.Restart, version(r.ActualRow))
+	p.plan.Reasons.Restart = append(p.plan.Reasons.Restart, why)
+}
+
+// create adds a new UNCLAIMED ORDINARY row on the active definition and
+// queues it for placement; placement fills in its cell or error.
+func (p *planner) create(d *db.DesiredSchedule, index int32, why string) {
+	w := &p.plan.Writes
+	w.Create = append(w.Create, db.NewActualLRP{
+		ProcessGuid:  d.ProcessGuid,
+		Index:        index,
+		Domain:       d.Domain,
+		DefinitionID: d.ActiveDefinitionID,
+	})
+	p.plan.Reasons.Create = append(p.plan.Reasons.Create, why)
+	p.placer.add(request{
+		create: int32(len(w.Create) - 1),
+		need:   need{memory: d.MemoryMB, disk: d.DiskMB},
+		avoid:  noCell,
+		why:    whyNew,
+	})
+}
+
+// requestPlace queues an existing row for placement with the resources of
+// its own definition. chained: an earlier write of this plan makes it
+// UNCLAIMED without a cell first.
+func (p *planner) requestPlace(r *row, why placeWhy, chained bool, avoid int32) {
+	p.placer.add(request{
+		row:     r.ActualRow,
+		create:  -1,
+		need:    need{memory: r.MemoryMB, disk: r.DiskMB},
+		avoid:   avoid,
+		why:     why,
+		chained: chained,
+	})
+}
+
+// emitPlacements turns placement results into writes, in the order the
+// requests were queued (process guid, then index).
+func (p *planner) emitPlacements() {
+	w := &p.plan.Writes
+	reasons := &p.plan.Reasons
+	for i := range p.placer.requests {
+		r := &p.placer.requests[i]
+		if r.cell == noCell {
+			p.plan.Counts.Unplaced++
+		}
+		if r.create >= 0 {
+			if r.cell != noCell {
+				w.Create[r.create].CellID = p.cells.ids[r.cell]
+			} else {
+				w.Create[r.create].PlacementError = r.failure
+			}
+			continue
+		}
+		v := version(r.row)
+		if r.chained {
+			v = versionAfterWrite(r.row)
+		}
+		if r.cell != noCell {
+			w.Place = append(w.Place, db.Placement{Row: v, CellID: p.cells.ids[r.cell]})
+			reasons.Place = append(reasons.Place, placeReasons[r.why])
+			continue
+		}
+		if !r.chained && r.row.PlacementError == r.failure {
+			continue // the row already says so
+		}
+		w.PlacementFailed = append(w.PlacementFailed, db.PlacementFailure{Row: v, Reason: r.failure})
+		reasons.PlacementFailed = append(reasons.PlacementFailed, placeReasons[r.why])
+	}
+}

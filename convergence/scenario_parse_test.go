@@ -1,0 +1,288 @@
+package convergence_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// A scenario is one testdata/*.txt file: a state, a line "----", and the
+// plan Compute should make for it. doc.go describes the format.
+type scenario struct {
+	snapshot *db.Snapshot
+	now      time.Time
+	config   convergence.Config
+	// state is the text above the separator, kept verbatim for -update.
+	state    string
+	expected string
+}
+
+const scenarioSeparator = "----"
+
+var defaultScenarioNow = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func parseScenario(text string) (*scenario, error) {
+	s := &scenario{
+		snapshot: &db.Snapshot{},
+		now:      defaultScenarioNow,
+		config:   convergence.DefaultConfig(),
+	}
+	state, expected, found := strings.Cut(text, "\n"+scenarioSeparator+"\n")
+	if !found {
+		state = strings.TrimSuffix(strings.TrimRight(text, "\n"), "\n"+scenarioSeparator)
+	}
+	s.state, s.expected = state, expected
+
+	// Times in the file are relative to now, so "now" is applied first.
+	lines := strings.Split(state, "\n")
+	for n, line := range lines {
+		if fields, _ := splitFields(line); len(fields) > 0 && fields[0] == "now" {
+			if len(fields) != 2 {
+				return nil, fmt.Errorf("line %d: now takes one RFC 3339 time", n+1)
+			}
+			t, err := time.Parse(time.RFC3339, fields[1])
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %v", n+1, err)
+			}
+			s.now = t
+		}
+	}
+	desired := map[string]db.DesiredSchedule{}
+	for n, line := range lines {
+		fields, err := splitFields(line)
+		if err == nil && len(fields) > 0 {
+			err = s.parseLine(fields, desired)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d %q: %v", n+1, line, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *scenario) parseLine(fields []string, desired map[string]db.DesiredSchedule) error {
+	switch fields[0] {
+	case "now":
+		return nil
+	case "fresh":
+		s.snapshot.FreshDomains = append(s.snapshot.FreshDomains, fields[1:]...)
+		return nil
+	case "config":
+		return s.parseConfig(fields[1:])
+	}
+	if len(fields) < 2 {
+		return fmt.Errorf("%s needs a name", fields[0])
+	}
+	attrs, err := parseAttrs(fields[2:])
+	if err != nil {
+		return err
+	}
+	switch fields[0] {
+	case "cell":
+		return s.parseCell(fields[1], attrs)
+	case "desired":
+		return s.parseDesired(fields[1], attrs, desired)
+	case "actual":
+		return s.parseActual(fields[1], attrs, desired)
+	}
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, cell, desired or actual)", fields[0])
+}
+
+func (s *scenario) parseConfig(fields []string) error {
+	attrs, err := parseAttrs(fields)
+	if err != nil {
+		return err
+	}
+	c := &s.config
+	c.StaleUnclaimed = attrs.duration("stale_unclaimed", c.StaleUnclaimed)
+	c.CrashPolicy.ImmediateRestarts = attrs.int32("immediate_restarts", c.CrashPolicy.ImmediateRestarts)
+	c.CrashPolicy.BaseDelay = attrs.duration("base_delay", c.CrashPolicy.BaseDelay)
+	c.CrashPolicy.MaxDelay = attrs.duration("max_delay", c.CrashPolicy.MaxDelay)
+	c.CrashPolicy.GiveUpAt = attrs.int32("give_up_at", c.CrashPolicy.GiveUpAt)
+	return attrs.done()
+}
+
+func (s *scenario) parseCell(id string, a *attrs) error {
+	s.snapshot.Cells = append(s.snapshot.Cells, db.CellRow{
+		CellID: id,
+		Zone:   a.string("zone", ""),
+		Capacity: db.Resources{
+			MemoryMB:  a.int32("memory", 8192),
+			DiskMB:    a.int32("disk", 16384),
+			Instances: a.int32("instances", 100),
+		},
+		PlacementTags: a.list("tags"),
+		ExpiresAt:     s.now.Add(a.duration("expires", 30*time.Second)).UnixNano(),
+	})
+	return a.done()
+}
+
+func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.DesiredSchedule) error {
+	s.snapshot.Desired = append(s.snapshot.Desired, db.DesiredSchedule{
+		ProcessGuid:        guid,
+		Domain:             a.string("domain", "apps"),
+		Instances:          a.int32("instances", 1),
+		PlacementTags:      a.list("tags"),
+		ActiveDefinitionID: a.string("definition", "v1"),
+		MemoryMB:           a.int32("memory", 256),
+		DiskMB:             a.int32("disk", 512),
+	})
+	desired[guid] = s.snapshot.Desired[len(s.snapshot.Desired)-1]
+	return a.done()
+}
+
+func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.DesiredSchedule) error {
+	guid, indexText, ok := strings.Cut(key, "/")
+	index, err := strconv.ParseInt(indexText, 10, 32)
+	if !ok || err != nil {
+		return fmt.Errorf("actual %q: want process_guid/index", key)
+	}
+	// Unspecified columns default to the DesiredLRP's, when it was
+	// declared above.
+	d := db.DesiredSchedule{Domain: "apps", ActiveDefinitionID: "v1", MemoryMB: 256, DiskMB: 512}
+	if declared, ok := desired[guid]; ok {
+		d = declared
+	}
+	state, ok := models.ActualLRP_State_value[a.string("state", "")]
+	if !ok {
+		return fmt.Errorf("actual %s: state must be one of UNCLAIMED, CLAIMED, RUNNING, CRASHED", key)
+	}
+	presence, ok := models.ActualLRP_Presence_value[a.string("presence", "ORDINARY")]
+	if !ok {
+		return fmt.Errorf("actual %s: presence must be one of ORDINARY, EVACUATING, SUSPECT, RETIRING", key)
+	}
+	s.snapshot.Actual = append(s.snapshot.Actual, db.ActualRow{
+		ProcessGuid:       guid,
+		Index:             int32(index),
+		Presence:          models.ActualLRP_Presence(presence),
+		State:             models.ActualLRP_State(state),
+		Domain:            a.string("domain", d.Domain),
+		CellID:            a.string("cell", ""),
+		DefinitionID:      a.string("definition", d.ActiveDefinitionID),
+		CrashCount:        a.int32("crashes", 0),
+		Since:             s.now.Add(a.duration("since", 0)).UnixNano(),
+		PlacementError:    a.string("error", ""),
+		ModificationIndex: int64(a.int32("mod", 1)),
+		MemoryMB:          a.int32("memory", d.MemoryMB),
+		DiskMB:            a.int32("disk", d.DiskMB),
+	})
+	return a.done()
+}
+
+// attrs are a line's key=value fields. Each getter consumes its key; done
+// reports the first bad value or a key nobody asked for.
+type attrs struct {
+	values map[string]string
+	err    error
+}
+
+func parseAttrs(fields []string) (*attrs, error) {
+	a := &attrs{values: map[string]string{}}
+	for _, f := range fields {
+		key, value, ok := strings.Cut(f, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key=value", f)
+		}
+		if _, dup := a.values[key]; dup {
+			return nil, fmt.Errorf("%s given twice", key)
+		}
+		a.values[key] = value
+	}
+	return a, nil
+}
+
+func (a *attrs) take(key string) (string, bool) {
+	v, ok := a.values[key]
+	delete(a.values, key)
+	return v, ok
+}
+
+func (a *attrs) string(key, def string) string {
+	if v, ok := a.take(key); ok {
+		return v
+	}
+	return def
+}
+
+func (a *attrs) list(key string) []string {
+	if v, ok := a.take(key); ok && v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
+}
+
+func (a *attrs) int32(key string, def int32) int32 {
+	v, ok := a.take(key)
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil && a.err == nil {
+		a.err = fmt.Errorf("%s: %v", key, err)
+	}
+	return int32(n)
+}
+
+func (a *attrs) duration(key string, def time.Duration) time.Duration {
+	v, ok := a.take(key)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil && a.err == nil {
+		a.err = fmt.Errorf("%s: %v", key, err)
+	}
+	return d
+}
+
+func (a *attrs) done() error {
+	if a.err != nil {
+		return a.err
+	}
+	for key := range a.values {
+		return fmt.Errorf("unknown attribute %q", key)
+	}
+	return nil
+}
+
+// splitFields splits a line at spaces, keeping "double quoted" values
+// (Go syntax) whole; "#" starts a comment outside quotes.
+func splitFields(line string) ([]string, error) {
+	var fields []string
+	var field strings.Builder
+	inField := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '#':
+			i = len(line)
+		case c == ' ' || c == '\t':
+			if inField {
+				fields = append(fields, field.String())
+				field.Reset()
+				inField = false
+			}
+		case c == '"':
+			quoted, err := strconv.QuotedPrefix(line[i:])
+			if err != nil {
+				return nil, fmt.Errorf("unterminated quote")
+			}
+			value, _ := strconv.Unquote(quoted)
+			field.WriteString(value)
+			inField = true
+			i += len(quoted) - 1
+		default:
+			field.WriteByte(c)
+			inField = true
+		}
+	}
+	if inField {
+		fields = append(fields, field.String())
+	}
+	return fields, nil
+}

@@ -1,0 +1,112 @@
+package convergence_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected plans in testdata/*.txt")
+
+// Every case of issue 3 has its own scenario; deleting one fails here.
+var requiredScenarios = []string{
+	"missing",
+	"extra_highest_index_first",
+	"extra_in_stale_domain_kept",
+	"removed_lrp_retired",
+	"removed_lrp_in_stale_domain_kept",
+	"stale_unclaimed",
+	"unclaimed_without_cell_placed",
+	"unclaimed_no_fit_placement_error",
+	"unclaimed_same_error_not_rewritten",
+	"unclaimed_on_lost_cell",
+	"claimed_on_lost_cell",
+	"crashed_immediate",
+	"crashed_backoff_not_expired",
+	"crashed_backoff_expired",
+	"crashed_gave_up",
+	"cell_lost_suspect_and_replacement",
+	"suspect_waiting",
+	"suspect_deleted_after_replacement_runs",
+	"suspect_promoted_when_cell_returns",
+	"suspect_crashed_deleted",
+	"other_presences_left_alone",
+	"zone_spread",
+	"tags",
+	"capacity_exhaustion",
+	"scarcity_first_instances_first",
+	"mixed_pass",
+}
+
+func scenarioPaths() []string {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil {
+		panic(err)
+	}
+	return paths
+}
+
+func loadScenario(path string) *scenario {
+	text, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	s, err := parseScenario(string(text))
+	Expect(err).NotTo(HaveOccurred(), path)
+	return s
+}
+
+var _ = Describe("Scenario files", func() {
+	It("cover every case", func() {
+		for _, name := range requiredScenarios {
+			Expect(filepath.Join("testdata", name+".txt")).To(BeAnExistingFile())
+		}
+	})
+
+	for _, path := range scenarioPaths() {
+		name := strings.TrimSuffix(filepath.Base(path), ".txt")
+
+		It("plans "+name, func() {
+			s := loadScenario(path)
+			got := renderPlan(convergence.Compute(s.snapshot, s.now, s.config), s.now)
+			if *update {
+				err := os.WriteFile(path, []byte(s.state+"\n"+scenarioSeparator+"\n"+got), 0o644)
+				Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			Expect(got).To(Equal(s.expected), "run go test ./convergence -update to accept a change, then review the diff")
+		})
+
+		It("plans "+name+" the same whatever the order of the snapshot", func() {
+			s := loadScenario(path)
+			want := renderPlan(convergence.Compute(s.snapshot, s.now, s.config), s.now)
+			for seed := range uint64(5) {
+				shuffled := shuffleSnapshot(s.snapshot, seed)
+				Expect(renderPlan(convergence.Compute(shuffled, s.now, s.config), s.now)).To(Equal(want), "seed %d", seed)
+			}
+		})
+	}
+})
+
+func shuffleSnapshot(s *db.Snapshot, seed uint64) *db.Snapshot {
+	r := rand.New(rand.NewPCG(seed, 42))
+	out := &db.Snapshot{
+		Desired:      append([]db.DesiredSchedule(nil), s.Desired...),
+		Actual:       append([]db.ActualRow(nil), s.Actual...),
+		Cells:        append([]db.CellRow(nil), s.Cells...),
+		FreshDomains: append([]string(nil), s.FreshDomains...),
+	}
+	r.Shuffle(len(out.Desired), func(i, j int) { out.Desired[i], out.Desired[j] = out.Desired[j], out.Desired[i] })
+	r.Shuffle(len(out.Actual), func(i, j int) { out.Actual[i], out.Actual[j] = out.Actual[j], out.Actual[i] })
+	r.Shuffle(len(out.Cells), func(i, j int) { out.Cells[i], out.Cells[j] = out.Cells[j], out.Cells[i] })
+	r.Shuffle(len(out.FreshDomains), func(i, j int) {
+		out.FreshDomains[i], out.FreshDomains[j] = out.FreshDomains[j], out.FreshDomains[i]
+	})
+	return out
+}
