@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
 )
 
 // SQLDB implements db.DB on one database connection pool.
@@ -34,6 +35,11 @@ type SQLDB struct {
 	// It lives as long as the connection pool.
 	desireNewMu   sync.Mutex
 	desireNewStmt *sql.Stmt
+
+	// events receives every committed change; order keeps it in commit
+	// order per key.
+	events models.EventSink
+	order  publishOrder
 }
 
 var _ db.DB = (*SQLDB)(nil)
@@ -69,6 +75,7 @@ func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
 		dialect:     dialect(dialectName),
 		now:         time.Now,
 		maxAttempts: 5,
+		events:      discardEvents{},
 	}
 	if dialectName == SQLite {
 		s.writeLock = &sync.Mutex{}

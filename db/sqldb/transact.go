@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"math/rand/v2"
 	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // Backoff between attempts: a random wait up to firstBackoff, doubling per
@@ -21,6 +23,16 @@ const (
 // maxAttempts times in all. fn must therefore be safe to run again: it may
 // only change state through tx. The error returned is a *models.Error.
 func (s *SQLDB) transact(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	return s.transactPublishing(ctx, op, func(tx *sql.Tx) ([]models.Event, error) {
+		return nil, fn(tx)
+	})
+}
+
+// transactPublishing is transact for writes that emit events: fn returns
+// the events describing what it changed, and they are published after the
+// commit succeeds, in commit order per key (see publishOrder). Events of an
+// attempt that is rolled back are dropped with it.
+func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *sql.Tx) ([]models.Event, error)) error {
 	var err error
 	for attempt := 1; attempt <= s.maxAttempts; attempt++ {
 		if attempt > 1 {
@@ -36,7 +48,7 @@ func (s *SQLDB) transact(ctx context.Context, op string, fn func(tx *sql.Tx) err
 	return asModelError(op, err)
 }
 
-func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event, error)) error {
 	if s.writeLock != nil {
 		s.writeLock.Lock()
 		defer s.writeLock.Unlock()
@@ -45,11 +57,12 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	events, err := fn(tx)
+	if err != nil {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	return s.commitAndPublish(tx, events)
 }
 
 // backoff is the wait before retry number n (1 for the first retry).
