@@ -35,11 +35,19 @@ const (
 
 // call posts request to route and decodes the answer into resp. A typed
 // board error in the answer is returned as *models.Error.
-func (c *Client) call(ctx context.Context, route string, request proto.Message, resp response, mayRepeat repeat) error {
+func (c *transport) call(ctx context.Context, route string, request proto.Message, resp response, mayRepeat repeat) error {
 	body, err := proto.Marshal(request)
 	if err != nil {
 		return fmt.Errorf("encode %s request: %w", route, err)
 	}
+	return c.withRetries(ctx, mayRepeat, func() error {
+		return c.attempt(ctx, route, body, resp)
+	})
+}
+
+// withRetries runs attempt, and again after a transport failure when the
+// call may repeat, pausing in between.
+func (c *transport) withRetries(ctx context.Context, mayRepeat repeat, attempt func() error) error {
 	attempts := 1
 	if mayRepeat {
 		attempts += c.retries
@@ -51,7 +59,7 @@ func (c *Client) call(ctx context.Context, route string, request proto.Message, 
 			break
 		}
 		sent++
-		err := c.attempt(ctx, route, body, resp)
+		err := attempt()
 		var failure *transportFailure
 		if !errors.As(err, &failure) {
 			return err
@@ -68,7 +76,7 @@ func (c *Client) call(ctx context.Context, route string, request proto.Message, 
 }
 
 // pause waits before the retry-th retry; false when ctx ended first.
-func (c *Client) pause(ctx context.Context, retry int) bool {
+func (c *transport) pause(ctx context.Context, retry int) bool {
 	backoff := c.retryBackoff
 	for i := 1; i < retry && backoff < maxRetryBackoff; i++ {
 		backoff *= 2
@@ -91,7 +99,7 @@ func (f *transportFailure) Error() string { return f.err.Error() }
 func (f *transportFailure) Unwrap() error { return f.err }
 
 // attempt sends the request once.
-func (c *Client) attempt(ctx context.Context, route string, body []byte, resp response) error {
+func (c *transport) attempt(ctx context.Context, route string, body []byte, resp response) error {
 	attemptCtx := ctx
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
@@ -119,7 +127,7 @@ func (c *Client) attempt(ctx context.Context, route string, body []byte, resp re
 
 // describeTimeout says so when the attempt's own time limit, not the
 // caller's context, cut it short.
-func (c *Client) describeTimeout(callerCtx context.Context, err error) error {
+func (c *transport) describeTimeout(callerCtx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && c.timeout > 0 && callerCtx.Err() == nil {
 		return fmt.Errorf("%w (timeout %s per attempt)", err, c.timeout)
 	}

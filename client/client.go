@@ -1,5 +1,7 @@
 // Package client is the Go client for the board's HTTP API: one typed method
-// per route, protobuf on the wire.
+// per route, protobuf on the wire. Client is for API clients (operators,
+// schedulers, subscribers to events); CellClient is for reps, on behalf of
+// one cell.
 //
 // Errors the board reports come back as *models.Error, so callers switch on
 // them with models.IsErrorType. A non-2xx answer without a decodable body is
@@ -9,7 +11,8 @@
 // Retries. Only calls that are safe to send twice are retried, and only after
 // a transport failure, never after the board answered:
 //
-//   - reads (get, list, definitions, actual LRPs, domains) and ping;
+//   - reads (get, list, definitions, actual LRPs, domains, cells), ping, and
+//     opening an event stream (Events);
 //   - UpsertDomain: setting a TTL twice leaves the same state;
 //   - RemoveDesiredLRP: the end state is the same, but if the lost attempt did
 //     land, the retry answers ResourceNotFound. The client passes that on
@@ -24,6 +27,9 @@
 // modification tag) is not retried either: a repeat after a lost answer could
 // undo a change another client made in between, or fail the tag check
 // against the client's own first write.
+//
+// CellClient retries its heartbeat (RegisterCell) and BulkReport, never the
+// lifecycle calls; see CellClient.
 package client
 
 import (
@@ -45,8 +51,15 @@ const (
 	maxRetryBackoff = 2 * time.Second
 )
 
-// Client talks to one board. It is safe for concurrent use.
+// Client talks to one board for API clients (operators, schedulers,
+// route emitters). It is safe for concurrent use. Reps use CellClient.
 type Client struct {
+	transport
+}
+
+// transport is what Client and CellClient share: where the board is and
+// how calls reach it.
+type transport struct {
 	baseURL      string
 	httpClient   *http.Client
 	timeout      time.Duration
@@ -54,48 +67,52 @@ type Client struct {
 	retryBackoff time.Duration
 }
 
-// Option configures a Client.
-type Option func(*Client)
+// Option configures a Client or a CellClient.
+type Option func(*transport)
 
 // WithHTTPClient sends requests through httpClient, e.g. one with TLS
 // settings or a tuned transport.
 func WithHTTPClient(httpClient *http.Client) Option {
-	return func(c *Client) { c.httpClient = httpClient }
+	return func(c *transport) { c.httpClient = httpClient }
 }
 
 // WithTimeout bounds each attempt of a call; 0 leaves only the caller's
 // context in charge. A retried call can take up to (retries+1) timeouts plus
 // the backoff; bound the whole call with the context.
 func WithTimeout(timeout time.Duration) Option {
-	return func(c *Client) { c.timeout = timeout }
+	return func(c *transport) { c.timeout = timeout }
 }
 
 // WithRetries sets how many times a call that is safe to repeat is sent again
 // after a transport failure; 0 turns retries off.
 func WithRetries(retries int) Option {
-	return func(c *Client) { c.retries = max(retries, 0) }
+	return func(c *transport) { c.retries = max(retries, 0) }
 }
 
 // WithRetryBackoff sets the pause before the first retry.
 func WithRetryBackoff(backoff time.Duration) Option {
-	return func(c *Client) { c.retryBackoff = max(backoff, 0) }
+	return func(c *transport) { c.retryBackoff = max(backoff, 0) }
 }
 
 // New returns a client for the board at baseURL, e.g. "http://127.0.0.1:8889".
 func New(baseURL string, opts ...Option) *Client {
-	c := &Client{
+	return &Client{transport: newTransport(baseURL, opts)}
+}
+
+func newTransport(baseURL string, opts []Option) transport {
+	t := transport{
 		baseURL:      strings.TrimRight(baseURL, "/"),
 		timeout:      DefaultTimeout,
 		retries:      DefaultRetries,
 		retryBackoff: DefaultRetryBackoff,
 	}
 	for _, opt := range opts {
-		opt(c)
+		opt(&t)
 	}
-	if c.httpClient == nil {
-		c.httpClient = defaultHTTPClient()
+	if t.httpClient == nil {
+		t.httpClient = defaultHTTPClient()
 	}
-	return c
+	return t
 }
 
 // defaultHTTPClient keeps more idle connections per host than Go's default

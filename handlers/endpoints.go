@@ -1,13 +1,15 @@
 package handlers
 
 import (
-	"github.com/corkboard/corkboard/db"
+	"time"
+
 	"github.com/corkboard/corkboard/models"
 )
 
-// endpoints lists every API route with the call that serves it.
-func endpoints(store db.DB) []endpoint {
-	h := &storeHandlers{store: store}
+// endpoints lists every API route with the call that serves it, except the
+// event stream (see serveEvents).
+func endpoints(store Store, o options) []endpoint {
+	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -25,6 +27,15 @@ func endpoints(store db.DB) []endpoint {
 		route(models.RouteDefinition, h.definition),
 
 		route(models.RouteActualLRPs, h.actualLRPs),
+
+		route(models.RouteRegisterCell, h.registerCell),
+		route(models.RouteCells, h.cells),
+		route(models.RouteClaimActualLRP, h.claimActualLRP),
+		route(models.RouteStartActualLRP, h.startActualLRP),
+		route(models.RouteCrashActualLRP, h.crashActualLRP),
+		route(models.RouteFailActualLRP, h.failActualLRP),
+		route(models.RouteRemoveActualLRP, h.removeActualLRP),
+		route(models.RouteBulkReport, h.bulkReport),
 	}
 }
 
@@ -32,5 +43,6 @@ func endpoints(store db.DB) []endpoint {
 // method's error is a *models.Error from the store, or a plain error the
 // caller reports as UnknownError.
 type storeHandlers struct {
-	store db.DB
+	store       Store
+	presenceTTL time.Duration
 }

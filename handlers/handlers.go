@@ -24,6 +24,8 @@
 //     sane one, a fresh random one otherwise. It is echoed in the
 //     X-Request-Id response header and carried by every log line about the
 //     request (and by the lager logger in the request context, see lagerctx).
+//   - POST /v1/events is the one route that answers with a stream rather
+//     than a message: Server-Sent Events from the event hub (serveEvents).
 package handlers
 
 import (
@@ -36,7 +38,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -53,18 +54,29 @@ type request interface {
 // them, and a nil registry registers them nowhere (New panics if the
 // registry holds other collectors under those names). GET /metrics is not
 // served here: the server mounts the registry's handler itself.
-func New(logger lager.Logger, store db.DB, registry prometheus.Registerer) http.Handler {
+//
+// Options set the cells' presence TTL and the event hub behind
+// POST /v1/events (see WithEvents); the defaults need none.
+func New(logger lager.Logger, store Store, registry prometheus.Registerer, opts ...Option) http.Handler {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
 	api := &api{
 		logger:  logger.Session("api"),
 		metrics: newMetrics(registry),
 	}
 	mux := http.NewServeMux()
-	for _, e := range endpoints(store) {
-		mux.Handle("POST "+e.path, api.serve(e))
+	handle := func(path string, h http.Handler) {
+		mux.Handle("POST "+path, h)
 		// Any other method on a known path is answered here rather than by
 		// the mux, so that it gets a typed body, a log line and a metric.
-		mux.Handle(e.path, api.methodNotAllowed(e.path))
+		mux.Handle(path, api.methodNotAllowed(path))
 	}
+	for _, e := range endpoints(store, o) {
+		handle(e.path, api.serve(e))
+	}
+	handle(models.RouteEvents, api.serveEvents(o))
 	mux.Handle("/", api.notFound())
 	return mux
 }
@@ -117,21 +129,9 @@ func route[Req any, PReq interface {
 func (a *api) serve(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, e.path)
-		c, err := codecFor(r)
-		if err != nil {
-			unsupported := models.NewError(models.Error_InvalidRequest, "%s", err)
-			call.finish(w, jsonCodec, http.StatusUnsupportedMediaType, e.errorResponse(unsupported), unsupported)
-			return
-		}
-
 		req := e.newRequest()
-		if decodeErr := readBody(w, r, c, req); decodeErr != nil {
-			call.finish(w, c, http.StatusOK, e.errorResponse(decodeErr), decodeErr)
-			return
-		}
-		if err := req.Validate(); err != nil {
-			invalid := asInvalidRequest(err)
-			call.finish(w, c, http.StatusOK, e.errorResponse(invalid), invalid)
+		c, ok := call.decode(w, r, req, e.errorResponse)
+		if !ok {
 			return
 		}
 
@@ -143,6 +143,27 @@ func (a *api) serve(e endpoint) http.Handler {
 		}
 		call.finish(w, c, http.StatusOK, response, nil)
 	})
+}
+
+// decode reads the request message into req and validates it. When either
+// fails it answers with errorResponse and returns false.
+func (c *call) decode(w http.ResponseWriter, r *http.Request, req request, errorResponse func(*models.Error) proto.Message) (codec, bool) {
+	cd, err := codecFor(r)
+	if err != nil {
+		unsupported := models.NewError(models.Error_InvalidRequest, "%s", err)
+		c.finish(w, jsonCodec, http.StatusUnsupportedMediaType, errorResponse(unsupported), unsupported)
+		return cd, false
+	}
+	if decodeErr := readBody(w, r, cd, req); decodeErr != nil {
+		c.finish(w, cd, http.StatusOK, errorResponse(decodeErr), decodeErr)
+		return cd, false
+	}
+	if err := req.Validate(); err != nil {
+		invalid := asInvalidRequest(err)
+		c.finish(w, cd, http.StatusOK, errorResponse(invalid), invalid)
+		return cd, false
+	}
+	return cd, true
 }
 
 // asInvalidRequest keeps a validation error's message and makes sure its
@@ -214,7 +235,11 @@ func (a *api) begin(w http.ResponseWriter, r *http.Request, route string) *call 
 
 func (c *call) finish(w http.ResponseWriter, cd codec, status int, response proto.Message, err *models.Error) {
 	writeMessage(w, cd, status, response)
+	c.record(status, err, nil)
+}
 
+// record counts and logs the call's outcome; extra goes into the log line.
+func (c *call) record(status int, err *models.Error, extra lager.Data) {
 	outcome := outcomeSuccess
 	if err != nil {
 		outcome = err.GetType().String()
@@ -223,6 +248,9 @@ func (c *call) finish(w http.ResponseWriter, cd codec, status int, response prot
 	c.api.metrics.observe(c.route, outcome, elapsed.Seconds())
 
 	data := lager.Data{"status": status, "outcome": outcome, "duration_ms": float64(elapsed.Microseconds()) / 1000}
+	for k, v := range extra {
+		data[k] = v
+	}
 	if err != nil && serverFault(err) {
 		c.logger.Error("failed", err, data)
 		return

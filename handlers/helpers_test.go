@@ -53,13 +53,19 @@ type board struct {
 	logger   *lagertest.TestLogger
 }
 
+// newBoard serves the API from store. handlers.WithoutCellSide is
+// TEMPORARY, until db/sqldb stores cells.
 func newBoard(store db.DB, wire wireCodec) *board {
+	return newBoardWith(handlers.WithoutCellSide(store), wire)
+}
+
+func newBoardWith(store handlers.Store, wire wireCodec, opts ...handlers.Option) *board {
 	b := &board{
 		wire:     wire,
 		registry: prometheus.NewRegistry(),
 		logger:   lagertest.NewTestLogger("handlers-test"),
 	}
-	b.server = httptest.NewServer(handlers.New(b.logger, store, b.registry))
+	b.server = httptest.NewServer(handlers.New(b.logger, store, b.registry, opts...))
 	DeferCleanup(b.server.Close)
 	return b
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // Outcome label values besides the error type names (InvalidRequest, ...).
@@ -57,5 +59,9 @@ func register[C prometheus.Collector](registry prometheus.Registerer, c C) C {
 
 func (m *metrics) observe(route, outcome string, seconds float64) {
 	m.requests.WithLabelValues(route, outcome).Inc()
-	m.duration.WithLabelValues(route).Observe(seconds)
+	// An event stream lasts as long as its subscriber stays: its duration
+	// is no latency, and would swamp the histogram.
+	if route != models.RouteEvents {
+		m.duration.WithLabelValues(route).Observe(seconds)
+	}
 }

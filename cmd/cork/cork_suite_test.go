@@ -18,6 +18,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
@@ -39,8 +40,15 @@ var _ = BeforeSuite(func() {
 })
 
 // startBoard serves the real API over a fresh, migrated SQLite database for
-// one spec and returns its URL.
-func startBoard() string {
+// one spec and returns its URL. handlers.WithoutCellSide is TEMPORARY,
+// until db/sqldb stores cells.
+func startBoard(opts ...handlers.Option) string {
+	return startBoardOn(handlers.WithoutCellSide, opts...)
+}
+
+// startBoardOn serves the API from the store that store makes of a fresh
+// database.
+func startBoardOn(store func(db.DB) handlers.Store, opts ...handlers.Option) string {
 	database, err := testdb.Create(testdb.SQLite)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(database.Drop)
@@ -49,7 +57,7 @@ func startBoard() string {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(conn *sql.DB) { Expect(conn.Close()).To(Succeed()) }, conn)
 	Expect(migrations.Up(ctx, conn, database.Dialect)).To(Succeed())
-	handler := handlers.New(lager.NewLogger("cork-test"), sqldb.New(conn, database.Dialect), prometheus.NewRegistry())
+	handler := handlers.New(lager.NewLogger("cork-test"), store(sqldb.New(conn, database.Dialect)), prometheus.NewRegistry(), opts...)
 	server := httptest.NewServer(handler)
 	DeferCleanup(server.Close)
 	return server.URL

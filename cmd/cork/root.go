@@ -84,6 +84,8 @@ command or flag, wrong arguments, a bad flag value).`,
 		a.actualLRPsCommand(),
 		a.domainsCommand(),
 		a.setDomainCommand(),
+		a.cellsCommand(),
+		a.eventsCommand(),
 	)
 	return root
 }

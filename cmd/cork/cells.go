@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// cellTable puts what is free first: that is what placement goes by.
+var cellTable = table[*models.Cell]{
+	headers: []string{"CELL_ID", "ZONE", "PRESENT", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"},
+	row: func(c *models.Cell) []string {
+		free, capacity := c.GetFree(), c.GetCapacity()
+		return []string{
+			c.GetCellId(), c.GetZone(), yesNo(c.GetPresent()),
+			itoa(free.GetMemoryMb()), itoa(free.GetDiskMb()), itoa(free.GetInstances()),
+			itoa(capacity.GetMemoryMb()), itoa(capacity.GetDiskMb()), itoa(capacity.GetInstances()),
+			strings.Join(c.GetPlacementTags(), ","), timestamp(c.GetExpiresAt()),
+		}
+	},
+}
+
+func (a *app) cellsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cells",
+		Short: "List the cells, present or expired, with their free capacity",
+		Args:  exactArgs(),
+		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			cells, err := a.client().Cells(ctx)
+			if err != nil {
+				return err
+			}
+			return emit(a, cells, cellTable)
+		}),
+	}
+}

@@ -1,0 +1,248 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/events"
+	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/models"
+)
+
+// printedEvent is one line of `cork events`.
+type printedEvent struct {
+	ID   uint64          `json:"id"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// startCork runs the built binary in the background against boardURL.
+func startCork(boardURL string, args ...string) *gexec.Session {
+	cmd := exec.Command(corkPath, args...)
+	cmd.Env = append(os.Environ(), "BBS_URL="+boardURL)
+	session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { session.Kill().Wait() })
+	return session
+}
+
+// printedEvents reads n event lines from the session's stdout.
+func printedEvents(session *gexec.Session, n int) []printedEvent {
+	GinkgoHelper()
+	Eventually(func() int { return len(outputLines(session)) }, 5*time.Second).Should(BeNumerically(">=", n))
+	lines := outputLines(session)
+	Expect(lines).To(HaveLen(n), "no more lines than expected")
+	var got []printedEvent
+	for _, line := range lines {
+		var e printedEvent
+		Expect(json.Unmarshal([]byte(line), &e)).To(Succeed(), line)
+		got = append(got, e)
+	}
+	return got
+}
+
+func outputLines(session *gexec.Session) []string {
+	var lines []string
+	for _, line := range strings.Split(string(session.Out.Contents()), "\n") {
+		if line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+func createdEvent(guid string, index int32) models.Event {
+	return models.ActualLRPCreated(&models.ActualLRP{ProcessGuid: guid, Index: index, State: models.ActualLRP_UNCLAIMED, DefinitionId: "v1"})
+}
+
+// waitForSubscriber waits until cork's stream is open on the hub.
+func waitForSubscriber(hub *events.Hub, n int) {
+	GinkgoHelper()
+	Eventually(hub.Subscribers, 5*time.Second).Should(Equal(n))
+}
+
+var _ = Describe("cork events", func() {
+	var (
+		hub   *events.Hub
+		board string
+	)
+
+	BeforeEach(func() {
+		hub = events.NewHub(events.WithHistory(20))
+		DeferCleanup(hub.Close)
+		board = startBoard(handlers.WithEvents(hub))
+	})
+
+	It("prints each event as one JSON line with id, type and data, until Ctrl-C", func() {
+		session := startCork(board, "events")
+		waitForSubscriber(hub, 1)
+		cell := &models.Cell{CellId: "cell-1", Zone: "z1", Present: true}
+		hub.Publish(createdEvent("web", 0))
+		hub.Publish(models.CellChanged(nil, cell))
+
+		got := printedEvents(session, 2)
+		Expect(got[0].ID).To(Equal(hub.LastID() - 1))
+		Expect(got[1].ID).To(Equal(hub.LastID()))
+		Expect(got[0].Type).To(Equal("actual_lrp_created"))
+		Expect(got[1].Type).To(Equal("cell_changed"))
+		Expect(string(got[0].Data)).To(ContainSubstring(`"process_guid":"web"`), "snake_case, like all cork output")
+		var changed models.CellChangedEvent
+		Expect(protojson.Unmarshal(got[1].Data, &changed)).To(Succeed())
+		Expect(proto.Equal(changed.GetAfter(), cell)).To(BeTrue())
+		Expect(outputLines(session)[0]).To(HavePrefix(`{"id":`), "compact, with id first")
+
+		session.Interrupt()
+		Eventually(session, 5*time.Second).Should(gexec.Exit(0))
+		Expect(session.Err.Contents()).To(BeEmpty())
+	})
+
+	It("prints only the types asked for, resuming after --last-event-id", func() {
+		for i := range int32(3) {
+			hub.Publish(createdEvent("web", i), models.CellChanged(nil, &models.Cell{CellId: "c"}))
+		}
+		resumeAfter := hub.LastID() - 5 // the first created event
+
+		session := startCork(board, "events", "--type", "actual_lrp_created", "--last-event-id", strconv.FormatUint(resumeAfter, 10))
+		got := printedEvents(session, 2)
+		Expect(got[0].ID).To(Equal(resumeAfter + 2))
+		Expect(got[1].ID).To(Equal(resumeAfter + 4))
+		for i, e := range got {
+			Expect(e.Type).To(Equal("actual_lrp_created"))
+			var payload models.ActualLRPCreatedEvent
+			Expect(protojson.Unmarshal(e.Data, &payload)).To(Succeed())
+			Expect(payload.GetActualLrp().GetIndex()).To(BeEquivalentTo(i + 1))
+		}
+
+		waitForSubscriber(hub, 1)
+		hub.Publish(models.CellChanged(nil, &models.Cell{CellId: "c"}), createdEvent("web", 3))
+		Expect(printedEvents(session, 3)[2].ID).To(Equal(hub.LastID()))
+		session.Interrupt()
+		Eventually(session, 5*time.Second).Should(gexec.Exit(0))
+	})
+
+	It("starts with an events_lost line when the board no longer keeps what followed --last-event-id", func() {
+		for i := range int32(30) {
+			hub.Publish(createdEvent("web", i))
+		}
+		tooOld := hub.LastID() - 25
+
+		session := startCork(board, "events", "--last-event-id", strconv.FormatUint(tooOld, 10))
+		got := printedEvents(session, 21)
+		Expect(got[0].ID).To(BeZero())
+		Expect(got[0].Type).To(Equal("events_lost"))
+		var lost models.EventsLostEvent
+		Expect(protojson.Unmarshal(got[0].Data, &lost)).To(Succeed())
+		Expect(lost.GetLastEventId()).To(Equal(tooOld))
+		Expect(lost.GetOldestKeptId()).To(Equal(hub.LastID() - 19))
+		Expect(got[1].ID).To(Equal(hub.LastID() - 19))
+		session.Interrupt()
+		Eventually(session, 5*time.Second).Should(gexec.Exit(0))
+	})
+
+	It("exits 1 saying where to resume when the board ends the stream", func() {
+		session := startCork(board, "events")
+		waitForSubscriber(hub, 1)
+		hub.Publish(createdEvent("web", 0))
+		seen := printedEvents(session, 1)[0].ID
+
+		burst := make([]models.Event, 100)
+		for i := range burst {
+			burst[i] = createdEvent("web", int32(i+1))
+		}
+		hub.Publish(burst...)
+
+		Eventually(session, 5*time.Second).Should(gexec.Exit(1))
+		Expect(session.Err).To(gbytes.Say(`cork: event stream ended: subscriber fell behind: .*; resume with --last-event-id ` + strconv.FormatUint(seen, 10) + "\n"))
+	})
+
+	DescribeTable("usage errors exit 2",
+		func(want string, args ...string) {
+			r := runCork(board, "", args...)
+			Expect(r.code).To(Equal(2))
+			Expect(r.stderr).To(ContainSubstring(want))
+			Expect(r.stdout).To(BeEmpty())
+		},
+		Entry("an unknown type", `--type "lunch_served" is not an event type; want one of actual_lrp_changed,`, "events", "--type", "cell_changed,lunch_served"),
+		Entry("a table", "events prints JSON lines only", "events", "-o", "table"),
+		Entry("a negative id", "invalid argument", "events", "--last-event-id", "-1"),
+	)
+
+	It("exits 1 with the board's error when the board streams no events", func() {
+		r := runCork(startBoard(), "", "events")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(Equal("cork: Unavailable: events: this board streams no events\n"))
+	})
+})
+
+// fixedCells is TEMPORARY, until db/sqldb implements db.CellDB: a store
+// whose cells are the ones a spec gives, so that the output of `cork cells`
+// can be checked. Registering goes nowhere. The end-to-end spec with cells
+// registered on the real store replaces it.
+type fixedCells struct {
+	db.DB
+	db.ActualLRPLifecycleDB
+	cells []*models.Cell
+}
+
+func (f fixedCells) RegisterCell(context.Context, *models.Cell, time.Duration) error {
+	return errors.New("fixedCells does not register")
+}
+
+func (f fixedCells) Cells(context.Context) ([]*models.Cell, error) {
+	return f.cells, nil
+}
+
+var _ = Describe("cork cells", func() {
+	var board string
+	cells := []*models.Cell{
+		{
+			CellId: "cell-a", RepUrl: "http://10.0.0.5:1800", Zone: "z1", PlacementTags: []string{"gpu", "linux"},
+			Capacity: &models.CellCapacity{MemoryMb: 4096, DiskMb: 10240, Instances: 50},
+			Free:     &models.CellCapacity{MemoryMb: 3072, DiskMb: 9216, Instances: 46},
+			Present:  true, ExpiresAt: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano(),
+		},
+		{
+			CellId: "cell-b", RepUrl: "http://10.0.0.6:1800", Zone: "z2",
+			Capacity: &models.CellCapacity{MemoryMb: 2048, DiskMb: 4096, Instances: 20},
+			Free:     &models.CellCapacity{MemoryMb: 2048, DiskMb: 4096, Instances: 20},
+		},
+	}
+
+	BeforeEach(func() {
+		board = startBoardOn(func(store db.DB) handlers.Store { return fixedCells{DB: store, cells: cells} })
+	})
+
+	It("prints one JSON line per cell", func() {
+		r := runCork(board, "", "cells")
+		Expect(r.code).To(Equal(0), r.stderr)
+		var a, b models.Cell
+		parseLines(r, &a, &b)
+		Expect(proto.Equal(&a, cells[0])).To(BeTrue())
+		Expect(proto.Equal(&b, cells[1])).To(BeTrue())
+		Expect(r.lines()[1]).To(ContainSubstring(`"present":false`), "defaults are printed")
+	})
+
+	It("prints a table with the free capacity first", func() {
+		r := runCork(board, "", "cells", "-o", "table")
+		Expect(r.code).To(Equal(0), r.stderr)
+		lines := r.lines()
+		Expect(lines).To(HaveLen(3))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"CELL_ID", "ZONE", "PRESENT", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"}))
+		Expect(strings.Fields(lines[1])).To(Equal([]string{"cell-a", "z1", "yes", "3072", "9216", "46", "4096", "10240", "50", "gpu,linux", "2030-01-02T03:04:05Z"}))
+		Expect(strings.Fields(lines[2])).To(Equal([]string{"cell-b", "z2", "no", "2048", "4096", "20", "2048", "4096", "20", "-", "-"}))
+	})
+})

@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// The cell side of the instance lifecycle. Claim, start, crash and fail act
+// on the ORDINARY row of an index, the one a rep is placed on; remove names
+// the presence, since a rep also stops the SUSPECT or EVACUATING rows it
+// runs. The store checks the transition and that the row belongs to the
+// calling cell.
+
+func ordinaryKey(processGuid string, index int32) db.ActualLRPKey {
+	return db.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
+}
+
+func (h *storeHandlers) claimActualLRP(ctx context.Context, req *models.ClaimActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
+	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	lrp, err := h.store.ClaimActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), caller)
+	if err != nil {
+		return nil, err
+	}
+	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
+}
+
+// startActualLRP marks the instance RUNNING; it is routable unless the
+// request says otherwise.
+func (h *storeHandlers) startActualLRP(ctx context.Context, req *models.StartActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
+	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	routable := req.Routable == nil || req.GetRoutable()
+	lrp, err := h.store.StartActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), caller, req.GetNetInfo(), routable)
+	if err != nil {
+		return nil, err
+	}
+	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
+}
+
+func (h *storeHandlers) crashActualLRP(ctx context.Context, req *models.CrashActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
+	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	lrp, err := h.store.CrashActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), caller, req.GetCrashReason())
+	if err != nil {
+		return nil, err
+	}
+	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
+}
+
+func (h *storeHandlers) failActualLRP(ctx context.Context, req *models.FailActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
+	lrp, err := h.store.FailActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), req.GetCellId(), req.GetPlacementError())
+	if err != nil {
+		return nil, err
+	}
+	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
+}
+
+func (h *storeHandlers) removeActualLRP(ctx context.Context, req *models.RemoveActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
+	key := db.ActualLRPKey{ProcessGuid: req.GetProcessGuid(), Index: req.GetIndex(), Presence: req.GetPresence()}
+	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	if err := h.store.RemoveActualLRP(ctx, key, caller); err != nil {
+		return nil, err
+	}
+	return &models.ActualLRPLifecycleResponse{}, nil
+}
+
+func (h *storeHandlers) bulkReport(ctx context.Context, req *models.BulkReportRequest) (*models.BulkReportResponse, error) {
+	result, err := h.store.BulkReport(ctx, req.GetCellId(), req.GetInstances())
+	if err != nil {
+		return nil, err
+	}
+	if result == nil {
+		return &models.BulkReportResponse{}, nil
+	}
+	return &models.BulkReportResponse{Stop: result.Stop, Assigned: result.Assigned}, nil
+}

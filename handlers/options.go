@@ -1,0 +1,87 @@
+package handlers
+
+import (
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/events"
+)
+
+// Store is what the API reads and writes: everything the board stores,
+// the cells and the cell side of the instance lifecycle. Once db.DB embeds
+// db.CellDB and db.ActualLRPLifecycleDB, a db.DB is a Store.
+type Store interface {
+	db.DB
+	db.CellDB
+	db.ActualLRPLifecycleDB
+}
+
+// Defaults for the options.
+const (
+	// DefaultPresenceTTL is how long a cell's registration lasts unless
+	// renewed; reps renew well within it (the register answer says how
+	// long it is).
+	DefaultPresenceTTL = 30 * time.Second
+	// DefaultEventsHeartbeat is how often an idle event stream carries a
+	// comment, so that proxies keep it open and a vanished client is
+	// noticed.
+	DefaultEventsHeartbeat = 15 * time.Second
+	// DefaultEventsWriteTimeout is how long one write to an event stream
+	// may take before the subscriber is cut off as too slow.
+	DefaultEventsWriteTimeout = 30 * time.Second
+)
+
+type options struct {
+	presenceTTL        time.Duration
+	hub                *events.Hub
+	eventsHeartbeat    time.Duration
+	eventsWriteTimeout time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		presenceTTL:        DefaultPresenceTTL,
+		eventsHeartbeat:    DefaultEventsHeartbeat,
+		eventsWriteTimeout: DefaultEventsWriteTimeout,
+	}
+}
+
+// Option configures the API handler.
+type Option func(*options)
+
+// WithPresenceTTL sets how long a cell's registration lasts; values ≤ 0
+// keep the default.
+func WithPresenceTTL(ttl time.Duration) Option {
+	return func(o *options) {
+		if ttl > 0 {
+			o.presenceTTL = ttl
+		}
+	}
+}
+
+// WithEvents serves POST /v1/events from hub, the hub the store publishes
+// to. Without it that route answers Unavailable.
+func WithEvents(hub *events.Hub) Option {
+	return func(o *options) { o.hub = hub }
+}
+
+// WithEventsHeartbeat sets how often an idle event stream carries a
+// heartbeat comment; values ≤ 0 keep the default.
+func WithEventsHeartbeat(interval time.Duration) Option {
+	return func(o *options) {
+		if interval > 0 {
+			o.eventsHeartbeat = interval
+		}
+	}
+}
+
+// WithEventsWriteTimeout sets how long one write to an event stream may
+// block (the client not reading) before the stream is cut off; values ≤ 0
+// keep the default.
+func WithEventsWriteTimeout(timeout time.Duration) Option {
+	return func(o *options) {
+		if timeout > 0 {
+			o.eventsWriteTimeout = timeout
+		}
+	}
+}
