@@ -13,7 +13,7 @@ run: build
 	$(BIN)/bbs -dev
 
 test: check-generated vet
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
 vet:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

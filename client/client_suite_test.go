@@ -36,10 +36,7 @@ func newBoardHandler(opts ...handlers.Option) http.Handler {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(conn *sql.DB) { Expect(conn.Close()).To(Succeed()) }, conn)
 	Expect(migrations.Up(ctx, conn, database.Dialect)).To(Succeed())
-	// handlers.WithoutCellSide is TEMPORARY, until db/sqldb stores cells;
-	// meanwhile the CellClient specs use a stand-in board.
-	store := handlers.WithoutCellSide(sqldb.New(conn, database.Dialect))
-	return handlers.New(lager.NewLogger("client-test"), store, prometheus.NewRegistry(), opts...)
+	return handlers.New(lager.NewLogger("client-test"), sqldb.New(conn, database.Dialect), prometheus.NewRegistry(), opts...)
 }
 
 // startBoard serves newBoardHandler on a loopback port.

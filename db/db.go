@@ -19,6 +19,10 @@ type DB interface {
 	DesiredLRPDB
 	DefinitionDB
 	ActualLRPDB
+	CellDB
+	ActualLRPLifecycleDB
+	LeaseDB
+	ConvergenceDB
 }
 
 type DomainDB interface {

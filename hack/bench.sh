@@ -1,15 +1,80 @@
 #!/usr/bin/env bash
-# make bench: the load tool against an in-process board on each database,
-# then the Go benchmarks of the storage layer. Postgres and MySQL run when
-# their admin DSNs are set (see .ci/run for the local defaults).
-set -euo pipefail
+# make bench: every bin/bbs-load scenario on each database, then the Go
+# benchmarks of the storage layer and the convergence planner, then a
+# summary of every figure. SQLite always runs; Postgres and MySQL run when
+# their admin DSNs are set (see .ci/run for the local defaults). Sizes are
+# the issue's unless overridden below; every scenario takes -h.
+#
+# A scenario that fails is reported and the others still run; the script
+# then exits non-zero. Budget: about 15 minutes on 2 cores with all three
+# databases.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3)"
-bin/bbs-load -driver sqlite
+
+# Extra flags per scenario, e.g. BENCH_CONVERGE_FLAGS='-lrps 10000'.
+API_FLAGS=(${BENCH_API_FLAGS:-})
+CONVERGE_FLAGS=(${BENCH_CONVERGE_FLAGS:-})
+LIFECYCLE_FLAGS=(${BENCH_LIFECYCLE_FLAGS:-})
+REPORT_FLAGS=(${BENCH_REPORT_FLAGS:-})
+RSS_FLAGS=(${BENCH_RSS_FLAGS:-})
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+failures=0
+
+# run NAME DRIVER CMD...: runs one scenario, keeps its output for the
+# summary, and goes on when it fails.
+run() {
+  local name="$1" driver="$2"
+  shift 2
+  echo
+  echo "### $name on $driver ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"
+  local began=$SECONDS
+  if "$@" 2>&1 | tee "$out/$name-$driver.log"; then
+    echo "    ($name on $driver took $((SECONDS - began)) s)"
+  else
+    echo "FAILED: $name on $driver" | tee -a "$out/failures"
+    failures=$((failures + 1))
+  fi
+}
+
+scenarios() {
+  local driver="$1"
+  shift
+  run api "$driver" bin/bbs-load api -driver "$driver" "$@" "${API_FLAGS[@]}"
+  run converge "$driver" bin/bbs-load converge -driver "$driver" "$@" "${CONVERGE_FLAGS[@]}"
+  run lifecycle "$driver" bin/bbs-load lifecycle -driver "$driver" "$@" "${LIFECYCLE_FLAGS[@]}"
+  run report "$driver" bin/bbs-load report -driver "$driver" "$@" "${REPORT_FLAGS[@]}"
+  run rss "$driver" bin/bbs-load rss -driver "$driver" "$@" "${RSS_FLAGS[@]}"
+}
+
+echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
+drivers=(sqlite)
+scenarios sqlite
 if [ -n "${CORKBOARD_POSTGRES_DSN:-}" ]; then
-  bin/bbs-load -driver postgres -dsn "$CORKBOARD_POSTGRES_DSN"
+  drivers+=(postgres)
+  scenarios postgres -dsn "$CORKBOARD_POSTGRES_DSN"
 fi
 if [ -n "${CORKBOARD_MYSQL_DSN:-}" ]; then
-  bin/bbs-load -driver mysql -dsn "$CORKBOARD_MYSQL_DSN"
+  drivers+=(mysql)
+  scenarios mysql -dsn "$CORKBOARD_MYSQL_DSN"
 fi
-go test -run '^$' -bench . -benchtime 2s ./db/sqldb/
+run go-bench sqldb go test -run '^$' -bench . -benchtime 2s ./db/sqldb/
+run go-bench convergence go test -run '^$' -bench . -benchmem ./convergence/
+
+echo
+echo "## Summary ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+for driver in "${drivers[@]}"; do
+  sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
+done
+for driver in "${drivers[@]}"; do
+  for name in converge lifecycle report rss; do
+    grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
+  done
+done
+cat "$out"/go-bench-*.log | grep -E '^Benchmark' || true
+if [ "$failures" -gt 0 ]; then
+  echo
+  cat "$out/failures"
+  exit 1
+fi

@@ -12,6 +12,7 @@ func (h *storeHandlers) desireLRP(ctx context.Context, req *models.DesireLRPRequ
 	if err != nil {
 		return nil, err
 	}
+	h.converge(lrp.GetProcessGuid())
 	return &models.DesireLRPResponse{DesiredLrp: lrp}, nil
 }
 
@@ -44,6 +45,7 @@ func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.Update
 	if err != nil {
 		return nil, err
 	}
+	h.converge(req.GetProcessGuid())
 	return &models.UpdateDesiredLRPResponse{DesiredLrp: lrp}, nil
 }
 
@@ -51,5 +53,6 @@ func (h *storeHandlers) removeDesiredLRP(ctx context.Context, req *models.Remove
 	if err := h.store.RemoveDesiredLRP(ctx, req.GetProcessGuid()); err != nil {
 		return nil, err
 	}
+	h.converge(req.GetProcessGuid())
 	return &models.RemoveDesiredLRPResponse{}, nil
 }

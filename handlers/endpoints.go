@@ -3,13 +3,14 @@ package handlers
 import (
 	"time"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
 // endpoints lists every API route with the call that serves it, except the
 // event stream (see serveEvents).
-func endpoints(store Store, o options) []endpoint {
-	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL}
+func endpoints(store db.DB, o options) []endpoint {
+	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -43,6 +44,8 @@ func endpoints(store Store, o options) []endpoint {
 // method's error is a *models.Error from the store, or a plain error the
 // caller reports as UnknownError.
 type storeHandlers struct {
-	store       Store
+	store       db.DB
 	presenceTTL time.Duration
+	// converge asks for a convergence pass over one LRP.
+	converge func(processGuid string)
 }

@@ -190,7 +190,7 @@ var _ = Describe("The event stream", func() {
 	})
 
 	eventsBoard := func(wire wireCodec, opts ...handlers.Option) *board {
-		return newBoardWith(handlers.WithoutCellSide(stores[testdb.SQLite]), wire, append([]handlers.Option{handlers.WithEvents(hub)}, opts...)...)
+		return newBoardWith(stores[testdb.SQLite], wire, append([]handlers.Option{handlers.WithEvents(hub)}, opts...)...)
 	}
 
 	for _, wire := range wires {
@@ -265,7 +265,7 @@ var _ = Describe("The event stream", func() {
 			It("starts with events_lost, without an id, when the Last-Event-ID is older than the history", func() {
 				small := events.NewHub(events.WithHistory(5))
 				DeferCleanup(small.Close)
-				sb := newBoardWith(handlers.WithoutCellSide(stores[testdb.SQLite]), wire, handlers.WithEvents(small))
+				sb := newBoardWith(stores[testdb.SQLite], wire, handlers.WithEvents(small))
 				publishActual(small, "web", 10)
 				oldest := small.LastID() - 4
 
@@ -283,7 +283,7 @@ var _ = Describe("The event stream", func() {
 	It("cuts off a subscriber that falls behind the history, while publishing goes on", func() {
 		small := events.NewHub(events.WithHistory(10))
 		DeferCleanup(small.Close)
-		b := newBoardWith(handlers.WithoutCellSide(stores[testdb.SQLite]), jsonWire, handlers.WithEvents(small))
+		b := newBoardWith(stores[testdb.SQLite], jsonWire, handlers.WithEvents(small))
 		behind := b.openEvents(&models.EventsRequest{}, "")
 
 		burst := make([]models.Event, 1000)
@@ -380,7 +380,7 @@ var _ = Describe("The event stream", func() {
 		})
 
 		It("is Unavailable on a board without a hub", func() {
-			b := newBoardWith(handlers.WithoutCellSide(stores[testdb.SQLite]), jsonWire)
+			b := newBoardWith(stores[testdb.SQLite], jsonWire)
 			resp, _ := b.postEvents(&models.EventsRequest{}, "")
 			expectRefused(resp, models.Error_Unavailable, "events")
 		})

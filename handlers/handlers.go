@@ -38,6 +38,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -55,9 +56,10 @@ type request interface {
 // registry holds other collectors under those names). GET /metrics is not
 // served here: the server mounts the registry's handler itself.
 //
-// Options set the cells' presence TTL and the event hub behind
-// POST /v1/events (see WithEvents); the defaults need none.
-func New(logger lager.Logger, store Store, registry prometheus.Registerer, opts ...Option) http.Handler {
+// Options set the cells' presence TTL, the event hub behind
+// POST /v1/events (see WithEvents) and what to tell convergence after a
+// change (see WithConvergenceTrigger); the defaults need none.
+func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts ...Option) http.Handler {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)

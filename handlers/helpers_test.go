@@ -53,13 +53,12 @@ type board struct {
 	logger   *lagertest.TestLogger
 }
 
-// newBoard serves the API from store. handlers.WithoutCellSide is
-// TEMPORARY, until db/sqldb stores cells.
+// newBoard serves the API from store.
 func newBoard(store db.DB, wire wireCodec) *board {
-	return newBoardWith(handlers.WithoutCellSide(store), wire)
+	return newBoardWith(store, wire)
 }
 
-func newBoardWith(store handlers.Store, wire wireCodec, opts ...handlers.Option) *board {
+func newBoardWith(store db.DB, wire wireCodec, opts ...handlers.Option) *board {
 	b := &board{
 		wire:     wire,
 		registry: prometheus.NewRegistry(),

@@ -185,7 +185,7 @@ var _ = Describe("HTTP conventions", func() {
 		})
 
 		It("shares its series between two handlers on one registry", func() {
-			Expect(func() { handlers.New(b.logger, handlers.WithoutCellSide(stores[testdb.SQLite]), b.registry) }).NotTo(Panic())
+			Expect(func() { handlers.New(b.logger, stores[testdb.SQLite], b.registry) }).NotTo(Panic())
 		})
 	})
 

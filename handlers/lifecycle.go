@@ -44,6 +44,7 @@ func (h *storeHandlers) crashActualLRP(ctx context.Context, req *models.CrashAct
 	if err != nil {
 		return nil, err
 	}
+	h.converge(req.GetProcessGuid())
 	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
 }
 
@@ -52,6 +53,7 @@ func (h *storeHandlers) failActualLRP(ctx context.Context, req *models.FailActua
 	if err != nil {
 		return nil, err
 	}
+	h.converge(req.GetProcessGuid())
 	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
 }
 
@@ -61,6 +63,7 @@ func (h *storeHandlers) removeActualLRP(ctx context.Context, req *models.RemoveA
 	if err := h.store.RemoveActualLRP(ctx, key, caller); err != nil {
 		return nil, err
 	}
+	h.converge(req.GetProcessGuid())
 	return &models.ActualLRPLifecycleResponse{}, nil
 }
 

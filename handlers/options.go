@@ -3,18 +3,8 @@ package handlers
 import (
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/events"
 )
-
-// Store is what the API reads and writes: everything the board stores,
-// the cells and the cell side of the instance lifecycle. Once db.DB embeds
-// db.CellDB and db.ActualLRPLifecycleDB, a db.DB is a Store.
-type Store interface {
-	db.DB
-	db.CellDB
-	db.ActualLRPLifecycleDB
-}
 
 // Defaults for the options.
 const (
@@ -36,6 +26,7 @@ type options struct {
 	hub                *events.Hub
 	eventsHeartbeat    time.Duration
 	eventsWriteTimeout time.Duration
+	converge           func(processGuid string)
 }
 
 func defaultOptions() options {
@@ -43,6 +34,7 @@ func defaultOptions() options {
 		presenceTTL:        DefaultPresenceTTL,
 		eventsHeartbeat:    DefaultEventsHeartbeat,
 		eventsWriteTimeout: DefaultEventsWriteTimeout,
+		converge:           func(string) {},
 	}
 }
 
@@ -82,6 +74,20 @@ func WithEventsWriteTimeout(timeout time.Duration) Option {
 	return func(o *options) {
 		if timeout > 0 {
 			o.eventsWriteTimeout = timeout
+		}
+	}
+}
+
+// WithConvergenceTrigger calls trigger with the LRP's process guid after
+// every successful call that leaves an LRP for convergence to act on at
+// once: desire, update and remove, and the cell-side crash (the first
+// crashes restart at once), fail (the instance needs another cell) and
+// remove (the index needs a new instance). trigger must not block; the
+// convergence runner's Trigger does not.
+func WithConvergenceTrigger(trigger func(processGuid string)) Option {
+	return func(o *options) {
+		if trigger != nil {
+			o.converge = trigger
 		}
 	}
 }

@@ -190,7 +190,8 @@ var _ = Describe("Importing a classic BBS database", func() {
 						execSQL(conn, dialect, "CREATE TABLE saved_"+t+" LIKE "+t)
 						execSQL(conn, dialect, "INSERT INTO saved_"+t+" SELECT * FROM "+t)
 					}
-					Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
+					_, err = runner.Up(ctx, migrations.UpOptions{Target: 2})
+					Expect(err).NotTo(HaveOccurred())
 					for _, t := range []string{"legacy_desired_lrps", "legacy_actual_lrps", "legacy_domains"} {
 						execSQL(conn, dialect, "RENAME TABLE saved_"+t+" TO "+t)
 					}

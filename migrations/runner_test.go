@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"sync"
@@ -15,7 +16,8 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-var boardTables = []string{"actual_lrps", "desired_lrps", "domains", "run_infos", "schema_migrations"}
+// boardTables is every table the latest schema has.
+var boardTables = []string{"actual_lrps", "cells", "desired_lrps", "domains", "leases", "run_infos", "schema_migrations"}
 
 var _ = Describe("Runner", func() {
 	for _, dialect := range testdb.MustDialects() {
@@ -52,6 +54,27 @@ var _ = Describe("Runner", func() {
 					Expect(runner.Validate(ctx)).To(Succeed())
 				})
 
+				if dialect == testdb.Postgres {
+					It("compares guids byte by byte, as SQLite and MySQL do", func() {
+						Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
+						Expect(strings1(conn, `SELECT table_name || '.' || column_name || ' ' || COALESCE(collation_name, '')
+ FROM information_schema.columns
+ WHERE table_schema = current_schema() AND column_name IN ('process_guid', 'presence')
+ ORDER BY table_name, column_name`)).To(Equal([]string{
+							"actual_lrps.presence C",
+							"actual_lrps.process_guid C",
+							"desired_lrps.process_guid C",
+							"run_infos.process_guid C",
+						}))
+						// Ordering shows it too: byte order puts "Z" before "a".
+						execSQL(conn, dialect, "INSERT INTO domains (domain, expires_at) VALUES ('x', 0)")
+						execSQL(conn, dialect, `INSERT INTO desired_lrps (process_guid, domain, instances, active_definition_id,
+ modification_tag_epoch, created_at, updated_at) VALUES ('a-lrp', 'x', 0, 'v1', 'e', 0, 0), ('Z-lrp', 'x', 0, 'v1', 'e', 0, 0)`)
+						Expect(strings1(conn, "SELECT process_guid FROM desired_lrps ORDER BY process_guid")).
+							To(Equal([]string{"Z-lrp", "a-lrp"}))
+					})
+				}
+
 				It("is left alone when Up runs again", func() {
 					Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
 					execSQL(conn, dialect, "INSERT INTO domains (domain, expires_at) VALUES (?, ?)", "cf-apps", 42)
@@ -87,6 +110,9 @@ var _ = Describe("Runner", func() {
 					Expect(text).To(ContainSubstring("CREATE TABLE IF NOT EXISTS run_infos"))
 					Expect(text).To(ContainSubstring("-- 0002_import_legacy"))
 					Expect(text).To(ContainSubstring("nothing to import"))
+					for _, m := range runner.Migrations() {
+						Expect(text).To(ContainSubstring("-- "+m.ID()), "every pending migration is planned")
+					}
 
 					Expect(tables(conn, dialect)).To(BeEmpty())
 				})
@@ -163,7 +189,10 @@ var _ = Describe("Runner", func() {
 
 			Describe("a dirty database", func() {
 				BeforeEach(func() {
-					Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
+					// Stuck at the import, the migration most likely to fail
+					// part-way; the later ones are still pending.
+					_, err := runner.Up(ctx, migrations.UpOptions{Target: 2})
+					Expect(err).NotTo(HaveOccurred())
 					execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 2)
 				})
 
@@ -183,11 +212,10 @@ var _ = Describe("Runner", func() {
 					Expect(runner.Validate(ctx)).To(MatchError(ContainSubstring("0002_import_legacy is dirty")))
 				})
 
-				It("re-runs the dirty migration when told to", func() {
+				It("re-runs the dirty migration when told to, then the pending ones", func() {
 					applied, err := runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
 					Expect(err).NotTo(HaveOccurred())
-					Expect(applied).To(HaveLen(1))
-					Expect(applied[0].Version).To(Equal(2))
+					Expect(ids(applied)).To(Equal(ids(runner.Migrations()[1:])))
 					Expect(runner.Validate(ctx)).To(Succeed())
 				})
 			})
@@ -263,17 +291,21 @@ var _ = Describe("Runner", func() {
 
 			Describe("a migration that fails part-way", func() {
 				var broken, fixed *migrations.Runner
+				// notes is one version past the latest embedded migration.
+				var notes int
 
 				BeforeEach(func() {
 					Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
+					notes = runner.Latest() + 1
+					notesFile := path.Join("sql", dialect, fmt.Sprintf("%04d_add_notes.sql", notes))
 					files := embeddedFiles(dialect)
-					files[path.Join("sql", dialect, "0003_add_notes.sql")] = &fstest.MapFile{Data: []byte(
+					files[notesFile] = &fstest.MapFile{Data: []byte(
 						"CREATE TABLE notes (id INTEGER NOT NULL PRIMARY KEY);\nSELECT no_such_column FROM notes;\n")}
 					var err error
 					broken, err = migrations.NewRunnerFS(conn, dialect, files)
 					Expect(err).NotTo(HaveOccurred())
 					files = embeddedFiles(dialect)
-					files[path.Join("sql", dialect, "0003_add_notes.sql")] = &fstest.MapFile{Data: []byte(
+					files[notesFile] = &fstest.MapFile{Data: []byte(
 						"CREATE TABLE IF NOT EXISTS notes (id INTEGER NOT NULL PRIMARY KEY);\n")}
 					fixed, err = migrations.NewRunnerFS(conn, dialect, files)
 					Expect(err).NotTo(HaveOccurred())
@@ -283,7 +315,7 @@ var _ = Describe("Runner", func() {
 					_, err := broken.Up(ctx, migrations.UpOptions{})
 					var merr *migrations.MigrationError
 					Expect(errors.As(err, &merr)).To(BeTrue())
-					Expect(merr.Migration.ID()).To(Equal("0003_add_notes"))
+					Expect(merr.Migration.ID()).To(Equal(fmt.Sprintf("%04d_add_notes", notes)))
 					Expect(err.Error()).To(ContainSubstring("SELECT no_such_column FROM notes"))
 				})
 
@@ -296,7 +328,7 @@ var _ = Describe("Runner", func() {
 						_, err = fixed.Up(ctx, migrations.UpOptions{})
 						var dirty *migrations.DirtyError
 						Expect(errors.As(err, &dirty)).To(BeTrue())
-						Expect(dirty.Version).To(Equal(3))
+						Expect(dirty.Version).To(Equal(notes))
 
 						applied, err := fixed.Up(ctx, migrations.UpOptions{RetryDirty: true})
 						Expect(err).NotTo(HaveOccurred())
@@ -340,4 +372,13 @@ func embeddedFiles(dialect string) fstest.MapFS {
 		files[path.Join(dir, e.Name())] = &fstest.MapFile{Data: data}
 	}
 	return files
+}
+
+// ids names migrations in order, for comparing lists of them.
+func ids(ms []migrations.Migration) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID()
+	}
+	return out
 }

@@ -12,48 +12,92 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
 )
 
-// board is an in-process board on a fresh database, served over real HTTP
-// on a loopback port.
-type board struct {
-	url      string
-	server   *http.Server
-	conn     *sql.DB
-	database *testdb.Database
+// database is a fresh, migrated database of one dialect with the board's
+// store on it, dropped by close.
+type database struct {
+	driver  string
+	conn    *sql.DB
+	store   db.DB
+	hub     *events.Hub
+	created *testdb.Database
 }
 
-func startBoard(ctx context.Context, driver, adminDSN string) (*board, error) {
+// openFreshDatabase creates a database (a temporary SQLite file, or a new
+// database on the server behind adminDSN), migrates it and opens the store.
+func openFreshDatabase(ctx context.Context, driver, adminDSN string) (*database, error) {
 	if driver != testdb.SQLite && adminDSN == "" {
-		return nil, fmt.Errorf("--dsn is required for driver %s", driver)
+		return nil, fmt.Errorf("-dsn is required for driver %s", driver)
 	}
-	database, err := testdb.CreateOn(driver, adminDSN)
+	created, err := testdb.CreateOn(driver, adminDSN)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := sqldb.Open(ctx, driver, database.DSN)
+	d := &database{driver: driver, created: created}
+	if err := d.open(ctx); err != nil {
+		created.Drop()
+		return nil, err
+	}
+	if err := migrations.Up(ctx, d.conn, driver); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// open connects a new pool and a new store with its own event hub, as a
+// board starting on this database would.
+func (d *database) open(ctx context.Context) error {
+	conn, err := sqldb.Open(ctx, d.driver, d.created.DSN)
 	if err != nil {
-		database.Drop()
-		return nil, err
+		return err
 	}
-	if err := migrations.Up(ctx, conn, driver); err != nil {
-		conn.Close()
-		database.Drop()
-		return nil, err
+	hub := events.NewHub()
+	d.conn, d.store, d.hub = conn, sqldb.New(conn, d.driver, sqldb.WithEvents(hub)), hub
+	return nil
+}
+
+// reopen closes the pool and opens a new one: the database side of a
+// board restart.
+func (d *database) reopen(ctx context.Context) error {
+	d.hub.Close()
+	d.conn.Close()
+	return d.open(ctx)
+}
+
+func (d *database) close() {
+	if d.hub != nil {
+		d.hub.Close()
 	}
+	if d.conn != nil {
+		d.conn.Close()
+	}
+	if err := d.created.Drop(); err != nil {
+		fmt.Println("bbs-load: drop database:", err)
+	}
+}
+
+// board serves the API of a store over real HTTP on a loopback port,
+// in-process.
+type board struct {
+	url    string
+	server *http.Server
+}
+
+func startBoard(s db.DB, hub *events.Hub) (*board, error) {
 	logger := lager.NewLogger("bbs-load")
 	logger.RegisterSink(lager.NewWriterSink(io.Discard, lager.ERROR))
-	// handlers.WithoutCellSide is TEMPORARY, until db/sqldb stores cells.
-	handler := handlers.New(logger, handlers.WithoutCellSide(sqldb.New(conn, driver)), prometheus.NewRegistry())
+	handler := handlers.New(logger, s, prometheus.NewRegistry(), handlers.WithEvents(hub))
 
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		conn.Close()
-		database.Drop()
 		return nil, err
 	}
 	server := &http.Server{Handler: handler}
@@ -62,13 +106,9 @@ func startBoard(ctx context.Context, driver, adminDSN string) (*board, error) {
 			fmt.Println("bbs-load: board stopped:", err)
 		}
 	}()
-	return &board{url: "http://" + listener.Addr().String(), server: server, conn: conn, database: database}, nil
+	return &board{url: "http://" + listener.Addr().String(), server: server}, nil
 }
 
 func (b *board) stop() {
 	b.server.Close()
-	b.conn.Close()
-	if err := b.database.Drop(); err != nil {
-		fmt.Println("bbs-load: drop database:", err)
-	}
 }

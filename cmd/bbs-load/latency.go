@@ -48,3 +48,23 @@ func round(d time.Duration) time.Duration {
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// firstError keeps the first error of many goroutines.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}

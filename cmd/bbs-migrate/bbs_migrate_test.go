@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,11 +57,15 @@ var _ = Describe("bbs-migrate", func() {
 			})
 
 			It("shows, plans, applies step by step and validates a fresh database", func() {
+				all := embedded(dialect)
+				latest := len(all)
+
 				s := run("status")
 				Expect(s).To(gexec.Exit(0))
-				Expect(s.Out).To(gbytes.Say(`database at version 0000 of 0002, clean, 2 pending`))
-				Expect(s.Out).To(gbytes.Say(`0001\s+create_tables\s+pending`))
-				Expect(s.Out).To(gbytes.Say(`0002\s+import_legacy\s+pending`))
+				Expect(s.Out).To(gbytes.Say(`database at version 0000 of %04d, clean, %d pending`, latest, latest))
+				for _, m := range all {
+					Expect(s.Out).To(gbytes.Say(`%04d\s+%s\s+pending`, m.Version, m.Name))
+				}
 
 				s = run("validate")
 				Expect(s).To(gexec.Exit(1))
@@ -71,12 +76,14 @@ var _ = Describe("bbs-migrate", func() {
 				Expect(s.Out).To(gbytes.Say(`CREATE TABLE IF NOT EXISTS schema_migrations`))
 				Expect(s.Out).To(gbytes.Say(`-- 0001_create_tables \(checksum [0-9a-f]{64}\)`))
 				Expect(s.Out).To(gbytes.Say(`CREATE TABLE IF NOT EXISTS desired_lrps`))
-				Expect(s.Out).To(gbytes.Say(`-- 0002_import_legacy`))
+				for _, m := range all[1:] {
+					Expect(s.Out).To(gbytes.Say(`-- %s \(checksum %s\)`, m.ID(), m.Checksum))
+				}
 				if dialect == testdb.SQLite {
 					_, err := os.Stat(dsn)
 					Expect(os.IsNotExist(err)).To(BeTrue(), "plan must not create the SQLite file")
 				} else {
-					Expect(run("status").Out).To(gbytes.Say("0 of 0002"), "plan changed nothing")
+					Expect(run("status").Out).To(gbytes.Say("0 of %04d", latest), "plan changed nothing")
 				}
 
 				s = run("up", "--target", "1")
@@ -86,13 +93,17 @@ var _ = Describe("bbs-migrate", func() {
 				Expect(versionCount()).To(Equal(1))
 
 				s = run("status")
-				Expect(s.Out).To(gbytes.Say(`version 0001 of 0002, clean, 1 pending`))
+				Expect(s.Out).To(gbytes.Say(`version 0001 of %04d, clean, %d pending`, latest, latest-1))
 				Expect(s.Out).To(gbytes.Say(`0001\s+create_tables\s+applied\s+\d{4}-`))
-				Expect(s.Out).To(gbytes.Say(`0002\s+import_legacy\s+pending`))
+				for _, m := range all[1:] {
+					Expect(s.Out).To(gbytes.Say(`%04d\s+%s\s+pending`, m.Version, m.Name))
+				}
 
 				s = run("up")
 				Expect(s).To(gexec.Exit(0))
-				Expect(s.Out).To(gbytes.Say("applied 0002_import_legacy\n"))
+				for _, m := range all[1:] {
+					Expect(s.Out).To(gbytes.Say("applied %s\n", m.ID()))
+				}
 
 				s = run("up")
 				Expect(s).To(gexec.Exit(0))
@@ -100,8 +111,8 @@ var _ = Describe("bbs-migrate", func() {
 
 				s = run("validate")
 				Expect(s).To(gexec.Exit(0))
-				Expect(s.Out).To(gbytes.Say("ok: the database is at version 0002"))
-				Expect(versionCount()).To(Equal(2))
+				Expect(s.Out).To(gbytes.Say("ok: the database is at version %04d", latest))
+				Expect(versionCount()).To(Equal(latest))
 			})
 
 			It("fails validate when an applied checksum differs", func() {
@@ -116,7 +127,8 @@ var _ = Describe("bbs-migrate", func() {
 			})
 
 			It("refuses a dirty database, and retries it on request", func() {
-				Expect(run("up")).To(gexec.Exit(0))
+				// Stuck at the import; the later migrations are still pending.
+				Expect(run("up", "--target", "2")).To(gexec.Exit(0))
 				_, err := open().Exec("UPDATE schema_migrations SET dirty = TRUE WHERE version = 2")
 				Expect(err).NotTo(HaveOccurred())
 
@@ -128,19 +140,22 @@ var _ = Describe("bbs-migrate", func() {
 
 				s = run("up", "--retry-dirty")
 				Expect(s).To(gexec.Exit(0))
-				Expect(s.Out).To(gbytes.Say("applied 0002_import_legacy"))
+				for _, m := range embedded(dialect)[1:] {
+					Expect(s.Out).To(gbytes.Say("applied %s\n", m.ID()))
+				}
 				Expect(run("validate")).To(gexec.Exit(0))
 			})
 
 			It("refuses a database newer than itself", func() {
 				Expect(run("up")).To(gexec.Exit(0))
-				_, err := open().Exec("INSERT INTO schema_migrations (version, name, checksum, applied_at, dirty) VALUES (7, 'later', 'x', 1, FALSE)")
+				later := len(embedded(dialect)) + 1
+				_, err := open().Exec(fmt.Sprintf("INSERT INTO schema_migrations (version, name, checksum, applied_at, dirty) VALUES (%d, 'later', 'x', 1, FALSE)", later))
 				Expect(err).NotTo(HaveOccurred())
 
 				s := run("up")
 				Expect(s).To(gexec.Exit(1))
-				Expect(s.Err).To(gbytes.Say("database schema is newer than this binary: the database has migration 0007_later"))
-				Expect(run("status").Out).To(gbytes.Say(`0007\s+later\s+unknown to this binary`))
+				Expect(s.Err).To(gbytes.Say("database schema is newer than this binary: the database has migration %04d_later", later))
+				Expect(run("status").Out).To(gbytes.Say(`%04d\s+later\s+unknown to this binary`, later))
 			})
 
 			It("imports the classic fixture", func() {
@@ -190,9 +205,10 @@ var _ = Describe("bbs-migrate", func() {
 
 		It("names a bad target", func() {
 			dsn := filepath.Join(GinkgoT().TempDir(), "board.db")
-			s := runRaw("--dsn", dsn, "up", "--target", "9")
+			latest := len(embedded(testdb.SQLite))
+			s := runRaw("--dsn", dsn, "up", "--target", fmt.Sprint(latest+1))
 			Expect(s).To(gexec.Exit(1))
-			Expect(s.Err).To(gbytes.Say(`target version 9: must be between 1 and 2`))
+			Expect(s.Err).To(gbytes.Say(`target version %d: must be between 1 and %d`, latest+1, latest))
 		})
 
 		It("names an unknown command", func() {
@@ -202,3 +218,14 @@ var _ = Describe("bbs-migrate", func() {
 		})
 	})
 })
+
+// embedded lists the migrations the binary carries for dialect, so the
+// expectations follow when a migration is added.
+func embedded(dialect string) []migrations.Migration {
+	r, err := migrations.NewRunner(nil, dialect)
+	Expect(err).NotTo(HaveOccurred())
+	ms := r.Migrations()
+	Expect(len(ms)).To(BeNumerically(">=", 2), "the import is migration 0002")
+	Expect(ms[1].ID()).To(Equal("0002_import_legacy"))
+	return ms
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,9 @@ import (
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/handlers"
 )
 
 // Config is the board's JSON config file (-config FILE). Keys are
@@ -25,7 +30,12 @@ import (
 //	  "database_dsn": "postgres://bbs@db.internal/bbs?sslmode=require",
 //	  "log_level": "info",
 //	  "max_open_connections": 64,
-//	  "shutdown_timeout": "30s"
+//	  "shutdown_timeout": "30s",
+//	  "board_id": "bbs-0",
+//	  "cell_presence_ttl": "30s",
+//	  "convergence_interval": "30s",
+//	  "convergence_lease_ttl": "15s",
+//	  "stale_unclaimed": "60s"
 //	}
 type Config struct {
 	// ListenAddress is host:port for the API and /metrics. Required.
@@ -45,6 +55,23 @@ type Config struct {
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests,
 	// as a Go duration ("30s", the default).
 	ShutdownTimeout string `json:"shutdown_timeout"`
+	// BoardID names this board as the holder of the convergence lease; it
+	// must differ between boards sharing a database. Defaults to the host
+	// name and a random suffix, new on every start.
+	BoardID string `json:"board_id"`
+	// CellPresenceTTL is how long a cell's registration lasts unless its
+	// rep renews it ("30s").
+	CellPresenceTTL string `json:"cell_presence_ttl"`
+	// ConvergenceInterval is the period of the full convergence pass
+	// ("30s").
+	ConvergenceInterval string `json:"convergence_interval"`
+	// ConvergenceLeaseTTL is how long the convergence lease lasts unless
+	// the holder renews it ("15s", at least 1s): after the holder dies,
+	// another board takes over within about this long.
+	ConvergenceLeaseTTL string `json:"convergence_lease_ttl"`
+	// StaleUnclaimed is how long an instance placed on a cell may wait to
+	// be claimed before it is placed again ("60s").
+	StaleUnclaimed string `json:"stale_unclaimed"`
 }
 
 const (
@@ -53,7 +80,10 @@ const (
 	driverMySQL    = "mysql"
 
 	defaultShutdownTimeout = 30 * time.Second
-	sqliteFileName         = "board.db"
+	// minimumTTL keeps presence and the lease from expiring between two
+	// renewals that are each a database round trip.
+	minimumTTL     = time.Second
+	sqliteFileName = "board.db"
 
 	// Dev mode: the port Diego's BBS uses, on loopback, data under ./.data.
 	devListenAddress = "127.0.0.1:8889"
@@ -105,6 +135,36 @@ func (c *Config) applyDefaults() {
 	if c.ShutdownTimeout == "" {
 		c.ShutdownTimeout = defaultShutdownTimeout.String()
 	}
+	if c.BoardID == "" {
+		c.BoardID = defaultBoardID()
+	}
+	if c.CellPresenceTTL == "" {
+		c.CellPresenceTTL = handlers.DefaultPresenceTTL.String()
+	}
+	if c.ConvergenceInterval == "" {
+		c.ConvergenceInterval = convergence.DefaultInterval.String()
+	}
+	if c.ConvergenceLeaseTTL == "" {
+		c.ConvergenceLeaseTTL = convergence.DefaultLeaseTTL.String()
+	}
+	if c.StaleUnclaimed == "" {
+		c.StaleUnclaimed = convergence.DefaultConfig().StaleUnclaimed.String()
+	}
+}
+
+// defaultBoardID is unique per process: two boards on one host (or two
+// starts of one board) never share a lease owner by accident.
+func defaultBoardID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "bbs"
+	}
+	host = host[:min(len(host), maxBoardIDLength-9)]
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		panic(err)
+	}
+	return host + "-" + hex.EncodeToString(suffix)
 }
 
 // validate checks every field and names the first bad one.
@@ -135,16 +195,60 @@ func (c Config) validate() error {
 	if c.MaxOpenConnections < 0 {
 		return fieldError("max_open_connections", "must be 0 (driver default) or more")
 	}
-	if timeout, err := time.ParseDuration(c.ShutdownTimeout); err != nil || timeout <= 0 {
-		return fieldError("shutdown_timeout", fmt.Sprintf("%q is not a positive duration like \"30s\"", c.ShutdownTimeout))
+	for _, d := range []struct {
+		field, value string
+		least        time.Duration
+	}{
+		{"shutdown_timeout", c.ShutdownTimeout, 0},
+		{"cell_presence_ttl", c.CellPresenceTTL, minimumTTL},
+		{"convergence_interval", c.ConvergenceInterval, 0},
+		{"convergence_lease_ttl", c.ConvergenceLeaseTTL, minimumTTL},
+		{"stale_unclaimed", c.StaleUnclaimed, 0},
+	} {
+		if err := validateDuration(d.field, d.value, d.least); err != nil {
+			return err
+		}
+	}
+	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {
+		return fieldError("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))
 	}
 	return nil
 }
 
-// shutdownTimeout is ShutdownTimeout parsed; validate has checked it.
-func (c Config) shutdownTimeout() time.Duration {
-	timeout, _ := time.ParseDuration(c.ShutdownTimeout)
-	return timeout
+// maxBoardIDLength keeps a board id readable in logs and the leases table.
+const maxBoardIDLength = 128
+
+func validateDuration(field, value string, least time.Duration) error {
+	d, err := time.ParseDuration(value)
+	switch {
+	case err != nil || d <= 0:
+		return fieldError(field, fmt.Sprintf("%q is not a positive duration like \"30s\"", value))
+	case d < least:
+		return fieldError(field, fmt.Sprintf("%q is shorter than the minimum of %s", value, least))
+	}
+	return nil
+}
+
+// duration parses one of the durations validate has checked.
+func duration(value string) time.Duration {
+	d, _ := time.ParseDuration(value)
+	return d
+}
+
+func (c Config) shutdownTimeout() time.Duration { return duration(c.ShutdownTimeout) }
+
+func (c Config) cellPresenceTTL() time.Duration { return duration(c.CellPresenceTTL) }
+
+// runnerConfig is the convergence runner's configuration.
+func (c Config) runnerConfig() convergence.RunnerConfig {
+	planner := convergence.DefaultConfig()
+	planner.StaleUnclaimed = duration(c.StaleUnclaimed)
+	return convergence.RunnerConfig{
+		Owner:    c.BoardID,
+		Interval: duration(c.ConvergenceInterval),
+		LeaseTTL: duration(c.ConvergenceLeaseTTL),
+		Planner:  planner,
+	}
 }
 
 // dsn is what sqldb.Open gets: the configured DSN, or the SQLite file in

@@ -3,10 +3,15 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/handlers"
 )
 
 var _ = Describe("Config", func() {
@@ -23,9 +28,21 @@ var _ = Describe("Config", func() {
 			"database_dsn": "postgres://bbs@db.internal/bbs",
 			"log_level": "debug",
 			"max_open_connections": 32,
-			"shutdown_timeout": "45s"
+			"shutdown_timeout": "45s",
+			"board_id": "bbs-z1-0",
+			"cell_presence_ttl": "20s",
+			"convergence_interval": "10s",
+			"convergence_lease_ttl": "6s",
+			"stale_unclaimed": "2m"
 		}`), false, "", "")
 		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.cellPresenceTTL()).To(Equal(20 * time.Second))
+		runner := cfg.runnerConfig()
+		Expect(runner.Owner).To(Equal("bbs-z1-0"))
+		Expect(runner.Interval).To(Equal(10 * time.Second))
+		Expect(runner.LeaseTTL).To(Equal(6 * time.Second))
+		Expect(runner.Planner.StaleUnclaimed).To(Equal(2 * time.Minute))
+		Expect(runner.Planner.CrashPolicy).To(Equal(convergence.DefaultCrashPolicy()))
 		Expect(cfg.ListenAddress).To(Equal("0.0.0.0:8889"))
 		Expect(cfg.DatabaseDriver).To(Equal("postgres"))
 		Expect(cfg.dsn()).To(Equal("postgres://bbs@db.internal/bbs"))
@@ -41,6 +58,24 @@ var _ = Describe("Config", func() {
 		Expect(cfg.dsn()).To(Equal("/var/lib/corkboard/board.db"))
 		Expect(cfg.LogLevel).To(Equal("info"))
 		Expect(cfg.shutdownTimeout()).To(Equal(30 * time.Second))
+	})
+
+	It("defaults to a 30 s presence TTL, a pass every 30 s, a 15 s lease, 60 s for a placement to go stale, and a board id of its own", func() {
+		path := writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`)
+		cfg, err := buildConfig(path, false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.cellPresenceTTL()).To(Equal(30 * time.Second))
+		runner := cfg.runnerConfig()
+		Expect(runner.Interval).To(Equal(30 * time.Second))
+		Expect(runner.LeaseTTL).To(Equal(15 * time.Second))
+		Expect(runner.Planner.StaleUnclaimed).To(Equal(60 * time.Second))
+		host, err := os.Hostname()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(runner.Owner).To(MatchRegexp("^" + regexp.QuoteMeta(host) + "-[0-9a-f]{8}$"))
+
+		again, err := buildConfig(path, false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.BoardID).NotTo(Equal(cfg.BoardID), "two boards started from one config file do not share a lease owner")
 	})
 
 	It("lets -listen and -data-dir override the file", func() {
@@ -68,6 +103,14 @@ var _ = Describe("Config", func() {
 		Entry("a pool size of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "max_open_connections": "ten"}`, "max_open_connections"),
 		Entry("a shutdown timeout that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "soon"}`, "shutdown_timeout"),
 		Entry("a negative shutdown timeout", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "-1s"}`, "shutdown_timeout"),
+		Entry("a presence TTL that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "cell_presence_ttl": "half a minute"}`, "cell_presence_ttl"),
+		Entry("a presence TTL under a second", `{"listen_address": ":8889", "data_dir": "/d", "cell_presence_ttl": "500ms"}`, "cell_presence_ttl"),
+		Entry("a zero convergence interval", `{"listen_address": ":8889", "data_dir": "/d", "convergence_interval": "0s"}`, "convergence_interval"),
+		Entry("a convergence interval of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "convergence_interval": 30}`, "convergence_interval"),
+		Entry("a lease TTL under a second", `{"listen_address": ":8889", "data_dir": "/d", "convergence_lease_ttl": "100ms"}`, "convergence_lease_ttl"),
+		Entry("a negative stale_unclaimed", `{"listen_address": ":8889", "data_dir": "/d", "stale_unclaimed": "-1m"}`, "stale_unclaimed"),
+		Entry("a board id with surrounding spaces", `{"listen_address": ":8889", "data_dir": "/d", "board_id": " bbs "}`, "board_id"),
+		Entry("a board id over 128 characters", `{"listen_address": ":8889", "data_dir": "/d", "board_id": "`+strings.Repeat("b", 129)+`"}`, "board_id"),
 		Entry("a misspelt key", `{"listen_adress": ":8889", "data_dir": "/d"}`, "listen_adress"),
 		Entry("no JSON at all", `listen_address = ":8889"`, "invalid character"),
 	)
@@ -84,6 +127,11 @@ var _ = Describe("Config", func() {
 			Expect(cfg.ListenAddress).To(Equal("127.0.0.1:8889"))
 			Expect(cfg.DatabaseDriver).To(Equal("sqlite"))
 			Expect(cfg.dsn()).To(Equal(filepath.Join(".data", "board.db")))
+			Expect(cfg.cellPresenceTTL()).To(Equal(handlers.DefaultPresenceTTL))
+			Expect(cfg.runnerConfig().Interval).To(Equal(convergence.DefaultInterval))
+			Expect(cfg.runnerConfig().LeaseTTL).To(Equal(convergence.DefaultLeaseTTL))
+			Expect(cfg.runnerConfig().Planner).To(Equal(convergence.DefaultConfig()))
+			Expect(cfg.BoardID).NotTo(BeEmpty())
 		})
 
 		DescribeTable("listens on loopback only",

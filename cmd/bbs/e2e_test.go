@@ -38,7 +38,14 @@ type runningBoard struct {
 
 func startBoard(args ...string) *runningBoard {
 	GinkgoHelper()
-	session, err := gexec.Start(exec.Command(bbsPath, args...), GinkgoWriter, GinkgoWriter)
+	return startBoardWriting(GinkgoWriter, args...)
+}
+
+// startBoardWriting is startBoard with the board's output copied to out
+// rather than to the spec's report.
+func startBoardWriting(out io.Writer, args ...string) *runningBoard {
+	GinkgoHelper()
+	session, err := gexec.Start(exec.Command(bbsPath, args...), out, out)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { session.Kill().Wait(startupLimit) })
 

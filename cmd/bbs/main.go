@@ -1,6 +1,7 @@
 // Command bbs is the board: it migrates its database, then serves the API
-// (POST /v1/...) and GET /metrics on one address until SIGTERM or SIGINT,
-// when it drains the requests in flight and exits 0.
+// (POST /v1/...) and GET /metrics on one address, and converges whenever it
+// holds the convergence lease, until SIGTERM or SIGINT, when it drains the
+// requests in flight, hands the lease back and exits 0.
 //
 //	bbs -config FILE            run with a JSON config (see Config)
 //	bbs -dev [-data-dir DIR]    no config: SQLite in DIR (./.data), plain
@@ -30,7 +31,9 @@ import (
 	"github.com/tedsuo/ifrit/grouper"
 	"github.com/tedsuo/ifrit/sigmon"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/migrations"
 )
@@ -144,24 +147,34 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	store := sqldb.New(conn, cfg.DatabaseDriver)
+	hub := events.NewHub()
+	store := sqldb.New(conn, cfg.DatabaseDriver, sqldb.WithEvents(hub))
+	logger.Info("board", lager.Data{"board_id": cfg.BoardID})
+	runner := convergence.NewRunner(logger, store, registry, cfg.runnerConfig())
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
-	// handlers.WithoutCellSide is TEMPORARY, until db/sqldb stores cells.
-	mux.Handle("/", handlers.New(logger, handlers.WithoutCellSide(store), registry))
+	mux.Handle("/", handlers.New(logger, store, registry,
+		handlers.WithEvents(hub),
+		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
+		handlers.WithConvergenceTrigger(runner.Trigger)))
 
 	server := &httpServer{
 		logger:          logger.Session("api-server"),
 		address:         cfg.ListenAddress,
 		handler:         mux,
 		shutdownTimeout: cfg.shutdownTimeout(),
+		// Event streams last until the client goes; closing the hub ends
+		// them, so that they do not hold the drain up.
+		onShutdown: hub.Close,
 	}
 	if dev {
 		// People run dev mode by hand; tell them where to point cork.
 		server.announce = func(url string) { fmt.Fprintf(os.Stderr, "bbs: listening on %s (BBS_URL=%s)\n", url, url) }
 	}
-	members := grouper.Members{{Name: "api", Runner: server}}
+	// Stopped in reverse: the API drains first, then the runner hands the
+	// convergence lease back.
+	members := grouper.Members{{Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
 }

@@ -22,6 +22,9 @@ type httpServer struct {
 	shutdownTimeout time.Duration
 	// announce, when set, is told the URL once the server listens.
 	announce func(url string)
+	// onShutdown, when set, runs as draining begins, to end long-lived
+	// responses (event streams) that would otherwise hold it up.
+	onShutdown func()
 }
 
 func (s *httpServer) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
@@ -33,6 +36,9 @@ func (s *httpServer) Run(signals <-chan os.Signal, ready chan<- struct{}) error 
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+	}
+	if s.onShutdown != nil {
+		server.RegisterOnShutdown(s.onShutdown)
 	}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()

@@ -18,7 +18,6 @@ import (
 	"github.com/onsi/gomega/gexec"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
@@ -40,15 +39,16 @@ var _ = BeforeSuite(func() {
 })
 
 // startBoard serves the real API over a fresh, migrated SQLite database for
-// one spec and returns its URL. handlers.WithoutCellSide is TEMPORARY,
-// until db/sqldb stores cells.
+// one spec and returns its URL.
 func startBoard(opts ...handlers.Option) string {
-	return startBoardOn(handlers.WithoutCellSide, opts...)
+	url, _ := startBoardWithStore(nil, opts...)
+	return url
 }
 
-// startBoardOn serves the API from the store that store makes of a fresh
-// database.
-func startBoardOn(store func(db.DB) handlers.Store, opts ...handlers.Option) string {
+// startBoardWithStore is startBoard with options for the store, which it
+// also returns, for specs that arrange what the API cannot (the time, or
+// a placement).
+func startBoardWithStore(storeOpts []sqldb.Option, opts ...handlers.Option) (string, *sqldb.SQLDB) {
 	database, err := testdb.Create(testdb.SQLite)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(database.Drop)
@@ -57,10 +57,11 @@ func startBoardOn(store func(db.DB) handlers.Store, opts ...handlers.Option) str
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(conn *sql.DB) { Expect(conn.Close()).To(Succeed()) }, conn)
 	Expect(migrations.Up(ctx, conn, database.Dialect)).To(Succeed())
-	handler := handlers.New(lager.NewLogger("cork-test"), store(sqldb.New(conn, database.Dialect)), prometheus.NewRegistry(), opts...)
+	store := sqldb.New(conn, database.Dialect, storeOpts...)
+	handler := handlers.New(lager.NewLogger("cork-test"), store, prometheus.NewRegistry(), opts...)
 	server := httptest.NewServer(handler)
 	DeferCleanup(server.Close)
-	return server.URL
+	return server.URL, store
 }
 
 // result is one finished cork run.

@@ -3,11 +3,11 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
@@ -188,42 +189,61 @@ var _ = Describe("cork events", func() {
 	})
 })
 
-// fixedCells is TEMPORARY, until db/sqldb implements db.CellDB: a store
-// whose cells are the ones a spec gives, so that the output of `cork cells`
-// can be checked. Registering goes nowhere. The end-to-end spec with cells
-// registered on the real store replaces it.
-type fixedCells struct {
-	db.DB
-	db.ActualLRPLifecycleDB
-	cells []*models.Cell
-}
-
-func (f fixedCells) RegisterCell(context.Context, *models.Cell, time.Duration) error {
-	return errors.New("fixedCells does not register")
-}
-
-func (f fixedCells) Cells(context.Context) ([]*models.Cell, error) {
-	return f.cells, nil
-}
-
 var _ = Describe("cork cells", func() {
 	var board string
+	// The board's clock stands still at expiresA minus 30 s: cell-a was
+	// registered then for 30 s and runs 4 instances of 256 MB memory and
+	// disk; cell-b registered earlier, for a second, and has expired.
+	expiresA := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	expiresB := expiresA.Add(-time.Hour)
 	cells := []*models.Cell{
 		{
 			CellId: "cell-a", RepUrl: "http://10.0.0.5:1800", Zone: "z1", PlacementTags: []string{"gpu", "linux"},
 			Capacity: &models.CellCapacity{MemoryMb: 4096, DiskMb: 10240, Instances: 50},
 			Free:     &models.CellCapacity{MemoryMb: 3072, DiskMb: 9216, Instances: 46},
-			Present:  true, ExpiresAt: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano(),
+			Present:  true, ExpiresAt: expiresA.UnixNano(),
 		},
 		{
 			CellId: "cell-b", RepUrl: "http://10.0.0.6:1800", Zone: "z2",
-			Capacity: &models.CellCapacity{MemoryMb: 2048, DiskMb: 4096, Instances: 20},
-			Free:     &models.CellCapacity{MemoryMb: 2048, DiskMb: 4096, Instances: 20},
+			Capacity:  &models.CellCapacity{MemoryMb: 2048, DiskMb: 4096, Instances: 20},
+			Free:      &models.CellCapacity{MemoryMb: 2048, DiskMb: 4096, Instances: 20},
+			ExpiresAt: expiresB.UnixNano(),
 		},
 	}
 
 	BeforeEach(func() {
-		board = startBoardOn(func(store db.DB) handlers.Store { return fixedCells{DB: store, cells: cells} })
+		ctx := context.Background()
+		var now atomic.Int64
+		now.Store(expiresB.Add(-time.Second).UnixNano())
+		var store *sqldb.SQLDB
+		board, store = startBoardWithStore([]sqldb.Option{sqldb.WithClock(func() time.Time { return time.Unix(0, now.Load()) })})
+		register := func(cell *models.Cell, ttl time.Duration) {
+			registered := proto.Clone(cell).(*models.Cell)
+			registered.Free, registered.Present, registered.ExpiresAt = nil, false, 0
+			Expect(store.RegisterCell(ctx, registered, ttl)).To(Succeed())
+		}
+		register(cells[1], time.Second)
+		now.Store(expiresA.Add(-30 * time.Second).UnixNano())
+		register(cells[0], 30*time.Second)
+
+		_, err := store.DesireLRP(ctx, &models.DesiredLRP{
+			ProcessGuid: "four", Domain: "cork", Instances: 4,
+			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/four"}, MemoryMb: 256, DiskMb: 256},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "four"})
+		Expect(err).NotTo(HaveOccurred())
+		writes := &db.ConvergenceWrites{}
+		for _, row := range rows {
+			version := db.RowVersion{
+				Key:   db.ActualLRPKey{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), Presence: row.GetPresence()},
+				State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
+			}
+			writes.Place = append(writes.Place, db.Placement{Row: version, CellID: "cell-a"})
+		}
+		result, err := store.ApplyConvergence(ctx, writes)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Applied).To(Equal(4))
 	})
 
 	It("prints one JSON line per cell", func() {
@@ -243,6 +263,6 @@ var _ = Describe("cork cells", func() {
 		Expect(lines).To(HaveLen(3))
 		Expect(strings.Fields(lines[0])).To(Equal([]string{"CELL_ID", "ZONE", "PRESENT", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"}))
 		Expect(strings.Fields(lines[1])).To(Equal([]string{"cell-a", "z1", "yes", "3072", "9216", "46", "4096", "10240", "50", "gpu,linux", "2030-01-02T03:04:05Z"}))
-		Expect(strings.Fields(lines[2])).To(Equal([]string{"cell-b", "z2", "no", "2048", "4096", "20", "2048", "4096", "20", "-", "-"}))
+		Expect(strings.Fields(lines[2])).To(Equal([]string{"cell-b", "z2", "no", "2048", "4096", "20", "2048", "4096", "20", "-", "2030-01-02T02:04:05Z"}))
 	})
 })

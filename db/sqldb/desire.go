@@ -74,25 +74,40 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	}
 
 	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
-	err = s.transact(ctx, "desire lrp", func(tx *sql.Tx) error {
+	err = s.transactPublishing(ctx, "desire lrp", func(tx *sql.Tx) ([]models.Event, error) {
 		if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
 			if isUniqueViolation(err) {
-				return models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
+				return nil, models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
 			}
-			return err
+			return nil, err
 		}
 		def.CreatedAt = now
 		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		def.CreatedAt = createdAt
-		return s.insertUnclaimed(ctx, tx, stored.ProcessGuid, stored.Domain, def.DefinitionId, 0, stored.Instances, now)
+		created, err := s.insertUnclaimed(ctx, tx, stored.ProcessGuid, stored.Domain, def.DefinitionId, 0, stored.Instances, now)
+		if err != nil {
+			return nil, err
+		}
+		return desiredEvents(stored, created), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return stored, nil
+}
+
+// desiredEvents are the events of a desire: the LRP, then its instances
+// in index order.
+func desiredEvents(stored *models.DesiredLRP, created []*models.ActualLRP) []models.Event {
+	events := make([]models.Event, 0, 1+len(created))
+	events = append(events, models.DesiredLRPCreated(stored))
+	for _, lrp := range created {
+		events = append(events, models.ActualLRPCreated(lrp))
+	}
+	return events
 }
 
 // checkDesire rejects input that would store a broken record. Full
@@ -176,23 +191,87 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 }
 
 // insertUnclaimed adds an UNCLAIMED ORDINARY instance for every index in
-// [from, to) that has no ORDINARY instance yet, in batches.
-func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, domain, definitionID string, from, to int32, now int64) error {
+// [from, to) that has no ORDINARY instance yet, in batches, and returns the
+// instances it added, as stored, in index order.
+func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, domain, definitionID string, from, to int32, now int64) ([]*models.ActualLRP, error) {
 	perRow := len(unclaimedActualLRPColumns)
+	var created []*models.ActualLRP
 	for start := int64(from); start < int64(to); start += batchSize {
 		end := min(int64(to), start+batchSize)
 		rows := int(end - start)
+		batch := make([]*models.ActualLRP, 0, rows)
 		args := make([]any, 0, rows*perRow)
 		for index := start; index < end; index++ {
+			lrp := newUnclaimed(processGuid, int32(index), domain, definitionID, newGUID(), now)
+			batch = append(batch, lrp)
 			args = append(args, processGuid, int32(index), presenceOrdinary, domain, definitionID, stateUnclaimed,
-				now, "", "", newGUID(), int64(0))
+				now, "", "", lrp.ModificationTag.Epoch, int64(0))
 		}
 		insert := s.dialect.insertMissing("actual_lrps", unclaimedActualLRPColumns, actualLRPKey, rows)
-		if _, err := s.exec(ctx, tx, insert, args...); err != nil {
-			return err
+		res, err := s.exec(ctx, tx, insert, args...)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if int(n) < rows {
+			if batch, err = s.keptInserted(ctx, tx, batch); err != nil {
+				return nil, err
+			}
+		}
+		created = append(created, batch...)
+	}
+	return created, nil
+}
+
+// keptInserted narrows batch, instances just offered to an insert that
+// skips existing keys, to those the insert stored: the ones whose fresh,
+// random tag epoch is now in the table.
+func (s *SQLDB) keptInserted(ctx context.Context, tx *sql.Tx, batch []*models.ActualLRP) ([]*models.ActualLRP, error) {
+	first, last := batch[0], batch[len(batch)-1]
+	rows, err := s.query(ctx, tx, `SELECT instance_index, modification_tag_epoch FROM actual_lrps
+ WHERE process_guid = ? AND presence = ? AND instance_index >= ? AND instance_index <= ?`,
+		first.ProcessGuid, presenceOrdinary, first.Index, last.Index)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	epochs := map[int32]string{}
+	for rows.Next() {
+		var index int32
+		var epoch string
+		if err := rows.Scan(&index, &epoch); err != nil {
+			return nil, err
+		}
+		epochs[index] = epoch
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	kept := batch[:0]
+	for _, lrp := range batch {
+		if epochs[lrp.Index] == lrp.ModificationTag.Epoch {
+			kept = append(kept, lrp)
 		}
 	}
-	return nil
+	return kept, nil
+}
+
+// newUnclaimed is an UNCLAIMED ORDINARY instance as insertUnclaimed stores
+// it.
+func newUnclaimed(processGuid string, index int32, domain, definitionID, epoch string, now int64) *models.ActualLRP {
+	return &models.ActualLRP{
+		ProcessGuid:     processGuid,
+		Index:           index,
+		Presence:        models.ActualLRP_ORDINARY,
+		Domain:          domain,
+		DefinitionId:    definitionID,
+		State:           models.ActualLRP_UNCLAIMED,
+		Since:           now,
+		ModificationTag: &models.ModificationTag{Epoch: epoch},
+	}
 }
 
 // Enum names as stored.

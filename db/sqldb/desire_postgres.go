@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"slices"
 
 	"github.com/lib/pq"
 
@@ -30,6 +31,8 @@ import (
 // desire of the same guid makes ON CONFLICT wait for it and then store
 // nothing. Instances skip an index that already has an ORDINARY instance,
 // as insertUnclaimed does, so one left over from a removed LRP is kept.
+// The statement answers whether it stored the LRP and the indices of the
+// instances it stored, for the events.
 // $12 (now) is also the definition's created_at and the instances' since.
 // The casts in NOT EXISTS give $1 and $7 the type of their columns, which
 // Postgres would otherwise deduce as text there and as varchar in SELECT.
@@ -51,14 +54,22 @@ const desireNewPostgres = `WITH desired AS (
 		$12, '', '', e.epoch, 0
 	FROM desired d, unnest($20::text[]) WITH ORDINALITY AS e(epoch, ordinality)
 	ON CONFLICT (process_guid, instance_index, presence) DO NOTHING
+	RETURNING instance_index
 )
-SELECT count(*) FROM desired`
+SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances)`
 
 // desireNew runs desireNewPostgres for stored, whose definition carries its
 // id and created_at, and desiredRow, the desired_lrps row in
-// desiredLRPColumns order. It reports whether it stored the LRP. A unique
-// violation or a transient conflict rolled the statement back and is
-// reported as false, for the transactional path to sort out.
+// desiredLRPColumns order. It reports whether it stored the LRP, and then
+// publishes its events. A unique violation or a transient conflict rolled
+// the statement back and is reported as false, for the transactional path
+// to sort out.
+//
+// The statement runs under the guid's ordering stripe (publishAfter) and,
+// unlike the lifecycle statements, can wait for a row lock: that of a
+// concurrent transactional desire of the same guid. Should that desire
+// wait at its commit for this stripe, its wait runs out (stripeWait) and
+// it rolls back, which lets this statement go on.
 func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any) (bool, error) {
 	def := stored.Definition
 	blob, err := deterministic.Marshal(def)
@@ -78,11 +89,26 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	if err != nil {
 		return false, err
 	}
-	var inserted int
-	err = stmt.QueryRowContext(ctx, args...).Scan(&inserted)
+	var done bool
+	err = s.publishAfter([]string{stored.ProcessGuid}, func() ([]models.Event, error) {
+		var desired int
+		var indices pq.Int64Array
+		err := stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices)
+		if err != nil || desired != 1 {
+			return nil, err
+		}
+		done = true
+		slices.Sort(indices)
+		created := make([]*models.ActualLRP, len(indices))
+		for i, index := range indices {
+			created[i] = newUnclaimed(stored.ProcessGuid, int32(index), stored.Domain, stored.ActiveDefinitionId,
+				epochs[index], stored.CreatedAt)
+		}
+		return desiredEvents(stored, created), nil
+	})
 	switch {
 	case err == nil:
-		return inserted == 1, nil
+		return done, nil
 	case isUniqueViolation(err) || isRetryable(err):
 		return false, nil
 	default:

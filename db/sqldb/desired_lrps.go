@@ -173,19 +173,27 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 // RemoveDesiredLRP deletes the desired row and the LRP's UNCLAIMED
 // instances (of any presence). Claimed, running and crashed instances stay
 // for the rep and convergence to stop, and every definition stays: deleting
-// unreferenced definitions is convergence's job.
+// unreferenced definitions is convergence's job. It emits
+// desired_lrp_removed and then actual_lrp_removed per deleted instance.
 func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error {
-	return s.transact(ctx, "remove desired lrp", func(tx *sql.Tx) error {
+	return s.transactPublishing(ctx, "remove desired lrp", func(tx *sql.Tx) ([]models.Event, error) {
+		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
+		if err != nil {
+			return nil, err
+		}
 		res, err := s.exec(ctx, tx, "DELETE FROM desired_lrps WHERE process_guid = ?", processGuid)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return err
+			return nil, err
 		} else if n == 0 {
-			return errNotFound("desired_lrp %q not found", processGuid)
+			return nil, errLostRace
 		}
-		_, err = s.exec(ctx, tx, "DELETE FROM actual_lrps WHERE process_guid = ? AND state = ?", processGuid, stateUnclaimed)
-		return err
+		removed, err := s.deleteActualLRPs(ctx, tx, "process_guid = ? AND state = ?", processGuid, stateUnclaimed)
+		if err != nil {
+			return nil, err
+		}
+		return append([]models.Event{models.DesiredLRPRemoved(before)}, removed...), nil
 	})
 }

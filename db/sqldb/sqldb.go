@@ -36,6 +36,9 @@ type SQLDB struct {
 	desireNewMu   sync.Mutex
 	desireNewStmt *sql.Stmt
 
+	// prepared holds the lifecycle statements prepared on Postgres.
+	prepared preparedStatements
+
 	// events receives every committed change; order keeps it in commit
 	// order per key.
 	events models.EventSink

@@ -49,10 +49,11 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		return nil, err
 	}
 	var updated *models.DesiredLRP
-	err = s.transact(ctx, "update desired lrp", func(tx *sql.Tx) error {
+	err = s.transactPublishing(ctx, "update desired lrp", func(tx *sql.Tx) ([]models.Event, error) {
+		var events []models.Event
 		var err error
-		updated, err = s.applyUpdate(ctx, tx, processGuid, update, change)
-		return err
+		updated, events, err = s.applyUpdate(ctx, tx, processGuid, update, change)
+		return events, err
 	})
 	if err != nil {
 		return nil, err
@@ -108,23 +109,21 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 	return c, nil
 }
 
-func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange) (*models.DesiredLRP, error) {
-	var domain, activeID, epoch string
-	var instances int32
-	var tagIndex int64
-	err := s.queryRow(ctx, tx, `SELECT domain, instances, active_definition_id, modification_tag_epoch, modification_tag_index
- FROM desired_lrps WHERE process_guid = ?`+s.dialect.lockForUpdate(), processGuid).Scan(&domain, &instances, &activeID, &epoch, &tagIndex)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errNotFound("desired_lrp %q not found", processGuid)
-	}
+// applyUpdate writes the update and returns the LRP as stored afterwards
+// with the events: desired_lrp_changed, then actual_lrp_created or
+// actual_lrp_removed for each instance a scale added or deleted.
+func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange) (*models.DesiredLRP, []models.Event, error) {
+	before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	epoch, tagIndex := before.ModificationTag.Epoch, int64(before.ModificationTag.Index)
 	if tag := update.ModificationTag; tag != nil && (tag.Epoch != epoch || int64(tag.Index) != tagIndex) {
-		return nil, staleTag(processGuid)
+		return nil, nil, staleTag(processGuid)
 	}
 
 	now := s.now().UnixNano()
+	activeID := before.ActiveDefinitionId
 	columns := append(slices.Clone(c.columns), "modification_tag_index = ?", "updated_at = ?")
 	args := append(slices.Clone(c.args), tagIndex+1, now)
 	if c.definition != nil {
@@ -136,44 +135,75 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string,
 	res, err := s.exec(ctx, tx, "UPDATE desired_lrps SET "+strings.Join(columns, ", ")+
 		" WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?", args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return nil, err
+		return nil, nil, err
 	} else if n == 0 {
 		if update.ModificationTag != nil {
-			return nil, staleTag(processGuid)
+			return nil, nil, staleTag(processGuid)
 		}
-		return nil, errLostRace
+		return nil, nil, errLostRace
 	}
 
 	if c.definition != nil {
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
 		if _, err := s.putDefinition(ctx, tx, processGuid, def); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	var scaled []models.Event
 	if update.Instances != nil {
-		if err := s.scale(ctx, tx, processGuid, domain, activeID, instances, *update.Instances, now); err != nil {
-			return nil, err
+		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, activeID, before.Instances, *update.Instances, now)
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	return s.desiredLRP(ctx, tx, processGuid)
+	after, err := s.desiredLRP(ctx, tx, processGuid)
+	if err != nil {
+		return nil, nil, err
+	}
+	events := append([]models.Event{models.DesiredLRPChanged(before, after)}, scaled...)
+	return after, events, nil
 }
 
-// scale adds or deletes UNCLAIMED ORDINARY instances for a new instance count.
-func (s *SQLDB) scale(ctx context.Context, tx *sql.Tx, processGuid, domain, activeID string, from, to int32, now int64) error {
+// lockDesiredLRP reads the LRP without its definition, locking its row so
+// that concurrent writers of the LRP queue behind this transaction.
+func (s *SQLDB) lockDesiredLRP(ctx context.Context, tx *sql.Tx, processGuid string) (*models.DesiredLRP, error) {
+	lrp, err := scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+s.dialect.lockForUpdate(), processGuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound("desired_lrp %q not found", processGuid)
+	}
+	return lrp, err
+}
+
+// selectDesiredLRPOnly is selectDesiredLRP without the definition: a NULL
+// in its place keeps the columns scanDesiredLRP expects.
+const selectDesiredLRPOnly = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
+ d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, NULL
+ FROM desired_lrps d`
+
+// scale adds or deletes UNCLAIMED ORDINARY instances for a new instance
+// count and returns the events of the instances it added or deleted.
+func (s *SQLDB) scale(ctx context.Context, tx *sql.Tx, processGuid, domain, activeID string, from, to int32, now int64) ([]models.Event, error) {
 	switch {
 	case to > from:
-		return s.insertUnclaimed(ctx, tx, processGuid, domain, activeID, from, to, now)
+		created, err := s.insertUnclaimed(ctx, tx, processGuid, domain, activeID, from, to, now)
+		if err != nil {
+			return nil, err
+		}
+		events := make([]models.Event, len(created))
+		for i, lrp := range created {
+			events[i] = models.ActualLRPCreated(lrp)
+		}
+		return events, nil
 	case to < from:
-		_, err := s.exec(ctx, tx, `DELETE FROM actual_lrps
- WHERE process_guid = ? AND presence = ? AND state = ? AND instance_index >= ?`,
+		return s.deleteActualLRPs(ctx, tx, `process_guid = ? AND presence = ? AND state = ? AND instance_index >= ?`,
 			processGuid, presenceOrdinary, stateUnclaimed, to)
-		return err
 	}
-	return nil
+	return nil, nil
 }
 
 func staleTag(processGuid string) error {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The converge scenario measures convergence passes (snapshot, plan,
+// apply) straight on the store, with no HTTP in between:
+//
+//  1. steady state: every instance RUNNING on a present cell, nothing to
+//     fix; -passes passes after one warm-up pass.
+//  2. repairs: some instances deleted (missing), some CRASHED (crash 1,
+//     restarts at once), some LRPs lowered by one instance (extra); one
+//     pass, then a second that must find nothing to do.
+//  3. placement: every LRP removed, -place-lrps new LRPs desired (UNCLAIMED,
+//     no cell), one pass that must place them all on the now empty cells.
+
+type convergeConfig struct {
+	target    target
+	layout    layout
+	slots     int
+	passes    int
+	missing   float64
+	crashed   float64
+	extra     float64
+	placeLRPs int
+}
+
+func runConverge(ctx context.Context, args []string) error {
+	cfg := convergeConfig{layout: layout{prefix: "lrp"}}
+	flags := flag.NewFlagSet("bbs-load converge", flag.ExitOnError)
+	cfg.target.register(flags)
+	flags.IntVar(&cfg.layout.lrps, "lrps", 50000, "LRPs in the steady state")
+	flags.IntVar(&cfg.layout.instances, "instances", 5, "instances per LRP")
+	flags.IntVar(&cfg.layout.cells, "cells", 1000, "cells")
+	flags.IntVar(&cfg.layout.zones, "zones", 4, "zones the cells are spread over")
+	flags.IntVar(&cfg.slots, "cell-slots", 300, "instances each cell has room for (256 MB, 512 MB disk each)")
+	flags.IntVar(&cfg.passes, "passes", 20, "measured steady-state passes")
+	flags.Float64Var(&cfg.missing, "missing", 0.05, "fraction of instances deleted for the repair pass")
+	flags.Float64Var(&cfg.crashed, "crashed", 0.01, "fraction of instances crashed for the repair pass")
+	flags.Float64Var(&cfg.extra, "extra", 0.01, "fraction of instances made extra (their LRP lowered by one) for the repair pass")
+	flags.IntVar(&cfg.placeLRPs, "place-lrps", 20000, "new LRPs (of -instances each) to place in the placement pass")
+	flags.Parse(args)
+
+	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	seed := newSeeder(d)
+	l := cfg.layout
+	fmt.Printf("# bbs-load converge, driver %s, %s, %d cores\n", d.driver, l.describe(), numCPU())
+
+	began := time.Now()
+	if err := seed.registerCells(ctx, l.cells, l.zones, cfg.slots, time.Hour); err != nil {
+		return err
+	}
+	if err := seed.seedLRPs(ctx, l, true); err != nil {
+		return err
+	}
+	step("seeded %s, all RUNNING, in %s (set-up, not measured)", l.describe(), seconds(time.Since(began)))
+
+	if err := convergeSteady(ctx, d, cfg); err != nil {
+		return err
+	}
+	if err := convergeRepairs(ctx, d, seed, cfg); err != nil {
+		return err
+	}
+	return convergePlacement(ctx, d, seed, cfg)
+}
+
+func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error {
+	l := cfg.layout
+	total, snapshots, computes := &latencies{}, &latencies{}, &latencies{}
+	for i := 0; i <= cfg.passes; i++ {
+		p, err := convergeOnce(ctx, d.store)
+		if err != nil {
+			return err
+		}
+		if !p.plan.Writes.Empty() || p.plan.Counts.Running != l.total() {
+			return fmt.Errorf("steady state: expected nothing to do for %d running instances, got %s (counts %+v)",
+				l.total(), describeWrites(&p.plan.Writes), p.plan.Counts)
+		}
+		if i == 0 {
+			continue // warm-up
+		}
+		total.add(p.total())
+		snapshots.add(p.snapshot)
+		computes.add(p.compute)
+	}
+	p99 := total.percentile(0.99)
+	figure("converge.steady-pass", d.driver,
+		fmt.Sprintf("%s, all RUNNING, nothing to fix, %d passes after 1 warm-up", l.describe(), cfg.passes),
+		fmt.Sprintf("p50 %s p99 %s max %s (snapshot p50 %s, compute p50 %s)",
+			seconds(total.percentile(0.5)), seconds(p99), seconds(total.percentile(1)),
+			seconds(snapshots.percentile(0.5)), seconds(computes.percentile(0.5))),
+		"p99 < 1s", p99 < time.Second)
+	return nil
+}
+
+// breakage is the instances the repair pass must fix.
+type breakage struct {
+	missing, crashed []instanceKey
+	extraLRPs        []string
+}
+
+type instanceKey struct {
+	guid  string
+	index int
+}
+
+// chooseBreakage spreads the broken instances evenly over the layout,
+// each instance broken at most one way: the highest index of each lowered
+// LRP becomes extra, then missing and crashed instances are taken from the
+// rest.
+func chooseBreakage(l layout, missing, crashed, extra float64) breakage {
+	var b breakage
+	used := map[int]bool{}
+	total := l.total()
+	extraLRPs := int(math.Round(extra * float64(total)))
+	for i := range min(extraLRPs, l.lrps) {
+		lrp := i * l.lrps / extraLRPs
+		b.extraLRPs = append(b.extraLRPs, l.guid(lrp))
+		used[lrp*l.instances+l.instances-1] = true
+	}
+	pick := func(fraction float64, offset int) []instanceKey {
+		n := int(math.Round(fraction * float64(total)))
+		var keys []instanceKey
+		for i := range n {
+			k := (i*total/n + offset) % total
+			for used[k] {
+				k = (k + 1) % total
+			}
+			used[k] = true
+			keys = append(keys, instanceKey{guid: l.guid(k / l.instances), index: k % l.instances})
+		}
+		return keys
+	}
+	b.missing = pick(missing, 0)
+	b.crashed = pick(crashed, 1)
+	return b
+}
+
+func convergeRepairs(ctx context.Context, d *database, seed *seeder, cfg convergeConfig) error {
+	l := cfg.layout
+	b := chooseBreakage(l, cfg.missing, cfg.crashed, cfg.extra)
+	if err := seed.breakInstances(ctx, b); err != nil {
+		return err
+	}
+	step("broke %d instances: %d missing (deleted), %d crashed (CRASHED, crash 1), %d extra (their LRP lowered by one)",
+		len(b.missing)+len(b.crashed)+len(b.extraLRPs), len(b.missing), len(b.crashed), len(b.extraLRPs))
+
+	p, err := convergeOnce(ctx, d.store)
+	if err != nil {
+		return err
+	}
+	w := &p.plan.Writes
+	if len(w.Create) != len(b.missing) || len(w.Restart) != len(b.crashed) || len(w.Delete) != len(b.extraLRPs) || p.plan.Counts.Unplaced != 0 {
+		return fmt.Errorf("repair pass planned %s, %d unplaced; want %d creates, %d restarts, %d deletes",
+			describeWrites(w), p.plan.Counts.Unplaced, len(b.missing), len(b.crashed), len(b.extraLRPs))
+	}
+	if p.result.Skipped != 0 {
+		return fmt.Errorf("repair pass skipped %d of %d writes on an idle database", p.result.Skipped, p.writes())
+	}
+	step("repair pass: %s; applied %d, skipped %d", describeWrites(w), p.result.Applied, p.result.Skipped)
+
+	second, err := convergeOnce(ctx, d.store)
+	if err != nil {
+		return err
+	}
+	if !second.plan.Writes.Empty() {
+		return fmt.Errorf("the pass after the repairs still planned %s", describeWrites(&second.plan.Writes))
+	}
+	ordinary, err := seed.count(ctx, "SELECT COUNT(*) FROM actual_lrps WHERE presence = 'ORDINARY' AND state <> 'CRASHED'")
+	if err != nil {
+		return err
+	}
+	if want := l.total() - len(b.extraLRPs); ordinary != want {
+		return fmt.Errorf("after the repairs %d instances are not CRASHED, want %d", ordinary, want)
+	}
+	step("verified: the next pass has nothing to do; %d instances, none CRASHED", ordinary)
+	figure("converge.repair-pass", d.driver,
+		fmt.Sprintf("%s; %d missing, %d crashed, %d extra", l.describe(), len(b.missing), len(b.crashed), len(b.extraLRPs)),
+		fmt.Sprintf("%s until all %d writes persisted (snapshot %s, compute %s, apply %s)",
+			seconds(p.total()), p.writes(), seconds(p.snapshot), seconds(p.compute), seconds(p.apply)),
+		"< 2s", p.total() < 2*time.Second)
+	return nil
+}
+
+func convergePlacement(ctx context.Context, d *database, seed *seeder, cfg convergeConfig) error {
+	if cfg.placeLRPs <= 0 {
+		return nil
+	}
+	if err := seed.clearLRPs(ctx); err != nil {
+		return err
+	}
+	l := layout{prefix: "new", lrps: cfg.placeLRPs, instances: cfg.layout.instances, cells: cfg.layout.cells, zones: cfg.layout.zones}
+	if err := seed.seedLRPs(ctx, l, false); err != nil {
+		return err
+	}
+	step("removed every LRP; desired %d LRPs × %d = %d UNCLAIMED instances without a cell", l.lrps, l.instances, l.total())
+
+	p, err := convergeOnce(ctx, d.store)
+	if err != nil {
+		return err
+	}
+	if len(p.plan.Writes.Place) != l.total() || p.plan.Counts.Unplaced != 0 {
+		return fmt.Errorf("placement pass planned %s, %d unplaced; want %d places", describeWrites(&p.plan.Writes), p.plan.Counts.Unplaced, l.total())
+	}
+	placed, err := seed.count(ctx, "SELECT COUNT(*) FROM actual_lrps WHERE state = 'UNCLAIMED' AND cell_id <> '' AND placement_error = ''")
+	if err != nil {
+		return err
+	}
+	if placed != l.total() {
+		return fmt.Errorf("after the placement pass %d of %d instances are placed", placed, l.total())
+	}
+	step("verified: all %d instances placed on a cell", placed)
+	figure("converge.place-pass", d.driver,
+		fmt.Sprintf("%d new instances = %d LRPs × %d, %d empty cells in %d zones", l.total(), l.lrps, l.instances, l.cells, l.zones),
+		fmt.Sprintf("%s to place all (snapshot %s, compute %s, apply %s)",
+			seconds(p.total()), seconds(p.snapshot), seconds(p.compute), seconds(p.apply)),
+		"< 10s", p.total() < 10*time.Second)
+	return nil
+}

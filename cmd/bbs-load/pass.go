@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db"
+)
+
+// pass is one convergence pass as the runner makes it: load the snapshot,
+// compute the plan, apply its writes.
+type pass struct {
+	snapshot, compute, apply time.Duration
+	plan                     *convergence.Plan
+	result                   *db.ConvergenceResult
+}
+
+func (p pass) total() time.Duration { return p.snapshot + p.compute + p.apply }
+
+func (p pass) writes() int { return writeCount(&p.plan.Writes) }
+
+func convergeOnce(ctx context.Context, s db.DB) (pass, error) {
+	var p pass
+	began := time.Now()
+	snapshot, err := s.ConvergenceSnapshot(ctx, nil)
+	if err != nil {
+		return p, fmt.Errorf("convergence snapshot: %w", err)
+	}
+	loaded := time.Now()
+	p.snapshot = loaded.Sub(began)
+	p.plan = convergence.Compute(snapshot, loaded, convergence.DefaultConfig())
+	computed := time.Now()
+	p.compute = computed.Sub(loaded)
+	p.result = &db.ConvergenceResult{}
+	if !p.plan.Writes.Empty() {
+		if p.result, err = s.ApplyConvergence(ctx, &p.plan.Writes); err != nil {
+			return p, fmt.Errorf("apply convergence: %w", err)
+		}
+	}
+	p.apply = time.Since(computed)
+	return p, nil
+}
+
+func writeCount(w *db.ConvergenceWrites) int {
+	return len(w.Delete) + len(w.PromoteSuspect) + len(w.MarkSuspect) + len(w.Create) +
+		len(w.Restart) + len(w.Unassign) + len(w.Place) + len(w.PlacementFailed)
+}
+
+func describeWrites(w *db.ConvergenceWrites) string {
+	return fmt.Sprintf("%d deletes, %d promotions, %d suspects, %d creates, %d restarts, %d unassigns, %d places, %d placement failures",
+		len(w.Delete), len(w.PromoteSuspect), len(w.MarkSuspect), len(w.Create),
+		len(w.Restart), len(w.Unassign), len(w.Place), len(w.PlacementFailed))
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/corkboard/corkboard/internal/testdb"
+)
+
+// Every scenario, at a small size, on every configured database. Each
+// scenario checks its own outcome in the database (every instance placed,
+// RUNNING, reconciled; a second pass with nothing to do) and exits
+// non-zero when a check fails, so these specs pass only when the
+// scenarios measure what they say. Nothing here looks at the figures'
+// values.
+var _ = Describe("scenarios", func() {
+	for _, driver := range testdb.MustDialects() {
+		Context("on "+driver, func() {
+			run := func(args ...string) *gexec.Session {
+				args = append(args, "-driver", driver)
+				switch driver {
+				case testdb.Postgres:
+					args = append(args, "-dsn", os.Getenv(testdb.PostgresDSNEnv))
+				case testdb.MySQL:
+					args = append(args, "-dsn", os.Getenv(testdb.MySQLDSNEnv))
+				}
+				session, err := gexec.Start(exec.Command(bbsLoadPath, args...), GinkgoWriter, GinkgoWriter)
+				Expect(err).NotTo(HaveOccurred())
+				Eventually(session, 2*time.Minute).Should(gexec.Exit(0))
+				return session
+			}
+
+			It("api: desires, desires at a rate, lists", func() {
+				session := run("api", "-desires", "100", "-clients", "4", "-rate", "50", "-rate-duration", "1s", "-actual-lrps", "600", "-list-runs", "1")
+				Expect(session).To(gbytes.Say(`desire throughput: 100 desires, 4 clients`))
+				Expect(session).To(gbytes.Say(`desire at 50/s for 1s: 50 desires`))
+				Expect(session).To(gbytes.Say(`list actual LRPs: 600 rows, 1 runs`))
+			})
+
+			It("converge: steady passes, a repair pass, a placement pass", func() {
+				session := run("converge", "-lrps", "200", "-cells", "20", "-passes", "2", "-place-lrps", "100")
+				Expect(session).To(gbytes.Say(`figure converge.steady-pass \[` + driver + `, 1000 instances = 200 LRPs × 5, 20 cells in 4 zones`))
+				Expect(session).To(gbytes.Say(`broke 70 instances: 50 missing \(deleted\), 10 crashed \(CRASHED, crash 1\), 10 extra`))
+				Expect(session).To(gbytes.Say(`verified: the next pass has nothing to do; 990 instances, none CRASHED`))
+				Expect(session).To(gbytes.Say(`figure converge.repair-pass \[` + driver))
+				Expect(session).To(gbytes.Say(`verified: all 500 instances placed on a cell`))
+				Expect(session).To(gbytes.Say(`figure converge.place-pass \[` + driver + `, 500 new instances`))
+			})
+
+			It("lifecycle: cells claim and start their instances", func() {
+				session := run("lifecycle", "-cells", "4", "-lrps", "40", "-in-flight", "2", "-converge-during")
+				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
+				Expect(session).To(gbytes.Say(`figure lifecycle.claim-start \[` + driver + `, 4 cells × 2 in flight, 200 claims \+ 200 starts over HTTP, \d+ convergence passes alongside`))
+			})
+
+			It("report: scheduled reports, then all cells after a restart", func() {
+				session := run("report", "-cells", "20", "-per-cell", "10", "-period", "500ms", "-duration", "1s", "-restart-window", "200ms")
+				Expect(session).To(gbytes.Say(`figure report.steady \[` + driver + `, 20 cells × 10 RUNNING instances, each reporting every 500ms for 1s: 40 reports`))
+				Expect(session).To(gbytes.Say(`restarted the board with 20 instances CLAIMED`))
+				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
+				Expect(session).To(gbytes.Say(`figure report.restart \[` + driver + `.*all 20 reports answered and reconciled`))
+			})
+
+			It("rss: the memory of a bbs process after convergence passes", func() {
+				session := run("rss", "-bbs", bbsPath, "-lrps", "100", "-cells", "10", "-interval", "200ms", "-passes", "2")
+				Expect(session).To(gbytes.Say(`figure rss.board \[` + driver + `, bin/bbs with 500 instances .* after \d+ full passes .*\]: VmHWM \d+ MB, VmRSS \d+ MB`))
+			})
+		})
+	}
+
+	It("refuses an unknown scenario, naming the known ones", func() {
+		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(session).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want api, converge, lifecycle, report or rss)`))
+	})
+
+	It("needs -dsn for a server database, and creates nothing without it", func() {
+		session, err := gexec.Start(exec.Command(bbsLoadPath, "converge", "-driver", "postgres"), GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(session).Should(gexec.Exit(1))
+		Expect(strings.TrimSpace(string(session.Err.Contents()))).To(Equal("bbs-load converge: -dsn is required for driver postgres"))
+	})
+})

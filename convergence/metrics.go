@@ -1,0 +1,150 @@
+package convergence
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Pass kinds, the value of the "pass" label.
+const (
+	passFull     = "full"
+	passTargeted = "targeted"
+)
+
+// metrics are the runner's Prometheus metrics. The names take Diego's BBS
+// metrics as stems, which each help text names.
+type metrics struct {
+	runs     *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	applied  prometheus.Counter
+	skipped  prometheus.Counter
+	held     prometheus.Gauge
+	counts   *countGauges
+}
+
+func newMetrics(registry prometheus.Registerer) *metrics {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corkboard_convergence_lrp_runs_total",
+			Help: "Convergence passes completed, by pass (full or targeted at a few LRPs). Diego: ConvergenceLRPRuns.",
+		}, []string{"pass"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corkboard_convergence_lrp_failures_total",
+			Help: "Convergence passes that failed to load or apply, by pass; the next pass tries again.",
+		}, []string{"pass"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "corkboard_convergence_lrp_duration_seconds",
+			Help:    "Duration of convergence passes, load to last write, by pass. Diego: ConvergenceLRPDuration.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}, []string{"pass"}),
+		applied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corkboard_convergence_writes_applied_total",
+			Help: "Row writes of convergence plans that were applied.",
+		}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corkboard_convergence_writes_skipped_total",
+			Help: "Row writes of convergence plans skipped because the row changed after the pass read it; the next pass looks again.",
+		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corkboard_convergence_lease_held",
+			Help: "1 while this board holds the convergence lease and converges, 0 otherwise.",
+		}),
+		counts: &countGauges{},
+	}
+	// Passes of both kinds show up at 0 before the first one runs.
+	for _, pass := range []string{passFull, passTargeted} {
+		m.runs.WithLabelValues(pass)
+		m.failures.WithLabelValues(pass)
+	}
+	if registry != nil {
+		registry.MustRegister(m.runs, m.failures, m.duration, m.applied, m.skipped, m.held, m.counts)
+	}
+	return m
+}
+
+// countGauges publishes the Counts of the latest full pass, and only
+// while this board holds the lease: a board that does not converge has no
+// current counts, and two boards must not both report the same
+// instances.
+type countGauges struct {
+	mu     sync.Mutex
+	held   bool
+	counts *Counts
+}
+
+type countGauge struct {
+	desc  *prometheus.Desc
+	value func(*Counts) int
+}
+
+func gauge(name, help string, value func(*Counts) int) countGauge {
+	return countGauge{desc: prometheus.NewDesc(name, help, nil, nil), value: value}
+}
+
+var countGaugeList = []countGauge{
+	gauge("corkboard_lrps_desired", "Instances desired, summed over every DesiredLRP, as of the latest full convergence pass. Diego: LRPsDesired.",
+		func(c *Counts) int { return c.Desired }),
+	gauge("corkboard_lrps_running", "ORDINARY instances RUNNING, as of the latest full convergence pass. Diego: LRPsRunning.",
+		func(c *Counts) int { return c.Running }),
+	gauge("corkboard_lrps_claimed", "ORDINARY instances CLAIMED, as of the latest full convergence pass. Diego: LRPsClaimed.",
+		func(c *Counts) int { return c.Claimed }),
+	gauge("corkboard_lrps_unclaimed", "ORDINARY instances UNCLAIMED, as of the latest full convergence pass. Diego: LRPsUnclaimed.",
+		func(c *Counts) int { return c.Unclaimed }),
+	gauge("corkboard_lrps_crashed", "ORDINARY instances CRASHED, as of the latest full convergence pass. Diego: CrashedActualLRPs.",
+		func(c *Counts) int { return c.Crashed }),
+	gauge("corkboard_lrps_missing", "Desired instances without an ORDINARY row, as of the latest full convergence pass. Diego: LRPsMissing.",
+		func(c *Counts) int { return c.Missing }),
+	gauge("corkboard_lrps_extra", "ORDINARY instances beyond their LRP's instance count or of removed LRPs, as of the latest full convergence pass. Diego: LRPsExtra.",
+		func(c *Counts) int { return c.Extra }),
+	gauge("corkboard_lrps_suspect", "SUSPECT instances (their cell vanished), as of the latest full convergence pass. Diego: SuspectRunningActualLRPs plus SuspectClaimedActualLRPs.",
+		func(c *Counts) int { return c.Suspect }),
+	gauge("corkboard_lrps_crashed_given_up", "CRASHED instances the crash policy no longer restarts, as of the latest full convergence pass. Diego has no such metric.",
+		func(c *Counts) int { return c.GaveUp }),
+	gauge("corkboard_lrps_unplaced", "Instances the latest full convergence pass could place on no cell. Diego has no such metric.",
+		func(c *Counts) int { return c.Unplaced }),
+	gauge("corkboard_present_cells", "Cells whose presence has not expired, as of the latest full convergence pass. Diego: PresentCells.",
+		func(c *Counts) int { return c.PresentCells }),
+	gauge("corkboard_suspect_cells", "Expired cells still named by CLAIMED or RUNNING instances, as of the latest full convergence pass. Diego: SuspectCells.",
+		func(c *Counts) int { return c.SuspectCells }),
+}
+
+// set publishes counts while the lease is held; a pass that finishes
+// just after the lease was lost publishes nothing.
+func (g *countGauges) set(counts *Counts) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		g.counts = counts
+	}
+}
+
+// hold says whether the board holds the lease; losing it withdraws the
+// counts.
+func (g *countGauges) hold(held bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = held
+	if !held {
+		g.counts = nil
+	}
+}
+
+func (g *countGauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, gauge := range countGaugeList {
+		ch <- gauge.desc
+	}
+}
+
+func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	counts := g.counts
+	g.mu.Unlock()
+	if counts == nil {
+		return
+	}
+	for _, gauge := range countGaugeList {
+		ch <- prometheus.MustNewConstMetric(gauge.desc, prometheus.GaugeValue, float64(gauge.value(counts)))
+	}
+}

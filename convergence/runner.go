@@ -1,0 +1,373 @@
+package convergence
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corkboard/corkboard/db"
+)
+
+// Defaults of RunnerConfig.
+const (
+	// DefaultInterval is how often a full pass runs.
+	DefaultInterval = 30 * time.Second
+	// DefaultLeaseTTL is how long the convergence lease lasts unless
+	// renewed; the holder renews it every third of that.
+	DefaultLeaseTTL = 15 * time.Second
+)
+
+// maxTargeted is how many LRPs a targeted pass names at most. A burst of
+// triggers beyond it (a deploy of thousands of LRPs) gets a full pass
+// instead, which costs about the same and keeps the query small.
+const maxTargeted = 1000
+
+// maxLoggedReasons bounds the per-write debug lines of one pass.
+const maxLoggedReasons = 1000
+
+// Store is what the runner reads and writes.
+type Store interface {
+	db.ConvergenceDB
+	db.LeaseDB
+}
+
+// RunnerConfig configures a Runner; zero values take the defaults.
+type RunnerConfig struct {
+	// Owner names this board in the lease. It must differ between boards
+	// sharing a database.
+	Owner string
+	// Interval between full passes (DefaultInterval).
+	Interval time.Duration
+	// LeaseTTL is how long the lease lasts unless renewed (DefaultLeaseTTL).
+	LeaseTTL time.Duration
+	// Planner configures Compute (DefaultConfig when zero).
+	Planner Config
+	// Now is the planner's clock (time.Now). Rows carry times from the
+	// store's clock, so the two must agree.
+	Now func() time.Time
+}
+
+// Runner converges the board: while it holds the convergence lease it
+// runs a pass (load a snapshot, Compute a plan, apply it) every Interval,
+// again when the previous plan's NextWake comes, and for particular LRPs
+// as soon as Trigger names them. Passes run one at a time. The store emits
+// the events of every write it applies, after commit.
+//
+// Without the lease a runner only keeps trying to take it: several boards
+// may share a database, and one converges. Losing the lease (another
+// board took it, or it could not be renewed in time) cancels the pass in
+// flight; its writes are conditional, so whatever it did apply is safe.
+//
+// Runner is an ifrit.Runner; it stops on any signal and then hands the
+// lease back.
+type Runner struct {
+	logger  lager.Logger
+	store   Store
+	cfg     RunnerConfig
+	metrics *metrics
+	lease   *leaseKeeper
+
+	triggerMu sync.Mutex
+	// pending are the LRPs triggered since the last pass that covered them.
+	pending map[string]struct{}
+	// wantFull is set when more LRPs were triggered than a targeted pass
+	// names.
+	wantFull  bool
+	triggered chan struct{}
+}
+
+// NewRunner returns a runner over store. Its metrics are registered on
+// registry (none when nil).
+func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer, cfg RunnerConfig) *Runner {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Planner == (Config{}) {
+		cfg.Planner = DefaultConfig()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Runner{
+		logger:    logger.Session("convergence", lager.Data{"owner": cfg.Owner}),
+		store:     store,
+		cfg:       cfg,
+		metrics:   newMetrics(registry),
+		pending:   map[string]struct{}{},
+		triggered: make(chan struct{}, 1),
+	}
+	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseHeld)
+	return r
+}
+
+// Trigger asks for a pass over one LRP as soon as possible, e.g. after it
+// was desired, updated or removed, or one of its instances crashed.
+// Triggers that arrive while a pass runs are coalesced into the next one.
+// It never blocks. A board that does not hold the lease keeps the
+// triggers for when it takes the lease over, whose first pass is a full
+// one anyway; the holder's periodic pass covers the LRP meanwhile.
+func (r *Runner) Trigger(processGuid string) {
+	r.triggerMu.Lock()
+	if !r.wantFull {
+		r.pending[processGuid] = struct{}{}
+		if len(r.pending) > maxTargeted {
+			r.wantFull = true
+			clear(r.pending)
+		}
+	}
+	r.triggerMu.Unlock()
+	select {
+	case r.triggered <- struct{}{}:
+	default:
+	}
+}
+
+// takeTriggered returns the LRPs triggered since the last call, or full
+// when a full pass is wanted instead.
+func (r *Runner) takeTriggered() (guids []string, full bool) {
+	r.triggerMu.Lock()
+	defer r.triggerMu.Unlock()
+	if r.wantFull {
+		r.wantFull = false
+		return nil, true
+	}
+	guids = make([]string, 0, len(r.pending))
+	for guid := range r.pending {
+		guids = append(guids, guid)
+	}
+	clear(r.pending)
+	return guids, false
+}
+
+// Run is the ifrit.Runner: ready at once, converging whenever it holds the
+// lease, until a signal.
+func (r *Runner) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r.lease.keep(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		r.converge(ctx)
+	}()
+	r.logger.Info("started", lager.Data{"interval": r.cfg.Interval.String(), "lease_ttl": r.cfg.LeaseTTL.String()})
+	close(ready)
+
+	sig := <-signals
+	r.logger.Info("stopping", lager.Data{"signal": sig.String()})
+	stop()
+	wg.Wait()
+	r.logger.Info("stopped")
+	return nil
+}
+
+// converge runs passes during each tenure of the lease, until ctx ends.
+func (r *Runner) converge(ctx context.Context) {
+	for {
+		tenure := r.lease.waitForTenure(ctx)
+		if tenure == nil {
+			return
+		}
+		r.convergeDuring(tenure)
+	}
+}
+
+// convergeDuring runs passes until the tenure ends: a full pass at once
+// (the board may have just taken over), then one every interval and at
+// each plan's NextWake, and targeted passes as triggers come.
+func (r *Runner) convergeDuring(tenure context.Context) {
+	// A new holder starts from a full pass, which covers every trigger so
+	// far.
+	r.takeTriggered()
+	s := newSchedule(r.cfg.Interval)
+	defer s.stop()
+	r.fullPass(tenure, s)
+	for {
+		select {
+		case <-tenure.Done():
+			return
+		case <-s.full.C:
+			r.takeTriggered()
+			r.fullPass(tenure, s)
+		case <-s.wake.C:
+			s.woke()
+			r.takeTriggered()
+			r.fullPass(tenure, s)
+		case <-r.triggered:
+			guids, full := r.takeTriggered()
+			switch {
+			case full:
+				r.fullPass(tenure, s)
+			case len(guids) > 0:
+				r.targetedPass(tenure, s, guids)
+			}
+		}
+	}
+}
+
+func (r *Runner) fullPass(ctx context.Context, s *schedule) {
+	started := time.Now()
+	s.full.Reset(r.cfg.Interval)
+	plan, err := r.pass(ctx, passFull, nil)
+	if err != nil {
+		return
+	}
+	r.metrics.counts.set(&plan.Counts)
+	// A full plan knows every wake-up there is.
+	s.setWake(plan.NextWake, started)
+}
+
+func (r *Runner) targetedPass(ctx context.Context, s *schedule, guids []string) {
+	started := time.Now()
+	plan, err := r.pass(ctx, passTargeted, guids)
+	if err != nil {
+		return
+	}
+	s.wakeNoLaterThan(plan.NextWake, started)
+}
+
+// pass loads the snapshot of guids (all LRPs when nil), computes the plan
+// and applies it.
+func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, error) {
+	started := time.Now()
+	data := lager.Data{"pass": kind}
+	if guids != nil {
+		data["lrps"] = len(guids)
+		if len(guids) <= 10 {
+			data["process_guids"] = guids
+		}
+	}
+	logger := r.logger.Session("pass", data)
+
+	snapshot, err := r.store.ConvergenceSnapshot(ctx, guids)
+	if err != nil {
+		return nil, r.failed(ctx, logger, kind, "load-snapshot", err)
+	}
+	loaded := time.Now()
+	plan := Compute(snapshot, r.cfg.Now(), r.cfg.Planner)
+	computed := time.Now()
+
+	result := &db.ConvergenceResult{}
+	if !plan.Writes.Empty() {
+		result, err = r.store.ApplyConvergence(ctx, &plan.Writes)
+		if err != nil {
+			return nil, r.failed(ctx, logger, kind, "apply", err)
+		}
+	}
+	finished := time.Now()
+
+	elapsed := finished.Sub(started)
+	r.metrics.runs.WithLabelValues(kind).Inc()
+	r.metrics.duration.WithLabelValues(kind).Observe(elapsed.Seconds())
+	r.metrics.applied.Add(float64(result.Applied))
+	r.metrics.skipped.Add(float64(result.Skipped))
+
+	logger.Info("done", lager.Data{
+		"duration_ms": milliseconds(elapsed),
+		"load_ms":     milliseconds(loaded.Sub(started)),
+		"compute_ms":  milliseconds(computed.Sub(loaded)),
+		"apply_ms":    milliseconds(finished.Sub(computed)),
+		"rows":        len(snapshot.Actual),
+		"counts":      countsData(&plan.Counts),
+		"writes":      writeCounts(&plan.Writes),
+		"applied":     result.Applied,
+		"skipped":     result.Skipped,
+		"next_wake":   wakeString(plan.NextWake),
+	})
+	logReasons(logger, plan)
+	return plan, nil
+}
+
+// failed counts and logs a pass that did not complete. A pass cancelled
+// because the lease was lost, or the runner is stopping, is no failure.
+func (r *Runner) failed(ctx context.Context, logger lager.Logger, kind, step string, err error) error {
+	if ctx.Err() != nil {
+		logger.Info("abandoned", lager.Data{"step": step, "reason": context.Cause(ctx).Error()})
+		return err
+	}
+	r.metrics.failures.WithLabelValues(kind).Inc()
+	logger.Error("failed", err, lager.Data{"step": step})
+	return err
+}
+
+// leaseHeld is told when a tenure begins and ends.
+func (r *Runner) leaseHeld(held bool) {
+	r.metrics.counts.hold(held)
+	if held {
+		r.metrics.held.Set(1)
+		return
+	}
+	r.metrics.held.Set(0)
+}
+
+func logReasons(logger lager.Logger, plan *Plan) {
+	logged := 0
+	log := func(write string, reasons []string) {
+		for _, reason := range reasons {
+			if logged == maxLoggedReasons {
+				return
+			}
+			logged++
+			logger.Debug("write", lager.Data{"write": write, "reason": reason})
+		}
+	}
+	log("delete", plan.Reasons.Delete)
+	log("promote-suspect", plan.Reasons.PromoteSuspect)
+	log("mark-suspect", plan.Reasons.MarkSuspect)
+	log("create", plan.Reasons.Create)
+	log("restart", plan.Reasons.Restart)
+	log("unassign", plan.Reasons.Unassign)
+	log("place", plan.Reasons.Place)
+	log("placement-failed", plan.Reasons.PlacementFailed)
+}
+
+func countsData(c *Counts) map[string]int {
+	return map[string]int{
+		"desired":       c.Desired,
+		"running":       c.Running,
+		"claimed":       c.Claimed,
+		"unclaimed":     c.Unclaimed,
+		"crashed":       c.Crashed,
+		"missing":       c.Missing,
+		"extra":         c.Extra,
+		"suspect":       c.Suspect,
+		"gave_up":       c.GaveUp,
+		"unplaced":      c.Unplaced,
+		"present_cells": c.PresentCells,
+		"suspect_cells": c.SuspectCells,
+	}
+}
+
+func writeCounts(w *db.ConvergenceWrites) map[string]int {
+	return map[string]int{
+		"delete":           len(w.Delete),
+		"promote_suspect":  len(w.PromoteSuspect),
+		"mark_suspect":     len(w.MarkSuspect),
+		"create":           len(w.Create),
+		"restart":          len(w.Restart),
+		"unassign":         len(w.Unassign),
+		"place":            len(w.Place),
+		"placement_failed": len(w.PlacementFailed),
+	}
+}
+
+func milliseconds(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}
+
+func wakeString(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

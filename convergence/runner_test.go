@@ -1,0 +1,351 @@
+package convergence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3/lagertest"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/tedsuo/ifrit"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/models"
+)
+
+// runnerLimit bounds how long a spec waits for the runner to act. It is a
+// deadline against hanging, not a speed requirement.
+const runnerLimit = 10 * time.Second
+
+// The runner against a real store, on every dialect. Intervals are long
+// (an hour) wherever a spec shows that something other than the periodic
+// pass did the work: the pass on taking the lease, a trigger, a wake-up.
+var _ = Describe("Runner", func() {
+	for _, dialect := range testdb.MustDialects() {
+		Describe("on "+dialect, func() {
+			var (
+				database *testdb.Database
+				ctx      context.Context
+			)
+
+			BeforeEach(func() {
+				ctx = context.Background()
+				var err error
+				database, err = testdb.Create(dialect)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(database.Drop)
+				conn, err := sqldb.Open(ctx, dialect, database.DSN)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
+				Expect(conn.Close()).To(Succeed())
+			})
+
+			// newStore is one board's connection to the database.
+			newStore := func() *sqldb.SQLDB {
+				conn, err := sqldb.Open(ctx, dialect, database.DSN)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(conn.Close)
+				return sqldb.New(conn, dialect)
+			}
+
+			It("converges as soon as it holds the lease, and on a trigger without waiting for the interval", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "early", 2)
+
+				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour})
+				Eventually(r.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
+				Eventually(cellsOf(ctx, store, "early")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
+				Eventually(r.gauge("corkboard_lrps_desired")).WithTimeout(runnerLimit).Should(Equal(2.0))
+				Expect(r.gauge("corkboard_lrps_unclaimed")()).To(Equal(2.0))
+				Expect(r.gauge("corkboard_present_cells")()).To(Equal(1.0))
+
+				desire(ctx, store, "late", 3)
+				r.runner.Trigger("late")
+				Eventually(cellsOf(ctx, store, "late")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1", "cell-1"}))
+				// A pass counts itself once its writes are in, just after
+				// they show.
+				Eventually(r.counter("corkboard_convergence_lrp_runs_total", "targeted")).WithTimeout(runnerLimit).Should(BeNumerically(">=", 1))
+				Expect(r.counter("corkboard_convergence_lrp_runs_total", "full")()).To(Equal(1.0), "only the pass on taking the lease")
+				Eventually(r.counter("corkboard_convergence_writes_applied_total")).WithTimeout(runnerLimit).Should(Equal(5.0), "five placements")
+				Expect(r.logger.LogMessages()).To(ContainElement("test.convergence.pass.done"))
+			})
+
+			It("runs a pass when a crash backoff ends", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "crashy", 1)
+				planner := convergence.DefaultConfig()
+				planner.CrashPolicy.ImmediateRestarts = 0
+				planner.CrashPolicy.BaseDelay = 300 * time.Millisecond
+
+				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner})
+				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				key := db.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := db.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
+				_, err := store.ClaimActualLRP(ctx, key, caller)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")
+				Expect(err).NotTo(HaveOccurred())
+				r.runner.Trigger("crashy")
+
+				// The targeted pass finds the backoff running and asks to
+				// wake when it ends; the pass then restarts and places it.
+				Eventually(func() models.ActualLRP_State { return onlyInstance(ctx, store, "crashy").GetState() }).
+					WithTimeout(runnerLimit).Should(Equal(models.ActualLRP_UNCLAIMED))
+				restarted := onlyInstance(ctx, store, "crashy")
+				Expect(restarted.GetCrashCount()).To(Equal(int32(1)))
+				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				Eventually(r.counter("corkboard_convergence_lrp_runs_total", "full")).WithTimeout(runnerLimit).
+					Should(BeNumerically(">=", 2), "the pass on taking the lease and the wake-up")
+			})
+
+			It("lets one of two boards converge, and the other take over when the holder stops", func() {
+				storeA, storeB := newStore(), newStore()
+				registerCell(ctx, storeA, "cell-1")
+				cfg := convergence.RunnerConfig{Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
+				cfg.Owner = "board-a"
+				a := startRunner(storeA, cfg)
+				Eventually(a.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
+				cfg.Owner = "board-b"
+				b := startRunner(storeB, cfg)
+
+				desire(ctx, storeA, "shared", 1)
+				Eventually(cellsOf(ctx, storeA, "shared")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				Consistently(b.gauge("corkboard_convergence_lease_held"), 2*cfg.LeaseTTL).Should(Equal(0.0))
+				Expect(b.counter("corkboard_convergence_lrp_runs_total", "full")()).To(Equal(0.0))
+				Expect(b.familyNames()()).NotTo(ContainElement("corkboard_lrps_desired"), "a board that does not converge publishes no counts")
+				Expect(a.familyNames()()).To(ContainElement("corkboard_lrps_desired"))
+
+				a.stop()
+				Expect(a.logger.LogMessages()).To(ContainElement("test.convergence.lease.released"))
+				Eventually(b.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
+				desire(ctx, storeB, "after-failover", 1)
+				Eventually(cellsOf(ctx, storeB, "after-failover")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+			})
+
+			It("stops converging when it cannot renew the lease in time, and another board takes over", func() {
+				flaky := &flakyLease{SQLDB: newStore()}
+				registerCell(ctx, flaky, "cell-1")
+				cfg := convergence.RunnerConfig{Owner: "board-a", Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
+				a := startRunner(flaky, cfg)
+				Eventually(a.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
+				Eventually(a.familyNames()).WithTimeout(runnerLimit).Should(ContainElement("corkboard_lrps_desired"))
+
+				flaky.failing.Store(true)
+				Eventually(a.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(0.0))
+				Expect(a.familyNames()()).NotTo(ContainElement("corkboard_lrps_desired"))
+				Expect(a.logger.LogMessages()).To(ContainElement("test.convergence.lease.lost"))
+				runs := a.counter("corkboard_convergence_lrp_runs_total", "full")()
+				Consistently(a.counter("corkboard_convergence_lrp_runs_total", "full"), 3*cfg.Interval).Should(Equal(runs))
+
+				cfg.Owner = "board-b"
+				b := startRunner(newStore(), cfg)
+				Eventually(b.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
+				flaky.failing.Store(false)
+				Consistently(a.gauge("corkboard_convergence_lease_held"), 2*cfg.LeaseTTL).Should(Equal(0.0), "board-b holds it now")
+				desire(ctx, flaky, "converged-by-b", 1)
+				Eventually(cellsOf(ctx, flaky, "converged-by-b")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				Expect(a.counter("corkboard_convergence_lrp_runs_total", "full")()).To(Equal(runs))
+			})
+		})
+	}
+})
+
+var _ = Describe("Runner triggers", func() {
+	var r *convergence.Runner
+
+	BeforeEach(func() {
+		r = convergence.NewRunner(lagertest.NewTestLogger("test"), nil, nil, convergence.RunnerConfig{Owner: "board-a"})
+	})
+
+	It("coalesce: each LRP once, however often it was triggered", func() {
+		for range 3 {
+			r.Trigger("web")
+			r.Trigger("worker")
+		}
+		guids, full := r.TakeTriggered()
+		Expect(full).To(BeFalse())
+		Expect(guids).To(ConsistOf("web", "worker"))
+		guids, _ = r.TakeTriggered()
+		Expect(guids).To(BeEmpty())
+	})
+
+	DescribeTable("become a full pass when more LRPs wait than a targeted pass names",
+		func(lrps int, full bool) {
+			for i := range lrps {
+				r.Trigger(fmt.Sprintf("lrp-%d", i))
+			}
+			guids, gotFull := r.TakeTriggered()
+			Expect(gotFull).To(Equal(full))
+			if full {
+				Expect(guids).To(BeEmpty())
+			} else {
+				Expect(guids).To(HaveLen(lrps))
+			}
+			guids, gotFull = r.TakeTriggered()
+			Expect(gotFull).To(BeFalse(), "the full pass covers them all")
+			Expect(guids).To(BeEmpty())
+		},
+		Entry("1,000 LRPs", 1000, false),
+		Entry("1,001 LRPs", 1001, true),
+	)
+})
+
+// runningRunner is a Runner invoked as an ifrit process, with its own
+// registry and logger.
+type runningRunner struct {
+	runner   *convergence.Runner
+	process  ifrit.Process
+	registry *prometheus.Registry
+	logger   *lagertest.TestLogger
+	stopped  bool
+}
+
+func startRunner(store convergence.Store, cfg convergence.RunnerConfig) *runningRunner {
+	GinkgoHelper()
+	r := &runningRunner{registry: prometheus.NewRegistry(), logger: lagertest.NewTestLogger("test")}
+	r.runner = convergence.NewRunner(r.logger, store, r.registry, cfg)
+	r.process = ifrit.Invoke(r.runner)
+	DeferCleanup(r.stop)
+	return r
+}
+
+func (r *runningRunner) stop() {
+	GinkgoHelper()
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	r.process.Signal(os.Interrupt)
+	Eventually(r.process.Wait()).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+}
+
+func (r *runningRunner) families() map[string]*dto.MetricFamily {
+	families, err := r.registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	return byName
+}
+
+// familyNames names every metric family the registry exposes.
+func (r *runningRunner) familyNames() func() []string {
+	return func() []string {
+		var names []string
+		for name := range r.families() {
+			names = append(names, name)
+		}
+		return names
+	}
+}
+
+// gauge reads an unlabelled gauge; -1 when it is not exposed.
+func (r *runningRunner) gauge(name string) func() float64 {
+	return func() float64 {
+		f, ok := r.families()[name]
+		if !ok || len(f.GetMetric()) == 0 {
+			return -1
+		}
+		return f.GetMetric()[0].GetGauge().GetValue()
+	}
+}
+
+// counter reads a counter, the one with the given "pass" label when one
+// is given.
+func (r *runningRunner) counter(name string, pass ...string) func() float64 {
+	return func() float64 {
+		f, ok := r.families()[name]
+		if !ok {
+			return -1
+		}
+		for _, m := range f.GetMetric() {
+			if len(pass) == 0 {
+				return m.GetCounter().GetValue()
+			}
+			for _, label := range m.GetLabel() {
+				if label.GetName() == "pass" && label.GetValue() == pass[0] {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+}
+
+// flakyLease is a real store whose lease renewals can be made to fail, as
+// they would with the database out of reach.
+type flakyLease struct {
+	*sqldb.SQLDB
+	failing atomic.Bool
+}
+
+func (f *flakyLease) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	if f.failing.Load() {
+		return false, errors.New("database out of reach (injected by the test)")
+	}
+	return f.SQLDB.AcquireLease(ctx, name, owner, ttl)
+}
+
+type cellStore interface {
+	db.DesiredLRPDB
+	db.ActualLRPDB
+	db.CellDB
+}
+
+func registerCell(ctx context.Context, store cellStore, id string) {
+	GinkgoHelper()
+	cell := &models.Cell{
+		CellId: id, RepUrl: "http://" + id + ":1800", Zone: "z1",
+		Capacity: &models.CellCapacity{MemoryMb: 4096, DiskMb: 8192, Instances: 50},
+	}
+	Expect(store.RegisterCell(ctx, cell, time.Hour)).To(Succeed())
+}
+
+func desire(ctx context.Context, store cellStore, guid string, instances int32) {
+	GinkgoHelper()
+	_, err := store.DesireLRP(ctx, &models.DesiredLRP{
+		ProcessGuid: guid, Domain: "apps", Instances: instances,
+		Definition: &models.LRPDefinition{
+			DefinitionId: "v1",
+			Action:       &models.RunAction{Path: "/bin/" + guid},
+			MemoryMb:     64, DiskMb: 64,
+		},
+	})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// cellsOf lists the cell of each instance of guid, in index order.
+func cellsOf(ctx context.Context, store cellStore, guid string) func() []string {
+	return func() []string {
+		lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: guid})
+		Expect(err).NotTo(HaveOccurred())
+		cells := make([]string, len(lrps))
+		for _, lrp := range lrps {
+			if int(lrp.GetIndex()) < len(cells) {
+				cells[lrp.GetIndex()] = lrp.GetCellId()
+			}
+		}
+		return cells
+	}
+}
+
+func onlyInstance(ctx context.Context, store cellStore, guid string) *models.ActualLRP {
+	GinkgoHelper()
+	lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: guid})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(lrps).To(HaveLen(1))
+	return lrps[0]
+}

@@ -1,0 +1,58 @@
+package convergence
+
+import "time"
+
+// schedule holds a tenure's two timers: the next full pass, and the next
+// wake-up a plan asked for.
+type schedule struct {
+	full   *time.Timer
+	wake   *time.Timer
+	wakeAt time.Time
+	// minGap keeps a wake-up that is already due (a write that lost its
+	// race leaves the plan's NextWake in the past) from running passes
+	// back to back.
+	minGap time.Duration
+}
+
+func newSchedule(interval time.Duration) *schedule {
+	s := &schedule{
+		full:   time.NewTimer(interval),
+		wake:   time.NewTimer(time.Hour),
+		minGap: min(interval, time.Second),
+	}
+	s.wake.Stop()
+	return s
+}
+
+func (s *schedule) stop() {
+	s.full.Stop()
+	s.wake.Stop()
+}
+
+// setWake replaces the wake-up with at (none when zero), for a pass that
+// started at passStarted.
+func (s *schedule) setWake(at, passStarted time.Time) {
+	s.wake.Stop()
+	s.wakeAt = time.Time{}
+	s.wakeNoLaterThan(at, passStarted)
+}
+
+// wakeNoLaterThan brings the wake-up forward to at, if that is earlier.
+func (s *schedule) wakeNoLaterThan(at, passStarted time.Time) {
+	if at.IsZero() {
+		return
+	}
+	if earliest := passStarted.Add(s.minGap); at.Before(earliest) {
+		at = earliest
+	}
+	if !s.wakeAt.IsZero() && !at.Before(s.wakeAt) {
+		return
+	}
+	s.wakeAt = at
+	s.wake.Reset(time.Until(at))
+}
+
+// woke clears the wake-up that just fired.
+func (s *schedule) woke() {
+	s.wakeAt = time.Time{}
+}

@@ -1,0 +1,247 @@
+package sqldb
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// Reading and writing ActualLRP rows for the writes that emit events:
+// they need each row as stored, before and after.
+
+// actualLRPColumns are the actual_lrps columns in the order scanActualLRP
+// reads them (the order of selectActualLRP).
+var actualLRPColumns = []string{
+	"process_guid", "instance_index", "presence", "domain", "instance_guid",
+	"cell_id", "definition_id", "state", "net_info", "crash_count", "crash_reason", "since", "placement_error",
+	"routable", "occupied", "modification_tag_epoch", "modification_tag_index",
+}
+
+// scanActualLRP reads one row of actualLRPColumns.
+func scanActualLRP(row rowScanner) (*models.ActualLRP, error) {
+	var scan actualLRPScan
+	if err := row.Scan(scan.dest()...); err != nil {
+		return nil, err
+	}
+	return scan.lrp()
+}
+
+// actualLRPScan holds the scan destinations of one row of
+// actualLRPColumns, so that a statement returning two rows side by side
+// (before and after) can scan both at once.
+type actualLRPScan struct {
+	row                         *models.ActualLRP
+	presence, state             string
+	netInfo                     []byte
+	index, crashCount, tagIndex int64
+}
+
+// dest allocates the row and returns where to scan it.
+func (a *actualLRPScan) dest() []any {
+	a.row = &models.ActualLRP{ModificationTag: &models.ModificationTag{}}
+	r := a.row
+	return []any{&r.ProcessGuid, &a.index, &a.presence, &r.Domain, &r.InstanceGuid,
+		&r.CellId, &r.DefinitionId, &a.state, &a.netInfo, &a.crashCount, &r.CrashReason,
+		&r.Since, &r.PlacementError, &r.Routable, &r.Occupied, &r.ModificationTag.Epoch, &a.tagIndex}
+}
+
+// lrp completes the scanned row.
+func (a *actualLRPScan) lrp() (*models.ActualLRP, error) {
+	lrp := a.row
+	lrp.Index, lrp.CrashCount = int32(a.index), int32(a.crashCount)
+	lrp.ModificationTag.Index = uint32(a.tagIndex)
+	lrp.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[a.presence])
+	lrp.State = models.ActualLRP_State(models.ActualLRP_State_value[a.state])
+	if a.netInfo != nil {
+		lrp.NetInfo = &models.NetInfo{}
+		if err := proto.Unmarshal(a.netInfo, lrp.NetInfo); err != nil {
+			return nil, errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
+		}
+	}
+	return lrp, nil
+}
+
+// selectActualLRPs reads the rows matching where, in no particular order.
+func (s *SQLDB) selectActualLRPs(ctx context.Context, q queryer, where string, args ...any) ([]*models.ActualLRP, error) {
+	rows, err := s.query(ctx, q, selectActualLRP+" WHERE "+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var lrps []*models.ActualLRP
+	for rows.Next() {
+		lrp, err := scanActualLRP(rows)
+		if err != nil {
+			return nil, err
+		}
+		lrps = append(lrps, lrp)
+	}
+	return lrps, rows.Err()
+}
+
+// lockActualLRP reads one row in tx, locked against concurrent writers; nil
+// when there is none.
+func (s *SQLDB) lockActualLRP(ctx context.Context, tx *sql.Tx, key db.ActualLRPKey) (*models.ActualLRP, error) {
+	lrp, err := scanActualLRP(s.queryRow(ctx, tx, selectActualLRP+
+		" WHERE process_guid = ? AND instance_index = ? AND presence = ?"+s.dialect.lockForUpdate(),
+		key.ProcessGuid, key.Index, key.Presence.String()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return lrp, err
+}
+
+// deleteActualLRPs deletes the rows matching where and returns an
+// actual_lrp_removed event for each. The rows are read locked first, so the
+// events show them as deleted; should the delete meet a row the read did
+// not (one inserted in between), the transaction runs again.
+func (s *SQLDB) deleteActualLRPs(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]models.Event, error) {
+	doomed, err := s.selectActualLRPs(ctx, tx, where+s.dialect.lockForUpdate(), args...)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.exec(ctx, tx, "DELETE FROM actual_lrps WHERE "+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, err
+	} else if int(n) != len(doomed) {
+		return nil, errLostRace
+	}
+	sortActualLRPs(doomed)
+	events := make([]models.Event, len(doomed))
+	for i, lrp := range doomed {
+		events[i] = models.ActualLRPRemoved(lrp)
+	}
+	return events, nil
+}
+
+// actualLRPMutableColumns are the columns a lifecycle write sets; the key,
+// domain, definition and tag epoch never change in place.
+var actualLRPMutableColumns = []string{
+	"instance_guid", "cell_id", "state", "net_info", "crash_count", "crash_reason", "since",
+	"placement_error", "routable", "modification_tag_index",
+}
+
+var updateActualLRP = "UPDATE actual_lrps SET " + strings.Join(actualLRPMutableColumns, " = ?, ") + ` = ?
+ WHERE process_guid = ? AND instance_index = ? AND presence = ?
+ AND modification_tag_epoch = ? AND modification_tag_index = ?`
+
+// writeActualLRP stores after over before, compare-and-set on before's
+// modification tag; after must carry before's tag index plus one. A row
+// that changed since before was read is errLostRace.
+func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *models.ActualLRP) error {
+	netInfo, err := encodeNetInfo(after.NetInfo)
+	if err != nil {
+		return errInvalid("net_info", err.Error())
+	}
+	res, err := s.exec(ctx, q, updateActualLRP,
+		after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
+		after.Since, after.PlacementError, after.Routable, int64(after.ModificationTag.Index),
+		before.ProcessGuid, before.Index, before.Presence.String(),
+		before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return errLostRace
+	}
+	return nil
+}
+
+// nextVersion is a copy of lrp with its tag index moved on by one, the
+// starting point of every write.
+func nextVersion(lrp *models.ActualLRP) *models.ActualLRP {
+	next := proto.Clone(lrp).(*models.ActualLRP)
+	next.ModificationTag.Index++
+	return next
+}
+
+func sortActualLRPs(lrps []*models.ActualLRP) {
+	slices.SortFunc(lrps, compareActualLRPs)
+}
+
+// compareActualLRPs orders rows by key.
+func compareActualLRPs(a, b *models.ActualLRP) int {
+	return cmp.Or(
+		strings.Compare(a.ProcessGuid, b.ProcessGuid),
+		cmp.Compare(a.Index, b.Index),
+		cmp.Compare(a.Presence, b.Presence),
+	)
+}
+
+// rowWrite is one row's next version over the version it was read at.
+type rowWrite struct {
+	before, after *models.ActualLRP
+}
+
+// writeActualLRPs stores each write's after over its before, like
+// writeActualLRP; on Postgres in statements of many rows. Any row that
+// changed since it was read makes it errLostRace.
+func (s *SQLDB) writeActualLRPs(ctx context.Context, q queryer, writes []rowWrite) error {
+	if s.dialect != Postgres {
+		for _, w := range writes {
+			if err := s.writeActualLRP(ctx, q, w.before, w.after); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for batch := range slices.Chunk(writes, batchSize/2) {
+		if err := s.writeActualLRPsPostgres(ctx, q, batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeActualLRPsPostgres is one UPDATE of many rows, joined to the new
+// values; the first row of VALUES gives the columns their types.
+func (s *SQLDB) writeActualLRPsPostgres(ctx context.Context, q queryer, writes []rowWrite) error {
+	const first = `(?::varchar, ?::integer, ?::varchar, ?::varchar, ?::bigint, ?::varchar, ?::varchar, ?::varchar,
+ ?::bytea, ?::integer, ?::text, ?::bigint, ?::text, ?::boolean, ?::bigint)`
+	const more = `, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	var query strings.Builder
+	query.WriteString(`UPDATE actual_lrps a SET instance_guid = v.instance_guid, cell_id = v.cell_id, state = v.state,
+ net_info = v.net_info, crash_count = v.crash_count, crash_reason = v.crash_reason, since = v.since,
+ placement_error = v.placement_error, routable = v.routable, modification_tag_index = v.new_index
+ FROM (VALUES ` + first)
+	query.WriteString(strings.Repeat(more, len(writes)-1))
+	query.WriteString(`) AS v(process_guid, instance_index, presence, epoch, old_index, instance_guid, cell_id, state,
+ net_info, crash_count, crash_reason, since, placement_error, routable, new_index)
+ WHERE a.process_guid = v.process_guid AND a.instance_index = v.instance_index AND a.presence = v.presence
+ AND a.modification_tag_epoch = v.epoch AND a.modification_tag_index = v.old_index`)
+	args := make([]any, 0, 15*len(writes))
+	for _, w := range writes {
+		netInfo, err := encodeNetInfo(w.after.NetInfo)
+		if err != nil {
+			return errInvalid("net_info", err.Error())
+		}
+		before, after := w.before, w.after
+		args = append(args, before.ProcessGuid, before.Index, before.Presence.String(),
+			before.ModificationTag.Epoch, int64(before.ModificationTag.Index),
+			after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
+			after.Since, after.PlacementError, after.Routable, int64(after.ModificationTag.Index))
+	}
+	res, err := s.exec(ctx, q, query.String(), args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if int(n) != len(writes) {
+		return errLostRace
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// BulkReport reconciles what a cell says it runs with the board's rows.
+// Each reported instance is matched to its row by key:
+//
+//   - the row is the reporter's (its instance on this cell, CLAIMED or
+//     RUNNING, on the reported definition): it is brought in line with the
+//     report — state, net info, routable; a CLAIMED instance is never
+//     routable — and written only if that changes it;
+//   - the row is UNCLAIMED, placed on this cell, on the reported
+//     definition: the reporter runs it already, so it is adopted as if
+//     claimed (or started) by the reported instance;
+//   - otherwise — no row, a row of another instance or cell, a CRASHED
+//     row, another definition — the instance comes back in Stop.
+//
+// Assigned lists the cell's UNCLAIMED rows (not adopted), in key order.
+// A row of this cell that the report does not mention is left alone: the
+// report may predate a claim the rep made since, and the rep crashes or
+// removes an instance that ends.
+//
+// In the steady state — every instance reported as the board has it —
+// this is one query, the cell's rows by cell_id, and no write. Otherwise
+// the writes go in one transaction, compare-and-set on the rows as read,
+// in key order; on Postgres as one statement. A lost race runs the
+// transaction again on a fresh read.
+func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*models.ReportedInstance) (*db.BulkReportResult, error) {
+	if cellID == "" {
+		return nil, errInvalid("cell_id", "required")
+	}
+	for i, r := range instances {
+		switch {
+		case r == nil:
+			return nil, errInvalid(fmt.Sprintf("instances[%d]", i), "required")
+		case r.State != models.ActualLRP_CLAIMED && r.State != models.ActualLRP_RUNNING:
+			return nil, errInvalid(fmt.Sprintf("instances[%d].state", i), "must be CLAIMED or RUNNING, got "+r.State.String())
+		}
+	}
+	rows, err := s.reportRows(ctx, s.conn, cellID, instances)
+	if err != nil {
+		return nil, asModelError("bulk report", err)
+	}
+	rec := reconcileReport(cellID, instances, rows, s.now().UnixNano())
+	if len(rec.writes) == 0 {
+		return rec.result, nil
+	}
+	// The first attempt writes what was just read; one that lost a race
+	// reads again.
+	next := rec
+	err = s.transactPublishing(ctx, "bulk report", func(tx *sql.Tx) ([]models.Event, error) {
+		rec, next = next, nil
+		if rec == nil {
+			rows, err := s.reportRows(ctx, tx, cellID, instances)
+			if err != nil {
+				return nil, err
+			}
+			rec = reconcileReport(cellID, instances, rows, s.now().UnixNano())
+		}
+		if err := s.writeActualLRPs(ctx, tx, rec.writes); err != nil {
+			return nil, err
+		}
+		events := make([]models.Event, len(rec.writes))
+		for i, w := range rec.writes {
+			events[i] = models.ActualLRPChanged(w.before, w.after)
+		}
+		return events, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec.result, nil
+}
+
+// reportRows reads the cell's rows and the rows of reported keys placed
+// elsewhere, keyed by row key.
+func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance) (map[db.ActualLRPKey]*models.ActualLRP, error) {
+	onCell, err := s.selectActualLRPs(ctx, q, "cell_id = ?", cellID)
+	if err != nil {
+		return nil, err
+	}
+	rows := make(map[db.ActualLRPKey]*models.ActualLRP, len(onCell))
+	for _, lrp := range onCell {
+		rows[keyOf(lrp)] = lrp
+	}
+	var elsewhere []db.ActualLRPKey
+	for _, r := range instances {
+		if key := reportedKey(r); rows[key] == nil {
+			elsewhere = append(elsewhere, key)
+		}
+	}
+	for start := 0; start < len(elsewhere); start += reportKeyBatch {
+		batch := elsewhere[start:min(len(elsewhere), start+reportKeyBatch)]
+		tuples := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(batch)), ", ")
+		args := make([]any, 0, 3*len(batch))
+		for _, key := range batch {
+			args = append(args, key.ProcessGuid, key.Index, key.Presence.String())
+		}
+		found, err := s.selectActualLRPs(ctx, q, "(process_guid, instance_index, presence) IN ("+tuples+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, lrp := range found {
+			rows[keyOf(lrp)] = lrp
+		}
+	}
+	return rows, nil
+}
+
+// reportKeyBatch bounds the row keys of one query: three parameters each.
+const reportKeyBatch = 300
+
+type reconciliation struct {
+	result *db.BulkReportResult
+	writes []rowWrite
+}
+
+// reconcileReport decides the report's outcome from the rows as read.
+func reconcileReport(cellID string, instances []*models.ReportedInstance, rows map[db.ActualLRPKey]*models.ActualLRP, now int64) *reconciliation {
+	rec := &reconciliation{result: &db.BulkReportResult{}}
+	adopted := map[db.ActualLRPKey]bool{}
+	for _, r := range instances {
+		key := reportedKey(r)
+		row := rows[key]
+		if !reportMatches(row, r, cellID) {
+			rec.result.Stop = append(rec.result.Stop, r)
+			continue
+		}
+		if row.State == models.ActualLRP_UNCLAIMED {
+			adopted[key] = true
+		}
+		if after := reportedVersion(row, r, now); after != nil {
+			rec.writes = append(rec.writes, rowWrite{before: row, after: after})
+		}
+	}
+	var assigned []*models.ActualLRP
+	for key, row := range rows {
+		if row.CellId == cellID && row.State == models.ActualLRP_UNCLAIMED && !adopted[key] {
+			assigned = append(assigned, row)
+		}
+	}
+	sortActualLRPs(assigned)
+	rec.result.Assigned = assigned
+	// Key order, so that writers of many rows lock them in one order.
+	slices.SortFunc(rec.writes, func(a, b rowWrite) int { return compareActualLRPs(a.before, b.before) })
+	return rec
+}
+
+// reportMatches reports whether the board's row is the reported instance,
+// or an UNCLAIMED row on the cell that the reported instance may take.
+func reportMatches(row *models.ActualLRP, r *models.ReportedInstance, cellID string) bool {
+	if row == nil || row.DefinitionId != r.DefinitionId {
+		return false
+	}
+	if models.CheckTransition(row, r.State, r.InstanceGuid, cellID) != nil {
+		return false
+	}
+	switch row.State {
+	case models.ActualLRP_UNCLAIMED:
+		return row.CellId == cellID
+	case models.ActualLRP_CLAIMED, models.ActualLRP_RUNNING:
+		return row.BelongsTo(r.InstanceGuid, cellID)
+	}
+	return false
+}
+
+// reportedVersion is the row brought in line with the report, or nil when
+// it is in line already.
+func reportedVersion(row *models.ActualLRP, r *models.ReportedInstance, now int64) *models.ActualLRP {
+	routable := r.Routable && r.State == models.ActualLRP_RUNNING
+	if row.State == r.State && row.InstanceGuid == r.InstanceGuid &&
+		sameNetInfo(row.NetInfo, r.NetInfo) && row.Routable == routable {
+		return nil
+	}
+	after := nextVersion(row)
+	if row.State != r.State {
+		after.Since = now
+	}
+	after.State = r.State
+	after.InstanceGuid = r.InstanceGuid
+	after.NetInfo = cloneNetInfo(r.NetInfo)
+	after.Routable = routable
+	after.PlacementError = ""
+	return after
+}
+
+func reportedKey(r *models.ReportedInstance) db.ActualLRPKey {
+	return db.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: r.Presence}
+}
+
+func keyOf(lrp *models.ActualLRP) db.ActualLRPKey {
+	return db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+}

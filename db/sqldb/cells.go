@@ -1,0 +1,190 @@
+package sqldb
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ db.CellDB = (*SQLDB)(nil)
+
+// RegisterCell inserts the cell or renews it: its presence lasts until
+// now + ttl. It emits cell_changed (before: nil for a new cell) when the
+// cell is new, when any of its fields changed, or when its presence had
+// expired — not for a heartbeat that only extends a present cell, which is
+// one UPDATE.
+//
+// The event's cells carry expires_at and present; free is left out, since
+// computing it means adding up the cell's instances.
+func (s *SQLDB) RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Duration) error {
+	if err := checkCell(cell, ttl); err != nil {
+		return err
+	}
+	now := s.now().UnixNano()
+	after := storedCell(cell, now+int64(ttl), now)
+	tags, err := encodePlacementTags(after.PlacementTags)
+	if err != nil {
+		return errInvalid("cell.placement_tags", err.Error())
+	}
+	fields := []any{after.RepUrl, after.Zone, after.Capacity.MemoryMb, after.Capacity.DiskMb, after.Capacity.Instances, tags}
+
+	var renewed bool
+	err = s.autocommit(ctx, "register cell", func() error {
+		res, err := s.exec(ctx, s.conn, `UPDATE cells SET expires_at = ?
+ WHERE cell_id = ? AND rep_url = ? AND zone = ? AND memory_mb = ? AND disk_mb = ? AND max_instances = ? AND placement_tags = ?
+ AND expires_at > ?`, slices.Concat([]any{after.ExpiresAt, after.CellId}, fields, []any{now})...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		renewed = n == 1
+		return err
+	})
+	if err != nil || renewed {
+		return err
+	}
+
+	return s.transactPublishing(ctx, "register cell", func(tx *sql.Tx) ([]models.Event, error) {
+		before, err := s.lockCell(ctx, tx, after.CellId, now)
+		if err != nil {
+			return nil, err
+		}
+		if before == nil {
+			_, err := s.exec(ctx, tx, `INSERT INTO cells (rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags,
+ cell_id, expires_at, registered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, slices.Concat(fields, []any{after.CellId, after.ExpiresAt, now})...)
+			if isUniqueViolation(err) {
+				// Registered concurrently: run again to see it.
+				return nil, errLostRace
+			}
+			if err != nil {
+				return nil, err
+			}
+			return []models.Event{models.CellChanged(nil, after)}, nil
+		}
+		_, err = s.exec(ctx, tx, `UPDATE cells SET rep_url = ?, zone = ?, memory_mb = ?, disk_mb = ?, max_instances = ?,
+ placement_tags = ?, expires_at = ? WHERE cell_id = ?`, slices.Concat(fields, []any{after.ExpiresAt, after.CellId})...)
+		if err != nil {
+			return nil, err
+		}
+		if before.Present && sameCellFields(before, after) {
+			// MySQL counts a heartbeat within the same nanosecond as no
+			// change, so the UPDATE above came here.
+			return nil, nil
+		}
+		return []models.Event{models.CellChanged(before, after)}, nil
+	})
+}
+
+func checkCell(cell *models.Cell, ttl time.Duration) error {
+	switch {
+	case cell == nil:
+		return errInvalid("cell", "required")
+	case cell.CellId == "":
+		return errInvalid("cell.cell_id", "required")
+	case ttl <= 0:
+		return errInvalid("ttl", "must be positive")
+	}
+	return checkWidth("cell.cell_id", cell.CellId, maxCellID)
+}
+
+// maxCellID is the width of cells.cell_id and actual_lrps.cell_id.
+const maxCellID = 255
+
+// storedCell is cell as RegisterCell stores it, present until expiresAt.
+func storedCell(cell *models.Cell, expiresAt, now int64) *models.Cell {
+	stored := &models.Cell{
+		CellId:        cell.CellId,
+		RepUrl:        cell.RepUrl,
+		Zone:          cell.Zone,
+		Capacity:      &models.CellCapacity{},
+		PlacementTags: slices.Clone(cell.PlacementTags),
+		ExpiresAt:     expiresAt,
+		Present:       expiresAt > now,
+	}
+	if cell.Capacity != nil {
+		stored.Capacity = proto.Clone(cell.Capacity).(*models.CellCapacity)
+	}
+	return stored
+}
+
+// sameCellFields compares what a rep registers, not the presence.
+func sameCellFields(a, b *models.Cell) bool {
+	return a.RepUrl == b.RepUrl && a.Zone == b.Zone &&
+		proto.Equal(a.Capacity, b.Capacity) && slices.Equal(a.PlacementTags, b.PlacementTags)
+}
+
+const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at FROM cells`
+
+// lockCell reads a cell for update; nil when it is not registered.
+func (s *SQLDB) lockCell(ctx context.Context, tx *sql.Tx, cellID string, now int64) (*models.Cell, error) {
+	cell, err := scanCell(s.queryRow(ctx, tx, selectCell+" WHERE cell_id = ?"+s.dialect.lockForUpdate(), cellID), now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return cell, err
+}
+
+func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
+	cell := &models.Cell{Capacity: &models.CellCapacity{}}
+	var tags string
+	dest := []any{&cell.CellId, &cell.RepUrl, &cell.Zone, &cell.Capacity.MemoryMb, &cell.Capacity.DiskMb,
+		&cell.Capacity.Instances, &tags, &cell.ExpiresAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	var err error
+	if cell.PlacementTags, err = decodePlacementTags(tags); err != nil {
+		return nil, errInvalidRecord("cell %q: placement_tags: %v", cell.CellId, err)
+	}
+	cell.Present = cell.ExpiresAt > now
+	return cell, nil
+}
+
+// selectCellsWithUsage adds to every cell what the instances placed on it
+// use — every row naming the cell, whatever its state or presence, with the
+// resources of its own definition — in one aggregate query.
+const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
+ c.placement_tags, c.expires_at, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
+ FROM cells c LEFT JOIN (
+  SELECT a.cell_id, SUM(r.memory_mb) AS memory_mb, SUM(r.disk_mb) AS disk_mb, COUNT(*) AS instances
+  FROM actual_lrps a
+  LEFT JOIN run_infos r ON r.process_guid = a.process_guid AND r.definition_id = a.definition_id
+  WHERE a.cell_id <> ''
+  GROUP BY a.cell_id
+ ) u ON u.cell_id = c.cell_id`
+
+// Cells lists every registered cell, present or not, ordered by cell id,
+// with its free capacity: capacity minus the memory and disk of the
+// definitions of the instances placed on it, and minus their number.
+// Free capacity goes negative on an overcommitted cell rather than hide it.
+func (s *SQLDB) Cells(ctx context.Context) ([]*models.Cell, error) {
+	now := s.now().UnixNano()
+	var cells []*models.Cell
+	err := s.eachRow(ctx, selectCellsWithUsage, nil, func(rows *sql.Rows) error {
+		var memory, disk, instances int64
+		cell, err := scanCell(rows, now, &memory, &disk, &instances)
+		if err != nil {
+			return err
+		}
+		cell.Free = &models.CellCapacity{
+			MemoryMb:  cell.Capacity.MemoryMb - int32(memory),
+			DiskMb:    cell.Capacity.DiskMb - int32(disk),
+			Instances: cell.Capacity.Instances - int32(instances),
+		}
+		cells = append(cells, cell)
+		return nil
+	})
+	if err != nil {
+		return nil, asModelError("list cells", err)
+	}
+	slices.SortFunc(cells, func(a, b *models.Cell) int { return cmp.Compare(a.CellId, b.CellId) })
+	return cells, nil
+}

@@ -1,0 +1,423 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// ApplyConvergence performs a plan's writes, group by group in the order
+// documented on db.ConvergenceWrites, each group in transactions of at
+// most batchSize rows. convergence/doc.go says what each write does.
+//
+// Every write is conditional on the row version the plan saw. A batch's
+// transaction first reads its rows with a row lock (SQLite has a single
+// writer instead); writes whose row is gone or no longer at that state and
+// modification index are skipped and counted, so are presence changes
+// whose target key is taken, and the rest are written in one statement.
+// Creates insert only keys that are free. Every applied write moves the
+// row's modification index on by exactly one, which is how the second of
+// two writes to one row (Restart then Place) finds the version the first
+// one left. When a concurrent writer gets in between the read and the
+// write after all (an insert taking a free key), the batch runs again and
+// the next attempt skips that write.
+//
+// Events, published after each batch commits: actual_lrp_removed with the
+// row as it was for a Delete, actual_lrp_created for a Create, and
+// actual_lrp_changed with the row before and after for the rest.
+//
+// Writes that could never be right (an empty guid, a Restart of a row the
+// plan did not see CRASHED, a Place without a cell, …) fail the whole call
+// with InvalidRequest before anything is written. An error from the
+// database stops the call; the batches committed before it stay, counted
+// in the result returned with the error.
+//
+// Decisions where the planner is silent: Restart and Unassign also clear
+// routable and occupied, which describe the instance that is gone;
+// PlacementFailed keeps since, as the state does not change.
+func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrites) (*db.ConvergenceResult, error) {
+	result := &db.ConvergenceResult{}
+	if writes == nil || writes.Empty() {
+		return result, nil
+	}
+	if err := checkConvergenceWrites(writes); err != nil {
+		return nil, err
+	}
+	a := &convergenceApplier{s: s, now: s.now().UnixNano(), result: result}
+	err := a.changeGroups(ctx, []changeGroup{
+		{&deleteRows, plainChanges(writes.Delete)},
+		{&promoteSuspects, plainChanges(writes.PromoteSuspect)},
+		{&markSuspects, plainChanges(writes.MarkSuspect)},
+	})
+	if err == nil {
+		err = a.createRows(ctx, writes.Create)
+	}
+	if err == nil {
+		err = a.changeGroups(ctx, []changeGroup{
+			{&restartRows, plainChanges(writes.Restart)},
+			{&unassignRows, plainChanges(writes.Unassign)},
+			{&placeRows, placementChanges(writes.Place)},
+			{&failPlacements, placementFailureChanges(writes.PlacementFailed)},
+		})
+	}
+	return result, err
+}
+
+type convergenceApplier struct {
+	s      *SQLDB
+	now    int64
+	result *db.ConvergenceResult
+}
+
+// rowChange is one write to an existing row: the version the plan saw and,
+// for the kinds that set a value per row, that value (Place's cell id,
+// PlacementFailed's reason).
+type rowChange struct {
+	version db.RowVersion
+	value   string
+}
+
+func plainChanges(versions []db.RowVersion) []rowChange {
+	changes := make([]rowChange, len(versions))
+	for i, v := range versions {
+		changes[i].version = v
+	}
+	return changes
+}
+
+func placementChanges(placements []db.Placement) []rowChange {
+	changes := make([]rowChange, len(placements))
+	for i, p := range placements {
+		changes[i] = rowChange{version: p.Row, value: p.CellID}
+	}
+	return changes
+}
+
+func placementFailureChanges(failures []db.PlacementFailure) []rowChange {
+	changes := make([]rowChange, len(failures))
+	for i, f := range failures {
+		changes[i] = rowChange{version: f.Row, value: f.Reason}
+	}
+	return changes
+}
+
+// changeKind is what one group of writes does to its rows.
+type changeKind struct {
+	op      string
+	deletes bool
+	// toPresence, when set, is the presence the row moves to; its target
+	// key must be free.
+	toPresence models.ActualLRP_Presence
+	// column, when set, is the column each write sets to its own value.
+	column string
+	// set is the SET clause besides column and the modification index;
+	// its ? are bound to setArgs.
+	set     string
+	setArgs func(now int64) []any
+	// change does to a copy of the row what set does to the stored one,
+	// for the changed event.
+	change func(lrp *models.ActualLRP, value string, now int64)
+}
+
+var (
+	deleteRows = changeKind{op: "delete", deletes: true}
+
+	promoteSuspects = changeKind{
+		op:         "promote suspect",
+		toPresence: models.ActualLRP_ORDINARY,
+		set:        "presence = ?",
+		setArgs:    func(int64) []any { return []any{presenceOrdinary} },
+		change: func(lrp *models.ActualLRP, _ string, _ int64) {
+			lrp.Presence = models.ActualLRP_ORDINARY
+		},
+	}
+
+	markSuspects = changeKind{
+		op:         "mark suspect",
+		toPresence: models.ActualLRP_SUSPECT,
+		set:        "presence = ?",
+		setArgs:    func(int64) []any { return []any{models.ActualLRP_SUSPECT.String()} },
+		change: func(lrp *models.ActualLRP, _ string, _ int64) {
+			lrp.Presence = models.ActualLRP_SUSPECT
+		},
+	}
+
+	restartRows  = unassigning("restart")
+	unassignRows = unassigning("unassign")
+
+	placeRows = changeKind{
+		op:      "place",
+		column:  "cell_id",
+		set:     "placement_error = '', since = ?",
+		setArgs: func(now int64) []any { return []any{now} },
+		change: func(lrp *models.ActualLRP, cellID string, now int64) {
+			lrp.CellId, lrp.PlacementError, lrp.Since = cellID, "", now
+		},
+	}
+
+	failPlacements = changeKind{
+		op:      "record placement failure",
+		column:  "placement_error",
+		set:     "cell_id = ''",
+		setArgs: func(int64) []any { return nil },
+		change: func(lrp *models.ActualLRP, reason string, _ int64) {
+			lrp.CellId, lrp.PlacementError = "", reason
+		},
+	}
+)
+
+// unassigning makes a row UNCLAIMED without a cell or an instance: Restart
+// (from CRASHED, crash count kept) and Unassign do the same to the row.
+func unassigning(op string) changeKind {
+	return changeKind{
+		op: op,
+		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, routable = ?, occupied = ?, " +
+			"since = ?",
+		setArgs: func(now int64) []any { return []any{stateUnclaimed, false, false, now} },
+		change: func(lrp *models.ActualLRP, _ string, now int64) {
+			lrp.State = models.ActualLRP_UNCLAIMED
+			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo = "", "", nil
+			lrp.Routable, lrp.Occupied = false, false
+			lrp.Since = now
+		},
+	}
+}
+
+// changeGroup is one group of writes to existing rows.
+type changeGroup struct {
+	kind    *changeKind
+	changes []rowChange
+}
+
+// changeGroups applies the groups one after the other, each in batches.
+func (a *convergenceApplier) changeGroups(ctx context.Context, groups []changeGroup) error {
+	for _, g := range groups {
+		if err := a.changeRows(ctx, g.kind, g.changes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *convergenceApplier) changeRows(ctx context.Context, kind *changeKind, changes []rowChange) error {
+	for len(changes) > 0 {
+		n := convergenceBatchLen(len(changes), func(i int) db.ActualLRPKey { return changes[i].version.Key })
+		applied, err := a.changeBatch(ctx, kind, changes[:n])
+		if err != nil {
+			return err
+		}
+		a.result.Applied += applied
+		a.result.Skipped += n - applied
+		changes = changes[n:]
+	}
+	return nil
+}
+
+// convergenceBatchLen is how many of the next writes go into one batch: at
+// most batchSize, and no key twice, so that a row named twice in a group
+// sees the first write's result (and is skipped, its version gone).
+func convergenceBatchLen(n int, key func(i int) db.ActualLRPKey) int {
+	limit := min(n, batchSize)
+	seen := make(map[db.ActualLRPKey]struct{}, limit)
+	for i := range limit {
+		k := key(i)
+		if _, dup := seen[k]; dup {
+			return i
+		}
+		seen[k] = struct{}{}
+	}
+	return limit
+}
+
+func (a *convergenceApplier) changeBatch(ctx context.Context, kind *changeKind, batch []rowChange) (int, error) {
+	s := a.s
+	keys := make([]db.ActualLRPKey, 0, 2*len(batch))
+	for _, c := range batch {
+		keys = append(keys, c.version.Key)
+		if kind.toPresence != 0 {
+			keys = append(keys, movedKey(c.version.Key, kind.toPresence))
+		}
+	}
+	var applied int
+	err := s.transactPublishing(ctx, "apply convergence: "+kind.op, func(tx *sql.Tx) ([]models.Event, error) {
+		stored, err := s.lockConvergenceRows(ctx, tx, keys)
+		if err != nil {
+			return nil, err
+		}
+		matched := make([]rowChange, 0, len(batch))
+		before := make([]*models.ActualLRP, 0, len(batch))
+		for _, c := range batch {
+			row, ok := stored[c.version.Key]
+			if !ok || row.index != c.version.ModificationIndex || row.lrp.State != c.version.State {
+				continue
+			}
+			if kind.toPresence != 0 {
+				if _, taken := stored[movedKey(c.version.Key, kind.toPresence)]; taken {
+					continue
+				}
+			}
+			matched = append(matched, c)
+			before = append(before, row.lrp)
+		}
+		applied = len(matched)
+		if len(matched) == 0 {
+			return nil, nil
+		}
+		if err := s.writeConvergenceChanges(ctx, tx, kind, matched, before, a.now); err != nil {
+			return nil, err
+		}
+		events := make([]models.Event, len(matched))
+		for i, c := range matched {
+			if kind.deletes {
+				events[i] = models.ActualLRPRemoved(before[i])
+				continue
+			}
+			after := copyActualLRP(before[i])
+			kind.change(after, c.value, a.now)
+			after.ModificationTag = &models.ModificationTag{
+				Epoch: before[i].GetModificationTag().GetEpoch(),
+				Index: before[i].GetModificationTag().GetIndex() + 1,
+			}
+			events[i] = models.ActualLRPChanged(before[i], after)
+		}
+		return events, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return applied, nil
+}
+
+func movedKey(key db.ActualLRPKey, presence models.ActualLRP_Presence) db.ActualLRPKey {
+	key.Presence = presence
+	return key
+}
+
+// writeConvergenceChanges writes matched, rows this transaction has read
+// and locked at the expected version (before, index for index).
+func (s *SQLDB) writeConvergenceChanges(ctx context.Context, tx *sql.Tx, kind *changeKind, matched []rowChange, before []*models.ActualLRP, now int64) error {
+	keys := make([]db.ActualLRPKey, len(matched))
+	for i, c := range matched {
+		keys[i] = c.version.Key
+	}
+	var query string
+	var args []any
+	rowsPerChange := 1
+	switch {
+	case kind.deletes:
+		query, args = s.dialect.deleteByKeys(actualLRPKeys, len(keys)), actualKeyArgs(keys)
+	case kind.column != "":
+		changes := make([]valueChange, len(matched))
+		for i, c := range matched {
+			changes[i] = valueChange{row: before[i], value: c.value}
+		}
+		query, args, rowsPerChange = s.dialect.updateEachByKey(kind.column, kind.set+", "+bumpModificationIndex, kind.setArgs(now), changes)
+	default:
+		query, args = s.dialect.updateByKeys(actualLRPKeys, kind.set+", "+bumpModificationIndex, kind.setArgs(now), actualKeyArgs(keys))
+	}
+	res, err := s.exec(ctx, tx, query, args...)
+	if err != nil {
+		if kind.toPresence != 0 && isUniqueViolation(err) {
+			// The target key was free when read and taken since: run the
+			// batch again, which skips this write.
+			return errLostRace
+		}
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if int(n) != rowsPerChange*len(matched) {
+		// Cannot happen while the rows are locked; never write blind.
+		return errLostRace
+	}
+	return nil
+}
+
+const bumpModificationIndex = "modification_tag_index = modification_tag_index + 1"
+
+// lockedActualLRPColumns are read by scanLockedActualLRP.
+const lockedActualLRPColumns = `process_guid, instance_index, presence, domain, instance_guid, cell_id,
+ definition_id, state, net_info, crash_count, crash_reason, since, placement_error, routable, occupied,
+ modification_tag_epoch, modification_tag_index`
+
+// lockedRow is a row as a batch read it, with its modification index at
+// full width.
+type lockedRow struct {
+	lrp   *models.ActualLRP
+	index int64
+}
+
+// lockConvergenceRows reads the rows with these keys, locking them for the
+// rest of the transaction, by key; keys without a row are absent.
+func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []db.ActualLRPKey) (map[db.ActualLRPKey]lockedRow, error) {
+	query := s.dialect.selectByKeys(actualLRPKeys, lockedActualLRPColumns, len(keys), true)
+	rows, err := s.query(ctx, tx, query, actualKeyArgs(keys)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	stored := make(map[db.ActualLRPKey]lockedRow, len(keys))
+	for rows.Next() {
+		lrp, index, err := scanLockedActualLRP(rows)
+		if err != nil {
+			return nil, err
+		}
+		stored[db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}] = lockedRow{lrp: lrp, index: index}
+	}
+	return stored, rows.Err()
+}
+
+// scanLockedActualLRP reads one row of lockedActualLRPColumns in full, as
+// events carry it.
+func scanLockedActualLRP(rows *sql.Rows) (*models.ActualLRP, int64, error) {
+	lrp := &models.ActualLRP{ModificationTag: &models.ModificationTag{}}
+	var presence, state string
+	var netInfo []byte
+	var index, crashCount, tagIndex int64
+	err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
+		&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
+		&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.ModificationTag.Epoch, &tagIndex)
+	if err != nil {
+		return nil, 0, err
+	}
+	lrp.Index, lrp.CrashCount = int32(index), int32(crashCount)
+	lrp.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[presence])
+	lrp.State = models.ActualLRP_State(models.ActualLRP_State_value[state])
+	lrp.ModificationTag.Index = uint32(tagIndex)
+	if netInfo != nil {
+		lrp.NetInfo = &models.NetInfo{}
+		if err := proto.Unmarshal(netInfo, lrp.NetInfo); err != nil {
+			return nil, 0, errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
+		}
+	}
+	return lrp, tagIndex, nil
+}
+
+// copyActualLRP copies every field; the net info is shared, as no write
+// changes one in place.
+func copyActualLRP(l *models.ActualLRP) *models.ActualLRP {
+	return &models.ActualLRP{
+		ProcessGuid:     l.ProcessGuid,
+		Index:           l.Index,
+		Presence:        l.Presence,
+		Domain:          l.Domain,
+		InstanceGuid:    l.InstanceGuid,
+		CellId:          l.CellId,
+		DefinitionId:    l.DefinitionId,
+		State:           l.State,
+		NetInfo:         l.NetInfo,
+		CrashCount:      l.CrashCount,
+		CrashReason:     l.CrashReason,
+		Since:           l.Since,
+		PlacementError:  l.PlacementError,
+		Routable:        l.Routable,
+		Occupied:        l.Occupied,
+		ModificationTag: l.ModificationTag,
+	}
+}

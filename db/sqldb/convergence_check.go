@@ -1,0 +1,141 @@
+package sqldb
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// checkConvergenceWrites refuses a plan with writes that could never be
+// right, before anything is written. The planner never makes them; the
+// check keeps a broken caller from putting rows in states no rule allows.
+func checkConvergenceWrites(w *db.ConvergenceWrites) error {
+	for i, v := range w.Delete {
+		if err := checkRowVersion(fmt.Sprintf("writes.delete[%d]", i), v); err != nil {
+			return err
+		}
+	}
+	for i, v := range w.PromoteSuspect {
+		if err := checkRowVersionOf(fmt.Sprintf("writes.promote_suspect[%d]", i), v, models.ActualLRP_SUSPECT); err != nil {
+			return err
+		}
+	}
+	for i, v := range w.MarkSuspect {
+		if err := checkRowVersionOf(fmt.Sprintf("writes.mark_suspect[%d]", i), v, models.ActualLRP_ORDINARY); err != nil {
+			return err
+		}
+	}
+	for i, c := range w.Create {
+		if err := checkCreate(fmt.Sprintf("writes.create[%d]", i), c); err != nil {
+			return err
+		}
+	}
+	for i, v := range w.Restart {
+		if err := checkRowVersionIn(fmt.Sprintf("writes.restart[%d]", i), v, models.ActualLRP_CRASHED); err != nil {
+			return err
+		}
+	}
+	for i, v := range w.Unassign {
+		field := fmt.Sprintf("writes.unassign[%d]", i)
+		if err := checkRowVersionIn(field, v, models.ActualLRP_UNCLAIMED, models.ActualLRP_CLAIMED); err != nil {
+			return err
+		}
+	}
+	for i, p := range w.Place {
+		field := fmt.Sprintf("writes.place[%d]", i)
+		if err := checkRowVersionIn(field+".row", p.Row, models.ActualLRP_UNCLAIMED); err != nil {
+			return err
+		}
+		if err := checkRequired(field+".cell_id", p.CellID, maxCellID); err != nil {
+			return err
+		}
+	}
+	for i, f := range w.PlacementFailed {
+		field := fmt.Sprintf("writes.placement_failed[%d]", i)
+		if err := checkRowVersionIn(field+".row", f.Row, models.ActualLRP_UNCLAIMED); err != nil {
+			return err
+		}
+		if f.Reason == "" {
+			return errInvalid(field+".reason", "is required")
+		}
+	}
+	return nil
+}
+
+// checkRowVersion checks that a row version names a row at all.
+func checkRowVersion(field string, v db.RowVersion) error {
+	if err := checkRequired(field+".key.process_guid", v.Key.ProcessGuid, maxProcessGuid); err != nil {
+		return err
+	}
+	if v.Key.Index < 0 {
+		return errInvalid(field+".key.index", "must not be negative")
+	}
+	if _, known := models.ActualLRP_Presence_name[int32(v.Key.Presence)]; !known || v.Key.Presence == 0 {
+		return errInvalid(field+".key.presence", fmt.Sprintf("unknown presence %d", v.Key.Presence))
+	}
+	if _, known := models.ActualLRP_State_name[int32(v.State)]; !known || v.State == 0 {
+		return errInvalid(field+".state", fmt.Sprintf("unknown state %d", v.State))
+	}
+	if v.ModificationIndex < 0 {
+		return errInvalid(field+".modification_index", "must not be negative")
+	}
+	return nil
+}
+
+// checkRowVersionOf is checkRowVersion for a write that applies to rows of
+// one presence only.
+func checkRowVersionOf(field string, v db.RowVersion, presence models.ActualLRP_Presence) error {
+	if err := checkRowVersion(field, v); err != nil {
+		return err
+	}
+	if v.Key.Presence != presence {
+		return errInvalid(field+".key.presence", "must be "+presence.String())
+	}
+	return nil
+}
+
+// checkRowVersionIn is checkRowVersion for a write that applies to rows in
+// the given states only.
+func checkRowVersionIn(field string, v db.RowVersion, states ...models.ActualLRP_State) error {
+	if err := checkRowVersion(field, v); err != nil {
+		return err
+	}
+	if slices.Contains(states, v.State) {
+		return nil
+	}
+	if len(states) == 1 {
+		return errInvalid(field+".state", "must be "+states[0].String())
+	}
+	return errInvalid(field+".state", fmt.Sprintf("must be one of %v", states))
+}
+
+func checkCreate(field string, c db.NewActualLRP) error {
+	if err := checkRequired(field+".process_guid", c.ProcessGuid, maxProcessGuid); err != nil {
+		return err
+	}
+	if c.Index < 0 {
+		return errInvalid(field+".index", "must not be negative")
+	}
+	if err := checkRequired(field+".domain", c.Domain, maxDomain); err != nil {
+		return err
+	}
+	if err := checkRequired(field+".definition_id", c.DefinitionID, maxDefinitionID); err != nil {
+		return err
+	}
+	if err := checkWidth(field+".cell_id", c.CellID, maxCellID); err != nil {
+		return err
+	}
+	if c.CellID != "" && c.PlacementError != "" {
+		return errInvalid(field+".placement_error", "must be empty when cell_id is set")
+	}
+	return nil
+}
+
+func checkRequired(field, value string, width int) error {
+	if value == "" {
+		return errInvalid(field, "is required")
+	}
+	return checkWidth(field, value, width)
+}

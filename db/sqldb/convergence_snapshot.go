@@ -1,0 +1,489 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ db.ConvergenceDB = (*SQLDB)(nil)
+
+// Convergence reads plain columns only: the resources of a definition come
+// from its run_infos row, never from its blob (DESIGN §3).
+
+const selectSnapshotDesired = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags,
+ d.active_definition_id, COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0)
+ FROM desired_lrps d
+ LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
+
+// Rows carry their definition's resources, which are the active
+// definition's for nearly every row: they are taken from the desired LRP
+// and only the others are looked up (resolveResources), rather than
+// joining 250,000 rows with run_infos.
+const selectSnapshotActual = `SELECT process_guid, instance_index, presence, state, domain, instance_guid,
+ cell_id, definition_id, crash_count, since, placement_error, routable, modification_tag_index
+ FROM actual_lrps`
+
+const selectSnapshotCells = `SELECT cell_id, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at
+ FROM cells`
+
+// A large board's snapshot is read in parallel parts.
+var (
+	// snapshotPartLRPs is how many desired LRPs make parts worth their
+	// extra queries.
+	snapshotPartLRPs = 10_000
+	// snapshotParts is how many: one per processor, up to four.
+	snapshotParts = func() int { return min(runtime.GOMAXPROCS(0), 4) }
+)
+
+// ConvergenceSnapshot reads the state convergence plans from.
+//
+// Desired comes in process guid order and Actual in key order (process
+// guid, index, presence), the order the planner walks them in, so it need
+// not sort. Guids compare as bytes on every dialect: SQLite's BINARY,
+// MySQL's utf8mb4_bin and the "C" collation Postgres gives the guid columns
+// (migration 0003) all order by bytes, and the primary key index delivers
+// that order without a sort. Presence is the one part of the order SQL
+// cannot give: it sorts names, the planner enum values, so the few rows
+// that share a guid and index are put in enum order while scanning.
+//
+// Every LRP is read in one read-only transaction, its desired row and its
+// instances alike: a view that saw an LRP's instances but not the LRP (or
+// the reverse) would have the planner retire or duplicate them. A large
+// board is read in parallel parts, ranges of process guids, each its own
+// transaction, so different LRPs may be seen a few milliseconds apart —
+// no different, for a plan whose every write is conditional, from the time
+// between loading and applying it. Cells and fresh domains are read after
+// every part, so that a cell is never seen older than the rows naming it:
+// an instance claimed on a cell that registered while the rows were read
+// must not look like one on a cell that is not present.
+//
+// With processGuids, only those LRPs' desired and actual rows are read, in
+// IN lists of at most batchSize guids; cells are always all read, since
+// placement needs every cell's free capacity.
+func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) (*db.Snapshot, error) {
+	parts, err := s.snapshotParts(ctx, processGuids)
+	if err != nil {
+		return nil, asModelError("load convergence snapshot", err)
+	}
+	readers := make([]*snapshotReader, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, filters := range parts {
+		readers[i] = newSnapshotReader(s)
+		wg.Go(func() {
+			errs[i] = s.readConsistently(ctx, func(tx *sql.Tx) error { return readers[i].readLRPs(ctx, tx, filters) })
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, asModelError("load convergence snapshot", err)
+		}
+	}
+	snap := joinSnapshotParts(readers)
+	err = s.readConsistently(ctx, func(tx *sql.Tx) error {
+		r := readers[0]
+		if err := r.readCells(ctx, tx); err != nil {
+			return err
+		}
+		return r.readFreshDomains(ctx, tx)
+	})
+	if err != nil {
+		return nil, asModelError("load convergence snapshot", err)
+	}
+	snap.Cells, snap.FreshDomains = readers[0].cells, readers[0].freshDomains
+	return snap, nil
+}
+
+// guidFilter narrows a snapshot query to some LRPs: where makes the
+// condition on a guid column, nil for every LRP.
+type guidFilter struct {
+	where func(guidColumn string) string
+	args  []any
+}
+
+func (f guidFilter) query(query, guidColumn, orderBy string) string {
+	if f.where != nil {
+		query += " WHERE " + f.where(guidColumn)
+	}
+	return query + " ORDER BY " + orderBy
+}
+
+// snapshotParts divides the LRPs into parts read in parallel, each a list
+// of filters whose results follow each other in guid order.
+func (s *SQLDB) snapshotParts(ctx context.Context, processGuids []string) ([][]guidFilter, error) {
+	if len(processGuids) > 0 {
+		guids := uniqueStrings(processGuids)
+		// Sorted before batching, so that batches come out in guid order too.
+		slices.Sort(guids)
+		var filters []guidFilter
+		for _, batch := range batches(guids) {
+			in := " IN " + inList(len(batch))
+			filters = append(filters, guidFilter{where: func(c string) string { return c + in }, args: stringArgs(batch)})
+		}
+		return [][]guidFilter{filters}, nil
+	}
+	all := [][]guidFilter{{{}}}
+	n := snapshotParts()
+	if n < 2 {
+		return all, nil
+	}
+	var lrps int
+	if err := s.queryRow(ctx, s.conn, "SELECT COUNT(*) FROM desired_lrps").Scan(&lrps); err != nil {
+		return nil, err
+	}
+	if lrps < snapshotPartLRPs {
+		return all, nil
+	}
+	// Split at the guids that divide the desired LRPs evenly; instances
+	// of LRPs no longer desired fall into whichever range holds their guid.
+	var pivots []any
+	for i := 1; i < n; i++ {
+		var pivot string
+		err := s.queryRow(ctx, s.conn, "SELECT process_guid FROM desired_lrps ORDER BY process_guid LIMIT 1 OFFSET ?",
+			lrps*i/n).Scan(&pivot)
+		if err != nil {
+			return nil, err
+		}
+		pivots = append(pivots, pivot)
+	}
+	parts := make([][]guidFilter, n)
+	parts[0] = []guidFilter{{where: func(c string) string { return c + " < ?" }, args: pivots[:1]}}
+	for i := 1; i < n-1; i++ {
+		between := func(c string) string { return c + " >= ? AND " + c + " < ?" }
+		parts[i] = []guidFilter{{where: between, args: pivots[i-1 : i+1]}}
+	}
+	parts[n-1] = []guidFilter{{where: func(c string) string { return c + " >= ?" }, args: pivots[n-2:]}}
+	return parts, nil
+}
+
+// joinSnapshotParts puts the parts' LRPs one after the other, in guid
+// order as the parts are.
+func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
+	if len(readers) == 1 {
+		return &db.Snapshot{Desired: readers[0].desired, Actual: readers[0].actual}
+	}
+	var desired, actual int
+	for _, r := range readers {
+		desired += len(r.desired)
+		actual += len(r.actual)
+	}
+	snap := &db.Snapshot{
+		Desired: make([]db.DesiredSchedule, 0, desired),
+		Actual:  make([]db.ActualRow, 0, actual),
+	}
+	for _, r := range readers {
+		snap.Desired = append(snap.Desired, r.desired...)
+		snap.Actual = append(snap.Actual, r.actual...)
+	}
+	return snap
+}
+
+// readConsistently runs fn in a read-only transaction whose reads all see
+// one snapshot of the database: REPEATABLE READ on Postgres and MySQL, and
+// on SQLite a deferred transaction, which in WAL mode reads one snapshot
+// without holding the write lock.
+func (s *SQLDB) readConsistently(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.dialect != SQLite {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.conn.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// snapshotReader reads one part of a snapshot. Strings that repeat across
+// rows (domains, cell ids, definition ids, placement errors, process guids)
+// are kept once: at 250,000 rows that saves tens of megabytes.
+type snapshotReader struct {
+	s            *SQLDB
+	desired      []db.DesiredSchedule
+	actual       []db.ActualRow
+	cells        []db.CellRow
+	freshDomains []string
+
+	strings interner
+	// tags caches decoded placement tags by their stored JSON; LRPs and
+	// cells with equal tags share one slice.
+	tags map[string][]string
+	// unresolved are the definitions of rows whose resources are not their
+	// desired LRP's.
+	unresolved map[definitionKey]struct{}
+}
+
+func newSnapshotReader(s *SQLDB) *snapshotReader {
+	return &snapshotReader{s: s, strings: interner{}, tags: map[string][]string{}, unresolved: map[definitionKey]struct{}{}}
+}
+
+// readLRPs reads the desired and actual rows that filters select.
+func (r *snapshotReader) readLRPs(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
+	if err := r.readDesired(ctx, tx, filters); err != nil {
+		return err
+	}
+	if err := r.readActual(ctx, tx, filters); err != nil {
+		return err
+	}
+	return r.resolveResources(ctx, tx)
+}
+
+func (r *snapshotReader) eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := r.s.query(ctx, tx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
+	var guid, domain, tags, definitionID sql.RawBytes
+	var instances, memory, disk int64
+	scan := func(rows *sql.Rows) error {
+		if err := rows.Scan(&guid, &domain, &instances, &tags, &definitionID, &memory, &disk); err != nil {
+			return err
+		}
+		d := db.DesiredSchedule{
+			ProcessGuid:        string(guid),
+			Domain:             r.strings.get(domain),
+			Instances:          int32(instances),
+			ActiveDefinitionID: r.strings.get(definitionID),
+			MemoryMB:           int32(memory),
+			DiskMB:             int32(disk),
+		}
+		var err error
+		if d.PlacementTags, err = r.placementTags(tags); err != nil {
+			return errInvalidRecord("desired_lrp %q: placement_tags: %v", d.ProcessGuid, err)
+		}
+		r.desired = append(r.desired, d)
+		return nil
+	}
+	for _, f := range filters {
+		if err := r.eachRow(ctx, tx, f.query(selectSnapshotDesired, "d.process_guid", "d.process_guid"), f.args, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
+	// Room for every desired instance and a few more: one allocation in the
+	// common case instead of a dozen doublings of a 40 MB slice.
+	expected := 0
+	for i := range r.desired {
+		expected += int(max(r.desired[i].Instances, 0))
+	}
+	r.actual = make([]db.ActualRow, 0, expected+expected/16+16)
+
+	var guid, presence, state, domain, instanceGuid, cellID, definitionID, placementError sql.RawBytes
+	var index, crashCount, since, modIndex int64
+	next := 0 // the first desired LRP whose guid is not below the row's
+	scan := func(rows *sql.Rows) error {
+		r.actual = append(r.actual, db.ActualRow{})
+		row := &r.actual[len(r.actual)-1]
+		err := rows.Scan(&guid, &index, &presence, &state, &domain, &instanceGuid, &cellID,
+			&definitionID, &crashCount, &since, &placementError, &row.Routable, &modIndex)
+		if err != nil {
+			return err
+		}
+		row.Index = int32(index)
+		row.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[string(presence)])
+		row.State = models.ActualLRP_State(models.ActualLRP_State_value[string(state)])
+		row.InstanceGuid = string(instanceGuid)
+		row.CrashCount = int32(crashCount)
+		row.Since = since
+		row.ModificationIndex = modIndex
+		row.CellID = r.strings.get(cellID)
+		row.PlacementError = r.strings.get(placementError)
+
+		// Rows arrive in guid order, as the desired LRPs did: share the
+		// desired LRP's strings, or the previous row's.
+		for next < len(r.desired) && r.desired[next].ProcessGuid < string(guid) {
+			next++
+		}
+		var d *db.DesiredSchedule
+		var prev *db.ActualRow
+		if next < len(r.desired) && r.desired[next].ProcessGuid == string(guid) {
+			d = &r.desired[next]
+		}
+		if len(r.actual) > 1 {
+			prev = &r.actual[len(r.actual)-2]
+		}
+		switch {
+		case d != nil:
+			row.ProcessGuid = d.ProcessGuid
+		case prev != nil && prev.ProcessGuid == string(guid):
+			row.ProcessGuid = prev.ProcessGuid
+		default:
+			row.ProcessGuid = string(guid)
+		}
+		if prev != nil && prev.Domain == string(domain) {
+			row.Domain = prev.Domain
+		} else {
+			row.Domain = r.strings.get(domain)
+		}
+		if d != nil && d.ActiveDefinitionID == string(definitionID) {
+			row.DefinitionID = d.ActiveDefinitionID
+			row.MemoryMB, row.DiskMB = d.MemoryMB, d.DiskMB
+		} else {
+			row.DefinitionID = r.strings.get(definitionID)
+			r.unresolved[definitionKey{row.ProcessGuid, row.DefinitionID}] = struct{}{}
+		}
+		moveIntoKeyOrder(r.actual)
+		return nil
+	}
+	for _, f := range filters {
+		query := f.query(selectSnapshotActual, "process_guid", "process_guid, instance_index, presence")
+		if err := r.eachRow(ctx, tx, query, f.args, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveIntoKeyOrder moves the last row, which SQL ordered by guid, index
+// and presence name, before the rows of the same guid and index whose
+// presence enum value is higher: SQL puts EVACUATING before ORDINARY and
+// RETIRING before SUSPECT, the planner the other way round.
+func moveIntoKeyOrder(rows []db.ActualRow) {
+	for i := len(rows) - 1; i > 0; i-- {
+		a, b := &rows[i-1], &rows[i]
+		if a.Index != b.Index || a.Presence <= b.Presence || a.ProcessGuid != b.ProcessGuid {
+			return
+		}
+		*a, *b = *b, *a
+	}
+}
+
+// definitionKey names one stored definition.
+type definitionKey struct {
+	processGuid, definitionID string
+}
+
+// resolveResources fills in the resources of rows that do not run their
+// LRP's active definition (or whose LRP is gone), from run_infos, in
+// batches of at most batchSize definitions.
+func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error {
+	if len(r.unresolved) == 0 {
+		return nil
+	}
+	keys := make([]definitionKey, 0, len(r.unresolved))
+	for k := range r.unresolved {
+		keys = append(keys, k)
+	}
+	resources := make(map[definitionKey][2]int32, len(keys))
+	var guid, definitionID string
+	var memory, disk int64
+	for batch := range slices.Chunk(keys, batchSize) {
+		args := make([]any, 0, 2*len(batch))
+		for _, k := range batch {
+			args = append(args, k.processGuid, k.definitionID)
+		}
+		query := r.s.dialect.selectByKeys(runInfoKeys, "process_guid, definition_id, memory_mb, disk_mb", len(batch), false)
+		err := r.eachRow(ctx, tx, query, args, func(rows *sql.Rows) error {
+			if err := rows.Scan(&guid, &definitionID, &memory, &disk); err != nil {
+				return err
+			}
+			resources[definitionKey{guid, definitionID}] = [2]int32{int32(memory), int32(disk)}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for i := range r.actual {
+		row := &r.actual[i]
+		if row.MemoryMB != 0 || row.DiskMB != 0 {
+			continue // its desired LRP's
+		}
+		if res, ok := resources[definitionKey{row.ProcessGuid, row.DefinitionID}]; ok {
+			row.MemoryMB, row.DiskMB = res[0], res[1]
+		}
+	}
+	return nil
+}
+
+func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
+	var cellID, zone, tags sql.RawBytes
+	var memory, disk, instances, expiresAt int64
+	err := r.eachRow(ctx, tx, selectSnapshotCells, nil, func(rows *sql.Rows) error {
+		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt); err != nil {
+			return err
+		}
+		c := db.CellRow{
+			CellID:    r.strings.get(cellID),
+			Zone:      r.strings.get(zone),
+			Capacity:  db.Resources{MemoryMB: int32(memory), DiskMB: int32(disk), Instances: int32(instances)},
+			ExpiresAt: expiresAt,
+		}
+		var err error
+		if c.PlacementTags, err = r.placementTags(tags); err != nil {
+			return errInvalidRecord("cell %q: placement_tags: %v", c.CellID, err)
+		}
+		r.cells = append(r.cells, c)
+		return nil
+	})
+	// Sorted here, not in SQL, so every dialect's collation gives one order.
+	slices.SortFunc(r.cells, func(a, b db.CellRow) int { return strings.Compare(a.CellID, b.CellID) })
+	return err
+}
+
+func (r *snapshotReader) readFreshDomains(ctx context.Context, tx *sql.Tx) error {
+	var domain sql.RawBytes
+	err := r.eachRow(ctx, tx, "SELECT domain FROM domains WHERE expires_at = 0 OR expires_at > ?",
+		[]any{r.s.now().UnixNano()}, func(rows *sql.Rows) error {
+			if err := rows.Scan(&domain); err != nil {
+				return err
+			}
+			r.freshDomains = append(r.freshDomains, r.strings.get(domain))
+			return nil
+		})
+	slices.Sort(r.freshDomains)
+	return err
+}
+
+// placementTags decodes stored tags once per distinct value.
+func (r *snapshotReader) placementTags(text sql.RawBytes) ([]string, error) {
+	if tags, ok := r.tags[string(text)]; ok {
+		return tags, nil
+	}
+	tags, err := decodePlacementTags(string(text))
+	if err != nil {
+		return nil, err
+	}
+	for i, tag := range tags {
+		tags[i] = r.strings.get([]byte(tag))
+	}
+	r.tags[string(text)] = tags
+	return tags, nil
+}
+
+// interner keeps one copy of each distinct string.
+type interner map[string]string
+
+func (in interner) get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}

@@ -1,0 +1,191 @@
+package sqldb
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// Convergence reads and writes rows named by a list of keys, up to
+// batchSize at a time. Each dialect gets the form its planner turns into
+// one primary key lookup per key:
+//
+//   - SQLite and Postgres join the table with the keys as a VALUES table
+//     named v (k1, k2, …). SQLite scans the whole table for
+//     "(key) IN (VALUES …)", but searches its key index for the join.
+//     Postgres types a VALUES column by its first row, which says so.
+//   - MySQL has no VALUES table that MariaDB and MySQL spell alike, so it
+//     gets "(key) IN ((…), …)" with USE INDEX (PRIMARY): MariaDB otherwise
+//     spends most of a second per statement weighing the other index that
+//     starts with process_guid.
+//
+// Keys are bound in order, each as its columns in order.
+
+// keyTable is a table whose rows convergence addresses by key.
+type keyTable struct {
+	name    string
+	columns []string
+	// pgTypes are the Postgres types of the key columns.
+	pgTypes []string
+}
+
+var (
+	actualLRPKeys = keyTable{
+		name:    "actual_lrps",
+		columns: []string{"process_guid", "instance_index", "presence"},
+		pgTypes: []string{"text", "integer", "text"},
+	}
+	runInfoKeys = keyTable{
+		name:    "run_infos",
+		columns: []string{"process_guid", "definition_id"},
+		pgTypes: []string{"text", "text"},
+	}
+)
+
+// selectByKeys reads columns (of t, unqualified) of the rows with n keys,
+// locking them for the transaction when lock is set.
+func (d dialect) selectByKeys(t keyTable, columns string, n int, lock bool) string {
+	if d == MySQL {
+		query := "SELECT " + columns + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
+		if lock {
+			query += " FOR UPDATE"
+		}
+		return query
+	}
+	query := d.withKeys(t, n, 0) + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV()
+	if lock && d == Postgres {
+		query += " FOR UPDATE OF " + t.name
+	}
+	// SQLite needs no lock: its write transactions run one at a time.
+	return query
+}
+
+// deleteByKeys deletes the rows with n keys.
+func (d dialect) deleteByKeys(t keyTable, n int) string {
+	switch d {
+	case MySQL:
+		return "DELETE " + t.name + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
+	case SQLite:
+		return d.withKeys(t, n, 0) + " DELETE FROM " + t.name + " WHERE rowid IN (SELECT " + t.name +
+			".rowid FROM v JOIN " + t.name + " ON " + t.joinV() + ")"
+	}
+	return d.withKeys(t, n, 0) + " DELETE FROM " + t.name + " USING v WHERE " + t.joinV()
+}
+
+// updateByKeys sets set (whose ? take setArgs) in the rows whose keys
+// keyArgs holds, and returns the statement with its arguments in order.
+func (d dialect) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
+	n := len(keyArgs) / len(t.columns)
+	if d == MySQL {
+		query := "UPDATE " + t.name + " USE INDEX (PRIMARY) SET " + set + " WHERE " + t.inTuples(n)
+		return query, append(setArgs[:len(setArgs):len(setArgs)], keyArgs...)
+	}
+	query := d.withKeys(t, n, 0) + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
+	return query, append(keyArgs[:len(keyArgs):len(keyArgs)], setArgs...)
+}
+
+// valueChange is a change to one actual_lrps row that sets one column to
+// a value of the row's own; row is the row as locked, which MySQL needs.
+type valueChange struct {
+	row   *models.ActualLRP
+	value string
+}
+
+// updateEachByKey sets column (cell_id or placement_error) to each row's
+// own value, and set (whose ? take setArgs) in every row. rowsPerChange is how many affected rows the
+// database reports for each row changed.
+//
+// MySQL does it as an insert of the rows that all exist (they are locked)
+// and so all update: a join with a UNION ALL of a thousand SELECTs takes
+// ten times longer.
+func (d dialect) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int) {
+	t := actualLRPKeys
+	if d == MySQL {
+		columns := []string{
+			"process_guid", "instance_index", "presence", "domain", "definition_id", "state",
+			"crash_reason", "since", "modification_tag_epoch", "cell_id", "placement_error",
+		}
+		args = make([]any, 0, len(changes)*len(columns)+len(setArgs))
+		for _, c := range changes {
+			r := c.row
+			cellID, placementError := r.CellId, r.PlacementError
+			switch column {
+			case "cell_id":
+				cellID = c.value
+			case "placement_error":
+				placementError = c.value
+			}
+			args = append(args, r.ProcessGuid, r.Index, r.Presence.String(), r.Domain, r.DefinitionId, r.State.String(),
+				r.CrashReason, r.Since, r.GetModificationTag().GetEpoch(), cellID, placementError)
+		}
+		var b strings.Builder
+		writeInsert(&b, t.name, columns, len(changes))
+		b.WriteString(" ON DUPLICATE KEY UPDATE " + column + " = VALUES(" + column + "), " + set)
+		// MySQL counts an insert that updates an existing row twice.
+		return b.String(), append(args, setArgs...), 2
+	}
+	args = make([]any, 0, len(changes)*4+len(setArgs))
+	for _, c := range changes {
+		args = append(args, c.row.ProcessGuid, c.row.Index, c.row.Presence.String(), c.value)
+	}
+	query = d.withKeys(t, len(changes), 1) + " UPDATE " + t.name + " SET " + column + " = v.value, " + set +
+		" FROM v WHERE " + t.joinV()
+	return query, append(args, setArgs...), 1
+}
+
+// withKeys is "WITH v (k1, …[, value]) AS (VALUES …)" for n keys, each
+// followed by values extra columns.
+func (d dialect) withKeys(t keyTable, n, values int) string {
+	names := make([]string, len(t.columns), len(t.columns)+values)
+	first := make([]string, len(t.columns), len(t.columns)+values)
+	for i := range t.columns {
+		names[i] = "k" + strconv.Itoa(i+1)
+		first[i] = "?::" + t.pgTypes[i]
+	}
+	for range values {
+		names = append(names, "value")
+		first = append(first, "?::text")
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+	var b strings.Builder
+	b.Grow(n*(len(row)+2) + 64)
+	b.WriteString("WITH v (" + strings.Join(names, ", ") + ") AS (VALUES ")
+	for i := range n {
+		switch {
+		case i > 0:
+			b.WriteString(", " + row)
+		case d == Postgres:
+			b.WriteString("(" + strings.Join(first, ", ") + ")")
+		default:
+			b.WriteString(row)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// joinV matches the table's key columns with v's.
+func (t keyTable) joinV() string {
+	conditions := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		conditions[i] = t.name + "." + c + " = v.k" + strconv.Itoa(i+1)
+	}
+	return strings.Join(conditions, " AND ")
+}
+
+// inTuples is "(key columns) IN ((?, …), …)" for n keys.
+func (t keyTable) inTuples(n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.columns)), ", ") + ")"
+	return "(" + strings.Join(t.columns, ", ") + ") IN (" + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + ")"
+}
+
+// actualKeyArgs binds keys for actualLRPKeys.
+func actualKeyArgs(keys []db.ActualLRPKey) []any {
+	args := make([]any, 0, 3*len(keys))
+	for _, k := range keys {
+		args = append(args, k.ProcessGuid, k.Index, k.Presence.String())
+	}
+	return args
+}

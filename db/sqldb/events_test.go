@@ -1,0 +1,308 @@
+package sqldb_test
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/models"
+)
+
+// recordingSink keeps every published event, in publish order.
+type recordingSink struct {
+	mu     sync.Mutex
+	events []models.Event
+}
+
+func (r *recordingSink) Publish(events ...models.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, events...)
+}
+
+// take returns the events published since the last take.
+func (r *recordingSink) take() []models.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.events
+	r.events = nil
+	return out
+}
+
+// recordEvents gives the board a store that publishes to a recording sink.
+func recordEvents(b *board) *recordingSink {
+	sink := &recordingSink{}
+	b.store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink))
+	return sink
+}
+
+// eventTypes lists the types of events, in order.
+func eventTypes(events []models.Event) []string {
+	types := make([]string, len(events))
+	for i, e := range events {
+		types[i] = e.Type
+	}
+	return types
+}
+
+// expectEvent checks one event's type, key and payload.
+func expectEvent(e models.Event, eventType, key string, payload proto.Message) {
+	GinkgoHelper()
+	Expect(e.Type).To(Equal(eventType))
+	Expect(e.Key).To(Equal(key))
+	Expect(e.Payload).To(EqualProto(payload))
+}
+
+func withoutDefinition(lrp *models.DesiredLRP) *models.DesiredLRP {
+	light := proto.Clone(lrp).(*models.DesiredLRP)
+	light.Definition = nil
+	return light
+}
+
+var _ = forEachDialect("events of desired LRP writes", func(b *board) {
+	var sink *recordingSink
+
+	BeforeEach(func() {
+		sink = recordEvents(b)
+	})
+
+	get := func(guid string) *models.DesiredLRP {
+		lrp, err := b.store.DesiredLRPByProcessGuid(b.ctx, guid)
+		Expect(err).NotTo(HaveOccurred())
+		return lrp
+	}
+
+	Describe("a desire", func() {
+		It("announces the LRP without its definition, then each instance as stored", func() {
+			stored, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_created",
+				"actual_lrp_created", "actual_lrp_created", "actual_lrp_created"}))
+			expectEvent(events[0], "desired_lrp_created", "web",
+				&models.DesiredLRPCreatedEvent{DesiredLrp: withoutDefinition(stored)})
+			for i, instance := range b.instances("web") {
+				Expect(instance.DefinitionId).To(Equal("v1"))
+				expectEvent(events[1+i], "actual_lrp_created", "web", &models.ActualLRPCreatedEvent{ActualLrp: instance})
+			}
+		})
+
+		It("announces only the instances it adds next to one left from before", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			b.setState("web", 1, models.ActualLRP_RUNNING, "cell-1")
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			sink.take()
+
+			// v1 is stored already, so this takes the transactional path on
+			// every dialect.
+			_, err = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			expectCreatedAt(sink.take(), b.instances("web"), 0, 2)
+		})
+
+		It("announces only the instances it adds when the definition is new too", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			b.setState("web", 1, models.ActualLRP_RUNNING, "cell-1")
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			sink.take()
+
+			// A definition id not stored yet: Postgres's one-statement path.
+			again := newLRP("web", "apps", 3)
+			again.Definition = newDefinition("v2", "/bin/web-2")
+			_, err = b.store.DesireLRP(b.ctx, again)
+			Expect(err).NotTo(HaveOccurred())
+			expectCreatedAt(sink.take(), b.instances("web"), 0, 2)
+		})
+
+		It("announces nothing when refused", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			sink.take()
+			_, err = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 2))
+			Expect(err).To(HaveErrorType(models.Error_ResourceExists))
+			Expect(sink.take()).To(BeEmpty())
+		})
+	})
+
+	Describe("an update", func() {
+		var desired *models.DesiredLRP
+
+		BeforeEach(func() {
+			var err error
+			desired, err = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			sink.take()
+			b.clock.Advance(1000)
+		})
+
+		It("announces the change with the LRP before and after", func() {
+			updated, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{
+				Annotation: stringp("new note"), Definition: newDefinition("", "/bin/web-2"), UpdateIdentifier: "v2",
+			})
+			Expect(err).NotTo(HaveOccurred())
+			events := sink.take()
+			Expect(events).To(HaveLen(1))
+			expectEvent(events[0], "desired_lrp_changed", "web", &models.DesiredLRPChangedEvent{
+				Before: withoutDefinition(desired), After: withoutDefinition(updated),
+			})
+			Expect(updated.ActiveDefinitionId).To(Equal("v2"))
+		})
+
+		It("announces the instances a scale up adds, on the active definition", func() {
+			updated, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Instances: int32p(5)})
+			Expect(err).NotTo(HaveOccurred())
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "actual_lrp_created", "actual_lrp_created"}))
+			expectEvent(events[0], "desired_lrp_changed", "web", &models.DesiredLRPChangedEvent{
+				Before: withoutDefinition(desired), After: withoutDefinition(updated),
+			})
+			instances := b.instances("web")
+			Expect(instances).To(HaveLen(5))
+			expectEvent(events[1], "actual_lrp_created", "web", &models.ActualLRPCreatedEvent{ActualLrp: instances[3]})
+			expectEvent(events[2], "actual_lrp_created", "web", &models.ActualLRPCreatedEvent{ActualLrp: instances[4]})
+		})
+
+		It("announces the UNCLAIMED instances a scale down deletes, not the claimed ones it keeps", func() {
+			b.setState("web", 2, models.ActualLRP_CLAIMED, "cell-1")
+			before := b.instances("web")
+
+			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Instances: int32p(1)})
+			Expect(err).NotTo(HaveOccurred())
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "actual_lrp_removed"}))
+			expectEvent(events[1], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[1]})
+			Expect(b.instances("web")).To(HaveLen(2))
+		})
+
+		It("announces nothing when refused", func() {
+			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{
+				Instances:       int32p(9),
+				ModificationTag: &models.ModificationTag{Epoch: desired.ModificationTag.Epoch, Index: 7},
+			})
+			Expect(err).To(HaveErrorType(models.Error_ResourceConflict))
+			_, err = b.store.UpdateDesiredLRP(b.ctx, "nope", &models.DesiredLRPUpdate{Instances: int32p(9)})
+			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
+			Expect(sink.take()).To(BeEmpty())
+		})
+	})
+
+	Describe("a remove", func() {
+		It("announces the LRP, then each UNCLAIMED instance it deletes", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+			Expect(err).NotTo(HaveOccurred())
+			b.setState("web", 0, models.ActualLRP_RUNNING, "cell-1")
+			desired := get("web")
+			before := b.instances("web")
+			sink.take()
+
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_removed", "actual_lrp_removed", "actual_lrp_removed"}))
+			expectEvent(events[0], "desired_lrp_removed", "web", &models.DesiredLRPRemovedEvent{DesiredLrp: withoutDefinition(desired)})
+			expectEvent(events[1], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[1]})
+			expectEvent(events[2], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[2]})
+		})
+
+		It("announces nothing for an unknown LRP", func() {
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "nope")).To(HaveErrorType(models.Error_ResourceNotFound))
+			Expect(sink.take()).To(BeEmpty())
+		})
+	})
+
+	if b.dialect != sqldb.SQLite {
+		It("breaks a wait cycle between a statement holding a stripe and a transaction committing into it", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			sink.take()
+			DeferCleanup(sqldb.SetStripeWait(20 * time.Millisecond))
+			store := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink), sqldb.WithMaxAttempts(1000))
+
+			// A statement under web's stripe (as publishAfter runs one) ...
+			release := store.HoldStripe("web")
+			defer release()
+			updated := make(chan error, 1)
+			go func() {
+				_, err := store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("by the board")})
+				updated <- err
+			}()
+			// ... meets the row lock of an update that waits to commit
+			// for that stripe.
+			Eventually(func() bool { return rowLocked(b, "SELECT 1 FROM desired_lrps WHERE process_guid = 'web'") }).Should(BeTrue())
+			// Without a way out this waits forever: give it long enough.
+			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+			defer cancel()
+			_, err = b.conn.ExecContext(ctx, "UPDATE desired_lrps SET annotation = 'by hand' WHERE process_guid = 'web'")
+			Expect(err).NotTo(HaveOccurred(), "the committing update gave way")
+			release()
+
+			Eventually(updated).Should(Receive(BeNil()))
+			lrp, err := store.DesiredLRPByProcessGuid(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(lrp.Annotation).To(Equal("by the board"), "the update ran again after the statement")
+			events := sink.take()
+			Expect(events).To(HaveLen(1))
+			Expect(events[0].Payload.(*models.DesiredLRPChangedEvent).Before.Annotation).To(Equal("by hand"))
+		})
+	}
+
+	It("leaves events of one LRP in commit order when its writers race", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		sink.take()
+
+		const writers, updates = 4, 10
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				for range updates {
+					_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("racing")})
+					Expect(err).NotTo(HaveOccurred())
+				}
+			}()
+		}
+		wg.Wait()
+
+		events := sink.take()
+		Expect(events).To(HaveLen(writers * updates))
+		for i, e := range events {
+			changed := e.Payload.(*models.DesiredLRPChangedEvent)
+			Expect(changed.After.ModificationTag.Index).To(BeEquivalentTo(i+1), "event %d is the %d. commit", i, i+1)
+			Expect(changed.Before.ModificationTag.Index).To(BeEquivalentTo(i))
+		}
+	})
+})
+
+// expectCreatedAt checks that events are actual_lrp_created for exactly the
+// given indices of instances, in order.
+func expectCreatedAt(events []models.Event, instances []*models.ActualLRP, indices ...int32) {
+	GinkgoHelper()
+	Expect(events).To(HaveLen(1 + len(indices)))
+	Expect(events[0].Type).To(Equal("desired_lrp_created"))
+	for i, index := range indices {
+		Expect(instances[index].Index).To(Equal(index))
+		expectEvent(events[1+i], "actual_lrp_created", instances[index].ProcessGuid,
+			&models.ActualLRPCreatedEvent{ActualLrp: instances[index]})
+	}
+}
+
+// rowLocked reports whether another transaction holds a lock on the row
+// query selects.
+func rowLocked(b *board, query string) bool {
+	GinkgoHelper()
+	tx, err := b.conn.Begin()
+	Expect(err).NotTo(HaveOccurred())
+	defer tx.Rollback()
+	var one int
+	return tx.QueryRow(query+" FOR UPDATE NOWAIT").Scan(&one) != nil
+}

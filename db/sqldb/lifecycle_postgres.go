@@ -1,0 +1,205 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// The lifecycle calls' one-statement forms on Postgres, where claim and
+// start throughput is bound by round trips and the database's CPU.
+//
+// Each is an UPDATE of the row joined to itself as it was: the subquery
+// old locks the row and the outer WHERE holds the call's conditions — the
+// cases in which lifecycle.go's decide writes — so the statement writes
+// exactly what the general path would, and RETURNING gives the row before
+// (old) and after (a) for the events. It matches nothing when decide would
+// refuse the call or find it a repeat, or when the row is missing; the
+// caller then takes the general path, which tells these apart.
+//
+// The lock is taken NOWAIT: the statement runs while holding the ordering
+// stripe of its key (publishAfter), and must not wait there for a
+// transaction that waits for that stripe. A locked row fails with
+// lock_not_available, and the general path waits for it in a transaction
+// instead.
+//
+// The statements are prepared once per connection (preparedStatements), so
+// Postgres soon runs them on a cached generic plan.
+
+// fastLifecycle is one call's statement and, given the time, its
+// arguments after the key ($1, $2, $3).
+type fastLifecycle struct {
+	query string
+	args  func(now int64) []any
+}
+
+// lifecycleUpdatePostgres builds a one-statement lifecycle call that sets
+// set where the row as it was (old) satisfies where.
+func lifecycleUpdatePostgres(set, where string) string {
+	return `UPDATE actual_lrps a SET ` + set + `, modification_tag_index = old.modification_tag_index + 1
+ FROM (SELECT ` + strings.Join(actualLRPColumns, ", ") + ` FROM actual_lrps
+ WHERE process_guid = $1 AND instance_index = $2 AND presence = $3 FOR UPDATE NOWAIT) old
+ WHERE a.process_guid = old.process_guid AND a.instance_index = old.instance_index AND a.presence = old.presence
+ AND (` + where + `)
+ RETURNING ` + prefixed("old.", actualLRPColumns) + ", " + prefixed("a.", actualLRPColumns)
+}
+
+func prefixed(prefix string, columns []string) string {
+	out := make([]string, len(columns))
+	for i, c := range columns {
+		out[i] = prefix + c
+	}
+	return strings.Join(out, ", ")
+}
+
+// claimPostgres: UNCLAIMED placed on the caller's cell → CLAIMED.
+var claimPostgresSQL = lifecycleUpdatePostgres(
+	`state = 'CLAIMED', instance_guid = $4, placement_error = '', since = $6`,
+	`old.state = 'UNCLAIMED' AND old.cell_id = $5`)
+
+func claimPostgres(caller db.Caller) *fastLifecycle {
+	return &fastLifecycle{claimPostgresSQL, func(now int64) []any {
+		return []any{caller.InstanceGuid, caller.CellID, now}
+	}}
+}
+
+// startPostgres: UNCLAIMED placed on the caller's cell, or CLAIMED or
+// RUNNING by the caller → RUNNING; not a repeat of the same start.
+var startPostgresSQL = lifecycleUpdatePostgres(
+	`state = 'RUNNING', instance_guid = $4, net_info = $7, routable = $8, placement_error = '',
+ since = CASE WHEN old.state = 'RUNNING' THEN old.since ELSE $6 END`,
+	`((old.state = 'UNCLAIMED' AND old.cell_id = $5)
+ OR (old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5))
+ AND NOT (old.state = 'RUNNING' AND old.net_info IS NOT DISTINCT FROM $7 AND old.routable = $8)`)
+
+func startPostgres(caller db.Caller, netInfo []byte, routable bool) *fastLifecycle {
+	return &fastLifecycle{startPostgresSQL, func(now int64) []any {
+		return []any{caller.InstanceGuid, caller.CellID, now, netInfo, routable}
+	}}
+}
+
+// crashPostgres: CLAIMED or RUNNING by the caller → CRASHED.
+var crashPostgresSQL = lifecycleUpdatePostgres(
+	`state = 'CRASHED', crash_count = old.crash_count + 1, crash_reason = $7, since = $6,
+ instance_guid = '', cell_id = '', net_info = NULL, routable = FALSE, placement_error = ''`,
+	`old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5`)
+
+func crashPostgres(caller db.Caller, reason string) *fastLifecycle {
+	return &fastLifecycle{crashPostgresSQL, func(now int64) []any {
+		return []any{caller.InstanceGuid, caller.CellID, now, reason}
+	}}
+}
+
+// failPostgres: UNCLAIMED placed on the cell → no cell, placement error.
+var failPostgresSQL = lifecycleUpdatePostgres(
+	`cell_id = '', instance_guid = '', placement_error = $6, since = $5`,
+	`old.state = 'UNCLAIMED' AND old.cell_id = $4`)
+
+func failPostgres(cellID, placementError string) *fastLifecycle {
+	return &fastLifecycle{failPostgresSQL, func(now int64) []any {
+		return []any{cellID, now, placementError}
+	}}
+}
+
+// lifecyclePostgres runs op's one-statement form. It returns the row after
+// the write, or nil (and no error) when the general path must decide.
+func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.ActualLRP, error) {
+	stmt, err := s.prepared.get(ctx, s.conn, op.fast.query)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]any{op.key.ProcessGuid, op.key.Index, op.key.Presence.String()},
+		op.fast.args(s.now().UnixNano())...)
+	var after *models.ActualLRP
+	err = s.publishAfter([]string{op.key.ProcessGuid}, func() ([]models.Event, error) {
+		var old, updated actualLRPScan
+		err := stmt.QueryRowContext(ctx, args...).Scan(append(old.dest(), updated.dest()...)...)
+		if err != nil {
+			return nil, err
+		}
+		before, err := old.lrp()
+		if err != nil {
+			return nil, err
+		}
+		if after, err = updated.lrp(); err != nil {
+			return nil, err
+		}
+		return op.events(before, after), nil
+	})
+	switch {
+	case err == nil:
+		return after, nil
+	case errors.Is(err, sql.ErrNoRows) || isLockNotAvailable(err) || isRetryable(err):
+		return nil, nil
+	default:
+		return nil, err
+	}
+}
+
+// removePostgres deletes the caller's row in one statement. It reports
+// false when the general path must decide: no such row, not the caller's,
+// or locked.
+func (s *SQLDB) removePostgres(ctx context.Context, key db.ActualLRPKey, caller db.Caller) (bool, error) {
+	stmt, err := s.prepared.get(ctx, s.conn, removePostgresSQL)
+	if err != nil {
+		return false, err
+	}
+	err = s.publishAfter([]string{key.ProcessGuid}, func() ([]models.Event, error) {
+		before, err := scanActualLRP(stmt.QueryRowContext(ctx,
+			key.ProcessGuid, key.Index, key.Presence.String(), caller.InstanceGuid, caller.CellID))
+		if err != nil {
+			return nil, err
+		}
+		return []models.Event{models.ActualLRPRemoved(before)}, nil
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, sql.ErrNoRows) || isLockNotAvailable(err) || isRetryable(err):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+var removePostgresSQL = `DELETE FROM actual_lrps a
+ USING (SELECT process_guid, instance_index, presence FROM actual_lrps
+ WHERE process_guid = $1 AND instance_index = $2 AND presence = $3 FOR UPDATE NOWAIT) old
+ WHERE a.process_guid = old.process_guid AND a.instance_index = old.instance_index AND a.presence = old.presence
+ AND a.instance_guid = $4 AND a.cell_id = $5
+ RETURNING ` + prefixed("a.", actualLRPColumns)
+
+// postgresLockNotAvailable is what FOR UPDATE NOWAIT fails with.
+const postgresLockNotAvailable = "55P03"
+
+func isLockNotAvailable(err error) bool {
+	var pgErr sqlStateError
+	return errors.As(err, &pgErr) && pgErr.SQLState() == postgresLockNotAvailable
+}
+
+// preparedStatements prepares each hot statement once per SQLDB; the
+// database/sql statement then prepares itself once on each pooled
+// connection it runs on.
+type preparedStatements struct {
+	stmts sync.Map // query → *sql.Stmt
+}
+
+func (p *preparedStatements) get(ctx context.Context, conn *sql.DB, query string) (*sql.Stmt, error) {
+	if stmt, ok := p.stmts.Load(query); ok {
+		return stmt.(*sql.Stmt), nil
+	}
+	stmt, err := conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if first, loaded := p.stmts.LoadOrStore(query, stmt); loaded {
+		stmt.Close()
+		return first.(*sql.Stmt), nil
+	}
+	return stmt, nil
+}

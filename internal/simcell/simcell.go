@@ -1,0 +1,446 @@
+// Package simcell is a simulated cell for tests: a rep that runs no
+// processes but speaks the real cell side of the board's API through
+// client.CellClient. It registers its cell and heartbeats it, reports
+// what it runs in bulk, claims and starts what the board assigns to it,
+// and stops what the board tells it to stop. Tests make it crash an
+// instance, go silent (a lost cell) and come back, or ignore its
+// assignments.
+//
+// It is not a stand-in for the board: every decision it observes is the
+// board's.
+package simcell
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/models"
+)
+
+// Defaults of Config.
+const (
+	DefaultReportInterval = 200 * time.Millisecond
+	DefaultWorkers        = 4
+)
+
+// Config describes a simulated cell.
+type Config struct {
+	// Cell is what the cell registers: cell_id, zone, capacity, tags. A
+	// missing rep_url gets a made-up one.
+	Cell *models.Cell
+	// ReportInterval is how often the cell bulk-reports what it runs and
+	// picks up its assignments.
+	ReportInterval time.Duration
+	// Workers is how many claims and starts the cell has in flight at
+	// once.
+	Workers int
+	// StartByReport makes the cell start claimed instances by reporting
+	// them RUNNING in its next bulk report instead of calling start.
+	StartByReport bool
+	// Logf, when set, is told about every call that failed.
+	Logf func(format string, args ...any)
+}
+
+// Instance is an instance the cell runs.
+type Instance struct {
+	client.Instance
+	DefinitionID string
+	State        models.ActualLRP_State
+}
+
+// Cell is a running simulated cell. Stop it when done.
+type Cell struct {
+	cfg    Config
+	client *client.CellClient
+
+	mu      sync.Mutex
+	running map[key]*Instance
+	// busy are the assignments being claimed and started.
+	busy     map[key]bool
+	silent   bool
+	claiming bool
+	stops    []*models.ReportedInstance
+
+	// queue is the latest report's assignments not yet taken; each
+	// report replaces it, so workers never claim from an old list.
+	queue []*models.ActualLRP
+	// queued wakes idle workers when the queue fills.
+	queued chan struct{}
+	// A rep must not contradict itself: a report taken before a start
+	// and answered after it would tell the board the instance is still
+	// CLAIMED, and the board would believe it. So an instance in a report
+	// in flight gets no lifecycle call until the answer (inReport), and
+	// an instance with a call in flight is left out of reports (inCall).
+	// settled is signalled when a report is answered.
+	inReport map[key]bool
+	inCall   map[key]bool
+	settled  *sync.Cond
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// key names an ORDINARY instance; the cell claims nothing else.
+type key struct {
+	processGuid string
+	index       int32
+}
+
+// Start registers the cell with the board at boardURL and starts its
+// heartbeat, report and worker loops. The first registration must
+// succeed.
+func Start(ctx context.Context, boardURL string, cfg Config) (*Cell, error) {
+	if cfg.Cell == nil || cfg.Cell.GetCellId() == "" {
+		return nil, errors.New("simcell: Config.Cell with a cell_id is required")
+	}
+	if cfg.ReportInterval <= 0 {
+		cfg.ReportInterval = DefaultReportInterval
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Cell.GetRepUrl() == "" {
+		cfg.Cell.RepUrl = "http://" + cfg.Cell.GetCellId() + ".cells.test:1800"
+	}
+	c := &Cell{
+		cfg:      cfg,
+		client:   client.NewCellClient(boardURL, cfg.Cell.GetCellId(), client.WithRetries(0)),
+		running:  map[key]*Instance{},
+		busy:     map[key]bool{},
+		inReport: map[key]bool{},
+		inCall:   map[key]bool{},
+		claiming: true,
+		queued:   make(chan struct{}, cfg.Workers),
+	}
+	c.settled = sync.NewCond(&c.mu)
+	ttl, err := c.client.RegisterCell(ctx, cfg.Cell)
+	if err != nil {
+		return nil, fmt.Errorf("simcell %s: register: %w", cfg.Cell.GetCellId(), err)
+	}
+	loops, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(2 + cfg.Workers)
+	go c.heartbeat(loops, ttl)
+	go c.report(loops)
+	for range cfg.Workers {
+		go c.worker(loops)
+	}
+	return c, nil
+}
+
+// ID is the cell id.
+func (c *Cell) ID() string { return c.cfg.Cell.GetCellId() }
+
+// Stop ends every loop. The board is not told: to the board, a stopped
+// cell is a lost one.
+func (c *Cell) Stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Lose makes the cell go silent, as if its machine dropped off the
+// network: no heartbeats, no reports, no claims. What it ran, it keeps
+// running.
+func (c *Cell) Lose() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.silent = true
+}
+
+// Return ends a Lose: the cell heartbeats at once, and reports again.
+func (c *Cell) Return(ctx context.Context) error {
+	c.mu.Lock()
+	c.silent = false
+	c.mu.Unlock()
+	if _, err := c.client.RegisterCell(ctx, c.cfg.Cell); err != nil {
+		return fmt.Errorf("simcell %s: register: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// IgnoreAssignments makes the cell keep heartbeating and reporting but
+// claim nothing new, like a rep that is stuck.
+func (c *Cell) IgnoreAssignments() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.claiming = false
+}
+
+// Crash reports the instance at (processGuid, index) crashed and stops
+// running it. It must be running on this cell.
+func (c *Cell) Crash(ctx context.Context, processGuid string, index int32, reason string) (*models.ActualLRP, error) {
+	k := key{processGuid, index}
+	c.beginCall(k)
+	defer c.endCall(k)
+	c.mu.Lock()
+	instance, ok := c.running[k]
+	c.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("simcell %s: %s/%d is not running here", c.ID(), processGuid, index)
+	}
+	lrp, err := c.client.CrashActualLRP(ctx, instance.Instance, reason)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	delete(c.running, k)
+	c.mu.Unlock()
+	return lrp, nil
+}
+
+// Running lists the instances the cell runs (CLAIMED or RUNNING).
+func (c *Cell) Running() []Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Instance, 0, len(c.running))
+	for _, instance := range c.running {
+		out = append(out, *instance)
+	}
+	return out
+}
+
+// Stops lists every instance the board told the cell to stop, in order.
+func (c *Cell) Stops() []*models.ReportedInstance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*models.ReportedInstance(nil), c.stops...)
+}
+
+func (c *Cell) isSilent() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.silent
+}
+
+// heartbeat renews the cell's presence every third of its TTL.
+func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
+	defer c.wg.Done()
+	interval := max(ttl/3, 10*time.Millisecond)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if c.isSilent() {
+			continue
+		}
+		if _, err := c.client.RegisterCell(ctx, c.cfg.Cell); err != nil && ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: heartbeat: %v", c.ID(), err)
+		}
+	}
+}
+
+// report bulk-reports what the cell runs every ReportInterval, stops what
+// the board does not want, and hands assignments to the workers.
+func (c *Cell) report(ctx context.Context) {
+	defer c.wg.Done()
+	ticker := time.NewTicker(c.cfg.ReportInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if c.isSilent() {
+			continue
+		}
+		result, err := c.client.BulkReport(ctx, c.reported())
+		c.mu.Lock()
+		clear(c.inReport)
+		c.settled.Broadcast()
+		c.mu.Unlock()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.cfg.Logf("simcell %s: bulk report: %v", c.ID(), err)
+			}
+			continue
+		}
+		c.stopAll(result.Stop)
+		c.dispatch(result.Assigned)
+	}
+}
+
+// reported is what the cell runs, as a bulk report states it, leaving out
+// instances with a lifecycle call in flight; the ones it names are in the
+// report until its answer.
+func (c *Cell) reported() []*models.ReportedInstance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*models.ReportedInstance, 0, len(c.running))
+	for k, instance := range c.running {
+		if c.inCall[k] {
+			continue
+		}
+		c.inReport[k] = true
+		r := &models.ReportedInstance{
+			ProcessGuid:  instance.ProcessGuid,
+			Index:        instance.Index,
+			Presence:     models.ActualLRP_ORDINARY,
+			InstanceGuid: instance.InstanceGuid,
+			DefinitionId: instance.DefinitionID,
+			State:        instance.State,
+			Routable:     true,
+		}
+		if instance.State == models.ActualLRP_RUNNING {
+			r.NetInfo = c.netInfo(instance.Index)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (c *Cell) stopAll(stop []*models.ReportedInstance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range stop {
+		k := key{s.GetProcessGuid(), s.GetIndex()}
+		if instance, ok := c.running[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
+			delete(c.running, k)
+		}
+		c.stops = append(c.stops, s)
+	}
+}
+
+// dispatch replaces the queue with the report's assignments and wakes
+// the workers.
+func (c *Cell) dispatch(assigned []*models.ActualLRP) {
+	c.mu.Lock()
+	c.queue = assigned
+	c.mu.Unlock()
+	for range min(len(assigned), c.cfg.Workers) {
+		select {
+		case c.queued <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// next takes the first queued assignment the cell does not already run or
+// work on, and marks it busy; nil when there is none.
+func (c *Cell) next() *models.ActualLRP {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.claiming || c.silent {
+		return nil
+	}
+	for len(c.queue) > 0 {
+		lrp := c.queue[0]
+		c.queue = c.queue[1:]
+		k := key{lrp.GetProcessGuid(), lrp.GetIndex()}
+		if _, runs := c.running[k]; runs || c.busy[k] {
+			continue
+		}
+		c.busy[k] = true
+		return lrp
+	}
+	return nil
+}
+
+func (c *Cell) worker(ctx context.Context) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.queued:
+		}
+		for lrp := c.next(); lrp != nil && ctx.Err() == nil; lrp = c.next() {
+			c.claimAndStart(ctx, lrp)
+		}
+	}
+}
+
+// claimAndStart claims an assignment under a new instance guid and starts
+// it, or leaves it CLAIMED for the next report to start.
+func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
+	k := key{lrp.GetProcessGuid(), lrp.GetIndex()}
+	defer func() {
+		c.mu.Lock()
+		delete(c.busy, k)
+		c.mu.Unlock()
+	}()
+	instance := &Instance{
+		Instance:     client.Instance{ProcessGuid: k.processGuid, Index: k.index, InstanceGuid: newInstanceGuid()},
+		DefinitionID: lrp.GetDefinitionId(),
+		State:        models.ActualLRP_CLAIMED,
+	}
+	c.beginCall(k)
+	defer c.endCall(k)
+	if _, err := c.client.ClaimActualLRP(ctx, instance.Instance); err != nil {
+		if ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: claim %s/%d: %v", c.ID(), k.processGuid, k.index, err)
+		}
+		return
+	}
+	if c.cfg.StartByReport {
+		instance.State = models.ActualLRP_RUNNING
+		c.keep(k, instance)
+		return
+	}
+	c.keep(k, instance)
+	if _, err := c.client.StartActualLRP(ctx, instance.Instance, c.netInfo(k.index), true); err != nil {
+		if ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: start %s/%d: %v", c.ID(), k.processGuid, k.index, err)
+		}
+		// The next report says CLAIMED; the board answers stop if the row
+		// is no longer this instance's.
+		return
+	}
+	c.mu.Lock()
+	if current, ok := c.running[k]; ok && current == instance {
+		current.State = models.ActualLRP_RUNNING
+	}
+	c.mu.Unlock()
+}
+
+// beginCall waits until no report in flight names k, then keeps k out of
+// reports until endCall.
+func (c *Cell) beginCall(k key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.inReport[k] {
+		c.settled.Wait()
+	}
+	c.inCall[k] = true
+}
+
+func (c *Cell) endCall(k key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.inCall, k)
+}
+
+func (c *Cell) keep(k key, instance *Instance) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running[k] = instance
+}
+
+// netInfo makes up an address for an instance: the cell's made-up host, a
+// port per index.
+func (c *Cell) netInfo(index int32) *models.NetInfo {
+	return &models.NetInfo{
+		Address: c.ID() + ".cells.test",
+		Ports:   []*models.PortMapping{{ContainerPort: 8080, HostPort: uint32(61000 + index%4000)}},
+	}
+}
+
+func newInstanceGuid() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
