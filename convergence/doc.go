@@ -1,8 +1,9 @@
 // Package convergence keeps the board's actual instances in line with its
 // desired ones.
 //
-// The package holds the planner, a pure function; the runner that applies
-// its plans will live beside it.
+// The package holds the planner, a pure function, and beside it the runner
+// (runner.go) that loads a snapshot, computes, and applies the plan while
+// it holds the convergence lease (lease.go).
 //
 //	plan := convergence.Compute(snapshot, now, convergence.DefaultConfig())
 //

@@ -65,6 +65,10 @@ func startConvergingBoardWriting(out io.Writer, database *testdb.Database, setti
 		"convergence_interval":  e2eInterval,
 		"convergence_lease_ttl": e2eLeaseTTL,
 		"stale_unclaimed":       e2eStaleUnclaimed,
+		// Below the production default of 64, so that the two boards of
+		// the failover specs and a neighbour's tests fit in one Postgres
+		// (100 connections by default).
+		"max_open_connections": 24,
 	}
 	for k, v := range settings {
 		cfg[k] = v

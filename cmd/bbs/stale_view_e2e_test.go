@@ -18,17 +18,23 @@ import (
 )
 
 // staleViewScale is how many LRPs the stale-view spec desires on each
-// dialect: 5,000 instances everywhere. The issue asks for 50,000; that
-// size did not finish within the spec's time limit on a loaded 2-core
-// machine, so it is an open item rather than part of every run.
+// dialect: 50,000 instances on Postgres, the issue's scale, and 5,000 on
+// SQLite and MySQL, which keeps `make test` within its budget (README has
+// a 50,000-instance run on each).
 func staleViewScale(dialect string) int {
+	if dialect == testdb.Postgres {
+		return 2000
+	}
 	return 200
 }
 
 // staleViewStaleUnclaimed is how long a placement waits to be claimed
-// before passes place it again; TEMPORARY experiment.
-func staleViewStaleUnclaimed(dialect string) string {
-	if dialect == testdb.Postgres {
+// before passes place it again. Short, so that passes keep re-placing
+// instances while cells claim them: the most writes racing. At 50,000
+// instances each cell has thousands queued, and a short wait would mostly
+// churn placements the cells are about to claim, so it grows with scale.
+func staleViewStaleUnclaimed(total int) string {
+	if total >= 20_000 {
 		return "20s"
 	}
 	return "1s"
@@ -38,7 +44,7 @@ const (
 	staleViewCells       = 10
 	staleViewPerLRP      = 25
 	staleViewDesirers    = 8
-	staleViewRunLimit    = 4 * time.Minute
+	staleViewRunLimit    = 8 * time.Minute
 	staleViewRegressions = 20
 )
 
@@ -64,7 +70,7 @@ var _ = Describe("Converging continuously while cells claim and start", func() {
 				// Cells work through thousands of assignments each, so many
 				// wait longer than this: passes keep planning to place
 				// them again, and race the claims and starts.
-				"stale_unclaimed": staleViewStaleUnclaimed(dialect),
+				"stale_unclaimed": staleViewStaleUnclaimed(total),
 			})
 			api := board.client()
 			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())

@@ -21,6 +21,10 @@ import (
 //   - the row is UNCLAIMED, placed on this cell, on the reported
 //     definition: the reporter runs it already, so it is adopted as if
 //     claimed (or started) by the reported instance;
+//   - the reported ORDINARY instance is the cell's SUSPECT row of that
+//     index (the cell was lost and is back): it is matched to that row,
+//     which convergence promotes back or removes once its replacement
+//     runs; until then the cell keeps running it;
 //   - otherwise — no row, a row of another instance or cell, a CRASHED
 //     row, another definition — the instance comes back in Stop.
 //
@@ -132,6 +136,9 @@ func reconcileReport(cellID string, instances []*models.ReportedInstance, rows m
 		key := reportedKey(r)
 		row := rows[key]
 		if !reportMatches(row, r, cellID) {
+			row = heldAsSuspect(rows, r, cellID)
+		}
+		if row == nil {
 			rec.result.Stop = append(rec.result.Stop, r)
 			continue
 		}
@@ -171,6 +178,23 @@ func reportMatches(row *models.ActualLRP, r *models.ReportedInstance, cellID str
 		return row.BelongsTo(r.InstanceGuid, cellID)
 	}
 	return false
+}
+
+// heldAsSuspect is the cell's SUSPECT row that the reported ORDINARY
+// instance r is, or nil. A cell whose presence lapsed still believes its
+// instances ORDINARY; reportRows read its SUSPECT rows with the rest of
+// the cell's rows.
+func heldAsSuspect(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
+	if r.Presence != models.ActualLRP_ORDINARY {
+		return nil
+	}
+	key := reportedKey(r)
+	key.Presence = models.ActualLRP_SUSPECT
+	row := rows[key]
+	if row == nil || !row.BelongsTo(r.InstanceGuid, cellID) || !reportMatches(row, r, cellID) {
+		return nil
+	}
+	return row
 }
 
 // reportedVersion is the row brought in line with the report, or nil when

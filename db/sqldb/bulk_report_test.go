@@ -159,6 +159,39 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		Expect(result.Assigned).To(HaveLen(1), "api/0 stays assigned to the cell")
 	})
 
+	It("keeps a returning cell's instance that the board holds as SUSPECT, and stops it once the SUSPECT row is gone", func() {
+		running := run("web", 0, "ig-0", "cell-1", true)
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
+			MarkSuspect: []db.RowVersion{versionOf(running)},
+			Create:      []db.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v1", CellID: "cell-2"}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		suspectRow := func() *models.ActualLRP {
+			GinkgoHelper()
+			for _, lrp := range b.instances("web") {
+				if lrp.Index == 0 && lrp.Presence == models.ActualLRP_SUSPECT {
+					return lrp
+				}
+			}
+			return nil
+		}
+		suspect := suspectRow()
+		Expect(suspect).NotTo(BeNil())
+		sink.take()
+
+		returning := reported("web", 0, "ig-0", models.ActualLRP_RUNNING)
+		result := report(returning)
+		Expect(result.Stop).To(BeEmpty(), "the board may still promote the instance back")
+		Expect(suspectRow()).To(EqualProto(suspect))
+		Expect(sink.take()).To(BeEmpty())
+
+		_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Delete: []db.RowVersion{versionOf(suspect)}})
+		Expect(err).NotTo(HaveOccurred())
+		result = report(returning)
+		Expect(result.Stop).To(HaveLen(1))
+		Expect(result.Stop[0]).To(EqualProto(returning))
+	})
+
 	It("adopts an UNCLAIMED instance placed on the cell that the cell runs already", func() {
 		place("web", 0, "cell-1")
 		place("web", 1, "cell-1")

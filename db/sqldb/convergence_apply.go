@@ -3,8 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-
-	"google.golang.org/protobuf/proto"
+	"strings"
 
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -341,11 +340,6 @@ func (s *SQLDB) writeConvergenceChanges(ctx context.Context, tx *sql.Tx, kind *c
 
 const bumpModificationIndex = "modification_tag_index = modification_tag_index + 1"
 
-// lockedActualLRPColumns are read by scanLockedActualLRP.
-const lockedActualLRPColumns = `process_guid, instance_index, presence, domain, instance_guid, cell_id,
- definition_id, state, net_info, crash_count, crash_reason, since, placement_error, routable, occupied,
- modification_tag_epoch, modification_tag_index`
-
 // lockedRow is a row as a batch read it, with its modification index at
 // full width.
 type lockedRow struct {
@@ -356,7 +350,7 @@ type lockedRow struct {
 // lockConvergenceRows reads the rows with these keys, locking them for the
 // rest of the transaction, by key; keys without a row are absent.
 func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []db.ActualLRPKey) (map[db.ActualLRPKey]lockedRow, error) {
-	query := s.dialect.selectByKeys(actualLRPKeys, lockedActualLRPColumns, len(keys), true)
+	query := s.dialect.selectByKeys(actualLRPKeys, strings.Join(actualLRPColumns, ", "), len(keys), true)
 	rows, err := s.query(ctx, tx, query, actualKeyArgs(keys)...)
 	if err != nil {
 		return nil, err
@@ -373,30 +367,15 @@ func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []db.A
 	return stored, rows.Err()
 }
 
-// scanLockedActualLRP reads one row of lockedActualLRPColumns in full, as
-// events carry it.
+// scanLockedActualLRP reads one row of actualLRPColumns and its
+// modification index at full width.
 func scanLockedActualLRP(rows *sql.Rows) (*models.ActualLRP, int64, error) {
-	lrp := &models.ActualLRP{ModificationTag: &models.ModificationTag{}}
-	var presence, state string
-	var netInfo []byte
-	var index, crashCount, tagIndex int64
-	err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
-		&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
-		&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.ModificationTag.Epoch, &tagIndex)
-	if err != nil {
+	var scan actualLRPScan
+	if err := rows.Scan(scan.dest()...); err != nil {
 		return nil, 0, err
 	}
-	lrp.Index, lrp.CrashCount = int32(index), int32(crashCount)
-	lrp.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[presence])
-	lrp.State = models.ActualLRP_State(models.ActualLRP_State_value[state])
-	lrp.ModificationTag.Index = uint32(tagIndex)
-	if netInfo != nil {
-		lrp.NetInfo = &models.NetInfo{}
-		if err := proto.Unmarshal(netInfo, lrp.NetInfo); err != nil {
-			return nil, 0, errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
-		}
-	}
-	return lrp, tagIndex, nil
+	lrp, err := scan.lrp()
+	return lrp, scan.tagIndex, err
 }
 
 // copyActualLRP copies every field; the net info is shared, as no write

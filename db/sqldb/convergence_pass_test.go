@@ -176,7 +176,9 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 // simulateCells plays the cells: it claims every placed UNCLAIMED instance
 // and starts every CLAIMED one, until all instances run. Each write is one
 // statement that checks the row is still what it read, and moves the
-// modification index on, as a lifecycle call does.
+// modification index on, as a lifecycle call does; a write the database
+// chose as a deadlock victim is read again and retried, as a lifecycle
+// call's transaction is.
 func simulateCells(ctx context.Context, conn *sql.DB, dialect string, instances int) error {
 	claim := sqldb.Rebind(dialect, `UPDATE actual_lrps SET state = 'CLAIMED', instance_guid = ?,
  modification_tag_index = modification_tag_index + 1
@@ -220,7 +222,7 @@ func simulateCells(ctx context.Context, conn *sql.DB, dialect string, instances 
 			case p.cell != "":
 				_, err = conn.ExecContext(ctx, claim, fmt.Sprintf("ig-%d", p.index), p.index, p.cell)
 			}
-			if err != nil {
+			if err != nil && !sqldb.IsRetryable(err) {
 				return err
 			}
 		}

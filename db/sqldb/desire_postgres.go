@@ -36,12 +36,17 @@ import (
 // $12 (now) is also the definition's created_at and the instances' since.
 // The casts in NOT EXISTS give $1 and $7 the type of their columns, which
 // Postgres would otherwise deduce as text there and as varchar in SELECT.
-const desireNewPostgres = `WITH desired AS (
+const desireNewPostgres = `WITH taken AS (
+	SELECT 1 FROM desired_lrps WHERE process_guid = $1::varchar FOR UPDATE NOWAIT
+), left_over AS (
+	SELECT 1 FROM actual_lrps WHERE process_guid = $1::varchar FOR UPDATE NOWAIT
+), desired AS (
 	INSERT INTO desired_lrps (process_guid, domain, instances, placement_tags, routes, annotation,
 		active_definition_id, healthy_definition_id, update_strategy,
 		modification_tag_epoch, modification_tag_index, created_at, updated_at)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 	WHERE NOT EXISTS (SELECT 1 FROM run_infos WHERE process_guid = $1::varchar AND definition_id = $7::varchar)
+		AND NOT EXISTS (SELECT 1 FROM taken) AND (SELECT count(*) FROM left_over) >= 0
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
 ), definition AS (
@@ -65,11 +70,15 @@ SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instance
 // the statement back and is reported as false, for the transactional path
 // to sort out.
 //
-// The statement runs under the guid's ordering stripe (publishAfter) and,
-// unlike the lifecycle statements, can wait for a row lock: that of a
-// concurrent transactional desire of the same guid. Should that desire
-// wait at its commit for this stripe, its wait runs out (stripeWait) and
-// it rolls back, which lets this statement go on.
+// The statement takes its event ticket before it runs (publishAfter), so it
+// must not wait for a transaction that then commits before it: the first
+// two WITH parts lock the guid's existing rows NOWAIT (taken, left_over;
+// count(*) makes Postgres lock every left-over row, not just the first),
+// and a locked one — say, a remove in progress — fails the statement with
+// lock_not_available, leaving the desire to the transactional path. The
+// one wait left is ON CONFLICT's, for a concurrent desire inserting the
+// same guid: whichever of the two commits, the other stores nothing and
+// publishes nothing.
 func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any) (bool, error) {
 	def := stored.Definition
 	blob, err := deterministic.Marshal(def)
@@ -90,7 +99,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		return false, err
 	}
 	var done bool
-	err = s.publishAfter([]string{stored.ProcessGuid}, func() ([]models.Event, error) {
+	err = s.publishAfter(func() ([]models.Event, error) {
 		var desired int
 		var indices pq.Int64Array
 		err := stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices)
@@ -109,7 +118,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	switch {
 	case err == nil:
 		return done, nil
-	case isUniqueViolation(err) || isRetryable(err):
+	case isUniqueViolation(err) || isLockNotAvailable(err) || isRetryable(err):
 		return false, nil
 	default:
 		return false, err

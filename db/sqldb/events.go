@@ -2,11 +2,7 @@ package sqldb
 
 import (
 	"database/sql"
-	"fmt"
-	"hash/fnv"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -21,136 +17,106 @@ type discardEvents struct{}
 
 func (discardEvents) Publish(...models.Event) {}
 
-// publishOrder makes events leave in commit order per key. Two
-// transactions on one LRP are serialized by the database's row locks, but
-// after their commits nothing orders the goroutines that publish. So the
-// committer takes the locks of its events' keys before COMMIT and releases
-// them after Publish: the later commit of the same key cannot publish
-// first. Keys hash onto a fixed set of stripes, taken in ascending order so
-// that two writers never wait on each other in a cycle.
+// publishOrder makes events leave in commit order. Two transactions on one
+// LRP are serialized by the database's row locks, but after their commits
+// nothing orders the goroutines that publish. So every write takes a
+// ticket at a moment its commit order is already settled, and events are
+// published in ticket order, whatever order the writers finish in.
 //
-// A stripe is also held across a single auto-committed statement (see
-// publishAfter), and such a statement may wait for a row lock held by a
-// transaction that, at its COMMIT, waits for that very stripe: a cycle
-// through the database that neither side can see. Transactions therefore
-// wait for their stripes at most stripeWait, and then roll back and run
-// again, which releases their row locks. The statements that run under a
-// stripe avoid waiting on row locks where they can (FOR UPDATE NOWAIT), so
-// this is a rare way out, not a path taken under ordinary contention.
+// A transaction takes its ticket just before COMMIT, holding every row lock
+// it will take. A transaction that conflicts with it waits for those locks
+// inside one of its statements, so it reaches its own COMMIT, and its
+// ticket, only after this one committed: the later commit has the later
+// ticket. A single auto-committed statement (publishAfter) has no moment
+// between taking its locks and committing, so it takes its ticket before
+// it runs and must never wait for a row lock (it locks with NOWAIT and
+// leaves a locked row to a transaction): then any writer that conflicts
+// with it waits for it, and takes its ticket later.
+//
+// Example: a start call (a statement) takes ticket 7 and locks web/0; a
+// convergence batch that also writes web/0 waits for that lock, is let go
+// when the statement commits, and takes ticket 8 at its COMMIT. Should the
+// batch's goroutine finish first, its events wait in ready until ticket 7
+// is delivered, and leave after the start's.
+//
+// Unlike a lock held across COMMIT, a ticket never makes a writer wait: a
+// slow commit only delays the publishing of the events that follow it.
+// Every ticket taken must be delivered, with nil events when the write
+// failed, or publishing stops.
 type publishOrder struct {
-	once sync.Once
-	// stripes are binary semaphores: a full channel is a held stripe.
-	stripes [64]chan struct{}
+	mu sync.Mutex
+	// next is the ticket the next write gets; tickets below published
+	// have left.
+	next, published uint64
+	// ready holds the events of delivered tickets waiting for an earlier
+	// one.
+	ready map[uint64][]models.Event
 }
 
-// stripeWait bounds how long a committing transaction waits for its
-// stripes before giving up its locks and running again. A variable for
-// tests only.
-var stripeWait = time.Second
+// take hands out the next ticket.
+func (o *publishOrder) take() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.next
+	o.next++
+	return t
+}
 
-func (o *publishOrder) init() {
-	o.once.Do(func() {
-		for i := range o.stripes {
-			o.stripes[i] = make(chan struct{}, 1)
+// deliver records ticket t's events and publishes, in ticket order, every
+// ticket that no earlier one holds back. It publishes under the lock, so
+// two deliveries never interleave their events; the sink must not block.
+func (o *publishOrder) deliver(sink models.EventSink, t uint64, events []models.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ready == nil {
+		o.ready = map[uint64][]models.Event{}
+	}
+	o.ready[t] = events
+	for {
+		next, ok := o.ready[o.published]
+		if !ok {
+			return
 		}
-	})
-}
-
-// lockKeys takes the stripes of keys in ascending order. With a non-nil
-// timeout channel it gives up when the channel fires, releases what it
-// took and reports false.
-func (o *publishOrder) lockKeys(keys []string, timeout <-chan time.Time) (unlock func(), ok bool) {
-	o.init()
-	held := o.stripesOf(keys)
-	for n, i := range held {
-		select {
-		case o.stripes[i] <- struct{}{}:
-		case <-timeout:
-			o.release(held[:n])
-			return nil, false
+		delete(o.ready, o.published)
+		o.published++
+		if len(next) > 0 {
+			sink.Publish(next...)
 		}
 	}
-	return func() { o.release(held) }, true
 }
 
-func (o *publishOrder) release(stripes []int) {
-	for _, i := range stripes {
-		<-o.stripes[i]
-	}
-}
-
-// stripesOf lists the distinct stripes of keys in ascending order.
-func (o *publishOrder) stripesOf(keys []string) []int {
-	held := make([]int, len(keys))
-	for i, key := range keys {
-		held[i] = o.stripe(key)
-	}
-	slices.Sort(held)
-	return slices.Compact(held)
-}
-
-func (o *publishOrder) stripe(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(len(o.stripes)))
-}
-
-func eventKeys(events []models.Event) []string {
-	keys := make([]string, len(events))
-	for i, e := range events {
-		keys[i] = e.Key
-	}
-	return keys
-}
-
-// errStripeBusy rolls back a transaction that waited too long for its
-// stripes; it is retried like a lost race.
-var errStripeBusy = fmt.Errorf("waited too long to publish in order: %w", errLostRace)
-
-// commitAndPublish commits tx and then publishes events, holding the
-// ordering locks of their keys across both. When the locks do not come
-// within stripeWait, tx is rolled back and errStripeBusy returned.
+// commitAndPublish commits tx and then publishes events in commit order.
 func (s *SQLDB) commitAndPublish(tx *sql.Tx, events []models.Event) error {
 	if len(events) == 0 {
 		return tx.Commit()
 	}
-	timer := time.NewTimer(stripeWait)
-	defer timer.Stop()
-	unlock, ok := s.order.lockKeys(eventKeys(events), timer.C)
-	if !ok {
-		tx.Rollback()
-		return errStripeBusy
-	}
-	defer unlock()
+	t := s.order.take()
 	if err := tx.Commit(); err != nil {
+		s.order.deliver(s.events, t, nil)
 		return err
 	}
-	s.events.Publish(events...)
+	s.order.deliver(s.events, t, events)
 	return nil
 }
 
 // publishAfter runs a write that is its own transaction (a single
 // auto-committed statement) and publishes the events it returns once it
-// succeeded, holding the ordering locks of keys — every key its events can
-// have — across both. On SQLite the write lock is taken first, as
-// transactions take it before their stripes.
-//
-// The write should not wait for row locks (see publishOrder): a statement
-// that might should lock with NOWAIT and leave a locked row to a
-// transaction.
-func (s *SQLDB) publishAfter(keys []string, write func() ([]models.Event, error)) error {
+// succeeded, in commit order. The write must not wait for row locks (see
+// publishOrder): a statement that could should lock with NOWAIT and leave
+// a locked row to a transaction. On SQLite the write lock is taken first,
+// as transactions take it.
+func (s *SQLDB) publishAfter(write func() ([]models.Event, error)) error {
 	if s.writeLock != nil {
 		s.writeLock.Lock()
 		defer s.writeLock.Unlock()
 	}
-	unlock, _ := s.order.lockKeys(keys, nil)
-	defer unlock()
-	events, err := write()
+	t := s.order.take()
+	var events []models.Event
+	defer func() { s.order.deliver(s.events, t, events) }()
+	written, err := write()
 	if err != nil {
 		return err
 	}
-	if len(events) > 0 {
-		s.events.Publish(events...)
-	}
+	events = written
 	return nil
 }

@@ -1,7 +1,6 @@
 package sqldb_test
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -26,6 +25,12 @@ func (r *recordingSink) Publish(events ...models.Event) {
 }
 
 // take returns the events published since the last take.
+func (r *recordingSink) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
 func (r *recordingSink) take() []models.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -217,39 +222,65 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 		})
 	})
 
-	if b.dialect != sqldb.SQLite {
-		It("breaks a wait cycle between a statement holding a stripe and a transaction committing into it", func() {
+	It("holds a later commit's events back until an earlier write in flight is done", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		sink.take()
+		store := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink))
+
+		// A statement that took its ticket and has not finished ...
+		deliver := store.HoldTicket()
+		defer deliver()
+		// ... does not hold up a write that commits after it ...
+		_, err = store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("later")})
+		Expect(err).NotTo(HaveOccurred())
+		// ... but its events wait for it.
+		Consistently(sink.count).WithTimeout(100 * time.Millisecond).Should(BeZero())
+		deliver()
+		events := sink.take()
+		Expect(events).To(HaveLen(1))
+		Expect(events[0].Payload.(*models.DesiredLRPChangedEvent).After.Annotation).To(Equal("later"))
+	})
+
+	if b.dialect == sqldb.Postgres {
+		It("leaves a desire whose guid a transaction has locked to the transactional path, holding no one's events up", func() {
 			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 			Expect(err).NotTo(HaveOccurred())
-			sink.take()
-			DeferCleanup(sqldb.SetStripeWait(20 * time.Millisecond))
-			store := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink), sqldb.WithMaxAttempts(1000))
-
-			// A statement under web's stripe (as publishAfter runs one) ...
-			release := store.HoldStripe("web")
-			defer release()
-			updated := make(chan error, 1)
-			go func() {
-				_, err := store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("by the board")})
-				updated <- err
-			}()
-			// ... meets the row lock of an update that waits to commit
-			// for that stripe.
-			Eventually(func() bool { return rowLocked(b, "SELECT 1 FROM desired_lrps WHERE process_guid = 'web'") }).Should(BeTrue())
-			// Without a way out this waits forever: give it long enough.
-			ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-			defer cancel()
-			_, err = b.conn.ExecContext(ctx, "UPDATE desired_lrps SET annotation = 'by hand' WHERE process_guid = 'web'")
-			Expect(err).NotTo(HaveOccurred(), "the committing update gave way")
-			release()
-
-			Eventually(updated).Should(Receive(BeNil()))
-			lrp, err := store.DesiredLRPByProcessGuid(b.ctx, "web")
+			_, err = b.store.DesireLRP(b.ctx, newLRP("api", "apps", 1))
 			Expect(err).NotTo(HaveOccurred())
-			Expect(lrp.Annotation).To(Equal("by the board"), "the update ran again after the statement")
+			sink.take()
+
+			// A removal of web in progress, by hand.
+			tx, err := b.conn.BeginTx(b.ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			defer tx.Rollback()
+			_, err = tx.ExecContext(b.ctx, "DELETE FROM actual_lrps WHERE process_guid = 'web'")
+			Expect(err).NotTo(HaveOccurred())
+			_, err = tx.ExecContext(b.ctx, "DELETE FROM run_infos WHERE process_guid = 'web'")
+			Expect(err).NotTo(HaveOccurred())
+			_, err = tx.ExecContext(b.ctx, "DELETE FROM desired_lrps WHERE process_guid = 'web'")
+			Expect(err).NotTo(HaveOccurred())
+
+			desired := make(chan error, 1)
+			// The desire brings another definition, so the fast path finds
+			// no definition of that id and would go on to insert.
+			again := newLRP("web", "apps", 1)
+			again.Definition = newDefinition("v2", "/bin/web-v2")
+			go func() {
+				_, err := b.store.DesireLRP(b.ctx, again)
+				desired <- err
+			}()
+			Consistently(desired).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "the desire waits for the removal")
+			_, err = b.store.UpdateDesiredLRP(b.ctx, "api", &models.DesiredLRPUpdate{Annotation: stringp("meanwhile")})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(sink.count).Should(Equal(1), "the waiting desire holds no ticket")
+
+			Expect(tx.Commit()).To(Succeed())
+			Eventually(desired).Should(Receive(BeNil()))
 			events := sink.take()
-			Expect(events).To(HaveLen(1))
-			Expect(events[0].Payload.(*models.DesiredLRPChangedEvent).Before.Annotation).To(Equal("by hand"))
+			Expect(events[0].Type).To(Equal("desired_lrp_changed"))
+			Expect(events[1].Type).To(Equal("desired_lrp_created"))
+			Expect(events[1].Key).To(Equal("web"))
 		})
 	}
 

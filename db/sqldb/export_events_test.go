@@ -1,22 +1,13 @@
 package sqldb
 
-import (
-	"sync"
-	"time"
-)
+import "sync"
 
 // Seams for the tests of publishing in order.
 
-// SetStripeWait shortens how long a commit waits for its ordering stripes.
-func SetStripeWait(d time.Duration) (restore func()) {
-	old := stripeWait
-	stripeWait = d
-	return func() { stripeWait = old }
-}
-
-// HoldStripe takes the ordering stripe of key, as a single-statement write
-// does while it runs. Release may be called more than once.
-func (s *SQLDB) HoldStripe(key string) (release func()) {
-	unlock, _ := s.order.lockKeys([]string{key}, nil)
-	return sync.OnceFunc(unlock)
+// HoldTicket takes the next event ticket, as a single-statement write does
+// before it runs, and returns the function that delivers it without
+// events. Deliver may be called more than once.
+func (s *SQLDB) HoldTicket() (deliver func()) {
+	t := s.order.take()
+	return sync.OnceFunc(func() { s.order.deliver(s.events, t, nil) })
 }

@@ -22,9 +22,9 @@ import (
 // refuse the call or find it a repeat, or when the row is missing; the
 // caller then takes the general path, which tells these apart.
 //
-// The lock is taken NOWAIT: the statement runs while holding the ordering
-// stripe of its key (publishAfter), and must not wait there for a
-// transaction that waits for that stripe. A locked row fails with
+// The lock is taken NOWAIT: the statement takes its event ticket before it
+// runs (publishAfter), so it must not wait for a transaction that would
+// commit, and take its ticket, while it waits. A locked row fails with
 // lock_not_available, and the general path waits for it in a transaction
 // instead.
 //
@@ -116,7 +116,7 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 	args := append([]any{op.key.ProcessGuid, op.key.Index, op.key.Presence.String()},
 		op.fast.args(s.now().UnixNano())...)
 	var after *models.ActualLRP
-	err = s.publishAfter([]string{op.key.ProcessGuid}, func() ([]models.Event, error) {
+	err = s.publishAfter(func() ([]models.Event, error) {
 		var old, updated actualLRPScan
 		err := stmt.QueryRowContext(ctx, args...).Scan(append(old.dest(), updated.dest()...)...)
 		if err != nil {
@@ -149,7 +149,7 @@ func (s *SQLDB) removePostgres(ctx context.Context, key db.ActualLRPKey, caller 
 	if err != nil {
 		return false, err
 	}
-	err = s.publishAfter([]string{key.ProcessGuid}, func() ([]models.Event, error) {
+	err = s.publishAfter(func() ([]models.Event, error) {
 		before, err := scanActualLRP(stmt.QueryRowContext(ctx,
 			key.ProcessGuid, key.Index, key.Presence.String(), caller.InstanceGuid, caller.CellID))
 		if err != nil {
