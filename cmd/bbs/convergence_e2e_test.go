@@ -143,13 +143,10 @@ var _ = Describe("Convergence, end to end", func() {
 				Eventually(events.count(models.EventActualLRPChanged, changedTo("web", models.ActualLRP_ORDINARY, models.ActualLRP_RUNNING))).Should(Equal(4), "2 started, 2 promoted back")
 			})
 
-			// Pending on db/sqldb: BulkReport matches a reported instance by
-			// (guid, index, presence), so a rep that reports its instance as
-			// ORDINARY (it cannot know the board made its row SUSPECT) is
-			// told to stop it, although the board keeps that row and is
-			// about to promote it back. The rows come back (the spec above);
-			// the instances do not.
-			PIt("lets the returning cell keep running the instances the board promotes back", func() {
+			// A returning rep reports its instances as ORDINARY (it cannot
+			// know the board made their rows SUSPECT); the board must not
+			// tell it to stop what it is about to promote back.
+			It("lets the returning cell keep running the instances the board promotes back", func() {
 				cellA := startCell(board, "cell-a", "z1")
 				_, err := api.DesireLRP(ctx, lrpSpec("web", "apps", 2))
 				Expect(err).NotTo(HaveOccurred())
