@@ -1,4 +1,4 @@
-# Corkboard. `make run` starts a dev board; `make test` runs every suite.
+# Corkboard. `make run` starts a dev board and two reps; `make test` runs every suite.
 GO ?= go
 BIN := bin
 
@@ -9,8 +9,11 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# run: the board (SQLite in ./.data; see hack/run.sh) and two reps in zones z1 and
+# z2, until Ctrl-C; see hack/run.sh.
 run: build
-	$(BIN)/bbs -dev
+	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
+	hack/run.sh
 
 test: check-generated vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...

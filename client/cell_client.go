@@ -14,10 +14,11 @@ import (
 // CellClient is the client a rep uses: the cell side of the API, on behalf
 // of one cell. It is safe for concurrent use.
 //
-// Retries. RegisterCell (a heartbeat: registering twice leaves the same
-// state) and BulkReport (a report of what the cell runs, answered from the
-// board's current rows) are retried after a transport failure like reads
-// are. The lifecycle calls (claim, start, crash, fail, remove) are sent
+// Retries. RegisterCell and Heartbeat (registering twice leaves the same
+// state), BulkReport (a report of what the cell runs, answered from the
+// board's current rows) and EvacuateActualLRP (a repeat finds the
+// evacuation done and answers the same) are retried after a transport
+// failure like reads are. The lifecycle calls (claim, start, crash, fail, remove) are sent
 // once: if an answer is lost, the board may have applied the call, and a
 // repeat could act on a row that convergence has moved on since (say, a
 // crashed instance that was restarted elsewhere) or count a crash twice.
@@ -56,16 +57,44 @@ type BulkReportResult struct {
 
 // RegisterCell registers the cell, or renews its presence, and returns how
 // long the presence lasts: renew well within it. cell.cell_id must be the
-// client's cell.
+// client's cell. It is a heartbeat that leaves the draining flag as it is;
+// a rep that needs to learn of a drain uses Heartbeat.
 func (c *CellClient) RegisterCell(ctx context.Context, cell *models.Cell) (time.Duration, error) {
-	if cell.GetCellId() != c.cellID {
-		return 0, fmt.Errorf("register cell: cell_id %q is not this client's cell %q", cell.GetCellId(), c.cellID)
-	}
-	var resp models.RegisterCellResponse
-	if err := c.call(ctx, models.RouteRegisterCell, &models.RegisterCellRequest{Cell: cell}, &resp, safeToRepeat); err != nil {
+	result, err := c.Heartbeat(ctx, cell, false)
+	if err != nil {
 		return 0, err
 	}
-	return time.Duration(resp.GetPresenceTtlMs()) * time.Millisecond, nil
+	return result.PresenceTTL, nil
+}
+
+// HeartbeatResult is the board's answer to a registration.
+type HeartbeatResult struct {
+	// PresenceTTL is how long the presence lasts from now: renew well
+	// within it.
+	PresenceTTL time.Duration
+	// Draining says the cell is being drained (cork cell drain): evacuate
+	// every instance (EvacuateActualLRP) and place nothing new.
+	Draining bool
+}
+
+// Heartbeat registers the cell, or renews its presence, and says whether
+// it is draining. freshStart is for the rep's first registration after it
+// starts: it clears a draining flag left from before (a restarted rep runs
+// nothing to evacuate). Later heartbeats pass false and keep the flag.
+// cell.cell_id must be the client's cell.
+func (c *CellClient) Heartbeat(ctx context.Context, cell *models.Cell, freshStart bool) (*HeartbeatResult, error) {
+	if cell.GetCellId() != c.cellID {
+		return nil, fmt.Errorf("register cell: cell_id %q is not this client's cell %q", cell.GetCellId(), c.cellID)
+	}
+	var resp models.RegisterCellResponse
+	req := &models.RegisterCellRequest{Cell: cell, FreshStart: freshStart}
+	if err := c.call(ctx, models.RouteRegisterCell, req, &resp, safeToRepeat); err != nil {
+		return nil, err
+	}
+	return &HeartbeatResult{
+		PresenceTTL: time.Duration(resp.GetPresenceTtlMs()) * time.Millisecond,
+		Draining:    resp.GetDraining(),
+	}, nil
 }
 
 // ClaimActualLRP claims an instance placed on this cell, before starting
@@ -110,6 +139,44 @@ func (c *CellClient) FailActualLRP(ctx context.Context, processGuid string, inde
 		PlacementError: shorten(placementError, models.MaxReasonBytes),
 	}
 	return c.lifecycle(ctx, models.RouteFailActualLRP, req)
+}
+
+// SetRoutable changes whether routers send traffic to a RUNNING instance
+// of this cell, the row of the index with the given presence (ORDINARY,
+// EVACUATING, ...), without changing its state: a rep marks an instance
+// unroutable before it stops it. netInfo is where the instance listens, as
+// when it started.
+func (c *CellClient) SetRoutable(ctx context.Context, instance Instance, presence models.ActualLRP_Presence, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error) {
+	req := &models.StartActualLRPRequest{
+		ProcessGuid: instance.ProcessGuid, Index: instance.Index,
+		InstanceGuid: instance.InstanceGuid, CellId: c.cellID,
+		NetInfo: netInfo, Routable: &routable, Presence: presence,
+	}
+	return c.lifecycle(ctx, models.RouteStartActualLRP, req)
+}
+
+// EvacuateActualLRP hands an instance of this (draining) cell over to a
+// replacement elsewhere. keepRunning true: the board keeps it as an
+// EVACUATING row, still routable, while the replacement starts; keep it
+// running, report it with presence EVACUATING, and stop it (unroutable
+// first, see SetRoutable, then RemoveActualLRP with presence EVACUATING)
+// once a bulk report lists it in Stop. An evacuating instance that dies
+// meanwhile is not crashed (crash acts on ORDINARY rows): remove its
+// EVACUATING row. keepRunning false: nothing of it needs to run any more
+// (it was only claimed, or is no longer this instance's): stop it.
+// ResourceConflict means an earlier evacuation of the same index is still
+// under way (its EVACUATING row is another instance's): keep running and
+// ask again later.
+func (c *CellClient) EvacuateActualLRP(ctx context.Context, instance Instance) (keepRunning bool, err error) {
+	req := &models.EvacuateActualLRPRequest{
+		ProcessGuid: instance.ProcessGuid, Index: instance.Index,
+		InstanceGuid: instance.InstanceGuid, CellId: c.cellID,
+	}
+	var resp models.EvacuateActualLRPResponse
+	if err := c.call(ctx, models.RouteEvacuateActualLRP, req, &resp, safeToRepeat); err != nil {
+		return false, err
+	}
+	return resp.GetKeepRunning(), nil
 }
 
 // RemoveActualLRP reports that the instance stopped and is gone; presence

@@ -34,14 +34,15 @@ type cellBoard struct {
 }
 
 var cellRoutes = map[string]func() validating{
-	models.RouteRegisterCell:    func() validating { return &models.RegisterCellRequest{} },
-	models.RouteCells:           func() validating { return &models.CellsRequest{} },
-	models.RouteClaimActualLRP:  func() validating { return &models.ClaimActualLRPRequest{} },
-	models.RouteStartActualLRP:  func() validating { return &models.StartActualLRPRequest{} },
-	models.RouteCrashActualLRP:  func() validating { return &models.CrashActualLRPRequest{} },
-	models.RouteFailActualLRP:   func() validating { return &models.FailActualLRPRequest{} },
-	models.RouteRemoveActualLRP: func() validating { return &models.RemoveActualLRPRequest{} },
-	models.RouteBulkReport:      func() validating { return &models.BulkReportRequest{} },
+	models.RouteRegisterCell:      func() validating { return &models.RegisterCellRequest{} },
+	models.RouteCells:             func() validating { return &models.CellsRequest{} },
+	models.RouteClaimActualLRP:    func() validating { return &models.ClaimActualLRPRequest{} },
+	models.RouteStartActualLRP:    func() validating { return &models.StartActualLRPRequest{} },
+	models.RouteCrashActualLRP:    func() validating { return &models.CrashActualLRPRequest{} },
+	models.RouteFailActualLRP:     func() validating { return &models.FailActualLRPRequest{} },
+	models.RouteRemoveActualLRP:   func() validating { return &models.RemoveActualLRPRequest{} },
+	models.RouteBulkReport:        func() validating { return &models.BulkReportRequest{} },
+	models.RouteEvacuateActualLRP: func() validating { return &models.EvacuateActualLRPRequest{} },
 }
 
 func newCellBoard() *cellBoard {

@@ -15,3 +15,12 @@ func (c *Client) Cells(ctx context.Context) ([]*models.Cell, error) {
 	}
 	return resp.GetCells(), nil
 }
+
+// DrainCell marks the cell draining: placement puts nothing new on it, and
+// its rep, told so on its next heartbeat, evacuates its instances (each
+// gets a replacement elsewhere before it stops). Draining a cell that
+// drains already changes nothing; an unknown cell is ResourceNotFound. The
+// flag stays until the cell's rep starts afresh (see CellClient.Heartbeat).
+func (c *Client) DrainCell(ctx context.Context, cellID string) error {
+	return c.call(ctx, models.RouteDrainCell, &models.DrainCellRequest{CellId: cellID}, &models.DrainCellResponse{}, safeToRepeat)
+}

@@ -29,6 +29,9 @@ type cellTable struct {
 	ids     []string
 	byID    map[string]int32
 	present []bool
+	// draining cells stay present (their rows are not suspect) but take
+	// no new instances.
+	draining []bool
 	// expiresAt is Unix nanoseconds.
 	expiresAt []int64
 	zone      []int32
@@ -54,6 +57,7 @@ func newCellTable(rows []db.CellRow, now int64) *cellTable {
 		ids:       make([]string, n),
 		byID:      make(map[string]int32, n),
 		present:   make([]bool, n),
+		draining:  make([]bool, n),
 		expiresAt: make([]int64, n),
 		zone:      make([]int32, n),
 		class:     make([]int32, n),
@@ -65,6 +69,7 @@ func newCellTable(rows []db.CellRow, now int64) *cellTable {
 		t.ids[i] = c.CellID
 		t.byID[c.CellID] = int32(i)
 		t.present[i] = c.ExpiresAt > now
+		t.draining[i] = c.Draining
 		t.expiresAt[i] = c.ExpiresAt
 		t.free[i] = capacity{
 			memory: int64(c.Capacity.MemoryMB),
@@ -131,6 +136,17 @@ func (t *cellTable) lookup(cellID string) int32 {
 
 func (t *cellTable) isPresent(cell int32) bool {
 	return cell != noCell && t.present[cell]
+}
+
+// isDraining reports whether the cell is registered and draining.
+func (t *cellTable) isDraining(cell int32) bool {
+	return cell != noCell && t.draining[cell]
+}
+
+// takesInstances reports whether placement may put instances on the cell:
+// present and not draining.
+func (t *cellTable) takesInstances(cell int32) bool {
+	return t.present[cell] && !t.draining[cell]
 }
 
 // use charges a row's resources to the cell it names, whatever its state

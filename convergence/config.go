@@ -11,14 +11,23 @@ type Config struct {
 	// it was placed on before the planner gives up on that cell and places
 	// it again. Measured from the row's Since, which placement sets.
 	StaleUnclaimed time.Duration
+	// EvacuationGrace is how long an EVACUATING row may outlive the start
+	// of its replacement: once the index's ORDINARY row has been RUNNING
+	// this long, the planner deletes the EVACUATING row. Its rep learns on
+	// its next bulk report that it may stop the instance and removes the
+	// row itself well before then; this catches a rep that did not. The
+	// board sets it to twice the cells' presence TTL.
+	EvacuationGrace time.Duration
 }
 
 // DefaultConfig is the board's configuration unless an operator overrides
-// it: the crash policy of DefaultCrashPolicy and a stale_unclaimed of 60 s.
+// it: the crash policy of DefaultCrashPolicy, a stale_unclaimed of 60 s and
+// an evacuation grace of 60 s (twice the default presence TTL of 30 s).
 func DefaultConfig() Config {
 	return Config{
-		CrashPolicy:    DefaultCrashPolicy(),
-		StaleUnclaimed: 60 * time.Second,
+		CrashPolicy:     DefaultCrashPolicy(),
+		StaleUnclaimed:  60 * time.Second,
+		EvacuationGrace: 60 * time.Second,
 	}
 }
 

@@ -63,10 +63,10 @@
 // # Decisions
 //
 // Rows are taken LRP by LRP. An index i of a DesiredLRP with n instances
-// is wanted when 0 <= i < n. Only ORDINARY and SUSPECT rows take part;
-// EVACUATING and RETIRING rows (evacuation and rolling updates, later
-// issues) are never written and never counted as ORDINARY, but they use
-// capacity on their cells and count towards their LRP's spread.
+// is wanted when 0 <= i < n. ORDINARY and SUSPECT rows take part as below,
+// EVACUATING rows as in "Evacuation"; RETIRING rows (rolling updates, a
+// later issue) are never written and never counted as ORDINARY, but they
+// use capacity on their cells and count towards their LRP's spread.
 //
 // For each wanted index, with its ORDINARY row O and SUSPECT row S (either
 // may be absent):
@@ -88,6 +88,7 @@
 //     again. It serves nothing yet, so there is nothing to keep routable.
 //   - O UNCLAIMED without a cell: place it.
 //   - O UNCLAIMED on a cell that is not present: unassign and place again.
+//   - O UNCLAIMED on a draining cell: unassign and place again, elsewhere.
 //   - O UNCLAIMED on a present cell for stale_unclaimed or longer (since
 //     the placement): unassign and place again, on another cell if any
 //     fits, otherwise back on the same one.
@@ -104,6 +105,34 @@
 // (Diego's rule), so they are left exactly as they are: no deletion, no
 // restart, no placement, no suspicion. Missing instances, by contrast, are
 // created whatever the domain.
+//
+// # Evacuation
+//
+// A draining cell (POST /v1/cells/drain) stays present — what runs there is
+// not suspect — but placement puts nothing on it. Its rep evacuates each
+// instance: the board keeps the running instance as an EVACUATING row
+// (same cell and instance, still routable) and turns the index's ORDINARY
+// row into an UNCLAIMED one without a cell, which this planner places
+// elsewhere like any other; the rep stops the evacuating instance once a
+// bulk report says the replacement runs, and removes its row.
+//
+// An EVACUATING row E never stands for its index: the index's ORDINARY
+// row is decided as if E were not there (no ORDINARY row: one is created,
+// "missing"), and E is not counted in any gauge but uses capacity on its
+// cell. E does not count towards the spread, nor do other rows on a
+// draining cell. E is deleted when
+//
+//   - its cell is not present (expired or unregistered): nobody is left
+//     to stop or report it; unlike a SUSPECT row it is not kept;
+//   - its index is not wanted (the DesiredLRP is gone, or index >= n),
+//     in a fresh domain, as extra ORDINARY rows are (not counted as extra);
+//   - the row that stands as the index's ORDINARY instance after this pass
+//     has been RUNNING (by its since) for Config.EvacuationGrace or longer
+//     (the board uses twice the cells' presence TTL): its rep was told to
+//     stop it and should have removed it. Until then NextWake includes the
+//     moment the grace ends.
+//
+// Otherwise E is left as it is.
 //
 // # Crash policy
 //
@@ -122,10 +151,10 @@
 // been reconciled, so every decision sees what every row already uses and
 // what the pass placed before it.
 //
-// A cell fits an instance when it is present, its placement tags include
-// all of the LRP's, and it has free memory, disk and an instance slot for
-// the instance: the resources of the row's own definition, or of the
-// active definition for a new row. Free capacity is the cell's capacity
+// A cell fits an instance when it is present and not draining, its
+// placement tags include all of the LRP's, and it has free memory, disk
+// and an instance slot for the instance: the resources of the row's own
+// definition, or of the active definition for a new row. Free capacity is the cell's capacity
 // minus the resources of every row that names it (any state, any
 // presence), minus what this pass has placed on it. Capacity freed by this
 // pass (deletions, restarts, unassignments) is not reused before the next
@@ -166,9 +195,9 @@
 // 2025-01-01T00:00:00Z.
 //
 //	now 2025-06-01T12:00:00Z                  optional
-//	config stale_unclaimed=60s immediate_restarts=3 base_delay=30s max_delay=16m give_up_at=200
+//	config stale_unclaimed=60s immediate_restarts=3 base_delay=30s max_delay=16m give_up_at=200 evacuation_grace=60s
 //	fresh apps other                          the fresh domains
-//	cell ID zone= memory=8192 disk=16384 instances=100 tags=a,b expires=+30s
+//	cell ID zone= memory=8192 disk=16384 instances=100 tags=a,b expires=+30s draining=false
 //	desired GUID domain=apps instances=1 definition=v1 memory=256 disk=512 tags=a,b
 //	actual GUID/INDEX state=RUNNING presence=ORDINARY cell=ID domain= definition= memory= disk= since=-10s crashes=0 mod=1 error="..."
 //

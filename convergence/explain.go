@@ -10,9 +10,12 @@ import (
 // in the order tags, memory, disk, instance slot, that no present cell
 // meets together with the ones before it.
 func explainNoFit(t *cellTable, e *eligibility, n need) string {
-	var tagged, withMemory, withDisk bool
+	var tagged, withMemory, withDisk, draining bool
 	for cell := range t.ids {
-		if !t.present[cell] || !e.classOK[t.class[cell]] {
+		if t.present[cell] && t.draining[cell] {
+			draining = true
+		}
+		if !t.takesInstances(int32(cell)) || !e.classOK[t.class[cell]] {
 			continue
 		}
 		tagged = true
@@ -25,8 +28,12 @@ func explainNoFit(t *cellTable, e *eligibility, n need) string {
 		}
 	}
 	switch {
+	case !tagged && len(e.tags) == 0 && draining:
+		return "every present cell is draining"
 	case !tagged && len(e.tags) == 0:
 		return "no cell is present"
+	case !tagged && draining:
+		return "no present cell that is not draining has tags [" + strings.Join(e.tags, " ") + "]"
 	case !tagged:
 		return "no present cell has tags [" + strings.Join(e.tags, " ") + "]"
 	}

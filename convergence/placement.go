@@ -28,6 +28,7 @@ const (
 	whyStale
 	whyLostCell
 	whyRestarted
+	whyDraining
 )
 
 var placeReasons = [...]string{
@@ -36,6 +37,7 @@ var placeReasons = [...]string{
 	whyStale:     "placed again: the cell did not claim it in time",
 	whyLostCell:  "placed again: its cell is not present",
 	whyRestarted: "restarted after a crash",
+	whyDraining:  "placed again: its cell is draining",
 }
 
 // request is one instance to place.
@@ -143,9 +145,10 @@ func (pl *placer) beginLRP() {
 	pl.lrpRequests0 = len(pl.requests)
 }
 
-// keep notes that a row of the current LRP stays on its cell.
+// keep notes that a row of the current LRP stays on its cell. Rows on a
+// draining cell do not count towards the spread: they are about to move.
 func (pl *placer) keep(cell int32) {
-	if pl.cells.isPresent(cell) {
+	if cell != noCell && pl.cells.takesInstances(cell) {
 		pl.stays = append(pl.stays, cell)
 	}
 }
@@ -212,7 +215,7 @@ func (pl *placer) buildHeaps() {
 	pl.heapPos = make([]int32, len(t.ids))
 	for cell := range t.ids {
 		pl.heapOf[cell] = -1
-		if !t.present[cell] || t.free[cell].slots < 1 {
+		if !t.takesInstances(int32(cell)) || t.free[cell].slots < 1 {
 			continue
 		}
 		h := t.zone[cell]*int32(classes) + t.class[cell]

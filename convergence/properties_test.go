@@ -70,6 +70,7 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 			},
 			PlacementTags: tagSets[r.IntN(len(tagSets))],
 			ExpiresAt:     expires.UnixNano(),
+			Draining:      r.IntN(6) == 0,
 		})
 	}
 	cellIDs = append(cellIDs, "ghost", "")
@@ -238,9 +239,10 @@ func compareKeys(a, b db.ActualLRPKey) int {
 
 // checkRepaired checks the state after the plan against the rules.
 func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Config, seed uint64) {
-	present := map[string]bool{}
+	present, draining := map[string]bool{}, map[string]bool{}
 	for _, c := range before.Cells {
 		present[c.CellID] = c.ExpiresAt > now.UnixNano()
+		draining[c.CellID] = c.Draining
 	}
 	fresh := map[string]bool{}
 	for _, d := range before.FreshDomains {
@@ -269,6 +271,14 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 		d, isDesired := desired[key.ProcessGuid]
 		wanted := isDesired && key.Index >= 0 && key.Index < d.Instances
 		switch {
+		case key.Presence == evacuating:
+			Expect(r).To(Equal(original[key]), "seed %d: %+v: an evacuating row is kept as it is or deleted", seed, key)
+			Expect(present[r.CellID]).To(BeTrue(), "seed %d: %+v: an evacuating row's cell is present", seed, key)
+			Expect(wanted || !fresh[r.Domain]).To(BeTrue(), "seed %d: %+v is not wanted in a fresh domain but kept", seed, key)
+			if replacement, ok := rows[db.ActualLRPKey{ProcessGuid: key.ProcessGuid, Index: key.Index, Presence: ordinary}]; wanted && ok && replacement.State == runningState {
+				Expect(now.Sub(time.Unix(0, replacement.Since))).To(BeNumerically("<", cfg.EvacuationGrace),
+					"seed %d: %+v: its replacement has not run for the evacuation grace", seed, key)
+			}
 		case key.Presence != ordinary && key.Presence != suspect:
 			Expect(r).To(Equal(original[key]), "seed %d: other presences are left alone", seed)
 		case !wanted && fresh[r.Domain]:
@@ -284,6 +294,7 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 			Expect(present[r.CellID]).To(BeTrue(), "seed %d: %+v runs on a present cell", seed, key)
 		case r.State == unclaimedState && r.CellID != "":
 			Expect(present[r.CellID]).To(BeTrue(), "seed %d: %+v is placed on a present cell", seed, key)
+			Expect(draining[r.CellID]).To(BeFalse(), "seed %d: %+v is not left placed on a draining cell", seed, key)
 			Expect(now.Sub(time.Unix(0, r.Since))).To(BeNumerically("<", cfg.StaleUnclaimed),
 				"seed %d: %+v: no stale placement is left", seed, key)
 		case r.State == crashedState:
@@ -298,14 +309,14 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 	}
 }
 
-// checkPlacements checks every placement against the cells: present,
-// tags covered, and no cell given more than it had free.
+// checkPlacements checks every placement against the cells: present and
+// not draining, tags covered, and no cell given more than it had free.
 func checkPlacements(s *db.Snapshot, plan *convergence.Plan, now time.Time, seed uint64) {
 	type free struct{ memory, disk, slots int64 }
 	cells := map[string]*free{}
 	tags := map[string][]string{}
 	for _, c := range s.Cells {
-		if c.ExpiresAt > now.UnixNano() {
+		if c.ExpiresAt > now.UnixNano() && !c.Draining {
 			cells[c.CellID] = &free{int64(c.Capacity.MemoryMB), int64(c.Capacity.DiskMB), int64(c.Capacity.Instances)}
 			tags[c.CellID] = c.PlacementTags
 		}
@@ -330,7 +341,7 @@ func checkPlacements(s *db.Snapshot, plan *convergence.Plan, now time.Time, seed
 	}
 	placedOn := map[string]bool{}
 	place := func(guid, cellID string, memoryMB, diskMB int32) {
-		Expect(cells).To(HaveKey(cellID), "seed %d: %s placed on a present cell", seed, guid)
+		Expect(cells).To(HaveKey(cellID), "seed %d: %s placed on a present cell that is not draining", seed, guid)
 		for _, tag := range desired[guid].PlacementTags {
 			Expect(tags[cellID]).To(ContainElement(tag), "seed %d: %s placed on %s", seed, guid, cellID)
 		}

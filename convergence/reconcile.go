@@ -9,12 +9,13 @@ import (
 )
 
 const (
-	ordinary  = models.ActualLRP_ORDINARY
-	suspect   = models.ActualLRP_SUSPECT
-	unclaimed = models.ActualLRP_UNCLAIMED
-	claimed   = models.ActualLRP_CLAIMED
-	running   = models.ActualLRP_RUNNING
-	crashed   = models.ActualLRP_CRASHED
+	ordinary   = models.ActualLRP_ORDINARY
+	suspect    = models.ActualLRP_SUSPECT
+	evacuating = models.ActualLRP_EVACUATING
+	unclaimed  = models.ActualLRP_UNCLAIMED
+	claimed    = models.ActualLRP_CLAIMED
+	running    = models.ActualLRP_RUNNING
+	crashed    = models.ActualLRP_CRASHED
 )
 
 // reconcileLRP decides for one process guid: d is its DesiredLRP (nil when
@@ -25,7 +26,9 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	}
 	if d == nil {
 		for i := len(rows) - 1; i >= 0; i-- {
-			p.retire(&rows[i], nil)
+			if !p.evacuatingOnLostCell(&rows[i]) {
+				p.retire(&rows[i], nil)
+			}
 		}
 		return
 	}
@@ -38,7 +41,7 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	}
 	i := first
 	for index := int32(0); index < instances; index++ {
-		var ord, sus *row
+		var ord, sus, evac *row
 		for ; i < len(rows) && rows[i].Index == index; i++ {
 			r := &rows[i]
 			switch r.Presence {
@@ -46,31 +49,40 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 				ord = r
 			case suspect:
 				sus = r
+			case evacuating:
+				evac = r
 			default:
-				// EVACUATING and RETIRING rows belong to evacuation and
-				// rolling updates; here they only take up room.
+				// RETIRING rows belong to rolling updates; here they only
+				// take up room.
 				p.placer.keep(r.cell)
 			}
 		}
-		p.reconcileIndex(d, index, ord, sus)
+		stands := p.reconcileIndex(d, index, ord, sus)
+		if evac != nil {
+			p.reconcileEvacuating(evac, stands)
+		}
 	}
 	// What is left has an index of instances or more: extra, retired from
 	// the highest index down; then the (invalid) negative indices.
 	for j := len(rows) - 1; j >= i; j-- {
-		p.retire(&rows[j], d)
+		if !p.evacuatingOnLostCell(&rows[j]) {
+			p.retire(&rows[j], d)
+		}
 	}
 	for j := first - 1; j >= 0; j-- {
-		p.retire(&rows[j], d)
+		if !p.evacuatingOnLostCell(&rows[j]) {
+			p.retire(&rows[j], d)
+		}
 	}
 	p.placer.endLRP(d)
 }
 
-// retire deletes an ORDINARY or SUSPECT row that is not wanted (d is its
-// DesiredLRP, nil when gone), when the row's domain is fresh. In a stale
-// domain the board may not know every desired LRP, so it keeps the row as
-// it is: no restart, no placement, no suspect.
+// retire deletes an ORDINARY, SUSPECT or EVACUATING row that is not
+// wanted (d is its DesiredLRP, nil when gone), when the row's domain is
+// fresh. In a stale domain the board may not know every desired LRP, so it
+// keeps the row as it is: no restart, no placement, no suspect.
 func (p *planner) retire(r *row, d *db.DesiredSchedule) {
-	retirable := r.Presence == ordinary || r.Presence == suspect
+	retirable := r.Presence == ordinary || r.Presence == suspect || r.Presence == evacuating
 	if r.Presence == ordinary {
 		p.plan.Counts.Extra++
 	}
@@ -91,8 +103,11 @@ func (p *planner) retire(r *row, d *db.DesiredSchedule) {
 }
 
 // reconcileIndex decides for one desired index, given its ORDINARY and
-// SUSPECT rows (either may be nil).
-func (p *planner) reconcileIndex(d *db.DesiredSchedule, index int32, ord, sus *row) {
+// SUSPECT rows (either may be nil). It returns the row that stands as the
+// index's ORDINARY instance once the plan is applied, as the snapshot saw
+// it: the promoted suspect, or ord unless it is marked suspect; nil when a
+// new row is created.
+func (p *planner) reconcileIndex(d *db.DesiredSchedule, index int32, ord, sus *row) *row {
 	if sus != nil {
 		switch {
 		case ord != nil && ord.State == running:
@@ -107,7 +122,7 @@ func (p *planner) reconcileIndex(d *db.DesiredSchedule, index int32, ord, sus *r
 			}
 			p.promote(sus, "cell "+sus.CellID+" is present again")
 			p.placer.keep(sus.cell)
-			return
+			return sus
 		default:
 			// Still serving from a lost cell: keep it until its
 			// replacement runs or the cell comes back.
@@ -120,25 +135,66 @@ func (p *planner) reconcileIndex(d *db.DesiredSchedule, index int32, ord, sus *r
 			why = "replaces suspect on cell " + sus.CellID
 		}
 		p.create(d, index, why)
-		return
+		return nil
 	}
-	p.reconcileOrdinary(d, ord)
+	if p.reconcileOrdinary(d, ord) {
+		return nil
+	}
+	return ord
 }
 
-func (p *planner) reconcileOrdinary(d *db.DesiredSchedule, r *row) {
+// reconcileEvacuating decides for the EVACUATING row of a wanted index,
+// given the row that stands as the index's ORDINARY instance after this
+// pass (nil when there is none, see reconcileIndex). The row never
+// stands for the index — reconcileIndex decides as if it were not there —
+// and stays, still routable, while its replacement starts. It is deleted
+// when its cell's presence expired, or when the replacement has been
+// RUNNING for the evacuation grace: its rep is told to stop it once the
+// replacement runs and should have removed it by then.
+func (p *planner) reconcileEvacuating(r *row, ord *row) {
+	if p.evacuatingOnLostCell(r) {
+		return
+	}
+	if ord == nil || ord.State != running {
+		return
+	}
+	grace := int64(p.cfg.EvacuationGrace)
+	if ranFor := p.now - ord.Since; ranFor >= grace {
+		p.delete(r, fmt.Sprintf("its replacement has run for %s, over the evacuation grace of %s; the rep should have removed it",
+			time.Duration(ranFor).Round(time.Second), p.cfg.EvacuationGrace))
+		return
+	}
+	p.wakeAt(ord.Since + grace)
+}
+
+// evacuatingOnLostCell deletes r and reports true when it is an EVACUATING
+// row whose cell is not present: nobody is left to stop it or to report
+// it, and the index's ORDINARY row is handled on its own.
+func (p *planner) evacuatingOnLostCell(r *row) bool {
+	if r.Presence != evacuating || p.cells.isPresent(r.cell) {
+		return false
+	}
+	p.delete(r, "evacuating, but "+p.cellGone(r))
+	return true
+}
+
+// reconcileOrdinary decides for the ORDINARY row of a wanted index and
+// reports whether it marked the row suspect (a replacement takes its key).
+func (p *planner) reconcileOrdinary(d *db.DesiredSchedule, r *row) (markedSuspect bool) {
 	present := p.cells.isPresent(r.cell)
 	switch r.State {
 	case running:
 		if present {
 			p.placer.keep(r.cell)
-			return
+			return false
 		}
 		p.markSuspect(r, p.cellGone(r))
 		p.create(d, r.Index, "replaces suspect on cell "+r.CellID)
+		return true
 	case claimed:
 		if present {
 			p.placer.keep(r.cell)
-			return
+			return false
 		}
 		p.unassign(r, "claimed, but "+p.cellGone(r))
 		p.requestPlace(r, whyLostCell, true, noCell)
@@ -149,6 +205,7 @@ func (p *planner) reconcileOrdinary(d *db.DesiredSchedule, r *row) {
 	default:
 		p.placer.keep(r.cell)
 	}
+	return false
 }
 
 func (p *planner) reconcileUnclaimed(r *row, present bool) {
@@ -158,6 +215,9 @@ func (p *planner) reconcileUnclaimed(r *row, present bool) {
 	case !present:
 		p.unassign(r, "placed, but "+p.cellGone(r))
 		p.requestPlace(r, whyLostCell, true, noCell)
+	case p.cells.isDraining(r.cell):
+		p.unassign(r, "placed, but cell "+r.CellID+" is draining")
+		p.requestPlace(r, whyDraining, true, noCell)
 	case p.now-r.Since >= int64(p.cfg.StaleUnclaimed):
 		p.unassign(r, fmt.Sprintf("cell %s did not claim it within %s", r.CellID, p.cfg.StaleUnclaimed))
 		p.requestPlace(r, whyStale, true, r.cell)

@@ -100,6 +100,7 @@ func (s *scenario) parseConfig(fields []string) error {
 	}
 	c := &s.config
 	c.StaleUnclaimed = attrs.duration("stale_unclaimed", c.StaleUnclaimed)
+	c.EvacuationGrace = attrs.duration("evacuation_grace", c.EvacuationGrace)
 	c.CrashPolicy.ImmediateRestarts = attrs.int32("immediate_restarts", c.CrashPolicy.ImmediateRestarts)
 	c.CrashPolicy.BaseDelay = attrs.duration("base_delay", c.CrashPolicy.BaseDelay)
 	c.CrashPolicy.MaxDelay = attrs.duration("max_delay", c.CrashPolicy.MaxDelay)
@@ -118,6 +119,7 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 		},
 		PlacementTags: a.list("tags"),
 		ExpiresAt:     s.now.Add(a.duration("expires", 30*time.Second)).UnixNano(),
+		Draining:      a.bool("draining", false),
 	})
 	return a.done()
 }
@@ -226,6 +228,18 @@ func (a *attrs) int32(key string, def int32) int32 {
 		a.err = fmt.Errorf("%s: %v", key, err)
 	}
 	return int32(n)
+}
+
+func (a *attrs) bool(key string, def bool) bool {
+	v, ok := a.take(key)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil && a.err == nil {
+		a.err = fmt.Errorf("%s: %v", key, err)
+	}
+	return b
 }
 
 func (a *attrs) duration(key string, def time.Duration) time.Duration {

@@ -10,8 +10,18 @@ import (
 type CellDB interface {
 	// RegisterCell inserts or renews the cell, its presence expiring after
 	// ttl. It emits cell_changed when the cell is new, changed, or was
-	// expired.
+	// expired. It is HeartbeatCell without a fresh start: the draining flag
+	// stays as stored.
 	RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Duration) error
+	// HeartbeatCell is RegisterCell that also says whether the cell is
+	// draining afterwards. freshStart (a rep's first registration after it
+	// starts) clears the flag; cell.draining in the argument is ignored.
+	HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.Duration, freshStart bool) (draining bool, err error)
+	// DrainCell marks the cell draining: placement puts nothing new on it
+	// (it stays present). An unknown cell is ResourceNotFound; a cell that
+	// drains already is left as it is. It emits cell_changed when it
+	// changes the cell.
+	DrainCell(ctx context.Context, cellID string) error
 	// Cells lists every known cell, expired or not, with free capacity
 	// computed from the instances placed on it.
 	Cells(ctx context.Context) ([]*models.Cell, error)
@@ -39,7 +49,10 @@ type Caller struct {
 type ActualLRPLifecycleDB interface {
 	// ClaimActualLRP: UNCLAIMED (placed on caller's cell) → CLAIMED.
 	ClaimActualLRP(ctx context.Context, key ActualLRPKey, caller Caller) (*models.ActualLRP, error)
-	// StartActualLRP: → RUNNING with net info.
+	// StartActualLRP: → RUNNING with net info. On a row other than
+	// ORDINARY (EVACUATING, SUSPECT, RETIRING) it only changes a RUNNING
+	// row's net info and routable: a rep marks such an instance unroutable
+	// before it stops it.
 	StartActualLRP(ctx context.Context, key ActualLRPKey, caller Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error)
 	// CrashActualLRP: → CRASHED, crash_count + 1, reason kept. Whether and
 	// when it restarts is convergence's decision (the crash policy).
@@ -49,11 +62,30 @@ type ActualLRPLifecycleDB interface {
 	FailActualLRP(ctx context.Context, key ActualLRPKey, cellID, placementError string) (*models.ActualLRP, error)
 	// RemoveActualLRP deletes the caller's row.
 	RemoveActualLRP(ctx context.Context, key ActualLRPKey, caller Caller) error
+	// EvacuateActualLRP hands the caller's instance of (processGuid, index)
+	// over to a replacement, start-before-stop, in one transaction:
+	//   - the ORDINARY row is RUNNING and the caller's: an EVACUATING copy
+	//     of it is inserted (still running, still routable) and the
+	//     ORDINARY row becomes UNCLAIMED on no cell, for convergence to
+	//     place elsewhere; keepRunning is true. A repeat (the EVACUATING
+	//     row already is the caller's) writes nothing and answers true.
+	//   - the ORDINARY row is CLAIMED by the caller, or UNCLAIMED placed on
+	//     its cell: it becomes UNCLAIMED on no cell; keepRunning is false.
+	//   - anything else writes nothing; keepRunning is false.
+	// An index whose EVACUATING row belongs to another instance is
+	// ResourceConflict for a RUNNING caller: the earlier evacuation must
+	// finish (its row be removed) first; the caller keeps running and asks
+	// again.
+	EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller Caller) (keepRunning bool, err error)
 	// BulkReport reconciles what a cell says it runs with the board's rows:
 	// rows of the cell that are CLAIMED/RUNNING are brought in line with the
-	// report (claimed → running, net info), instances the board has no row
-	// for (or a row owned by another instance) come back in Stop, and
-	// UNCLAIMED rows placed on the cell come back in Assigned.
+	// report (claimed → running, net info, routable, occupied), instances
+	// the board has no row for (or a row owned by another instance) come
+	// back in Stop, and UNCLAIMED rows placed on the cell come back in
+	// Assigned. A reported EVACUATING instance stays (not in Stop) while
+	// its EVACUATING row is that instance and the ORDINARY row of its index
+	// exists and is not RUNNING; once the replacement runs, or either row is
+	// gone, it comes back in Stop.
 	BulkReport(ctx context.Context, cellID string, instances []*models.ReportedInstance) (*BulkReportResult, error)
 }
 

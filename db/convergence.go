@@ -77,6 +77,8 @@ type CellRow struct {
 	PlacementTags []string
 	// ExpiresAt is when presence ends, Unix nanoseconds.
 	ExpiresAt int64
+	// Draining: placement puts nothing new on the cell; it stays present.
+	Draining bool
 }
 
 // Resources is memory, disk and an instance count.

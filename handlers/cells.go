@@ -7,16 +7,29 @@ import (
 )
 
 // registerCell registers the cell or renews its presence for the board's
-// presence TTL, which the answer tells the rep so it can renew in time.
-// The fields the board owns (expires_at, present, free) are cleared: the
-// store computes them.
+// presence TTL, which the answer tells the rep so it can renew in time,
+// together with whether the cell is draining. The fields the board owns
+// (expires_at, present, free, draining) are cleared: the store computes
+// them; fresh_start clears the draining flag.
 func (h *storeHandlers) registerCell(ctx context.Context, req *models.RegisterCellRequest) (*models.RegisterCellResponse, error) {
 	cell := req.GetCell()
-	cell.ExpiresAt, cell.Present, cell.Free = 0, false, nil
-	if err := h.store.RegisterCell(ctx, cell, h.presenceTTL); err != nil {
+	cell.ExpiresAt, cell.Present, cell.Free, cell.Draining = 0, false, nil, false
+	draining, err := h.store.HeartbeatCell(ctx, cell, h.presenceTTL, req.GetFreshStart())
+	if err != nil {
 		return nil, err
 	}
-	return &models.RegisterCellResponse{PresenceTtlMs: h.presenceTTL.Milliseconds()}, nil
+	return &models.RegisterCellResponse{PresenceTtlMs: h.presenceTTL.Milliseconds(), Draining: draining}, nil
+}
+
+// drainCell marks the cell draining. Convergence needs no pass for it:
+// placement skips the cell from the next pass on, and the rep, told on its
+// next heartbeat, evacuates each instance (which triggers a pass for its
+// LRP).
+func (h *storeHandlers) drainCell(ctx context.Context, req *models.DrainCellRequest) (*models.DrainCellResponse, error) {
+	if err := h.store.DrainCell(ctx, req.GetCellId()); err != nil {
+		return nil, err
+	}
+	return &models.DrainCellResponse{}, nil
 }
 
 func (h *storeHandlers) cells(ctx context.Context, _ *models.CellsRequest) (*models.CellsResponse, error) {

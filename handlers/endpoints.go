@@ -31,11 +31,13 @@ func endpoints(store db.DB, o options) []endpoint {
 
 		route(models.RouteRegisterCell, h.registerCell),
 		route(models.RouteCells, h.cells),
+		route(models.RouteDrainCell, h.drainCell),
 		route(models.RouteClaimActualLRP, h.claimActualLRP),
 		route(models.RouteStartActualLRP, h.startActualLRP),
 		route(models.RouteCrashActualLRP, h.crashActualLRP),
 		route(models.RouteFailActualLRP, h.failActualLRP),
 		route(models.RouteRemoveActualLRP, h.removeActualLRP),
+		route(models.RouteEvacuateActualLRP, h.evacuateActualLRP),
 		route(models.RouteBulkReport, h.bulkReport),
 	}
 }

@@ -27,11 +27,16 @@ func (h *storeHandlers) claimActualLRP(ctx context.Context, req *models.ClaimAct
 }
 
 // startActualLRP marks the instance RUNNING; it is routable unless the
-// request says otherwise.
+// request says otherwise. A request naming another presence than ORDINARY
+// changes only the routable (and net info) of that RUNNING row.
 func (h *storeHandlers) startActualLRP(ctx context.Context, req *models.StartActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
 	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
 	routable := req.Routable == nil || req.GetRoutable()
-	lrp, err := h.store.StartActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), caller, req.GetNetInfo(), routable)
+	key := ordinaryKey(req.GetProcessGuid(), req.GetIndex())
+	if req.GetPresence() != models.ActualLRP_PRESENCE_UNKNOWN {
+		key.Presence = req.GetPresence()
+	}
+	lrp, err := h.store.StartActualLRP(ctx, key, caller, req.GetNetInfo(), routable)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +70,18 @@ func (h *storeHandlers) removeActualLRP(ctx context.Context, req *models.RemoveA
 	}
 	h.converge(req.GetProcessGuid())
 	return &models.ActualLRPLifecycleResponse{}, nil
+}
+
+// evacuateActualLRP hands an instance of a draining cell over to a
+// replacement and asks convergence to place the replacement at once.
+func (h *storeHandlers) evacuateActualLRP(ctx context.Context, req *models.EvacuateActualLRPRequest) (*models.EvacuateActualLRPResponse, error) {
+	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	keepRunning, err := h.store.EvacuateActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), caller)
+	if err != nil {
+		return nil, err
+	}
+	h.converge(req.GetProcessGuid())
+	return &models.EvacuateActualLRPResponse{KeepRunning: keepRunning}, nil
 }
 
 func (h *storeHandlers) bulkReport(ctx context.Context, req *models.BulkReportRequest) (*models.BulkReportResponse, error) {

@@ -81,8 +81,9 @@ func WithEventsWriteTimeout(timeout time.Duration) Option {
 // WithConvergenceTrigger calls trigger with the LRP's process guid after
 // every successful call that leaves an LRP for convergence to act on at
 // once: desire, update and remove, and the cell-side crash (the first
-// crashes restart at once), fail (the instance needs another cell) and
-// remove (the index needs a new instance). trigger must not block; the
+// crashes restart at once), fail (the instance needs another cell),
+// remove (the index needs a new instance) and evacuate (the replacement
+// is placed at once). trigger must not block; the
 // convergence runner's Trigger does not.
 func WithConvergenceTrigger(trigger func(processGuid string)) Option {
 	return func(o *options) {

@@ -27,4 +27,5 @@ type stepEnv struct {
 // registeredSteps maps a migration version to its Go step.
 var registeredSteps = map[int]*goStep{
 	2: importLegacy,
+	4: addCellDraining,
 }

@@ -97,7 +97,12 @@ type Cell struct {
 	// Read-only: whether presence has not expired.
 	Present bool `protobuf:"varint,7,opt,name=present,proto3" json:"present,omitempty"`
 	// Read-only: capacity minus what the instances placed on the cell use.
-	Free          *CellCapacity `protobuf:"bytes,8,opt,name=free,proto3" json:"free,omitempty"`
+	Free *CellCapacity `protobuf:"bytes,8,opt,name=free,proto3" json:"free,omitempty"`
+	// Read-only, set by the board (POST /v1/cells/drain): the cell is being
+	// drained. Placement puts nothing new on it, but it stays present, so its
+	// instances are not SUSPECT; its rep evacuates them. A registration with
+	// fresh_start (a rep that just started) clears it.
+	Draining      bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,10 +193,21 @@ func (x *Cell) GetFree() *CellCapacity {
 	return nil
 }
 
+func (x *Cell) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
 // RegisterCellRequest registers a cell or renews its presence (heartbeat).
 type RegisterCellRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cell          *Cell                  `protobuf:"bytes,1,opt,name=cell,proto3" json:"cell,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cell  *Cell                  `protobuf:"bytes,1,opt,name=cell,proto3" json:"cell,omitempty"`
+	// Set on a rep's first registration after it starts: it clears the
+	// cell's draining flag (a restarted rep runs nothing to evacuate). A
+	// heartbeat leaves it unset and keeps the stored flag.
+	FreshStart    bool `protobuf:"varint,2,opt,name=fresh_start,json=freshStart,proto3" json:"fresh_start,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,11 +249,21 @@ func (x *RegisterCellRequest) GetCell() *Cell {
 	return nil
 }
 
+func (x *RegisterCellRequest) GetFreshStart() bool {
+	if x != nil {
+		return x.FreshStart
+	}
+	return false
+}
+
 type RegisterCellResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Error *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	// How long presence lasts from now, so the rep knows how often to renew.
 	PresenceTtlMs int64 `protobuf:"varint,2,opt,name=presence_ttl_ms,json=presenceTtlMs,proto3" json:"presence_ttl_ms,omitempty"`
+	// Whether the cell is draining after this registration, so that its rep
+	// learns of a drain within one heartbeat and evacuates.
+	Draining      bool `protobuf:"varint,3,opt,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -284,6 +310,13 @@ func (x *RegisterCellResponse) GetPresenceTtlMs() int64 {
 		return x.PresenceTtlMs
 	}
 	return 0
+}
+
+func (x *RegisterCellResponse) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
 }
 
 type CellsRequest struct {
@@ -374,6 +407,96 @@ func (x *CellsResponse) GetCells() []*Cell {
 	return nil
 }
 
+// DrainCellRequest marks a cell draining: nothing new is placed on it, and
+// its rep, told so on its next heartbeat, evacuates its instances.
+type DrainCellRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainCellRequest) Reset() {
+	*x = DrainCellRequest{}
+	mi := &file_cell_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainCellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainCellRequest) ProtoMessage() {}
+
+func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainCellRequest.ProtoReflect.Descriptor instead.
+func (*DrainCellRequest) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DrainCellRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+type DrainCellResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainCellResponse) Reset() {
+	*x = DrainCellResponse{}
+	mi := &file_cell_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainCellResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainCellResponse) ProtoMessage() {}
+
+func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
+func (*DrainCellResponse) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DrainCellResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_cell_proto protoreflect.FileDescriptor
 
 const file_cell_proto_rawDesc = "" +
@@ -383,7 +506,7 @@ const file_cell_proto_rawDesc = "" +
 	"\fCellCapacity\x12\x1b\n" +
 	"\tmemory_mb\x18\x01 \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\x02 \x01(\x05R\x06diskMb\x12\x1c\n" +
-	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\x9c\x02\n" +
+	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xb8\x02\n" +
 	"\x04Cell\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x17\n" +
 	"\arep_url\x18\x02 \x01(\tR\x06repUrl\x12\x12\n" +
@@ -393,16 +516,24 @@ const file_cell_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x06 \x01(\x03R\texpiresAt\x12\x18\n" +
 	"\apresent\x18\a \x01(\bR\apresent\x122\n" +
-	"\x04free\x18\b \x01(\v2\x1e.corkboard.models.CellCapacityR\x04free\"A\n" +
+	"\x04free\x18\b \x01(\v2\x1e.corkboard.models.CellCapacityR\x04free\x12\x1a\n" +
+	"\bdraining\x18\t \x01(\bR\bdraining\"b\n" +
 	"\x13RegisterCellRequest\x12*\n" +
-	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\"m\n" +
+	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x1f\n" +
+	"\vfresh_start\x18\x02 \x01(\bR\n" +
+	"freshStart\"\x89\x01\n" +
 	"\x14RegisterCellResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12&\n" +
-	"\x0fpresence_ttl_ms\x18\x02 \x01(\x03R\rpresenceTtlMs\"\x0e\n" +
+	"\x0fpresence_ttl_ms\x18\x02 \x01(\x03R\rpresenceTtlMs\x12\x1a\n" +
+	"\bdraining\x18\x03 \x01(\bR\bdraining\"\x0e\n" +
 	"\fCellsRequest\"l\n" +
 	"\rCellsResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12,\n" +
-	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cellsB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cells\"+\n" +
+	"\x10DrainCellRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"B\n" +
+	"\x11DrainCellResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05errorB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_cell_proto_rawDescOnce sync.Once
@@ -416,7 +547,7 @@ func file_cell_proto_rawDescGZIP() []byte {
 	return file_cell_proto_rawDescData
 }
 
-var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_cell_proto_goTypes = []any{
 	(*CellCapacity)(nil),         // 0: corkboard.models.CellCapacity
 	(*Cell)(nil),                 // 1: corkboard.models.Cell
@@ -424,20 +555,23 @@ var file_cell_proto_goTypes = []any{
 	(*RegisterCellResponse)(nil), // 3: corkboard.models.RegisterCellResponse
 	(*CellsRequest)(nil),         // 4: corkboard.models.CellsRequest
 	(*CellsResponse)(nil),        // 5: corkboard.models.CellsResponse
-	(*Error)(nil),                // 6: corkboard.models.Error
+	(*DrainCellRequest)(nil),     // 6: corkboard.models.DrainCellRequest
+	(*DrainCellResponse)(nil),    // 7: corkboard.models.DrainCellResponse
+	(*Error)(nil),                // 8: corkboard.models.Error
 }
 var file_cell_proto_depIdxs = []int32{
 	0, // 0: corkboard.models.Cell.capacity:type_name -> corkboard.models.CellCapacity
 	0, // 1: corkboard.models.Cell.free:type_name -> corkboard.models.CellCapacity
 	1, // 2: corkboard.models.RegisterCellRequest.cell:type_name -> corkboard.models.Cell
-	6, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
-	6, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
+	8, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
+	8, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
 	1, // 5: corkboard.models.CellsResponse.cells:type_name -> corkboard.models.Cell
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	8, // 6: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_cell_proto_init() }
@@ -452,7 +586,7 @@ func file_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cell_proto_rawDesc), len(file_cell_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

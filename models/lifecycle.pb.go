@@ -97,7 +97,12 @@ type StartActualLRPRequest struct {
 	CellId       string                 `protobuf:"bytes,4,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
 	NetInfo      *NetInfo               `protobuf:"bytes,5,opt,name=net_info,json=netInfo,proto3" json:"net_info,omitempty"`
 	// Whether routers should send traffic to it; unset means true.
-	Routable      *bool `protobuf:"varint,6,opt,name=routable,proto3,oneof" json:"routable,omitempty"`
+	Routable *bool `protobuf:"varint,6,opt,name=routable,proto3,oneof" json:"routable,omitempty"`
+	// Which of the index's rows the caller runs; unset means ORDINARY. A
+	// rep names EVACUATING (or SUSPECT, RETIRING) to mark an instance it
+	// still runs unroutable before stopping it: such a row must be RUNNING
+	// and the caller's, and only routable (and net info) may change.
+	Presence      ActualLRP_Presence `protobuf:"varint,7,opt,name=presence,proto3,enum=corkboard.models.ActualLRP_Presence" json:"presence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -172,6 +177,13 @@ func (x *StartActualLRPRequest) GetRoutable() bool {
 		return *x.Routable
 	}
 	return false
+}
+
+func (x *StartActualLRPRequest) GetPresence() ActualLRP_Presence {
+	if x != nil {
+		return x.Presence
+	}
+	return ActualLRP_PRESENCE_UNKNOWN
 }
 
 type CrashActualLRPRequest struct {
@@ -460,9 +472,12 @@ type ReportedInstance struct {
 	InstanceGuid string                 `protobuf:"bytes,4,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
 	DefinitionId string                 `protobuf:"bytes,5,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
 	// CLAIMED (starting) or RUNNING.
-	State         ActualLRP_State `protobuf:"varint,6,opt,name=state,proto3,enum=corkboard.models.ActualLRP_State" json:"state,omitempty"`
-	NetInfo       *NetInfo        `protobuf:"bytes,7,opt,name=net_info,json=netInfo,proto3" json:"net_info,omitempty"`
-	Routable      bool            `protobuf:"varint,8,opt,name=routable,proto3" json:"routable,omitempty"`
+	State    ActualLRP_State `protobuf:"varint,6,opt,name=state,proto3,enum=corkboard.models.ActualLRP_State" json:"state,omitempty"`
+	NetInfo  *NetInfo        `protobuf:"bytes,7,opt,name=net_info,json=netInfo,proto3" json:"net_info,omitempty"`
+	Routable bool            `protobuf:"varint,8,opt,name=routable,proto3" json:"routable,omitempty"`
+	// Whether the instance says it is busy serving (DESIGN §7); written to a
+	// matched RUNNING row, only when it changes.
+	Occupied      bool `protobuf:"varint,9,opt,name=occupied,proto3" json:"occupied,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -549,6 +564,13 @@ func (x *ReportedInstance) GetNetInfo() *NetInfo {
 func (x *ReportedInstance) GetRoutable() bool {
 	if x != nil {
 		return x.Routable
+	}
+	return false
+}
+
+func (x *ReportedInstance) GetOccupied() bool {
+	if x != nil {
+		return x.Occupied
 	}
 	return false
 }
@@ -669,6 +691,131 @@ func (x *BulkReportResponse) GetAssigned() []*ActualLRP {
 	return nil
 }
 
+// EvacuateActualLRPRequest asks the board to replace an instance on a
+// draining cell before the cell stops it (start-before-stop).
+type EvacuateActualLRPRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	InstanceGuid  string                 `protobuf:"bytes,3,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
+	CellId        string                 `protobuf:"bytes,4,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateActualLRPRequest) Reset() {
+	*x = EvacuateActualLRPRequest{}
+	mi := &file_lifecycle_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateActualLRPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateActualLRPRequest) ProtoMessage() {}
+
+func (x *EvacuateActualLRPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateActualLRPRequest.ProtoReflect.Descriptor instead.
+func (*EvacuateActualLRPRequest) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *EvacuateActualLRPRequest) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *EvacuateActualLRPRequest) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *EvacuateActualLRPRequest) GetInstanceGuid() string {
+	if x != nil {
+		return x.InstanceGuid
+	}
+	return ""
+}
+
+func (x *EvacuateActualLRPRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+type EvacuateActualLRPResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// True: the board keeps the instance as an EVACUATING row while its
+	// replacement starts elsewhere; keep it running until a bulk report
+	// lists it in stop. False: nothing of it needs to keep running; stop it.
+	KeepRunning   bool `protobuf:"varint,2,opt,name=keep_running,json=keepRunning,proto3" json:"keep_running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateActualLRPResponse) Reset() {
+	*x = EvacuateActualLRPResponse{}
+	mi := &file_lifecycle_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateActualLRPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateActualLRPResponse) ProtoMessage() {}
+
+func (x *EvacuateActualLRPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateActualLRPResponse.ProtoReflect.Descriptor instead.
+func (*EvacuateActualLRPResponse) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *EvacuateActualLRPResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *EvacuateActualLRPResponse) GetKeepRunning() bool {
+	if x != nil {
+		return x.KeepRunning
+	}
+	return false
+}
+
 var File_lifecycle_proto protoreflect.FileDescriptor
 
 const file_lifecycle_proto_rawDesc = "" +
@@ -678,14 +825,15 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12#\n" +
 	"\rinstance_guid\x18\x03 \x01(\tR\finstanceGuid\x12\x17\n" +
-	"\acell_id\x18\x04 \x01(\tR\x06cellId\"\xf2\x01\n" +
+	"\acell_id\x18\x04 \x01(\tR\x06cellId\"\xb4\x02\n" +
 	"\x15StartActualLRPRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12#\n" +
 	"\rinstance_guid\x18\x03 \x01(\tR\finstanceGuid\x12\x17\n" +
 	"\acell_id\x18\x04 \x01(\tR\x06cellId\x124\n" +
 	"\bnet_info\x18\x05 \x01(\v2\x19.corkboard.models.NetInfoR\anetInfo\x12\x1f\n" +
-	"\broutable\x18\x06 \x01(\bH\x00R\broutable\x88\x01\x01B\v\n" +
+	"\broutable\x18\x06 \x01(\bH\x00R\broutable\x88\x01\x01\x12@\n" +
+	"\bpresence\x18\a \x01(\x0e2$.corkboard.models.ActualLRP.PresenceR\bpresenceB\v\n" +
 	"\t_routable\"\xb1\x01\n" +
 	"\x15CrashActualLRPRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
@@ -707,7 +855,7 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\x1aActualLRPLifecycleResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12:\n" +
 	"\n" +
-	"actual_lrp\x18\x02 \x01(\v2\x1b.corkboard.models.ActualLRPR\tactualLrp\"\xe2\x02\n" +
+	"actual_lrp\x18\x02 \x01(\v2\x1b.corkboard.models.ActualLRPR\tactualLrp\"\xfe\x02\n" +
 	"\x10ReportedInstance\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12@\n" +
@@ -716,14 +864,23 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\rdefinition_id\x18\x05 \x01(\tR\fdefinitionId\x127\n" +
 	"\x05state\x18\x06 \x01(\x0e2!.corkboard.models.ActualLRP.StateR\x05state\x124\n" +
 	"\bnet_info\x18\a \x01(\v2\x19.corkboard.models.NetInfoR\anetInfo\x12\x1a\n" +
-	"\broutable\x18\b \x01(\bR\broutable\"n\n" +
+	"\broutable\x18\b \x01(\bR\broutable\x12\x1a\n" +
+	"\boccupied\x18\t \x01(\bR\boccupied\"n\n" +
 	"\x11BulkReportRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12@\n" +
 	"\tinstances\x18\x02 \x03(\v2\".corkboard.models.ReportedInstanceR\tinstances\"\xb4\x01\n" +
 	"\x12BulkReportResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x126\n" +
 	"\x04stop\x18\x02 \x03(\v2\".corkboard.models.ReportedInstanceR\x04stop\x127\n" +
-	"\bassigned\x18\x03 \x03(\v2\x1b.corkboard.models.ActualLRPR\bassignedB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\bassigned\x18\x03 \x03(\v2\x1b.corkboard.models.ActualLRPR\bassigned\"\x91\x01\n" +
+	"\x18EvacuateActualLRPRequest\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12#\n" +
+	"\rinstance_guid\x18\x03 \x01(\tR\finstanceGuid\x12\x17\n" +
+	"\acell_id\x18\x04 \x01(\tR\x06cellId\"m\n" +
+	"\x19EvacuateActualLRPResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12!\n" +
+	"\fkeep_running\x18\x02 \x01(\bR\vkeepRunningB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_lifecycle_proto_rawDescOnce sync.Once
@@ -737,7 +894,7 @@ func file_lifecycle_proto_rawDescGZIP() []byte {
 	return file_lifecycle_proto_rawDescData
 }
 
-var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_lifecycle_proto_goTypes = []any{
 	(*ClaimActualLRPRequest)(nil),      // 0: corkboard.models.ClaimActualLRPRequest
 	(*StartActualLRPRequest)(nil),      // 1: corkboard.models.StartActualLRPRequest
@@ -748,29 +905,33 @@ var file_lifecycle_proto_goTypes = []any{
 	(*ReportedInstance)(nil),           // 6: corkboard.models.ReportedInstance
 	(*BulkReportRequest)(nil),          // 7: corkboard.models.BulkReportRequest
 	(*BulkReportResponse)(nil),         // 8: corkboard.models.BulkReportResponse
-	(*NetInfo)(nil),                    // 9: corkboard.models.NetInfo
-	(ActualLRP_Presence)(0),            // 10: corkboard.models.ActualLRP.Presence
-	(*Error)(nil),                      // 11: corkboard.models.Error
-	(*ActualLRP)(nil),                  // 12: corkboard.models.ActualLRP
-	(ActualLRP_State)(0),               // 13: corkboard.models.ActualLRP.State
+	(*EvacuateActualLRPRequest)(nil),   // 9: corkboard.models.EvacuateActualLRPRequest
+	(*EvacuateActualLRPResponse)(nil),  // 10: corkboard.models.EvacuateActualLRPResponse
+	(*NetInfo)(nil),                    // 11: corkboard.models.NetInfo
+	(ActualLRP_Presence)(0),            // 12: corkboard.models.ActualLRP.Presence
+	(*Error)(nil),                      // 13: corkboard.models.Error
+	(*ActualLRP)(nil),                  // 14: corkboard.models.ActualLRP
+	(ActualLRP_State)(0),               // 15: corkboard.models.ActualLRP.State
 }
 var file_lifecycle_proto_depIdxs = []int32{
-	9,  // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
-	10, // 1: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	11, // 2: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
-	12, // 3: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
-	10, // 4: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
-	13, // 5: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
-	9,  // 6: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
-	6,  // 7: corkboard.models.BulkReportRequest.instances:type_name -> corkboard.models.ReportedInstance
-	11, // 8: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
-	6,  // 9: corkboard.models.BulkReportResponse.stop:type_name -> corkboard.models.ReportedInstance
-	12, // 10: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	11, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
+	12, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	12, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	13, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
+	14, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
+	12, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
+	15, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
+	11, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
+	6,  // 8: corkboard.models.BulkReportRequest.instances:type_name -> corkboard.models.ReportedInstance
+	13, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
+	6,  // 10: corkboard.models.BulkReportResponse.stop:type_name -> corkboard.models.ReportedInstance
+	14, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
+	13, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_lifecycle_proto_init() }
@@ -787,7 +948,7 @@ func file_lifecycle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lifecycle_proto_rawDesc), len(file_lifecycle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

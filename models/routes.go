@@ -22,12 +22,16 @@ const (
 	// The cell side: what reps call.
 	RouteRegisterCell    = "/v1/cells/register"
 	RouteCells           = "/v1/cells/list"
+	RouteDrainCell       = "/v1/cells/drain"
 	RouteClaimActualLRP  = "/v1/actual_lrps/claim"
 	RouteStartActualLRP  = "/v1/actual_lrps/start"
 	RouteCrashActualLRP  = "/v1/actual_lrps/crash"
 	RouteFailActualLRP   = "/v1/actual_lrps/fail"
 	RouteRemoveActualLRP = "/v1/actual_lrps/remove"
-	RouteBulkReport      = "/v1/cells/report"
+	// RouteEvacuateActualLRP hands an instance on a draining cell over to
+	// a replacement elsewhere (start-before-stop).
+	RouteEvacuateActualLRP = "/v1/actual_lrps/evacuate"
+	RouteBulkReport        = "/v1/cells/report"
 
 	// RouteEvents streams Server-Sent Events.
 	RouteEvents = "/v1/events"

@@ -157,6 +157,11 @@ func validatePositive(path string, value int32) error {
 // Validate accepts every CellsRequest: it has no fields.
 func (r *CellsRequest) Validate() error { return nil }
 
+// Validate requires the cell_id of the cell to drain.
+func (r *DrainCellRequest) Validate() error {
+	return validateCellID("cell_id", r.GetCellId())
+}
+
 // validateInstanceKey checks the fields that name an instance and its
 // caller, in the order they appear in the lifecycle requests.
 func validateInstanceKey(processGuid string, index int32) error {
@@ -179,10 +184,16 @@ func (r *ClaimActualLRPRequest) Validate() error {
 }
 
 // Validate requires the instance, its instance_guid on cell_id, and
-// net_info saying where it listens.
+// net_info saying where it listens. presence is optional (unset means
+// ORDINARY); when set it must be a known presence.
 func (r *StartActualLRPRequest) Validate() error {
 	if err := validateInstanceKey(r.GetProcessGuid(), r.GetIndex()); err != nil {
 		return err
+	}
+	if r.GetPresence() != ActualLRP_PRESENCE_UNKNOWN {
+		if err := validatePresence("presence", r.GetPresence()); err != nil {
+			return err
+		}
 	}
 	if err := validateInstanceGuid("instance_guid", r.GetInstanceGuid()); err != nil {
 		return err
@@ -230,6 +241,18 @@ func (r *RemoveActualLRPRequest) Validate() error {
 		return err
 	}
 	if err := validatePresence("presence", r.GetPresence()); err != nil {
+		return err
+	}
+	if err := validateInstanceGuid("instance_guid", r.GetInstanceGuid()); err != nil {
+		return err
+	}
+	return validateCellID("cell_id", r.GetCellId())
+}
+
+// Validate requires the instance (process_guid, index) and the
+// instance_guid on cell_id that runs it.
+func (r *EvacuateActualLRPRequest) Validate() error {
+	if err := validateInstanceKey(r.GetProcessGuid(), r.GetIndex()); err != nil {
 		return err
 	}
 	if err := validateInstanceGuid("instance_guid", r.GetInstanceGuid()); err != nil {

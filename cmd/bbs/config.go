@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/configfile"
 )
 
 // Config is the board's JSON config file (-config FILE). Keys are
@@ -92,27 +90,12 @@ const (
 
 // loadConfig reads a config file and fills in defaults. Errors name the field.
 func loadConfig(path string) (Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
 	var cfg Config
-	decoder := json.NewDecoder(bytes.NewReader(raw))
-	decoder.DisallowUnknownFields()
-	if err := decoder.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("config %s: %s", path, describeJSONError(err))
+	if err := configfile.Load(path, &cfg); err != nil {
+		return Config{}, err
 	}
 	cfg.applyDefaults()
 	return cfg, nil
-}
-
-// describeJSONError names the offending key where encoding/json knows it.
-func describeJSONError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return fmt.Sprintf("%s: want a %s, got a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // devConfig needs no file: SQLite under dataDir, loopback only.
@@ -170,47 +153,42 @@ func defaultBoardID() string {
 // validate checks every field and names the first bad one.
 func (c Config) validate() error {
 	if c.ListenAddress == "" {
-		return fieldError("listen_address", "required, e.g. \"127.0.0.1:8889\"")
+		return configfile.Invalid("listen_address", "required, e.g. \"127.0.0.1:8889\"")
 	}
 	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil {
-		return fieldError("listen_address", fmt.Sprintf("%q is not host:port", c.ListenAddress))
+		return configfile.Invalid("listen_address", fmt.Sprintf("%q is not host:port", c.ListenAddress))
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fieldError("listen_address", fmt.Sprintf("port %q is not a number from 0 to 65535", port))
+		return configfile.Invalid("listen_address", fmt.Sprintf("port %q is not a number from 0 to 65535", port))
 	}
 	switch c.DatabaseDriver {
 	case driverSQLite:
 		if c.DatabaseDSN == "" && c.DataDir == "" {
-			return fieldError("data_dir", "required when database_driver is sqlite and database_dsn is empty")
+			return configfile.Invalid("data_dir", "required when database_driver is sqlite and database_dsn is empty")
 		}
 	case driverPostgres, driverMySQL:
 		if c.DatabaseDSN == "" {
-			return fieldError("database_dsn", "required when database_driver is "+c.DatabaseDriver)
+			return configfile.Invalid("database_dsn", "required when database_driver is "+c.DatabaseDriver)
 		}
 	default:
-		return fieldError("database_driver", fmt.Sprintf("%q is not one of sqlite, postgres, mysql", c.DatabaseDriver))
+		return configfile.Invalid("database_driver", fmt.Sprintf("%q is not one of sqlite, postgres, mysql", c.DatabaseDriver))
 	}
 	if _, err := lager.LogLevelFromString(c.LogLevel); err != nil {
-		return fieldError("log_level", fmt.Sprintf("%q is not one of debug, info, error, fatal", c.LogLevel))
+		return configfile.Invalid("log_level", fmt.Sprintf("%q is not one of debug, info, error, fatal", c.LogLevel))
 	}
 	if c.MaxOpenConnections < 0 {
-		return fieldError("max_open_connections", "must be 0 (driver default) or more")
+		return configfile.Invalid("max_open_connections", "must be 0 (driver default) or more")
 	}
-	for _, d := range []struct {
-		field, value string
-		least        time.Duration
-	}{
-		{"shutdown_timeout", c.ShutdownTimeout, 0},
-		{"cell_presence_ttl", c.CellPresenceTTL, minimumTTL},
-		{"convergence_interval", c.ConvergenceInterval, 0},
-		{"convergence_lease_ttl", c.ConvergenceLeaseTTL, minimumTTL},
-		{"stale_unclaimed", c.StaleUnclaimed, 0},
-	} {
-		if err := validateDuration(d.field, d.value, d.least); err != nil {
-			return err
-		}
+	if err := configfile.CheckDurations(
+		configfile.Duration{Key: "shutdown_timeout", Value: c.ShutdownTimeout},
+		configfile.Duration{Key: "cell_presence_ttl", Value: c.CellPresenceTTL, Least: minimumTTL},
+		configfile.Duration{Key: "convergence_interval", Value: c.ConvergenceInterval},
+		configfile.Duration{Key: "convergence_lease_ttl", Value: c.ConvergenceLeaseTTL, Least: minimumTTL},
+		configfile.Duration{Key: "stale_unclaimed", Value: c.StaleUnclaimed},
+	); err != nil {
+		return err
 	}
 	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {
-		return fieldError("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))
+		return configfile.Invalid("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))
 	}
 	return nil
 }
@@ -218,35 +196,23 @@ func (c Config) validate() error {
 // maxBoardIDLength keeps a board id readable in logs and the leases table.
 const maxBoardIDLength = 128
 
-func validateDuration(field, value string, least time.Duration) error {
-	d, err := time.ParseDuration(value)
-	switch {
-	case err != nil || d <= 0:
-		return fieldError(field, fmt.Sprintf("%q is not a positive duration like \"30s\"", value))
-	case d < least:
-		return fieldError(field, fmt.Sprintf("%q is shorter than the minimum of %s", value, least))
-	}
-	return nil
-}
+// The duration accessors parse values validate has checked.
 
-// duration parses one of the durations validate has checked.
-func duration(value string) time.Duration {
-	d, _ := time.ParseDuration(value)
-	return d
-}
+func (c Config) shutdownTimeout() time.Duration { return configfile.MustDuration(c.ShutdownTimeout) }
 
-func (c Config) shutdownTimeout() time.Duration { return duration(c.ShutdownTimeout) }
-
-func (c Config) cellPresenceTTL() time.Duration { return duration(c.CellPresenceTTL) }
+func (c Config) cellPresenceTTL() time.Duration { return configfile.MustDuration(c.CellPresenceTTL) }
 
 // runnerConfig is the convergence runner's configuration.
 func (c Config) runnerConfig() convergence.RunnerConfig {
 	planner := convergence.DefaultConfig()
-	planner.StaleUnclaimed = duration(c.StaleUnclaimed)
+	planner.StaleUnclaimed = configfile.MustDuration(c.StaleUnclaimed)
+	// An EVACUATING row outlives its running replacement by at most two
+	// presence TTLs: its rep, told to stop it on a bulk report, removes it.
+	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
 	return convergence.RunnerConfig{
 		Owner:    c.BoardID,
-		Interval: duration(c.ConvergenceInterval),
-		LeaseTTL: duration(c.ConvergenceLeaseTTL),
+		Interval: configfile.MustDuration(c.ConvergenceInterval),
+		LeaseTTL: configfile.MustDuration(c.ConvergenceLeaseTTL),
 		Planner:  planner,
 	}
 }
@@ -265,7 +231,7 @@ func (c Config) dsn() string {
 func requireLoopback(listenAddress string) error {
 	host, _, err := net.SplitHostPort(listenAddress)
 	if err != nil {
-		return fieldError("listen_address", fmt.Sprintf("%q is not host:port", listenAddress))
+		return configfile.Invalid("listen_address", fmt.Sprintf("%q is not host:port", listenAddress))
 	}
 	if host == "localhost" {
 		return nil
@@ -273,9 +239,5 @@ func requireLoopback(listenAddress string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fieldError("listen_address", fmt.Sprintf("dev mode listens on loopback only (127.0.0.1, ::1 or localhost), not %q", host))
-}
-
-func fieldError(field, reason string) error {
-	return fmt.Errorf("config: %s: %s", field, reason)
+	return configfile.Invalid("listen_address", fmt.Sprintf("dev mode listens on loopback only (127.0.0.1, ::1 or localhost), not %q", host))
 }

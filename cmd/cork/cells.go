@@ -11,11 +11,11 @@ import (
 
 // cellTable puts what is free first: that is what placement goes by.
 var cellTable = table[*models.Cell]{
-	headers: []string{"CELL_ID", "ZONE", "PRESENT", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"},
+	headers: []string{"CELL_ID", "ZONE", "PRESENT", "DRAINING", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"},
 	row: func(c *models.Cell) []string {
 		free, capacity := c.GetFree(), c.GetCapacity()
 		return []string{
-			c.GetCellId(), c.GetZone(), yesNo(c.GetPresent()),
+			c.GetCellId(), c.GetZone(), yesNo(c.GetPresent()), yesNo(c.GetDraining()),
 			itoa(free.GetMemoryMb()), itoa(free.GetDiskMb()), itoa(free.GetInstances()),
 			itoa(capacity.GetMemoryMb()), itoa(capacity.GetDiskMb()), itoa(capacity.GetInstances()),
 			strings.Join(c.GetPlacementTags(), ","), timestamp(c.GetExpiresAt()),
@@ -34,6 +34,31 @@ func (a *app) cellsCommand() *cobra.Command {
 				return err
 			}
 			return emit(a, cells, cellTable)
+		}),
+	}
+}
+
+// cellCommand groups what an operator does to one cell.
+func (a *app) cellCommand() *cobra.Command {
+	cell := &cobra.Command{
+		Use:   "cell",
+		Short: "Act on one cell (drain)",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("cell wants a subcommand: drain")
+		},
+	}
+	cell.AddCommand(a.cellDrainCommand())
+	return cell
+}
+
+func (a *app) cellDrainCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "drain CELL",
+		Short: "Drain a cell: place nothing new on it; its rep moves every instance elsewhere, start-before-stop (prints nothing on success)",
+		Args:  exactArgs("CELL"),
+		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			return a.client().DrainCell(ctx, args[0])
 		}),
 	}
 }

@@ -85,7 +85,9 @@ command or flag, wrong arguments, a bad flag value).`,
 		a.domainsCommand(),
 		a.setDomainCommand(),
 		a.cellsCommand(),
+		a.cellCommand(),
 		a.eventsCommand(),
+		a.logsCommand(),
 	)
 	return root
 }

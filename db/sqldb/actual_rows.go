@@ -129,7 +129,7 @@ func (s *SQLDB) deleteActualLRPs(ctx context.Context, tx *sql.Tx, where string, 
 // domain, definition and tag epoch never change in place.
 var actualLRPMutableColumns = []string{
 	"instance_guid", "cell_id", "state", "net_info", "crash_count", "crash_reason", "since",
-	"placement_error", "routable", "modification_tag_index",
+	"placement_error", "routable", "occupied", "modification_tag_index",
 }
 
 var updateActualLRP = "UPDATE actual_lrps SET " + strings.Join(actualLRPMutableColumns, " = ?, ") + ` = ?
@@ -138,7 +138,8 @@ var updateActualLRP = "UPDATE actual_lrps SET " + strings.Join(actualLRPMutableC
 
 // writeActualLRP stores after over before, compare-and-set on before's
 // modification tag; after must carry before's tag index plus one. A row
-// that changed since before was read is errLostRace.
+// that changed since before was read is errLostRace. Only a RUNNING
+// instance is ever stored occupied (see storedOccupied).
 func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *models.ActualLRP) error {
 	netInfo, err := encodeNetInfo(after.NetInfo)
 	if err != nil {
@@ -146,7 +147,7 @@ func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *mo
 	}
 	res, err := s.exec(ctx, q, updateActualLRP,
 		after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
-		after.Since, after.PlacementError, after.Routable, int64(after.ModificationTag.Index),
+		after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index),
 		before.ProcessGuid, before.Index, before.Presence.String(),
 		before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
 	if err != nil {
@@ -158,6 +159,14 @@ func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *mo
 		return errLostRace
 	}
 	return nil
+}
+
+// storedOccupied is what a write stores as occupied: an instance that is
+// not RUNNING serves nobody, whatever the row it came from said, so that
+// autoscaling never counts demand from a stopped or starting instance.
+func storedOccupied(lrp *models.ActualLRP) bool {
+	lrp.Occupied = lrp.Occupied && lrp.State == models.ActualLRP_RUNNING
+	return lrp.Occupied
 }
 
 // nextVersion is a copy of lrp with its tag index moved on by one, the
@@ -210,19 +219,19 @@ func (s *SQLDB) writeActualLRPs(ctx context.Context, q queryer, writes []rowWrit
 // values; the first row of VALUES gives the columns their types.
 func (s *SQLDB) writeActualLRPsPostgres(ctx context.Context, q queryer, writes []rowWrite) error {
 	const first = `(?::varchar, ?::integer, ?::varchar, ?::varchar, ?::bigint, ?::varchar, ?::varchar, ?::varchar,
- ?::bytea, ?::integer, ?::text, ?::bigint, ?::text, ?::boolean, ?::bigint)`
-	const more = `, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+ ?::bytea, ?::integer, ?::text, ?::bigint, ?::text, ?::boolean, ?::boolean, ?::bigint)`
+	const more = `, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	var query strings.Builder
 	query.WriteString(`UPDATE actual_lrps a SET instance_guid = v.instance_guid, cell_id = v.cell_id, state = v.state,
  net_info = v.net_info, crash_count = v.crash_count, crash_reason = v.crash_reason, since = v.since,
- placement_error = v.placement_error, routable = v.routable, modification_tag_index = v.new_index
+ placement_error = v.placement_error, routable = v.routable, occupied = v.occupied, modification_tag_index = v.new_index
  FROM (VALUES ` + first)
 	query.WriteString(strings.Repeat(more, len(writes)-1))
 	query.WriteString(`) AS v(process_guid, instance_index, presence, epoch, old_index, instance_guid, cell_id, state,
- net_info, crash_count, crash_reason, since, placement_error, routable, new_index)
+ net_info, crash_count, crash_reason, since, placement_error, routable, occupied, new_index)
  WHERE a.process_guid = v.process_guid AND a.instance_index = v.instance_index AND a.presence = v.presence
  AND a.modification_tag_epoch = v.epoch AND a.modification_tag_index = v.old_index`)
-	args := make([]any, 0, 15*len(writes))
+	args := make([]any, 0, 16*len(writes))
 	for _, w := range writes {
 		netInfo, err := encodeNetInfo(w.after.NetInfo)
 		if err != nil {
@@ -232,7 +241,7 @@ func (s *SQLDB) writeActualLRPsPostgres(ctx context.Context, q queryer, writes [
 		args = append(args, before.ProcessGuid, before.Index, before.Presence.String(),
 			before.ModificationTag.Epoch, int64(before.ModificationTag.Index),
 			after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
-			after.Since, after.PlacementError, after.Routable, int64(after.ModificationTag.Index))
+			after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index))
 	}
 	res, err := s.exec(ctx, q, query.String(), args...)
 	if err != nil {

@@ -25,8 +25,16 @@ import (
 //     index (the cell was lost and is back): it is matched to that row,
 //     which convergence promotes back or removes once its replacement
 //     runs; until then the cell keeps running it;
+//   - a reported EVACUATING instance (its cell drains) matches its
+//     EVACUATING row as above, but only while the ORDINARY row of its index
+//     exists and is not RUNNING: once the replacement runs (on any cell),
+//     or the ORDINARY row is gone, it comes back in Stop, which is how the
+//     rep learns it may stop it;
 //   - otherwise — no row, a row of another instance or cell, a CRASHED
 //     row, another definition — the instance comes back in Stop.
+//
+// A matched row takes the report's state, net info, routable and, while
+// RUNNING, occupied.
 //
 // Assigned lists the cell's UNCLAIMED rows (not adopted), in key order.
 // A row of this cell that the report does not mention is left alone: the
@@ -97,9 +105,20 @@ func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instan
 		rows[keyOf(lrp)] = lrp
 	}
 	var elsewhere []db.ActualLRPKey
-	for _, r := range instances {
-		if key := reportedKey(r); rows[key] == nil {
+	wanted := map[db.ActualLRPKey]bool{}
+	want := func(key db.ActualLRPKey) {
+		if rows[key] == nil && !wanted[key] {
+			wanted[key] = true
 			elsewhere = append(elsewhere, key)
+		}
+	}
+	for _, r := range instances {
+		key := reportedKey(r)
+		want(key)
+		if key.Presence == models.ActualLRP_EVACUATING {
+			// Whether its replacement runs yet.
+			key.Presence = models.ActualLRP_ORDINARY
+			want(key)
 		}
 	}
 	for start := 0; start < len(elsewhere); start += reportKeyBatch {
@@ -137,6 +156,9 @@ func reconcileReport(cellID string, instances []*models.ReportedInstance, rows m
 		row := rows[key]
 		if !reportMatches(row, r, cellID) {
 			row = heldAsSuspect(rows, r, cellID)
+		}
+		if row != nil && r.Presence == models.ActualLRP_EVACUATING && !replacementPending(rows, key) {
+			row = nil
 		}
 		if row == nil {
 			rec.result.Stop = append(rec.result.Stop, r)
@@ -197,12 +219,22 @@ func heldAsSuspect(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.Reporte
 	return row
 }
 
+// replacementPending reports whether the index of the EVACUATING row key
+// still waits for its replacement: its ORDINARY row exists and is not
+// RUNNING. The evacuating instance keeps running until then.
+func replacementPending(rows map[db.ActualLRPKey]*models.ActualLRP, key db.ActualLRPKey) bool {
+	key.Presence = models.ActualLRP_ORDINARY
+	ordinary := rows[key]
+	return ordinary != nil && ordinary.State != models.ActualLRP_RUNNING
+}
+
 // reportedVersion is the row brought in line with the report, or nil when
 // it is in line already.
 func reportedVersion(row *models.ActualLRP, r *models.ReportedInstance, now int64) *models.ActualLRP {
 	routable := r.Routable && r.State == models.ActualLRP_RUNNING
+	occupied := r.Occupied && r.State == models.ActualLRP_RUNNING
 	if row.State == r.State && row.InstanceGuid == r.InstanceGuid &&
-		sameNetInfo(row.NetInfo, r.NetInfo) && row.Routable == routable {
+		sameNetInfo(row.NetInfo, r.NetInfo) && row.Routable == routable && row.Occupied == occupied {
 		return nil
 	}
 	after := nextVersion(row)
@@ -213,6 +245,7 @@ func reportedVersion(row *models.ActualLRP, r *models.ReportedInstance, now int6
 	after.InstanceGuid = r.InstanceGuid
 	after.NetInfo = cloneNetInfo(r.NetInfo)
 	after.Routable = routable
+	after.Occupied = occupied
 	after.PlacementError = ""
 	return after
 }

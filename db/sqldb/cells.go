@@ -16,23 +16,32 @@ import (
 
 var _ db.CellDB = (*SQLDB)(nil)
 
-// RegisterCell inserts the cell or renews it: its presence lasts until
-// now + ttl. It emits cell_changed (before: nil for a new cell) when the
-// cell is new, when any of its fields changed, or when its presence had
-// expired — not for a heartbeat that only extends a present cell, which is
-// one UPDATE.
-//
-// The event's cells carry expires_at and present; free is left out, since
-// computing it means adding up the cell's instances.
+// RegisterCell is HeartbeatCell without a fresh start: it keeps the
+// cell's draining flag.
 func (s *SQLDB) RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Duration) error {
+	_, err := s.HeartbeatCell(ctx, cell, ttl, false)
+	return err
+}
+
+// HeartbeatCell inserts the cell or renews it: its presence lasts until
+// now + ttl. It emits cell_changed (before: nil for a new cell) when the
+// cell is new, when any of its fields changed, when its presence had
+// expired, or when freshStart cleared its draining flag — not for a
+// heartbeat that only extends a present cell that is not draining, which
+// is one UPDATE. A draining cell's heartbeat takes the transaction, which
+// reads the flag to answer it; drains are rare.
+//
+// The event's cells carry expires_at, present and draining; free is left
+// out, since computing it means adding up the cell's instances.
+func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.Duration, freshStart bool) (bool, error) {
 	if err := checkCell(cell, ttl); err != nil {
-		return err
+		return false, err
 	}
 	now := s.now().UnixNano()
 	after := storedCell(cell, now+int64(ttl), now)
 	tags, err := encodePlacementTags(after.PlacementTags)
 	if err != nil {
-		return errInvalid("cell.placement_tags", err.Error())
+		return false, errInvalid("cell.placement_tags", err.Error())
 	}
 	fields := []any{after.RepUrl, after.Zone, after.Capacity.MemoryMb, after.Capacity.DiskMb, after.Capacity.Instances, tags}
 
@@ -40,7 +49,7 @@ func (s *SQLDB) RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Du
 	err = s.autocommit(ctx, "register cell", func() error {
 		res, err := s.exec(ctx, s.conn, `UPDATE cells SET expires_at = ?
  WHERE cell_id = ? AND rep_url = ? AND zone = ? AND memory_mb = ? AND disk_mb = ? AND max_instances = ? AND placement_tags = ?
- AND expires_at > ?`, slices.Concat([]any{after.ExpiresAt, after.CellId}, fields, []any{now})...)
+ AND expires_at > ? AND draining = ?`, slices.Concat([]any{after.ExpiresAt, after.CellId}, fields, []any{now, false})...)
 		if err != nil {
 			return err
 		}
@@ -49,17 +58,19 @@ func (s *SQLDB) RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Du
 		return err
 	})
 	if err != nil || renewed {
-		return err
+		return false, err
 	}
 
-	return s.transactPublishing(ctx, "register cell", func(tx *sql.Tx) ([]models.Event, error) {
+	err = s.transactPublishing(ctx, "register cell", func(tx *sql.Tx) ([]models.Event, error) {
 		before, err := s.lockCell(ctx, tx, after.CellId, now)
 		if err != nil {
 			return nil, err
 		}
 		if before == nil {
+			after.Draining = false
 			_, err := s.exec(ctx, tx, `INSERT INTO cells (rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags,
- cell_id, expires_at, registered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, slices.Concat(fields, []any{after.CellId, after.ExpiresAt, now})...)
+ cell_id, expires_at, registered_at, draining) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				slices.Concat(fields, []any{after.CellId, after.ExpiresAt, now, false})...)
 			if isUniqueViolation(err) {
 				// Registered concurrently: run again to see it.
 				return nil, errLostRace
@@ -69,16 +80,52 @@ func (s *SQLDB) RegisterCell(ctx context.Context, cell *models.Cell, ttl time.Du
 			}
 			return []models.Event{models.CellChanged(nil, after)}, nil
 		}
+		after.Draining = before.Draining && !freshStart
 		_, err = s.exec(ctx, tx, `UPDATE cells SET rep_url = ?, zone = ?, memory_mb = ?, disk_mb = ?, max_instances = ?,
- placement_tags = ?, expires_at = ? WHERE cell_id = ?`, slices.Concat(fields, []any{after.ExpiresAt, after.CellId})...)
+ placement_tags = ?, expires_at = ?, draining = ? WHERE cell_id = ?`,
+			slices.Concat(fields, []any{after.ExpiresAt, after.Draining, after.CellId})...)
 		if err != nil {
 			return nil, err
 		}
-		if before.Present && sameCellFields(before, after) {
-			// MySQL counts a heartbeat within the same nanosecond as no
-			// change, so the UPDATE above came here.
+		if before.Present && sameCellFields(before, after) && before.Draining == after.Draining {
+			// A heartbeat of a draining cell, or (MySQL counts a heartbeat
+			// within the same nanosecond as no change) one that came here
+			// from the UPDATE above.
 			return nil, nil
 		}
+		return []models.Event{models.CellChanged(before, after)}, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return after.Draining, nil
+}
+
+// DrainCell sets the cell's draining flag; see db.CellDB.
+func (s *SQLDB) DrainCell(ctx context.Context, cellID string) error {
+	if cellID == "" {
+		return errInvalid("cell_id", "required")
+	}
+	if err := checkWidth("cell_id", cellID, maxCellID); err != nil {
+		return err
+	}
+	return s.transactPublishing(ctx, "drain cell", func(tx *sql.Tx) ([]models.Event, error) {
+		now := s.now().UnixNano()
+		before, err := s.lockCell(ctx, tx, cellID, now)
+		if err != nil {
+			return nil, err
+		}
+		if before == nil {
+			return nil, errNotFound("cell %q not found", cellID)
+		}
+		if before.Draining {
+			return nil, nil
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE cells SET draining = ? WHERE cell_id = ?`, true, cellID); err != nil {
+			return nil, err
+		}
+		after := proto.Clone(before).(*models.Cell)
+		after.Draining = true
 		return []models.Event{models.CellChanged(before, after)}, nil
 	})
 }
@@ -121,7 +168,7 @@ func sameCellFields(a, b *models.Cell) bool {
 		proto.Equal(a.Capacity, b.Capacity) && slices.Equal(a.PlacementTags, b.PlacementTags)
 }
 
-const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at FROM cells`
+const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining FROM cells`
 
 // lockCell reads a cell for update; nil when it is not registered.
 func (s *SQLDB) lockCell(ctx context.Context, tx *sql.Tx, cellID string, now int64) (*models.Cell, error) {
@@ -136,7 +183,7 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 	cell := &models.Cell{Capacity: &models.CellCapacity{}}
 	var tags string
 	dest := []any{&cell.CellId, &cell.RepUrl, &cell.Zone, &cell.Capacity.MemoryMb, &cell.Capacity.DiskMb,
-		&cell.Capacity.Instances, &tags, &cell.ExpiresAt}
+		&cell.Capacity.Instances, &tags, &cell.ExpiresAt, &cell.Draining}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -152,7 +199,7 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 // use — every row naming the cell, whatever its state or presence, with the
 // resources of its own definition — in one aggregate query.
 const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
- c.placement_tags, c.expires_at, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
+ c.placement_tags, c.expires_at, c.draining, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
  FROM cells c LEFT JOIN (
   SELECT a.cell_id, SUM(r.memory_mb) AS memory_mb, SUM(r.disk_mb) AS disk_mb, COUNT(*) AS instances
   FROM actual_lrps a

@@ -30,8 +30,8 @@ const selectSnapshotActual = `SELECT process_guid, instance_index, presence, sta
  cell_id, definition_id, crash_count, since, placement_error, routable, modification_tag_index
  FROM actual_lrps`
 
-const selectSnapshotCells = `SELECT cell_id, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at
- FROM cells`
+const selectSnapshotCells = `SELECT cell_id, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at,
+ draining FROM cells`
 
 // A large board's snapshot is read in parallel parts.
 var (
@@ -424,8 +424,9 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 	var cellID, zone, tags sql.RawBytes
 	var memory, disk, instances, expiresAt int64
+	var draining bool
 	err := r.eachRow(ctx, tx, selectSnapshotCells, nil, func(rows *sql.Rows) error {
-		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt); err != nil {
+		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt, &draining); err != nil {
 			return err
 		}
 		c := db.CellRow{
@@ -433,6 +434,7 @@ func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 			Zone:      r.strings.get(zone),
 			Capacity:  db.Resources{MemoryMB: int32(memory), DiskMB: int32(disk), Instances: int32(instances)},
 			ExpiresAt: expiresAt,
+			Draining:  draining,
 		}
 		var err error
 		if c.PlacementTags, err = r.placementTags(tags); err != nil {

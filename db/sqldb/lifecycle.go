@@ -76,12 +76,22 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 	if err != nil {
 		return nil, errInvalid("net_info", err.Error())
 	}
+	fast := startPostgres(caller, encodedNetInfo, routable)
+	if key.Presence != models.ActualLRP_ORDINARY {
+		// Only ever RUNNING → RUNNING: the general path checks that.
+		fast = nil
+	}
 	return s.lifecycle(ctx, lifecycleOp{
 		verb: "start",
 		key:  key,
 		decide: func(before *models.ActualLRP, now int64) (*models.ActualLRP, error) {
 			if err := models.CheckTransition(before, models.ActualLRP_RUNNING, caller.InstanceGuid, caller.CellID); err != nil {
 				return nil, err
+			}
+			if key.Presence != models.ActualLRP_ORDINARY && before.State != models.ActualLRP_RUNNING {
+				return nil, models.NewError(models.Error_InvalidStateTransition,
+					"cannot start actual LRP %s: it is %s, and a row other than ORDINARY only changes its routable and net info while RUNNING",
+					describeKey(key), before.State)
 			}
 			switch before.State {
 			case models.ActualLRP_UNCLAIMED:
@@ -105,7 +115,7 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 			return after, nil
 		},
 		events: changedEvents,
-		fast:   startPostgres(caller, encodedNetInfo, routable),
+		fast:   fast,
 	})
 }
 
@@ -126,7 +136,7 @@ func (s *SQLDB) CrashActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 			after.CrashReason = reason
 			after.Since = now
 			after.InstanceGuid, after.CellId = "", ""
-			after.NetInfo, after.Routable = nil, false
+			after.NetInfo, after.Routable, after.Occupied = nil, false, false
 			after.PlacementError = ""
 			return after, nil
 		},

@@ -86,7 +86,7 @@ func startPostgres(caller db.Caller, netInfo []byte, routable bool) *fastLifecyc
 // crashPostgres: CLAIMED or RUNNING by the caller → CRASHED.
 var crashPostgresSQL = lifecycleUpdatePostgres(
 	`state = 'CRASHED', crash_count = old.crash_count + 1, crash_reason = $7, since = $6,
- instance_guid = '', cell_id = '', net_info = NULL, routable = FALSE, placement_error = ''`,
+ instance_guid = '', cell_id = '', net_info = NULL, routable = FALSE, occupied = FALSE, placement_error = ''`,
 	`old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5`)
 
 func crashPostgres(caller db.Caller, reason string) *fastLifecycle {

@@ -61,6 +61,11 @@ type Cell struct {
 
 	mu      sync.Mutex
 	running map[key]*Instance
+	// evacuating are the instances handed over to a replacement and kept
+	// running (EVACUATING rows) until the board says stop.
+	evacuating map[key]*Instance
+	// draining is set once a heartbeat said the cell drains.
+	draining bool
 	// busy are the assignments being claimed and started.
 	busy     map[key]bool
 	silent   bool
@@ -111,24 +116,25 @@ func Start(ctx context.Context, boardURL string, cfg Config) (*Cell, error) {
 		cfg.Cell.RepUrl = "http://" + cfg.Cell.GetCellId() + ".cells.test:1800"
 	}
 	c := &Cell{
-		cfg:      cfg,
-		client:   client.NewCellClient(boardURL, cfg.Cell.GetCellId(), client.WithRetries(0)),
-		running:  map[key]*Instance{},
-		busy:     map[key]bool{},
-		inReport: map[key]bool{},
-		inCall:   map[key]bool{},
-		claiming: true,
-		queued:   make(chan struct{}, cfg.Workers),
+		cfg:        cfg,
+		client:     client.NewCellClient(boardURL, cfg.Cell.GetCellId(), client.WithRetries(0)),
+		running:    map[key]*Instance{},
+		evacuating: map[key]*Instance{},
+		busy:       map[key]bool{},
+		inReport:   map[key]bool{},
+		inCall:     map[key]bool{},
+		claiming:   true,
+		queued:     make(chan struct{}, cfg.Workers),
 	}
 	c.settled = sync.NewCond(&c.mu)
-	ttl, err := c.client.RegisterCell(ctx, cfg.Cell)
+	registered, err := c.client.Heartbeat(ctx, cfg.Cell, true)
 	if err != nil {
 		return nil, fmt.Errorf("simcell %s: register: %w", cfg.Cell.GetCellId(), err)
 	}
 	loops, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(2 + cfg.Workers)
-	go c.heartbeat(loops, ttl)
+	go c.heartbeat(loops, registered.PresenceTTL)
 	go c.report(loops)
 	for range cfg.Workers {
 		go c.worker(loops)
@@ -196,6 +202,17 @@ func (c *Cell) Crash(ctx context.Context, processGuid string, index int32, reaso
 	return lrp, nil
 }
 
+// Evacuating lists the instances the cell keeps running as EVACUATING.
+func (c *Cell) Evacuating() []Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Instance, 0, len(c.evacuating))
+	for _, instance := range c.evacuating {
+		out = append(out, *instance)
+	}
+	return out
+}
+
 // Running lists the instances the cell runs (CLAIMED or RUNNING).
 func (c *Cell) Running() []Instance {
 	c.mu.Lock()
@@ -235,9 +252,61 @@ func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
 		if c.isSilent() {
 			continue
 		}
-		if _, err := c.client.RegisterCell(ctx, c.cfg.Cell); err != nil && ctx.Err() == nil {
-			c.cfg.Logf("simcell %s: heartbeat: %v", c.ID(), err)
+		result, err := c.client.Heartbeat(ctx, c.cfg.Cell, false)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.cfg.Logf("simcell %s: heartbeat: %v", c.ID(), err)
+			}
+			continue
 		}
+		if result.Draining {
+			c.evacuate(ctx)
+		}
+	}
+}
+
+// evacuate hands every instance the cell runs over to a replacement. The
+// board keeps a running one as EVACUATING (keep running: it moves to
+// evacuating) and gives a claimed one back (stop it: it is dropped). A
+// call that fails leaves the instance where it is, for the next
+// heartbeat to try again.
+func (c *Cell) evacuate(ctx context.Context) {
+	c.mu.Lock()
+	c.draining = true
+	keys := make([]key, 0, len(c.running))
+	for k := range c.running {
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.evacuateOne(ctx, k)
+	}
+}
+
+func (c *Cell) evacuateOne(ctx context.Context, k key) {
+	c.beginCall(k)
+	defer c.endCall(k)
+	c.mu.Lock()
+	instance, ok := c.running[k]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	keep, err := c.client.EvacuateActualLRP(ctx, instance.Instance)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: evacuate %s/%d: %v", c.ID(), k.processGuid, k.index, err)
+		}
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[k] != instance {
+		return
+	}
+	delete(c.running, k)
+	if keep && instance.State == models.ActualLRP_RUNNING {
+		c.evacuating[k] = instance
 	}
 }
 
@@ -267,7 +336,7 @@ func (c *Cell) report(ctx context.Context) {
 			}
 			continue
 		}
-		c.stopAll(result.Stop)
+		c.stopEvacuated(ctx, c.stopAll(result.Stop))
 		c.dispatch(result.Assigned)
 	}
 }
@@ -298,18 +367,57 @@ func (c *Cell) reported() []*models.ReportedInstance {
 		}
 		out = append(out, r)
 	}
+	for k, instance := range c.evacuating {
+		if c.inCall[k] {
+			continue
+		}
+		c.inReport[k] = true
+		out = append(out, &models.ReportedInstance{
+			ProcessGuid:  instance.ProcessGuid,
+			Index:        instance.Index,
+			Presence:     models.ActualLRP_EVACUATING,
+			InstanceGuid: instance.InstanceGuid,
+			DefinitionId: instance.DefinitionID,
+			State:        models.ActualLRP_RUNNING,
+			NetInfo:      c.netInfo(instance.Index),
+			Routable:     true,
+		})
+	}
 	return out
 }
 
-func (c *Cell) stopAll(stop []*models.ReportedInstance) {
+// stopAll stops what the board does not want and returns the evacuating
+// instances among them, which the cell still has to mark unroutable and
+// remove.
+func (c *Cell) stopAll(stop []*models.ReportedInstance) []*Instance {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var evacuated []*Instance
 	for _, s := range stop {
 		k := key{s.GetProcessGuid(), s.GetIndex()}
-		if instance, ok := c.running[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
+		if s.GetPresence() == models.ActualLRP_EVACUATING {
+			if instance, ok := c.evacuating[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
+				delete(c.evacuating, k)
+				evacuated = append(evacuated, instance)
+			}
+		} else if instance, ok := c.running[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
 			delete(c.running, k)
 		}
 		c.stops = append(c.stops, s)
+	}
+	return evacuated
+}
+
+// stopEvacuated stops evacuating instances as a rep does: unroutable
+// first, then gone, its EVACUATING row removed.
+func (c *Cell) stopEvacuated(ctx context.Context, evacuated []*Instance) {
+	for _, instance := range evacuated {
+		if _, err := c.client.SetRoutable(ctx, instance.Instance, models.ActualLRP_EVACUATING, c.netInfo(instance.Index), false); err != nil && ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: unroutable %s/%d: %v", c.ID(), instance.ProcessGuid, instance.Index, err)
+		}
+		if err := c.client.RemoveActualLRP(ctx, instance.Instance, models.ActualLRP_EVACUATING); err != nil && ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: remove evacuated %s/%d: %v", c.ID(), instance.ProcessGuid, instance.Index, err)
+		}
 	}
 }
 
@@ -332,7 +440,7 @@ func (c *Cell) dispatch(assigned []*models.ActualLRP) {
 func (c *Cell) next() *models.ActualLRP {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.claiming || c.silent {
+	if !c.claiming || c.silent || c.draining {
 		return nil
 	}
 	for len(c.queue) > 0 {

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/corkboard/corkboard/internal/configfile"
+	"github.com/corkboard/corkboard/rep"
+)
+
+// Config is the rep's JSON config file (-config FILE). Keys are
+// snake_case; an unknown key is an error, so a typo does not silently fall
+// back to a default. Durations are Go durations as strings ("30s").
+//
+//	{
+//	  "cell_id": "cell-z1",
+//	  "zone": "z1",
+//	  "capacity": {"memory_mb": 4096, "disk_mb": 8192, "instances": 32},
+//	  "placement_tags": [],
+//	  "board_url": "http://127.0.0.1:8889",
+//	  "listen_address": "127.0.0.1:1800",
+//	  "rep_url": "http://127.0.0.1:1800",
+//	  "data_dir": "/var/lib/rep",
+//	  "apps_dir": "/var/lib/apps",
+//	  "address": "127.0.0.1",
+//	  "port_range": "61000-61099",
+//	  "poll_interval": "1s",
+//	  "bulk_sync_interval": "30s",
+//	  "evacuation_timeout": "10m",
+//	  "stop_grace_period": "5s",
+//	  "stop_timeout": "10s",
+//	  "instance_log_limit_mb": 10,
+//	  "log_level": "info"
+//	}
+type Config struct {
+	// CellID names the cell. Required.
+	CellID string `json:"cell_id"`
+	// Zone is the cell's failure domain; placement spreads an LRP's
+	// instances across zones.
+	Zone string `json:"zone"`
+	// Capacity is what the cell offers. Required, every field above 0.
+	Capacity *Capacity `json:"capacity"`
+	// PlacementTags are the tags the cell offers.
+	PlacementTags []string `json:"placement_tags"`
+	// BoardURL is where the board (bbs) answers. Required.
+	BoardURL string `json:"board_url"`
+	// ListenAddress is host:port of the rep's own HTTP server (logs,
+	// instances, drain, the local instance endpoint). Required; port 0
+	// picks a free port.
+	ListenAddress string `json:"listen_address"`
+	// RepURL is the rep's URL as the board and cork see it. Defaults to
+	// http:// and the listen address (its host replaced by address when it
+	// listens on all addresses).
+	RepURL string `json:"rep_url"`
+	// DataDir holds the instances' working directories. Required.
+	DataDir string `json:"data_dir"`
+	// AppsDir is where relative action paths resolve. Defaults to the
+	// rep's working directory.
+	AppsDir string `json:"apps_dir"`
+	// Address is the host instances answer on, as net info says
+	// ("127.0.0.1").
+	Address string `json:"address"`
+	// PortRange is the host ports handed to instances, "first-last"
+	// inclusive ("61000-61099").
+	PortRange string `json:"port_range"`
+	// PollInterval is how often the rep lists its cell's instances ("1s").
+	PollInterval string `json:"poll_interval"`
+	// BulkSyncInterval is how often it reports everything it runs ("30s").
+	BulkSyncInterval string `json:"bulk_sync_interval"`
+	// EvacuationTimeout bounds an evacuation ("10m").
+	EvacuationTimeout string `json:"evacuation_timeout"`
+	// StopGracePeriod is how long an unroutable instance keeps running
+	// before SIGTERM ("5s").
+	StopGracePeriod string `json:"stop_grace_period"`
+	// StopTimeout is how long after SIGTERM an instance gets SIGKILL
+	// ("10s").
+	StopTimeout string `json:"stop_timeout"`
+	// InstanceLogLimitMB caps each instance's log, in MiB (10, at least
+	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
+	// so an instance's logs take at most twice this much disk. A pointer,
+	// so that an explicit 0 is refused rather than taken for the default.
+	InstanceLogLimitMB *int32 `json:"instance_log_limit_mb"`
+	// LogLevel is debug, info (the default), error or fatal.
+	LogLevel string `json:"log_level"`
+}
+
+// Capacity is the cell's capacity.
+type Capacity struct {
+	MemoryMB  int32 `json:"memory_mb"`
+	DiskMB    int32 `json:"disk_mb"`
+	Instances int32 `json:"instances"`
+}
+
+const (
+	defaultAddress            = "127.0.0.1"
+	defaultPortRange          = "61000-61099"
+	defaultInstanceLogLimitMB = rep.DefaultLogLimit >> 20
+)
+
+// loadConfig reads a config file, fills in defaults and validates it.
+// Errors name the key.
+func loadConfig(path string) (Config, error) {
+	var cfg Config
+	if err := configfile.Load(path, &cfg); err != nil {
+		return Config{}, err
+	}
+	cfg.applyDefaults()
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Address == "" {
+		c.Address = defaultAddress
+	}
+	if c.PortRange == "" {
+		c.PortRange = defaultPortRange
+	}
+	if c.PollInterval == "" {
+		c.PollInterval = rep.DefaultPollInterval.String()
+	}
+	if c.BulkSyncInterval == "" {
+		c.BulkSyncInterval = rep.DefaultBulkSyncInterval.String()
+	}
+	if c.EvacuationTimeout == "" {
+		c.EvacuationTimeout = rep.DefaultEvacuationTimeout.String()
+	}
+	if c.StopGracePeriod == "" {
+		c.StopGracePeriod = rep.DefaultStopGracePeriod.String()
+	}
+	if c.StopTimeout == "" {
+		c.StopTimeout = rep.DefaultStopTimeout.String()
+	}
+	if c.InstanceLogLimitMB == nil {
+		limit := int32(defaultInstanceLogLimitMB)
+		c.InstanceLogLimitMB = &limit
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+}
+
+// validate checks every key and names the first bad one.
+func (c Config) validate() error {
+	if c.CellID == "" {
+		return configfile.Invalid("cell_id", "required, e.g. \"cell-z1\"")
+	}
+	if c.Capacity == nil {
+		return configfile.Invalid("capacity", "required, e.g. {\"memory_mb\": 4096, \"disk_mb\": 8192, \"instances\": 32}")
+	}
+	for _, f := range []struct {
+		key   string
+		value int32
+	}{
+		{"capacity.memory_mb", c.Capacity.MemoryMB},
+		{"capacity.disk_mb", c.Capacity.DiskMB},
+		{"capacity.instances", c.Capacity.Instances},
+	} {
+		if f.value <= 0 {
+			return configfile.Invalid(f.key, fmt.Sprintf("must be above 0, got %d", f.value))
+		}
+	}
+	for i, tag := range c.PlacementTags {
+		if strings.TrimSpace(tag) == "" {
+			return configfile.Invalid(fmt.Sprintf("placement_tags[%d]", i), "must not be empty")
+		}
+	}
+	if err := validateURL("board_url", c.BoardURL); err != nil {
+		return err
+	}
+	if c.ListenAddress == "" {
+		return configfile.Invalid("listen_address", "required, e.g. \"127.0.0.1:1800\"")
+	}
+	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		return configfile.Invalid("listen_address", fmt.Sprintf("%q is not host:port", c.ListenAddress))
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return configfile.Invalid("listen_address", fmt.Sprintf("port %q is not a number from 0 to 65535", port))
+	}
+	if c.RepURL != "" {
+		if err := validateURL("rep_url", c.RepURL); err != nil {
+			return err
+		}
+	}
+	if c.DataDir == "" {
+		return configfile.Invalid("data_dir", "required: the instances' working directories go there")
+	}
+	if c.AppsDir != "" {
+		if info, err := os.Stat(c.AppsDir); err != nil || !info.IsDir() {
+			return configfile.Invalid("apps_dir", fmt.Sprintf("%q is not a directory", c.AppsDir))
+		}
+	}
+	if net.ParseIP(c.Address) == nil && strings.ContainsAny(c.Address, " /:") {
+		return configfile.Invalid("address", fmt.Sprintf("%q is not a host name or IP address", c.Address))
+	}
+	if _, _, err := parsePortRange(c.PortRange); err != nil {
+		return configfile.Invalid("port_range", err.Error())
+	}
+	if err := configfile.CheckDurations(
+		configfile.Duration{Key: "poll_interval", Value: c.PollInterval},
+		configfile.Duration{Key: "bulk_sync_interval", Value: c.BulkSyncInterval},
+		configfile.Duration{Key: "evacuation_timeout", Value: c.EvacuationTimeout},
+		configfile.Duration{Key: "stop_grace_period", Value: c.StopGracePeriod},
+		configfile.Duration{Key: "stop_timeout", Value: c.StopTimeout},
+	); err != nil {
+		return err
+	}
+	if *c.InstanceLogLimitMB < 1 {
+		return configfile.Invalid("instance_log_limit_mb", fmt.Sprintf("must be 1 or more, got %d", *c.InstanceLogLimitMB))
+	}
+	if _, err := lager.LogLevelFromString(c.LogLevel); err != nil {
+		return configfile.Invalid("log_level", fmt.Sprintf("%q is not one of debug, info, error, fatal", c.LogLevel))
+	}
+	return nil
+}
+
+func validateURL(key, value string) error {
+	if value == "" {
+		return configfile.Invalid(key, "required, e.g. \"http://127.0.0.1:8889\"")
+	}
+	u, err := url.Parse(value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return configfile.Invalid(key, fmt.Sprintf("%q is not an http(s) URL", value))
+	}
+	return nil
+}
+
+// parsePortRange reads "first-last".
+func parsePortRange(value string) (uint32, uint32, error) {
+	first, last, ok := strings.Cut(value, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not first-last, e.g. %q", value, defaultPortRange)
+	}
+	lo, errLo := strconv.ParseUint(strings.TrimSpace(first), 10, 16)
+	hi, errHi := strconv.ParseUint(strings.TrimSpace(last), 10, 16)
+	if errLo != nil || errHi != nil || lo < 1 || hi < lo {
+		return 0, 0, fmt.Errorf("%q is not first-last with 1 <= first <= last <= 65535", value)
+	}
+	return uint32(lo), uint32(hi), nil
+}
+
+// instanceLogLimit is the executor's LogLimit, in bytes.
+func (c Config) instanceLogLimit() int64 {
+	return int64(*c.InstanceLogLimitMB) << 20
+}
+
+// repURL is the advertised URL: rep_url, or http:// and the address the
+// server listens on (listenAddr, the real one, for port 0), with an
+// unspecified host replaced by address.
+func (c Config) repURL(listenAddr string) string {
+	if c.RepURL != "" {
+		return strings.TrimRight(c.RepURL, "/")
+	}
+	return "http://" + reachable(listenAddr, c.Address)
+}
+
+// reachable replaces an unspecified host (0.0.0.0, ::, empty) in hostPort
+// with host.
+func reachable(hostPort, host string) string {
+	h, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return hostPort
+	}
+	if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+		h = host
+	}
+	return net.JoinHostPort(h, port)
+}

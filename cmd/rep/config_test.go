@@ -1,0 +1,127 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+)
+
+var _ = Describe("rep -config", func() {
+	// validConfig is a config that starts; entries change one key.
+	validConfig := func() map[string]any {
+		return map[string]any{
+			"cell_id":        "cell-z1",
+			"zone":           "z1",
+			"capacity":       map[string]any{"memory_mb": 1024, "disk_mb": 1024, "instances": 8},
+			"board_url":      "http://127.0.0.1:1",
+			"listen_address": "127.0.0.1:0",
+			"data_dir":       GinkgoT().TempDir(),
+		}
+	}
+
+	// start runs the rep with cfg written to a file (raw when it is a
+	// string) and returns the session.
+	start := func(cfg any) *gexec.Session {
+		GinkgoHelper()
+		raw, ok := cfg.(string)
+		if !ok {
+			encoded, err := json.Marshal(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			raw = string(encoded)
+		}
+		path := filepath.Join(GinkgoT().TempDir(), "rep.json")
+		Expect(os.WriteFile(path, []byte(raw), 0o600)).To(Succeed())
+		session, err := gexec.Start(exec.Command(repPath, "-config", path), GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { session.Kill().Wait(time.Minute) })
+		return session
+	}
+
+	DescribeTable("refuses a bad config with exit 2 and one error naming the key",
+		func(change func(map[string]any), want string) {
+			cfg := validConfig()
+			change(cfg)
+			session := start(cfg)
+			Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+			Expect(string(session.Err.Contents())).To(Equal("rep: config: " + want + "\n"))
+		},
+		Entry("no cell_id", func(c map[string]any) { delete(c, "cell_id") }, `cell_id: required, e.g. "cell-z1"`),
+		Entry("no capacity", func(c map[string]any) { delete(c, "capacity") },
+			`capacity: required, e.g. {"memory_mb": 4096, "disk_mb": 8192, "instances": 32}`),
+		Entry("zero instances", func(c map[string]any) { c["capacity"] = map[string]any{"memory_mb": 1, "disk_mb": 1} },
+			"capacity.instances: must be above 0, got 0"),
+		Entry("no board_url", func(c map[string]any) { delete(c, "board_url") }, `board_url: required, e.g. "http://127.0.0.1:8889"`),
+		Entry("a board_url that is no URL", func(c map[string]any) { c["board_url"] = "127.0.0.1:8889" },
+			`board_url: "127.0.0.1:8889" is not an http(s) URL`),
+		Entry("no listen_address", func(c map[string]any) { delete(c, "listen_address") },
+			`listen_address: required, e.g. "127.0.0.1:1800"`),
+		Entry("no data_dir", func(c map[string]any) { delete(c, "data_dir") },
+			"data_dir: required: the instances' working directories go there"),
+		Entry("a missing apps_dir", func(c map[string]any) { c["apps_dir"] = "/no/such/dir" },
+			`apps_dir: "/no/such/dir" is not a directory`),
+		Entry("a reversed port_range", func(c map[string]any) { c["port_range"] = "61099-61000" },
+			`port_range: "61099-61000" is not first-last with 1 <= first <= last <= 65535`),
+		Entry("a bad duration", func(c map[string]any) { c["stop_grace_period"] = "soon" },
+			`stop_grace_period: "soon" is not a positive duration like "30s"`),
+		Entry("a bad log_level", func(c map[string]any) { c["log_level"] = "loud" },
+			`log_level: "loud" is not one of debug, info, error, fatal`),
+		Entry("a zero instance_log_limit_mb", func(c map[string]any) { c["instance_log_limit_mb"] = 0 },
+			"instance_log_limit_mb: must be 1 or more, got 0"),
+		Entry("a negative instance_log_limit_mb", func(c map[string]any) { c["instance_log_limit_mb"] = -5 },
+			"instance_log_limit_mb: must be 1 or more, got -5"),
+		Entry("a placement tag that is empty", func(c map[string]any) { c["placement_tags"] = []string{"ssd", " "} },
+			"placement_tags[1]: must not be empty"),
+	)
+
+	It("refuses an unknown key and a value of the wrong type, naming the key", func() {
+		cfg := validConfig()
+		cfg["poll_intervall"] = "1s"
+		session := start(cfg)
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown field "poll_intervall"`))
+
+		cfg = validConfig()
+		cfg["capacity"] = map[string]any{"memory_mb": "lots", "disk_mb": 1, "instances": 1}
+		session = start(cfg)
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("capacity.memory_mb: want a int32, got a JSON string"))
+
+		cfg = validConfig()
+		cfg["instance_log_limit_mb"] = "10MB"
+		session = start(cfg)
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("instance_log_limit_mb: want a int32, got a JSON string"))
+	})
+
+	It("wants -config", func() {
+		session, err := gexec.Start(exec.Command(repPath), GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(Equal("rep: need -config FILE\n"))
+	})
+
+	It("starts with a good config, waits for an absent board, and exits 0 on SIGINT", func() {
+		session := start(validConfig())
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"instance_log_limit_mb":10[,}]`))
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.agent\.heartbeat-failed`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+	})
+
+	It("takes instance_log_limit_mb", func() {
+		cfg := validConfig()
+		cfg["instance_log_limit_mb"] = 1
+		session := start(cfg)
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"instance_log_limit_mb":1[,}]`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+	})
+})

@@ -1,0 +1,144 @@
+// Command rep is the cell agent: it registers its cell with the board,
+// runs the instances the board places there as child processes, reports
+// what becomes of them, and evacuates the cell on a drain.
+//
+//	rep -config FILE
+//
+// Signals: SIGTERM drains the cell (every instance gets a replacement
+// elsewhere before it stops, within evacuation_timeout) and exits 0;
+// SIGINT stops every instance at once and exits 0. Logs are lager JSON
+// lines on stdout; the line "rep.server.listening" carries the rep's URL.
+// Exit codes: 0 clean exit, 1 the rep could not start or failed, 2 bad
+// flags or a bad config.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/tedsuo/ifrit"
+	"github.com/tedsuo/ifrit/grouper"
+	"github.com/tedsuo/ifrit/sigmon"
+
+	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/internal/configfile"
+	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	flags := flag.NewFlagSet("rep", flag.ContinueOnError)
+	configPath := flags.String("config", "", "JSON config `file` (required)")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "rep: unexpected arguments %q\n", flags.Args())
+		return 2
+	}
+	if *configPath == "" {
+		fmt.Fprintln(os.Stderr, "rep: need -config FILE")
+		return 2
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rep:", err)
+		return 2
+	}
+
+	logger := newLogger(cfg.LogLevel)
+	if err := serve(logger, cfg); err != nil {
+		logger.Error("exited-with-failure", err)
+		fmt.Fprintln(os.Stderr, "rep:", err)
+		return 1
+	}
+	logger.Info("exited")
+	return 0
+}
+
+func newLogger(level string) lager.Logger {
+	minLevel, _ := lager.LogLevelFromString(level) // validated with the config
+	logger := lager.NewLogger("rep")
+	logger.RegisterSink(lager.NewPrettySink(os.Stdout, minLevel))
+	return logger
+}
+
+// serve runs the rep until a signal, or until a drain is done.
+func serve(logger lager.Logger, cfg Config) error {
+	// Listening first tells the executor where the local instance
+	// endpoint is, and the board where the rep is, even with port 0.
+	listener, err := net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddress, err)
+	}
+	defer listener.Close()
+	repURL := cfg.repURL(listener.Addr().String())
+	localURL := "http://" + reachable(listener.Addr().String(), "127.0.0.1")
+
+	portMin, portMax, _ := parsePortRange(cfg.PortRange) // validated
+	executor, err := rep.NewExecutor(rep.ExecutorConfig{
+		CellID:      cfg.CellID,
+		DataDir:     cfg.DataDir,
+		AppsDir:     cfg.AppsDir,
+		Address:     cfg.Address,
+		PortMin:     portMin,
+		PortMax:     portMax,
+		InstanceURL: func(guid string) string { return rep.InstanceURL(localURL, guid) },
+		StopTimeout: configfile.MustDuration(cfg.StopTimeout),
+		LogLimit:    cfg.instanceLogLimit(),
+		Logger:      logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	cell := &models.Cell{
+		CellId:        cfg.CellID,
+		RepUrl:        repURL,
+		Zone:          cfg.Zone,
+		Capacity:      &models.CellCapacity{MemoryMb: cfg.Capacity.MemoryMB, DiskMb: cfg.Capacity.DiskMB, Instances: cfg.Capacity.Instances},
+		PlacementTags: cfg.PlacementTags,
+	}
+	agent, err := rep.NewAgent(rep.AgentConfig{
+		Cell:              cell,
+		Board:             client.New(cfg.BoardURL),
+		CellClient:        client.NewCellClient(cfg.BoardURL, cfg.CellID),
+		Executor:          executor,
+		PollInterval:      configfile.MustDuration(cfg.PollInterval),
+		BulkSyncInterval:  configfile.MustDuration(cfg.BulkSyncInterval),
+		EvacuationTimeout: configfile.MustDuration(cfg.EvacuationTimeout),
+		StopGracePeriod:   configfile.MustDuration(cfg.StopGracePeriod),
+		Logger:            logger,
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("config", lager.Data{
+		"cell_id": cfg.CellID, "zone": cfg.Zone, "board_url": cfg.BoardURL, "rep_url": repURL,
+		"data_dir": cfg.DataDir, "apps_dir": cfg.AppsDir, "port_range": cfg.PortRange,
+		"instance_log_limit_mb": *cfg.InstanceLogLimitMB,
+	})
+
+	server := &httpServer{
+		logger:   logger.Session("server"),
+		listener: listener,
+		url:      localURL,
+		handler:  rep.NewServer(logger, agent, executor),
+	}
+	// Signals reach the agent first (ordered groups stop in reverse): it
+	// evacuates or stops its instances while the server still answers
+	// them, then the server stops.
+	members := grouper.Members{{Name: "server", Runner: server}, {Name: "agent", Runner: agent}}
+	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
+	err = <-process.Wait()
+	// The agent stops its instances; this catches a failed start.
+	executor.Shutdown()
+	return err
+}

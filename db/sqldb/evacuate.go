@@ -1,0 +1,123 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// EvacuateActualLRP hands the caller's instance over to a replacement,
+// start-before-stop (see db.ActualLRPLifecycleDB). Both rows of the index
+// that matter, ORDINARY and EVACUATING, are read locked in key order
+// (ORDINARY first, as compareActualLRPs orders them) and written in one
+// transaction, compare-and-set on the ORDINARY row as read; the EVACUATING
+// row is inserted, so a concurrent evacuation of the same index loses on
+// the key and runs again to find the evacuation done.
+//
+// The EVACUATING row is a copy of the RUNNING ORDINARY row — instance,
+// cell, definition, net info, routable, occupied, crash count — with a new
+// modification tag, and since kept (the instance has run since then). The
+// ORDINARY row becomes UNCLAIMED on no cell, since now, crash count kept,
+// for convergence to place elsewhere; placement never picks the draining
+// cell.
+func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller db.Caller) (bool, error) {
+	ordinaryKey := db.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
+	if err := checkLifecycleCall(ordinaryKey, caller); err != nil {
+		return false, err
+	}
+	evacuatingKey := ordinaryKey
+	evacuatingKey.Presence = models.ActualLRP_EVACUATING
+	var keepRunning bool
+	err := s.transactPublishing(ctx, "evacuate actual lrp", func(tx *sql.Tx) ([]models.Event, error) {
+		keepRunning = false
+		ordinary, err := s.lockActualLRP(ctx, tx, ordinaryKey)
+		if err != nil {
+			return nil, err
+		}
+		evacuating, err := s.lockActualLRP(ctx, tx, evacuatingKey)
+		if err != nil {
+			return nil, err
+		}
+		if evacuating != nil && evacuating.BelongsTo(caller.InstanceGuid, caller.CellID) {
+			// Evacuated already: a repeat.
+			keepRunning = true
+			return nil, nil
+		}
+		if ordinary == nil {
+			return nil, nil
+		}
+		now := s.now().UnixNano()
+		switch {
+		case ordinary.State == models.ActualLRP_RUNNING && ordinary.BelongsTo(caller.InstanceGuid, caller.CellID):
+			if evacuating != nil {
+				return nil, models.NewError(models.Error_ResourceConflict,
+					"cannot evacuate actual LRP %s yet: its EVACUATING row is instance %q on cell %q, still being replaced; keep running and try again",
+					describeKey(ordinaryKey), evacuating.InstanceGuid, evacuating.CellId)
+			}
+			keepRunning = true
+			return s.evacuateRunning(ctx, tx, ordinary, now)
+		case ordinary.State == models.ActualLRP_CLAIMED && ordinary.BelongsTo(caller.InstanceGuid, caller.CellID),
+			ordinary.State == models.ActualLRP_UNCLAIMED && ordinary.CellId == caller.CellID:
+			after := unassigned(ordinary, now)
+			if err := s.writeActualLRP(ctx, tx, ordinary, after); err != nil {
+				return nil, err
+			}
+			return []models.Event{models.ActualLRPChanged(ordinary, after)}, nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return keepRunning, nil
+}
+
+// evacuateRunning inserts the EVACUATING copy of the RUNNING row ordinary
+// and makes ordinary UNCLAIMED for placement elsewhere.
+func (s *SQLDB) evacuateRunning(ctx context.Context, tx *sql.Tx, ordinary *models.ActualLRP, now int64) ([]models.Event, error) {
+	evacuating := nextVersion(ordinary)
+	evacuating.Presence = models.ActualLRP_EVACUATING
+	evacuating.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
+	if err := s.insertActualLRP(ctx, tx, evacuating); err != nil {
+		if isUniqueViolation(err) {
+			return nil, errLostRace
+		}
+		return nil, err
+	}
+	after := unassigned(ordinary, now)
+	if err := s.writeActualLRP(ctx, tx, ordinary, after); err != nil {
+		return nil, err
+	}
+	return []models.Event{models.ActualLRPCreated(evacuating), models.ActualLRPChanged(ordinary, after)}, nil
+}
+
+// unassigned is row's next version UNCLAIMED on no cell, since now, for
+// placement to place anew; the crash count and definition stay.
+func unassigned(row *models.ActualLRP, now int64) *models.ActualLRP {
+	after := nextVersion(row)
+	after.State = models.ActualLRP_UNCLAIMED
+	after.CellId, after.InstanceGuid = "", ""
+	after.NetInfo, after.Routable, after.Occupied = nil, false, false
+	after.PlacementError = ""
+	after.Since = now
+	return after
+}
+
+var insertActualLRP = "INSERT INTO actual_lrps (" + strings.Join(actualLRPColumns, ", ") + ") VALUES (?" +
+	strings.Repeat(", ?", len(actualLRPColumns)-1) + ")"
+
+// insertActualLRP inserts lrp as it is, every column of actualLRPColumns.
+func (s *SQLDB) insertActualLRP(ctx context.Context, tx *sql.Tx, lrp *models.ActualLRP) error {
+	netInfo, err := encodeNetInfo(lrp.NetInfo)
+	if err != nil {
+		return errInvalid("net_info", err.Error())
+	}
+	_, err = s.exec(ctx, tx, insertActualLRP,
+		lrp.ProcessGuid, lrp.Index, lrp.Presence.String(), lrp.Domain, lrp.InstanceGuid,
+		lrp.CellId, lrp.DefinitionId, lrp.State.String(), netInfo, lrp.CrashCount, lrp.CrashReason, lrp.Since,
+		lrp.PlacementError, lrp.Routable, lrp.Occupied, lrp.ModificationTag.Epoch, int64(lrp.ModificationTag.Index))
+	return err
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# make run: a local Corkboard on this machine. Starts the board (SQLite in
+# ./.data, plain HTTP on 127.0.0.1:8889) and two reps, cell-z1 in zone z1
+# and cell-z2 in zone z2, which run instances as child processes (apps from
+# bin/). Configs and logs go to .data/ and .data/logs/. Ctrl-C stops the
+# reps first (each stops its instances and exits), then the board.
+#
+# The board runs from a config file rather than -dev: it is -dev's setup
+# (loopback only, SQLite in .data, info logs) with the short timings of a
+# dev machine, so that the instances of a killed rep are replaced within
+# about ten seconds (6 s presence TTL, a convergence pass every 2 s) rather
+# than a minute, and a drain is noticed within about two.
+#
+# Expects bin/bbs, bin/rep, bin/cork and bin/hello (the Makefile builds
+# them). BBS_PORT and REP_PORT_BASE move the ports if they are taken.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+root="$PWD"
+data="$root/.data"
+logs="$data/logs"
+bbs_port="${BBS_PORT:-8889}"
+rep_port_base="${REP_PORT_BASE:-1800}"
+board_url="http://127.0.0.1:$bbs_port"
+mkdir -p "$logs"
+
+board_pid=""
+rep_pids=()
+
+# stop_all CODE: stops the reps, then the board, and exits with CODE.
+stop_all() {
+  local code="$1"
+  trap - INT TERM EXIT
+  echo
+  if [ "${#rep_pids[@]}" -gt 0 ]; then
+    echo "run: stopping the reps (their instances stop with them)"
+    kill -INT "${rep_pids[@]}" 2>/dev/null || true
+    wait "${rep_pids[@]}" 2>/dev/null || true
+  fi
+  if [ -n "$board_pid" ]; then
+    echo "run: stopping the board"
+    kill -INT "$board_pid" 2>/dev/null || true
+    wait "$board_pid" 2>/dev/null || true
+  fi
+  echo "run: stopped; state is kept in $data/board.db"
+  exit "$code"
+}
+trap 'stop_all 0' INT TERM
+trap 'stop_all $?' EXIT
+
+# start NAME CMD...: runs CMD in the background, in a process group of its
+# own (set -m), so that Ctrl-C reaches this script alone and it can stop
+# things in order.
+start() {
+  local name="$1"
+  shift
+  set -m
+  "$@" >"$logs/$name.log" 2>&1 &
+  set +m
+}
+
+# wait_for_log NAME PATTERN WHAT: waits until the log has a line matching
+# PATTERN; gives up (showing the log) after 60s or if the process died.
+wait_for_log() {
+  local name="$1" pattern="$2" what="$3" pid="$4"
+  for _ in $(seq 1 600); do
+    if grep -q "$pattern" "$logs/$name.log" 2>/dev/null; then
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "run: $name exited before $what; its log ($logs/$name.log):" >&2
+      tail -n 20 "$logs/$name.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  echo "run: $name did not $what within 60s; its log ($logs/$name.log):" >&2
+  tail -n 20 "$logs/$name.log" >&2
+  exit 1
+}
+
+# board_config: a dev board. Like bbs -dev, but with short timings; the
+# reps heartbeat every third of cell_presence_ttl.
+board_config() {
+  cat <<JSON
+{
+  "listen_address": "127.0.0.1:$bbs_port",
+  "data_dir": "$data",
+  "log_level": "info",
+  "cell_presence_ttl": "6s",
+  "convergence_interval": "2s"
+}
+JSON
+}
+
+board_config >"$data/bbs.json"
+start bbs bin/bbs -config "$data/bbs.json"
+board_pid=$!
+wait_for_log bbs 'bbs\.api-server\.listening' "listen" "$board_pid"
+
+# rep_config ID ZONE N: a dev rep: short intervals, room for 8 hello
+# instances (64 MB each) and then some.
+rep_config() {
+  local id="$1" zone="$2" n="$3"
+  cat <<JSON
+{
+  "cell_id": "$id",
+  "zone": "$zone",
+  "capacity": {"memory_mb": 1024, "disk_mb": 1024, "instances": 16},
+  "board_url": "$board_url",
+  "listen_address": "127.0.0.1:$((rep_port_base + n))",
+  "data_dir": "$data/$id",
+  "apps_dir": "$root/bin",
+  "port_range": "$((61000 + 100 * (n - 1)))-$((61099 + 100 * (n - 1)))",
+  "poll_interval": "500ms",
+  "bulk_sync_interval": "5s",
+  "evacuation_timeout": "2m",
+  "stop_grace_period": "1s",
+  "stop_timeout": "5s"
+}
+JSON
+}
+
+n=0
+for cell in cell-z1:z1 cell-z2:z2; do
+  n=$((n + 1))
+  id="${cell%%:*}"
+  zone="${cell##*:}"
+  rep_config "$id" "$zone" "$n" >"$data/rep-$id.json"
+  start "rep-$id" bin/rep -config "$data/rep-$id.json"
+  rep_pids+=($!)
+  wait_for_log "rep-$id" 'rep\.agent\.registered' "register its cell" "$!"
+done
+
+cat <<HINT
+Corkboard is running:
+  board    $board_url          logs: .data/logs/bbs.log  config: .data/bbs.json
+  cell-z1  http://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: .data/logs/rep-cell-z1.log
+  cell-z2  http://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: .data/logs/rep-cell-z2.log
+
+Next, in another terminal:
+  export BBS_URL=$board_url
+  bin/cork set-domain cork                  # fresh domain: removing an LRP stops its instances
+  bin/cork desire fixtures/lrps/hello.json  # 4 instances of fixtures/apps/hello
+  bin/cork actual-lrps -o table             # RUNNING, with ADDRESS host:port->8080
+  curl http://127.0.0.1:61000/              # an instance (any ADDRESS above)
+  bin/cork logs hello/0
+  bin/cork cell drain cell-z1               # its instances move to cell-z2
+Ctrl-C stops everything.
+HINT
+
+# Runs until Ctrl-C (a rep that drained exits on its own; the rest go on).
+wait "$board_pid" || true
+echo "run: the board exited on its own; see $logs/bbs.log" >&2

@@ -1,0 +1,7 @@
+-- A cell can be drained (POST /v1/cells/drain): placement puts nothing new
+-- on it while its rep evacuates its instances, and a rep's first
+-- registration after it starts clears the flag. The column,
+--   cells.draining BOOLEAN NOT NULL DEFAULT FALSE,
+-- is added by this migration's Go step (add_cells_draining, in
+-- migrations/cell_draining.go) only where it is missing, so the migration
+-- is safe to run again on every dialect; there is no SQL statement here.

@@ -1,0 +1,363 @@
+package rep
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/models"
+)
+
+// agentInstance is one instance the agent claimed. Its goroutine
+// (runInstance) makes every board call about it, in order.
+type agentInstance struct {
+	key          instanceKey
+	guid         string
+	definitionID string
+	logger       lager.Logger
+
+	// events gets the executor's events (at most two); stopRequests and
+	// evacuateRequests wake the goroutine for a stop or an evacuation.
+	events           chan Event
+	stopRequests     chan string
+	evacuateRequests chan struct{}
+
+	// Guarded by Agent.mu.
+	presence models.ActualLRP_Presence
+	launched bool // Run succeeded: the process exists
+	healthy  bool
+	netInfo  *models.NetInfo
+	occupied bool
+	stopping bool
+	// evacuationAsked: an evacuation call is pending or done.
+	evacuationAsked bool
+	// settledAt is when the agent last changed which row the instance is
+	// (its claim, its evacuation): a poll that began before then may show
+	// the row as it was and proves nothing.
+	settledAt time.Time
+}
+
+func (i *agentInstance) client() client.Instance {
+	return client.Instance{ProcessGuid: i.key.processGuid, Index: i.key.index, InstanceGuid: i.guid}
+}
+
+// claim claims an UNCLAIMED row placed on the cell and runs it, in the
+// background. A key already being claimed, or any claim while the cell
+// evacuates, is skipped.
+func (a *Agent) claim(lrp *models.ActualLRP) {
+	key := instanceKey{lrp.GetProcessGuid(), lrp.GetIndex()}
+	a.mu.Lock()
+	if a.evacuating || a.shuttingDown || a.claiming[key] || a.runsOrdinary(key) {
+		a.mu.Unlock()
+		return
+	}
+	a.claiming[key] = true
+	a.actors.Add(1)
+	a.mu.Unlock()
+
+	go func() {
+		defer a.actors.Done()
+		inst, def := a.claimRow(key, lrp.GetDefinitionId())
+		if inst != nil {
+			a.runInstance(inst, def)
+		}
+	}()
+}
+
+// runsOrdinary reports whether the agent runs an ORDINARY instance of key
+// that is not stopping: then an UNCLAIMED row of key comes from a list
+// read before the claim landed, and claiming it again would only fail.
+// (An instance whose row really is gone is marked stopping first.) a.mu
+// is held.
+func (a *Agent) runsOrdinary(key instanceKey) bool {
+	for _, inst := range a.instances {
+		if inst.key == key && inst.presence == models.ActualLRP_ORDINARY && !inst.stopping {
+			return true
+		}
+	}
+	return false
+}
+
+// claimRow fetches the definition first (nothing is claimed when that
+// fails; the next poll tries again), then claims the row under a new
+// instance guid.
+func (a *Agent) claimRow(key instanceKey, definitionID string) (*agentInstance, *models.LRPDefinition) {
+	release := func() {
+		a.mu.Lock()
+		delete(a.claiming, key)
+		a.mu.Unlock()
+	}
+	logger := a.logger.Session("claim", lager.Data{"process_guid": key.processGuid, "index": key.index, "definition_id": definitionID})
+	def, err := a.definition(key.processGuid, definitionID)
+	if err != nil {
+		if a.ctx.Err() == nil {
+			logger.Error("fetching-definition-failed", err)
+		}
+		release()
+		return nil, nil
+	}
+	inst := &agentInstance{
+		key:              key,
+		guid:             a.newInstanceGuid(),
+		definitionID:     definitionID,
+		events:           make(chan Event, 2),
+		stopRequests:     make(chan string, 1),
+		evacuateRequests: make(chan struct{}, 1),
+		presence:         models.ActualLRP_ORDINARY,
+	}
+	inst.logger = a.logger.Session("instance", lager.Data{
+		"process_guid": key.processGuid, "index": key.index, "instance_guid": inst.guid, "definition_id": definitionID,
+	})
+	if _, err := a.cfg.CellClient.ClaimActualLRP(a.ctx, inst.client()); err != nil {
+		if a.ctx.Err() == nil {
+			logger.Info("claim-failed", lager.Data{"error": err.Error()})
+		}
+		release()
+		return nil, nil
+	}
+	inst.logger.Info("claimed")
+	a.mu.Lock()
+	delete(a.claiming, key)
+	inst.settledAt = time.Now()
+	a.instances[inst.guid] = inst
+	a.mu.Unlock()
+	return inst, def
+}
+
+// runInstance runs the instance and reports what becomes of it until it
+// is gone.
+func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
+	defer a.forget(inst)
+	if a.isShuttingDown() {
+		a.removeRow(inst, models.ActualLRP_ORDINARY, "the rep is exiting")
+		return
+	}
+	_, err := a.cfg.Executor.Run(InstanceSpec{
+		ProcessGuid: inst.key.processGuid, Index: inst.key.index, InstanceGuid: inst.guid, Definition: def,
+	})
+	if err != nil {
+		if a.isShuttingDown() {
+			a.removeRow(inst, models.ActualLRP_ORDINARY, "the rep is exiting")
+			return
+		}
+		inst.logger.Error("run-failed", err)
+		a.reportCrash(inst, "could not start: "+err.Error())
+		return
+	}
+	a.mu.Lock()
+	inst.launched = true
+	a.mu.Unlock()
+
+	for {
+		select {
+		case ev := <-inst.events:
+			switch ev.Kind {
+			case Healthy:
+				a.reportHealthy(inst, ev.NetInfo)
+			case Crashed:
+				a.mu.Lock()
+				stopping, presence := inst.stopping, inst.presence
+				a.mu.Unlock()
+				if stopping || presence != models.ActualLRP_ORDINARY {
+					// The board wants it gone anyway, or its row is not
+					// one a crash applies to.
+					a.removeRow(inst, presence, "it exited: "+ev.Reason)
+				} else {
+					a.reportCrash(inst, ev.Reason)
+				}
+				return
+			case Exited:
+				// Only Shutdown stops an instance its goroutine did not.
+				a.removeRow(inst, a.presenceOf(inst), "the rep is exiting")
+				return
+			}
+		case reason := <-inst.stopRequests:
+			a.stopInstance(inst, reason)
+			return
+		case <-inst.evacuateRequests:
+			if a.evacuateInstance(inst) {
+				return
+			}
+		}
+	}
+}
+
+// reportHealthy tells the board the instance runs, where it listens. A
+// failed call is left to the next bulk report (which says RUNNING too),
+// or, when the row is no longer this instance's, to the next poll.
+func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) {
+	a.mu.Lock()
+	inst.healthy = true
+	inst.netInfo = netInfo
+	presence := inst.presence
+	a.mu.Unlock()
+	if presence != models.ActualLRP_ORDINARY {
+		return
+	}
+	err := a.call(a.ctx, inst, func(ctx context.Context) error {
+		_, err := a.cfg.CellClient.StartActualLRP(ctx, inst.client(), netInfo, true)
+		return err
+	})
+	if err != nil {
+		inst.logger.Info("start-call-failed", lager.Data{"error": err.Error()})
+		return
+	}
+	inst.logger.Info("running", lager.Data{"net_info": netInfo.String()})
+}
+
+// reportCrash tells the board the instance crashed, trying until the
+// board answers: otherwise its row would stay RUNNING.
+func (a *Agent) reportCrash(inst *agentInstance, reason string) {
+	inst.logger.Info("crashed", lager.Data{"reason": reason})
+	err := a.untilAnswered(inst, "crash", func(ctx context.Context) error {
+		_, err := a.cfg.CellClient.CrashActualLRP(ctx, inst.client(), reason)
+		return err
+	})
+	if err != nil {
+		inst.logger.Info("crash-call-failed", lager.Data{"error": err.Error()})
+	}
+}
+
+// stopInstance is the stop sequence: unroutable, the grace period, the
+// executor's stop (SIGTERM, SIGKILL after its timeout), the row's removal.
+func (a *Agent) stopInstance(inst *agentInstance, reason string) {
+	a.mu.Lock()
+	presence, healthy, netInfo := inst.presence, inst.healthy, inst.netInfo
+	a.mu.Unlock()
+	inst.logger.Info("stopping", lager.Data{"reason": reason, "presence": presence.String()})
+	if healthy {
+		err := a.call(a.ctx, inst, func(ctx context.Context) error {
+			_, err := a.cfg.CellClient.SetRoutable(ctx, inst.client(), presence, netInfo, false)
+			return err
+		})
+		if err != nil && a.ctx.Err() == nil {
+			inst.logger.Info("unroutable-call-failed", lager.Data{"error": err.Error()})
+		}
+		sleepCtx(a.ctx, a.cfg.StopGracePeriod)
+	}
+	if err := a.cfg.Executor.Stop(inst.guid); err != nil && !errors.Is(err, ErrInstanceNotFound) {
+		inst.logger.Error("stop-failed", err)
+	}
+	a.removeRow(inst, presence, reason)
+}
+
+// evacuateInstance hands the instance over to a replacement elsewhere. It
+// reports true when the instance is gone (the board needed nothing of it
+// running, so it was stopped at once).
+func (a *Agent) evacuateInstance(inst *agentInstance) bool {
+	var keepRunning bool
+	err := a.call(a.ctx, inst, func(ctx context.Context) error {
+		var err error
+		keepRunning, err = a.cfg.CellClient.EvacuateActualLRP(ctx, inst.client())
+		return err
+	})
+	if err != nil {
+		if a.ctx.Err() == nil {
+			inst.logger.Info("evacuate-call-failed", lager.Data{"error": err.Error()})
+		}
+		a.mu.Lock()
+		inst.evacuationAsked = false // asked again on the next tick
+		a.mu.Unlock()
+		return false
+	}
+	if !keepRunning {
+		a.stopInstance(inst, "evacuating: nothing of it needs to keep running")
+		return true
+	}
+	a.mu.Lock()
+	inst.presence = models.ActualLRP_EVACUATING
+	inst.settledAt = time.Now()
+	a.mu.Unlock()
+	inst.logger.Info("evacuating")
+	a.requestSync()
+	return false
+}
+
+// removeRow removes the instance's row, trying until the board answers
+// (ResourceNotFound and a row that is no longer this instance's are
+// answers too: nothing to remove).
+func (a *Agent) removeRow(inst *agentInstance, presence models.ActualLRP_Presence, reason string) {
+	err := a.untilAnswered(inst, "remove", func(ctx context.Context) error {
+		return a.cfg.CellClient.RemoveActualLRP(ctx, inst.client(), presence)
+	})
+	switch {
+	case err == nil:
+		inst.logger.Info("removed", lager.Data{"reason": reason, "presence": presence.String()})
+	case models.IsErrorType(err, models.Error_ResourceNotFound):
+		inst.logger.Info("stopped", lager.Data{"reason": reason, "presence": presence.String()})
+	default:
+		inst.logger.Info("remove-call-failed", lager.Data{"error": err.Error(), "presence": presence.String()})
+	}
+}
+
+// call makes one board call about inst, kept out of bulk reports.
+func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.Context) error) error {
+	a.beginCall(inst.guid)
+	defer a.endCall(inst.guid)
+	return fn(ctx)
+}
+
+// untilAnswered repeats a call after transport failures, every poll
+// interval, until the board answers. Once the agent is exiting it makes
+// one last short attempt.
+func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
+	for {
+		if a.ctx.Err() != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), finalCallTimeout)
+			defer cancel()
+			return a.call(ctx, inst, fn)
+		}
+		err := a.call(a.ctx, inst, fn)
+		if answered(err) {
+			return err
+		}
+		if a.ctx.Err() == nil {
+			inst.logger.Info("board-unreachable-retrying", lager.Data{"call": what, "error": err.Error()})
+		}
+		sleepCtx(a.ctx, a.cfg.PollInterval)
+	}
+}
+
+// requestStop asks the instance's goroutine to stop it; a.mu must be
+// held. Asking twice changes nothing.
+func (a *Agent) requestStop(inst *agentInstance, reason string) {
+	if inst.stopping {
+		return
+	}
+	inst.stopping = true
+	inst.stopRequests <- reason
+}
+
+// requestEvacuation asks the instance's goroutine to evacuate it; a.mu
+// must be held.
+func (a *Agent) requestEvacuation(inst *agentInstance) {
+	if inst.stopping || inst.evacuationAsked || inst.presence != models.ActualLRP_ORDINARY {
+		return
+	}
+	inst.evacuationAsked = true
+	select {
+	case inst.evacuateRequests <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) forget(inst *agentInstance) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.instances, inst.guid)
+}
+
+func (a *Agent) presenceOf(inst *agentInstance) models.ActualLRP_Presence {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return inst.presence
+}
+
+func (a *Agent) isShuttingDown() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.shuttingDown
+}

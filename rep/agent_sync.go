@@ -1,0 +1,207 @@
+package rep
+
+import (
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/models"
+)
+
+// rowKey names one row of the board: an index and one of its presences.
+type rowKey struct {
+	processGuid string
+	index       int32
+	presence    models.ActualLRP_Presence
+}
+
+// pollLoop lists the cell's rows every PollInterval: it claims what is
+// placed on the cell, stops instances whose row is gone or taken, and
+// removes rows a previous rep on this cell left behind.
+func (a *Agent) pollLoop() {
+	defer a.loops.Done()
+	for sleepCtx(a.ctx, a.cfg.PollInterval) {
+		began := time.Now()
+		rows, err := a.cfg.Board.ActualLRPs(a.ctx, client.ActualLRPFilter{CellID: a.cellID})
+		if err != nil {
+			if a.ctx.Err() == nil {
+				a.logger.Debug("poll-failed", lager.Data{"error": err.Error()})
+			}
+			continue
+		}
+		a.reconcileRows(rows, began)
+	}
+}
+
+// reconcileRows acts on the cell's rows as a poll that began at began
+// saw them.
+func (a *Agent) reconcileRows(rows []*models.ActualLRP, began time.Time) {
+	byKey := make(map[rowKey]*models.ActualLRP, len(rows))
+	for _, row := range rows {
+		byKey[rowKey{row.GetProcessGuid(), row.GetIndex(), row.GetPresence()}] = row
+	}
+
+	a.mu.Lock()
+	for _, inst := range a.instances {
+		// An instance with a call in flight, or whose row changed after
+		// the poll began, is judged on the next poll.
+		if inst.stopping || a.inCall[inst.guid] || !inst.settledAt.Before(began) {
+			continue
+		}
+		if !a.rowIsInstances(byKey, inst) {
+			a.requestStop(inst, "its row on the board is gone or belongs to another instance")
+		}
+	}
+	var stale []*models.ActualLRP
+	for _, row := range rows {
+		if a.isStale(row) && !a.staleRemovals[row.GetInstanceGuid()] {
+			a.staleRemovals[row.GetInstanceGuid()] = true
+			stale = append(stale, row)
+		}
+	}
+	claiming := !a.evacuating && !a.shuttingDown
+	if len(stale) > 0 {
+		a.loops.Add(len(stale))
+	}
+	a.mu.Unlock()
+
+	for _, row := range stale {
+		go a.removeStale(row)
+	}
+	if !claiming {
+		return
+	}
+	for _, row := range rows {
+		if row.GetPresence() == models.ActualLRP_ORDINARY && row.GetState() == models.ActualLRP_UNCLAIMED && row.GetCellId() == a.cellID {
+			a.claim(row)
+		}
+	}
+}
+
+// rowIsInstances reports whether the rows hold inst's row: its presence
+// (or, for an ORDINARY instance, SUSPECT: the board lost the cell for a
+// while), its instance guid on this cell, CLAIMED or RUNNING. a.mu is
+// held.
+func (a *Agent) rowIsInstances(byKey map[rowKey]*models.ActualLRP, inst *agentInstance) bool {
+	presences := []models.ActualLRP_Presence{inst.presence}
+	if inst.presence == models.ActualLRP_ORDINARY {
+		presences = append(presences, models.ActualLRP_SUSPECT)
+	}
+	for _, presence := range presences {
+		row := byKey[rowKey{inst.key.processGuid, inst.key.index, presence}]
+		if row.BelongsTo(inst.guid, a.cellID) &&
+			(row.GetState() == models.ActualLRP_CLAIMED || row.GetState() == models.ActualLRP_RUNNING) {
+			return true
+		}
+	}
+	return false
+}
+
+// isStale reports whether row is a CLAIMED or RUNNING instance of an
+// earlier rep on this cell: nothing runs it any more (the executor killed
+// what that rep left), but the board would believe it forever.
+func (a *Agent) isStale(row *models.ActualLRP) bool {
+	state := row.GetState()
+	return row.GetCellId() == a.cellID && row.GetInstanceGuid() != "" && !a.ownGuid(row.GetInstanceGuid()) &&
+		(state == models.ActualLRP_CLAIMED || state == models.ActualLRP_RUNNING)
+}
+
+func (a *Agent) removeStale(row *models.ActualLRP) {
+	defer a.loops.Done()
+	instance := client.Instance{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), InstanceGuid: row.GetInstanceGuid()}
+	err := a.cfg.CellClient.RemoveActualLRP(a.ctx, instance, row.GetPresence())
+	data := lager.Data{
+		"process_guid": row.GetProcessGuid(), "index": row.GetIndex(), "instance_guid": row.GetInstanceGuid(),
+		"presence": row.GetPresence().String(),
+	}
+	if err != nil && a.ctx.Err() == nil {
+		data["error"] = err.Error()
+		a.logger.Info("removing-stale-row-failed", data)
+	} else if err == nil {
+		a.logger.Info("removed-stale-row", data)
+	}
+	a.mu.Lock()
+	delete(a.staleRemovals, row.GetInstanceGuid())
+	a.mu.Unlock()
+}
+
+// bulkSyncLoop reports everything the cell runs every BulkSyncInterval
+// (every PollInterval while evacuating), and soon after requestSync.
+func (a *Agent) bulkSyncLoop() {
+	defer a.loops.Done()
+	for {
+		a.mu.Lock()
+		interval := a.cfg.BulkSyncInterval
+		if a.evacuating {
+			interval = a.cfg.PollInterval
+		}
+		a.mu.Unlock()
+		timer := time.NewTimer(interval)
+		select {
+		case <-a.ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		case <-a.syncSoon:
+			timer.Stop()
+		}
+		a.bulkReport()
+	}
+}
+
+// bulkReport tells the board what the cell runs, stops what the board
+// says to stop and claims what it says is assigned.
+func (a *Agent) bulkReport() {
+	a.mu.Lock()
+	reported := make([]*models.ReportedInstance, 0, len(a.instances))
+	for _, inst := range a.instances {
+		if !inst.launched || inst.stopping || a.inCall[inst.guid] {
+			continue
+		}
+		r := &models.ReportedInstance{
+			ProcessGuid:  inst.key.processGuid,
+			Index:        inst.key.index,
+			Presence:     inst.presence,
+			InstanceGuid: inst.guid,
+			DefinitionId: inst.definitionID,
+			State:        models.ActualLRP_CLAIMED,
+		}
+		if inst.healthy {
+			r.State = models.ActualLRP_RUNNING
+			r.NetInfo = inst.netInfo
+			r.Routable = true
+			r.Occupied = inst.occupied
+		}
+		a.inReport[inst.guid] = true
+		reported = append(reported, r)
+	}
+	a.mu.Unlock()
+
+	result, err := a.cfg.CellClient.BulkReport(a.ctx, reported)
+
+	a.mu.Lock()
+	for _, r := range reported {
+		delete(a.inReport, r.InstanceGuid)
+	}
+	a.settled.Broadcast()
+	if err != nil {
+		a.mu.Unlock()
+		if a.ctx.Err() == nil {
+			a.logger.Info("bulk-report-failed", lager.Data{"error": err.Error()})
+		}
+		return
+	}
+	for _, s := range result.Stop {
+		if inst := a.instances[s.GetInstanceGuid()]; inst != nil && inst.presence == s.GetPresence() {
+			a.requestStop(inst, "the board does not want it on this cell (bulk report)")
+		}
+	}
+	claiming := !a.evacuating && !a.shuttingDown
+	a.mu.Unlock()
+	if claiming {
+		for _, lrp := range result.Assigned {
+			a.claim(lrp)
+		}
+	}
+}

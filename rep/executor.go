@@ -1,0 +1,643 @@
+package rep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// Defaults of ExecutorConfig and of definitions that leave a field out.
+const (
+	DefaultStopTimeout    = 10 * time.Second
+	DefaultHealthInterval = 500 * time.Millisecond
+	DefaultStartTimeout   = 60 * time.Second
+	DefaultAddress        = "127.0.0.1"
+	DefaultLogLimit       = 10 << 20 // bytes: 10 MiB
+
+	// shutdownTimeout is how long Shutdown lets instances handle SIGTERM
+	// before it kills them: the rep is on its way out and should not hang.
+	shutdownTimeout = 2 * time.Second
+)
+
+// ErrInstanceNotFound is returned (wrapped) for an instance guid the
+// executor does not run, or, from Stop, for an instance that exited on its
+// own before it was stopped (its Crashed event is on the way).
+var ErrInstanceNotFound = errors.New("instance not found")
+
+// ExecutorConfig configures an Executor.
+type ExecutorConfig struct {
+	// CellID is passed to instances as CELL_ID. Required.
+	CellID string
+	// DataDir holds the instances' working directories:
+	// DataDir/instances/<instance_guid>/. Required.
+	DataDir string
+	// AppsDir is where a relative action path (and a relative action dir)
+	// resolves. Empty means the rep's working directory.
+	AppsDir string
+	// Address is the host address in net info and the address health
+	// checks connect to. Empty means 127.0.0.1.
+	Address string
+	// PortMin and PortMax bound the host ports handed to instances,
+	// inclusive. Required.
+	PortMin uint32
+	PortMax uint32
+	// InstanceURL returns the local instance endpoint passed as
+	// CORK_INSTANCE_URL (the agent serves it); may be nil.
+	InstanceURL func(instanceGuid string) string
+	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+	// Zero means DefaultStopTimeout.
+	StopTimeout time.Duration
+	// HealthInterval is the pause between health checks, before and after
+	// an instance is healthy. Zero means DefaultHealthInterval.
+	HealthInterval time.Duration
+	// LogLimit caps each instance's log, in bytes. When output.log would
+	// grow past it, it is renamed to output.log.1 (replacing the one
+	// before) and a fresh output.log starts, so an instance's logs never
+	// take more than 2 × LogLimit of disk. Zero means DefaultLogLimit.
+	LogLimit int64
+	// Logger may be nil (logs nothing).
+	Logger lager.Logger
+}
+
+// InstanceSpec is one instance to run.
+type InstanceSpec struct {
+	ProcessGuid  string
+	Index        int32
+	InstanceGuid string
+	// Definition is what the instance runs, fetched by the agent by
+	// definition id.
+	Definition *models.LRPDefinition
+}
+
+// EventKind says what happened to an instance.
+type EventKind int
+
+const (
+	// Healthy: the instance passed its first health check; Event.NetInfo
+	// says where it answers. Sent at most once per instance.
+	Healthy EventKind = iota + 1
+	// Crashed: the instance exited without being asked to, or failed its
+	// health check (and was killed); Event.Reason says which. The process
+	// is gone and its ports are free when this is sent.
+	Crashed
+	// Exited: the instance exited after Stop (or Shutdown). The process is
+	// gone and its ports are free when this is sent.
+	Exited
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Healthy:
+		return "healthy"
+	case Crashed:
+		return "crashed"
+	case Exited:
+		return "exited"
+	default:
+		return fmt.Sprintf("EventKind(%d)", int(k))
+	}
+}
+
+// Event is what the agent reports to the board. Every instance that Run
+// started gets exactly one Crashed or Exited event, after at most one
+// Healthy event.
+type Event struct {
+	InstanceGuid string
+	ProcessGuid  string
+	Index        int32
+	Kind         EventKind
+	// NetInfo is set with Healthy.
+	NetInfo *models.NetInfo
+	// Reason is set with Crashed, for a person: "exited with code 3",
+	// "killed by signal 9", "health check failed: GET /health on port
+	// 8080: 503", "did not become healthy within 30s: ...".
+	Reason string
+}
+
+// InstanceStatus describes an instance the executor runs (started and not
+// yet exited, stopping included).
+type InstanceStatus struct {
+	ProcessGuid  string
+	Index        int32
+	InstanceGuid string
+	DefinitionId string
+	// Healthy is true once the instance passed its first health check.
+	Healthy bool
+	// Stopping is true once Stop or Shutdown was called for it.
+	Stopping  bool
+	NetInfo   *models.NetInfo
+	Pid       int
+	StartedAt time.Time
+}
+
+// Executor runs instances as child processes of the rep. It is safe for
+// concurrent use.
+type Executor struct {
+	cfg     ExecutorConfig
+	logger  lager.Logger
+	ports   *portAllocator
+	events  *eventQueue
+	workDir *workDirs
+
+	mu        sync.Mutex
+	instances map[string]*instance // by instance guid, from Run until exit
+	shutDown  bool
+	// starting counts Runs past reserve, so Shutdown can wait for them
+	// and stop what they start.
+	starting sync.WaitGroup
+}
+
+// NewExecutor checks cfg, fills in its defaults, makes DataDir/instances,
+// and kills whatever a previous rep on the same data dir left running.
+func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
+	if cfg.CellID == "" {
+		return nil, errors.New("ExecutorConfig.CellID is required")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("ExecutorConfig.DataDir is required")
+	}
+	if cfg.StopTimeout < 0 {
+		return nil, fmt.Errorf("ExecutorConfig.StopTimeout must not be negative, got %s", cfg.StopTimeout)
+	}
+	if cfg.HealthInterval < 0 {
+		return nil, fmt.Errorf("ExecutorConfig.HealthInterval must not be negative, got %s", cfg.HealthInterval)
+	}
+	if cfg.LogLimit < 0 {
+		return nil, fmt.Errorf("ExecutorConfig.LogLimit must not be negative, got %d", cfg.LogLimit)
+	}
+	ports, err := newPortAllocator(cfg.PortMin, cfg.PortMax)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.HealthInterval == 0 {
+		cfg.HealthInterval = DefaultHealthInterval
+	}
+	if cfg.LogLimit == 0 {
+		cfg.LogLimit = DefaultLogLimit
+	}
+	if cfg.Address == "" {
+		cfg.Address = DefaultAddress
+	}
+	if cfg.AppsDir == "" {
+		cfg.AppsDir = "."
+	}
+	if cfg.AppsDir, err = filepath.Abs(cfg.AppsDir); err != nil {
+		return nil, fmt.Errorf("ExecutorConfig.AppsDir: %w", err)
+	}
+	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("ExecutorConfig.DataDir: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = lager.NewLogger("rep")
+	}
+	logger := cfg.Logger.Session("executor")
+
+	dirs, err := openWorkDirs(filepath.Join(cfg.DataDir, "instances"), logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{
+		cfg:       cfg,
+		logger:    logger,
+		ports:     ports,
+		events:    newEventQueue(),
+		workDir:   dirs,
+		instances: map[string]*instance{},
+	}, nil
+}
+
+// Events delivers every instance's events in the order they happened. The
+// agent must drain it; events queue up (without limit) until it does, so a
+// slow reader never blocks Run, Stop or an instance's exit.
+func (e *Executor) Events() <-chan Event {
+	return e.events.out
+}
+
+// instanceGuidPattern keeps an instance guid usable as a directory name.
+var instanceGuidPattern = regexp.MustCompile(`^[a-zA-Z0-9_-][a-zA-Z0-9_.-]{0,127}$`)
+
+// Run allocates ports, makes the working dir, starts the process, and
+// health-checks it in the background until the definition's start timeout,
+// then keeps checking. It returns once the process started, with the net
+// info the instance will answer on, or with an error naming what was wrong
+// (bad spec, bad action path, no free port, ...); then nothing runs and
+// nothing is held. Running an instance guid the executor already runs is
+// an error.
+func (e *Executor) Run(spec InstanceSpec) (*models.NetInfo, error) {
+	if err := validateSpec(spec); err != nil {
+		return nil, err
+	}
+	path, err := resolveActionPath(e.cfg.AppsDir, spec.Definition.GetAction().GetPath())
+	if err != nil {
+		return nil, err
+	}
+
+	inst := &instance{
+		processGuid:  spec.ProcessGuid,
+		index:        spec.Index,
+		instanceGuid: spec.InstanceGuid,
+		definitionId: spec.Definition.GetDefinitionId(),
+		monitorDone:  make(chan struct{}),
+		exited:       make(chan struct{}),
+		done:         make(chan struct{}),
+	}
+	if err := e.reserve(inst); err != nil {
+		return nil, err
+	}
+	defer e.starting.Done()
+	check, err := e.start(inst, spec, path)
+	if err != nil {
+		e.unreserve(inst)
+		return nil, err
+	}
+	healthCtx, cancelHealth := context.WithCancel(context.Background())
+	inst.cancelHealth = cancelHealth
+	e.mu.Lock()
+	inst.running = true
+	e.mu.Unlock()
+
+	logger := e.logger.Session("instance", lager.Data{
+		"process_guid": spec.ProcessGuid, "index": spec.Index, "instance_guid": spec.InstanceGuid,
+		"definition_id": inst.definitionId, "pid": inst.pid,
+	})
+	logger.Info("started", lager.Data{"path": path, "net_info": inst.netInfo.String()})
+	go e.monitor(healthCtx, logger, inst, check, startTimeout(spec.Definition))
+	go e.wait(logger, inst)
+	return cloneNetInfo(inst.netInfo), nil
+}
+
+// start gives inst its ports, working dir, log and output pipe, and
+// starts its process. On an error it leaves nothing behind.
+func (e *Executor) start(inst *instance, spec InstanceSpec, path string) (check *healthCheck, err error) {
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	def := spec.Definition
+
+	inst.hostPorts, err = e.ports.allocate(len(def.GetPorts()))
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", spec.InstanceGuid, err)
+	}
+	undo = append(undo, func() { e.ports.release(inst.hostPorts) })
+	inst.netInfo = netInfo(e.cfg.Address, def.GetPorts(), inst.hostPorts)
+
+	check, err = newHealthCheck(def.GetHealthCheck(), e.cfg.Address, inst.netInfo.GetPorts())
+	if err != nil {
+		return nil, err
+	}
+
+	inst.dir, err = e.workDir.create(spec.InstanceGuid)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { e.workDir.remove(spec.InstanceGuid) })
+	processDir, err := resolveActionDir(e.cfg.AppsDir, inst.dir, def.GetAction().GetDir())
+	if err != nil {
+		return nil, err
+	}
+
+	inst.log, err = openInstanceLog(inst.dir, e.cfg.LogLimit, e.logger)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { inst.log.Close() })
+	inst.output, err = newOutputPipe()
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, inst.output.abort)
+
+	instanceURL := ""
+	if e.cfg.InstanceURL != nil {
+		instanceURL = e.cfg.InstanceURL(spec.InstanceGuid)
+	}
+	cmd := exec.Command(path, def.GetAction().GetArgs()...)
+	cmd.Dir = processDir
+	cmd.Env = instanceEnv(envInputs{
+		spec:        spec,
+		cellID:      e.cfg.CellID,
+		home:        inst.dir,
+		instanceURL: instanceURL,
+		ports:       inst.netInfo.GetPorts(),
+	})
+	// One pipe for both, which keeps their order (see outputPipe).
+	cmd.Stdout = inst.output.w
+	cmd.Stderr = inst.output.w
+	cmd.SysProcAttr = childProcAttr()
+	// Written before the start so the app's first lines follow it.
+	inst.log.repLine("starting " + path)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("instance %s: starting %s: %w", spec.InstanceGuid, path, err)
+	}
+	inst.output.start(inst.log)
+
+	inst.cmd = cmd
+	inst.pid = cmd.Process.Pid
+	inst.startedAt = time.Now()
+	writePidFile(inst.dir, inst.pid)
+	return check, nil
+}
+
+// Stop sends SIGTERM to the instance's process group, SIGKILL after
+// StopTimeout, waits until the process is gone and its ports are free, and
+// sends Exited. It does not wait a grace period or touch the board (the
+// agent does those). Stopping an instance that is already stopping waits
+// for it. An unknown instance, or one that exited on its own before Stop,
+// gives an error wrapping ErrInstanceNotFound.
+func (e *Executor) Stop(instanceGuid string) error {
+	inst := e.lookup(instanceGuid)
+	if inst == nil {
+		return fmt.Errorf("stopping instance %s: %w", instanceGuid, ErrInstanceNotFound)
+	}
+	return e.stop(inst, e.cfg.StopTimeout)
+}
+
+// Instances lists the instances the executor runs, by process guid, then
+// index, then instance guid.
+func (e *Executor) Instances() []InstanceStatus {
+	e.mu.Lock()
+	list := make([]*instance, 0, len(e.instances))
+	for _, inst := range e.instances {
+		if inst.running {
+			list = append(list, inst)
+		}
+	}
+	e.mu.Unlock()
+
+	statuses := make([]InstanceStatus, 0, len(list))
+	for _, inst := range list {
+		statuses = append(statuses, inst.status())
+	}
+	sort.Slice(statuses, func(i, j int) bool {
+		a, b := statuses[i], statuses[j]
+		if a.ProcessGuid != b.ProcessGuid {
+			return a.ProcessGuid < b.ProcessGuid
+		}
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.InstanceGuid < b.InstanceGuid
+	})
+	return statuses
+}
+
+// LogTail returns the last lines of the instance's log (its stdout and
+// stderr in one file, with lines from the rep marked "[rep]"), reading
+// across a rotation: output.log.1, then output.log. It works for running
+// instances and for recently finished ones whose working dir is still
+// kept. An unknown instance gives an error wrapping
+// ErrInstanceNotFound.
+func (e *Executor) LogTail(instanceGuid string, lines int) ([]byte, error) {
+	if lines < 1 {
+		return nil, fmt.Errorf("lines must be at least 1, got %d", lines)
+	}
+	if !instanceGuidPattern.MatchString(instanceGuid) {
+		return nil, fmt.Errorf("log of instance %q: %w", instanceGuid, ErrInstanceNotFound)
+	}
+	tail, err := tailLines(e.workDir.path(instanceGuid), lines)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("log of instance %s: %w", instanceGuid, ErrInstanceNotFound)
+	}
+	return tail, err
+}
+
+// Shutdown stops every instance at once: SIGTERM, SIGKILL after a short
+// timeout (at most StopTimeout, at most 2s), and waits until all are gone.
+// Their Exited events are queued like Stop's. Run fails afterwards. Used
+// when the rep exits.
+func (e *Executor) Shutdown() {
+	e.mu.Lock()
+	e.shutDown = true
+	e.mu.Unlock()
+	e.starting.Wait()
+
+	e.mu.Lock()
+	list := make([]*instance, 0, len(e.instances))
+	for _, inst := range e.instances {
+		if inst.running {
+			list = append(list, inst)
+		}
+	}
+	e.mu.Unlock()
+
+	timeout := min(e.cfg.StopTimeout, shutdownTimeout)
+	var wg sync.WaitGroup
+	for _, inst := range list {
+		wg.Go(func() {
+			// An instance that exited on its own has nothing to stop.
+			_ = e.stop(inst, timeout)
+		})
+	}
+	wg.Wait()
+	e.logger.Info("shut-down", lager.Data{"instances": len(list)})
+}
+
+func validateSpec(spec InstanceSpec) error {
+	if !instanceGuidPattern.MatchString(spec.InstanceGuid) {
+		return fmt.Errorf("InstanceSpec.InstanceGuid must match %s, got %q", instanceGuidPattern, spec.InstanceGuid)
+	}
+	if spec.ProcessGuid == "" {
+		return errors.New("InstanceSpec.ProcessGuid is required")
+	}
+	if spec.Index < 0 {
+		return fmt.Errorf("InstanceSpec.Index must not be negative, got %d", spec.Index)
+	}
+	if spec.Definition == nil {
+		return errors.New("InstanceSpec.Definition is required")
+	}
+	if err := spec.Definition.Validate(); err != nil {
+		return fmt.Errorf("InstanceSpec.Definition: %w", err)
+	}
+	return nil
+}
+
+func startTimeout(def *models.LRPDefinition) time.Duration {
+	if ms := def.GetStartTimeoutMs(); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return DefaultStartTimeout
+}
+
+// reserve claims inst's guid so two Runs of one guid cannot race.
+func (e *Executor) reserve(inst *instance) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.shutDown {
+		return fmt.Errorf("instance %s: the executor is shut down", inst.instanceGuid)
+	}
+	if _, ok := e.instances[inst.instanceGuid]; ok {
+		return fmt.Errorf("instance %s already runs on this cell", inst.instanceGuid)
+	}
+	e.instances[inst.instanceGuid] = inst
+	e.starting.Add(1)
+	return nil
+}
+
+func (e *Executor) unreserve(inst *instance) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.instances, inst.instanceGuid)
+}
+
+func (e *Executor) lookup(instanceGuid string) *instance {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	inst := e.instances[instanceGuid]
+	if inst == nil || !inst.running {
+		return nil
+	}
+	return inst
+}
+
+func (e *Executor) stop(inst *instance, timeout time.Duration) error {
+	if !inst.beginStop() {
+		<-inst.done
+		return fmt.Errorf("stopping instance %s: it exited before it was stopped: %w", inst.instanceGuid, ErrInstanceNotFound)
+	}
+	// An instance handling SIGTERM may well fail its health check; that
+	// is no crash.
+	inst.cancelHealth()
+	inst.logLine("stopping: SIGTERM to process group %d", inst.pid)
+	signalGroup(inst.pid, syscall.SIGTERM)
+	select {
+	case <-inst.exited:
+	case <-time.After(timeout):
+		inst.logLine("still running %s after SIGTERM: SIGKILL to process group %d", timeout, inst.pid)
+		signalGroup(inst.pid, syscall.SIGKILL)
+	}
+	<-inst.done
+	return nil
+}
+
+// monitor health-checks inst until it is healthy or its start timeout
+// passes, then keeps checking until a check fails or ctx ends. A failure
+// kills the process; wait reports the crash with the reason set here.
+func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *instance, check *healthCheck, timeout time.Duration) {
+	defer close(inst.monitorDone)
+	if check == nil {
+		// PROCESS: running is healthy.
+		if inst.markHealthy(e.events) {
+			logger.Info("healthy", lager.Data{"check": "process"})
+		}
+		return
+	}
+
+	deadline := inst.startedAt.Add(timeout)
+	for {
+		err := check.run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			e.killUnhealthy(logger, inst, fmt.Sprintf("did not become healthy within %s: %v", timeout, err))
+			return
+		}
+		if !sleep(ctx, min(e.cfg.HealthInterval, time.Until(deadline))) {
+			return
+		}
+	}
+	if !inst.markHealthy(e.events) {
+		return
+	}
+	logger.Info("healthy", lager.Data{"check": check.String()})
+
+	for sleep(ctx, e.cfg.HealthInterval) {
+		err := check.run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			e.killUnhealthy(logger, inst, "health check failed: "+err.Error())
+			return
+		}
+	}
+}
+
+func (e *Executor) killUnhealthy(logger lager.Logger, inst *instance, reason string) {
+	if !inst.setCrashReason(reason) {
+		return
+	}
+	logger.Info("unhealthy", lager.Data{"reason": reason})
+	inst.logLine("%s: SIGKILL to process group %d", reason, inst.pid)
+	signalGroup(inst.pid, syscall.SIGKILL)
+}
+
+// wait reaps the process, cleans up after it and sends its last event.
+func (e *Executor) wait(logger lager.Logger, inst *instance) {
+	waitErr := inst.cmd.Wait()
+	// Whatever the leader left behind in its group goes with it.
+	signalGroup(inst.pid, syscall.SIGKILL)
+	// The rep's last lines about the instance come after all it wrote.
+	if inst.output.drain(outputDrainTimeout) {
+		inst.logLine("output still held open %s after the process group died, by a process that left it: closed the rep's end", outputDrainTimeout)
+		logger.Info("output-pipe-held-open", lager.Data{"waited": outputDrainTimeout.String()})
+	}
+	removePidFile(inst.dir)
+	exitReason := describeExit(inst.cmd.ProcessState, waitErr)
+	stopping, crashReason := inst.markExited()
+	close(inst.exited)
+
+	inst.cancelHealth()
+	<-inst.monitorDone
+	e.ports.release(inst.hostPorts)
+
+	ev := Event{InstanceGuid: inst.instanceGuid, ProcessGuid: inst.processGuid, Index: inst.index}
+	switch {
+	case stopping:
+		ev.Kind = Exited
+		inst.logLine("stopped: %s", exitReason)
+		logger.Info("exited", lager.Data{"exit": exitReason})
+	case crashReason != "":
+		ev.Kind, ev.Reason = Crashed, crashReason
+		inst.logLine("crashed: %s (%s)", crashReason, exitReason)
+		logger.Info("crashed", lager.Data{"reason": crashReason, "exit": exitReason})
+	default:
+		ev.Kind, ev.Reason = Crashed, exitReason
+		inst.logLine("crashed: %s", exitReason)
+		logger.Info("crashed", lager.Data{"reason": exitReason})
+	}
+	inst.closeLog()
+
+	e.mu.Lock()
+	delete(e.instances, inst.instanceGuid)
+	e.mu.Unlock()
+	e.workDir.finished(inst.instanceGuid)
+
+	e.events.push(ev)
+	close(inst.done)
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,118 @@
+package rep_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"code.cloudfoundry.org/lager/v3/lagertest"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep"
+)
+
+// The rep's HTTP API over a real executor. The agent behind it is not
+// running (no board here); what it does with a board is in e2e/.
+var _ = Describe("the rep's HTTP server", func() {
+	var (
+		executor *rep.Executor
+		url      string
+	)
+
+	BeforeEach(func() {
+		executor = startExecutor(newConfig())
+		// Nothing listens on port 1: the agent is never started here.
+		board := "http://127.0.0.1:1"
+		agent, err := rep.NewAgent(rep.AgentConfig{
+			Cell:       &models.Cell{CellId: "cell-a"},
+			Board:      client.New(board),
+			CellClient: client.NewCellClient(board, "cell-a"),
+			Executor:   executor,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, executor))
+		DeferCleanup(server.Close)
+		url = server.URL
+	})
+
+	get := func(path string) (int, string) {
+		GinkgoHelper()
+		resp, err := http.Get(url + path)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		return resp.StatusCode, string(body)
+	}
+	post := func(path, body string) (int, string) {
+		GinkgoHelper()
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		return resp.StatusCode, string(answer)
+	}
+
+	It("lists what the executor runs, with pids and ports, and serves an instance's log", func() {
+		code, body := get("/v1/instances")
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(strings.TrimSpace(body)).To(Equal("[]"))
+
+		st := runHealthy(executor, spec("ig-1", helloDefinition(httpCheck())))
+		code, body = get("/v1/instances")
+		Expect(code).To(Equal(http.StatusOK))
+		var list []rep.InstanceInfo
+		Expect(json.Unmarshal([]byte(body), &list)).To(Succeed())
+		Expect(list).To(HaveLen(1))
+		Expect(list[0].InstanceGuid).To(Equal("ig-1"))
+		Expect(list[0].Pid).To(Equal(st.Pid))
+		Expect(list[0].Healthy).To(BeTrue())
+		Expect(list[0].Ports).To(Equal([]rep.PortMapping{{ContainerPort: 8080, HostPort: hostPort(st)}}))
+
+		Eventually(func() string { _, body := get("/v1/logs?instance_guid=ig-1&lines=50"); return body }).
+			Should(ContainSubstring("listening on"))
+		code, body = get("/v1/logs?instance_guid=ig-1&lines=1")
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(strings.Count(body, "\n")).To(Equal(1))
+	})
+
+	It("refuses bad log requests and names what is wrong", func() {
+		code, body := get("/v1/logs")
+		Expect(code).To(Equal(http.StatusBadRequest))
+		Expect(body).To(ContainSubstring("instance_guid: required"))
+
+		code, body = get("/v1/logs?instance_guid=ig-1&lines=0")
+		Expect(code).To(Equal(http.StatusBadRequest))
+		Expect(body).To(ContainSubstring(`lines: want a number from 1 to 10000, got "0"`))
+
+		code, body = get("/v1/logs?instance_guid=nope")
+		Expect(code).To(Equal(http.StatusNotFound))
+		Expect(body).To(ContainSubstring("instance nope: no log on this cell"))
+	})
+
+	It("takes occupancy only for instances the agent runs, and only as {\"occupied\": bool}", func() {
+		code, body := post("/v1/instances/ig-9/occupancy", `{"occupied":true}`)
+		Expect(code).To(Equal(http.StatusNotFound))
+		Expect(body).To(ContainSubstring("instance ig-9 does not run on this cell"))
+
+		code, body = post("/v1/instances/ig-9/occupancy", `{"busy":true}`)
+		Expect(code).To(Equal(http.StatusBadRequest))
+		Expect(body).To(ContainSubstring(`unknown field "busy"`))
+
+		code, body = post("/v1/instances/ig-9/occupancy", `{}`)
+		Expect(code).To(Equal(http.StatusBadRequest))
+		Expect(body).To(ContainSubstring("occupied: required"))
+	})
+
+	It("accepts a drain", func() {
+		code, body := post("/v1/drain", "")
+		Expect(code).To(Equal(http.StatusAccepted))
+		Expect(body).To(MatchJSON(`{"draining":true}`))
+	})
+})
