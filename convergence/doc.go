@@ -224,4 +224,13 @@
 //
 // A create shows cell= when placed and error= when not; next-wake is
 // relative to now, or "none".
+//
+// # Rolling updates (not yet wired in)
+//
+// rollout_strategy.go resolves an UpdateStrategy into counts
+// (ResolveRolloutStrategy) and rollout_step.go decides, for one pass of a
+// rolling update, which outdated indices start a replacement and which
+// RETIRING predecessors may stop (PlanRolloutStep), both with worked
+// examples. Compute does not call them yet: until it does, a definition
+// change leaves running instances on their definition.
 package convergence

@@ -33,15 +33,16 @@ func validateCountOrPercent(path, value string) error {
 	if value == "" {
 		return nil
 	}
-	if _, _, ok := parseCountOrPercent(value); !ok {
+	if _, _, ok := ParseCountOrPercent(value); !ok {
 		return ErrInvalidField(path, `must be a count like "2" or a percent like "25%" (0-100%), got `+quoteShort(value))
 	}
 	return nil
 }
 
-// parseCountOrPercent reads "3" as (3, false) and "25%" as (25, true).
+// ParseCountOrPercent reads "3" as (3, false) and "25%" as (25, true), as
+// max_surge and max_unavailable are written.
 // Only plain decimal digits are accepted: no sign, spaces or fractions.
-func parseCountOrPercent(value string) (n int, percent bool, ok bool) {
+func ParseCountOrPercent(value string) (n int, percent bool, ok bool) {
 	digits, percent := strings.CutSuffix(value, "%")
 	if digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
 		return 0, false, false
