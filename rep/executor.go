@@ -372,17 +372,24 @@ func (e *Executor) Stop(instanceGuid string) error {
 	return e.stop(inst, e.cfg.StopTimeout)
 }
 
-// Instances lists the instances the executor runs, by process guid, then
-// index, then instance guid.
-func (e *Executor) Instances() []InstanceStatus {
+// runningInstances lists the instances whose process has started and not
+// yet been reaped, in no order.
+func (e *Executor) runningInstances() []*instance {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	list := make([]*instance, 0, len(e.instances))
 	for _, inst := range e.instances {
 		if inst.running {
 			list = append(list, inst)
 		}
 	}
-	e.mu.Unlock()
+	return list
+}
+
+// Instances lists the instances the executor runs, by process guid, then
+// index, then instance guid.
+func (e *Executor) Instances() []InstanceStatus {
+	list := e.runningInstances()
 
 	statuses := make([]InstanceStatus, 0, len(list))
 	for _, inst := range list {
@@ -431,14 +438,7 @@ func (e *Executor) Shutdown() {
 	e.mu.Unlock()
 	e.starting.Wait()
 
-	e.mu.Lock()
-	list := make([]*instance, 0, len(e.instances))
-	for _, inst := range e.instances {
-		if inst.running {
-			list = append(list, inst)
-		}
-	}
-	e.mu.Unlock()
+	list := e.runningInstances()
 
 	timeout := min(e.cfg.StopTimeout, shutdownTimeout)
 	var wg sync.WaitGroup

@@ -103,14 +103,9 @@ func runLifecycle(ctx context.Context, args []string) error {
 		return err
 	}
 
-	running, err := seed.count(ctx, "SELECT COUNT(*) FROM actual_lrps WHERE state = 'RUNNING'")
-	if err != nil {
+	if err := seed.verifyAllRunning(ctx, l.total(), "every claim and start"); err != nil {
 		return err
 	}
-	if running != l.total() {
-		return fmt.Errorf("after every claim and start %d of %d instances are RUNNING", running, l.total())
-	}
-	step("verified: all %d instances RUNNING", running)
 
 	ops := 2 * l.total()
 	perSecond := float64(ops) / elapsed.Seconds()

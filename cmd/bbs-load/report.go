@@ -110,14 +110,9 @@ func runReport(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	running, err := seed.count(ctx, "SELECT COUNT(*) FROM actual_lrps WHERE state = 'RUNNING'")
-	if err != nil {
+	if err := seed.verifyAllRunning(ctx, l.total(), "every cell reported"); err != nil {
 		return err
 	}
-	if running != l.total() {
-		return fmt.Errorf("after every cell reported %d of %d instances are RUNNING", running, l.total())
-	}
-	step("verified: all %d instances RUNNING", running)
 	figure("report.restart", d.driver,
 		fmt.Sprintf("%d cells × %d instances reporting within %s after a board restart, %d CLAIMED to reconcile",
 			l.cells, cfg.perCell, cfg.restartWindow, len(claimed)),

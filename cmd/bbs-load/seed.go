@@ -351,3 +351,17 @@ func (s *seeder) count(ctx context.Context, query string, args ...any) (int, err
 	err := s.conn.QueryRowContext(ctx, s.rebind(query), args...).Scan(&n)
 	return n, err
 }
+
+// verifyAllRunning fails unless every one of total instances is RUNNING;
+// after says when, for the error.
+func (s *seeder) verifyAllRunning(ctx context.Context, total int, after string) error {
+	running, err := s.count(ctx, "SELECT COUNT(*) FROM actual_lrps WHERE state = 'RUNNING'")
+	if err != nil {
+		return err
+	}
+	if running != total {
+		return fmt.Errorf("after %s %d of %d instances are RUNNING", after, running, total)
+	}
+	step("verified: all %d instances RUNNING", running)
+	return nil
+}

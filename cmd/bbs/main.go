@@ -35,6 +35,7 @@ import (
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/httpserver"
 	"github.com/corkboard/corkboard/migrations"
 )
 
@@ -159,18 +160,18 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithConvergenceTrigger(runner.Trigger)))
 
-	server := &httpServer{
-		logger:          logger.Session("api-server"),
-		address:         cfg.ListenAddress,
-		handler:         mux,
-		shutdownTimeout: cfg.shutdownTimeout(),
+	server := &httpserver.Server{
+		Logger:          logger.Session("api-server"),
+		Address:         cfg.ListenAddress,
+		Handler:         mux,
+		ShutdownTimeout: cfg.shutdownTimeout(),
 		// Event streams last until the client goes; closing the hub ends
 		// them, so that they do not hold the drain up.
-		onShutdown: hub.Close,
+		OnShutdown: hub.Close,
 	}
 	if dev {
 		// People run dev mode by hand; tell them where to point cork.
-		server.announce = func(url string) { fmt.Fprintf(os.Stderr, "bbs: listening on %s (BBS_URL=%s)\n", url, url) }
+		server.Announce = func(url string) { fmt.Fprintf(os.Stderr, "bbs: listening on %s (BBS_URL=%s)\n", url, url) }
 	}
 	// Stopped in reverse: the API drains first, then the runner hands the
 	// convergence lease back.

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/tedsuo/ifrit"
@@ -25,9 +26,14 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/internal/configfile"
+	"github.com/corkboard/corkboard/internal/httpserver"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
 )
+
+// serverShutdownTimeout bounds how long the rep's server waits for
+// requests in flight once the agent is done.
+const serverShutdownTimeout = 5 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -126,11 +132,12 @@ func serve(logger lager.Logger, cfg Config) error {
 		"instance_log_limit_mb": *cfg.InstanceLogLimitMB,
 	})
 
-	server := &httpServer{
-		logger:   logger.Session("server"),
-		listener: listener,
-		url:      localURL,
-		handler:  rep.NewServer(logger, agent, executor),
+	server := &httpserver.Server{
+		Logger:          logger.Session("server"),
+		Listener:        listener,
+		URL:             localURL,
+		Handler:         rep.NewServer(logger, agent, executor),
+		ShutdownTimeout: serverShutdownTimeout,
 	}
 	// Signals reach the agent first (ordered groups stop in reverse): it
 	// evacuates or stops its instances while the server still answers

@@ -57,7 +57,7 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 	// Integers are read as int64, the type every driver returns: scanning
 	// into an int32 goes through a string conversion in database/sql.
 	var index, crashCount, tagIndex int64
-	err := s.eachRow(ctx, query, args, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, s.conn, query, args, func(rows *sql.Rows) error {
 		if len(chunk) == 0 {
 			chunk = make([]models.ActualLRP, allocChunk)
 			tags = make([]models.ModificationTag, allocChunk)

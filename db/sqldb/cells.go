@@ -215,7 +215,7 @@ const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, 
 func (s *SQLDB) Cells(ctx context.Context) ([]*models.Cell, error) {
 	now := s.now().UnixNano()
 	var cells []*models.Cell
-	err := s.eachRow(ctx, selectCellsWithUsage, nil, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, s.conn, selectCellsWithUsage, nil, func(rows *sql.Rows) error {
 		var memory, disk, instances int64
 		cell, err := scanCell(rows, now, &memory, &disk, &instances)
 		if err != nil {

@@ -240,20 +240,6 @@ func (r *snapshotReader) readLRPs(ctx context.Context, tx *sql.Tx, filters []gui
 	return r.resolveResources(ctx, tx)
 }
 
-func (r *snapshotReader) eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := r.s.query(ctx, tx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
 	var guid, domain, tags, definitionID sql.RawBytes
 	var instances, memory, disk int64
@@ -277,7 +263,7 @@ func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []
 		return nil
 	}
 	for _, f := range filters {
-		if err := r.eachRow(ctx, tx, f.query(selectSnapshotDesired, "d.process_guid", "d.process_guid"), f.args, scan); err != nil {
+		if err := r.s.eachRow(ctx, tx, f.query(selectSnapshotDesired, "d.process_guid", "d.process_guid"), f.args, scan); err != nil {
 			return err
 		}
 	}
@@ -352,7 +338,7 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 	}
 	for _, f := range filters {
 		query := f.query(selectSnapshotActual, "process_guid", "process_guid, instance_index, presence")
-		if err := r.eachRow(ctx, tx, query, f.args, scan); err != nil {
+		if err := r.s.eachRow(ctx, tx, query, f.args, scan); err != nil {
 			return err
 		}
 	}
@@ -398,7 +384,7 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 			args = append(args, k.processGuid, k.definitionID)
 		}
 		query := r.s.dialect.selectByKeys(runInfoKeys, "process_guid, definition_id, memory_mb, disk_mb", len(batch), false)
-		err := r.eachRow(ctx, tx, query, args, func(rows *sql.Rows) error {
+		err := r.s.eachRow(ctx, tx, query, args, func(rows *sql.Rows) error {
 			if err := rows.Scan(&guid, &definitionID, &memory, &disk); err != nil {
 				return err
 			}
@@ -425,7 +411,7 @@ func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 	var cellID, zone, tags sql.RawBytes
 	var memory, disk, instances, expiresAt int64
 	var draining bool
-	err := r.eachRow(ctx, tx, selectSnapshotCells, nil, func(rows *sql.Rows) error {
+	err := r.s.eachRow(ctx, tx, selectSnapshotCells, nil, func(rows *sql.Rows) error {
 		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt, &draining); err != nil {
 			return err
 		}
@@ -450,7 +436,7 @@ func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 
 func (r *snapshotReader) readFreshDomains(ctx context.Context, tx *sql.Tx) error {
 	var domain sql.RawBytes
-	err := r.eachRow(ctx, tx, "SELECT domain FROM domains WHERE expires_at = 0 OR expires_at > ?",
+	err := r.s.eachRow(ctx, tx, "SELECT domain FROM domains WHERE expires_at = 0 OR expires_at > ?",
 		[]any{r.s.now().UnixNano()}, func(rows *sql.Rows) error {
 			if err := rows.Scan(&domain); err != nil {
 				return err

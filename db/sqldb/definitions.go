@@ -13,7 +13,7 @@ import (
 // listed with neither mark. An LRP with no definitions is ResourceNotFound.
 func (s *SQLDB) Definitions(ctx context.Context, processGuid string) ([]*models.DefinitionSummary, error) {
 	var summaries []*models.DefinitionSummary
-	err := s.eachRow(ctx, `SELECT r.definition_id, r.created_at, r.memory_mb, r.disk_mb,
+	err := s.eachRow(ctx, s.conn, `SELECT r.definition_id, r.created_at, r.memory_mb, r.disk_mb,
  COALESCE(d.active_definition_id, ''), COALESCE(d.healthy_definition_id, '')
  FROM run_infos r LEFT JOIN desired_lrps d ON d.process_guid = r.process_guid
  WHERE r.process_guid = ?

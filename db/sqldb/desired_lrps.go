@@ -97,15 +97,16 @@ func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter
 		if len(clauses) > 0 {
 			query += " WHERE " + strings.Join(clauses, " AND ")
 		}
-		if err := s.eachRow(ctx, query, batchArgs, scan); err != nil {
+		if err := s.eachRow(ctx, s.conn, query, batchArgs, scan); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *SQLDB) eachRow(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := s.query(ctx, s.conn, query, args...)
+// eachRow runs query on q and calls scan for every row.
+func (s *SQLDB) eachRow(ctx context.Context, q queryer, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := s.query(ctx, q, query, args...)
 	if err != nil {
 		return err
 	}

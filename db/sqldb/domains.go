@@ -31,7 +31,7 @@ func (s *SQLDB) UpsertDomain(ctx context.Context, domain string, ttl time.Durati
 // FreshDomains lists the domains that have not expired, by name.
 func (s *SQLDB) FreshDomains(ctx context.Context) ([]*models.Domain, error) {
 	var domains []*models.Domain
-	err := s.eachRow(ctx, "SELECT domain, expires_at FROM domains WHERE expires_at = 0 OR expires_at > ?",
+	err := s.eachRow(ctx, s.conn, "SELECT domain, expires_at FROM domains WHERE expires_at = 0 OR expires_at > ?",
 		[]any{s.now().UnixNano()}, func(rows *sql.Rows) error {
 			d := &models.Domain{}
 			domains = append(domains, d)

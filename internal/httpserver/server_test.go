@@ -1,4 +1,4 @@
-package main
+package httpserver_test
 
 import (
 	"io"
@@ -11,9 +11,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/tedsuo/ifrit"
+
+	"github.com/corkboard/corkboard/internal/httpserver"
 )
 
-var _ = Describe("httpServer", func() {
+var _ = Describe("Server", func() {
 	It("finishes the requests in flight on a signal, then exits cleanly", func() {
 		entered := make(chan struct{})
 		release := make(chan struct{})
@@ -30,7 +32,7 @@ var _ = Describe("httpServer", func() {
 		Expect(probe.Close()).To(Succeed())
 
 		logger := lagertest.NewTestLogger("server-test")
-		process := ifrit.Invoke(&httpServer{logger: logger, address: address, handler: slow, shutdownTimeout: time.Minute})
+		process := ifrit.Invoke(&httpserver.Server{Logger: logger, Address: address, Handler: slow, ShutdownTimeout: time.Minute})
 		Expect(logger.LogMessages()).To(ContainElement("server-test.listening"))
 
 		type answer struct {
@@ -75,7 +77,7 @@ var _ = Describe("httpServer", func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer taken.Close()
 
-		process := ifrit.Invoke(&httpServer{logger: lagertest.NewTestLogger("server-test"), address: taken.Addr().String(), handler: http.NotFoundHandler(), shutdownTimeout: time.Second})
+		process := ifrit.Invoke(&httpserver.Server{Logger: lagertest.NewTestLogger("server-test"), Address: taken.Addr().String(), Handler: http.NotFoundHandler(), ShutdownTimeout: time.Second})
 		Eventually(process.Wait()).Should(Receive(MatchError(ContainSubstring("listen on " + taken.Addr().String()))))
 	})
 })
