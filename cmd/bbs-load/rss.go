@@ -126,9 +126,6 @@ type bbsProcess struct {
 	stderr *lockedBuffer
 	exited chan error
 
-	mu        sync.Mutex
-	logPasses int
-
 	stopOnce sync.Once
 	stopErr  error
 }

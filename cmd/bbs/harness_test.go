@@ -185,10 +185,6 @@ func views(board *runningBoard, guid string) func() []instanceView {
 	}
 }
 
-func running(index int32, cellID string) instanceView {
-	return instanceView{index, models.ActualLRP_ORDINARY, models.ActualLRP_RUNNING, cellID}
-}
-
 // eventLog records a board's event stream from the moment it is opened.
 type eventLog struct {
 	mu     sync.Mutex

@@ -326,14 +326,3 @@ func expectCreatedAt(events []models.Event, instances []*models.ActualLRP, indic
 			&models.ActualLRPCreatedEvent{ActualLrp: instances[index]})
 	}
 }
-
-// rowLocked reports whether another transaction holds a lock on the row
-// query selects.
-func rowLocked(b *board, query string) bool {
-	GinkgoHelper()
-	tx, err := b.conn.Begin()
-	Expect(err).NotTo(HaveOccurred())
-	defer tx.Rollback()
-	var one int
-	return tx.QueryRow(query+" FOR UPDATE NOWAIT").Scan(&one) != nil
-}
