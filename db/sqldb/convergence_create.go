@@ -118,8 +118,9 @@ func insertCreatedPostgres(rows []*models.ActualLRP, now int64) (string, []any) 
 		pq.Array(domains), pq.Array(cells), pq.Array(definitions), pq.Array(placementErrors), pq.Array(epochs)}
 }
 
-// ownRows tells which of rows this transaction inserted, when some keys
-// were taken: the stored row has the epoch this insert gave it.
+// ownRows tells which of rows, just offered to an insert that skips taken
+// keys, it stored: the stored row has the fresh, random epoch this insert
+// gave it. Convergence creates and desires both use it.
 func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLRP) ([]*models.ActualLRP, error) {
 	keys := make([]db.ActualLRPKey, len(rows))
 	for i, lrp := range rows {
@@ -127,20 +128,16 @@ func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLR
 	}
 	query := s.dialect.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", len(keys), false)
 	epochs := make(map[db.ActualLRPKey]string, len(rows))
-	result, err := s.query(ctx, tx, query, actualKeyArgs(keys)...)
-	if err != nil {
-		return nil, err
-	}
-	defer result.Close()
-	for result.Next() {
+	err := s.eachRow(ctx, tx, query, actualKeyArgs(keys), func(result *sql.Rows) error {
 		var guid, epoch string
 		var index int64
 		if err := result.Scan(&guid, &index, &epoch); err != nil {
-			return nil, err
+			return err
 		}
 		epochs[db.ActualLRPKey{ProcessGuid: guid, Index: int32(index), Presence: models.ActualLRP_ORDINARY}] = epoch
-	}
-	if err := result.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	var own []*models.ActualLRP

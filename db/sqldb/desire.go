@@ -217,46 +217,13 @@ func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, do
 			return nil, err
 		}
 		if int(n) < rows {
-			if batch, err = s.keptInserted(ctx, tx, batch); err != nil {
+			if batch, err = s.ownRows(ctx, tx, batch); err != nil {
 				return nil, err
 			}
 		}
 		created = append(created, batch...)
 	}
 	return created, nil
-}
-
-// keptInserted narrows batch, instances just offered to an insert that
-// skips existing keys, to those the insert stored: the ones whose fresh,
-// random tag epoch is now in the table.
-func (s *SQLDB) keptInserted(ctx context.Context, tx *sql.Tx, batch []*models.ActualLRP) ([]*models.ActualLRP, error) {
-	first, last := batch[0], batch[len(batch)-1]
-	rows, err := s.query(ctx, tx, `SELECT instance_index, modification_tag_epoch FROM actual_lrps
- WHERE process_guid = ? AND presence = ? AND instance_index >= ? AND instance_index <= ?`,
-		first.ProcessGuid, presenceOrdinary, first.Index, last.Index)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	epochs := map[int32]string{}
-	for rows.Next() {
-		var index int32
-		var epoch string
-		if err := rows.Scan(&index, &epoch); err != nil {
-			return nil, err
-		}
-		epochs[index] = epoch
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	kept := batch[:0]
-	for _, lrp := range batch {
-		if epochs[lrp.Index] == lrp.ModificationTag.Epoch {
-			kept = append(kept, lrp)
-		}
-	}
-	return kept, nil
 }
 
 // newUnclaimed is an UNCLAIMED ORDINARY instance as insertUnclaimed stores
