@@ -58,7 +58,7 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 			return nil, errInvalid(fmt.Sprintf("instances[%d].state", i), "must be CLAIMED or RUNNING, got "+r.State.String())
 		}
 	}
-	rows, err := s.reportRows(ctx, s.conn, cellID, instances)
+	rows, err := s.reportRows(ctx, s.conn, cellID, instances, "")
 	if err != nil {
 		return nil, asModelError("bulk report", err)
 	}
@@ -67,12 +67,14 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 		return rec.result, nil
 	}
 	// The first attempt writes what was just read; one that lost a race
-	// reads again.
+	// reads again, this time locking the rows, so that concurrent reports
+	// of one cell queue for them instead of losing race after race until
+	// their attempts run out.
 	next := rec
 	err = s.transactPublishing(ctx, "bulk report", func(tx *sql.Tx) ([]models.Event, error) {
 		rec, next = next, nil
 		if rec == nil {
-			rows, err := s.reportRows(ctx, tx, cellID, instances)
+			rows, err := s.reportRows(ctx, tx, cellID, instances, s.dialect.lockForUpdate())
 			if err != nil {
 				return nil, err
 			}
@@ -94,9 +96,10 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 }
 
 // reportRows reads the cell's rows and the rows of reported keys placed
-// elsewhere, keyed by row key.
-func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance) (map[db.ActualLRPKey]*models.ActualLRP, error) {
-	onCell, err := s.selectActualLRPs(ctx, q, "cell_id = ?", cellID)
+// elsewhere, keyed by row key; lock ("" or the dialect's FOR UPDATE) ends
+// each query.
+func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance, lock string) (map[db.ActualLRPKey]*models.ActualLRP, error) {
+	onCell, err := s.selectActualLRPs(ctx, q, "cell_id = ?"+lock, cellID)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +131,7 @@ func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instan
 		for _, key := range batch {
 			args = append(args, key.ProcessGuid, key.Index, key.Presence.String())
 		}
-		found, err := s.selectActualLRPs(ctx, q, "(process_guid, instance_index, presence) IN ("+tuples+")", args...)
+		found, err := s.selectActualLRPs(ctx, q, "(process_guid, instance_index, presence) IN ("+tuples+")"+lock, args...)
 		if err != nil {
 			return nil, err
 		}
