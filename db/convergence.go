@@ -27,6 +27,47 @@ type Snapshot struct {
 	Actual       []ActualRow
 	Cells        []CellRow
 	FreshDomains []string
+	// Rollouts are the rollout records of the LRPs read that are not
+	// settled (a rollout under way, failed, or definitions waiting for
+	// cleanup), desired or not, in process guid order.
+	Rollouts []RolloutRow
+	// Definitions lists the stored definitions of every LRP that has a
+	// record in Rollouts: process guid order, then newest first (created_at
+	// descending, then definition id descending).
+	Definitions []DefinitionRow
+}
+
+// RolloutRow is an LRP's rollout record (table rollouts): where its
+// rolling update stands as the planner last wrote it.
+type RolloutRow struct {
+	ProcessGuid string
+	State       models.RolloutStatus_State
+	Reason      string
+	// DefinitionID is the definition the rollout moves the instances to:
+	// the active definition when the record was written.
+	DefinitionID string
+	// FailedDefinitionID, with state REVERTED: the definition that failed.
+	FailedDefinitionID string
+	// Unix nanoseconds: start, last index completed (or the start), end (0
+	// while it goes on).
+	StartedAt  int64
+	ProgressAt int64
+	FinishedAt int64
+	// UpdatedInstances and InFlight as the planner last counted them (see
+	// models.RolloutStatus). A pass that counts more updated instances has
+	// seen progress.
+	UpdatedInstances int32
+	InFlight         int32
+	// ModificationIndex grows by one with every write of the record;
+	// RolloutWrite is compare-and-set on it.
+	ModificationIndex int64
+}
+
+// DefinitionRow is one stored definition as cleanup sees it.
+type DefinitionRow struct {
+	ProcessGuid  string
+	DefinitionID string
+	CreatedAt    int64
 }
 
 // DesiredSchedule is one DesiredLRP as scheduling sees it.
@@ -36,6 +77,10 @@ type DesiredSchedule struct {
 	Instances          int32
 	PlacementTags      []string
 	ActiveDefinitionID string
+	// HealthyDefinitionID is the last definition that completed a rollout.
+	HealthyDefinitionID string
+	// UpdateStrategy as stored; nil means every default.
+	UpdateStrategy *models.UpdateStrategy
 	// Resources of the active definition.
 	MemoryMB int32
 	DiskMB   int32
@@ -56,6 +101,9 @@ type ActualRow struct {
 	Since          int64
 	PlacementError string
 	Routable       bool
+	Occupied       bool
+	// StopRequested: a RETIRING row its rep has been told to stop.
+	StopRequested bool
 	// ModificationIndex is the row's modification_tag_index when read;
 	// writes from a plan are conditional on it.
 	ModificationIndex int64
@@ -97,9 +145,11 @@ type RowVersion struct {
 }
 
 // ConvergenceWrites is a plan in terms of rows. ApplyConvergence performs
-// them in this order: Delete, PromoteSuspect, MarkSuspect, Create, Restart,
-// Unassign, Place, PlacementFailed — so that a row's key is free before
-// another row takes it.
+// them in this order: Delete, PromoteSuspect, MarkSuspect, Retire,
+// RequestStop, Create, Restart, Redefine, Unassign, Place,
+// PlacementFailed, Rollouts, DeleteDefinitions — so that a row's key is
+// free before another row takes it, and a definition is deleted only after
+// the rows that stop referencing it.
 type ConvergenceWrites struct {
 	// Delete removes rows: extra or undesired instances (retired), suspects
 	// whose replacement runs, replacements of a suspect that came back.
@@ -108,10 +158,26 @@ type ConvergenceWrites struct {
 	PromoteSuspect []RowVersion
 	// MarkSuspect turns an ORDINARY row on an expired cell into SUSPECT.
 	MarkSuspect []RowVersion
+	// Retire turns a RUNNING ORDINARY row on an outdated definition into
+	// the index's RETIRING row (target key free): same instance, cell, net
+	// info and routable, since = now, stop_requested = Stop. A Create for
+	// the index on the active definition follows in the same plan.
+	Retire []Retirement
+	// RequestStop sets stop_requested on RETIRING rows (since = now): their
+	// replacement is ready, so the rep drains and removes them.
+	RequestStop []RowVersion
 	// Create inserts UNCLAIMED ORDINARY rows, placed when CellID is set.
 	Create []NewActualLRP
 	// Restart moves CRASHED rows back to UNCLAIMED (crash count kept).
 	Restart []RowVersion
+	// Redefine makes an ORDINARY row that serves nothing (UNCLAIMED,
+	// CLAIMED, CRASHED, or RUNNING but not routable) on an outdated
+	// definition an UNCLAIMED row on DefinitionID: no cell, instance or net
+	// info, crash count 0, crash reason and placement error cleared,
+	// routable and occupied false, since = now. Whatever ran it sees its
+	// row taken and stops. A Place or PlacementFailed of the row may follow
+	// (chained, as after Restart).
+	Redefine []Redefinition
 	// Unassign clears the cell of stale UNCLAIMED rows so they are placed
 	// again.
 	Unassign []RowVersion
@@ -119,12 +185,68 @@ type ConvergenceWrites struct {
 	Place []Placement
 	// PlacementFailed records why an UNCLAIMED row has no cell.
 	PlacementFailed []PlacementFailure
+	// Rollouts writes rollout records, and with them may move an LRP's
+	// healthy or active definition.
+	Rollouts []RolloutWrite
+	// DeleteDefinitions deletes stored definitions that cleanup no longer
+	// keeps. Each is skipped, as a guard, when at apply time it is the
+	// LRP's active or healthy definition or any actual LRP row references
+	// it.
+	DeleteDefinitions []DefinitionRef
 }
 
 // Empty reports whether there is nothing to write.
 func (w *ConvergenceWrites) Empty() bool {
-	return len(w.Delete)+len(w.PromoteSuspect)+len(w.MarkSuspect)+len(w.Create)+
-		len(w.Restart)+len(w.Unassign)+len(w.Place)+len(w.PlacementFailed) == 0
+	return len(w.Delete)+len(w.PromoteSuspect)+len(w.MarkSuspect)+len(w.Retire)+len(w.RequestStop)+
+		len(w.Create)+len(w.Restart)+len(w.Redefine)+len(w.Unassign)+len(w.Place)+len(w.PlacementFailed)+
+		len(w.Rollouts)+len(w.DeleteDefinitions) == 0
+}
+
+// Retirement starts the replacement of a running instance: Row becomes
+// RETIRING; Stop asks its rep to stop it at once (max_unavailable), else
+// it keeps serving until its successor is ready (max_surge).
+type Retirement struct {
+	Row  RowVersion
+	Stop bool
+}
+
+// Redefinition puts an ORDINARY row that serves nothing on DefinitionID.
+type Redefinition struct {
+	Row          RowVersion
+	DefinitionID string
+}
+
+// RolloutWrite stores an LRP's rollout record. It applies only if the
+// record still has ExpectModificationIndex (0: there is no record yet) and
+// the LRP's active definition is still ExpectActiveDefinitionID ("" when
+// the LRP is gone); otherwise it is skipped like a stale row write. The
+// store emits rollout_changed with the resulting status (and
+// desired_lrp_changed when the LRP's definitions move).
+type RolloutWrite struct {
+	ProcessGuid              string
+	ExpectModificationIndex  int64
+	ExpectActiveDefinitionID string
+	// Record is what to store; its ProcessGuid is ProcessGuid and its
+	// ModificationIndex is ignored (the store sets the expected one + 1).
+	Record RolloutRow
+	// Settled: the rollout is over and cleanup has nothing left to wait
+	// for; the snapshot no longer reads the record.
+	Settled bool
+	// Delete removes the record instead of storing it: the LRP is gone
+	// and so is every definition it had.
+	Delete bool
+	// SetHealthyDefinitionID, when set, becomes the LRP's healthy
+	// definition (a rollout completed).
+	SetHealthyDefinitionID string
+	// SetActiveDefinitionID, when set, becomes the LRP's active definition
+	// (auto-revert); the LRP's modification tag moves on.
+	SetActiveDefinitionID string
+}
+
+// DefinitionRef names one stored definition.
+type DefinitionRef struct {
+	ProcessGuid  string
+	DefinitionID string
 }
 
 type NewActualLRP struct {

@@ -23,6 +23,7 @@ type DB interface {
 	ActualLRPLifecycleDB
 	LeaseDB
 	ConvergenceDB
+	RolloutDB
 }
 
 type DomainDB interface {
@@ -55,6 +56,26 @@ type DesiredLRPDB interface {
 	// and running instances stay for the rep and convergence to stop; the
 	// definitions stay while anything references them.
 	RemoveDesiredLRP(ctx context.Context, processGuid string) error
+}
+
+// RolloutDB reads and steers rolling updates. Every change of an LRP's
+// active definition (an update with a new definition, a rollback, an
+// abort) stores its rollout record as PROGRESSING in the same transaction
+// and emits rollout_changed; convergence does the rest.
+type RolloutDB interface {
+	// RolloutStatus reports where the LRP's rollout stands: state NONE
+	// when it never changed definition. Per-definition counts are read
+	// live; updated_instances and in_flight are as convergence last
+	// counted them. Unknown guid: ResourceNotFound.
+	RolloutStatus(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
+	// Rollback re-activates a kept definition (see models.RollbackRequest
+	// for the default when definitionID is empty). An unknown definition
+	// is ResourceNotFound; the active one, or no older one to go back to,
+	// is InvalidStateTransition. Nothing is written then.
+	Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error)
+	// AbortRollout rolls back to the healthy definition;
+	// InvalidStateTransition when it is already active.
+	AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
 }
 
 type DefinitionDB interface {

@@ -265,8 +265,12 @@ type ActualLRP struct {
 	Routable        bool             `protobuf:"varint,14,opt,name=routable,proto3" json:"routable,omitempty"`
 	Occupied        bool             `protobuf:"varint,15,opt,name=occupied,proto3" json:"occupied,omitempty"`
 	ModificationTag *ModificationTag `protobuf:"bytes,16,opt,name=modification_tag,json=modificationTag,proto3" json:"modification_tag,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set by the board on a RETIRING row whose replacement is ready (or that
+	// serves nothing): its rep drains the instance (unroutable, grace period,
+	// SIGTERM, SIGKILL after a timeout) and removes the row.
+	StopRequested bool `protobuf:"varint,17,opt,name=stop_requested,json=stopRequested,proto3" json:"stop_requested,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActualLRP) Reset() {
@@ -411,6 +415,13 @@ func (x *ActualLRP) GetModificationTag() *ModificationTag {
 	return nil
 }
 
+func (x *ActualLRP) GetStopRequested() bool {
+	if x != nil {
+		return x.StopRequested
+	}
+	return false
+}
+
 type ActualLRPsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Domain        string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
@@ -542,7 +553,7 @@ const file_actual_lrp_proto_rawDesc = "" +
 	"\aNetInfo\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x123\n" +
 	"\x05ports\x18\x02 \x03(\v2\x1d.corkboard.models.PortMappingR\x05ports\x12)\n" +
-	"\x10instance_address\x18\x03 \x01(\tR\x0finstanceAddress\"\xa6\x06\n" +
+	"\x10instance_address\x18\x03 \x01(\tR\x0finstanceAddress\"\xcd\x06\n" +
 	"\tActualLRP\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12@\n" +
@@ -561,7 +572,8 @@ const file_actual_lrp_proto_rawDesc = "" +
 	"\x0fplacement_error\x18\r \x01(\tR\x0eplacementError\x12\x1a\n" +
 	"\broutable\x18\x0e \x01(\bR\broutable\x12\x1a\n" +
 	"\boccupied\x18\x0f \x01(\bR\boccupied\x12L\n" +
-	"\x10modification_tag\x18\x10 \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\"Y\n" +
+	"\x10modification_tag\x18\x10 \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12%\n" +
+	"\x0estop_requested\x18\x11 \x01(\bR\rstopRequested\"Y\n" +
 	"\bPresence\x12\x14\n" +
 	"\x10PRESENCE_UNKNOWN\x10\x00\x12\f\n" +
 	"\bORDINARY\x10\x01\x12\x0e\n" +

@@ -17,6 +17,7 @@ var eventPayloads = map[string]func() proto.Message{
 	EventActualLRPRemoved:  func() proto.Message { return &ActualLRPRemovedEvent{} },
 	EventActualLRPCrashed:  func() proto.Message { return &ActualLRPCrashedEvent{} },
 	EventCellChanged:       func() proto.Message { return &CellChangedEvent{} },
+	EventRolloutChanged:    func() proto.Message { return &RolloutChangedEvent{} },
 	EventEventsLost:        func() proto.Message { return &EventsLostEvent{} },
 }
 

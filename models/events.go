@@ -12,6 +12,7 @@ const (
 	EventActualLRPRemoved  = "actual_lrp_removed"
 	EventActualLRPCrashed  = "actual_lrp_crashed"
 	EventCellChanged       = "cell_changed"
+	EventRolloutChanged    = "rollout_changed"
 	// EventEventsLost opens a resumed stream that could not be resumed.
 	EventEventsLost = "events_lost"
 )
@@ -63,6 +64,10 @@ func ActualLRPCrashed(lrp *ActualLRP) Event {
 
 func CellChanged(before, after *Cell) Event {
 	return Event{Type: EventCellChanged, Key: after.GetCellId(), Payload: &CellChangedEvent{Before: before, After: after}}
+}
+
+func RolloutChanged(status *RolloutStatus) Event {
+	return Event{Type: EventRolloutChanged, Key: status.GetProcessGuid(), Payload: &RolloutChangedEvent{Status: status}}
 }
 
 // withoutDefinition keeps events light: subscribers that need the run

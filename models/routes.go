@@ -19,6 +19,11 @@ const (
 
 	RouteActualLRPs = "/v1/actual_lrps/list"
 
+	// Rolling updates: where one stands, and taking one back.
+	RouteRolloutStatus = "/v1/rollouts/status"
+	RouteRollback      = "/v1/rollouts/rollback"
+	RouteAbortRollout  = "/v1/rollouts/abort"
+
 	// The cell side: what reps call.
 	RouteRegisterCell    = "/v1/cells/register"
 	RouteCells           = "/v1/cells/list"
