@@ -25,6 +25,7 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 	for _, domain := range snapshot.FreshDomains {
 		p.fresh[domain] = true
 	}
+	p.loadRollouts(snapshot)
 	p.placer = newPlacer(p.cells)
 	desired, instances := sortedDesired(snapshot.Desired)
 	ordinaryRows := p.loadRows(snapshot.Actual, desired)
@@ -47,6 +48,11 @@ type planner struct {
 	rows   []row
 	wake   int64
 
+	// The unsettled rollout records and their LRPs' definitions (newest
+	// first), by process guid.
+	rollouts    map[string]*db.RolloutRow
+	definitions map[string][]db.DefinitionRow
+
 	// Cells that are not present but still named by a CLAIMED or RUNNING
 	// row: registered ones by index, unregistered ones by id.
 	suspectCells        []bool
@@ -58,6 +64,23 @@ type planner struct {
 type row struct {
 	*db.ActualRow
 	cell int32
+}
+
+func (p *planner) loadRollouts(snapshot *db.Snapshot) {
+	p.rollouts = make(map[string]*db.RolloutRow, len(snapshot.Rollouts))
+	for i := range snapshot.Rollouts {
+		p.rollouts[snapshot.Rollouts[i].ProcessGuid] = &snapshot.Rollouts[i]
+	}
+	p.definitions = make(map[string][]db.DefinitionRow, len(snapshot.Rollouts))
+	defs := snapshot.Definitions
+	for from := 0; from < len(defs); {
+		to := from + 1
+		for to < len(defs) && defs[to].ProcessGuid == defs[from].ProcessGuid {
+			to++
+		}
+		p.definitions[defs[from].ProcessGuid] = defs[from:to]
+		from = to
+	}
 }
 
 // reserve sizes the write lists for about this many new instances, since

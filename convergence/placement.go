@@ -29,6 +29,7 @@ const (
 	whyLostCell
 	whyRestarted
 	whyDraining
+	whyRedefined
 )
 
 var placeReasons = [...]string{
@@ -38,6 +39,7 @@ var placeReasons = [...]string{
 	whyLostCell:  "placed again: its cell is not present",
 	whyRestarted: "restarted after a crash",
 	whyDraining:  "placed again: its cell is draining",
+	whyRedefined: "moved to the active definition",
 }
 
 // request is one instance to place.

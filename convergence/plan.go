@@ -28,14 +28,19 @@ type Plan struct {
 // Reasons holds one human-readable reason per write, index for index with
 // the groups of db.ConvergenceWrites.
 type Reasons struct {
-	Delete          []string
-	PromoteSuspect  []string
-	MarkSuspect     []string
-	Create          []string
-	Restart         []string
-	Unassign        []string
-	Place           []string
-	PlacementFailed []string
+	Delete            []string
+	PromoteSuspect    []string
+	MarkSuspect       []string
+	Retire            []string
+	RequestStop       []string
+	Create            []string
+	Restart           []string
+	Redefine          []string
+	Unassign          []string
+	Place             []string
+	PlacementFailed   []string
+	Rollouts          []string
+	DeleteDefinitions []string
 }
 
 // Counts are the gauges of a pass, named after Diego's BBS metrics. They

@@ -105,7 +105,7 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 					State:             states[r.IntN(len(states))],
 					Domain:            domain,
 					CellID:            cellIDs[r.IntN(len(cellIDs))],
-					DefinitionID:      "v1",
+					DefinitionID:      "v2", // rollouts have a property test of their own
 					Since:             now.Add(-time.Duration(r.IntN(1200)) * time.Second).UnixNano(),
 					ModificationIndex: int64(1 + r.IntN(9)),
 					MemoryMB:          int32(128 * (1 + r.IntN(8))),
@@ -178,6 +178,25 @@ func applyPlan(s *db.Snapshot, plan *convergence.Plan, now time.Time) (*db.Snaps
 			}
 		}
 	}
+	for _, rt := range w.Retire {
+		r, err := at(rt.Row)
+		if err == nil {
+			r.StopRequested = rt.Stop
+			r.Since = now.UnixNano()
+			err = moveTo(r, models.ActualLRP_RETIRING)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range w.RequestStop {
+		r, err := at(v)
+		if err != nil {
+			return nil, err
+		}
+		r.StopRequested, r.Since = true, now.UnixNano()
+		save(r)
+	}
 	for _, c := range w.Create {
 		key := db.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
 		if _, taken := rows[key]; taken {
@@ -190,12 +209,30 @@ func applyPlan(s *db.Snapshot, plan *convergence.Plan, now time.Time) (*db.Snaps
 			PlacementError: c.PlacementError, ModificationIndex: 1, MemoryMB: d.MemoryMB, DiskMB: d.DiskMB,
 		}
 	}
-	for _, v := range slices.Concat(w.Restart, w.Unassign) {
+	for _, v := range w.Restart {
 		r, err := at(v)
 		if err != nil {
 			return nil, err
 		}
-		r.State, r.CellID, r.Since = unclaimedState, "", now.UnixNano()
+		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimedState, "", now.UnixNano(), false, false
+		save(r)
+	}
+	for _, rd := range w.Redefine {
+		r, err := at(rd.Row)
+		if err != nil {
+			return nil, err
+		}
+		d := desired[r.ProcessGuid]
+		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimedState, "", now.UnixNano(), false, false
+		r.DefinitionID, r.CrashCount, r.MemoryMB, r.DiskMB = rd.DefinitionID, 0, d.MemoryMB, d.DiskMB
+		save(r)
+	}
+	for _, v := range w.Unassign {
+		r, err := at(v)
+		if err != nil {
+			return nil, err
+		}
+		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimedState, "", now.UnixNano(), false, false
 		save(r)
 	}
 	for _, p := range w.Place {

@@ -30,6 +30,11 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 				p.retire(&rows[i], nil)
 			}
 		}
+		if len(rows) > 0 {
+			if record := p.rollouts[rows[0].ProcessGuid]; record != nil {
+				p.cleanGoneLRP(record, p.definitions[record.ProcessGuid], rows)
+			}
+		}
 		return
 	}
 
@@ -38,6 +43,13 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	first := 0 // rows before first have a negative index
 	for first < len(rows) && rows[first].Index < 0 {
 		first++
+	}
+	var ro *rolloutLRP
+	var slots []indexRows
+	if record := p.rollouts[d.ProcessGuid]; needsRollout(d, record, rows) {
+		ro = p.newRollout(d, record, instances)
+		slots = wantedSlots(rows[first:], instances)
+		p.planRollout(ro, slots)
 	}
 	i := first
 	for index := int32(0); index < instances; index++ {
@@ -52,12 +64,23 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 			case evacuating:
 				evac = r
 			default:
-				// RETIRING rows belong to rolling updates; here they only
-				// take up room.
-				p.placer.keep(r.cell)
+				// RETIRING rows: planRollout kept or deleted them.
 			}
 		}
-		stands := p.reconcileIndex(d, index, ord, sus)
+		var stands *row
+		if ro != nil {
+			slot := &slots[index]
+			if slot.ret != nil && ro.stopping[index] {
+				p.requestStop(slot.ret, "its replacement has been running and routable for min_ready")
+			}
+			if ord != nil && sus == nil && p.startReplacement(ro, ord, slot.ret) {
+				if evac != nil {
+					p.reconcileEvacuating(evac, nil)
+				}
+				continue
+			}
+		}
+		stands = p.reconcileIndex(d, index, ord, sus)
 		if evac != nil {
 			p.reconcileEvacuating(evac, stands)
 		}
@@ -75,6 +98,45 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 		}
 	}
 	p.placer.endLRP(d)
+	if ro != nil {
+		p.finishRollout(ro, instances, rows)
+	}
+}
+
+// newRollout resolves the LRP's strategy for its rolling update. A stored
+// strategy that no longer validates (the API checks it on the way in) falls
+// back to every default.
+func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, instances int32) *rolloutLRP {
+	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
+	if err != nil {
+		strategy, _ = ResolveRolloutStrategy(instances, nil)
+	}
+	return &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: strategy}
+}
+
+// wantedSlots gathers the ORDINARY, SUSPECT and RETIRING rows of indices
+// 0..instances-1 from rows in key order (none with a negative index).
+func wantedSlots(rows []row, instances int32) []indexRows {
+	slots := make([]indexRows, instances)
+	for index := range slots {
+		slots[index].index = int32(index)
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Index >= instances {
+			break
+		}
+		slot := &slots[r.Index]
+		switch r.Presence {
+		case ordinary:
+			slot.ord = r
+		case suspect:
+			slot.sus = r
+		case retiring:
+			slot.ret = r
+		}
+	}
+	return slots
 }
 
 // retire deletes an ORDINARY, SUSPECT or EVACUATING row that is not
@@ -82,7 +144,7 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 // fresh. In a stale domain the board may not know every desired LRP, so it
 // keeps the row as it is: no restart, no placement, no suspect.
 func (p *planner) retire(r *row, d *db.DesiredSchedule) {
-	retirable := r.Presence == ordinary || r.Presence == suspect || r.Presence == evacuating
+	retirable := r.Presence == ordinary || r.Presence == suspect || r.Presence == evacuating || r.Presence == retiring
 	if r.Presence == ordinary {
 		p.plan.Counts.Extra++
 	}

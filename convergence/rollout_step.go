@@ -23,6 +23,12 @@ type RolloutIndex struct {
 	// Occupied: the ORDINARY instance is busy right now. Only orders the
 	// victims: an outdated occupied instance is replaced last.
 	Occupied bool
+	// DefinitionCreatedAt is when the ORDINARY instance's definition was
+	// stored (Unix nanoseconds; 0 when unknown). Among victims of one rank,
+	// the oldest definition goes first: after a third definition
+	// supersedes a rollout, the first definition's instances are replaced
+	// before the intermediate one's.
+	DefinitionCreatedAt int64
 	// Retiring: the index has a RETIRING row, the predecessor of its
 	// ORDINARY instance. The index then has a replacement under way and
 	// cannot start another until that row is gone (one RETIRING row per
@@ -174,9 +180,13 @@ func PlanRolloutStep(indices []RolloutIndex, s RolloutStrategy, now time.Time) R
 }
 
 // compareVictims orders outdated indices for replacement: not serving
-// first, then idle, then occupied; ties by index.
+// first, then idle, then occupied; then the oldest definition first; ties
+// by index.
 func compareVictims(a, b *RolloutIndex) int {
 	if c := cmp.Compare(victimRank(a), victimRank(b)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.DefinitionCreatedAt, b.DefinitionCreatedAt); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.Index, b.Index)

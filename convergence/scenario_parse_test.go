@@ -89,8 +89,12 @@ func (s *scenario) parseLine(fields []string, desired map[string]db.DesiredSched
 		return s.parseDesired(fields[1], attrs, desired)
 	case "actual":
 		return s.parseActual(fields[1], attrs, desired)
+	case "rollout":
+		return s.parseRollout(fields[1], attrs)
+	case "definition":
+		return s.parseDefinition(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, cell, desired or actual)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, cell, desired, actual, rollout or definition)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -125,14 +129,31 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 }
 
 func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.DesiredSchedule) error {
+	var strategy *models.UpdateStrategy
+	for _, key := range []string{"surge", "unavailable", "min_ready", "deadline", "auto_revert", "history"} {
+		if _, ok := a.values[key]; ok {
+			strategy = &models.UpdateStrategy{
+				MaxSurge:           a.string("surge", ""),
+				MaxUnavailable:     a.string("unavailable", ""),
+				MinReadyMs:         a.duration("min_ready", 0).Milliseconds(),
+				ProgressDeadlineMs: a.duration("deadline", 0).Milliseconds(),
+				AutoRevert:         a.bool("auto_revert", false),
+				HistoryLimit:       a.int32("history", 0),
+			}
+			break
+		}
+	}
+	active := a.string("definition", "v1")
 	s.snapshot.Desired = append(s.snapshot.Desired, db.DesiredSchedule{
-		ProcessGuid:        guid,
-		Domain:             a.string("domain", "apps"),
-		Instances:          a.int32("instances", 1),
-		PlacementTags:      a.list("tags"),
-		ActiveDefinitionID: a.string("definition", "v1"),
-		MemoryMB:           a.int32("memory", 256),
-		DiskMB:             a.int32("disk", 512),
+		ProcessGuid:         guid,
+		Domain:              a.string("domain", "apps"),
+		Instances:           a.int32("instances", 1),
+		PlacementTags:       a.list("tags"),
+		ActiveDefinitionID:  active,
+		HealthyDefinitionID: a.string("healthy", active),
+		UpdateStrategy:      strategy,
+		MemoryMB:            a.int32("memory", 256),
+		DiskMB:              a.int32("disk", 512),
 	})
 	desired[guid] = s.snapshot.Desired[len(s.snapshot.Desired)-1]
 	return a.done()
@@ -169,9 +190,53 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 		CrashCount:        a.int32("crashes", 0),
 		Since:             s.now.Add(a.duration("since", 0)).UnixNano(),
 		PlacementError:    a.string("error", ""),
+		Routable:          a.bool("routable", state == int32(models.ActualLRP_RUNNING)),
+		Occupied:          a.bool("occupied", false),
+		StopRequested:     a.bool("stop", false),
 		ModificationIndex: int64(a.int32("mod", 1)),
 		MemoryMB:          a.int32("memory", d.MemoryMB),
 		DiskMB:            a.int32("disk", d.DiskMB),
+	})
+	return a.done()
+}
+
+// parseRollout reads an unsettled rollout record.
+func (s *scenario) parseRollout(guid string, a *attrs) error {
+	state, ok := models.RolloutStatus_State_value[a.string("state", "PROGRESSING")]
+	if !ok {
+		return fmt.Errorf("rollout %s: state must be one of NONE, PROGRESSING, COMPLETE, FAILED, REVERTED", guid)
+	}
+	at := func(key string) int64 {
+		if _, given := a.values[key]; !given {
+			return 0
+		}
+		return s.now.Add(a.duration(key, 0)).UnixNano()
+	}
+	s.snapshot.Rollouts = append(s.snapshot.Rollouts, db.RolloutRow{
+		ProcessGuid:        guid,
+		State:              models.RolloutStatus_State(state),
+		Reason:             a.string("reason", ""),
+		DefinitionID:       a.string("definition", "v2"),
+		FailedDefinitionID: a.string("failed", ""),
+		StartedAt:          at("started"),
+		ProgressAt:         at("progress"),
+		FinishedAt:         at("finished"),
+		UpdatedInstances:   a.int32("updated", 0),
+		InFlight:           a.int32("inflight", 0),
+		ModificationIndex:  int64(a.int32("mod", 1)),
+	})
+	return a.done()
+}
+
+// parseDefinition reads a stored definition of an LRP with a rollout
+// record; a file lists each LRP's definitions newest first.
+func (s *scenario) parseDefinition(key string, a *attrs) error {
+	guid, id, ok := strings.Cut(key, "/")
+	if !ok {
+		return fmt.Errorf("definition %q: want process_guid/definition_id", key)
+	}
+	s.snapshot.Definitions = append(s.snapshot.Definitions, db.DefinitionRow{
+		ProcessGuid: guid, DefinitionID: id, CreatedAt: s.now.Add(a.duration("created", 0)).UnixNano(),
 	})
 	return a.done()
 }

@@ -26,12 +26,21 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	for i, v := range w.MarkSuspect {
 		fmt.Fprintf(&b, "suspect %s  # %s\n", renderVersion(v), why.MarkSuspect[i])
 	}
+	for i, r := range w.Retire {
+		fmt.Fprintf(&b, "retire %s stop=%t  # %s\n", renderVersion(r.Row), r.Stop, why.Retire[i])
+	}
+	for i, v := range w.RequestStop {
+		fmt.Fprintf(&b, "request-stop %s  # %s\n", renderVersion(v), why.RequestStop[i])
+	}
 	for i, c := range w.Create {
 		fmt.Fprintf(&b, "create %s/%d domain=%s definition=%s%s  # %s\n", c.ProcessGuid, c.Index,
 			c.Domain, c.DefinitionID, renderOutcome(c.CellID, c.PlacementError), why.Create[i])
 	}
 	for i, v := range w.Restart {
 		fmt.Fprintf(&b, "restart %s  # %s\n", renderVersion(v), why.Restart[i])
+	}
+	for i, r := range w.Redefine {
+		fmt.Fprintf(&b, "redefine %s definition=%s  # %s\n", renderVersion(r.Row), r.DefinitionID, why.Redefine[i])
 	}
 	for i, v := range w.Unassign {
 		fmt.Fprintf(&b, "unassign %s  # %s\n", renderVersion(v), why.Unassign[i])
@@ -42,6 +51,12 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	for i, f := range w.PlacementFailed {
 		fmt.Fprintf(&b, "place-failed %s%s  # %s\n", renderVersion(f.Row), renderOutcome("", f.Reason),
 			why.PlacementFailed[i])
+	}
+	for i, r := range w.Rollouts {
+		fmt.Fprintf(&b, "rollout %s  # %s\n", renderRolloutWrite(r, now), why.Rollouts[i])
+	}
+	for i, d := range w.DeleteDefinitions {
+		fmt.Fprintf(&b, "delete-definition %s/%s  # %s\n", d.ProcessGuid, d.DefinitionID, why.DeleteDefinitions[i])
 	}
 	c := p.Counts
 	fmt.Fprintf(&b, "counts desired=%d running=%d claimed=%d unclaimed=%d crashed=%d missing=%d extra=%d "+
@@ -78,4 +93,44 @@ func renderOutcome(cellID, placementError string) string {
 		return " error=" + strconv.Quote(placementError)
 	}
 	return ""
+}
+
+func renderRolloutWrite(w db.RolloutWrite, now time.Time) string {
+	out := fmt.Sprintf("%s expect_mod=%d expect_active=%s", w.ProcessGuid, w.ExpectModificationIndex, w.ExpectActiveDefinitionID)
+	if w.Delete {
+		return out + " delete"
+	}
+	r := w.Record
+	out += fmt.Sprintf(" state=%s definition=%s", r.State, r.DefinitionID)
+	if r.FailedDefinitionID != "" {
+		out += " failed=" + r.FailedDefinitionID
+	}
+	at := func(name string, t int64) {
+		if t != 0 {
+			out += fmt.Sprintf(" %s=%s", name, renderAt(t, now))
+		}
+	}
+	at("started", r.StartedAt)
+	at("progress", r.ProgressAt)
+	at("finished", r.FinishedAt)
+	out += fmt.Sprintf(" updated=%d inflight=%d", r.UpdatedInstances, r.InFlight)
+	if w.Settled {
+		out += " settled"
+	}
+	if w.SetHealthyDefinitionID != "" {
+		out += " set_healthy=" + w.SetHealthyDefinitionID
+	}
+	if w.SetActiveDefinitionID != "" {
+		out += " set_active=" + w.SetActiveDefinitionID
+	}
+	return out + " reason=" + strconv.Quote(r.Reason)
+}
+
+// renderAt writes a time relative to now, as the state part does.
+func renderAt(t int64, now time.Time) string {
+	d := time.Unix(0, t).Sub(now)
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
 }

@@ -28,4 +28,5 @@ type stepEnv struct {
 var registeredSteps = map[int]*goStep{
 	2: importLegacy,
 	4: addCellDraining,
+	5: addStopRequested,
 }

@@ -13,11 +13,6 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-const selectActualLRP = `SELECT process_guid, instance_index, presence, domain, instance_guid,
- cell_id, definition_id, state, net_info, crash_count, crash_reason, since, placement_error,
- routable, occupied, modification_tag_epoch, modification_tag_index
- FROM actual_lrps`
-
 // allocChunk is how many ActualLRPs (and their tags) are allocated at once:
 // listing 100,000 rows makes a few hundred allocations instead of 200,000.
 const allocChunk = 512
@@ -66,7 +61,7 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 		chunk, tags = chunk[1:], tags[1:]
 		err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
 			&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
-			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &tag.Epoch, &tagIndex)
+			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex)
 		if err != nil {
 			return err
 		}

@@ -22,8 +22,11 @@ import (
 var actualLRPColumns = []string{
 	"process_guid", "instance_index", "presence", "domain", "instance_guid",
 	"cell_id", "definition_id", "state", "net_info", "crash_count", "crash_reason", "since", "placement_error",
-	"routable", "occupied", "modification_tag_epoch", "modification_tag_index",
+	"routable", "occupied", "stop_requested", "modification_tag_epoch", "modification_tag_index",
 }
+
+// selectActualLRP reads actualLRPColumns; append a WHERE clause.
+var selectActualLRP = "SELECT " + strings.Join(actualLRPColumns, ", ") + " FROM actual_lrps"
 
 // scanActualLRP reads one row of actualLRPColumns.
 func scanActualLRP(row rowScanner) (*models.ActualLRP, error) {
@@ -50,7 +53,7 @@ func (a *actualLRPScan) dest() []any {
 	r := a.row
 	return []any{&r.ProcessGuid, &a.index, &a.presence, &r.Domain, &r.InstanceGuid,
 		&r.CellId, &r.DefinitionId, &a.state, &a.netInfo, &a.crashCount, &r.CrashReason,
-		&r.Since, &r.PlacementError, &r.Routable, &r.Occupied, &r.ModificationTag.Epoch, &a.tagIndex}
+		&r.Since, &r.PlacementError, &r.Routable, &r.Occupied, &r.StopRequested, &r.ModificationTag.Epoch, &a.tagIndex}
 }
 
 // lrp completes the scanned row.
@@ -126,7 +129,9 @@ func (s *SQLDB) deleteActualLRPs(ctx context.Context, tx *sql.Tx, where string, 
 }
 
 // actualLRPMutableColumns are the columns a lifecycle write sets; the key,
-// domain, definition and tag epoch never change in place.
+// domain, definition and tag epoch never change in place, and neither does
+// stop_requested, which only convergence sets (on a RETIRING row): a rep's
+// write keeps it.
 var actualLRPMutableColumns = []string{
 	"instance_guid", "cell_id", "state", "net_info", "crash_count", "crash_reason", "since",
 	"placement_error", "routable", "occupied", "modification_tag_index",

@@ -27,7 +27,9 @@ import (
 //
 // Events, published after each batch commits: actual_lrp_removed with the
 // row as it was for a Delete, actual_lrp_created for a Create, and
-// actual_lrp_changed with the row before and after for the rest.
+// actual_lrp_changed with the row before and after for the rest of the
+// row writes (Retire, RequestStop and Redefine included). Rollout writes
+// and definition deletes are described in convergence_rollouts.go.
 //
 // Writes that could never be right (an empty guid, a Restart of a row the
 // plan did not see CRASHED, a Place without a cell, …) fail the whole call
@@ -37,7 +39,11 @@ import (
 //
 // Decisions where the planner is silent: Restart and Unassign also clear
 // routable and occupied, which describe the instance that is gone;
-// PlacementFailed keeps since, as the state does not change.
+// PlacementFailed keeps since, as the state does not change. Retire keeps
+// the instance's net info, routable and occupied (it still serves); a
+// Retire's target key, like a presence change's, must be free. Retire's
+// two kinds (Stop or not) apply as two groups, the ones that keep running
+// first.
 func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrites) (*db.ConvergenceResult, error) {
 	result := &db.ConvergenceResult{}
 	if writes == nil || writes.Empty() {
@@ -47,10 +53,14 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 		return nil, err
 	}
 	a := &convergenceApplier{s: s, now: s.now().UnixNano(), result: result}
+	keep, stop := retirementChanges(writes.Retire)
 	err := a.changeGroups(ctx, []changeGroup{
 		{&deleteRows, plainChanges(writes.Delete)},
 		{&promoteSuspects, plainChanges(writes.PromoteSuspect)},
 		{&markSuspects, plainChanges(writes.MarkSuspect)},
+		{&retireKeepRunning, keep},
+		{&retireStop, stop},
+		{&requestStops, plainChanges(writes.RequestStop)},
 	})
 	if err == nil {
 		err = a.createRows(ctx, writes.Create)
@@ -58,10 +68,17 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 	if err == nil {
 		err = a.changeGroups(ctx, []changeGroup{
 			{&restartRows, plainChanges(writes.Restart)},
+			{&redefineRows, redefinitionChanges(writes.Redefine)},
 			{&unassignRows, plainChanges(writes.Unassign)},
 			{&placeRows, placementChanges(writes.Place)},
 			{&failPlacements, placementFailureChanges(writes.PlacementFailed)},
 		})
+	}
+	if err == nil {
+		err = a.rollouts(ctx, writes.Rollouts)
+	}
+	if err == nil {
+		err = a.deleteDefinitions(ctx, writes.DeleteDefinitions)
 	}
 	return result, err
 }
@@ -74,7 +91,7 @@ type convergenceApplier struct {
 
 // rowChange is one write to an existing row: the version the plan saw and,
 // for the kinds that set a value per row, that value (Place's cell id,
-// PlacementFailed's reason).
+// PlacementFailed's reason, Redefine's definition id).
 type rowChange struct {
 	version db.RowVersion
 	value   string
@@ -92,6 +109,28 @@ func placementChanges(placements []db.Placement) []rowChange {
 	changes := make([]rowChange, len(placements))
 	for i, p := range placements {
 		changes[i] = rowChange{version: p.Row, value: p.CellID}
+	}
+	return changes
+}
+
+// retirementChanges splits retirements into those whose instance keeps
+// serving until its successor is ready and those stopped at once: each
+// kind sets its own stop_requested.
+func retirementChanges(retirements []db.Retirement) (keep, stop []rowChange) {
+	for _, r := range retirements {
+		if r.Stop {
+			stop = append(stop, rowChange{version: r.Row})
+		} else {
+			keep = append(keep, rowChange{version: r.Row})
+		}
+	}
+	return keep, stop
+}
+
+func redefinitionChanges(redefinitions []db.Redefinition) []rowChange {
+	changes := make([]rowChange, len(redefinitions))
+	for i, r := range redefinitions {
+		changes[i] = rowChange{version: r.Row, value: r.DefinitionID}
 	}
 	return changes
 }
@@ -145,8 +184,38 @@ var (
 		},
 	}
 
+	retireKeepRunning = retiring(false)
+	retireStop        = retiring(true)
+
+	requestStops = changeKind{
+		op:      "request stop",
+		set:     "stop_requested = ?, since = ?",
+		setArgs: func(now int64) []any { return []any{true, now} },
+		change: func(lrp *models.ActualLRP, _ string, now int64) {
+			lrp.StopRequested, lrp.Since = true, now
+		},
+	}
+
 	restartRows  = unassigning("restart")
 	unassignRows = unassigning("unassign")
+
+	// redefineRows: the instance that ran the row, if any, sees its row
+	// taken (another definition, no instance) and stops.
+	redefineRows = changeKind{
+		op:     "redefine",
+		column: "definition_id",
+		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, crash_count = 0, crash_reason = '', " +
+			"placement_error = '', routable = ?, occupied = ?, since = ?",
+		setArgs: func(now int64) []any { return []any{stateUnclaimed, false, false, now} },
+		change: func(lrp *models.ActualLRP, definitionID string, now int64) {
+			lrp.DefinitionId = definitionID
+			lrp.State = models.ActualLRP_UNCLAIMED
+			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo = "", "", nil
+			lrp.CrashCount, lrp.CrashReason, lrp.PlacementError = 0, "", ""
+			lrp.Routable, lrp.Occupied = false, false
+			lrp.Since = now
+		},
+	}
 
 	placeRows = changeKind{
 		op:      "place",
@@ -168,6 +237,21 @@ var (
 		},
 	}
 )
+
+// retiring makes a RUNNING ORDINARY row the index's RETIRING row: the
+// same instance, still serving, its clock restarted; stop tells its rep to
+// drain and remove it at once.
+func retiring(stop bool) changeKind {
+	return changeKind{
+		op:         "retire",
+		toPresence: models.ActualLRP_RETIRING,
+		set:        "presence = ?, stop_requested = ?, since = ?",
+		setArgs:    func(now int64) []any { return []any{models.ActualLRP_RETIRING.String(), stop, now} },
+		change: func(lrp *models.ActualLRP, _ string, now int64) {
+			lrp.Presence, lrp.StopRequested, lrp.Since = models.ActualLRP_RETIRING, stop, now
+		},
+	}
+}
 
 // unassigning makes a row UNCLAIMED without a cell or an instance: Restart
 // (from CRASHED, crash count kept) and Unassign do the same to the row.
@@ -397,6 +481,7 @@ func copyActualLRP(l *models.ActualLRP) *models.ActualLRP {
 		PlacementError:  l.PlacementError,
 		Routable:        l.Routable,
 		Occupied:        l.Occupied,
+		StopRequested:   l.StopRequested,
 		ModificationTag: l.ModificationTag,
 	}
 }

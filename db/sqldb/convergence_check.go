@@ -27,6 +27,20 @@ func checkConvergenceWrites(w *db.ConvergenceWrites) error {
 			return err
 		}
 	}
+	for i, r := range w.Retire {
+		field := fmt.Sprintf("writes.retire[%d].row", i)
+		if err := checkRowVersionOf(field, r.Row, models.ActualLRP_ORDINARY); err != nil {
+			return err
+		}
+		if err := checkRowVersionIn(field, r.Row, models.ActualLRP_RUNNING); err != nil {
+			return err
+		}
+	}
+	for i, v := range w.RequestStop {
+		if err := checkRowVersionOf(fmt.Sprintf("writes.request_stop[%d]", i), v, models.ActualLRP_RETIRING); err != nil {
+			return err
+		}
+	}
 	for i, c := range w.Create {
 		if err := checkCreate(fmt.Sprintf("writes.create[%d]", i), c); err != nil {
 			return err
@@ -34,6 +48,15 @@ func checkConvergenceWrites(w *db.ConvergenceWrites) error {
 	}
 	for i, v := range w.Restart {
 		if err := checkRowVersionIn(fmt.Sprintf("writes.restart[%d]", i), v, models.ActualLRP_CRASHED); err != nil {
+			return err
+		}
+	}
+	for i, r := range w.Redefine {
+		field := fmt.Sprintf("writes.redefine[%d]", i)
+		if err := checkRowVersionOf(field+".row", r.Row, models.ActualLRP_ORDINARY); err != nil {
+			return err
+		}
+		if err := checkRequired(field+".definition_id", r.DefinitionID, maxDefinitionID); err != nil {
 			return err
 		}
 	}
@@ -60,6 +83,83 @@ func checkConvergenceWrites(w *db.ConvergenceWrites) error {
 		if f.Reason == "" {
 			return errInvalid(field+".reason", "is required")
 		}
+	}
+	for i, r := range w.Rollouts {
+		if err := checkRolloutWrite(fmt.Sprintf("writes.rollouts[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	for i, d := range w.DeleteDefinitions {
+		field := fmt.Sprintf("writes.delete_definitions[%d]", i)
+		if err := checkRequired(field+".process_guid", d.ProcessGuid, maxProcessGuid); err != nil {
+			return err
+		}
+		if err := checkRequired(field+".definition_id", d.DefinitionID, maxDefinitionID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRolloutWrite refuses a rollout write that could never be right: a
+// record of another LRP or in an unknown state, a delete of a record that
+// does not exist or of a desired LRP's, or a definition moved on an LRP
+// that is gone.
+func checkRolloutWrite(field string, w db.RolloutWrite) error {
+	if err := checkRequired(field+".process_guid", w.ProcessGuid, maxProcessGuid); err != nil {
+		return err
+	}
+	if w.ExpectModificationIndex < 0 {
+		return errInvalid(field+".expect_modification_index", "must not be negative")
+	}
+	if err := checkWidth(field+".expect_active_definition_id", w.ExpectActiveDefinitionID, maxDefinitionID); err != nil {
+		return err
+	}
+	gone := w.ExpectActiveDefinitionID == ""
+	for _, set := range []struct{ name, value string }{
+		{"set_active_definition_id", w.SetActiveDefinitionID},
+		{"set_healthy_definition_id", w.SetHealthyDefinitionID},
+	} {
+		if set.value == "" {
+			continue
+		}
+		if err := checkWidth(field+"."+set.name, set.value, maxDefinitionID); err != nil {
+			return err
+		}
+		if gone {
+			return errInvalid(field+"."+set.name, "must be empty for an LRP that is gone (expect_active_definition_id is empty)")
+		}
+		if w.Delete {
+			return errInvalid(field+"."+set.name, "must be empty when the record is deleted")
+		}
+	}
+	if w.Delete {
+		if w.ExpectModificationIndex == 0 {
+			return errInvalid(field+".expect_modification_index", "must name the record to delete (0 means there is none)")
+		}
+		if !gone {
+			return errInvalid(field+".delete", "only the record of an LRP that is gone is deleted (expect_active_definition_id must be empty)")
+		}
+		return nil
+	}
+	r := w.Record
+	if r.ProcessGuid != "" && r.ProcessGuid != w.ProcessGuid {
+		return errInvalid(field+".record.process_guid", "must be empty or "+w.ProcessGuid)
+	}
+	if _, known := models.RolloutStatus_State_name[int32(r.State)]; !known {
+		return errInvalid(field+".record.state", fmt.Sprintf("unknown state %d", r.State))
+	}
+	if err := checkWidth(field+".record.definition_id", r.DefinitionID, maxDefinitionID); err != nil {
+		return err
+	}
+	if err := checkWidth(field+".record.failed_definition_id", r.FailedDefinitionID, maxDefinitionID); err != nil {
+		return err
+	}
+	if r.UpdatedInstances < 0 {
+		return errInvalid(field+".record.updated_instances", "must not be negative")
+	}
+	if r.InFlight < 0 {
+		return errInvalid(field+".record.in_flight", "must not be negative")
 	}
 	return nil
 }

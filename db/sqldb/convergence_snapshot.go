@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"runtime"
@@ -18,7 +19,7 @@ var _ db.ConvergenceDB = (*SQLDB)(nil)
 // from its run_infos row, never from its blob (DESIGN §3).
 
 const selectSnapshotDesired = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags,
- d.active_definition_id, COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0)
+ d.active_definition_id, d.healthy_definition_id, d.update_strategy, COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0)
  FROM desired_lrps d
  LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
 
@@ -27,8 +28,17 @@ const selectSnapshotDesired = `SELECT d.process_guid, d.domain, d.instances, d.p
 // and only the others are looked up (resolveResources), rather than
 // joining 250,000 rows with run_infos.
 const selectSnapshotActual = `SELECT process_guid, instance_index, presence, state, domain, instance_guid,
- cell_id, definition_id, crash_count, since, placement_error, routable, modification_tag_index
+ cell_id, definition_id, crash_count, since, placement_error, routable, occupied, stop_requested,
+ modification_tag_index
  FROM actual_lrps`
+
+// Rollout records are read only while unsettled, through the index on
+// (settled, process_guid): a board at rest has none to read. Definitions
+// are read only for the LRPs with such a record, for cleanup.
+const selectSnapshotRollouts = `SELECT ` + rolloutColumnList + ` FROM rollouts o`
+
+const selectSnapshotDefinitions = `SELECT r.process_guid, r.definition_id, r.created_at
+ FROM rollouts o JOIN run_infos r ON r.process_guid = o.process_guid`
 
 const selectSnapshotCells = `SELECT cell_id, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at,
  draining FROM cells`
@@ -102,6 +112,16 @@ func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) 
 	return snap, nil
 }
 
+// unsettled adds the condition that narrows a snapshot query to rollout
+// records that are not settled (table alias o) to f's guid condition.
+func (f guidFilter) unsettled() guidFilter {
+	where := func(c string) string { return "o.settled = ?" }
+	if f.where != nil {
+		where = func(c string) string { return "o.settled = ? AND " + f.where(c) }
+	}
+	return guidFilter{where: where, args: append([]any{false}, f.args...)}
+}
+
 // guidFilter narrows a snapshot query to some LRPs: where makes the
 // condition on a guid column, nil for every LRP.
 type guidFilter struct {
@@ -168,7 +188,8 @@ func (s *SQLDB) snapshotParts(ctx context.Context, processGuids []string) ([][]g
 // order as the parts are.
 func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
 	if len(readers) == 1 {
-		return &db.Snapshot{Desired: readers[0].desired, Actual: readers[0].actual}
+		r := readers[0]
+		return &db.Snapshot{Desired: r.desired, Actual: r.actual, Rollouts: r.rollouts, Definitions: r.definitions}
 	}
 	var desired, actual int
 	for _, r := range readers {
@@ -182,6 +203,8 @@ func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
 	for _, r := range readers {
 		snap.Desired = append(snap.Desired, r.desired...)
 		snap.Actual = append(snap.Actual, r.actual...)
+		snap.Rollouts = append(snap.Rollouts, r.rollouts...)
+		snap.Definitions = append(snap.Definitions, r.definitions...)
 	}
 	return snap
 }
@@ -213,6 +236,8 @@ type snapshotReader struct {
 	s            *SQLDB
 	desired      []db.DesiredSchedule
 	actual       []db.ActualRow
+	rollouts     []db.RolloutRow
+	definitions  []db.DefinitionRow
 	cells        []db.CellRow
 	freshDomains []string
 
@@ -220,13 +245,18 @@ type snapshotReader struct {
 	// tags caches decoded placement tags by their stored JSON; LRPs and
 	// cells with equal tags share one slice.
 	tags map[string][]string
+	// strategies caches decoded update strategies by their stored bytes;
+	// LRPs with equal strategies share one message, which the planner only
+	// reads.
+	strategies map[string]*models.UpdateStrategy
 	// unresolved are the definitions of rows whose resources are not their
 	// desired LRP's.
 	unresolved map[definitionKey]struct{}
 }
 
 func newSnapshotReader(s *SQLDB) *snapshotReader {
-	return &snapshotReader{s: s, strings: interner{}, tags: map[string][]string{}, unresolved: map[definitionKey]struct{}{}}
+	return &snapshotReader{s: s, strings: interner{}, tags: map[string][]string{},
+		strategies: map[string]*models.UpdateStrategy{}, unresolved: map[definitionKey]struct{}{}}
 }
 
 // readLRPs reads the desired and actual rows that filters select.
@@ -237,27 +267,34 @@ func (r *snapshotReader) readLRPs(ctx context.Context, tx *sql.Tx, filters []gui
 	if err := r.readActual(ctx, tx, filters); err != nil {
 		return err
 	}
-	return r.resolveResources(ctx, tx)
+	if err := r.resolveResources(ctx, tx); err != nil {
+		return err
+	}
+	return r.readRollouts(ctx, tx, filters)
 }
 
 func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
-	var guid, domain, tags, definitionID sql.RawBytes
+	var guid, domain, tags, definitionID, healthyID, strategy sql.RawBytes
 	var instances, memory, disk int64
 	scan := func(rows *sql.Rows) error {
-		if err := rows.Scan(&guid, &domain, &instances, &tags, &definitionID, &memory, &disk); err != nil {
+		if err := rows.Scan(&guid, &domain, &instances, &tags, &definitionID, &healthyID, &strategy, &memory, &disk); err != nil {
 			return err
 		}
 		d := db.DesiredSchedule{
-			ProcessGuid:        string(guid),
-			Domain:             r.strings.get(domain),
-			Instances:          int32(instances),
-			ActiveDefinitionID: r.strings.get(definitionID),
-			MemoryMB:           int32(memory),
-			DiskMB:             int32(disk),
+			ProcessGuid:         string(guid),
+			Domain:              r.strings.get(domain),
+			Instances:           int32(instances),
+			ActiveDefinitionID:  r.strings.get(definitionID),
+			HealthyDefinitionID: r.strings.get(healthyID),
+			MemoryMB:            int32(memory),
+			DiskMB:              int32(disk),
 		}
 		var err error
 		if d.PlacementTags, err = r.placementTags(tags); err != nil {
 			return errInvalidRecord("desired_lrp %q: placement_tags: %v", d.ProcessGuid, err)
+		}
+		if d.UpdateStrategy, err = r.updateStrategy(strategy); err != nil {
+			return errInvalidRecord("desired_lrp %q: update_strategy: %v", d.ProcessGuid, err)
 		}
 		r.desired = append(r.desired, d)
 		return nil
@@ -286,7 +323,7 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 		r.actual = append(r.actual, db.ActualRow{})
 		row := &r.actual[len(r.actual)-1]
 		err := rows.Scan(&guid, &index, &presence, &state, &domain, &instanceGuid, &cellID,
-			&definitionID, &crashCount, &since, &placementError, &row.Routable, &modIndex)
+			&definitionID, &crashCount, &since, &placementError, &row.Routable, &row.Occupied, &row.StopRequested, &modIndex)
 		if err != nil {
 			return err
 		}
@@ -407,6 +444,64 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 	return nil
 }
 
+// readRollouts reads the unsettled rollout records that filters select
+// and, for their LRPs, the stored definitions. Both are few, and sorted
+// here so that every dialect gives one order: records by guid as bytes,
+// definitions by guid, then newest first.
+func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
+	for _, f := range filters {
+		unsettled := f.unsettled()
+		err := r.s.eachRow(ctx, tx, unsettled.query(selectSnapshotRollouts, "o.process_guid", "o.process_guid"), unsettled.args,
+			func(rows *sql.Rows) error {
+				rec, err := scanRollout(rows)
+				if err != nil {
+					return err
+				}
+				r.rollouts = append(r.rollouts, rec.RolloutRow)
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+	}
+	if len(r.rollouts) == 0 {
+		return nil
+	}
+	var guid, definitionID sql.RawBytes
+	var createdAt int64
+	for _, f := range filters {
+		unsettled := f.unsettled()
+		err := r.s.eachRow(ctx, tx, unsettled.query(selectSnapshotDefinitions, "o.process_guid", "r.process_guid"), unsettled.args,
+			func(rows *sql.Rows) error {
+				if err := rows.Scan(&guid, &definitionID, &createdAt); err != nil {
+					return err
+				}
+				r.definitions = append(r.definitions, db.DefinitionRow{
+					ProcessGuid:  r.strings.get(guid),
+					DefinitionID: r.strings.get(definitionID),
+					CreatedAt:    createdAt,
+				})
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(r.rollouts, func(a, b db.RolloutRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
+	slices.SortFunc(r.definitions, compareDefinitionRows)
+	return nil
+}
+
+// compareDefinitionRows orders definitions by guid, then newest first:
+// created_at descending, then definition id descending.
+func compareDefinitionRows(a, b db.DefinitionRow) int {
+	return cmp.Or(
+		strings.Compare(a.ProcessGuid, b.ProcessGuid),
+		cmp.Compare(b.CreatedAt, a.CreatedAt),
+		strings.Compare(b.DefinitionID, a.DefinitionID),
+	)
+}
+
 func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 	var cellID, zone, tags sql.RawBytes
 	var memory, disk, instances, expiresAt int64
@@ -462,6 +557,23 @@ func (r *snapshotReader) placementTags(text sql.RawBytes) ([]string, error) {
 	}
 	r.tags[string(text)] = tags
 	return tags, nil
+}
+
+// updateStrategy decodes a stored strategy once per distinct value; NULL
+// is nil, every default.
+func (r *snapshotReader) updateStrategy(stored sql.RawBytes) (*models.UpdateStrategy, error) {
+	if stored == nil {
+		return nil, nil
+	}
+	if strategy, ok := r.strategies[string(stored)]; ok {
+		return strategy, nil
+	}
+	strategy, err := decodeUpdateStrategy(stored, true)
+	if err != nil {
+		return nil, err
+	}
+	r.strategies[string(stored)] = strategy
+	return strategy, nil
 }
 
 // interner keeps one copy of each distinct string.

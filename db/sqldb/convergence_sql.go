@@ -93,7 +93,7 @@ type valueChange struct {
 	value string
 }
 
-// updateEachByKey sets column (cell_id or placement_error) to each row's
+// updateEachByKey sets column (cell_id, placement_error or definition_id) to each row's
 // own value, and set (whose ? take setArgs) in every row. rowsPerChange is how many affected rows the
 // database reports for each row changed.
 //
@@ -110,14 +110,16 @@ func (d dialect) updateEachByKey(column, set string, setArgs []any, changes []va
 		args = make([]any, 0, len(changes)*len(columns)+len(setArgs))
 		for _, c := range changes {
 			r := c.row
-			cellID, placementError := r.CellId, r.PlacementError
+			cellID, placementError, definitionID := r.CellId, r.PlacementError, r.DefinitionId
 			switch column {
 			case "cell_id":
 				cellID = c.value
 			case "placement_error":
 				placementError = c.value
+			case "definition_id":
+				definitionID = c.value
 			}
-			args = append(args, r.ProcessGuid, r.Index, r.Presence.String(), r.Domain, r.DefinitionId, r.State.String(),
+			args = append(args, r.ProcessGuid, r.Index, r.Presence.String(), r.Domain, definitionID, r.State.String(),
 				r.CrashReason, r.Since, r.GetModificationTag().GetEpoch(), cellID, placementError)
 		}
 		var b strings.Builder

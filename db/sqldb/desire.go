@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -17,8 +18,9 @@ import (
 // definition id, a fresh modification tag and created_at.
 //
 // The definition id is lrp.Definition.DefinitionId when set, else
-// models.GenerateDefinitionID. The healthy definition id starts empty: it
-// names a definition that completed a rollout, which none has yet.
+// models.GenerateDefinitionID. The first definition is also the healthy
+// one: it is the baseline that abort returns to and that a failed first
+// rollout reverts to (there is no earlier definition to trust more).
 //
 // Definitions outlive their LRP (see RemoveDesiredLRP), so desiring a guid
 // again may meet a stored definition with the same id: the same content is
@@ -40,7 +42,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		return nil, err
 	}
 	stored.ActiveDefinitionId = def.DefinitionId
-	stored.HealthyDefinitionId = ""
+	stored.HealthyDefinitionId = def.DefinitionId
 	stored.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
 	stored.CreatedAt = now
 
@@ -175,10 +177,18 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return def.CreatedAt, err
 	}
+	// The stored definition is reused: lock it, so that convergence's
+	// cleanup, which locks a definition before it deletes it unreferenced
+	// (deleteDefinitions), either deletes it first — this read then finds
+	// it gone and the transaction runs again, storing it anew — or waits
+	// and sees this transaction's reference.
 	var storedHash string
 	var createdAt int64
-	err = s.queryRow(ctx, tx, "SELECT content_hash, created_at FROM run_infos WHERE process_guid = ? AND definition_id = ?",
-		processGuid, def.DefinitionId).Scan(&storedHash, &createdAt)
+	err = s.queryRow(ctx, tx, "SELECT content_hash, created_at FROM run_infos WHERE process_guid = ? AND definition_id = ?"+
+		s.dialect.lockForUpdate(), processGuid, def.DefinitionId).Scan(&storedHash, &createdAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, errLostRace
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -22,7 +22,7 @@ var _ = forEachDialect("DesireLRP", func(b *board) {
 
 		now := b.clock.Now().UnixNano()
 		Expect(stored.ActiveDefinitionId).To(Equal("v1"))
-		Expect(stored.HealthyDefinitionId).To(BeEmpty())
+		Expect(stored.HealthyDefinitionId).To(Equal("v1"), "the first definition is the baseline")
 		Expect(stored.CreatedAt).To(Equal(now))
 		Expect(stored.Definition.DefinitionId).To(Equal("v1"))
 		Expect(stored.Definition.CreatedAt).To(Equal(now))

@@ -174,8 +174,10 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 // RemoveDesiredLRP deletes the desired row and the LRP's UNCLAIMED
 // instances (of any presence). Claimed, running and crashed instances stay
 // for the rep and convergence to stop, and every definition stays: deleting
-// unreferenced definitions is convergence's job. It emits
-// desired_lrp_removed and then actual_lrp_removed per deleted instance.
+// unreferenced definitions is convergence's job, which the LRP's rollout
+// record, marked unsettled here (one is inserted, state NONE, when there
+// is none), hands it. It emits desired_lrp_removed, actual_lrp_removed per
+// deleted instance, and rollout_changed.
 func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error {
 	return s.transactPublishing(ctx, "remove desired lrp", func(tx *sql.Tx) ([]models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
@@ -195,6 +197,15 @@ func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error 
 		if err != nil {
 			return nil, err
 		}
-		return append([]models.Event{models.DesiredLRPRemoved(before)}, removed...), nil
+		rollout, err := s.markRolloutUnsettled(ctx, tx, processGuid)
+		if err != nil {
+			return nil, err
+		}
+		status, err := s.rolloutStatus(ctx, tx, processGuid, nil, rollout)
+		if err != nil {
+			return nil, err
+		}
+		events := append([]models.Event{models.DesiredLRPRemoved(before)}, removed...)
+		return append(events, models.RolloutChanged(status)), nil
 	})
 }

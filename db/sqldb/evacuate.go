@@ -118,6 +118,6 @@ func (s *SQLDB) insertActualLRP(ctx context.Context, tx *sql.Tx, lrp *models.Act
 	_, err = s.exec(ctx, tx, insertActualLRP,
 		lrp.ProcessGuid, lrp.Index, lrp.Presence.String(), lrp.Domain, lrp.InstanceGuid,
 		lrp.CellId, lrp.DefinitionId, lrp.State.String(), netInfo, lrp.CrashCount, lrp.CrashReason, lrp.Since,
-		lrp.PlacementError, lrp.Routable, lrp.Occupied, lrp.ModificationTag.Epoch, int64(lrp.ModificationTag.Index))
+		lrp.PlacementError, lrp.Routable, lrp.Occupied, lrp.StopRequested, lrp.ModificationTag.Epoch, int64(lrp.ModificationTag.Index))
 	return err
 }

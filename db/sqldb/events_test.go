@@ -154,11 +154,18 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 			})
 			Expect(err).NotTo(HaveOccurred())
 			events := sink.take()
-			Expect(events).To(HaveLen(1))
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "rollout_changed"}))
 			expectEvent(events[0], "desired_lrp_changed", "web", &models.DesiredLRPChangedEvent{
 				Before: withoutDefinition(desired), After: withoutDefinition(updated),
 			})
 			Expect(updated.ActiveDefinitionId).To(Equal("v2"))
+			now := b.clock.Now().UnixNano()
+			expectEvent(events[1], "rollout_changed", "web", &models.RolloutChangedEvent{Status: &models.RolloutStatus{
+				ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v1 to v2",
+				ActiveDefinitionId: "v2", HealthyDefinitionId: "v1", Instances: 3,
+				Definitions: []*models.DefinitionInstances{{DefinitionId: "v2"}, {DefinitionId: "v1", Instances: 3}},
+				StartedAt:   now, ProgressAt: now, DeadlineAt: now + int64(10*time.Minute),
+			}})
 		})
 
 		It("announces the instances a scale up adds, on the active definition", func() {
@@ -210,10 +217,16 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 
 			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_removed", "actual_lrp_removed", "actual_lrp_removed"}))
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_removed", "actual_lrp_removed", "actual_lrp_removed", "rollout_changed"}))
 			expectEvent(events[0], "desired_lrp_removed", "web", &models.DesiredLRPRemovedEvent{DesiredLrp: withoutDefinition(desired)})
 			expectEvent(events[1], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[1]})
 			expectEvent(events[2], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[2]})
+			// The running instance is left for convergence to stop; the
+			// definitions wait for cleanup.
+			expectEvent(events[3], "rollout_changed", "web", &models.RolloutChangedEvent{Status: &models.RolloutStatus{
+				ProcessGuid: "web", State: models.RolloutStatus_NONE,
+				Definitions: []*models.DefinitionInstances{{DefinitionId: "v1", Instances: 1, Running: 0}},
+			}})
 		})
 
 		It("announces nothing for an unknown LRP", func() {

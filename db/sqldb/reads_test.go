@@ -105,7 +105,7 @@ var _ = forEachDialect("reading desired LRPs and definitions", func(b *board) {
 				Routes:              web.Routes,
 				Annotation:          web.Annotation,
 				ActiveDefinitionId:  "v2",
-				HealthyDefinitionId: "",
+				HealthyDefinitionId: "v1",
 				ModificationTag:     web.ModificationTag,
 				MemoryMb:            2048,
 				DiskMb:              4096,

@@ -1,23 +1,473 @@
 package sqldb
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
-// Placeholder until the rollout storage lands in this file.
-var errRolloutsPending = errors.New("rollouts: not built yet")
+var _ db.RolloutDB = (*SQLDB)(nil)
 
+// Rollout records (table rollouts, migration 0005): one per LRP that ever
+// changed its active definition. Every write of a record moves its
+// modification_index on by one, and every change of an LRP's active
+// definition writes its record as PROGRESSING in the same transaction:
+// an update with a new definition (update.go), Rollback and AbortRollout
+// here. RemoveDesiredLRP marks the record unsettled so that convergence
+// cleans up the gone LRP's definitions; convergence writes the rest
+// (ApplyConvergence's Rollouts group, convergence_rollouts.go).
+//
+// Each of those writes emits rollout_changed with the status as
+// rolloutStatus builds it, which is also what RolloutStatus answers.
+
+// defaultProgressDeadline is how long a rollout may go without an index
+// completing when the LRP's update strategy leaves progress_deadline_ms
+// at 0. It must equal convergence.DefaultProgressDeadline, which fails the
+// rollout: db cannot import the planner, so the default is repeated here
+// for deadline_at.
+const defaultProgressDeadline = 10 * time.Minute
+
+// rolloutColumnList is the record's columns (table alias o) in the order
+// scanRollout reads them.
+const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
+ o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index`
+
+var rolloutColumns = []string{
+	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
+	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
+}
+
+// rolloutRecord is one row of rollouts.
+type rolloutRecord struct {
+	db.RolloutRow
+	// Settled: the snapshot no longer reads the record.
+	Settled bool
+}
+
+func scanRollout(row rowScanner) (*rolloutRecord, error) {
+	rec := &rolloutRecord{}
+	var state string
+	var updated, inFlight int64
+	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
+		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex)
+	if err != nil {
+		return nil, err
+	}
+	value, known := models.RolloutStatus_State_value[state]
+	if !known {
+		return nil, errInvalidRecord("rollout of desired_lrp %q: unknown state %q", rec.ProcessGuid, state)
+	}
+	rec.State = models.RolloutStatus_State(value)
+	rec.UpdatedInstances, rec.InFlight = int32(updated), int32(inFlight)
+	return rec, nil
+}
+
+// readRollout reads the LRP's record, nil when it has none; lock is "" or
+// the dialect's FOR UPDATE.
+func (s *SQLDB) readRollout(ctx context.Context, q queryer, processGuid, lock string) (*rolloutRecord, error) {
+	rec, err := scanRollout(s.queryRow(ctx, q, "SELECT "+rolloutColumnList+" FROM rollouts o WHERE o.process_guid = ?"+lock, processGuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return rec, err
+}
+
+// storeRollout writes rec as the record's next version over the one with
+// modification index expect, 0 meaning there is none: it inserts, or
+// updates compare-and-set on expect, and sets rec.ModificationIndex to
+// expect + 1. A record that appeared or moved on since it was read is
+// errLostRace.
+func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord, expect int64) error {
+	rec.ModificationIndex = expect + 1
+	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
+		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex}
+	if expect == 0 {
+		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
+		if isUniqueViolation(err) {
+			return errLostRace
+		}
+		return err
+	}
+	res, err := s.exec(ctx, tx, "UPDATE rollouts SET "+strings.Join(rolloutColumns[1:], " = ?, ")+
+		" = ? WHERE process_guid = ? AND modification_index = ?", append(values, rec.ProcessGuid, expect)...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return errLostRace
+	}
+	return nil
+}
+
+// startRollout stores the LRP's record as a rollout to definition to that
+// starts now, over whatever record there was: PROGRESSING, nothing
+// counted, not settled.
+func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason string, now int64) (*rolloutRecord, error) {
+	current, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+	if err != nil {
+		return nil, err
+	}
+	var expect int64
+	if current != nil {
+		expect = current.ModificationIndex
+	}
+	rec := &rolloutRecord{RolloutRow: db.RolloutRow{
+		ProcessGuid:  processGuid,
+		State:        models.RolloutStatus_PROGRESSING,
+		Reason:       reason,
+		DefinitionID: to,
+		StartedAt:    now,
+		ProgressAt:   now,
+	}}
+	return rec, s.storeRollout(ctx, tx, rec, expect)
+}
+
+// markRolloutUnsettled makes a removed LRP's record unsettled, inserting
+// one (state NONE) when it has none, so that convergence cleans up the
+// LRP's definitions and then deletes the record.
+func (s *SQLDB) markRolloutUnsettled(ctx context.Context, tx *sql.Tx, processGuid string) (*rolloutRecord, error) {
+	rec, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+	if err != nil {
+		return nil, err
+	}
+	var expect int64
+	if rec == nil {
+		rec = &rolloutRecord{RolloutRow: db.RolloutRow{ProcessGuid: processGuid, State: models.RolloutStatus_NONE}}
+	} else {
+		expect = rec.ModificationIndex
+	}
+	rec.Settled = false
+	return rec, s.storeRollout(ctx, tx, rec, expect)
+}
+
+// rolloutStatus reads the live per-definition counts of the LRP and builds
+// its status; desired and rec are nil when there is none.
+func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string, desired *models.DesiredLRP, rec *rolloutRecord) (*models.RolloutStatus, error) {
+	counts, err := s.definitionInstances(ctx, q, processGuid, desired.GetActiveDefinitionId())
+	if err != nil {
+		return nil, err
+	}
+	return buildRolloutStatus(processGuid, desired, rec, counts), nil
+}
+
+// buildRolloutStatus is the one place a models.RolloutStatus is made: the
+// RolloutStatus call and every rollout_changed event use it. desired (the
+// LRP, nil when gone) gives the active and healthy definitions, the
+// instances and the strategy; rec (nil when there is none: state NONE)
+// where the rollout stands as convergence last wrote it; counts the
+// instances per definition as they are now.
+//
+// deadline_at is progress_at plus the strategy's progress deadline while
+// the rollout still moves: PROGRESSING, or REVERTED and not finished.
+func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rolloutRecord, counts []*models.DefinitionInstances) *models.RolloutStatus {
+	status := &models.RolloutStatus{ProcessGuid: processGuid, Definitions: counts}
+	if desired != nil {
+		status.ActiveDefinitionId = desired.ActiveDefinitionId
+		status.HealthyDefinitionId = desired.HealthyDefinitionId
+		status.Instances = desired.Instances
+	}
+	if rec == nil {
+		return status
+	}
+	status.State = rec.State
+	status.Reason = rec.Reason
+	status.FailedDefinitionId = rec.FailedDefinitionID
+	status.UpdatedInstances = rec.UpdatedInstances
+	status.InFlight = rec.InFlight
+	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
+	moving := rec.State == models.RolloutStatus_PROGRESSING ||
+		rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0
+	if desired != nil && moving {
+		status.DeadlineAt = rec.ProgressAt + int64(progressDeadline(desired.UpdateStrategy))
+	}
+	return status
+}
+
+// progressDeadline is the strategy's progress deadline, the default when
+// unset (see defaultProgressDeadline).
+func progressDeadline(strategy *models.UpdateStrategy) time.Duration {
+	if ms := strategy.GetProgressDeadlineMs(); ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return defaultProgressDeadline
+}
+
+// definitionInstances counts the LRP's rows per definition — every
+// presence and state, and of those the RUNNING routable ones — in one
+// GROUP BY, newest definition first (by the stored definitions' created_at;
+// one no longer stored counts as oldest). The active definition is listed
+// even while no row runs it.
+func (s *SQLDB) definitionInstances(ctx context.Context, q queryer, processGuid, activeID string) ([]*models.DefinitionInstances, error) {
+	var counts []*models.DefinitionInstances
+	err := s.eachRow(ctx, q, `SELECT definition_id, COUNT(*), SUM(CASE WHEN state = ? AND routable THEN 1 ELSE 0 END)
+ FROM actual_lrps WHERE process_guid = ? GROUP BY definition_id`,
+		[]any{models.ActualLRP_RUNNING.String(), processGuid}, func(rows *sql.Rows) error {
+			var c models.DefinitionInstances
+			var instances, running int64
+			if err := rows.Scan(&c.DefinitionId, &instances, &running); err != nil {
+				return err
+			}
+			c.Instances, c.Running = int32(instances), int32(running)
+			counts = append(counts, &c)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if activeID != "" && !slices.ContainsFunc(counts, func(c *models.DefinitionInstances) bool { return c.DefinitionId == activeID }) {
+		counts = append(counts, &models.DefinitionInstances{DefinitionId: activeID})
+	}
+	if len(counts) < 2 {
+		return counts, nil
+	}
+	created, err := s.definitionTimes(ctx, q, processGuid)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(counts, func(a, b *models.DefinitionInstances) int {
+		return cmp.Or(cmp.Compare(created[b.DefinitionId], created[a.DefinitionId]), strings.Compare(b.DefinitionId, a.DefinitionId))
+	})
+	return counts, nil
+}
+
+// definitionTimes maps the LRP's stored definitions to their created_at.
+func (s *SQLDB) definitionTimes(ctx context.Context, q queryer, processGuid string) (map[string]int64, error) {
+	created := map[string]int64{}
+	err := s.eachRow(ctx, q, "SELECT definition_id, created_at FROM run_infos WHERE process_guid = ?", []any{processGuid},
+		func(rows *sql.Rows) error {
+			var id string
+			var at int64
+			if err := rows.Scan(&id, &at); err != nil {
+				return err
+			}
+			created[id] = at
+			return nil
+		})
+	return created, err
+}
+
+// RolloutStatus reports where the LRP's rollout stands, read in one
+// consistent snapshot of its desired row, record and instances.
 func (s *SQLDB) RolloutStatus(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
-	return nil, errRolloutsPending
+	if err := checkRolloutGuid(processGuid); err != nil {
+		return nil, err
+	}
+	var status *models.RolloutStatus
+	err := s.readConsistently(ctx, func(tx *sql.Tx) error {
+		desired, err := s.readDesiredLRPOnly(ctx, tx, processGuid, "")
+		if err != nil {
+			return err
+		}
+		rec, err := s.readRollout(ctx, tx, processGuid, "")
+		if err != nil {
+			return err
+		}
+		status, err = s.rolloutStatus(ctx, tx, processGuid, desired, rec)
+		return err
+	})
+	if err != nil {
+		return nil, asModelError("read rollout status", err)
+	}
+	return status, nil
 }
 
+// Rollback re-activates a kept definition: definitionID, or by default the
+// healthy definition when it is not the active one, else the newest kept
+// definition older than the active one. It moves the LRP's modification
+// tag on and starts a rollout to the definition, emitting
+// desired_lrp_changed and rollout_changed.
 func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error) {
-	return nil, errRolloutsPending
+	if err := checkRolloutGuid(processGuid); err != nil {
+		return nil, err
+	}
+	if err := checkWidth("definition_id", definitionID, maxDefinitionID); err != nil {
+		return nil, err
+	}
+	var status *models.RolloutStatus
+	err := s.transactPublishing(ctx, "roll back", func(tx *sql.Tx) ([]models.Event, error) {
+		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
+		if err != nil {
+			return nil, err
+		}
+		active := before.ActiveDefinitionId
+		target := definitionID
+		switch {
+		case target != "":
+			if err := s.checkDefinitionStored(ctx, tx, processGuid, target); err != nil {
+				return nil, err
+			}
+			if target == active {
+				return nil, models.NewError(models.Error_InvalidStateTransition,
+					"definition_id %q is already the active definition of desired_lrp %q: nothing to roll back", target, processGuid)
+			}
+		case before.HealthyDefinitionId != "" && before.HealthyDefinitionId != active:
+			target = before.HealthyDefinitionId
+			if err := s.checkDefinitionStored(ctx, tx, processGuid, target); err != nil {
+				return nil, err
+			}
+		default:
+			if target, err = s.previousDefinition(ctx, tx, processGuid, active); err != nil {
+				return nil, err
+			}
+		}
+		var events []models.Event
+		status, events, err = s.activate(ctx, tx, before, target, fmt.Sprintf("rolling back from %s to %s", active, target))
+		return events, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return status, nil
 }
 
+// AbortRollout re-activates the healthy definition, as Rollback does.
 func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
-	return nil, errRolloutsPending
+	if err := checkRolloutGuid(processGuid); err != nil {
+		return nil, err
+	}
+	var status *models.RolloutStatus
+	err := s.transactPublishing(ctx, "abort rollout", func(tx *sql.Tx) ([]models.Event, error) {
+		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
+		if err != nil {
+			return nil, err
+		}
+		active, healthy := before.ActiveDefinitionId, before.HealthyDefinitionId
+		switch healthy {
+		case "":
+			return nil, models.NewError(models.Error_InvalidStateTransition,
+				"desired_lrp %q has no healthy_definition_id to go back to: no rollout of it has completed yet; roll back to a definition_id instead",
+				processGuid)
+		case active:
+			return nil, models.NewError(models.Error_InvalidStateTransition,
+				"desired_lrp %q runs its healthy_definition_id %q already: there is no rollout to abort", processGuid, healthy)
+		}
+		if err := s.checkDefinitionStored(ctx, tx, processGuid, healthy); err != nil {
+			return nil, err
+		}
+		var events []models.Event
+		status, events, err = s.activate(ctx, tx, before, healthy, fmt.Sprintf("rolling back from %s to %s", active, healthy))
+		return events, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return status, nil
+}
+
+// activate makes target the active definition of the LRP before (read
+// locked), moving its modification tag on, and starts the rollout to it.
+// It returns the status and the events: desired_lrp_changed, then
+// rollout_changed.
+func (s *SQLDB) activate(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, target, reason string) (*models.RolloutStatus, []models.Event, error) {
+	now := s.now().UnixNano()
+	after := copyDesiredLRP(before)
+	after.ActiveDefinitionId = target
+	after.ModificationTag.Index++
+	if err := s.writeDefinitionIDs(ctx, tx, before, after, now); err != nil {
+		return nil, nil, err
+	}
+	rec, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	status, err := s.rolloutStatus(ctx, tx, before.ProcessGuid, after, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return status, []models.Event{models.DesiredLRPChanged(before, after), models.RolloutChanged(status)}, nil
+}
+
+// writeDefinitionIDs stores after's active and healthy definitions and tag
+// index over before, compare-and-set on before's tag.
+func (s *SQLDB) writeDefinitionIDs(ctx context.Context, tx *sql.Tx, before, after *models.DesiredLRP, now int64) error {
+	res, err := s.exec(ctx, tx, `UPDATE desired_lrps SET active_definition_id = ?, healthy_definition_id = ?,
+ modification_tag_index = ?, updated_at = ?
+ WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?`,
+		after.ActiveDefinitionId, after.HealthyDefinitionId, int64(after.ModificationTag.Index), now,
+		before.ProcessGuid, before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return errLostRace
+	}
+	return nil
+}
+
+// copyDesiredLRP copies the LRP with a tag of its own, the rest shared:
+// writes change only definition ids and the tag.
+func copyDesiredLRP(lrp *models.DesiredLRP) *models.DesiredLRP {
+	c := &models.DesiredLRP{
+		ProcessGuid:         lrp.ProcessGuid,
+		Domain:              lrp.Domain,
+		Instances:           lrp.Instances,
+		PlacementTags:       lrp.PlacementTags,
+		Routes:              lrp.Routes,
+		Annotation:          lrp.Annotation,
+		ActiveDefinitionId:  lrp.ActiveDefinitionId,
+		HealthyDefinitionId: lrp.HealthyDefinitionId,
+		UpdateStrategy:      lrp.UpdateStrategy,
+		Definition:          lrp.Definition,
+		CreatedAt:           lrp.CreatedAt,
+	}
+	if lrp.ModificationTag != nil {
+		c.ModificationTag = &models.ModificationTag{Epoch: lrp.ModificationTag.Epoch, Index: lrp.ModificationTag.Index}
+	}
+	return c
+}
+
+// checkDefinitionStored is ResourceNotFound, naming the definition, when
+// the LRP has no stored definition with that id.
+func (s *SQLDB) checkDefinitionStored(ctx context.Context, q queryer, processGuid, definitionID string) error {
+	var one int
+	err := s.queryRow(ctx, q, "SELECT 1 FROM run_infos WHERE process_guid = ? AND definition_id = ?", processGuid, definitionID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNotFound("definition_id %q: desired_lrp %q has no such definition (it was never stored, or cleaned up)", definitionID, processGuid)
+	}
+	return err
+}
+
+// previousDefinition is the newest kept definition older than the active
+// one (created_at, then definition id, as Definitions orders them), or
+// InvalidStateTransition when there is none.
+func (s *SQLDB) previousDefinition(ctx context.Context, q queryer, processGuid, activeID string) (string, error) {
+	created, err := s.definitionTimes(ctx, q, processGuid)
+	if err != nil {
+		return "", err
+	}
+	activeAt, stored := created[activeID]
+	older := func(id string, at int64) bool {
+		return !stored || at < activeAt || at == activeAt && id < activeID
+	}
+	var best string
+	var bestAt int64
+	for id, at := range created {
+		if id == activeID || !older(id, at) {
+			continue
+		}
+		if best == "" || at > bestAt || at == bestAt && id > best {
+			best, bestAt = id, at
+		}
+	}
+	if best == "" {
+		return "", models.NewError(models.Error_InvalidStateTransition,
+			"desired_lrp %q has no kept definition older than its active definition %q to roll back to", processGuid, activeID)
+	}
+	return best, nil
+}
+
+func checkRolloutGuid(processGuid string) error {
+	return checkRequired("process_guid", processGuid, maxProcessGuid)
 }

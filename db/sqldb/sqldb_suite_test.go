@@ -82,7 +82,7 @@ func forEachDialect(text string, body func(b *board)) bool {
 	return true
 }
 
-var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases"}
+var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts"}
 
 func (b *board) reset() {
 	m := migratedDatabaseFor(b.dialect)
@@ -128,10 +128,10 @@ func (b *board) putActual(lrp *models.ActualLRP) {
 	}
 	b.exec(`INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, instance_guid, cell_id,
  definition_id, state, net_info, crash_count, crash_reason, since, placement_error, routable, occupied,
- modification_tag_epoch, modification_tag_index) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+ stop_requested, modification_tag_epoch, modification_tag_index) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		lrp.ProcessGuid, lrp.Index, lrp.Presence.String(), lrp.Domain, lrp.InstanceGuid, lrp.CellId,
 		lrp.DefinitionId, lrp.State.String(), netInfo, lrp.CrashCount, lrp.CrashReason, lrp.Since,
-		lrp.PlacementError, lrp.Routable, lrp.Occupied,
+		lrp.PlacementError, lrp.Routable, lrp.Occupied, lrp.StopRequested,
 		lrp.GetModificationTag().GetEpoch(), int64(lrp.GetModificationTag().GetIndex()))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -29,6 +30,10 @@ import (
 //     stored again but made active: sending an update twice is a no-op, and
 //     re-sending an older kept definition under its id rolls back to it. An
 //     id stored with other content is ResourceConflict and nothing is written.
+//     When the active definition changes, the LRP's rollout record becomes
+//     a new PROGRESSING rollout to it (see rollouts.go) and rollout_changed
+//     follows the other events; re-sending the active definition leaves
+//     the record alone.
 //
 // Concurrent updates of one LRP queue on its row: it is read with a row lock
 // (SQLite has one writer at a time anyway), so a second update sees the
@@ -146,11 +151,18 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string,
 		return nil, nil, errLostRace
 	}
 
+	var rollout *rolloutRecord
 	if c.definition != nil {
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
 		if _, err := s.putDefinition(ctx, tx, processGuid, def); err != nil {
 			return nil, nil, err
+		}
+		if activeID != before.ActiveDefinitionId {
+			reason := fmt.Sprintf("rolling from %s to %s", before.ActiveDefinitionId, activeID)
+			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, now); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	var scaled []models.Event
@@ -165,13 +177,26 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string,
 		return nil, nil, err
 	}
 	events := append([]models.Event{models.DesiredLRPChanged(before, after)}, scaled...)
+	if rollout != nil {
+		status, err := s.rolloutStatus(ctx, tx, processGuid, after, rollout)
+		if err != nil {
+			return nil, nil, err
+		}
+		events = append(events, models.RolloutChanged(status))
+	}
 	return after, events, nil
 }
 
 // lockDesiredLRP reads the LRP without its definition, locking its row so
 // that concurrent writers of the LRP queue behind this transaction.
 func (s *SQLDB) lockDesiredLRP(ctx context.Context, tx *sql.Tx, processGuid string) (*models.DesiredLRP, error) {
-	lrp, err := scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+s.dialect.lockForUpdate(), processGuid))
+	return s.readDesiredLRPOnly(ctx, tx, processGuid, s.dialect.lockForUpdate())
+}
+
+// readDesiredLRPOnly reads the LRP without its definition; lock is "" or
+// the dialect's FOR UPDATE. A missing LRP is ResourceNotFound.
+func (s *SQLDB) readDesiredLRPOnly(ctx context.Context, q queryer, processGuid, lock string) (*models.DesiredLRP, error) {
+	lrp, err := scanDesiredLRP(s.queryRow(ctx, q, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, processGuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound("desired_lrp %q not found", processGuid)
 	}

@@ -1,0 +1,371 @@
+package convergence
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+const retiring = models.ActualLRP_RETIRING
+
+// rolloutLRP is what the planner knows of one desired LRP's rolling update
+// while it reconciles the LRP: its rollout record, its stored definitions,
+// its resolved strategy, and the decisions of this pass.
+type rolloutLRP struct {
+	d        *db.DesiredSchedule
+	record   *db.RolloutRow
+	defs     []db.DefinitionRow
+	strategy RolloutStrategy
+	// step is PlanRolloutStep's decision, by index: the replacement that
+	// starts at each index this pass (started), and the RETIRING rows told
+	// to stop (stopping).
+	started  map[int32]Replacement
+	stopping map[int32]bool
+	step     RolloutStep
+	// Counted over the wanted indices.
+	updated  int32
+	outdated int32
+	// retiringKept counts RETIRING rows that stay after this pass and
+	// were not told to stop (before or in this pass).
+	retiringKept int32
+	// crashed counts the instances on the active definition that are
+	// CRASHED, and crashes their crash counts, for the reason of a failed
+	// rollout.
+	crashed int32
+	crashes int32
+}
+
+// needsRollout reports whether an LRP takes part in rolling updates this
+// pass: it has a rollout record that is not settled, a RETIRING row, or an
+// ORDINARY row on a definition other than the active one. Every other LRP
+// — nearly all of them in a steady board — costs only this scan.
+func needsRollout(d *db.DesiredSchedule, record *db.RolloutRow, rows []row) bool {
+	if record != nil {
+		return true
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Presence == retiring || (r.Presence == ordinary && r.DefinitionID != d.ActiveDefinitionID) {
+			return true
+		}
+	}
+	return false
+}
+
+// planRollout decides the rollout step of one desired LRP, before its
+// indices are reconciled: which RETIRING rows go (deleted, or told to
+// stop) and which outdated indices start a replacement. byIndex holds the
+// wanted indices' ORDINARY, SUSPECT and RETIRING rows.
+func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
+	d, s := ro.d, ro.strategy
+	ro.started = map[int32]Replacement{}
+	ro.stopping = map[int32]bool{}
+	indices := make([]RolloutIndex, 0, len(slots))
+	for i := range slots {
+		slot := &slots[i]
+		if slot.ret != nil && p.retiringGone(slot.ret, slot.ord) {
+			slot.ret = nil
+		}
+		x := RolloutIndex{Index: slot.index, Current: true}
+		if o := slot.ord; o != nil {
+			x.Current = o.DefinitionID == d.ActiveDefinitionID
+			x.Serving = o.State == running && o.Routable && p.cells.isPresent(o.cell)
+			x.ServingSince = time.Unix(0, o.Since)
+			x.Occupied = o.Occupied
+			x.DefinitionCreatedAt = ro.createdAt(o.DefinitionID)
+			if x.Current && x.Serving && p.now-o.Since >= int64(s.MinReady) {
+				ro.updated++
+			}
+			if x.Current && o.State == crashed {
+				ro.crashed++
+				ro.crashes += o.CrashCount
+			}
+		}
+		if slot.sus != nil {
+			// A lost cell's instance and its replacement are convergence's
+			// business first; the index rolls once that is settled.
+			x.Current = true
+		}
+		if !x.Current {
+			ro.outdated++
+		}
+		if r := slot.ret; r != nil {
+			x.Retiring = true
+			x.RetiringStopping = r.StopRequested
+			x.RetiringServing = r.State == running && r.Routable && !r.StopRequested
+		}
+		indices = append(indices, x)
+	}
+	if ro.record != nil && ro.record.State == models.RolloutStatus_FAILED && ro.record.DefinitionID == d.ActiveDefinitionID {
+		// A failed rollout starts nothing new until an operator acts; the
+		// replacements already ready still retire their predecessors.
+		s.MaxSurge, s.MaxUnavailable = 0, 0
+	}
+	ro.step = PlanRolloutStep(indices, s, time.Unix(0, p.now))
+	for _, start := range ro.step.Start {
+		ro.started[start.Index] = start
+	}
+	for _, x := range indices {
+		// Superseded: a replacement on an older definition that does not
+		// run yet is moved onto the active one at once. Its index is in
+		// flight already (it has a RETIRING row).
+		if x.Retiring && !x.Current && !x.Serving {
+			ro.started[x.Index] = Replacement{Index: x.Index}
+		}
+	}
+	for _, index := range ro.step.Stop {
+		ro.stopping[index] = true
+	}
+	for i := range slots {
+		if r := slots[i].ret; r != nil && !r.StopRequested && !ro.stopping[slots[i].index] {
+			ro.retiringKept++
+		}
+	}
+	if !ro.step.Wake.IsZero() {
+		p.wakeAt(ro.step.Wake.UnixNano())
+	}
+}
+
+// retiringGone deletes the RETIRING row r of a wanted index, and reports
+// true, when nothing should keep it: its cell is not present (nobody is
+// left to stop it), it no longer runs, or it was told to stop longer than
+// the evacuation grace ago (its rep should have removed it by then).
+// Otherwise the row keeps its room on its cell.
+func (p *planner) retiringGone(r, successor *row) bool {
+	switch {
+	case !p.cells.isPresent(r.cell):
+		p.delete(r, "retiring, but "+p.cellGone(r))
+	case r.State != running && r.State != claimed:
+		p.delete(r, "retiring, and "+r.State.String()+": it serves nothing")
+	case r.StopRequested && p.now-r.Since >= int64(p.cfg.EvacuationGrace):
+		p.delete(r, fmt.Sprintf("told to stop %s ago, over the evacuation grace of %s; the rep should have removed it",
+			time.Duration(p.now-r.Since).Round(time.Second), p.cfg.EvacuationGrace))
+	default:
+		p.placer.keep(r.cell)
+		if r.StopRequested {
+			p.wakeAt(r.Since + int64(p.cfg.EvacuationGrace))
+		}
+		return false
+	}
+	return true
+}
+
+// startReplacement starts the replacement decided for an outdated index
+// whose ORDINARY row is ord, and reports whether it did (the index needs
+// nothing else this pass). A serving instance turns RETIRING and a new
+// instance is created on the active definition; one that serves nothing is
+// moved onto the active definition in place and placed again.
+func (p *planner) startReplacement(ro *rolloutLRP, ord, ret *row) bool {
+	start, ok := ro.started[ord.Index]
+	if !ok {
+		return false
+	}
+	d := ro.d
+	move := fmt.Sprintf("rolling from %s to %s", ord.DefinitionID, d.ActiveDefinitionID)
+	if ord.State == running && ord.Routable && p.cells.isPresent(ord.cell) {
+		p.retireOutdated(ord, start.StopOld, move)
+		p.placer.keep(ord.cell)
+		p.create(d, ord.Index, "replaces a retiring instance: "+move)
+		return true
+	}
+	p.redefine(ord, d, move)
+	p.placer.add(request{
+		row:     ord.ActualRow,
+		create:  -1,
+		need:    need{memory: d.MemoryMB, disk: d.DiskMB},
+		avoid:   noCell,
+		why:     whyRedefined,
+		chained: true,
+	})
+	return true
+}
+
+func (p *planner) retireOutdated(r *row, stop bool, why string) {
+	if stop {
+		why += ", stopped at once (max_unavailable)"
+	} else {
+		why += ", kept serving until its replacement is ready"
+	}
+	p.plan.Writes.Retire = append(p.plan.Writes.Retire, db.Retirement{Row: version(r.ActualRow), Stop: stop})
+	p.plan.Reasons.Retire = append(p.plan.Reasons.Retire, why)
+}
+
+func (p *planner) redefine(r *row, d *db.DesiredSchedule, move string) {
+	p.plan.Writes.Redefine = append(p.plan.Writes.Redefine, db.Redefinition{Row: version(r.ActualRow), DefinitionID: d.ActiveDefinitionID})
+	p.plan.Reasons.Redefine = append(p.plan.Reasons.Redefine, move+"; it serves nothing ("+r.State.String()+"), so it is replaced in place")
+}
+
+func (p *planner) requestStop(r *row, why string) {
+	p.plan.Writes.RequestStop = append(p.plan.Writes.RequestStop, version(r.ActualRow))
+	p.plan.Reasons.RequestStop = append(p.plan.Reasons.RequestStop, why)
+}
+
+// createdAt is when the LRP's definition id was stored; 0 (the oldest)
+// when it is not known.
+func (ro *rolloutLRP) createdAt(id string) int64 {
+	for i := range ro.defs {
+		if ro.defs[i].DefinitionID == id {
+			return ro.defs[i].CreatedAt
+		}
+	}
+	return 0
+}
+
+// indexRows are the rows of one wanted index that a rollout looks at.
+type indexRows struct {
+	index         int32
+	ord, sus, ret *row
+}
+
+// finishRollout writes the LRP's rollout record when this pass changes
+// what it holds, and deletes the definitions cleanup no longer keeps. rows
+// are all the LRP's rows (any index, presence, state).
+func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
+	d, rec := ro.d, ro.record
+	next := db.RolloutRow{ProcessGuid: d.ProcessGuid}
+	if rec != nil {
+		next = *rec
+	}
+	write := db.RolloutWrite{ProcessGuid: d.ProcessGuid, ExpectActiveDefinitionID: d.ActiveDefinitionID}
+	if rec != nil {
+		write.ExpectModificationIndex = rec.ModificationIndex
+	}
+	deadline := ro.strategy.ProgressDeadline
+	done := ro.outdated == 0 && ro.updated == instances && ro.retiringKept == 0
+
+	switch {
+	case rec == nil || rec.DefinitionID != d.ActiveDefinitionID || rec.State == models.RolloutStatus_NONE:
+		// No record of this definition's rollout (the update that made it
+		// active writes one; this catches anything else).
+		if rec == nil && ro.outdated == 0 {
+			// Only RETIRING rows left over: nothing to roll.
+			break
+		}
+		if done {
+			break
+		}
+		next = db.RolloutRow{
+			ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_PROGRESSING,
+			Reason:       "rolling to " + d.ActiveDefinitionID,
+			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now,
+		}
+	case rec.State == models.RolloutStatus_PROGRESSING || (rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0):
+		switch {
+		case done:
+			next.FinishedAt = p.now
+			if rec.State == models.RolloutStatus_PROGRESSING {
+				next.State = models.RolloutStatus_COMPLETE
+				next.Reason = fmt.Sprintf("every index runs %s", d.ActiveDefinitionID)
+				write.SetHealthyDefinitionID = d.ActiveDefinitionID
+			} else {
+				next.Reason = fmt.Sprintf("%s failed; every index is back on %s", rec.FailedDefinitionID, d.ActiveDefinitionID)
+			}
+		case ro.updated > rec.UpdatedInstances:
+			next.ProgressAt = p.now
+		case p.now-rec.ProgressAt >= int64(deadline):
+			failure := fmt.Sprintf("no index completed within %s: %d of %d run %s", deadline, ro.updated, instances, d.ActiveDefinitionID)
+			if ro.crashed > 0 {
+				failure += fmt.Sprintf(" (%d crashed, %d crashes in all)", ro.crashed, ro.crashes)
+			}
+			healthy := d.HealthyDefinitionID
+			if rec.State == models.RolloutStatus_PROGRESSING && ro.strategy.AutoRevert && healthy != "" && healthy != d.ActiveDefinitionID {
+				next = db.RolloutRow{
+					ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
+					Reason:       fmt.Sprintf("%s failed (%s); reverting to %s", d.ActiveDefinitionID, failure, healthy),
+					DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
+					StartedAt: p.now, ProgressAt: p.now,
+				}
+				write.SetActiveDefinitionID = healthy
+				ro.step.InFlight = 0
+				ro.updated = 0
+			} else {
+				next.State = models.RolloutStatus_FAILED
+				next.Reason = failure
+				next.FinishedAt = p.now
+			}
+		default:
+			p.wakeAt(rec.ProgressAt + int64(deadline))
+		}
+	case rec.State == models.RolloutStatus_FAILED && done:
+		// The new instances came up after all.
+		next.State = models.RolloutStatus_COMPLETE
+		next.Reason = fmt.Sprintf("every index runs %s (after the deadline had passed)", d.ActiveDefinitionID)
+		next.FinishedAt = p.now
+		write.SetHealthyDefinitionID = d.ActiveDefinitionID
+	}
+	if next.State != models.RolloutStatus_NONE || rec != nil {
+		next.UpdatedInstances = ro.updated
+		next.InFlight = ro.step.InFlight
+	}
+
+	cleaned := p.cleanDefinitions(ro, rows)
+	write.Settled = done && cleaned && next.State != models.RolloutStatus_PROGRESSING
+	if rec == nil && next.State == models.RolloutStatus_NONE {
+		return
+	}
+	if rec != nil && next == *rec && !write.Settled && write.SetActiveDefinitionID == "" {
+		return
+	}
+	next.ModificationIndex = 0
+	write.Record = next
+	p.rolloutWrite(write, next.Reason)
+}
+
+// cleanDefinitions deletes the LRP's definitions that cleanup does not
+// keep, and reports whether none is left beyond those it keeps for good
+// (active, healthy, the newest history_limit): nothing waits any more for
+// a row to let go of one.
+func (p *planner) cleanDefinitions(ro *rolloutLRP, rows []row) bool {
+	d := ro.d
+	referenced := referencedDefinitions(rows)
+	cleaned := true
+	for i, def := range ro.defs {
+		id := def.DefinitionID
+		if id == d.ActiveDefinitionID || id == d.HealthyDefinitionID || int32(i) < ro.strategy.HistoryLimit {
+			continue
+		}
+		if referenced[id] {
+			cleaned = false
+			continue
+		}
+		p.deleteDefinition(d.ProcessGuid, id, fmt.Sprintf("older than the newest %d definitions, neither active nor healthy, and no instance runs it", ro.strategy.HistoryLimit))
+	}
+	return cleaned
+}
+
+// cleanGoneLRP deletes the definitions of an LRP that is no longer desired
+// once no row references them, and then its rollout record.
+func (p *planner) cleanGoneLRP(record *db.RolloutRow, defs []db.DefinitionRow, rows []row) {
+	if len(defs) == 0 {
+		p.rolloutWrite(db.RolloutWrite{
+			ProcessGuid: record.ProcessGuid, ExpectModificationIndex: record.ModificationIndex, Delete: true,
+		}, "its DesiredLRP is gone and so are its definitions")
+		return
+	}
+	referenced := referencedDefinitions(rows)
+	for _, def := range defs {
+		if !referenced[def.DefinitionID] {
+			p.deleteDefinition(def.ProcessGuid, def.DefinitionID, "its DesiredLRP is gone and no instance runs it")
+		}
+	}
+}
+
+func referencedDefinitions(rows []row) map[string]bool {
+	referenced := make(map[string]bool, 2)
+	for i := range rows {
+		referenced[rows[i].DefinitionID] = true
+	}
+	return referenced
+}
+
+func (p *planner) deleteDefinition(guid, id, why string) {
+	p.plan.Writes.DeleteDefinitions = append(p.plan.Writes.DeleteDefinitions, db.DefinitionRef{ProcessGuid: guid, DefinitionID: id})
+	p.plan.Reasons.DeleteDefinitions = append(p.plan.Reasons.DeleteDefinitions, why)
+}
+
+func (p *planner) rolloutWrite(w db.RolloutWrite, why string) {
+	p.plan.Writes.Rollouts = append(p.plan.Writes.Rollouts, w)
+	p.plan.Reasons.Rollouts = append(p.plan.Reasons.Rollouts, why)
+}

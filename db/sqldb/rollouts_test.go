@@ -1,0 +1,390 @@
+package sqldb_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ = forEachDialect("RolloutDB", func(b *board) {
+	var sink *recordingSink
+	var t0 int64
+
+	BeforeEach(func() {
+		sink = recordEvents(b)
+		t0 = b.clock.Now().UnixNano()
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+		Expect(err).NotTo(HaveOccurred())
+		b.clock.Advance(time.Second)
+		sink.take()
+	})
+
+	get := func() *models.DesiredLRP {
+		GinkgoHelper()
+		lrp, err := b.store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		return lrp
+	}
+	status := func() *models.RolloutStatus {
+		GinkgoHelper()
+		st, err := b.store.RolloutStatus(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		return st
+	}
+	// record is the LRP's rollout record as convergence would read it,
+	// settled or not.
+	record := func() (db.RolloutRow, bool) {
+		GinkgoHelper()
+		var r db.RolloutRow
+		var state string
+		var settled bool
+		err := b.conn.QueryRow(`SELECT state, reason, definition_id, failed_definition_id, started_at, progress_at,
+ finished_at, updated_instances, in_flight, settled, modification_index FROM rollouts WHERE process_guid = 'web'`).
+			Scan(&state, &r.Reason, &r.DefinitionID, &r.FailedDefinitionID, &r.StartedAt, &r.ProgressAt, &r.FinishedAt,
+				&r.UpdatedInstances, &r.InFlight, &settled, &r.ModificationIndex)
+		Expect(err).NotTo(HaveOccurred())
+		r.ProcessGuid = "web"
+		r.State = models.RolloutStatus_State(models.RolloutStatus_State_value[state])
+		return r, settled
+	}
+	update := func(id string) *models.DesiredLRP {
+		GinkgoHelper()
+		lrp, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{
+			Definition: newDefinition("", "/bin/web-"+id), UpdateIdentifier: id,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		return lrp
+	}
+	// completeRollout settles the record and makes the active definition
+	// healthy, as convergence does when a rollout completes.
+	completeRollout := func() {
+		GinkgoHelper()
+		b.exec("UPDATE desired_lrps SET healthy_definition_id = active_definition_id WHERE process_guid = 'web'")
+		b.exec("UPDATE rollouts SET state = 'COMPLETE', settled = ?, finished_at = 1 WHERE process_guid = 'web'", true)
+	}
+	// expectRefused checks that a refused call wrote and announced nothing.
+	expectRefused := func(errType models.Error_Type, call func() error) error {
+		GinkgoHelper()
+		before, instances := get(), b.instances("web")
+		var rolloutsBefore []string
+		rollouts := func() []string {
+			var out []string
+			rows, err := b.conn.Query("SELECT process_guid, state, modification_index FROM rollouts ORDER BY process_guid")
+			Expect(err).NotTo(HaveOccurred())
+			defer rows.Close()
+			for rows.Next() {
+				var guid, state string
+				var index int64
+				Expect(rows.Scan(&guid, &state, &index)).To(Succeed())
+				out = append(out, fmt.Sprint(guid, state, index))
+			}
+			return out
+		}
+		rolloutsBefore = rollouts()
+		sink.take()
+		err := call()
+		Expect(err).To(HaveErrorType(errType))
+		Expect(get()).To(EqualProto(before))
+		Expect(b.instances("web")).To(HaveLen(len(instances)))
+		Expect(rollouts()).To(Equal(rolloutsBefore))
+		Expect(sink.take()).To(BeEmpty())
+		return err
+	}
+
+	Describe("RolloutStatus", func() {
+		It("is NONE for an LRP that never changed definition, with its instances counted live", func() {
+			b.exec("UPDATE actual_lrps SET state = 'RUNNING', routable = ? WHERE instance_index = 1", true)
+			Expect(status()).To(EqualProto(&models.RolloutStatus{
+				ProcessGuid: "web", State: models.RolloutStatus_NONE, ActiveDefinitionId: "v1", HealthyDefinitionId: "v1", Instances: 3,
+				Definitions: []*models.DefinitionInstances{{DefinitionId: "v1", Instances: 3, Running: 1}},
+			}))
+		})
+
+		It("reports a rollout under way: the record, the deadline and every definition's instances, newest first", func() {
+			update("v2")
+			now := b.clock.Now().UnixNano()
+			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING, Domain: "apps",
+				InstanceGuid: "ig", CellId: "cell-a", DefinitionId: "v1", State: models.ActualLRP_RUNNING, Routable: true,
+				ModificationTag: &models.ModificationTag{Epoch: "e"}})
+			b.exec("UPDATE actual_lrps SET definition_id = 'v2', state = 'RUNNING', routable = ? WHERE presence = 'ORDINARY' AND instance_index = 0", true)
+			b.exec("UPDATE rollouts SET updated_instances = 1, in_flight = 1, progress_at = ?", now+5)
+			strategy := &models.UpdateStrategy{ProgressDeadlineMs: 30_000}
+			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{UpdateStrategy: strategy})
+			Expect(err).NotTo(HaveOccurred())
+
+			Expect(status()).To(EqualProto(&models.RolloutStatus{
+				ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v1 to v2",
+				ActiveDefinitionId: "v2", HealthyDefinitionId: "v1", Instances: 3, UpdatedInstances: 1, InFlight: 1,
+				Definitions: []*models.DefinitionInstances{
+					{DefinitionId: "v2", Instances: 1, Running: 1},
+					{DefinitionId: "v1", Instances: 3, Running: 1},
+				},
+				StartedAt: now, ProgressAt: now + 5, DeadlineAt: now + 5 + int64(30*time.Second),
+			}))
+		})
+
+		It("has no deadline once the rollout completed", func() {
+			update("v2")
+			completeRollout()
+			st := status()
+			Expect(st.State).To(Equal(models.RolloutStatus_COMPLETE))
+			Expect(st.HealthyDefinitionId).To(Equal("v2"))
+			Expect(st.FinishedAt).To(BeEquivalentTo(1))
+			Expect(st.DeadlineAt).To(BeZero())
+		})
+
+		It("is ResourceNotFound for an unknown LRP, and InvalidRequest without a guid", func() {
+			_, err := b.store.RolloutStatus(b.ctx, "nope")
+			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
+			_, err = b.store.RolloutStatus(b.ctx, "")
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+			Expect(err.Error()).To(ContainSubstring("process_guid"))
+		})
+	})
+
+	Describe("an update", func() {
+		It("with a new definition starts a rollout to it and announces it", func() {
+			updated := update("v2")
+			now := b.clock.Now().UnixNano()
+			rec, settled := record()
+			Expect(settled).To(BeFalse())
+			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
+				Reason: "rolling from v1 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 1}))
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged}))
+			Expect(events[1].Payload.(*models.RolloutChangedEvent).Status).To(EqualProto(status()))
+			Expect(updated.ActiveDefinitionId).To(Equal("v2"))
+		})
+
+		It("with a third definition restarts the rollout over the record, which moves on", func() {
+			update("v2")
+			b.exec("UPDATE rollouts SET state = 'FAILED', reason = 'stuck', updated_instances = 2, finished_at = 9, failed_definition_id = 'x'")
+			b.clock.Advance(time.Second)
+			update("v3")
+			now := b.clock.Now().UnixNano()
+			rec, settled := record()
+			Expect(settled).To(BeFalse())
+			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
+				Reason: "rolling from v2 to v3", DefinitionID: "v3", StartedAt: now, ProgressAt: now, ModificationIndex: 2}))
+		})
+
+		It("re-sending the active definition writes no record and announces no rollout", func() {
+			update("v2")
+			completeRollout()
+			before, _ := record()
+			sink.take()
+			update("v2")
+			after, settled := record()
+			Expect(after).To(Equal(before))
+			Expect(settled).To(BeTrue())
+			Expect(eventTypes(sink.take())).To(Equal([]string{models.EventDesiredLRPChanged}))
+		})
+
+		It("without a definition writes no record", func() {
+			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Instances: int32p(4)})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.count("SELECT COUNT(*) FROM rollouts")).To(BeZero())
+			Expect(eventTypes(sink.take())).NotTo(ContainElement(models.EventRolloutChanged))
+		})
+	})
+
+	Describe("Rollback", func() {
+		It("goes back to the healthy definition while a rollout is under way", func() {
+			update("v2")
+			completeRollout()
+			b.clock.Advance(time.Second)
+			update("v3")
+			before := get()
+			sink.take()
+			b.clock.Advance(time.Second)
+			now := b.clock.Now().UnixNano()
+
+			st, err := b.store.Rollback(b.ctx, "web", "")
+			Expect(err).NotTo(HaveOccurred())
+			after := get()
+			Expect(after.ActiveDefinitionId).To(Equal("v2"))
+			Expect(after.HealthyDefinitionId).To(Equal("v2"))
+			Expect(after.ModificationTag.Index).To(Equal(before.ModificationTag.Index + 1))
+
+			rec, settled := record()
+			Expect(settled).To(BeFalse())
+			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
+				Reason: "rolling back from v3 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 3}))
+			Expect(st).To(EqualProto(status()))
+			Expect(st.DeadlineAt).To(Equal(now + int64(10*time.Minute)))
+
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged}))
+			expectEvent(events[0], models.EventDesiredLRPChanged, "web", &models.DesiredLRPChangedEvent{
+				Before: withoutDefinition(before), After: withoutDefinition(after)})
+			expectEvent(events[1], models.EventRolloutChanged, "web", &models.RolloutChangedEvent{Status: st})
+		})
+
+		It("goes back to the newest kept definition older than the active one when the active one is healthy", func() {
+			update("v2")
+			b.clock.Advance(time.Second)
+			update("v3")
+			b.clock.Advance(time.Second)
+			update("v4")
+			b.clock.Advance(time.Second)
+			// Back to v3: v2 would be older, v4 is newer than the target.
+			_, err := b.store.Rollback(b.ctx, "web", "v3")
+			Expect(err).NotTo(HaveOccurred())
+			completeRollout()
+
+			st, err := b.store.Rollback(b.ctx, "web", "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.ActiveDefinitionId).To(Equal("v2"))
+			Expect(st.Reason).To(Equal("rolling back from v3 to v2"))
+		})
+
+		It("goes back to the definition asked for, also a newer one", func() {
+			update("v2")
+			b.clock.Advance(time.Second)
+			_, err := b.store.Rollback(b.ctx, "web", "v1")
+			Expect(err).NotTo(HaveOccurred())
+			st, err := b.store.Rollback(b.ctx, "web", "v2")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.ActiveDefinitionId).To(Equal("v2"))
+			Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
+			Expect(st.Reason).To(Equal("rolling back from v1 to v2"))
+			Expect(get().Definition.Action.Path).To(Equal("/bin/web-v2"))
+		})
+
+		It("refuses a definition that is not kept, naming it", func() {
+			update("v2")
+			err := expectRefused(models.Error_ResourceNotFound, func() error {
+				_, err := b.store.Rollback(b.ctx, "web", "v9")
+				return err
+			})
+			Expect(err.Error()).To(ContainSubstring(`definition_id "v9"`))
+		})
+
+		It("refuses the active definition", func() {
+			update("v2")
+			err := expectRefused(models.Error_InvalidStateTransition, func() error {
+				_, err := b.store.Rollback(b.ctx, "web", "v2")
+				return err
+			})
+			Expect(err.Error()).To(ContainSubstring(`"v2"`))
+		})
+
+		It("refuses when there is no older definition to go back to", func() {
+			err := expectRefused(models.Error_InvalidStateTransition, func() error {
+				_, err := b.store.Rollback(b.ctx, "web", "")
+				return err
+			})
+			Expect(err.Error()).To(ContainSubstring("older"))
+		})
+
+		It("refuses an unknown LRP and bad input", func() {
+			_, err := b.store.Rollback(b.ctx, "nope", "v1")
+			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
+			_, err = b.store.Rollback(b.ctx, "", "v1")
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+			Expect(err.Error()).To(ContainSubstring("process_guid"))
+			_, err = b.store.Rollback(b.ctx, "web", string(make([]byte, 65)))
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+			Expect(err.Error()).To(ContainSubstring("definition_id"))
+		})
+	})
+
+	Describe("AbortRollout", func() {
+		It("goes back to the healthy definition", func() {
+			update("v2")
+			completeRollout()
+			update("v3")
+			sink.take()
+
+			st, err := b.store.AbortRollout(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(get().ActiveDefinitionId).To(Equal("v2"))
+			Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
+			Expect(st.Reason).To(Equal("rolling back from v3 to v2"))
+			Expect(st).To(EqualProto(status()))
+			Expect(eventTypes(sink.take())).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged}))
+		})
+
+		It("refuses when the healthy definition is active", func() {
+			update("v2")
+			completeRollout()
+			err := expectRefused(models.Error_InvalidStateTransition, func() error {
+				_, err := b.store.AbortRollout(b.ctx, "web")
+				return err
+			})
+			Expect(err.Error()).To(ContainSubstring("healthy_definition_id"))
+		})
+
+		It("takes the first rollout back to the definition the LRP was desired with", func() {
+			active := get().ActiveDefinitionId
+			Expect(get().HealthyDefinitionId).To(Equal(active))
+			update("v2")
+			sink.take()
+
+			st, err := b.store.AbortRollout(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(get().ActiveDefinitionId).To(Equal(active))
+			Expect(st.Reason).To(Equal("rolling back from v2 to " + active))
+		})
+
+		It("refuses an unknown LRP", func() {
+			_, err := b.store.AbortRollout(b.ctx, "nope")
+			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
+			_, err = b.store.AbortRollout(b.ctx, "")
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+		})
+	})
+
+	Describe("a remove", func() {
+		snapshotRollouts := func() []db.RolloutRow {
+			GinkgoHelper()
+			snap, err := b.store.ConvergenceSnapshot(b.ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			return snap.Rollouts
+		}
+
+		It("marks a settled record unsettled, so convergence cleans up, and announces it", func() {
+			update("v2")
+			completeRollout()
+			Expect(snapshotRollouts()).To(BeEmpty())
+			before, _ := record()
+			sink.take()
+
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			after, settled := record()
+			Expect(settled).To(BeFalse())
+			want := before
+			want.ModificationIndex++
+			Expect(after).To(Equal(want))
+			Expect(snapshotRollouts()).To(Equal([]db.RolloutRow{want}))
+
+			events := sink.take()
+			Expect(events[len(events)-1].Type).To(Equal(models.EventRolloutChanged))
+			st := events[len(events)-1].Payload.(*models.RolloutChangedEvent).Status
+			Expect(st.State).To(Equal(models.RolloutStatus_COMPLETE))
+			Expect(st.ActiveDefinitionId).To(BeEmpty())
+		})
+
+		It("inserts an unsettled record, state NONE, for an LRP that never rolled", func() {
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			Expect(snapshotRollouts()).To(Equal([]db.RolloutRow{
+				{ProcessGuid: "web", State: models.RolloutStatus_NONE, ModificationIndex: 1},
+			}))
+			snap, err := b.store.ConvergenceSnapshot(b.ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(snap.Definitions).To(Equal([]db.DefinitionRow{{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: t0}}))
+		})
+
+		It("lets the guid be desired again, its record kept for the new LRP", func() {
+			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status().State).To(Equal(models.RolloutStatus_NONE))
+		})
+	})
+})
