@@ -208,6 +208,41 @@ var _ = Describe("Client against a real board", func() {
 			Expect(current.GetCreatedAt()).NotTo(BeZero())
 		})
 
+		It("reports a rollout, rolls back to a kept definition, and refuses what cannot be done, naming the field", func() {
+			v1 := desired.GetActiveDefinitionId()
+			status, err := c.RolloutStatus(ctx, "hello")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.GetState()).To(Equal(models.RolloutStatus_NONE))
+			Expect(status.GetHealthyDefinitionId()).To(Equal(v1))
+
+			_, err = c.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2"})
+			Expect(err).NotTo(HaveOccurred())
+			status, err = c.RolloutStatus(ctx, "hello")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.GetState()).To(Equal(models.RolloutStatus_PROGRESSING))
+			Expect(status.GetActiveDefinitionId()).To(Equal("v2"))
+			Expect(status.GetReason()).To(Equal("rolling from " + v1 + " to v2"))
+
+			_, err = c.Rollback(ctx, "hello", "nope")
+			Expect(err).To(errorOfType(models.Error_ResourceNotFound))
+			_, err = c.Rollback(ctx, "hello", "bad id!")
+			Expect(err).To(errorOfType(models.Error_InvalidRequest))
+			Expect(err.Error()).To(ContainSubstring("definition_id"))
+
+			status, err = c.AbortRollout(ctx, "hello")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.GetActiveDefinitionId()).To(Equal(v1))
+			Expect(status.GetReason()).To(Equal("rolling back from v2 to " + v1))
+			_, err = c.AbortRollout(ctx, "hello")
+			Expect(err).To(errorOfType(models.Error_InvalidStateTransition), "the healthy definition is active again")
+
+			status, err = c.Rollback(ctx, "hello", "v2")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status.GetActiveDefinitionId()).To(Equal("v2"))
+			_, err = c.RolloutStatus(ctx, "missing")
+			Expect(err).To(errorOfType(models.Error_ResourceNotFound))
+		})
+
 		It("treats the same identifier with the same content as a no-op, and other content as ResourceConflict", func() {
 			update := &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2"}
 			_, err := c.UpdateDesiredLRP(ctx, "hello", update)

@@ -272,10 +272,10 @@ var _ = Describe("Events", func() {
 		}
 
 		It("passes an event type it does not know through without a payload, and skips comments", func() {
-			stream := serveStream(": hello\n\nid: 41\nevent: rollout_changed\ndata: CgJ2Mg==\n\n: heartbeat\n\nid: 42\nevent: cell_changed\ndata: EgMKAWM=\n\n")
+			stream := serveStream(": hello\n\nid: 41\nevent: operation_changed\ndata: CgJ2Mg==\n\n: heartbeat\n\nid: 42\nevent: cell_changed\ndata: EgMKAWM=\n\n")
 			unknown := next(stream)
 			Expect(unknown.ID).To(BeEquivalentTo(41))
-			Expect(unknown.Type).To(Equal("rollout_changed"))
+			Expect(unknown.Type).To(Equal("operation_changed"))
 			Expect(unknown.Payload).To(BeNil())
 			known := next(stream)
 			Expect(known.ID).To(BeEquivalentTo(42))

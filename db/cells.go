@@ -85,7 +85,10 @@ type ActualLRPLifecycleDB interface {
 	// Assigned. A reported EVACUATING instance stays (not in Stop) while
 	// its EVACUATING row is that instance and the ORDINARY row of its index
 	// exists and is not RUNNING; once the replacement runs, or either row is
-	// gone, it comes back in Stop.
+	// gone, it comes back in Stop. A reported instance that is the cell's
+	// RETIRING row of its index (reported ORDINARY or RETIRING) stays
+	// while the row has no stop_requested, and comes back in Stop, with
+	// presence RETIRING, once it has.
 	BulkReport(ctx context.Context, cellID string, instances []*models.ReportedInstance) (*BulkReportResult, error)
 }
 

@@ -29,6 +29,10 @@ func endpoints(store db.DB, o options) []endpoint {
 
 		route(models.RouteActualLRPs, h.actualLRPs),
 
+		route(models.RouteRolloutStatus, h.rolloutStatus),
+		route(models.RouteRollback, h.rollback),
+		route(models.RouteAbortRollout, h.abortRollout),
+
 		route(models.RouteRegisterCell, h.registerCell),
 		route(models.RouteCells, h.cells),
 		route(models.RouteDrainCell, h.drainCell),

@@ -101,3 +101,25 @@ func (r *DomainsRequest) Validate() error { return nil }
 
 // Validate accepts every PingRequest: it has no fields.
 func (r *PingRequest) Validate() error { return nil }
+
+// Validate requires a valid process_guid.
+func (r *RolloutStatusRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}
+
+// Validate requires a valid process_guid; definition_id is optional (the
+// board picks the definition to go back to) but must be valid when set.
+func (r *RollbackRequest) Validate() error {
+	if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {
+		return err
+	}
+	if r.GetDefinitionId() == "" {
+		return nil
+	}
+	return validateDefinitionID("definition_id", r.GetDefinitionId())
+}
+
+// Validate requires a valid process_guid.
+func (r *AbortRolloutRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}

@@ -218,6 +218,9 @@ func (a *Agent) reportCrash(inst *agentInstance, reason string) {
 	})
 	if err != nil {
 		inst.logger.Info("crash-call-failed", lager.Data{"error": err.Error()})
+		// A rolling update may have made the instance RETIRING since the
+		// rep last looked: its row must not stay RUNNING and routable.
+		a.removeRow(inst, models.ActualLRP_RETIRING, "it exited: "+reason)
 	}
 }
 

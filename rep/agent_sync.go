@@ -49,6 +49,10 @@ func (a *Agent) reconcileRows(rows []*models.ActualLRP, began time.Time) {
 		if inst.stopping || a.inCall[inst.guid] || !inst.settledAt.Before(began) {
 			continue
 		}
+		if row := a.retiringRowOf(byKey, inst); row != nil {
+			a.retire(inst, row)
+			continue
+		}
 		if !a.rowIsInstances(byKey, inst) {
 			a.requestStop(inst, "its row on the board is gone or belongs to another instance")
 		}
@@ -96,6 +100,33 @@ func (a *Agent) rowIsInstances(byKey map[rowKey]*models.ActualLRP, inst *agentIn
 		}
 	}
 	return false
+}
+
+// retiringRowOf is the RETIRING row that is inst, or nil: a rolling
+// update turned the instance's ORDINARY row into it. a.mu is held.
+func (a *Agent) retiringRowOf(byKey map[rowKey]*models.ActualLRP, inst *agentInstance) *models.ActualLRP {
+	if inst.presence != models.ActualLRP_ORDINARY && inst.presence != models.ActualLRP_RETIRING {
+		return nil
+	}
+	row := byKey[rowKey{inst.key.processGuid, inst.key.index, models.ActualLRP_RETIRING}]
+	if !row.BelongsTo(inst.guid, a.cellID) {
+		return nil
+	}
+	return row
+}
+
+// retire follows the board's RETIRING row of inst: the instance keeps
+// running and serving while its replacement starts, and is drained once
+// the board asks it to stop. a.mu is held.
+func (a *Agent) retire(inst *agentInstance, row *models.ActualLRP) {
+	if inst.presence != models.ActualLRP_RETIRING {
+		inst.presence = models.ActualLRP_RETIRING
+		inst.settledAt = time.Now()
+		inst.logger.Info("retiring", lager.Data{"definition_id": row.GetDefinitionId()})
+	}
+	if row.GetStopRequested() {
+		a.requestStop(inst, "a rolling update replaced it")
+	}
 }
 
 // isStale reports whether row is a CLAIMED or RUNNING instance of an

@@ -83,7 +83,7 @@ var _ = Describe("cork", func() {
 			table := succeed("get", "hello", "-o", "table").lines()
 			Expect(table).To(HaveLen(2))
 			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB"}))
-			Expect(strings.Fields(table[1])).To(Equal([]string{"hello", "cork", "4", desired.GetActiveDefinitionId(), "-", "64", "64"}))
+			Expect(strings.Fields(table[1])).To(Equal([]string{"hello", "cork", "4", desired.GetActiveDefinitionId(), desired.GetActiveDefinitionId(), "64", "64"}))
 		})
 
 		It("lists LRPs one JSON line each, filters by domain, and prints a table", func() {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -30,6 +32,11 @@ import (
 //     exists and is not RUNNING: once the replacement runs (on any cell),
 //     or the ORDINARY row is gone, it comes back in Stop, which is how the
 //     rep learns it may stop it;
+//   - a reported ORDINARY instance that is the cell's RETIRING row of its
+//     index (a rolling update is replacing it) matches that row; a
+//     reported RETIRING instance matches its RETIRING row. Either comes
+//     back in Stop once the row has stop_requested: its replacement is
+//     ready, and the rep drains it;
 //   - otherwise — no row, a row of another instance or cell, a CRASHED
 //     row, another definition — the instance comes back in Stop.
 //
@@ -160,8 +167,21 @@ func reconcileReport(cellID string, instances []*models.ReportedInstance, rows m
 		if !reportMatches(row, r, cellID) {
 			row = heldAsSuspect(rows, r, cellID)
 		}
+		if row == nil {
+			row = heldAsRetiring(rows, r, cellID)
+		}
 		if row != nil && r.Presence == models.ActualLRP_EVACUATING && !replacementPending(rows, key) {
 			row = nil
+		}
+		if row != nil && row.Presence == models.ActualLRP_RETIRING && row.StopRequested {
+			// Its replacement is ready: this is how the rep learns it may
+			// drain it. The answer names the row's presence, so a rep
+			// that still holds the instance ORDINARY drains it once it
+			// has seen the RETIRING row (its poll does), as RETIRING.
+			stop := proto.Clone(r).(*models.ReportedInstance)
+			stop.Presence = models.ActualLRP_RETIRING
+			rec.result.Stop = append(rec.result.Stop, stop)
+			continue
 		}
 		if row == nil {
 			rec.result.Stop = append(rec.result.Stop, r)
@@ -215,6 +235,23 @@ func heldAsSuspect(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.Reporte
 	}
 	key := reportedKey(r)
 	key.Presence = models.ActualLRP_SUSPECT
+	row := rows[key]
+	if row == nil || !row.BelongsTo(r.InstanceGuid, cellID) || !reportMatches(row, r, cellID) {
+		return nil
+	}
+	return row
+}
+
+// heldAsRetiring is the cell's RETIRING row that the reported ORDINARY
+// instance r is, or nil: a rolling update turned its ORDINARY row into
+// the RETIRING one, and the rep has not noticed yet. It keeps running
+// (and serving) until the board asks it to stop.
+func heldAsRetiring(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
+	if r.Presence != models.ActualLRP_ORDINARY {
+		return nil
+	}
+	key := reportedKey(r)
+	key.Presence = models.ActualLRP_RETIRING
 	row := rows[key]
 	if row == nil || !row.BelongsTo(r.InstanceGuid, cellID) || !reportMatches(row, r, cellID) {
 		return nil

@@ -192,6 +192,45 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		Expect(result.Stop[0]).To(EqualProto(returning))
 	})
 
+	It("keeps an instance a rolling update made RETIRING, reported either way, until the board asks it to stop", func() {
+		running := run("web", 1, "ig-1", "cell-1", true)
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
+			Retire: []db.Retirement{{Row: versionOf(running)}},
+			Create: []db.NewActualLRP{{ProcessGuid: "web", Index: 1, Domain: "apps", DefinitionID: "v1", CellID: "cell-2"}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		retiringRow := func() *models.ActualLRP {
+			GinkgoHelper()
+			for _, lrp := range b.instances("web") {
+				if lrp.Index == 1 && lrp.Presence == models.ActualLRP_RETIRING {
+					return lrp
+				}
+			}
+			return nil
+		}
+		retired := retiringRow()
+		Expect(retired).NotTo(BeNil())
+		sink.take()
+
+		asOrdinary := reported("web", 1, "ig-1", models.ActualLRP_RUNNING)
+		asRetiring := proto.Clone(asOrdinary).(*models.ReportedInstance)
+		asRetiring.Presence = models.ActualLRP_RETIRING
+		for _, r := range []*models.ReportedInstance{asOrdinary, asRetiring} {
+			Expect(report(r).Stop).To(BeEmpty(), "its replacement is not ready: it keeps serving")
+		}
+		Expect(retiringRow()).To(EqualProto(retired))
+		Expect(sink.take()).To(BeEmpty())
+
+		_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{RequestStop: []db.RowVersion{versionOf(retired)}})
+		Expect(err).NotTo(HaveOccurred())
+		for _, r := range []*models.ReportedInstance{asOrdinary, asRetiring} {
+			result := report(r)
+			Expect(result.Stop).To(HaveLen(1))
+			Expect(result.Stop[0]).To(EqualProto(asRetiring), "named as the RETIRING row it is")
+		}
+		Expect(retiringRow().StopRequested).To(BeTrue(), "the rep removes it once drained")
+	})
+
 	It("adopts an UNCLAIMED instance placed on the cell that the cell runs already", func() {
 		place("web", 0, "cell-1")
 		place("web", 1, "cell-1")

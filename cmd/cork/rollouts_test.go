@@ -1,0 +1,118 @@
+package main_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/events"
+	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ = Describe("cork rollout", func() {
+	var (
+		board string
+		store db.DB
+	)
+
+	BeforeEach(func() {
+		hub := events.NewHub()
+		board, store = startBoardWithStore([]sqldb.Option{sqldb.WithEvents(hub)}, handlers.WithEvents(hub))
+		r := runCork(board, "", "desire", fixture("hello.json"))
+		Expect(r.code).To(Equal(0), r.stderr)
+	})
+
+	cork := func(args ...string) result { return runCork(board, "", args...) }
+	status := func(r result) *models.RolloutStatus {
+		GinkgoHelper()
+		Expect(r.code).To(Equal(0), "stderr %q", r.stderr)
+		var s models.RolloutStatus
+		parseLines(r, &s)
+		return &s
+	}
+
+	It("shows a rollout under way, as JSON and as a table", func() {
+		Expect(cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2").code).To(Equal(0))
+		s := status(cork("rollout", "status", "hello"))
+		Expect(s.GetState()).To(Equal(models.RolloutStatus_PROGRESSING))
+		Expect(s.GetActiveDefinitionId()).To(Equal("v2"))
+		Expect(s.GetInstances()).To(BeEquivalentTo(4))
+
+		table := cork("rollout", "status", "hello", "-o", "table").lines()
+		Expect(table).To(HaveLen(2))
+		Expect(strings.Fields(table[0])[:4]).To(Equal([]string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY"}))
+		Expect(strings.Fields(table[1])[:5]).To(Equal([]string{"hello", "PROGRESSING", "v2", s.GetHealthyDefinitionId(), "0/4"}))
+	})
+
+	It("rolls back with --to, aborts to the healthy definition, and says why it cannot", func() {
+		v1 := status(cork("rollout", "status", "hello")).GetActiveDefinitionId()
+		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+
+		s := status(cork("rollout", "abort", "hello"))
+		Expect(s.GetActiveDefinitionId()).To(Equal(v1))
+		Expect(s.GetReason()).To(Equal("rolling back from v2 to " + v1))
+
+		r := cork("rollout", "abort", "hello")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(HavePrefix("cork: InvalidStateTransition: "))
+
+		s = status(cork("rollback", "hello", "--to", "v2"))
+		Expect(s.GetActiveDefinitionId()).To(Equal("v2"))
+		s = status(cork("rollout", "rollback", "hello"))
+		Expect(s.GetActiveDefinitionId()).To(Equal(v1), "without --to: the healthy definition while a rollout is under way")
+
+		r = cork("rollback", "hello", "--to", "nope")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(HavePrefix("cork: ResourceNotFound: "))
+	})
+
+	// finish writes the rollout's record as convergence would.
+	finish := func(state models.RolloutStatus_State, reason string) {
+		GinkgoHelper()
+		ctx := context.Background()
+		snapshot, err := store.ConvergenceSnapshot(ctx, []string{"hello"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(snapshot.Rollouts).To(HaveLen(1))
+		record := snapshot.Rollouts[0]
+		next := record
+		next.State, next.Reason, next.FinishedAt = state, reason, record.StartedAt+1
+		_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			ProcessGuid: "hello", ExpectModificationIndex: record.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: next,
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+	}
+
+	It("watches a rollout, printing each change, and exits 0 once it completes", func() {
+		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		session := startCork(board, "rollout", "status", "hello", "--watch")
+		Eventually(func() int { return len(outputLines(session)) }, 5*time.Second).Should(Equal(1))
+		Consistently(session, "300ms").ShouldNot(gexec.Exit(), "the rollout goes on")
+
+		finish(models.RolloutStatus_COMPLETE, "every index runs v2")
+		Eventually(session, 5*time.Second).Should(gexec.Exit(0))
+		lines := outputLines(session)
+		Expect(lines).To(HaveLen(2))
+		Expect(lines[0]).To(ContainSubstring(`"state":"PROGRESSING"`))
+		Expect(lines[1]).To(ContainSubstring(`"state":"COMPLETE"`))
+	})
+
+	It("watches until the rollout is over: at once when there is none, exit 1 when it failed", func() {
+		r := cork("rollout", "status", "hello", "--watch")
+		Expect(status(r).GetState()).To(Equal(models.RolloutStatus_NONE))
+
+		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		finish(models.RolloutStatus_FAILED, "no index completed within 10m0s: 0 of 4 run v2")
+
+		r = cork("rollout", "status", "hello", "--watch")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(Equal("cork: rollout failed: no index completed within 10m0s: 0 of 4 run v2\n"))
+		Expect(r.lines()).To(HaveLen(1))
+	})
+})
