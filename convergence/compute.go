@@ -72,7 +72,18 @@ func (p *planner) loadRollouts(snapshot *db.Snapshot) {
 		p.rollouts[snapshot.Rollouts[i].ProcessGuid] = &snapshot.Rollouts[i]
 	}
 	p.definitions = make(map[string][]db.DefinitionRow, len(snapshot.Rollouts))
-	defs := snapshot.Definitions
+	// The store reads them in this order already; sorting the few there
+	// are keeps the plan independent of the order all the same.
+	defs := slices.Clone(snapshot.Definitions)
+	slices.SortFunc(defs, func(a, b db.DefinitionRow) int {
+		if c := strings.Compare(a.ProcessGuid, b.ProcessGuid); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.DefinitionID, a.DefinitionID)
+	})
 	for from := 0; from < len(defs); {
 		to := from + 1
 		for to < len(defs) && defs[to].ProcessGuid == defs[from].ProcessGuid {

@@ -64,9 +64,9 @@
 //
 // Rows are taken LRP by LRP. An index i of a DesiredLRP with n instances
 // is wanted when 0 <= i < n. ORDINARY and SUSPECT rows take part as below,
-// EVACUATING rows as in "Evacuation"; RETIRING rows (rolling updates, a
-// later issue) are never written and never counted as ORDINARY, but they
-// use capacity on their cells and count towards their LRP's spread.
+// EVACUATING rows as in "Evacuation", RETIRING rows as in "Rolling
+// updates": they are never counted as ORDINARY, but they use capacity on
+// their cells and count towards their LRP's spread.
 //
 // For each wanted index, with its ORDINARY row O and SUSPECT row S (either
 // may be absent):
@@ -225,12 +225,98 @@
 // A create shows cell= when placed and error= when not; next-wake is
 // relative to now, or "none".
 //
-// # Rolling updates (not yet wired in)
+// # Rolling updates
 //
-// rollout_strategy.go resolves an UpdateStrategy into counts
-// (ResolveRolloutStrategy) and rollout_step.go decides, for one pass of a
-// rolling update, which outdated indices start a replacement and which
-// RETIRING predecessors may stop (PlanRolloutStep), both with worked
-// examples. Compute does not call them yet: until it does, a definition
-// change leaves running instances on their definition.
+// An index is outdated when its ORDINARY row runs a definition other than
+// the LRP's active one. An LRP takes part in the rollout rules when it has
+// an outdated row, a RETIRING row, or a rollout record that is not settled
+// (Snapshot.Rollouts); every other LRP costs one scan of its rows.
+// ResolveRolloutStrategy turns its UpdateStrategy into S (max_surge) and U
+// (max_unavailable) counts, and PlanRolloutStep (rollout_step.go) picks the
+// replacements of the pass; rollout.go turns them into writes:
+//
+//   - An outdated instance that serves (RUNNING, routable, on a present
+//     cell) is replaced start-before-stop: Retire makes its row the
+//     index's RETIRING row — same instance, still routable — and Create
+//     adds the new ORDINARY row on the active definition, placed in the
+//     same pass. With Stop (U allows one index fewer) its rep drains it at
+//     once; otherwise it serves until its successor is ready.
+//   - An outdated instance that serves nothing (UNCLAIMED, CLAIMED,
+//     CRASHED, unroutable) costs no availability: Redefine moves its row
+//     onto the active definition in place and a chained Place puts it on a
+//     cell. A superseded replacement (RETIRING row beside an ORDINARY one
+//     on an intermediate definition that does not run yet) is moved the
+//     same way.
+//   - When an ORDINARY successor has been RUNNING and routable for
+//     min_ready, RequestStop tells its RETIRING predecessor to go; the rep
+//     drains it (unroutable, grace, SIGTERM, SIGKILL) and removes the row.
+//   - A RETIRING row is deleted when its LRP is gone (fresh domain) or its
+//     index no longer wanted: removal and scale-down stop at once; when its
+//     cell is not present; when it no longer runs; and when it was told to
+//     stop EvacuationGrace ago and is still there.
+//   - Outdated instances not picked this pass follow the usual rules: a
+//     crash restarts on the instance's own definition.
+//
+// The arithmetic, worked through for 10 serving instances of v1, active v2,
+// max_surge "25%", max_unavailable "0":
+//
+//  1. S = ceil(10 × 25%) = 3, U = 0: at most 13 instances, never fewer
+//     than 10 serving indices.
+//  2. Pass 1: victims in order (not serving, idle, occupied; then the
+//     oldest definition; then index): indices 0, 1, 2 are retired, kept
+//     serving, and three v2 instances are created: 13 instances, 10
+//     serving, 3 in flight.
+//  3. The v2 instances start; the first pass after each has run min_ready
+//     stops its predecessor (RequestStop) and, its slot free, starts the
+//     next victim in the same pass.
+//  4. Four rounds later every index runs v2 and every RETIRING row has
+//     been told to stop: the rollout is COMPLETE.
+//
+// With S = 0, U = 1 on the same LRP, one index at a time is retired with
+// Stop: 9 serving at the least, never more than 10 instances.
+//
+// # Rollout records
+//
+// Each LRP that changed definition has a record (db.RolloutRow); the
+// update, rollback or abort that changed the active definition wrote it
+// as PROGRESSING. Compute writes it (Writes.Rollouts, compare-and-set on
+// its modification index and the active definition) only when something
+// it holds changes:
+//
+//   - updated instances (indices on the active definition, RUNNING and
+//     routable for min_ready) rise: progress_at = now;
+//   - every index updated and no RETIRING row left untold: COMPLETE, and
+//     the active definition becomes the healthy one;
+//   - progress_deadline since progress_at without progress: FAILED, and no
+//     new replacement starts (ready successors still stop their
+//     predecessors); with auto_revert and a healthy definition other than
+//     the active one, the healthy one is re-activated instead and the
+//     record turns REVERTED, which rolls back the same way and ends
+//     REVERTED with finished_at set (or FAILED, if it stalls too);
+//   - outdated rows without a record of the active definition: a new
+//     PROGRESSING record.
+//
+// NextWake covers the moment a successor becomes ready and the deadline;
+// the runner also gives LRPs with a rollout under way a targeted pass every
+// RolloutInterval (default 1 s).
+//
+// Definition cleanup, for LRPs with a record: every definition is kept
+// that is active, healthy, referenced by any row of the LRP (any presence,
+// any state), or among the newest history_limit; the rest are deleted
+// (Writes.DeleteDefinitions, re-checked by the store). The record is
+// settled — no longer read — once the rollout is over and no definition
+// beyond those waits for a row to let go. For a removed LRP every
+// definition no row references is deleted, then the record.
+//
+// Scenario files describe rollouts with these state lines (times relative
+// to now):
+//
+//	desired GUID definition=v2 healthy=v1 surge=25% unavailable=0 min_ready=10s deadline=10m auto_revert=true history=10
+//	actual GUID/INDEX state=RUNNING routable=true occupied=true stop=true presence=RETIRING
+//	rollout GUID state=PROGRESSING definition=v2 failed= started=-1m progress=-1m finished= updated=0 inflight=0 mod=1 reason="..."
+//	definition GUID/ID created=-1h          each LRP's definitions newest first
+//
+// routable defaults to true for a RUNNING row; healthy to the active
+// definition. The plan shows retire (stop=), request-stop, redefine,
+// rollout (the record written) and delete-definition lines.
 package convergence

@@ -273,7 +273,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			if rec.State == models.RolloutStatus_PROGRESSING && ro.strategy.AutoRevert && healthy != "" && healthy != d.ActiveDefinitionID {
 				next = db.RolloutRow{
 					ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
-					Reason:       fmt.Sprintf("%s failed (%s); reverting to %s", d.ActiveDefinitionID, failure, healthy),
+					Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),
 					DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
 					StartedAt: p.now, ProgressAt: p.now,
 				}

@@ -44,6 +44,21 @@ var requiredScenarios = []string{
 	"capacity_exhaustion",
 	"scarcity_first_instances_first",
 	"mixed_pass",
+	// Rolling updates (issue 5).
+	"rollout_serial_default",
+	"rollout_ready_successor_stops_predecessor",
+	"rollout_surge_25_percent",
+	"rollout_unavailable_1",
+	"rollout_percent_rounding_3",
+	"rollout_occupied_last",
+	"rollout_deadline_failed",
+	"rollout_deadline_auto_revert",
+	"rollout_supersede",
+	"rollout_remove_mid",
+	"rollout_scale_mid",
+	"rollout_cell_lost",
+	"rollout_complete_and_cleanup",
+	"rollout_settles",
 }
 
 func scenarioPaths() []string {
@@ -101,7 +116,13 @@ func shuffleSnapshot(s *db.Snapshot, seed uint64) *db.Snapshot {
 		Actual:       append([]db.ActualRow(nil), s.Actual...),
 		Cells:        append([]db.CellRow(nil), s.Cells...),
 		FreshDomains: append([]string(nil), s.FreshDomains...),
+		Rollouts:     append([]db.RolloutRow(nil), s.Rollouts...),
+		Definitions:  append([]db.DefinitionRow(nil), s.Definitions...),
 	}
+	r.Shuffle(len(out.Rollouts), func(i, j int) { out.Rollouts[i], out.Rollouts[j] = out.Rollouts[j], out.Rollouts[i] })
+	r.Shuffle(len(out.Definitions), func(i, j int) {
+		out.Definitions[i], out.Definitions[j] = out.Definitions[j], out.Definitions[i]
+	})
 	r.Shuffle(len(out.Desired), func(i, j int) { out.Desired[i], out.Desired[j] = out.Desired[j], out.Desired[i] })
 	r.Shuffle(len(out.Actual), func(i, j int) { out.Actual[i], out.Actual[j] = out.Actual[j], out.Actual[i] })
 	r.Shuffle(len(out.Cells), func(i, j int) { out.Cells[i], out.Cells[j] = out.Cells[j], out.Cells[i] })
