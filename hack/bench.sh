@@ -17,6 +17,7 @@ CONVERGE_FLAGS=(${BENCH_CONVERGE_FLAGS:-})
 LIFECYCLE_FLAGS=(${BENCH_LIFECYCLE_FLAGS:-})
 REPORT_FLAGS=(${BENCH_REPORT_FLAGS:-})
 RSS_FLAGS=(${BENCH_RSS_FLAGS:-})
+ROLLOUT_FLAGS=(${BENCH_ROLLOUT_FLAGS:-})
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -46,6 +47,7 @@ scenarios() {
   run lifecycle "$driver" bin/bbs-load lifecycle -driver "$driver" "$@" "${LIFECYCLE_FLAGS[@]}"
   run report "$driver" bin/bbs-load report -driver "$driver" "$@" "${REPORT_FLAGS[@]}"
   run rss "$driver" bin/bbs-load rss -driver "$driver" "$@" "${RSS_FLAGS[@]}"
+  run rollout "$driver" bin/bbs-load rollout -driver "$driver" "$@" "${ROLLOUT_FLAGS[@]}"
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -68,7 +70,7 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss; do
+  for name in converge lifecycle report rss rollout; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done

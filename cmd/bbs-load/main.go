@@ -9,6 +9,8 @@
 //	                          at once after a board restart
 //	bbs-load rss ...          the memory of a bin/bbs process converging
 //	                          100,000 instances
+//	bbs-load rollout ...      a rolling update of 10,000 instances, surge
+//	                          25%: each pass and the whole rollout
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
@@ -35,6 +37,7 @@ var scenarios = []scenario{
 	{"lifecycle", runLifecycle},
 	{"report", runReport},
 	{"rss", runRSS},
+	{"rollout", runRollout},
 }
 
 func main() {
@@ -52,6 +55,6 @@ func main() {
 			return
 		}
 	}
-	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want api, converge, lifecycle, report or rss)\n", name)
+	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want api, converge, lifecycle, report, rss or rollout)\n", name)
 	os.Exit(2)
 }

@@ -72,6 +72,14 @@ var _ = Describe("scenarios", func() {
 				session := run("rss", "-bbs", bbsPath, "-lrps", "100", "-cells", "10", "-interval", "200ms", "-passes", "2")
 				Expect(session).To(gbytes.Say(`figure rss.board \[` + driver + `, bin/bbs with 500 instances .* after \d+ full passes .*\]: VmHWM \d+ MB, VmRSS \d+ MB`))
 			})
+
+			It("rollout: a rolling update to the end, each pass and the whole", func() {
+				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "10")
+				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
+				Expect(session).To(gbytes.Say(`verified: 4 rollouts COMPLETE, all 200 instances ORDINARY and RUNNING on the new definition, no RETIRING row left`))
+				Expect(session).To(gbytes.Say(`figure rollout.pass \[` + driver + `, 200 instances = 4 LRPs × 50, 10 cells in 4 zones, surge 25%, unavailable 0`))
+				Expect(session).To(gbytes.Say(`figure rollout.whole \[` + driver))
+			})
 		})
 	}
 
@@ -79,7 +87,7 @@ var _ = Describe("scenarios", func() {
 		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(session).Should(gexec.Exit(2))
-		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want api, converge, lifecycle, report or rss)`))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want api, converge, lifecycle, report, rss or rollout)`))
 	})
 
 	It("needs -dsn for a server database, and creates nothing without it", func() {

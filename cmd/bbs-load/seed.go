@@ -152,7 +152,7 @@ func (s *seeder) seedLRPs(ctx context.Context, l layout, running bool) error {
 	err = s.insertRows(ctx, "desired_lrps", desiredColumns, l.lrps, func(i int, args []any) []any {
 		guid := l.guid(i)
 		return append(args, guid, seedDomain, l.instances, "[]", "", "bbs-load",
-			def.DefinitionId, "", "seed-"+guid, 0, now, now)
+			def.DefinitionId, def.DefinitionId, "seed-"+guid, 0, now, now)
 	})
 	if err != nil {
 		return fmt.Errorf("seed desired_lrps: %w", err)

@@ -2,7 +2,9 @@
 // processes but speaks the real cell side of the board's API through
 // client.CellClient. It registers its cell and heartbeats it, reports
 // what it runs in bulk, claims and starts what the board assigns to it,
-// and stops what the board tells it to stop. Tests make it crash an
+// and stops what the board tells it to stop. During a rolling update it
+// keeps an instance the board replaced running as RETIRING until told to
+// stop, then removes its row, as a rep does. Tests make it crash an
 // instance, go silent (a lost cell) and come back, or ignore its
 // assignments.
 //
@@ -64,6 +66,10 @@ type Cell struct {
 	// evacuating are the instances handed over to a replacement and kept
 	// running (EVACUATING rows) until the board says stop.
 	evacuating map[key]*Instance
+	// retiring are running instances of an older definition whose index
+	// the board gave to a replacement (RETIRING rows), kept running until
+	// the board says stop.
+	retiring map[key]*Instance
 	// draining is set once a heartbeat said the cell drains.
 	draining bool
 	// busy are the assignments being claimed and started.
@@ -120,6 +126,7 @@ func Start(ctx context.Context, boardURL string, cfg Config) (*Cell, error) {
 		client:     client.NewCellClient(boardURL, cfg.Cell.GetCellId(), client.WithRetries(0)),
 		running:    map[key]*Instance{},
 		evacuating: map[key]*Instance{},
+		retiring:   map[key]*Instance{},
 		busy:       map[key]bool{},
 		inReport:   map[key]bool{},
 		inCall:     map[key]bool{},
@@ -208,6 +215,19 @@ func (c *Cell) Evacuating() []Instance {
 	defer c.mu.Unlock()
 	out := make([]Instance, 0, len(c.evacuating))
 	for _, instance := range c.evacuating {
+		out = append(out, *instance)
+	}
+	return out
+}
+
+// Retiring lists the instances the cell keeps running as RETIRING: the
+// board replaced them with an instance of a newer definition and has not
+// told the cell to stop them yet.
+func (c *Cell) Retiring() []Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Instance, 0, len(c.retiring))
+	for _, instance := range c.retiring {
 		out = append(out, *instance)
 	}
 	return out
@@ -367,56 +387,83 @@ func (c *Cell) reported() []*models.ReportedInstance {
 		}
 		out = append(out, r)
 	}
-	for k, instance := range c.evacuating {
-		if c.inCall[k] {
-			continue
+	for _, kept := range []struct {
+		presence  models.ActualLRP_Presence
+		instances map[key]*Instance
+	}{{models.ActualLRP_EVACUATING, c.evacuating}, {models.ActualLRP_RETIRING, c.retiring}} {
+		for k, instance := range kept.instances {
+			if c.inCall[k] {
+				continue
+			}
+			c.inReport[k] = true
+			out = append(out, &models.ReportedInstance{
+				ProcessGuid:  instance.ProcessGuid,
+				Index:        instance.Index,
+				Presence:     kept.presence,
+				InstanceGuid: instance.InstanceGuid,
+				DefinitionId: instance.DefinitionID,
+				State:        models.ActualLRP_RUNNING,
+				NetInfo:      c.netInfo(instance.Index),
+				Routable:     true,
+			})
 		}
-		c.inReport[k] = true
-		out = append(out, &models.ReportedInstance{
-			ProcessGuid:  instance.ProcessGuid,
-			Index:        instance.Index,
-			Presence:     models.ActualLRP_EVACUATING,
-			InstanceGuid: instance.InstanceGuid,
-			DefinitionId: instance.DefinitionID,
-			State:        models.ActualLRP_RUNNING,
-			NetInfo:      c.netInfo(instance.Index),
-			Routable:     true,
-		})
 	}
 	return out
 }
 
-// stopAll stops what the board does not want and returns the evacuating
-// instances among them, which the cell still has to mark unroutable and
-// remove.
-func (c *Cell) stopAll(stop []*models.ReportedInstance) []*Instance {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var evacuated []*Instance
-	for _, s := range stop {
-		k := key{s.GetProcessGuid(), s.GetIndex()}
-		if s.GetPresence() == models.ActualLRP_EVACUATING {
-			if instance, ok := c.evacuating[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
-				delete(c.evacuating, k)
-				evacuated = append(evacuated, instance)
-			}
-		} else if instance, ok := c.running[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
-			delete(c.running, k)
-		}
-		c.stops = append(c.stops, s)
-	}
-	return evacuated
+// stopped is an instance the cell stopped whose row it still has to mark
+// unroutable and remove.
+type stopped struct {
+	instance *Instance
+	presence models.ActualLRP_Presence
 }
 
-// stopEvacuated stops evacuating instances as a rep does: unroutable
-// first, then gone, its EVACUATING row removed.
-func (c *Cell) stopEvacuated(ctx context.Context, evacuated []*Instance) {
-	for _, instance := range evacuated {
-		if _, err := c.client.SetRoutable(ctx, instance.Instance, models.ActualLRP_EVACUATING, c.netInfo(instance.Index), false); err != nil && ctx.Err() == nil {
-			c.cfg.Logf("simcell %s: unroutable %s/%d: %v", c.ID(), instance.ProcessGuid, instance.Index, err)
+// stopAll stops what the board does not want and returns the evacuating
+// and retiring instances among them, which the cell still has to mark
+// unroutable and remove. An instance is found by its instance guid
+// wherever the cell keeps it: one the cell still reports as ORDINARY may
+// have become its index's RETIRING row meanwhile, and the board then
+// names it RETIRING.
+func (c *Cell) stopAll(stop []*models.ReportedInstance) []stopped {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var handedOver []stopped
+	for _, s := range stop {
+		c.stops = append(c.stops, s)
+		k := key{s.GetProcessGuid(), s.GetIndex()}
+		presence := s.GetPresence()
+		var kept map[key]*Instance
+		for _, m := range []struct {
+			instances map[key]*Instance
+			presence  models.ActualLRP_Presence
+		}{{c.running, presence}, {c.evacuating, models.ActualLRP_EVACUATING}, {c.retiring, models.ActualLRP_RETIRING}} {
+			if instance, ok := m.instances[k]; ok && instance.InstanceGuid == s.GetInstanceGuid() {
+				kept, presence = m.instances, m.presence
+				break
+			}
 		}
-		if err := c.client.RemoveActualLRP(ctx, instance.Instance, models.ActualLRP_EVACUATING); err != nil && ctx.Err() == nil {
-			c.cfg.Logf("simcell %s: remove evacuated %s/%d: %v", c.ID(), instance.ProcessGuid, instance.Index, err)
+		if kept == nil {
+			continue
+		}
+		instance := kept[k]
+		delete(kept, k)
+		if presence == models.ActualLRP_EVACUATING || presence == models.ActualLRP_RETIRING {
+			handedOver = append(handedOver, stopped{instance, presence})
+		}
+	}
+	return handedOver
+}
+
+// stopEvacuated stops evacuating and retiring instances as a rep does:
+// unroutable first, then gone, its row removed.
+func (c *Cell) stopEvacuated(ctx context.Context, handedOver []stopped) {
+	for _, s := range handedOver {
+		instance := s.instance
+		if _, err := c.client.SetRoutable(ctx, instance.Instance, s.presence, c.netInfo(instance.Index), false); err != nil && ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: unroutable %s %s/%d: %v", c.ID(), s.presence, instance.ProcessGuid, instance.Index, err)
+		}
+		if err := c.client.RemoveActualLRP(ctx, instance.Instance, s.presence); err != nil && ctx.Err() == nil {
+			c.cfg.Logf("simcell %s: remove %s %s/%d: %v", c.ID(), s.presence, instance.ProcessGuid, instance.Index, err)
 		}
 	}
 }
@@ -447,8 +494,21 @@ func (c *Cell) next() *models.ActualLRP {
 		lrp := c.queue[0]
 		c.queue = c.queue[1:]
 		k := key{lrp.GetProcessGuid(), lrp.GetIndex()}
-		if _, runs := c.running[k]; runs || c.busy[k] {
+		if c.busy[k] {
 			continue
+		}
+		if current, runs := c.running[k]; runs {
+			// A running instance of another definition whose index is
+			// assigned anew: the board retired it for a replacement (a
+			// rolling update). It keeps running as RETIRING, unless the
+			// index has a RETIRING instance already, which has to go
+			// first.
+			_, taken := c.retiring[k]
+			if current.State != models.ActualLRP_RUNNING || current.DefinitionID == lrp.GetDefinitionId() || taken || c.inCall[k] || c.inReport[k] {
+				continue
+			}
+			delete(c.running, k)
+			c.retiring[k] = current
 		}
 		c.busy[k] = true
 		return lrp

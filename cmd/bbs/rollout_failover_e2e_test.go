@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/internal/simcell"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
+)
+
+// A rolling update survives the death of the board running it: two
+// boards share one database, the first converges and starts the rollout,
+// it is SIGKILLed mid-way, and the second takes the lease and finishes
+// it. Simulated cells (internal/simcell) talk to the second board only.
+// SQLite is left out, as in failover_e2e_test.go: its file is not shared
+// between machines.
+var _ = Describe("A rolling update across a board failover", func() {
+	ctx := context.Background()
+	const (
+		heldSeries = "corkboard_convergence_lease_held"
+		guid       = "rolling"
+		count      = 12
+		// surge 2, unavailable 0; min_ready makes each index take at
+		// least half a second, so that the rollout is still under way
+		// when the first board dies.
+		surge      = "2"
+		minReadyMs = 500
+	)
+
+	for _, dialect := range testdb.MustDialects() {
+		if dialect == testdb.SQLite {
+			continue
+		}
+		It("is completed by the other board after the lease holder is SIGKILLed mid-rollout, no index lost or doubled, on "+dialect, func() {
+			database := newDatabase(dialect)
+			first := startConvergingBoard(database, map[string]any{"board_id": "board-first"})
+			Eventually(func() float64 { return first.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))
+			second := startConvergingBoard(database, map[string]any{"board_id": "board-second"})
+
+			api := second.client()
+			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
+			cells := []*simcell.Cell{
+				startCell(second, "cell-a", "z1"),
+				startCell(second, "cell-b", "z2"),
+				startCell(second, "cell-c", "z3"),
+			}
+			_, err := api.DesireLRP(ctx, lrpSpec(guid, "apps", count))
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(runningOn(second, guid, "v1")).WithTimeout(convergeLimit).Should(Equal(count))
+			Expect(second.metric(heldSeries)).To(Equal(0.0), "only the first board converges")
+
+			watch := watchRollout(second, guid, count, cells)
+			v2 := lrpSpec(guid, "apps", count).GetDefinition()
+			v2.DefinitionId = ""
+			v2.Action.Args = []string{"--version", "2"}
+			updated, err := api.UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
+				Definition:       v2,
+				UpdateIdentifier: "v2",
+				UpdateStrategy:   &models.UpdateStrategy{MaxSurge: surge, MaxUnavailable: "0", MinReadyMs: minReadyMs},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			v2ID := updated.GetActiveDefinitionId()
+			Expect(v2ID).NotTo(BeElementOf("", "v1"))
+
+			By("letting the first board replace a few indices")
+			Eventually(func() (*models.RolloutStatus, error) { return api.RolloutStatus(ctx, guid) }).WithTimeout(convergeLimit).Should(And(
+				HaveField("State", models.RolloutStatus_PROGRESSING),
+				HaveField("UpdatedInstances", BeNumerically(">=", 4)),
+			))
+
+			By("killing the first board mid-rollout")
+			first.session.Kill()
+			Eventually(first.session).WithTimeout(startupLimit).Should(gexec.Exit())
+			killed := time.Now()
+			atKill, err := api.RolloutStatus(ctx, guid)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(atKill.GetState()).To(Equal(models.RolloutStatus_PROGRESSING), "the rollout was under way when the board died")
+			Expect(atKill.GetUpdatedInstances()).To(BeNumerically("<", count))
+			AddReportEntry("at the kill", fmt.Sprintf("%d of %d updated, %d in flight", atKill.GetUpdatedInstances(), count, atKill.GetInFlight()))
+
+			By("the second board takes the lease and completes the rollout")
+			Eventually(func() float64 { return second.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))
+			var done *models.RolloutStatus
+			Eventually(func() (*models.RolloutStatus, error) {
+				done, err = api.RolloutStatus(ctx, guid)
+				return done, err
+			}).WithTimeout(2 * convergeLimit).Should(And(
+				HaveField("State", models.RolloutStatus_COMPLETE),
+				HaveField("ActiveDefinitionId", v2ID),
+				HaveField("HealthyDefinitionId", v2ID),
+				HaveField("UpdatedInstances", BeEquivalentTo(count)),
+			))
+			AddReportEntry("kill to COMPLETE ("+dialect+", lease TTL "+e2eLeaseTTL+")", time.Since(killed).Round(time.Millisecond).String())
+
+			By("every index ends on the new definition, one instance each")
+			Eventually(views(second, guid)).WithTimeout(convergeLimit).Should(HaveLen(count), "the RETIRING rows are gone")
+			for i, lrp := range instances(second, guid) {
+				Expect(lrp.GetIndex()).To(BeEquivalentTo(i))
+				Expect(lrp.GetPresence()).To(Equal(models.ActualLRP_ORDINARY))
+				Expect(lrp.GetState()).To(Equal(models.ActualLRP_RUNNING))
+				Expect(lrp.GetDefinitionId()).To(Equal(v2ID), "index %d", i)
+			}
+			Eventually(func() []string { return cellInstances(cells) }).WithTimeout(convergeLimit).Should(Equal(expectedOn(v2ID, count)),
+				"the cells run exactly one instance per index, on the new definition, and keep nothing retiring")
+
+			report := watch.stop()
+			AddReportEntry("observations", report.String())
+			Expect(report.observations).To(BeNumerically(">", 20), "the watcher looked often enough to mean something")
+			Expect(report.violations).To(BeEmpty())
+		})
+	}
+})
+
+// runningOn counts guid's ORDINARY RUNNING rows on definitionID.
+func runningOn(board *runningBoard, guid, definitionID string) func() int {
+	return func() int {
+		n := 0
+		for _, lrp := range instances(board, guid) {
+			if lrp.GetPresence() == models.ActualLRP_ORDINARY && lrp.GetState() == models.ActualLRP_RUNNING && lrp.GetDefinitionId() == definitionID {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+// cellInstances lists what the cells run, ORDINARY and RETIRING, as
+// "index definition presence", sorted.
+func cellInstances(cells []*simcell.Cell) []string {
+	var out []string
+	for _, c := range cells {
+		for _, instance := range c.Running() {
+			out = append(out, fmt.Sprintf("%d %s ORDINARY", instance.Index, instance.DefinitionID))
+		}
+		for _, instance := range c.Retiring() {
+			out = append(out, fmt.Sprintf("%d %s RETIRING", instance.Index, instance.DefinitionID))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func expectedOn(definitionID string, instances int) []string {
+	var out []string
+	for i := range instances {
+		out = append(out, fmt.Sprintf("%d %s ORDINARY", i, definitionID))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rolloutWatch looks at an LRP's rows (through a board's API) and at what
+// the cells run every 50 ms, and records every look that breaks the
+// rollout's promises with unavailable 0:
+//
+//   - an index without a RUNNING, routable instance (ORDINARY or
+//     RETIRING): an instance lost;
+//   - an index with more than one ORDINARY row, or more than two rows
+//     (ORDINARY and RETIRING), or a cell set running more than two
+//     instances of it: an instance doubled.
+//
+// An index whose ORDINARY row is missing for a moment while its RETIRING
+// instance serves is not a loss: the store writes a pass's retirements
+// and the replacements' creates in separate transactions, and a board
+// dying between the two leaves exactly that for the next board to
+// repair. Such looks are counted, not failed.
+type rolloutWatch struct {
+	api       *client.Client
+	guid      string
+	instances int
+	cells     []*simcell.Cell
+
+	mu     sync.Mutex
+	report watchReport
+	quit   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+type watchReport struct {
+	observations int
+	// withoutOrdinary counts looks that found an index served by its
+	// RETIRING instance alone.
+	withoutOrdinary int
+	// mostRetiring is the most RETIRING rows seen at one look.
+	mostRetiring int
+	violations   []string
+}
+
+func (r watchReport) String() string {
+	return fmt.Sprintf("%d looks, %d with an index served by its RETIRING instance alone, at most %d RETIRING rows at once, %d violations",
+		r.observations, r.withoutOrdinary, r.mostRetiring, len(r.violations))
+}
+
+func watchRollout(board *runningBoard, guid string, instances int, cells []*simcell.Cell) *rolloutWatch {
+	w := &rolloutWatch{api: board.client(), guid: guid, instances: instances, cells: cells,
+		quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(w.done)
+		ticker := time.NewTicker(50 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			w.look()
+			select {
+			case <-w.quit:
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	DeferCleanup(w.stop)
+	return w
+}
+
+func (w *rolloutWatch) stop() watchReport {
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.report
+}
+
+func (w *rolloutWatch) look() {
+	rows, err := w.api.ActualLRPs(context.Background(), client.ActualLRPFilter{ProcessGuid: w.guid})
+	if err != nil {
+		return // not a look: the board did not answer
+	}
+	onCells := map[int32]int{}
+	for _, c := range w.cells {
+		for _, instance := range append(c.Running(), c.Retiring()...) {
+			onCells[instance.Index]++
+		}
+	}
+	type indexRows struct{ ordinary, retiring, all, serving int }
+	perIndex := make([]indexRows, w.instances)
+	retiring := 0
+	var problems []string
+	for _, lrp := range rows {
+		i := lrp.GetIndex()
+		if i < 0 || int(i) >= w.instances {
+			problems = append(problems, fmt.Sprintf("a row of index %d, beyond the %d instances", i, w.instances))
+			continue
+		}
+		perIndex[i].all++
+		switch lrp.GetPresence() {
+		case models.ActualLRP_ORDINARY:
+			perIndex[i].ordinary++
+		case models.ActualLRP_RETIRING:
+			perIndex[i].retiring++
+			retiring++
+		}
+		if lrp.GetState() == models.ActualLRP_RUNNING && lrp.GetRoutable() {
+			perIndex[i].serving++
+		}
+	}
+	withoutOrdinary := false
+	for i, p := range perIndex {
+		if p.serving == 0 {
+			problems = append(problems, fmt.Sprintf("index %d has no RUNNING, routable instance", i))
+		}
+		if p.ordinary > 1 || p.all > 2 {
+			problems = append(problems, fmt.Sprintf("index %d has %d ORDINARY rows of %d", i, p.ordinary, p.all))
+		}
+		if p.ordinary == 0 {
+			withoutOrdinary = true
+		}
+		if onCells[int32(i)] > 2 {
+			problems = append(problems, fmt.Sprintf("the cells run %d instances of index %d", onCells[int32(i)], i))
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.report.observations++
+	if withoutOrdinary {
+		w.report.withoutOrdinary++
+	}
+	w.report.mostRetiring = max(w.report.mostRetiring, retiring)
+	for _, p := range problems {
+		w.report.violations = append(w.report.violations, time.Now().Format(time.StampMilli)+" "+p+": "+describeRows(rows))
+	}
+}
+
+func describeRows(rows []*models.ActualLRP) string {
+	out := "["
+	for i, lrp := range rows {
+		if i > 0 {
+			out += "; "
+		}
+		out += fmt.Sprintf("%d %s %s on %q def %s routable=%t stop=%t", lrp.GetIndex(), lrp.GetPresence(), lrp.GetState(),
+			lrp.GetCellId(), lrp.GetDefinitionId(), lrp.GetRoutable(), lrp.GetStopRequested())
+	}
+	return out + "]"
+}
