@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
@@ -49,6 +50,23 @@ var _ = Describe("cork rollout", func() {
 		Expect(table).To(HaveLen(2))
 		Expect(strings.Fields(table[0])[:4]).To(Equal([]string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY"}))
 		Expect(strings.Fields(table[1])[:5]).To(Equal([]string{"hello", "PROGRESSING", "v2", s.GetHealthyDefinitionId(), "0/4"}))
+	})
+
+	It("sets the update strategy with cork update, keeping the fields not given, and refuses a bad one", func() {
+		r := cork("update", "hello", "--max-surge", "50%", "--auto-revert", "--progress-deadline", "90s")
+		Expect(r.code).To(Equal(0), r.stderr)
+		var lrp models.DesiredLRP
+		parseLines(r, &lrp)
+		want := &models.UpdateStrategy{MaxSurge: "50%", MaxUnavailable: "0", AutoRevert: true, ProgressDeadlineMs: 90_000}
+		Expect(proto.Equal(lrp.GetUpdateStrategy(), want)).To(BeTrue(),
+			"max_unavailable kept from the desired spec; got %v", lrp.GetUpdateStrategy())
+
+		r = cork("update", "hello", "--max-unavailable", "150%")
+		Expect(r.code).To(Equal(2))
+		Expect(r.stderr).To(ContainSubstring("max_unavailable"))
+		r = cork("get", "hello")
+		parseLines(r, &lrp)
+		Expect(lrp.GetUpdateStrategy().GetMaxUnavailable()).To(Equal("0"), "nothing changed")
 	})
 
 	It("rolls back with --to, aborts to the healthy definition, and says why it cannot", func() {
