@@ -32,6 +32,7 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 	p.plan.Counts.Desired = instances
 	p.reserve(instances - ordinaryRows)
 	p.reconcileAll(desired)
+	p.cleanForgottenLRPs()
 	p.placer.placeAll()
 	p.emitPlacements()
 	p.countCells()
@@ -52,6 +53,9 @@ type planner struct {
 	// first), by process guid.
 	rollouts    map[string]*db.RolloutRow
 	definitions map[string][]db.DefinitionRow
+	// reconciled notes the guids of rollout records whose LRP had a
+	// DesiredLRP or rows in the snapshot.
+	reconciled map[string]bool
 
 	// Cells that are not present but still named by a CLAIMED or RUNNING
 	// row: registered ones by index, unregistered ones by id.
@@ -72,6 +76,7 @@ func (p *planner) loadRollouts(snapshot *db.Snapshot) {
 		p.rollouts[snapshot.Rollouts[i].ProcessGuid] = &snapshot.Rollouts[i]
 	}
 	p.definitions = make(map[string][]db.DefinitionRow, len(snapshot.Rollouts))
+	p.reconciled = make(map[string]bool, len(snapshot.Rollouts))
 	// The store reads them in this order already; sorting the few there
 	// are keeps the plan independent of the order all the same.
 	defs := slices.Clone(snapshot.Definitions)

@@ -24,6 +24,17 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	for i := range rows {
 		p.countRow(&rows[i])
 	}
+	if len(p.rollouts) > 0 {
+		guid := ""
+		if d != nil {
+			guid = d.ProcessGuid
+		} else if len(rows) > 0 {
+			guid = rows[0].ProcessGuid
+		}
+		if p.rollouts[guid] != nil {
+			p.reconciled[guid] = true
+		}
+	}
 	if d == nil {
 		for i := len(rows) - 1; i >= 0; i-- {
 			if !p.evacuatingOnLostCell(&rows[i]) {

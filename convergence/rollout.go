@@ -2,6 +2,7 @@ package convergence
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/corkboard/corkboard/db"
@@ -349,6 +350,21 @@ func (p *planner) cleanGoneLRP(record *db.RolloutRow, defs []db.DefinitionRow, r
 		if !referenced[def.DefinitionID] {
 			p.deleteDefinition(def.ProcessGuid, def.DefinitionID, "its DesiredLRP is gone and no instance runs it")
 		}
+	}
+}
+
+// cleanForgottenLRPs cleans up after the removed LRPs that have a rollout
+// record but no row left: reconcileAll never meets them.
+func (p *planner) cleanForgottenLRPs() {
+	var forgotten []string
+	for guid := range p.rollouts {
+		if !p.reconciled[guid] {
+			forgotten = append(forgotten, guid)
+		}
+	}
+	slices.Sort(forgotten)
+	for _, guid := range forgotten {
+		p.cleanGoneLRP(p.rollouts[guid], p.definitions[guid], nil)
 	}
 }
 

@@ -59,6 +59,7 @@ var requiredScenarios = []string{
 	"rollout_cell_lost",
 	"rollout_complete_and_cleanup",
 	"rollout_settles",
+	"rollout_removed_lrp_cleaned_up",
 }
 
 func scenarioPaths() []string {

@@ -130,6 +130,29 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 		})
 	}
 
+	It("deletes a removed LRP's definitions once nothing references them, then its rollout record", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 2))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{
+			Definition: newDefinition("", "/bin/web-2"), UpdateIdentifier: "v2",
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
+		count := func(query string) int {
+			GinkgoHelper()
+			var n int
+			Expect(b.conn.QueryRow(query).Scan(&n)).To(Succeed())
+			return n
+		}
+		Expect(count("SELECT COUNT(*) FROM run_infos WHERE process_guid = 'web'")).To(Equal(2))
+
+		pass(b.store, convergence.DefaultConfig())
+		Expect(count("SELECT COUNT(*) FROM run_infos WHERE process_guid = 'web'")).To(BeZero())
+		Expect(count("SELECT COUNT(*) FROM rollouts WHERE process_guid = 'web'")).To(Equal(1))
+		pass(b.store, convergence.DefaultConfig())
+		Expect(count("SELECT COUNT(*) FROM rollouts WHERE process_guid = 'web'")).To(BeZero())
+	})
+
 	It("never undoes a claim or a start that committed after the plan was made", func() {
 		const instances = 400
 		Expect(seed.cells(b.ctx, []seedCell{
