@@ -294,9 +294,17 @@
 //     record turns REVERTED, which rolls back the same way and ends
 //     REVERTED with finished_at set (or FAILED, if it stalls too);
 //   - outdated rows without a record of the active definition: a new
-//     PROGRESSING record.
+//     PROGRESSING record; a record of another definition while every
+//     index already runs the active one ready: COMPLETE on the active
+//     one (it would never settle otherwise).
 //
-// NextWake covers the moment a successor becomes ready and the deadline;
+// A FAILED record is written only when its counts change; it is settled
+// never, so the LRP is read every pass until a rollback or an update
+// starts a new rollout.
+//
+// NextWake covers the moment a successor becomes ready and the deadline
+// (counted from the progress_at this pass writes, so a pass that records
+// progress or reverts wakes at the new deadline);
 // the runner also gives LRPs with a rollout under way a targeted pass every
 // RolloutInterval (default 1 s).
 //

@@ -245,6 +245,18 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			break
 		}
 		if done {
+			if rec != nil && rec.State != models.RolloutStatus_NONE && rec.DefinitionID != d.ActiveDefinitionID {
+				// A record of another definition's rollout (the active
+				// one moved without a record of its own): every index
+				// runs the active definition, so that is what completed.
+				// Left as it was, a PROGRESSING record would never settle.
+				next.State = models.RolloutStatus_COMPLETE
+				next.DefinitionID = d.ActiveDefinitionID
+				next.FailedDefinitionID = ""
+				next.Reason = fmt.Sprintf("every index runs %s", d.ActiveDefinitionID)
+				next.FinishedAt = p.now
+				write.SetHealthyDefinitionID = d.ActiveDefinitionID
+			}
 			break
 		}
 		next = db.RolloutRow{
@@ -286,8 +298,6 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 				next.Reason = failure
 				next.FinishedAt = p.now
 			}
-		default:
-			p.wakeAt(rec.ProgressAt + int64(deadline))
 		}
 	case rec.State == models.RolloutStatus_FAILED && done:
 		// The new instances came up after all.
@@ -299,6 +309,12 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	if next.State != models.RolloutStatus_NONE || rec != nil {
 		next.UpdatedInstances = ro.updated
 		next.InFlight = ro.step.InFlight
+	}
+	if next.State == models.RolloutStatus_PROGRESSING || (next.State == models.RolloutStatus_REVERTED && next.FinishedAt == 0) {
+		// The deadline counts from the progress this pass recorded (or
+		// the start of a new or reverted rollout), not only from the last
+		// one stored.
+		p.wakeAt(next.ProgressAt + int64(deadline))
 	}
 
 	cleaned := p.cleanDefinitions(ro, rows)

@@ -1,6 +1,7 @@
 package convergence_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -179,4 +181,253 @@ func stopAsAny(stop []int32) []any {
 		out[i] = index
 	}
 	return out
+}
+
+// These specs run Compute once on random mid-rollout states — outdated,
+// superseded and crashed rows, RETIRING rows told to stop or not, lost
+// cells, scaled LRPs, removed LRPs with records, records in every state —
+// and check the plan against invariants 1–3 of DESIGN §10 and the record
+// rules.
+var _ = Describe("Rollout plans for random states", func() {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := convergence.DefaultConfig()
+
+	It("keep one row per key, never take serving indices below instances - U, never delete a definition in use, and write records only on change", func() {
+		for seed := range uint64(2000) {
+			r := rand.New(rand.NewPCG(seed, 13))
+			s := randomRolloutState(r, now)
+			plan := convergence.Compute(s, now, cfg)
+			Expect(convergence.Compute(s, now, cfg)).To(Equal(plan), "seed %d: not deterministic", seed)
+
+			// Invariant 1: every write finds its row as the snapshot had it
+			// (no row written twice, except chained Place), and no key is
+			// taken twice: one ORDINARY and one RETIRING row per index.
+			after, err := applyPlan(s, plan, now)
+			Expect(err).NotTo(HaveOccurred(), "seed %d: %v", seed, plan.Reasons)
+
+			// Invariant 3.
+			checkNoDefinitionInUseDeleted(s, plan, seed)
+			checkRolloutPlan(s, after, plan, now, seed)
+		}
+	})
+})
+
+// randomRolloutState is a few LRPs (desired or removed) with rows on
+// random definitions of v1 < v2 < v3 < v4, RETIRING rows, lost cells and
+// rollout records in any state.
+func randomRolloutState(r *rand.Rand, now time.Time) *db.Snapshot {
+	s := &db.Snapshot{FreshDomains: []string{"apps"}}
+	for i := range 3 {
+		c := db.CellRow{
+			CellID: fmt.Sprintf("cell-%d", i), Zone: fmt.Sprintf("z%d", i%2),
+			Capacity:  db.Resources{MemoryMB: 4096, DiskMB: 4096, Instances: int32(5 + r.IntN(20))},
+			ExpiresAt: now.Add(time.Minute).UnixNano(),
+		}
+		if r.IntN(6) == 0 {
+			c.ExpiresAt = now.Add(-5 * time.Second).UnixNano()
+		}
+		s.Cells = append(s.Cells, c)
+	}
+	defs := []string{"v1", "v2", "v3", "v4"}
+	states := []models.RolloutStatus_State{
+		models.RolloutStatus_NONE, models.RolloutStatus_PROGRESSING, models.RolloutStatus_COMPLETE,
+		models.RolloutStatus_FAILED, models.RolloutStatus_REVERTED,
+	}
+	counts := []string{"", "0", "1", "2", "25%", "50%", "100%"}
+	ago := func(max time.Duration) int64 {
+		return now.Add(-time.Duration(r.Int64N(int64(max)))).UnixNano()
+	}
+	for l := range 1 + r.IntN(4) {
+		guid := fmt.Sprintf("lrp-%d", l)
+		gone := r.IntN(6) == 0
+		instances := int32(r.IntN(8))
+		if !gone {
+			strategy := &models.UpdateStrategy{
+				MaxSurge: counts[r.IntN(len(counts))], MaxUnavailable: counts[r.IntN(len(counts))],
+				MinReadyMs: int64(r.IntN(3)) * 10_000, AutoRevert: r.IntN(2) == 0, HistoryLimit: int32(r.IntN(4)),
+			}
+			if r.IntN(5) == 0 {
+				strategy = nil
+			}
+			s.Desired = append(s.Desired, db.DesiredSchedule{
+				ProcessGuid: guid, Domain: "apps", Instances: instances,
+				ActiveDefinitionID: defs[r.IntN(4)], HealthyDefinitionID: defs[r.IntN(4)],
+				UpdateStrategy: strategy, MemoryMB: 64, DiskMB: 64,
+			})
+		}
+		if gone || r.IntN(3) != 0 {
+			rec := db.RolloutRow{
+				ProcessGuid: guid, State: states[r.IntN(len(states))], DefinitionID: defs[r.IntN(4)],
+				StartedAt: ago(20 * time.Minute), ProgressAt: ago(20 * time.Minute),
+				UpdatedInstances: int32(r.IntN(5)), InFlight: int32(r.IntN(3)), ModificationIndex: int64(1 + r.IntN(5)),
+			}
+			if rec.State == models.RolloutStatus_REVERTED {
+				rec.FailedDefinitionID = defs[r.IntN(4)]
+			}
+			if r.IntN(2) == 0 {
+				rec.FinishedAt = ago(time.Minute)
+			}
+			s.Rollouts = append(s.Rollouts, rec)
+			for i := len(defs) - 1; i >= 0; i-- {
+				if r.IntN(4) != 0 {
+					s.Definitions = append(s.Definitions, db.DefinitionRow{
+						ProcessGuid: guid, DefinitionID: defs[i], CreatedAt: now.Add(-time.Duration(4-i) * time.Hour).UnixNano(),
+					})
+				}
+			}
+		}
+		for index := range instances + int32(r.IntN(3)) {
+			cell := fmt.Sprintf("cell-%d", r.IntN(3))
+			row := db.ActualRow{
+				ProcessGuid: guid, Index: index, Presence: ordinary, Domain: "apps", CellID: cell,
+				InstanceGuid: fmt.Sprintf("%s-%d", guid, index), DefinitionID: defs[r.IntN(4)],
+				Since: ago(3 * time.Minute), ModificationIndex: int64(1 + r.IntN(3)), MemoryMB: 64, DiskMB: 64,
+			}
+			switch r.IntN(8) {
+			case 0:
+				row.State, row.CellID = unclaimedState, ""
+			case 1:
+				row.State = unclaimedState
+			case 2:
+				row.State = claimedState
+			case 3:
+				row.State, row.CrashCount = crashedState, int32(1+r.IntN(5))
+			default:
+				row.State, row.Routable, row.Occupied = runningState, r.IntN(6) != 0, r.IntN(3) == 0
+			}
+			if r.IntN(8) != 0 {
+				s.Actual = append(s.Actual, row)
+			}
+			if r.IntN(3) == 0 {
+				ret := row
+				ret.Presence = models.ActualLRP_RETIRING
+				ret.CellID = fmt.Sprintf("cell-%d", r.IntN(3))
+				ret.DefinitionID = defs[r.IntN(4)]
+				ret.State, ret.Routable, ret.Occupied = runningState, r.IntN(5) != 0, false
+				if r.IntN(6) == 0 {
+					ret.State, ret.Routable = crashedState, false
+				}
+				ret.StopRequested = r.IntN(3) == 0
+				ret.Since = ago(2 * time.Minute)
+				s.Actual = append(s.Actual, ret)
+			}
+		}
+	}
+	slices.SortFunc(s.Actual, func(a, b db.ActualRow) int { return compareKeys(a.Key(), b.Key()) })
+	return s
+}
+
+// checkRolloutPlan checks a plan computed from s (and applied as after)
+// against the availability floor (invariant 2), the FAILED rule, the
+// record rules, and that an LRP not rolling gets no rollout writes.
+func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Time, seed uint64) {
+	present := map[string]bool{}
+	for _, c := range s.Cells {
+		present[c.CellID] = c.ExpiresAt > now.UnixNano()
+	}
+	desired := map[string]db.DesiredSchedule{}
+	for _, d := range s.Desired {
+		desired[d.ProcessGuid] = d
+	}
+	records := map[string]db.RolloutRow{}
+	for _, rec := range s.Rollouts {
+		records[rec.ProcessGuid] = rec
+	}
+	definitions := map[string]int{}
+	for _, def := range s.Definitions {
+		definitions[def.ProcessGuid]++
+	}
+	// serving counts the wanted indices of guid with a RUNNING, routable
+	// instance on a present cell that was not told to stop.
+	serving := func(rows []db.ActualRow, d db.DesiredSchedule) int {
+		indices := map[int32]bool{}
+		for _, r := range rows {
+			if r.ProcessGuid == d.ProcessGuid && r.Index < d.Instances && r.State == runningState && r.Routable &&
+				!r.StopRequested && present[r.CellID] &&
+				(r.Presence == ordinary || r.Presence == models.ActualLRP_RETIRING) {
+				indices[r.Index] = true
+			}
+		}
+		return len(indices)
+	}
+	rolling := map[string]bool{}
+	retiringAt := map[db.ActualLRPKey]bool{}
+	byKey := map[db.ActualLRPKey]db.ActualRow{}
+	for _, r := range s.Actual {
+		byKey[r.Key()] = r
+		d, ok := desired[r.ProcessGuid]
+		if r.Presence == models.ActualLRP_RETIRING || (ok && r.Presence == ordinary && r.DefinitionID != d.ActiveDefinitionID) {
+			rolling[r.ProcessGuid] = true
+		}
+		if r.Presence == models.ActualLRP_RETIRING {
+			retiringAt[db.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: ordinary}] = true
+		}
+	}
+	for guid := range records {
+		rolling[guid] = true
+	}
+
+	// Invariant 2.
+	for _, d := range s.Desired {
+		st, err := convergence.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
+		if err != nil {
+			st, _ = convergence.ResolveRolloutStrategy(d.Instances, nil)
+		}
+		floor := min(int(st.MinAvailable()), serving(s.Actual, d))
+		Expect(serving(after.Actual, d)).To(BeNumerically(">=", floor),
+			"seed %d: %s below instances - max_unavailable: %v", seed, d.ProcessGuid, plan.Reasons)
+	}
+
+	w := plan.Writes
+	failed := func(guid string) bool {
+		rec, ok := records[guid]
+		return ok && rec.State == models.RolloutStatus_FAILED && rec.DefinitionID == desired[guid].ActiveDefinitionID
+	}
+	for _, rt := range w.Retire {
+		Expect(rolling[rt.Row.Key.ProcessGuid]).To(BeTrue(), "seed %d", seed)
+		Expect(rt.Row.State).To(Equal(runningState), "seed %d: retires a row that does not run", seed)
+		Expect(failed(rt.Row.Key.ProcessGuid)).To(BeFalse(), "seed %d: a FAILED rollout starts a replacement", seed)
+	}
+	for _, rd := range w.Redefine {
+		guid := rd.Row.Key.ProcessGuid
+		Expect(rolling[guid]).To(BeTrue(), "seed %d", seed)
+		Expect(rd.DefinitionID).To(Equal(desired[guid].ActiveDefinitionID), "seed %d", seed)
+		r := byKey[rd.Row.Key]
+		Expect(r.State == runningState && r.Routable && present[r.CellID]).To(BeFalse(), "seed %d: redefines a serving instance", seed)
+		if failed(guid) {
+			Expect(retiringAt[rd.Row.Key]).To(BeTrue(), "seed %d: a FAILED rollout starts a replacement", seed)
+		}
+	}
+	for _, v := range w.RequestStop {
+		Expect(v.Key.Presence).To(Equal(models.ActualLRP_RETIRING), "seed %d", seed)
+		Expect(byKey[v.Key].StopRequested).To(BeFalse(), "seed %d: told to stop twice", seed)
+	}
+	for _, ref := range w.DeleteDefinitions {
+		Expect(rolling[ref.ProcessGuid]).To(BeTrue(), "seed %d", seed)
+	}
+	written := map[string]bool{}
+	for _, rw := range w.Rollouts {
+		guid := rw.ProcessGuid
+		Expect(rolling[guid]).To(BeTrue(), "seed %d: rollout write for %s, which does not roll", seed, guid)
+		Expect(written[guid]).To(BeFalse(), "seed %d: two record writes for %s", seed, guid)
+		written[guid] = true
+		rec, hasRecord := records[guid]
+		Expect(rw.ExpectModificationIndex).To(Equal(rec.ModificationIndex), "seed %d", seed)
+		Expect(rw.ExpectActiveDefinitionID).To(Equal(desired[guid].ActiveDefinitionID), "seed %d", seed)
+		if rw.Delete {
+			Expect(desired).NotTo(HaveKey(guid), "seed %d: deletes the record of a desired LRP", seed)
+			Expect(definitions[guid]).To(BeZero(), "seed %d: deletes the record while definitions remain", seed)
+			continue
+		}
+		if rw.SetActiveDefinitionID != "" {
+			Expect(rec.State).To(Equal(models.RolloutStatus_PROGRESSING), "seed %d: reverts a rollout that is not progressing", seed)
+			Expect(rw.SetActiveDefinitionID).To(Equal(desired[guid].HealthyDefinitionID), "seed %d", seed)
+			Expect(rw.Record.State).To(Equal(models.RolloutStatus_REVERTED), "seed %d", seed)
+		}
+		if hasRecord && !rw.Settled && rw.SetActiveDefinitionID == "" && rw.SetHealthyDefinitionID == "" {
+			stored, next := rec, rw.Record
+			stored.ModificationIndex, next.ModificationIndex = 0, 0
+			Expect(next).NotTo(Equal(stored), "seed %d: record of %s written unchanged", seed, guid)
+		}
+	}
 }

@@ -60,6 +60,10 @@ var requiredScenarios = []string{
 	"rollout_complete_and_cleanup",
 	"rollout_settles",
 	"rollout_removed_lrp_cleaned_up",
+	"rollout_reverted_completes",
+	"rollout_failed_starts_nothing",
+	"rollout_retiring_rows_deleted",
+	"rollout_stale_record_completes",
 }
 
 func scenarioPaths() []string {

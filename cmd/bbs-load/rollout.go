@@ -96,12 +96,12 @@ type rolloutRun struct {
 	cells []*rolloutCell
 
 	target string // the new definition's id
-	// Per pass: compute + apply, snapshot, and writes planned.
-	planApply, snapshots latencies
-	mostWrites           int
-	boardTime, cellTime  time.Duration
-	passes, rounds       int
-	reports, removes     int
+	// Per pass: compute + apply, each alone, snapshot, and writes planned.
+	planApply, computes, applies, snapshots latencies
+	mostWrites                              int
+	boardTime, cellTime                     time.Duration
+	passes, rounds                          int
+	reports, removes                        int
 }
 
 func (r *rolloutRun) measure(ctx context.Context) error {
@@ -132,7 +132,8 @@ func (r *rolloutRun) measure(ctx context.Context) error {
 		}
 	}
 	whole := time.Since(began)
-	passes, boardTime := r.passes, r.boardTime
+	// As of completion: verify runs more rounds and passes.
+	passes, boardTime, rounds, cellTime := r.passes, r.boardTime, r.rounds, r.cellTime
 	step("every rollout COMPLETE after %d passes and %d cell rounds (%d reports, %d RETIRING rows removed)",
 		r.passes, r.rounds, r.reports, r.removes)
 	if err := r.verify(ctx); err != nil {
@@ -142,13 +143,14 @@ func (r *rolloutRun) measure(ctx context.Context) error {
 	conditions := fmt.Sprintf("%s, surge %s, unavailable %s, cells report healthy at once", l.describe(), r.cfg.surge, r.cfg.unavailable)
 	worst := r.planApply.percentile(1)
 	figure("rollout.pass", r.d.driver, conditions,
-		fmt.Sprintf("planner + apply p50 %s max %s per pass over %d passes, at most %d writes in one (snapshot p50 %s max %s)",
+		fmt.Sprintf("planner + apply p50 %s max %s per pass over %d passes, at most %d writes in one (planner p50 %s, apply p50 %s; snapshot p50 %s max %s)",
 			seconds(r.planApply.percentile(0.5)), seconds(worst), passes, r.mostWrites,
+			seconds(r.computes.percentile(0.5)), seconds(r.applies.percentile(0.5)),
 			seconds(r.snapshots.percentile(0.5)), seconds(r.snapshots.percentile(1))),
 		"max < 50ms", worst < 50*time.Millisecond)
 	figure("rollout.whole", r.d.driver, conditions,
 		fmt.Sprintf("%s from the update to every instance on the new definition, rollouts COMPLETE (updates %s, %d passes %s, %d cell rounds %s)",
-			seconds(whole), seconds(updated), passes, seconds(boardTime), r.rounds, seconds(r.cellTime)),
+			seconds(whole), seconds(updated), passes, seconds(boardTime), rounds, seconds(cellTime)),
 		"< 10s", whole < 10*time.Second)
 	return nil
 }
@@ -191,6 +193,8 @@ func (r *rolloutRun) pass(ctx context.Context) error {
 	r.passes++
 	r.boardTime += p.total()
 	r.planApply.add(p.compute + p.apply)
+	r.computes.add(p.compute)
+	r.applies.add(p.apply)
 	r.snapshots.add(p.snapshot)
 	r.mostWrites = max(r.mostWrites, p.writes())
 	if p.plan.Counts.Unplaced != 0 {
