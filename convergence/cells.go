@@ -37,6 +37,7 @@ type cellTable struct {
 	zone      []int32
 	class     []int32
 	free      []capacity
+	capacity  []capacity
 
 	zones []string
 	// classes are the distinct placement tag sets, each sorted and without
@@ -62,6 +63,7 @@ func newCellTable(rows []db.CellRow, now int64) *cellTable {
 		zone:      make([]int32, n),
 		class:     make([]int32, n),
 		free:      make([]capacity, n),
+		capacity:  make([]capacity, n),
 	}
 	zoneIndex := map[string]int32{}
 	classIndex := map[string]int32{}
@@ -71,10 +73,16 @@ func newCellTable(rows []db.CellRow, now int64) *cellTable {
 		t.present[i] = c.ExpiresAt > now
 		t.draining[i] = c.Draining
 		t.expiresAt[i] = c.ExpiresAt
-		t.free[i] = capacity{
+		t.capacity[i] = capacity{
 			memory: int64(c.Capacity.MemoryMB),
 			disk:   int64(c.Capacity.DiskMB),
 			slots:  int64(c.Capacity.Instances),
+		}
+		// What the snapshot's rows use is charged as they load (use).
+		t.free[i] = capacity{
+			memory: int64(c.Capacity.MemoryMB) - int64(c.UnreadUse.MemoryMB),
+			disk:   int64(c.Capacity.DiskMB) - int64(c.UnreadUse.DiskMB),
+			slots:  int64(c.Capacity.Instances) - int64(c.UnreadUse.Instances),
 		}
 		t.zone[i] = internIndex(zoneIndex, &t.zones, c.Zone)
 		tags := normalizeTags(c.PlacementTags)

@@ -29,12 +29,16 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 	p.placer = newPlacer(p.cells)
 	desired, instances := sortedDesired(snapshot.Desired)
 	ordinaryRows := p.loadRows(snapshot.Actual, desired)
+	p.findOverloaded(snapshot)
 	p.plan.Counts.Desired = instances
+	p.plan.Writes.PlacementEpoch = snapshot.PlacementEpoch
 	p.reserve(instances - ordinaryRows)
 	p.reconcileAll(desired)
 	p.cleanForgottenLRPs()
+	p.decideMoves()
 	p.placer.placeAll()
 	p.emitPlacements()
+	p.emitMoves()
 	p.countCells()
 	return p.plan
 }
@@ -61,6 +65,16 @@ type planner struct {
 	// row: registered ones by index, unregistered ones by id.
 	suspectCells        []bool
 	unknownSuspectCells map[string]bool
+
+	// overloaded marks, by cell index, the cells whose rows use more than
+	// their capacity (nil when none, or in a partial snapshot), and freed
+	// what this pass's writes take off each of them (moves.go).
+	overloaded []bool
+	freed      []capacity
+	// movable collects the current LRP's movable instances.
+	movable         []movable
+	zoneScratch     []int32
+	openZonesByTags map[string][]bool
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

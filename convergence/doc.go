@@ -26,7 +26,9 @@
 // then instead of waiting for its period.
 //
 // Within each group, writes come in process guid order, then index order;
-// deletions of extra instances of one LRP come highest index first.
+// deletions of extra instances of one LRP come highest index first; the
+// Retire and Create writes of moves (see "Moves") come last in their
+// groups.
 //
 // # Never acting on a stale view
 //
@@ -47,7 +49,8 @@
 // What the planner expects each write to do:
 //
 //   - Delete removes the row.
-//   - PromoteSuspect moves a SUSPECT row to ORDINARY; MarkSuspect moves an
+//   - Promote moves a SUSPECT or RETIRING row to ORDINARY (clearing
+//     stop_requested, which a promoted row never has); MarkSuspect moves an
 //     ORDINARY row to SUSPECT. Nothing else about the row changes.
 //   - Create inserts an UNCLAIMED ORDINARY row on the given definition,
 //     with the cell or the placement error placement chose, since = now.
@@ -65,8 +68,9 @@
 // Rows are taken LRP by LRP. An index i of a DesiredLRP with n instances
 // is wanted when 0 <= i < n. ORDINARY and SUSPECT rows take part as below,
 // EVACUATING rows as in "Evacuation", RETIRING rows as in "Rolling
-// updates": they are never counted as ORDINARY, but they use capacity on
-// their cells and count towards their LRP's spread.
+// updates": they are never counted as ORDINARY, and they use capacity on
+// their cells, but they are leaving, so they do not count towards their
+// LRP's spread.
 //
 // For each wanted index, with its ORDINARY row O and SUSPECT row S (either
 // may be absent):
@@ -154,17 +158,68 @@
 // A cell fits an instance when it is present and not draining, its
 // placement tags include all of the LRP's, and it has free memory, disk
 // and an instance slot for the instance: the resources of the row's own
-// definition, or of the active definition for a new row. Free capacity is the cell's capacity
-// minus the resources of every row that names it (any state, any
-// presence), minus what this pass has placed on it. Capacity freed by this
-// pass (deletions, restarts, unassignments) is not reused before the next
-// pass, so a write that loses its race can never overcommit a cell.
+// definition, or of the active definition for a new row. Free capacity is
+// the cell's capacity minus the resources of every row that names it (any
+// state, any presence, any LRP), minus what this pass has placed on it. A
+// pass for some LRPs (a targeted pass: a desire, an update, the rollout
+// tick) reads only their rows, and the snapshot's Cells[i].UnreadUse
+// carries what every other row uses, so that it decides as a full pass
+// would. Capacity freed by this pass (deletions, restarts,
+// unassignments) is not reused before the next pass, so a write that loses
+// its race can never overcommit a cell; and a plan places only while no
+// other plan has placed since its snapshot was read (the placement epoch,
+// db.ConvergenceWrites.PlacementEpoch), so two passes cannot both take the
+// last slot of a cell.
 //
 // Among the cells that fit, an instance goes to the one with the fewest
 // instances of its LRP in the cell's zone, then the fewest on the cell,
 // then the most free memory, then the lowest cell id. An LRP's instances
-// counted here are its rows on present cells that the pass keeps, plus
+// counted here are its rows on present cells that the pass keeps (not
+// RETIRING rows, which are leaving, nor rows on draining cells), plus
 // those the pass places.
+//
+// # Moves: overloaded cells and uneven zones
+//
+// moves.go moves a running instance to another cell start before stop: it
+// becomes its index's RETIRING row, still serving, and a new ORDINARY
+// instance of the same definition is created on the cell placement chose;
+// the rolling update rules then stop the old one once the new one is
+// ready. A move happens for one of two reasons, only for a settled LRP (no
+// RETIRING row, no row on an older definition), at most
+// max(max_surge, 1) of its instances per pass, and only when placement
+// finds a cell, after every other instance of the pass is placed:
+//
+//   - Overloaded cell (full passes only: a partial snapshot does not hold
+//     every row of a cell). A cell whose rows use more memory, disk or
+//     slots than its capacity — it came back smaller, or an older board
+//     overcommitted it — is relieved: its UNCLAIMED rows are placed again
+//     elsewhere, then its running instances move, idle before occupied,
+//     highest index first, until what stays fits. Rows the pass deletes or
+//     unassigns count as gone.
+//   - Uneven zones. When every wanted index runs, and two zones that can
+//     take the LRP (a present cell, not draining, with its tags) hold
+//     numbers of its instances two or more apart, an instance moves from
+//     the fullest zone (idle first, from the cell with most of them, then
+//     the highest index) to the zone placement picks, if that zone then
+//     holds fewer than the one left.
+//
+// Worked example of uneven zones, 6 instances after a drain of cell-a (z1)
+// and its return, all on cell-b (z2), max_surge 1:
+//
+//  1. z1 0, z2 6: spread 6 ≥ 2, so web/5 moves to cell-a: z1 1, z2 5 once
+//     its replacement is ready and it is told to stop.
+//  2. The next settled pass: z1 1, z2 5 → web/4 moves: 2 and 4.
+//  3. Then 3 and 3: spread 0, nothing moves. With max_surge 50% (3) the
+//     first pass starts all three moves at once.
+//  4. Were cell-a full, placement would find no cell in z1 and nothing
+//     would move: one apart is a promise only where capacity allows.
+//
+// Counting a RETIRING predecessor as leaving is what keeps rollouts from
+// unbalancing zones in the first place: with 3 + 3 instances and the
+// three victims of a surge of 3 all in z1, their replacements are placed
+// as if z1 held none of them, so all three go back to z1. Counted, they
+// would all go to z2, and a few rollouts later every instance would sit
+// there.
 //
 // Instances are placed in rounds: the first instance to place of every
 // LRP (in process guid order), then the second of every LRP, and so on.
@@ -250,6 +305,12 @@
 //   - When an ORDINARY successor has been RUNNING and routable for
 //     min_ready, RequestStop tells its RETIRING predecessor to go; the rep
 //     drains it (unroutable, grace, SIGTERM, SIGKILL) and removes the row.
+//   - A RETIRING row that runs the active definition again — a rollback,
+//     abort or auto-revert re-activated the definition it was being
+//     replaced from — and still serves, not told to stop, is promoted back
+//     to ORDINARY, and the index's ORDINARY row on the abandoned
+//     definition is deleted (its rep stops that instance): going back
+//     restarts only what runs the abandoned definition.
 //   - A RETIRING row is deleted when its LRP is gone (fresh domain) or its
 //     index no longer wanted: removal and scale-down stop at once; when its
 //     cell is not present; when it no longer runs; and when it was told to
@@ -292,7 +353,13 @@
 //     predecessors); with auto_revert and a healthy definition other than
 //     the active one, the healthy one is re-activated instead and the
 //     record turns REVERTED, which rolls back the same way and ends
-//     REVERTED with finished_at set (or FAILED, if it stalls too);
+//     REVERTED with finished_at set (or FAILED, if it stalls too). The
+//     pass that reverts starts and stops nothing of the LRP (no
+//     replacement, no crash restart, no placement): nothing of the failed
+//     definition starts, nothing of the healthy one stops; the next pass
+//     works from the healthy definition. A failure's reason quotes the
+//     last crash reasons of the failed definition's instances (up to
+//     three);
 //   - outdated rows without a record of the active definition: a new
 //     PROGRESSING record; a record of another definition while every
 //     index already runs the active one ready: COMPLETE on the active

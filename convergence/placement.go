@@ -1,6 +1,8 @@
 package convergence
 
 import (
+	"slices"
+
 	"github.com/corkboard/corkboard/db"
 )
 
@@ -30,16 +32,18 @@ const (
 	whyRestarted
 	whyDraining
 	whyRedefined
+	whyOverloaded
 )
 
 var placeReasons = [...]string{
-	whyNew:       "new instance",
-	whyUnplaced:  "unclaimed without a cell",
-	whyStale:     "placed again: the cell did not claim it in time",
-	whyLostCell:  "placed again: its cell is not present",
-	whyRestarted: "restarted after a crash",
-	whyDraining:  "placed again: its cell is draining",
-	whyRedefined: "moved to the active definition",
+	whyNew:        "new instance",
+	whyUnplaced:   "unclaimed without a cell",
+	whyStale:      "placed again: the cell did not claim it in time",
+	whyLostCell:   "placed again: its cell is not present",
+	whyRestarted:  "restarted after a crash",
+	whyDraining:   "placed again: its cell is draining",
+	whyRedefined:  "moved to the active definition",
+	whyOverloaded: "placed again: its cell is over capacity",
 }
 
 // request is one instance to place.
@@ -62,7 +66,8 @@ type request struct {
 	failure string
 }
 
-// lrpSpread is the placement state of one LRP that has instances to place.
+// lrpSpread is the placement state of one LRP that has instances to place
+// or to move.
 type lrpSpread struct {
 	tags []string
 	// stays[staysStart:staysEnd] are the present cells its kept rows use.
@@ -70,6 +75,12 @@ type lrpSpread struct {
 	elig                 *eligibility
 	// exhaustedFor is the need the exhausted flags of this LRP hold for.
 	exhaustedFor need
+	// movables[movablesStart:movablesEnd] are its instances that may move
+	// (moves.go), at most moveBudget of them this pass; uneven: its zones
+	// are more than one apart.
+	movablesStart, movablesEnd int
+	moveBudget                 int32
+	uneven                     bool
 }
 
 // runsOn is one cell an LRP runs on, in a list per (LRP, zone).
@@ -132,6 +143,13 @@ type placer struct {
 	staysStart   int
 	lrpRequests0 int
 
+	// movables are the instances of settled LRPs that may move, LRP by
+	// LRP; moves are the ones chosen, placed after every request.
+	movables      []movable
+	movablesStart int
+	pending       lrpSpread
+	moves         []move
+
 	setAside    []int32
 	spreadAside []spreadEntry
 	zoneOrder   []int32
@@ -141,10 +159,13 @@ func newPlacer(cells *cellTable) *placer {
 	return &placer{cells: cells}
 }
 
-// beginLRP starts collecting stays and requests for one desired LRP.
+// beginLRP starts collecting stays, requests and movables for one desired
+// LRP.
 func (pl *placer) beginLRP() {
 	pl.staysStart = len(pl.stays)
 	pl.lrpRequests0 = len(pl.requests)
+	pl.movablesStart = len(pl.movables)
+	pl.pending = lrpSpread{}
 }
 
 // keep notes that a row of the current LRP stays on its cell. Rows on a
@@ -162,26 +183,48 @@ func (pl *placer) add(r request) {
 	pl.requests = append(pl.requests, r)
 }
 
+// noteMovable records the current LRP's instances that may move, at most
+// budget of them; uneven: its zones are more than one apart.
+func (pl *placer) noteMovable(found []movable, uneven bool, budget int32) {
+	lrp := int32(len(pl.lrps))
+	for _, m := range found {
+		m.lrp = lrp
+		pl.movables = append(pl.movables, m)
+	}
+	pl.pending.uneven = uneven
+	pl.pending.moveBudget = budget
+}
+
 // endLRP keeps what placement needs to know of the LRP, if it queued
-// requests.
+// requests or may move instances.
 func (pl *placer) endLRP(d *db.DesiredSchedule) {
-	if len(pl.requests) == pl.lrpRequests0 {
+	if len(pl.requests) == pl.lrpRequests0 && len(pl.movables) == pl.movablesStart {
 		pl.stays = pl.stays[:pl.staysStart]
 		return
 	}
-	pl.lrps = append(pl.lrps, lrpSpread{
-		tags:         d.PlacementTags,
-		staysStart:   pl.staysStart,
-		staysEnd:     len(pl.stays),
-		exhaustedFor: need{memory: -1},
-	})
+	spread := pl.pending
+	spread.tags = d.PlacementTags
+	spread.staysStart, spread.staysEnd = pl.staysStart, len(pl.stays)
+	spread.movablesStart, spread.movablesEnd = pl.movablesStart, len(pl.movables)
+	spread.exhaustedFor = need{memory: -1}
+	pl.lrps = append(pl.lrps, spread)
+}
+
+// leave takes a chosen instance out of its LRP's spread: it is leaving.
+func (pl *placer) leave(m movable) {
+	spread := &pl.lrps[m.lrp]
+	stays := pl.stays[spread.staysStart:spread.staysEnd]
+	if i := slices.Index(stays, m.cell); i >= 0 {
+		stays[i] = stays[len(stays)-1]
+		spread.staysEnd--
+	}
 }
 
 // placeAll places every request: one instance of every LRP, then the
 // second of every LRP, and so on, so that when capacity runs short every
 // LRP gets its first instances before any gets its last.
 func (pl *placer) placeAll() {
-	if len(pl.requests) == 0 {
+	if len(pl.requests) == 0 && len(pl.moves) == 0 {
 		return
 	}
 	pl.buildHeaps()
@@ -207,6 +250,31 @@ func (pl *placer) placeAll() {
 	for _, i := range pl.roundOrder() {
 		pl.place(&pl.requests[i])
 	}
+	for i := range pl.moves {
+		pl.placeMove(&pl.moves[i])
+	}
+}
+
+// placeMove finds a cell for the replacement of a moving instance, with
+// the instance's own resources. A move off an overloaded cell takes any
+// other cell that fits; a rebalance only a cell in a zone that holds fewer
+// of the LRP's instances than the zone it leaves (not counting it).
+// Otherwise the instance stays.
+func (pl *placer) placeMove(mv *move) {
+	n := need{memory: mv.row.MemoryMB, disk: mv.row.DiskMB}
+	cell := pl.choose(mv.lrp, n, mv.movable.cell)
+	if cell == noCell || cell == mv.movable.cell {
+		return
+	}
+	if mv.why == moveToRebalance {
+		zones := len(pl.cells.zones)
+		counts := pl.zoneCounts[int(mv.lrp)*zones : int(mv.lrp+1)*zones]
+		if counts[pl.cells.zone[cell]] >= counts[pl.cells.zone[mv.movable.cell]] {
+			return
+		}
+	}
+	pl.assign(mv.lrp, cell, n)
+	mv.cell = cell
 }
 
 func (pl *placer) buildHeaps() {

@@ -18,6 +18,11 @@ type Plan struct {
 	Reasons Reasons
 	// Counts describe the snapshot as this pass found it.
 	Counts Counts
+	// Underway lists, in process guid order, the LRPs with instances being
+	// replaced or moved (a RETIRING row stays, or one was started, this
+	// pass): their next step waits on their instances, so the runner gives
+	// them a pass every RolloutInterval rather than at the next full pass.
+	Underway []string
 	// NextWake is the earliest moment at which something in the snapshot
 	// becomes due by the passing of time alone: a crash backoff ends or a
 	// placed instance turns stale. Zero when nothing is waiting. Cell
@@ -29,7 +34,7 @@ type Plan struct {
 // the groups of db.ConvergenceWrites.
 type Reasons struct {
 	Delete            []string
-	PromoteSuspect    []string
+	Promote           []string
 	MarkSuspect       []string
 	Retire            []string
 	RequestStop       []string

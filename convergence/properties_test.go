@@ -34,7 +34,7 @@ var _ = Describe("Plans for random states", func() {
 
 			again := convergence.Compute(after, now, cfg)
 			w := again.Writes
-			Expect(len(w.Delete)+len(w.PromoteSuspect)+len(w.MarkSuspect)+len(w.Create)+
+			Expect(len(w.Delete)+len(w.Promote)+len(w.MarkSuspect)+len(w.Create)+
 				len(w.Restart)+len(w.Unassign)).To(BeZero(),
 				"seed %d: a second pass at the same time still has work: %v", seed, again.Reasons)
 
@@ -167,7 +167,7 @@ func applyPlan(s *db.Snapshot, plan *convergence.Plan, now time.Time) (*db.Snaps
 	for _, group := range []struct {
 		versions []db.RowVersion
 		to       models.ActualLRP_Presence
-	}{{w.PromoteSuspect, ordinary}, {w.MarkSuspect, suspect}} {
+	}{{w.Promote, ordinary}, {w.MarkSuspect, suspect}} {
 		for _, v := range group.versions {
 			r, err := at(v)
 			if err == nil {

@@ -51,6 +51,7 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 
 	instances := max(d.Instances, 0)
 	p.placer.beginLRP()
+	p.movable = p.movable[:0]
 	first := 0 // rows before first have a negative index
 	for first < len(rows) && rows[first].Index < 0 {
 		first++
@@ -81,6 +82,19 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 		var stands *row
 		if ro != nil {
 			slot := &slots[index]
+			if ro.reverting {
+				// Everything waits for the healthy definition to be
+				// active: the next pass rolls back from there.
+				p.keepAsIs(ord)
+				continue
+			}
+			if ro.promoted[index] {
+				p.placer.keep(slot.ord.cell)
+				if evac != nil {
+					p.reconcileEvacuating(evac, slot.ord)
+				}
+				continue
+			}
 			if slot.ret != nil && ro.stopping[index] {
 				p.requestStop(slot.ret, "its replacement has been running and routable for min_ready")
 			}
@@ -94,6 +108,8 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 		stands = p.reconcileIndex(d, index, ord, sus)
 		if evac != nil {
 			p.reconcileEvacuating(evac, stands)
+		} else if stands == ord && sus == nil && ord != nil && p.isMovable(ord) {
+			p.movable = append(p.movable, movable{row: ord.ActualRow, cell: ord.cell})
 		}
 	}
 	// What is left has an index of instances or more: extra, retired from
@@ -108,9 +124,21 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 			p.retire(&rows[j], d)
 		}
 	}
+	p.considerMoves(d, ro, rows, p.movable, instances)
 	p.placer.endLRP(d)
 	if ro != nil {
 		p.finishRollout(ro, instances, rows)
+		if ro.retiringKept > 0 || ro.step.InFlight > 0 || len(ro.stopping) > 0 || len(ro.promoted) > 0 {
+			p.plan.Underway = append(p.plan.Underway, d.ProcessGuid)
+		}
+	}
+}
+
+// keepAsIs leaves the ORDINARY row r (if any) as it is for this pass, its
+// place in the spread kept.
+func (p *planner) keepAsIs(r *row) {
+	if r != nil && p.cells.isPresent(r.cell) {
+		p.placer.keep(r.cell)
 	}
 }
 
@@ -291,6 +319,9 @@ func (p *planner) reconcileUnclaimed(r *row, present bool) {
 	case p.cells.isDraining(r.cell):
 		p.unassign(r, "placed, but cell "+r.CellID+" is draining")
 		p.requestPlace(r, whyDraining, true, noCell)
+	case p.isOverloaded(r.cell):
+		p.unassign(r, "placed, but cell "+r.CellID+" is over capacity")
+		p.requestPlace(r, whyOverloaded, true, r.cell)
 	case p.now-r.Since >= int64(p.cfg.StaleUnclaimed):
 		p.unassign(r, fmt.Sprintf("cell %s did not claim it within %s", r.CellID, p.cfg.StaleUnclaimed))
 		p.requestPlace(r, whyStale, true, r.cell)
@@ -344,13 +375,14 @@ func versionAfterWrite(r *db.ActualRow) db.RowVersion {
 }
 
 func (p *planner) delete(r *row, why string) {
+	p.leaves(r)
 	p.plan.Writes.Delete = append(p.plan.Writes.Delete, version(r.ActualRow))
 	p.plan.Reasons.Delete = append(p.plan.Reasons.Delete, why)
 }
 
 func (p *planner) promote(r *row, why string) {
-	p.plan.Writes.PromoteSuspect = append(p.plan.Writes.PromoteSuspect, version(r.ActualRow))
-	p.plan.Reasons.PromoteSuspect = append(p.plan.Reasons.PromoteSuspect, why)
+	p.plan.Writes.Promote = append(p.plan.Writes.Promote, version(r.ActualRow))
+	p.plan.Reasons.Promote = append(p.plan.Reasons.Promote, why)
 }
 
 func (p *planner) markSuspect(r *row, why string) {
@@ -359,6 +391,7 @@ func (p *planner) markSuspect(r *row, why string) {
 }
 
 func (p *planner) unassign(r *row, why string) {
+	p.leaves(r)
 	p.plan.Writes.Unassign = append(p.plan.Writes.Unassign, version(r.ActualRow))
 	p.plan.Reasons.Unassign = append(p.plan.Reasons.Unassign, why)
 }

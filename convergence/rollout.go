@@ -3,6 +3,8 @@ package convergence
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/corkboard/corkboard/db"
@@ -25,6 +27,13 @@ type rolloutLRP struct {
 	started  map[int32]Replacement
 	stopping map[int32]bool
 	step     RolloutStep
+	// promoted are the indices whose RETIRING instance runs the active
+	// definition again and becomes their ORDINARY one (see promoteBack).
+	promoted map[int32]bool
+	// reverting: this pass fails the rollout and re-activates the healthy
+	// definition; it starts and stops nothing, so that nothing of the
+	// failed definition starts and nothing of the healthy one stops.
+	reverting bool
 	// Counted over the wanted indices.
 	updated  int32
 	outdated int32
@@ -32,10 +41,53 @@ type rolloutLRP struct {
 	// were not told to stop (before or in this pass).
 	retiringKept int32
 	// crashed counts the instances on the active definition that are
-	// CRASHED, and crashes their crash counts, for the reason of a failed
-	// rollout.
-	crashed int32
-	crashes int32
+	// CRASHED now, crashes the crash counts of all its instances, and
+	// crashReasons holds the first few distinct reasons of their last
+	// crashes (index order), for the reason of a failed rollout.
+	crashed      int32
+	crashes      int32
+	crashReasons []string
+}
+
+// maxCrashReasons bounds the crash reasons a failed rollout's reason
+// quotes, and maxCrashReasonBytes each one.
+const (
+	maxCrashReasons     = 3
+	maxCrashReasonBytes = 200
+)
+
+// noteCrash keeps the crash reason of an instance on the active
+// definition, unless it is known already or enough are.
+func (ro *rolloutLRP) noteCrash(reason string) {
+	if reason == "" || len(ro.crashReasons) == maxCrashReasons || slices.Contains(ro.crashReasons, reason) {
+		return
+	}
+	ro.crashReasons = append(ro.crashReasons, reason)
+}
+
+// describeCrashes says how the active definition's instances crashed,
+// e.g. ` (1 crashed, 2 crashes in all; last crash: "exited with code 3")`,
+// or "" when none did.
+func (ro *rolloutLRP) describeCrashes() string {
+	if ro.crashes == 0 {
+		return ""
+	}
+	text := fmt.Sprintf(" (%d crashed, %d crashes in all", ro.crashed, ro.crashes)
+	if len(ro.crashReasons) > 0 {
+		quoted := make([]string, len(ro.crashReasons))
+		for i, reason := range ro.crashReasons {
+			if len(reason) > maxCrashReasonBytes {
+				reason = strings.ToValidUTF8(reason[:maxCrashReasonBytes], "") + "…"
+			}
+			quoted[i] = strconv.Quote(reason)
+		}
+		label := "last crash"
+		if len(quoted) > 1 {
+			label = "last crashes"
+		}
+		text += "; " + label + ": " + strings.Join(quoted, ", ")
+	}
+	return text + ")"
 }
 
 // needsRollout reports whether an LRP takes part in rolling updates this
@@ -63,12 +115,14 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	d, s := ro.d, ro.strategy
 	ro.started = map[int32]Replacement{}
 	ro.stopping = map[int32]bool{}
+	ro.promoted = map[int32]bool{}
 	indices := make([]RolloutIndex, 0, len(slots))
 	for i := range slots {
 		slot := &slots[i]
 		if slot.ret != nil && p.retiringGone(slot.ret, slot.ord) {
 			slot.ret = nil
 		}
+		p.promoteBack(ro, slot)
 		x := RolloutIndex{Index: slot.index, Current: true}
 		if o := slot.ord; o != nil {
 			x.Current = o.DefinitionID == d.ActiveDefinitionID
@@ -81,7 +135,10 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 			}
 			if x.Current && o.State == crashed {
 				ro.crashed++
+			}
+			if x.Current && o.CrashCount > 0 {
 				ro.crashes += o.CrashCount
+				ro.noteCrash(o.CrashReason)
 			}
 		}
 		if slot.sus != nil {
@@ -103,6 +160,9 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		// A failed rollout starts nothing new until an operator acts; the
 		// replacements already ready still retire their predecessors.
 		s.MaxSurge, s.MaxUnavailable = 0, 0
+	}
+	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
+		return
 	}
 	ro.step = PlanRolloutStep(indices, s, time.Unix(0, p.now))
 	for _, start := range ro.step.Start {
@@ -129,6 +189,45 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	}
 }
 
+// promoteBack keeps a RETIRING instance that runs the active definition
+// again — a rollback, an abort or an auto-revert re-activated the
+// definition it was being replaced from — when its index's ORDINARY
+// instance runs another one: the ORDINARY row is deleted (its rep stops
+// that instance) and the RETIRING one becomes the index's ORDINARY row.
+// Only an instance that still serves and was not told to stop comes back;
+// one that is draining stays on its way out, and its index rolls back the
+// usual way. So going back restarts only what runs the abandoned
+// definition.
+func (p *planner) promoteBack(ro *rolloutLRP, slot *indexRows) {
+	r, o, active := slot.ret, slot.ord, ro.d.ActiveDefinitionID
+	if r == nil || o == nil || slot.sus != nil || r.DefinitionID != active || o.DefinitionID == active ||
+		r.State != running || !r.Routable || r.StopRequested {
+		return
+	}
+	p.delete(o, fmt.Sprintf("%s is active again and the index's retiring instance runs it: that one is kept instead", active))
+	p.promote(r, fmt.Sprintf("runs %s, which is active again: the index's instance once more", active))
+	slot.ord, slot.ret = r, nil
+	ro.promoted[slot.index] = true
+}
+
+// revertsNow reports whether this pass fails the LRP's rollout at its
+// progress deadline and, with auto_revert, re-activates the healthy
+// definition (finishRollout writes it). It is decided before the step so
+// that the pass starts nothing of the definition that failed.
+func (p *planner) revertsNow(ro *rolloutLRP, instances int32) bool {
+	rec, d := ro.record, ro.d
+	switch {
+	case rec == nil || rec.State != models.RolloutStatus_PROGRESSING || rec.DefinitionID != d.ActiveDefinitionID:
+		return false
+	case ro.outdated == 0 && ro.updated == instances, ro.updated > rec.UpdatedInstances:
+		return false // done, or progress
+	case p.now-rec.ProgressAt < int64(ro.strategy.ProgressDeadline):
+		return false
+	}
+	healthy := d.HealthyDefinitionID
+	return ro.strategy.AutoRevert && healthy != "" && healthy != d.ActiveDefinitionID
+}
+
 // retiringGone deletes the RETIRING row r of a wanted index, and reports
 // true, when nothing should keep it: its cell is not present (nobody is
 // left to stop it), it no longer runs, or it was told to stop longer than
@@ -144,7 +243,10 @@ func (p *planner) retiringGone(r, successor *row) bool {
 		p.delete(r, fmt.Sprintf("told to stop %s ago, over the evacuation grace of %s; the rep should have removed it",
 			time.Duration(p.now-r.Since).Round(time.Second), p.cfg.EvacuationGrace))
 	default:
-		p.placer.keep(r.cell)
+		// The row keeps its room on its cell (every row does), but not
+		// its place in the LRP's spread: it is leaving, and its successor
+		// is placed as if it were gone already. Counted, it would push
+		// successors into other zones, rollout after rollout.
 		if r.StopRequested {
 			p.wakeAt(r.Since + int64(p.cfg.EvacuationGrace))
 		}
@@ -167,7 +269,6 @@ func (p *planner) startReplacement(ro *rolloutLRP, ord, ret *row) bool {
 	move := fmt.Sprintf("rolling from %s to %s", ord.DefinitionID, d.ActiveDefinitionID)
 	if ord.State == running && ord.Routable && p.cells.isPresent(ord.cell) {
 		p.retireOutdated(ord, start.StopOld, move)
-		p.placer.keep(ord.cell)
 		p.create(d, ord.Index, "replaces a retiring instance: "+move)
 		return true
 	}
@@ -194,6 +295,7 @@ func (p *planner) retireOutdated(r *row, stop bool, why string) {
 }
 
 func (p *planner) redefine(r *row, d *db.DesiredSchedule, move string) {
+	p.leaves(r)
 	p.plan.Writes.Redefine = append(p.plan.Writes.Redefine, db.Redefinition{Row: version(r.ActualRow), DefinitionID: d.ActiveDefinitionID})
 	p.plan.Reasons.Redefine = append(p.plan.Reasons.Redefine, move+"; it serves nothing ("+r.State.String()+"), so it is replaced in place")
 }
@@ -279,11 +381,9 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			next.ProgressAt = p.now
 		case p.now-rec.ProgressAt >= int64(deadline):
 			failure := fmt.Sprintf("no index completed within %s: %d of %d run %s", deadline, ro.updated, instances, d.ActiveDefinitionID)
-			if ro.crashed > 0 {
-				failure += fmt.Sprintf(" (%d crashed, %d crashes in all)", ro.crashed, ro.crashes)
-			}
+			failure += ro.describeCrashes()
 			healthy := d.HealthyDefinitionID
-			if rec.State == models.RolloutStatus_PROGRESSING && ro.strategy.AutoRevert && healthy != "" && healthy != d.ActiveDefinitionID {
+			if ro.reverting {
 				next = db.RolloutRow{
 					ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
 					Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),

@@ -420,6 +420,7 @@ func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Ti
 			continue
 		}
 		if rw.SetActiveDefinitionID != "" {
+			checkRevertStartsNothing(plan, guid, seed)
 			Expect(rec.State).To(Equal(models.RolloutStatus_PROGRESSING), "seed %d: reverts a rollout that is not progressing", seed)
 			Expect(rw.SetActiveDefinitionID).To(Equal(desired[guid].HealthyDefinitionID), "seed %d", seed)
 			Expect(rw.Record.State).To(Equal(models.RolloutStatus_REVERTED), "seed %d", seed)
@@ -429,5 +430,30 @@ func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Ti
 			stored.ModificationIndex, next.ModificationIndex = 0, 0
 			Expect(next).NotTo(Equal(stored), "seed %d: record of %s written unchanged", seed, guid)
 		}
+	}
+}
+
+// checkRevertStartsNothing: the pass that reverts an LRP's rollout starts
+// no instance of it (nothing of the definition that failed) and stops
+// none (nothing of the healthy one it goes back to).
+func checkRevertStartsNothing(plan *convergence.Plan, guid string, seed uint64) {
+	w := plan.Writes
+	for _, c := range w.Create {
+		Expect(c.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass creates %s/%d", seed, guid, c.Index)
+	}
+	for _, v := range w.Restart {
+		Expect(v.Key.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass restarts %+v", seed, v.Key)
+	}
+	for _, p := range w.Place {
+		Expect(p.Row.Key.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass places %+v", seed, p.Row.Key)
+	}
+	for _, rd := range w.Redefine {
+		Expect(rd.Row.Key.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass redefines %+v", seed, rd.Row.Key)
+	}
+	for _, rt := range w.Retire {
+		Expect(rt.Row.Key.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass retires %+v", seed, rt.Row.Key)
+	}
+	for _, v := range w.RequestStop {
+		Expect(v.Key.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass stops %+v", seed, v.Key)
 	}
 }

@@ -90,8 +90,9 @@ type Runner struct {
 	triggered chan struct{}
 
 	// rolling are the LRPs whose rollout the last pass that covered them
-	// found under way (see rolloutUnderway); only the converging goroutine
-	// touches it.
+	// found under way (see rolloutUnderway), or whose instances it found
+	// being replaced or moved (Plan.Underway); only the converging
+	// goroutine touches it.
 	rolling map[string]struct{}
 }
 
@@ -282,6 +283,9 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 	r.noteRollouts(guids, snapshot)
 	loaded := time.Now()
 	plan := Compute(snapshot, r.cfg.Now(), r.cfg.Planner)
+	for _, guid := range plan.Underway {
+		r.rolling[guid] = struct{}{}
+	}
 	computed := time.Now()
 
 	result := &db.ConvergenceResult{}
@@ -392,7 +396,7 @@ func logReasons(logger lager.Logger, plan *Plan) {
 		}
 	}
 	log("delete", plan.Reasons.Delete)
-	log("promote-suspect", plan.Reasons.PromoteSuspect)
+	log("promote", plan.Reasons.Promote)
 	log("mark-suspect", plan.Reasons.MarkSuspect)
 	log("create", plan.Reasons.Create)
 	log("restart", plan.Reasons.Restart)
@@ -421,7 +425,7 @@ func countsData(c *Counts) map[string]int {
 func writeCounts(w *db.ConvergenceWrites) map[string]int {
 	return map[string]int{
 		"delete":             len(w.Delete),
-		"promote_suspect":    len(w.PromoteSuspect),
+		"promote":            len(w.Promote),
 		"mark_suspect":       len(w.MarkSuspect),
 		"retire":             len(w.Retire),
 		"request_stop":       len(w.RequestStop),

@@ -72,6 +72,9 @@ func (s *scenario) parseLine(fields []string, desired map[string]db.DesiredSched
 	case "fresh":
 		s.snapshot.FreshDomains = append(s.snapshot.FreshDomains, fields[1:]...)
 		return nil
+	case "partial":
+		s.snapshot.Partial = true
+		return nil
 	case "config":
 		return s.parseConfig(fields[1:])
 	}
@@ -94,7 +97,7 @@ func (s *scenario) parseLine(fields []string, desired map[string]db.DesiredSched
 	case "definition":
 		return s.parseDefinition(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, cell, desired, actual, rollout or definition)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout or definition)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -124,6 +127,11 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 		PlacementTags: a.list("tags"),
 		ExpiresAt:     s.now.Add(a.duration("expires", 30*time.Second)).UnixNano(),
 		Draining:      a.bool("draining", false),
+		UnreadUse: db.Resources{
+			MemoryMB:  a.int32("unread_memory", 0),
+			DiskMB:    a.int32("unread_disk", 0),
+			Instances: a.int32("unread_instances", 0),
+		},
 	})
 	return a.done()
 }
@@ -190,6 +198,7 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 		CrashCount:        a.int32("crashes", 0),
 		Since:             s.now.Add(a.duration("since", 0)).UnixNano(),
 		PlacementError:    a.string("error", ""),
+		CrashReason:       a.string("crash_reason", ""),
 		Routable:          a.bool("routable", state == int32(models.ActualLRP_RUNNING)),
 		Occupied:          a.bool("occupied", false),
 		StopRequested:     a.bool("stop", false),

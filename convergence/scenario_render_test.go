@@ -20,8 +20,8 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	for i, v := range w.Delete {
 		fmt.Fprintf(&b, "delete %s  # %s\n", renderVersion(v), why.Delete[i])
 	}
-	for i, v := range w.PromoteSuspect {
-		fmt.Fprintf(&b, "promote %s  # %s\n", renderVersion(v), why.PromoteSuspect[i])
+	for i, v := range w.Promote {
+		fmt.Fprintf(&b, "promote %s  # %s\n", renderVersion(v), why.Promote[i])
 	}
 	for i, v := range w.MarkSuspect {
 		fmt.Fprintf(&b, "suspect %s  # %s\n", renderVersion(v), why.MarkSuspect[i])

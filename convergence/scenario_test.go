@@ -64,6 +64,18 @@ var requiredScenarios = []string{
 	"rollout_failed_starts_nothing",
 	"rollout_retiring_rows_deleted",
 	"rollout_stale_record_completes",
+	// Placement and rollout correctness (issue 10).
+	"targeted_pass_counts_other_lrps",
+	"targeted_pass_memory_of_other_lrps",
+	"overloaded_cell_moves_extra_instances",
+	"overloaded_cell_nowhere_to_go",
+	"overloaded_cell_partial_pass_waits",
+	"rebalance_after_drain_and_return",
+	"rebalance_surge_moves_several",
+	"rebalance_waits_for_moves_in_flight",
+	"rebalance_needs_room",
+	"rollout_replacements_keep_zones",
+	"rollout_reverted_keeps_retiring",
 }
 
 func scenarioPaths() []string {
@@ -121,6 +133,7 @@ func shuffleSnapshot(s *db.Snapshot, seed uint64) *db.Snapshot {
 		Actual:       append([]db.ActualRow(nil), s.Actual...),
 		Cells:        append([]db.CellRow(nil), s.Cells...),
 		FreshDomains: append([]string(nil), s.FreshDomains...),
+		Partial:      s.Partial,
 		Rollouts:     append([]db.RolloutRow(nil), s.Rollouts...),
 		Definitions:  append([]db.DefinitionRow(nil), s.Definitions...),
 	}

@@ -12,7 +12,10 @@ import (
 type ConvergenceDB interface {
 	// ConvergenceSnapshot loads the state for the given LRPs (all when
 	// processGuids is empty). Cells and their usage are always complete,
-	// since placement needs every cell's free capacity.
+	// since placement needs every cell's free capacity: a snapshot of some
+	// LRPs lists every cell, and each cell's UnreadUse carries what the
+	// rows of the other LRPs use on it, read in the same transaction as
+	// the rows it holds.
 	ConvergenceSnapshot(ctx context.Context, processGuids []string) (*Snapshot, error)
 	// ApplyConvergence performs the writes, in batched transactions. Every
 	// write is conditional on the row still having the modification index
@@ -22,11 +25,22 @@ type ConvergenceDB interface {
 }
 
 // Snapshot is the board's state as convergence reads it.
+//
+// What a cell has in use is its UnreadUse plus the resources of the
+// snapshot's rows that name it (any state, any presence): every row of
+// the database that names the cell, counted once.
 type Snapshot struct {
 	Desired      []DesiredSchedule
 	Actual       []ActualRow
 	Cells        []CellRow
 	FreshDomains []string
+	// Partial: only some LRPs were read (a targeted pass). Decisions that
+	// need every row of a cell wait for a full snapshot.
+	Partial bool
+	// PlacementEpoch counts the applied writes that placed instances, read
+	// before anything else: a plan from this snapshot places only while it
+	// is unchanged (ConvergenceWrites.PlacementEpoch).
+	PlacementEpoch int64
 	// Rollouts are the rollout records of the LRPs read that are not
 	// settled (a rollout under way, failed, or definitions waiting for
 	// cleanup), desired or not, in process guid order.
@@ -97,6 +111,8 @@ type ActualRow struct {
 	CellID       string
 	DefinitionID string
 	CrashCount   int32
+	// CrashReason is the reason of the row's last crash, if any.
+	CrashReason string
 	// Since is the Unix nanosecond time of the last state change.
 	Since          int64
 	PlacementError string
@@ -127,6 +143,10 @@ type CellRow struct {
 	ExpiresAt int64
 	// Draining: placement puts nothing new on the cell; it stays present.
 	Draining bool
+	// UnreadUse is what the rows that the snapshot does not hold use on
+	// the cell: zero in a full snapshot, the other LRPs' rows in a
+	// partial one.
+	UnreadUse Resources
 }
 
 // Resources is memory, disk and an instance count.
@@ -145,7 +165,7 @@ type RowVersion struct {
 }
 
 // ConvergenceWrites is a plan in terms of rows. ApplyConvergence performs
-// them in this order: Delete, PromoteSuspect, MarkSuspect, Retire,
+// them in this order: Delete, Promote, MarkSuspect, Retire,
 // RequestStop, Create, Restart, Redefine, Unassign, Place,
 // PlacementFailed, Rollouts, DeleteDefinitions — so that a row's key is
 // free before another row takes it, and a definition is deleted only after
@@ -154,8 +174,10 @@ type ConvergenceWrites struct {
 	// Delete removes rows: extra or undesired instances (retired), suspects
 	// whose replacement runs, replacements of a suspect that came back.
 	Delete []RowVersion
-	// PromoteSuspect turns a SUSPECT row back into the ORDINARY one.
-	PromoteSuspect []RowVersion
+	// Promote turns a SUSPECT row (its cell came back) or a RETIRING one
+	// (running the definition that is active again, not told to stop) back
+	// into the index's ORDINARY row; the ORDINARY key must be free.
+	Promote []RowVersion
 	// MarkSuspect turns an ORDINARY row on an expired cell into SUSPECT.
 	MarkSuspect []RowVersion
 	// Retire turns a RUNNING ORDINARY row on an outdated definition into
@@ -193,11 +215,20 @@ type ConvergenceWrites struct {
 	// LRP's active or healthy definition or any actual LRP row references
 	// it.
 	DeleteDefinitions []DefinitionRef
+
+	// PlacementEpoch is the snapshot's: the writes that give rows a cell
+	// (Create with a cell, Place) apply only while the store's epoch still
+	// has this value, and each transaction of them moves it on by one.
+	// Once another writer has placed since the snapshot was read, a Place
+	// is skipped and a Create inserts its row without a cell, for the next
+	// pass to place: free capacity the plan counted on may be gone. Zero
+	// skips the check, for callers that place by hand.
+	PlacementEpoch int64
 }
 
 // Empty reports whether there is nothing to write.
 func (w *ConvergenceWrites) Empty() bool {
-	return len(w.Delete)+len(w.PromoteSuspect)+len(w.MarkSuspect)+len(w.Retire)+len(w.RequestStop)+
+	return len(w.Delete)+len(w.Promote)+len(w.MarkSuspect)+len(w.Retire)+len(w.RequestStop)+
 		len(w.Create)+len(w.Restart)+len(w.Redefine)+len(w.Unassign)+len(w.Place)+len(w.PlacementFailed)+
 		len(w.Rollouts)+len(w.DeleteDefinitions) == 0
 }

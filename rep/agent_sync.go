@@ -49,6 +49,9 @@ func (a *Agent) reconcileRows(rows []*models.ActualLRP, began time.Time) {
 		if inst.stopping || a.inCall[inst.guid] || !inst.settledAt.Before(began) {
 			continue
 		}
+		if a.promotedBack(byKey, inst) {
+			continue
+		}
 		if row := a.retiringRowOf(byKey, inst); row != nil {
 			a.retire(inst, row)
 			continue
@@ -113,6 +116,25 @@ func (a *Agent) retiringRowOf(byKey map[rowKey]*models.ActualLRP, inst *agentIns
 		return nil
 	}
 	return row
+}
+
+// promotedBack follows the board when it made inst, a RETIRING instance,
+// its index's ORDINARY instance again (its definition is active once
+// more): it keeps running as ORDINARY. It reports whether that happened.
+// a.mu is held.
+func (a *Agent) promotedBack(byKey map[rowKey]*models.ActualLRP, inst *agentInstance) bool {
+	if inst.presence != models.ActualLRP_RETIRING {
+		return false
+	}
+	row := byKey[rowKey{inst.key.processGuid, inst.key.index, models.ActualLRP_ORDINARY}]
+	if !row.BelongsTo(inst.guid, a.cellID) ||
+		(row.GetState() != models.ActualLRP_CLAIMED && row.GetState() != models.ActualLRP_RUNNING) {
+		return false
+	}
+	inst.presence = models.ActualLRP_ORDINARY
+	inst.settledAt = time.Now()
+	inst.logger.Info("promoted-back", lager.Data{"definition_id": row.GetDefinitionId()})
+	return true
 }
 
 // retire follows the board's RETIRING row of inst: the instance keeps

@@ -44,14 +44,14 @@ func convergeOnce(ctx context.Context, s db.DB) (pass, error) {
 }
 
 func writeCount(w *db.ConvergenceWrites) int {
-	return len(w.Delete) + len(w.PromoteSuspect) + len(w.MarkSuspect) + len(w.Retire) + len(w.RequestStop) +
+	return len(w.Delete) + len(w.Promote) + len(w.MarkSuspect) + len(w.Retire) + len(w.RequestStop) +
 		len(w.Create) + len(w.Restart) + len(w.Redefine) + len(w.Unassign) + len(w.Place) + len(w.PlacementFailed) +
 		len(w.Rollouts) + len(w.DeleteDefinitions)
 }
 
 func describeWrites(w *db.ConvergenceWrites) string {
 	out := fmt.Sprintf("%d deletes, %d promotions, %d suspects, %d creates, %d restarts, %d unassigns, %d places, %d placement failures",
-		len(w.Delete), len(w.PromoteSuspect), len(w.MarkSuspect), len(w.Create),
+		len(w.Delete), len(w.Promote), len(w.MarkSuspect), len(w.Create),
 		len(w.Restart), len(w.Unassign), len(w.Place), len(w.PlacementFailed))
 	// The rollout groups, only when there are any: the other scenarios
 	// never have them.

@@ -37,6 +37,9 @@ import (
 //     reported RETIRING instance matches its RETIRING row. Either comes
 //     back in Stop once the row has stop_requested: its replacement is
 //     ready, and the rep drains it;
+//   - a reported RETIRING instance that is the cell's ORDINARY row of its
+//     index (its definition is active again and convergence promoted it
+//     back) matches that row, and keeps running;
 //   - otherwise — no row, a row of another instance or cell, a CRASHED
 //     row, another definition — the instance comes back in Stop.
 //
@@ -165,10 +168,7 @@ func reconcileReport(cellID string, instances []*models.ReportedInstance, rows m
 		key := reportedKey(r)
 		row := rows[key]
 		if !reportMatches(row, r, cellID) {
-			row = heldAsSuspect(rows, r, cellID)
-		}
-		if row == nil {
-			row = heldAsRetiring(rows, r, cellID)
+			row = heldUnderAnotherPresence(rows, r, cellID)
 		}
 		if row != nil && r.Presence == models.ActualLRP_EVACUATING && !replacementPending(rows, key) {
 			row = nil
@@ -225,38 +225,35 @@ func reportMatches(row *models.ActualLRP, r *models.ReportedInstance, cellID str
 	return false
 }
 
-// heldAsSuspect is the cell's SUSPECT row that the reported ORDINARY
-// instance r is, or nil. A cell whose presence lapsed still believes its
-// instances ORDINARY; reportRows read its SUSPECT rows with the rest of
-// the cell's rows.
-func heldAsSuspect(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
-	if r.Presence != models.ActualLRP_ORDINARY {
-		return nil
+// heldUnderAnotherPresence is the cell's row of r's index that the
+// reported instance r is under a presence the rep has not seen yet, or
+// nil:
+//
+//   - reported ORDINARY, held SUSPECT: the cell's presence lapsed and it is
+//     back (reportRows read its SUSPECT rows with the rest of the cell's
+//     rows);
+//   - reported ORDINARY, held RETIRING: a rolling update or a move is
+//     replacing it; it keeps running (and serving) until the board asks
+//     it to stop;
+//   - reported RETIRING, held ORDINARY: its definition is active again and
+//     convergence promoted it back.
+func heldUnderAnotherPresence(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
+	var presences []models.ActualLRP_Presence
+	switch r.Presence {
+	case models.ActualLRP_ORDINARY:
+		presences = []models.ActualLRP_Presence{models.ActualLRP_SUSPECT, models.ActualLRP_RETIRING}
+	case models.ActualLRP_RETIRING:
+		presences = []models.ActualLRP_Presence{models.ActualLRP_ORDINARY}
 	}
-	key := reportedKey(r)
-	key.Presence = models.ActualLRP_SUSPECT
-	row := rows[key]
-	if row == nil || !row.BelongsTo(r.InstanceGuid, cellID) || !reportMatches(row, r, cellID) {
-		return nil
+	for _, presence := range presences {
+		key := reportedKey(r)
+		key.Presence = presence
+		row := rows[key]
+		if row != nil && row.BelongsTo(r.InstanceGuid, cellID) && reportMatches(row, r, cellID) {
+			return row
+		}
 	}
-	return row
-}
-
-// heldAsRetiring is the cell's RETIRING row that the reported ORDINARY
-// instance r is, or nil: a rolling update turned its ORDINARY row into
-// the RETIRING one, and the rep has not noticed yet. It keeps running
-// (and serving) until the board asks it to stop.
-func heldAsRetiring(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
-	if r.Presence != models.ActualLRP_ORDINARY {
-		return nil
-	}
-	key := reportedKey(r)
-	key.Presence = models.ActualLRP_RETIRING
-	row := rows[key]
-	if row == nil || !row.BelongsTo(r.InstanceGuid, cellID) || !reportMatches(row, r, cellID) {
-		return nil
-	}
-	return row
+	return nil
 }
 
 // replacementPending reports whether the index of the EVACUATING row key

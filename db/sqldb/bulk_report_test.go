@@ -231,6 +231,35 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		Expect(retiringRow().StopRequested).To(BeTrue(), "the rep removes it once drained")
 	})
 
+	It("keeps an instance promoted back from RETIRING that its rep still reports as RETIRING", func() {
+		find := func(presence models.ActualLRP_Presence) *models.ActualLRP {
+			GinkgoHelper()
+			for _, lrp := range b.instances("web") {
+				if lrp.Index == 1 && lrp.Presence == presence {
+					return lrp
+				}
+			}
+			return nil
+		}
+		running := run("web", 1, "ig-1", "cell-1", true)
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(running)}}})
+		Expect(err).NotTo(HaveOccurred())
+		retired := find(models.ActualLRP_RETIRING)
+		Expect(retired).NotTo(BeNil())
+		_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(retired)}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(find(models.ActualLRP_RETIRING)).To(BeNil())
+		promoted := find(models.ActualLRP_ORDINARY)
+		Expect(promoted.InstanceGuid).To(Equal("ig-1"))
+		Expect(promoted.StopRequested).To(BeFalse())
+		sink.take()
+
+		asRetiring := reported("web", 1, "ig-1", models.ActualLRP_RUNNING)
+		asRetiring.Presence = models.ActualLRP_RETIRING
+		Expect(report(asRetiring).Stop).To(BeEmpty(), "it is the index's instance again")
+		Expect(find(models.ActualLRP_ORDINARY)).To(EqualProto(promoted))
+	})
+
 	It("adopts an UNCLAIMED instance placed on the cell that the cell runs already", func() {
 		place("web", 0, "cell-1")
 		place("web", 1, "cell-1")

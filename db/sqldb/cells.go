@@ -200,13 +200,15 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 // resources of its own definition — in one aggregate query.
 const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
  c.placement_tags, c.expires_at, c.draining, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
- FROM cells c LEFT JOIN (
-  SELECT a.cell_id, SUM(r.memory_mb) AS memory_mb, SUM(r.disk_mb) AS disk_mb, COUNT(*) AS instances
-  FROM actual_lrps a
-  LEFT JOIN run_infos r ON r.process_guid = a.process_guid AND r.definition_id = a.definition_id
-  WHERE a.cell_id <> ''
-  GROUP BY a.cell_id
- ) u ON u.cell_id = c.cell_id`
+ FROM cells c LEFT JOIN (` + selectUsageByCell + `) u ON u.cell_id = c.cell_id`
+
+// selectUsageByCell sums, per cell, the resources of every row naming it
+// (each with its own definition's memory and disk) and counts the rows.
+const selectUsageByCell = `SELECT a.cell_id, SUM(r.memory_mb) AS memory_mb, SUM(r.disk_mb) AS disk_mb, COUNT(*) AS instances
+ FROM actual_lrps a
+ LEFT JOIN run_infos r ON r.process_guid = a.process_guid AND r.definition_id = a.definition_id
+ WHERE a.cell_id <> ''
+ GROUP BY a.cell_id`
 
 // Cells lists every registered cell, present or not, ordered by cell id,
 // with its free capacity: capacity minus the memory and disk of the

@@ -52,11 +52,11 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 	if err := checkConvergenceWrites(writes); err != nil {
 		return nil, err
 	}
-	a := &convergenceApplier{s: s, now: s.now().UnixNano(), result: result}
+	a := &convergenceApplier{s: s, now: s.now().UnixNano(), result: result, guard: placementGuard{expected: writes.PlacementEpoch}}
 	keep, stop := retirementChanges(writes.Retire)
 	err := a.changeGroups(ctx, []changeGroup{
 		{&deleteRows, plainChanges(writes.Delete)},
-		{&promoteSuspects, plainChanges(writes.PromoteSuspect)},
+		{&promoteRows, plainChanges(writes.Promote)},
 		{&markSuspects, plainChanges(writes.MarkSuspect)},
 		{&retireKeepRunning, keep},
 		{&retireStop, stop},
@@ -87,6 +87,7 @@ type convergenceApplier struct {
 	s      *SQLDB
 	now    int64
 	result *db.ConvergenceResult
+	guard  placementGuard
 }
 
 // rowChange is one write to an existing row: the version the plan saw and,
@@ -147,6 +148,8 @@ func placementFailureChanges(failures []db.PlacementFailure) []rowChange {
 type changeKind struct {
 	op      string
 	deletes bool
+	// places: the writes give rows a cell, under the placement epoch.
+	places bool
 	// toPresence, when set, is the presence the row moves to; its target
 	// key must be free.
 	toPresence models.ActualLRP_Presence
@@ -164,13 +167,16 @@ type changeKind struct {
 var (
 	deleteRows = changeKind{op: "delete", deletes: true}
 
-	promoteSuspects = changeKind{
-		op:         "promote suspect",
+	// promoteRows: a SUSPECT row whose cell came back, or a RETIRING row
+	// on the definition that is active again, is the ORDINARY instance once
+	// more. A RETIRING row is promoted only before it was told to stop.
+	promoteRows = changeKind{
+		op:         "promote",
 		toPresence: models.ActualLRP_ORDINARY,
-		set:        "presence = ?",
-		setArgs:    func(int64) []any { return []any{presenceOrdinary} },
+		set:        "presence = ?, stop_requested = ?",
+		setArgs:    func(int64) []any { return []any{presenceOrdinary, false} },
 		change: func(lrp *models.ActualLRP, _ string, _ int64) {
-			lrp.Presence = models.ActualLRP_ORDINARY
+			lrp.Presence, lrp.StopRequested = models.ActualLRP_ORDINARY, false
 		},
 	}
 
@@ -219,6 +225,7 @@ var (
 
 	placeRows = changeKind{
 		op:      "place",
+		places:  true,
 		column:  "cell_id",
 		set:     "placement_error = '', since = ?",
 		setArgs: func(now int64) []any { return []any{now} },
@@ -326,7 +333,15 @@ func (a *convergenceApplier) changeBatch(ctx context.Context, kind *changeKind, 
 		}
 	}
 	var applied int
+	placed := false
 	err := s.transactPublishing(ctx, "apply convergence: "+kind.op, func(tx *sql.Tx) ([]models.Event, error) {
+		applied = 0
+		if kind.places {
+			var err error
+			if placed, err = a.guard.claim(ctx, s, tx); err != nil || !placed {
+				return nil, err
+			}
+		}
 		stored, err := s.lockConvergenceRows(ctx, tx, keys)
 		if err != nil {
 			return nil, err
@@ -371,6 +386,9 @@ func (a *convergenceApplier) changeBatch(ctx context.Context, kind *changeKind, 
 	})
 	if err != nil {
 		return 0, err
+	}
+	if kind.places {
+		a.guard.settle(placed)
 	}
 	return applied, nil
 }

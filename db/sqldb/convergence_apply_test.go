@@ -132,8 +132,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			expectEvents(models.ActualLRPRemoved(running))
 		})
 
-		It("PromoteSuspect makes the SUSPECT row the ORDINARY one, changing nothing else", func() {
-			Expect(apply(&db.ConvergenceWrites{PromoteSuspect: []db.RowVersion{versionOf(suspect)}})).
+		It("Promote makes the SUSPECT row the ORDINARY one, changing nothing else", func() {
+			Expect(apply(&db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(suspect)}})).
 				To(Equal(&db.ConvergenceResult{Applied: 1}))
 			promoted := changed(suspect, func(l *models.ActualLRP) { l.Presence = models.ActualLRP_ORDINARY })
 			expectRows(crashed, claimed, running, promoted, unclaimed, placed)
@@ -226,8 +226,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			"delete": func() *db.ConvergenceWrites {
 				return &db.ConvergenceWrites{Delete: []db.RowVersion{versionOf(running)}}
 			},
-			"promote suspect": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{PromoteSuspect: []db.RowVersion{versionOf(suspect)}}
+			"promote": func() *db.ConvergenceWrites {
+				return &db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(suspect)}}
 			},
 			"mark suspect": func() *db.ConvergenceWrites {
 				return &db.ConvergenceWrites{MarkSuspect: []db.RowVersion{versionOf(running)}}
@@ -246,7 +246,7 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			},
 		}
 		rowOf := map[string]func() *models.ActualLRP{
-			"delete": func() *models.ActualLRP { return running }, "promote suspect": func() *models.ActualLRP { return suspect },
+			"delete": func() *models.ActualLRP { return running }, "promote": func() *models.ActualLRP { return suspect },
 			"mark suspect": func() *models.ActualLRP { return running }, "restart": func() *models.ActualLRP { return crashed },
 			"unassign": func() *models.ActualLRP { return claimed }, "place": func() *models.ActualLRP { return unclaimed },
 			"placement failed": func() *models.ActualLRP { return placed },
@@ -304,11 +304,11 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			expectEvents()
 		})
 
-		It("PromoteSuspect is skipped when the instance has an ORDINARY row again", func() {
+		It("Promote is skipped when the instance has an ORDINARY row again", func() {
 			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 3, Presence: models.ActualLRP_ORDINARY, Domain: "apps",
 				DefinitionId: "v1", State: models.ActualLRP_UNCLAIMED, ModificationTag: &models.ModificationTag{Epoch: "e"}})
 			before := rows()
-			Expect(apply(&db.ConvergenceWrites{PromoteSuspect: []db.RowVersion{versionOf(suspect)}})).
+			Expect(apply(&db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(suspect)}})).
 				To(Equal(&db.ConvergenceResult{Skipped: 1}))
 			expectRows(before...)
 			expectEvents()
@@ -376,7 +376,7 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			Restart:         []db.RowVersion{versionOf(crashed)},
 			Create:          []db.NewActualLRP{{ProcessGuid: "api", Index: 0, Domain: "apps", DefinitionID: "a1", CellID: "cell-a"}},
 			MarkSuspect:     []db.RowVersion{versionOf(running)},
-			PromoteSuspect:  []db.RowVersion{versionOf(suspect)},
+			Promote:         []db.RowVersion{versionOf(suspect)},
 			Delete:          []db.RowVersion{versionOf(running)},
 		}
 		// MarkSuspect comes after Delete and finds the row gone.
@@ -456,8 +456,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			Entry("an unknown presence", "writes.delete[1].key.presence", func(w *db.ConvergenceWrites) {
 				w.Delete = append(w.Delete, db.RowVersion{Key: db.ActualLRPKey{ProcessGuid: "web", Presence: 9}, State: models.ActualLRP_RUNNING})
 			}),
-			Entry("a promotion of an ORDINARY row", "writes.promote_suspect[0].key.presence", func(w *db.ConvergenceWrites) {
-				w.PromoteSuspect = []db.RowVersion{versionOf(running)}
+			Entry("a promotion of an ORDINARY row", "writes.promote[0].key.presence", func(w *db.ConvergenceWrites) {
+				w.Promote = []db.RowVersion{versionOf(running)}
 			}),
 			Entry("a suspicion of a SUSPECT row", "writes.mark_suspect[0].key.presence", func(w *db.ConvergenceWrites) {
 				w.MarkSuspect = []db.RowVersion{versionOf(suspect)}

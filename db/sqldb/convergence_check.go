@@ -17,8 +17,16 @@ func checkConvergenceWrites(w *db.ConvergenceWrites) error {
 			return err
 		}
 	}
-	for i, v := range w.PromoteSuspect {
-		if err := checkRowVersionOf(fmt.Sprintf("writes.promote_suspect[%d]", i), v, models.ActualLRP_SUSPECT); err != nil {
+	for i, v := range w.Promote {
+		field := fmt.Sprintf("writes.promote[%d]", i)
+		if v.Key.Presence == models.ActualLRP_RETIRING {
+			// A RETIRING instance comes back only while it runs.
+			if err := checkRowVersionIn(field, v, models.ActualLRP_RUNNING); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := checkRowVersionOf(field, v, models.ActualLRP_SUSPECT); err != nil {
 			return err
 		}
 	}

@@ -3,8 +3,10 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"slices"
 
 	"github.com/lib/pq"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -50,9 +52,23 @@ func (a *convergenceApplier) createBatch(ctx context.Context, batch []db.NewActu
 			ModificationTag: &models.ModificationTag{Epoch: newGUID()},
 		}
 	}
-	insert, args := s.insertCreated(rows, a.now)
+	placing := slices.ContainsFunc(batch, func(c db.NewActualLRP) bool { return c.CellID != "" })
+	placed := false
 	var applied int
 	err := s.transactPublishing(ctx, "apply convergence: create", func(tx *sql.Tx) ([]models.Event, error) {
+		rows := rows
+		if placing {
+			var err error
+			if placed, err = a.guard.claim(ctx, s, tx); err != nil {
+				return nil, err
+			}
+			if !placed {
+				// Another writer placed since the snapshot: the rows go
+				// in without a cell, and the next pass places them.
+				rows = withoutCells(rows)
+			}
+		}
+		insert, args := s.insertCreated(rows, a.now)
 		res, err := s.exec(ctx, tx, insert, args...)
 		if err != nil {
 			return nil, err
@@ -77,7 +93,21 @@ func (a *convergenceApplier) createBatch(ctx context.Context, batch []db.NewActu
 	if err != nil {
 		return 0, err
 	}
+	if placing {
+		a.guard.settle(placed)
+	}
 	return applied, nil
+}
+
+// withoutCells copies rows with their cells cleared.
+func withoutCells(rows []*models.ActualLRP) []*models.ActualLRP {
+	unplaced := make([]*models.ActualLRP, len(rows))
+	for i, lrp := range rows {
+		c := proto.Clone(lrp).(*models.ActualLRP)
+		c.CellId = ""
+		unplaced[i] = c
+	}
+	return unplaced
 }
 
 // insertCreated is the statement inserting rows (created at now), each

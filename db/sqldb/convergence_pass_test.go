@@ -120,13 +120,13 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 			Expect(plan.Writes.Empty()).To(BeFalse())
 			Expect(result.Skipped).To(BeZero())
 			w := &plan.Writes
-			total := len(w.Delete) + len(w.PromoteSuspect) + len(w.MarkSuspect) + len(w.Retire) + len(w.RequestStop) +
+			total := len(w.Delete) + len(w.Promote) + len(w.MarkSuspect) + len(w.Retire) + len(w.RequestStop) +
 				len(w.Create) + len(w.Restart) + len(w.Redefine) + len(w.Unassign) + len(w.Place) +
 				len(w.PlacementFailed) + len(w.Rollouts) + len(w.DeleteDefinitions)
 			Expect(result.Applied).To(Equal(total))
 
 			again, _ := pass(b.store, convergence.DefaultConfig())
-			Expect(again.Writes).To(Equal(db.ConvergenceWrites{}), "second pass: %v", again.Reasons)
+			Expect(again.Writes.Empty()).To(BeTrue(), "second pass: %v", again.Reasons)
 		})
 	}
 
@@ -155,9 +155,12 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 
 	It("never undoes a claim or a start that committed after the plan was made", func() {
 		const instances = 400
+		// One zone: which cell wins each race is chance, and two zones
+		// left a few instances apart would rightly be evened out by moves
+		// after the race, which is not what this spec is about.
 		Expect(seed.cells(b.ctx, []seedCell{
 			{cellID: "cell-a", zone: "z1", memoryMB: 1 << 20, diskMB: 1 << 20, maxInstance: 1000, expiresAt: b.clock.Now().Add(time.Hour).UnixNano()},
-			{cellID: "cell-b", zone: "z2", memoryMB: 1 << 20, diskMB: 1 << 20, maxInstance: 1000, expiresAt: b.clock.Now().Add(time.Hour).UnixNano()},
+			{cellID: "cell-b", zone: "z1", memoryMB: 1 << 20, diskMB: 1 << 20, maxInstance: 1000, expiresAt: b.clock.Now().Add(time.Hour).UnixNano()},
 		})).To(Succeed())
 		Expect(seed.desired(b.ctx, []seedLRP{{guid: "web", domain: "apps", instances: instances, definitionID: "v1", memoryMB: 1, diskMB: 1}})).To(Succeed())
 		Expect(seed.actual(b.ctx, instances, func(i int) seedActual {
@@ -203,7 +206,7 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 			Expect(e.Type).NotTo(Equal(models.EventActualLRPRemoved))
 		}
 		plan, _ := pass(store, cfg)
-		Expect(plan.Writes.Empty()).To(BeTrue())
+		Expect(plan.Writes.Empty()).To(BeTrue(), "%+v", plan.Reasons)
 		GinkgoWriter.Printf("%d passes raced with the cells\n", passes)
 	})
 })

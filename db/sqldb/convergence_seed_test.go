@@ -42,6 +42,7 @@ type seedActual struct {
 	cellID         string
 	definitionID   string
 	crashCount     int32
+	crashReason    string
 	since          int64
 	placementError string
 	routable       bool
@@ -101,7 +102,7 @@ func (s seeder) actual(ctx context.Context, n int, row func(i int) seedActual) e
 			a.state = "UNCLAIMED"
 		}
 		return append(args, a.guid, a.index, a.presence, a.domain, a.instanceGuid, a.cellID, a.definitionID,
-			a.state, a.crashCount, "", a.since, a.placementError, a.routable, false, "epoch", a.modIndex)
+			a.state, a.crashCount, a.crashReason, a.since, a.placementError, a.routable, false, "epoch", a.modIndex)
 	})
 }
 

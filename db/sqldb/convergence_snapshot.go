@@ -28,7 +28,7 @@ const selectSnapshotDesired = `SELECT d.process_guid, d.domain, d.instances, d.p
 // and only the others are looked up (resolveResources), rather than
 // joining 250,000 rows with run_infos.
 const selectSnapshotActual = `SELECT process_guid, instance_index, presence, state, domain, instance_guid,
- cell_id, definition_id, crash_count, since, placement_error, routable, occupied, stop_requested,
+ cell_id, definition_id, crash_count, crash_reason, since, placement_error, routable, occupied, stop_requested,
  modification_tag_index
  FROM actual_lrps`
 
@@ -75,20 +75,39 @@ var (
 // must not look like one on a cell that is not present.
 //
 // With processGuids, only those LRPs' desired and actual rows are read, in
-// IN lists of at most batchSize guids; cells are always all read, since
-// placement needs every cell's free capacity.
+// IN lists of at most batchSize guids, and the snapshot is Partial; cells
+// are always all read, since placement needs every cell's free capacity.
+// What the other LRPs' rows use on each cell (UnreadUse) is summed in the
+// same transaction as the rows read, so that the two add up to the cell's
+// usage at one moment: a pass for one LRP must not overcommit a cell that
+// another LRP fills.
 func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) (*db.Snapshot, error) {
+	// The epoch first: a placement applied after it was read makes this
+	// snapshot's placements refused, whether or not its rows saw it.
+	epoch, err := s.readPlacementEpoch(ctx)
+	if err != nil {
+		return nil, asModelError("load convergence snapshot", err)
+	}
 	parts, err := s.snapshotParts(ctx, processGuids)
 	if err != nil {
 		return nil, asModelError("load convergence snapshot", err)
 	}
+	partial := len(processGuids) > 0
 	readers := make([]*snapshotReader, len(parts))
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, filters := range parts {
 		readers[i] = newSnapshotReader(s)
 		wg.Go(func() {
-			errs[i] = s.readConsistently(ctx, func(tx *sql.Tx) error { return readers[i].readLRPs(ctx, tx, filters) })
+			errs[i] = s.readConsistently(ctx, func(tx *sql.Tx) error {
+				if err := readers[i].readLRPs(ctx, tx, filters); err != nil {
+					return err
+				}
+				if partial {
+					return readers[i].readUnreadUse(ctx, tx)
+				}
+				return nil
+			})
 		})
 	}
 	wg.Wait()
@@ -109,6 +128,11 @@ func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) 
 		return nil, asModelError("load convergence snapshot", err)
 	}
 	snap.Cells, snap.FreshDomains = readers[0].cells, readers[0].freshDomains
+	snap.Partial = partial
+	snap.PlacementEpoch = epoch
+	for i := range snap.Cells {
+		snap.Cells[i].UnreadUse = readers[0].unreadUse[snap.Cells[i].CellID]
+	}
 	return snap, nil
 }
 
@@ -252,6 +276,8 @@ type snapshotReader struct {
 	// unresolved are the definitions of rows whose resources are not their
 	// desired LRP's.
 	unresolved map[definitionKey]struct{}
+	// unreadUse is, by cell id, what the rows this reader did not read use.
+	unreadUse map[string]db.Resources
 }
 
 func newSnapshotReader(s *SQLDB) *snapshotReader {
@@ -316,14 +342,14 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 	}
 	r.actual = make([]db.ActualRow, 0, expected+expected/16+16)
 
-	var guid, presence, state, domain, instanceGuid, cellID, definitionID, placementError sql.RawBytes
+	var guid, presence, state, domain, instanceGuid, cellID, definitionID, crashReason, placementError sql.RawBytes
 	var index, crashCount, since, modIndex int64
 	next := 0 // the first desired LRP whose guid is not below the row's
 	scan := func(rows *sql.Rows) error {
 		r.actual = append(r.actual, db.ActualRow{})
 		row := &r.actual[len(r.actual)-1]
 		err := rows.Scan(&guid, &index, &presence, &state, &domain, &instanceGuid, &cellID,
-			&definitionID, &crashCount, &since, &placementError, &row.Routable, &row.Occupied, &row.StopRequested, &modIndex)
+			&definitionID, &crashCount, &crashReason, &since, &placementError, &row.Routable, &row.Occupied, &row.StopRequested, &modIndex)
 		if err != nil {
 			return err
 		}
@@ -336,6 +362,7 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 		row.ModificationIndex = modIndex
 		row.CellID = r.strings.get(cellID)
 		row.PlacementError = r.strings.get(placementError)
+		row.CrashReason = r.strings.get(crashReason)
 
 		// Rows arrive in guid order, as the desired LRPs did: share the
 		// desired LRP's strings, or the previous row's.
@@ -440,6 +467,38 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 		if res, ok := resources[definitionKey{row.ProcessGuid, row.DefinitionID}]; ok {
 			row.MemoryMB, row.DiskMB = res[0], res[1]
 		}
+	}
+	return nil
+}
+
+// readUnreadUse sums what every row naming a cell uses and takes away
+// what the rows read use, leaving the other LRPs' share. It must run in
+// the transaction that read the rows.
+func (r *snapshotReader) readUnreadUse(ctx context.Context, tx *sql.Tx) error {
+	r.unreadUse = map[string]db.Resources{}
+	var cellID string
+	var memory, disk sql.NullInt64
+	var instances int64
+	err := r.s.eachRow(ctx, tx, selectUsageByCell, nil, func(rows *sql.Rows) error {
+		if err := rows.Scan(&cellID, &memory, &disk, &instances); err != nil {
+			return err
+		}
+		r.unreadUse[cellID] = db.Resources{MemoryMB: int32(memory.Int64), DiskMB: int32(disk.Int64), Instances: int32(instances)}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range r.actual {
+		row := &r.actual[i]
+		if row.CellID == "" {
+			continue
+		}
+		use := r.unreadUse[row.CellID]
+		use.MemoryMB -= row.MemoryMB
+		use.DiskMB -= row.DiskMB
+		use.Instances--
+		r.unreadUse[row.CellID] = use
 	}
 	return nil
 }

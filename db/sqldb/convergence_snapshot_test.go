@@ -42,7 +42,7 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 				{guid: "web", index: 0, state: "RUNNING", domain: "apps", instanceGuid: "ig-0", cellID: "cell-a",
 					definitionID: "v2", since: 11, routable: true, modIndex: 4},
 				{guid: "web", index: 1, state: "CRASHED", domain: "apps", instanceGuid: "ig-1", cellID: "cell-a",
-					definitionID: "v1", crashCount: 3, since: 12, modIndex: 9},
+					definitionID: "v1", crashCount: 3, crashReason: "exited with code 3", since: 12, modIndex: 9},
 				{guid: "web", index: 1, presence: "SUSPECT", state: "RUNNING", domain: "apps", instanceGuid: "ig-s",
 					cellID: "cell-b", definitionID: "v1", since: 13, routable: true, modIndex: 2},
 				{guid: "worker", index: 0, domain: "jobs", definitionID: "w1", since: 14, placementError: "no room"},
@@ -72,7 +72,8 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 					Domain: "apps", InstanceGuid: "ig-0", CellID: "cell-a", DefinitionID: "v2", Since: 11, Routable: true,
 					ModificationIndex: 4, MemoryMB: 512, DiskMB: 1024},
 				{ProcessGuid: "web", Index: 1, Presence: models.ActualLRP_ORDINARY, State: models.ActualLRP_CRASHED,
-					Domain: "apps", InstanceGuid: "ig-1", CellID: "cell-a", DefinitionID: "v1", CrashCount: 3, Since: 12,
+					Domain: "apps", InstanceGuid: "ig-1", CellID: "cell-a", DefinitionID: "v1", CrashCount: 3,
+					CrashReason: "exited with code 3", Since: 12,
 					ModificationIndex: 9, MemoryMB: 256, DiskMB: 512},
 				{ProcessGuid: "web", Index: 1, Presence: models.ActualLRP_SUSPECT, State: models.ActualLRP_RUNNING,
 					Domain: "apps", InstanceGuid: "ig-s", CellID: "cell-b", DefinitionID: "v1", Since: 13, Routable: true,
@@ -86,7 +87,8 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 				{CellID: "cell-b", Zone: "z2", Capacity: db.Resources{MemoryMB: 2048, DiskMB: 4096, Instances: 8},
 					ExpiresAt: now - 1},
 			},
-			FreshDomains: []string{"apps", "other"},
+			FreshDomains:   []string{"apps", "other"},
+			PlacementEpoch: int64(b.count("SELECT epoch FROM placement_epoch WHERE id = 1")),
 		}))
 	})
 
