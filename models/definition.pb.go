@@ -191,13 +191,42 @@ func (x *RunAction) GetDir() string {
 	return ""
 }
 
+// HealthCheck says how the rep judges an instance. While the instance
+// starts, the rep checks every 500ms (its start check interval, or the
+// interval when that is shorter) until the first check passes (then it is
+// RUNNING and routable) or start_timeout_ms passes (then it is killed and
+// crashed): a long interval does not hold up a start.
+//
+// Once healthy, it checks every interval_ms, each check given timeout_ms,
+// and acts only after failure_threshold checks in a row failed (a passing
+// check resets the count): it marks the instance unroutable, waits the
+// rep's stop grace period, stops it and reports it crashed, with a reason
+// such as "health check failed 3 times in a row: GET /health on port
+// 8080: 503". One slow or failed answer on a loaded machine is no reason
+// to kill an instance that serves; one that stopped answering is judged
+// unhealthy at most failure_threshold × (interval + timeout) later, 12s
+// with the defaults. The defaults follow Kubernetes probes (3 failures in
+// a row, as failureThreshold) with a shorter interval (2s, not 10s: an
+// instance is taken out of routing sooner) and a longer timeout (2s, not
+// 1s: a loaded machine's slow answer still counts as one).
+// PROCESS checks ignore all of these: the process running is the check.
 type HealthCheck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          HealthCheck_Type       `protobuf:"varint,1,opt,name=type,proto3,enum=corkboard.models.HealthCheck_Type" json:"type,omitempty"`
-	Port          uint32                 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
-	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  HealthCheck_Type       `protobuf:"varint,1,opt,name=type,proto3,enum=corkboard.models.HealthCheck_Type" json:"type,omitempty"`
+	// One of the definition's ports; required for TCP and HTTP.
+	Port uint32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// Pause between checks once the instance is healthy. 0 means 2000;
+	// otherwise 100 to 600000 (10 minutes).
+	IntervalMs int64 `protobuf:"varint,4,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	// How long one check may take before it counts as failed. 0 means 2000;
+	// otherwise 100 to 60000, and not above the interval.
+	TimeoutMs int64 `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// Consecutive failed checks after which a healthy instance is taken out.
+	// 0 means 3; otherwise 1 to 100.
+	FailureThreshold int32 `protobuf:"varint,6,opt,name=failure_threshold,json=failureThreshold,proto3" json:"failure_threshold,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HealthCheck) Reset() {
@@ -249,6 +278,27 @@ func (x *HealthCheck) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *HealthCheck) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+func (x *HealthCheck) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *HealthCheck) GetFailureThreshold() int32 {
+	if x != nil {
+		return x.FailureThreshold
+	}
+	return 0
 }
 
 // LRPDefinition (a RunInfo) is one immutable version of what a DesiredLRP
@@ -653,11 +703,16 @@ const file_definition_proto_rawDesc = "" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x127\n" +
 	"\x03env\x18\x03 \x03(\v2%.corkboard.models.EnvironmentVariableR\x03env\x12\x10\n" +
-	"\x03dir\x18\x04 \x01(\tR\x03dir\"\x95\x01\n" +
+	"\x03dir\x18\x04 \x01(\tR\x03dir\"\x82\x02\n" +
 	"\vHealthCheck\x126\n" +
 	"\x04type\x18\x01 \x01(\x0e2\".corkboard.models.HealthCheck.TypeR\x04type\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\rR\x04port\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\"&\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x1f\n" +
+	"\vinterval_ms\x18\x04 \x01(\x03R\n" +
+	"intervalMs\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMs\x12+\n" +
+	"\x11failure_threshold\x18\x06 \x01(\x05R\x10failureThreshold\"&\n" +
 	"\x04Type\x12\v\n" +
 	"\aPROCESS\x10\x00\x12\a\n" +
 	"\x03TCP\x10\x01\x12\b\n" +

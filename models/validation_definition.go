@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -31,7 +32,7 @@ func (d *LRPDefinition) validate(path string) error {
 		return err
 	}
 	if d.GetHealthCheck() != nil {
-		if err := d.GetHealthCheck().validate(child(path, "health_check")); err != nil {
+		if err := d.GetHealthCheck().validate(child(path, "health_check"), d.GetPorts()); err != nil {
 			return err
 		}
 	}
@@ -97,29 +98,79 @@ func validatePorts(path string, ports []uint32) error {
 	return nil
 }
 
-func (h *HealthCheck) validate(path string) error {
+// validate checks a health check against the definition's ports: a TCP or
+// HTTP check on a port the definition does not expose could never pass,
+// and would only fail on the cell, instance after instance.
+func (h *HealthCheck) validate(path string, ports []uint32) error {
 	switch h.GetType() {
 	case HealthCheck_PROCESS:
-		// The process running is the check; port and path mean nothing.
+		// The process running is the check; port, path and the check's
+		// timing mean nothing.
 		return nil
 	case HealthCheck_TCP:
-		return validateCheckPort(child(path, "port"), h)
+		if err := validateCheckPort(child(path, "port"), h, ports); err != nil {
+			return err
+		}
 	case HealthCheck_HTTP:
-		if err := validateCheckPort(child(path, "port"), h); err != nil {
+		if err := validateCheckPort(child(path, "port"), h, ports); err != nil {
 			return err
 		}
 		if !strings.HasPrefix(h.GetPath(), "/") {
 			return ErrInvalidField(child(path, "path"), "must start with \"/\" when type is HTTP, got "+quoteShort(h.GetPath()))
 		}
-		return validateUTF8(child(path, "path"), h.GetPath())
+		if err := validateUTF8(child(path, "path"), h.GetPath()); err != nil {
+			return err
+		}
 	default:
 		return ErrInvalidField(child(path, "type"), fmt.Sprintf("unknown health check type %d", h.GetType()))
 	}
+	return h.validateTiming(path)
 }
 
-func validateCheckPort(path string, h *HealthCheck) error {
-	if port := h.GetPort(); port < 1 || port > 65535 {
+func validateCheckPort(path string, h *HealthCheck, ports []uint32) error {
+	port := h.GetPort()
+	if port < 1 || port > 65535 {
 		return ErrInvalidField(path, fmt.Sprintf("must be 1-65535 when type is %s, got %d", h.GetType(), port))
 	}
+	if slices.Contains(ports, port) {
+		return nil
+	}
+	if len(ports) == 0 {
+		return ErrInvalidField(path, fmt.Sprintf("must be one of the definition's ports, got %d, and the definition has no ports", port))
+	}
+	return ErrInvalidField(path, fmt.Sprintf("must be one of the definition's ports %v, got %d", ports, port))
+}
+
+// validateTiming checks interval_ms, timeout_ms and failure_threshold.
+// The timeout may not exceed the interval (both as they take effect, so
+// defaults count): a check that may run longer than the pause between
+// checks makes the interval mean nothing.
+func (h *HealthCheck) validateTiming(path string) error {
+	if err := validateCheckMillis(child(path, "interval_ms"), h.GetIntervalMs(), DefaultHealthCheckIntervalMs, MaxHealthCheckIntervalMs); err != nil {
+		return err
+	}
+	if err := validateCheckMillis(child(path, "timeout_ms"), h.GetTimeoutMs(), DefaultHealthCheckTimeoutMs, MaxHealthCheckTimeoutMs); err != nil {
+		return err
+	}
+	if timeout, interval := h.Timeout(), h.Interval(); timeout > interval {
+		what := "interval_ms"
+		if h.GetIntervalMs() == 0 {
+			what = "the default interval_ms"
+		}
+		return ErrInvalidField(child(path, "timeout_ms"), fmt.Sprintf("must not be above %s (%d), got %d",
+			what, interval.Milliseconds(), timeout.Milliseconds()))
+	}
+	if n := h.GetFailureThreshold(); n < 0 || n > MaxHealthCheckFailureThreshold {
+		return ErrInvalidField(child(path, "failure_threshold"), fmt.Sprintf("must be 0 (the default, %d) or from 1 to %d, got %d",
+			DefaultHealthCheckFailureThreshold, MaxHealthCheckFailureThreshold, n))
+	}
 	return nil
+}
+
+func validateCheckMillis(path string, value, defaultValue, maxValue int64) error {
+	if value == 0 || (value >= MinHealthCheckMs && value <= maxValue) {
+		return nil
+	}
+	return ErrInvalidField(path, fmt.Sprintf("must be 0 (the default, %d) or from %d to %d, got %d",
+		defaultValue, MinHealthCheckMs, maxValue, value))
 }

@@ -3,6 +3,7 @@ package models_test
 import (
 	"math"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -28,8 +29,11 @@ func validDefinition() *models.LRPDefinition {
 			Env:  []*models.EnvironmentVariable{{Name: "GREETING", Value: "hello"}, {Name: "EMPTY", Value: ""}},
 			Dir:  "/srv",
 		},
-		Ports:          []uint32{8080, 9090},
-		HealthCheck:    &models.HealthCheck{Type: models.HealthCheck_HTTP, Port: 8080, Path: "/healthz"},
+		Ports: []uint32{8080, 9090},
+		HealthCheck: &models.HealthCheck{
+			Type: models.HealthCheck_HTTP, Port: 8080, Path: "/healthz",
+			IntervalMs: 5000, TimeoutMs: 1000, FailureThreshold: 5,
+		},
 		StartTimeoutMs: 60000,
 		MemoryMb:       256,
 		DiskMb:         1024,
@@ -176,6 +180,10 @@ var _ = Describe("Validation", func() {
 			"desired_lrp.definition: required"),
 		Entry("an invalid definition", func(d *models.DesiredLRP) { d.Definition.Ports = []uint32{8080, 80, 70000} },
 			"desired_lrp.definition.ports[2]: must be 1-65535, got 70000"),
+		Entry("a health check on a port the definition does not have", func(d *models.DesiredLRP) { d.Definition.HealthCheck.Port = 8000 },
+			"desired_lrp.definition.health_check.port: must be one of the definition's ports [8080 9090], got 8000"),
+		Entry("a health check with a negative failure threshold", func(d *models.DesiredLRP) { d.Definition.HealthCheck.FailureThreshold = -1 },
+			"desired_lrp.definition.health_check.failure_threshold: must be 0 (the default, 3) or from 1 to 100, got -1"),
 		Entry("a definition without an id (the board generates one)", func(d *models.DesiredLRP) { d.Definition.DefinitionId = "" }, ""),
 		Entry("a definition id of the wrong format", func(d *models.DesiredLRP) { d.Definition.DefinitionId = "v 2" },
 			`desired_lrp.definition.definition_id: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$, got "v 2"`),
@@ -250,6 +258,67 @@ var _ = Describe("Validation", func() {
 			`health_check.path: must start with "/" when type is HTTP, got "healthz"`),
 		Entry("a health check of an unknown type", func(d *models.LRPDefinition) { d.HealthCheck.Type = 7 },
 			"health_check.type: unknown health check type 7"),
+
+		Entry("an http health check on the definition's other port", func(d *models.LRPDefinition) { d.HealthCheck.Port = 9090 }, ""),
+		Entry("an http health check on a port the definition does not have", func(d *models.LRPDefinition) { d.HealthCheck.Port = 8081 },
+			"health_check.port: must be one of the definition's ports [8080 9090], got 8081"),
+		Entry("a tcp health check on a port the definition does not have", func(d *models.LRPDefinition) {
+			d.HealthCheck = &models.HealthCheck{Type: models.HealthCheck_TCP, Port: 22}
+		}, "health_check.port: must be one of the definition's ports [8080 9090], got 22"),
+		Entry("a tcp health check in a definition without ports", func(d *models.LRPDefinition) {
+			d.Ports = nil
+			d.HealthCheck = &models.HealthCheck{Type: models.HealthCheck_TCP, Port: 8080}
+		}, "health_check.port: must be one of the definition's ports, got 8080, and the definition has no ports"),
+		Entry("a process health check ignores the port", func(d *models.LRPDefinition) {
+			d.Ports = nil
+			d.HealthCheck = &models.HealthCheck{Type: models.HealthCheck_PROCESS, Port: 8080}
+		}, ""),
+
+		Entry("health check timing left to the defaults", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs, d.HealthCheck.FailureThreshold = 0, 0, 0
+		}, ""),
+		Entry("the smallest interval and timeout", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs = 100, 100
+		}, ""),
+		Entry("the largest interval, timeout and threshold", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs, d.HealthCheck.FailureThreshold = 600000, 60000, 100
+		}, ""),
+		Entry("a timeout equal to the interval", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs = 3000, 3000
+		}, ""),
+		Entry("a negative interval", func(d *models.LRPDefinition) { d.HealthCheck.IntervalMs = -1 },
+			"health_check.interval_ms: must be 0 (the default, 2000) or from 100 to 600000, got -1"),
+		Entry("an interval below the least", func(d *models.LRPDefinition) { d.HealthCheck.IntervalMs = 99 },
+			"health_check.interval_ms: must be 0 (the default, 2000) or from 100 to 600000, got 99"),
+		Entry("an interval above the most", func(d *models.LRPDefinition) { d.HealthCheck.IntervalMs = 600001 },
+			"health_check.interval_ms: must be 0 (the default, 2000) or from 100 to 600000, got 600001"),
+		Entry("a negative timeout", func(d *models.LRPDefinition) { d.HealthCheck.TimeoutMs = -5 },
+			"health_check.timeout_ms: must be 0 (the default, 2000) or from 100 to 60000, got -5"),
+		Entry("a timeout above the most", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs = 600000, 60001
+		}, "health_check.timeout_ms: must be 0 (the default, 2000) or from 100 to 60000, got 60001"),
+		Entry("a timeout above the interval", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs = 1000, 1500
+		}, "health_check.timeout_ms: must not be above interval_ms (1000), got 1500"),
+		Entry("a timeout above the default interval", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs = 0, 2500
+		}, "health_check.timeout_ms: must not be above the default interval_ms (2000), got 2500"),
+		Entry("an interval below the default timeout", func(d *models.LRPDefinition) {
+			d.HealthCheck.IntervalMs, d.HealthCheck.TimeoutMs = 1000, 0
+		}, "health_check.timeout_ms: must not be above interval_ms (1000), got 2000"),
+		Entry("a negative failure threshold", func(d *models.LRPDefinition) { d.HealthCheck.FailureThreshold = -1 },
+			"health_check.failure_threshold: must be 0 (the default, 3) or from 1 to 100, got -1"),
+		Entry("a failure threshold above the most", func(d *models.LRPDefinition) { d.HealthCheck.FailureThreshold = 101 },
+			"health_check.failure_threshold: must be 0 (the default, 3) or from 1 to 100, got 101"),
+		Entry("a tcp health check with timing", func(d *models.LRPDefinition) {
+			d.HealthCheck = &models.HealthCheck{Type: models.HealthCheck_TCP, Port: 9090, IntervalMs: 500, TimeoutMs: 250, FailureThreshold: 1}
+		}, ""),
+		Entry("a tcp health check with a bad threshold", func(d *models.LRPDefinition) {
+			d.HealthCheck = &models.HealthCheck{Type: models.HealthCheck_TCP, Port: 9090, FailureThreshold: -3}
+		}, "health_check.failure_threshold: must be 0 (the default, 3) or from 1 to 100, got -3"),
+		Entry("a process health check ignores the timing", func(d *models.LRPDefinition) {
+			d.HealthCheck = &models.HealthCheck{Type: models.HealthCheck_PROCESS, IntervalMs: -1, FailureThreshold: -1}
+		}, ""),
 
 		Entry("no start timeout", func(d *models.LRPDefinition) { d.StartTimeoutMs = 0 }, ""),
 		Entry("a negative start timeout", func(d *models.LRPDefinition) { d.StartTimeoutMs = -1 },
@@ -345,6 +414,18 @@ var _ = Describe("Validation", func() {
 		Entry("an invalid definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{}}},
 			"update.definition.action: required"),
+		Entry("a definition whose health check is on a port it does not have",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{
+				Action: &models.RunAction{Path: "sleep"}, Ports: []uint32{8080},
+				HealthCheck: &models.HealthCheck{Type: models.HealthCheck_HTTP, Port: 80, Path: "/health"},
+			}}},
+			"update.definition.health_check.port: must be one of the definition's ports [8080], got 80"),
+		Entry("a definition whose health check times out after its interval",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{
+				Action: &models.RunAction{Path: "sleep"}, Ports: []uint32{8080},
+				HealthCheck: &models.HealthCheck{Type: models.HealthCheck_TCP, Port: 8080, IntervalMs: 500},
+			}}},
+			"update.definition.health_check.timeout_ms: must not be above interval_ms (500), got 2000"),
 		Entry("an identifier without a definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{UpdateIdentifier: "v2"}},
 			"update.update_identifier: requires a definition"),
@@ -512,5 +593,17 @@ var _ = Describe("Validation", func() {
 		Entry("an underscore first", "_v2", false),
 		Entry("a space", "v 2", false),
 		Entry("a non-ASCII letter", "vé", false),
+	)
+
+	DescribeTable("HealthCheck timing with the defaults applied",
+		func(check *models.HealthCheck, interval, timeout time.Duration, threshold int) {
+			Expect(check.Interval()).To(Equal(interval))
+			Expect(check.Timeout()).To(Equal(timeout))
+			Expect(check.Threshold()).To(Equal(threshold))
+		},
+		Entry("no health check at all", nil, 2*time.Second, 2*time.Second, 3),
+		Entry("zeros", &models.HealthCheck{Type: models.HealthCheck_HTTP}, 2*time.Second, 2*time.Second, 3),
+		Entry("values of its own", &models.HealthCheck{IntervalMs: 500, TimeoutMs: 250, FailureThreshold: 1},
+			500*time.Millisecond, 250*time.Millisecond, 1),
 	)
 })

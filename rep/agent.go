@@ -24,6 +24,9 @@ const (
 	DefaultBulkSyncInterval  = 30 * time.Second
 	DefaultEvacuationTimeout = 10 * time.Minute
 	DefaultStopGracePeriod   = 5 * time.Second
+	// DefaultUnroutableRetryTimeout is long enough for a board to restart
+	// and short enough that a stop does not wait on a board that is gone.
+	DefaultUnroutableRetryTimeout = 10 * time.Second
 
 	// finalCallTimeout bounds the calls a rep on its way out still makes
 	// (removing the rows of the instances it stopped): a gone board must
@@ -58,6 +61,10 @@ type AgentConfig struct {
 	// StopGracePeriod is how long an instance stays up after it was marked
 	// unroutable, so routers stop sending it requests before it goes.
 	StopGracePeriod time.Duration
+	// UnroutableRetryTimeout bounds how long a stop keeps trying to mark
+	// its instance unroutable while the board does not answer, before it
+	// stops the instance anyway.
+	UnroutableRetryTimeout time.Duration
 	// Logger may be nil.
 	Logger lager.Logger
 }
@@ -140,6 +147,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	for name, d := range map[string]time.Duration{
 		"PollInterval": cfg.PollInterval, "BulkSyncInterval": cfg.BulkSyncInterval,
 		"EvacuationTimeout": cfg.EvacuationTimeout, "StopGracePeriod": cfg.StopGracePeriod,
+		"UnroutableRetryTimeout": cfg.UnroutableRetryTimeout,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("AgentConfig.%s must not be negative, got %s", name, d)
@@ -156,6 +164,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	if cfg.StopGracePeriod == 0 {
 		cfg.StopGracePeriod = DefaultStopGracePeriod
+	}
+	if cfg.UnroutableRetryTimeout == 0 {
+		cfg.UnroutableRetryTimeout = DefaultUnroutableRetryTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = lager.NewLogger("rep")
@@ -326,7 +337,7 @@ func (a *Agent) dispatchEvents() {
 				a.logger.Debug("event-for-unknown-instance", lager.Data{"instance_guid": ev.InstanceGuid, "kind": ev.Kind.String()})
 				continue
 			}
-			// Never blocks: an instance gets at most two events.
+			// Never blocks: an instance gets at most three events.
 			inst.events <- ev
 		}
 	}

@@ -59,9 +59,10 @@ func (a *Agent) evacuate(signals <-chan os.Signal, reason string) {
 				a.requestStop(inst, "the evacuation timed out")
 			}
 			a.mu.Unlock()
-			// Each stop takes at most the grace period and the stop
-			// timeout; the board calls around them may hang on.
-			giveUp = time.After(a.cfg.StopGracePeriod + a.cfg.Executor.cfg.StopTimeout + actorsExitTimeout)
+			// Each stop takes at most the retries of its unroutable call,
+			// the grace period and the stop timeout; the board calls
+			// around them may hang on.
+			giveUp = time.After(a.cfg.UnroutableRetryTimeout + a.cfg.StopGracePeriod + a.cfg.Executor.cfg.StopTimeout + actorsExitTimeout)
 		case <-giveUp:
 			logger.Info("gave-up-waiting", lager.Data{"instances": left})
 			return

@@ -19,7 +19,7 @@ type agentInstance struct {
 	definitionID string
 	logger       lager.Logger
 
-	// events gets the executor's events (at most two); stopRequests and
+	// events gets the executor's events (at most three); stopRequests and
 	// evacuateRequests wake the goroutine for a stop or an evacuation.
 	events           chan Event
 	stopRequests     chan string
@@ -103,7 +103,7 @@ func (a *Agent) claimRow(key instanceKey, definitionID string) (*agentInstance, 
 		key:              key,
 		guid:             a.newInstanceGuid(),
 		definitionID:     definitionID,
-		events:           make(chan Event, 2),
+		events:           make(chan Event, 3),
 		stopRequests:     make(chan string, 1),
 		evacuateRequests: make(chan struct{}, 1),
 		presence:         models.ActualLRP_ORDINARY,
@@ -157,6 +157,9 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 			switch ev.Kind {
 			case Healthy:
 				a.reportHealthy(inst, ev.NetInfo)
+			case Unhealthy:
+				a.stopUnhealthy(inst, ev.Reason)
+				return
 			case Crashed:
 				a.mu.Lock()
 				stopping, presence := inst.stopping, inst.presence
@@ -227,24 +230,92 @@ func (a *Agent) reportCrash(inst *agentInstance, reason string) {
 // stopInstance is the stop sequence: unroutable, the grace period, the
 // executor's stop (SIGTERM, SIGKILL after its timeout), the row's removal.
 func (a *Agent) stopInstance(inst *agentInstance, reason string) {
+	presence := a.takeOutOfService(inst, reason)
+	a.removeRow(inst, presence, reason)
+}
+
+// stopUnhealthy takes an instance the executor judged unhealthy out of
+// service the way a stop does (routers learn first, then it stops), then
+// reports the crash, so the board restarts it. When the board wanted it
+// gone anyway, or its row is not one a crash applies to, the row is
+// removed instead.
+func (a *Agent) stopUnhealthy(inst *agentInstance, reason string) {
+	a.mu.Lock()
+	stopRequested := inst.stopping
+	// Stopping keeps it out of bulk reports, which would say it is
+	// routable, and out of the polls' stop requests.
+	inst.stopping = true
+	a.mu.Unlock()
+	presence := a.takeOutOfService(inst, reason)
+	if stopRequested || presence != models.ActualLRP_ORDINARY {
+		a.removeRow(inst, presence, "unhealthy: "+reason)
+		return
+	}
+	a.reportCrash(inst, reason)
+}
+
+// takeOutOfService marks a healthy instance unroutable (see
+// markUnroutable), waits the grace period so that routers stop sending it
+// requests, and stops it (SIGTERM, SIGKILL after the executor's timeout).
+// It returns the presence of the row the instance was.
+func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.ActualLRP_Presence {
 	a.mu.Lock()
 	presence, healthy, netInfo := inst.presence, inst.healthy, inst.netInfo
 	a.mu.Unlock()
 	inst.logger.Info("stopping", lager.Data{"reason": reason, "presence": presence.String()})
 	if healthy {
-		err := a.call(a.ctx, inst, func(ctx context.Context) error {
-			_, err := a.cfg.CellClient.SetRoutable(ctx, inst.client(), presence, netInfo, false)
-			return err
-		})
-		if err != nil && a.ctx.Err() == nil {
-			inst.logger.Info("unroutable-call-failed", lager.Data{"error": err.Error()})
-		}
+		a.markUnroutable(inst, presence, netInfo)
 		sleepCtx(a.ctx, a.cfg.StopGracePeriod)
 	}
 	if err := a.cfg.Executor.Stop(inst.guid); err != nil && !errors.Is(err, ErrInstanceNotFound) {
 		inst.logger.Error("stop-failed", err)
 	}
-	a.removeRow(inst, presence, reason)
+	return presence
+}
+
+// markUnroutable tells the board that the instance takes no more
+// requests: routers learn it from the board, and an instance stopped while
+// they still send it requests fails those requests. A call that gets no
+// answer is tried again every PollInterval, for at most
+// UnroutableRetryTimeout in all (each attempt is cut at what is left of
+// it), then the stop goes ahead anyway: the board may be gone for good,
+// and an instance it wants stopped must not run forever. Any answer ends
+// the retries, an error too: ResourceNotFound or a row that is no longer
+// this instance's leave nothing to unroute. An exiting agent does not
+// retry.
+func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Presence, netInfo *models.NetInfo) {
+	started := time.Now()
+	deadline := started.Add(a.cfg.UnroutableRetryTimeout)
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithDeadline(a.ctx, deadline)
+		err := a.call(ctx, inst, func(ctx context.Context) error {
+			_, err := a.cfg.CellClient.SetRoutable(ctx, inst.client(), presence, netInfo, false)
+			return err
+		})
+		cancel()
+		if a.ctx.Err() != nil {
+			return
+		}
+		if answered(err) {
+			if err != nil {
+				inst.logger.Info("unroutable-call-refused", lager.Data{"error": err.Error()})
+			} else if attempt > 1 {
+				inst.logger.Info("unroutable", lager.Data{"attempts": attempt})
+			}
+			return
+		}
+		inst.logger.Info("unroutable-call-failed", lager.Data{"attempt": attempt, "error": err.Error()})
+		left := time.Until(deadline)
+		if left <= 0 {
+			inst.logger.Info("gave-up-marking-unroutable", lager.Data{
+				"attempts": attempt, "after": time.Since(started).Round(time.Millisecond).String(),
+			})
+			return
+		}
+		if !sleepCtx(a.ctx, min(a.cfg.PollInterval, left)) {
+			return
+		}
+	}
 }
 
 // evacuateInstance hands the instance over to a replacement elsewhere. It

@@ -20,11 +20,14 @@ import (
 
 // Defaults of ExecutorConfig and of definitions that leave a field out.
 const (
-	DefaultStopTimeout    = 10 * time.Second
-	DefaultHealthInterval = 500 * time.Millisecond
-	DefaultStartTimeout   = 60 * time.Second
-	DefaultAddress        = "127.0.0.1"
-	DefaultLogLimit       = 10 << 20 // bytes: 10 MiB
+	DefaultStopTimeout = 10 * time.Second
+	// DefaultStartCheckInterval is short so that an instance is routable
+	// soon after it answers, whatever the interval of its checks once it
+	// is healthy.
+	DefaultStartCheckInterval = 500 * time.Millisecond
+	DefaultStartTimeout       = 60 * time.Second
+	DefaultAddress            = "127.0.0.1"
+	DefaultLogLimit           = 10 << 20 // bytes: 10 MiB
 
 	// shutdownTimeout is how long Shutdown lets instances handle SIGTERM
 	// before it kills them: the rep is on its way out and should not hang.
@@ -59,9 +62,12 @@ type ExecutorConfig struct {
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	// Zero means DefaultStopTimeout.
 	StopTimeout time.Duration
-	// HealthInterval is the pause between health checks, before and after
-	// an instance is healthy. Zero means DefaultHealthInterval.
-	HealthInterval time.Duration
+	// StartCheckInterval is the pause between health checks while an
+	// instance starts, until its first check passes; a definition whose
+	// health_check.interval_ms is shorter is checked that often instead.
+	// Once healthy, the definition's interval applies. Zero means
+	// DefaultStartCheckInterval.
+	StartCheckInterval time.Duration
 	// LogLimit caps each instance's log, in bytes. When output.log would
 	// grow past it, it is renamed to output.log.1 (replacing the one
 	// before) and a fresh output.log starts, so an instance's logs never
@@ -88,13 +94,21 @@ const (
 	// Healthy: the instance passed its first health check; Event.NetInfo
 	// says where it answers. Sent at most once per instance.
 	Healthy EventKind = iota + 1
-	// Crashed: the instance exited without being asked to, or failed its
-	// health check (and was killed); Event.Reason says which. The process
-	// is gone and its ports are free when this is sent.
+	// Crashed: the instance exited without being asked to, or did not
+	// become healthy within its start timeout (and was killed);
+	// Event.Reason says which. The process is gone and its ports are free
+	// when this is sent.
 	Crashed
 	// Exited: the instance exited after Stop (or Shutdown). The process is
 	// gone and its ports are free when this is sent.
 	Exited
+	// Unhealthy: a healthy instance failed its health check
+	// failure_threshold times in a row; Event.Reason says how. The
+	// executor leaves the process running and checks it no more: routers
+	// may still send it requests, so whoever runs the executor takes it
+	// out of service first (the agent: unroutable, grace period, Stop).
+	// Sent at most once, after Healthy and before the last event.
+	Unhealthy
 )
 
 func (k EventKind) String() string {
@@ -105,6 +119,8 @@ func (k EventKind) String() string {
 		return "crashed"
 	case Exited:
 		return "exited"
+	case Unhealthy:
+		return "unhealthy"
 	default:
 		return fmt.Sprintf("EventKind(%d)", int(k))
 	}
@@ -112,7 +128,7 @@ func (k EventKind) String() string {
 
 // Event is what the agent reports to the board. Every instance that Run
 // started gets exactly one Crashed or Exited event, after at most one
-// Healthy event.
+// Healthy and at most one Unhealthy event.
 type Event struct {
 	InstanceGuid string
 	ProcessGuid  string
@@ -120,9 +136,10 @@ type Event struct {
 	Kind         EventKind
 	// NetInfo is set with Healthy.
 	NetInfo *models.NetInfo
-	// Reason is set with Crashed, for a person: "exited with code 3",
-	// "killed by signal 9", "health check failed: GET /health on port
-	// 8080: 503", "did not become healthy within 30s: ...".
+	// Reason is set with Crashed and Unhealthy, for a person: "exited
+	// with code 3", "killed by signal 9", "did not become healthy within
+	// 30s: ...", "health check failed 3 times in a row: GET /health on
+	// port 8080: 503".
 	Reason string
 }
 
@@ -171,8 +188,8 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.StopTimeout < 0 {
 		return nil, fmt.Errorf("ExecutorConfig.StopTimeout must not be negative, got %s", cfg.StopTimeout)
 	}
-	if cfg.HealthInterval < 0 {
-		return nil, fmt.Errorf("ExecutorConfig.HealthInterval must not be negative, got %s", cfg.HealthInterval)
+	if cfg.StartCheckInterval < 0 {
+		return nil, fmt.Errorf("ExecutorConfig.StartCheckInterval must not be negative, got %s", cfg.StartCheckInterval)
 	}
 	if cfg.LogLimit < 0 {
 		return nil, fmt.Errorf("ExecutorConfig.LogLimit must not be negative, got %d", cfg.LogLimit)
@@ -184,8 +201,8 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = DefaultStopTimeout
 	}
-	if cfg.HealthInterval == 0 {
-		cfg.HealthInterval = DefaultHealthInterval
+	if cfg.StartCheckInterval == 0 {
+		cfg.StartCheckInterval = DefaultStartCheckInterval
 	}
 	if cfg.LogLimit == 0 {
 		cfg.LogLimit = DefaultLogLimit
@@ -411,9 +428,9 @@ func (e *Executor) Instances() []InstanceStatus {
 // LogTail returns the last lines of the instance's log (its stdout and
 // stderr in one file, with lines from the rep marked "[rep]"), reading
 // across a rotation: output.log.1, then output.log. It works for running
-// instances and for recently finished ones whose working dir is still
-// kept. An unknown instance gives an error wrapping
-// ErrInstanceNotFound.
+// instances and for finished ones whose working dir is still kept (the
+// last to end of each index, see keepFinished). An unknown instance gives
+// an error wrapping ErrInstanceNotFound.
 func (e *Executor) LogTail(instanceGuid string, lines int) ([]byte, error) {
 	if lines < 1 {
 		return nil, fmt.Errorf("lines must be at least 1, got %d", lines)
@@ -426,6 +443,19 @@ func (e *Executor) LogTail(instanceGuid string, lines int) ([]byte, error) {
 		return nil, fmt.Errorf("log of instance %s: %w", instanceGuid, ErrInstanceNotFound)
 	}
 	return tail, err
+}
+
+// LastEnded returns the last instance of (processGuid, index) that ended
+// on this cell, while its log is kept (see EndedInstance and LogTail).
+func (e *Executor) LastEnded(processGuid string, index int32) (EndedInstance, bool) {
+	return e.workDir.lastEnded(processGuid, index)
+}
+
+// Ended returns what is known of an instance that ended and whose log is
+// kept; false for one that still runs, is unknown, or was left by an
+// earlier rep on the data dir.
+func (e *Executor) Ended(instanceGuid string) (EndedInstance, bool) {
+	return e.workDir.ended(instanceGuid)
 }
 
 // Shutdown stops every instance at once: SIGTERM, SIGKILL after a short
@@ -530,8 +560,10 @@ func (e *Executor) stop(inst *instance, timeout time.Duration) error {
 }
 
 // monitor health-checks inst until it is healthy or its start timeout
-// passes, then keeps checking until a check fails or ctx ends. A failure
-// kills the process; wait reports the crash with the reason set here.
+// passes (then it kills the process; wait reports the crash with the
+// reason set here), then keeps checking at the definition's interval
+// until ctx ends or the check fails failure_threshold times in a row.
+// Then it sends Unhealthy and stops checking; the process runs on.
 func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *instance, check *healthCheck, timeout time.Duration) {
 	defer close(inst.monitorDone)
 	if check == nil {
@@ -543,6 +575,7 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 	}
 
 	deadline := inst.startedAt.Add(timeout)
+	startInterval := min(e.cfg.StartCheckInterval, check.interval)
 	for {
 		err := check.run(ctx)
 		if ctx.Err() != nil {
@@ -555,7 +588,7 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 			e.killUnhealthy(logger, inst, fmt.Sprintf("did not become healthy within %s: %v", timeout, err))
 			return
 		}
-		if !sleep(ctx, min(e.cfg.HealthInterval, time.Until(deadline))) {
+		if !sleep(ctx, min(startInterval, time.Until(deadline))) {
 			return
 		}
 	}
@@ -564,18 +597,46 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 	}
 	logger.Info("healthy", lager.Data{"check": check.String()})
 
-	for sleep(ctx, e.cfg.HealthInterval) {
+	failures := 0
+	for sleep(ctx, check.interval) {
 		err := check.run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil {
-			e.killUnhealthy(logger, inst, "health check failed: "+err.Error())
-			return
+		if err == nil {
+			if failures > 0 {
+				inst.logLine("health check passed again after %d failed", failures)
+				logger.Info("healthy-again", lager.Data{"failed_checks": failures})
+			}
+			failures = 0
+			continue
 		}
+		failures++
+		if failures < check.threshold {
+			inst.logLine("health check failed (%d of %d in a row before it is unhealthy): %v", failures, check.threshold, err)
+			logger.Info("health-check-failed", lager.Data{"failures": failures, "threshold": check.threshold, "error": err.Error()})
+			continue
+		}
+		reason := unhealthyReason(failures, err)
+		if inst.markUnhealthy(e.events, reason) {
+			inst.logLine("unhealthy: %s", reason)
+			logger.Info("unhealthy", lager.Data{"reason": reason})
+		}
+		return
 	}
 }
 
+// unhealthyReason says why a healthy instance was judged unhealthy, with
+// the last check's failure.
+func unhealthyReason(failures int, last error) string {
+	if failures == 1 {
+		return "health check failed: " + last.Error()
+	}
+	return fmt.Sprintf("health check failed %d times in a row: %v", failures, last)
+}
+
+// killUnhealthy kills an instance that never became healthy. It was never
+// routable, so nothing needs to learn of it first.
 func (e *Executor) killUnhealthy(logger lager.Logger, inst *instance, reason string) {
 	if !inst.setCrashReason(reason) {
 		return
@@ -597,7 +658,7 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 	}
 	removePidFile(inst.dir)
 	exitReason := describeExit(inst.cmd.ProcessState, waitErr)
-	stopping, crashReason := inst.markExited()
+	stopping, crashReason, unhealthyReason := inst.markExited()
 	close(inst.exited)
 
 	inst.cancelHealth()
@@ -605,17 +666,27 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 	e.ports.release(inst.hostPorts)
 
 	ev := Event{InstanceGuid: inst.instanceGuid, ProcessGuid: inst.processGuid, Index: inst.index}
+	ended := EndedInstance{
+		ProcessGuid: inst.processGuid, Index: inst.index, InstanceGuid: inst.instanceGuid,
+		DefinitionId: inst.definitionId,
+	}
 	switch {
 	case stopping:
 		ev.Kind = Exited
+		ended.Ending = "stopped: " + exitReason
+		if unhealthyReason != "" {
+			ended.Ending = "unhealthy, then stopped: " + unhealthyReason
+		}
 		inst.logLine("stopped: %s", exitReason)
 		logger.Info("exited", lager.Data{"exit": exitReason})
 	case crashReason != "":
 		ev.Kind, ev.Reason = Crashed, crashReason
+		ended.Ending = "crashed: " + crashReason
 		inst.logLine("crashed: %s (%s)", crashReason, exitReason)
 		logger.Info("crashed", lager.Data{"reason": crashReason, "exit": exitReason})
 	default:
 		ev.Kind, ev.Reason = Crashed, exitReason
+		ended.Ending = "crashed: " + exitReason
 		inst.logLine("crashed: %s", exitReason)
 		logger.Info("crashed", lager.Data{"reason": exitReason})
 	}
@@ -624,7 +695,8 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 	e.mu.Lock()
 	delete(e.instances, inst.instanceGuid)
 	e.mu.Unlock()
-	e.workDir.finished(inst.instanceGuid)
+	ended.EndedAt = time.Now()
+	e.workDir.finished(ended)
 
 	e.events.push(ev)
 	close(inst.done)

@@ -63,12 +63,6 @@ var _ = Describe("Executor crashes", func() {
 		Expect(ev.Reason).To(Equal("exited with code 3"))
 	})
 
-	It("kills and reports an app whose health check fails after it was healthy", func() {
-		st := runHealthy(executor, spec("sickly", helloDefinition(httpCheck(), "UNHEALTHY_AFTER", "1s")))
-		expectCrash(st, "health check failed: GET /health on port 8080: 503")
-		Expect(executor.LogTail("sickly", 100)).To(ContainSubstring("health check failed: GET /health on port 8080: 503: SIGKILL to process group"))
-	})
-
 	It("kills and reports an app that never becomes healthy once its start timeout passes", func() {
 		def := helloDefinition(httpCheck(), "UNHEALTHY", "1")
 		def.StartTimeoutMs = 5000

@@ -16,14 +16,14 @@ import (
 func newConfig() rep.ExecutorConfig {
 	portMin, portMax := freePortRange(10)
 	return rep.ExecutorConfig{
-		CellID:         "cell-a",
-		DataDir:        GinkgoT().TempDir(),
-		AppsDir:        appsDir,
-		PortMin:        portMin,
-		PortMax:        portMax,
-		StopTimeout:    10 * time.Second,
-		HealthInterval: 100 * time.Millisecond,
-		Logger:         lagertest.NewTestLogger("rep"),
+		CellID:             "cell-a",
+		DataDir:            GinkgoT().TempDir(),
+		AppsDir:            appsDir,
+		PortMin:            portMin,
+		PortMax:            portMax,
+		StopTimeout:        10 * time.Second,
+		StartCheckInterval: 100 * time.Millisecond,
+		Logger:             lagertest.NewTestLogger("rep"),
 	}
 }
 

@@ -42,6 +42,9 @@ type instance struct {
 	stopping    bool
 	hasExited   bool
 	crashReason string
+	// unhealthyReason is set once the instance, healthy before, failed
+	// its checks failure_threshold times in a row.
+	unhealthyReason string
 }
 
 func (i *instance) status() InstanceStatus {
@@ -81,6 +84,27 @@ func (i *instance) markHealthy(events *eventQueue) bool {
 	return true
 }
 
+// markUnhealthy records that the healthy instance failed its checks too
+// often and queues Unhealthy, unless the instance is stopping or gone:
+// then it does nothing and reports false. Queuing under the lock keeps
+// Unhealthy ahead of the instance's last event.
+func (i *instance) markUnhealthy(events *eventQueue, reason string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.healthy || i.stopping || i.hasExited || i.unhealthyReason != "" {
+		return false
+	}
+	i.unhealthyReason = reason
+	events.push(Event{
+		InstanceGuid: i.instanceGuid,
+		ProcessGuid:  i.processGuid,
+		Index:        i.index,
+		Kind:         Unhealthy,
+		Reason:       reason,
+	})
+	return true
+}
+
 // beginStop marks the instance stopping. It reports false when the
 // process already exited on its own (a crash is on its way); a second Stop
 // gets true and waits along with the first.
@@ -106,12 +130,13 @@ func (i *instance) setCrashReason(reason string) bool {
 	return true
 }
 
-// markExited records the exit and says whether it was asked for.
-func (i *instance) markExited() (stopping bool, crashReason string) {
+// markExited records the exit and says whether it was asked for, and
+// whether the executor had judged the instance unhealthy.
+func (i *instance) markExited() (stopping bool, crashReason, unhealthyReason string) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.hasExited = true
-	return i.stopping, i.crashReason
+	return i.stopping, i.crashReason, i.unhealthyReason
 }
 
 // logLine writes a line of the rep's own into the instance's log, so a

@@ -284,7 +284,7 @@ var _ = Describe("Executor.Run", func() {
 		It("refuses a health check on a port the definition does not have", func() {
 			def := helloDefinition(&models.HealthCheck{Type: models.HealthCheck_TCP, Port: 9999})
 			_, err := executor.Run(spec("bad-check", def))
-			Expect(err).To(MatchError("InstanceSpec.Definition.health_check.port 9999 is not one of the definition's ports [8080]"))
+			Expect(err).To(MatchError("InstanceSpec.Definition: InvalidRequest: health_check.port: must be one of the definition's ports [8080], got 9999"))
 			Expect(executor.Instances()).To(BeEmpty())
 		})
 

@@ -13,10 +13,6 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// healthCheckTimeout bounds one check. An instance that takes longer to
-// accept a connection or answer its health endpoint fails the check.
-const healthCheckTimeout = 2 * time.Second
-
 // healthCheck is a TCP or HTTP check of one instance. A PROCESS check
 // needs none: the running process is the check.
 type healthCheck struct {
@@ -25,6 +21,13 @@ type healthCheck struct {
 	target        string // host:port
 	path          string
 	client        *http.Client
+	// The definition's settings, defaults applied: the pause between
+	// checks of a healthy instance, how long one check may take (an
+	// instance slower to accept a connection or to answer fails it), and
+	// how many failures in a row make a healthy instance unhealthy.
+	interval  time.Duration
+	timeout   time.Duration
+	threshold int
 }
 
 // newHealthCheck builds the check a definition asks for, against the host
@@ -50,10 +53,13 @@ func newHealthCheck(hc *models.HealthCheck, address string, ports []*models.Port
 		containerPort: hc.GetPort(),
 		target:        net.JoinHostPort(address, strconv.FormatUint(uint64(hostPort), 10)),
 		path:          hc.GetPath(),
+		interval:      hc.Interval(),
+		timeout:       hc.Timeout(),
+		threshold:     hc.Threshold(),
 	}
 	if check.kind == models.HealthCheck_HTTP {
 		check.client = &http.Client{
-			Timeout: healthCheckTimeout,
+			Timeout: check.timeout,
 			// A redirect is an answer, and not a 2xx one.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			// Each check opens its own connection, as a client would, and
@@ -75,7 +81,7 @@ func (h *healthCheck) String() string {
 // run performs one check; its error reads after "health check failed: ",
 // e.g. "GET /health on port 8080: 503".
 func (h *healthCheck) run(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, healthCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	if h.kind == models.HealthCheck_HTTP {
 		return h.runHTTP(ctx)
@@ -83,7 +89,7 @@ func (h *healthCheck) run(ctx context.Context) error {
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "tcp", h.target)
 	if err != nil {
-		return fmt.Errorf("%s: %s", h, describeNetError(err))
+		return fmt.Errorf("%s: %s", h, h.describeNetError(err))
 	}
 	conn.Close()
 	return nil
@@ -96,7 +102,7 @@ func (h *healthCheck) runHTTP(ctx context.Context) error {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %s", h, describeNetError(err))
+		return fmt.Errorf("%s: %s", h, h.describeNetError(err))
 	}
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -107,14 +113,14 @@ func (h *healthCheck) runHTTP(ctx context.Context) error {
 
 // describeNetError shortens the usual failures to what a person needs;
 // anything else keeps Go's wording.
-func describeNetError(err error) string {
+func (h *healthCheck) describeNetError(err error) string {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
 		return "connection reset"
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		return fmt.Sprintf("no answer within %s", healthCheckTimeout)
+		return fmt.Sprintf("no answer within %s", h.timeout)
 	default:
 		return err.Error()
 	}

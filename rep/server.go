@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // Defaults and bounds of GET /v1/logs.
@@ -33,8 +35,17 @@ func InstanceURL(baseURL, instanceGuid string) string {
 //
 //	GET  /v1/instances                               what the cell runs (JSON)
 //	GET  /v1/logs?instance_guid=G&lines=N            the tail of an instance's log
+//	GET  /v1/logs?process_guid=P&index=I&lines=N     the same for index I of P: its
+//	                                                 instance running here, or else
+//	                                                 the last one that ended here
 //	POST /v1/drain                                   evacuate the cell (202)
 //	POST /v1/instances/{instance_guid}/occupancy     {"occupied": bool} (204)
+//
+// A log answer names its instance in the header X-Corkboard-Instance-Guid.
+// The log of an instance that has ended starts with a line of the rep's
+// own saying so and how it ended (see endedLine), and the header
+// X-Corkboard-Ended-At carries when (RFC 3339), so that a client asking
+// several cells can pick the latest.
 //
 // Errors are text/plain with a status: 400 for a bad request, 404 for an
 // unknown instance.
@@ -98,14 +109,16 @@ func (s *server) instances(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(list)
 }
 
+// Headers of a log answer.
+const (
+	HeaderInstanceGuid = "X-Corkboard-Instance-Guid"
+	HeaderEndedAt      = "X-Corkboard-Ended-At"
+)
+
 func (s *server) logs(w http.ResponseWriter, r *http.Request) {
-	guid := r.URL.Query().Get("instance_guid")
-	if guid == "" {
-		http.Error(w, "instance_guid: required", http.StatusBadRequest)
-		return
-	}
+	query := r.URL.Query()
 	lines := DefaultLogLines
-	if raw := r.URL.Query().Get("lines"); raw != "" {
+	if raw := query.Get("lines"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > MaxLogLines {
 			http.Error(w, fmt.Sprintf("lines: want a number from 1 to %d, got %q", MaxLogLines, raw), http.StatusBadRequest)
@@ -113,6 +126,33 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 		}
 		lines = n
 	}
+	guid := query.Get("instance_guid")
+	byIndex := query.Has("process_guid") || query.Has("index")
+	switch {
+	case guid != "" && byIndex:
+		http.Error(w, "instance_guid: give it, or process_guid and index, not both", http.StatusBadRequest)
+		return
+	case guid == "" && !byIndex:
+		http.Error(w, "instance_guid: required (or process_guid and index)", http.StatusBadRequest)
+		return
+	case byIndex:
+		processGuid := query.Get("process_guid")
+		if err := models.ValidateProcessGuid(processGuid); err != nil {
+			http.Error(w, models.ConvertError(err).GetMessage(), http.StatusBadRequest)
+			return
+		}
+		index, err := strconv.ParseInt(query.Get("index"), 10, 32)
+		if err != nil || index < 0 {
+			http.Error(w, fmt.Sprintf("index: want a number of 0 or more, got %q", query.Get("index")), http.StatusBadRequest)
+			return
+		}
+		var found bool
+		if guid, found = s.instanceOfIndex(processGuid, int32(index)); !found {
+			http.Error(w, fmt.Sprintf("%s/%d: no instance of it runs or ended on this cell", processGuid, index), http.StatusNotFound)
+			return
+		}
+	}
+
 	tail, err := s.executor.LogTail(guid, lines)
 	switch {
 	case errors.Is(err, ErrInstanceNotFound):
@@ -123,7 +163,37 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set(HeaderInstanceGuid, guid)
+	// Asked after the tail was read: an instance that ended meanwhile is
+	// marked as ended, not as running.
+	if ended, ok := s.executor.Ended(guid); ok {
+		w.Header().Set(HeaderEndedAt, ended.EndedAt.UTC().Format(time.RFC3339Nano))
+		_, _ = io.WriteString(w, endedLine(ended))
+	}
 	_, _ = w.Write(tail)
+}
+
+// instanceOfIndex picks the instance whose log stands for an index: the
+// newest one running on this cell, or else the last one that ended here.
+func (s *server) instanceOfIndex(processGuid string, index int32) (string, bool) {
+	var newest *InstanceStatus
+	for _, st := range s.executor.Instances() {
+		if st.ProcessGuid == processGuid && st.Index == index && (newest == nil || st.StartedAt.After(newest.StartedAt)) {
+			newest = &st
+		}
+	}
+	if newest != nil {
+		return newest.InstanceGuid, true
+	}
+	ended, ok := s.executor.LastEnded(processGuid, index)
+	return ended.InstanceGuid, ok
+}
+
+// endedLine heads the log of an instance that has ended, so that a person
+// reading it does not take it for a running one.
+func endedLine(ended EndedInstance) string {
+	return fmt.Sprintf("--- previous instance %s of %s/%d, ended %s: %s ---\n",
+		ended.InstanceGuid, ended.ProcessGuid, ended.Index, ended.EndedAt.UTC().Format(time.RFC3339), ended.Ending)
 }
 
 func (s *server) drain(w http.ResponseWriter, _ *http.Request) {

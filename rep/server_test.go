@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
 	. "github.com/onsi/ginkgo/v2"
@@ -94,6 +95,91 @@ var _ = Describe("the rep's HTTP server", func() {
 		code, body = get("/v1/logs?instance_guid=nope")
 		Expect(code).To(Equal(http.StatusNotFound))
 		Expect(body).To(ContainSubstring("instance nope: no log on this cell"))
+	})
+
+	Describe("the log of an index", func() {
+		// getLog GETs a log and returns the status, the instance guid and
+		// end time headers, and the body.
+		getLog := func(query string) (int, string, string, string) {
+			GinkgoHelper()
+			resp, err := http.Get(url + "/v1/logs?" + query)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			return resp.StatusCode, resp.Header.Get(rep.HeaderInstanceGuid), resp.Header.Get(rep.HeaderEndedAt), string(body)
+		}
+		indexSpec := func(guid string, index int32, def *models.LRPDefinition) rep.InstanceSpec {
+			return rep.InstanceSpec{ProcessGuid: "hello", Index: index, InstanceGuid: guid, Definition: def}
+		}
+
+		It("serves the kept log of a crashed instance, headed by a line saying it crashed and why", func() {
+			runHealthy(executor, indexSpec("ig-crash", 1, helloDefinition(httpCheck(), "CRASH_AFTER", "1s")))
+			Eventually(executor.Events()).Should(Receive(HaveField("Kind", rep.Crashed)))
+
+			code, guid, endedAt, body := getLog("process_guid=hello&index=1&lines=50")
+			Expect(code).To(Equal(http.StatusOK), body)
+			Expect(guid).To(Equal("ig-crash"))
+			ended, err := time.Parse(time.RFC3339Nano, endedAt)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ended).To(BeTemporally("~", time.Now(), time.Minute))
+			lines := strings.Split(body, "\n")
+			Expect(lines[0]).To(MatchRegexp(`^--- previous instance ig-crash of hello/1, ended \S+Z: crashed: exited with code 3 ---$`))
+			Expect(body).To(ContainSubstring("CRASH_AFTER=1s passed: exiting with code 3"))
+			Expect(body).To(ContainSubstring("crashed: exited with code 3"))
+
+			By("asked for by its instance guid, it is marked the same way")
+			code, _, endedAt, body = getLog("instance_guid=ig-crash")
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(endedAt).NotTo(BeEmpty())
+			Expect(body).To(HavePrefix("--- previous instance ig-crash of hello/1"))
+
+			By("another index has none")
+			code, _, _, body = getLog("process_guid=hello&index=2")
+			Expect(code).To(Equal(http.StatusNotFound))
+			Expect(body).To(ContainSubstring("hello/2: no instance of it runs or ended on this cell"))
+		})
+
+		It("serves a running instance of the index rather than the kept one, and keeps only the last to end", func() {
+			runHealthy(executor, indexSpec("ig-first", 0, helloDefinition(httpCheck())))
+			Expect(executor.Stop("ig-first")).To(Succeed())
+			Expect(nextEvent(executor).Kind).To(Equal(rep.Exited))
+			code, guid, _, body := getLog("process_guid=hello&index=0")
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(guid).To(Equal("ig-first"))
+			Expect(body).To(MatchRegexp(`^--- previous instance ig-first of hello/0, ended \S+: stopped: exited with code 0 ---\n`))
+
+			runHealthy(executor, indexSpec("ig-second", 0, helloDefinition(httpCheck())))
+			code, guid, endedAt, body := getLog("process_guid=hello&index=0")
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(guid).To(Equal("ig-second"))
+			Expect(endedAt).To(BeEmpty())
+			Expect(body).NotTo(ContainSubstring("--- previous instance"))
+
+			// The second one ending replaces the first one's kept log.
+			Expect(executor.Stop("ig-second")).To(Succeed())
+			Expect(nextEvent(executor).Kind).To(Equal(rep.Exited))
+			_, guid, _, _ = getLog("process_guid=hello&index=0")
+			Expect(guid).To(Equal("ig-second"))
+			code, _, _, body = getLog("instance_guid=ig-first")
+			Expect(code).To(Equal(http.StatusNotFound))
+			Expect(body).To(ContainSubstring("instance ig-first: no log on this cell"))
+		})
+
+		It("refuses a bad process guid or index, and both ways of asking at once", func() {
+			code, _, _, body := getLog("process_guid=a.b&index=0")
+			Expect(code).To(Equal(http.StatusBadRequest))
+			Expect(body).To(ContainSubstring("process_guid: must match"))
+			code, _, _, body = getLog("process_guid=hello&index=-1")
+			Expect(code).To(Equal(http.StatusBadRequest))
+			Expect(body).To(ContainSubstring(`index: want a number of 0 or more, got "-1"`))
+			code, _, _, body = getLog("process_guid=hello")
+			Expect(code).To(Equal(http.StatusBadRequest))
+			Expect(body).To(ContainSubstring(`index: want a number of 0 or more, got ""`))
+			code, _, _, body = getLog("instance_guid=ig-1&process_guid=hello&index=0")
+			Expect(code).To(Equal(http.StatusBadRequest))
+			Expect(body).To(ContainSubstring("instance_guid: give it, or process_guid and index, not both"))
+		})
 	})
 
 	It("takes occupancy only for instances the agent runs, and only as {\"occupied\": bool}", func() {

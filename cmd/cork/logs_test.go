@@ -3,8 +3,10 @@ package main_test
 import (
 	"context"
 	"net"
+	"net/http/httptest"
 	"time"
 
+	"code.cloudfoundry.org/lager/v3/lagertest"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep"
 )
 
 // The happy path, a log fetched from a real rep, is in e2e/; these are
@@ -56,34 +59,110 @@ var _ = Describe("cork logs", func() {
 		fail(1, "hello/2 is UNCLAIMED and not claimed by any cell yet: it has no log", "hello/2")
 	})
 
-	It("names the cell when its rep cannot be reached", func() {
-		r := runCork(board, "", "desire", fixture("hello.json"))
-		Expect(r.code).To(Equal(0), r.stderr)
-		// A rep URL where nothing listens.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		repURL := "http://" + l.Addr().String()
-		Expect(l.Close()).To(Succeed())
-		ctx := context.Background()
-		Expect(store.RegisterCell(ctx, &models.Cell{
-			CellId: "cell-a", RepUrl: repURL, Zone: "z1",
+	// registerCell registers a cell whose rep answers at repURL.
+	registerCell := func(cellID, repURL string) {
+		GinkgoHelper()
+		Expect(store.RegisterCell(context.Background(), &models.Cell{
+			CellId: cellID, RepUrl: repURL, Zone: "z1",
 			Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10},
 		}, time.Minute)).To(Succeed())
-		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(1)})
+	}
+
+	// claimOn places hello/index on the cell and claims it there as
+	// instanceGuid, as the cell's rep would.
+	claimOn := func(cellID string, index int32, instanceGuid string) *client.CellClient {
+		GinkgoHelper()
+		ctx := context.Background()
+		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(index)})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rows).To(HaveLen(1))
 		version := db.RowVersion{
-			Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 1, Presence: models.ActualLRP_ORDINARY},
+			Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: index, Presence: models.ActualLRP_ORDINARY},
 			State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
 		}
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: "cell-a"}}})
+		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: cellID}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
-		cell := client.NewCellClient(board, "cell-a")
-		_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: 1, InstanceGuid: "ig-1"})
+		cell := client.NewCellClient(board, cellID)
+		_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: index, InstanceGuid: instanceGuid})
 		Expect(err).NotTo(HaveOccurred())
+		return cell
+	}
+
+	// deadURL is a URL where nothing listens.
+	deadURL := func() string {
+		GinkgoHelper()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		url := "http://" + l.Addr().String()
+		Expect(l.Close()).To(Succeed())
+		return url
+	}
+
+	It("names the cell when its rep cannot be reached", func() {
+		r := runCork(board, "", "desire", fixture("hello.json"))
+		Expect(r.code).To(Equal(0), r.stderr)
+		registerCell("cell-a", deadURL())
+		claimOn("cell-a", 1, "ig-1")
 
 		fail(1, "hello/1: asking the rep of cell cell-a:", "hello/1")
+	})
+
+	Context("when the instance crashed, so its row names no cell", func() {
+		var executor *rep.Executor
+
+		BeforeEach(func() {
+			r := runCork(board, "", "desire", fixture("hello.json"))
+			Expect(r.code).To(Equal(0), r.stderr)
+
+			// A real rep's HTTP server over a real executor; its agent is
+			// never started (nothing here needs it).
+			var err error
+			executor, err = rep.NewExecutor(rep.ExecutorConfig{
+				CellID: "cell-a", DataDir: GinkgoT().TempDir(), PortMin: 40000, PortMax: 40009,
+				Logger: lagertest.NewTestLogger("rep"),
+			})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(executor.Shutdown)
+			agent, err := rep.NewAgent(rep.AgentConfig{
+				Cell: &models.Cell{CellId: "cell-a"}, Board: client.New(board),
+				CellClient: client.NewCellClient(board, "cell-a"), Executor: executor,
+			})
+			Expect(err).NotTo(HaveOccurred())
+			server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, executor))
+			DeferCleanup(server.Close)
+			registerCell("cell-a", server.URL)
+			// A cell whose rep is gone is no reason to fail.
+			registerCell("cell-b", deadURL())
+		})
+
+		It("finds the log its rep keeps and prints it, headed by how the instance ended", func() {
+			cell := claimOn("cell-a", 1, "ig-1")
+			_, err := executor.Run(rep.InstanceSpec{
+				ProcessGuid: "hello", Index: 1, InstanceGuid: "ig-1",
+				Definition: &models.LRPDefinition{
+					DefinitionId: "v1",
+					Action:       &models.RunAction{Path: "sh", Args: []string{"-c", "echo last words before the crash; exit 3"}},
+				},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(executor.Events()).WithTimeout(30 * time.Second).Should(Receive(HaveField("Kind", rep.Crashed)))
+			_, err = cell.CrashActualLRP(context.Background(), client.Instance{ProcessGuid: "hello", Index: 1, InstanceGuid: "ig-1"}, "exited with code 3")
+			Expect(err).NotTo(HaveOccurred())
+
+			r := runCork(board, "", "logs", "hello/1", "-n", "20")
+			Expect(r.code).To(Equal(0), r.stderr)
+			Expect(r.lines()[0]).To(MatchRegexp(`^--- previous instance ig-1 of hello/1, ended \S+: crashed: exited with code 3 ---$`))
+			Expect(r.stdout).To(ContainSubstring("last words before the crash"))
+		})
+
+		It("says the instance crashed when no cell keeps a log of it", func() {
+			cell := claimOn("cell-a", 2, "ig-2")
+			_, err := cell.CrashActualLRP(context.Background(), client.Instance{ProcessGuid: "hello", Index: 2, InstanceGuid: "ig-2"}, "exited with code 9")
+			Expect(err).NotTo(HaveOccurred())
+
+			fail(1, "hello/2 is CRASHED (exited with code 9) and no cell keeps a log of it; not every cell could be asked: asking the rep of cell cell-b:", "hello/2")
+		})
 	})
 })
 

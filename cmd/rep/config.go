@@ -81,6 +81,10 @@ type Config struct {
 	// StopTimeout is how long after SIGTERM an instance gets SIGKILL
 	// ("10s").
 	StopTimeout string `json:"stop_timeout"`
+	// UnroutableRetryTimeout bounds how long a stop keeps asking the board
+	// to mark its instance unroutable before it stops the instance anyway
+	// ("10s").
+	UnroutableRetryTimeout string `json:"unroutable_retry_timeout"`
 	// InstanceLogLimitMB caps each instance's log, in MiB (10, at least
 	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
 	// so an instance's logs take at most twice this much disk. A pointer,
@@ -135,6 +139,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.StopGracePeriod == "" {
 		c.StopGracePeriod = rep.DefaultStopGracePeriod.String()
+	}
+	if c.UnroutableRetryTimeout == "" {
+		c.UnroutableRetryTimeout = rep.DefaultUnroutableRetryTimeout.String()
 	}
 	if c.StopTimeout == "" {
 		c.StopTimeout = rep.DefaultStopTimeout.String()
@@ -209,6 +216,7 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "evacuation_timeout", Value: c.EvacuationTimeout},
 		configfile.Duration{Key: "stop_grace_period", Value: c.StopGracePeriod},
 		configfile.Duration{Key: "stop_timeout", Value: c.StopTimeout},
+		configfile.Duration{Key: "unroutable_retry_timeout", Value: c.UnroutableRetryTimeout},
 	); err != nil {
 		return err
 	}

@@ -70,6 +70,8 @@ var _ = Describe("rep -config", func() {
 			`port_range: "61099-61000" is not first-last with 1 <= first <= last <= 65535`),
 		Entry("a bad duration", func(c map[string]any) { c["stop_grace_period"] = "soon" },
 			`stop_grace_period: "soon" is not a positive duration like "30s"`),
+		Entry("a bad unroutable_retry_timeout", func(c map[string]any) { c["unroutable_retry_timeout"] = "-1s" },
+			`unroutable_retry_timeout: "-1s" is not a positive duration like "30s"`),
 		Entry("a bad log_level", func(c map[string]any) { c["log_level"] = "loud" },
 			`log_level: "loud" is not one of debug, info, error, fatal`),
 		Entry("a zero instance_log_limit_mb", func(c map[string]any) { c["instance_log_limit_mb"] = 0 },

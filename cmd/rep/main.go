@@ -113,15 +113,16 @@ func serve(logger lager.Logger, cfg Config) error {
 		PlacementTags: cfg.PlacementTags,
 	}
 	agent, err := rep.NewAgent(rep.AgentConfig{
-		Cell:              cell,
-		Board:             client.New(cfg.BoardURL),
-		CellClient:        client.NewCellClient(cfg.BoardURL, cfg.CellID),
-		Executor:          executor,
-		PollInterval:      configfile.MustDuration(cfg.PollInterval),
-		BulkSyncInterval:  configfile.MustDuration(cfg.BulkSyncInterval),
-		EvacuationTimeout: configfile.MustDuration(cfg.EvacuationTimeout),
-		StopGracePeriod:   configfile.MustDuration(cfg.StopGracePeriod),
-		Logger:            logger,
+		Cell:                   cell,
+		Board:                  client.New(cfg.BoardURL),
+		CellClient:             client.NewCellClient(cfg.BoardURL, cfg.CellID),
+		Executor:               executor,
+		PollInterval:           configfile.MustDuration(cfg.PollInterval),
+		BulkSyncInterval:       configfile.MustDuration(cfg.BulkSyncInterval),
+		EvacuationTimeout:      configfile.MustDuration(cfg.EvacuationTimeout),
+		StopGracePeriod:        configfile.MustDuration(cfg.StopGracePeriod),
+		UnroutableRetryTimeout: configfile.MustDuration(cfg.UnroutableRetryTimeout),
+		Logger:                 logger,
 	})
 	if err != nil {
 		return err
