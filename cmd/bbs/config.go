@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -54,8 +55,11 @@ type Config struct {
 	// as a Go duration ("30s", the default).
 	ShutdownTimeout string `json:"shutdown_timeout"`
 	// BoardID names this board as the holder of the convergence lease; it
-	// must differ between boards sharing a database. Defaults to the host
-	// name and a random suffix, new on every start.
+	// must differ between boards sharing a database, and should stay the
+	// same across restarts of one board, so that a restarted board takes
+	// its own lease back at once instead of waiting out its TTL. Defaults
+	// to the host name and 8 hex digits of a hash of the host name, the
+	// absolute data dir and the listen address (see defaultBoardID).
 	BoardID string `json:"board_id"`
 	// CellPresenceTTL is how long a cell's registration lasts unless its
 	// rep renews it ("30s").
@@ -118,9 +122,6 @@ func (c *Config) applyDefaults() {
 	if c.ShutdownTimeout == "" {
 		c.ShutdownTimeout = defaultShutdownTimeout.String()
 	}
-	if c.BoardID == "" {
-		c.BoardID = defaultBoardID()
-	}
 	if c.CellPresenceTTL == "" {
 		c.CellPresenceTTL = handlers.DefaultPresenceTTL.String()
 	}
@@ -135,19 +136,58 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// defaultBoardID is unique per process: two boards on one host (or two
-// starts of one board) never share a lease owner by accident.
-func defaultBoardID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
+// defaultBoardID names a board after what tells it apart from every other
+// board: two boards on one host cannot listen on one address, and a board
+// restarted with the same config is the same board, so it gets the same id
+// and takes its own convergence lease back at once (AcquireLease renews an
+// owner's own lease) instead of waiting a TTL for a lease nobody renews.
+// The data dir is in it too, as it holds a SQLite board's state: a board
+// pointed at other state is another board. A relative one is made absolute,
+// so that the working directory the board starts in does not matter.
+//
+// Port 0 is the exception: the port is chosen at listen time, so two
+// boards with that listen address on one host would share the id and both
+// converge at once. Those get a random suffix, new on every start.
+//
+// Boards on different machines that share a host name, a data dir and a
+// listen address (containers given one host name) must set board_id.
+func defaultBoardID(host, listenAddress, dataDir string) string {
+	if host == "" {
 		host = "bbs"
 	}
 	host = host[:min(len(host), maxBoardIDLength-9)]
 	suffix := make([]byte, 4)
-	if _, err := rand.Read(suffix); err != nil {
+	if fixedPort(listenAddress) {
+		if dataDir != "" {
+			dataDir = absolutePath(dataDir)
+		}
+		// NUL separates the parts: no host name or path holds one.
+		sum := sha256.Sum256([]byte(host + "\x00" + dataDir + "\x00" + listenAddress))
+		copy(suffix, sum[:])
+	} else if _, err := rand.Read(suffix); err != nil {
 		panic(err)
 	}
 	return host + "-" + hex.EncodeToString(suffix)
+}
+
+// fixedPort reports whether a listen address names its port, rather than
+// leaving it to the system (port 0).
+func fixedPort(listenAddress string) bool {
+	_, port, err := net.SplitHostPort(listenAddress)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n != 0
+}
+
+// hostName is the host part of the default board id.
+func hostName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // validate checks every field and names the first bad one.

@@ -60,22 +60,67 @@ var _ = Describe("Config", func() {
 		Expect(cfg.shutdownTimeout()).To(Equal(30 * time.Second))
 	})
 
-	It("defaults to a 30 s presence TTL, a pass every 30 s, a 15 s lease, 60 s for a placement to go stale, and a board id of its own", func() {
-		path := writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`)
-		cfg, err := buildConfig(path, false, "", "")
+	It("defaults to a 30 s presence TTL, a pass every 30 s, a 15 s lease, 60 s for a placement to go stale", func() {
+		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`), false, "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.cellPresenceTTL()).To(Equal(30 * time.Second))
 		runner := cfg.runnerConfig()
 		Expect(runner.Interval).To(Equal(30 * time.Second))
 		Expect(runner.LeaseTTL).To(Equal(15 * time.Second))
 		Expect(runner.Planner.StaleUnclaimed).To(Equal(60 * time.Second))
-		host, err := os.Hostname()
-		Expect(err).NotTo(HaveOccurred())
-		Expect(runner.Owner).To(MatchRegexp("^" + regexp.QuoteMeta(host) + "-[0-9a-f]{8}$"))
+	})
 
-		again, err := buildConfig(path, false, "", "")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(again.BoardID).NotTo(Equal(cfg.BoardID), "two boards started from one config file do not share a lease owner")
+	Describe("the default board id", func() {
+		boardID := func(text, listen, dataDir string) string {
+			GinkgoHelper()
+			cfg, err := buildConfig(writeConfig(text), false, listen, dataDir)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.runnerConfig().Owner).To(Equal(cfg.BoardID))
+			return cfg.BoardID
+		}
+		const file = `{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`
+
+		It("is the host name and 8 hex digits, the same on every start of one config, so a restarted board owns its old lease", func() {
+			host, err := os.Hostname()
+			Expect(err).NotTo(HaveOccurred())
+			first := boardID(file, "", "")
+			Expect(first).To(MatchRegexp("^" + regexp.QuoteMeta(host) + "-[0-9a-f]{8}$"))
+			Expect(boardID(file, "", "")).To(Equal(first))
+		})
+
+		It("differs between boards that one host can run at once: another listen address or data dir", func() {
+			first := boardID(file, "", "")
+			Expect(boardID(`{"listen_address": "127.0.0.1:9001", "data_dir": "/var/lib/corkboard"}`, "", "")).NotTo(Equal(first))
+			Expect(boardID(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/other"}`, "", "")).NotTo(Equal(first))
+		})
+
+		It("derives from -listen and -data-dir when they override the file", func() {
+			Expect(boardID(file, "127.0.0.1:9001", "")).To(Equal(boardID(`{"listen_address": "127.0.0.1:9001", "data_dir": "/var/lib/corkboard"}`, "", "")))
+			Expect(boardID(file, "", "/var/lib/other")).To(Equal(boardID(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/other"}`, "", "")))
+		})
+
+		It("does not depend on the working directory a relative data dir is given from", func() {
+			wd, err := os.Getwd()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(defaultBoardID("h", "127.0.0.1:9000", "data")).To(Equal(defaultBoardID("h", "127.0.0.1:9000", filepath.Join(wd, "data"))))
+		})
+
+		It("is new on every start with port 0, which two boards on one host may both listen on", func() {
+			text := `{"listen_address": "127.0.0.1:0", "data_dir": "/var/lib/corkboard"}`
+			Expect(boardID(text, "", "")).NotTo(Equal(boardID(text, "", "")))
+			Expect(defaultBoardID("h", "[::1]:00", "/d")).NotTo(Equal(defaultBoardID("h", "[::1]:00", "/d")))
+		})
+
+		It("fits the 128 characters of a board id with a long host name", func() {
+			id := defaultBoardID(strings.Repeat("h", 300), "127.0.0.1:9000", "/d")
+			Expect(id).To(HaveLen(maxBoardIDLength))
+			Expect(id).To(MatchRegexp("^h+-[0-9a-f]{8}$"))
+			Expect(defaultBoardID("", "127.0.0.1:9000", "/d")).To(MatchRegexp("^bbs-[0-9a-f]{8}$"))
+		})
+
+		It("gives way to board_id in the file", func() {
+			Expect(boardID(`{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "board_id": "bbs-0"}`, "", "")).To(Equal("bbs-0"))
+		})
 	})
 
 	It("lets -listen and -data-dir override the file", func() {

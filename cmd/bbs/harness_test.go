@@ -57,6 +57,13 @@ func startConvergingBoard(database *testdb.Database, settings map[string]any) *r
 // logs copied to out rather than to the spec's report.
 func startConvergingBoardWriting(out io.Writer, database *testdb.Database, settings map[string]any) *runningBoard {
 	GinkgoHelper()
+	return startBoardWriting(out, "-config", convergingConfigFile(database, settings))
+}
+
+// convergingConfigFile writes the config startConvergingBoard runs a board
+// with and returns its path.
+func convergingConfigFile(database *testdb.Database, settings map[string]any) string {
+	GinkgoHelper()
 	cfg := map[string]any{
 		"listen_address":        "127.0.0.1:0",
 		"database_driver":       database.Dialect,
@@ -77,7 +84,7 @@ func startConvergingBoardWriting(out io.Writer, database *testdb.Database, setti
 	Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(GinkgoT().TempDir(), "bbs.json")
 	Expect(os.WriteFile(path, raw, 0o600)).To(Succeed())
-	return startBoardWriting(out, "-config", path)
+	return path
 }
 
 func (b *runningBoard) client() *client.Client {

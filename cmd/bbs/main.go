@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,6 +103,11 @@ func buildConfig(configPath string, dev bool, listen, dataDir string) (Config, e
 	if dataDir != "" {
 		cfg.DataDir = dataDir
 	}
+	// After the overrides: the default id derives from the listen
+	// address and the data dir the board really uses.
+	if cfg.BoardID == "" {
+		cfg.BoardID = defaultBoardID(hostName(), cfg.ListenAddress, cfg.DataDir)
+	}
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
 	}
@@ -160,9 +166,17 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithConvergenceTrigger(runner.Trigger)))
 
+	// The listen address is taken before the convergence lease is so much
+	// as asked for: a second start of a running board, which has the same
+	// default board id, then fails here instead of converging beside it
+	// under the same lease owner.
+	listener, err := net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.ListenAddress, err)
+	}
 	server := &httpserver.Server{
 		Logger:          logger.Session("api-server"),
-		Address:         cfg.ListenAddress,
+		Listener:        listener,
 		Handler:         mux,
 		ShutdownTimeout: cfg.shutdownTimeout(),
 		// Event streams last until the client goes; closing the hub ends

@@ -11,15 +11,33 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
+// actualLRPTable ends with REASON, the one column of free text, so that
+// the columns before it split on whitespace.
 var actualLRPTable = table[*models.ActualLRP]{
-	headers: []string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "CRASHES", "SINCE"},
+	headers: []string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "CRASHES", "SINCE", "REASON"},
 	row: func(lrp *models.ActualLRP) []string {
 		return []string{
 			lrp.GetProcessGuid(), itoa(lrp.GetIndex()), lrp.GetPresence().String(), lrp.GetState().String(),
 			lrp.GetDefinitionId(), lrp.GetCellId(), address(lrp.GetNetInfo()), yesNo(lrp.GetRoutable()),
-			itoa(lrp.GetCrashCount()), timestamp(lrp.GetSince()),
+			itoa(lrp.GetCrashCount()), timestamp(lrp.GetSince()), shorten(actualLRPReason(lrp), maxReasonWidth),
 		}
 	},
+}
+
+// maxReasonWidth keeps a reason from stretching every row of a table; the
+// JSON output has it in full.
+const maxReasonWidth = 60
+
+// actualLRPReason is why an instance is not running: the crash reason of a
+// CRASHED one, or why an UNCLAIMED one has no cell.
+func actualLRPReason(lrp *models.ActualLRP) string {
+	switch {
+	case lrp.GetState() == models.ActualLRP_CRASHED:
+		return lrp.GetCrashReason()
+	case lrp.GetState() == models.ActualLRP_UNCLAIMED && lrp.GetCellId() == "":
+		return lrp.GetPlacementError()
+	}
+	return ""
 }
 
 // address shows where an instance listens, e.g. 10.0.0.5:61001->8080.

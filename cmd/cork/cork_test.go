@@ -82,8 +82,22 @@ var _ = Describe("cork", func() {
 
 			table := succeed("get", "hello", "-o", "table").lines()
 			Expect(table).To(HaveLen(2))
-			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB"}))
-			Expect(strings.Fields(table[1])).To(Equal([]string{"hello", "cork", "4", desired.GetActiveDefinitionId(), desired.GetActiveDefinitionId(), "64", "64"}))
+			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB", "STRATEGY"}))
+			Expect(strings.Fields(table[1])).To(Equal([]string{"hello", "cork", "4", desired.GetActiveDefinitionId(), desired.GetActiveDefinitionId(), "64", "64",
+				"max_surge=1,max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"}))
+		})
+
+		It("shows the strategy the board applies where the spec set none, and JSON as stored", func() {
+			var lrp models.DesiredLRP
+			parseLines(succeed("desire", fixture("minimal.json")), &lrp)
+			Expect(lrp.GetUpdateStrategy().GetProgressDeadlineMs()).To(BeZero())
+
+			table := succeed("get", "minimal", "-o", "table").lines()
+			Expect(table).To(HaveLen(2))
+			Expect(table[0]).To(HaveSuffix("STRATEGY"))
+			Expect(table[1]).To(HaveSuffix(" max_surge=1,max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"))
+			Expect(succeed("list", "-o", "table").lines()[1]).To(HaveSuffix(" max_surge=1,max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"))
+			Expect(strings.Fields(succeed("scheduling-infos", "-o", "table").lines()[0])).NotTo(ContainElement("STRATEGY"), "a scheduling info has no strategy")
 		})
 
 		It("lists LRPs one JSON line each, filters by domain, and prints a table", func() {
@@ -242,11 +256,12 @@ var _ = Describe("cork", func() {
 		It("prints a table", func() {
 			table := succeed("actual-lrps", "--guid", "minimal", "-o", "table").lines()
 			Expect(table).To(HaveLen(2))
-			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "CRASHES", "SINCE"}))
+			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "CRASHES", "SINCE", "REASON"}))
 			row := strings.Fields(table[1])
-			Expect(row).To(HaveLen(10))
+			Expect(row).To(HaveLen(11))
 			Expect(row[:4]).To(Equal([]string{"minimal", "0", "ORDINARY", "UNCLAIMED"}))
 			Expect(row[5:7]).To(Equal([]string{"-", "-"}))
+			Expect(row[10]).To(Equal("-"), "not placed yet, and no placement failed")
 		})
 	})
 

@@ -9,19 +9,25 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
+// desiredLRPTable shows the update strategy as the board applies it
+// (effectiveStrategy); the JSON output has it as stored, where an empty or
+// 0 field means the default.
 var desiredLRPTable = table[*models.DesiredLRP]{
-	headers: []string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB"},
+	headers: []string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB", "STRATEGY"},
 	row: func(lrp *models.DesiredLRP) []string {
 		return []string{
 			lrp.GetProcessGuid(), lrp.GetDomain(), itoa(lrp.GetInstances()),
 			lrp.GetActiveDefinitionId(), lrp.GetHealthyDefinitionId(),
 			itoa(lrp.GetDefinition().GetMemoryMb()), itoa(lrp.GetDefinition().GetDiskMb()),
+			effectiveStrategy(lrp.GetInstances(), lrp.GetUpdateStrategy()),
 		}
 	},
 }
 
+// schedulingInfoTable is desiredLRPTable without the strategy, which a
+// scheduling info does not carry.
 var schedulingInfoTable = table[*models.DesiredLRPSchedulingInfo]{
-	headers: desiredLRPTable.headers,
+	headers: desiredLRPTable.headers[:len(desiredLRPTable.headers)-1],
 	row: func(info *models.DesiredLRPSchedulingInfo) []string {
 		return []string{
 			info.GetProcessGuid(), info.GetDomain(), itoa(info.GetInstances()),

@@ -4,7 +4,12 @@
 // names), or a table with -o table. Errors go to stderr as "cork: <error>".
 // Exit codes: 0 success, 1 the command failed (the board said no, the board
 // could not be reached, a spec file is unreadable or invalid), 2 the command
-// line is wrong (unknown command or flag, wrong arguments, a bad flag value).
+// line is wrong (unknown command or flag, wrong arguments, a bad flag value),
+// and for 'rollout status --watch' a rollout that ended without the requested
+// definition running: 3 it FAILED (nothing moves until someone acts), 4 it
+// was REVERTED (auto_revert took every index back to the healthy definition).
+// Scripts that deploy can tell "cork could not tell" (1) from "the rollout
+// did not take" (3, 4), and whether anyone needs to step in (3) or not (4).
 package main
 
 import (
@@ -15,9 +20,11 @@ import (
 )
 
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK              = 0
+	exitFailure         = 1
+	exitUsage           = 2
+	exitRolloutFailed   = 3
+	exitRolloutReverted = 4
 )
 
 func main() {
@@ -37,6 +44,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "cork: %v\n", err)
+	var outcome *outcomeError
+	if errors.As(err, &outcome) {
+		return outcome.code
+	}
 	var usage *usageError
 	if !app.started || errors.As(err, &usage) {
 		fmt.Fprintf(stderr, "Run 'cork --help' for usage.\n")
@@ -54,3 +65,12 @@ func (e *usageError) Error() string { return e.msg }
 func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// outcomeError is a command that ran and learnt an outcome its exit code
+// reports: a rollout that failed or was reverted.
+type outcomeError struct {
+	code int
+	msg  string
+}
+
+func (e *outcomeError) Error() string { return e.msg }

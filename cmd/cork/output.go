@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -64,13 +65,62 @@ func printJSONLines[T proto.Message](w io.Writer, items []T) error {
 	return nil
 }
 
+// columnGap is the space between two columns of a table.
+const columnGap = 2
+
 func printTable(out io.Writer, headers []string, rows [][]string) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, columnGap, ' ', 0)
 	fmt.Fprintln(w, strings.Join(headers, "\t"))
 	for _, row := range rows {
 		fmt.Fprintln(w, strings.Join(orDash(row), "\t"))
 	}
 	return w.Flush()
+}
+
+// tableStream prints the rows of one table as they come, for a watch. It
+// cannot align a row with rows it has not seen, as printTable does, so it
+// keeps the widest cell of each column so far and prints the header again
+// only when a row needs a column wider than that: a watch reads as one
+// table until a cell outgrows its column.
+type tableStream struct {
+	out     io.Writer
+	headers []string
+	// widths are those of every column but the last, which is not padded.
+	widths []int
+}
+
+func (t *tableStream) add(row []string) error {
+	row = orDash(row)
+	grown := t.widths == nil
+	if grown {
+		t.widths = make([]int, len(t.headers)-1)
+		for i := range t.widths {
+			t.widths[i] = utf8.RuneCountInString(t.headers[i])
+		}
+	}
+	for i := range t.widths {
+		if n := utf8.RuneCountInString(row[i]); n > t.widths[i] {
+			t.widths[i] = n
+			grown = true
+		}
+	}
+	var text strings.Builder
+	if grown {
+		t.writeLine(&text, t.headers)
+	}
+	t.writeLine(&text, row)
+	_, err := io.WriteString(t.out, text.String())
+	return err
+}
+
+func (t *tableStream) writeLine(text *strings.Builder, cells []string) {
+	for i, cell := range cells {
+		text.WriteString(cell)
+		if i < len(t.widths) {
+			text.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(cell)+columnGap))
+		}
+	}
+	text.WriteByte('\n')
 }
 
 // orDash puts "-" in empty cells, so every row has every column and the
@@ -90,6 +140,18 @@ func timestamp(unixNanos int64) string {
 		return ""
 	}
 	return time.Unix(0, unixNanos).UTC().Format(time.RFC3339)
+}
+
+// shorten makes text fit one table cell: one line, its runs of whitespace
+// (newlines and tabs among them) one space each, and at most width
+// characters, the last of them an ellipsis when it had to be cut.
+func shorten(text string, width int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	runes := []rune(text)
+	if len(runes) <= width {
+		return text
+	}
+	return string(runes[:width-1]) + "…"
 }
 
 func yesNo(b bool) string {

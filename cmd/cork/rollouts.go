@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,15 +12,39 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-var rolloutStatusTable = table[*models.RolloutStatus]{
-	headers: []string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY", "UPDATED", "IN_FLIGHT", "DEFINITIONS", "DEADLINE", "REASON"},
-	row: func(s *models.RolloutStatus) []string {
-		return []string{
-			s.GetProcessGuid(), s.GetState().String(), s.GetActiveDefinitionId(), s.GetHealthyDefinitionId(),
-			fmt.Sprintf("%d/%d", s.GetUpdatedInstances(), s.GetInstances()), itoa(s.GetInFlight()),
-			definitionCounts(s), timestamp(s.GetDeadlineAt()), s.GetReason(),
-		}
-	},
+// rolloutStatusHeaders ends with REASON, the one column of free text.
+var rolloutStatusHeaders = []string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY", "UPDATED", "IN_FLIGHT", "DEFINITIONS", "DEADLINE", "STRATEGY", "REASON"}
+
+// rolloutStatusRow is a status as a table row, with the LRP's update
+// strategy as the board applies it to the status's instances.
+func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy) []string {
+	return []string{
+		s.GetProcessGuid(), s.GetState().String(), s.GetActiveDefinitionId(), s.GetHealthyDefinitionId(),
+		fmt.Sprintf("%d/%d", s.GetUpdatedInstances(), s.GetInstances()), itoa(s.GetInFlight()),
+		definitionCounts(s), timestamp(s.GetDeadlineAt()), effectiveStrategy(s.GetInstances(), strategy), s.GetReason(),
+	}
+}
+
+// emitRolloutStatus prints a status as one JSON line, or as a table with
+// the LRP's effective strategy, which the table reads from the LRP: a
+// RolloutStatus does not carry it.
+func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) error {
+	if a.format != formatTable {
+		return printJSONLines(a.out, []*models.RolloutStatus{s})
+	}
+	row, err := a.rolloutTableRow(ctx, s)
+	if err != nil {
+		return err
+	}
+	return printTable(a.out, rolloutStatusHeaders, [][]string{row})
+}
+
+func (a *app) rolloutTableRow(ctx context.Context, s *models.RolloutStatus) ([]string, error) {
+	lrp, err := a.client().DesiredLRPByProcessGuid(ctx, s.GetProcessGuid())
+	if err != nil {
+		return nil, err
+	}
+	return rolloutStatusRow(s, lrp.GetUpdateStrategy()), nil
 }
 
 // definitionCounts writes "v2:3/3 v1:3/2": instances and, of those,
@@ -58,9 +81,20 @@ indices run the active definition and are ready (UPDATED), the replacements
 under way (IN_FLIGHT), instances per definition (id:instances/running), the
 deadline by which an index must complete, and why.
 
---watch prints the status again whenever it changes, following the board's
-event stream, until the rollout is over: exit 0 when it is COMPLETE (or
-REVERTED and back on the healthy definition), 1 when it FAILED.`,
+With -o table, STRATEGY is the LRP's update strategy as the board applies
+it: defaults filled in for what is not set, a percent followed by the count it
+comes to for these instances ("max_surge=25%(3)"), a count the board changes
+followed by what it uses ("max_surge=0(1)": 0/0 surges 1). The JSON output is
+the status alone; 'cork get GUID' shows the strategy as stored.
+
+Without --watch the exit code is 0 whatever the state: the state is in the
+output. --watch prints the status again whenever it changes, following the
+board's event stream, until the rollout is over, and its exit code says how
+it ended: 0 COMPLETE (or no rollout at all), 3 FAILED (nothing moves until a
+rollback, an abort or a new definition), 4 REVERTED (auto_revert took every
+index back to the healthy definition; cork waits until it is back), 1 when
+cork itself failed (the board unreachable, say). With -o table the header is
+printed again only when a column has to widen.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if !watch {
@@ -68,7 +102,7 @@ REVERTED and back on the healthy definition), 1 when it FAILED.`,
 				if err != nil {
 					return err
 				}
-				return emit(a, []*models.RolloutStatus{status}, rolloutStatusTable)
+				return a.emitRolloutStatus(ctx, status)
 			}
 			return a.watchRollout(ctx, args[0])
 		}),
@@ -81,13 +115,14 @@ REVERTED and back on the healthy definition), 1 when it FAILED.`,
 // LRP that changes it, until the rollout is over or Ctrl-C.
 func (a *app) watchRollout(ctx context.Context, guid string) error {
 	var last *models.RolloutStatus
+	rows := &tableStream{out: a.out, headers: rolloutStatusHeaders}
 	show := func() (over bool, err error) {
 		status, err := a.client().RolloutStatus(ctx, guid)
 		if err != nil {
 			return true, err
 		}
 		if !proto.Equal(status, last) {
-			if err := emit(a, []*models.RolloutStatus{status}, rolloutStatusTable); err != nil {
+			if err := a.printWatched(ctx, rows, status); err != nil {
 				return true, err
 			}
 			if err := a.out.Flush(); err != nil {
@@ -127,15 +162,34 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 	}
 }
 
-// rolloutOver reports whether a watch is done, and with what outcome.
+// printWatched prints one status of a watch: a JSON line, or a table row
+// under the header the watch printed last.
+func (a *app) printWatched(ctx context.Context, rows *tableStream, s *models.RolloutStatus) error {
+	if a.format != formatTable {
+		return printJSONLines(a.out, []*models.RolloutStatus{s})
+	}
+	row, err := a.rolloutTableRow(ctx, s)
+	if err != nil {
+		return err
+	}
+	return rows.add(row)
+}
+
+// rolloutOver reports whether a watch is done, and with what outcome: an
+// error with its own exit code when the requested definition is not what
+// runs in the end.
 func rolloutOver(s *models.RolloutStatus) (bool, error) {
 	switch s.GetState() {
 	case models.RolloutStatus_NONE, models.RolloutStatus_COMPLETE:
 		return true, nil
 	case models.RolloutStatus_REVERTED:
-		return s.GetFinishedAt() != 0, nil
+		// Still moving back until it finishes; the watch follows it there.
+		if s.GetFinishedAt() == 0 {
+			return false, nil
+		}
+		return true, &outcomeError{code: exitRolloutReverted, msg: "rollout reverted: " + s.GetReason()}
 	case models.RolloutStatus_FAILED:
-		return true, errors.New("rollout failed: " + s.GetReason())
+		return true, &outcomeError{code: exitRolloutFailed, msg: "rollout failed: " + s.GetReason()}
 	}
 	return false, nil
 }
@@ -184,7 +238,7 @@ newest kept definition older than the active one.`,
 			if err != nil {
 				return err
 			}
-			return emit(a, []*models.RolloutStatus{status}, rolloutStatusTable)
+			return a.emitRolloutStatus(ctx, status)
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the definition id to go back to")
@@ -201,7 +255,7 @@ func (a *app) abortRolloutCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return emit(a, []*models.RolloutStatus{status}, rolloutStatusTable)
+			return a.emitRolloutStatus(ctx, status)
 		}),
 	}
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/models"
+)
+
+// effectiveStrategy shows an update strategy as the board applies it to an
+// LRP of the given instances: every field, defaults filled in, e.g.
+// "max_surge=25%(3),max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10".
+// It resolves with the planner's own function, so that what cork shows
+// cannot drift from what the board does. One cell with no spaces, so that
+// it stays one field of a table row.
+func effectiveStrategy(instances int32, s *models.UpdateStrategy) string {
+	resolved, err := convergence.ResolveRolloutStrategy(instances, s)
+	if err != nil {
+		// The planner, too, falls back to every default for a stored
+		// strategy that no longer validates.
+		resolved, _ = convergence.ResolveRolloutStrategy(instances, nil)
+		s = nil
+	}
+	return strings.Join([]string{
+		"max_surge=" + resolvedCount(s.GetMaxSurge(), resolved.MaxSurge),
+		"max_unavailable=" + resolvedCount(s.GetMaxUnavailable(), resolved.MaxUnavailable),
+		"min_ready=" + shortDuration(resolved.MinReady),
+		"progress_deadline=" + shortDuration(resolved.ProgressDeadline),
+		"auto_revert=" + yesNo(resolved.AutoRevert),
+		"history_limit=" + itoa(resolved.HistoryLimit),
+	}, ",")
+}
+
+// resolvedCount is the count the board uses, after what was stored when
+// the two differ: a percent ("25%(3)"), a count over the instances
+// ("5(3)"), or a 0 surge that 0/0 turns into 1 ("0(1)").
+func resolvedCount(stored string, resolved int32) string {
+	if stored == "" || stored == itoa(resolved) {
+		return itoa(resolved)
+	}
+	return stored + "(" + itoa(resolved) + ")"
+}
+
+// shortDuration is d without the zero units time.Duration.String ends
+// with: 10m rather than 10m0s, 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
