@@ -75,6 +75,8 @@ type planner struct {
 	movable         []movable
 	zoneScratch     []int32
 	openZonesByTags map[string][]bool
+	// openZonesUntagged is openZonesByTags of no tags, once computed.
+	openZonesUntagged []bool
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

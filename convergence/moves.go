@@ -80,7 +80,7 @@ func (p *planner) considerMoves(d *db.DesiredSchedule, ro *rolloutLRP, rows []ro
 			}
 		}
 	}
-	uneven := int32(len(found)) == instances && p.zonesUneven(d.PlacementTags, found)
+	uneven := instances >= 2 && int32(len(found)) == instances && p.zonesUneven(d.PlacementTags, found)
 	if !onFullCell && !uneven {
 		return
 	}
@@ -132,6 +132,9 @@ func (p *planner) zonesUneven(tags []string, found []movable) bool {
 // openZones are, by zone index, the zones with a present cell that is not
 // draining and has every tag of tags.
 func (p *planner) openZones(tags []string) []bool {
+	if len(tags) == 0 && p.openZonesUntagged != nil {
+		return p.openZonesUntagged // most LRPs: no key to build
+	}
 	tags = normalizeTags(tags)
 	key := tagKey(tags)
 	if open, ok := p.openZonesByTags[key]; ok {
@@ -148,6 +151,9 @@ func (p *planner) openZones(tags []string) []bool {
 		p.openZonesByTags = map[string][]bool{}
 	}
 	p.openZonesByTags[key] = open
+	if len(tags) == 0 {
+		p.openZonesUntagged = open
+	}
 	return open
 }
 

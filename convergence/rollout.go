@@ -189,25 +189,64 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	}
 }
 
-// promoteBack keeps a RETIRING instance that runs the active definition
-// again — a rollback, an abort or an auto-revert re-activated the
-// definition it was being replaced from — when its index's ORDINARY
-// instance runs another one: the ORDINARY row is deleted (its rep stops
-// that instance) and the RETIRING one becomes the index's ORDINARY row.
-// Only an instance that still serves and was not told to stop comes back;
-// one that is draining stays on its way out, and its index rolls back the
-// usual way. So going back restarts only what runs the abandoned
-// definition.
+// promoteBack keeps a RETIRING instance that still serves and was not
+// told to stop, promoting it back to its index's ORDINARY row and deleting
+// the ORDINARY row that was to replace it (its rep stops that instance,
+// if any), in two cases:
+//
+//   - Going back: a rollback, an abort or an auto-revert re-activated the
+//     definition the RETIRING instance runs, and the ORDINARY one runs
+//     another. So going back restarts only what runs the abandoned
+//     definition.
+//   - A stalled move (moves.go): the replacement, on the same definition,
+//     found no cell or was not claimed within stale_unclaimed. Placing it
+//     again elsewhere could put it back beside the instance it was to
+//     replace, restarting that for nothing; the move is dropped instead,
+//     and a later pass may try another.
+//
+// A RETIRING instance that is draining stays on its way out, and its
+// index goes on the usual way.
 func (p *planner) promoteBack(ro *rolloutLRP, slot *indexRows) {
 	r, o, active := slot.ret, slot.ord, ro.d.ActiveDefinitionID
-	if r == nil || o == nil || slot.sus != nil || r.DefinitionID != active || o.DefinitionID == active ||
+	if r == nil || o == nil || slot.sus != nil || r.DefinitionID != active ||
 		r.State != running || !r.Routable || r.StopRequested {
 		return
 	}
-	p.delete(o, fmt.Sprintf("%s is active again and the index's retiring instance runs it: that one is kept instead", active))
-	p.promote(r, fmt.Sprintf("runs %s, which is active again: the index's instance once more", active))
+	var dropped, kept string
+	switch {
+	case o.DefinitionID != active:
+		dropped = fmt.Sprintf("%s is active again and the index's retiring instance runs it: that one is kept instead", active)
+		kept = fmt.Sprintf("runs %s, which is active again: the index's instance once more", active)
+	case p.moveStalled(o):
+		dropped = "the replacement of a move " + p.stallReason(o) + ": the move is dropped"
+		kept = "its move stalled: the index's instance once more"
+	default:
+		return
+	}
+	p.delete(o, dropped)
+	p.promote(r, kept)
 	slot.ord, slot.ret = r, nil
 	ro.promoted[slot.index] = true
+}
+
+// moveStalled reports whether o, the ORDINARY replacement of a move, will
+// not start where it was placed: it fits no cell, or its cell did not
+// claim it within stale_unclaimed.
+func (p *planner) moveStalled(o *row) bool {
+	if o.State != unclaimed {
+		return false
+	}
+	if o.CellID == "" {
+		return o.PlacementError != ""
+	}
+	return p.now-o.Since >= int64(p.cfg.StaleUnclaimed)
+}
+
+func (p *planner) stallReason(o *row) string {
+	if o.CellID == "" {
+		return "fits no cell (" + o.PlacementError + ")"
+	}
+	return fmt.Sprintf("was not claimed by cell %s within %s", o.CellID, p.cfg.StaleUnclaimed)
 }
 
 // revertsNow reports whether this pass fails the LRP's rollout at its

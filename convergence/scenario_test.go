@@ -74,6 +74,7 @@ var requiredScenarios = []string{
 	"rebalance_surge_moves_several",
 	"rebalance_waits_for_moves_in_flight",
 	"rebalance_needs_room",
+	"rebalance_move_dropped_when_stalled",
 	"rollout_replacements_keep_zones",
 	"rollout_reverted_keeps_retiring",
 }

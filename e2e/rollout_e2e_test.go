@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -19,12 +21,15 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// Rolling updates with real processes: 6 instances of hello on two reps,
-// a router-like client (router_test.go) sending requests to every
-// instance it believes routable all along. The specs run in order on one
-// cluster, each starting from where the one before left the LRP:
-// v1 → v2 (defaults) → v3 (surge 50%) → back to v1 → a definition that
-// never gets healthy (fails, then aborted) → another one with auto_revert.
+// Rolling updates with real processes: 6 instances of hello on two reps
+// in two zones, each cell with 6 instance slots, a router-like client
+// (router_test.go) sending requests to every instance it believes routable
+// all along. The specs run in order on one cluster, each starting from
+// where the one before left the LRP: v1 → v2 (defaults) → v3 (surge 50%)
+// → back to v1 → a definition that never gets healthy (fails, then
+// aborted) → another one with auto_revert → a drain of cell-z1 and its
+// return. After each, the zones hold 3 and 3 (at most one apart) and no
+// cell holds more than its capacity.
 var _ = Describe("rolling updates of 6 hello instances, with a router sending requests throughout", Ordered, func() {
 	const (
 		guid      = "hello"
@@ -38,17 +43,21 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 	)
 	var (
 		b    *board
+		z1   *runningRep
 		both = []string{"cell-z1", "cell-z2"}
 		// The definition ids, as the board named them.
 		v1ID, v2ID, v3ID string
 	)
 	ctx := context.Background()
+	// Six slots a cell: all 6 instances fit on one cell (a drain), and a
+	// surge of 3 fits too, but only if placement counts every instance.
+	slots := map[string]any{"capacity": map[string]int{"memory_mb": 1024, "disk_mb": 1024, "instances": instances}}
 
 	BeforeAll(func() {
 		b = startBoard(nil)
 		b.cork("set-domain", "cork")
-		startRep(b, "cell-z1", "z1")
-		startRep(b, "cell-z2", "z2")
+		z1 = startRep(b, "cell-z1", "z1", slots)
+		startRep(b, "cell-z2", "z2", slots)
 
 		lrp := &models.DesiredLRP{}
 		readFixture("hello.json", lrp)
@@ -77,6 +86,7 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 		rows := steady(b, guid, instances, both...)
 		took := time.Since(start)
 
+		rows = expectSpreadAndFit(b, guid, instances)
 		stats := r.stop()
 		AddReportEntry(fmt.Sprintf("%s: to %s", CurrentSpecReport().LeafNodeText, done.what), took.Round(time.Millisecond).String())
 		AddReportEntry("router", fmt.Sprintf("%d requests, %d failed, fewest routable indices %d, answers by version %v, %d relists",
@@ -175,7 +185,8 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 		expectVersion(rows, v1ID, "v1")
 	})
 
-	It("reverts a failing rollout to the healthy v1 on its own with auto_revert", func() {
+	It("reverts a failing rollout to the healthy v1 on its own with auto_revert, restarting no v1 instance", func() {
+		before := instanceGuids(b.lrps(guid))
 		broken := definitionFixture("hello-unhealthy-definition.json")
 		// Other content than the last spec's, so a new definition.
 		broken.Action.Env = append(broken.Action.Env, &models.EnvironmentVariable{Name: "ATTEMPT", Value: "2"})
@@ -198,8 +209,90 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 		AddReportEntry("reason", status.GetReason())
 		expectVersion(rows, v1ID, "v1")
 		Expect(events.states()).To(ContainElement(models.RolloutStatus_REVERTED))
+
+		// The v1 instance the broken one was replacing was kept serving
+		// (RETIRING) and came back as its index's instance: the revert
+		// started no v1 instance.
+		after := instanceGuids(rows)
+		restarted := 0
+		for _, g := range after {
+			if !slices.Contains(before, g) {
+				restarted++
+			}
+		}
+		AddReportEntry("v1 instances restarted by the revert", fmt.Sprintf("%d of %d", restarted, instances))
+		Expect(restarted).To(BeZero(), "v1 instances before %v, after %v", before, after)
+	})
+
+	It("moves every instance off a drained cell, and spreads them over both zones again once the cell returns", func() {
+		r := startRouter(b, guid)
+		Eventually(r.routable).Should(Equal(instances))
+
+		start := time.Now()
+		b.cork("cell", "drain", "cell-z1")
+		Eventually(z1.session).WithTimeout(2 * time.Minute).Should(gexec.Exit(0))
+		steady(b, guid, instances, "cell-z2")
+		drained := time.Since(start)
+
+		start = time.Now()
+		z1 = z1.restart() // its first registration clears the drain
+		Eventually(func() map[string]int {
+			return zonesOf(steady(b, guid, instances, both...))
+		}).WithTimeout(rolloutLimit).Should(Equal(map[string]int{"cell-z1": 3, "cell-z2": 3}))
+		AddReportEntry("drain to 6 on cell-z2", drained.Round(time.Millisecond).String())
+		AddReportEntry("return to 3 and 3", time.Since(start).Round(time.Millisecond).String())
+		expectSpreadAndFit(b, guid, instances)
+
+		stats := r.stop()
+		AddReportEntry("router", fmt.Sprintf("%d requests, %d failed, fewest routable indices %d",
+			stats.Requests, len(stats.Failures), stats.Fewest))
+		expectServedThroughout(stats, instances)
 	})
 })
+
+// expectSpreadAndFit waits until guid's n instances are steady and split
+// over the two cells (one per zone) at most one apart, and checks that no
+// cell holds more than its capacity. It returns the rows.
+func expectSpreadAndFit(b *board, guid string, n int) []*models.ActualLRP {
+	GinkgoHelper()
+	var rows []*models.ActualLRP
+	Eventually(func() error {
+		rows = b.lrps(guid)
+		if err := checkSteady(rows, n, []string{"cell-z1", "cell-z2"}); err != nil {
+			return err
+		}
+		zones := zonesOf(rows)
+		if d := zones["cell-z1"] - zones["cell-z2"]; d > 1 || d < -1 {
+			return fmt.Errorf("zones more than one apart: %v", zones)
+		}
+		return nil
+	}).WithTimeout(time.Minute).Should(Succeed())
+	cells, err := b.client().Cells(context.Background())
+	Expect(err).NotTo(HaveOccurred())
+	for _, c := range cells {
+		Expect(c.GetFree().GetInstances()).To(BeNumerically(">=", 0), "%s holds more instances than it has slots", c.GetCellId())
+		Expect(c.GetFree().GetMemoryMb()).To(BeNumerically(">=", 0), "%s holds more memory than it has", c.GetCellId())
+	}
+	return rows
+}
+
+// zonesOf counts rows by cell: each cell is its zone here.
+func zonesOf(rows []*models.ActualLRP) map[string]int {
+	counts := map[string]int{}
+	for _, row := range rows {
+		counts[row.GetCellId()]++
+	}
+	return counts
+}
+
+func instanceGuids(rows []*models.ActualLRP) []string {
+	var guids []string
+	for _, row := range rows {
+		guids = append(guids, row.GetInstanceGuid())
+	}
+	slices.Sort(guids)
+	return guids
+}
 
 // rolloutCondition is a condition on a rollout status, for
 // waitForRollout.

@@ -99,6 +99,35 @@ func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error 
 			seconds(total.percentile(0.5)), seconds(p99), seconds(total.percentile(1)),
 			seconds(snapshots.percentile(0.5)), seconds(computes.percentile(0.5))),
 		"p99 < 1s", p99 < time.Second)
+	return convergeTargeted(ctx, d, cfg)
+}
+
+// convergeTargeted measures passes for one LRP among all the others, as a
+// desire, an update or the rollout tick triggers them: they read one LRP's
+// rows and what every other LRP uses on each cell.
+func convergeTargeted(ctx context.Context, d *database, cfg convergeConfig) error {
+	l := cfg.layout
+	total, snapshots := &latencies{}, &latencies{}
+	for i := 0; i <= cfg.passes; i++ {
+		guid := l.guid(i * l.lrps / (cfg.passes + 1))
+		p, err := convergeFor(ctx, d.store, []string{guid})
+		if err != nil {
+			return err
+		}
+		if !p.plan.Writes.Empty() {
+			return fmt.Errorf("targeted pass of %s: expected nothing to do, got %s", guid, describeWrites(&p.plan.Writes))
+		}
+		if i == 0 {
+			continue // warm-up
+		}
+		total.add(p.total())
+		snapshots.add(p.snapshot)
+	}
+	figure("converge.targeted-pass", d.driver,
+		fmt.Sprintf("one LRP of %s, all RUNNING, %d passes after 1 warm-up", l.describe(), cfg.passes),
+		fmt.Sprintf("p50 %s p99 %s (snapshot p50 %s, of which every cell's usage by the other LRPs)",
+			seconds(total.percentile(0.5)), seconds(total.percentile(0.99)), seconds(snapshots.percentile(0.5))),
+		"", false)
 	return nil
 }
 

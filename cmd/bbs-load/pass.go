@@ -22,9 +22,15 @@ func (p pass) total() time.Duration { return p.snapshot + p.compute + p.apply }
 func (p pass) writes() int { return writeCount(&p.plan.Writes) }
 
 func convergeOnce(ctx context.Context, s db.DB) (pass, error) {
+	return convergeFor(ctx, s, nil)
+}
+
+// convergeFor runs one pass over the LRPs named (all when nil), as the
+// runner's targeted passes do.
+func convergeFor(ctx context.Context, s db.DB, guids []string) (pass, error) {
 	var p pass
 	began := time.Now()
-	snapshot, err := s.ConvergenceSnapshot(ctx, nil)
+	snapshot, err := s.ConvergenceSnapshot(ctx, guids)
 	if err != nil {
 		return p, fmt.Errorf("convergence snapshot: %w", err)
 	}

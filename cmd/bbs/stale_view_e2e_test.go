@@ -76,9 +76,12 @@ var _ = Describe("Converging continuously while cells claim and start", func() {
 			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
 			watch := watchForRegressions(board)
 
+			// One zone: which cell wins each race is chance, and an LRP
+			// left a few instances apart over two zones would rightly be
+			// evened out by moves, which stop instances on purpose.
 			var cells []*simcell.Cell
 			for i := range staleViewCells {
-				cells = append(cells, startCell(board, fmt.Sprintf("cell-%02d", i), fmt.Sprintf("z%d", i%2), func(c *simcell.Config) {
+				cells = append(cells, startCell(board, fmt.Sprintf("cell-%02d", i), "z1", func(c *simcell.Config) {
 					c.Cell.Capacity = &models.CellCapacity{MemoryMb: 2_000_000, DiskMb: 2_000_000, Instances: int32(total)}
 					c.Workers = 8
 					c.StartByReport = i%2 == 1
