@@ -135,6 +135,13 @@ func (r *router) routable() int {
 	return indices
 }
 
+// sent is how many requests the router has sent so far.
+func (r *router) sent() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats.Requests
+}
+
 func (r *router) open(ctx context.Context, lastID uint64) *client.EventStream {
 	stream, err := r.api.Events(ctx, client.EventsOptions{
 		Types:       []string{models.EventActualLRPCreated, models.EventActualLRPChanged, models.EventActualLRPRemoved},
