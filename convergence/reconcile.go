@@ -128,7 +128,7 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	p.placer.endLRP(d)
 	if ro != nil {
 		p.finishRollout(ro, instances, rows)
-		if ro.retiringKept > 0 || ro.step.InFlight > 0 || len(ro.stopping) > 0 || len(ro.promoted) > 0 {
+		if ro.underway() {
 			p.plan.Underway = append(p.plan.Underway, d.ProcessGuid)
 		}
 	}

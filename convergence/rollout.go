@@ -49,6 +49,17 @@ type rolloutLRP struct {
 	crashReasons []string
 }
 
+// underway reports whether the LRP's instances are being replaced or moved
+// after this pass, so that its next step (a successor ready, a
+// predecessor gone) is worth a pass soon. A FAILED rollout waits for an
+// operator, and the full pass keeps an eye on it.
+func (ro *rolloutLRP) underway() bool {
+	if rec := ro.record; rec != nil && rec.State == models.RolloutStatus_FAILED && rec.DefinitionID == ro.d.ActiveDefinitionID {
+		return false
+	}
+	return ro.retiringKept > 0 || ro.step.InFlight > 0 || len(ro.stopping) > 0 || len(ro.promoted) > 0
+}
+
 // maxCrashReasons bounds the crash reasons a failed rollout's reason
 // quotes, and maxCrashReasonBytes each one.
 const (

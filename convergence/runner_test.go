@@ -81,6 +81,59 @@ var _ = Describe("Runner", func() {
 				Expect(r.logger.LogMessages()).To(ContainElement("test.convergence.pass.done"))
 			})
 
+			It("follows a move pass after pass, without waiting for the full pass", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "web", 2)
+				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour, RolloutInterval: 100 * time.Millisecond})
+				Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
+				run := func(lrp *models.ActualLRP) {
+					GinkgoHelper()
+					key := db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+					caller := db.Caller{InstanceGuid: fmt.Sprintf("instance-%d-%s", lrp.Index, lrp.CellId), CellID: lrp.CellId}
+					_, err := store.ClaimActualLRP(ctx, key, caller)
+					Expect(err).NotTo(HaveOccurred())
+					_, err = store.StartActualLRP(ctx, key, caller, &models.NetInfo{Address: "10.0.0.1"}, true)
+					Expect(err).NotTo(HaveOccurred())
+				}
+				lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "web"})
+				Expect(err).NotTo(HaveOccurred())
+				for _, lrp := range lrps {
+					run(lrp)
+				}
+
+				By("a cell in another zone: web's two instances are two apart, one moves there")
+				Expect(store.RegisterCell(ctx, &models.Cell{
+					CellId: "cell-2", RepUrl: "http://cell-2:1800", Zone: "z2",
+					Capacity: &models.CellCapacity{MemoryMb: 4096, DiskMb: 8192, Instances: 50},
+				}, time.Hour)).To(Succeed())
+				r.runner.Trigger("web")
+				var successor *models.ActualLRP
+				Eventually(func() *models.ActualLRP {
+					lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "web", CellID: "cell-2"})
+					Expect(err).NotTo(HaveOccurred())
+					if len(lrps) == 0 {
+						return nil
+					}
+					successor = lrps[0]
+					return successor
+				}).WithTimeout(runnerLimit).ShouldNot(BeNil())
+
+				By("once the replacement runs, the next rollout tick tells the old instance to stop")
+				run(successor)
+				Eventually(func() bool {
+					lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "web"})
+					Expect(err).NotTo(HaveOccurred())
+					for _, lrp := range lrps {
+						if lrp.Presence == models.ActualLRP_RETIRING {
+							return lrp.StopRequested
+						}
+					}
+					return false
+				}).WithTimeout(runnerLimit).Should(BeTrue())
+				Expect(r.counter("corkboard_convergence_lrp_runs_total", "full")()).To(Equal(1.0), "only the pass on taking the lease")
+			})
+
 			It("runs a pass when a crash backoff ends", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")

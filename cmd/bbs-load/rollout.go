@@ -54,6 +54,11 @@ func runRollout(ctx context.Context, args []string) error {
 	flags.IntVar(&cfg.maxPasses, "max-passes", 200, "give up after this many passes")
 	flags.Parse(args)
 	l := cfg.layout
+	if l.zones < 1 || l.cells%l.zones != 0 {
+		// Otherwise the seeded instances are not spread evenly over the
+		// zones, and the board moves them before any rollout.
+		return fmt.Errorf("-cells %d must be a multiple of -zones %d", l.cells, l.zones)
+	}
 	if cfg.slots <= 0 {
 		cfg.slots = 2 * ((l.total() + l.cells - 1) / l.cells)
 	}

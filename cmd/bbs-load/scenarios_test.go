@@ -47,6 +47,7 @@ var _ = Describe("scenarios", func() {
 			It("converge: steady passes, a repair pass, a placement pass", func() {
 				session := run("converge", "-lrps", "200", "-cells", "20", "-passes", "2", "-place-lrps", "100")
 				Expect(session).To(gbytes.Say(`figure converge.steady-pass \[` + driver + `, 1000 instances = 200 LRPs × 5, 20 cells in 4 zones`))
+				Expect(session).To(gbytes.Say(`figure converge.targeted-pass \[` + driver + `, one LRP of 1000 instances = 200 LRPs × 5, 20 cells in 4 zones`))
 				Expect(session).To(gbytes.Say(`broke 70 instances: 50 missing \(deleted\), 10 crashed \(CRASHED, crash 1\), 10 extra`))
 				Expect(session).To(gbytes.Say(`verified: the next pass has nothing to do; 990 instances, none CRASHED`))
 				Expect(session).To(gbytes.Say(`figure converge.repair-pass \[` + driver))
@@ -74,10 +75,10 @@ var _ = Describe("scenarios", func() {
 			})
 
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
-				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "10")
+				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "12")
 				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
 				Expect(session).To(gbytes.Say(`verified: 4 rollouts COMPLETE, all 200 instances ORDINARY and RUNNING on the new definition, no RETIRING row left`))
-				Expect(session).To(gbytes.Say(`figure rollout.pass \[` + driver + `, 200 instances = 4 LRPs × 50, 10 cells in 4 zones, surge 25%, unavailable 0`))
+				Expect(session).To(gbytes.Say(`figure rollout.pass \[` + driver + `, 200 instances = 4 LRPs × 50, 12 cells in 4 zones, surge 25%, unavailable 0`))
 				Expect(session).To(gbytes.Say(`figure rollout.whole \[` + driver))
 			})
 		})
