@@ -183,6 +183,13 @@ func servingIndices(s *db.Snapshot, guid string) int {
 // start (one in eight crashes instead), crashed ones stay down, and RETIRING
 // instances told to stop are drained and removed.
 func simulateCells(r *rand.Rand, s *db.Snapshot, now time.Time) *db.Snapshot {
+	return playCells(s, now, func() bool { return r.IntN(8) == 0 })
+}
+
+// playCells plays the reps for one second: placed UNCLAIMED instances
+// start, unless crashes (nil: never) says this one crashes instead, and
+// RETIRING instances told to stop are drained and removed.
+func playCells(s *db.Snapshot, now time.Time, crashes func() bool) *db.Snapshot {
 	next := *s
 	next.Actual = nil
 	for _, row := range s.Actual {
@@ -193,7 +200,7 @@ func simulateCells(r *rand.Rand, s *db.Snapshot, now time.Time) *db.Snapshot {
 			row.ModificationIndex++
 			row.Since = now.UnixNano()
 			row.State, row.Routable = runningState, true
-			if r.IntN(8) == 0 {
+			if crashes != nil && crashes() {
 				row.State, row.Routable, row.CrashCount = crashedState, false, row.CrashCount+1
 			}
 		}

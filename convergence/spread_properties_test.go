@@ -42,7 +42,7 @@ var _ = Describe("Capacity and zone spread over many passes", func() {
 						"seed %d pass %d: %s given more memory than it has: %v", seed, pass, c.CellID, plan.Reasons)
 				}
 				now = now.Add(time.Second)
-				s = startPlaced(after, now)
+				s = playCells(after, now, nil)
 			}
 			Expect(quiet).To(BeTrue(), "seed %d: still moving after 300 passes", seed)
 			used := cellUsage(s)
@@ -98,25 +98,6 @@ func crowdedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 		}
 	}
 	return s
-}
-
-// startPlaced plays healthy reps for one second: placed instances start,
-// instances told to stop are removed.
-func startPlaced(s *db.Snapshot, now time.Time) *db.Snapshot {
-	next := *s
-	next.Actual = nil
-	for _, row := range s.Actual {
-		switch {
-		case row.Presence == models.ActualLRP_RETIRING && row.StopRequested:
-			continue
-		case row.State == unclaimedState && row.CellID != "":
-			row.ModificationIndex++
-			row.Since = now.UnixNano()
-			row.State, row.Routable = runningState, true
-		}
-		next.Actual = append(next.Actual, row)
-	}
-	return &next
 }
 
 // cellUsage sums, by cell, what every row naming it uses.
