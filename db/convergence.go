@@ -49,6 +49,10 @@ type Snapshot struct {
 	// record in Rollouts: process guid order, then newest first (created_at
 	// descending, then definition id descending).
 	Definitions []DefinitionRow
+	// Operations are the operations of the LRPs read that have not ended
+	// (PENDING or IN_PROGRESS), desired or not, in process guid order, then
+	// sequence order.
+	Operations []OperationRow
 }
 
 // RolloutRow is an LRP's rollout record (table rollouts): where its
@@ -75,6 +79,9 @@ type RolloutRow struct {
 	// ModificationIndex grows by one with every write of the record;
 	// RolloutWrite is compare-and-set on it.
 	ModificationIndex int64
+	// OperationID is the operation that started the rollout ("" for a
+	// rollout older than operations).
+	OperationID string
 }
 
 // DefinitionRow is one stored definition as cleanup sees it.
@@ -167,7 +174,7 @@ type RowVersion struct {
 // ConvergenceWrites is a plan in terms of rows. ApplyConvergence performs
 // them in this order: Delete, Promote, MarkSuspect, Retire,
 // RequestStop, Create, Restart, Redefine, Unassign, Place,
-// PlacementFailed, Rollouts, DeleteDefinitions — so that a row's key is
+// PlacementFailed, Rollouts, DeleteDefinitions, Operations — so that a row's key is
 // free before another row takes it, and a definition is deleted only after
 // the rows that stop referencing it.
 type ConvergenceWrites struct {
@@ -216,6 +223,11 @@ type ConvergenceWrites struct {
 	// it.
 	DeleteDefinitions []DefinitionRef
 
+	// Operations change operations that have not ended: their status,
+	// history and lease, or start a PENDING one. Applied after Rollouts,
+	// in order.
+	Operations []OperationWrite
+
 	// PlacementEpoch is the snapshot's: the writes that give rows a cell
 	// (Create with a cell, Place) apply only while the store's epoch still
 	// has this value, and each transaction of them moves it on by one.
@@ -230,7 +242,7 @@ type ConvergenceWrites struct {
 func (w *ConvergenceWrites) Empty() bool {
 	return len(w.Delete)+len(w.Promote)+len(w.MarkSuspect)+len(w.Retire)+len(w.RequestStop)+
 		len(w.Create)+len(w.Restart)+len(w.Redefine)+len(w.Unassign)+len(w.Place)+len(w.PlacementFailed)+
-		len(w.Rollouts)+len(w.DeleteDefinitions) == 0
+		len(w.Rollouts)+len(w.DeleteDefinitions)+len(w.Operations) == 0
 }
 
 // Retirement starts the replacement of a running instance: Row becomes

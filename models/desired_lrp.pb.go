@@ -388,8 +388,11 @@ type DesiredLRPUpdate struct {
 	UpdateStrategy   *UpdateStrategy `protobuf:"bytes,6,opt,name=update_strategy,json=updateStrategy,proto3" json:"update_strategy,omitempty"`
 	// When set, the update applies only if the record still carries this tag.
 	ModificationTag *ModificationTag `protobuf:"bytes,7,opt,name=modification_tag,json=modificationTag,proto3" json:"modification_tag,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// queue, with a new definition: while a rollout of the LRP is under way,
+	// wait (PENDING) and apply when it ends, rather than supersede it.
+	Queue         bool `protobuf:"varint,8,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredLRPUpdate) Reset() {
@@ -471,6 +474,13 @@ func (x *DesiredLRPUpdate) GetModificationTag() *ModificationTag {
 	return nil
 }
 
+func (x *DesiredLRPUpdate) GetQueue() bool {
+	if x != nil {
+		return x.Queue
+	}
+	return false
+}
+
 type DesireLRPRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	DesiredLrp    *DesiredLRP            `protobuf:"bytes,1,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
@@ -516,9 +526,11 @@ func (x *DesireLRPRequest) GetDesiredLrp() *DesiredLRP {
 }
 
 type DesireLRPResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	DesiredLrp    *DesiredLRP            `protobuf:"bytes,2,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Error      *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	DesiredLrp *DesiredLRP            `protobuf:"bytes,2,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
+	// The operation that recorded the change.
+	OperationId   string `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,6 +577,13 @@ func (x *DesireLRPResponse) GetDesiredLrp() *DesiredLRP {
 		return x.DesiredLrp
 	}
 	return nil
+}
+
+func (x *DesireLRPResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
 }
 
 type DesiredLRPByProcessGuidRequest struct {
@@ -924,9 +943,11 @@ func (x *UpdateDesiredLRPRequest) GetUpdate() *DesiredLRPUpdate {
 }
 
 type UpdateDesiredLRPResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	DesiredLrp    *DesiredLRP            `protobuf:"bytes,2,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Error      *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	DesiredLrp *DesiredLRP            `protobuf:"bytes,2,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
+	// The operation that recorded the change (PENDING when queued).
+	OperationId   string `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +996,13 @@ func (x *UpdateDesiredLRPResponse) GetDesiredLrp() *DesiredLRP {
 	return nil
 }
 
+func (x *UpdateDesiredLRPResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
 type RemoveDesiredLRPRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
@@ -1020,8 +1048,10 @@ func (x *RemoveDesiredLRPRequest) GetProcessGuid() string {
 }
 
 type RemoveDesiredLRPResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// The operation that recorded the removal.
+	OperationId   string `protobuf:"bytes,2,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1061,6 +1091,13 @@ func (x *RemoveDesiredLRPResponse) GetError() *Error {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *RemoveDesiredLRPResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
 }
 
 var File_desired_lrp_proto protoreflect.FileDescriptor
@@ -1111,7 +1148,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x10modification_tag\x18\t \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x1b\n" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
-	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\xaf\x03\n" +
+	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\xc5\x03\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1123,17 +1160,19 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"definition\x12+\n" +
 	"\x11update_identifier\x18\x05 \x01(\tR\x10updateIdentifier\x12I\n" +
 	"\x0fupdate_strategy\x18\x06 \x01(\v2 .corkboard.models.UpdateStrategyR\x0eupdateStrategy\x12L\n" +
-	"\x10modification_tag\x18\a \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTagB\f\n" +
+	"\x10modification_tag\x18\a \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x14\n" +
+	"\x05queue\x18\b \x01(\bR\x05queueB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +
 	"\x10DesireLRPRequest\x12=\n" +
 	"\vdesired_lrp\x18\x01 \x01(\v2\x1c.corkboard.models.DesiredLRPR\n" +
-	"desiredLrp\"\x81\x01\n" +
+	"desiredLrp\"\xa4\x01\n" +
 	"\x11DesireLRPResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12=\n" +
 	"\vdesired_lrp\x18\x02 \x01(\v2\x1c.corkboard.models.DesiredLRPR\n" +
-	"desiredLrp\"C\n" +
+	"desiredLrp\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"C\n" +
 	"\x1eDesiredLRPByProcessGuidRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\x82\x01\n" +
 	"\x12DesiredLRPResponse\x12-\n" +
@@ -1154,15 +1193,17 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x1cdesired_lrp_scheduling_infos\x18\x02 \x03(\v2*.corkboard.models.DesiredLRPSchedulingInfoR\x19desiredLrpSchedulingInfos\"x\n" +
 	"\x17UpdateDesiredLRPRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12:\n" +
-	"\x06update\x18\x02 \x01(\v2\".corkboard.models.DesiredLRPUpdateR\x06update\"\x88\x01\n" +
+	"\x06update\x18\x02 \x01(\v2\".corkboard.models.DesiredLRPUpdateR\x06update\"\xab\x01\n" +
 	"\x18UpdateDesiredLRPResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12=\n" +
 	"\vdesired_lrp\x18\x02 \x01(\v2\x1c.corkboard.models.DesiredLRPR\n" +
-	"desiredLrp\"<\n" +
+	"desiredLrp\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"<\n" +
 	"\x17RemoveDesiredLRPRequest\x12!\n" +
-	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"I\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"l\n" +
 	"\x18RemoveDesiredLRPResponse\x12-\n" +
-	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05errorB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12!\n" +
+	"\foperation_id\x18\x02 \x01(\tR\voperationIdB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_desired_lrp_proto_rawDescOnce sync.Once

@@ -18,6 +18,7 @@ var eventPayloads = map[string]func() proto.Message{
 	EventActualLRPCrashed:  func() proto.Message { return &ActualLRPCrashedEvent{} },
 	EventCellChanged:       func() proto.Message { return &CellChangedEvent{} },
 	EventRolloutChanged:    func() proto.Message { return &RolloutChangedEvent{} },
+	EventOperationChanged:  func() proto.Message { return &OperationChangedEvent{} },
 	EventEventsLost:        func() proto.Message { return &EventsLostEvent{} },
 }
 

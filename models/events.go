@@ -13,6 +13,7 @@ const (
 	EventActualLRPCrashed  = "actual_lrp_crashed"
 	EventCellChanged       = "cell_changed"
 	EventRolloutChanged    = "rollout_changed"
+	EventOperationChanged  = "operation_changed"
 	// EventEventsLost opens a resumed stream that could not be resumed.
 	EventEventsLost = "events_lost"
 )
@@ -79,4 +80,10 @@ func withoutDefinition(lrp *DesiredLRP) *DesiredLRP {
 	light := proto.Clone(lrp).(*DesiredLRP)
 	light.Definition = nil
 	return light
+}
+
+// OperationChanged carries an operation after a change of it, keyed by its
+// LRP so that it keeps its place among the LRP's other events.
+func OperationChanged(op *Operation) Event {
+	return Event{Type: EventOperationChanged, Key: op.GetProcessGuid(), Payload: &OperationChangedEvent{Operation: op}}
 }

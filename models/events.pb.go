@@ -459,6 +459,52 @@ func (x *RolloutChangedEvent) GetStatus() *RolloutStatus {
 	return nil
 }
 
+// OperationChangedEvent carries an operation whenever it is created or
+// its status, lease or history changes.
+type OperationChangedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operation     *Operation             `protobuf:"bytes,1,opt,name=operation,proto3" json:"operation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperationChangedEvent) Reset() {
+	*x = OperationChangedEvent{}
+	mi := &file_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperationChangedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperationChangedEvent) ProtoMessage() {}
+
+func (x *OperationChangedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperationChangedEvent.ProtoReflect.Descriptor instead.
+func (*OperationChangedEvent) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *OperationChangedEvent) GetOperation() *Operation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
 // EventsLostEvent is sent first on a resumed stream when Last-Event-ID is
 // older than the history the board keeps: the subscriber missed events and
 // should re-read the state it follows.
@@ -472,7 +518,7 @@ type EventsLostEvent struct {
 
 func (x *EventsLostEvent) Reset() {
 	*x = EventsLostEvent{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -484,7 +530,7 @@ func (x *EventsLostEvent) String() string {
 func (*EventsLostEvent) ProtoMessage() {}
 
 func (x *EventsLostEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -497,7 +543,7 @@ func (x *EventsLostEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsLostEvent.ProtoReflect.Descriptor instead.
 func (*EventsLostEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EventsLostEvent) GetLastEventId() uint64 {
@@ -528,7 +574,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +586,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +599,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EventsRequest) GetTypes() []string {
@@ -575,7 +621,7 @@ var File_events_proto protoreflect.FileDescriptor
 const file_events_proto_rawDesc = "" +
 	"\n" +
 	"\fevents.proto\x12\x10corkboard.models\x1a\x11desired_lrp.proto\x1a\x10actual_lrp.proto\x1a\n" +
-	"cell.proto\x1a\rrollout.proto\"W\n" +
+	"cell.proto\x1a\rrollout.proto\x1a\x0foperation.proto\"W\n" +
 	"\x16DesiredLRPCreatedEvent\x12=\n" +
 	"\vdesired_lrp\x18\x01 \x01(\v2\x1c.corkboard.models.DesiredLRPR\n" +
 	"desiredLrp\"\x82\x01\n" +
@@ -604,7 +650,9 @@ const file_events_proto_rawDesc = "" +
 	"\x06before\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x06before\x12,\n" +
 	"\x05after\x18\x02 \x01(\v2\x16.corkboard.models.CellR\x05after\"N\n" +
 	"\x13RolloutChangedEvent\x127\n" +
-	"\x06status\x18\x01 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"[\n" +
+	"\x06status\x18\x01 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"R\n" +
+	"\x15OperationChangedEvent\x129\n" +
+	"\toperation\x18\x01 \x01(\v2\x1b.corkboard.models.OperationR\toperation\"[\n" +
 	"\x0fEventsLostEvent\x12\"\n" +
 	"\rlast_event_id\x18\x01 \x01(\x04R\vlastEventId\x12$\n" +
 	"\x0eoldest_kept_id\x18\x02 \x01(\x04R\foldestKeptId\"A\n" +
@@ -624,7 +672,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_events_proto_goTypes = []any{
 	(*DesiredLRPCreatedEvent)(nil), // 0: corkboard.models.DesiredLRPCreatedEvent
 	(*DesiredLRPChangedEvent)(nil), // 1: corkboard.models.DesiredLRPChangedEvent
@@ -635,31 +683,34 @@ var file_events_proto_goTypes = []any{
 	(*ActualLRPCrashedEvent)(nil),  // 6: corkboard.models.ActualLRPCrashedEvent
 	(*CellChangedEvent)(nil),       // 7: corkboard.models.CellChangedEvent
 	(*RolloutChangedEvent)(nil),    // 8: corkboard.models.RolloutChangedEvent
-	(*EventsLostEvent)(nil),        // 9: corkboard.models.EventsLostEvent
-	(*EventsRequest)(nil),          // 10: corkboard.models.EventsRequest
-	(*DesiredLRP)(nil),             // 11: corkboard.models.DesiredLRP
-	(*ActualLRP)(nil),              // 12: corkboard.models.ActualLRP
-	(*Cell)(nil),                   // 13: corkboard.models.Cell
-	(*RolloutStatus)(nil),          // 14: corkboard.models.RolloutStatus
+	(*OperationChangedEvent)(nil),  // 9: corkboard.models.OperationChangedEvent
+	(*EventsLostEvent)(nil),        // 10: corkboard.models.EventsLostEvent
+	(*EventsRequest)(nil),          // 11: corkboard.models.EventsRequest
+	(*DesiredLRP)(nil),             // 12: corkboard.models.DesiredLRP
+	(*ActualLRP)(nil),              // 13: corkboard.models.ActualLRP
+	(*Cell)(nil),                   // 14: corkboard.models.Cell
+	(*RolloutStatus)(nil),          // 15: corkboard.models.RolloutStatus
+	(*Operation)(nil),              // 16: corkboard.models.Operation
 }
 var file_events_proto_depIdxs = []int32{
-	11, // 0: corkboard.models.DesiredLRPCreatedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	11, // 1: corkboard.models.DesiredLRPChangedEvent.before:type_name -> corkboard.models.DesiredLRP
-	11, // 2: corkboard.models.DesiredLRPChangedEvent.after:type_name -> corkboard.models.DesiredLRP
-	11, // 3: corkboard.models.DesiredLRPRemovedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	12, // 4: corkboard.models.ActualLRPCreatedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
-	12, // 5: corkboard.models.ActualLRPChangedEvent.before:type_name -> corkboard.models.ActualLRP
-	12, // 6: corkboard.models.ActualLRPChangedEvent.after:type_name -> corkboard.models.ActualLRP
-	12, // 7: corkboard.models.ActualLRPRemovedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
-	12, // 8: corkboard.models.ActualLRPCrashedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
-	13, // 9: corkboard.models.CellChangedEvent.before:type_name -> corkboard.models.Cell
-	13, // 10: corkboard.models.CellChangedEvent.after:type_name -> corkboard.models.Cell
-	14, // 11: corkboard.models.RolloutChangedEvent.status:type_name -> corkboard.models.RolloutStatus
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	12, // 0: corkboard.models.DesiredLRPCreatedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	12, // 1: corkboard.models.DesiredLRPChangedEvent.before:type_name -> corkboard.models.DesiredLRP
+	12, // 2: corkboard.models.DesiredLRPChangedEvent.after:type_name -> corkboard.models.DesiredLRP
+	12, // 3: corkboard.models.DesiredLRPRemovedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	13, // 4: corkboard.models.ActualLRPCreatedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
+	13, // 5: corkboard.models.ActualLRPChangedEvent.before:type_name -> corkboard.models.ActualLRP
+	13, // 6: corkboard.models.ActualLRPChangedEvent.after:type_name -> corkboard.models.ActualLRP
+	13, // 7: corkboard.models.ActualLRPRemovedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
+	13, // 8: corkboard.models.ActualLRPCrashedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
+	14, // 9: corkboard.models.CellChangedEvent.before:type_name -> corkboard.models.Cell
+	14, // 10: corkboard.models.CellChangedEvent.after:type_name -> corkboard.models.Cell
+	15, // 11: corkboard.models.RolloutChangedEvent.status:type_name -> corkboard.models.RolloutStatus
+	16, // 12: corkboard.models.OperationChangedEvent.operation:type_name -> corkboard.models.Operation
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -671,13 +722,14 @@ func file_events_proto_init() {
 	file_actual_lrp_proto_init()
 	file_cell_proto_init()
 	file_rollout_proto_init()
+	file_operation_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

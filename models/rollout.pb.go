@@ -119,7 +119,10 @@ type RolloutStatus struct {
 	FinishedAt int64 `protobuf:"varint,13,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	// Unix nanoseconds when the rollout fails unless an index completes
 	// (0 unless PROGRESSING or REVERTED and still moving).
-	DeadlineAt    int64 `protobuf:"varint,14,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
+	DeadlineAt int64 `protobuf:"varint,14,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
+	// The operation that started this rollout (an update with a definition,
+	// a rollback, an abort); empty for a rollout older than operations.
+	OperationId   string `protobuf:"bytes,15,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -250,6 +253,13 @@ func (x *RolloutStatus) GetDeadlineAt() int64 {
 		return x.DeadlineAt
 	}
 	return 0
+}
+
+func (x *RolloutStatus) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
 }
 
 type DefinitionInstances struct {
@@ -621,7 +631,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\"\x9e\x05\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\"\xc1\x05\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -641,7 +651,8 @@ const file_rollout_proto_rawDesc = "" +
 	"\vfinished_at\x18\r \x01(\x03R\n" +
 	"finishedAt\x12\x1f\n" +
 	"\vdeadline_at\x18\x0e \x01(\x03R\n" +
-	"deadlineAt\"J\n" +
+	"deadlineAt\x12!\n" +
+	"\foperation_id\x18\x0f \x01(\tR\voperationId\"J\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +

@@ -24,6 +24,11 @@ const (
 	RouteRollback      = "/v1/rollouts/rollback"
 	RouteAbortRollout  = "/v1/rollouts/abort"
 
+	// Operations: the audited log of every change to a DesiredLRP.
+	RouteOperations      = "/v1/operations/list"
+	RouteOperation       = "/v1/operations/get"
+	RouteCancelOperation = "/v1/operations/cancel"
+
 	// The cell side: what reps call.
 	RouteRegisterCell    = "/v1/cells/register"
 	RouteCells           = "/v1/cells/list"
