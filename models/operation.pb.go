@@ -403,6 +403,51 @@ func (x *OperationEvent) GetMessage() string {
 	return ""
 }
 
+// OperationHistory is how an operation's history is stored.
+type OperationHistory struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*OperationEvent      `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperationHistory) Reset() {
+	*x = OperationHistory{}
+	mi := &file_operation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperationHistory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperationHistory) ProtoMessage() {}
+
+func (x *OperationHistory) ProtoReflect() protoreflect.Message {
+	mi := &file_operation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperationHistory.ProtoReflect.Descriptor instead.
+func (*OperationHistory) Descriptor() ([]byte, []int) {
+	return file_operation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OperationHistory) GetEvents() []*OperationEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 type OperationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Filters; empty matches every operation.
@@ -419,7 +464,7 @@ type OperationsRequest struct {
 
 func (x *OperationsRequest) Reset() {
 	*x = OperationsRequest{}
-	mi := &file_operation_proto_msgTypes[2]
+	mi := &file_operation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +476,7 @@ func (x *OperationsRequest) String() string {
 func (*OperationsRequest) ProtoMessage() {}
 
 func (x *OperationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_operation_proto_msgTypes[2]
+	mi := &file_operation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +489,7 @@ func (x *OperationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationsRequest.ProtoReflect.Descriptor instead.
 func (*OperationsRequest) Descriptor() ([]byte, []int) {
-	return file_operation_proto_rawDescGZIP(), []int{2}
+	return file_operation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OperationsRequest) GetProcessGuid() string {
@@ -494,7 +539,7 @@ type OperationsResponse struct {
 
 func (x *OperationsResponse) Reset() {
 	*x = OperationsResponse{}
-	mi := &file_operation_proto_msgTypes[3]
+	mi := &file_operation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +551,7 @@ func (x *OperationsResponse) String() string {
 func (*OperationsResponse) ProtoMessage() {}
 
 func (x *OperationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_operation_proto_msgTypes[3]
+	mi := &file_operation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +564,7 @@ func (x *OperationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationsResponse.ProtoReflect.Descriptor instead.
 func (*OperationsResponse) Descriptor() ([]byte, []int) {
-	return file_operation_proto_rawDescGZIP(), []int{3}
+	return file_operation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OperationsResponse) GetError() *Error {
@@ -552,7 +597,7 @@ type OperationRequest struct {
 
 func (x *OperationRequest) Reset() {
 	*x = OperationRequest{}
-	mi := &file_operation_proto_msgTypes[4]
+	mi := &file_operation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +609,7 @@ func (x *OperationRequest) String() string {
 func (*OperationRequest) ProtoMessage() {}
 
 func (x *OperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_operation_proto_msgTypes[4]
+	mi := &file_operation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +622,7 @@ func (x *OperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationRequest.ProtoReflect.Descriptor instead.
 func (*OperationRequest) Descriptor() ([]byte, []int) {
-	return file_operation_proto_rawDescGZIP(), []int{4}
+	return file_operation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *OperationRequest) GetId() string {
@@ -597,7 +642,7 @@ type OperationResponse struct {
 
 func (x *OperationResponse) Reset() {
 	*x = OperationResponse{}
-	mi := &file_operation_proto_msgTypes[5]
+	mi := &file_operation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +654,7 @@ func (x *OperationResponse) String() string {
 func (*OperationResponse) ProtoMessage() {}
 
 func (x *OperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_operation_proto_msgTypes[5]
+	mi := &file_operation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +667,7 @@ func (x *OperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperationResponse.ProtoReflect.Descriptor instead.
 func (*OperationResponse) Descriptor() ([]byte, []int) {
-	return file_operation_proto_rawDescGZIP(), []int{5}
+	return file_operation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *OperationResponse) GetError() *Error {
@@ -652,7 +697,7 @@ type CancelOperationRequest struct {
 
 func (x *CancelOperationRequest) Reset() {
 	*x = CancelOperationRequest{}
-	mi := &file_operation_proto_msgTypes[6]
+	mi := &file_operation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +709,7 @@ func (x *CancelOperationRequest) String() string {
 func (*CancelOperationRequest) ProtoMessage() {}
 
 func (x *CancelOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_operation_proto_msgTypes[6]
+	mi := &file_operation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +722,7 @@ func (x *CancelOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelOperationRequest.ProtoReflect.Descriptor instead.
 func (*CancelOperationRequest) Descriptor() ([]byte, []int) {
-	return file_operation_proto_rawDescGZIP(), []int{6}
+	return file_operation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CancelOperationRequest) GetId() string {
@@ -697,7 +742,7 @@ type CancelOperationResponse struct {
 
 func (x *CancelOperationResponse) Reset() {
 	*x = CancelOperationResponse{}
-	mi := &file_operation_proto_msgTypes[7]
+	mi := &file_operation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +754,7 @@ func (x *CancelOperationResponse) String() string {
 func (*CancelOperationResponse) ProtoMessage() {}
 
 func (x *CancelOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_operation_proto_msgTypes[7]
+	mi := &file_operation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +767,7 @@ func (x *CancelOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelOperationResponse.ProtoReflect.Descriptor instead.
 func (*CancelOperationResponse) Descriptor() ([]byte, []int) {
-	return file_operation_proto_rawDescGZIP(), []int{7}
+	return file_operation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelOperationResponse) GetError() *Error {
@@ -796,7 +841,9 @@ const file_operation_proto_rawDesc = "" +
 	"\aEVICTED\x10\x06\":\n" +
 	"\x0eOperationEvent\x12\x0e\n" +
 	"\x02at\x18\x01 \x01(\x03R\x02at\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xd6\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"L\n" +
+	"\x10OperationHistory\x128\n" +
+	"\x06events\x18\x01 \x03(\v2 .corkboard.models.OperationEventR\x06events\"\xd6\x01\n" +
 	"\x11OperationsRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12:\n" +
 	"\x06status\x18\x02 \x01(\x0e2\".corkboard.models.Operation.StatusR\x06status\x124\n" +
@@ -834,39 +881,41 @@ func file_operation_proto_rawDescGZIP() []byte {
 }
 
 var file_operation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_operation_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_operation_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_operation_proto_goTypes = []any{
 	(Operation_Kind)(0),             // 0: corkboard.models.Operation.Kind
 	(Operation_Status)(0),           // 1: corkboard.models.Operation.Status
 	(*Operation)(nil),               // 2: corkboard.models.Operation
 	(*OperationEvent)(nil),          // 3: corkboard.models.OperationEvent
-	(*OperationsRequest)(nil),       // 4: corkboard.models.OperationsRequest
-	(*OperationsResponse)(nil),      // 5: corkboard.models.OperationsResponse
-	(*OperationRequest)(nil),        // 6: corkboard.models.OperationRequest
-	(*OperationResponse)(nil),       // 7: corkboard.models.OperationResponse
-	(*CancelOperationRequest)(nil),  // 8: corkboard.models.CancelOperationRequest
-	(*CancelOperationResponse)(nil), // 9: corkboard.models.CancelOperationResponse
-	(*anypb.Any)(nil),               // 10: google.protobuf.Any
-	(*Error)(nil),                   // 11: corkboard.models.Error
+	(*OperationHistory)(nil),        // 4: corkboard.models.OperationHistory
+	(*OperationsRequest)(nil),       // 5: corkboard.models.OperationsRequest
+	(*OperationsResponse)(nil),      // 6: corkboard.models.OperationsResponse
+	(*OperationRequest)(nil),        // 7: corkboard.models.OperationRequest
+	(*OperationResponse)(nil),       // 8: corkboard.models.OperationResponse
+	(*CancelOperationRequest)(nil),  // 9: corkboard.models.CancelOperationRequest
+	(*CancelOperationResponse)(nil), // 10: corkboard.models.CancelOperationResponse
+	(*anypb.Any)(nil),               // 11: google.protobuf.Any
+	(*Error)(nil),                   // 12: corkboard.models.Error
 }
 var file_operation_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.Operation.kind:type_name -> corkboard.models.Operation.Kind
-	10, // 1: corkboard.models.Operation.parameters:type_name -> google.protobuf.Any
+	11, // 1: corkboard.models.Operation.parameters:type_name -> google.protobuf.Any
 	1,  // 2: corkboard.models.Operation.status:type_name -> corkboard.models.Operation.Status
 	3,  // 3: corkboard.models.Operation.history:type_name -> corkboard.models.OperationEvent
-	1,  // 4: corkboard.models.OperationsRequest.status:type_name -> corkboard.models.Operation.Status
-	0,  // 5: corkboard.models.OperationsRequest.kind:type_name -> corkboard.models.Operation.Kind
-	11, // 6: corkboard.models.OperationsResponse.error:type_name -> corkboard.models.Error
-	2,  // 7: corkboard.models.OperationsResponse.operations:type_name -> corkboard.models.Operation
-	11, // 8: corkboard.models.OperationResponse.error:type_name -> corkboard.models.Error
-	2,  // 9: corkboard.models.OperationResponse.operation:type_name -> corkboard.models.Operation
-	11, // 10: corkboard.models.CancelOperationResponse.error:type_name -> corkboard.models.Error
-	2,  // 11: corkboard.models.CancelOperationResponse.operation:type_name -> corkboard.models.Operation
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 4: corkboard.models.OperationHistory.events:type_name -> corkboard.models.OperationEvent
+	1,  // 5: corkboard.models.OperationsRequest.status:type_name -> corkboard.models.Operation.Status
+	0,  // 6: corkboard.models.OperationsRequest.kind:type_name -> corkboard.models.Operation.Kind
+	12, // 7: corkboard.models.OperationsResponse.error:type_name -> corkboard.models.Error
+	2,  // 8: corkboard.models.OperationsResponse.operations:type_name -> corkboard.models.Operation
+	12, // 9: corkboard.models.OperationResponse.error:type_name -> corkboard.models.Error
+	2,  // 10: corkboard.models.OperationResponse.operation:type_name -> corkboard.models.Operation
+	12, // 11: corkboard.models.CancelOperationResponse.error:type_name -> corkboard.models.Error
+	2,  // 12: corkboard.models.CancelOperationResponse.operation:type_name -> corkboard.models.Operation
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_operation_proto_init() }
@@ -881,7 +930,7 @@ func file_operation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_operation_proto_rawDesc), len(file_operation_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
