@@ -21,11 +21,14 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 		plan:  &Plan{},
 		cells: newCellTable(snapshot.Cells, now.UnixNano()),
 		fresh: make(map[string]bool, len(snapshot.FreshDomains)),
+
+		operationsSeen: map[string]bool{},
 	}
 	for _, domain := range snapshot.FreshDomains {
 		p.fresh[domain] = true
 	}
 	p.loadRollouts(snapshot)
+	p.loadOperations(snapshot)
 	p.placer = newPlacer(p.cells)
 	desired, instances := sortedDesired(snapshot.Desired)
 	ordinaryRows := p.loadRows(snapshot.Actual, desired)
@@ -35,6 +38,7 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 	p.reserve(instances - ordinaryRows)
 	p.reconcileAll(desired)
 	p.cleanForgottenLRPs()
+	p.cleanForgottenOperations()
 	p.decideMoves()
 	p.placer.placeAll()
 	p.emitPlacements()
@@ -60,6 +64,10 @@ type planner struct {
 	// reconciled notes the guids of rollout records whose LRP had a
 	// DesiredLRP or rows in the snapshot.
 	reconciled map[string]bool
+	// operations are the snapshot's operations that have not ended, by
+	// LRP in sequence order; operationsSeen the LRPs reconciled so far.
+	operations     map[string][]*db.OperationRow
+	operationsSeen map[string]bool
 
 	// Cells that are not present but still named by a CLAIMED or RUNNING
 	// row: registered ones by index, unregistered ones by id.

@@ -18,6 +18,13 @@ type Config struct {
 	// row itself well before then; this catches a rep that did not. The
 	// board sets it to twice the cells' presence TTL.
 	EvacuationGrace time.Duration
+	// Board names the board converging: it holds the leases of the
+	// operations it carries (operations.go). Empty: no lease is taken or
+	// renewed.
+	Board string
+	// OperationLeaseTTL is how long an operation's lease lasts unless its
+	// holder renews it; the runner uses its convergence lease TTL.
+	OperationLeaseTTL time.Duration
 }
 
 // DefaultConfig is the board's configuration unless an operator overrides
@@ -25,9 +32,10 @@ type Config struct {
 // an evacuation grace of 60 s (twice the default presence TTL of 30 s).
 func DefaultConfig() Config {
 	return Config{
-		CrashPolicy:     DefaultCrashPolicy(),
-		StaleUnclaimed:  60 * time.Second,
-		EvacuationGrace: 60 * time.Second,
+		CrashPolicy:       DefaultCrashPolicy(),
+		StaleUnclaimed:    60 * time.Second,
+		EvacuationGrace:   60 * time.Second,
+		OperationLeaseTTL: DefaultLeaseTTL,
 	}
 }
 

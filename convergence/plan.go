@@ -46,6 +46,7 @@ type Reasons struct {
 	PlacementFailed   []string
 	Rollouts          []string
 	DeleteDefinitions []string
+	Operations        []string
 }
 
 // Counts are the gauges of a pass, named after Diego's BBS metrics. They

@@ -45,6 +45,7 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 			if record := p.rollouts[rows[0].ProcessGuid]; record != nil {
 				p.cleanGoneLRP(record, p.definitions[record.ProcessGuid], rows)
 			}
+			p.reconcileOperations(rows[0].ProcessGuid, nil, nil)
 		}
 		return
 	}
@@ -132,6 +133,7 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 			p.plan.Underway = append(p.plan.Underway, d.ProcessGuid)
 		}
 	}
+	p.reconcileOperations(d.ProcessGuid, d, ro)
 }
 
 // keepAsIs leaves the ORDINARY row r (if any) as it is for this pass, its
@@ -150,7 +152,11 @@ func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, insta
 	if err != nil {
 		strategy, _ = ResolveRolloutStrategy(instances, nil)
 	}
-	return &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: strategy}
+	ro := &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: strategy}
+	if record != nil {
+		ro.outcome.operationID = record.OperationID
+	}
+	return ro
 }
 
 // wantedSlots gathers the ORDINARY, SUSPECT and RETIRING rows of indices

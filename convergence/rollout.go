@@ -30,6 +30,9 @@ type rolloutLRP struct {
 	// promoted are the indices whose RETIRING instance runs the active
 	// definition again and becomes their ORDINARY one (see promoteBack).
 	promoted map[int32]bool
+	// outcome is what this pass does to the operation that started the
+	// rollout record (operations.go).
+	outcome opOutcome
 	// reverting: this pass fails the rollout and re-activates the healthy
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
@@ -424,11 +427,14 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 				next.State = models.RolloutStatus_COMPLETE
 				next.Reason = fmt.Sprintf("every index runs %s", d.ActiveDefinitionID)
 				write.SetHealthyDefinitionID = d.ActiveDefinitionID
+				ro.outcome.end(models.Operation_FINISHED, next.Reason)
 			} else {
 				next.Reason = fmt.Sprintf("%s failed; every index is back on %s", rec.FailedDefinitionID, d.ActiveDefinitionID)
+				ro.outcome.end(models.Operation_ERROR, next.Reason)
 			}
 		case ro.updated > rec.UpdatedInstances:
 			next.ProgressAt = p.now
+			ro.outcome.note(fmt.Sprintf("%d of %d instances on %s", ro.updated, instances, d.ActiveDefinitionID))
 		case p.now-rec.ProgressAt >= int64(deadline):
 			failure := fmt.Sprintf("no index completed within %s: %d of %d run %s", deadline, ro.updated, instances, d.ActiveDefinitionID)
 			failure += ro.describeCrashes()
@@ -438,15 +444,17 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 					ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
 					Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),
 					DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
-					StartedAt: p.now, ProgressAt: p.now,
+					StartedAt: p.now, ProgressAt: p.now, OperationID: rec.OperationID,
 				}
 				write.SetActiveDefinitionID = healthy
 				ro.step.InFlight = 0
 				ro.updated = 0
+				ro.outcome.note("auto-revert: " + next.Reason)
 			} else {
 				next.State = models.RolloutStatus_FAILED
 				next.Reason = failure
 				next.FinishedAt = p.now
+				ro.outcome.end(models.Operation_ERROR, failure)
 			}
 		}
 	case rec.State == models.RolloutStatus_FAILED && done:

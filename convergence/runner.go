@@ -111,6 +111,13 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 	if cfg.Planner == (Config{}) {
 		cfg.Planner = DefaultConfig()
 	}
+	// This board carries the operations it converges, under leases as
+	// long as its convergence lease: when it dies, both run out together
+	// and the next holder adopts them.
+	if cfg.Planner.Board == "" {
+		cfg.Planner.Board = cfg.Owner
+	}
+	cfg.Planner.OperationLeaseTTL = cfg.LeaseTTL
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -96,8 +96,10 @@ func (s *scenario) parseLine(fields []string, desired map[string]db.DesiredSched
 		return s.parseRollout(fields[1], attrs)
 	case "definition":
 		return s.parseDefinition(fields[1], attrs)
+	case "operation":
+		return s.parseOperation(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout or definition)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition or operation)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -112,6 +114,8 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.CrashPolicy.BaseDelay = attrs.duration("base_delay", c.CrashPolicy.BaseDelay)
 	c.CrashPolicy.MaxDelay = attrs.duration("max_delay", c.CrashPolicy.MaxDelay)
 	c.CrashPolicy.GiveUpAt = attrs.int32("give_up_at", c.CrashPolicy.GiveUpAt)
+	c.Board = attrs.string("board", c.Board)
+	c.OperationLeaseTTL = attrs.duration("operation_lease_ttl", c.OperationLeaseTTL)
 	return attrs.done()
 }
 
@@ -233,7 +237,36 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		UpdatedInstances:   a.int32("updated", 0),
 		InFlight:           a.int32("inflight", 0),
 		ModificationIndex:  int64(a.int32("mod", 1)),
+		OperationID:        a.string("op", ""),
 	})
+	return a.done()
+}
+
+// parseOperation reads an operation that has not ended.
+func (s *scenario) parseOperation(id string, a *attrs) error {
+	kind, ok := models.Operation_Kind_value[a.string("kind", "UPDATE_DEFINITION")]
+	if !ok {
+		return fmt.Errorf("operation %s: unknown kind", id)
+	}
+	status, ok := models.Operation_Status_value[a.string("status", "IN_PROGRESS")]
+	if !ok {
+		return fmt.Errorf("operation %s: unknown status", id)
+	}
+	op := db.OperationRow{
+		ID:                id,
+		ProcessGuid:       a.string("lrp", "web"),
+		Sequence:          int64(a.int32("seq", 1)),
+		Kind:              models.Operation_Kind(kind),
+		Status:            models.Operation_Status(status),
+		DefinitionID:      a.string("definition", ""),
+		DefinitionStored:  a.bool("stored", true),
+		LeaseOwner:        a.string("owner", ""),
+		ModificationIndex: int64(a.int32("mod", 1)),
+	}
+	if _, given := a.values["expires"]; given {
+		op.LeaseExpiresAt = s.now.Add(a.duration("expires", 0)).UnixNano()
+	}
+	s.snapshot.Operations = append(s.snapshot.Operations, op)
 	return a.done()
 }
 

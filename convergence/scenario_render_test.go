@@ -58,6 +58,9 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	for i, d := range w.DeleteDefinitions {
 		fmt.Fprintf(&b, "delete-definition %s/%s  # %s\n", d.ProcessGuid, d.DefinitionID, why.DeleteDefinitions[i])
 	}
+	for i, o := range w.Operations {
+		fmt.Fprintf(&b, "operation %s  # %s\n", renderOperationWrite(o, now), why.Operations[i])
+	}
 	c := p.Counts
 	fmt.Fprintf(&b, "counts desired=%d running=%d claimed=%d unclaimed=%d crashed=%d missing=%d extra=%d "+
 		"suspect=%d gave_up=%d unplaced=%d present_cells=%d suspect_cells=%d\n",
@@ -133,4 +136,21 @@ func renderAt(t int64, now time.Time) string {
 		return "+" + d.String()
 	}
 	return d.String()
+}
+
+func renderOperationWrite(w db.OperationWrite, now time.Time) string {
+	out := fmt.Sprintf("%s lrp=%s expect_mod=%d", w.ID, w.ProcessGuid, w.ExpectModificationIndex)
+	if w.Start {
+		out += " start"
+	}
+	if w.Status != models.Operation_STATUS_UNKNOWN {
+		out += fmt.Sprintf(" status=%s reason=%s", w.Status, strconv.Quote(w.Reason))
+	}
+	for _, line := range w.History {
+		out += " history=" + strconv.Quote(line)
+	}
+	if w.LeaseOwner != "" {
+		out += fmt.Sprintf(" lease=%s until=%s", w.LeaseOwner, renderAt(w.LeaseExpiresAt, now))
+	}
+	return out
 }

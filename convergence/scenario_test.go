@@ -77,6 +77,16 @@ var requiredScenarios = []string{
 	"rebalance_move_dropped_when_stalled",
 	"rollout_replacements_keep_zones",
 	"rollout_reverted_keeps_retiring",
+	// Operations (issue 11): the rollout's operation, the reaper.
+	"operation_finishes_with_its_rollout",
+	"operation_progress_and_lease",
+	"operation_fails_with_its_rollout",
+	"operation_auto_revert_in_history",
+	"operation_reaper_adopts_expired_lease",
+	"operation_reaper_lrp_gone",
+	"operation_queued_starts_in_turn",
+	"operation_queued_evicted",
+	"operation_rollout_ended_before",
 }
 
 func scenarioPaths() []string {
@@ -137,7 +147,9 @@ func shuffleSnapshot(s *db.Snapshot, seed uint64) *db.Snapshot {
 		Partial:      s.Partial,
 		Rollouts:     append([]db.RolloutRow(nil), s.Rollouts...),
 		Definitions:  append([]db.DefinitionRow(nil), s.Definitions...),
+		Operations:   append([]db.OperationRow(nil), s.Operations...),
 	}
+	r.Shuffle(len(out.Operations), func(i, j int) { out.Operations[i], out.Operations[j] = out.Operations[j], out.Operations[i] })
 	r.Shuffle(len(out.Rollouts), func(i, j int) { out.Rollouts[i], out.Rollouts[j] = out.Rollouts[j], out.Rollouts[i] })
 	r.Shuffle(len(out.Definitions), func(i, j int) {
 		out.Definitions[i], out.Definitions[j] = out.Definitions[j], out.Definitions[i]
