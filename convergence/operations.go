@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/corkboard/corkboard/db"
@@ -224,6 +225,10 @@ func (p *planner) cleanForgottenOperations() {
 
 func (p *planner) operationWrite(op *db.OperationRow, w db.OperationWrite, why string) {
 	w.ID, w.ProcessGuid, w.ExpectModificationIndex = op.ID, op.ProcessGuid, op.ModificationIndex
+	if models.OperationEnded(w.Status) {
+		// The history tells the whole story, its end included.
+		w.History = append(slices.Clip(w.History), strings.ToLower(w.Status.String())+": "+w.Reason)
+	}
 	p.plan.Writes.Operations = append(p.plan.Writes.Operations, w)
 	p.plan.Reasons.Operations = append(p.plan.Reasons.Operations, why)
 }

@@ -26,7 +26,16 @@ const (
 	// for the full pass would make a 10-instance serial rollout take five
 	// minutes.
 	DefaultRolloutInterval = time.Second
+	// DefaultOperationRetention is how long ended operations are kept
+	// (beyond the newest DefaultKeepOperations of each LRP, kept anyway).
+	DefaultOperationRetention = 7 * 24 * time.Hour
+	DefaultKeepOperations     = 100
 )
+
+// pruneBatch bounds the operations one full pass deletes: a log grown
+// large (a retention shortened, a board that was down for weeks) shrinks
+// over many passes rather than in one long statement.
+const pruneBatch = 1000
 
 // maxTargeted is how many LRPs a targeted pass names at most. A burst of
 // triggers beyond it (a deploy of thousands of LRPs) gets a full pass
@@ -40,6 +49,7 @@ const maxLoggedReasons = 1000
 type Store interface {
 	db.ConvergenceDB
 	db.LeaseDB
+	PruneOperations(ctx context.Context, before time.Time, keepPerLRP, limit int) (int, error)
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -59,6 +69,12 @@ type RunnerConfig struct {
 	// Now is the planner's clock (time.Now). Rows carry times from the
 	// store's clock, so the two must agree.
 	Now func() time.Time
+	// OperationRetention is how long ended operations are kept
+	// (DefaultOperationRetention); each LRP keeps its newest
+	// KeepOperations (DefaultKeepOperations) whatever their age. Every full
+	// pass deletes up to pruneBatch of the rest.
+	OperationRetention time.Duration
+	KeepOperations     int
 }
 
 // Runner converges the board: while it holds the convergence lease it
@@ -120,6 +136,12 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 	cfg.Planner.OperationLeaseTTL = cfg.LeaseTTL
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.OperationRetention <= 0 {
+		cfg.OperationRetention = DefaultOperationRetention
+	}
+	if cfg.KeepOperations <= 0 {
+		cfg.KeepOperations = DefaultKeepOperations
 	}
 	r := &Runner{
 		logger:    logger.Session("convergence", lager.Data{"owner": cfg.Owner}),
@@ -259,6 +281,20 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 	r.metrics.counts.set(&plan.Counts)
 	// A full plan knows every wake-up there is.
 	s.setWake(plan.NextWake, started)
+	r.pruneOperations(ctx)
+}
+
+// pruneOperations deletes a batch of the ended operations past their
+// retention. A failure is logged and left for the next full pass.
+func (r *Runner) pruneOperations(ctx context.Context) {
+	before := r.cfg.Now().Add(-r.cfg.OperationRetention)
+	n, err := r.store.PruneOperations(ctx, before, r.cfg.KeepOperations, pruneBatch)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		r.logger.Error("prune-operations-failed", err)
+	case n > 0:
+		r.logger.Info("pruned-operations", lager.Data{"deleted": n, "ended_before": before.UTC().Format(time.RFC3339)})
+	}
 }
 
 func (r *Runner) targetedPass(ctx context.Context, s *schedule, guids []string) {

@@ -24,6 +24,7 @@ type DB interface {
 	LeaseDB
 	ConvergenceDB
 	RolloutDB
+	OperationDB
 }
 
 type DomainDB interface {

@@ -17,7 +17,7 @@ import (
 )
 
 // boardTables is every table the latest schema has.
-var boardTables = []string{"actual_lrps", "cells", "desired_lrps", "domains", "leases", "placement_epoch", "rollouts", "run_infos", "schema_migrations"}
+var boardTables = []string{"actual_lrps", "cells", "desired_lrps", "domains", "leases", "operations", "placement_epoch", "rollouts", "run_infos", "schema_migrations"}
 
 var _ = Describe("Runner", func() {
 	for _, dialect := range testdb.MustDialects() {
@@ -64,6 +64,7 @@ var _ = Describe("Runner", func() {
 							"actual_lrps.presence C",
 							"actual_lrps.process_guid C",
 							"desired_lrps.process_guid C",
+							"operations.process_guid C",
 							"rollouts.process_guid C",
 							"run_infos.process_guid C",
 						}))

@@ -29,4 +29,5 @@ var registeredSteps = map[int]*goStep{
 	2: importLegacy,
 	4: addCellDraining,
 	5: addStopRequested,
+	7: addRolloutsOperationID,
 }

@@ -55,3 +55,15 @@ const (
 
 // MaxRequestBodyBytes is the largest request body the board reads.
 const MaxRequestBodyBytes = 1 << 20
+
+// RequestedByHeader says, in words, who sends a request, e.g.
+// "cork (alice@laptop)". The board records it, followed by
+// " from <remote address>", as the requested_by of the operation a write
+// records; without it (or when it is over MaxRequestedByLength bytes or not
+// printable) the board takes the User-Agent instead. Nothing checks it: it
+// is what the caller says of itself, until client certificates say who the
+// caller is.
+const RequestedByHeader = "X-Corkboard-Requested-By"
+
+// MaxRequestedByLength bounds what a caller may say of itself.
+const MaxRequestedByLength = 256

@@ -72,6 +72,11 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 	if err := u.validateUpdateIdentifier(path); err != nil {
 		return err
 	}
+	if u.GetQueue() && u.GetDefinition() == nil {
+		// Only a change of definition waits its turn; anything else
+		// applies at once.
+		return ErrInvalidField(child(path, "queue"), "requires a definition")
+	}
 	if u.GetUpdateStrategy() != nil {
 		if err := u.GetUpdateStrategy().validate(child(path, "update_strategy")); err != nil {
 			return err

@@ -429,6 +429,9 @@ var _ = Describe("Validation", func() {
 		Entry("an identifier without a definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{UpdateIdentifier: "v2"}},
 			"update.update_identifier: requires a definition"),
+		Entry("queue without a definition",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Queue: true, Instances: proto.Int32(3)}},
+			"update.queue: requires a definition"),
 		Entry("an identifier of the wrong format",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{
 				Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "sleep"}}, UpdateIdentifier: "v2!",

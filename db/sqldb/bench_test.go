@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
@@ -89,6 +90,77 @@ func BenchmarkListActualLRPs(b *testing.B) {
 				if len(got) != lrps*perLRP {
 					b.Fatalf("listed %d instances, want %d", len(got), lrps*perLRP)
 				}
+			}
+		})
+	})
+}
+
+// BenchmarkListOperations pages through 100,000 operations (100 LRPs of
+// 1,000), each holding its request with a definition and a history of two
+// lines, 1,000 a page, as `cork operations` would: one op is one whole
+// listing. The issue's target: well under a second.
+func BenchmarkListOperations(b *testing.B) {
+	const lrps, perLRP = 100, 1000
+	forEachBenchDialect(b, func(b *testing.B, env benchEnv) {
+		ctx := context.Background()
+		params, err := anypb.New(&models.UpdateDesiredLRPRequest{ProcessGuid: "lrp-000", Update: &models.DesiredLRPUpdate{
+			Definition: newDefinition("", "/bin/app"), UpdateIdentifier: "v2", Instances: int32p(4)}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		paramBlob, err := proto.Marshal(params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		history, err := proto.Marshal(&models.OperationHistory{Events: []*models.OperationEvent{
+			{At: 1, Message: "definition v2 activated: rolling from v1 to v2; instances 3 → 4"},
+			{At: 2, Message: "4 of 4 instances on v2"},
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		seed := seeder{conn: env.conn, dialect: env.dialect}
+		err = seed.insert(ctx, "operations", []string{
+			"id", "process_guid", "sequence", "kind", "status", "reason", "parameters", "definition_id", "requested_by",
+			"created_at", "started_at", "finished_at", "lease_owner", "lease_expires_at", "history", "ended",
+			"modification_index",
+		}, lrps*perLRP, func(i int, args []any) []any {
+			at := int64(1_700_000_000_000_000_000) + int64(i)
+			return append(args, fmt.Sprintf("%016x%08x", at, i), fmt.Sprintf("lrp-%03d", i%lrps), int64(i/lrps+1),
+				"UPDATE_DEFINITION", "FINISHED", "every index runs v2", paramBlob, "v2", "cork from 10.0.0.1:5000",
+				at, at, at, "board-1", at, history, true, 3)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := seed.analyze(ctx, "operations"); err != nil {
+			b.Fatal(err)
+		}
+		listAll := func(b *testing.B, filter db.OperationFilter, want int) {
+			n := 0
+			for {
+				ops, next, err := env.store.Operations(ctx, filter)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(ops)
+				if next == "" {
+					break
+				}
+				filter.Cursor = next
+			}
+			if n != want {
+				b.Fatalf("listed %d operations, want %d", n, want)
+			}
+		}
+		b.Run("100000-by-1000", func(b *testing.B) {
+			for b.Loop() {
+				listAll(b, db.OperationFilter{Limit: models.MaxOperationsPage}, lrps*perLRP)
+			}
+		})
+		b.Run("one-lrp-by-100", func(b *testing.B) {
+			for b.Loop() {
+				listAll(b, db.OperationFilter{ProcessGuid: "lrp-042", Limit: 100}, perLRP)
 			}
 		})
 	})

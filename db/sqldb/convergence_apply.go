@@ -29,11 +29,13 @@ import (
 // row as it was for a Delete, actual_lrp_created for a Create, and
 // actual_lrp_changed with the row before and after for the rest of the
 // row writes (Retire, RequestStop and Redefine included). Rollout writes
-// and definition deletes are described in convergence_rollouts.go.
+// and definition deletes are described in convergence_rollouts.go,
+// operation writes in convergence_operations.go.
 //
 // Writes that could never be right (an empty guid, a Restart of a row the
-// plan did not see CRASHED, a Place without a cell, …) fail the whole call
-// with InvalidRequest before anything is written. An error from the
+// plan did not see CRASHED, a Place without a cell, an operation status
+// change that models.CheckOperationTransition forbids, …) fail the whole
+// call with InvalidRequest before anything is written. An error from the
 // database stops the call; the batches committed before it stay, counted
 // in the result returned with the error.
 //
@@ -53,6 +55,9 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 		return nil, err
 	}
 	a := &convergenceApplier{s: s, now: s.now().UnixNano(), result: result, guard: placementGuard{expected: writes.PlacementEpoch}}
+	if err := a.checkOperationTransitions(ctx, writes.Operations); err != nil {
+		return nil, err
+	}
 	keep, stop := retirementChanges(writes.Retire)
 	err := a.changeGroups(ctx, []changeGroup{
 		{&deleteRows, plainChanges(writes.Delete)},
@@ -79,6 +84,9 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 	}
 	if err == nil {
 		err = a.deleteDefinitions(ctx, writes.DeleteDefinitions)
+	}
+	if err == nil {
+		err = a.operations(ctx, writes.Operations)
 	}
 	return result, err
 }

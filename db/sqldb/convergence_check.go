@@ -106,6 +106,11 @@ func checkConvergenceWrites(w *db.ConvergenceWrites) error {
 			return err
 		}
 	}
+	for i, o := range w.Operations {
+		if err := checkOperationWrite(fmt.Sprintf("writes.operations[%d]", i), o); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -121,10 +121,13 @@ func (s seeder) domain(ctx context.Context, domain string, expiresAt int64) erro
 	})
 }
 
-// analyze refreshes the query planner's statistics, as a database that
-// has held its rows for a while would have them.
-func (s seeder) analyze(ctx context.Context) error {
-	tables := []string{"desired_lrps", "run_infos", "actual_lrps", "cells", "domains"}
+// analyze refreshes the query planner's statistics of tables (by default
+// the ones convergence reads), as a database that has held its rows for a
+// while would have them.
+func (s seeder) analyze(ctx context.Context, tables ...string) error {
+	if len(tables) == 0 {
+		tables = []string{"desired_lrps", "run_infos", "actual_lrps", "cells", "domains"}
+	}
 	for _, table := range tables {
 		stmt := "ANALYZE " + table
 		if s.dialect == sqldb.MySQL {

@@ -40,6 +40,14 @@ const selectSnapshotRollouts = `SELECT ` + rolloutColumnList + ` FROM rollouts o
 const selectSnapshotDefinitions = `SELECT r.process_guid, r.definition_id, r.created_at
  FROM rollouts o JOIN run_infos r ON r.process_guid = o.process_guid`
 
+// Operations are read only while they have not ended, through the index
+// on (ended, process_guid, sequence): a board at rest has none to read.
+// Whether a definition is still stored comes from a join on its key.
+const selectSnapshotOperations = `SELECT o.id, o.process_guid, o.sequence, o.kind, o.status, o.definition_id,
+ COALESCE(r.definition_id, ''), o.lease_owner, o.lease_expires_at, o.created_at, o.modification_index
+ FROM operations o
+ LEFT JOIN run_infos r ON r.process_guid = o.process_guid AND r.definition_id = o.definition_id`
+
 const selectSnapshotCells = `SELECT cell_id, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at,
  draining FROM cells`
 
@@ -136,14 +144,24 @@ func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) 
 	return snap, nil
 }
 
-// unsettled adds the condition that narrows a snapshot query to rollout
-// records that are not settled (table alias o) to f's guid condition.
+// unsettled narrows f to rollout records that are not settled (table
+// alias o).
 func (f guidFilter) unsettled() guidFilter {
-	where := func(c string) string { return "o.settled = ?" }
+	return f.and("o.settled = ?", false)
+}
+
+// unended narrows f to operations that have not ended (table alias o).
+func (f guidFilter) unended() guidFilter {
+	return f.and("o.ended = ?", false)
+}
+
+// and adds condition, with its one argument, before f's guid condition.
+func (f guidFilter) and(condition string, arg any) guidFilter {
+	where := func(c string) string { return condition }
 	if f.where != nil {
-		where = func(c string) string { return "o.settled = ? AND " + f.where(c) }
+		where = func(c string) string { return condition + " AND " + f.where(c) }
 	}
-	return guidFilter{where: where, args: append([]any{false}, f.args...)}
+	return guidFilter{where: where, args: append([]any{arg}, f.args...)}
 }
 
 // guidFilter narrows a snapshot query to some LRPs: where makes the
@@ -213,7 +231,8 @@ func (s *SQLDB) snapshotParts(ctx context.Context, processGuids []string) ([][]g
 func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
 	if len(readers) == 1 {
 		r := readers[0]
-		return &db.Snapshot{Desired: r.desired, Actual: r.actual, Rollouts: r.rollouts, Definitions: r.definitions}
+		return &db.Snapshot{Desired: r.desired, Actual: r.actual, Rollouts: r.rollouts, Definitions: r.definitions,
+			Operations: r.operations}
 	}
 	var desired, actual int
 	for _, r := range readers {
@@ -229,6 +248,7 @@ func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
 		snap.Actual = append(snap.Actual, r.actual...)
 		snap.Rollouts = append(snap.Rollouts, r.rollouts...)
 		snap.Definitions = append(snap.Definitions, r.definitions...)
+		snap.Operations = append(snap.Operations, r.operations...)
 	}
 	return snap
 }
@@ -262,6 +282,7 @@ type snapshotReader struct {
 	actual       []db.ActualRow
 	rollouts     []db.RolloutRow
 	definitions  []db.DefinitionRow
+	operations   []db.OperationRow
 	cells        []db.CellRow
 	freshDomains []string
 
@@ -296,7 +317,10 @@ func (r *snapshotReader) readLRPs(ctx context.Context, tx *sql.Tx, filters []gui
 	if err := r.resolveResources(ctx, tx); err != nil {
 		return err
 	}
-	return r.readRollouts(ctx, tx, filters)
+	if err := r.readRollouts(ctx, tx, filters); err != nil {
+		return err
+	}
+	return r.readOperations(ctx, tx, filters)
 }
 
 func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
@@ -548,6 +572,47 @@ func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters [
 	}
 	slices.SortFunc(r.rollouts, func(a, b db.RolloutRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
 	slices.SortFunc(r.definitions, compareDefinitionRows)
+	return nil
+}
+
+// readOperations reads the operations that have not ended that filters
+// select, sorted here by guid as bytes, then sequence, so that every
+// dialect gives one order.
+func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
+	var id, guid, kind, status, definitionID, storedID, leaseOwner sql.RawBytes
+	scan := func(rows *sql.Rows) error {
+		op := db.OperationRow{}
+		if err := rows.Scan(&id, &guid, &op.Sequence, &kind, &status, &definitionID, &storedID, &leaseOwner,
+			&op.LeaseExpiresAt, &op.CreatedAt, &op.ModificationIndex); err != nil {
+			return err
+		}
+		op.ID = string(id)
+		op.ProcessGuid = r.strings.get(guid)
+		k, known := models.Operation_Kind_value[string(kind)]
+		if !known {
+			return errInvalidRecord("operation %q: unknown kind %q", op.ID, kind)
+		}
+		st, known := models.Operation_Status_value[string(status)]
+		if !known {
+			return errInvalidRecord("operation %q: unknown status %q", op.ID, status)
+		}
+		op.Kind, op.Status = models.Operation_Kind(k), models.Operation_Status(st)
+		op.DefinitionID = r.strings.get(definitionID)
+		op.DefinitionStored = len(storedID) > 0
+		op.LeaseOwner = r.strings.get(leaseOwner)
+		r.operations = append(r.operations, op)
+		return nil
+	}
+	for _, f := range filters {
+		unended := f.unended()
+		query := unended.query(selectSnapshotOperations, "o.process_guid", "o.process_guid, o.sequence")
+		if err := r.s.eachRow(ctx, tx, query, unended.args, scan); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(r.operations, func(a, b db.OperationRow) int {
+		return cmp.Or(strings.Compare(a.ProcessGuid, b.ProcessGuid), cmp.Compare(a.Sequence, b.Sequence))
+	})
 	return nil
 }
 

@@ -28,6 +28,9 @@ import (
 // ORDINARY instance left over at some index is kept instead of a new
 // UNCLAIMED one.
 //
+// It records its operation, DESIRE and FINISHED, in the same transaction
+// (see db.OperationDB); a desire refused records nothing.
+//
 // On Postgres a guid with no stored definition of that id takes a one
 // statement fast path with the same result (see desireNewPostgres).
 func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.DesiredLRP, error) {
@@ -64,41 +67,67 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		stored.ModificationTag.Epoch, int64(0), now, now,
 	}
 	def.CreatedAt = now
+	request := &models.DesireLRPRequest{DesiredLrp: lrp}
 
 	if s.dialect == Postgres {
-		done, err := s.desireNew(ctx, stored, row)
+		op, err := s.desireNew(ctx, stored, row, request)
 		if err != nil {
 			return nil, asModelError("desire lrp", err)
 		}
-		if done {
+		if op != nil {
+			noteRecorded(ctx, op)
 			return stored, nil
 		}
 	}
 
 	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
-	err = s.transactPublishing(ctx, "desire lrp", func(tx *sql.Tx) ([]models.Event, error) {
+	err = s.transactOperation(ctx, "desire lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
 			if isUniqueViolation(err) {
-				return nil, models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
+				return nil, nil, models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		def.CreatedAt = now
 		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		def.CreatedAt = createdAt
 		created, err := s.insertUnclaimed(ctx, tx, stored.ProcessGuid, stored.Domain, def.DefinitionId, 0, stored.Instances, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return desiredEvents(stored, created), nil
+		rec, err := s.newOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		finishDesire(rec.op, stored, now)
+		if err := s.insertOperation(ctx, tx, rec); err != nil {
+			return nil, nil, err
+		}
+		return rec.op, append(desiredEvents(stored, created), models.OperationChanged(rec.op)), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return stored, nil
+}
+
+// finishDesire makes op the record of stored's desire: FINISHED at once,
+// its definition the one desired.
+func finishDesire(op *models.Operation, stored *models.DesiredLRP, now int64) {
+	op.DefinitionId = stored.ActiveDefinitionId
+	setOperationStatus(op, models.Operation_FINISHED, "", now)
+	addHistory(op, now, fmt.Sprintf("desired %s of definition %s", pluralInstances(stored.Instances), stored.ActiveDefinitionId))
+}
+
+// pluralInstances is "1 instance", "4 instances".
+func pluralInstances(n int32) string {
+	if n == 1 {
+		return "1 instance"
+	}
+	return fmt.Sprintf("%d instances", n)
 }
 
 // desiredEvents are the events of a desire: the LRP, then its instances

@@ -18,22 +18,27 @@ import (
 // parsing or planning at all. MySQL has no data-modifying WITH, and SQLite's
 // round trips are in-process, so both keep the transactional path only.
 //
-// The statement stores the desired row, its definition and its instances,
-// auto-committed, but only when no definition with that id is stored for
+// The statement stores the desired row, its definition, its instances and
+// the desire's operation (db.OperationDB), auto-committed, but only when no definition with that id is stored for
 // the guid yet: then there is no content to compare, and the writes are
 // those of the transactional path. Otherwise, or when the guid is already
 // desired, it stores nothing and returns 0, and the caller runs the
 // transactional path, which tells ResourceExists from a reusable or
 // conflicting definition.
 //
-// The definition and instance inserts select from the desired insert's
-// RETURNING, so they store nothing when it stored nothing. A concurrent
+// The definition, instance and operation inserts select from the desired
+// insert's RETURNING, so they store nothing when it stored nothing. The
+// operation's sequence is the guid's highest + 1: 1, unless the guid was
+// desired before (operations outlive their LRP). The unique index on
+// (process_guid, sequence) refuses a number taken meanwhile, and the
+// transactional path takes over. A concurrent
 // desire of the same guid makes ON CONFLICT wait for it and then store
 // nothing. Instances skip an index that already has an ORDINARY instance,
 // as insertUnclaimed does, so one left over from a removed LRP is kept.
-// The statement answers whether it stored the LRP and the indices of the
-// instances it stored, for the events.
-// $12 (now) is also the definition's created_at and the instances' since.
+// The statement answers whether it stored the LRP, the indices of the
+// instances it stored and the operation's sequence, for the events.
+// $12 (now) is also the definition's created_at, the instances' since and
+// the operation's times.
 // The casts in NOT EXISTS give $1 and $7 the type of their columns, which
 // Postgres would otherwise deduce as text there and as varchar in SELECT.
 const desireNewPostgres = `WITH taken AS (
@@ -60,15 +65,25 @@ const desireNewPostgres = `WITH taken AS (
 	FROM desired d, unnest($20::text[]) WITH ORDINALITY AS e(epoch, ordinality)
 	ON CONFLICT (process_guid, instance_index, presence) DO NOTHING
 	RETURNING instance_index
+), operation AS (
+	INSERT INTO operations (id, process_guid, sequence, kind, status, reason, parameters, definition_id,
+		requested_by, created_at, started_at, finished_at, lease_owner, lease_expires_at, history, ended,
+		modification_index)
+	SELECT $21, d.process_guid,
+		COALESCE((SELECT MAX(sequence) FROM operations WHERE process_guid = $1::varchar), 0) + 1,
+		$22, $23, '', $24, d.active_definition_id, $25, $12, $12, $12, '', 0, $26, TRUE, 1
+	FROM desired d
+	RETURNING sequence
 )
-SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances)`
+SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances),
+	COALESCE((SELECT sequence FROM operation), 0)`
 
 // desireNew runs desireNewPostgres for stored, whose definition carries its
-// id and created_at, and desiredRow, the desired_lrps row in
-// desiredLRPColumns order. It reports whether it stored the LRP, and then
-// publishes its events. A unique violation or a transient conflict rolled
-// the statement back and is reported as false, for the transactional path
-// to sort out.
+// id and created_at, desiredRow, the desired_lrps row in desiredLRPColumns
+// order, and request, the desire as asked. It returns the operation it
+// recorded when it stored the LRP, nil otherwise, and then publishes its
+// events. A unique violation or a transient conflict rolled the statement
+// back and is reported as nil, for the transactional path to sort out.
 //
 // The statement takes its event ticket before it runs (publishAfter), so it
 // must not wait for a transaction that then commits before it: the first
@@ -79,49 +94,59 @@ SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instance
 // one wait left is ON CONFLICT's, for a concurrent desire inserting the
 // same guid: whichever of the two commits, the other stores nothing and
 // publishes nothing.
-func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any) (bool, error) {
+func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error) {
 	def := stored.Definition
 	blob, err := deterministic.Marshal(def)
 	if err != nil {
-		return false, errInvalid("desired_lrp.definition", err.Error())
+		return nil, errInvalid("desired_lrp.definition", err.Error())
 	}
 	epochs := make([]string, stored.Instances)
 	for i := range epochs {
 		epochs[i] = newGUID()
 	}
-	args := make([]any, 0, len(desiredRow)+7)
+	op, err := s.draftOperation(ctx, stored.ProcessGuid, models.Operation_DESIRE, request, stored.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	finishDesire(op, stored, stored.CreatedAt)
+	parameters, history, err := encodeOperationBlobs(op)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, len(desiredRow)+13)
 	args = append(args, desiredRow...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
-		presenceOrdinary, stateUnclaimed, pq.Array(epochs))
+		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
+		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history)
 
 	stmt, err := s.desireNewStatement(ctx)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	var done bool
+	var recorded *models.Operation
 	err = s.publishAfter(func() ([]models.Event, error) {
 		var desired int
 		var indices pq.Int64Array
-		err := stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices)
+		err := stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
 		if err != nil || desired != 1 {
 			return nil, err
 		}
-		done = true
+		recorded = op
 		slices.Sort(indices)
 		created := make([]*models.ActualLRP, len(indices))
 		for i, index := range indices {
 			created[i] = newUnclaimed(stored.ProcessGuid, int32(index), stored.Domain, stored.ActiveDefinitionId,
 				epochs[index], stored.CreatedAt)
 		}
-		return desiredEvents(stored, created), nil
+		return append(desiredEvents(stored, created), models.OperationChanged(op)), nil
 	})
 	switch {
 	case err == nil:
-		return done, nil
+		return recorded, nil
 	case isUniqueViolation(err) || isLockNotAvailable(err) || isRetryable(err):
-		return false, nil
+		return nil, nil
 	default:
-		return false, err
+		return nil, err
 	}
 }
 

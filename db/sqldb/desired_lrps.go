@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -176,36 +178,76 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 // for the rep and convergence to stop, and every definition stays: deleting
 // unreferenced definitions is convergence's job, which the LRP's rollout
 // record, marked unsettled here (one is inserted, state NONE, when there
-// is none), hands it. It emits desired_lrp_removed, actual_lrp_removed per
-// deleted instance, and rollout_changed.
+// is none), hands it. It records its operation, REMOVE and FINISHED; the
+// LRP's operation in progress ends CANCELED and those pending EVICTED,
+// naming it. It emits desired_lrp_removed, actual_lrp_removed per deleted
+// instance, rollout_changed, then operation_changed for the REMOVE
+// operation and for each operation it ended.
 func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error {
-	return s.transactPublishing(ctx, "remove desired lrp", func(tx *sql.Tx) ([]models.Event, error) {
+	request := &models.RemoveDesiredLRPRequest{ProcessGuid: processGuid}
+	return s.transactOperation(ctx, "remove desired lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res, err := s.exec(ctx, tx, "DELETE FROM desired_lrps WHERE process_guid = ?", processGuid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
+			return nil, nil, err
 		} else if n == 0 {
-			return nil, errLostRace
+			return nil, nil, errLostRace
 		}
 		removed, err := s.deleteActualLRPs(ctx, tx, "process_guid = ? AND state = ?", processGuid, stateUnclaimed)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rollout, err := s.markRolloutUnsettled(ctx, tx, processGuid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		status, err := s.rolloutStatus(ctx, tx, processGuid, nil, rollout)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		ops, err := s.recordRemoval(ctx, tx, processGuid, request)
+		if err != nil {
+			return nil, nil, err
 		}
 		events := append([]models.Event{models.DesiredLRPRemoved(before)}, removed...)
-		return append(events, models.RolloutChanged(status)), nil
+		events = append(events, models.RolloutChanged(status))
+		return ops[0], append(events, operationEvents(ops...)...), nil
 	})
+}
+
+// recordRemoval records the removal of the LRP, whose row tx holds locked:
+// a REMOVE operation, FINISHED, that ends the LRP's operations that have
+// not ended (IN_PROGRESS ones CANCELED, PENDING ones EVICTED). It returns
+// the REMOVE operation, then those it ended.
+func (s *SQLDB) recordRemoval(ctx context.Context, tx *sql.Tx, processGuid string, request proto.Message) ([]*models.Operation, error) {
+	now := s.now().UnixNano()
+	unfinished, err := s.unfinishedOperations(ctx, tx, processGuid)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.newOperation(ctx, tx, processGuid, models.Operation_REMOVE, request, now)
+	if err != nil {
+		return nil, err
+	}
+	setOperationStatus(rec.op, models.Operation_FINISHED, "", now)
+	addHistory(rec.op, now, "removed")
+	ops := []*models.Operation{rec.op}
+	reason := "its LRP was removed by " + operationName(rec.op)
+	for _, u := range unfinished {
+		status := models.Operation_CANCELED
+		if u.op.Status == models.Operation_PENDING {
+			status = models.Operation_EVICTED
+		}
+		if err := s.endOperation(ctx, tx, u, status, reason, now); err != nil {
+			return nil, err
+		}
+		ops = append(ops, u.op)
+	}
+	return ops, s.insertOperation(ctx, tx, rec)
 }

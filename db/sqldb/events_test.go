@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -89,13 +90,14 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 
 			events := sink.take()
 			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_created",
-				"actual_lrp_created", "actual_lrp_created", "actual_lrp_created"}))
+				"actual_lrp_created", "actual_lrp_created", "actual_lrp_created", "operation_changed"}))
 			expectEvent(events[0], "desired_lrp_created", "web",
 				&models.DesiredLRPCreatedEvent{DesiredLrp: withoutDefinition(stored)})
 			for i, instance := range b.instances("web") {
 				Expect(instance.DefinitionId).To(Equal("v1"))
 				expectEvent(events[1+i], "actual_lrp_created", "web", &models.ActualLRPCreatedEvent{ActualLrp: instance})
 			}
+			expectEvent(events[4], "operation_changed", "web", &models.OperationChangedEvent{Operation: newestOperation(b, "web")})
 		})
 
 		It("announces only the instances it adds next to one left from before", func() {
@@ -154,7 +156,9 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 			})
 			Expect(err).NotTo(HaveOccurred())
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "rollout_changed"}))
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "rollout_changed", "operation_changed"}))
+			op := newestOperation(b, "web")
+			expectEvent(events[2], "operation_changed", "web", &models.OperationChangedEvent{Operation: op})
 			expectEvent(events[0], "desired_lrp_changed", "web", &models.DesiredLRPChangedEvent{
 				Before: withoutDefinition(desired), After: withoutDefinition(updated),
 			})
@@ -164,7 +168,7 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 				ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v1 to v2",
 				ActiveDefinitionId: "v2", HealthyDefinitionId: "v1", Instances: 3,
 				Definitions: []*models.DefinitionInstances{{DefinitionId: "v2"}, {DefinitionId: "v1", Instances: 3}},
-				StartedAt:   now, ProgressAt: now, DeadlineAt: now + int64(10*time.Minute),
+				StartedAt:   now, ProgressAt: now, DeadlineAt: now + int64(10*time.Minute), OperationId: op.Id,
 			}})
 		})
 
@@ -172,7 +176,7 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 			updated, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Instances: int32p(5)})
 			Expect(err).NotTo(HaveOccurred())
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "actual_lrp_created", "actual_lrp_created"}))
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "actual_lrp_created", "actual_lrp_created", "operation_changed"}))
 			expectEvent(events[0], "desired_lrp_changed", "web", &models.DesiredLRPChangedEvent{
 				Before: withoutDefinition(desired), After: withoutDefinition(updated),
 			})
@@ -189,7 +193,7 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Instances: int32p(1)})
 			Expect(err).NotTo(HaveOccurred())
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "actual_lrp_removed"}))
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "actual_lrp_removed", "operation_changed"}))
 			expectEvent(events[1], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[1]})
 			Expect(b.instances("web")).To(HaveLen(2))
 		})
@@ -217,7 +221,9 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 
 			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_removed", "actual_lrp_removed", "actual_lrp_removed", "rollout_changed"}))
+			Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_removed", "actual_lrp_removed", "actual_lrp_removed",
+				"rollout_changed", "operation_changed"}))
+			expectEvent(events[4], "operation_changed", "web", &models.OperationChangedEvent{Operation: newestOperation(b, "web")})
 			expectEvent(events[0], "desired_lrp_removed", "web", &models.DesiredLRPRemovedEvent{DesiredLrp: withoutDefinition(desired)})
 			expectEvent(events[1], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[1]})
 			expectEvent(events[2], "actual_lrp_removed", "web", &models.ActualLRPRemovedEvent{ActualLrp: before[2]})
@@ -251,7 +257,7 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 		Consistently(sink.count).WithTimeout(100 * time.Millisecond).Should(BeZero())
 		deliver()
 		events := sink.take()
-		Expect(events).To(HaveLen(1))
+		Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "operation_changed"}))
 		Expect(events[0].Payload.(*models.DesiredLRPChangedEvent).After.Annotation).To(Equal("later"))
 	})
 
@@ -286,14 +292,15 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 			Consistently(desired).WithTimeout(200*time.Millisecond).ShouldNot(Receive(), "the desire waits for the removal")
 			_, err = b.store.UpdateDesiredLRP(b.ctx, "api", &models.DesiredLRPUpdate{Annotation: stringp("meanwhile")})
 			Expect(err).NotTo(HaveOccurred())
-			Eventually(sink.count).Should(Equal(1), "the waiting desire holds no ticket")
+			Eventually(sink.count).Should(Equal(2), "the waiting desire holds no ticket")
 
 			Expect(tx.Commit()).To(Succeed())
 			Eventually(desired).Should(Receive(BeNil()))
 			events := sink.take()
 			Expect(events[0].Type).To(Equal("desired_lrp_changed"))
-			Expect(events[1].Type).To(Equal("desired_lrp_created"))
-			Expect(events[1].Key).To(Equal("web"))
+			Expect(events[1].Type).To(Equal("operation_changed"))
+			Expect(events[2].Type).To(Equal("desired_lrp_created"))
+			Expect(events[2].Key).To(Equal("web"))
 		})
 	}
 
@@ -318,11 +325,16 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 		wg.Wait()
 
 		events := sink.take()
-		Expect(events).To(HaveLen(writers * updates))
-		for i, e := range events {
-			changed := e.Payload.(*models.DesiredLRPChangedEvent)
-			Expect(changed.After.ModificationTag.Index).To(BeEquivalentTo(i+1), "event %d is the %d. commit", i, i+1)
-			Expect(changed.Before.ModificationTag.Index).To(BeEquivalentTo(i))
+		Expect(events).To(HaveLen(2 * writers * updates))
+		for i := 0; i < len(events); i += 2 {
+			commit := i/2 + 1
+			changed := events[i].Payload.(*models.DesiredLRPChangedEvent)
+			Expect(changed.After.ModificationTag.Index).To(BeEquivalentTo(commit), "event %d is of the %d. commit", i, commit)
+			Expect(changed.Before.ModificationTag.Index).To(BeEquivalentTo(commit - 1))
+			// Each update's operation follows it, numbered in commit order
+			// after the desire's.
+			recorded := events[i+1].Payload.(*models.OperationChangedEvent).Operation
+			Expect(recorded.Sequence).To(BeEquivalentTo(commit+1), "event %d is of the %d. commit", i+1, commit)
 		}
 	})
 })
@@ -331,11 +343,21 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 // given indices of instances, in order.
 func expectCreatedAt(events []models.Event, instances []*models.ActualLRP, indices ...int32) {
 	GinkgoHelper()
-	Expect(events).To(HaveLen(1 + len(indices)))
+	Expect(events).To(HaveLen(2 + len(indices)))
+	Expect(events[len(events)-1].Type).To(Equal("operation_changed"))
 	Expect(events[0].Type).To(Equal("desired_lrp_created"))
 	for i, index := range indices {
 		Expect(instances[index].Index).To(Equal(index))
 		expectEvent(events[1+i], "actual_lrp_created", instances[index].ProcessGuid,
 			&models.ActualLRPCreatedEvent{ActualLrp: instances[index]})
 	}
+}
+
+// newestOperation is the LRP's newest operation as the store lists it.
+func newestOperation(b *board, guid string) *models.Operation {
+	GinkgoHelper()
+	ops, _, err := b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: guid, Limit: 1})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ops).To(HaveLen(1))
+	return ops[0]
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -38,11 +40,13 @@ const defaultProgressDeadline = 10 * time.Minute
 // rolloutColumnList is the record's columns (table alias o) in the order
 // scanRollout reads them.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
- o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index`
+ o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
+ o.operation_id`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
+	"operation_id",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -57,7 +61,8 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	var state string
 	var updated, inFlight int64
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
-		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex)
+		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
+		&rec.OperationID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +93,8 @@ func (s *SQLDB) readRollout(ctx context.Context, q queryer, processGuid, lock st
 func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord, expect int64) error {
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
-		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex}
+		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
+		rec.OperationID}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -111,8 +117,8 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 
 // startRollout stores the LRP's record as a rollout to definition to that
 // starts now, over whatever record there was: PROGRESSING, nothing
-// counted, not settled.
-func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason string, now int64) (*rolloutRecord, error) {
+// counted, not settled, started by operation operationID.
+func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
 	if err != nil {
 		return nil, err
@@ -128,6 +134,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 		DefinitionID: to,
 		StartedAt:    now,
 		ProgressAt:   now,
+		OperationID:  operationID,
 	}}
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
@@ -185,6 +192,7 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.UpdatedInstances = rec.UpdatedInstances
 	status.InFlight = rec.InFlight
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
+	status.OperationId = rec.OperationID
 	moving := rec.State == models.RolloutStatus_PROGRESSING ||
 		rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0
 	if desired != nil && moving {
@@ -284,8 +292,9 @@ func (s *SQLDB) RolloutStatus(ctx context.Context, processGuid string) (*models.
 // Rollback re-activates a kept definition: definitionID, or by default the
 // healthy definition when it is not the active one, else the newest kept
 // definition older than the active one. It moves the LRP's modification
-// tag on and starts a rollout to the definition, emitting
-// desired_lrp_changed and rollout_changed.
+// tag on and starts a rollout to the definition under a ROLLBACK
+// operation, which supersedes the LRP's operations that have not ended
+// (see rollBackTo).
 func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error) {
 	if err := checkRolloutGuid(processGuid); err != nil {
 		return nil, err
@@ -293,36 +302,39 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 	if err := checkWidth("definition_id", definitionID, maxDefinitionID); err != nil {
 		return nil, err
 	}
+	request := &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID}
 	var status *models.RolloutStatus
-	err := s.transactPublishing(ctx, "roll back", func(tx *sql.Tx) ([]models.Event, error) {
+	err := s.transactOperation(ctx, "roll back", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		active := before.ActiveDefinitionId
 		target := definitionID
 		switch {
 		case target != "":
 			if err := s.checkDefinitionStored(ctx, tx, processGuid, target); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if target == active {
-				return nil, models.NewError(models.Error_InvalidStateTransition,
+				return nil, nil, models.NewError(models.Error_InvalidStateTransition,
 					"definition_id %q is already the active definition of desired_lrp %q: nothing to roll back", target, processGuid)
 			}
 		case before.HealthyDefinitionId != "" && before.HealthyDefinitionId != active:
 			target = before.HealthyDefinitionId
 			if err := s.checkDefinitionStored(ctx, tx, processGuid, target); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		default:
 			if target, err = s.previousDefinition(ctx, tx, processGuid, active); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
+		line := fmt.Sprintf("rolling back from %s to %s", active, target)
+		var op *models.Operation
 		var events []models.Event
-		status, events, err = s.activate(ctx, tx, before, target, fmt.Sprintf("rolling back from %s to %s", active, target))
-		return events, err
+		op, status, events, err = s.rollBackTo(ctx, tx, before, target, models.Operation_ROLLBACK, request, line, nil, s.now().UnixNano())
+		return op, events, err
 	})
 	if err != nil {
 		return nil, err
@@ -330,33 +342,28 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 	return status, nil
 }
 
-// AbortRollout re-activates the healthy definition, as Rollback does.
+// AbortRollout re-activates the healthy definition, as Rollback does, under
+// an ABORT operation.
 func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
 	if err := checkRolloutGuid(processGuid); err != nil {
 		return nil, err
 	}
+	request := &models.AbortRolloutRequest{ProcessGuid: processGuid}
 	var status *models.RolloutStatus
-	err := s.transactPublishing(ctx, "abort rollout", func(tx *sql.Tx) ([]models.Event, error) {
+	err := s.transactOperation(ctx, "abort rollout", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		active, healthy := before.ActiveDefinitionId, before.HealthyDefinitionId
-		switch healthy {
-		case "":
-			return nil, models.NewError(models.Error_InvalidStateTransition,
-				"desired_lrp %q has no healthy_definition_id to go back to: no rollout of it has completed yet; roll back to a definition_id instead",
-				processGuid)
-		case active:
-			return nil, models.NewError(models.Error_InvalidStateTransition,
-				"desired_lrp %q runs its healthy_definition_id %q already: there is no rollout to abort", processGuid, healthy)
+		if err := checkAbortable(before); err != nil {
+			return nil, nil, err
 		}
-		if err := s.checkDefinitionStored(ctx, tx, processGuid, healthy); err != nil {
-			return nil, err
-		}
+		healthy := before.HealthyDefinitionId
+		line := fmt.Sprintf("aborting the rollout to %s: rolling back to %s", before.ActiveDefinitionId, healthy)
+		var op *models.Operation
 		var events []models.Event
-		status, events, err = s.activate(ctx, tx, before, healthy, fmt.Sprintf("rolling back from %s to %s", active, healthy))
-		return events, err
+		op, status, events, err = s.rollBackTo(ctx, tx, before, healthy, models.Operation_ABORT, request, line, nil, s.now().UnixNano())
+		return op, events, err
 	})
 	if err != nil {
 		return nil, err
@@ -364,27 +371,73 @@ func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string) (*models.R
 	return status, nil
 }
 
-// activate makes target the active definition of the LRP before (read
-// locked), moving its modification tag on, and starts the rollout to it.
-// It returns the status and the events: desired_lrp_changed, then
-// rollout_changed.
-func (s *SQLDB) activate(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, target, reason string) (*models.RolloutStatus, []models.Event, error) {
-	now := s.now().UnixNano()
+// checkAbortable is InvalidStateTransition when the LRP has no healthy
+// definition other than its active one to go back to.
+func checkAbortable(lrp *models.DesiredLRP) error {
+	switch lrp.HealthyDefinitionId {
+	case "":
+		return models.NewError(models.Error_InvalidStateTransition,
+			"desired_lrp %q has no healthy_definition_id to go back to: no rollout of it has completed yet; roll back to a definition_id instead",
+			lrp.ProcessGuid)
+	case lrp.ActiveDefinitionId:
+		return models.NewError(models.Error_InvalidStateTransition,
+			"desired_lrp %q runs its healthy_definition_id %q already: there is no rollout to abort", lrp.ProcessGuid, lrp.HealthyDefinitionId)
+	}
+	return nil
+}
+
+// rollBackTo makes target, a stored definition, the active definition of
+// the LRP before (read locked) under a new operation of kind (ROLLBACK or
+// ABORT) made by request, whose history starts with line: it moves the
+// LRP's modification tag on, starts the rollout to target ("rolling back
+// from <active> to <target>") carrying the operation's id, and supersedes the LRP's operations that have not ended
+// (reasonFor as in startDefinitionChange). It returns the operation, the
+// status and the events: desired_lrp_changed, rollout_changed, then
+// operation_changed for the new operation and for each one it ended.
+func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, target string, kind models.Operation_Kind,
+	request proto.Message, line string, reasonFor func(recorded *models.Operation) func(*models.Operation) string, now int64,
+) (*models.Operation, *models.RolloutStatus, []models.Event, error) {
+	if err := s.checkDefinitionStored(ctx, tx, before.ProcessGuid, target); err != nil {
+		return nil, nil, nil, err
+	}
+	unfinished, err := s.unfinishedOperations(ctx, tx, before.ProcessGuid)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rec, err := s.newOperation(ctx, tx, before.ProcessGuid, kind, request, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var reasons func(*models.Operation) string
+	if reasonFor != nil {
+		reasons = reasonFor(rec.op)
+	}
+	ended, err := s.startDefinitionChange(ctx, tx, rec, target, unfinished, reasons, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	addHistory(rec.op, now, line)
+	if err := s.insertOperation(ctx, tx, rec); err != nil {
+		return nil, nil, nil, err
+	}
 	after := copyDesiredLRP(before)
 	after.ActiveDefinitionId = target
 	after.ModificationTag.Index++
 	if err := s.writeDefinitionIDs(ctx, tx, before, after, now); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	rec, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, now)
+	reason := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
+	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, now)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	status, err := s.rolloutStatus(ctx, tx, before.ProcessGuid, after, rec)
+	status, err := s.rolloutStatus(ctx, tx, before.ProcessGuid, after, rollout)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return status, []models.Event{models.DesiredLRPChanged(before, after), models.RolloutChanged(status)}, nil
+	events := []models.Event{models.DesiredLRPChanged(before, after), models.RolloutChanged(status)}
+	events = append(events, operationEvents(append([]*models.Operation{rec.op}, ended...)...)...)
+	return rec.op, status, events, nil
 }
 
 // writeDefinitionIDs stores after's active and healthy definitions and tag

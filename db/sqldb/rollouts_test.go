@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -44,9 +45,9 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 		var state string
 		var settled bool
 		err := b.conn.QueryRow(`SELECT state, reason, definition_id, failed_definition_id, started_at, progress_at,
- finished_at, updated_instances, in_flight, settled, modification_index FROM rollouts WHERE process_guid = 'web'`).
+ finished_at, updated_instances, in_flight, settled, modification_index, operation_id FROM rollouts WHERE process_guid = 'web'`).
 			Scan(&state, &r.Reason, &r.DefinitionID, &r.FailedDefinitionID, &r.StartedAt, &r.ProgressAt, &r.FinishedAt,
-				&r.UpdatedInstances, &r.InFlight, &settled, &r.ModificationIndex)
+				&r.UpdatedInstances, &r.InFlight, &settled, &r.ModificationIndex, &r.OperationID)
 		Expect(err).NotTo(HaveOccurred())
 		r.ProcessGuid = "web"
 		r.State = models.RolloutStatus_State(models.RolloutStatus_State_value[state])
@@ -105,8 +106,9 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			}))
 		})
 
-		It("reports a rollout under way: the record, the deadline and every definition's instances, newest first", func() {
+		It("reports a rollout under way: the record, the deadline, every definition's instances, newest first, and its operation", func() {
 			update("v2")
+			operationID := newestOperation(b, "web").Id
 			now := b.clock.Now().UnixNano()
 			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING, Domain: "apps",
 				InstanceGuid: "ig", CellId: "cell-a", DefinitionId: "v1", State: models.ActualLRP_RUNNING, Routable: true,
@@ -125,6 +127,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 					{DefinitionId: "v1", Instances: 3, Running: 1},
 				},
 				StartedAt: now, ProgressAt: now + 5, DeadlineAt: now + 5 + int64(30*time.Second),
+				OperationId: operationID,
 			}))
 		})
 
@@ -153,10 +156,14 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			now := b.clock.Now().UnixNano()
 			rec, settled := record()
 			Expect(settled).To(BeFalse())
+			op := newestOperation(b, "web")
+			Expect(op.Kind).To(Equal(models.Operation_UPDATE_DEFINITION))
 			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
-				Reason: "rolling from v1 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 1}))
+				Reason: "rolling from v1 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 1,
+				OperationID: op.Id}))
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged}))
+			Expect(eventTypes(events)).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged,
+				models.EventOperationChanged}))
 			Expect(events[1].Payload.(*models.RolloutChangedEvent).Status).To(EqualProto(status()))
 			Expect(updated.ActiveDefinitionId).To(Equal("v2"))
 		})
@@ -170,7 +177,8 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			rec, settled := record()
 			Expect(settled).To(BeFalse())
 			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
-				Reason: "rolling from v2 to v3", DefinitionID: "v3", StartedAt: now, ProgressAt: now, ModificationIndex: 2}))
+				Reason: "rolling from v2 to v3", DefinitionID: "v3", StartedAt: now, ProgressAt: now, ModificationIndex: 2,
+				OperationID: newestOperation(b, "web").Id}))
 		})
 
 		It("re-sending the active definition writes no record and announces no rollout", func() {
@@ -182,7 +190,8 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			after, settled := record()
 			Expect(after).To(Equal(before))
 			Expect(settled).To(BeTrue())
-			Expect(eventTypes(sink.take())).To(Equal([]string{models.EventDesiredLRPChanged}))
+			Expect(eventTypes(sink.take())).To(Equal([]string{models.EventDesiredLRPChanged, models.EventOperationChanged}))
+			Expect(newestOperation(b, "web").Kind).To(Equal(models.Operation_UPDATE))
 		})
 
 		It("without a definition writes no record", func() {
@@ -213,13 +222,19 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 
 			rec, settled := record()
 			Expect(settled).To(BeFalse())
+			rollback := newestOperation(b, "web")
+			Expect(rollback.Kind).To(Equal(models.Operation_ROLLBACK))
 			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
-				Reason: "rolling back from v3 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 3}))
+				Reason: "rolling back from v3 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 3,
+				OperationID: rollback.Id}))
 			Expect(st).To(EqualProto(status()))
+			Expect(st.OperationId).To(Equal(rollback.Id))
 			Expect(st.DeadlineAt).To(Equal(now + int64(10*time.Minute)))
 
+			// The rollback supersedes the update to v3, still in progress.
 			events := sink.take()
-			Expect(eventTypes(events)).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged}))
+			Expect(eventTypes(events)).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged,
+				models.EventOperationChanged, models.EventOperationChanged}))
 			expectEvent(events[0], models.EventDesiredLRPChanged, "web", &models.DesiredLRPChangedEvent{
 				Before: withoutDefinition(before), After: withoutDefinition(after)})
 			expectEvent(events[1], models.EventRolloutChanged, "web", &models.RolloutChangedEvent{Status: st})
@@ -307,7 +322,11 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
 			Expect(st.Reason).To(Equal("rolling back from v3 to v2"))
 			Expect(st).To(EqualProto(status()))
-			Expect(eventTypes(sink.take())).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged}))
+			abort := newestOperation(b, "web")
+			Expect(abort.Kind).To(Equal(models.Operation_ABORT))
+			Expect(st.OperationId).To(Equal(abort.Id))
+			Expect(eventTypes(sink.take())).To(Equal([]string{models.EventDesiredLRPChanged, models.EventRolloutChanged,
+				models.EventOperationChanged, models.EventOperationChanged}))
 		})
 
 		It("refuses when the healthy definition is active", func() {
@@ -364,8 +383,9 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			Expect(snapshotRollouts()).To(Equal([]db.RolloutRow{want}))
 
 			events := sink.take()
-			Expect(events[len(events)-1].Type).To(Equal(models.EventRolloutChanged))
-			st := events[len(events)-1].Payload.(*models.RolloutChangedEvent).Status
+			types := eventTypes(events)
+			Expect(types).To(ContainElement(models.EventRolloutChanged))
+			st := events[slices.Index(types, models.EventRolloutChanged)].Payload.(*models.RolloutChangedEvent).Status
 			Expect(st.State).To(Equal(models.RolloutStatus_COMPLETE))
 			Expect(st.ActiveDefinitionId).To(BeEmpty())
 		})

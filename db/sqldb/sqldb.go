@@ -43,6 +43,9 @@ type SQLDB struct {
 	// order per key.
 	events models.EventSink
 	order  publishOrder
+
+	// operationIDs makes the ids of the operations this process records.
+	operationIDs operationIDs
 }
 
 var _ db.DB = (*SQLDB)(nil)

@@ -35,13 +35,23 @@ import (
 //     follows the other events; re-sending the active definition leaves
 //     the record alone.
 //
+// The update records its operation (see db.OperationDB): UPDATE, FINISHED;
+// or, when it activates a definition, UPDATE_DEFINITION, IN_PROGRESS,
+// superseding the LRP's operations that have not ended. With queue set and
+// a definition other than the active one, while an operation of the LRP
+// has not ended (a change of definition in progress, or one waiting its
+// turn), the update waits instead: the definition is stored, nothing else
+// is written (not even the tag), and the operation is PENDING until
+// convergence starts it (ApplyConvergence, OperationWrite.Start). Waiting
+// behind a PENDING operation too keeps the LRP's changes of definition in
+// the order they were asked for.
+//
 // Concurrent updates of one LRP queue on its row: it is read with a row lock
 // (SQLite has one writer at a time anyway), so a second update sees the
 // first one's result, and a tag it carried from before is stale:
 // ResourceConflict. The write itself is also a compare-and-set on the tag;
-// should it match no row all the same, an update that carried a tag fails
-// with ResourceConflict and one without is re-run on the fresh row, a
-// bounded number of times.
+// should it match no row all the same, the update is re-run on the fresh
+// row, a bounded number of times (where a tag it carried is then stale).
 func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update *models.DesiredLRPUpdate) (*models.DesiredLRP, error) {
 	if update == nil {
 		update = &models.DesiredLRPUpdate{}
@@ -53,17 +63,113 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 	if err != nil {
 		return nil, err
 	}
+	request := &models.UpdateDesiredLRPRequest{ProcessGuid: processGuid, Update: update}
 	var updated *models.DesiredLRP
-	err = s.transactPublishing(ctx, "update desired lrp", func(tx *sql.Tx) ([]models.Event, error) {
-		var events []models.Event
-		var err error
-		updated, events, err = s.applyUpdate(ctx, tx, processGuid, update, change)
-		return events, err
+	err = s.transactOperation(ctx, "update desired lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
+			return nil, nil, staleTag(processGuid)
+		}
+		now := s.now().UnixNano()
+		unfinished, err := s.unfinishedOperations(ctx, tx, processGuid)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec, err := s.newOperation(ctx, tx, processGuid, models.Operation_UPDATE, request, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if update.Queue && change.activates(before) && len(unfinished) > 0 {
+			var events []models.Event
+			updated, events, err = s.queueUpdate(ctx, tx, rec, change, unfinished[len(unfinished)-1].op, now)
+			return rec.op, events, err
+		}
+		applied, err := s.applyUpdate(ctx, tx, before, update, change, rec.op.Id, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		updated = applied.after
+		var ended []*models.Operation
+		if applied.activated {
+			rec.op.Kind = models.Operation_UPDATE_DEFINITION
+			if ended, err = s.startDefinitionChange(ctx, tx, rec, applied.after.ActiveDefinitionId, unfinished, nil, now); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			setOperationStatus(rec.op, models.Operation_FINISHED, "", now)
+		}
+		addHistory(rec.op, now, describeUpdate(before, update, change, applied.activated))
+		if err := s.insertOperation(ctx, tx, rec); err != nil {
+			return nil, nil, err
+		}
+		events := append(applied.events, operationEvents(append([]*models.Operation{rec.op}, ended...)...)...)
+		return rec.op, events, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return updated, nil
+}
+
+// queueUpdate records rec, an update with a new definition that waits
+// behind the LRP's operation last (not ended), as PENDING: it stores the
+// definition, as the update would (so a conflicting one is refused now),
+// and nothing else. It returns the LRP as it stands and the events:
+// operation_changed for rec.
+func (s *SQLDB) queueUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord, c *desiredChange, last *models.Operation, now int64) (*models.DesiredLRP, []models.Event, error) {
+	def := proto.Clone(c.definition).(*models.LRPDefinition)
+	def.CreatedAt = now
+	if _, err := s.putDefinition(ctx, tx, rec.op.ProcessGuid, def); err != nil {
+		return nil, nil, err
+	}
+	rec.op.Kind = models.Operation_UPDATE_DEFINITION
+	rec.op.DefinitionId = def.DefinitionId
+	setOperationStatus(rec.op, models.Operation_PENDING, "", now)
+	addHistory(rec.op, now, fmt.Sprintf("definition %s stored; queued behind %s", def.DefinitionId, operationName(last)))
+	if err := s.insertOperation(ctx, tx, rec); err != nil {
+		return nil, nil, err
+	}
+	current, err := s.desiredLRP(ctx, tx, rec.op.ProcessGuid)
+	if err != nil {
+		return nil, nil, err
+	}
+	return current, operationEvents(rec.op), nil
+}
+
+// describeUpdate is the first line of an update's history: what it changed,
+// in words.
+func describeUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, activated bool) string {
+	var parts []string
+	switch {
+	case activated:
+		parts = append(parts, fmt.Sprintf("definition %s activated: rolling from %s to %s",
+			c.definition.DefinitionId, before.ActiveDefinitionId, c.definition.DefinitionId))
+	case c.definition != nil:
+		parts = append(parts, fmt.Sprintf("definition %s is active already", c.definition.DefinitionId))
+	}
+	if update.Instances != nil {
+		if *update.Instances == before.Instances {
+			parts = append(parts, fmt.Sprintf("instances stay %d", before.Instances))
+		} else {
+			parts = append(parts, fmt.Sprintf("instances %d → %d", before.Instances, *update.Instances))
+		}
+	}
+	if update.Routes != nil {
+		parts = append(parts, "routes replaced")
+	}
+	if update.Annotation != nil {
+		parts = append(parts, "annotation replaced")
+	}
+	if update.UpdateStrategy != nil {
+		parts = append(parts, "update strategy replaced")
+	}
+	if len(parts) == 0 {
+		return "nothing to change"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // desiredChange is the part of an update that can be encoded before the
@@ -114,20 +220,32 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 	return c, nil
 }
 
-// applyUpdate writes the update and returns the LRP as stored afterwards
-// with the events: desired_lrp_changed, then actual_lrp_created or
-// actual_lrp_removed for each instance a scale added or deleted.
-func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange) (*models.DesiredLRP, []models.Event, error) {
-	before, err := s.lockDesiredLRP(ctx, tx, processGuid)
-	if err != nil {
-		return nil, nil, err
-	}
-	epoch, tagIndex := before.ModificationTag.Epoch, int64(before.ModificationTag.Index)
-	if tag := update.ModificationTag; tag != nil && (tag.Epoch != epoch || int64(tag.Index) != tagIndex) {
-		return nil, nil, staleTag(processGuid)
-	}
+// activates reports whether the change makes a definition other than
+// before's active one active.
+func (c *desiredChange) activates(before *models.DesiredLRP) bool {
+	return c.definition != nil && c.definition.DefinitionId != before.ActiveDefinitionId
+}
 
-	now := s.now().UnixNano()
+// appliedUpdate is what applyUpdate wrote.
+type appliedUpdate struct {
+	after *models.DesiredLRP
+	// events: desired_lrp_changed, then actual_lrp_created or
+	// actual_lrp_removed for each instance a scale added or deleted, then
+	// rollout_changed when a rollout started.
+	events []models.Event
+	// activated: the active definition changed, and a rollout to it
+	// started, carrying operationID.
+	activated bool
+}
+
+// applyUpdate writes update (c, prepared from it) over before, the LRP as
+// read locked in tx, whatever its modification tag says (the callers check
+// it, or, for a queued operation, ignore it): UpdateDesiredLRP, and
+// convergence starting a queued update. A rollout it starts carries
+// operationID, the operation recording the update.
+func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, operationID string, now int64) (*appliedUpdate, error) {
+	processGuid := before.ProcessGuid
+	epoch, tagIndex := before.ModificationTag.Epoch, int64(before.ModificationTag.Index)
 	activeID := before.ActiveDefinitionId
 	columns := append(slices.Clone(c.columns), "modification_tag_index = ?", "updated_at = ?")
 	args := append(slices.Clone(c.args), tagIndex+1, now)
@@ -140,15 +258,13 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string,
 	res, err := s.exec(ctx, tx, "UPDATE desired_lrps SET "+strings.Join(columns, ", ")+
 		" WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?", args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return nil, nil, err
+		return nil, err
 	} else if n == 0 {
-		if update.ModificationTag != nil {
-			return nil, nil, staleTag(processGuid)
-		}
-		return nil, nil, errLostRace
+		// The row is locked: cannot happen. Run again rather than write blind.
+		return nil, errLostRace
 	}
 
 	var rollout *rolloutRecord
@@ -156,12 +272,12 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string,
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
 		if _, err := s.putDefinition(ctx, tx, processGuid, def); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if activeID != before.ActiveDefinitionId {
 			reason := fmt.Sprintf("rolling from %s to %s", before.ActiveDefinitionId, activeID)
-			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, now); err != nil {
-				return nil, nil, err
+			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, operationID, now); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -169,22 +285,22 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, processGuid string,
 	if update.Instances != nil {
 		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, activeID, before.Instances, *update.Instances, now)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	after, err := s.desiredLRP(ctx, tx, processGuid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	events := append([]models.Event{models.DesiredLRPChanged(before, after)}, scaled...)
 	if rollout != nil {
 		status, err := s.rolloutStatus(ctx, tx, processGuid, after, rollout)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		events = append(events, models.RolloutChanged(status))
 	}
-	return after, events, nil
+	return &appliedUpdate{after: after, events: events, activated: rollout != nil}, nil
 }
 
 // lockDesiredLRP reads the LRP without its definition, locking its row so

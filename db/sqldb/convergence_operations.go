@@ -1,0 +1,260 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// The last group of a plan: operation writes (db.OperationWrite). They are
+// few per pass — only LRPs with an operation that has not ended — so each
+// is a handful of statements, in transactions of up to recordBatchSize
+// writes. Each write locks its LRP's desired row, then the operation's
+// row, the order the API's writes take them in, and applies only while the
+// operation still has ExpectModificationIndex; otherwise it is skipped.
+//
+// A status write stamps started_at (IN_PROGRESS) or finished_at and ended
+// (an ending status); history lines are appended stamped with the time of
+// the apply; a lease owner takes the lease until LeaseExpiresAt. An
+// operation that ends keeps the lease it last had, as a record of who
+// carried it.
+//
+// Start applies the update a PENDING operation holds as UpdateDesiredLRP
+// would have (applyUpdate), its modification tag ignored: the operation
+// waited its turn, and the LRP moved on meanwhile by design. The operation
+// becomes IN_PROGRESS when the update activated its definition (a rollout
+// to it starts, carrying its id), else FINISHED, "its definition is
+// already active". Unlike an update from the API, a started operation
+// supersedes nothing: the operations queued behind it keep waiting. A
+// Start is skipped when the LRP is gone or another of its operations is
+// IN_PROGRESS at apply time: the plan that started it did not see that.
+//
+// Events, per applied write: those an update emits, for a Start; then
+// operation_changed with the operation after the write.
+
+// checkOperationWrite refuses an operation write that could never be right,
+// before anything is read.
+func checkOperationWrite(field string, w db.OperationWrite) error {
+	if err := checkOperationID(field+".id", w.ID); err != nil {
+		return err
+	}
+	if err := checkRequired(field+".process_guid", w.ProcessGuid, maxProcessGuid); err != nil {
+		return err
+	}
+	if w.ExpectModificationIndex < 1 {
+		return errInvalid(field+".expect_modification_index", "must be positive: every stored operation has one")
+	}
+	if _, known := models.Operation_Status_name[int32(w.Status)]; !known {
+		return errInvalid(field+".status", fmt.Sprintf("unknown status %d", w.Status))
+	}
+	if err := checkWidth(field+".lease_owner", w.LeaseOwner, maxLeaseOwner); err != nil {
+		return err
+	}
+	if w.LeaseOwner != "" && w.LeaseExpiresAt <= 0 {
+		return errInvalid(field+".lease_expires_at", "must be set with lease_owner")
+	}
+	return nil
+}
+
+// checkOperationTransitions refuses, before anything is written, writes
+// whose status change models.CheckOperationTransition forbids from the
+// status stored, or that name another LRP than their operation's. Only
+// writes that would apply are judged: one whose operation is gone or moved
+// on past ExpectModificationIndex will be skipped anyway. A write that
+// applies later finds the very version judged here, since it applies only
+// at that modification index. Writes of one operation are judged in order,
+// each from the version the one before leaves.
+func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writes []db.OperationWrite) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	type version struct {
+		processGuid string
+		status      models.Operation_Status
+		index       int64
+	}
+	ids := make([]string, 0, len(writes))
+	for _, w := range writes {
+		ids = append(ids, w.ID)
+	}
+	stored := map[string]version{}
+	for _, batch := range batches(uniqueStrings(ids)) {
+		err := a.s.eachRow(ctx, a.s.conn, "SELECT id, process_guid, status, modification_index FROM operations WHERE id IN "+inList(len(batch)),
+			stringArgs(batch), func(rows *sql.Rows) error {
+				var id, status string
+				var v version
+				if err := rows.Scan(&id, &v.processGuid, &status, &v.index); err != nil {
+					return err
+				}
+				v.status = models.Operation_Status(models.Operation_Status_value[status])
+				stored[id] = v
+				return nil
+			})
+		if err != nil {
+			return asModelError("apply convergence: operations", err)
+		}
+	}
+	for i, w := range writes {
+		field := fmt.Sprintf("writes.operations[%d]", i)
+		v, ok := stored[w.ID]
+		if !ok || v.index != w.ExpectModificationIndex {
+			continue
+		}
+		if v.processGuid != w.ProcessGuid {
+			return errInvalid(field+".process_guid", fmt.Sprintf("operation %s is desired_lrp %q's, not %q's", w.ID, v.processGuid, w.ProcessGuid))
+		}
+		to := w.Status
+		if w.Start {
+			to = models.Operation_IN_PROGRESS
+		}
+		if to != models.Operation_STATUS_UNKNOWN {
+			if err := models.CheckOperationTransition(v.status, to); err != nil {
+				return errInvalid(field+".status", fmt.Sprintf("operation %s: %v", w.ID, err))
+			}
+			v.status = to
+		}
+		v.index++
+		stored[w.ID] = v
+	}
+	return nil
+}
+
+// operations applies the Operations group.
+func (a *convergenceApplier) operations(ctx context.Context, writes []db.OperationWrite) error {
+	for len(writes) > 0 {
+		n := min(len(writes), recordBatchSize)
+		seen := make(map[string]struct{}, n)
+		for i := range n {
+			if _, dup := seen[writes[i].ID]; dup {
+				n = i // a second write of one operation sees the first one's result
+				break
+			}
+			seen[writes[i].ID] = struct{}{}
+		}
+		applied, err := a.operationBatch(ctx, writes[:n])
+		if err != nil {
+			return err
+		}
+		a.result.Applied += applied
+		a.result.Skipped += n - applied
+		writes = writes[n:]
+	}
+	return nil
+}
+
+func (a *convergenceApplier) operationBatch(ctx context.Context, batch []db.OperationWrite) (int, error) {
+	var applied int
+	err := a.s.transactPublishing(ctx, "apply convergence: operations", func(tx *sql.Tx) ([]models.Event, error) {
+		applied = 0
+		var events []models.Event
+		for _, w := range batch {
+			written, err := a.operationWrite(ctx, tx, w)
+			if err != nil {
+				return nil, err
+			}
+			if written != nil {
+				applied++
+				events = append(events, written...)
+			}
+		}
+		return events, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return applied, nil
+}
+
+// operationWrite applies one write and returns its events, or nil when it
+// is skipped.
+func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w db.OperationWrite) ([]models.Event, error) {
+	s := a.s
+	lock := s.dialect.lockForUpdate()
+	desired, err := s.readDesiredLRPOnly(ctx, tx, w.ProcessGuid, lock)
+	if models.IsErrorType(err, models.Error_ResourceNotFound) {
+		desired, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := s.readOperation(ctx, tx, w.ID, lock)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || rec.modificationIndex != w.ExpectModificationIndex || rec.op.ProcessGuid != w.ProcessGuid {
+		return nil, nil
+	}
+	op := rec.op
+	var events []models.Event
+	switch {
+	case w.Start:
+		if desired == nil {
+			return nil, nil
+		}
+		if events, err = a.start(ctx, tx, rec, desired); err != nil || events == nil {
+			return nil, err
+		}
+	case w.Status != models.Operation_STATUS_UNKNOWN:
+		if err := models.CheckOperationTransition(op.Status, w.Status); err != nil {
+			return nil, errInvalid("writes.operations.status", fmt.Sprintf("operation %s: %v", w.ID, err))
+		}
+		setOperationStatus(op, w.Status, w.Reason, a.now)
+	}
+	addHistory(op, a.now, w.History...)
+	if w.LeaseOwner != "" {
+		op.LeaseOwner, op.LeaseExpiresAt = w.LeaseOwner, w.LeaseExpiresAt
+	}
+	if err := s.updateOperation(ctx, tx, rec); err != nil {
+		return nil, err
+	}
+	return append(events, models.OperationChanged(op)), nil
+}
+
+// start applies the update rec, a PENDING operation, holds over before (its
+// LRP, read locked), and moves rec on: IN_PROGRESS when the update
+// activated its definition, else FINISHED. It returns the update's events,
+// or nil when the Start is skipped (another operation of the LRP is
+// IN_PROGRESS).
+func (a *convergenceApplier) start(ctx context.Context, tx *sql.Tx, rec *operationRecord, before *models.DesiredLRP) ([]models.Event, error) {
+	s, op := a.s, rec.op
+	unfinished, err := s.unfinishedOperations(ctx, tx, op.ProcessGuid)
+	if err != nil {
+		return nil, err
+	}
+	if slices.ContainsFunc(unfinished, func(u *operationRecord) bool {
+		return u.op.Id != op.Id && u.op.Status == models.Operation_IN_PROGRESS
+	}) {
+		return nil, nil
+	}
+	request := &models.UpdateDesiredLRPRequest{}
+	if err := op.GetParameters().UnmarshalTo(request); err != nil {
+		return nil, errInvalidRecord("operation %q: its parameters are not an update it can start: %v", op.Id, err)
+	}
+	update := &models.DesiredLRPUpdate{}
+	if request.Update != nil {
+		update = proto.Clone(request.Update).(*models.DesiredLRPUpdate)
+	}
+	update.ModificationTag, update.Queue = nil, false
+	change, err := s.prepareUpdate(update)
+	if err != nil {
+		return nil, errInvalidRecord("operation %q: %v", op.Id, err)
+	}
+	applied, err := s.applyUpdate(ctx, tx, before, update, change, op.Id, a.now)
+	if err != nil {
+		return nil, err
+	}
+	setOperationStatus(op, models.Operation_IN_PROGRESS, "", a.now)
+	addHistory(op, a.now, "started: "+describeUpdate(before, update, change, applied.activated))
+	if !applied.activated {
+		const reason = "its definition is already active"
+		setOperationStatus(op, models.Operation_FINISHED, reason, a.now)
+		addHistory(op, a.now, reason)
+	}
+	return applied.events, nil
+}
