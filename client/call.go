@@ -112,6 +112,7 @@ func (c *transport) attempt(ctx context.Context, route string, body []byte, resp
 	}
 	req.Header.Set("Content-Type", models.ContentTypeProtobuf)
 	req.Header.Set("Accept", models.ContentTypeProtobuf)
+	c.setHeaders(req)
 
 	httpResp, err := c.httpClient.Do(req)
 	if err != nil {

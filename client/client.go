@@ -11,22 +11,35 @@
 // Retries. Only calls that are safe to send twice are retried, and only after
 // a transport failure, never after the board answered:
 //
-//   - reads (get, list, definitions, actual LRPs, domains, cells), ping, and
-//     opening an event stream (Events);
+//   - reads (get, list, definitions, actual LRPs, domains, cells, rollout
+//     status, operations), ping, and opening an event stream (Events);
 //   - UpsertDomain: setting a TTL twice leaves the same state;
 //   - RemoveDesiredLRP: the end state is the same, but if the lost attempt did
 //     land, the retry answers ResourceNotFound. The client passes that on
 //     rather than guess whether the LRP ever existed;
 //   - UpdateDesiredLRP only when the update is a new definition under an
-//     update_identifier and nothing else: the board treats the same
-//     identifier with the same content as a no-op, so a repeat is harmless.
+//     update_identifier and nothing else, not queued: the board treats the
+//     same identifier with the same content as a no-op, so a repeat is
+//     harmless (it records an operation of its own that changed nothing).
 //
 // DesireLRP is never retried: if its answer was lost after the board stored
 // the LRP, a retry would come back ResourceExists and hide the success. Any
-// other update (instances, routes, annotation, strategy, or one guarded by a
-// modification tag) is not retried either: a repeat after a lost answer could
-// undo a change another client made in between, or fail the tag check
-// against the client's own first write.
+// other update (instances, routes, annotation, strategy, one guarded by a
+// modification tag, or a queued one) is not retried either: a repeat after a
+// lost answer could undo a change another client made in between, or fail
+// the tag check against the client's own first write. Rollback, AbortRollout
+// and CancelOperation are not retried: a repeat of one that landed is refused
+// (the definition is active already, the operation has ended) and would hide
+// the success.
+//
+// Operations. Every write to a DesiredLRP is recorded as an operation
+// (see models.Operation), with the caller's name as its requested_by: what
+// WithRequestedBy says, else the User-Agent, UserAgent. The write methods
+// keep their plain signatures; DesireLRPWithOperation,
+// UpdateDesiredLRPWithOperation and RemoveDesiredLRPWithOperation also
+// return the recorded operation's id, and the RolloutStatus that Rollback
+// and AbortRollout return carries it as operation_id. Operations,
+// AllOperations, Operation and CancelOperation read and cancel them.
 //
 // CellClient retries its heartbeat (RegisterCell) and BulkReport, never the
 // lifecycle calls; see CellClient.
@@ -36,6 +49,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 const (
@@ -49,6 +64,10 @@ const (
 	DefaultRetryBackoff = 100 * time.Millisecond
 
 	maxRetryBackoff = 2 * time.Second
+
+	// UserAgent is the User-Agent of every request. The board takes it
+	// as the caller's name when no WithRequestedBy says otherwise.
+	UserAgent = "corkboard-client"
 )
 
 // Client talks to one board for API clients (operators, schedulers,
@@ -65,6 +84,8 @@ type transport struct {
 	timeout      time.Duration
 	retries      int
 	retryBackoff time.Duration
+	// requestedBy is sent as models.RequestedByHeader when set.
+	requestedBy string
 }
 
 // Option configures a Client or a CellClient.
@@ -94,6 +115,15 @@ func WithRetryBackoff(backoff time.Duration) Option {
 	return func(c *transport) { c.retryBackoff = max(backoff, 0) }
 }
 
+// WithRequestedBy names the caller in every request
+// (models.RequestedByHeader), e.g. "cork (alice@laptop)": the board records
+// it in the operations the client's writes make. Without it the board
+// records the User-Agent, UserAgent. The board ignores a name over
+// models.MaxRequestedByLength bytes or with unprintable characters.
+func WithRequestedBy(who string) Option {
+	return func(c *transport) { c.requestedBy = who }
+}
+
 // New returns a client for the board at baseURL, e.g. "http://127.0.0.1:8889".
 func New(baseURL string, opts ...Option) *Client {
 	return &Client{transport: newTransport(baseURL, opts)}
@@ -113,6 +143,14 @@ func newTransport(baseURL string, opts []Option) transport {
 		t.httpClient = defaultHTTPClient()
 	}
 	return t
+}
+
+// setHeaders sets what every request says of its caller.
+func (c *transport) setHeaders(req *http.Request) {
+	req.Header.Set("User-Agent", UserAgent)
+	if c.requestedBy != "" {
+		req.Header.Set(models.RequestedByHeader, c.requestedBy)
+	}
 }
 
 // defaultHTTPClient keeps more idle connections per host than Go's default

@@ -93,6 +93,7 @@ func (c *transport) openEvents(ctx context.Context, body []byte, lastEventID uin
 	}
 	req.Header.Set("Content-Type", models.ContentTypeProtobuf)
 	req.Header.Set("Accept", contentTypeEventStream)
+	c.setHeaders(req)
 	if lastEventID != 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(lastEventID, 10))
 	}

@@ -106,6 +106,9 @@ var _ = Describe("Events", func() {
 			models.ActualLRPCrashed(crashed),
 			models.ActualLRPRemoved(running),
 			models.CellChanged(nil, cell),
+			models.RolloutChanged(&models.RolloutStatus{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, ActiveDefinitionId: "v2", OperationId: "0123456789abcdef01234567"}),
+			models.OperationChanged(&models.Operation{Id: "0123456789abcdef01234567", ProcessGuid: "web", Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
+				Status: models.Operation_IN_PROGRESS, History: []*models.OperationEvent{{At: 1, Message: "started"}}}),
 			models.DesiredLRPRemoved(changed),
 		}
 		hub.Publish(published...)
@@ -272,10 +275,10 @@ var _ = Describe("Events", func() {
 		}
 
 		It("passes an event type it does not know through without a payload, and skips comments", func() {
-			stream := serveStream(": hello\n\nid: 41\nevent: operation_changed\ndata: CgJ2Mg==\n\n: heartbeat\n\nid: 42\nevent: cell_changed\ndata: EgMKAWM=\n\n")
+			stream := serveStream(": hello\n\nid: 41\nevent: lunch_served\ndata: CgJ2Mg==\n\n: heartbeat\n\nid: 42\nevent: cell_changed\ndata: EgMKAWM=\n\n")
 			unknown := next(stream)
 			Expect(unknown.ID).To(BeEquivalentTo(41))
-			Expect(unknown.Type).To(Equal("operation_changed"))
+			Expect(unknown.Type).To(Equal("lunch_served"))
 			Expect(unknown.Payload).To(BeNil())
 			known := next(stream)
 			Expect(known.ID).To(BeEquivalentTo(42))

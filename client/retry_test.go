@@ -218,6 +218,46 @@ var _ = Describe("Retries", func() {
 			Expect(listener.drop.Load()).To(BeNumerically("<", 0), "the drop was used")
 		})
 
+		It("retries listing and getting operations", func() {
+			_, desired, err := c.DesireLRPWithOperation(ctx, helloLRP("hello"))
+			Expect(err).NotTo(HaveOccurred())
+
+			dropNext(1)
+			page, _, err := c.Operations(ctx, client.OperationFilter{ProcessGuid: "hello"})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(page).To(HaveLen(1))
+			dropNext(1)
+			all, err := c.AllOperations(ctx, client.OperationFilter{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(all).To(HaveLen(1))
+			dropNext(1)
+			op, err := c.Operation(ctx, desired)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(op.GetKind()).To(Equal(models.Operation_DESIRE))
+			Expect(listener.drop.Load()).To(BeNumerically("<", 0), "every drop was used")
+		})
+
+		It("does not retry a cancel", func() {
+			_, err := c.DesireLRP(ctx, helloLRP("hello"))
+			Expect(err).NotTo(HaveOccurred())
+			_, err = c.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2"})
+			Expect(err).NotTo(HaveOccurred())
+			_, queued, err := c.UpdateDesiredLRPWithOperation(ctx, "hello", &models.DesiredLRPUpdate{Definition: helloDefinition("v3"), UpdateIdentifier: "v3", Queue: true})
+			Expect(err).NotTo(HaveOccurred())
+			accepted := listener.accepted.Load()
+
+			dropNext(1)
+			_, err = c.CancelOperation(ctx, queued)
+			Expect(err).To(HaveOccurred())
+			Expect(err).NotTo(BeAssignableToTypeOf(&models.Error{}))
+			Expect(listener.accepted.Load() - accepted).To(BeEquivalentTo(1))
+			Expect(counter.count(models.RouteCancelOperation)).To(BeZero())
+
+			op, err := c.Operation(ctx, queued)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(op.GetStatus()).To(Equal(models.Operation_PENDING))
+		})
+
 		It("does not retry when retries are off", func() {
 			c = serveOn(board, client.WithRetries(0))
 			dropNext(1)
@@ -261,6 +301,25 @@ var _ = Describe("Retries", func() {
 			definitions, err := c.Definitions(ctx, "hello")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(definitions).To(HaveLen(2))
+		})
+
+		It("returns the transport error for a cancel instead of a misleading InvalidStateTransition", func() {
+			c := serveOn(losingAnswers(board, models.RouteCancelOperation, 1))
+			_, err := c.DesireLRP(ctx, helloLRP("hello"))
+			Expect(err).NotTo(HaveOccurred())
+			_, err = c.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2"})
+			Expect(err).NotTo(HaveOccurred())
+			_, queued, err := c.UpdateDesiredLRPWithOperation(ctx, "hello", &models.DesiredLRPUpdate{Definition: helloDefinition("v3"), UpdateIdentifier: "v3", Queue: true})
+			Expect(err).NotTo(HaveOccurred())
+
+			_, err = c.CancelOperation(ctx, queued)
+			Expect(err).To(HaveOccurred())
+			Expect(models.IsErrorType(err, models.Error_InvalidStateTransition)).To(BeFalse())
+			Expect(counter.count(models.RouteCancelOperation)).To(Equal(1))
+
+			op, err := c.Operation(ctx, queued)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(op.GetStatus()).To(Equal(models.Operation_CANCELED), "the cancel did land")
 		})
 
 		It("passes on ResourceNotFound from a repeated removal that had landed", func() {
@@ -308,6 +367,7 @@ var _ = DescribeTable("RepeatableUpdate",
 	Entry("a named definition and an annotation", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2", Annotation: new(string)}, false),
 	Entry("a named definition and routes", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2", Routes: &structpb.Struct{}}, false),
 	Entry("a named definition and a strategy", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2", UpdateStrategy: &models.UpdateStrategy{}}, false),
+	Entry("a queued named definition", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2", Queue: true}, false),
 	Entry("a named definition under a modification tag", &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2", ModificationTag: &models.ModificationTag{}}, false),
 	Entry("nothing", &models.DesiredLRPUpdate{}, false),
 	Entry("nil", nil, false),

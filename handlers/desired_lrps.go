@@ -7,13 +7,17 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
+// Every write to a DesiredLRP records an operation naming the caller (see
+// noteOperation) and answers its id.
+
 func (h *storeHandlers) desireLRP(ctx context.Context, req *models.DesireLRPRequest) (*models.DesireLRPResponse, error) {
+	ctx, note := noteOperation(ctx)
 	lrp, err := h.store.DesireLRP(ctx, req.GetDesiredLrp())
 	if err != nil {
 		return nil, err
 	}
 	h.converge(lrp.GetProcessGuid())
-	return &models.DesireLRPResponse{DesiredLrp: lrp}, nil
+	return &models.DesireLRPResponse{DesiredLrp: lrp, OperationId: note.Operation.GetId()}, nil
 }
 
 func (h *storeHandlers) desiredLRPByProcessGuid(ctx context.Context, req *models.DesiredLRPByProcessGuidRequest) (*models.DesiredLRPResponse, error) {
@@ -41,18 +45,20 @@ func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *mode
 }
 
 func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {
+	ctx, note := noteOperation(ctx)
 	lrp, err := h.store.UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
 	if err != nil {
 		return nil, err
 	}
 	h.converge(req.GetProcessGuid())
-	return &models.UpdateDesiredLRPResponse{DesiredLrp: lrp}, nil
+	return &models.UpdateDesiredLRPResponse{DesiredLrp: lrp, OperationId: note.Operation.GetId()}, nil
 }
 
 func (h *storeHandlers) removeDesiredLRP(ctx context.Context, req *models.RemoveDesiredLRPRequest) (*models.RemoveDesiredLRPResponse, error) {
+	ctx, note := noteOperation(ctx)
 	if err := h.store.RemoveDesiredLRP(ctx, req.GetProcessGuid()); err != nil {
 		return nil, err
 	}
 	h.converge(req.GetProcessGuid())
-	return &models.RemoveDesiredLRPResponse{}, nil
+	return &models.RemoveDesiredLRPResponse{OperationId: note.Operation.GetId()}, nil
 }

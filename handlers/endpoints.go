@@ -33,6 +33,10 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteRollback, h.rollback),
 		route(models.RouteAbortRollout, h.abortRollout),
 
+		route(models.RouteOperations, h.operations),
+		route(models.RouteOperation, h.operation),
+		route(models.RouteCancelOperation, h.cancelOperation),
+
 		route(models.RouteRegisterCell, h.registerCell),
 		route(models.RouteCells, h.cells),
 		route(models.RouteDrainCell, h.drainCell),

@@ -51,6 +51,8 @@ type board struct {
 	wire     wireCodec
 	registry *prometheus.Registry
 	logger   *lagertest.TestLogger
+	// header is sent with every request, e.g. a requested-by name.
+	header http.Header
 }
 
 // newBoard serves the API from store.
@@ -76,6 +78,9 @@ func (b *board) postRaw(route, contentType string, body []byte) (*http.Response,
 	Expect(err).NotTo(HaveOccurred())
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	for name, values := range b.header {
+		req.Header[name] = values
 	}
 	return b.do(req)
 }

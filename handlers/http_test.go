@@ -37,11 +37,14 @@ var _ = Describe("HTTP conventions", func() {
 			resp, body := b.postRaw(models.RouteDesireDesiredLRP, "application/json", desireJSON(guid, domain, `"instances": 1`))
 			Expect(resp.StatusCode).To(Equal(http.StatusOK))
 			Expect(resp.Header.Get("Content-Type")).To(Equal("application/json"))
-			var desired map[string]map[string]any
+			var desired struct {
+				DesiredLRP  map[string]any `json:"desired_lrp"`
+				OperationID string         `json:"operation_id"`
+			}
 			Expect(json.Unmarshal(body, &desired)).To(Succeed(), "body: %s", body)
-			Expect(desired).To(HaveKey("desired_lrp"))
-			Expect(desired["desired_lrp"]).To(HaveKeyWithValue("process_guid", guid))
-			Expect(desired["desired_lrp"]).To(HaveKey("active_definition_id"))
+			Expect(desired.DesiredLRP).To(HaveKeyWithValue("process_guid", guid))
+			Expect(desired.DesiredLRP).To(HaveKey("active_definition_id"))
+			Expect(desired.OperationID).To(MatchRegexp(`^[0-9a-f]{24}$`))
 
 			resp, body = b.postRaw(models.RouteDesireDesiredLRP, "application/json", desireJSON(guid, domain, `"instances": 1`))
 			Expect(resp.StatusCode).To(Equal(http.StatusOK))

@@ -80,7 +80,8 @@ func WithEventsWriteTimeout(timeout time.Duration) Option {
 
 // WithConvergenceTrigger calls trigger with the LRP's process guid after
 // every successful call that leaves an LRP for convergence to act on at
-// once: desire, update and remove, and the cell-side crash (the first
+// once: desire, update, remove, rollback, abort and the cancel of an
+// operation (a canceled rollout rolls back), and the cell-side crash (the first
 // crashes restart at once), fail (the instance needs another cell),
 // remove (the index needs a new instance) and evacuate (the replacement
 // is placed at once). trigger must not block; the

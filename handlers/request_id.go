@@ -39,7 +39,8 @@ func isSaneRequestID(id string) bool {
 }
 
 // context is the request's context carrying the request's logger, so the
-// store can log under the same request id.
+// store can log under the same request id, and what the request says of its
+// caller, for the operations writes record (see noteOperation).
 func (c *call) context(r *http.Request) context.Context {
-	return lagerctx.NewContext(r.Context(), c.logger)
+	return withCaller(lagerctx.NewContext(r.Context(), c.logger), r)
 }

@@ -15,8 +15,10 @@ func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutSt
 }
 
 // rollback re-activates a kept definition and asks convergence to start
-// rolling to it at once, as an update does.
+// rolling to it at once, as an update does. Like abort, it records an
+// operation naming the caller; the store puts its id in the status.
 func (h *storeHandlers) rollback(ctx context.Context, req *models.RollbackRequest) (*models.RollbackResponse, error) {
+	ctx, _ = noteOperation(ctx)
 	status, err := h.store.Rollback(ctx, req.GetProcessGuid(), req.GetDefinitionId())
 	if err != nil {
 		return nil, err
@@ -26,6 +28,7 @@ func (h *storeHandlers) rollback(ctx context.Context, req *models.RollbackReques
 }
 
 func (h *storeHandlers) abortRollout(ctx context.Context, req *models.AbortRolloutRequest) (*models.AbortRolloutResponse, error) {
+	ctx, _ = noteOperation(ctx)
 	status, err := h.store.AbortRollout(ctx, req.GetProcessGuid())
 	if err != nil {
 		return nil, err

@@ -74,6 +74,9 @@ type Config struct {
 	// StaleUnclaimed is how long an instance placed on a cell may wait to
 	// be claimed before it is placed again ("60s").
 	StaleUnclaimed string `json:"stale_unclaimed"`
+	// OperationRetention is how long ended operations are kept ("168h");
+	// each LRP keeps its newest 100 whatever their age.
+	OperationRetention string `json:"operation_retention"`
 }
 
 const (
@@ -130,6 +133,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.ConvergenceLeaseTTL == "" {
 		c.ConvergenceLeaseTTL = convergence.DefaultLeaseTTL.String()
+	}
+	if c.OperationRetention == "" {
+		c.OperationRetention = convergence.DefaultOperationRetention.String()
 	}
 	if c.StaleUnclaimed == "" {
 		c.StaleUnclaimed = convergence.DefaultConfig().StaleUnclaimed.String()
@@ -224,6 +230,7 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "convergence_interval", Value: c.ConvergenceInterval},
 		configfile.Duration{Key: "convergence_lease_ttl", Value: c.ConvergenceLeaseTTL, Least: minimumTTL},
 		configfile.Duration{Key: "stale_unclaimed", Value: c.StaleUnclaimed},
+		configfile.Duration{Key: "operation_retention", Value: c.OperationRetention},
 	); err != nil {
 		return err
 	}
@@ -250,10 +257,11 @@ func (c Config) runnerConfig() convergence.RunnerConfig {
 	// presence TTLs: its rep, told to stop it on a bulk report, removes it.
 	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
 	return convergence.RunnerConfig{
-		Owner:    c.BoardID,
-		Interval: configfile.MustDuration(c.ConvergenceInterval),
-		LeaseTTL: configfile.MustDuration(c.ConvergenceLeaseTTL),
-		Planner:  planner,
+		Owner:              c.BoardID,
+		Interval:           configfile.MustDuration(c.ConvergenceInterval),
+		LeaseTTL:           configfile.MustDuration(c.ConvergenceLeaseTTL),
+		Planner:            planner,
+		OperationRetention: configfile.MustDuration(c.OperationRetention),
 	}
 }
 

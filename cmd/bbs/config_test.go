@@ -33,7 +33,8 @@ var _ = Describe("Config", func() {
 			"cell_presence_ttl": "20s",
 			"convergence_interval": "10s",
 			"convergence_lease_ttl": "6s",
-			"stale_unclaimed": "2m"
+			"stale_unclaimed": "2m",
+			"operation_retention": "48h"
 		}`), false, "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.cellPresenceTTL()).To(Equal(20 * time.Second))
@@ -42,6 +43,7 @@ var _ = Describe("Config", func() {
 		Expect(runner.Interval).To(Equal(10 * time.Second))
 		Expect(runner.LeaseTTL).To(Equal(6 * time.Second))
 		Expect(runner.Planner.StaleUnclaimed).To(Equal(2 * time.Minute))
+		Expect(runner.OperationRetention).To(Equal(48 * time.Hour))
 		Expect(runner.Planner.CrashPolicy).To(Equal(convergence.DefaultCrashPolicy()))
 		Expect(cfg.ListenAddress).To(Equal("0.0.0.0:8889"))
 		Expect(cfg.DatabaseDriver).To(Equal("postgres"))
@@ -68,6 +70,7 @@ var _ = Describe("Config", func() {
 		Expect(runner.Interval).To(Equal(30 * time.Second))
 		Expect(runner.LeaseTTL).To(Equal(15 * time.Second))
 		Expect(runner.Planner.StaleUnclaimed).To(Equal(60 * time.Second))
+		Expect(runner.OperationRetention).To(Equal(7*24*time.Hour), "a week of operations")
 	})
 
 	Describe("the default board id", func() {
@@ -154,6 +157,7 @@ var _ = Describe("Config", func() {
 		Entry("a convergence interval of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "convergence_interval": 30}`, "convergence_interval"),
 		Entry("a lease TTL under a second", `{"listen_address": ":8889", "data_dir": "/d", "convergence_lease_ttl": "100ms"}`, "convergence_lease_ttl"),
 		Entry("a negative stale_unclaimed", `{"listen_address": ":8889", "data_dir": "/d", "stale_unclaimed": "-1m"}`, "stale_unclaimed"),
+		Entry("an operation_retention that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "operation_retention": "7d"}`, "operation_retention"),
 		Entry("a board id with surrounding spaces", `{"listen_address": ":8889", "data_dir": "/d", "board_id": " bbs "}`, "board_id"),
 		Entry("a board id over 128 characters", `{"listen_address": ":8889", "data_dir": "/d", "board_id": "`+strings.Repeat("b", 129)+`"}`, "board_id"),
 		Entry("a misspelt key", `{"listen_adress": ":8889", "data_dir": "/d"}`, "listen_adress"),

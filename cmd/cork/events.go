@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
@@ -26,10 +28,15 @@ func (a *app) eventsCommand() *cobra.Command {
 	var options client.EventsOptions
 	cmd := &cobra.Command{
 		Use:   "events [--type T]... [--last-event-id N]",
-		Short: "Follow the board's events, one JSON line each, until Ctrl-C",
+		Short: "Follow the board's events, one JSON line each (or table row), until Ctrl-C",
 		Long: `Follow the board's events, one JSON line each, until Ctrl-C:
 
   {"id":1754321234567890,"type":"actual_lrp_changed","data":{"before":{...},"after":{...}}}
+
+-o table prints a row per event instead: ID, TYPE, ABOUT (the process guid,
+or the cell id of cell_changed) and DETAIL, what changed in one line, e.g.
+"0189f3a2b4c5d6e7a1b2c3d4 #3 UPDATE_DEFINITION IN_PROGRESS" for an
+operation_changed. The header is printed again when a column has to widen.
 
 --type narrows to some event types (repeat it, or separate them with commas).
 --last-event-id resumes after that event; when the board no longer keeps what
@@ -38,9 +45,6 @@ you follow. If the board ends the stream, cork exits 1 and says which id to
 resume from. Event types: ` + strings.Join(models.EventTypes(), ", ") + ".",
 		Args: exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			if a.format != formatJSON {
-				return usageErrorf("events prints JSON lines only; -o %s does not apply", a.format)
-			}
 			for _, t := range options.Types {
 				if models.NewEventPayload(t) == nil {
 					return usageErrorf("--type %q is not an event type; want one of %s", t, strings.Join(models.EventTypes(), ", "))
@@ -63,6 +67,7 @@ func (a *app) followEvents(ctx context.Context, options client.EventsOptions) er
 		return err
 	}
 	defer stream.Close()
+	rows := &tableStream{out: a.out, headers: []string{"ID", "TYPE", "ABOUT", "DETAIL"}}
 	for {
 		event, err := stream.Next()
 		if ctx.Err() != nil {
@@ -74,13 +79,20 @@ func (a *app) followEvents(ctx context.Context, options client.EventsOptions) er
 		if err != nil {
 			return err
 		}
-		if err := a.printEvent(event); err != nil {
+		if err := a.printEvent(rows, event); err != nil {
 			return err
 		}
 	}
 }
 
-func (a *app) printEvent(event client.Event) error {
+func (a *app) printEvent(rows *tableStream, event client.Event) error {
+	if a.format == formatTable {
+		about, detail := describeEvent(event.Payload)
+		if err := rows.add([]string{strconv.FormatUint(event.ID, 10), event.Type, about, shorten(detail, maxEventDetailWidth)}); err != nil {
+			return err
+		}
+		return a.out.Flush()
+	}
 	data := json.RawMessage("null")
 	if event.Payload != nil {
 		encoded, err := jsonLine.Marshal(event.Payload)
@@ -101,4 +113,59 @@ func (a *app) printEvent(event client.Event) error {
 	a.out.WriteByte('\n')
 	// Someone is watching: every event goes out as it comes.
 	return a.out.Flush()
+}
+
+// maxEventDetailWidth keeps an event's row on one line; the JSON output has
+// the whole payload.
+const maxEventDetailWidth = 100
+
+// describeEvent says in a few words what an event is about and what it
+// says: the guid (or cell id), and the fields a person follows. An event
+// type this cork does not know has no payload and is described by its type
+// alone.
+func describeEvent(payload proto.Message) (about, detail string) {
+	switch p := payload.(type) {
+	case *models.DesiredLRPCreatedEvent:
+		return p.GetDesiredLrp().GetProcessGuid(), desiredLRPDetail(p.GetDesiredLrp())
+	case *models.DesiredLRPChangedEvent:
+		return p.GetAfter().GetProcessGuid(), desiredLRPDetail(p.GetAfter())
+	case *models.DesiredLRPRemovedEvent:
+		return p.GetDesiredLrp().GetProcessGuid(), desiredLRPDetail(p.GetDesiredLrp())
+	case *models.ActualLRPCreatedEvent:
+		return p.GetActualLrp().GetProcessGuid(), actualLRPDetail(p.GetActualLrp())
+	case *models.ActualLRPChangedEvent:
+		return p.GetAfter().GetProcessGuid(), actualLRPDetail(p.GetAfter())
+	case *models.ActualLRPRemovedEvent:
+		return p.GetActualLrp().GetProcessGuid(), actualLRPDetail(p.GetActualLrp())
+	case *models.ActualLRPCrashedEvent:
+		return p.GetActualLrp().GetProcessGuid(), fmt.Sprintf("index %d crash %d: %s", p.GetActualLrp().GetIndex(), p.GetCrashCount(), p.GetCrashReason())
+	case *models.CellChangedEvent:
+		c := p.GetAfter()
+		return c.GetCellId(), fmt.Sprintf("zone %s present %s draining %s", c.GetZone(), yesNo(c.GetPresent()), yesNo(c.GetDraining()))
+	case *models.RolloutChangedEvent:
+		s := p.GetStatus()
+		return s.GetProcessGuid(), fmt.Sprintf("%s %d/%d on %s: %s", s.GetState(), s.GetUpdatedInstances(), s.GetInstances(), s.GetActiveDefinitionId(), s.GetReason())
+	case *models.OperationChangedEvent:
+		op := p.GetOperation()
+		detail := fmt.Sprintf("%s #%d %s %s", op.GetId(), op.GetSequence(), op.GetKind(), op.GetStatus())
+		if op.GetReason() != "" {
+			detail += ": " + op.GetReason()
+		}
+		return op.GetProcessGuid(), detail
+	case *models.EventsLostEvent:
+		return "", fmt.Sprintf("events after %d are no longer kept; the oldest kept is %d: re-read the state you follow", p.GetLastEventId(), p.GetOldestKeptId())
+	}
+	return "", ""
+}
+
+func desiredLRPDetail(lrp *models.DesiredLRP) string {
+	return fmt.Sprintf("%d instances of %s", lrp.GetInstances(), lrp.GetActiveDefinitionId())
+}
+
+func actualLRPDetail(lrp *models.ActualLRP) string {
+	detail := fmt.Sprintf("index %d %s %s %s", lrp.GetIndex(), lrp.GetPresence(), lrp.GetState(), lrp.GetDefinitionId())
+	if lrp.GetCellId() != "" {
+		detail += " on " + lrp.GetCellId()
+	}
+	return detail
 }

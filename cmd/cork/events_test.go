@@ -178,7 +178,6 @@ var _ = Describe("cork events", func() {
 			Expect(r.stdout).To(BeEmpty())
 		},
 		Entry("an unknown type", `--type "lunch_served" is not an event type; want one of actual_lrp_changed,`, "events", "--type", "cell_changed,lunch_served"),
-		Entry("a table", "events prints JSON lines only", "events", "-o", "table"),
 		Entry("a negative id", "invalid argument", "events", "--last-event-id", "-1"),
 	)
 

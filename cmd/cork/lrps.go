@@ -50,11 +50,15 @@ func (a *app) desireCommand() *cobra.Command {
 			if err := lrp.Validate(); err != nil {
 				return invalidSpec(args[0], err)
 			}
-			stored, err := a.client().DesireLRP(ctx, &lrp)
+			stored, operationID, err := a.client().DesireLRPWithOperation(ctx, &lrp)
 			if err != nil {
 				return err
 			}
-			return emit(a, []*models.DesiredLRP{stored}, desiredLRPTable)
+			if err := emit(a, []*models.DesiredLRP{stored}, desiredLRPTable); err != nil {
+				return err
+			}
+			a.printOperationID(operationID)
+			return nil
 		}),
 	}
 }
@@ -113,10 +117,15 @@ func (a *app) schedulingInfosCommand() *cobra.Command {
 func (a *app) removeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "remove GUID",
-		Short: "Remove a desired LRP (prints nothing on success)",
+		Short: "Remove a desired LRP (prints nothing on success; -o table: the operation id)",
 		Args:  exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.client().RemoveDesiredLRP(ctx, args[0])
+			operationID, err := a.client().RemoveDesiredLRPWithOperation(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			a.printOperationID(operationID)
+			return nil
 		}),
 	}
 }

@@ -146,12 +146,18 @@ func timestamp(unixNanos int64) string {
 // (newlines and tabs among them) one space each, and at most width
 // characters, the last of them an ellipsis when it had to be cut.
 func shorten(text string, width int) string {
-	text = strings.Join(strings.Fields(text), " ")
+	text = oneLine(text)
 	runes := []rune(text)
 	if len(runes) <= width {
 		return text
 	}
 	return string(runes[:width-1]) + "…"
+}
+
+// oneLine puts text on one line: its runs of whitespace, newlines and tabs
+// among them, one space each.
+func oneLine(text string) string {
+	return strings.Join(strings.Fields(text), " ")
 }
 
 func yesNo(b bool) string {

@@ -27,7 +27,8 @@ func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy) 
 
 // emitRolloutStatus prints a status as one JSON line, or as a table with
 // the LRP's effective strategy, which the table reads from the LRP: a
-// RolloutStatus does not carry it.
+// RolloutStatus does not carry it. After a rollback or an abort the table
+// is followed by the id of the operation that started the rollout.
 func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) error {
 	if a.format != formatTable {
 		return printJSONLines(a.out, []*models.RolloutStatus{s})
@@ -238,7 +239,11 @@ newest kept definition older than the active one.`,
 			if err != nil {
 				return err
 			}
-			return a.emitRolloutStatus(ctx, status)
+			if err := a.emitRolloutStatus(ctx, status); err != nil {
+				return err
+			}
+			a.printOperationID(status.GetOperationId())
+			return nil
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the definition id to go back to")
@@ -255,7 +260,11 @@ func (a *app) abortRolloutCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emitRolloutStatus(ctx, status)
+			if err := a.emitRolloutStatus(ctx, status); err != nil {
+				return err
+			}
+			a.printOperationID(status.GetOperationId())
+			return nil
 		}),
 	}
 }

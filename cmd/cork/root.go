@@ -86,6 +86,8 @@ has no cell. JSON output has every message as stored.`,
 		a.rolloutCommand(),
 		a.rollbackCommand(),
 		a.removeCommand(),
+		a.operationsCommand(),
+		a.operationCommand(),
 		a.definitionsCommand(),
 		a.definitionCommand(),
 		a.actualLRPsCommand(),
@@ -111,7 +113,7 @@ func (a *app) runE(body func(ctx context.Context, cmd *cobra.Command, args []str
 }
 
 func (a *app) client() *client.Client {
-	return client.New(a.bbsURL, client.WithTimeout(a.timeout))
+	return client.New(a.bbsURL, client.WithTimeout(a.timeout), client.WithRequestedBy(requestedBy()))
 }
 
 // exactArgs is cobra.ExactArgs with the argument names in the message.

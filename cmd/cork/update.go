@@ -17,10 +17,11 @@ func (a *app) updateCommand() *cobra.Command {
 		definitionFile string
 		identifier     string
 		annotation     string
+		queue          bool
 		strategy       strategyFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID]] [--annotation S] [strategy flags]",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue]] [--annotation S] [strategy flags]",
 		Short: "Change a desired LRP's instances or annotation, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
@@ -30,6 +31,11 @@ definition and makes it active. --id names it (the update identifier): sending
 the same identifier and content again is a no-op, the same identifier with
 other content is a ResourceConflict. Without --id the board derives an id
 from the content. A new definition rolls the instances over (see 'cork rollout').
+A new definition arriving while a rollout is under way supersedes it (the
+rollout's operation ends CANCELED); with --queue it waits instead (its
+operation PENDING) and starts when the rollout ends. With -o table the
+table is followed by the id of the operation that recorded the update
+('cork operation ID').
 
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
@@ -40,6 +46,9 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			flags := cmd.Flags()
 			if flags.Changed("id") && !flags.Changed("definition") {
 				return usageErrorf("--id names a new definition; it needs --definition")
+			}
+			if flags.Changed("queue") && !flags.Changed("definition") {
+				return usageErrorf("--queue queues a new definition; it needs --definition")
 			}
 			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !strategy.changed(flags) {
 				return usageErrorf("update needs at least one of --instances, --definition, --annotation or a strategy flag")
@@ -75,12 +84,17 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				}
 				update.Definition = &definition
 				update.UpdateIdentifier = identifier
+				update.Queue = queue
 			}
-			lrp, err := a.client().UpdateDesiredLRP(ctx, args[0], update)
+			lrp, operationID, err := a.client().UpdateDesiredLRPWithOperation(ctx, args[0], update)
 			if err != nil {
 				return err
 			}
-			return emit(a, []*models.DesiredLRP{lrp}, desiredLRPTable)
+			if err := emit(a, []*models.DesiredLRP{lrp}, desiredLRPTable); err != nil {
+				return err
+			}
+			a.printOperationID(operationID)
+			return nil
 		}),
 	}
 	flags := cmd.Flags()
@@ -88,6 +102,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	flags.StringVar(&definitionFile, "definition", "", "JSON file with the new LRPDefinition ('-' for stdin)")
 	flags.StringVar(&identifier, "id", "", "update identifier naming the new definition")
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
+	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	strategy.register(flags)
 	return cmd
 }

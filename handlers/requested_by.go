@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// unnamedCaller stands for a caller that sent neither a usable
+// models.RequestedByHeader nor a usable User-Agent.
+const unnamedCaller = "unnamed client"
+
+// requestedBy is what a request says of its caller, as the operation a
+// write records keeps it (requested_by): the models.RequestedByHeader when
+// it is sane, else the User-Agent when that is, else unnamedCaller;
+// followed by " from " and the remote address of the connection (host:port;
+// behind a proxy, the proxy's: forwarding headers are not trusted). Nothing
+// vouches for the name, which is why the address stays beside it; once
+// client certificates say who calls, their identity takes the name's place.
+func requestedBy(r *http.Request) string {
+	who := unnamedCaller
+	for _, said := range []string{r.Header.Get(models.RequestedByHeader), r.Header.Get("User-Agent")} {
+		if said = strings.TrimSpace(said); isSaneCallerName(said) {
+			who = said
+			break
+		}
+	}
+	return who + " from " + r.RemoteAddr
+}
+
+// isSaneCallerName accepts a name that can be shown and logged as is:
+// bounded, valid UTF-8, printable (spaces allowed, no control characters,
+// no line breaks).
+func isSaneCallerName(name string) bool {
+	if name == "" || len(name) > models.MaxRequestedByLength || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+type callerKey struct{}
+
+// withCaller carries requestedBy(r) in ctx for the write handlers.
+func withCaller(ctx context.Context, r *http.Request) context.Context {
+	return context.WithValue(ctx, callerKey{}, requestedBy(r))
+}
+
+// noteOperation attaches a db.OperationNote naming the caller to ctx, for
+// a write that records an operation: the store fills in the operation it
+// recorded, whose id the handler answers.
+func noteOperation(ctx context.Context) (context.Context, *db.OperationNote) {
+	who, _ := ctx.Value(callerKey{}).(string)
+	note := &db.OperationNote{RequestedBy: who}
+	return db.WithOperationNote(ctx, note), note
+}
