@@ -228,6 +228,44 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 		Expect(restarted).To(BeZero(), "v1 instances before %v, after %v", before, after)
 	})
 
+	It("cancels a rollout under way with cork operation cancel: back to the healthy v1, start before stop", func() {
+		var updateOp string
+		status, _, rows := roll(func() {
+			_, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
+				Definition: definitionFixture("hello-v2-definition.json"),
+				// Slow enough to cancel half way.
+				UpdateStrategy: &models.UpdateStrategy{MinReadyMs: 1500},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func() (*models.RolloutStatus, error) { return b.client().RolloutStatus(ctx, guid) }).
+				WithTimeout(rolloutLimit).Should(And(
+				HaveField("State", models.RolloutStatus_PROGRESSING),
+				HaveField("UpdatedInstances", BeNumerically(">=", 1)),
+			))
+			progressing, err := b.client().RolloutStatus(ctx, guid)
+			Expect(err).NotTo(HaveOccurred())
+			updateOp = progressing.GetOperationId()
+			Expect(updateOp).NotTo(BeEmpty())
+			b.cork("operation", "cancel", updateOp)
+		}, rolloutCondition{"COMPLETE on v1", func(s *models.RolloutStatus) bool {
+			return complete().ok(s) && s.GetActiveDefinitionId() == v1ID
+		}})
+
+		Expect(status.GetActiveDefinitionId()).To(Equal(v1ID))
+		expectVersion(rows, v1ID, "v1")
+		canceled := &models.Operation{}
+		Expect(protojson.Unmarshal([]byte(b.cork("operation", updateOp)), canceled)).To(Succeed())
+		Expect(canceled.GetStatus()).To(Equal(models.Operation_CANCELED))
+		Expect(canceled.GetKind()).To(Equal(models.Operation_UPDATE_DEFINITION))
+		abort := &models.Operation{}
+		Expect(protojson.Unmarshal([]byte(b.cork("operation", status.GetOperationId())), abort)).To(Succeed())
+		Expect(abort.GetKind()).To(Equal(models.Operation_ABORT))
+		Expect(abort.GetStatus()).To(Equal(models.Operation_FINISHED))
+		table := b.cork("operations", guid, "-o", "table")
+		AddReportEntry("cork operations hello -o table", table)
+		Expect(table).To(ContainSubstring("CANCELED"))
+	})
+
 	It("moves every instance off a drained cell, and spreads them over both zones again once the cell returns", func() {
 		r := startRouter(b, guid)
 		Eventually(r.routable).Should(Equal(instances))

@@ -18,6 +18,7 @@ LIFECYCLE_FLAGS=(${BENCH_LIFECYCLE_FLAGS:-})
 REPORT_FLAGS=(${BENCH_REPORT_FLAGS:-})
 RSS_FLAGS=(${BENCH_RSS_FLAGS:-})
 ROLLOUT_FLAGS=(${BENCH_ROLLOUT_FLAGS:-})
+OPERATIONS_FLAGS=(${BENCH_OPERATIONS_FLAGS:-})
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -48,6 +49,7 @@ scenarios() {
   run report "$driver" bin/bbs-load report -driver "$driver" "$@" "${REPORT_FLAGS[@]}"
   run rss "$driver" bin/bbs-load rss -driver "$driver" "$@" "${RSS_FLAGS[@]}"
   run rollout "$driver" bin/bbs-load rollout -driver "$driver" "$@" "${ROLLOUT_FLAGS[@]}"
+  run operations "$driver" bin/bbs-load operations -driver "$driver" "$@" "${OPERATIONS_FLAGS[@]}"
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -61,6 +63,7 @@ if [ -n "${CORKBOARD_MYSQL_DSN:-}" ]; then
   drivers+=(mysql)
   scenarios mysql -dsn "$CORKBOARD_MYSQL_DSN"
 fi
+run operations-cost all hack/bench-operations-cost.sh
 run go-bench sqldb go test -run '^$' -bench . -benchtime 2s ./db/sqldb/
 run go-bench convergence go test -run '^$' -bench . -benchmem ./convergence/
 
@@ -70,10 +73,11 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout; do
+  for name in converge lifecycle report rss rollout operations; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done
+grep -h '^figure ' "$out/operations-cost-all.log" 2>/dev/null | sed 's/^figure //'
 cat "$out"/go-bench-*.log | grep -E '^Benchmark' || true
 if [ "$failures" -gt 0 ]; then
   echo

@@ -11,6 +11,7 @@
 //	                          100,000 instances
 //	bbs-load rollout ...      a rolling update of 10,000 instances, surge
 //	                          25%: each pass and the whole rollout
+//	bbs-load operations ...   listing 100,000 operations page by page
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
@@ -38,6 +39,7 @@ var scenarios = []scenario{
 	{"report", runReport},
 	{"rss", runRSS},
 	{"rollout", runRollout},
+	{"operations", runOperations},
 }
 
 func main() {
@@ -55,6 +57,10 @@ func main() {
 			return
 		}
 	}
-	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want api, converge, lifecycle, report, rss or rollout)\n", name)
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want one of: %s)\n", name, strings.Join(names, ", "))
 	os.Exit(2)
 }

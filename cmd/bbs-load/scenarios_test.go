@@ -74,6 +74,12 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure rss.board \[` + driver + `, bin/bbs with 500 instances .* after \d+ full passes .*\]: VmHWM \d+ MB, VmRSS \d+ MB`))
 			})
 
+			It("operations: the whole log, page by page", func() {
+				session := run("operations", "-operations", "2500", "-lrps", "100", "-page", "1000", "-runs", "2")
+				Expect(session).To(gbytes.Say(`verified: every operation listed once, newest first, 2 runs`))
+				Expect(session).To(gbytes.Say(`figure operations.list \[` + driver + `, 2500 operations of 100 LRPs over HTTP, pages of 1000, 2 runs`))
+			})
+
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
 				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "12")
 				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
@@ -88,7 +94,7 @@ var _ = Describe("scenarios", func() {
 		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(session).Should(gexec.Exit(2))
-		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want api, converge, lifecycle, report, rss or rollout)`))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations)`))
 	})
 
 	It("needs -dsn for a server database, and creates nothing without it", func() {

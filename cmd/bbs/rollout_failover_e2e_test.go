@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,6 +101,22 @@ var _ = Describe("A rolling update across a board failover", func() {
 				HaveField("UpdatedInstances", BeEquivalentTo(count)),
 			))
 			AddReportEntry("kill to COMPLETE ("+dialect+", lease TTL "+e2eLeaseTTL+")", time.Since(killed).Round(time.Millisecond).String())
+
+			By("the update's operation, leased to the first board, is adopted by the second and FINISHED")
+			Expect(done.GetOperationId()).NotTo(BeEmpty())
+			var op *models.Operation
+			Eventually(func() (models.Operation_Status, error) {
+				op, err = api.Operation(ctx, done.GetOperationId())
+				return op.GetStatus(), err
+			}).WithTimeout(convergeLimit).Should(Equal(models.Operation_FINISHED))
+			Expect(op.GetKind()).To(Equal(models.Operation_UPDATE_DEFINITION))
+			var history []string
+			for _, e := range op.GetHistory() {
+				history = append(history, e.GetMessage())
+			}
+			AddReportEntry("operation history", strings.Join(history, "\n"))
+			Expect(history).To(ContainElement(HavePrefix("adopted by board board-second: board board-first's lease expired at ")))
+			Expect(op.GetLeaseOwner()).To(Equal("board-second"))
 
 			By("every index ends on the new definition, one instance each")
 			Eventually(views(second, guid)).WithTimeout(convergeLimit).Should(HaveLen(count), "the RETIRING rows are gone")
