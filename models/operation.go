@@ -55,7 +55,14 @@ func NewOperationID(at time.Time) string {
 	if _, err := rand.Read(random[:]); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
-	return fmt.Sprintf("%016x%s", uint64(at.UnixNano()), hex.EncodeToString(random[:]))
+	return OperationIDFloor(at) + hex.EncodeToString(random[:])
+}
+
+// OperationIDFloor is the time part of the ids of operations created at
+// at: every operation created before at has an id that sorts below it, and
+// every one created at or after at one that sorts above.
+func OperationIDFloor(at time.Time) string {
+	return fmt.Sprintf("%016x", uint64(at.UnixNano()))
 }
 
 func validateOperationID(path, id string) error {

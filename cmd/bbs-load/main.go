@@ -18,12 +18,16 @@
 // afterwards. `bbs-load SCENARIO -h` lists a scenario's flags; the sizes
 // are all flags. Figures are printed one per line, starting with "figure",
 // with the conditions they were measured under.
+//
+// BBS_LOAD_CPU_PROFILE=FILE writes a CPU profile of the whole run (the
+// in-process board included) to FILE, for go tool pprof.
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -50,7 +54,10 @@ func main() {
 	}
 	for _, s := range scenarios {
 		if s.name == name {
-			if err := s.run(context.Background(), args); err != nil {
+			stopProfile := startCPUProfile(os.Getenv("BBS_LOAD_CPU_PROFILE"))
+			err := s.run(context.Background(), args)
+			stopProfile()
+			if err != nil {
 				fmt.Fprintf(os.Stderr, "bbs-load %s: %v\n", name, err)
 				os.Exit(1)
 			}
@@ -63,4 +70,24 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want one of: %s)\n", name, strings.Join(names, ", "))
 	os.Exit(2)
+}
+
+// startCPUProfile profiles the process into path until the returned func
+// is called; with path "" it does nothing.
+func startCPUProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bbs-load: BBS_LOAD_CPU_PROFILE: %v\n", err)
+		os.Exit(2)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

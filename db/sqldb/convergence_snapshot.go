@@ -150,18 +150,19 @@ func (f guidFilter) unsettled() guidFilter {
 	return f.and("o.settled = ?", false)
 }
 
-// unended narrows f to operations that have not ended (table alias o).
+// unended narrows f to operations that have not ended (table alias o), in
+// the words of the operations_unfinished partial index.
 func (f guidFilter) unended() guidFilter {
-	return f.and("o.ended = ?", false)
+	return f.and(operationsUnended)
 }
 
-// and adds condition, with its one argument, before f's guid condition.
-func (f guidFilter) and(condition string, arg any) guidFilter {
+// and adds condition, with its arguments, before f's guid condition.
+func (f guidFilter) and(condition string, args ...any) guidFilter {
 	where := func(c string) string { return condition }
 	if f.where != nil {
 		where = func(c string) string { return condition + " AND " + f.where(c) }
 	}
-	return guidFilter{where: where, args: append([]any{arg}, f.args...)}
+	return guidFilter{where: where, args: append(args, f.args...)}
 }
 
 // guidFilter narrows a snapshot query to some LRPs: where makes the

@@ -81,6 +81,9 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	}
 
 	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
+	// Until the guid turns out to have operations from an earlier LRP, the
+	// desire is its operation number 1 (see firstOperation).
+	numberOperation := s.firstOperation
 	err = s.transactOperation(ctx, "desire lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
 			if isUniqueViolation(err) {
@@ -98,12 +101,15 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		if err != nil {
 			return nil, nil, err
 		}
-		rec, err := s.newOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
+		rec, err := numberOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
 		if err != nil {
 			return nil, nil, err
 		}
 		finishDesire(rec.op, stored, now)
 		if err := s.insertOperation(ctx, tx, rec); err != nil {
+			if errors.Is(err, errLostRace) {
+				numberOperation = s.newOperation
+			}
 			return nil, nil, err
 		}
 		return rec.op, append(desiredEvents(stored, created), models.OperationChanged(rec.op)), nil

@@ -34,6 +34,12 @@ var _ db.OperationDB = (*SQLDB)(nil)
 // Operations outlive their LRP: a guid desired again numbers its operations
 // on from the old ones.
 
+// operationsUnended selects the operations that have not ended (table
+// alias o). It is written as the operations_unfinished index's WHERE is,
+// with a literal rather than a parameter, or Postgres and SQLite could not
+// prove that the partial index covers the query.
+const operationsUnended = "o.ended = FALSE"
+
 // convergenceLease names the lease a board holds while it converges; it
 // must equal convergence.LeaseName, which db cannot import. A change of
 // definition starts leased to its holder of the moment.
@@ -197,8 +203,8 @@ func (s *SQLDB) readOperation(ctx context.Context, q queryer, id, lock string) (
 // operations without that lock, show as a lost compare-and-set.
 func (s *SQLDB) unfinishedOperations(ctx context.Context, q queryer, processGuid string) ([]*operationRecord, error) {
 	var recs []*operationRecord
-	err := s.eachRow(ctx, q, "SELECT "+operationColumnList+" FROM operations o WHERE o.ended = ? AND o.process_guid = ? ORDER BY o.sequence",
-		[]any{false, processGuid}, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, q, "SELECT "+operationColumnList+" FROM operations o WHERE "+operationsUnended+" AND o.process_guid = ? ORDER BY o.sequence",
+		[]any{processGuid}, func(rows *sql.Rows) error {
 			rec, err := scanOperation(rows)
 			recs = append(recs, rec)
 			return err
@@ -240,6 +246,23 @@ func (s *SQLDB) newOperation(ctx context.Context, tx *sql.Tx, processGuid string
 		return nil, err
 	}
 	op.Sequence = sequence + 1
+	return &operationRecord{op: op, modificationIndex: 1}, nil
+}
+
+// firstOperation drafts an operation numbered 1 without reading the
+// guid's operations, for the desire of a guid never desired before: nearly
+// every desire, spared a round trip. A guid desired before still has the
+// operations of its earlier LRP (they outlive it): the unique index
+// refuses the 1, insertOperation answers errLostRace, and the caller runs
+// its transaction again numbering with newOperation.
+// It takes newOperation's arguments, tx unused, so that the two can stand
+// for each other.
+func (s *SQLDB) firstOperation(ctx context.Context, _ *sql.Tx, processGuid string, kind models.Operation_Kind, request proto.Message, now int64) (*operationRecord, error) {
+	op, err := s.draftOperation(ctx, processGuid, kind, request, now)
+	if err != nil {
+		return nil, err
+	}
+	op.Sequence = 1
 	return &operationRecord{op: op, modificationIndex: 1}, nil
 }
 
@@ -397,10 +420,12 @@ func noteRecorded(ctx context.Context, op *models.Operation) {
 	}
 }
 
-// Operations lists operations newest first: by id, which sorts by creation
-// time, through the primary key (or operations_by_guid for one LRP), so a
-// page costs its own rows whatever the table holds. Each operation comes
-// whole; its parameters are decoded as an Any envelope only.
+// Operations lists operations newest first, so that a page costs its own
+// rows whatever the table holds: all of them by id (which sorts by creation
+// time) through the primary key; one LRP's by sequence through
+// operations_sequence, the cursor standing for its sequence number there.
+// Each operation comes whole; its parameters are decoded as an Any envelope
+// only.
 func (s *SQLDB) Operations(ctx context.Context, filter db.OperationFilter) ([]*models.Operation, string, error) {
 	limit := filter.Limit
 	switch {
@@ -420,27 +445,34 @@ func (s *SQLDB) Operations(ctx context.Context, filter db.OperationFilter) ([]*m
 	}
 	var where []string
 	var args []any
+	order := "o.id DESC"
 	if filter.ProcessGuid != "" {
 		where, args = append(where, "o.process_guid = ?"), append(args, filter.ProcessGuid)
+		order = "o.sequence DESC"
 	}
 	if filter.Status != models.Operation_STATUS_UNKNOWN {
-		// ended narrows a search for the few operations under way to the
-		// operations_unfinished index.
-		where = append(where, "o.status = ?", "o.ended = ?")
-		args = append(args, filter.Status.String(), models.OperationEnded(filter.Status))
+		where, args = append(where, "o.status = ?"), append(args, filter.Status.String())
+		if !models.OperationEnded(filter.Status) {
+			// The few operations under way are in operations_unfinished.
+			where = append(where, operationsUnended)
+		}
 	}
 	if filter.Kind != models.Operation_KIND_UNKNOWN {
 		where, args = append(where, "o.kind = ?"), append(args, filter.Kind.String())
 	}
 	if filter.Cursor != "" {
-		where, args = append(where, "o.id < ?"), append(args, filter.Cursor)
+		condition, arg, err := s.operationsAfter(ctx, filter)
+		if err != nil {
+			return nil, "", err
+		}
+		where, args = append(where, condition), append(args, arg)
 	}
 	query := "SELECT " + operationColumnList + " FROM operations o"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	// One row more than the page tells whether there is a next page.
-	query += fmt.Sprintf(" ORDER BY o.id DESC LIMIT %d", limit+1)
+	query += fmt.Sprintf(" ORDER BY %s LIMIT %d", order, limit+1)
 	ops := make([]*models.Operation, 0, min(limit+1, 128))
 	err := s.eachRow(ctx, s.conn, query, args, func(rows *sql.Rows) error {
 		rec, err := scanOperation(rows)
@@ -458,6 +490,30 @@ func (s *SQLDB) Operations(ctx context.Context, filter db.OperationFilter) ([]*m
 	}
 	ops = ops[:limit]
 	return ops, ops[limit-1].Id, nil
+}
+
+// operationsAfter is the condition (table alias o) and its argument that
+// start a listing's page after its cursor: the operations older than the
+// cursor's. Across LRPs that is a smaller id; within one LRP a smaller
+// sequence number, which the cursor's row gives. A cursor of another LRP,
+// or of an operation deleted since (retention), is refused: the listing
+// starts again from its first page.
+func (s *SQLDB) operationsAfter(ctx context.Context, filter db.OperationFilter) (string, any, error) {
+	if filter.ProcessGuid == "" {
+		return "o.id < ?", filter.Cursor, nil
+	}
+	var sequence int64
+	err := s.queryRow(ctx, s.conn, "SELECT sequence FROM operations WHERE id = ? AND process_guid = ?",
+		filter.Cursor, filter.ProcessGuid).Scan(&sequence)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, errInvalid("cursor", fmt.Sprintf(
+			"operation %q is not one of %q's operations (any more): list again from the first page",
+			filter.Cursor, filter.ProcessGuid))
+	}
+	if err != nil {
+		return "", nil, asModelError("list operations", err)
+	}
+	return "o.sequence < ?", sequence, nil
 }
 
 // Operation returns one operation.
@@ -566,8 +622,10 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 }
 
 // PruneOperations deletes old ended operations (see db.OperationDB), the
-// oldest finished first, through the operations_retention index, in
-// batches of at most batchSize. An operation is kept while its LRP has
+// oldest created first, through the primary key, in batches of at most
+// batchSize: an operation that finished before before was created before
+// it, so the candidates are the ids below models.OperationIDFloor(before),
+// and one call reads each of them at most once. An operation is kept while its LRP has
 // fewer than keepPerLRP operations with a higher sequence number: sequence
 // numbers are MAX + 1 and only pruning deletes, so the newest keepPerLRP
 // operations of an LRP are those with the top keepPerLRP numbers. Below 1,
@@ -576,13 +634,16 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 func (s *SQLDB) PruneOperations(ctx context.Context, before time.Time, keepPerLRP, limit int) (int, error) {
 	keep := max(keepPerLRP, 1)
 	deleted := 0
+	// from is the lowest id the next batch may read: past the ones read.
+	from := ""
 	for deleted < limit {
 		n := min(limit-deleted, batchSize)
 		var ids []string
-		err := s.eachRow(ctx, s.conn, `SELECT o.id FROM operations o WHERE o.ended = ? AND o.finished_at < ?
+		err := s.eachRow(ctx, s.conn, `SELECT o.id FROM operations o WHERE o.id < ? AND o.id > ?
+ AND o.ended = TRUE AND o.finished_at < ?
  AND o.sequence <= (SELECT MAX(n.sequence) FROM operations n WHERE n.process_guid = o.process_guid) - ?
- ORDER BY o.finished_at LIMIT `+fmt.Sprint(n),
-			[]any{true, before.UnixNano(), keep}, func(rows *sql.Rows) error {
+ ORDER BY o.id LIMIT `+fmt.Sprint(n),
+			[]any{models.OperationIDFloor(before), from, before.UnixNano(), keep}, func(rows *sql.Rows) error {
 				var id string
 				if err := rows.Scan(&id); err != nil {
 					return err
@@ -596,6 +657,7 @@ func (s *SQLDB) PruneOperations(ctx context.Context, before time.Time, keepPerLR
 		if len(ids) == 0 {
 			break
 		}
+		from = ids[len(ids)-1]
 		var removed int64
 		err = s.transact(ctx, "prune operations", func(tx *sql.Tx) error {
 			res, err := s.exec(ctx, tx, "DELETE FROM operations WHERE ended = ? AND id IN "+inList(len(ids)),

@@ -636,6 +636,20 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 			Expect(pages(db.OperationFilter{Kind: models.Operation_UPDATE, ProcessGuid: "web", Limit: 10})).To(BeEmpty())
 		})
 
+		It("refuses an LRP's cursor once its operation is gone, naming the cursor", func() {
+			ops, next, err := b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web", Limit: 10})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ops).To(HaveLen(10))
+			b.exec("DELETE FROM operations WHERE id = ?", next)
+			_, _, err = b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web", Cursor: next, Limit: 10})
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
+			Expect(err.Error()).To(ContainSubstring("cursor"))
+			_, _, err = b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "api", Cursor: ops[0].Id, Limit: 10})
+			Expect(err).To(HaveErrorType(models.Error_InvalidRequest), "a cursor of another LRP")
+			// Across LRPs the cursor is an id: a gone one still marks the place.
+			Expect(pages(db.OperationFilter{Cursor: next, Limit: 100})).To(Equal(all[slices.Index(all, next)+1:]))
+		})
+
 		It("answers the default page size, and refuses a page too large", func() {
 			ops, next, err := b.store.Operations(b.ctx, db.OperationFilter{})
 			Expect(err).NotTo(HaveOccurred())
@@ -698,6 +712,30 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 			Expect(sequences("web")).To(Equal([]int64{8}))
 			Expect(sequences("api")).To(Equal([]int64{2}))
 			Expect(update(&models.DesiredLRPUpdate{}).Sequence).To(BeEquivalentTo(9))
+		})
+
+		It("goes through more than a batch in one call, reading past what it keeps", func() {
+			// 2,500 ended operations of 5 LRPs, 500 each, an hour old.
+			t := b.clock.Now().Add(-time.Hour).UnixNano()
+			seed := seeder{conn: b.conn, dialect: b.dialect}
+			Expect(seed.insert(b.ctx, "operations", []string{
+				"id", "process_guid", "sequence", "kind", "status", "reason", "definition_id", "requested_by",
+				"created_at", "started_at", "finished_at", "lease_owner", "ended", "modification_index",
+			}, 2500, func(i int, args []any) []any {
+				at := t + int64(i)
+				return append(args, fmt.Sprintf("%016x%08x", at, i), fmt.Sprintf("lrp-%d", i%5), int64(i/5+1),
+					"UPDATE", "FINISHED", "", "", "", at, at, at, "", true, 1)
+			})).To(Succeed())
+
+			deleted, err := b.store.PruneOperations(b.ctx, b.clock.Now(), 100, 10000)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(deleted).To(Equal(2000))
+			for i := range 5 {
+				ops := operations(fmt.Sprintf("lrp-%d", i))
+				Expect(ops).To(HaveLen(100))
+				Expect(ops[0].Sequence).To(BeEquivalentTo(500))
+				Expect(ops[99].Sequence).To(BeEquivalentTo(401))
+			}
 		})
 	})
 })

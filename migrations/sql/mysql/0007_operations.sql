@@ -10,10 +10,13 @@
 -- one an operation ends in. MySQL commits DDL implicitly, so every
 -- statement is safe to re-run.
 --
--- Indexes: operations_unfinished serves the convergence snapshot, which
--- reads the operations that have not ended of the LRPs it reads (a board at
--- rest has none); operations_by_guid lists one LRP's operations newest
--- first; operations_retention finds the old ended ones to prune.
+-- Indexes, as few as the readers need, since every write to an LRP adds a
+-- row: the primary key lists every operation newest first and finds the
+-- old ones to prune (an id is older than its finish); operations_sequence
+-- lists one LRP's operations newest first; operations_unfinished serves the
+-- convergence snapshot, which reads the operations that have not ended of
+-- the LRPs it reads (MySQL has no partial index, which the other dialects
+-- use here).
 --
 -- The column
 --   rollouts.operation_id VARCHAR(24) NOT NULL DEFAULT '',
@@ -39,7 +42,5 @@ CREATE TABLE IF NOT EXISTS operations (
   ended              BOOLEAN      NOT NULL DEFAULT FALSE,
   modification_index BIGINT       NOT NULL DEFAULT 0,
   UNIQUE INDEX operations_sequence (process_guid, sequence),
-  INDEX operations_unfinished (ended, process_guid, sequence),
-  INDEX operations_by_guid (process_guid, id),
-  INDEX operations_retention (ended, finished_at)
+  INDEX operations_unfinished (ended, process_guid, sequence)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -10,10 +10,14 @@
 -- one an operation ends in. The guid and the id compare byte by byte, as
 -- every guid column does (see 0003).
 --
--- Indexes: operations_unfinished serves the convergence snapshot, which
--- reads the operations that have not ended of the LRPs it reads (a board at
--- rest has none); operations_by_guid lists one LRP's operations newest
--- first; operations_retention finds the old ended ones to prune.
+-- Indexes, as few as the readers need, since every write to an LRP adds a
+-- row: the primary key lists every operation newest first and finds the
+-- old ones to prune (an id is older than its finish); operations_sequence
+-- lists one LRP's operations newest first; operations_unfinished serves the
+-- convergence snapshot, which reads the operations that have not ended of
+-- the LRPs it reads. It is partial: an operation born ended (a desire, most
+-- updates) never enters it, and a board at rest has it empty. Its readers
+-- say "ended = FALSE" in those words, so that the planner can use it.
 --
 -- The column
 --   rollouts.operation_id VARCHAR(24) NOT NULL DEFAULT '',
@@ -40,6 +44,4 @@ CREATE TABLE IF NOT EXISTS operations (
   modification_index BIGINT       NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS operations_sequence ON operations (process_guid, sequence);
-CREATE INDEX IF NOT EXISTS operations_unfinished ON operations (ended, process_guid, sequence);
-CREATE INDEX IF NOT EXISTS operations_by_guid ON operations (process_guid, id);
-CREATE INDEX IF NOT EXISTS operations_retention ON operations (ended, finished_at);
+CREATE INDEX IF NOT EXISTS operations_unfinished ON operations (process_guid, sequence) WHERE ended = FALSE;

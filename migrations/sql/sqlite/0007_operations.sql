@@ -9,10 +9,16 @@
 -- times are Unix nanoseconds, 0 until they happen. ended says the status is
 -- one an operation ends in.
 --
--- Indexes: operations_unfinished serves the convergence snapshot, which
--- reads the operations that have not ended of the LRPs it reads (a board at
--- rest has none); operations_by_guid lists one LRP's operations newest
--- first; operations_retention finds the old ended ones to prune.
+-- Indexes, as few as the readers need, since every write to an LRP adds a
+-- row: the primary key lists every operation newest first and finds the
+-- old ones to prune (an id is older than its finish); operations_sequence
+-- lists one LRP's operations newest first; operations_unfinished serves the
+-- convergence snapshot, which reads the operations that have not ended of
+-- the LRPs it reads. It is partial: an operation born ended (a desire, most
+-- updates) never enters it, and a board at rest has it empty. Its readers
+-- say "ended = FALSE" in those words, so that the planner can use it.
+-- The table is kept in id order (WITHOUT ROWID): one b-tree fewer to write
+-- than a rowid table with a separate primary key index.
 --
 -- The column
 --   rollouts.operation_id TEXT NOT NULL DEFAULT '',
@@ -37,8 +43,6 @@ CREATE TABLE IF NOT EXISTS operations (
   history            BLOB,
   ended              BOOLEAN NOT NULL DEFAULT 0,
   modification_index INTEGER NOT NULL DEFAULT 0
-);
+) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS operations_sequence ON operations (process_guid, sequence);
-CREATE INDEX IF NOT EXISTS operations_unfinished ON operations (ended, process_guid, sequence);
-CREATE INDEX IF NOT EXISTS operations_by_guid ON operations (process_guid, id);
-CREATE INDEX IF NOT EXISTS operations_retention ON operations (ended, finished_at);
+CREATE INDEX IF NOT EXISTS operations_unfinished ON operations (process_guid, sequence) WHERE ended = FALSE;
