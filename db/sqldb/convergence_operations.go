@@ -149,26 +149,7 @@ func (a *convergenceApplier) operations(ctx context.Context, writes []db.Operati
 }
 
 func (a *convergenceApplier) operationBatch(ctx context.Context, batch []db.OperationWrite) (int, error) {
-	var applied int
-	err := a.s.transactPublishing(ctx, "apply convergence: operations", func(tx *sql.Tx) ([]models.Event, error) {
-		applied = 0
-		var events []models.Event
-		for _, w := range batch {
-			written, err := a.operationWrite(ctx, tx, w)
-			if err != nil {
-				return nil, err
-			}
-			if written != nil {
-				applied++
-				events = append(events, written...)
-			}
-		}
-		return events, nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return applied, nil
+	return applyEach(ctx, a.s, "operations", batch, a.operationWrite)
 }
 
 // operationWrite applies one write and returns its events, or nil when it

@@ -55,13 +55,20 @@ func (a *convergenceApplier) rollouts(ctx context.Context, writes []db.RolloutWr
 }
 
 func (a *convergenceApplier) rolloutBatch(ctx context.Context, batch []db.RolloutWrite) (int, error) {
-	s := a.s
+	return applyEach(ctx, a.s, "rollouts", batch, a.rolloutWrite)
+}
+
+// applyEach applies the writes of batch one by one with write, in one
+// transaction, and counts those applied: a write answers its events, or
+// nil when it is skipped (the row is no longer what the plan saw).
+func applyEach[W any](ctx context.Context, s *SQLDB, what string, batch []W,
+	write func(context.Context, *sql.Tx, W) ([]models.Event, error)) (int, error) {
 	var applied int
-	err := s.transactPublishing(ctx, "apply convergence: rollouts", func(tx *sql.Tx) ([]models.Event, error) {
+	err := s.transactPublishing(ctx, "apply convergence: "+what, func(tx *sql.Tx) ([]models.Event, error) {
 		applied = 0
 		var events []models.Event
 		for _, w := range batch {
-			written, err := a.rolloutWrite(ctx, tx, w)
+			written, err := write(ctx, tx, w)
 			if err != nil {
 				return nil, err
 			}
