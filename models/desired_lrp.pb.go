@@ -390,7 +390,9 @@ type DesiredLRPUpdate struct {
 	ModificationTag *ModificationTag `protobuf:"bytes,7,opt,name=modification_tag,json=modificationTag,proto3" json:"modification_tag,omitempty"`
 	// queue, with a new definition: while a rollout of the LRP is under way,
 	// wait (PENDING) and apply when it ends, rather than supersede it.
-	Queue         bool `protobuf:"varint,8,opt,name=queue,proto3" json:"queue,omitempty"`
+	Queue bool `protobuf:"varint,8,opt,name=queue,proto3" json:"queue,omitempty"`
+	// staged, with a new definition: roll it out in a staged phase.
+	Staged        *StagedRollout `protobuf:"bytes,9,opt,name=staged,proto3" json:"staged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +481,13 @@ func (x *DesiredLRPUpdate) GetQueue() bool {
 		return x.Queue
 	}
 	return false
+}
+
+func (x *DesiredLRPUpdate) GetStaged() *StagedRollout {
+	if x != nil {
+		return x.Staged
+	}
+	return nil
 }
 
 type DesireLRPRequest struct {
@@ -1104,7 +1113,7 @@ var File_desired_lrp_proto protoreflect.FileDescriptor
 
 const file_desired_lrp_proto_rawDesc = "" +
 	"\n" +
-	"\x11desired_lrp.proto\x12\x10corkboard.models\x1a\x1cgoogle/protobuf/struct.proto\x1a\verror.proto\x1a\fcommon.proto\x1a\x10definition.proto\"\xf0\x01\n" +
+	"\x11desired_lrp.proto\x12\x10corkboard.models\x1a\x1cgoogle/protobuf/struct.proto\x1a\verror.proto\x1a\fcommon.proto\x1a\x10definition.proto\x1a\rrollout.proto\"\xf0\x01\n" +
 	"\x0eUpdateStrategy\x12\x1b\n" +
 	"\tmax_surge\x18\x01 \x01(\tR\bmaxSurge\x12'\n" +
 	"\x0fmax_unavailable\x18\x02 \x01(\tR\x0emaxUnavailable\x12 \n" +
@@ -1148,7 +1157,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x10modification_tag\x18\t \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x1b\n" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
-	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\xc5\x03\n" +
+	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\xfe\x03\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1161,7 +1170,8 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x11update_identifier\x18\x05 \x01(\tR\x10updateIdentifier\x12I\n" +
 	"\x0fupdate_strategy\x18\x06 \x01(\v2 .corkboard.models.UpdateStrategyR\x0eupdateStrategy\x12L\n" +
 	"\x10modification_tag\x18\a \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x14\n" +
-	"\x05queue\x18\b \x01(\bR\x05queueB\f\n" +
+	"\x05queue\x18\b \x01(\bR\x05queue\x127\n" +
+	"\x06staged\x18\t \x01(\v2\x1f.corkboard.models.StagedRolloutR\x06stagedB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +
@@ -1238,7 +1248,8 @@ var file_desired_lrp_proto_goTypes = []any{
 	(*structpb.Struct)(nil),                   // 16: google.protobuf.Struct
 	(*ModificationTag)(nil),                   // 17: corkboard.models.ModificationTag
 	(*LRPDefinition)(nil),                     // 18: corkboard.models.LRPDefinition
-	(*Error)(nil),                             // 19: corkboard.models.Error
+	(*StagedRollout)(nil),                     // 19: corkboard.models.StagedRollout
+	(*Error)(nil),                             // 20: corkboard.models.Error
 }
 var file_desired_lrp_proto_depIdxs = []int32{
 	16, // 0: corkboard.models.DesiredLRP.routes:type_name -> google.protobuf.Struct
@@ -1251,24 +1262,25 @@ var file_desired_lrp_proto_depIdxs = []int32{
 	18, // 7: corkboard.models.DesiredLRPUpdate.definition:type_name -> corkboard.models.LRPDefinition
 	0,  // 8: corkboard.models.DesiredLRPUpdate.update_strategy:type_name -> corkboard.models.UpdateStrategy
 	17, // 9: corkboard.models.DesiredLRPUpdate.modification_tag:type_name -> corkboard.models.ModificationTag
-	1,  // 10: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	19, // 11: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 12: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	19, // 13: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 14: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	19, // 15: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
-	1,  // 16: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
-	19, // 17: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
-	2,  // 18: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
-	3,  // 19: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
-	19, // 20: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 21: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	19, // 22: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	19, // 10: corkboard.models.DesiredLRPUpdate.staged:type_name -> corkboard.models.StagedRollout
+	1,  // 11: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	20, // 12: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 13: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	20, // 14: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 15: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	20, // 16: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
+	1,  // 17: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
+	20, // 18: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
+	2,  // 19: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
+	3,  // 20: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
+	20, // 21: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 22: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	20, // 23: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_desired_lrp_proto_init() }
@@ -1279,6 +1291,7 @@ func file_desired_lrp_proto_init() {
 	file_error_proto_init()
 	file_common_proto_init()
 	file_definition_proto_init()
+	file_rollout_proto_init()
 	file_desired_lrp_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

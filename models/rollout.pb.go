@@ -39,6 +39,10 @@ const (
 	// healthy definition; instances roll back to it (complete when
 	// updated_instances == instances and in_flight == 0).
 	RolloutStatus_REVERTED RolloutStatus_State = 4
+	// HOLDING: a staged phase reached its target below 100%: the cohort
+	// runs the active definition, the rest the healthy one, until a
+	// promote starts the next phase (or a rollback ends it).
+	RolloutStatus_HOLDING RolloutStatus_State = 5
 )
 
 // Enum value maps for RolloutStatus_State.
@@ -49,6 +53,7 @@ var (
 		2: "COMPLETE",
 		3: "FAILED",
 		4: "REVERTED",
+		5: "HOLDING",
 	}
 	RolloutStatus_State_value = map[string]int32{
 		"NONE":        0,
@@ -56,6 +61,7 @@ var (
 		"COMPLETE":    2,
 		"FAILED":      3,
 		"REVERTED":    4,
+		"HOLDING":     5,
 	}
 )
 
@@ -122,7 +128,10 @@ type RolloutStatus struct {
 	DeadlineAt int64 `protobuf:"varint,14,opt,name=deadline_at,json=deadlineAt,proto3" json:"deadline_at,omitempty"`
 	// The operation that started this rollout (an update with a definition,
 	// a rollback, an abort); empty for a rollout older than operations.
-	OperationId   string `protobuf:"bytes,15,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	OperationId string `protobuf:"bytes,15,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	// The staged phase, when the rollout is staged (an update with staged,
+	// or a promote); absent otherwise.
+	Stage         *RolloutStage `protobuf:"bytes,16,opt,name=stage,proto3" json:"stage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -262,6 +271,631 @@ func (x *RolloutStatus) GetOperationId() string {
 	return ""
 }
 
+func (x *RolloutStatus) GetStage() *RolloutStage {
+	if x != nil {
+		return x.Stage
+	}
+	return nil
+}
+
+// StagedRollout asks for a staged phase: the share of instances on the new
+// definition grows from where it stands (0% for a new rollout) at
+// safe_rate until target_percent, and waits there (HOLDING) until
+// promoted. Instances are moved in the order of HMAC-SHA256(seed,
+// process_guid + "/" + index), so a larger share only adds instances.
+type StagedRollout struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 < target_percent <= 100.
+	TargetPercent float64 `protobuf:"fixed64,1,opt,name=target_percent,json=targetPercent,proto3" json:"target_percent,omitempty"`
+	// Absent: the share is target_percent at once (each instance still
+	// replaced under max_surge / max_unavailable).
+	SafeRate *SafeRate `protobuf:"bytes,2,opt,name=safe_rate,json=safeRate,proto3" json:"safe_rate,omitempty"`
+	// Empty: process_guid + "/" + the definition id.
+	Seed          string `protobuf:"bytes,3,opt,name=seed,proto3" json:"seed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StagedRollout) Reset() {
+	*x = StagedRollout{}
+	mi := &file_rollout_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StagedRollout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StagedRollout) ProtoMessage() {}
+
+func (x *StagedRollout) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StagedRollout.ProtoReflect.Descriptor instead.
+func (*StagedRollout) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StagedRollout) GetTargetPercent() float64 {
+	if x != nil {
+		return x.TargetPercent
+	}
+	return 0
+}
+
+func (x *StagedRollout) GetSafeRate() *SafeRate {
+	if x != nil {
+		return x.SafeRate
+	}
+	return nil
+}
+
+func (x *StagedRollout) GetSeed() string {
+	if x != nil {
+		return x.Seed
+	}
+	return ""
+}
+
+// SafeRate is a share of instances per period: percent every per_ms.
+type SafeRate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 < percent <= 100.
+	Percent float64 `protobuf:"fixed64,1,opt,name=percent,proto3" json:"percent,omitempty"`
+	// per_ms > 0.
+	PerMs         int64 `protobuf:"varint,2,opt,name=per_ms,json=perMs,proto3" json:"per_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SafeRate) Reset() {
+	*x = SafeRate{}
+	mi := &file_rollout_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SafeRate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SafeRate) ProtoMessage() {}
+
+func (x *SafeRate) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SafeRate.ProtoReflect.Descriptor instead.
+func (*SafeRate) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SafeRate) GetPercent() float64 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *SafeRate) GetPerMs() int64 {
+	if x != nil {
+		return x.PerMs
+	}
+	return 0
+}
+
+// RolloutStage is where a staged phase stands.
+type RolloutStage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The share when the phase started, and the share it grows to (percent).
+	PriorPercent  float64 `protobuf:"fixed64,1,opt,name=prior_percent,json=priorPercent,proto3" json:"prior_percent,omitempty"`
+	TargetPercent float64 `protobuf:"fixed64,2,opt,name=target_percent,json=targetPercent,proto3" json:"target_percent,omitempty"`
+	// The rate it grows at; absent when the phase went to its target at once.
+	SafeRate *SafeRate `protobuf:"bytes,3,opt,name=safe_rate,json=safeRate,proto3" json:"safe_rate,omitempty"`
+	Seed     string    `protobuf:"bytes,4,opt,name=seed,proto3" json:"seed,omitempty"`
+	// Unix nanoseconds the phase started.
+	PhaseStartedAt int64 `protobuf:"varint,5,opt,name=phase_started_at,json=phaseStartedAt,proto3" json:"phase_started_at,omitempty"`
+	// Paused: the share does not grow and the progress deadline does not run.
+	Paused bool `protobuf:"varint,6,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Unix nanoseconds the phase was paused (0 unless paused), why, and how
+	// long it was paused before that in all (nanoseconds).
+	PausedAt    int64  `protobuf:"varint,7,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
+	PauseReason string `protobuf:"bytes,8,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	PausedNanos int64  `protobuf:"varint,9,opt,name=paused_nanos,json=pausedNanos,proto3" json:"paused_nanos,omitempty"`
+	// The share allowed now (percent), the instances that share allows
+	// (ceil(instances × share / 100)), and those on the active definition.
+	SharePercent     float64 `protobuf:"fixed64,10,opt,name=share_percent,json=sharePercent,proto3" json:"share_percent,omitempty"`
+	AllowedInstances int32   `protobuf:"varint,11,opt,name=allowed_instances,json=allowedInstances,proto3" json:"allowed_instances,omitempty"`
+	ActiveInstances  int32   `protobuf:"varint,12,opt,name=active_instances,json=activeInstances,proto3" json:"active_instances,omitempty"`
+	// Unix nanoseconds the share reaches target_percent (0 when it has, or
+	// while paused).
+	TargetAt int64 `protobuf:"varint,13,opt,name=target_at,json=targetAt,proto3" json:"target_at,omitempty"`
+	// Unix nanoseconds since which a crash of an instance on the active
+	// definition pauses the phase: its start, or its last resume.
+	WatchingSince int64 `protobuf:"varint,14,opt,name=watching_since,json=watchingSince,proto3" json:"watching_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RolloutStage) Reset() {
+	*x = RolloutStage{}
+	mi := &file_rollout_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RolloutStage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RolloutStage) ProtoMessage() {}
+
+func (x *RolloutStage) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RolloutStage.ProtoReflect.Descriptor instead.
+func (*RolloutStage) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RolloutStage) GetPriorPercent() float64 {
+	if x != nil {
+		return x.PriorPercent
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetTargetPercent() float64 {
+	if x != nil {
+		return x.TargetPercent
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetSafeRate() *SafeRate {
+	if x != nil {
+		return x.SafeRate
+	}
+	return nil
+}
+
+func (x *RolloutStage) GetSeed() string {
+	if x != nil {
+		return x.Seed
+	}
+	return ""
+}
+
+func (x *RolloutStage) GetPhaseStartedAt() int64 {
+	if x != nil {
+		return x.PhaseStartedAt
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *RolloutStage) GetPausedAt() int64 {
+	if x != nil {
+		return x.PausedAt
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetPauseReason() string {
+	if x != nil {
+		return x.PauseReason
+	}
+	return ""
+}
+
+func (x *RolloutStage) GetPausedNanos() int64 {
+	if x != nil {
+		return x.PausedNanos
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetSharePercent() float64 {
+	if x != nil {
+		return x.SharePercent
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetAllowedInstances() int32 {
+	if x != nil {
+		return x.AllowedInstances
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetActiveInstances() int32 {
+	if x != nil {
+		return x.ActiveInstances
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetTargetAt() int64 {
+	if x != nil {
+		return x.TargetAt
+	}
+	return 0
+}
+
+func (x *RolloutStage) GetWatchingSince() int64 {
+	if x != nil {
+		return x.WatchingSince
+	}
+	return 0
+}
+
+// PromoteRolloutRequest starts the next staged phase from the share that
+// stands now, growing to to_percent at safe_rate (absent: at once).
+type PromoteRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	ToPercent     float64                `protobuf:"fixed64,2,opt,name=to_percent,json=toPercent,proto3" json:"to_percent,omitempty"`
+	SafeRate      *SafeRate              `protobuf:"bytes,3,opt,name=safe_rate,json=safeRate,proto3" json:"safe_rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteRolloutRequest) Reset() {
+	*x = PromoteRolloutRequest{}
+	mi := &file_rollout_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteRolloutRequest) ProtoMessage() {}
+
+func (x *PromoteRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteRolloutRequest.ProtoReflect.Descriptor instead.
+func (*PromoteRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PromoteRolloutRequest) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *PromoteRolloutRequest) GetToPercent() float64 {
+	if x != nil {
+		return x.ToPercent
+	}
+	return 0
+}
+
+func (x *PromoteRolloutRequest) GetSafeRate() *SafeRate {
+	if x != nil {
+		return x.SafeRate
+	}
+	return nil
+}
+
+type PromoteRolloutResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Error  *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Status *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// The operation that recorded the promote.
+	OperationId   string `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteRolloutResponse) Reset() {
+	*x = PromoteRolloutResponse{}
+	mi := &file_rollout_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteRolloutResponse) ProtoMessage() {}
+
+func (x *PromoteRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteRolloutResponse.ProtoReflect.Descriptor instead.
+func (*PromoteRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PromoteRolloutResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *PromoteRolloutResponse) GetStatus() *RolloutStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *PromoteRolloutResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+// PauseRolloutRequest freezes a staged phase's clock; ResumeRolloutRequest
+// starts it again.
+type PauseRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRolloutRequest) Reset() {
+	*x = PauseRolloutRequest{}
+	mi := &file_rollout_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRolloutRequest) ProtoMessage() {}
+
+func (x *PauseRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRolloutRequest.ProtoReflect.Descriptor instead.
+func (*PauseRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PauseRolloutRequest) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+type PauseRolloutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Status        *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	OperationId   string                 `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRolloutResponse) Reset() {
+	*x = PauseRolloutResponse{}
+	mi := &file_rollout_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRolloutResponse) ProtoMessage() {}
+
+func (x *PauseRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRolloutResponse.ProtoReflect.Descriptor instead.
+func (*PauseRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PauseRolloutResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *PauseRolloutResponse) GetStatus() *RolloutStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *PauseRolloutResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+type ResumeRolloutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRolloutRequest) Reset() {
+	*x = ResumeRolloutRequest{}
+	mi := &file_rollout_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRolloutRequest) ProtoMessage() {}
+
+func (x *ResumeRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRolloutRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ResumeRolloutRequest) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+type ResumeRolloutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Status        *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	OperationId   string                 `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRolloutResponse) Reset() {
+	*x = ResumeRolloutResponse{}
+	mi := &file_rollout_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRolloutResponse) ProtoMessage() {}
+
+func (x *ResumeRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRolloutResponse.ProtoReflect.Descriptor instead.
+func (*ResumeRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ResumeRolloutResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ResumeRolloutResponse) GetStatus() *RolloutStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *ResumeRolloutResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
 type DefinitionInstances struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	DefinitionId string                 `protobuf:"bytes,1,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
@@ -275,7 +909,7 @@ type DefinitionInstances struct {
 
 func (x *DefinitionInstances) Reset() {
 	*x = DefinitionInstances{}
-	mi := &file_rollout_proto_msgTypes[1]
+	mi := &file_rollout_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +921,7 @@ func (x *DefinitionInstances) String() string {
 func (*DefinitionInstances) ProtoMessage() {}
 
 func (x *DefinitionInstances) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[1]
+	mi := &file_rollout_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +934,7 @@ func (x *DefinitionInstances) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionInstances.ProtoReflect.Descriptor instead.
 func (*DefinitionInstances) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{1}
+	return file_rollout_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DefinitionInstances) GetDefinitionId() string {
@@ -333,7 +967,7 @@ type RolloutStatusRequest struct {
 
 func (x *RolloutStatusRequest) Reset() {
 	*x = RolloutStatusRequest{}
-	mi := &file_rollout_proto_msgTypes[2]
+	mi := &file_rollout_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +979,7 @@ func (x *RolloutStatusRequest) String() string {
 func (*RolloutStatusRequest) ProtoMessage() {}
 
 func (x *RolloutStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[2]
+	mi := &file_rollout_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +992,7 @@ func (x *RolloutStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatusRequest.ProtoReflect.Descriptor instead.
 func (*RolloutStatusRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{2}
+	return file_rollout_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RolloutStatusRequest) GetProcessGuid() string {
@@ -378,7 +1012,7 @@ type RolloutStatusResponse struct {
 
 func (x *RolloutStatusResponse) Reset() {
 	*x = RolloutStatusResponse{}
-	mi := &file_rollout_proto_msgTypes[3]
+	mi := &file_rollout_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +1024,7 @@ func (x *RolloutStatusResponse) String() string {
 func (*RolloutStatusResponse) ProtoMessage() {}
 
 func (x *RolloutStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[3]
+	mi := &file_rollout_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +1037,7 @@ func (x *RolloutStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatusResponse.ProtoReflect.Descriptor instead.
 func (*RolloutStatusResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{3}
+	return file_rollout_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RolloutStatusResponse) GetError() *Error {
@@ -434,7 +1068,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_rollout_proto_msgTypes[4]
+	mi := &file_rollout_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +1080,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[4]
+	mi := &file_rollout_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +1093,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{4}
+	return file_rollout_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RollbackRequest) GetProcessGuid() string {
@@ -486,7 +1120,7 @@ type RollbackResponse struct {
 
 func (x *RollbackResponse) Reset() {
 	*x = RollbackResponse{}
-	mi := &file_rollout_proto_msgTypes[5]
+	mi := &file_rollout_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +1132,7 @@ func (x *RollbackResponse) String() string {
 func (*RollbackResponse) ProtoMessage() {}
 
 func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[5]
+	mi := &file_rollout_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +1145,7 @@ func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResponse.ProtoReflect.Descriptor instead.
 func (*RollbackResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{5}
+	return file_rollout_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RollbackResponse) GetError() *Error {
@@ -540,7 +1174,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_rollout_proto_msgTypes[6]
+	mi := &file_rollout_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +1186,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[6]
+	mi := &file_rollout_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +1199,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{6}
+	return file_rollout_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AbortRolloutRequest) GetProcessGuid() string {
@@ -585,7 +1219,7 @@ type AbortRolloutResponse struct {
 
 func (x *AbortRolloutResponse) Reset() {
 	*x = AbortRolloutResponse{}
-	mi := &file_rollout_proto_msgTypes[7]
+	mi := &file_rollout_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +1231,7 @@ func (x *AbortRolloutResponse) String() string {
 func (*AbortRolloutResponse) ProtoMessage() {}
 
 func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[7]
+	mi := &file_rollout_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +1244,7 @@ func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutResponse.ProtoReflect.Descriptor instead.
 func (*AbortRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{7}
+	return file_rollout_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AbortRolloutResponse) GetError() *Error {
@@ -631,7 +1265,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\"\xc1\x05\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\"\x84\x06\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -652,14 +1286,60 @@ const file_rollout_proto_rawDesc = "" +
 	"finishedAt\x12\x1f\n" +
 	"\vdeadline_at\x18\x0e \x01(\x03R\n" +
 	"deadlineAt\x12!\n" +
-	"\foperation_id\x18\x0f \x01(\tR\voperationId\"J\n" +
+	"\foperation_id\x18\x0f \x01(\tR\voperationId\x124\n" +
+	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\"W\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +
 	"\bCOMPLETE\x10\x02\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x03\x12\f\n" +
-	"\bREVERTED\x10\x04\"r\n" +
+	"\bREVERTED\x10\x04\x12\v\n" +
+	"\aHOLDING\x10\x05\"\x83\x01\n" +
+	"\rStagedRollout\x12%\n" +
+	"\x0etarget_percent\x18\x01 \x01(\x01R\rtargetPercent\x127\n" +
+	"\tsafe_rate\x18\x02 \x01(\v2\x1a.corkboard.models.SafeRateR\bsafeRate\x12\x12\n" +
+	"\x04seed\x18\x03 \x01(\tR\x04seed\";\n" +
+	"\bSafeRate\x12\x18\n" +
+	"\apercent\x18\x01 \x01(\x01R\apercent\x12\x15\n" +
+	"\x06per_ms\x18\x02 \x01(\x03R\x05perMs\"\x8d\x04\n" +
+	"\fRolloutStage\x12#\n" +
+	"\rprior_percent\x18\x01 \x01(\x01R\fpriorPercent\x12%\n" +
+	"\x0etarget_percent\x18\x02 \x01(\x01R\rtargetPercent\x127\n" +
+	"\tsafe_rate\x18\x03 \x01(\v2\x1a.corkboard.models.SafeRateR\bsafeRate\x12\x12\n" +
+	"\x04seed\x18\x04 \x01(\tR\x04seed\x12(\n" +
+	"\x10phase_started_at\x18\x05 \x01(\x03R\x0ephaseStartedAt\x12\x16\n" +
+	"\x06paused\x18\x06 \x01(\bR\x06paused\x12\x1b\n" +
+	"\tpaused_at\x18\a \x01(\x03R\bpausedAt\x12!\n" +
+	"\fpause_reason\x18\b \x01(\tR\vpauseReason\x12!\n" +
+	"\fpaused_nanos\x18\t \x01(\x03R\vpausedNanos\x12#\n" +
+	"\rshare_percent\x18\n" +
+	" \x01(\x01R\fsharePercent\x12+\n" +
+	"\x11allowed_instances\x18\v \x01(\x05R\x10allowedInstances\x12)\n" +
+	"\x10active_instances\x18\f \x01(\x05R\x0factiveInstances\x12\x1b\n" +
+	"\ttarget_at\x18\r \x01(\x03R\btargetAt\x12%\n" +
+	"\x0ewatching_since\x18\x0e \x01(\x03R\rwatchingSince\"\x92\x01\n" +
+	"\x15PromoteRolloutRequest\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x1d\n" +
+	"\n" +
+	"to_percent\x18\x02 \x01(\x01R\ttoPercent\x127\n" +
+	"\tsafe_rate\x18\x03 \x01(\v2\x1a.corkboard.models.SafeRateR\bsafeRate\"\xa3\x01\n" +
+	"\x16PromoteRolloutResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"8\n" +
+	"\x13PauseRolloutRequest\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\xa1\x01\n" +
+	"\x14PauseRolloutResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"9\n" +
+	"\x14ResumeRolloutRequest\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\xa2\x01\n" +
+	"\x15ResumeRolloutResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"r\n" +
 	"\x13DefinitionInstances\x12#\n" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x12\x1c\n" +
 	"\tinstances\x18\x02 \x01(\x05R\tinstances\x12\x18\n" +
@@ -694,33 +1374,52 @@ func file_rollout_proto_rawDescGZIP() []byte {
 }
 
 var file_rollout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_rollout_proto_goTypes = []any{
-	(RolloutStatus_State)(0),      // 0: corkboard.models.RolloutStatus.State
-	(*RolloutStatus)(nil),         // 1: corkboard.models.RolloutStatus
-	(*DefinitionInstances)(nil),   // 2: corkboard.models.DefinitionInstances
-	(*RolloutStatusRequest)(nil),  // 3: corkboard.models.RolloutStatusRequest
-	(*RolloutStatusResponse)(nil), // 4: corkboard.models.RolloutStatusResponse
-	(*RollbackRequest)(nil),       // 5: corkboard.models.RollbackRequest
-	(*RollbackResponse)(nil),      // 6: corkboard.models.RollbackResponse
-	(*AbortRolloutRequest)(nil),   // 7: corkboard.models.AbortRolloutRequest
-	(*AbortRolloutResponse)(nil),  // 8: corkboard.models.AbortRolloutResponse
-	(*Error)(nil),                 // 9: corkboard.models.Error
+	(RolloutStatus_State)(0),       // 0: corkboard.models.RolloutStatus.State
+	(*RolloutStatus)(nil),          // 1: corkboard.models.RolloutStatus
+	(*StagedRollout)(nil),          // 2: corkboard.models.StagedRollout
+	(*SafeRate)(nil),               // 3: corkboard.models.SafeRate
+	(*RolloutStage)(nil),           // 4: corkboard.models.RolloutStage
+	(*PromoteRolloutRequest)(nil),  // 5: corkboard.models.PromoteRolloutRequest
+	(*PromoteRolloutResponse)(nil), // 6: corkboard.models.PromoteRolloutResponse
+	(*PauseRolloutRequest)(nil),    // 7: corkboard.models.PauseRolloutRequest
+	(*PauseRolloutResponse)(nil),   // 8: corkboard.models.PauseRolloutResponse
+	(*ResumeRolloutRequest)(nil),   // 9: corkboard.models.ResumeRolloutRequest
+	(*ResumeRolloutResponse)(nil),  // 10: corkboard.models.ResumeRolloutResponse
+	(*DefinitionInstances)(nil),    // 11: corkboard.models.DefinitionInstances
+	(*RolloutStatusRequest)(nil),   // 12: corkboard.models.RolloutStatusRequest
+	(*RolloutStatusResponse)(nil),  // 13: corkboard.models.RolloutStatusResponse
+	(*RollbackRequest)(nil),        // 14: corkboard.models.RollbackRequest
+	(*RollbackResponse)(nil),       // 15: corkboard.models.RollbackResponse
+	(*AbortRolloutRequest)(nil),    // 16: corkboard.models.AbortRolloutRequest
+	(*AbortRolloutResponse)(nil),   // 17: corkboard.models.AbortRolloutResponse
+	(*Error)(nil),                  // 18: corkboard.models.Error
 }
 var file_rollout_proto_depIdxs = []int32{
-	0, // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
-	2, // 1: corkboard.models.RolloutStatus.definitions:type_name -> corkboard.models.DefinitionInstances
-	9, // 2: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
-	1, // 3: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
-	9, // 4: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
-	1, // 5: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
-	9, // 6: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
-	1, // 7: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	0,  // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
+	11, // 1: corkboard.models.RolloutStatus.definitions:type_name -> corkboard.models.DefinitionInstances
+	4,  // 2: corkboard.models.RolloutStatus.stage:type_name -> corkboard.models.RolloutStage
+	3,  // 3: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
+	3,  // 4: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
+	3,  // 5: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
+	18, // 6: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 7: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	18, // 8: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 9: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	18, // 10: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 11: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	18, // 12: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
+	1,  // 13: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
+	18, // 14: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
+	1,  // 15: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
+	18, // 16: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 17: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_rollout_proto_init() }
@@ -735,7 +1434,7 @@ func file_rollout_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rollout_proto_rawDesc), len(file_rollout_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -23,6 +23,10 @@ const (
 	RouteRolloutStatus = "/v1/rollouts/status"
 	RouteRollback      = "/v1/rollouts/rollback"
 	RouteAbortRollout  = "/v1/rollouts/abort"
+	// Staged phases: the next phase, and freezing or restarting its clock.
+	RoutePromoteRollout = "/v1/rollouts/promote"
+	RoutePauseRollout   = "/v1/rollouts/pause"
+	RouteResumeRollout  = "/v1/rollouts/resume"
 
 	// Operations: the audited log of every change to a DesiredLRP.
 	RouteOperations      = "/v1/operations/list"

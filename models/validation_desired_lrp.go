@@ -82,6 +82,14 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 			return err
 		}
 	}
+	if u.GetStaged() != nil {
+		if u.GetDefinition() == nil {
+			return ErrInvalidField(child(path, "staged"), "requires a definition")
+		}
+		if err := u.GetStaged().validate(child(path, "staged")); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -123,3 +123,25 @@ func (r *RollbackRequest) Validate() error {
 func (r *AbortRolloutRequest) Validate() error {
 	return validateProcessGuid("process_guid", r.GetProcessGuid())
 }
+
+// Validate requires a valid process_guid, 0 < to_percent <= 100, and a
+// valid safe_rate when set.
+func (r *PromoteRolloutRequest) Validate() error {
+	if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {
+		return err
+	}
+	if err := validateStagePercent("to_percent", r.GetToPercent()); err != nil {
+		return err
+	}
+	return r.GetSafeRate().validate("safe_rate")
+}
+
+// Validate requires a valid process_guid.
+func (r *PauseRolloutRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}
+
+// Validate requires a valid process_guid.
+func (r *ResumeRolloutRequest) Validate() error {
+	return validateProcessGuid("process_guid", r.GetProcessGuid())
+}

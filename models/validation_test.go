@@ -429,6 +429,32 @@ var _ = Describe("Validation", func() {
 		Entry("an identifier without a definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{UpdateIdentifier: "v2"}},
 			"update.update_identifier: requires a definition"),
+		Entry("staged without a definition",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Staged: &models.StagedRollout{TargetPercent: 50}}},
+			"update.staged: requires a definition"),
+		Entry("a staged target of 0",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{
+				Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "sleep"}}, Staged: &models.StagedRollout{}}},
+			"update.staged.target_percent: must be above 0 and at most 100, got 0"),
+		Entry("a staged target over 100",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{
+				Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "sleep"}}, Staged: &models.StagedRollout{TargetPercent: 150}}},
+			"update.staged.target_percent: must be above 0 and at most 100, got 150"),
+		Entry("a safe rate without a period",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{
+				Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "sleep"}},
+				Staged:     &models.StagedRollout{TargetPercent: 50, SafeRate: &models.SafeRate{Percent: 5}}}},
+			"update.staged.safe_rate.per_ms: must be above 0, got 0"),
+		Entry("a safe rate of 0%",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{
+				Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "sleep"}},
+				Staged:     &models.StagedRollout{TargetPercent: 50, SafeRate: &models.SafeRate{PerMs: 1000}}}},
+			"update.staged.safe_rate.percent: must be above 0 and at most 100, got 0"),
+		Entry("a seed over 256 bytes",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{
+				Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "sleep"}},
+				Staged:     &models.StagedRollout{TargetPercent: 50, Seed: strings.Repeat("s", 257)}}},
+			"update.staged.seed: must be at most 256 bytes, got 257"),
 		Entry("queue without a definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Queue: true, Instances: proto.Int32(3)}},
 			"update.queue: requires a definition"),
@@ -556,6 +582,23 @@ var _ = Describe("Validation", func() {
 			expectValidation(&models.DesiredLRPUpdate{UpdateIdentifier: "v1"}, "update_identifier: requires a definition")
 		})
 	})
+
+	DescribeTable("Rollout control requests",
+		func(request validator, want string) {
+			expectValidation(request, want)
+		},
+		Entry("a promote without a guid",
+			&models.PromoteRolloutRequest{ToPercent: 50},
+			"process_guid: required"),
+		Entry("a promote to 0%",
+			&models.PromoteRolloutRequest{ProcessGuid: "g"},
+			"to_percent: must be above 0 and at most 100, got 0"),
+		Entry("a promote with a rate of no period",
+			&models.PromoteRolloutRequest{ProcessGuid: "g", ToPercent: 50, SafeRate: &models.SafeRate{Percent: 5, PerMs: -1}},
+			"safe_rate.per_ms: must be above 0, got -1"),
+		Entry("a pause without a guid", &models.PauseRolloutRequest{}, "process_guid: required"),
+		Entry("a resume without a guid", &models.ResumeRolloutRequest{}, "process_guid: required"),
+	)
 
 	DescribeTable("ValidateProcessGuid",
 		func(guid string, valid bool) {
