@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -82,13 +84,31 @@ type RolloutRow struct {
 	// OperationID is the operation that started the rollout ("" for a
 	// rollout older than operations).
 	OperationID string
+	// Stage is the staged phase of a staged rollout, nil otherwise. Its
+	// stored fields are the phase's (prior, target, rate, seed, times,
+	// pause); share_percent, allowed_instances, active_instances and
+	// target_at are computed by whoever reads it, never stored. Planner
+	// and store treat it as immutable: a change is a new message.
+	Stage *models.RolloutStage
 }
 
-// DefinitionRow is one stored definition as cleanup sees it.
+// Equal reports whether r and o hold the same record (RolloutRow has a
+// pointer field, so == compares the stage's address).
+func (r RolloutRow) Equal(o RolloutRow) bool {
+	rs, os := r.Stage, o.Stage
+	r.Stage, o.Stage = nil, nil
+	return r == o && proto.Equal(rs, os)
+}
+
+// DefinitionRow is one stored definition as cleanup and staged phases see
+// it: a staged phase creates the instances outside its cohort on the
+// healthy definition, with that definition's resources.
 type DefinitionRow struct {
 	ProcessGuid  string
 	DefinitionID string
 	CreatedAt    int64
+	MemoryMB     int32
+	DiskMB       int32
 }
 
 // DesiredSchedule is one DesiredLRP as scheduling sees it.

@@ -77,6 +77,33 @@ type RolloutDB interface {
 	// AbortRollout rolls back to the healthy definition;
 	// InvalidStateTransition when it is already active.
 	AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
+
+	// Staged phases (models.StagedRollout; the arithmetic is in
+	// models/rollout_stage.go). An update with a new definition and staged
+	// stores its record PROGRESSING with a stage: prior 0, the target and
+	// rate asked, the seed asked or models.DefaultStageSeed, started and
+	// watching since the update. A rollback or an abort stores no stage
+	// (going back is never staged). The three calls below each record an
+	// operation (PROMOTE, PAUSE, RESUME; FINISHED), write the record
+	// compare-and-set, emit rollout_changed, and answer the status. Each is
+	// InvalidStateTransition, writing nothing, when the LRP has no staged
+	// rollout to its active definition that is PROGRESSING or HOLDING.
+
+	// PromoteRollout starts the next phase from the share that stands now
+	// (models.StageShare): prior that share, target toPercent (not below
+	// it: InvalidRequest naming to_percent), rate as given (nil: at once),
+	// started and watching since now, not paused, the same seed. The
+	// record becomes PROGRESSING, its progress (the deadline's start) now.
+	PromoteRollout(ctx context.Context, processGuid string, toPercent float64, rate *models.SafeRate) (*models.RolloutStatus, error)
+	// PauseRollout freezes the phase's clock: paused at now, the reason
+	// "paused by <requested_by>" (the context's OperationNote; "paused" without one).
+	// Already paused: InvalidStateTransition.
+	PauseRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
+	// ResumeRollout starts the clock again: the paused time is added to
+	// paused_nanos and to the record's progress time (the deadline does not
+	// run while paused), watching since now, the reason cleared. Not
+	// paused: InvalidStateTransition.
+	ResumeRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
 }
 
 type DefinitionDB interface {

@@ -63,3 +63,18 @@ var addRolloutsOperationID = addColumn("add_rollouts_operation_id", 1, "rollouts
 		}
 		return "VARCHAR(24) NOT NULL DEFAULT ''"
 	})
+
+// addRolloutsStage is migration 0008's Go half: rollouts.stage, the
+// protobuf of a staged rollout's models.RolloutStage (stored fields only),
+// NULL while the rollout is not staged. MySQL's BLOB stops at 64 KiB;
+// MEDIUMBLOB matches the other blob columns there.
+var addRolloutsStage = addColumn("add_rollouts_stage", 1, "rollouts", "stage",
+	func(dialect string) string {
+		switch dialect {
+		case Postgres:
+			return "BYTEA"
+		case MySQL:
+			return "MEDIUMBLOB"
+		}
+		return "BLOB"
+	})

@@ -53,7 +53,7 @@ var _ = Describe("0007_operations", func() {
 			}
 
 			It("adds the operations table and rollouts.operation_id, empty for the records already there", func() {
-				applied, err := runner.Up(ctx, migrations.UpOptions{})
+				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 7})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0007_operations"}))
 				Expect(tables(conn, dialect)).To(ContainElement("operations"))
@@ -70,18 +70,19 @@ var _ = Describe("0007_operations", func() {
 			})
 
 			It("runs again cleanly, keeping what was stored", func() {
-				_, err := runner.Up(ctx, migrations.UpOptions{})
+				_, err := runner.Up(ctx, migrations.UpOptions{Target: 7})
 				Expect(err).NotTo(HaveOccurred())
 				operationsWork()
 				execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 7)
 
-				applied, err := runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
+				// Target 7: the dirty 0007 alone runs again (0008 comes after).
+				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 7, RetryDirty: true})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0007_operations"}))
 				Expect(strings1(conn, "SELECT COUNT(*) FROM operations")).To(Equal([]string{"3"}))
 				Expect(strings1(conn, "SELECT operation_id FROM rollouts")).To(Equal([]string{"0000000000000002aaaaaaaa"}))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 7})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(plan.Empty()).To(BeTrue())
 			})

@@ -30,4 +30,5 @@ var registeredSteps = map[int]*goStep{
 	4: addCellDraining,
 	5: addStopRequested,
 	7: addRolloutsOperationID,
+	8: addRolloutsStage,
 }

@@ -119,7 +119,7 @@ func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w db.
 		} else if n != 1 {
 			return nil, errLostRace
 		}
-		status, err := s.rolloutStatus(ctx, tx, w.ProcessGuid, nil, nil)
+		status, err := s.rolloutStatus(ctx, tx, w.ProcessGuid, nil, nil, a.now)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +148,7 @@ func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w db.
 		}
 		events = append(events, models.DesiredLRPChanged(desired, after))
 	}
-	status, err := s.rolloutStatus(ctx, tx, w.ProcessGuid, after, rec)
+	status, err := s.rolloutStatus(ctx, tx, w.ProcessGuid, after, rec, a.now)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ const selectSnapshotActual = `SELECT process_guid, instance_index, presence, sta
 // are read only for the LRPs with such a record, for cleanup.
 const selectSnapshotRollouts = `SELECT ` + rolloutColumnList + ` FROM rollouts o`
 
-const selectSnapshotDefinitions = `SELECT r.process_guid, r.definition_id, r.created_at
+const selectSnapshotDefinitions = `SELECT r.process_guid, r.definition_id, r.created_at, r.memory_mb, r.disk_mb
  FROM rollouts o JOIN run_infos r ON r.process_guid = o.process_guid`
 
 // Operations are read only while they have not ended, through the index
@@ -553,17 +553,20 @@ func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters [
 	}
 	var guid, definitionID sql.RawBytes
 	var createdAt int64
+	var memoryMB, diskMB int32
 	for _, f := range filters {
 		unsettled := f.unsettled()
 		err := r.s.eachRow(ctx, tx, unsettled.query(selectSnapshotDefinitions, "o.process_guid", "r.process_guid"), unsettled.args,
 			func(rows *sql.Rows) error {
-				if err := rows.Scan(&guid, &definitionID, &createdAt); err != nil {
+				if err := rows.Scan(&guid, &definitionID, &createdAt, &memoryMB, &diskMB); err != nil {
 					return err
 				}
 				r.definitions = append(r.definitions, db.DefinitionRow{
 					ProcessGuid:  r.strings.get(guid),
 					DefinitionID: r.strings.get(definitionID),
 					CreatedAt:    createdAt,
+					MemoryMB:     memoryMB,
+					DiskMB:       diskMB,
 				})
 				return nil
 			})

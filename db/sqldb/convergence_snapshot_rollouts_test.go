@@ -113,13 +113,15 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 			}))
 			// seed.desired stamps v3 with the time it ran: the newest.
 			v3 := snap.Definitions[2].CreatedAt
+			// Each with its resources (putDefinition's 64 MB and 32 MB;
+			// seed.desired stores v3 without any).
 			Expect(snap.Definitions).To(Equal([]db.DefinitionRow{
-				{ProcessGuid: "gone", DefinitionID: "g2", CreatedAt: 6},
-				{ProcessGuid: "gone", DefinitionID: "g1", CreatedAt: 5},
+				{ProcessGuid: "gone", DefinitionID: "g2", CreatedAt: 6, MemoryMB: 64, DiskMB: 32},
+				{ProcessGuid: "gone", DefinitionID: "g1", CreatedAt: 5, MemoryMB: 64, DiskMB: 32},
 				{ProcessGuid: "web", DefinitionID: "v3", CreatedAt: v3},
-				{ProcessGuid: "web", DefinitionID: "v2", CreatedAt: 200},
-				{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: 100},
-				{ProcessGuid: "web", DefinitionID: "v0", CreatedAt: 100},
+				{ProcessGuid: "web", DefinitionID: "v2", CreatedAt: 200, MemoryMB: 64, DiskMB: 32},
+				{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: 100, MemoryMB: 64, DiskMB: 32},
+				{ProcessGuid: "web", DefinitionID: "v0", CreatedAt: 100, MemoryMB: 64, DiskMB: 32},
 			}))
 			Expect(v3).To(BeNumerically(">", 200))
 		})

@@ -207,7 +207,7 @@ func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error 
 		if err != nil {
 			return nil, nil, err
 		}
-		status, err := s.rolloutStatus(ctx, tx, processGuid, nil, rollout)
+		status, err := s.rolloutStatus(ctx, tx, processGuid, nil, rollout, s.now().UnixNano())
 		if err != nil {
 			return nil, nil, err
 		}

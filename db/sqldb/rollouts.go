@@ -38,15 +38,16 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 const defaultProgressDeadline = 10 * time.Minute
 
 // rolloutColumnList is the record's columns (table alias o) in the order
-// scanRollout reads them.
+// scanRollout reads them. stage (migration 0008) is NULL unless the
+// rollout is staged.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
  o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
- o.operation_id`
+ o.operation_id, o.stage`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
-	"operation_id",
+	"operation_id", "stage",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -60,9 +61,10 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	rec := &rolloutRecord{}
 	var state string
 	var updated, inFlight int64
+	var stage []byte
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
 		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
-		&rec.OperationID)
+		&rec.OperationID, &stage)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +74,9 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	}
 	rec.State = models.RolloutStatus_State(value)
 	rec.UpdatedInstances, rec.InFlight = int32(updated), int32(inFlight)
+	if rec.Stage, err = decodeStage(stage); err != nil {
+		return nil, errInvalidRecord("rollout of desired_lrp %q: stage: %v", rec.ProcessGuid, err)
+	}
 	return rec, nil
 }
 
@@ -91,10 +96,14 @@ func (s *SQLDB) readRollout(ctx context.Context, q queryer, processGuid, lock st
 // expect + 1. A record that appeared or moved on since it was read is
 // errLostRace.
 func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord, expect int64) error {
+	stage, err := encodeStage(rec.Stage)
+	if err != nil {
+		return errInvalid("stage", err.Error())
+	}
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
 		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
-		rec.OperationID}
+		rec.OperationID, stage}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -117,8 +126,9 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 
 // startRollout stores the LRP's record as a rollout to definition to that
 // starts now, over whatever record there was: PROGRESSING, nothing
-// counted, not settled, started by operation operationID.
-func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, now int64) (*rolloutRecord, error) {
+// counted, not settled, started by operation operationID, in the staged
+// phase stage (nil: not staged; see newStage).
+func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
 	if err != nil {
 		return nil, err
@@ -135,6 +145,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 		StartedAt:    now,
 		ProgressAt:   now,
 		OperationID:  operationID,
+		Stage:        stage,
 	}}
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
@@ -158,13 +169,14 @@ func (s *SQLDB) markRolloutUnsettled(ctx context.Context, tx *sql.Tx, processGui
 }
 
 // rolloutStatus reads the live per-definition counts of the LRP and builds
-// its status; desired and rec are nil when there is none.
-func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string, desired *models.DesiredLRP, rec *rolloutRecord) (*models.RolloutStatus, error) {
-	counts, err := s.definitionInstances(ctx, q, processGuid, desired.GetActiveDefinitionId())
+// its status at now (Unix nanoseconds, for a staged phase's share);
+// desired and rec are nil when there is none.
+func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string, desired *models.DesiredLRP, rec *rolloutRecord, now int64) (*models.RolloutStatus, error) {
+	counts, activeOrdinary, err := s.definitionInstances(ctx, q, processGuid, desired.GetActiveDefinitionId())
 	if err != nil {
 		return nil, err
 	}
-	return buildRolloutStatus(processGuid, desired, rec, counts), nil
+	return buildRolloutStatus(processGuid, desired, rec, counts, activeOrdinary, now), nil
 }
 
 // buildRolloutStatus is the one place a models.RolloutStatus is made: the
@@ -172,11 +184,17 @@ func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string
 // LRP, nil when gone) gives the active and healthy definitions, the
 // instances and the strategy; rec (nil when there is none: state NONE)
 // where the rollout stands as convergence last wrote it; counts the
-// instances per definition as they are now.
+// instances per definition as they are now, and activeOrdinary the
+// ORDINARY ones of them on the active definition.
 //
 // deadline_at is progress_at plus the strategy's progress deadline while
-// the rollout still moves: PROGRESSING, or REVERTED and not finished.
-func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rolloutRecord, counts []*models.DefinitionInstances) *models.RolloutStatus {
+// the rollout still moves: PROGRESSING, or REVERTED and not finished. A
+// paused staged phase does not move: its deadline does not run (a resume
+// shifts progress_at by the paused time), so deadline_at is 0 meanwhile.
+//
+// A staged record's stage comes with its computed fields at now (see
+// stageStatus).
+func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rolloutRecord, counts []*models.DefinitionInstances, activeOrdinary int32, now int64) *models.RolloutStatus {
 	status := &models.RolloutStatus{ProcessGuid: processGuid, Definitions: counts}
 	if desired != nil {
 		status.ActiveDefinitionId = desired.ActiveDefinitionId
@@ -193,10 +211,13 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.InFlight = rec.InFlight
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
 	status.OperationId = rec.OperationID
-	moving := rec.State == models.RolloutStatus_PROGRESSING ||
+	moving := rec.State == models.RolloutStatus_PROGRESSING && !rec.Stage.GetPaused() ||
 		rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0
 	if desired != nil && moving {
 		status.DeadlineAt = rec.ProgressAt + int64(progressDeadline(desired.UpdateStrategy))
+	}
+	if rec.Stage != nil {
+		status.Stage = stageStatus(rec.Stage, status.Instances, activeOrdinary, now)
 	}
 	return status
 }
@@ -214,38 +235,46 @@ func progressDeadline(strategy *models.UpdateStrategy) time.Duration {
 // presence and state, and of those the RUNNING routable ones — in one
 // GROUP BY, newest definition first (by the stored definitions' created_at;
 // one no longer stored counts as oldest). The active definition is listed
-// even while no row runs it.
-func (s *SQLDB) definitionInstances(ctx context.Context, q queryer, processGuid, activeID string) ([]*models.DefinitionInstances, error) {
+// even while no row runs it. The same GROUP BY counts the ORDINARY rows
+// too, of which it returns the active definition's (a staged phase's
+// active_instances: a RETIRING or evacuating copy is not one more
+// instance on the definition).
+func (s *SQLDB) definitionInstances(ctx context.Context, q queryer, processGuid, activeID string) ([]*models.DefinitionInstances, int32, error) {
 	var counts []*models.DefinitionInstances
-	err := s.eachRow(ctx, q, `SELECT definition_id, COUNT(*), SUM(CASE WHEN state = ? AND routable THEN 1 ELSE 0 END)
+	var activeOrdinary int32
+	err := s.eachRow(ctx, q, `SELECT definition_id, COUNT(*), SUM(CASE WHEN state = ? AND routable THEN 1 ELSE 0 END),
+ SUM(CASE WHEN presence = ? THEN 1 ELSE 0 END)
  FROM actual_lrps WHERE process_guid = ? GROUP BY definition_id`,
-		[]any{models.ActualLRP_RUNNING.String(), processGuid}, func(rows *sql.Rows) error {
+		[]any{models.ActualLRP_RUNNING.String(), presenceOrdinary, processGuid}, func(rows *sql.Rows) error {
 			var c models.DefinitionInstances
-			var instances, running int64
-			if err := rows.Scan(&c.DefinitionId, &instances, &running); err != nil {
+			var instances, running, ordinary int64
+			if err := rows.Scan(&c.DefinitionId, &instances, &running, &ordinary); err != nil {
 				return err
 			}
 			c.Instances, c.Running = int32(instances), int32(running)
+			if c.DefinitionId == activeID {
+				activeOrdinary = int32(ordinary)
+			}
 			counts = append(counts, &c)
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if activeID != "" && !slices.ContainsFunc(counts, func(c *models.DefinitionInstances) bool { return c.DefinitionId == activeID }) {
 		counts = append(counts, &models.DefinitionInstances{DefinitionId: activeID})
 	}
 	if len(counts) < 2 {
-		return counts, nil
+		return counts, activeOrdinary, nil
 	}
 	created, err := s.definitionTimes(ctx, q, processGuid)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	slices.SortFunc(counts, func(a, b *models.DefinitionInstances) int {
 		return cmp.Or(cmp.Compare(created[b.DefinitionId], created[a.DefinitionId]), strings.Compare(b.DefinitionId, a.DefinitionId))
 	})
-	return counts, nil
+	return counts, activeOrdinary, nil
 }
 
 // definitionTimes maps the LRP's stored definitions to their created_at.
@@ -280,7 +309,7 @@ func (s *SQLDB) RolloutStatus(ctx context.Context, processGuid string) (*models.
 		if err != nil {
 			return err
 		}
-		status, err = s.rolloutStatus(ctx, tx, processGuid, desired, rec)
+		status, err = s.rolloutStatus(ctx, tx, processGuid, desired, rec, s.now().UnixNano())
 		return err
 	})
 	if err != nil {
@@ -427,11 +456,12 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 		return nil, nil, nil, err
 	}
 	reason := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
-	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, now)
+	// Going back is never staged: the record starts without a stage.
+	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	status, err := s.rolloutStatus(ctx, tx, before.ProcessGuid, after, rollout)
+	status, err := s.rolloutStatus(ctx, tx, before.ProcessGuid, after, rollout, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}

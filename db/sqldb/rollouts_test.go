@@ -397,7 +397,8 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			}))
 			snap, err := b.store.ConvergenceSnapshot(b.ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(snap.Definitions).To(Equal([]db.DefinitionRow{{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: t0}}))
+			Expect(snap.Definitions).To(Equal([]db.DefinitionRow{{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: t0,
+				MemoryMB: 256, DiskMB: 1024}}))
 		})
 
 		It("lets the guid be desired again, its record kept for the new LRP", func() {

@@ -34,6 +34,10 @@ import (
 //     a new PROGRESSING rollout to it (see rollouts.go) and rollout_changed
 //     follows the other events; re-sending the active definition leaves
 //     the record alone.
+//   - staged, with a definition that becomes active, starts that rollout
+//     in a staged phase (newStage in rollout_stage.go); a queued update
+//     keeps it in its stored request and starts its phase when convergence
+//     starts it.
 //
 // The update records its operation (see db.OperationDB): UPDATE, FINISHED;
 // or, when it activates a definition, UPDATE_DEFINITION, IN_PROGRESS,
@@ -147,6 +151,9 @@ func describeUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate, 
 	case activated:
 		parts = append(parts, fmt.Sprintf("definition %s activated: rolling from %s to %s",
 			c.definition.DefinitionId, before.ActiveDefinitionId, c.definition.DefinitionId))
+		if update.Staged != nil {
+			parts = append(parts, describeStaged(update.Staged))
+		}
 	case c.definition != nil:
 		parts = append(parts, fmt.Sprintf("definition %s is active already", c.definition.DefinitionId))
 	}
@@ -181,6 +188,9 @@ type desiredChange struct {
 }
 
 func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, error) {
+	if err := checkStaged(update); err != nil {
+		return nil, err
+	}
 	c := &desiredChange{}
 	if update.Instances != nil {
 		c.columns = append(c.columns, "instances = ?")
@@ -276,7 +286,14 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		}
 		if activeID != before.ActiveDefinitionId {
 			reason := fmt.Sprintf("rolling from %s to %s", before.ActiveDefinitionId, activeID)
-			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, operationID, now); err != nil {
+			// staged starts the rollout in a phase; a queued update keeps
+			// its request (staged included) in its operation's parameters,
+			// so convergence starting it comes through here too.
+			var stage *models.RolloutStage
+			if update.Staged != nil {
+				stage = newStage(update.Staged, processGuid, activeID, now)
+			}
+			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, operationID, stage, now); err != nil {
 				return nil, err
 			}
 		}
@@ -294,7 +311,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 	}
 	events := append([]models.Event{models.DesiredLRPChanged(before, after)}, scaled...)
 	if rollout != nil {
-		status, err := s.rolloutStatus(ctx, tx, processGuid, after, rollout)
+		status, err := s.rolloutStatus(ctx, tx, processGuid, after, rollout, now)
 		if err != nil {
 			return nil, err
 		}

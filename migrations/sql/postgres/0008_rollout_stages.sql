@@ -1,0 +1,10 @@
+-- Staged rollouts (DESIGN §5, "Staged rollout"): a rollout record may carry
+-- the staged phase it is in. The column
+--   rollouts.stage BYTEA (NULL: the rollout is not staged),
+-- holds the protobuf of a models.RolloutStage with only its stored fields
+-- set (prior and target share, rate, seed, phase start, pause, watching
+-- since); the share, the allowed and active instances and target_at are
+-- computed by whoever reads it, never stored. It is added by this
+-- migration's Go step (add_rollouts_stage, in migrations/add_column.go)
+-- only where it is missing, so the migration is safe to run again on every
+-- dialect (MySQL commits DDL implicitly); there is no SQL statement here.
