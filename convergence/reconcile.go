@@ -106,7 +106,13 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 				continue
 			}
 		}
-		stands = p.reconcileIndex(d, index, ord, sus)
+		schedule := d
+		if ro != nil && ro.phase.createsStable(index) {
+			// Outside a staged phase: the index keeps the healthy
+			// definition (a missing instance is created on it).
+			schedule = ro.phase.stable
+		}
+		stands = p.reconcileIndex(schedule, index, ord, sus)
 		if evac != nil {
 			p.reconcileEvacuating(evac, stands)
 		} else if stands == ord && sus == nil && ord != nil && p.isMovable(ord) {
@@ -156,6 +162,7 @@ func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, insta
 	if record != nil {
 		ro.outcome.operationID = record.OperationID
 	}
+	ro.phase = p.newStagedPhase(ro, instances)
 	return ro
 }
 

@@ -33,6 +33,9 @@ type rolloutLRP struct {
 	// outcome is what this pass does to the operation that started the
 	// rollout record (operations.go).
 	outcome opOutcome
+	// phase is the staged phase the rollout is in, nil when it is not
+	// staged (rollout_stage.go).
+	phase *stagedPhase
 	// reverting: this pass fails the rollout and re-activates the healthy
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
@@ -131,6 +134,7 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	ro.stopping = map[int32]bool{}
 	ro.promoted = map[int32]bool{}
 	indices := make([]RolloutIndex, 0, len(slots))
+	hasInstance := make(map[int32]bool, len(slots))
 	for i := range slots {
 		slot := &slots[i]
 		if slot.ret != nil && p.retiringGone(slot.ret, slot.ord) {
@@ -139,6 +143,7 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		p.promoteBack(ro, slot)
 		x := RolloutIndex{Index: slot.index, Current: true}
 		if o := slot.ord; o != nil {
+			hasInstance[slot.index] = true
 			x.Current = o.DefinitionID == d.ActiveDefinitionID
 			x.Serving = o.State == running && o.Routable && p.cells.isPresent(o.cell)
 			x.ServingSince = time.Unix(0, o.Since)
@@ -160,9 +165,6 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 			// business first; the index rolls once that is settled.
 			x.Current = true
 		}
-		if !x.Current {
-			ro.outdated++
-		}
 		if r := slot.ret; r != nil {
 			x.Retiring = true
 			x.RetiringStopping = r.StopRequested
@@ -170,9 +172,27 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		}
 		indices = append(indices, x)
 	}
+	if ph := ro.phase; ph != nil {
+		ph.admit(d, indices, hasInstance)
+		for i := range slots {
+			if o := slots[i].ord; o != nil && ph.pause == "" {
+				ph.pause = ph.watch(d, o)
+			}
+		}
+	}
+	for _, x := range indices {
+		if !x.Current {
+			ro.outdated++
+		}
+	}
 	if ro.record != nil && ro.record.State == models.RolloutStatus_FAILED && ro.record.DefinitionID == d.ActiveDefinitionID {
 		// A failed rollout starts nothing new until an operator acts; the
 		// replacements already ready still retire their predecessors.
+		s.MaxSurge, s.MaxUnavailable = 0, 0
+	}
+	if ro.phase.paused() {
+		// A paused phase starts nothing new either; what is under way
+		// goes on.
 		s.MaxSurge, s.MaxUnavailable = 0, 0
 	}
 	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
@@ -274,7 +294,8 @@ func (p *planner) revertsNow(ro *rolloutLRP, instances int32) bool {
 		return false
 	case ro.outdated == 0 && ro.updated == instances, ro.updated > rec.UpdatedInstances:
 		return false // done, or progress
-	case p.now-rec.ProgressAt < int64(ro.strategy.ProgressDeadline):
+	}
+	if from, runs := ro.deadlineFrom(rec, instances, p.now); !runs || p.now-from < int64(ro.strategy.ProgressDeadline) {
 		return false
 	}
 	healthy := d.HealthyDefinitionID
@@ -419,11 +440,13 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			Reason:       "rolling to " + d.ActiveDefinitionID,
 			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now,
 		}
-	case rec.State == models.RolloutStatus_PROGRESSING || (rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0):
+	case rec.State == models.RolloutStatus_PROGRESSING || rec.State == models.RolloutStatus_HOLDING ||
+		(rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0):
+		deadlineFrom, deadlineRuns := ro.deadlineFrom(rec, instances, p.now)
 		switch {
 		case done:
 			next.FinishedAt = p.now
-			if rec.State == models.RolloutStatus_PROGRESSING {
+			if rec.State != models.RolloutStatus_REVERTED {
 				next.State = models.RolloutStatus_COMPLETE
 				next.Reason = fmt.Sprintf("every index runs %s", d.ActiveDefinitionID)
 				write.SetHealthyDefinitionID = d.ActiveDefinitionID
@@ -432,10 +455,16 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 				next.Reason = fmt.Sprintf("%s failed; every index is back on %s", rec.FailedDefinitionID, d.ActiveDefinitionID)
 				ro.outcome.end(models.Operation_ERROR, next.Reason)
 			}
+		case ro.phase != nil && ro.phase.pause != "":
+			next.Stage = ro.phase.pausedStage(p.now, ro.phase.pause)
+			next.Reason = ro.phase.pause
+			ro.outcome.note(ro.phase.pause)
 		case ro.updated > rec.UpdatedInstances:
 			next.ProgressAt = p.now
 			ro.outcome.note(fmt.Sprintf("%d of %d instances on %s", ro.updated, instances, d.ActiveDefinitionID))
-		case p.now-rec.ProgressAt >= int64(deadline):
+		case rec.State == models.RolloutStatus_HOLDING:
+			// Waits for a promote.
+		case deadlineRuns && p.now-deadlineFrom >= int64(deadline):
 			failure := fmt.Sprintf("no index completed within %s: %d of %d run %s", deadline, ro.updated, instances, d.ActiveDefinitionID)
 			failure += ro.describeCrashes()
 			healthy := d.HealthyDefinitionID
@@ -464,6 +493,11 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		next.FinishedAt = p.now
 		write.SetHealthyDefinitionID = d.ActiveDefinitionID
 	}
+	if ph := ro.phase; ph != nil && next.State == models.RolloutStatus_PROGRESSING && !ph.paused() && ph.holds(ro) {
+		next.State = models.RolloutStatus_HOLDING
+		next.Reason = fmt.Sprintf("holding at %s: promote to go on", ph.describe(ro.updated, instances, d.ActiveDefinitionID))
+		ro.outcome.note(next.Reason)
+	}
 	if next.State != models.RolloutStatus_NONE || rec != nil {
 		next.UpdatedInstances = ro.updated
 		next.InFlight = ro.step.InFlight
@@ -471,8 +505,15 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	if next.State == models.RolloutStatus_PROGRESSING || (next.State == models.RolloutStatus_REVERTED && next.FinishedAt == 0) {
 		// The deadline counts from the progress this pass recorded (or
 		// the start of a new or reverted rollout), not only from the last
-		// one stored.
-		p.wakeAt(next.ProgressAt + int64(deadline))
+		// one stored; a staged phase's from when its share last grew.
+		if from, runs := ro.deadlineFrom(&next, instances, p.now); runs {
+			p.wakeAt(from + int64(deadline))
+		}
+	}
+	if ph := ro.phase; ph != nil && next.State == models.RolloutStatus_PROGRESSING && !ph.paused() {
+		if at := models.StageNextGrowth(ph.stage, instances, p.now); at > 0 {
+			p.wakeAt(at)
+		}
 	}
 
 	cleaned := p.cleanDefinitions(ro, rows)
@@ -480,7 +521,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	if rec == nil && next.State == models.RolloutStatus_NONE {
 		return
 	}
-	if rec != nil && next == *rec && !write.Settled && write.SetActiveDefinitionID == "" {
+	if rec != nil && next.Equal(*rec) && !write.Settled && write.SetActiveDefinitionID == "" {
 		return
 	}
 	next.ModificationIndex = 0

@@ -217,7 +217,7 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 func (s *scenario) parseRollout(guid string, a *attrs) error {
 	state, ok := models.RolloutStatus_State_value[a.string("state", "PROGRESSING")]
 	if !ok {
-		return fmt.Errorf("rollout %s: state must be one of NONE, PROGRESSING, COMPLETE, FAILED, REVERTED", guid)
+		return fmt.Errorf("rollout %s: state must be one of NONE, PROGRESSING, COMPLETE, FAILED, REVERTED, HOLDING", guid)
 	}
 	at := func(key string) int64 {
 		if _, given := a.values[key]; !given {
@@ -239,7 +239,55 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		ModificationIndex:  int64(a.int32("mod", 1)),
 		OperationID:        a.string("op", ""),
 	})
+	if _, staged := a.values["stage"]; staged {
+		stage, err := s.parseStage(a, at)
+		if err != nil {
+			return fmt.Errorf("rollout %s: %w", guid, err)
+		}
+		s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].Stage = stage
+	}
 	return a.done()
+}
+
+// parseStage reads a staged phase: stage=PRIOR-TARGET (percents), and
+// optionally rate=P%/DURATION, seed, phase=START (relative), watching=T,
+// paused=T with pause_reason, paused_for=DURATION (paused before).
+func (s *scenario) parseStage(a *attrs, at func(string) int64) (*models.RolloutStage, error) {
+	prior, target, ok := strings.Cut(a.string("stage", ""), "-")
+	if !ok {
+		return nil, fmt.Errorf("stage must be PRIOR-TARGET, e.g. 0-50")
+	}
+	stage := &models.RolloutStage{Seed: a.string("seed", "")}
+	var err error
+	if stage.PriorPercent, err = strconv.ParseFloat(prior, 64); err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
+	}
+	if stage.TargetPercent, err = strconv.ParseFloat(target, 64); err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
+	}
+	if rate := a.string("rate", ""); rate != "" {
+		percent, per, ok := strings.Cut(rate, "%/")
+		if !ok {
+			return nil, fmt.Errorf("rate must be P%%/DURATION, e.g. 10%%/5s")
+		}
+		p, err := strconv.ParseFloat(percent, 64)
+		if err != nil {
+			return nil, fmt.Errorf("rate: %w", err)
+		}
+		d, err := time.ParseDuration(per)
+		if err != nil {
+			return nil, fmt.Errorf("rate: %w", err)
+		}
+		stage.SafeRate = &models.SafeRate{Percent: p, PerMs: d.Milliseconds()}
+	}
+	stage.PhaseStartedAt = at("phase")
+	stage.WatchingSince = at("watching")
+	if _, paused := a.values["paused"]; paused {
+		stage.Paused, stage.PausedAt = true, at("paused")
+		stage.PauseReason = a.string("pause_reason", "")
+	}
+	stage.PausedNanos = int64(a.duration("paused_for", 0))
+	return stage, nil
 }
 
 // parseOperation reads an operation that has not ended.
@@ -279,6 +327,7 @@ func (s *scenario) parseDefinition(key string, a *attrs) error {
 	}
 	s.snapshot.Definitions = append(s.snapshot.Definitions, db.DefinitionRow{
 		ProcessGuid: guid, DefinitionID: id, CreatedAt: s.now.Add(a.duration("created", 0)).UnixNano(),
+		MemoryMB: a.int32("memory", 256), DiskMB: a.int32("disk", 512),
 	})
 	return a.done()
 }

@@ -117,6 +117,21 @@ func renderRolloutWrite(w db.RolloutWrite, now time.Time) string {
 	at("progress", r.ProgressAt)
 	at("finished", r.FinishedAt)
 	out += fmt.Sprintf(" updated=%d inflight=%d", r.UpdatedInstances, r.InFlight)
+	if st := r.Stage; st != nil {
+		out += fmt.Sprintf(" stage=%v-%v", st.PriorPercent, st.TargetPercent)
+		if rate := st.SafeRate; rate != nil {
+			out += fmt.Sprintf(" rate=%v%%/%s", rate.Percent, time.Duration(rate.PerMs)*time.Millisecond)
+		}
+		at("phase", st.PhaseStartedAt)
+		at("watching", st.WatchingSince)
+		if st.Paused {
+			at("paused", st.PausedAt)
+			out += " pause_reason=" + strconv.Quote(st.PauseReason)
+		}
+		if st.PausedNanos != 0 {
+			out += " paused_for=" + time.Duration(st.PausedNanos).String()
+		}
+	}
 	if w.Settled {
 		out += " settled"
 	}
