@@ -27,10 +27,12 @@
 // other update (instances, routes, annotation, strategy, one guarded by a
 // modification tag, or a queued one) is not retried either: a repeat after a
 // lost answer could undo a change another client made in between, or fail
-// the tag check against the client's own first write. Rollback, AbortRollout
-// and CancelOperation are not retried: a repeat of one that landed is refused
-// (the definition is active already, the operation has ended) and would hide
-// the success.
+// the tag check against the client's own first write. Rollback, AbortRollout,
+// PromoteRollout, PauseRollout, ResumeRollout and CancelOperation are not
+// retried: a repeat of one that landed is refused (the definition is active
+// already, the phase is paused or running already, the operation has ended)
+// and would hide the success, or (a promote) would start its phase again
+// from where the first one got.
 //
 // Operations. Every write to a DesiredLRP is recorded as an operation
 // (see models.Operation), with the caller's name as its requested_by: what
@@ -38,7 +40,9 @@
 // keep their plain signatures; DesireLRPWithOperation,
 // UpdateDesiredLRPWithOperation and RemoveDesiredLRPWithOperation also
 // return the recorded operation's id, and the RolloutStatus that Rollback
-// and AbortRollout return carries it as operation_id. Operations,
+// and AbortRollout return carries it as operation_id. PromoteRollout,
+// PauseRollout and ResumeRollout return it beside the status (whose
+// operation_id names the operation that started the rollout). Operations,
 // AllOperations, Operation and CancelOperation read and cancel them.
 //
 // CellClient retries its heartbeat (RegisterCell) and BulkReport, never the

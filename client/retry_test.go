@@ -258,6 +258,25 @@ var _ = Describe("Retries", func() {
 			Expect(op.GetStatus()).To(Equal(models.Operation_PENDING))
 		})
 
+		It("does not retry a promote, a pause or a resume", func() {
+			_, err := c.DesireLRP(ctx, helloLRP("hello"))
+			Expect(err).NotTo(HaveOccurred())
+			calls := map[string]func() error{
+				models.RoutePromoteRollout: func() error { _, _, err := c.PromoteRollout(ctx, "hello", 50, nil); return err },
+				models.RoutePauseRollout:   func() error { _, _, err := c.PauseRollout(ctx, "hello"); return err },
+				models.RouteResumeRollout:  func() error { _, _, err := c.ResumeRollout(ctx, "hello"); return err },
+			}
+			for route, call := range calls {
+				accepted := listener.accepted.Load()
+				dropNext(1)
+				err := call()
+				Expect(err).To(HaveOccurred(), route)
+				Expect(err).NotTo(BeAssignableToTypeOf(&models.Error{}), route)
+				Expect(listener.accepted.Load()-accepted).To(BeEquivalentTo(1), route)
+				Expect(counter.count(route)).To(BeZero(), route)
+			}
+		})
+
 		It("does not retry when retries are off", func() {
 			c = serveOn(board, client.WithRetries(0))
 			dropNext(1)

@@ -39,3 +39,56 @@ func (c *Client) AbortRollout(ctx context.Context, processGuid string) (*models.
 	}
 	return required(models.RouteAbortRollout, resp.GetStatus())
 }
+
+// Staged phases (see models.StagedRollout; an update starts one with
+// DesiredLRPUpdate.Staged). Each call records an operation of its own
+// (PROMOTE, PAUSE, RESUME) and returns its id beside the status: the
+// status's operation_id names the operation that started the rollout.
+// None is repeated after a lost answer: a repeated pause or resume that had
+// landed is refused (InvalidStateTransition) and would hide the success,
+// and a repeated promote would start its phase a second time, from the
+// share the first one had already reached.
+
+// PromoteRollout starts the next phase of the LRP's staged rollout: from
+// the share that stands now to toPercent, growing at rate (nil: at once).
+func (c *Client) PromoteRollout(ctx context.Context, processGuid string, toPercent float64, rate *models.SafeRate) (*models.RolloutStatus, string, error) {
+	var resp models.PromoteRolloutResponse
+	req := &models.PromoteRolloutRequest{ProcessGuid: processGuid, ToPercent: toPercent, SafeRate: rate}
+	if err := c.call(ctx, models.RoutePromoteRollout, req, &resp, sendOnce); err != nil {
+		return nil, "", err
+	}
+	status, err := required(models.RoutePromoteRollout, resp.GetStatus())
+	if err != nil {
+		return nil, "", err
+	}
+	return status, resp.GetOperationId(), nil
+}
+
+// PauseRollout freezes the clock of the LRP's staged phase: its share
+// stops growing and its progress deadline stops running.
+func (c *Client) PauseRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, string, error) {
+	var resp models.PauseRolloutResponse
+	req := &models.PauseRolloutRequest{ProcessGuid: processGuid}
+	if err := c.call(ctx, models.RoutePauseRollout, req, &resp, sendOnce); err != nil {
+		return nil, "", err
+	}
+	status, err := required(models.RoutePauseRollout, resp.GetStatus())
+	if err != nil {
+		return nil, "", err
+	}
+	return status, resp.GetOperationId(), nil
+}
+
+// ResumeRollout starts the clock of the LRP's paused staged phase again.
+func (c *Client) ResumeRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, string, error) {
+	var resp models.ResumeRolloutResponse
+	req := &models.ResumeRolloutRequest{ProcessGuid: processGuid}
+	if err := c.call(ctx, models.RouteResumeRollout, req, &resp, sendOnce); err != nil {
+		return nil, "", err
+	}
+	status, err := required(models.RouteResumeRollout, resp.GetStatus())
+	if err != nil {
+		return nil, "", err
+	}
+	return status, resp.GetOperationId(), nil
+}

@@ -32,6 +32,9 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteRolloutStatus, h.rolloutStatus),
 		route(models.RouteRollback, h.rollback),
 		route(models.RouteAbortRollout, h.abortRollout),
+		route(models.RoutePromoteRollout, h.promoteRollout),
+		route(models.RoutePauseRollout, h.pauseRollout),
+		route(models.RouteResumeRollout, h.resumeRollout),
 
 		route(models.RouteOperations, h.operations),
 		route(models.RouteOperation, h.operation),

@@ -25,10 +25,10 @@
 //     X-Request-Id response header and carried by every log line about the
 //     request (and by the lager logger in the request context, see lagerctx).
 //   - Every write to a DesiredLRP (desire, update, remove, rollback, abort,
-//     and canceling an operation) records an operation whose requested_by is
-//     what the request says of its caller (see requestedBy), and answers the
-//     operation's id (operation_id; in the RolloutStatus for rollback and
-//     abort).
+//     promote, pause, resume, and canceling an operation) records an
+//     operation whose requested_by is what the request says of its caller
+//     (see requestedBy), and answers the operation's id (operation_id; in
+//     the RolloutStatus for rollback and abort, which start a rollout).
 //   - POST /v1/events is the one route that answers with a stream rather
 //     than a message: Server-Sent Events from the event hub (serveEvents).
 package handlers

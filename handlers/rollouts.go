@@ -36,3 +36,46 @@ func (h *storeHandlers) abortRollout(ctx context.Context, req *models.AbortRollo
 	h.converge(req.GetProcessGuid())
 	return &models.AbortRolloutResponse{Status: status}, nil
 }
+
+// Staged phases. Promote, pause and resume each record an operation of
+// their own (PROMOTE, PAUSE, RESUME) that does not start a rollout, so the
+// status's operation_id still names the update that started it; the
+// response's operation_id names the operation this call recorded.
+
+// promoteRollout starts the next staged phase and asks for a pass at once,
+// so that the first instance of the new phase does not wait for the
+// targeted pass.
+func (h *storeHandlers) promoteRollout(ctx context.Context, req *models.PromoteRolloutRequest) (*models.PromoteRolloutResponse, error) {
+	ctx, note := noteOperation(ctx)
+	status, err := h.store.PromoteRollout(ctx, req.GetProcessGuid(), req.GetToPercent(), req.GetSafeRate())
+	if err != nil {
+		return nil, err
+	}
+	h.converge(req.GetProcessGuid())
+	return &models.PromoteRolloutResponse{Status: status, OperationId: note.Operation.GetId()}, nil
+}
+
+// pauseRollout freezes the phase's clock. It asks for a pass like every
+// other write to a rollout: the planner then works from the paused record
+// rather than the one it read before.
+func (h *storeHandlers) pauseRollout(ctx context.Context, req *models.PauseRolloutRequest) (*models.PauseRolloutResponse, error) {
+	ctx, note := noteOperation(ctx)
+	status, err := h.store.PauseRollout(ctx, req.GetProcessGuid())
+	if err != nil {
+		return nil, err
+	}
+	h.converge(req.GetProcessGuid())
+	return &models.PauseRolloutResponse{Status: status, OperationId: note.Operation.GetId()}, nil
+}
+
+// resumeRollout starts the phase's clock again and asks for a pass, so
+// that the share the resumed phase allows is acted on at once.
+func (h *storeHandlers) resumeRollout(ctx context.Context, req *models.ResumeRolloutRequest) (*models.ResumeRolloutResponse, error) {
+	ctx, note := noteOperation(ctx)
+	status, err := h.store.ResumeRollout(ctx, req.GetProcessGuid())
+	if err != nil {
+		return nil, err
+	}
+	h.converge(req.GetProcessGuid())
+	return &models.ResumeRolloutResponse{Status: status, OperationId: note.Operation.GetId()}, nil
+}

@@ -7,9 +7,11 @@
 // line is wrong (unknown command or flag, wrong arguments, a bad flag value),
 // and for 'rollout status --watch' a rollout that ended without the requested
 // definition running: 3 it FAILED (nothing moves until someone acts), 4 it
-// was REVERTED (auto_revert took every index back to the healthy definition).
+// was REVERTED (auto_revert took every index back to the healthy definition),
+// 5 a staged phase is HOLDING at its target, waiting for a promote.
 // Scripts that deploy can tell "cork could not tell" (1) from "the rollout
-// did not take" (3, 4), and whether anyone needs to step in (3) or not (4).
+// did not take" (3, 4), whether anyone needs to step in (3) or not (4), and
+// "the phase is done, decide on the next" (5).
 package main
 
 import (
@@ -25,6 +27,7 @@ const (
 	exitUsage           = 2
 	exitRolloutFailed   = 3
 	exitRolloutReverted = 4
+	exitRolloutHolding  = 5
 )
 
 func main() {
@@ -67,7 +70,8 @@ func usageErrorf(format string, args ...any) error {
 }
 
 // outcomeError is a command that ran and learnt an outcome its exit code
-// reports: a rollout that failed or was reverted.
+// reports: a rollout that failed, was reverted, or holds at a staged
+// phase's target.
 type outcomeError struct {
 	code int
 	msg  string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
@@ -12,16 +13,19 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// rolloutStatusHeaders ends with REASON, the one column of free text.
-var rolloutStatusHeaders = []string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY", "UPDATED", "IN_FLIGHT", "DEFINITIONS", "DEADLINE", "STRATEGY", "REASON"}
+// rolloutStatusHeaders ends with STAGE and REASON, the two columns of free
+// text, so that every column before them is one word of a row.
+var rolloutStatusHeaders = []string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY", "UPDATED", "IN_FLIGHT", "DEFINITIONS", "DEADLINE", "STRATEGY", "STAGE", "REASON"}
 
 // rolloutStatusRow is a status as a table row, with the LRP's update
-// strategy as the board applies it to the status's instances.
-func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy) []string {
+// strategy as the board applies it to the status's instances, and the
+// staged phase (see stageCell) as it stands at now.
+func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy, now time.Time) []string {
 	return []string{
 		s.GetProcessGuid(), s.GetState().String(), s.GetActiveDefinitionId(), s.GetHealthyDefinitionId(),
 		fmt.Sprintf("%d/%d", s.GetUpdatedInstances(), s.GetInstances()), itoa(s.GetInFlight()),
-		definitionCounts(s), timestamp(s.GetDeadlineAt()), effectiveStrategy(s.GetInstances(), strategy), s.GetReason(),
+		definitionCounts(s), timestamp(s.GetDeadlineAt()), effectiveStrategy(s.GetInstances(), strategy),
+		stageCell(s, now), s.GetReason(),
 	}
 }
 
@@ -45,7 +49,7 @@ func (a *app) rolloutTableRow(ctx context.Context, s *models.RolloutStatus) ([]s
 	if err != nil {
 		return nil, err
 	}
-	return rolloutStatusRow(s, lrp.GetUpdateStrategy()), nil
+	return rolloutStatusRow(s, lrp.GetUpdateStrategy(), time.Now()), nil
 }
 
 // definitionCounts writes "v2:3/3 v1:3/2": instances and, of those,
@@ -60,14 +64,15 @@ func definitionCounts(s *models.RolloutStatus) string {
 
 func (a *app) rolloutCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rollout status|rollback|abort GUID",
+		Use:   "rollout status|rollback|abort|promote|pause|resume GUID",
 		Short: "Follow and steer the rolling update of an LRP",
 		Args:  exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return usageErrorf("rollout needs a subcommand: status, rollback or abort")
+			return usageErrorf("rollout needs a subcommand: status, rollback, abort, promote, pause or resume")
 		}),
 	}
-	cmd.AddCommand(a.rolloutStatusCommand(), a.rollbackCommand(), a.abortRolloutCommand())
+	cmd.AddCommand(a.rolloutStatusCommand(), a.rollbackCommand(), a.abortRolloutCommand(),
+		a.promoteRolloutCommand(), a.pauseRolloutCommand(), a.resumeRolloutCommand())
 	return cmd
 }
 
@@ -77,10 +82,19 @@ func (a *app) rolloutStatusCommand() *cobra.Command {
 		Use:   "status GUID [--watch]",
 		Short: "Where the LRP's rolling update stands",
 		Long: `Where the LRP's rolling update stands: its state (NONE, PROGRESSING,
-COMPLETE, FAILED, REVERTED), the active and healthy definitions, how many
-indices run the active definition and are ready (UPDATED), the replacements
-under way (IN_FLIGHT), instances per definition (id:instances/running), the
-deadline by which an index must complete, and why.
+COMPLETE, FAILED, REVERTED, HOLDING), the active and healthy definitions, how
+many indices run the active definition and are ready (UPDATED), the
+replacements under way (IN_FLIGHT), instances per definition
+(id:instances/running), the deadline by which an index must complete, and why.
+
+With -o table, STAGE shows a staged phase (see 'cork update
+--target-percent'), "-" for a rollout that is not staged: the phase
+("6.25% → 12.5% at 5%/6h0m0s", or "… at once"), the share it allows now,
+the instances that share allows and those on the active definition
+("allowed 3, on v2 2"), and the time until the share reaches the target
+("target in 4h12m3s", "target reached"), or "paused: <why>" while its clock
+stands. HOLDING: the phase reached its target and waits for 'cork rollout
+promote'.
 
 With -o table, STRATEGY is the LRP's update strategy as the board applies
 it: defaults filled in for what is not set, a percent followed by the count it
@@ -93,9 +107,11 @@ output. --watch prints the status again whenever it changes, following the
 board's event stream, until the rollout is over, and its exit code says how
 it ended: 0 COMPLETE (or no rollout at all), 3 FAILED (nothing moves until a
 rollback, an abort or a new definition), 4 REVERTED (auto_revert took every
-index back to the healthy definition; cork waits until it is back), 1 when
-cork itself failed (the board unreachable, say). With -o table the header is
-printed again only when a column has to widen.`,
+index back to the healthy definition; cork waits until it is back), 5 HOLDING
+(a staged phase reached its target and waits for a promote), 1 when cork
+itself failed (the board unreachable, say). A paused phase does not end a
+watch. With -o table the header is printed again only when a column has to
+widen.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if !watch {
@@ -122,7 +138,7 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 		if err != nil {
 			return true, err
 		}
-		if !proto.Equal(status, last) {
+		if !sameForWatch(status, last) {
 			if err := a.printWatched(ctx, rows, status); err != nil {
 				return true, err
 			}
@@ -163,6 +179,20 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 	}
 }
 
+// sameForWatch reports whether a watch has nothing new to print: the two
+// statuses are equal but for a staged phase's share_percent, which the
+// board computes at every read and so grows between any two of them. A
+// change that matters (the instances the share allows, those moved, the
+// state) still differs.
+func sameForWatch(a, b *models.RolloutStatus) bool {
+	if a.GetStage() == nil || b.GetStage() == nil {
+		return proto.Equal(a, b)
+	}
+	a, b = proto.Clone(a).(*models.RolloutStatus), proto.Clone(b).(*models.RolloutStatus)
+	a.Stage.SharePercent, b.Stage.SharePercent = 0, 0
+	return proto.Equal(a, b)
+}
+
 // printWatched prints one status of a watch: a JSON line, or a table row
 // under the header the watch printed last.
 func (a *app) printWatched(ctx context.Context, rows *tableStream, s *models.RolloutStatus) error {
@@ -178,7 +208,7 @@ func (a *app) printWatched(ctx context.Context, rows *tableStream, s *models.Rol
 
 // rolloutOver reports whether a watch is done, and with what outcome: an
 // error with its own exit code when the requested definition is not what
-// runs in the end.
+// runs in the end, or not yet everywhere (HOLDING).
 func rolloutOver(s *models.RolloutStatus) (bool, error) {
 	switch s.GetState() {
 	case models.RolloutStatus_NONE, models.RolloutStatus_COMPLETE:
@@ -191,6 +221,10 @@ func rolloutOver(s *models.RolloutStatus) (bool, error) {
 		return true, &outcomeError{code: exitRolloutReverted, msg: "rollout reverted: " + s.GetReason()}
 	case models.RolloutStatus_FAILED:
 		return true, &outcomeError{code: exitRolloutFailed, msg: "rollout failed: " + s.GetReason()}
+	case models.RolloutStatus_HOLDING:
+		// Nothing moves until someone promotes (or rolls back), so the
+		// watch would wait forever; a script learns it from the code.
+		return true, &outcomeError{code: exitRolloutHolding, msg: holdingMessage(s)}
 	}
 	return false, nil
 }

@@ -207,14 +207,145 @@ var _ = Describe("cork rollout", func() {
 		table := cork("rollout", "status", "hello", "-o", "table").lines()
 		Expect(table).To(HaveLen(2))
 		headers := strings.Fields(table[0])
-		Expect(headers).To(HaveLen(10))
-		Expect(headers[8:]).To(Equal([]string{"STRATEGY", "REASON"}))
-		Expect(len(strings.Fields(table[1]))).To(BeNumerically(">=", 10))
+		Expect(headers).To(HaveLen(11))
+		Expect(headers[8:]).To(Equal([]string{"STRATEGY", "STAGE", "REASON"}))
+		Expect(len(strings.Fields(table[1]))).To(BeNumerically(">=", 11))
+		Expect(strings.Fields(table[1])[9]).To(Equal("-"), "no staged phase")
 		Expect(strings.Fields(table[1])[8]).To(Equal("max_surge=50%(2),max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"))
 
 		var lrp models.DesiredLRP
 		parseLines(cork("get", "hello"), &lrp)
 		Expect(lrp.GetUpdateStrategy().GetProgressDeadlineMs()).To(BeZero(), "JSON shows the strategy as stored")
 		Expect(lrp.GetUpdateStrategy().GetHistoryLimit()).To(BeZero())
+	})
+
+	Describe("staged phases", func() {
+		// stagedV2 starts hello's v2 in a staged phase to 25% at 5% every
+		// 6 hours: the share stays near 0 while a spec runs.
+		stagedV2 := func(extra ...string) result {
+			GinkgoHelper()
+			args := append([]string{"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2",
+				"--target-percent", "25", "--safe-rate", "5%/6h"}, extra...)
+			r := cork(args...)
+			Expect(r.code).To(Equal(0), "stderr %q", r.stderr)
+			return r
+		}
+		// lastOperation is the id a write's table ends with.
+		lastOperation := func(r result) string {
+			GinkgoHelper()
+			Expect(r.code).To(Equal(0), "stderr %q", r.stderr)
+			lines := r.lines()
+			Expect(lines).NotTo(BeEmpty())
+			match := operationLine.FindStringSubmatch(lines[len(lines)-1])
+			Expect(match).NotTo(BeNil(), "stdout %q", r.stdout)
+			return match[1]
+		}
+		kindOf := func(id string) models.Operation_Kind {
+			GinkgoHelper()
+			var op models.Operation
+			parseLines(cork("operation", id), &op)
+			return op.GetKind()
+		}
+
+		It("stages an update with --target-percent, --safe-rate and --seed, and shows the phase in the status table", func() {
+			stagedV2("--seed", "canary-1")
+			stage := status(cork("rollout", "status", "hello")).GetStage()
+			Expect(stage.GetTargetPercent()).To(Equal(25.0))
+			Expect(proto.Equal(stage.GetSafeRate(), &models.SafeRate{Percent: 5, PerMs: (6 * time.Hour).Milliseconds()})).To(BeTrue(), "rate %v", stage.GetSafeRate())
+			Expect(stage.GetSeed()).To(Equal("canary-1"))
+
+			table := cork("rollout", "status", "hello", "-o", "table").lines()
+			Expect(table).To(HaveLen(2))
+			Expect(table[1][strings.Index(table[0], "STAGE"):]).To(MatchRegexp(
+				`^0% → 25% at 5%/6h0m0s; share 0\.0%; allowed \d, on v2 \d; target in (30h0m0s|29h59m\d+s)  rolling from `))
+		})
+
+		It("promotes, pauses and resumes, printing the status, and in a table the operation each recorded", func() {
+			stagedV2()
+
+			s := status(cork("rollout", "promote", "hello", "--to", "50", "--rate", "10%/1h"))
+			Expect(s.GetStage().GetTargetPercent()).To(Equal(50.0))
+			Expect(proto.Equal(s.GetStage().GetSafeRate(), &models.SafeRate{Percent: 10, PerMs: time.Hour.Milliseconds()})).To(BeTrue())
+			promoted := cork("rollout", "promote", "hello", "--to", "60", "-o", "table")
+			Expect(promoted.lines()).To(HaveLen(3), "header, row, operation")
+			Expect(promoted.lines()[1]).To(ContainSubstring("→ 60% at once; "))
+			Expect(kindOf(lastOperation(promoted))).To(Equal(models.Operation_PROMOTE))
+
+			paused := cork("rollout", "pause", "hello", "-o", "table")
+			Expect(paused.lines()).To(HaveLen(3))
+			Expect(paused.lines()[1]).To(MatchRegexp(`; paused: paused by cork \(\S+@\S+\) from 127\.0\.0\.1:\d+`))
+			Expect(kindOf(lastOperation(paused))).To(Equal(models.Operation_PAUSE))
+			r := cork("rollout", "pause", "hello")
+			Expect(r.code).To(Equal(1))
+			Expect(r.stderr).To(HavePrefix("cork: InvalidStateTransition: "))
+
+			s = status(cork("rollout", "resume", "hello"))
+			Expect(s.GetStage().GetPaused()).To(BeFalse())
+			resumed := cork("rollout", "resume", "hello", "-o", "table")
+			Expect(resumed.code).To(Equal(1), "not paused any more")
+		})
+
+		It("says why the board refuses a promote, a pause or a resume of a rollout that is not staged", func() {
+			cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+			for _, args := range [][]string{{"promote", "hello", "--to", "50"}, {"pause", "hello"}, {"resume", "hello"}} {
+				r := cork(append([]string{"rollout"}, args...)...)
+				Expect(r.code).To(Equal(1), "%v", args)
+				Expect(r.stderr).To(HavePrefix("cork: InvalidStateTransition: "), "%v", args)
+				Expect(r.stdout).To(BeEmpty())
+			}
+		})
+
+		It("ends a watch with exit 5 when the phase holds at its target", func() {
+			stagedV2()
+			session := startCork(board, "rollout", "status", "hello", "--watch")
+			Eventually(func() int { return len(outputLines(session)) }, 5*time.Second).Should(Equal(1))
+			Consistently(session, "300ms").ShouldNot(gexec.Exit(), "the phase grows")
+
+			write(func(w *db.RolloutWrite) {
+				w.Record.State, w.Record.Reason = models.RolloutStatus_HOLDING, "1 of 4 run v2"
+			})
+			Eventually(session, 5*time.Second).Should(gexec.Exit(5))
+			Expect(string(session.Err.Contents())).To(Equal("cork: rollout holding at 25% until promoted: 1 of 4 run v2\n"))
+			lines := outputLines(session)
+			Expect(lines).To(HaveLen(2))
+			Expect(lines[1]).To(ContainSubstring(`"state":"HOLDING"`))
+
+			r := cork("rollout", "status", "hello", "--watch", "-o", "table")
+			Expect(r.code).To(Equal(5), "a holding phase ends a new watch at once")
+			Expect(strings.Fields(r.lines()[1])[1]).To(Equal("HOLDING"))
+			Expect(status(cork("rollout", "status", "hello")).GetState()).To(Equal(models.RolloutStatus_HOLDING), "without --watch: exit 0")
+		})
+
+		DescribeTable("usage errors exit 2 naming the flag, and send nothing",
+			func(want string, args ...string) {
+				r := cork(args...)
+				Expect(r.code).To(Equal(2), "stdout %q stderr %q", r.stdout, r.stderr)
+				Expect(r.stderr).To(HavePrefix("cork: "))
+				Expect(r.stderr).To(ContainSubstring(want))
+				Expect(r.stdout).To(BeEmpty())
+				Expect(status(cork("rollout", "status", "hello")).GetState()).To(Equal(models.RolloutStatus_NONE), "nothing changed")
+			},
+			Entry("--target-percent without --definition", "--target-percent stages a new definition; it needs --definition",
+				"update", "hello", "--target-percent", "25"),
+			Entry("--safe-rate without --target-percent", "--safe-rate belongs to a staged phase; it needs --target-percent",
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--safe-rate", "5%/6h"),
+			Entry("--seed without --target-percent", "--seed belongs to a staged phase; it needs --target-percent",
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--seed", "s"),
+			Entry("a share of 0", "--target-percent must be above 0 and at most 100, got 0",
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "0"),
+			Entry("a share over 100", "--target-percent must be above 0 and at most 100, got 150",
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "150"),
+			Entry("a share that is no number", `invalid argument "half" for "--target-percent"`,
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "half"),
+			Entry("a bad --safe-rate", `--safe-rate "5/6h": the share must end with '%'`,
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "25", "--safe-rate", "5/6h"),
+			Entry("a --safe-rate without a period unit", `--safe-rate "5%/6": the period must be a duration`,
+				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "25", "--safe-rate", "5%/6"),
+			Entry("a promote without --to", "promote needs --to", "rollout", "promote", "hello"),
+			Entry("a promote to 0", "--to must be above 0 and at most 100, got 0", "rollout", "promote", "hello", "--to", "0"),
+			Entry("a promote at a bad --rate", `--rate "fast": no '/'`, "rollout", "promote", "hello", "--to", "50", "--rate", "fast"),
+			Entry("a pause without a guid", "pause wants 1 argument(s), GUID; got 0", "rollout", "pause"),
+			Entry("a resume of two guids", "resume wants 1 argument(s), GUID; got 2", "rollout", "resume", "hello", "other"),
+		)
 	})
 })

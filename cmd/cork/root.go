@@ -46,8 +46,9 @@ asks for a table. Errors go to stderr as "cork: <error>".
 
 Exit codes: 0 success; 1 the command failed (an error from the board, the board
 unreachable, an unreadable or invalid spec file); 2 a usage error (unknown
-command or flag, wrong arguments, a bad flag value); 3 and 4 from 'rollout
-status --watch': the rollout FAILED (3) or was REVERTED (4).
+command or flag, wrong arguments, a bad flag value); 3, 4 and 5 from 'rollout
+status --watch': the rollout FAILED (3), was REVERTED (4), or is HOLDING at
+a staged phase's target (5).
 
 Tables show what people need in one line each: the update strategy as the
 board applies it (every default filled in), the reason an instance crashed or

@@ -19,9 +19,10 @@ func (a *app) updateCommand() *cobra.Command {
 		annotation     string
 		queue          bool
 		strategy       strategyFlags
+		staged         stagedFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue]] [--annotation S] [strategy flags]",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--target-percent P [--safe-rate R] [--seed S]]] [--annotation S] [strategy flags]",
 		Short: "Change a desired LRP's instances or annotation, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
@@ -37,6 +38,14 @@ operation PENDING) and starts when the rollout ends. With -o table the
 table is followed by the id of the operation that recorded the update
 ('cork operation ID').
 
+--target-percent P rolls the new definition out in a staged phase: only P
+percent of the instances (rounded up) move to it, the others stay on the
+healthy definition, and once they run it the rollout holds (HOLDING) until
+'cork rollout promote' (at 100 it completes as an unstaged one does).
+--safe-rate ("<percent>%/<duration>", e.g. 5%/6h, 10%/5s, 6.25%/1h30m) grows
+the share that far gradually rather than at once. Which instances move is
+fixed by --seed (default: the guid and the definition id).
+
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
 update_strategy. The board replaces the stored strategy as a whole, so cork
@@ -49,6 +58,10 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			}
 			if flags.Changed("queue") && !flags.Changed("definition") {
 				return usageErrorf("--queue queues a new definition; it needs --definition")
+			}
+			stagedRollout, err := staged.rollout(flags)
+			if err != nil {
+				return err
 			}
 			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !strategy.changed(flags) {
 				return usageErrorf("update needs at least one of --instances, --definition, --annotation or a strategy flag")
@@ -85,6 +98,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				update.Definition = &definition
 				update.UpdateIdentifier = identifier
 				update.Queue = queue
+				update.Staged = stagedRollout
 			}
 			lrp, operationID, err := a.client().UpdateDesiredLRPWithOperation(ctx, args[0], update)
 			if err != nil {
@@ -104,7 +118,53 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	strategy.register(flags)
+	staged.register(flags)
 	return cmd
+}
+
+// stagedFlags are cork update's flags for a staged phase.
+type stagedFlags struct {
+	targetPercent float64
+	safeRate      string
+	seed          string
+}
+
+func (s *stagedFlags) register(flags *pflag.FlagSet) {
+	flags.Float64Var(&s.targetPercent, "target-percent", 0, "with --definition: roll it out to this share of instances (percent, above 0, at most 100), then hold")
+	flags.StringVar(&s.safeRate, "safe-rate", "", `with --target-percent: grow the share at this rate, "<percent>%/<duration>" (e.g. 5%/6h); without it: at once`)
+	flags.StringVar(&s.seed, "seed", "", "with --target-percent: the seed that orders the instances (default: guid/definition id)")
+}
+
+// rollout is the staged phase the flags ask for: nil without
+// --target-percent, or a usage error naming the flag that is wrong or
+// given without the flag it needs.
+func (s *stagedFlags) rollout(flags *pflag.FlagSet) (*models.StagedRollout, error) {
+	if !flags.Changed("target-percent") {
+		for _, name := range []string{"safe-rate", "seed"} {
+			if flags.Changed(name) {
+				return nil, usageErrorf("--%s belongs to a staged phase; it needs --target-percent", name)
+			}
+		}
+		return nil, nil
+	}
+	if !flags.Changed("definition") {
+		return nil, usageErrorf("--target-percent stages a new definition; it needs --definition")
+	}
+	if err := checkPercent("target-percent", s.targetPercent); err != nil {
+		return nil, err
+	}
+	staged := &models.StagedRollout{TargetPercent: s.targetPercent, Seed: s.seed}
+	if flags.Changed("safe-rate") {
+		rate, err := parseSafeRate("safe-rate", s.safeRate)
+		if err != nil {
+			return nil, err
+		}
+		staged.SafeRate = rate
+	}
+	if len(s.seed) > models.MaxStageSeedBytes {
+		return nil, usageErrorf("--seed must be at most %d bytes, got %d", models.MaxStageSeedBytes, len(s.seed))
+	}
+	return staged, nil
 }
 
 // strategyFlags are cork update's flags for the update strategy.
