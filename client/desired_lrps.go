@@ -85,13 +85,13 @@ func (c *Client) UpdateDesiredLRPWithOperation(ctx context.Context, processGuid 
 
 // RepeatableUpdate reports whether sending update twice has the effect of
 // sending it once: a new definition under an update_identifier, with no
-// other change, no modification tag, and not queued. A queued update is not
-// repeated: the repeat would queue the definition a second time, behind
-// whatever other clients queued in between, and undo their changes when its
-// turn came.
+// other change, no modification tag, and neither queued nor validated. A
+// queued update is not repeated: the repeat would queue the definition a
+// second time, behind whatever other clients queued in between, and undo
+// their changes when its turn came; a validated one would validate twice.
 func RepeatableUpdate(update *models.DesiredLRPUpdate) bool {
 	return update.GetDefinition() != nil &&
-		!update.GetQueue() &&
+		!update.GetQueue() && !update.GetValidate() &&
 		update.GetUpdateIdentifier() != "" &&
 		update.Instances == nil &&
 		update.Routes == nil &&

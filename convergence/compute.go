@@ -23,6 +23,7 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 		fresh: make(map[string]bool, len(snapshot.FreshDomains)),
 
 		operationsSeen: map[string]bool{},
+		validations:    map[string]*validationOutcome{},
 	}
 	for _, domain := range snapshot.FreshDomains {
 		p.fresh[domain] = true
@@ -68,6 +69,9 @@ type planner struct {
 	// LRP in sequence order; operationsSeen the LRPs reconciled so far.
 	operations     map[string][]*db.OperationRow
 	operationsSeen map[string]bool
+	// validations are this pass's decisions on the LRPs' validations under
+	// way (validation.go), for their operations.
+	validations map[string]*validationOutcome
 
 	// Cells that are not present but still named by a CLAIMED or RUNNING
 	// row: registered ones by index, unregistered ones by id.

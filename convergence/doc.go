@@ -394,4 +394,20 @@
 // routable defaults to true for a RUNNING row; healthy to the active
 // definition. The plan shows retire (stop=), request-stop, redefine,
 // rollout (the record written) and delete-definition lines.
+//
+// # Staged phases and validation
+//
+// A record with a stage limits the rollout to the indices its share
+// allows, in a fixed cohort order; the others keep the healthy definition;
+// a crash of the new definition pauses the phase; a phase at its target
+// below 100% HOLDs (rollout_stage.go, with worked examples; the arithmetic
+// is models/rollout_stage.go). Scenario lines add to a rollout:
+//
+//	rollout GUID ... stage=PRIOR-TARGET rate=10%/5s phase=-20s watching=-20s paused=-5s pause_reason="..." paused_for=1m seed=S
+//
+// An IN_PROGRESS VALIDATE operation (an update with validate) whose
+// definition is not active gets one extra instance at
+// models.ValidationIndex; RUNNING, it validates the definition and the
+// operation is started again (which applies the update); crashed three
+// times, the operation ends in ERROR (validation.go).
 package convergence

@@ -137,9 +137,12 @@ func (p *planner) carryInProgress(op *db.OperationRow, d *db.DesiredSchedule, ro
 	if ro != nil {
 		rec = ro.record
 	}
+	validation, validating := p.carryValidation(op)
 	switch {
 	case d == nil:
 		w.Status, w.Reason = models.Operation_ERROR, "its LRP is gone"
+	case validating:
+		w = validation
 	case ro != nil && ro.outcome.operationID == op.ID:
 		w.History = ro.outcome.history
 		w.Status, w.Reason = ro.outcome.status, ro.outcome.reason
@@ -159,7 +162,7 @@ func (p *planner) carryInProgress(op *db.OperationRow, d *db.DesiredSchedule, ro
 	if staying {
 		p.keepLease(op, &w)
 	}
-	if w.Status != models.Operation_STATUS_UNKNOWN || len(w.History) > 0 || w.LeaseOwner != "" {
+	if w.Status != models.Operation_STATUS_UNKNOWN || len(w.History) > 0 || w.LeaseOwner != "" || w.Start {
 		why := w.Reason
 		if why == "" && len(w.History) > 0 {
 			why = w.History[len(w.History)-1]

@@ -51,6 +51,8 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	}
 
 	instances := max(d.Instances, 0)
+	all := rows
+	rows, validation := withoutValidation(rows)
 	p.placer.beginLRP()
 	p.movable = p.movable[:0]
 	first := 0 // rows before first have a negative index
@@ -131,10 +133,13 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 			p.retire(&rows[j], d)
 		}
 	}
+	p.reconcileValidation(d, validation)
 	p.considerMoves(d, ro, rows, p.movable, instances)
 	p.placer.endLRP(d)
 	if ro != nil {
-		p.finishRollout(ro, instances, rows)
+		// Every row, validation instances too: cleanup keeps what any
+		// row runs.
+		p.finishRollout(ro, instances, all)
 		if ro.underway() {
 			p.plan.Underway = append(p.plan.Underway, d.ProcessGuid)
 		}

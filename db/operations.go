@@ -29,6 +29,12 @@ import (
 //     of definition is IN_PROGRESS: UPDATE_DEFINITION, PENDING. The
 //     definition is stored, nothing else changes; convergence starts the
 //     operation when its turn comes (OperationWrite.Start).
+//   - UpdateDesiredLRP with a new definition and validate: VALIDATE,
+//     IN_PROGRESS (PENDING behind an operation that has not ended). The
+//     definition is stored, nothing else changes; convergence validates
+//     the definition with one instance and then applies the update
+//     (OperationWrite.Start), or ends the operation in ERROR. It
+//     supersedes nothing.
 //   - RemoveDesiredLRP: REMOVE, FINISHED. The LRP's operation in progress
 //     ends CANCELED and those pending EVICTED, naming it.
 //
@@ -101,6 +107,10 @@ type OperationRow struct {
 	// operation whose definition cleanup deleted cannot run).
 	DefinitionID     string
 	DefinitionStored bool
+	// The resources of that definition (0 when it is not stored): a
+	// validation instance of it needs them placed.
+	MemoryMB int32
+	DiskMB   int32
 	// The lease of an IN_PROGRESS operation: its holder ("" for none) and
 	// when it expires, Unix nanoseconds.
 	LeaseOwner     string
@@ -135,6 +145,9 @@ type OperationWrite struct {
 	// (and the rest of the update), writes the rollout record with the
 	// operation's id, and moves the operation to IN_PROGRESS (FINISHED when
 	// the definition is already the active one), leased to LeaseOwner.
+	// A VALIDATE operation (an update with validate) starts in two steps:
+	// from PENDING its validation starts (IN_PROGRESS, nothing applied);
+	// once validated, a Start of the IN_PROGRESS operation applies it.
 	// Status is ignored with Start.
 	Start bool
 }

@@ -392,7 +392,13 @@ type DesiredLRPUpdate struct {
 	// wait (PENDING) and apply when it ends, rather than supersede it.
 	Queue bool `protobuf:"varint,8,opt,name=queue,proto3" json:"queue,omitempty"`
 	// staged, with a new definition: roll it out in a staged phase.
-	Staged        *StagedRollout `protobuf:"bytes,9,opt,name=staged,proto3" json:"staged,omitempty"`
+	Staged *StagedRollout `protobuf:"bytes,9,opt,name=staged,proto3" json:"staged,omitempty"`
+	// validate, with a new definition: before it becomes active, run one
+	// extra, unroutable instance of it (index MaxInstances, outside the index
+	// range) until it is healthy, up to 3 attempts; only then apply the
+	// update. Never healthy: nothing changes, and the update's operation
+	// (kind VALIDATE) ends in ERROR with the crash reason.
+	Validate      bool `protobuf:"varint,10,opt,name=validate,proto3" json:"validate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -488,6 +494,13 @@ func (x *DesiredLRPUpdate) GetStaged() *StagedRollout {
 		return x.Staged
 	}
 	return nil
+}
+
+func (x *DesiredLRPUpdate) GetValidate() bool {
+	if x != nil {
+		return x.Validate
+	}
+	return false
 }
 
 type DesireLRPRequest struct {
@@ -1157,7 +1170,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x10modification_tag\x18\t \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x1b\n" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
-	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\xfe\x03\n" +
+	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\x9a\x04\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1171,7 +1184,9 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x0fupdate_strategy\x18\x06 \x01(\v2 .corkboard.models.UpdateStrategyR\x0eupdateStrategy\x12L\n" +
 	"\x10modification_tag\x18\a \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x14\n" +
 	"\x05queue\x18\b \x01(\bR\x05queue\x127\n" +
-	"\x06staged\x18\t \x01(\v2\x1f.corkboard.models.StagedRolloutR\x06stagedB\f\n" +
+	"\x06staged\x18\t \x01(\v2\x1f.corkboard.models.StagedRolloutR\x06staged\x12\x1a\n" +
+	"\bvalidate\x18\n" +
+	" \x01(\bR\bvalidateB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +

@@ -57,12 +57,23 @@ func validateInstanceGuid(path, guid string) error {
 }
 
 // validateIndex accepts the indices an LRP can have: 0 up to
-// MaxInstances-1.
+// MaxInstances-1, and ValidationIndex, the validation instance's.
 func validateIndex(path string, index int32) error {
-	if index < 0 || index >= MaxInstances {
-		return ErrInvalidField(path, fmt.Sprintf("must be between 0 and %d, got %d", MaxInstances-1, index))
+	if (index < 0 || index >= MaxInstances) && index != ValidationIndex {
+		return ErrInvalidField(path, fmt.Sprintf("must be between 0 and %d (or %d, a validation instance), got %d",
+			MaxInstances-1, ValidationIndex, index))
 	}
 	return nil
+}
+
+// ValidationIndex is the index of a validation instance (an update with
+// validate): outside the range of any LRP's indices, so it never stands
+// for one, and never routable.
+const ValidationIndex int32 = MaxInstances
+
+// IsValidationIndex reports whether index is a validation instance's.
+func IsValidationIndex(index int32) bool {
+	return index == ValidationIndex
 }
 
 func validatePresence(path string, presence ActualLRP_Presence) error {

@@ -38,14 +38,10 @@ func (d *DesiredLRP) validate(path string) error {
 	return d.GetDefinition().validate(child(path, "definition"))
 }
 
-// Validate checks an update, fields in proto order. Unset fields are left
-// alone by the board and are not checked. A definition may come with or
-// without an update_identifier; an identifier without a definition names
-// nothing and is rejected.
-func (u *DesiredLRPUpdate) Validate() error {
-	return u.validate("")
-}
-
+// validate checks an update (UpdateDesiredLRPRequest.Validate), fields in
+// proto order. Unset fields are left alone by the board and are not
+// checked. A definition may come with or without an update_identifier; an
+// identifier without a definition names nothing and is rejected.
 func (u *DesiredLRPUpdate) validate(path string) error {
 	if u == nil {
 		// An empty update changes nothing and is valid.
@@ -81,6 +77,9 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 		if err := u.GetUpdateStrategy().validate(child(path, "update_strategy")); err != nil {
 			return err
 		}
+	}
+	if u.GetValidate() && u.GetDefinition() == nil {
+		return ErrInvalidField(child(path, "validate"), "requires a definition")
 	}
 	if u.GetStaged() != nil {
 		if u.GetDefinition() == nil {

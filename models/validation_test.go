@@ -429,6 +429,9 @@ var _ = Describe("Validation", func() {
 		Entry("an identifier without a definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{UpdateIdentifier: "v2"}},
 			"update.update_identifier: requires a definition"),
+		Entry("validate without a definition",
+			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Validate: true}},
+			"update.validate: requires a definition"),
 		Entry("staged without a definition",
 			&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: &models.DesiredLRPUpdate{Staged: &models.StagedRollout{TargetPercent: 50}}},
 			"update.staged: requires a definition"),
@@ -565,7 +568,6 @@ var _ = Describe("Validation", func() {
 		Entry("PingRequest", (*models.PingRequest)(nil), ""),
 		Entry("DesiredLRP", (*models.DesiredLRP)(nil), "process_guid: required"),
 		Entry("LRPDefinition", (*models.LRPDefinition)(nil), "action: required"),
-		Entry("DesiredLRPUpdate", (*models.DesiredLRPUpdate)(nil), ""),
 		Entry("UpdateStrategy", (*models.UpdateStrategy)(nil), ""),
 	)
 
@@ -574,12 +576,6 @@ var _ = Describe("Validation", func() {
 			lrp := validDesiredLRP()
 			lrp.Definition.Action.Env[1].Name = ""
 			expectValidation(lrp, "definition.action.env[1].name: must not be empty")
-		})
-	})
-
-	Describe("a DesiredLRPUpdate validated on its own", func() {
-		It("names fields from the update itself", func() {
-			expectValidation(&models.DesiredLRPUpdate{UpdateIdentifier: "v1"}, "update_identifier: requires a definition")
 		})
 	})
 

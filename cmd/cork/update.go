@@ -18,11 +18,12 @@ func (a *app) updateCommand() *cobra.Command {
 		identifier     string
 		annotation     string
 		queue          bool
+		validate       bool
 		strategy       strategyFlags
 		staged         stagedFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--target-percent P [--safe-rate R] [--seed S]]] [--annotation S] [strategy flags]",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--annotation S] [strategy flags]",
 		Short: "Change a desired LRP's instances or annotation, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
@@ -34,7 +35,11 @@ other content is a ResourceConflict. Without --id the board derives an id
 from the content. A new definition rolls the instances over (see 'cork rollout').
 A new definition arriving while a rollout is under way supersedes it (the
 rollout's operation ends CANCELED); with --queue it waits instead (its
-operation PENDING) and starts when the rollout ends. With -o table the
+operation PENDING) and starts when the rollout ends. With --validate nothing
+changes until one extra, unroutable instance of the new definition has
+become healthy (up to 3 attempts): then the update applies; never healthy,
+its operation (VALIDATE) ends in ERROR and the instances stay as they are.
+It does not supersede a rollout under way: it waits its turn. With -o table the
 table is followed by the id of the operation that recorded the update
 ('cork operation ID').
 
@@ -58,6 +63,9 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			}
 			if flags.Changed("queue") && !flags.Changed("definition") {
 				return usageErrorf("--queue queues a new definition; it needs --definition")
+			}
+			if flags.Changed("validate") && !flags.Changed("definition") {
+				return usageErrorf("--validate validates a new definition; it needs --definition")
 			}
 			stagedRollout, err := staged.rollout(flags)
 			if err != nil {
@@ -98,6 +106,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				update.Definition = &definition
 				update.UpdateIdentifier = identifier
 				update.Queue = queue
+				update.Validate = validate
 				update.Staged = stagedRollout
 			}
 			lrp, operationID, err := a.client().UpdateDesiredLRPWithOperation(ctx, args[0], update)
@@ -117,6 +126,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	flags.StringVar(&identifier, "id", "", "update identifier naming the new definition")
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
+	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")
 	strategy.register(flags)
 	staged.register(flags)
 	return cmd

@@ -268,7 +268,7 @@ func replacementPending(rows map[db.ActualLRPKey]*models.ActualLRP, key db.Actua
 // reportedVersion is the row brought in line with the report, or nil when
 // it is in line already.
 func reportedVersion(row *models.ActualLRP, r *models.ReportedInstance, now int64) *models.ActualLRP {
-	routable := r.Routable && r.State == models.ActualLRP_RUNNING
+	routable := r.Routable && r.State == models.ActualLRP_RUNNING && !models.IsValidationIndex(row.Index)
 	occupied := r.Occupied && r.State == models.ActualLRP_RUNNING
 	if row.State == r.State && row.InstanceGuid == r.InstanceGuid &&
 		sameNetInfo(row.NetInfo, r.NetInfo) && row.Routable == routable && row.Occupied == occupied {

@@ -76,6 +76,7 @@ func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writ
 	}
 	type version struct {
 		processGuid string
+		kind        models.Operation_Kind
 		status      models.Operation_Status
 		index       int64
 	}
@@ -85,13 +86,14 @@ func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writ
 	}
 	stored := map[string]version{}
 	for _, batch := range batches(uniqueStrings(ids)) {
-		err := a.s.eachRow(ctx, a.s.conn, "SELECT id, process_guid, status, modification_index FROM operations WHERE id IN "+inList(len(batch)),
+		err := a.s.eachRow(ctx, a.s.conn, "SELECT id, process_guid, kind, status, modification_index FROM operations WHERE id IN "+inList(len(batch)),
 			stringArgs(batch), func(rows *sql.Rows) error {
-				var id, status string
+				var id, kind, status string
 				var v version
-				if err := rows.Scan(&id, &v.processGuid, &status, &v.index); err != nil {
+				if err := rows.Scan(&id, &v.processGuid, &kind, &status, &v.index); err != nil {
 					return err
 				}
+				v.kind = models.Operation_Kind(models.Operation_Kind_value[kind])
 				v.status = models.Operation_Status(models.Operation_Status_value[status])
 				stored[id] = v
 				return nil
@@ -110,7 +112,9 @@ func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writ
 			return errInvalid(field+".process_guid", fmt.Sprintf("operation %s is desired_lrp %q's, not %q's", w.ID, v.processGuid, w.ProcessGuid))
 		}
 		to := w.Status
-		if w.Start {
+		if w.Start && (v.kind != models.Operation_VALIDATE || v.status != models.Operation_IN_PROGRESS) {
+			// From PENDING; only a validated update (VALIDATE,
+			// IN_PROGRESS) starts again, keeping its status.
 			to = models.Operation_IN_PROGRESS
 		}
 		if to != models.Operation_STATUS_UNKNOWN {
@@ -173,6 +177,9 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w d
 	}
 	op := rec.op
 	var events []models.Event
+	// The plan's lines come first: they say why (e.g. "validated: …"),
+	// and a Start then adds what it applied.
+	addHistory(op, a.now, w.History...)
 	switch {
 	case w.Start:
 		if desired == nil {
@@ -187,7 +194,6 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w d
 		}
 		setOperationStatus(op, w.Status, w.Reason, a.now)
 	}
-	addHistory(op, a.now, w.History...)
 	if w.LeaseOwner != "" {
 		op.LeaseOwner, op.LeaseExpiresAt = w.LeaseOwner, w.LeaseExpiresAt
 	}
@@ -199,7 +205,9 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w d
 
 // start applies the update rec, a PENDING operation, holds over before (its
 // LRP, read locked), and moves rec on: IN_PROGRESS when the update
-// activated its definition, else FINISHED. It returns the update's events,
+// activated its definition, else FINISHED. An update with validate starts
+// in two steps: from PENDING its validation starts (IN_PROGRESS, nothing
+// applied); from IN_PROGRESS (validated) the update applies. It returns the update's events,
 // or nil when the Start is skipped (another operation of the LRP is
 // IN_PROGRESS).
 func (a *convergenceApplier) start(ctx context.Context, tx *sql.Tx, rec *operationRecord, before *models.DesiredLRP) ([]models.Event, error) {
@@ -221,7 +229,20 @@ func (a *convergenceApplier) start(ctx context.Context, tx *sql.Tx, rec *operati
 	if request.Update != nil {
 		update = proto.Clone(request.Update).(*models.DesiredLRPUpdate)
 	}
-	update.ModificationTag, update.Queue = nil, false
+	if update.Validate && op.Status == models.Operation_PENDING {
+		// Its turn: the validation starts; the update applies once
+		// convergence found the definition healthy and starts it again.
+		setOperationStatus(op, models.Operation_IN_PROGRESS, "", a.now)
+		addHistory(op, a.now, "started: "+validatingLine(op.DefinitionId))
+		return []models.Event{}, nil
+	}
+	validated := op.Status == models.Operation_IN_PROGRESS
+	if validated && !update.Validate {
+		// Only a validated update starts from IN_PROGRESS.
+		return nil, nil
+	}
+	startedAt := op.StartedAt
+	update.ModificationTag, update.Queue, update.Validate = nil, false, false
 	change, err := s.prepareUpdate(update)
 	if err != nil {
 		return nil, errInvalidRecord("operation %q: %v", op.Id, err)
@@ -231,7 +252,12 @@ func (a *convergenceApplier) start(ctx context.Context, tx *sql.Tx, rec *operati
 		return nil, err
 	}
 	setOperationStatus(op, models.Operation_IN_PROGRESS, "", a.now)
-	addHistory(op, a.now, "started: "+describeUpdate(before, update, change, applied.activated))
+	line := "started: "
+	if validated {
+		// It started with its validation.
+		op.StartedAt, line = startedAt, "applied: "
+	}
+	addHistory(op, a.now, line+describeUpdate(before, update, change, applied.activated))
 	if !applied.activated {
 		const reason = "its definition is already active"
 		setOperationStatus(op, models.Operation_FINISHED, reason, a.now)

@@ -78,19 +78,19 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
  created_at, ended, modification_index) VALUES ('00000000000000010000abcd', 'orphan', 3, 'UPDATE_DEFINITION', 'PENDING', '', 'o2', '', 5, ?, 7)`, false)
 		})
 
-		It("reads the operations that have not ended, by guid then sequence, with whether their definition is stored", func() {
+		It("reads the operations that have not ended, by guid then sequence, with whether their definition is stored and its resources", func() {
 			t := now()
 			Expect(snapshot().Operations).To(Equal([]db.OperationRow{
 				{ID: api.Id, ProcessGuid: "api", Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
-					Status: models.Operation_IN_PROGRESS, DefinitionID: "a2", DefinitionStored: true,
+					Status: models.Operation_IN_PROGRESS, DefinitionID: "a2", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024,
 					LeaseOwner: "board-1", LeaseExpiresAt: leaseExpires, CreatedAt: t, ModificationIndex: 1},
 				{ID: "00000000000000010000abcd", ProcessGuid: "orphan", Sequence: 3, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_PENDING, DefinitionID: "o2", CreatedAt: 5, ModificationIndex: 7},
 				{ID: inProgress.Id, ProcessGuid: "web", Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
-					Status: models.Operation_IN_PROGRESS, DefinitionID: "v2", DefinitionStored: true,
+					Status: models.Operation_IN_PROGRESS, DefinitionID: "v2", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024,
 					LeaseOwner: "board-1", LeaseExpiresAt: leaseExpires, CreatedAt: t, ModificationIndex: 1},
 				{ID: pending.Id, ProcessGuid: "web", Sequence: 3, Kind: models.Operation_UPDATE_DEFINITION,
-					Status: models.Operation_PENDING, DefinitionID: "v3", DefinitionStored: true, CreatedAt: t, ModificationIndex: 1},
+					Status: models.Operation_PENDING, DefinitionID: "v3", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024, CreatedAt: t, ModificationIndex: 1},
 				{ID: cleanedUp.Id, ProcessGuid: "web", Sequence: 4, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_PENDING, DefinitionID: "v4", CreatedAt: t, ModificationIndex: 1},
 			}))
@@ -268,8 +268,8 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 				Message: "started: definition v3 activated: rolling from v2 to v3; instances 3 → 5"}))
 			Expect(snapshot().Operations).To(Equal([]db.OperationRow{{ID: pending.Id, ProcessGuid: "web", Sequence: 3,
 				Kind: models.Operation_UPDATE_DEFINITION, Status: models.Operation_IN_PROGRESS, DefinitionID: "v3",
-				DefinitionStored: true, LeaseOwner: "board-2", LeaseExpiresAt: expires, CreatedAt: pending.CreatedAt,
-				ModificationIndex: 2}}))
+				DefinitionStored: true, MemoryMB: 256, DiskMB: 1024, LeaseOwner: "board-2", LeaseExpiresAt: expires,
+				CreatedAt: pending.CreatedAt, ModificationIndex: 2}}))
 
 			events := sink.take()
 			Expect(eventTypes(events)).To(Equal([]string{models.EventOperationChanged,

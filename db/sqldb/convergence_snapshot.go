@@ -44,7 +44,8 @@ const selectSnapshotDefinitions = `SELECT r.process_guid, r.definition_id, r.cre
 // on (ended, process_guid, sequence): a board at rest has none to read.
 // Whether a definition is still stored comes from a join on its key.
 const selectSnapshotOperations = `SELECT o.id, o.process_guid, o.sequence, o.kind, o.status, o.definition_id,
- COALESCE(r.definition_id, ''), o.lease_owner, o.lease_expires_at, o.created_at, o.modification_index
+ COALESCE(r.definition_id, ''), COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0), o.lease_owner, o.lease_expires_at,
+ o.created_at, o.modification_index
  FROM operations o
  LEFT JOIN run_infos r ON r.process_guid = o.process_guid AND r.definition_id = o.definition_id`
 
@@ -586,8 +587,8 @@ func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters
 	var id, guid, kind, status, definitionID, storedID, leaseOwner sql.RawBytes
 	scan := func(rows *sql.Rows) error {
 		op := db.OperationRow{}
-		if err := rows.Scan(&id, &guid, &op.Sequence, &kind, &status, &definitionID, &storedID, &leaseOwner,
-			&op.LeaseExpiresAt, &op.CreatedAt, &op.ModificationIndex); err != nil {
+		if err := rows.Scan(&id, &guid, &op.Sequence, &kind, &status, &definitionID, &storedID, &op.MemoryMB, &op.DiskMB,
+			&leaseOwner, &op.LeaseExpiresAt, &op.CreatedAt, &op.ModificationIndex); err != nil {
 			return err
 		}
 		op.ID = string(id)

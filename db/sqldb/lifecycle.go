@@ -76,6 +76,11 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 	if err != nil {
 		return nil, errInvalid("net_info", err.Error())
 	}
+	if models.IsValidationIndex(key.Index) {
+		// A validation instance only shows that its definition gets
+		// healthy: routers never send it a request, whatever its rep says.
+		routable = false
+	}
 	fast := startPostgres(caller, encodedNetInfo, routable)
 	if key.Presence != models.ActualLRP_ORDINARY {
 		// Only ever RUNNING → RUNNING: the general path checks that.

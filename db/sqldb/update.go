@@ -86,6 +86,11 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		if err != nil {
 			return nil, nil, err
 		}
+		if update.Validate && change.activates(before) {
+			var events []models.Event
+			updated, events, err = s.validateUpdate(ctx, tx, rec, change, unfinished, now)
+			return rec.op, events, err
+		}
 		if update.Queue && change.activates(before) && len(unfinished) > 0 {
 			var events []models.Event
 			updated, events, err = s.queueUpdate(ctx, tx, rec, change, unfinished[len(unfinished)-1].op, now)
@@ -118,21 +123,69 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 	return updated, nil
 }
 
+// validateUpdate records rec, an update with a new definition and
+// validate, as a VALIDATE operation (see holdUpdate). With no operation of
+// the LRP that has not ended it is IN_PROGRESS at once, under the
+// convergence lease of the moment: convergence runs one instance of the
+// definition at models.ValidationIndex and, once it is healthy, applies
+// the update (OperationWrite.Start). Otherwise it waits PENDING behind the
+// last one, as a queued update does, and its validation starts in its
+// turn. It supersedes nothing.
+func (s *SQLDB) validateUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord, c *desiredChange,
+	unfinished []*operationRecord, now int64) (*models.DesiredLRP, []models.Event, error) {
+	return s.holdUpdate(ctx, tx, rec, c, now, func(op *models.Operation) error {
+		op.Kind = models.Operation_VALIDATE
+		stored := fmt.Sprintf("definition %s stored", op.DefinitionId)
+		if len(unfinished) > 0 {
+			setOperationStatus(op, models.Operation_PENDING, "", now)
+			addHistory(op, now, fmt.Sprintf("%s; queued behind %s, then validated before it becomes active",
+				stored, operationName(unfinished[len(unfinished)-1].op)))
+			return nil
+		}
+		owner, expires, err := s.leaseOfTheMoment(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		op.LeaseOwner, op.LeaseExpiresAt = owner, expires
+		setOperationStatus(op, models.Operation_IN_PROGRESS, "", now)
+		addHistory(op, now, stored+"; "+validatingLine(op.DefinitionId))
+		return nil
+	})
+}
+
+// validatingLine is the history line of a validation that starts.
+func validatingLine(definitionID string) string {
+	return fmt.Sprintf("validating %s with one unroutable instance before it becomes active", definitionID)
+}
+
 // queueUpdate records rec, an update with a new definition that waits
-// behind the LRP's operation last (not ended), as PENDING: it stores the
-// definition, as the update would (so a conflicting one is refused now),
-// and nothing else. It returns the LRP as it stands and the events:
-// operation_changed for rec.
+// behind the LRP's operation last (not ended), as PENDING (see holdUpdate).
 func (s *SQLDB) queueUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord, c *desiredChange, last *models.Operation, now int64) (*models.DesiredLRP, []models.Event, error) {
+	return s.holdUpdate(ctx, tx, rec, c, now, func(op *models.Operation) error {
+		op.Kind = models.Operation_UPDATE_DEFINITION
+		setOperationStatus(op, models.Operation_PENDING, "", now)
+		addHistory(op, now, fmt.Sprintf("definition %s stored; queued behind %s", op.DefinitionId, operationName(last)))
+		return nil
+	})
+}
+
+// holdUpdate records rec, an update with a new definition that does not
+// apply now (queued, or validated first): it stores the definition, as the
+// update would (so a conflicting one is refused now), lets mark set the
+// operation's kind, status, lease and history, and writes nothing else.
+// It returns the LRP as it stands and the events: operation_changed for
+// rec.
+func (s *SQLDB) holdUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord, c *desiredChange, now int64,
+	mark func(op *models.Operation) error) (*models.DesiredLRP, []models.Event, error) {
 	def := proto.Clone(c.definition).(*models.LRPDefinition)
 	def.CreatedAt = now
 	if _, err := s.putDefinition(ctx, tx, rec.op.ProcessGuid, def); err != nil {
 		return nil, nil, err
 	}
-	rec.op.Kind = models.Operation_UPDATE_DEFINITION
 	rec.op.DefinitionId = def.DefinitionId
-	setOperationStatus(rec.op, models.Operation_PENDING, "", now)
-	addHistory(rec.op, now, fmt.Sprintf("definition %s stored; queued behind %s", def.DefinitionId, operationName(last)))
+	if err := mark(rec.op); err != nil {
+		return nil, nil, err
+	}
 	if err := s.insertOperation(ctx, tx, rec); err != nil {
 		return nil, nil, err
 	}

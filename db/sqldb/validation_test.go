@@ -1,0 +1,157 @@
+package sqldb_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+// An update with validate (db.OperationDB, convergence/validation.go):
+// the store records a VALIDATE operation and changes nothing else; the
+// validation instance is never routable; convergence's Start applies the
+// update once validated.
+var _ = forEachDialect("validated updates", func(b *board) {
+	update := func(u *models.DesiredLRPUpdate) *models.Operation {
+		GinkgoHelper()
+		note := &db.OperationNote{}
+		_, err := b.store.UpdateDesiredLRP(db.WithOperationNote(b.ctx, note), "web", u)
+		Expect(err).NotTo(HaveOccurred())
+		return note.Operation
+	}
+	validated := func(id string) *models.DesiredLRPUpdate {
+		return &models.DesiredLRPUpdate{Definition: newDefinition("", "/bin/web-"+id), UpdateIdentifier: id,
+			Validate: true, Instances: int32p(3)}
+	}
+	operation := func(id string) *models.Operation {
+		GinkgoHelper()
+		op, err := b.store.Operation(b.ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		return op
+	}
+	start := func(op *models.Operation) {
+		GinkgoHelper()
+		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+			ID: op.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, op.Id), Start: true,
+			History: []string{"validated: an instance of v2 became healthy on cell cell-1"},
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Applied).To(Equal(1))
+	}
+	messages := func(op *models.Operation) []string {
+		var lines []string
+		for _, e := range op.History {
+			lines = append(lines, e.Message)
+		}
+		return lines
+	}
+
+	BeforeEach(func() {
+		_, err := b.store.AcquireLease(b.ctx, "convergence", "board-1", time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 2))
+		Expect(err).NotTo(HaveOccurred())
+		b.clock.Advance(time.Second)
+	})
+
+	It("records VALIDATE, IN_PROGRESS, stores the definition and changes nothing else", func() {
+		before := operationLRP(b)
+		op := update(validated("v2"))
+		Expect(op.Kind).To(Equal(models.Operation_VALIDATE))
+		Expect(op.Status).To(Equal(models.Operation_IN_PROGRESS))
+		Expect(op.DefinitionId).To(Equal("v2"))
+		Expect(op.LeaseOwner).To(Equal("board-1"))
+		Expect(messages(op)).To(Equal([]string{"definition v2 stored; validating v2 with one unroutable instance before it becomes active"}))
+
+		after := operationLRP(b)
+		Expect(after.ActiveDefinitionId).To(Equal(before.ActiveDefinitionId))
+		Expect(after.Instances).To(Equal(before.Instances), "the rest of the update waits too")
+		Expect(after.ModificationTag).To(EqualProto(before.ModificationTag))
+		defs, err := b.store.Definitions(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(defs).To(HaveLen(2))
+		st, err := b.store.RolloutStatus(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.State).To(Equal(models.RolloutStatus_NONE))
+	})
+
+	It("applies the update once convergence starts it again, keeping when it started", func() {
+		op := update(validated("v2"))
+		b.clock.Advance(3 * time.Second)
+		start(op)
+
+		after := operationLRP(b)
+		Expect(after.ActiveDefinitionId).To(Equal("v2"))
+		Expect(after.Instances).To(BeEquivalentTo(3))
+		st, err := b.store.RolloutStatus(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
+		Expect(st.OperationId).To(Equal(op.Id))
+
+		started := operation(op.Id)
+		Expect(started.Status).To(Equal(models.Operation_IN_PROGRESS))
+		Expect(started.StartedAt).To(Equal(op.StartedAt), "it started with its validation")
+		lines := messages(started)
+		Expect(lines).To(HaveLen(3))
+		Expect(lines[1]).To(Equal("validated: an instance of v2 became healthy on cell cell-1"))
+		Expect(lines[2]).To(HavePrefix("applied: definition v2 activated"))
+	})
+
+	It("waits PENDING behind a change in progress, then starts its validation, and only then applies", func() {
+		inProgress := update(&models.DesiredLRPUpdate{Definition: newDefinition("", "/bin/web-v2"), UpdateIdentifier: "v2"})
+		op := update(validated("v3"))
+		Expect(op.Kind).To(Equal(models.Operation_VALIDATE))
+		Expect(op.Status).To(Equal(models.Operation_PENDING))
+		Expect(operation(inProgress.Id).Status).To(Equal(models.Operation_IN_PROGRESS), "it supersedes nothing")
+
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+			ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, inProgress.Id),
+			Status: models.Operation_FINISHED, Reason: "every index runs v2",
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		start(op) // its turn
+		validating := operation(op.Id)
+		Expect(validating.Status).To(Equal(models.Operation_IN_PROGRESS))
+		Expect(messages(validating)).To(ContainElement("started: validating v3 with one unroutable instance before it becomes active"))
+		Expect(operationLRP(b).ActiveDefinitionId).To(Equal("v2"), "nothing applied yet")
+
+		start(validating) // validated
+		Expect(operationLRP(b).ActiveDefinitionId).To(Equal("v3"))
+	})
+
+	It("never makes a validation instance routable, whatever its rep says", func() {
+		update(validated("v2"))
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Create: []db.NewActualLRP{{
+			ProcessGuid: "web", Index: models.ValidationIndex, Domain: "apps", DefinitionID: "v2", CellID: "cell-1",
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		key := db.ActualLRPKey{ProcessGuid: "web", Index: models.ValidationIndex, Presence: models.ActualLRP_ORDINARY}
+		caller := db.Caller{InstanceGuid: "ig-v", CellID: "cell-1"}
+		_, err = b.store.ClaimActualLRP(b.ctx, key, caller)
+		Expect(err).NotTo(HaveOccurred())
+		netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}}
+		started, err := b.store.StartActualLRP(b.ctx, key, caller, netInfo, true)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(started.State).To(Equal(models.ActualLRP_RUNNING))
+		Expect(started.Routable).To(BeFalse())
+
+		_, err = b.store.BulkReport(b.ctx, "cell-1", []*models.ReportedInstance{{
+			ProcessGuid: "web", Index: models.ValidationIndex, Presence: models.ActualLRP_ORDINARY,
+			InstanceGuid: "ig-v", State: models.ActualLRP_RUNNING, NetInfo: netInfo, Routable: true,
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		for _, row := range b.instances("web") {
+			if row.Index == models.ValidationIndex {
+				Expect(row.Routable).To(BeFalse())
+			}
+		}
+	})
+})
+
+// operationVersion is the stored operation's modification index.
+func operationVersion(b *board, id string) int64 {
+	return int64(b.count("SELECT modification_index FROM operations WHERE id = ?", id))
+}
