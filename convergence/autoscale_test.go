@@ -1,0 +1,62 @@
+package convergence_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/convergence"
+)
+
+var _ = Describe("WantedInstances", func() {
+	// The table: total rooms, occupied, ready_target → desired,
+	// with min 1 and no max. The total does not enter the formula; it is
+	// the count the autoscaler starts from.
+	DescribeTable("ceil(occupied / (1 − ready_target)), min 1, no max",
+		func(total, occupied int32, readyTarget float64, want int32) {
+			Expect(convergence.WantedInstances(occupied, readyTarget, 1, -1)).To(Equal(want), "from %d rooms", total)
+		},
+		Entry(nil, int32(100), int32(80), 0.5, int32(160)),
+		Entry(nil, int32(100), int32(50), 0.5, int32(100)),
+		Entry(nil, int32(100), int32(30), 0.5, int32(60)),
+		Entry(nil, int32(50), int32(40), 0.3, int32(58)),
+		Entry(nil, int32(50), int32(35), 0.3, int32(50)),
+		Entry(nil, int32(50), int32(10), 0.3, int32(15)),
+		Entry(nil, int32(10), int32(5), 0.9, int32(50)),
+		Entry(nil, int32(10), int32(1), 0.9, int32(10)),
+		Entry(nil, int32(10), int32(1), 0.8, int32(5)),
+		Entry(nil, int32(5), int32(5), 0.1, int32(6)),
+		Entry(nil, int32(1), int32(1), 0.3, int32(2)),
+		Entry(nil, int32(2), int32(2), 0.9, int32(20)),
+	)
+
+	DescribeTable("clamped to [min, max]",
+		func(occupied int32, readyTarget float64, least, most, want int32) {
+			Expect(convergence.WantedInstances(occupied, readyTarget, least, most)).To(Equal(want))
+		},
+		Entry("nothing occupied: min", int32(0), 0.5, int32(2), int32(10), int32(2)),
+		Entry("below min", int32(1), 0.5, int32(3), int32(10), int32(3)),
+		Entry("above max", int32(8), 0.5, int32(2), int32(10), int32(10)),
+		Entry("at max exactly", int32(5), 0.5, int32(2), int32(10), int32(10)),
+		Entry("no max", int32(500), 0.5, int32(2), int32(-1), int32(1000)),
+	)
+})
+
+var _ = Describe("StabilizedInstances", func() {
+	const minute = int64(60e9)
+	noon := int64(1_800_000_000) * 1e9
+	at := func(seconds int64) int64 { return noon + seconds*1e9 }
+	// The worked example in autoscale.go.
+	recent := []convergence.Recommendation{{At: at(0), Wanted: 8}, {At: at(30), Wanted: 4}, {At: at(60), Wanted: 6}}
+
+	DescribeTable("up at once, down to the highest of the window",
+		func(current, wanted int32, now int64, want int32) {
+			Expect(convergence.StabilizedInstances(current, wanted, recent, now, 2*minute)).To(Equal(want))
+		},
+		Entry("the 8 of 12:00 is within the window: stay", int32(8), int32(6), at(60), int32(8)),
+		Entry("it left the window: down to 6", int32(8), int32(6), at(130), int32(6)),
+		Entry("more wanted: up at once", int32(6), int32(10), at(140), int32(10)),
+		Entry("everything left the window: down to what is wanted", int32(8), int32(2), at(400), int32(2)),
+		Entry("never above what runs", int32(5), int32(4), at(60), int32(5)),
+		Entry("a recommendation of the future (a clock behind) is ignored", int32(8), int32(3), at(-10), int32(3)),
+	)
+})
