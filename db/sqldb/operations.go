@@ -330,12 +330,15 @@ func (s *SQLDB) leaseOfTheMoment(ctx context.Context, tx *sql.Tx, now int64) (st
 	return owner, expires, err
 }
 
-// changesDefinition reports whether an operation of this kind activates a
-// definition and lasts while its rollout runs.
-func changesDefinition(kind models.Operation_Kind) bool {
-	switch kind {
+// changesDefinition reports whether op activated a definition of lrp (nil
+// when gone) and lasts while its rollout runs: canceling it rolls back.
+func changesDefinition(op *models.Operation, lrp *models.DesiredLRP) bool {
+	switch op.Kind {
 	case models.Operation_UPDATE_DEFINITION, models.Operation_ROLLBACK, models.Operation_ABORT:
 		return true
+	case models.Operation_VALIDATE:
+		// Once validated it carries its rollout; before, nothing changed.
+		return lrp != nil && op.DefinitionId == lrp.ActiveDefinitionId
 	}
 	return false
 }
@@ -582,11 +585,16 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 			who = " by " + note.RequestedBy
 		}
 		healthy := before.GetHealthyDefinitionId()
-		abort := rec.op.Status == models.Operation_IN_PROGRESS && changesDefinition(rec.op.Kind) &&
+		changing := changesDefinition(rec.op, before)
+		abort := rec.op.Status == models.Operation_IN_PROGRESS && changing &&
 			before != nil && healthy != "" && healthy != before.ActiveDefinitionId
 		if !abort {
 			reason := "canceled" + who
-			if rec.op.Status == models.Operation_IN_PROGRESS {
+			switch {
+			case rec.op.Status != models.Operation_IN_PROGRESS:
+			case rec.op.Kind == models.Operation_VALIDATE && !changing:
+				reason += ": its validation stops, and nothing was changed"
+			default:
 				reason += ": nothing to roll back, the LRP's healthy definition is active"
 			}
 			if err := s.endOperation(ctx, tx, rec, models.Operation_CANCELED, reason, now); err != nil {

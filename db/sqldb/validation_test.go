@@ -122,6 +122,24 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(operationLRP(b).ActiveDefinitionId).To(Equal("v3"))
 	})
 
+	It("cancels a validation under way without touching anything, and a validated one by rolling back", func() {
+		validating := update(validated("v2"))
+		canceled, err := b.store.CancelOperation(b.ctx, validating.Id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(canceled.Status).To(Equal(models.Operation_CANCELED))
+		Expect(canceled.Reason).To(Equal("canceled: its validation stops, and nothing was changed"))
+		Expect(operationLRP(b).ActiveDefinitionId).NotTo(Equal("v2"))
+
+		rolling := update(validated("v3"))
+		start(rolling) // validated: v3 is active and rolls out
+		Expect(operationLRP(b).ActiveDefinitionId).To(Equal("v3"))
+		canceled, err = b.store.CancelOperation(b.ctx, rolling.Id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(canceled.Status).To(Equal(models.Operation_CANCELED))
+		Expect(canceled.Reason).To(ContainSubstring("rolls the LRP back to"))
+		Expect(operationLRP(b).ActiveDefinitionId).NotTo(Equal("v3"), "back on the healthy definition")
+	})
+
 	It("never makes a validation instance routable, whatever its rep says", func() {
 		update(validated("v2"))
 		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Create: []db.NewActualLRP{{
