@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -203,6 +204,33 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w d
 	return append(events, models.OperationChanged(op)), nil
 }
 
+// restoreDefinition puts back into update, the request of op, the run
+// definition its operation did not keep (operationParameters), read from
+// run_infos under op's definition_id. It reports false when that
+// definition is gone (cleanup took it since the plan): the Start is
+// skipped, and the next pass evicts the operation.
+func (s *SQLDB) restoreDefinition(ctx context.Context, tx *sql.Tx, op *models.Operation, update *models.DesiredLRPUpdate) (bool, error) {
+	if update.Definition != nil || op.DefinitionId == "" {
+		return true, nil
+	}
+	var blob []byte
+	err := s.queryRow(ctx, tx, "SELECT definition FROM run_infos WHERE process_guid = ? AND definition_id = ?",
+		op.ProcessGuid, op.DefinitionId).Scan(&blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	def, err := decodeDefinition(blob)
+	if err != nil {
+		return false, errInvalidRecord("definition %q of desired_lrp %q: %v", op.DefinitionId, op.ProcessGuid, err)
+	}
+	def.DefinitionId, def.CreatedAt = "", 0
+	update.Definition, update.UpdateIdentifier = def, op.DefinitionId
+	return true, nil
+}
+
 // start applies the update rec, a PENDING operation, holds over before (its
 // LRP, read locked), and moves rec on: IN_PROGRESS when the update
 // activated its definition, else FINISHED. An update with validate starts
@@ -240,6 +268,9 @@ func (a *convergenceApplier) start(ctx context.Context, tx *sql.Tx, rec *operati
 	if validated && !update.Validate {
 		// Only a validated update starts from IN_PROGRESS.
 		return nil, nil
+	}
+	if restored, err := s.restoreDefinition(ctx, tx, op, update); err != nil || !restored {
+		return nil, err
 	}
 	startedAt := op.StartedAt
 	update.ModificationTag, update.Queue, update.Validate = nil, false, false

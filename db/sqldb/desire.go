@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -82,10 +83,25 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 
 	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
 	// Until the guid turns out to have operations from an earlier LRP, the
-	// desire is its operation number 1 (see firstOperation).
+	// desire is its operation number 1 (see firstOperation), and where the
+	// dialect joins statements that operation goes in one round trip with
+	// the desired row.
 	numberOperation := s.firstOperation
+	joined := s.dialect.joinsStatements()
 	err = s.transactOperation(ctx, "desire lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
-		if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
+		var rec *operationRecord
+		if joined {
+			var err error
+			if rec, err = s.insertDesiredWithOperation(ctx, tx, insertDesired, row, stored, request, now); err != nil {
+				if isUniqueViolation(err) {
+					// The desired row or operation number 1 exists: the
+					// next attempt tells which, one statement at a time.
+					joined, numberOperation = false, s.newOperation
+					return nil, nil, errLostRace
+				}
+				return nil, nil, err
+			}
+		} else if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
 			if isUniqueViolation(err) {
 				return nil, nil, models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
 			}
@@ -101,16 +117,17 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		if err != nil {
 			return nil, nil, err
 		}
-		rec, err := numberOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		finishDesire(rec.op, stored, now)
-		if err := s.insertOperation(ctx, tx, rec); err != nil {
-			if errors.Is(err, errLostRace) {
-				numberOperation = s.newOperation
+		if rec == nil {
+			if rec, err = numberOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now); err != nil {
+				return nil, nil, err
 			}
-			return nil, nil, err
+			finishDesire(rec.op, stored, now)
+			if err := s.insertOperation(ctx, tx, rec); err != nil {
+				if errors.Is(err, errLostRace) {
+					numberOperation = s.newOperation
+				}
+				return nil, nil, err
+			}
 		}
 		return rec.op, append(desiredEvents(stored, created), models.OperationChanged(rec.op)), nil
 	})
@@ -118,6 +135,25 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		return nil, err
 	}
 	return stored, nil
+}
+
+// insertDesiredWithOperation inserts the desired row and the desire's
+// operation, numbered 1, in one round trip (dialect.joinsStatements). A
+// unique violation does not say which of the two exists.
+func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, insertDesired string, row []any,
+	stored *models.DesiredLRP, request *models.DesireLRPRequest, now int64) (*operationRecord, error) {
+	rec, err := s.firstOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
+	if err != nil {
+		return nil, err
+	}
+	finishDesire(rec.op, stored, now)
+	values, err := operationValues(rec)
+	if err != nil {
+		return nil, err
+	}
+	insertOperation := s.dialect.rebind(insertStatement("operations", operationColumns))
+	_, err = tx.ExecContext(ctx, insertDesired+";\n"+insertOperation, append(slices.Clip(row), values...)...)
+	return rec, err
 }
 
 // finishDesire makes op the record of stored's desire: FINISHED at once,

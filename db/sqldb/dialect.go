@@ -107,3 +107,12 @@ func (d dialect) lockForUpdate() string {
 	}
 	return " FOR UPDATE"
 }
+
+// joinsStatements reports whether two statements sent as one, separated by
+// a semicolon, run one after the other in one round trip, stopping at the
+// first that fails: MySQL with multiStatements (which Open requires). On
+// the others a round trip is cheap (SQLite runs in process) or a write
+// has a single-statement path of its own (Postgres).
+func (d dialect) joinsStatements() bool {
+	return d == MySQL
+}

@@ -66,6 +66,11 @@ var _ = Describe("Open's DSN defaults", func() {
 			"root@tcp(h:3306)/db?interpolateParams=false&multiStatements=true&parseTime=false"),
 	)
 
+	It("refuses a MySQL DSN that runs one statement per round trip", func() {
+		_, err := sqldb.Open(context.Background(), sqldb.MySQL, "root@tcp(127.0.0.1:1)/db?multiStatements=false")
+		Expect(err).To(MatchError(ContainSubstring("multiStatements")))
+	})
+
 	It("refuses a MySQL DSN that makes affected rows count matched rows", func() {
 		_, err := sqldb.Open(context.Background(), sqldb.MySQL, "root@tcp(127.0.0.1:1)/db?clientFoundRows=true")
 		Expect(err).To(MatchError(ContainSubstring("clientFoundRows")))

@@ -43,6 +43,11 @@ func Open(ctx context.Context, dialect, dsn string) (*sql.DB, error) {
 			// the dialect helper's insert-if-missing relies on it.
 			return nil, fmt.Errorf("mysql: clientFoundRows=true is not supported")
 		}
+		if strings.Contains(dsn, "multiStatements=false") {
+			// Some writes send two statements in one round trip
+			// (dialect.joinsStatements).
+			return nil, fmt.Errorf("mysql: multiStatements=false is not supported")
+		}
 		dsn = mysqlDSN(dsn)
 	default:
 		return nil, fmt.Errorf("unknown database driver %q (want sqlite, postgres or mysql)", dialect)

@@ -287,13 +287,38 @@ func (s *SQLDB) draftOperation(ctx context.Context, processGuid string, kind mod
 }
 
 // wrapRequest wraps the request that made an operation in an Any, encoded
-// deterministically like every stored blob.
+// deterministically like every stored blob, less its run definition (see
+// operationParameters).
 func wrapRequest(request proto.Message) (*anypb.Any, error) {
 	parameters := &anypb.Any{}
-	if err := anypb.MarshalFrom(parameters, request, deterministic); err != nil {
+	if err := anypb.MarshalFrom(parameters, operationParameters(request), deterministic); err != nil {
 		return nil, errInvalid("parameters", err.Error())
 	}
 	return parameters, nil
+}
+
+// operationParameters is the request an operation keeps: as it came, less
+// any run definition, which is stored once, in run_infos, under the
+// operation's definition_id. Kept twice, it would double what a desire
+// writes, and copy what users put in a definition's environment (their
+// secrets) out of the one table that encryption at rest covers. Starting
+// a queued or validated update puts it back (restoreDefinition).
+func operationParameters(request proto.Message) proto.Message {
+	switch r := request.(type) {
+	case *models.DesireLRPRequest:
+		if r.GetDesiredLrp().GetDefinition() != nil {
+			kept := proto.Clone(r).(*models.DesireLRPRequest)
+			kept.DesiredLrp.Definition = nil
+			return kept
+		}
+	case *models.UpdateDesiredLRPRequest:
+		if r.GetUpdate().GetDefinition() != nil {
+			kept := proto.Clone(r).(*models.UpdateDesiredLRPRequest)
+			kept.Update.Definition = nil
+			return kept
+		}
+	}
+	return request
 }
 
 // setOperationStatus moves op to status with reason and stamps the times

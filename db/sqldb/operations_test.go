@@ -107,7 +107,12 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 				RequestedBy: caller, DefinitionId: "v1", History: history(t, "desired 3 instances of definition v1"),
 			}))
 			Expect(op.Id).To(MatchRegexp(`^[0-9a-f]{24}$`))
-			Expect(parameters(op, &models.DesireLRPRequest{})).To(EqualProto(&models.DesireLRPRequest{DesiredLrp: lrp}))
+			// The request less its definition, which is kept once, in
+			// run_infos, under the operation's definition_id.
+			kept := proto.Clone(lrp).(*models.DesiredLRP)
+			kept.Definition = nil
+			Expect(parameters(op, &models.DesireLRPRequest{})).To(EqualProto(&models.DesireLRPRequest{DesiredLrp: kept}))
+			Expect(string(op.Parameters.Value)).NotTo(ContainSubstring(lrp.Definition.Action.Path), "no copy of the definition")
 			Expect(note.Operation).To(EqualProto(op))
 			Expect(operation(op.Id)).To(EqualProto(op))
 		})
