@@ -184,13 +184,6 @@ func (ph *stagedPhase) describe(updated, instances int32, active string) string 
 		strconv.Itoa(int(instances)) + " on " + active + ")"
 }
 
-// allowedSince is when the phase's allowed count reached what it is now:
-// the progress deadline of a phase that waited for its share to grow
-// counts from there, not from the last index it completed before.
-func (ph *stagedPhase) allowedSince(instances int32, now int64) int64 {
-	return models.StageAllowedSince(ph.stage, instances, now)
-}
-
 // holds reports whether the phase has nothing left to do at its target
 // below 100%: every member runs the active definition, ready, and nothing
 // is in flight.
@@ -216,5 +209,7 @@ func (ro *rolloutLRP) deadlineFrom(rec *db.RolloutRow, instances int32, now int6
 	if ph.paused() || ph.idle(ro) {
 		return 0, false
 	}
-	return max(rec.ProgressAt, ph.allowedSince(instances, now)), true
+	// A phase that waited for its share to grow counts from when it last
+	// grew, not from the last index it completed before.
+	return max(rec.ProgressAt, models.StageAllowedSince(ph.stage, instances, now)), true
 }

@@ -35,10 +35,26 @@ var _ = Describe("a rep with instance_log_limit_mb", func() {
 		Eventually(only.instances).Should(HaveLen(1))
 		dir := filepath.Join(dataDir, "instances", only.instances()[0].InstanceGuid)
 		Eventually(filepath.Join(dir, "output.log.1")).Should(BeAnExistingFile())
-		for _, name := range []string{"output.log", "output.log.1"} {
-			info, err := os.Stat(filepath.Join(dir, name))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(info.Size()).To(BeNumerically("<=", 1<<20), name)
+		// Both logs, seen at one moment: a rotation renames output.log
+		// before it opens the next one, so one look may miss it.
+		sizes := func() (map[string]int64, error) {
+			seen := map[string]int64{}
+			for _, name := range []string{"output.log", "output.log.1"} {
+				info, err := os.Stat(filepath.Join(dir, name))
+				if err != nil {
+					return nil, err
+				}
+				seen[name] = info.Size()
+			}
+			return seen, nil
+		}
+		var seen map[string]int64
+		Eventually(func() (err error) {
+			seen, err = sizes()
+			return err
+		}).Should(Succeed())
+		for name, size := range seen {
+			Expect(size).To(BeNumerically("<=", 1<<20), name)
 		}
 	})
 })

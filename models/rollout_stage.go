@@ -53,10 +53,10 @@ func StageShare(s *RolloutStage, now int64) float64 {
 		return 100
 	}
 	target := s.GetTargetPercent()
-	rate := s.GetSafeRate()
-	if rate.GetPercent() <= 0 || rate.GetPerMs() <= 0 {
+	if !growsAtRate(s) {
 		return target
 	}
+	rate := s.GetSafeRate()
 	grown := rate.GetPercent() * float64(stageElapsed(s, now)) / float64(rate.GetPerMs()*int64(time.Millisecond))
 	return math.Min(target, s.GetPriorPercent()+grown)
 }
@@ -90,8 +90,7 @@ func StageAllowed(share float64, instances int32) int32 {
 // above its count at now, or 0 when it will not without an operator: the
 // phase is paused, has no rate, or is at its target.
 func StageNextGrowth(s *RolloutStage, instances int32, now int64) int64 {
-	rate := s.GetSafeRate()
-	if s == nil || s.GetPaused() || rate.GetPercent() <= 0 || rate.GetPerMs() <= 0 || instances <= 0 {
+	if s.GetPaused() || !growsAtRate(s) || instances <= 0 {
 		return 0
 	}
 	share := StageShare(s, now)
@@ -99,14 +98,11 @@ func StageNextGrowth(s *RolloutStage, instances int32, now int64) int64 {
 	if share >= s.GetTargetPercent() || allowed >= instances {
 		return 0
 	}
-	// The share at which one more instance is allowed: just past
-	// allowed × 100 / instances, by more than StageAllowed forgives.
-	next := (float64(allowed) + 2*shareEpsilon) * 100 / float64(instances)
+	next := shareAbove(allowed, instances)
 	if next > s.GetTargetPercent() {
 		return 0
 	}
-	per := float64(rate.GetPerMs() * int64(time.Millisecond))
-	at := s.GetPhaseStartedAt() + s.GetPausedNanos() + int64(math.Ceil((next-s.GetPriorPercent())/rate.GetPercent()*per))
+	at := stageReaches(s, next)
 	return max(at, now+1)
 }
 
@@ -115,31 +111,46 @@ func StageNextGrowth(s *RolloutStage, instances int32, now int64) int64 {
 // when it had it from the start (or the phase has no rate).
 func StageAllowedSince(s *RolloutStage, instances int32, now int64) int64 {
 	start := s.GetPhaseStartedAt()
-	rate := s.GetSafeRate()
 	allowed := StageAllowed(StageShare(s, now), instances)
-	if rate.GetPercent() <= 0 || rate.GetPerMs() <= 0 || allowed == 0 {
+	if !growsAtRate(s) || allowed == 0 {
 		return min(now, start)
 	}
-	// The share that allows this count: just past (allowed − 1) × 100 /
-	// instances (see StageNextGrowth).
-	needed := (float64(allowed-1) + 2*shareEpsilon) * 100 / float64(instances)
+	needed := shareAbove(allowed-1, instances)
 	if needed <= s.GetPriorPercent() {
 		return min(now, start)
 	}
-	per := float64(rate.GetPerMs() * int64(time.Millisecond))
-	at := start + s.GetPausedNanos() + int64(math.Ceil((needed-s.GetPriorPercent())/rate.GetPercent()*per))
+	at := stageReaches(s, needed)
 	return min(now, at)
 }
 
 // StageTargetAt is when (Unix nanoseconds) the share reaches the phase's
 // target, or 0 when it has or while paused.
 func StageTargetAt(s *RolloutStage, now int64) int64 {
-	rate := s.GetSafeRate()
-	if s == nil || s.GetPaused() || rate.GetPercent() <= 0 || rate.GetPerMs() <= 0 || StageShare(s, now) >= s.GetTargetPercent() {
+	if s.GetPaused() || !growsAtRate(s) || StageShare(s, now) >= s.GetTargetPercent() {
 		return 0
 	}
+	return stageReaches(s, s.GetTargetPercent())
+}
+
+// growsAtRate reports whether the phase's share grows over time (it has a
+// rate) rather than standing at its target from the start.
+func growsAtRate(s *RolloutStage) bool {
+	return s.GetSafeRate().GetPercent() > 0 && s.GetSafeRate().GetPerMs() > 0
+}
+
+// shareAbove is the share (percent) just past the one that allows count of
+// instances, by more than StageAllowed forgives: the share at which
+// count + 1 are allowed.
+func shareAbove(count, instances int32) float64 {
+	return (float64(count) + 2*shareEpsilon) * 100 / float64(instances)
+}
+
+// stageReaches is when (Unix nanoseconds) the share of s, growing at its
+// rate (which it must have) and not paused from now on, reaches share.
+func stageReaches(s *RolloutStage, share float64) int64 {
+	rate := s.GetSafeRate()
 	per := float64(rate.GetPerMs() * int64(time.Millisecond))
-	return s.GetPhaseStartedAt() + s.GetPausedNanos() + int64(math.Ceil((s.GetTargetPercent()-s.GetPriorPercent())/rate.GetPercent()*per))
+	return s.GetPhaseStartedAt() + s.GetPausedNanos() + int64(math.Ceil((share-s.GetPriorPercent())/rate.GetPercent()*per))
 }
 
 // DefaultStageSeed is the seed of a phase that names none: the LRP and the

@@ -132,29 +132,7 @@ func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writ
 
 // operations applies the Operations group.
 func (a *convergenceApplier) operations(ctx context.Context, writes []db.OperationWrite) error {
-	for len(writes) > 0 {
-		n := min(len(writes), recordBatchSize)
-		seen := make(map[string]struct{}, n)
-		for i := range n {
-			if _, dup := seen[writes[i].ID]; dup {
-				n = i // a second write of one operation sees the first one's result
-				break
-			}
-			seen[writes[i].ID] = struct{}{}
-		}
-		applied, err := a.operationBatch(ctx, writes[:n])
-		if err != nil {
-			return err
-		}
-		a.result.Applied += applied
-		a.result.Skipped += n - applied
-		writes = writes[n:]
-	}
-	return nil
-}
-
-func (a *convergenceApplier) operationBatch(ctx context.Context, batch []db.OperationWrite) (int, error) {
-	return applyEach(ctx, a.s, "operations", batch, a.operationWrite)
+	return applyInBatches(ctx, a, "operations", writes, func(w db.OperationWrite) string { return w.ID }, a.operationWrite)
 }
 
 // operationWrite applies one write and returns its events, or nil when it

@@ -33,17 +33,26 @@ const recordBatchSize = 100
 // nothing a client asked for — then rollout_changed with the status built
 // after the write (a deleted record's: state NONE).
 func (a *convergenceApplier) rollouts(ctx context.Context, writes []db.RolloutWrite) error {
+	return applyInBatches(ctx, a, "rollouts", writes, func(w db.RolloutWrite) string { return w.ProcessGuid }, a.rolloutWrite)
+}
+
+// applyInBatches applies writes in batches of at most recordBatchSize,
+// each in one transaction (applyEach), counting them applied or skipped. A
+// batch ends before a second write with the same key, so that it sees the
+// first one's result.
+func applyInBatches[W any](ctx context.Context, a *convergenceApplier, what string, writes []W, key func(W) string,
+	write func(context.Context, *sql.Tx, W) ([]models.Event, error)) error {
 	for len(writes) > 0 {
 		n := min(len(writes), recordBatchSize)
 		seen := make(map[string]struct{}, n)
 		for i := range n {
-			if _, dup := seen[writes[i].ProcessGuid]; dup {
-				n = i // a second write of one LRP sees the first one's result
+			if _, dup := seen[key(writes[i])]; dup {
+				n = i
 				break
 			}
-			seen[writes[i].ProcessGuid] = struct{}{}
+			seen[key(writes[i])] = struct{}{}
 		}
-		applied, err := a.rolloutBatch(ctx, writes[:n])
+		applied, err := applyEach(ctx, a.s, what, writes[:n], write)
 		if err != nil {
 			return err
 		}
@@ -52,10 +61,6 @@ func (a *convergenceApplier) rollouts(ctx context.Context, writes []db.RolloutWr
 		writes = writes[n:]
 	}
 	return nil
-}
-
-func (a *convergenceApplier) rolloutBatch(ctx context.Context, batch []db.RolloutWrite) (int, error) {
-	return applyEach(ctx, a.s, "rollouts", batch, a.rolloutWrite)
 }
 
 // applyEach applies the writes of batch one by one with write, in one
