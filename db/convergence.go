@@ -125,6 +125,14 @@ type DesiredSchedule struct {
 	// Resources of the active definition.
 	MemoryMB int32
 	DiskMB   int32
+	// Autoscaling as stored: nil (or disabled) when instances holds.
+	Autoscaling *models.Autoscaling
+	// Autoscaler is the autoscaler's state as last written (nil before its
+	// first decision). Planner and store treat it as immutable.
+	Autoscaler *models.AutoscalerStatus
+	// ModificationIndex is the DesiredLRP's modification tag index when
+	// read: an AutoscaleWrite applies only while it is unchanged.
+	ModificationIndex int64
 }
 
 // ActualRow is one ActualLRP row as scheduling sees it.
@@ -192,12 +200,16 @@ type RowVersion struct {
 }
 
 // ConvergenceWrites is a plan in terms of rows. ApplyConvergence performs
-// them in this order: Delete, Promote, MarkSuspect, Retire,
+// them in this order: Autoscale, Delete, Promote, MarkSuspect, Retire,
 // RequestStop, Create, Restart, Redefine, Unassign, Place,
 // PlacementFailed, Rollouts, DeleteDefinitions, Operations — so that a row's key is
 // free before another row takes it, and a definition is deleted only after
 // the rows that stop referencing it.
 type ConvergenceWrites struct {
+	// Autoscale stores autoscaled LRPs' instance counts and autoscaler
+	// state, first, so that the rows this plan creates for a scale-up
+	// follow the count they were created for.
+	Autoscale []AutoscaleWrite
 	// Delete removes rows: extra or undesired instances (retired), suspects
 	// whose replacement runs, replacements of a suspect that came back.
 	Delete []RowVersion
@@ -260,9 +272,27 @@ type ConvergenceWrites struct {
 
 // Empty reports whether there is nothing to write.
 func (w *ConvergenceWrites) Empty() bool {
-	return len(w.Delete)+len(w.Promote)+len(w.MarkSuspect)+len(w.Retire)+len(w.RequestStop)+
+	return len(w.Autoscale)+len(w.Delete)+len(w.Promote)+len(w.MarkSuspect)+len(w.Retire)+len(w.RequestStop)+
 		len(w.Create)+len(w.Restart)+len(w.Redefine)+len(w.Unassign)+len(w.Place)+len(w.PlacementFailed)+
 		len(w.Rollouts)+len(w.DeleteDefinitions)+len(w.Operations) == 0
+}
+
+// AutoscaleWrite stores an autoscaled LRP's autoscaler state and, when the
+// count changed, its instances. It applies only while the DesiredLRP still
+// has ExpectModificationIndex and autoscaling enabled (no update came in
+// between); otherwise it is skipped like a stale row write. A change of
+// the count (Instances ≠ PreviousInstances) moves the LRP's modification
+// tag on, emits desired_lrp_changed, and records an AUTOSCALE operation,
+// FINISHED, whose reason is Status.LastDecision's and whose history line
+// gives its arithmetic (occupied, ready_target, the formula's result, the
+// clamp). A write that changes only Status (the window's recommendations)
+// leaves the tag, the events and the operations alone.
+type AutoscaleWrite struct {
+	ProcessGuid             string
+	ExpectModificationIndex int64
+	PreviousInstances       int32
+	Instances               int32
+	Status                  *models.AutoscalerStatus
 }
 
 // Retirement starts the replacement of a running instance: Row becomes

@@ -125,7 +125,13 @@ type DesiredLRP struct {
 	// The active definition. Required on desire; filled in on get.
 	Definition *LRPDefinition `protobuf:"bytes,11,opt,name=definition,proto3" json:"definition,omitempty"`
 	// Unix nanoseconds.
-	CreatedAt     int64 `protobuf:"varint,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt int64 `protobuf:"varint,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// With autoscaling enabled, the board sets instances from the
+	// instances' occupancy (DESIGN §7).
+	Autoscaling *Autoscaling `protobuf:"bytes,13,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	// What the autoscaler last decided, and the counts it wanted within the
+	// scale-down stabilization window. Set by the board; ignored on desire.
+	Autoscaler    *AutoscalerStatus `protobuf:"bytes,14,opt,name=autoscaler,proto3" json:"autoscaler,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -244,6 +250,475 @@ func (x *DesiredLRP) GetCreatedAt() int64 {
 	return 0
 }
 
+func (x *DesiredLRP) GetAutoscaling() *Autoscaling {
+	if x != nil {
+		return x.Autoscaling
+	}
+	return nil
+}
+
+func (x *DesiredLRP) GetAutoscaler() *AutoscalerStatus {
+	if x != nil {
+		return x.Autoscaler
+	}
+	return nil
+}
+
+// Autoscaling sets an LRP's instance count from its instances' occupancy.
+// wanted = clamp(ceil(occupied / (1 − ready_target)), min, max).
+type Autoscaling struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Enabled bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// min > 0; max > min, or -1 for no limit.
+	Min    int32              `protobuf:"varint,2,opt,name=min,proto3" json:"min,omitempty"`
+	Max    int32              `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`
+	Policy *AutoscalingPolicy `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
+	// How long a lower count must have been wanted before instances go
+	// down to it; 0: the board's scale_down_stabilization (default 2m).
+	ScaleDownStabilizationMs int64 `protobuf:"varint,5,opt,name=scale_down_stabilization_ms,json=scaleDownStabilizationMs,proto3" json:"scale_down_stabilization_ms,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *Autoscaling) Reset() {
+	*x = Autoscaling{}
+	mi := &file_desired_lrp_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Autoscaling) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Autoscaling) ProtoMessage() {}
+
+func (x *Autoscaling) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Autoscaling.ProtoReflect.Descriptor instead.
+func (*Autoscaling) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Autoscaling) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *Autoscaling) GetMin() int32 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *Autoscaling) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *Autoscaling) GetPolicy() *AutoscalingPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *Autoscaling) GetScaleDownStabilizationMs() int64 {
+	if x != nil {
+		return x.ScaleDownStabilizationMs
+	}
+	return 0
+}
+
+type AutoscalingPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "roomOccupancy", the only policy.
+	Type          string                       `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Parameters    *AutoscalingPolicyParameters `protobuf:"bytes,2,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoscalingPolicy) Reset() {
+	*x = AutoscalingPolicy{}
+	mi := &file_desired_lrp_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoscalingPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoscalingPolicy) ProtoMessage() {}
+
+func (x *AutoscalingPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoscalingPolicy.ProtoReflect.Descriptor instead.
+func (*AutoscalingPolicy) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AutoscalingPolicy) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AutoscalingPolicy) GetParameters() *AutoscalingPolicyParameters {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+type AutoscalingPolicyParameters struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	RoomOccupancy *RoomOccupancyParameters `protobuf:"bytes,1,opt,name=room_occupancy,json=roomOccupancy,proto3" json:"room_occupancy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoscalingPolicyParameters) Reset() {
+	*x = AutoscalingPolicyParameters{}
+	mi := &file_desired_lrp_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoscalingPolicyParameters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoscalingPolicyParameters) ProtoMessage() {}
+
+func (x *AutoscalingPolicyParameters) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoscalingPolicyParameters.ProtoReflect.Descriptor instead.
+func (*AutoscalingPolicyParameters) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AutoscalingPolicyParameters) GetRoomOccupancy() *RoomOccupancyParameters {
+	if x != nil {
+		return x.RoomOccupancy
+	}
+	return nil
+}
+
+type RoomOccupancyParameters struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The share of instances kept ready (idle) for new work, 0.1 to 0.9.
+	ReadyTarget   float64 `protobuf:"fixed64,1,opt,name=ready_target,json=readyTarget,proto3" json:"ready_target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoomOccupancyParameters) Reset() {
+	*x = RoomOccupancyParameters{}
+	mi := &file_desired_lrp_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoomOccupancyParameters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoomOccupancyParameters) ProtoMessage() {}
+
+func (x *RoomOccupancyParameters) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoomOccupancyParameters.ProtoReflect.Descriptor instead.
+func (*RoomOccupancyParameters) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RoomOccupancyParameters) GetReadyTarget() float64 {
+	if x != nil {
+		return x.ReadyTarget
+	}
+	return 0
+}
+
+// AutoscalerDecision is one decision of the autoscaler: the arithmetic and
+// the count it led to.
+type AutoscalerDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unix nanoseconds.
+	At int64 `protobuf:"varint,1,opt,name=at,proto3" json:"at,omitempty"`
+	// occupied counts the indices with an occupied instance.
+	Occupied    int32   `protobuf:"varint,2,opt,name=occupied,proto3" json:"occupied,omitempty"`
+	ReadyTarget float64 `protobuf:"fixed64,3,opt,name=ready_target,json=readyTarget,proto3" json:"ready_target,omitempty"`
+	// computed is ceil(occupied / (1 − ready_target)); wanted is computed
+	// clamped to [min, max].
+	Computed int32 `protobuf:"varint,4,opt,name=computed,proto3" json:"computed,omitempty"`
+	Wanted   int32 `protobuf:"varint,5,opt,name=wanted,proto3" json:"wanted,omitempty"`
+	Min      int32 `protobuf:"varint,6,opt,name=min,proto3" json:"min,omitempty"`
+	Max      int32 `protobuf:"varint,7,opt,name=max,proto3" json:"max,omitempty"`
+	// instances is the count set: wanted, or more while the stabilization
+	// window holds a higher count wanted earlier.
+	Instances         int32  `protobuf:"varint,8,opt,name=instances,proto3" json:"instances,omitempty"`
+	PreviousInstances int32  `protobuf:"varint,9,opt,name=previous_instances,json=previousInstances,proto3" json:"previous_instances,omitempty"`
+	Reason            string `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AutoscalerDecision) Reset() {
+	*x = AutoscalerDecision{}
+	mi := &file_desired_lrp_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoscalerDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoscalerDecision) ProtoMessage() {}
+
+func (x *AutoscalerDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoscalerDecision.ProtoReflect.Descriptor instead.
+func (*AutoscalerDecision) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AutoscalerDecision) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetOccupied() int32 {
+	if x != nil {
+		return x.Occupied
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetReadyTarget() float64 {
+	if x != nil {
+		return x.ReadyTarget
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetComputed() int32 {
+	if x != nil {
+		return x.Computed
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetWanted() int32 {
+	if x != nil {
+		return x.Wanted
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetMin() int32 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetInstances() int32 {
+	if x != nil {
+		return x.Instances
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetPreviousInstances() int32 {
+	if x != nil {
+		return x.PreviousInstances
+	}
+	return 0
+}
+
+func (x *AutoscalerDecision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type AutoscalerRecommendation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unix nanoseconds: from then on the autoscaler wanted this count,
+	// until the next recommendation.
+	At            int64 `protobuf:"varint,1,opt,name=at,proto3" json:"at,omitempty"`
+	Wanted        int32 `protobuf:"varint,2,opt,name=wanted,proto3" json:"wanted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutoscalerRecommendation) Reset() {
+	*x = AutoscalerRecommendation{}
+	mi := &file_desired_lrp_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoscalerRecommendation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoscalerRecommendation) ProtoMessage() {}
+
+func (x *AutoscalerRecommendation) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoscalerRecommendation.ProtoReflect.Descriptor instead.
+func (*AutoscalerRecommendation) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AutoscalerRecommendation) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *AutoscalerRecommendation) GetWanted() int32 {
+	if x != nil {
+		return x.Wanted
+	}
+	return 0
+}
+
+type AutoscalerStatus struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	LastDecision *AutoscalerDecision    `protobuf:"bytes,1,opt,name=last_decision,json=lastDecision,proto3" json:"last_decision,omitempty"`
+	// The changes of the wanted count that still matter to the window,
+	// oldest first.
+	Recommendations []*AutoscalerRecommendation `protobuf:"bytes,2,rep,name=recommendations,proto3" json:"recommendations,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AutoscalerStatus) Reset() {
+	*x = AutoscalerStatus{}
+	mi := &file_desired_lrp_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutoscalerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutoscalerStatus) ProtoMessage() {}
+
+func (x *AutoscalerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutoscalerStatus.ProtoReflect.Descriptor instead.
+func (*AutoscalerStatus) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AutoscalerStatus) GetLastDecision() *AutoscalerDecision {
+	if x != nil {
+		return x.LastDecision
+	}
+	return nil
+}
+
+func (x *AutoscalerStatus) GetRecommendations() []*AutoscalerRecommendation {
+	if x != nil {
+		return x.Recommendations
+	}
+	return nil
+}
+
 // DesiredLRPSchedulingInfo is a DesiredLRP without its run definition, for
 // cheap bulk reads: what placement and convergence need.
 type DesiredLRPSchedulingInfo struct {
@@ -258,15 +733,16 @@ type DesiredLRPSchedulingInfo struct {
 	HealthyDefinitionId string                 `protobuf:"bytes,8,opt,name=healthy_definition_id,json=healthyDefinitionId,proto3" json:"healthy_definition_id,omitempty"`
 	ModificationTag     *ModificationTag       `protobuf:"bytes,9,opt,name=modification_tag,json=modificationTag,proto3" json:"modification_tag,omitempty"`
 	// Resources of the active definition.
-	MemoryMb      int32 `protobuf:"varint,10,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	DiskMb        int32 `protobuf:"varint,11,opt,name=disk_mb,json=diskMb,proto3" json:"disk_mb,omitempty"`
+	MemoryMb      int32        `protobuf:"varint,10,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	DiskMb        int32        `protobuf:"varint,11,opt,name=disk_mb,json=diskMb,proto3" json:"disk_mb,omitempty"`
+	Autoscaling   *Autoscaling `protobuf:"bytes,12,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredLRPSchedulingInfo) Reset() {
 	*x = DesiredLRPSchedulingInfo{}
-	mi := &file_desired_lrp_proto_msgTypes[2]
+	mi := &file_desired_lrp_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +754,7 @@ func (x *DesiredLRPSchedulingInfo) String() string {
 func (*DesiredLRPSchedulingInfo) ProtoMessage() {}
 
 func (x *DesiredLRPSchedulingInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[2]
+	mi := &file_desired_lrp_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +767,7 @@ func (x *DesiredLRPSchedulingInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPSchedulingInfo.ProtoReflect.Descriptor instead.
 func (*DesiredLRPSchedulingInfo) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{2}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DesiredLRPSchedulingInfo) GetProcessGuid() string {
@@ -371,6 +847,13 @@ func (x *DesiredLRPSchedulingInfo) GetDiskMb() int32 {
 	return 0
 }
 
+func (x *DesiredLRPSchedulingInfo) GetAutoscaling() *Autoscaling {
+	if x != nil {
+		return x.Autoscaling
+	}
+	return nil
+}
+
 // DesiredLRPUpdate keeps the classic shape (instances, routes, annotation)
 // and adds an optional new definition. Unset fields are left alone.
 type DesiredLRPUpdate struct {
@@ -398,14 +881,18 @@ type DesiredLRPUpdate struct {
 	// range) until it is healthy, up to 3 attempts; only then apply the
 	// update. Never healthy: nothing changes, and the update's operation
 	// (kind VALIDATE) ends in ERROR with the crash reason.
-	Validate      bool `protobuf:"varint,10,opt,name=validate,proto3" json:"validate,omitempty"`
+	Validate bool `protobuf:"varint,10,opt,name=validate,proto3" json:"validate,omitempty"`
+	// autoscaling replaces the LRP's autoscaling settings. While autoscaling
+	// is enabled, instances may not be set (disable it in the same update
+	// to set them).
+	Autoscaling   *Autoscaling `protobuf:"bytes,11,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredLRPUpdate) Reset() {
 	*x = DesiredLRPUpdate{}
-	mi := &file_desired_lrp_proto_msgTypes[3]
+	mi := &file_desired_lrp_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +904,7 @@ func (x *DesiredLRPUpdate) String() string {
 func (*DesiredLRPUpdate) ProtoMessage() {}
 
 func (x *DesiredLRPUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[3]
+	mi := &file_desired_lrp_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +917,7 @@ func (x *DesiredLRPUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPUpdate.ProtoReflect.Descriptor instead.
 func (*DesiredLRPUpdate) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{3}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DesiredLRPUpdate) GetInstances() int32 {
@@ -503,6 +990,13 @@ func (x *DesiredLRPUpdate) GetValidate() bool {
 	return false
 }
 
+func (x *DesiredLRPUpdate) GetAutoscaling() *Autoscaling {
+	if x != nil {
+		return x.Autoscaling
+	}
+	return nil
+}
+
 type DesireLRPRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	DesiredLrp    *DesiredLRP            `protobuf:"bytes,1,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
@@ -512,7 +1006,7 @@ type DesireLRPRequest struct {
 
 func (x *DesireLRPRequest) Reset() {
 	*x = DesireLRPRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[4]
+	mi := &file_desired_lrp_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +1018,7 @@ func (x *DesireLRPRequest) String() string {
 func (*DesireLRPRequest) ProtoMessage() {}
 
 func (x *DesireLRPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[4]
+	mi := &file_desired_lrp_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +1031,7 @@ func (x *DesireLRPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesireLRPRequest.ProtoReflect.Descriptor instead.
 func (*DesireLRPRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{4}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DesireLRPRequest) GetDesiredLrp() *DesiredLRP {
@@ -559,7 +1053,7 @@ type DesireLRPResponse struct {
 
 func (x *DesireLRPResponse) Reset() {
 	*x = DesireLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[5]
+	mi := &file_desired_lrp_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +1065,7 @@ func (x *DesireLRPResponse) String() string {
 func (*DesireLRPResponse) ProtoMessage() {}
 
 func (x *DesireLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[5]
+	mi := &file_desired_lrp_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +1078,7 @@ func (x *DesireLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesireLRPResponse.ProtoReflect.Descriptor instead.
 func (*DesireLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{5}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DesireLRPResponse) GetError() *Error {
@@ -617,7 +1111,7 @@ type DesiredLRPByProcessGuidRequest struct {
 
 func (x *DesiredLRPByProcessGuidRequest) Reset() {
 	*x = DesiredLRPByProcessGuidRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[6]
+	mi := &file_desired_lrp_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +1123,7 @@ func (x *DesiredLRPByProcessGuidRequest) String() string {
 func (*DesiredLRPByProcessGuidRequest) ProtoMessage() {}
 
 func (x *DesiredLRPByProcessGuidRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[6]
+	mi := &file_desired_lrp_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +1136,7 @@ func (x *DesiredLRPByProcessGuidRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPByProcessGuidRequest.ProtoReflect.Descriptor instead.
 func (*DesiredLRPByProcessGuidRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{6}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DesiredLRPByProcessGuidRequest) GetProcessGuid() string {
@@ -662,7 +1156,7 @@ type DesiredLRPResponse struct {
 
 func (x *DesiredLRPResponse) Reset() {
 	*x = DesiredLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[7]
+	mi := &file_desired_lrp_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +1168,7 @@ func (x *DesiredLRPResponse) String() string {
 func (*DesiredLRPResponse) ProtoMessage() {}
 
 func (x *DesiredLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[7]
+	mi := &file_desired_lrp_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +1181,7 @@ func (x *DesiredLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPResponse.ProtoReflect.Descriptor instead.
 func (*DesiredLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{7}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DesiredLRPResponse) GetError() *Error {
@@ -714,7 +1208,7 @@ type DesiredLRPsRequest struct {
 
 func (x *DesiredLRPsRequest) Reset() {
 	*x = DesiredLRPsRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[8]
+	mi := &file_desired_lrp_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +1220,7 @@ func (x *DesiredLRPsRequest) String() string {
 func (*DesiredLRPsRequest) ProtoMessage() {}
 
 func (x *DesiredLRPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[8]
+	mi := &file_desired_lrp_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +1233,7 @@ func (x *DesiredLRPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPsRequest.ProtoReflect.Descriptor instead.
 func (*DesiredLRPsRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{8}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DesiredLRPsRequest) GetDomain() string {
@@ -766,7 +1260,7 @@ type DesiredLRPsResponse struct {
 
 func (x *DesiredLRPsResponse) Reset() {
 	*x = DesiredLRPsResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[9]
+	mi := &file_desired_lrp_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1272,7 @@ func (x *DesiredLRPsResponse) String() string {
 func (*DesiredLRPsResponse) ProtoMessage() {}
 
 func (x *DesiredLRPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[9]
+	mi := &file_desired_lrp_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1285,7 @@ func (x *DesiredLRPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPsResponse.ProtoReflect.Descriptor instead.
 func (*DesiredLRPsResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{9}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DesiredLRPsResponse) GetError() *Error {
@@ -818,7 +1312,7 @@ type DesiredLRPSchedulingInfosRequest struct {
 
 func (x *DesiredLRPSchedulingInfosRequest) Reset() {
 	*x = DesiredLRPSchedulingInfosRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[10]
+	mi := &file_desired_lrp_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +1324,7 @@ func (x *DesiredLRPSchedulingInfosRequest) String() string {
 func (*DesiredLRPSchedulingInfosRequest) ProtoMessage() {}
 
 func (x *DesiredLRPSchedulingInfosRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[10]
+	mi := &file_desired_lrp_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +1337,7 @@ func (x *DesiredLRPSchedulingInfosRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPSchedulingInfosRequest.ProtoReflect.Descriptor instead.
 func (*DesiredLRPSchedulingInfosRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{10}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DesiredLRPSchedulingInfosRequest) GetDomain() string {
@@ -870,7 +1364,7 @@ type DesiredLRPSchedulingInfosResponse struct {
 
 func (x *DesiredLRPSchedulingInfosResponse) Reset() {
 	*x = DesiredLRPSchedulingInfosResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[11]
+	mi := &file_desired_lrp_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1376,7 @@ func (x *DesiredLRPSchedulingInfosResponse) String() string {
 func (*DesiredLRPSchedulingInfosResponse) ProtoMessage() {}
 
 func (x *DesiredLRPSchedulingInfosResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[11]
+	mi := &file_desired_lrp_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1389,7 @@ func (x *DesiredLRPSchedulingInfosResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use DesiredLRPSchedulingInfosResponse.ProtoReflect.Descriptor instead.
 func (*DesiredLRPSchedulingInfosResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{11}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DesiredLRPSchedulingInfosResponse) GetError() *Error {
@@ -922,7 +1416,7 @@ type UpdateDesiredLRPRequest struct {
 
 func (x *UpdateDesiredLRPRequest) Reset() {
 	*x = UpdateDesiredLRPRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[12]
+	mi := &file_desired_lrp_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1428,7 @@ func (x *UpdateDesiredLRPRequest) String() string {
 func (*UpdateDesiredLRPRequest) ProtoMessage() {}
 
 func (x *UpdateDesiredLRPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[12]
+	mi := &file_desired_lrp_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1441,7 @@ func (x *UpdateDesiredLRPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDesiredLRPRequest.ProtoReflect.Descriptor instead.
 func (*UpdateDesiredLRPRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{12}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateDesiredLRPRequest) GetProcessGuid() string {
@@ -976,7 +1470,7 @@ type UpdateDesiredLRPResponse struct {
 
 func (x *UpdateDesiredLRPResponse) Reset() {
 	*x = UpdateDesiredLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[13]
+	mi := &file_desired_lrp_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1482,7 @@ func (x *UpdateDesiredLRPResponse) String() string {
 func (*UpdateDesiredLRPResponse) ProtoMessage() {}
 
 func (x *UpdateDesiredLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[13]
+	mi := &file_desired_lrp_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1495,7 @@ func (x *UpdateDesiredLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDesiredLRPResponse.ProtoReflect.Descriptor instead.
 func (*UpdateDesiredLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{13}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateDesiredLRPResponse) GetError() *Error {
@@ -1034,7 +1528,7 @@ type RemoveDesiredLRPRequest struct {
 
 func (x *RemoveDesiredLRPRequest) Reset() {
 	*x = RemoveDesiredLRPRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[14]
+	mi := &file_desired_lrp_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1540,7 @@ func (x *RemoveDesiredLRPRequest) String() string {
 func (*RemoveDesiredLRPRequest) ProtoMessage() {}
 
 func (x *RemoveDesiredLRPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[14]
+	mi := &file_desired_lrp_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1553,7 @@ func (x *RemoveDesiredLRPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveDesiredLRPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveDesiredLRPRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{14}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoveDesiredLRPRequest) GetProcessGuid() string {
@@ -1080,7 +1574,7 @@ type RemoveDesiredLRPResponse struct {
 
 func (x *RemoveDesiredLRPResponse) Reset() {
 	*x = RemoveDesiredLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[15]
+	mi := &file_desired_lrp_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1586,7 @@ func (x *RemoveDesiredLRPResponse) String() string {
 func (*RemoveDesiredLRPResponse) ProtoMessage() {}
 
 func (x *RemoveDesiredLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[15]
+	mi := &file_desired_lrp_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1599,7 @@ func (x *RemoveDesiredLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveDesiredLRPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveDesiredLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{15}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveDesiredLRPResponse) GetError() *Error {
@@ -1135,7 +1629,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x14progress_deadline_ms\x18\x04 \x01(\x03R\x12progressDeadlineMs\x12\x1f\n" +
 	"\vauto_revert\x18\x05 \x01(\bR\n" +
 	"autoRevert\x12#\n" +
-	"\rhistory_limit\x18\x06 \x01(\x05R\fhistoryLimit\"\xbc\x04\n" +
+	"\rhistory_limit\x18\x06 \x01(\x05R\fhistoryLimit\"\xc1\x05\n" +
 	"\n" +
 	"DesiredLRP\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x16\n" +
@@ -1155,7 +1649,44 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"definition\x18\v \x01(\v2\x1f.corkboard.models.LRPDefinitionR\n" +
 	"definition\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\f \x01(\x03R\tcreatedAt\"\xd5\x03\n" +
+	"created_at\x18\f \x01(\x03R\tcreatedAt\x12?\n" +
+	"\vautoscaling\x18\r \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\x12B\n" +
+	"\n" +
+	"autoscaler\x18\x0e \x01(\v2\".corkboard.models.AutoscalerStatusR\n" +
+	"autoscaler\"\xc7\x01\n" +
+	"\vAutoscaling\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x10\n" +
+	"\x03min\x18\x02 \x01(\x05R\x03min\x12\x10\n" +
+	"\x03max\x18\x03 \x01(\x05R\x03max\x12;\n" +
+	"\x06policy\x18\x04 \x01(\v2#.corkboard.models.AutoscalingPolicyR\x06policy\x12=\n" +
+	"\x1bscale_down_stabilization_ms\x18\x05 \x01(\x03R\x18scaleDownStabilizationMs\"v\n" +
+	"\x11AutoscalingPolicy\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12M\n" +
+	"\n" +
+	"parameters\x18\x02 \x01(\v2-.corkboard.models.AutoscalingPolicyParametersR\n" +
+	"parameters\"o\n" +
+	"\x1bAutoscalingPolicyParameters\x12P\n" +
+	"\x0eroom_occupancy\x18\x01 \x01(\v2).corkboard.models.RoomOccupancyParametersR\rroomOccupancy\"<\n" +
+	"\x17RoomOccupancyParameters\x12!\n" +
+	"\fready_target\x18\x01 \x01(\x01R\vreadyTarget\"\xa0\x02\n" +
+	"\x12AutoscalerDecision\x12\x0e\n" +
+	"\x02at\x18\x01 \x01(\x03R\x02at\x12\x1a\n" +
+	"\boccupied\x18\x02 \x01(\x05R\boccupied\x12!\n" +
+	"\fready_target\x18\x03 \x01(\x01R\vreadyTarget\x12\x1a\n" +
+	"\bcomputed\x18\x04 \x01(\x05R\bcomputed\x12\x16\n" +
+	"\x06wanted\x18\x05 \x01(\x05R\x06wanted\x12\x10\n" +
+	"\x03min\x18\x06 \x01(\x05R\x03min\x12\x10\n" +
+	"\x03max\x18\a \x01(\x05R\x03max\x12\x1c\n" +
+	"\tinstances\x18\b \x01(\x05R\tinstances\x12-\n" +
+	"\x12previous_instances\x18\t \x01(\x05R\x11previousInstances\x12\x16\n" +
+	"\x06reason\x18\n" +
+	" \x01(\tR\x06reason\"B\n" +
+	"\x18AutoscalerRecommendation\x12\x0e\n" +
+	"\x02at\x18\x01 \x01(\x03R\x02at\x12\x16\n" +
+	"\x06wanted\x18\x02 \x01(\x05R\x06wanted\"\xb3\x01\n" +
+	"\x10AutoscalerStatus\x12I\n" +
+	"\rlast_decision\x18\x01 \x01(\v2$.corkboard.models.AutoscalerDecisionR\flastDecision\x12T\n" +
+	"\x0frecommendations\x18\x02 \x03(\v2*.corkboard.models.AutoscalerRecommendationR\x0frecommendations\"\x96\x04\n" +
 	"\x18DesiredLRPSchedulingInfo\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x16\n" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x1c\n" +
@@ -1170,7 +1701,8 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x10modification_tag\x18\t \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12\x1b\n" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
-	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\"\x9a\x04\n" +
+	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\x12?\n" +
+	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xdb\x04\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1186,7 +1718,8 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x05queue\x18\b \x01(\bR\x05queue\x127\n" +
 	"\x06staged\x18\t \x01(\v2\x1f.corkboard.models.StagedRolloutR\x06staged\x12\x1a\n" +
 	"\bvalidate\x18\n" +
-	" \x01(\bR\bvalidateB\f\n" +
+	" \x01(\bR\bvalidate\x12?\n" +
+	"\vautoscaling\x18\v \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscalingB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +
@@ -1242,60 +1775,76 @@ func file_desired_lrp_proto_rawDescGZIP() []byte {
 	return file_desired_lrp_proto_rawDescData
 }
 
-var file_desired_lrp_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_desired_lrp_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_desired_lrp_proto_goTypes = []any{
 	(*UpdateStrategy)(nil),                    // 0: corkboard.models.UpdateStrategy
 	(*DesiredLRP)(nil),                        // 1: corkboard.models.DesiredLRP
-	(*DesiredLRPSchedulingInfo)(nil),          // 2: corkboard.models.DesiredLRPSchedulingInfo
-	(*DesiredLRPUpdate)(nil),                  // 3: corkboard.models.DesiredLRPUpdate
-	(*DesireLRPRequest)(nil),                  // 4: corkboard.models.DesireLRPRequest
-	(*DesireLRPResponse)(nil),                 // 5: corkboard.models.DesireLRPResponse
-	(*DesiredLRPByProcessGuidRequest)(nil),    // 6: corkboard.models.DesiredLRPByProcessGuidRequest
-	(*DesiredLRPResponse)(nil),                // 7: corkboard.models.DesiredLRPResponse
-	(*DesiredLRPsRequest)(nil),                // 8: corkboard.models.DesiredLRPsRequest
-	(*DesiredLRPsResponse)(nil),               // 9: corkboard.models.DesiredLRPsResponse
-	(*DesiredLRPSchedulingInfosRequest)(nil),  // 10: corkboard.models.DesiredLRPSchedulingInfosRequest
-	(*DesiredLRPSchedulingInfosResponse)(nil), // 11: corkboard.models.DesiredLRPSchedulingInfosResponse
-	(*UpdateDesiredLRPRequest)(nil),           // 12: corkboard.models.UpdateDesiredLRPRequest
-	(*UpdateDesiredLRPResponse)(nil),          // 13: corkboard.models.UpdateDesiredLRPResponse
-	(*RemoveDesiredLRPRequest)(nil),           // 14: corkboard.models.RemoveDesiredLRPRequest
-	(*RemoveDesiredLRPResponse)(nil),          // 15: corkboard.models.RemoveDesiredLRPResponse
-	(*structpb.Struct)(nil),                   // 16: google.protobuf.Struct
-	(*ModificationTag)(nil),                   // 17: corkboard.models.ModificationTag
-	(*LRPDefinition)(nil),                     // 18: corkboard.models.LRPDefinition
-	(*StagedRollout)(nil),                     // 19: corkboard.models.StagedRollout
-	(*Error)(nil),                             // 20: corkboard.models.Error
+	(*Autoscaling)(nil),                       // 2: corkboard.models.Autoscaling
+	(*AutoscalingPolicy)(nil),                 // 3: corkboard.models.AutoscalingPolicy
+	(*AutoscalingPolicyParameters)(nil),       // 4: corkboard.models.AutoscalingPolicyParameters
+	(*RoomOccupancyParameters)(nil),           // 5: corkboard.models.RoomOccupancyParameters
+	(*AutoscalerDecision)(nil),                // 6: corkboard.models.AutoscalerDecision
+	(*AutoscalerRecommendation)(nil),          // 7: corkboard.models.AutoscalerRecommendation
+	(*AutoscalerStatus)(nil),                  // 8: corkboard.models.AutoscalerStatus
+	(*DesiredLRPSchedulingInfo)(nil),          // 9: corkboard.models.DesiredLRPSchedulingInfo
+	(*DesiredLRPUpdate)(nil),                  // 10: corkboard.models.DesiredLRPUpdate
+	(*DesireLRPRequest)(nil),                  // 11: corkboard.models.DesireLRPRequest
+	(*DesireLRPResponse)(nil),                 // 12: corkboard.models.DesireLRPResponse
+	(*DesiredLRPByProcessGuidRequest)(nil),    // 13: corkboard.models.DesiredLRPByProcessGuidRequest
+	(*DesiredLRPResponse)(nil),                // 14: corkboard.models.DesiredLRPResponse
+	(*DesiredLRPsRequest)(nil),                // 15: corkboard.models.DesiredLRPsRequest
+	(*DesiredLRPsResponse)(nil),               // 16: corkboard.models.DesiredLRPsResponse
+	(*DesiredLRPSchedulingInfosRequest)(nil),  // 17: corkboard.models.DesiredLRPSchedulingInfosRequest
+	(*DesiredLRPSchedulingInfosResponse)(nil), // 18: corkboard.models.DesiredLRPSchedulingInfosResponse
+	(*UpdateDesiredLRPRequest)(nil),           // 19: corkboard.models.UpdateDesiredLRPRequest
+	(*UpdateDesiredLRPResponse)(nil),          // 20: corkboard.models.UpdateDesiredLRPResponse
+	(*RemoveDesiredLRPRequest)(nil),           // 21: corkboard.models.RemoveDesiredLRPRequest
+	(*RemoveDesiredLRPResponse)(nil),          // 22: corkboard.models.RemoveDesiredLRPResponse
+	(*structpb.Struct)(nil),                   // 23: google.protobuf.Struct
+	(*ModificationTag)(nil),                   // 24: corkboard.models.ModificationTag
+	(*LRPDefinition)(nil),                     // 25: corkboard.models.LRPDefinition
+	(*StagedRollout)(nil),                     // 26: corkboard.models.StagedRollout
+	(*Error)(nil),                             // 27: corkboard.models.Error
 }
 var file_desired_lrp_proto_depIdxs = []int32{
-	16, // 0: corkboard.models.DesiredLRP.routes:type_name -> google.protobuf.Struct
+	23, // 0: corkboard.models.DesiredLRP.routes:type_name -> google.protobuf.Struct
 	0,  // 1: corkboard.models.DesiredLRP.update_strategy:type_name -> corkboard.models.UpdateStrategy
-	17, // 2: corkboard.models.DesiredLRP.modification_tag:type_name -> corkboard.models.ModificationTag
-	18, // 3: corkboard.models.DesiredLRP.definition:type_name -> corkboard.models.LRPDefinition
-	16, // 4: corkboard.models.DesiredLRPSchedulingInfo.routes:type_name -> google.protobuf.Struct
-	17, // 5: corkboard.models.DesiredLRPSchedulingInfo.modification_tag:type_name -> corkboard.models.ModificationTag
-	16, // 6: corkboard.models.DesiredLRPUpdate.routes:type_name -> google.protobuf.Struct
-	18, // 7: corkboard.models.DesiredLRPUpdate.definition:type_name -> corkboard.models.LRPDefinition
-	0,  // 8: corkboard.models.DesiredLRPUpdate.update_strategy:type_name -> corkboard.models.UpdateStrategy
-	17, // 9: corkboard.models.DesiredLRPUpdate.modification_tag:type_name -> corkboard.models.ModificationTag
-	19, // 10: corkboard.models.DesiredLRPUpdate.staged:type_name -> corkboard.models.StagedRollout
-	1,  // 11: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	20, // 12: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 13: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	20, // 14: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 15: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	20, // 16: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
-	1,  // 17: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
-	20, // 18: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
-	2,  // 19: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
-	3,  // 20: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
-	20, // 21: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 22: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	20, // 23: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	24, // 2: corkboard.models.DesiredLRP.modification_tag:type_name -> corkboard.models.ModificationTag
+	25, // 3: corkboard.models.DesiredLRP.definition:type_name -> corkboard.models.LRPDefinition
+	2,  // 4: corkboard.models.DesiredLRP.autoscaling:type_name -> corkboard.models.Autoscaling
+	8,  // 5: corkboard.models.DesiredLRP.autoscaler:type_name -> corkboard.models.AutoscalerStatus
+	3,  // 6: corkboard.models.Autoscaling.policy:type_name -> corkboard.models.AutoscalingPolicy
+	4,  // 7: corkboard.models.AutoscalingPolicy.parameters:type_name -> corkboard.models.AutoscalingPolicyParameters
+	5,  // 8: corkboard.models.AutoscalingPolicyParameters.room_occupancy:type_name -> corkboard.models.RoomOccupancyParameters
+	6,  // 9: corkboard.models.AutoscalerStatus.last_decision:type_name -> corkboard.models.AutoscalerDecision
+	7,  // 10: corkboard.models.AutoscalerStatus.recommendations:type_name -> corkboard.models.AutoscalerRecommendation
+	23, // 11: corkboard.models.DesiredLRPSchedulingInfo.routes:type_name -> google.protobuf.Struct
+	24, // 12: corkboard.models.DesiredLRPSchedulingInfo.modification_tag:type_name -> corkboard.models.ModificationTag
+	2,  // 13: corkboard.models.DesiredLRPSchedulingInfo.autoscaling:type_name -> corkboard.models.Autoscaling
+	23, // 14: corkboard.models.DesiredLRPUpdate.routes:type_name -> google.protobuf.Struct
+	25, // 15: corkboard.models.DesiredLRPUpdate.definition:type_name -> corkboard.models.LRPDefinition
+	0,  // 16: corkboard.models.DesiredLRPUpdate.update_strategy:type_name -> corkboard.models.UpdateStrategy
+	24, // 17: corkboard.models.DesiredLRPUpdate.modification_tag:type_name -> corkboard.models.ModificationTag
+	26, // 18: corkboard.models.DesiredLRPUpdate.staged:type_name -> corkboard.models.StagedRollout
+	2,  // 19: corkboard.models.DesiredLRPUpdate.autoscaling:type_name -> corkboard.models.Autoscaling
+	1,  // 20: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	27, // 21: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 22: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	27, // 23: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 24: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	27, // 25: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
+	1,  // 26: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
+	27, // 27: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
+	9,  // 28: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
+	10, // 29: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
+	27, // 30: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 31: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	27, // 32: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_desired_lrp_proto_init() }
@@ -1307,14 +1856,14 @@ func file_desired_lrp_proto_init() {
 	file_common_proto_init()
 	file_definition_proto_init()
 	file_rollout_proto_init()
-	file_desired_lrp_proto_msgTypes[3].OneofWrappers = []any{}
+	file_desired_lrp_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_desired_lrp_proto_rawDesc), len(file_desired_lrp_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -35,7 +35,10 @@ func (d *DesiredLRP) validate(path string) error {
 	if d.GetDefinition() == nil {
 		return ErrInvalidField(child(path, "definition"), "required")
 	}
-	return d.GetDefinition().validate(child(path, "definition"))
+	if err := d.GetDefinition().validate(child(path, "definition")); err != nil {
+		return err
+	}
+	return d.GetAutoscaling().validate(child(path, "autoscaling"))
 }
 
 // validate checks an update (UpdateDesiredLRPRequest.Validate), fields in
@@ -89,8 +92,19 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 			return err
 		}
 	}
+	if err := u.GetAutoscaling().validate(child(path, "autoscaling")); err != nil {
+		return err
+	}
+	if u.Instances != nil && u.GetAutoscaling().IsEnabled() {
+		return ErrInvalidField(child(path, "instances"), ErrInstancesAutoscaled)
+	}
 	return nil
 }
+
+// ErrInstancesAutoscaled says why instances may not be set while
+// autoscaling is enabled.
+const ErrInstancesAutoscaled = "cannot be set while autoscaling is enabled: the autoscaler sets instances; disable autoscaling (autoscaling.enabled = false, cork update --autoscaling-enabled=false) to set them"
+
 
 func (u *DesiredLRPUpdate) validateUpdateIdentifier(path string) error {
 	identifier := u.GetUpdateIdentifier()
