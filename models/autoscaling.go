@@ -90,3 +90,28 @@ func (a *Autoscaling) validate(path string) error {
 	}
 	return nil
 }
+
+// Describe gives a decision's arithmetic in words, as an AUTOSCALE
+// operation's history and `cork get` show it, e.g. "occupied 4,
+// ready_target 0.5: ceil(4 / (1 − 0.5)) = 8, within [2, 10]: wanted 8;
+// instances 2 → 8".
+func (d *AutoscalerDecision) Describe() string {
+	if d == nil {
+		return ""
+	}
+	most := "no limit"
+	if d.GetMax() >= 0 {
+		most = fmt.Sprint(d.GetMax())
+	}
+	clamp := "within"
+	if d.GetWanted() != d.GetComputed() {
+		clamp = "clamped to"
+	}
+	text := fmt.Sprintf("occupied %d, ready_target %g: ceil(%d / (1 − %g)) = %d, %s [%d, %s]: wanted %d; instances %d → %d",
+		d.GetOccupied(), d.GetReadyTarget(), d.GetOccupied(), d.GetReadyTarget(), d.GetComputed(),
+		clamp, d.GetMin(), most, d.GetWanted(), d.GetPreviousInstances(), d.GetInstances())
+	if d.GetReason() != "" {
+		text += " (" + d.GetReason() + ")"
+	}
+	return text
+}
