@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // addColumn is the Go half of a migration that adds table.column where it
@@ -15,30 +16,54 @@ import (
 // name and revision are part of the migration's checksum: a step keeps
 // them for as long as what it does stays the same.
 func addColumn(name string, revision int, table, column string, definition func(dialect string) string) *goStep {
-	qualified := table + "." + column
-	ddl := func(dialect string) string {
-		return "ALTER TABLE " + table + " ADD COLUMN " + column + " " + definition(dialect)
+	return addColumns(name, revision, table, columnDef{column, definition})
+}
+
+// columnDef is one column an addColumns step adds: its name and its type
+// and constraints in the dialect's words.
+type columnDef struct {
+	name       string
+	definition func(dialect string) string
+}
+
+// addColumns is addColumn for several columns of one table, each added
+// only where it is missing, in order: a run interrupted between two of
+// them (MySQL commits each ALTER) adds the rest when it runs again.
+func addColumns(name string, revision int, table string, columns ...columnDef) *goStep {
+	ddl := func(dialect string, c columnDef) string {
+		return "ALTER TABLE " + table + " ADD COLUMN " + c.name + " " + c.definition(dialect)
 	}
 	return &goStep{
 		Name:     name,
 		Revision: revision,
 		Describe: func(ctx context.Context, env stepEnv) (string, error) {
-			exists, err := columnExists(ctx, env.q, env.dialect, table, column)
-			if err != nil {
-				return "", err
+			var said []string
+			for _, c := range columns {
+				qualified := table + "." + c.name
+				exists, err := columnExists(ctx, env.q, env.dialect, table, c.name)
+				if err != nil {
+					return "", err
+				}
+				if exists {
+					said = append(said, qualified+" exists: nothing to add")
+				} else {
+					said = append(said, "add column "+qualified+": "+ddl(env.dialect, c))
+				}
 			}
-			if exists {
-				return qualified + " exists: nothing to add", nil
-			}
-			return "add column " + qualified + ": " + ddl(env.dialect), nil
+			return strings.Join(said, "; "), nil
 		},
 		Run: func(ctx context.Context, env stepEnv) error {
-			exists, err := columnExists(ctx, env.q, env.dialect, table, column)
-			if err != nil || exists {
-				return err
-			}
-			if _, err := env.q.ExecContext(ctx, ddl(env.dialect)); err != nil {
-				return fmt.Errorf("add column %s: %w", qualified, err)
+			for _, c := range columns {
+				exists, err := columnExists(ctx, env.q, env.dialect, table, c.name)
+				if err != nil {
+					return err
+				}
+				if exists {
+					continue
+				}
+				if _, err := env.q.ExecContext(ctx, ddl(env.dialect, c)); err != nil {
+					return fmt.Errorf("add column %s.%s: %w", table, c.name, err)
+				}
 			}
 			return nil
 		},
@@ -66,15 +91,24 @@ var addRolloutsOperationID = addColumn("add_rollouts_operation_id", 1, "rollouts
 
 // addRolloutsStage is migration 0008's Go half: rollouts.stage, the
 // protobuf of a staged rollout's models.RolloutStage (stored fields only),
-// NULL while the rollout is not staged. MySQL's BLOB stops at 64 KiB;
-// MEDIUMBLOB matches the other blob columns there.
-var addRolloutsStage = addColumn("add_rollouts_stage", 1, "rollouts", "stage",
-	func(dialect string) string {
-		switch dialect {
-		case Postgres:
-			return "BYTEA"
-		case MySQL:
-			return "MEDIUMBLOB"
-		}
-		return "BLOB"
-	})
+// NULL while the rollout is not staged.
+var addRolloutsStage = addColumn("add_rollouts_stage", 1, "rollouts", "stage", nullBlob)
+
+// nullBlob is a blob column, NULL by default. MySQL's BLOB stops at 64
+// KiB; MEDIUMBLOB matches the other blob columns there.
+func nullBlob(dialect string) string {
+	switch dialect {
+	case Postgres:
+		return "BYTEA"
+	case MySQL:
+		return "MEDIUMBLOB"
+	}
+	return "BLOB"
+}
+
+// addAutoscaling is migration 0009's Go half: desired_lrps.autoscaling,
+// the protobuf of the LRP's models.Autoscaling (NULL: never set), and
+// desired_lrps.autoscaler, the protobuf of its models.AutoscalerStatus
+// (NULL while autoscaling is not enabled).
+var addAutoscaling = addColumns("add_desired_lrps_autoscaling", 1, "desired_lrps",
+	columnDef{"autoscaling", nullBlob}, columnDef{"autoscaler", nullBlob})

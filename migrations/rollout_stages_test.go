@@ -49,7 +49,7 @@ var _ = Describe("0008_rollout_stages", func() {
 			}
 
 			It("adds rollouts.stage, NULL for the records already there", func() {
-				applied, err := runner.Up(ctx, migrations.UpOptions{})
+				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 8})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0008_rollout_stages"}))
 				Expect(unstaged()).To(Equal([]string{"1"}))
@@ -61,21 +61,22 @@ var _ = Describe("0008_rollout_stages", func() {
 			})
 
 			It("runs again cleanly, keeping what was stored", func() {
-				_, err := runner.Up(ctx, migrations.UpOptions{})
+				_, err := runner.Up(ctx, migrations.UpOptions{Target: 8})
 				Expect(err).NotTo(HaveOccurred())
 				stageWorks()
 				// As after a crash (or MySQL's implicit commit) between the
 				// column's DDL and the version's record.
 				execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 8)
 
-				applied, err := runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
+				// Target 8: the dirty 0008 alone runs again (0009 comes after).
+				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 8, RetryDirty: true})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0008_rollout_stages"}))
 				var got []byte
 				Expect(conn.QueryRow("SELECT stage FROM rollouts WHERE process_guid = 'web'").Scan(&got)).To(Succeed())
 				Expect(got).To(Equal(stage))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 8})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(plan.Empty()).To(BeTrue())
 			})
@@ -85,10 +86,10 @@ var _ = Describe("0008_rollout_stages", func() {
 				Expect(err).NotTo(HaveOccurred())
 				Expect(plan.SQL()).To(ContainSubstring("add column rollouts.stage"))
 
-				_, err = runner.Up(ctx, migrations.UpOptions{})
+				_, err = runner.Up(ctx, migrations.UpOptions{Target: 8})
 				Expect(err).NotTo(HaveOccurred())
 				execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 8)
-				plan, err = runner.Plan(ctx, migrations.UpOptions{RetryDirty: true})
+				plan, err = runner.Plan(ctx, migrations.UpOptions{Target: 8, RetryDirty: true})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(plan.SQL()).To(ContainSubstring("rollouts.stage exists: nothing to add"))
 			})

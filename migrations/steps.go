@@ -31,4 +31,5 @@ var registeredSteps = map[int]*goStep{
 	5: addStopRequested,
 	7: addRolloutsOperationID,
 	8: addRolloutsStage,
+	9: addAutoscaling,
 }

@@ -1,0 +1,11 @@
+-- Autoscaling (DESIGN §7): a DesiredLRP may set its instance count from its
+-- instances' occupancy. The columns
+--   desired_lrps.autoscaling BYTEA (NULL: never set),
+--   desired_lrps.autoscaler BYTEA (NULL while autoscaling is not enabled),
+-- hold the protobuf of the LRP's models.Autoscaling (as the client set it,
+-- enabled or not) and of its models.AutoscalerStatus (the autoscaler's last
+-- decision and the counts it wanted within the scale-down stabilization
+-- window). They are added by this migration's Go step
+-- (add_desired_lrps_autoscaling, in migrations/add_column.go) only where
+-- they are missing, so the migration is safe to run again on every dialect
+-- (MySQL commits DDL implicitly); there is no SQL statement here.
