@@ -82,8 +82,8 @@ var _ = Describe("cork", func() {
 
 			table := succeed("get", "hello", "-o", "table").lines()
 			Expect(table).To(HaveLen(2))
-			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB", "STRATEGY"}))
-			Expect(strings.Fields(table[1])).To(Equal([]string{"hello", "cork", "4", desired.GetActiveDefinitionId(), desired.GetActiveDefinitionId(), "64", "64",
+			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "DOMAIN", "INSTANCES", "ACTIVE_DEFINITION", "HEALTHY_DEFINITION", "MEMORY_MB", "DISK_MB", "AUTOSCALE", "STRATEGY"}))
+			Expect(strings.Fields(table[1])).To(Equal([]string{"hello", "cork", "4", desired.GetActiveDefinitionId(), desired.GetActiveDefinitionId(), "64", "64", "-",
 				"max_surge=1,max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"}))
 		})
 

@@ -31,17 +31,26 @@ func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy, 
 
 // emitRolloutStatus prints a status as one JSON line, or as a table with
 // the LRP's effective strategy, which the table reads from the LRP: a
-// RolloutStatus does not carry it. After a rollback or an abort the table
-// is followed by the id of the operation that started the rollout.
+// RolloutStatus does not carry it. When the LRP is autoscaled, the table is
+// followed by the autoscaler's last decision (the count the rollout works
+// toward). After a rollback or an abort it is followed by the id of the
+// operation that started the rollout.
 func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) error {
 	if a.format != formatTable {
 		return printJSONLines(a.out, []*models.RolloutStatus{s})
 	}
-	row, err := a.rolloutTableRow(ctx, s)
+	lrp, err := a.client().DesiredLRPByProcessGuid(ctx, s.GetProcessGuid())
 	if err != nil {
 		return err
 	}
-	return printTable(a.out, rolloutStatusHeaders, [][]string{row})
+	row := rolloutStatusRow(s, lrp.GetUpdateStrategy(), time.Now())
+	if err := printTable(a.out, rolloutStatusHeaders, [][]string{row}); err != nil {
+		return err
+	}
+	if lrp.GetAutoscaling().IsEnabled() {
+		fmt.Fprintf(a.out, "autoscaler: %s\n", autoscalerLine(lrp))
+	}
+	return nil
 }
 
 func (a *app) rolloutTableRow(ctx context.Context, s *models.RolloutStatus) ([]string, error) {
@@ -101,6 +110,11 @@ it: defaults filled in for what is not set, a percent followed by the count it
 comes to for these instances ("max_surge=25%(3)"), a count the board changes
 followed by what it uses ("max_surge=0(1)": 0/0 surges 1). The JSON output is
 the status alone; 'cork get GUID' shows the strategy as stored.
+
+With -o table and autoscaling enabled, the table is followed by the
+autoscaler's last decision ("autoscaler: occupied 4, ready_target 0.5: …;
+instances 2 → 8 (at …)"): the count the rollout works toward. A watch
+prints the status rows only.
 
 Without --watch the exit code is 0 whatever the state: the state is in the
 output. --watch prints the status again whenever it changes, following the

@@ -21,10 +21,11 @@ func (a *app) updateCommand() *cobra.Command {
 		validate       bool
 		strategy       strategyFlags
 		staged         stagedFlags
+		autoscaling    autoscalingFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--annotation S] [strategy flags]",
-		Short: "Change a desired LRP's instances or annotation, or give it a new definition",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
+		Short: "Change a desired LRP's instances, annotation or autoscaling, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
 --instances and --annotation change the LRP in place; nothing restarts.
@@ -51,6 +52,15 @@ healthy definition, and once they run it the rollout holds (HOLDING) until
 the share that far gradually rather than at once. Which instances move is
 fixed by --seed (default: the guid and the definition id).
 
+--autoscaling FILE (a JSON Autoscaling, the same object as a spec's
+"autoscaling"; '-' reads stdin) replaces the LRP's autoscaling settings.
+With autoscaling enabled the board sets instances from the instances'
+occupancy, within [min, max], and refuses --instances.
+--autoscaling-enabled=false turns autoscaling off (instances stay where the
+autoscaler left them until set); with --autoscaling FILE it overrides the
+file's "enabled". --instances may come in the same update that turns
+autoscaling off.
+
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
 update_strategy. The board replaces the stored strategy as a whole, so cork
@@ -71,8 +81,16 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if err != nil {
 				return err
 			}
-			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !strategy.changed(flags) {
-				return usageErrorf("update needs at least one of --instances, --definition, --annotation or a strategy flag")
+			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") &&
+				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !strategy.changed(flags) {
+				return usageErrorf("update needs at least one of --instances, --definition, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
+			}
+			if flags.Changed("definition") && definitionFile == "-" && autoscaling.file == "-" {
+				return usageErrorf("only one of --definition and --autoscaling can be '-' (stdin)")
+			}
+			autoscalingSettings, err := a.autoscalingSettings(flags, &autoscaling)
+			if err != nil {
+				return err
 			}
 			update := &models.DesiredLRPUpdate{}
 			if strategy.changed(flags) {
@@ -95,6 +113,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if flags.Changed("annotation") {
 				update.Annotation = &annotation
 			}
+			update.Autoscaling = autoscalingSettings
 			if flags.Changed("definition") {
 				var definition models.LRPDefinition
 				if err := a.readSpec(definitionFile, &definition); err != nil {
@@ -113,7 +132,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if err != nil {
 				return err
 			}
-			if err := emit(a, []*models.DesiredLRP{lrp}, desiredLRPTable); err != nil {
+			if err := a.emitDesiredLRP(lrp); err != nil {
 				return err
 			}
 			a.printOperationID(operationID)
@@ -127,6 +146,8 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")
+	autoscaling.registerFile(flags)
+	autoscaling.registerEnabled(flags)
 	strategy.register(flags)
 	staged.register(flags)
 	return cmd
