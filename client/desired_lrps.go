@@ -89,6 +89,8 @@ func (c *Client) UpdateDesiredLRPWithOperation(ctx context.Context, processGuid 
 // queued update is not repeated: the repeat would queue the definition a
 // second time, behind whatever other clients queued in between, and undo
 // their changes when its turn came; a validated one would validate twice.
+// Other changes (autoscaling settings among them) would overwrite what
+// another client set in between.
 func RepeatableUpdate(update *models.DesiredLRPUpdate) bool {
 	return update.GetDefinition() != nil &&
 		!update.GetQueue() && !update.GetValidate() &&
@@ -97,6 +99,7 @@ func RepeatableUpdate(update *models.DesiredLRPUpdate) bool {
 		update.Routes == nil &&
 		update.Annotation == nil &&
 		update.UpdateStrategy == nil &&
+		update.Autoscaling == nil &&
 		update.ModificationTag == nil
 }
 
