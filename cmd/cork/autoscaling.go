@@ -22,7 +22,7 @@ func (f *autoscalingFlags) registerFile(flags *pflag.FlagSet) {
 }
 
 func (f *autoscalingFlags) registerEnabled(flags *pflag.FlagSet) {
-	flags.BoolVar(&f.enabled, "autoscaling-enabled", true, "with false: turn autoscaling off (with --autoscaling FILE: overrides the file's enabled)")
+	flags.BoolVar(&f.enabled, "autoscaling-enabled", true, "=false turns autoscaling off; with --autoscaling FILE it overrides the file's enabled")
 }
 
 // settings reads the settings the flags give, or nil without
