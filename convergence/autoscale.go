@@ -53,36 +53,75 @@ func WantedInstances(occupied int32, readyTarget float64, least, most int32) int
 
 // Scale-down stabilization (as Kubernetes' HPA): the count goes up as soon
 // as the policy wants more, but down only to the highest count it wanted
-// within the window before now, so that occupancy that comes and goes
-// does not start and stop instances each time.
+// at any moment of the window before now, so that occupancy that comes and
+// goes does not start and stop instances each time. Only changes of the
+// wanted count are kept, each holding until the next: the one in effect
+// when the window begins, and every later one.
 //
 // Worked example, window 2m, the LRP at 8 instances:
 //
-//  1. 12:00:00 wanted 8, 12:00:30 wanted 4, 12:01:00 wanted 6: the
-//     highest within the window at 12:01:00 is 8: stay at 8.
-//  2. 12:02:10: the 8 of 12:00:00 left the window; the highest since
-//     12:00:10 is 6: down to 6.
-//  3. 12:02:20 wanted 10: up to 10 at once.
+//  1. 12:00:00 wanted 8, 12:00:30 wanted 4, 12:01:00 wanted 6: at
+//     12:01:00 the window began at 11:59:00, and 8 was wanted within it:
+//     stay at 8.
+//  2. 12:02:10: the window began at 12:00:10, when 8 was still wanted
+//     (until 12:00:30): stay at 8. The change is due at 12:02:30.
+//  3. 12:02:30: the window begins as 4 takes over; 4 and 6 since: down
+//     to 6. 12:00:00's 8 is no longer kept.
+//  4. 12:02:40 wanted 10: up to 10 at once.
 
-// Recommendation is the count the policy wanted at a moment (Unix
-// nanoseconds).
+// Recommendation is a count the policy wanted from At (Unix nanoseconds)
+// until the next recommendation.
 type Recommendation struct {
 	At     int64
 	Wanted int32
 }
 
-// StabilizedInstances is the count to run at now: wanted when it is above
-// current, else the highest of wanted and every recommendation of the last
-// window (those at or after now − window), never above current.
-func StabilizedInstances(current, wanted int32, recent []Recommendation, now int64, window int64) int32 {
-	if wanted >= current {
-		return wanted
-	}
-	highest := wanted
-	for _, r := range recent {
-		if r.At >= now-window && r.At <= now {
-			highest = max(highest, r.Wanted)
+// Stabilized is what Stabilize decided.
+type Stabilized struct {
+	// Instances is the count to run.
+	Instances int32
+	// Kept are the recommendations the next decision needs, oldest first:
+	// the one in effect when the window began, and every later one, the
+	// last being the count wanted now.
+	Kept []Recommendation
+	// DueAt is when the window may let the count go lower (Unix
+	// nanoseconds), 0 when it holds nothing up.
+	DueAt int64
+}
+
+// Stabilize decides the count to run at now: wanted when it is at least
+// current; else the highest count wanted within the window (now − window
+// to now), never above current. history holds the recommendations kept
+// by the decision before, oldest first; one dated after now (a clock that
+// went back) is dropped.
+func Stabilize(current, wanted int32, history []Recommendation, now, window int64) Stabilized {
+	kept := make([]Recommendation, 0, len(history)+1)
+	for _, r := range history {
+		if r.At <= now {
+			kept = append(kept, r)
 		}
 	}
-	return min(highest, current)
+	if len(kept) == 0 || kept[len(kept)-1].Wanted != wanted {
+		kept = append(kept, Recommendation{At: now, Wanted: wanted})
+	}
+	begins := now - window
+	first := 0
+	for first+1 < len(kept) && kept[first+1].At <= begins {
+		first++
+	}
+	kept = kept[first:]
+	if wanted >= current {
+		return Stabilized{Instances: wanted, Kept: kept}
+	}
+	highest := wanted
+	for _, r := range kept {
+		highest = max(highest, r.Wanted)
+	}
+	out := Stabilized{Instances: min(highest, current), Kept: kept}
+	if out.Instances > wanted {
+		// The oldest recommendation matters until the next one is in
+		// effect when the window begins.
+		out.DueAt = kept[1].At + window
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package convergence_test
 
 import (
+	"slices"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -41,22 +43,41 @@ var _ = Describe("WantedInstances", func() {
 	)
 })
 
-var _ = Describe("StabilizedInstances", func() {
-	const minute = int64(60e9)
+var _ = Describe("Stabilize", func() {
+	const window = int64(120e9)
 	noon := int64(1_800_000_000) * 1e9
 	at := func(seconds int64) int64 { return noon + seconds*1e9 }
 	// The worked example in autoscale.go.
-	recent := []convergence.Recommendation{{At: at(0), Wanted: 8}, {At: at(30), Wanted: 4}, {At: at(60), Wanted: 6}}
+	history := []convergence.Recommendation{{At: at(0), Wanted: 8}, {At: at(30), Wanted: 4}, {At: at(60), Wanted: 6}}
 
-	DescribeTable("up at once, down to the highest of the window",
-		func(current, wanted int32, now int64, want int32) {
-			Expect(convergence.StabilizedInstances(current, wanted, recent, now, 2*minute)).To(Equal(want))
+	DescribeTable("up at once, down to the highest wanted within the window",
+		func(current, wanted int32, now int64, want int32, keptFrom int, dueAt int64) {
+			got := convergence.Stabilize(current, wanted, history, now, window)
+			Expect(got.Instances).To(Equal(want))
+			Expect(got.Kept[0]).To(Equal(history[keptFrom]))
+			Expect(got.Kept[len(got.Kept)-1].Wanted).To(Equal(wanted))
+			Expect(got.DueAt).To(Equal(dueAt))
 		},
-		Entry("the 8 of 12:00 is within the window: stay", int32(8), int32(6), at(60), int32(8)),
-		Entry("it left the window: down to 6", int32(8), int32(6), at(130), int32(6)),
-		Entry("more wanted: up at once", int32(6), int32(10), at(140), int32(10)),
-		Entry("everything left the window: down to what is wanted", int32(8), int32(2), at(400), int32(2)),
-		Entry("never above what runs", int32(5), int32(4), at(60), int32(5)),
-		Entry("a recommendation of the future (a clock behind) is ignored", int32(8), int32(3), at(-10), int32(3)),
+		Entry("1. the 8 of 12:00:00 is within the window: stay", int32(8), int32(6), at(60), int32(8), 0, at(150)),
+		Entry("2. 12:02:10: 8 was still wanted at 12:00:10: stay", int32(8), int32(6), at(130), int32(8), 0, at(150)),
+		Entry("3. 12:02:30: down to 6, the 8 no longer kept", int32(8), int32(6), at(150), int32(6), 1, int64(0)),
+		Entry("4. more wanted: up at once", int32(6), int32(10), at(160), int32(10), 1, int64(0)),
+		Entry("everything left the window: down to what is wanted", int32(8), int32(6), at(400), int32(6), 2, int64(0)),
+		Entry("never above what runs", int32(5), int32(6), at(60), int32(6), 0, int64(0)),
+		Entry("held, but not above what runs", int32(5), int32(4), at(70), int32(5), 0, at(150)),
 	)
+
+	It("records a change of the wanted count, and only a change", func() {
+		got := convergence.Stabilize(8, 3, history, at(70), window)
+		Expect(got.Kept).To(Equal(append(slices.Clone(history), convergence.Recommendation{At: at(70), Wanted: 3})))
+		Expect(got.Instances).To(Equal(int32(8)))
+		got = convergence.Stabilize(8, 6, history, at(70), window)
+		Expect(got.Kept).To(Equal(history))
+	})
+
+	It("drops a recommendation dated after now (a clock that went back)", func() {
+		got := convergence.Stabilize(8, 3, history, at(-10), window)
+		Expect(got.Kept).To(Equal([]convergence.Recommendation{{At: at(-10), Wanted: 3}}))
+		Expect(got.Instances).To(Equal(int32(3)))
+	})
 })

@@ -1,6 +1,10 @@
 package convergence
 
-import "time"
+import (
+	"time"
+
+	"github.com/corkboard/corkboard/models"
+)
 
 // Config tunes the planner. Compute uses it as given: start from
 // DefaultConfig and change what you need.
@@ -25,6 +29,10 @@ type Config struct {
 	// OperationLeaseTTL is how long an operation's lease lasts unless its
 	// holder renews it; the runner uses its convergence lease TTL.
 	OperationLeaseTTL time.Duration
+	// ScaleDownStabilization is the autoscaler's scale-down window for
+	// LRPs that set none: the count goes down only to the highest count
+	// wanted within it.
+	ScaleDownStabilization time.Duration
 }
 
 // DefaultConfig is the board's configuration unless an operator overrides
@@ -36,6 +44,8 @@ func DefaultConfig() Config {
 		StaleUnclaimed:    60 * time.Second,
 		EvacuationGrace:   60 * time.Second,
 		OperationLeaseTTL: DefaultLeaseTTL,
+
+		ScaleDownStabilization: models.DefaultScaleDownStabilization,
 	}
 }
 

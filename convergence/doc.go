@@ -410,4 +410,21 @@
 // models.ValidationIndex; RUNNING, it validates the definition and the
 // operation is started again (which applies the update); crashed three
 // times, the operation ends in ERROR (validation.go).
+//
+// # Autoscaling
+//
+// An LRP with autoscaling enabled gets its count decided first in its
+// pass, from the occupancy of its indices, and is reconciled at that count
+// in the same plan; a scale-down keeps occupied instances above the count
+// as stand-ins for lower indices (autoscale_plan.go, with worked
+// examples; the arithmetic is autoscale.go). Scenario lines:
+//
+//	config scale_down_stabilization=2m
+//	desired GUID autoscale=MIN-MAX@READY_TARGET window=2m recommended=-5m:8,-1m:2 mod=1
+//
+// MAX -1 means no limit; recommended are the autoscaler's kept
+// recommendations (times relative to now, oldest first); mod is the
+// DesiredLRP's modification index. The plan shows autoscale lines (the
+// count and recommendations written) first, with the decision's arithmetic
+// as their reason.
 package convergence

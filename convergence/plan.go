@@ -28,11 +28,15 @@ type Plan struct {
 	// placed instance turns stale. Zero when nothing is waiting. Cell
 	// expiry is not included: heartbeats keep moving it.
 	NextWake time.Time
+	// Autoscaled holds the figures of every autoscaled LRP of the pass,
+	// in process guid order.
+	Autoscaled []AutoscaleGauge
 }
 
 // Reasons holds one human-readable reason per write, index for index with
 // the groups of db.ConvergenceWrites.
 type Reasons struct {
+	Autoscale         []string
 	Delete            []string
 	Promote           []string
 	MarkSuspect       []string

@@ -50,9 +50,16 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 		return
 	}
 
-	instances := max(d.Instances, 0)
 	all := rows
 	rows, validation := withoutValidation(rows)
+	var held heldIndices
+	idleExtrasKept := int32(0)
+	if d.Autoscaling.IsEnabled() {
+		d = p.autoscale(d, rows)
+		rows, held = p.holdIndices(d, rows)
+		idleExtrasKept = p.unservedIndices(d, rows, held)
+	}
+	instances := max(d.Instances, 0)
 	p.placer.beginLRP()
 	p.movable = p.movable[:0]
 	first := 0 // rows before first have a negative index
@@ -63,11 +70,15 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	var slots []indexRows
 	if record := p.rollouts[d.ProcessGuid]; needsRollout(d, record, rows) {
 		ro = p.newRollout(d, record, instances)
+		ro.held = held
 		slots = wantedSlots(rows[first:], instances)
 		p.planRollout(ro, slots)
 	}
 	i := first
 	for index := int32(0); index < instances; index++ {
+		if held[index] {
+			continue // its rows are gone from rows: see holdIndices
+		}
 		var ord, sus, evac *row
 		for ; i < len(rows) && rows[i].Index == index; i++ {
 			r := &rows[i]
@@ -123,9 +134,21 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	}
 	// What is left has an index of instances or more: extra, retired from
 	// the highest index down; then the (invalid) negative indices.
+	if idleExtrasKept > 0 {
+		idleExtrasKept = min(idleExtrasKept, p.surgeLeft(d, ro, instances))
+	}
 	for j := len(rows) - 1; j >= i; j-- {
-		if !p.evacuatingOnLostCell(&rows[j]) {
-			p.retire(&rows[j], d)
+		r := &rows[j]
+		if idleExtrasKept > 0 && r.Presence == ordinary && r.State == running && r.Routable && p.cells.isPresent(r.cell) {
+			// Autoscaled: an idle extra serves until every index below
+			// instances does (start before stop).
+			idleExtrasKept--
+			p.plan.Counts.Extra++
+			p.placer.keep(r.cell)
+			continue
+		}
+		if !p.evacuatingOnLostCell(r) {
+			p.retire(r, d)
 		}
 	}
 	for j := first - 1; j >= 0; j-- {

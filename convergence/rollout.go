@@ -36,6 +36,11 @@ type rolloutLRP struct {
 	// phase is the staged phase the rollout is in, nil when it is not
 	// staged (rollout_stage.go).
 	phase *stagedPhase
+	// held are the indices an occupied instance above the count stands
+	// for (autoscale_plan.go): they count as serving, roll nothing, and do
+	// not keep the rollout from completing; the stand-in's own successor
+	// starts on the active definition once it is idle.
+	held heldIndices
 	// reverting: this pass fails the rollout and re-activates the healthy
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
@@ -142,6 +147,11 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		}
 		p.promoteBack(ro, slot)
 		x := RolloutIndex{Index: slot.index, Current: true}
+		if ro.held[slot.index] {
+			x.Serving = true
+			indices = append(indices, x)
+			continue
+		}
 		if o := slot.ord; o != nil {
 			hasInstance[slot.index] = true
 			x.Current = o.DefinitionID == d.ActiveDefinitionID
@@ -410,7 +420,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		write.ExpectModificationIndex = rec.ModificationIndex
 	}
 	deadline := ro.strategy.ProgressDeadline
-	done := ro.outdated == 0 && ro.updated == instances && ro.retiringKept == 0
+	done := ro.outdated == 0 && ro.updated+int32(len(ro.held)) == instances && ro.retiringKept == 0
 
 	switch {
 	case rec == nil || rec.DefinitionID != d.ActiveDefinitionID || rec.State == models.RolloutStatus_NONE:

@@ -1,6 +1,7 @@
 package convergence_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -116,6 +117,7 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.CrashPolicy.GiveUpAt = attrs.int32("give_up_at", c.CrashPolicy.GiveUpAt)
 	c.Board = attrs.string("board", c.Board)
 	c.OperationLeaseTTL = attrs.duration("operation_lease_ttl", c.OperationLeaseTTL)
+	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
 	return attrs.done()
 }
 
@@ -156,6 +158,10 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.Des
 		}
 	}
 	active := a.string("definition", "v1")
+	autoscaling, autoscaler, err := s.parseAutoscaling(a)
+	if err != nil {
+		return fmt.Errorf("desired %s: %w", guid, err)
+	}
 	s.snapshot.Desired = append(s.snapshot.Desired, db.DesiredSchedule{
 		ProcessGuid:         guid,
 		Domain:              a.string("domain", "apps"),
@@ -166,6 +172,9 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.Des
 		UpdateStrategy:      strategy,
 		MemoryMB:            a.int32("memory", 256),
 		DiskMB:              a.int32("disk", 512),
+		Autoscaling:         autoscaling,
+		Autoscaler:          autoscaler,
+		ModificationIndex:   int64(a.int32("mod", 1)),
 	})
 	desired[guid] = s.snapshot.Desired[len(s.snapshot.Desired)-1]
 	return a.done()
@@ -211,6 +220,54 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 		DiskMB:            a.int32("disk", d.DiskMB),
 	})
 	return a.done()
+}
+
+// parseAutoscaling reads a desired LRP's autoscaling:
+// autoscale=MIN-MAX@READY_TARGET (MAX -1: no limit), window=DURATION, and
+// the recommendations its autoscaler kept, recommended=AT:N,AT:N (times
+// relative to now, oldest first).
+func (s *scenario) parseAutoscaling(a *attrs) (*models.Autoscaling, *models.AutoscalerStatus, error) {
+	spec, ok := a.take("autoscale")
+	if !ok {
+		return nil, nil, nil
+	}
+	bounds, target, ok := strings.Cut(spec, "@")
+	least, most, ok2 := strings.Cut(bounds, "-")
+	if strings.HasPrefix(bounds, "-") || !ok || !ok2 {
+		return nil, nil, fmt.Errorf("autoscale must be MIN-MAX@READY_TARGET, e.g. 2-10@0.5, got %q", spec)
+	}
+	lo, err1 := strconv.ParseInt(least, 10, 32)
+	hi, err2 := strconv.ParseInt(most, 10, 32)
+	ready, err3 := strconv.ParseFloat(target, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, nil, fmt.Errorf("autoscale %q: %w", spec, err)
+	}
+	autoscaling := &models.Autoscaling{
+		Enabled: true, Min: int32(lo), Max: int32(hi),
+		Policy: &models.AutoscalingPolicy{
+			Type: models.RoomOccupancyPolicy,
+			Parameters: &models.AutoscalingPolicyParameters{
+				RoomOccupancy: &models.RoomOccupancyParameters{ReadyTarget: ready},
+			},
+		},
+		ScaleDownStabilizationMs: a.duration("window", 0).Milliseconds(),
+	}
+	var status *models.AutoscalerStatus
+	for _, rec := range a.list("recommended") {
+		at, count, ok := strings.Cut(rec, ":")
+		n, err := strconv.ParseInt(count, 10, 32)
+		since, err2 := time.ParseDuration(at)
+		if !ok || err != nil || err2 != nil {
+			return nil, nil, fmt.Errorf("recommended: want AT:N, e.g. -30s:8, got %q", rec)
+		}
+		if status == nil {
+			status = &models.AutoscalerStatus{}
+		}
+		status.Recommendations = append(status.Recommendations, &models.AutoscalerRecommendation{
+			At: s.now.Add(since).UnixNano(), Wanted: int32(n),
+		})
+	}
+	return autoscaling, status, nil
 }
 
 // parseRollout reads an unsettled rollout record.

@@ -17,6 +17,9 @@ import (
 func renderPlan(p *convergence.Plan, now time.Time) string {
 	var b strings.Builder
 	w, why := &p.Writes, &p.Reasons
+	for i, a := range w.Autoscale {
+		fmt.Fprintf(&b, "autoscale %s  # %s\n", renderAutoscaleWrite(a, now), why.Autoscale[i])
+	}
 	for i, v := range w.Delete {
 		fmt.Fprintf(&b, "delete %s  # %s\n", renderVersion(v), why.Delete[i])
 	}
@@ -72,6 +75,15 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 		fmt.Fprintf(&b, "next-wake +%s\n", p.NextWake.Sub(now))
 	}
 	return b.String()
+}
+
+func renderAutoscaleWrite(w db.AutoscaleWrite, now time.Time) string {
+	recs := make([]string, len(w.Status.GetRecommendations()))
+	for i, r := range w.Status.GetRecommendations() {
+		recs[i] = fmt.Sprintf("%s:%d", renderAt(r.GetAt(), now), r.GetWanted())
+	}
+	return fmt.Sprintf("%s expect_mod=%d instances=%d->%d recommended=%s", w.ProcessGuid,
+		w.ExpectModificationIndex, w.PreviousInstances, w.Instances, strings.Join(recs, ","))
 }
 
 func renderVersion(v db.RowVersion) string {

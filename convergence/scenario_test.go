@@ -87,6 +87,17 @@ var requiredScenarios = []string{
 	"operation_queued_starts_in_turn",
 	"operation_queued_evicted",
 	"operation_rollout_ended_before",
+	// Autoscaling (issue 13).
+	"autoscale_up",
+	"autoscale_down_held_by_window",
+	"autoscale_down_after_window",
+	"autoscale_clamped",
+	"autoscale_down_keeps_occupied",
+	"autoscale_stand_in_released",
+	"autoscale_stand_in_released_replacement_serves",
+	"autoscale_surge_not_demand",
+	"autoscale_rollout_downscale",
+	"autoscale_rollout_upscale",
 }
 
 func scenarioPaths() []string {
