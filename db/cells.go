@@ -95,6 +95,10 @@ type ActualLRPLifecycleDB interface {
 type BulkReportResult struct {
 	Stop     []*models.ReportedInstance
 	Assigned []*models.ActualLRP
+	// OccupancyChanged lists, in order, the process guids of the rows
+	// whose occupied flag the report changes: an autoscaled LRP's count
+	// depends on it, so they are worth a convergence pass at once.
+	OccupancyChanged []string
 }
 
 // LeaseDB grants named leases (e.g. "convergence") to one owner at a time,

@@ -14,7 +14,7 @@ import (
 )
 
 var _ = Describe("Convergence triggers", func() {
-	It("name the LRP after each successful desire, update and remove, and after a cell's crash, fail and remove; never after a refusal", func() {
+	It("name the LRP after each successful desire, update and remove, after a cell's crash, fail and remove, and after a report that changes an instance's occupancy; never after a refusal", func() {
 		var (
 			mu        sync.Mutex
 			triggered []string
@@ -57,6 +57,22 @@ var _ = Describe("Convergence triggers", func() {
 		lifecycle(models.RouteClaimActualLRP, &models.ClaimActualLRPRequest{ProcessGuid: guid, InstanceGuid: instanceGuid, CellId: cell})
 		lifecycle(models.RouteStartActualLRP, &models.StartActualLRPRequest{ProcessGuid: guid, InstanceGuid: instanceGuid, CellId: cell, NetInfo: netInfo()})
 		Expect(taken()).To(BeEmpty(), "claims and starts leave nothing to converge")
+		running := b.mustGet(guid)
+		report := func(occupied bool) {
+			GinkgoHelper()
+			resp := &models.BulkReportResponse{}
+			b.call(models.RouteBulkReport, &models.BulkReportRequest{CellId: cell, Instances: []*models.ReportedInstance{{
+				ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid,
+				DefinitionId: running.GetActiveDefinitionId(), State: models.ActualLRP_RUNNING, NetInfo: netInfo(), Routable: true, Occupied: occupied,
+			}}}, resp)
+			Expect(resp.GetError()).To(BeNil())
+		}
+		report(false)
+		Expect(taken()).To(BeEmpty(), "a report that changes nothing leaves nothing to converge")
+		report(true)
+		Expect(taken()).To(Equal([]string{guid}), "an occupancy change is worth a pass: an autoscaled count follows it")
+		report(true)
+		Expect(taken()).To(BeEmpty())
 		lifecycle(models.RouteCrashActualLRP, &models.CrashActualLRPRequest{ProcessGuid: guid, InstanceGuid: instanceGuid, CellId: cell, CrashReason: "exit status 1"})
 		Expect(taken()).To(Equal([]string{guid}))
 

@@ -92,5 +92,8 @@ func (h *storeHandlers) bulkReport(ctx context.Context, req *models.BulkReportRe
 	if result == nil {
 		return &models.BulkReportResponse{}, nil
 	}
+	for _, guid := range result.OccupancyChanged {
+		h.converge(guid)
+	}
 	return &models.BulkReportResponse{Stop: result.Stop, Assigned: result.Assigned}, nil
 }

@@ -192,8 +192,13 @@ func reconcileReport(cellID string, instances []*models.ReportedInstance, rows m
 		}
 		if after := reportedVersion(row, r, now); after != nil {
 			rec.writes = append(rec.writes, rowWrite{before: row, after: after})
+			if after.Occupied != row.Occupied {
+				rec.result.OccupancyChanged = append(rec.result.OccupancyChanged, row.ProcessGuid)
+			}
 		}
 	}
+	slices.Sort(rec.result.OccupancyChanged)
+	rec.result.OccupancyChanged = slices.Compact(rec.result.OccupancyChanged)
 	var assigned []*models.ActualLRP
 	for key, row := range rows {
 		if row.CellId == cellID && row.State == models.ActualLRP_UNCLAIMED && !adopted[key] {
