@@ -72,6 +72,9 @@ type countGauges struct {
 	mu     sync.Mutex
 	held   bool
 	counts *Counts
+	// autoscaled are the figures of the autoscaled LRPs, by process guid,
+	// as of the latest pass that covered each.
+	autoscaled map[string]AutoscaleGauge
 }
 
 type countGauge struct {
@@ -120,6 +123,36 @@ func (g *countGauges) set(counts *Counts) {
 	}
 }
 
+// Per-LRP autoscaler gauges, labelled by process guid.
+var (
+	autoscaleOccupiedDesc = prometheus.NewDesc("corkboard_autoscaler_occupied_instances",
+		"Indices of an autoscaled LRP with an occupied instance, as of its latest convergence pass.", []string{"process_guid"}, nil)
+	autoscaleWantedDesc = prometheus.NewDesc("corkboard_autoscaler_wanted_instances",
+		"Instances an autoscaled LRP's policy wants, clamped to [min, max], as of its latest convergence pass.", []string{"process_guid"}, nil)
+	autoscaleCurrentDesc = prometheus.NewDesc("corkboard_autoscaler_current_instances",
+		"An autoscaled LRP's instance count after its latest convergence pass (above wanted while the scale-down window holds it).", []string{"process_guid"}, nil)
+)
+
+// setAutoscaled publishes the autoscaler figures of a pass over guids (nil:
+// a full pass, which replaces them all); an LRP of guids without figures is
+// no longer autoscaled.
+func (g *countGauges) setAutoscaled(gauges []AutoscaleGauge, guids []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.held {
+		return
+	}
+	if guids == nil || g.autoscaled == nil {
+		g.autoscaled = make(map[string]AutoscaleGauge, len(gauges))
+	}
+	for _, guid := range guids {
+		delete(g.autoscaled, guid)
+	}
+	for _, a := range gauges {
+		g.autoscaled[a.ProcessGuid] = a
+	}
+}
+
 // hold says whether the board holds the lease; losing it withdraws the
 // counts.
 func (g *countGauges) hold(held bool) {
@@ -128,6 +161,7 @@ func (g *countGauges) hold(held bool) {
 	g.held = held
 	if !held {
 		g.counts = nil
+		g.autoscaled = nil
 	}
 }
 
@@ -135,12 +169,24 @@ func (g *countGauges) Describe(ch chan<- *prometheus.Desc) {
 	for _, gauge := range countGaugeList {
 		ch <- gauge.desc
 	}
+	ch <- autoscaleOccupiedDesc
+	ch <- autoscaleWantedDesc
+	ch <- autoscaleCurrentDesc
 }
 
 func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	counts := g.counts
+	autoscaled := make([]AutoscaleGauge, 0, len(g.autoscaled))
+	for _, a := range g.autoscaled {
+		autoscaled = append(autoscaled, a)
+	}
 	g.mu.Unlock()
+	for _, a := range autoscaled {
+		ch <- prometheus.MustNewConstMetric(autoscaleOccupiedDesc, prometheus.GaugeValue, float64(a.Occupied), a.ProcessGuid)
+		ch <- prometheus.MustNewConstMetric(autoscaleWantedDesc, prometheus.GaugeValue, float64(a.Wanted), a.ProcessGuid)
+		ch <- prometheus.MustNewConstMetric(autoscaleCurrentDesc, prometheus.GaugeValue, float64(a.Instances), a.ProcessGuid)
+	}
 	if counts == nil {
 		return
 	}

@@ -279,6 +279,7 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 		return
 	}
 	r.metrics.counts.set(&plan.Counts)
+	r.metrics.counts.setAutoscaled(plan.Autoscaled, nil)
 	// A full plan knows every wake-up there is.
 	s.setWake(plan.NextWake, started)
 	r.pruneOperations(ctx)
@@ -303,6 +304,7 @@ func (r *Runner) targetedPass(ctx context.Context, s *schedule, guids []string) 
 	if err != nil {
 		return
 	}
+	r.metrics.counts.setAutoscaled(plan.Autoscaled, guids)
 	s.wakeNoLaterThan(plan.NextWake, started)
 }
 

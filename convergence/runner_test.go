@@ -58,6 +58,37 @@ var _ = Describe("Runner", func() {
 				return sqldb.New(conn, dialect)
 			}
 
+			It("publishes each autoscaled LRP's occupied, wanted and current instances", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "plain", 1)
+				_, err := store.DesireLRP(ctx, &models.DesiredLRP{
+					ProcessGuid: "rooms", Domain: "apps", Instances: 1,
+					Definition: &models.LRPDefinition{DefinitionId: "v1", Action: &models.RunAction{Path: "/bin/rooms"}, MemoryMb: 64, DiskMb: 64},
+					Autoscaling: &models.Autoscaling{Enabled: true, Min: 3, Max: 10, Policy: &models.AutoscalingPolicy{
+						Type: models.RoomOccupancyPolicy,
+						Parameters: &models.AutoscalingPolicyParameters{RoomOccupancy: &models.RoomOccupancyParameters{ReadyTarget: 0.5}},
+					}},
+				})
+				Expect(err).NotTo(HaveOccurred())
+
+				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour})
+				labelled := func(name string) func() map[string]float64 {
+					return func() map[string]float64 {
+						values := map[string]float64{}
+						for _, m := range r.families()[name].GetMetric() {
+							values[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+						}
+						return values
+					}
+				}
+				Eventually(labelled("corkboard_autoscaler_current_instances")).WithTimeout(runnerLimit).
+					Should(Equal(map[string]float64{"rooms": 3}), "min 3 clamps the desired 1; plain is not autoscaled")
+				Expect(labelled("corkboard_autoscaler_wanted_instances")()).To(Equal(map[string]float64{"rooms": 3}))
+				Expect(labelled("corkboard_autoscaler_occupied_instances")()).To(Equal(map[string]float64{"rooms": 0}))
+				Eventually(cellsOf(ctx, store, "rooms")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1", "cell-1"}))
+			})
+
 			It("converges as soon as it holds the lease, and on a trigger without waiting for the interval", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")

@@ -34,7 +34,8 @@ import (
 //	  "cell_presence_ttl": "30s",
 //	  "convergence_interval": "30s",
 //	  "convergence_lease_ttl": "15s",
-//	  "stale_unclaimed": "60s"
+//	  "stale_unclaimed": "60s",
+//	  "scale_down_stabilization": "2m"
 //	}
 type Config struct {
 	// ListenAddress is host:port for the API and /metrics. Required.
@@ -77,6 +78,10 @@ type Config struct {
 	// OperationRetention is how long ended operations are kept ("168h");
 	// each LRP keeps its newest 100 whatever their age.
 	OperationRetention string `json:"operation_retention"`
+	// ScaleDownStabilization is the autoscaler's scale-down window for
+	// LRPs that set none ("2m"): an autoscaled count goes down only to the
+	// highest count wanted within it.
+	ScaleDownStabilization string `json:"scale_down_stabilization"`
 }
 
 const (
@@ -139,6 +144,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.StaleUnclaimed == "" {
 		c.StaleUnclaimed = convergence.DefaultConfig().StaleUnclaimed.String()
+	}
+	if c.ScaleDownStabilization == "" {
+		c.ScaleDownStabilization = convergence.DefaultConfig().ScaleDownStabilization.String()
 	}
 }
 
@@ -231,6 +239,7 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "convergence_lease_ttl", Value: c.ConvergenceLeaseTTL, Least: minimumTTL},
 		configfile.Duration{Key: "stale_unclaimed", Value: c.StaleUnclaimed},
 		configfile.Duration{Key: "operation_retention", Value: c.OperationRetention},
+		configfile.Duration{Key: "scale_down_stabilization", Value: c.ScaleDownStabilization},
 	); err != nil {
 		return err
 	}
@@ -256,6 +265,7 @@ func (c Config) runnerConfig() convergence.RunnerConfig {
 	// An EVACUATING row outlives its running replacement by at most two
 	// presence TTLs: its rep, told to stop it on a bulk report, removes it.
 	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
+	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
 	return convergence.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),
