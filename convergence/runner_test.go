@@ -66,7 +66,7 @@ var _ = Describe("Runner", func() {
 					ProcessGuid: "rooms", Domain: "apps", Instances: 1,
 					Definition: &models.LRPDefinition{DefinitionId: "v1", Action: &models.RunAction{Path: "/bin/rooms"}, MemoryMb: 64, DiskMb: 64},
 					Autoscaling: &models.Autoscaling{Enabled: true, Min: 3, Max: 10, Policy: &models.AutoscalingPolicy{
-						Type: models.RoomOccupancyPolicy,
+						Type:       models.RoomOccupancyPolicy,
 						Parameters: &models.AutoscalingPolicyParameters{RoomOccupancy: &models.RoomOccupancyParameters{ReadyTarget: 0.5}},
 					}},
 				})
