@@ -266,7 +266,7 @@ func (a *convergenceApplier) start(ctx context.Context, tx *sql.Tx, rec *operati
 		// It started with its validation.
 		op.StartedAt, line = startedAt, "applied: "
 	}
-	addHistory(op, a.now, line+describeUpdate(before, update, change, applied.activated))
+	addHistory(op, a.now, line+describeUpdate(before, applied.after, update, change, applied.activated))
 	if !applied.activated {
 		const reason = "its definition is already active"
 		setOperationStatus(op, models.Operation_FINISHED, reason, a.now)

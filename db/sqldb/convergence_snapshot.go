@@ -18,8 +18,12 @@ var _ db.ConvergenceDB = (*SQLDB)(nil)
 // Convergence reads plain columns only: the resources of a definition come
 // from its run_infos row, never from its blob (DESIGN §3).
 
+// The autoscaling blobs are NULL for an LRP that never set autoscaling
+// and cost it nothing; the settings are decoded once per distinct value,
+// the autoscaler's state once per LRP that has one.
 const selectSnapshotDesired = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags,
- d.active_definition_id, d.healthy_definition_id, d.update_strategy, COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0)
+ d.active_definition_id, d.healthy_definition_id, d.update_strategy, COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0),
+ d.modification_tag_index, d.autoscaling, d.autoscaler
  FROM desired_lrps d
  LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
 
@@ -296,6 +300,8 @@ type snapshotReader struct {
 	// LRPs with equal strategies share one message, which the planner only
 	// reads.
 	strategies map[string]*models.UpdateStrategy
+	// autoscalings does the same for autoscaling settings.
+	autoscalings map[string]*models.Autoscaling
 	// unresolved are the definitions of rows whose resources are not their
 	// desired LRP's.
 	unresolved map[definitionKey]struct{}
@@ -305,7 +311,8 @@ type snapshotReader struct {
 
 func newSnapshotReader(s *SQLDB) *snapshotReader {
 	return &snapshotReader{s: s, strings: interner{}, tags: map[string][]string{},
-		strategies: map[string]*models.UpdateStrategy{}, unresolved: map[definitionKey]struct{}{}}
+		strategies: map[string]*models.UpdateStrategy{}, autoscalings: map[string]*models.Autoscaling{},
+		unresolved: map[definitionKey]struct{}{}}
 }
 
 // readLRPs reads the desired and actual rows that filters select.
@@ -326,10 +333,11 @@ func (r *snapshotReader) readLRPs(ctx context.Context, tx *sql.Tx, filters []gui
 }
 
 func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
-	var guid, domain, tags, definitionID, healthyID, strategy sql.RawBytes
-	var instances, memory, disk int64
+	var guid, domain, tags, definitionID, healthyID, strategy, autoscaling, autoscaler sql.RawBytes
+	var instances, memory, disk, tagIndex int64
 	scan := func(rows *sql.Rows) error {
-		if err := rows.Scan(&guid, &domain, &instances, &tags, &definitionID, &healthyID, &strategy, &memory, &disk); err != nil {
+		if err := rows.Scan(&guid, &domain, &instances, &tags, &definitionID, &healthyID, &strategy, &memory, &disk,
+			&tagIndex, &autoscaling, &autoscaler); err != nil {
 			return err
 		}
 		d := db.DesiredSchedule{
@@ -340,6 +348,7 @@ func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []
 			HealthyDefinitionID: r.strings.get(healthyID),
 			MemoryMB:            int32(memory),
 			DiskMB:              int32(disk),
+			ModificationIndex:   tagIndex,
 		}
 		var err error
 		if d.PlacementTags, err = r.placementTags(tags); err != nil {
@@ -347,6 +356,16 @@ func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []
 		}
 		if d.UpdateStrategy, err = r.updateStrategy(strategy); err != nil {
 			return errInvalidRecord("desired_lrp %q: update_strategy: %v", d.ProcessGuid, err)
+		}
+		if autoscaling != nil {
+			if d.Autoscaling, err = r.autoscaling(autoscaling); err != nil {
+				return errInvalidRecord("desired_lrp %q: autoscaling: %v", d.ProcessGuid, err)
+			}
+		}
+		if autoscaler != nil {
+			if d.Autoscaler, err = decodeAutoscalerStatus(autoscaler); err != nil {
+				return errInvalidRecord("desired_lrp %q: autoscaler: %v", d.ProcessGuid, err)
+			}
 		}
 		r.desired = append(r.desired, d)
 		return nil
@@ -703,6 +722,20 @@ func (r *snapshotReader) updateStrategy(stored sql.RawBytes) (*models.UpdateStra
 	}
 	r.strategies[string(stored)] = strategy
 	return strategy, nil
+}
+
+// autoscaling decodes stored settings once per distinct value; LRPs with
+// equal settings share one message, which the planner only reads.
+func (r *snapshotReader) autoscaling(stored sql.RawBytes) (*models.Autoscaling, error) {
+	if a, ok := r.autoscalings[string(stored)]; ok {
+		return a, nil
+	}
+	a, err := decodeAutoscaling(stored)
+	if err != nil {
+		return nil, err
+	}
+	r.autoscalings[string(stored)] = a
+	return a, nil
 }
 
 // interner keeps one copy of each distinct string.

@@ -29,6 +29,11 @@ import (
 // ORDINARY instance left over at some index is kept instead of a new
 // UNCLAIMED one.
 //
+// With autoscaling enabled, the instances stored (and returned) are
+// lrp.Instances clamped into [min, max] (0 becomes min), and the
+// autoscaler's state starts with that count wanted from now
+// (seedAutoscaler); lrp.Autoscaler is the board's and is ignored.
+//
 // It records its operation, DESIRE and FINISHED, in the same transaction
 // (see db.OperationDB); a desire refused records nothing.
 //
@@ -49,6 +54,11 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	stored.HealthyDefinitionId = def.DefinitionId
 	stored.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
 	stored.CreatedAt = now
+	stored.Autoscaler = nil
+	if stored.Autoscaling.IsEnabled() {
+		stored.Instances = stored.Autoscaling.ClampInstances(stored.Instances)
+		stored.Autoscaler = seedAutoscaler(stored.Instances, now)
+	}
 
 	tags, err := encodePlacementTags(stored.PlacementTags)
 	if err != nil {
@@ -62,10 +72,18 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	if err != nil {
 		return nil, errInvalid("desired_lrp.update_strategy", err.Error())
 	}
+	autoscaling, err := encodeAutoscaling(stored.Autoscaling)
+	if err != nil {
+		return nil, errInvalid("desired_lrp.autoscaling", err.Error())
+	}
+	autoscaler, err := encodeAutoscalerStatus(stored.Autoscaler)
+	if err != nil {
+		return nil, err
+	}
 	row := []any{
 		stored.ProcessGuid, stored.Domain, stored.Instances, tags, routes, stored.Annotation,
 		stored.ActiveDefinitionId, stored.HealthyDefinitionId, strategy,
-		stored.ModificationTag.Epoch, int64(0), now, now,
+		stored.ModificationTag.Epoch, int64(0), now, now, autoscaling, autoscaler,
 	}
 	def.CreatedAt = now
 	request := &models.DesireLRPRequest{DesiredLrp: lrp}
@@ -161,7 +179,11 @@ func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, inse
 func finishDesire(op *models.Operation, stored *models.DesiredLRP, now int64) {
 	op.DefinitionId = stored.ActiveDefinitionId
 	setOperationStatus(op, models.Operation_FINISHED, "", now)
-	addHistory(op, now, fmt.Sprintf("desired %s of definition %s", pluralInstances(stored.Instances), stored.ActiveDefinitionId))
+	line := fmt.Sprintf("desired %s of definition %s", pluralInstances(stored.Instances), stored.ActiveDefinitionId)
+	if stored.Autoscaling.IsEnabled() {
+		line += "; autoscaling enabled: " + describeAutoscaling(stored.Autoscaling)
+	}
+	addHistory(op, now, line)
 }
 
 // pluralInstances is "1 instance", "4 instances".
@@ -199,6 +221,9 @@ func checkDesire(lrp *models.DesiredLRP) error {
 	}
 	if err := checkEncodable(lrp.Definition); err != nil {
 		return errInvalid("desired_lrp.definition", err.Error())
+	}
+	if err := checkAutoscaling("desired_lrp", lrp.Autoscaling); err != nil {
+		return err
 	}
 	if err := checkWidth("desired_lrp.process_guid", lrp.ProcessGuid, maxProcessGuid); err != nil {
 		return err

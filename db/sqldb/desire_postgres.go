@@ -37,8 +37,8 @@ import (
 // as insertUnclaimed does, so one left over from a removed LRP is kept.
 // The statement answers whether it stored the LRP, the indices of the
 // instances it stored and the operation's sequence, for the events.
-// $12 (now) is also the definition's created_at, the instances' since and
-// the operation's times.
+// $1 to $15 are the desired row (desiredLRPColumns); $12 (now) is also the
+// definition's created_at, the instances' since and the operation's times.
 // The casts in NOT EXISTS give $1 and $7 the type of their columns, which
 // Postgres would otherwise deduce as text there and as varchar in SELECT.
 const desireNewPostgres = `WITH taken AS (
@@ -48,30 +48,30 @@ const desireNewPostgres = `WITH taken AS (
 ), desired AS (
 	INSERT INTO desired_lrps (process_guid, domain, instances, placement_tags, routes, annotation,
 		active_definition_id, healthy_definition_id, update_strategy,
-		modification_tag_epoch, modification_tag_index, created_at, updated_at)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+		modification_tag_epoch, modification_tag_index, created_at, updated_at, autoscaling, autoscaler)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
 	WHERE NOT EXISTS (SELECT 1 FROM run_infos WHERE process_guid = $1::varchar AND definition_id = $7::varchar)
 		AND NOT EXISTS (SELECT 1 FROM taken) AND (SELECT count(*) FROM left_over) >= 0
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
 ), definition AS (
 	INSERT INTO run_infos (process_guid, definition_id, content_hash, memory_mb, disk_mb, definition, created_at)
-	SELECT process_guid, active_definition_id, $14, $15, $16, $17, $12 FROM desired
+	SELECT process_guid, active_definition_id, $16, $17, $18, $19, $12 FROM desired
 ), instances AS (
 	INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, definition_id, state,
 		since, crash_reason, placement_error, modification_tag_epoch, modification_tag_index)
-	SELECT d.process_guid, e.ordinality - 1, $18, d.domain, d.active_definition_id, $19,
+	SELECT d.process_guid, e.ordinality - 1, $20, d.domain, d.active_definition_id, $21,
 		$12, '', '', e.epoch, 0
-	FROM desired d, unnest($20::text[]) WITH ORDINALITY AS e(epoch, ordinality)
+	FROM desired d, unnest($22::text[]) WITH ORDINALITY AS e(epoch, ordinality)
 	ON CONFLICT (process_guid, instance_index, presence) DO NOTHING
 	RETURNING instance_index
 ), operation AS (
 	INSERT INTO operations (id, process_guid, sequence, kind, status, reason, parameters, definition_id,
 		requested_by, created_at, started_at, finished_at, lease_owner, lease_expires_at, history, ended,
 		modification_index)
-	SELECT $21, d.process_guid,
+	SELECT $23, d.process_guid,
 		COALESCE((SELECT MAX(sequence) FROM operations WHERE process_guid = $1::varchar), 0) + 1,
-		$22, $23, '', $24, d.active_definition_id, $25, $12, $12, $12, '', 0, $26, TRUE, 1
+		$24, $25, '', $26, d.active_definition_id, $27, $12, $12, $12, '', 0, $28, TRUE, 1
 	FROM desired d
 	RETURNING sequence
 )

@@ -17,16 +17,17 @@ import (
 // The join is LEFT so that a row whose definition went missing still shows.
 const selectDesiredLRP = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
- d.modification_tag_epoch, d.modification_tag_index, d.created_at, r.definition
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, r.definition
  FROM desired_lrps d
  LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
 
-// selectSchedulingInfo reads plain columns only; the resources come from
-// the active definition's row, not its blob.
+// selectSchedulingInfo reads plain columns only (and the small autoscaling
+// settings); the resources come from the active definition's row, not its
+// blob.
 const selectSchedulingInfo = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id,
  d.modification_tag_epoch, d.modification_tag_index,
- COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0)
+ COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0), d.autoscaling
  FROM desired_lrps d
  LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
 
@@ -128,10 +129,10 @@ func scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 	var tags, routes string
 	var strategy sql.Null[[]byte]
 	var tagIndex int64
-	var definition []byte
+	var autoscaling, autoscaler, definition []byte
 	err := row.Scan(&lrp.ProcessGuid, &lrp.Domain, &lrp.Instances, &tags, &routes,
 		&lrp.Annotation, &lrp.ActiveDefinitionId, &lrp.HealthyDefinitionId, &strategy,
-		&lrp.ModificationTag.Epoch, &tagIndex, &lrp.CreatedAt, &definition)
+		&lrp.ModificationTag.Epoch, &tagIndex, &lrp.CreatedAt, &autoscaling, &autoscaler, &definition)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +146,12 @@ func scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 	if lrp.UpdateStrategy, err = decodeUpdateStrategy(strategy.V, strategy.Valid); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: update_strategy: %v", lrp.ProcessGuid, err)
 	}
+	if lrp.Autoscaling, err = decodeAutoscaling(autoscaling); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: autoscaling: %v", lrp.ProcessGuid, err)
+	}
+	if lrp.Autoscaler, err = decodeAutoscalerStatus(autoscaler); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: autoscaler: %v", lrp.ProcessGuid, err)
+	}
 	if definition != nil {
 		if lrp.Definition, err = decodeDefinition(definition); err != nil {
 			return nil, errInvalidRecord("desired_lrp %q: definition %q: %v", lrp.ProcessGuid, lrp.ActiveDefinitionId, err)
@@ -157,9 +164,10 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 	info := &models.DesiredLRPSchedulingInfo{ModificationTag: &models.ModificationTag{}}
 	var tags, routes string
 	var tagIndex int64
+	var autoscaling []byte
 	err := row.Scan(&info.ProcessGuid, &info.Domain, &info.Instances, &tags, &routes,
 		&info.Annotation, &info.ActiveDefinitionId, &info.HealthyDefinitionId,
-		&info.ModificationTag.Epoch, &tagIndex, &info.MemoryMb, &info.DiskMb)
+		&info.ModificationTag.Epoch, &tagIndex, &info.MemoryMb, &info.DiskMb, &autoscaling)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +177,9 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 	}
 	if info.Routes, err = decodeRoutes(routes); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: routes: %v", info.ProcessGuid, err)
+	}
+	if info.Autoscaling, err = decodeAutoscaling(autoscaling); err != nil {
+		return nil, errInvalidRecord("desired_lrp %q: autoscaling: %v", info.ProcessGuid, err)
 	}
 	return info, nil
 }

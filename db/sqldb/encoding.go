@@ -81,6 +81,34 @@ func decodeUpdateStrategy(b []byte, valid bool) (*models.UpdateStrategy, error) 
 	return s, proto.Unmarshal(b, s)
 }
 
+// encodeAutoscaling stores autoscaling settings (NULL: never set).
+func encodeAutoscaling(a *models.Autoscaling) ([]byte, error) {
+	return encodeMessage(a, a == nil)
+}
+
+// decodeAutoscaling reads stored settings; nil bytes (NULL) are nil.
+func decodeAutoscaling(b []byte) (*models.Autoscaling, error) {
+	if b == nil {
+		return nil, nil
+	}
+	a := &models.Autoscaling{}
+	return a, proto.Unmarshal(b, a)
+}
+
+// encodeAutoscalerStatus stores the autoscaler's state (NULL: none).
+func encodeAutoscalerStatus(st *models.AutoscalerStatus) ([]byte, error) {
+	return encodeMessage(st, st == nil)
+}
+
+// decodeAutoscalerStatus reads the stored state; nil bytes (NULL) are nil.
+func decodeAutoscalerStatus(b []byte) (*models.AutoscalerStatus, error) {
+	if b == nil {
+		return nil, nil
+	}
+	st := &models.AutoscalerStatus{}
+	return st, proto.Unmarshal(b, st)
+}
+
 func decodeDefinition(b []byte) (*models.LRPDefinition, error) {
 	def := &models.LRPDefinition{}
 	return def, proto.Unmarshal(b, def)

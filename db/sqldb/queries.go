@@ -34,6 +34,7 @@ var (
 		"process_guid", "domain", "instances", "placement_tags", "routes", "annotation",
 		"active_definition_id", "healthy_definition_id", "update_strategy",
 		"modification_tag_epoch", "modification_tag_index", "created_at", "updated_at",
+		"autoscaling", "autoscaler",
 	}
 	runInfoColumns = []string{
 		"process_guid", "definition_id", "content_hash", "memory_mb", "disk_mb", "definition", "created_at",

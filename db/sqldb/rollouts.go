@@ -490,7 +490,8 @@ func (s *SQLDB) writeDefinitionIDs(ctx context.Context, tx *sql.Tx, before, afte
 }
 
 // copyDesiredLRP copies the LRP with a tag of its own, the rest shared:
-// writes change only definition ids and the tag.
+// writes change only definition ids, the tag, instances and the
+// autoscaler's state, and replace a message rather than change it.
 func copyDesiredLRP(lrp *models.DesiredLRP) *models.DesiredLRP {
 	c := &models.DesiredLRP{
 		ProcessGuid:         lrp.ProcessGuid,
@@ -504,6 +505,8 @@ func copyDesiredLRP(lrp *models.DesiredLRP) *models.DesiredLRP {
 		UpdateStrategy:      lrp.UpdateStrategy,
 		Definition:          lrp.Definition,
 		CreatedAt:           lrp.CreatedAt,
+		Autoscaling:         lrp.Autoscaling,
+		Autoscaler:          lrp.Autoscaler,
 	}
 	if lrp.ModificationTag != nil {
 		c.ModificationTag = &models.ModificationTag{Epoch: lrp.ModificationTag.Epoch, Index: lrp.ModificationTag.Index}

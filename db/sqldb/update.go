@@ -34,6 +34,13 @@ import (
 //     a new PROGRESSING rollout to it (see rollouts.go) and rollout_changed
 //     follows the other events; re-sending the active definition leaves
 //     the record alone.
+//   - autoscaling replaces the stored settings (see autoscaledUpdate): a
+//     change that leaves autoscaling enabled clamps instances into its
+//     bounds (enabling it also starts the autoscaler's state afresh), and
+//     disabling it keeps instances and clears that state. While
+//     autoscaling is enabled and the update does not disable it, setting
+//     instances is refused (InvalidRequest on "instances",
+//     models.ErrInstancesAutoscaled) and nothing is written.
 //   - staged, with a definition that becomes active, starts that rollout
 //     in a staged phase (newStage in rollout_stage.go); a queued update
 //     keeps it in its stored request and starts its phase when convergence
@@ -77,6 +84,9 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
 			return nil, nil, staleTag(processGuid)
 		}
+		if update.Instances != nil && autoscalingAfter(before, update).IsEnabled() {
+			return nil, nil, errInvalid("instances", models.ErrInstancesAutoscaled)
+		}
 		now := s.now().UnixNano()
 		unfinished, err := s.unfinishedOperations(ctx, tx, processGuid)
 		if err != nil {
@@ -110,7 +120,7 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		} else {
 			setOperationStatus(rec.op, models.Operation_FINISHED, "", now)
 		}
-		addHistory(rec.op, now, describeUpdate(before, update, change, applied.activated))
+		addHistory(rec.op, now, describeUpdate(before, applied.after, update, change, applied.activated))
 		if err := s.insertOperation(ctx, tx, rec); err != nil {
 			return nil, nil, err
 		}
@@ -197,8 +207,8 @@ func (s *SQLDB) holdUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord
 }
 
 // describeUpdate is the first line of an update's history: what it changed,
-// in words.
-func describeUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, activated bool) string {
+// in words. after is the LRP after the update.
+func describeUpdate(before, after *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, activated bool) string {
 	var parts []string
 	switch {
 	case activated:
@@ -210,12 +220,23 @@ func describeUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate, 
 	case c.definition != nil:
 		parts = append(parts, fmt.Sprintf("definition %s is active already", c.definition.DefinitionId))
 	}
-	if update.Instances != nil {
-		if *update.Instances == before.Instances {
-			parts = append(parts, fmt.Sprintf("instances stay %d", before.Instances))
-		} else {
-			parts = append(parts, fmt.Sprintf("instances %d → %d", before.Instances, *update.Instances))
+	if a := update.Autoscaling; a != nil {
+		switch {
+		case !a.IsEnabled() && before.Autoscaling.IsEnabled():
+			parts = append(parts, "autoscaling disabled")
+		case !a.IsEnabled():
+			parts = append(parts, "autoscaling settings replaced, disabled")
+		case before.Autoscaling.IsEnabled():
+			parts = append(parts, "autoscaling settings replaced: "+describeAutoscaling(a))
+		default:
+			parts = append(parts, "autoscaling enabled: "+describeAutoscaling(a))
 		}
+	}
+	switch {
+	case after.GetInstances() != before.Instances:
+		parts = append(parts, fmt.Sprintf("instances %d → %d", before.Instances, after.GetInstances()))
+	case update.Instances != nil:
+		parts = append(parts, fmt.Sprintf("instances stay %d", before.Instances))
 	}
 	if update.Routes != nil {
 		parts = append(parts, "routes replaced")
@@ -238,16 +259,24 @@ type desiredChange struct {
 	columns    []string // "column = ?" assignments
 	args       []any
 	definition *models.LRPDefinition // with its id set; created_at set per attempt
+	// autoscaling is the update's settings, encoded; instances and the
+	// autoscaler's state depend on the LRP before (autoscaledUpdate).
+	autoscaling []byte
 }
 
 func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, error) {
 	if err := checkStaged(update); err != nil {
 		return nil, err
 	}
+	if err := checkAutoscaling("update", update.Autoscaling); err != nil {
+		return nil, err
+	}
 	c := &desiredChange{}
-	if update.Instances != nil {
-		c.columns = append(c.columns, "instances = ?")
-		c.args = append(c.args, *update.Instances)
+	if update.Autoscaling != nil {
+		var err error
+		if c.autoscaling, err = encodeAutoscaling(update.Autoscaling); err != nil {
+			return nil, errInvalid("update.autoscaling", err.Error())
+		}
 	}
 	if update.Routes != nil {
 		routes, err := encodeRoutes(update.Routes)
@@ -310,8 +339,26 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 	processGuid := before.ProcessGuid
 	epoch, tagIndex := before.ModificationTag.Epoch, int64(before.ModificationTag.Index)
 	activeID := before.ActiveDefinitionId
-	columns := append(slices.Clone(c.columns), "modification_tag_index = ?", "updated_at = ?")
-	args := append(slices.Clone(c.args), tagIndex+1, now)
+	columns := slices.Clone(c.columns)
+	args := slices.Clone(c.args)
+	instances, autoscaler := autoscaledUpdate(before, update, now)
+	if instances != nil {
+		columns, args = append(columns, "instances = ?"), append(args, *instances)
+	}
+	if update.Autoscaling != nil {
+		columns, args = append(columns, "autoscaling = ?"), append(args, c.autoscaling)
+	}
+	switch {
+	case autoscaler.clear:
+		columns = append(columns, "autoscaler = NULL")
+	case autoscaler.seed != nil:
+		blob, err := encodeAutoscalerStatus(autoscaler.seed)
+		if err != nil {
+			return nil, err
+		}
+		columns, args = append(columns, "autoscaler = ?"), append(args, blob)
+	}
+	columns, args = append(columns, "modification_tag_index = ?", "updated_at = ?"), append(args, tagIndex+1, now)
 	if c.definition != nil {
 		activeID = c.definition.DefinitionId
 		columns = append(columns, "active_definition_id = ?")
@@ -352,8 +399,8 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		}
 	}
 	var scaled []models.Event
-	if update.Instances != nil {
-		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, activeID, before.Instances, *update.Instances, now)
+	if instances != nil {
+		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, activeID, before.Instances, *instances, now)
 		if err != nil {
 			return nil, err
 		}
@@ -371,6 +418,54 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		events = append(events, models.RolloutChanged(status))
 	}
 	return &appliedUpdate{after: after, events: events, activated: rollout != nil}, nil
+}
+
+// autoscalerChange is what an update does to the autoscaler's state: seed
+// stores a fresh one, clear removes it, neither keeps it.
+type autoscalerChange struct {
+	seed  *models.AutoscalerStatus
+	clear bool
+}
+
+// autoscaledUpdate decides, in Go on every dialect, the instance count
+// update leaves before (the LRP as read locked) with (nil: unchanged) and
+// what becomes of the autoscaler's state:
+//
+//   - autoscaling set, enabled, before's not: instances clamped into the
+//     new bounds (0 becomes min), and the state seeded with that count
+//     wanted from now (seedAutoscaler), so that it holds for one
+//     stabilization window before the autoscaler scales down;
+//   - set, enabled, before's too: instances clamped into the new bounds,
+//     the state kept;
+//   - set, disabled: instances as the update sets them (else kept), the
+//     state cleared;
+//   - not set: instances as the update sets them, unless autoscaling is
+//     enabled, when the autoscaler owns them and they are kept.
+//     UpdateDesiredLRP refuses such an update; a queued one that starts
+//     after autoscaling was enabled meanwhile applies without them.
+func autoscaledUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate, now int64) (*int32, autoscalerChange) {
+	a := update.Autoscaling
+	switch {
+	case a == nil && before.Autoscaling.IsEnabled():
+		return nil, autoscalerChange{}
+	case a == nil:
+		return update.Instances, autoscalerChange{}
+	case !a.IsEnabled():
+		return update.Instances, autoscalerChange{clear: true}
+	}
+	instances := a.ClampInstances(before.Instances)
+	if before.Autoscaling.IsEnabled() {
+		return &instances, autoscalerChange{}
+	}
+	return &instances, autoscalerChange{seed: seedAutoscaler(instances, now)}
+}
+
+// autoscalingAfter is the LRP's autoscaling once update applies.
+func autoscalingAfter(before *models.DesiredLRP, update *models.DesiredLRPUpdate) *models.Autoscaling {
+	if update.Autoscaling != nil {
+		return update.Autoscaling
+	}
+	return before.Autoscaling
 }
 
 // lockDesiredLRP reads the LRP without its definition, locking its row so
@@ -393,7 +488,7 @@ func (s *SQLDB) readDesiredLRPOnly(ctx context.Context, q queryer, processGuid, 
 // in its place keeps the columns scanDesiredLRP expects.
 const selectDesiredLRPOnly = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
- d.modification_tag_epoch, d.modification_tag_index, d.created_at, NULL
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, NULL
  FROM desired_lrps d`
 
 // scale adds or deletes UNCLAIMED ORDINARY instances for a new instance
