@@ -30,7 +30,8 @@ import (
 // actual_lrp_changed with the row before and after for the rest of the
 // row writes (Retire, RequestStop and Redefine included). Rollout writes
 // and definition deletes are described in convergence_rollouts.go,
-// operation writes in convergence_operations.go.
+// operation writes in convergence_operations.go, autoscale writes (the
+// first group) in convergence_autoscale.go.
 //
 // Writes that could never be right (an empty guid, a Restart of a row the
 // plan did not see CRASHED, a Place without a cell, an operation status
@@ -59,14 +60,17 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 		return nil, err
 	}
 	keep, stop := retirementChanges(writes.Retire)
-	err := a.changeGroups(ctx, []changeGroup{
-		{&deleteRows, plainChanges(writes.Delete)},
-		{&promoteRows, plainChanges(writes.Promote)},
-		{&markSuspects, plainChanges(writes.MarkSuspect)},
-		{&retireKeepRunning, keep},
-		{&retireStop, stop},
-		{&requestStops, plainChanges(writes.RequestStop)},
-	})
+	err := a.autoscale(ctx, writes.Autoscale)
+	if err == nil {
+		err = a.changeGroups(ctx, []changeGroup{
+			{&deleteRows, plainChanges(writes.Delete)},
+			{&promoteRows, plainChanges(writes.Promote)},
+			{&markSuspects, plainChanges(writes.MarkSuspect)},
+			{&retireKeepRunning, keep},
+			{&retireStop, stop},
+			{&requestStops, plainChanges(writes.RequestStop)},
+		})
+	}
 	if err == nil {
 		err = a.createRows(ctx, writes.Create)
 	}

@@ -12,6 +12,11 @@ import (
 // right, before anything is written. The planner never makes them; the
 // check keeps a broken caller from putting rows in states no rule allows.
 func checkConvergenceWrites(w *db.ConvergenceWrites) error {
+	for i, a := range w.Autoscale {
+		if err := checkAutoscaleWrite(fmt.Sprintf("writes.autoscale[%d]", i), a); err != nil {
+			return err
+		}
+	}
 	for i, v := range w.Delete {
 		if err := checkRowVersion(fmt.Sprintf("writes.delete[%d]", i), v); err != nil {
 			return err
