@@ -59,6 +59,13 @@ func (a *Autoscaling) Validate() error {
 	return a.validate("autoscaling")
 }
 
+// ValidateIn checks settings sent as the autoscaling field of parent
+// ("desired_lrp", "update"), naming fields as the request's validation
+// does: a store called without the API refuses with the same errors.
+func (a *Autoscaling) ValidateIn(parent string) error {
+	return a.validate(child(parent, "autoscaling"))
+}
+
 func (a *Autoscaling) validate(path string) error {
 	if !a.GetEnabled() {
 		return nil

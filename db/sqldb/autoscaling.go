@@ -1,7 +1,6 @@
 package sqldb
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/corkboard/corkboard/models"
@@ -14,19 +13,6 @@ import (
 // desire or an update does to instances is decided here, in Go, the same
 // on every dialect; convergence's decisions arrive as AutoscaleWrites
 // (convergence_autoscale.go).
-
-// checkAutoscaling validates settings as the API does
-// (models.Autoscaling.Validate), naming the field under parent
-// ("desired_lrp", "update") as the API's request validation names it, so
-// that a caller of the store that skips the API meets the same errors.
-func checkAutoscaling(parent string, a *models.Autoscaling) error {
-	err := a.Validate()
-	var invalid *models.Error
-	if err == nil || !errors.As(err, &invalid) {
-		return err
-	}
-	return models.NewError(invalid.GetType(), "%s.%s", parent, invalid.GetMessage())
-}
 
 // seedAutoscaler is the autoscaler's state when autoscaling is enabled
 // with instances: that count wanted from now, so that it holds for one

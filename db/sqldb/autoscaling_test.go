@@ -246,7 +246,7 @@ var _ = forEachDialect("autoscaling", func(b *board) {
 	})
 
 	Describe("updates", func() {
-		refusal := models.ErrInvalidField("instances", models.ErrInstancesAutoscaled).Error()
+		refusal := models.ErrInvalidField("update.instances", models.ErrInstancesAutoscaled).Error()
 
 		It("refuses instances while autoscaling is enabled, writing nothing, not even an operation", func() {
 			desire(autoscaled("web", 3, autoscalingSettings(2, 10)))

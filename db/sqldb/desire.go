@@ -222,7 +222,7 @@ func checkDesire(lrp *models.DesiredLRP) error {
 	if err := checkEncodable(lrp.Definition); err != nil {
 		return errInvalid("desired_lrp.definition", err.Error())
 	}
-	if err := checkAutoscaling("desired_lrp", lrp.Autoscaling); err != nil {
+	if err := lrp.Autoscaling.ValidateIn("desired_lrp"); err != nil {
 		return err
 	}
 	if err := checkWidth("desired_lrp.process_guid", lrp.ProcessGuid, maxProcessGuid); err != nil {

@@ -39,7 +39,7 @@ import (
 //     bounds (enabling it also starts the autoscaler's state afresh), and
 //     disabling it keeps instances and clears that state. While
 //     autoscaling is enabled and the update does not disable it, setting
-//     instances is refused (InvalidRequest on "instances",
+//     instances is refused (InvalidRequest on "update.instances",
 //     models.ErrInstancesAutoscaled) and nothing is written.
 //   - staged, with a definition that becomes active, starts that rollout
 //     in a staged phase (newStage in rollout_stage.go); a queued update
@@ -85,7 +85,7 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 			return nil, nil, staleTag(processGuid)
 		}
 		if update.Instances != nil && autoscalingAfter(before, update).IsEnabled() {
-			return nil, nil, errInvalid("instances", models.ErrInstancesAutoscaled)
+			return nil, nil, errInvalid("update.instances", models.ErrInstancesAutoscaled)
 		}
 		now := s.now().UnixNano()
 		unfinished, err := s.unfinishedOperations(ctx, tx, processGuid)
@@ -268,7 +268,7 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 	if err := checkStaged(update); err != nil {
 		return nil, err
 	}
-	if err := checkAutoscaling("update", update.Autoscaling); err != nil {
+	if err := update.Autoscaling.ValidateIn("update"); err != nil {
 		return nil, err
 	}
 	c := &desiredChange{}
