@@ -141,10 +141,11 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 		r := &rows[j]
 		if idleExtrasKept > 0 && r.Presence == ordinary && r.State == running && r.Routable && p.cells.isPresent(r.cell) {
 			// Autoscaled: an idle extra serves until every index below
-			// instances does (start before stop).
+			// instances does (start before stop). It is on its way out, so
+			// it takes no part in the spread: the index it waits for is
+			// placed as if it were gone.
 			idleExtrasKept--
 			p.plan.Counts.Extra++
-			p.placer.keep(r.cell)
 			continue
 		}
 		if !p.evacuatingOnLostCell(r) {
