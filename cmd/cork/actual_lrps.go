@@ -14,11 +14,12 @@ import (
 // actualLRPTable ends with REASON, the one column of free text, so that
 // the columns before it split on whitespace.
 var actualLRPTable = table[*models.ActualLRP]{
-	headers: []string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "CRASHES", "SINCE", "REASON"},
+	headers: []string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "OCCUPIED", "CRASHES", "SINCE", "REASON"},
 	row: func(lrp *models.ActualLRP) []string {
 		return []string{
 			lrp.GetProcessGuid(), itoa(lrp.GetIndex()), lrp.GetPresence().String(), lrp.GetState().String(),
 			lrp.GetDefinitionId(), lrp.GetCellId(), address(lrp.GetNetInfo()), yesNo(lrp.GetRoutable()),
+			yesNo(lrp.GetOccupied()),
 			itoa(lrp.GetCrashCount()), timestamp(lrp.GetSince()), shorten(actualLRPReason(lrp), maxReasonWidth),
 		}
 	},

@@ -256,12 +256,13 @@ var _ = Describe("cork", func() {
 		It("prints a table", func() {
 			table := succeed("actual-lrps", "--guid", "minimal", "-o", "table").lines()
 			Expect(table).To(HaveLen(2))
-			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "CRASHES", "SINCE", "REASON"}))
+			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "OCCUPIED", "CRASHES", "SINCE", "REASON"}))
 			row := strings.Fields(table[1])
-			Expect(row).To(HaveLen(11))
+			Expect(row).To(HaveLen(12))
 			Expect(row[:4]).To(Equal([]string{"minimal", "0", "ORDINARY", "UNCLAIMED"}))
 			Expect(row[5:7]).To(Equal([]string{"-", "-"}))
-			Expect(row[10]).To(Equal("-"), "not placed yet, and no placement failed")
+			Expect(row[7:9]).To(Equal([]string{"no", "no"}), "neither routable nor occupied")
+			Expect(row[11]).To(Equal("-"), "not placed yet, and no placement failed")
 		})
 	})
 
