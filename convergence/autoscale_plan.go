@@ -72,8 +72,12 @@ func (p *planner) autoscale(d *db.DesiredSchedule, rows []row) *db.DesiredSchedu
 		ProcessGuid: d.ProcessGuid, Occupied: dec.Occupied, Wanted: dec.Wanted, Instances: st.Instances,
 	})
 
+	// The decision is written when the count, the count wanted or the
+	// occupancy it was made from changed, so that the last decision shown
+	// is never stale.
+	last := d.Autoscaler.GetLastDecision()
 	wantedChanged := len(history) == 0 || history[len(history)-1] != st.Kept[len(st.Kept)-1]
-	if st.Instances == d.Instances && !wantedChanged {
+	if st.Instances == d.Instances && !wantedChanged && last != nil && last.GetOccupied() == dec.Occupied {
 		return d
 	}
 	dec.Reason = decisionReason(dec, window, st.DueAt)

@@ -420,10 +420,12 @@
 // examples; the arithmetic is autoscale.go). Scenario lines:
 //
 //	config scale_down_stabilization=2m
-//	desired GUID autoscale=MIN-MAX@READY_TARGET window=2m recommended=-5m:8,-1m:2 mod=1
+//	desired GUID autoscale=MIN-MAX@READY_TARGET window=2m recommended=-5m:8,-1m:2 decided=1 mod=1
 //
 // MAX -1 means no limit; recommended are the autoscaler's kept
-// recommendations (times relative to now, oldest first); mod is the
+// recommendations (times relative to now, oldest first); decided the
+// occupancy its last decision saw (a decision is written again when the
+// count, the count wanted or the occupancy changes); mod is the
 // DesiredLRP's modification index. The plan shows autoscale lines (the
 // count and recommendations written) first, with the decision's arithmetic
 // as their reason.

@@ -225,7 +225,8 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 // parseAutoscaling reads a desired LRP's autoscaling:
 // autoscale=MIN-MAX@READY_TARGET (MAX -1: no limit), window=DURATION, and
 // the recommendations its autoscaler kept, recommended=AT:N,AT:N (times
-// relative to now, oldest first).
+// relative to now, oldest first), and decided=N, the occupancy of its last
+// decision (none: no decision yet).
 func (s *scenario) parseAutoscaling(a *attrs) (*models.Autoscaling, *models.AutoscalerStatus, error) {
 	spec, ok := a.take("autoscale")
 	if !ok {
@@ -253,6 +254,9 @@ func (s *scenario) parseAutoscaling(a *attrs) (*models.Autoscaling, *models.Auto
 		ScaleDownStabilizationMs: a.duration("window", 0).Milliseconds(),
 	}
 	var status *models.AutoscalerStatus
+	if _, decided := a.values["decided"]; decided {
+		status = &models.AutoscalerStatus{LastDecision: &models.AutoscalerDecision{Occupied: a.int32("decided", 0)}}
+	}
 	for _, rec := range a.list("recommended") {
 		at, count, ok := strings.Cut(rec, ":")
 		n, err := strconv.ParseInt(count, 10, 32)

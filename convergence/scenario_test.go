@@ -98,6 +98,7 @@ var requiredScenarios = []string{
 	"autoscale_surge_not_demand",
 	"autoscale_rollout_downscale",
 	"autoscale_rollout_upscale",
+	"autoscale_decision_follows_occupancy",
 }
 
 func scenarioPaths() []string {
