@@ -281,9 +281,9 @@ var _ = Describe("autoscaling hello on occupancy, with real reps", Ordered, func
 		By("releasing it too: 2, all ready")
 		setOccupied(b, guid, kept, false)
 		steady(b, guid, 2, both...)
-		// The count and the count wanted stay 2: the autoscaler writes no
-		// new decision, so the last one may still say occupied 1.
-		Eventually(decision).Should(And(HaveField("Wanted", BeEquivalentTo(2)), HaveField("Instances", BeEquivalentTo(2))))
+		// The count and the count wanted stay 2, and the last decision
+		// follows the occupancy: nothing occupied.
+		Eventually(decision).Should(And(HaveField("Occupied", BeZero()), HaveField("Wanted", BeEquivalentTo(2)), HaveField("Instances", BeEquivalentTo(2))))
 		Consistently(func() int32 { return desired().GetInstances() }).WithTimeout(time.Second).
 			WithPolling(200 * time.Millisecond).Should(BeEquivalentTo(2))
 		last, err := decision()
