@@ -816,6 +816,194 @@ func (x *EvacuateActualLRPResponse) GetKeepRunning() bool {
 	return false
 }
 
+// OccupancyChange is what one instance now says about itself (DESIGN §7):
+// occupied (busy serving) or ready. It names the row the rep runs it as.
+type OccupancyChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Presence      ActualLRP_Presence     `protobuf:"varint,3,opt,name=presence,proto3,enum=corkboard.models.ActualLRP_Presence" json:"presence,omitempty"`
+	InstanceGuid  string                 `protobuf:"bytes,4,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
+	Occupied      bool                   `protobuf:"varint,5,opt,name=occupied,proto3" json:"occupied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OccupancyChange) Reset() {
+	*x = OccupancyChange{}
+	mi := &file_lifecycle_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OccupancyChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OccupancyChange) ProtoMessage() {}
+
+func (x *OccupancyChange) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OccupancyChange.ProtoReflect.Descriptor instead.
+func (*OccupancyChange) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *OccupancyChange) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *OccupancyChange) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *OccupancyChange) GetPresence() ActualLRP_Presence {
+	if x != nil {
+		return x.Presence
+	}
+	return ActualLRP_PRESENCE_UNKNOWN
+}
+
+func (x *OccupancyChange) GetInstanceGuid() string {
+	if x != nil {
+		return x.InstanceGuid
+	}
+	return ""
+}
+
+func (x *OccupancyChange) GetOccupied() bool {
+	if x != nil {
+		return x.Occupied
+	}
+	return false
+}
+
+// ReportOccupancyRequest carries a cell's occupancy changes in one small
+// batch, sent within about a second of them rather than at the next bulk
+// report (which carries occupancy too, as the safety net).
+type ReportOccupancyRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CellId string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	// 1 to 1000 changes. A change is applied to its row only while the row
+	// is RUNNING and the named instance's on this cell; others are ignored.
+	Changes       []*OccupancyChange `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportOccupancyRequest) Reset() {
+	*x = ReportOccupancyRequest{}
+	mi := &file_lifecycle_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportOccupancyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportOccupancyRequest) ProtoMessage() {}
+
+func (x *ReportOccupancyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportOccupancyRequest.ProtoReflect.Descriptor instead.
+func (*ReportOccupancyRequest) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ReportOccupancyRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *ReportOccupancyRequest) GetChanges() []*OccupancyChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+type ReportOccupancyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// How many rows the changes changed.
+	Applied       int32 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportOccupancyResponse) Reset() {
+	*x = ReportOccupancyResponse{}
+	mi := &file_lifecycle_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportOccupancyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportOccupancyResponse) ProtoMessage() {}
+
+func (x *ReportOccupancyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportOccupancyResponse.ProtoReflect.Descriptor instead.
+func (*ReportOccupancyResponse) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReportOccupancyResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ReportOccupancyResponse) GetApplied() int32 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
 var File_lifecycle_proto protoreflect.FileDescriptor
 
 const file_lifecycle_proto_rawDesc = "" +
@@ -880,7 +1068,19 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\acell_id\x18\x04 \x01(\tR\x06cellId\"m\n" +
 	"\x19EvacuateActualLRPResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12!\n" +
-	"\fkeep_running\x18\x02 \x01(\bR\vkeepRunningB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\fkeep_running\x18\x02 \x01(\bR\vkeepRunning\"\xcd\x01\n" +
+	"\x0fOccupancyChange\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12@\n" +
+	"\bpresence\x18\x03 \x01(\x0e2$.corkboard.models.ActualLRP.PresenceR\bpresence\x12#\n" +
+	"\rinstance_guid\x18\x04 \x01(\tR\finstanceGuid\x12\x1a\n" +
+	"\boccupied\x18\x05 \x01(\bR\boccupied\"n\n" +
+	"\x16ReportOccupancyRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12;\n" +
+	"\achanges\x18\x02 \x03(\v2!.corkboard.models.OccupancyChangeR\achanges\"b\n" +
+	"\x17ReportOccupancyResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12\x18\n" +
+	"\aapplied\x18\x02 \x01(\x05R\aappliedB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_lifecycle_proto_rawDescOnce sync.Once
@@ -894,7 +1094,7 @@ func file_lifecycle_proto_rawDescGZIP() []byte {
 	return file_lifecycle_proto_rawDescData
 }
 
-var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_lifecycle_proto_goTypes = []any{
 	(*ClaimActualLRPRequest)(nil),      // 0: corkboard.models.ClaimActualLRPRequest
 	(*StartActualLRPRequest)(nil),      // 1: corkboard.models.StartActualLRPRequest
@@ -907,31 +1107,37 @@ var file_lifecycle_proto_goTypes = []any{
 	(*BulkReportResponse)(nil),         // 8: corkboard.models.BulkReportResponse
 	(*EvacuateActualLRPRequest)(nil),   // 9: corkboard.models.EvacuateActualLRPRequest
 	(*EvacuateActualLRPResponse)(nil),  // 10: corkboard.models.EvacuateActualLRPResponse
-	(*NetInfo)(nil),                    // 11: corkboard.models.NetInfo
-	(ActualLRP_Presence)(0),            // 12: corkboard.models.ActualLRP.Presence
-	(*Error)(nil),                      // 13: corkboard.models.Error
-	(*ActualLRP)(nil),                  // 14: corkboard.models.ActualLRP
-	(ActualLRP_State)(0),               // 15: corkboard.models.ActualLRP.State
+	(*OccupancyChange)(nil),            // 11: corkboard.models.OccupancyChange
+	(*ReportOccupancyRequest)(nil),     // 12: corkboard.models.ReportOccupancyRequest
+	(*ReportOccupancyResponse)(nil),    // 13: corkboard.models.ReportOccupancyResponse
+	(*NetInfo)(nil),                    // 14: corkboard.models.NetInfo
+	(ActualLRP_Presence)(0),            // 15: corkboard.models.ActualLRP.Presence
+	(*Error)(nil),                      // 16: corkboard.models.Error
+	(*ActualLRP)(nil),                  // 17: corkboard.models.ActualLRP
+	(ActualLRP_State)(0),               // 18: corkboard.models.ActualLRP.State
 }
 var file_lifecycle_proto_depIdxs = []int32{
-	11, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
-	12, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	12, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	13, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
-	14, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
-	12, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
-	15, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
-	11, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
+	14, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
+	15, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	15, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	16, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
+	17, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
+	15, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
+	18, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
+	14, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
 	6,  // 8: corkboard.models.BulkReportRequest.instances:type_name -> corkboard.models.ReportedInstance
-	13, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
+	16, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
 	6,  // 10: corkboard.models.BulkReportResponse.stop:type_name -> corkboard.models.ReportedInstance
-	14, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
-	13, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	17, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
+	16, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
+	15, // 13: corkboard.models.OccupancyChange.presence:type_name -> corkboard.models.ActualLRP.Presence
+	11, // 14: corkboard.models.ReportOccupancyRequest.changes:type_name -> corkboard.models.OccupancyChange
+	16, // 15: corkboard.models.ReportOccupancyResponse.error:type_name -> corkboard.models.Error
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_lifecycle_proto_init() }
@@ -948,7 +1154,7 @@ func file_lifecycle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lifecycle_proto_rawDesc), len(file_lifecycle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -46,6 +46,9 @@ const (
 	// a replacement elsewhere (start-before-stop).
 	RouteEvacuateActualLRP = "/v1/actual_lrps/evacuate"
 	RouteBulkReport        = "/v1/cells/report"
+	// RouteReportOccupancy carries a small batch of instances' occupancy
+	// changes, between bulk reports.
+	RouteReportOccupancy = "/v1/actual_lrps/occupancy"
 
 	// RouteEvents streams Server-Sent Events.
 	RouteEvents = "/v1/events"
