@@ -90,6 +90,23 @@ type ActualLRPLifecycleDB interface {
 	// while the row has no stop_requested, and comes back in Stop, with
 	// presence RETIRING, once it has.
 	BulkReport(ctx context.Context, cellID string, instances []*models.ReportedInstance) (*BulkReportResult, error)
+	// ReportOccupancy applies a cell's occupancy changes, in order, in one
+	// transaction: a change sets occupied on the row of its key only while
+	// that row is RUNNING and its instance guid's on cellID, and is written
+	// (tag bumped, actual_lrp_changed emitted after commit) only when that
+	// changes the row. A change that matches no such row is ignored, not
+	// an error: the instance may have stopped or moved since.
+	ReportOccupancy(ctx context.Context, cellID string, changes []*models.OccupancyChange) (*OccupancyResult, error)
+}
+
+// OccupancyResult is what ReportOccupancy changed.
+type OccupancyResult struct {
+	// Applied is how many rows changed.
+	Applied int
+	// Changed lists the process guids of those rows, sorted, each once:
+	// an autoscaled LRP's count depends on them, so they are worth a
+	// convergence pass at once.
+	Changed []string
 }
 
 type BulkReportResult struct {

@@ -134,8 +134,23 @@ func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instan
 			want(key)
 		}
 	}
-	for start := 0; start < len(elsewhere); start += reportKeyBatch {
-		batch := elsewhere[start:min(len(elsewhere), start+reportKeyBatch)]
+	found, err := s.selectActualLRPsByKey(ctx, q, elsewhere, lock)
+	if err != nil {
+		return nil, err
+	}
+	for _, lrp := range found {
+		rows[keyOf(lrp)] = lrp
+	}
+	return rows, nil
+}
+
+// selectActualLRPsByKey reads the rows of keys (each at most once), in
+// queries of at most reportKeyBatch keys; lock ("" or the dialect's FOR
+// UPDATE) ends each query.
+func (s *SQLDB) selectActualLRPsByKey(ctx context.Context, q queryer, keys []db.ActualLRPKey, lock string) ([]*models.ActualLRP, error) {
+	var rows []*models.ActualLRP
+	for start := 0; start < len(keys); start += reportKeyBatch {
+		batch := keys[start:min(len(keys), start+reportKeyBatch)]
 		tuples := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(batch)), ", ")
 		args := make([]any, 0, 3*len(batch))
 		for _, key := range batch {
@@ -145,9 +160,7 @@ func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instan
 		if err != nil {
 			return nil, err
 		}
-		for _, lrp := range found {
-			rows[keyOf(lrp)] = lrp
-		}
+		rows = append(rows, found...)
 	}
 	return rows, nil
 }
