@@ -16,7 +16,8 @@ import (
 //
 // Retries. RegisterCell and Heartbeat (registering twice leaves the same
 // state), BulkReport (a report of what the cell runs, answered from the
-// board's current rows) and EvacuateActualLRP (a repeat finds the
+// board's current rows), ReportOccupancy (each change sets a value) and
+// EvacuateActualLRP (a repeat finds the
 // evacuation done and answers the same) are retried after a transport
 // failure like reads are. The lifecycle calls (claim, start, crash, fail, remove) are sent
 // once: if an answer is lost, the board may have applied the call, and a
@@ -198,6 +199,22 @@ func (c *CellClient) BulkReport(ctx context.Context, instances []*models.Reporte
 		return nil, err
 	}
 	return &BulkReportResult{Stop: resp.GetStop(), Assigned: resp.GetAssigned()}, nil
+}
+
+// ReportOccupancy tells the board what instances of this cell now say of
+// themselves (occupied or ready), 1 to models.MaxOccupancyChanges changes
+// per call, and returns how many rows that changed. A change whose row is
+// not RUNNING as its instance on this cell is ignored by the board. Each
+// change sets a value rather than toggling one, so a repeat after a
+// transport failure changes nothing more: it is retried like a bulk
+// report.
+func (c *CellClient) ReportOccupancy(ctx context.Context, changes []*models.OccupancyChange) (int, error) {
+	var resp models.ReportOccupancyResponse
+	req := &models.ReportOccupancyRequest{CellId: c.cellID, Changes: changes}
+	if err := c.call(ctx, models.RouteReportOccupancy, req, &resp, safeToRepeat); err != nil {
+		return 0, err
+	}
+	return int(resp.GetApplied()), nil
 }
 
 func (c *CellClient) lifecycle(ctx context.Context, route string, req proto.Message) (*models.ActualLRP, error) {

@@ -43,6 +43,7 @@ var cellRoutes = map[string]func() validating{
 	models.RouteRemoveActualLRP:   func() validating { return &models.RemoveActualLRPRequest{} },
 	models.RouteBulkReport:        func() validating { return &models.BulkReportRequest{} },
 	models.RouteEvacuateActualLRP: func() validating { return &models.EvacuateActualLRPRequest{} },
+	models.RouteReportOccupancy:   func() validating { return &models.ReportOccupancyRequest{} },
 }
 
 func newCellBoard() *cellBoard {
@@ -200,6 +201,22 @@ var _ = Describe("CellClient", func() {
 		Expect(empty.Stop).To(BeEmpty())
 	})
 
+	It("reports occupancy changes and returns how many rows they changed", func() {
+		changes := []*models.OccupancyChange{
+			{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: true},
+			{ProcessGuid: "web", Index: 1, Presence: models.ActualLRP_EVACUATING, InstanceGuid: instanceGuid},
+		}
+		board.answer(models.RouteReportOccupancy, &models.ReportOccupancyResponse{Applied: 1})
+		applied, err := c.ReportOccupancy(ctx, changes)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(applied).To(Equal(1))
+		expectSent(board.received(models.RouteReportOccupancy), &models.ReportOccupancyRequest{CellId: cellID, Changes: changes})
+
+		_, err = c.ReportOccupancy(ctx, nil)
+		Expect(err).To(errorOfType(models.Error_InvalidRequest))
+		Expect(err.Error()).To(ContainSubstring("changes: required"))
+	})
+
 	It("returns the board's typed errors", func() {
 		board.answer(models.RouteClaimActualLRP, &models.ActualLRPLifecycleResponse{
 			Error: models.NewError(models.Error_InvalidStateTransition, "placed on cell-b"),
@@ -240,15 +257,21 @@ var _ = Describe("CellClient", func() {
 				client.WithHTTPClient(&http.Client{Transport: transport}), client.WithRetries(2), client.WithRetryBackoff(time.Millisecond))
 		})
 
-		It("retries the heartbeat and the bulk report", func() {
+		It("retries the heartbeat, the bulk report and an occupancy report", func() {
 			dropNext(2)
 			_, err := c.RegisterCell(ctx, newCell(cellID))
 			Expect(err).NotTo(HaveOccurred())
 			dropNext(1)
 			_, err = c.BulkReport(ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
+			dropNext(1)
+			_, err = c.ReportOccupancy(ctx, []*models.OccupancyChange{
+				{ProcessGuid: "web", Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: true},
+			})
+			Expect(err).NotTo(HaveOccurred())
 			Expect(board.received(models.RouteRegisterCell)).To(HaveLen(1))
 			Expect(board.received(models.RouteBulkReport)).To(HaveLen(1))
+			Expect(board.received(models.RouteReportOccupancy)).To(HaveLen(1))
 			Expect(listener.drop.Load()).To(BeNumerically("<", 0), "every drop was used")
 		})
 

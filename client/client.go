@@ -45,8 +45,8 @@
 // operation_id names the operation that started the rollout). Operations,
 // AllOperations, Operation and CancelOperation read and cancel them.
 //
-// CellClient retries its heartbeat (RegisterCell) and BulkReport, never the
-// lifecycle calls; see CellClient.
+// CellClient retries its heartbeat (RegisterCell), BulkReport and
+// ReportOccupancy, never the lifecycle calls; see CellClient.
 package client
 
 import (

@@ -200,6 +200,30 @@ var _ = Describe("The cell side", func() {
 						Expect(missing.GetError().GetType()).To(Equal(models.Error_ResourceNotFound))
 					})
 
+					It("takes a batch of occupancy changes for the caller's RUNNING row, and ignores another cell's", func() {
+						Expect(claim().GetError()).To(BeNil())
+						Expect(start(nil).GetError()).To(BeNil())
+						occupancy := func(cellID string, occupied bool) *models.ReportOccupancyResponse {
+							GinkgoHelper()
+							resp := &models.ReportOccupancyResponse{}
+							b.call(models.RouteReportOccupancy, &models.ReportOccupancyRequest{CellId: cellID, Changes: []*models.OccupancyChange{
+								{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: occupied},
+								{ProcessGuid: randomName("gone"), Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: occupied},
+							}}, resp)
+							Expect(resp.GetError()).To(BeNil())
+							return resp
+						}
+						other := randomName("cell")
+						register(b, other)
+						Expect(occupancy(other, true).GetApplied()).To(BeZero())
+						Expect(b.actualLRPs(&models.ActualLRPsRequest{ProcessGuid: guid})[0].GetOccupied()).To(BeFalse())
+
+						Expect(occupancy(cell, true).GetApplied()).To(BeEquivalentTo(1))
+						Expect(b.actualLRPs(&models.ActualLRPsRequest{ProcessGuid: guid})[0].GetOccupied()).To(BeTrue())
+						Expect(occupancy(cell, true).GetApplied()).To(BeZero(), "a repeat changes nothing")
+						Expect(b.counter(models.RouteReportOccupancy, "success")).To(BeEquivalentTo(3))
+					})
+
 					It("comes back in a bulk report as assigned, and what the board has no row for as stop", func() {
 						gone := reported(randomName("gone"), 0, models.ActualLRP_RUNNING)
 						resp := &models.BulkReportResponse{}
@@ -271,6 +295,15 @@ var _ = Describe("The cell side", func() {
 					Entry("a report of an UNCLAIMED instance", models.RouteBulkReport, func(guid, cell string) proto.Message {
 						return &models.BulkReportRequest{CellId: cell, Instances: []*models.ReportedInstance{reported(guid, 0, models.ActualLRP_UNCLAIMED)}}
 					}, "instances[0].state"),
+					Entry("an occupancy change without an instance guid", models.RouteReportOccupancy, func(guid, cell string) proto.Message {
+						return &models.ReportOccupancyRequest{CellId: cell, Changes: []*models.OccupancyChange{
+							{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: true},
+							{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY, Occupied: true},
+						}}
+					}, "changes[1].instance_guid"),
+					Entry("an occupancy report without changes", models.RouteReportOccupancy, func(guid, cell string) proto.Message {
+						return &models.ReportOccupancyRequest{CellId: cell}
+					}, "changes"),
 				)
 			})
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 var _ = Describe("Convergence triggers", func() {
-	It("name the LRP after each successful desire, update and remove, after a cell's crash, fail and remove, and after a report that changes an instance's occupancy; never after a refusal", func() {
+	It("name the LRP after each successful desire, update and remove, after a cell's crash, fail and remove, and after a bulk or occupancy report that changes an instance's occupancy; never after a refusal", func() {
 		var (
 			mu        sync.Mutex
 			triggered []string
@@ -72,6 +72,24 @@ var _ = Describe("Convergence triggers", func() {
 		report(true)
 		Expect(taken()).To(Equal([]string{guid}), "an occupancy change is worth a pass: an autoscaled count follows it")
 		report(true)
+		Expect(taken()).To(BeEmpty())
+		occupancy := func(occupied bool) int32 {
+			GinkgoHelper()
+			resp := &models.ReportOccupancyResponse{}
+			b.call(models.RouteReportOccupancy, &models.ReportOccupancyRequest{CellId: cell, Changes: []*models.OccupancyChange{{
+				ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: occupied,
+			}}}, resp)
+			Expect(resp.GetError()).To(BeNil())
+			return resp.GetApplied()
+		}
+		Expect(occupancy(true)).To(BeZero())
+		Expect(taken()).To(BeEmpty(), "an occupancy report that changes nothing leaves nothing to converge")
+		Expect(occupancy(false)).To(BeEquivalentTo(1))
+		Expect(taken()).To(Equal([]string{guid}), "so is an occupancy report's change")
+		refusedOccupancy := &models.ReportOccupancyResponse{}
+		b.call(models.RouteReportOccupancy, &models.ReportOccupancyRequest{CellId: cell}, refusedOccupancy)
+		Expect(refusedOccupancy.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+		Expect(refusedOccupancy.GetError().GetMessage()).To(Equal("changes: required: at least one change"))
 		Expect(taken()).To(BeEmpty())
 		lifecycle(models.RouteCrashActualLRP, &models.CrashActualLRPRequest{ProcessGuid: guid, InstanceGuid: instanceGuid, CellId: cell, CrashReason: "exit status 1"})
 		Expect(taken()).To(Equal([]string{guid}))

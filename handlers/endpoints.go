@@ -50,6 +50,7 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteRemoveActualLRP, h.removeActualLRP),
 		route(models.RouteEvacuateActualLRP, h.evacuateActualLRP),
 		route(models.RouteBulkReport, h.bulkReport),
+		route(models.RouteReportOccupancy, h.reportOccupancy),
 	}
 }
 

@@ -97,3 +97,20 @@ func (h *storeHandlers) bulkReport(ctx context.Context, req *models.BulkReportRe
 	}
 	return &models.BulkReportResponse{Stop: result.Stop, Assigned: result.Assigned}, nil
 }
+
+// reportOccupancy applies a cell's batch of occupancy changes and asks
+// convergence for a pass over each LRP whose rows changed: an autoscaled
+// count follows occupancy within a pass.
+func (h *storeHandlers) reportOccupancy(ctx context.Context, req *models.ReportOccupancyRequest) (*models.ReportOccupancyResponse, error) {
+	result, err := h.store.ReportOccupancy(ctx, req.GetCellId(), req.GetChanges())
+	if err != nil {
+		return nil, err
+	}
+	if result == nil {
+		return &models.ReportOccupancyResponse{}, nil
+	}
+	for _, guid := range result.Changed {
+		h.converge(guid)
+	}
+	return &models.ReportOccupancyResponse{Applied: int32(result.Applied)}, nil
+}

@@ -84,9 +84,9 @@ func WithEventsWriteTimeout(timeout time.Duration) Option {
 // operation (a canceled rollout rolls back), and the cell-side crash (the first
 // crashes restart at once), fail (the instance needs another cell),
 // remove (the index needs a new instance) and evacuate (the replacement
-// is placed at once), and a bulk report that changes an instance's
-// occupancy (an autoscaled LRP's count follows it). trigger must not block; the
-// convergence runner's Trigger does not.
+// is placed at once), and a bulk report or an occupancy report that
+// changes an instance's occupancy (an autoscaled LRP's count follows it).
+// trigger must not block; the convergence runner's Trigger does not.
 func WithConvergenceTrigger(trigger func(processGuid string)) Option {
 	return func(o *options) {
 		if trigger != nil {
