@@ -74,7 +74,9 @@ var _ = Describe("a local cluster: a board and two reps running hello", func() {
 		Expect(post(occupiedRow, "/occupied")).To(Equal(http.StatusNoContent))
 		Eventually(func() bool { return b.lrps("hello")[1].GetOccupied() }).WithPolling(20 * time.Millisecond).Should(BeTrue())
 		// A figure for the note, not a requirement: the rep forwards a
-		// change at once in a bulk report of its cell.
+		// change in a small batch after its occupancy_batch_interval
+		// (250ms), or sooner in a bulk report of its cell when one falls
+		// due first (every repBulkSyncInterval here).
 		AddReportEntry("occupied on the board after", time.Since(asked).Round(time.Millisecond).String())
 		Expect(post(occupiedRow, "/ready")).To(Equal(http.StatusNoContent))
 		Eventually(func() bool { return b.lrps("hello")[1].GetOccupied() }).Should(BeFalse())

@@ -20,10 +20,13 @@ import (
 
 // Defaults of AgentConfig.
 const (
-	DefaultPollInterval      = time.Second
-	DefaultBulkSyncInterval  = 30 * time.Second
-	DefaultEvacuationTimeout = 10 * time.Minute
-	DefaultStopGracePeriod   = 5 * time.Second
+	DefaultPollInterval     = time.Second
+	DefaultBulkSyncInterval = 30 * time.Second
+	// DefaultOccupancyBatchInterval gathers a burst of occupancy changes
+	// into one call and still gets them to the board well within a second.
+	DefaultOccupancyBatchInterval = 250 * time.Millisecond
+	DefaultEvacuationTimeout      = 10 * time.Minute
+	DefaultStopGracePeriod        = 5 * time.Second
 	// DefaultUnroutableRetryTimeout is long enough for a board to restart
 	// and short enough that a stop does not wait on a board that is gone.
 	DefaultUnroutableRetryTimeout = 10 * time.Second
@@ -55,6 +58,9 @@ type AgentConfig struct {
 	PollInterval time.Duration
 	// BulkSyncInterval is how often the agent reports everything it runs.
 	BulkSyncInterval time.Duration
+	// OccupancyBatchInterval is how long the agent gathers occupancy
+	// changes after the first one before it sends them all in one call.
+	OccupancyBatchInterval time.Duration
 	// EvacuationTimeout bounds an evacuation; what is still running then
 	// is stopped.
 	EvacuationTimeout time.Duration
@@ -87,6 +93,12 @@ type AgentConfig struct {
 // waits for a report in flight that names its instance: a report taken
 // before a start and answered after it would move a RUNNING row back to
 // CLAIMED.
+//
+// What instances say of themselves (SetOccupied) reaches the board in
+// small batches: the first change wakes occupancyLoop, which waits
+// OccupancyBatchInterval for more and sends them all in one
+// ReportOccupancy call. Occupancy calls and bulk reports take turns
+// (reportMu), so that neither lands an older flag over a newer one.
 type Agent struct {
 	cfg    AgentConfig
 	logger lager.Logger
@@ -101,6 +113,11 @@ type Agent struct {
 	drainOnce sync.Once
 	drains    chan string
 	syncSoon  chan struct{}
+	// occupancySoon wakes occupancyLoop.
+	occupancySoon chan struct{}
+	// reportMu is held by a bulk report or an occupancy call from the
+	// moment it reads the instances until the board answered.
+	reportMu sync.Mutex
 	// stopDispatch ends dispatchEvents, which outlives ctx: instances
 	// stopped on the way out still get their Exited events.
 	stopDispatch chan struct{}
@@ -115,9 +132,12 @@ type Agent struct {
 	definitions   map[definitionKey]*models.LRPDefinition
 	inReport      map[string]bool
 	inCall        map[string]bool
-	settled       *sync.Cond
-	evacuating    bool
-	shuttingDown  bool
+	// pendingOccupancy holds the occupancy changes not sent yet: the
+	// latest flag of each instance, by instance guid.
+	pendingOccupancy map[string]bool
+	settled          *sync.Cond
+	evacuating       bool
+	shuttingDown     bool
 }
 
 type instanceKey struct {
@@ -147,7 +167,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	for name, d := range map[string]time.Duration{
 		"PollInterval": cfg.PollInterval, "BulkSyncInterval": cfg.BulkSyncInterval,
 		"EvacuationTimeout": cfg.EvacuationTimeout, "StopGracePeriod": cfg.StopGracePeriod,
-		"UnroutableRetryTimeout": cfg.UnroutableRetryTimeout,
+		"UnroutableRetryTimeout": cfg.UnroutableRetryTimeout, "OccupancyBatchInterval": cfg.OccupancyBatchInterval,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("AgentConfig.%s must not be negative, got %s", name, d)
@@ -158,6 +178,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	if cfg.BulkSyncInterval == 0 {
 		cfg.BulkSyncInterval = DefaultBulkSyncInterval
+	}
+	if cfg.OccupancyBatchInterval == 0 {
+		cfg.OccupancyBatchInterval = DefaultOccupancyBatchInterval
 	}
 	if cfg.EvacuationTimeout == 0 {
 		cfg.EvacuationTimeout = DefaultEvacuationTimeout
@@ -181,6 +204,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		cancel:        cancel,
 		drains:        make(chan string, 1),
 		syncSoon:      make(chan struct{}, 1),
+		occupancySoon: make(chan struct{}, 1),
 		stopDispatch:  make(chan struct{}),
 		instances:     map[string]*agentInstance{},
 		claiming:      map[instanceKey]bool{},
@@ -188,6 +212,8 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		definitions:   map[definitionKey]*models.LRPDefinition{},
 		inReport:      map[string]bool{},
 		inCall:        map[string]bool{},
+
+		pendingOccupancy: map[string]bool{},
 	}
 	a.settled = sync.NewCond(&a.mu)
 	return a, nil
@@ -195,11 +221,12 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 
 // Run is the ifrit runner; see Agent.
 func (a *Agent) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
-	a.loops.Add(4)
+	a.loops.Add(5)
 	go a.dispatchEvents()
 	go a.heartbeatLoop()
 	go a.pollLoop()
 	go a.bulkSyncLoop()
+	go a.occupancyLoop()
 	close(ready)
 	a.logger.Info("started", lager.Data{"instance_guid_prefix": a.guidPrefix})
 
@@ -225,14 +252,16 @@ func (a *Agent) Drain(reason string) {
 }
 
 // SetOccupied records what an instance says about itself (DESIGN §7); a
-// change is sent to the board in a bulk report soon after. It reports
-// false for an instance the agent does not run.
+// change is sent to the board with the others of the next
+// OccupancyBatchInterval (see occupancyLoop). It reports false for an
+// instance the agent does not run.
 func (a *Agent) SetOccupied(instanceGuid string, occupied bool) bool {
 	a.mu.Lock()
 	inst := a.instances[instanceGuid]
 	changed := inst != nil && inst.occupied != occupied
-	if inst != nil {
+	if changed {
 		inst.occupied = occupied
+		a.pendingOccupancy[instanceGuid] = occupied
 	}
 	a.mu.Unlock()
 	if inst == nil {
@@ -240,7 +269,7 @@ func (a *Agent) SetOccupied(instanceGuid string, occupied bool) bool {
 	}
 	if changed {
 		a.logger.Info("occupancy-changed", lager.Data{"instance_guid": instanceGuid, "occupied": occupied})
-		a.requestSync()
+		a.requestOccupancyReport()
 	}
 	return true
 }
@@ -356,8 +385,13 @@ func (a *Agent) beginCall(guid string) {
 
 func (a *Agent) endCall(guid string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	delete(a.inCall, guid)
+	_, pending := a.pendingOccupancy[guid]
+	a.mu.Unlock()
+	if pending {
+		// It waited for the call (see takeOccupancyChanges).
+		a.requestOccupancyReport()
+	}
 }
 
 // definition fetches a definition by (process guid, definition id); a

@@ -31,6 +31,9 @@ type agentInstance struct {
 	healthy  bool
 	netInfo  *models.NetInfo
 	occupied bool
+	// running: the board has its row RUNNING, as far as the agent knows
+	// (a start or a bulk report said so); occupancy changes wait for it.
+	running  bool
 	stopping bool
 	// evacuationAsked: an evacuation call is pending or done.
 	evacuationAsked bool
@@ -202,6 +205,13 @@ func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) {
 	}
 	err := a.call(a.ctx, inst, func(ctx context.Context) error {
 		_, err := a.cfg.CellClient.StartActualLRP(ctx, inst.client(), netInfo, true)
+		if err == nil {
+			// Before the call ends, which sends the occupancy changes
+			// that waited for it.
+			a.mu.Lock()
+			inst.running = true
+			a.mu.Unlock()
+		}
 		return err
 	})
 	if err != nil {

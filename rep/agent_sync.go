@@ -206,6 +206,8 @@ func (a *Agent) bulkSyncLoop() {
 // bulkReport tells the board what the cell runs, stops what the board
 // says to stop and claims what it says is assigned.
 func (a *Agent) bulkReport() {
+	a.reportMu.Lock()
+	defer a.reportMu.Unlock()
 	a.mu.Lock()
 	reported := make([]*models.ReportedInstance, 0, len(a.instances))
 	for _, inst := range a.instances {
@@ -245,13 +247,26 @@ func (a *Agent) bulkReport() {
 		}
 		return
 	}
+	stopped := map[string]bool{}
 	for _, s := range result.Stop {
+		stopped[s.GetInstanceGuid()] = true
 		if inst := a.instances[s.GetInstanceGuid()]; inst != nil && inst.presence == s.GetPresence() {
 			a.requestStop(inst, "the board does not want it on this cell (bulk report)")
 		}
 	}
+	// What the board kept of what was reported RUNNING is RUNNING now:
+	// occupancy changes that waited for that may go.
+	for _, r := range reported {
+		if inst := a.instances[r.GetInstanceGuid()]; inst != nil && r.GetState() == models.ActualLRP_RUNNING && !stopped[r.GetInstanceGuid()] {
+			inst.running = true
+		}
+	}
+	occupancyPending := len(a.pendingOccupancy) > 0
 	claiming := !a.evacuating && !a.shuttingDown
 	a.mu.Unlock()
+	if occupancyPending {
+		a.requestOccupancyReport()
+	}
 	if claiming {
 		for _, lrp := range result.Assigned {
 			a.claim(lrp)

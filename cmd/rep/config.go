@@ -32,6 +32,7 @@ import (
 //	  "port_range": "61000-61099",
 //	  "poll_interval": "1s",
 //	  "bulk_sync_interval": "30s",
+//	  "occupancy_batch_interval": "250ms",
 //	  "evacuation_timeout": "10m",
 //	  "stop_grace_period": "5s",
 //	  "stop_timeout": "10s",
@@ -73,6 +74,10 @@ type Config struct {
 	PollInterval string `json:"poll_interval"`
 	// BulkSyncInterval is how often it reports everything it runs ("30s").
 	BulkSyncInterval string `json:"bulk_sync_interval"`
+	// OccupancyBatchInterval is how long it gathers what instances say of
+	// themselves (occupied or ready) before it sends it all in one call
+	// ("250ms").
+	OccupancyBatchInterval string `json:"occupancy_batch_interval"`
 	// EvacuationTimeout bounds an evacuation ("10m").
 	EvacuationTimeout string `json:"evacuation_timeout"`
 	// StopGracePeriod is how long an unroutable instance keeps running
@@ -133,6 +138,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.BulkSyncInterval == "" {
 		c.BulkSyncInterval = rep.DefaultBulkSyncInterval.String()
+	}
+	if c.OccupancyBatchInterval == "" {
+		c.OccupancyBatchInterval = rep.DefaultOccupancyBatchInterval.String()
 	}
 	if c.EvacuationTimeout == "" {
 		c.EvacuationTimeout = rep.DefaultEvacuationTimeout.String()
@@ -213,6 +221,7 @@ func (c Config) validate() error {
 	if err := configfile.CheckDurations(
 		configfile.Duration{Key: "poll_interval", Value: c.PollInterval},
 		configfile.Duration{Key: "bulk_sync_interval", Value: c.BulkSyncInterval},
+		configfile.Duration{Key: "occupancy_batch_interval", Value: c.OccupancyBatchInterval},
 		configfile.Duration{Key: "evacuation_timeout", Value: c.EvacuationTimeout},
 		configfile.Duration{Key: "stop_grace_period", Value: c.StopGracePeriod},
 		configfile.Duration{Key: "stop_timeout", Value: c.StopTimeout},

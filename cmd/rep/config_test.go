@@ -72,6 +72,8 @@ var _ = Describe("rep -config", func() {
 			`stop_grace_period: "soon" is not a positive duration like "30s"`),
 		Entry("a bad unroutable_retry_timeout", func(c map[string]any) { c["unroutable_retry_timeout"] = "-1s" },
 			`unroutable_retry_timeout: "-1s" is not a positive duration like "30s"`),
+		Entry("a zero occupancy_batch_interval", func(c map[string]any) { c["occupancy_batch_interval"] = "0s" },
+			`occupancy_batch_interval: "0s" is not a positive duration like "30s"`),
 		Entry("a bad log_level", func(c map[string]any) { c["log_level"] = "loud" },
 			`log_level: "loud" is not one of debug, info, error, fatal`),
 		Entry("a zero instance_log_limit_mb", func(c map[string]any) { c["instance_log_limit_mb"] = 0 },

@@ -119,6 +119,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		Executor:               executor,
 		PollInterval:           configfile.MustDuration(cfg.PollInterval),
 		BulkSyncInterval:       configfile.MustDuration(cfg.BulkSyncInterval),
+		OccupancyBatchInterval: configfile.MustDuration(cfg.OccupancyBatchInterval),
 		EvacuationTimeout:      configfile.MustDuration(cfg.EvacuationTimeout),
 		StopGracePeriod:        configfile.MustDuration(cfg.StopGracePeriod),
 		UnroutableRetryTimeout: configfile.MustDuration(cfg.UnroutableRetryTimeout),
