@@ -105,7 +105,6 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 // autoscaling is enabled.
 const ErrInstancesAutoscaled = "cannot be set while autoscaling is enabled: the autoscaler sets instances; disable autoscaling (autoscaling.enabled = false, cork update --autoscaling-enabled=false) to set them"
 
-
 func (u *DesiredLRPUpdate) validateUpdateIdentifier(path string) error {
 	identifier := u.GetUpdateIdentifier()
 	if identifier == "" {
