@@ -303,9 +303,5 @@ func (p *planner) surgeLeft(d *db.DesiredSchedule, ro *rolloutLRP, instances int
 	if ro != nil {
 		return max(ro.strategy.MaxSurge-ro.step.Surging, 0)
 	}
-	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
-	if err != nil {
-		strategy, _ = ResolveRolloutStrategy(instances, nil)
-	}
-	return strategy.MaxSurge
+	return storedStrategy(d, instances).MaxSurge
 }

@@ -179,20 +179,25 @@ func (p *planner) keepAsIs(r *row) {
 	}
 }
 
-// newRollout resolves the LRP's strategy for its rolling update. A stored
-// strategy that no longer validates (the API checks it on the way in) falls
-// back to every default.
+// newRollout resolves the LRP's strategy for its rolling update.
 func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, instances int32) *rolloutLRP {
-	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
-	if err != nil {
-		strategy, _ = ResolveRolloutStrategy(instances, nil)
-	}
-	ro := &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: strategy}
+	ro := &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: storedStrategy(d, instances)}
 	if record != nil {
 		ro.outcome.operationID = record.OperationID
 	}
 	ro.phase = p.newStagedPhase(ro, instances)
 	return ro
+}
+
+// storedStrategy resolves d's stored strategy at instances. One that no
+// longer validates (the API checks it on the way in) falls back to every
+// default.
+func storedStrategy(d *db.DesiredSchedule, instances int32) RolloutStrategy {
+	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
+	if err != nil {
+		strategy, _ = ResolveRolloutStrategy(instances, nil)
+	}
+	return strategy
 }
 
 // wantedSlots gathers the ORDINARY, SUSPECT and RETIRING rows of indices

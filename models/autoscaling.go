@@ -98,6 +98,76 @@ func (a *Autoscaling) validate(path string) error {
 	return nil
 }
 
+// Describe gives enabled settings in words, for an operation's history:
+// "min 2, max 10, ready_target 0.5".
+func (a *Autoscaling) Describe() string {
+	return fmt.Sprintf("min %d, max %s, ready_target %g", a.GetMin(), describeMax(a.GetMax()), a.ReadyTarget())
+}
+
+// describeMax is a max in words: the number, or "no limit" for −1.
+func describeMax(most int32) string {
+	if most < 0 {
+		return "no limit"
+	}
+	return fmt.Sprint(most)
+}
+
+// SeedAutoscaler is the autoscaler's state when autoscaling is enabled
+// with instances: that count wanted from now (Unix nanoseconds), so that
+// it holds for one stabilization window before the autoscaler scales
+// down.
+func SeedAutoscaler(instances int32, now int64) *AutoscalerStatus {
+	return &AutoscalerStatus{
+		Recommendations: []*AutoscalerRecommendation{{At: now, Wanted: instances}},
+	}
+}
+
+// AutoscalerChange is what an update does to the autoscaler's state: Seed
+// stores a fresh one, Clear removes it, neither keeps it.
+type AutoscalerChange struct {
+	Seed  *AutoscalerStatus
+	Clear bool
+}
+
+// AutoscaledUpdate decides the instance count update leaves before with
+// (nil: unchanged) and what becomes of the autoscaler's state:
+//
+//   - autoscaling set, enabled, before's not: instances clamped into the
+//     new bounds (0 becomes min), and the state seeded with that count
+//     (SeedAutoscaler);
+//   - set, enabled, before's too: instances clamped into the new bounds,
+//     the state kept;
+//   - set, disabled: instances as the update sets them (else kept), the
+//     state cleared;
+//   - not set: instances as the update sets them, unless autoscaling is
+//     enabled, when the autoscaler owns them and they are kept. The API
+//     refuses such an update; a queued one that starts after autoscaling
+//     was enabled meanwhile applies without them.
+func AutoscaledUpdate(before *DesiredLRP, update *DesiredLRPUpdate, now int64) (*int32, AutoscalerChange) {
+	a := update.GetAutoscaling()
+	switch {
+	case a == nil && before.GetAutoscaling().IsEnabled():
+		return nil, AutoscalerChange{}
+	case a == nil:
+		return update.Instances, AutoscalerChange{}
+	case !a.IsEnabled():
+		return update.Instances, AutoscalerChange{Clear: true}
+	}
+	instances := a.ClampInstances(before.GetInstances())
+	if before.GetAutoscaling().IsEnabled() {
+		return &instances, AutoscalerChange{}
+	}
+	return &instances, AutoscalerChange{Seed: SeedAutoscaler(instances, now)}
+}
+
+// AutoscalingAfter is before's autoscaling once update applies.
+func AutoscalingAfter(before *DesiredLRP, update *DesiredLRPUpdate) *Autoscaling {
+	if a := update.GetAutoscaling(); a != nil {
+		return a
+	}
+	return before.GetAutoscaling()
+}
+
 // Describe gives a decision's arithmetic in words, as an AUTOSCALE
 // operation's history and `cork get` show it, e.g. "occupied 4,
 // ready_target 0.5: ceil(4 / (1 − 0.5)) = 8, within [2, 10]: wanted 8;
@@ -106,10 +176,7 @@ func (d *AutoscalerDecision) Describe() string {
 	if d == nil {
 		return ""
 	}
-	most := "no limit"
-	if d.GetMax() >= 0 {
-		most = fmt.Sprint(d.GetMax())
-	}
+	most := describeMax(d.GetMax())
 	clamp := "within"
 	if d.GetWanted() != d.GetComputed() {
 		clamp = "clamped to"

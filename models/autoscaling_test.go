@@ -4,6 +4,7 @@ import (
 	"math"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/models"
@@ -73,5 +74,39 @@ var _ = Describe("Autoscaling validation", func() {
 			Autoscaling: validAutoscaling(), Instances: proto.Int32(3)}, "update.instances: "+models.ErrInstancesAutoscaled),
 		Entry("invalid settings", &models.DesiredLRPUpdate{Autoscaling: &models.Autoscaling{Enabled: true, Min: 0}},
 			"update.autoscaling.min: must be greater than 0; to run no instances, disable autoscaling and set instances to 0"),
+	)
+})
+
+var _ = Describe("AutoscaledUpdate", func() {
+	const now = int64(1_800_000_000_000_000_000)
+	lrp := func(instances int32, a *models.Autoscaling) *models.DesiredLRP {
+		return &models.DesiredLRP{Instances: instances, Autoscaling: a}
+	}
+	enabled := validAutoscaling() // min 2, max 10
+	disabled := &models.Autoscaling{Enabled: false}
+	seeded := func(n int32) *models.AutoscalerStatus { return models.SeedAutoscaler(n, now) }
+
+	DescribeTable("the count an update leaves and what becomes of the autoscaler's state",
+		func(before *models.DesiredLRP, update *models.DesiredLRPUpdate, instances *int32, change models.AutoscalerChange) {
+			gotInstances, gotChange := models.AutoscaledUpdate(before, update, now)
+			Expect(gotInstances).To(Equal(instances))
+			Expect(gotChange.Clear).To(Equal(change.Clear))
+			Expect(proto.Equal(gotChange.Seed, change.Seed)).To(BeTrue(), "seed %v, want %v", gotChange.Seed, change.Seed)
+		},
+		Entry("no autoscaling: instances as the update sets them",
+			lrp(3, nil), &models.DesiredLRPUpdate{Instances: proto.Int32(5)}, proto.Int32(5), models.AutoscalerChange{}),
+		Entry("enabled before, not touched: the autoscaler keeps the count",
+			lrp(3, enabled), &models.DesiredLRPUpdate{Instances: proto.Int32(5)}, (*int32)(nil), models.AutoscalerChange{}),
+		Entry("enabling: clamped up to min and seeded",
+			lrp(1, nil), &models.DesiredLRPUpdate{Autoscaling: enabled}, proto.Int32(2), models.AutoscalerChange{Seed: seeded(2)}),
+		Entry("enabling: clamped down to max and seeded",
+			lrp(40, disabled), &models.DesiredLRPUpdate{Autoscaling: enabled}, proto.Int32(10), models.AutoscalerChange{Seed: seeded(10)}),
+		Entry("changing enabled settings: clamped, the state kept",
+			lrp(9, enabled), &models.DesiredLRPUpdate{Autoscaling: &models.Autoscaling{Enabled: true, Min: 1, Max: 4, Policy: enabled.Policy}},
+			proto.Int32(4), models.AutoscalerChange{}),
+		Entry("disabling: the count kept unless set, the state cleared",
+			lrp(6, enabled), &models.DesiredLRPUpdate{Autoscaling: disabled}, (*int32)(nil), models.AutoscalerChange{Clear: true}),
+		Entry("disabling and setting instances",
+			lrp(6, enabled), &models.DesiredLRPUpdate{Autoscaling: disabled, Instances: proto.Int32(3)}, proto.Int32(3), models.AutoscalerChange{Clear: true}),
 	)
 })

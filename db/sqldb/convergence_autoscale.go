@@ -133,21 +133,3 @@ func (a *convergenceApplier) recordAutoscale(ctx context.Context, tx *sql.Tx, w 
 	addHistory(op, a.now, line)
 	return rec, a.s.insertOperation(ctx, tx, rec)
 }
-
-// updateDesiredRow sets the columns of set (assignments with ? bound to
-// args) on before's row, compare-and-set on its modification tag as read
-// (locked): a row that matches nothing is errLostRace.
-func (s *SQLDB) updateDesiredRow(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, set string, args ...any) error {
-	args = append(args, before.ProcessGuid, before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
-	res, err := s.exec(ctx, tx, "UPDATE desired_lrps SET "+set+
-		" WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?", args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return errLostRace
-	}
-	return nil
-}

@@ -713,29 +713,26 @@ func (r *snapshotReader) updateStrategy(stored sql.RawBytes) (*models.UpdateStra
 	if stored == nil {
 		return nil, nil
 	}
-	if strategy, ok := r.strategies[string(stored)]; ok {
-		return strategy, nil
-	}
-	strategy, err := decodeUpdateStrategy(stored, true)
-	if err != nil {
-		return nil, err
-	}
-	r.strategies[string(stored)] = strategy
-	return strategy, nil
+	return decodeShared(r.strategies, stored, func(b []byte) (*models.UpdateStrategy, error) { return decodeUpdateStrategy(b, true) })
 }
 
-// autoscaling decodes stored settings once per distinct value; LRPs with
-// equal settings share one message, which the planner only reads.
+// autoscaling decodes stored settings (not NULL) once per distinct value.
 func (r *snapshotReader) autoscaling(stored sql.RawBytes) (*models.Autoscaling, error) {
-	if a, ok := r.autoscalings[string(stored)]; ok {
-		return a, nil
+	return decodeShared(r.autoscalings, stored, decodeAutoscaling)
+}
+
+// decodeShared decodes stored once per distinct value, remembered in seen:
+// LRPs with equal values share one message, which the planner only reads.
+func decodeShared[M any](seen map[string]M, stored sql.RawBytes, decode func([]byte) (M, error)) (M, error) {
+	if m, ok := seen[string(stored)]; ok {
+		return m, nil
 	}
-	a, err := decodeAutoscaling(stored)
+	m, err := decode(stored)
 	if err != nil {
-		return nil, err
+		return m, err
 	}
-	r.autoscalings[string(stored)] = a
-	return a, nil
+	seen[string(stored)] = m
+	return m, nil
 }
 
 // interner keeps one copy of each distinct string.

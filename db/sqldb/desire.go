@@ -32,7 +32,7 @@ import (
 // With autoscaling enabled, the instances stored (and returned) are
 // lrp.Instances clamped into [min, max] (0 becomes min), and the
 // autoscaler's state starts with that count wanted from now
-// (seedAutoscaler); lrp.Autoscaler is the board's and is ignored.
+// (models.SeedAutoscaler); lrp.Autoscaler is the board's and is ignored.
 //
 // It records its operation, DESIRE and FINISHED, in the same transaction
 // (see db.OperationDB); a desire refused records nothing.
@@ -57,7 +57,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	stored.Autoscaler = nil
 	if stored.Autoscaling.IsEnabled() {
 		stored.Instances = stored.Autoscaling.ClampInstances(stored.Instances)
-		stored.Autoscaler = seedAutoscaler(stored.Instances, now)
+		stored.Autoscaler = models.SeedAutoscaler(stored.Instances, now)
 	}
 
 	tags, err := encodePlacementTags(stored.PlacementTags)
@@ -181,7 +181,7 @@ func finishDesire(op *models.Operation, stored *models.DesiredLRP, now int64) {
 	setOperationStatus(op, models.Operation_FINISHED, "", now)
 	line := fmt.Sprintf("desired %s of definition %s", pluralInstances(stored.Instances), stored.ActiveDefinitionId)
 	if stored.Autoscaling.IsEnabled() {
-		line += "; autoscaling enabled: " + describeAutoscaling(stored.Autoscaling)
+		line += "; autoscaling enabled: " + stored.Autoscaling.Describe()
 	}
 	addHistory(op, now, line)
 }

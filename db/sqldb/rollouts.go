@@ -473,11 +473,18 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 // writeDefinitionIDs stores after's active and healthy definitions and tag
 // index over before, compare-and-set on before's tag.
 func (s *SQLDB) writeDefinitionIDs(ctx context.Context, tx *sql.Tx, before, after *models.DesiredLRP, now int64) error {
-	res, err := s.exec(ctx, tx, `UPDATE desired_lrps SET active_definition_id = ?, healthy_definition_id = ?,
- modification_tag_index = ?, updated_at = ?
- WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?`,
-		after.ActiveDefinitionId, after.HealthyDefinitionId, int64(after.ModificationTag.Index), now,
-		before.ProcessGuid, before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
+	return s.updateDesiredRow(ctx, tx, before,
+		"active_definition_id = ?, healthy_definition_id = ?, modification_tag_index = ?, updated_at = ?",
+		after.ActiveDefinitionId, after.HealthyDefinitionId, int64(after.ModificationTag.Index), now)
+}
+
+// updateDesiredRow sets the columns of set (assignments with ? bound to
+// args) on before's row, compare-and-set on its modification tag as read
+// (locked): a row that matches nothing is errLostRace.
+func (s *SQLDB) updateDesiredRow(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, set string, args ...any) error {
+	args = append(args, before.ProcessGuid, before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
+	res, err := s.exec(ctx, tx, "UPDATE desired_lrps SET "+set+
+		" WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?", args...)
 	if err != nil {
 		return err
 	}

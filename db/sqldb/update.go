@@ -34,7 +34,7 @@ import (
 //     a new PROGRESSING rollout to it (see rollouts.go) and rollout_changed
 //     follows the other events; re-sending the active definition leaves
 //     the record alone.
-//   - autoscaling replaces the stored settings (see autoscaledUpdate): a
+//   - autoscaling replaces the stored settings (see models.AutoscaledUpdate): a
 //     change that leaves autoscaling enabled clamps instances into its
 //     bounds (enabling it also starts the autoscaler's state afresh), and
 //     disabling it keeps instances and clears that state. While
@@ -84,7 +84,7 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
 			return nil, nil, staleTag(processGuid)
 		}
-		if update.Instances != nil && autoscalingAfter(before, update).IsEnabled() {
+		if update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
 			return nil, nil, errInvalid("update.instances", models.ErrInstancesAutoscaled)
 		}
 		now := s.now().UnixNano()
@@ -227,9 +227,9 @@ func describeUpdate(before, after *models.DesiredLRP, update *models.DesiredLRPU
 		case !a.IsEnabled():
 			parts = append(parts, "autoscaling settings replaced, disabled")
 		case before.Autoscaling.IsEnabled():
-			parts = append(parts, "autoscaling settings replaced: "+describeAutoscaling(a))
+			parts = append(parts, "autoscaling settings replaced: "+a.Describe())
 		default:
-			parts = append(parts, "autoscaling enabled: "+describeAutoscaling(a))
+			parts = append(parts, "autoscaling enabled: "+a.Describe())
 		}
 	}
 	switch {
@@ -260,7 +260,7 @@ type desiredChange struct {
 	args       []any
 	definition *models.LRPDefinition // with its id set; created_at set per attempt
 	// autoscaling is the update's settings, encoded; instances and the
-	// autoscaler's state depend on the LRP before (autoscaledUpdate).
+	// autoscaler's state depend on the LRP before (models.AutoscaledUpdate).
 	autoscaling []byte
 }
 
@@ -337,11 +337,11 @@ type appliedUpdate struct {
 // operationID, the operation recording the update.
 func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, operationID string, now int64) (*appliedUpdate, error) {
 	processGuid := before.ProcessGuid
-	epoch, tagIndex := before.ModificationTag.Epoch, int64(before.ModificationTag.Index)
+	tagIndex := int64(before.ModificationTag.Index)
 	activeID := before.ActiveDefinitionId
 	columns := slices.Clone(c.columns)
 	args := slices.Clone(c.args)
-	instances, autoscaler := autoscaledUpdate(before, update, now)
+	instances, autoscaler := models.AutoscaledUpdate(before, update, now)
 	if instances != nil {
 		columns, args = append(columns, "instances = ?"), append(args, *instances)
 	}
@@ -349,10 +349,10 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		columns, args = append(columns, "autoscaling = ?"), append(args, c.autoscaling)
 	}
 	switch {
-	case autoscaler.clear:
+	case autoscaler.Clear:
 		columns = append(columns, "autoscaler = NULL")
-	case autoscaler.seed != nil:
-		blob, err := encodeAutoscalerStatus(autoscaler.seed)
+	case autoscaler.Seed != nil:
+		blob, err := encodeAutoscalerStatus(autoscaler.Seed)
 		if err != nil {
 			return nil, err
 		}
@@ -364,20 +364,16 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		columns = append(columns, "active_definition_id = ?")
 		args = append(args, activeID)
 	}
-	args = append(args, processGuid, epoch, tagIndex)
-	res, err := s.exec(ctx, tx, "UPDATE desired_lrps SET "+strings.Join(columns, ", ")+
-		" WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?", args...)
-	if err != nil {
+	// The row is locked, so the compare-and-set cannot miss; if it did,
+	// the caller runs again rather than write blind.
+	if err := s.updateDesiredRow(ctx, tx, before, strings.Join(columns, ", "), args...); err != nil {
 		return nil, err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return nil, err
-	} else if n == 0 {
-		// The row is locked: cannot happen. Run again rather than write blind.
-		return nil, errLostRace
 	}
 
-	var rollout *rolloutRecord
+	var (
+		rollout *rolloutRecord
+		err     error
+	)
 	if c.definition != nil {
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
@@ -418,54 +414,6 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		events = append(events, models.RolloutChanged(status))
 	}
 	return &appliedUpdate{after: after, events: events, activated: rollout != nil}, nil
-}
-
-// autoscalerChange is what an update does to the autoscaler's state: seed
-// stores a fresh one, clear removes it, neither keeps it.
-type autoscalerChange struct {
-	seed  *models.AutoscalerStatus
-	clear bool
-}
-
-// autoscaledUpdate decides, in Go on every dialect, the instance count
-// update leaves before (the LRP as read locked) with (nil: unchanged) and
-// what becomes of the autoscaler's state:
-//
-//   - autoscaling set, enabled, before's not: instances clamped into the
-//     new bounds (0 becomes min), and the state seeded with that count
-//     wanted from now (seedAutoscaler), so that it holds for one
-//     stabilization window before the autoscaler scales down;
-//   - set, enabled, before's too: instances clamped into the new bounds,
-//     the state kept;
-//   - set, disabled: instances as the update sets them (else kept), the
-//     state cleared;
-//   - not set: instances as the update sets them, unless autoscaling is
-//     enabled, when the autoscaler owns them and they are kept.
-//     UpdateDesiredLRP refuses such an update; a queued one that starts
-//     after autoscaling was enabled meanwhile applies without them.
-func autoscaledUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate, now int64) (*int32, autoscalerChange) {
-	a := update.Autoscaling
-	switch {
-	case a == nil && before.Autoscaling.IsEnabled():
-		return nil, autoscalerChange{}
-	case a == nil:
-		return update.Instances, autoscalerChange{}
-	case !a.IsEnabled():
-		return update.Instances, autoscalerChange{clear: true}
-	}
-	instances := a.ClampInstances(before.Instances)
-	if before.Autoscaling.IsEnabled() {
-		return &instances, autoscalerChange{}
-	}
-	return &instances, autoscalerChange{seed: seedAutoscaler(instances, now)}
-}
-
-// autoscalingAfter is the LRP's autoscaling once update applies.
-func autoscalingAfter(before *models.DesiredLRP, update *models.DesiredLRPUpdate) *models.Autoscaling {
-	if update.Autoscaling != nil {
-		return update.Autoscaling
-	}
-	return before.Autoscaling
 }
 
 // lockDesiredLRP reads the LRP without its definition, locking its row so
