@@ -112,3 +112,13 @@ func nullBlob(dialect string) string {
 // (NULL while autoscaling is not enabled).
 var addAutoscaling = addColumns("add_desired_lrps_autoscaling", 1, "desired_lrps",
 	columnDef{"autoscaling", nullBlob}, columnDef{"autoscaler", nullBlob})
+
+// addDefinitionRoutePorts is migration 0010's Go half:
+// run_infos.route_ports, the protobuf of the models.RoutePorts a
+// definition serves (NULL for definitions stored before it).
+var addDefinitionRoutePorts = addColumn("add_run_infos_route_ports", 1, "run_infos", "route_ports", nullBlob)
+
+// addInstanceRoutePorts is migration 0011's Go half:
+// actual_lrps.route_ports, the protobuf of the models.RoutePorts of the
+// definition an instance runs, set when it starts.
+var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_lrps", "route_ports", nullBlob)

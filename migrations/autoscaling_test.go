@@ -57,7 +57,7 @@ var _ = Describe("0009_autoscaling", func() {
 			}
 
 			It("adds desired_lrps.autoscaling and desired_lrps.autoscaler, NULL for the LRPs already there", func() {
-				applied, err := runner.Up(ctx, migrations.UpOptions{})
+				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 9})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0009_autoscaling"}))
 				Expect(unscaled()).To(Equal([]string{"1"}))
@@ -68,21 +68,21 @@ var _ = Describe("0009_autoscaling", func() {
 			})
 
 			It("runs again cleanly, keeping what was stored", func() {
-				_, err := runner.Up(ctx, migrations.UpOptions{})
+				_, err := runner.Up(ctx, migrations.UpOptions{Target: 9})
 				Expect(err).NotTo(HaveOccurred())
 				columnsWork()
 				// As after a crash (or MySQL's implicit commit) between the
 				// columns' DDL and the version's record.
 				execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 9)
 
-				applied, err := runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
+				applied, err := runner.Up(ctx, migrations.UpOptions{RetryDirty: true, Target: 9})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0009_autoscaling"}))
 				var status []byte
 				Expect(conn.QueryRow("SELECT autoscaler FROM desired_lrps WHERE process_guid = 'web'").Scan(&status)).To(Succeed())
 				Expect(status).To(Equal(blob))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 9})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(plan.Empty()).To(BeTrue())
 			})
@@ -97,7 +97,7 @@ var _ = Describe("0009_autoscaling", func() {
 				Expect(plan.SQL()).To(ContainSubstring("desired_lrps.autoscaling exists: nothing to add"))
 				Expect(plan.SQL()).To(ContainSubstring("add column desired_lrps.autoscaler"))
 
-				applied, err := runner.Up(ctx, migrations.UpOptions{})
+				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 9})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ids(applied)).To(Equal([]string{"0009_autoscaling"}))
 				columnsWork()

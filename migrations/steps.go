@@ -26,10 +26,12 @@ type stepEnv struct {
 
 // registeredSteps maps a migration version to its Go step.
 var registeredSteps = map[int]*goStep{
-	2: importLegacy,
-	4: addCellDraining,
-	5: addStopRequested,
-	7: addRolloutsOperationID,
-	8: addRolloutsStage,
-	9: addAutoscaling,
+	2:  importLegacy,
+	4:  addCellDraining,
+	5:  addStopRequested,
+	7:  addRolloutsOperationID,
+	8:  addRolloutsStage,
+	9:  addAutoscaling,
+	10: addDefinitionRoutePorts,
+	11: addInstanceRoutePorts,
 }

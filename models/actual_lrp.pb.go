@@ -269,6 +269,11 @@ type ActualLRP struct {
 	// serves nothing): its rep drains the instance (unroutable, grace period,
 	// SIGTERM, SIGKILL after a timeout) and removes the row.
 	StopRequested bool `protobuf:"varint,17,opt,name=stop_requested,json=stopRequested,proto3" json:"stop_requested,omitempty"`
+	// Where each of the LRP's routes reaches this instance, through the
+	// routes of the definition it runs (so during a rollout that moves a
+	// route from port 8080 to 9090, old instances list 8080 and new ones
+	// 9090). Set by the board; host_port is 0 until the instance runs.
+	RoutePorts    []*RoutePort `protobuf:"bytes,18,rep,name=route_ports,json=routePorts,proto3" json:"route_ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -422,6 +427,130 @@ func (x *ActualLRP) GetStopRequested() bool {
 	return false
 }
 
+func (x *ActualLRP) GetRoutePorts() []*RoutePort {
+	if x != nil {
+		return x.RoutePorts
+	}
+	return nil
+}
+
+// RoutePort is one route of an instance: router and route name where the
+// LRP's routes name them (e.g. "http" and "hello.example.test"), the
+// container port the route sends to, and the host port that maps to it.
+type RoutePort struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Router        string                 `protobuf:"bytes,1,opt,name=router,proto3" json:"router,omitempty"`
+	Route         string                 `protobuf:"bytes,2,opt,name=route,proto3" json:"route,omitempty"`
+	ContainerPort uint32                 `protobuf:"varint,3,opt,name=container_port,json=containerPort,proto3" json:"container_port,omitempty"`
+	HostPort      uint32                 `protobuf:"varint,4,opt,name=host_port,json=hostPort,proto3" json:"host_port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoutePort) Reset() {
+	*x = RoutePort{}
+	mi := &file_actual_lrp_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoutePort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoutePort) ProtoMessage() {}
+
+func (x *RoutePort) ProtoReflect() protoreflect.Message {
+	mi := &file_actual_lrp_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoutePort.ProtoReflect.Descriptor instead.
+func (*RoutePort) Descriptor() ([]byte, []int) {
+	return file_actual_lrp_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RoutePort) GetRouter() string {
+	if x != nil {
+		return x.Router
+	}
+	return ""
+}
+
+func (x *RoutePort) GetRoute() string {
+	if x != nil {
+		return x.Route
+	}
+	return ""
+}
+
+func (x *RoutePort) GetContainerPort() uint32 {
+	if x != nil {
+		return x.ContainerPort
+	}
+	return 0
+}
+
+func (x *RoutePort) GetHostPort() uint32 {
+	if x != nil {
+		return x.HostPort
+	}
+	return 0
+}
+
+// RoutePorts is how the board stores an instance's routes (without host
+// ports) and a definition's.
+type RoutePorts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ports         []*RoutePort           `protobuf:"bytes,1,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoutePorts) Reset() {
+	*x = RoutePorts{}
+	mi := &file_actual_lrp_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoutePorts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoutePorts) ProtoMessage() {}
+
+func (x *RoutePorts) ProtoReflect() protoreflect.Message {
+	mi := &file_actual_lrp_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoutePorts.ProtoReflect.Descriptor instead.
+func (*RoutePorts) Descriptor() ([]byte, []int) {
+	return file_actual_lrp_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RoutePorts) GetPorts() []*RoutePort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
 type ActualLRPsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Domain        string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
@@ -434,7 +563,7 @@ type ActualLRPsRequest struct {
 
 func (x *ActualLRPsRequest) Reset() {
 	*x = ActualLRPsRequest{}
-	mi := &file_actual_lrp_proto_msgTypes[3]
+	mi := &file_actual_lrp_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +575,7 @@ func (x *ActualLRPsRequest) String() string {
 func (*ActualLRPsRequest) ProtoMessage() {}
 
 func (x *ActualLRPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_actual_lrp_proto_msgTypes[3]
+	mi := &file_actual_lrp_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +588,7 @@ func (x *ActualLRPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActualLRPsRequest.ProtoReflect.Descriptor instead.
 func (*ActualLRPsRequest) Descriptor() ([]byte, []int) {
-	return file_actual_lrp_proto_rawDescGZIP(), []int{3}
+	return file_actual_lrp_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ActualLRPsRequest) GetDomain() string {
@@ -500,7 +629,7 @@ type ActualLRPsResponse struct {
 
 func (x *ActualLRPsResponse) Reset() {
 	*x = ActualLRPsResponse{}
-	mi := &file_actual_lrp_proto_msgTypes[4]
+	mi := &file_actual_lrp_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -512,7 +641,7 @@ func (x *ActualLRPsResponse) String() string {
 func (*ActualLRPsResponse) ProtoMessage() {}
 
 func (x *ActualLRPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_actual_lrp_proto_msgTypes[4]
+	mi := &file_actual_lrp_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -525,7 +654,7 @@ func (x *ActualLRPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActualLRPsResponse.ProtoReflect.Descriptor instead.
 func (*ActualLRPsResponse) Descriptor() ([]byte, []int) {
-	return file_actual_lrp_proto_rawDescGZIP(), []int{4}
+	return file_actual_lrp_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ActualLRPsResponse) GetError() *Error {
@@ -553,7 +682,7 @@ const file_actual_lrp_proto_rawDesc = "" +
 	"\aNetInfo\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x123\n" +
 	"\x05ports\x18\x02 \x03(\v2\x1d.corkboard.models.PortMappingR\x05ports\x12)\n" +
-	"\x10instance_address\x18\x03 \x01(\tR\x0finstanceAddress\"\xcd\x06\n" +
+	"\x10instance_address\x18\x03 \x01(\tR\x0finstanceAddress\"\x8b\a\n" +
 	"\tActualLRP\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12@\n" +
@@ -573,7 +702,9 @@ const file_actual_lrp_proto_rawDesc = "" +
 	"\broutable\x18\x0e \x01(\bR\broutable\x12\x1a\n" +
 	"\boccupied\x18\x0f \x01(\bR\boccupied\x12L\n" +
 	"\x10modification_tag\x18\x10 \x01(\v2!.corkboard.models.ModificationTagR\x0fmodificationTag\x12%\n" +
-	"\x0estop_requested\x18\x11 \x01(\bR\rstopRequested\"Y\n" +
+	"\x0estop_requested\x18\x11 \x01(\bR\rstopRequested\x12<\n" +
+	"\vroute_ports\x18\x12 \x03(\v2\x1b.corkboard.models.RoutePortR\n" +
+	"routePorts\"Y\n" +
 	"\bPresence\x12\x14\n" +
 	"\x10PRESENCE_UNKNOWN\x10\x00\x12\f\n" +
 	"\bORDINARY\x10\x01\x12\x0e\n" +
@@ -586,7 +717,15 @@ const file_actual_lrp_proto_rawDesc = "" +
 	"\tUNCLAIMED\x10\x01\x12\v\n" +
 	"\aCLAIMED\x10\x02\x12\v\n" +
 	"\aRUNNING\x10\x03\x12\v\n" +
-	"\aCRASHED\x10\x04\"\x8c\x01\n" +
+	"\aCRASHED\x10\x04\"}\n" +
+	"\tRoutePort\x12\x16\n" +
+	"\x06router\x18\x01 \x01(\tR\x06router\x12\x14\n" +
+	"\x05route\x18\x02 \x01(\tR\x05route\x12%\n" +
+	"\x0econtainer_port\x18\x03 \x01(\rR\rcontainerPort\x12\x1b\n" +
+	"\thost_port\x18\x04 \x01(\rR\bhostPort\"?\n" +
+	"\n" +
+	"RoutePorts\x121\n" +
+	"\x05ports\x18\x01 \x03(\v2\x1b.corkboard.models.RoutePortR\x05ports\"\x8c\x01\n" +
 	"\x11ActualLRPsRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x17\n" +
 	"\acell_id\x18\x02 \x01(\tR\x06cellId\x12!\n" +
@@ -611,31 +750,35 @@ func file_actual_lrp_proto_rawDescGZIP() []byte {
 }
 
 var file_actual_lrp_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_actual_lrp_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_actual_lrp_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_actual_lrp_proto_goTypes = []any{
 	(ActualLRP_Presence)(0),    // 0: corkboard.models.ActualLRP.Presence
 	(ActualLRP_State)(0),       // 1: corkboard.models.ActualLRP.State
 	(*PortMapping)(nil),        // 2: corkboard.models.PortMapping
 	(*NetInfo)(nil),            // 3: corkboard.models.NetInfo
 	(*ActualLRP)(nil),          // 4: corkboard.models.ActualLRP
-	(*ActualLRPsRequest)(nil),  // 5: corkboard.models.ActualLRPsRequest
-	(*ActualLRPsResponse)(nil), // 6: corkboard.models.ActualLRPsResponse
-	(*ModificationTag)(nil),    // 7: corkboard.models.ModificationTag
-	(*Error)(nil),              // 8: corkboard.models.Error
+	(*RoutePort)(nil),          // 5: corkboard.models.RoutePort
+	(*RoutePorts)(nil),         // 6: corkboard.models.RoutePorts
+	(*ActualLRPsRequest)(nil),  // 7: corkboard.models.ActualLRPsRequest
+	(*ActualLRPsResponse)(nil), // 8: corkboard.models.ActualLRPsResponse
+	(*ModificationTag)(nil),    // 9: corkboard.models.ModificationTag
+	(*Error)(nil),              // 10: corkboard.models.Error
 }
 var file_actual_lrp_proto_depIdxs = []int32{
-	2, // 0: corkboard.models.NetInfo.ports:type_name -> corkboard.models.PortMapping
-	0, // 1: corkboard.models.ActualLRP.presence:type_name -> corkboard.models.ActualLRP.Presence
-	1, // 2: corkboard.models.ActualLRP.state:type_name -> corkboard.models.ActualLRP.State
-	3, // 3: corkboard.models.ActualLRP.net_info:type_name -> corkboard.models.NetInfo
-	7, // 4: corkboard.models.ActualLRP.modification_tag:type_name -> corkboard.models.ModificationTag
-	8, // 5: corkboard.models.ActualLRPsResponse.error:type_name -> corkboard.models.Error
-	4, // 6: corkboard.models.ActualLRPsResponse.actual_lrps:type_name -> corkboard.models.ActualLRP
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	2,  // 0: corkboard.models.NetInfo.ports:type_name -> corkboard.models.PortMapping
+	0,  // 1: corkboard.models.ActualLRP.presence:type_name -> corkboard.models.ActualLRP.Presence
+	1,  // 2: corkboard.models.ActualLRP.state:type_name -> corkboard.models.ActualLRP.State
+	3,  // 3: corkboard.models.ActualLRP.net_info:type_name -> corkboard.models.NetInfo
+	9,  // 4: corkboard.models.ActualLRP.modification_tag:type_name -> corkboard.models.ModificationTag
+	5,  // 5: corkboard.models.ActualLRP.route_ports:type_name -> corkboard.models.RoutePort
+	5,  // 6: corkboard.models.RoutePorts.ports:type_name -> corkboard.models.RoutePort
+	10, // 7: corkboard.models.ActualLRPsResponse.error:type_name -> corkboard.models.Error
+	4,  // 8: corkboard.models.ActualLRPsResponse.actual_lrps:type_name -> corkboard.models.ActualLRP
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_actual_lrp_proto_init() }
@@ -645,14 +788,14 @@ func file_actual_lrp_proto_init() {
 	}
 	file_error_proto_init()
 	file_common_proto_init()
-	file_actual_lrp_proto_msgTypes[3].OneofWrappers = []any{}
+	file_actual_lrp_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actual_lrp_proto_rawDesc), len(file_actual_lrp_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

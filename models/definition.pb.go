@@ -314,9 +314,21 @@ type LRPDefinition struct {
 	MemoryMb       int32        `protobuf:"varint,6,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
 	DiskMb         int32        `protobuf:"varint,7,opt,name=disk_mb,json=diskMb,proto3" json:"disk_mb,omitempty"`
 	// Unix nanoseconds; set by the board when the definition is stored.
-	CreatedAt     int64 `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CreatedAt int64 `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Files the rep downloads into the instance's directory before anything
+	// runs: the droplet and whatever else the version ships. Their URLs and
+	// checksums are part of what the definition is (a new droplet is a new
+	// definition).
+	Assets []*Asset `protobuf:"bytes,9,rep,name=assets,proto3" json:"assets,omitempty"`
+	// Run to completion in the instance's directory after the assets and
+	// before the run action; a non-zero exit crashes the instance with the
+	// last lines of its output as the reason.
+	Setup *RunAction `protobuf:"bytes,10,opt,name=setup,proto3" json:"setup,omitempty"`
+	// How long setup may run; 0 means it is bounded by the start timeout
+	// alone (which covers downloads, setup and the first health check).
+	SetupTimeoutMs int64 `protobuf:"varint,11,opt,name=setup_timeout_ms,json=setupTimeoutMs,proto3" json:"setup_timeout_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LRPDefinition) Reset() {
@@ -405,6 +417,94 @@ func (x *LRPDefinition) GetCreatedAt() int64 {
 	return 0
 }
 
+func (x *LRPDefinition) GetAssets() []*Asset {
+	if x != nil {
+		return x.Assets
+	}
+	return nil
+}
+
+func (x *LRPDefinition) GetSetup() *RunAction {
+	if x != nil {
+		return x.Setup
+	}
+	return nil
+}
+
+func (x *LRPDefinition) GetSetupTimeoutMs() int64 {
+	if x != nil {
+		return x.SetupTimeoutMs
+	}
+	return 0
+}
+
+// Asset is one file of a definition: fetched from url, checked against
+// sha256, and placed at destination, a relative path inside the instance's
+// directory. An archive (a url path ending .tgz, .tar.gz or .zip) is
+// unpacked into destination, a directory; anything else is written to
+// destination as a file (executable, so a binary can be shipped alone).
+type Asset struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// http, https, or file (for tests and local clusters).
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Hex SHA-256 of the bytes at url (64 lowercase hex digits).
+	Sha256        string `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Destination   string `protobuf:"bytes,3,opt,name=destination,proto3" json:"destination,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Asset) Reset() {
+	*x = Asset{}
+	mi := &file_definition_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Asset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Asset) ProtoMessage() {}
+
+func (x *Asset) ProtoReflect() protoreflect.Message {
+	mi := &file_definition_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Asset.ProtoReflect.Descriptor instead.
+func (*Asset) Descriptor() ([]byte, []int) {
+	return file_definition_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Asset) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Asset) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Asset) GetDestination() string {
+	if x != nil {
+		return x.Destination
+	}
+	return ""
+}
+
 // DefinitionSummary describes a stored definition without its run action.
 type DefinitionSummary struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -420,7 +520,7 @@ type DefinitionSummary struct {
 
 func (x *DefinitionSummary) Reset() {
 	*x = DefinitionSummary{}
-	mi := &file_definition_proto_msgTypes[4]
+	mi := &file_definition_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +532,7 @@ func (x *DefinitionSummary) String() string {
 func (*DefinitionSummary) ProtoMessage() {}
 
 func (x *DefinitionSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_definition_proto_msgTypes[4]
+	mi := &file_definition_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +545,7 @@ func (x *DefinitionSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionSummary.ProtoReflect.Descriptor instead.
 func (*DefinitionSummary) Descriptor() ([]byte, []int) {
-	return file_definition_proto_rawDescGZIP(), []int{4}
+	return file_definition_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DefinitionSummary) GetDefinitionId() string {
@@ -499,7 +599,7 @@ type DefinitionsRequest struct {
 
 func (x *DefinitionsRequest) Reset() {
 	*x = DefinitionsRequest{}
-	mi := &file_definition_proto_msgTypes[5]
+	mi := &file_definition_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +611,7 @@ func (x *DefinitionsRequest) String() string {
 func (*DefinitionsRequest) ProtoMessage() {}
 
 func (x *DefinitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_definition_proto_msgTypes[5]
+	mi := &file_definition_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +624,7 @@ func (x *DefinitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionsRequest.ProtoReflect.Descriptor instead.
 func (*DefinitionsRequest) Descriptor() ([]byte, []int) {
-	return file_definition_proto_rawDescGZIP(), []int{5}
+	return file_definition_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DefinitionsRequest) GetProcessGuid() string {
@@ -545,7 +645,7 @@ type DefinitionsResponse struct {
 
 func (x *DefinitionsResponse) Reset() {
 	*x = DefinitionsResponse{}
-	mi := &file_definition_proto_msgTypes[6]
+	mi := &file_definition_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +657,7 @@ func (x *DefinitionsResponse) String() string {
 func (*DefinitionsResponse) ProtoMessage() {}
 
 func (x *DefinitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_definition_proto_msgTypes[6]
+	mi := &file_definition_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +670,7 @@ func (x *DefinitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionsResponse.ProtoReflect.Descriptor instead.
 func (*DefinitionsResponse) Descriptor() ([]byte, []int) {
-	return file_definition_proto_rawDescGZIP(), []int{6}
+	return file_definition_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DefinitionsResponse) GetError() *Error {
@@ -597,7 +697,7 @@ type DefinitionRequest struct {
 
 func (x *DefinitionRequest) Reset() {
 	*x = DefinitionRequest{}
-	mi := &file_definition_proto_msgTypes[7]
+	mi := &file_definition_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +709,7 @@ func (x *DefinitionRequest) String() string {
 func (*DefinitionRequest) ProtoMessage() {}
 
 func (x *DefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_definition_proto_msgTypes[7]
+	mi := &file_definition_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +722,7 @@ func (x *DefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionRequest.ProtoReflect.Descriptor instead.
 func (*DefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_definition_proto_rawDescGZIP(), []int{7}
+	return file_definition_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DefinitionRequest) GetProcessGuid() string {
@@ -649,7 +749,7 @@ type DefinitionResponse struct {
 
 func (x *DefinitionResponse) Reset() {
 	*x = DefinitionResponse{}
-	mi := &file_definition_proto_msgTypes[8]
+	mi := &file_definition_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +761,7 @@ func (x *DefinitionResponse) String() string {
 func (*DefinitionResponse) ProtoMessage() {}
 
 func (x *DefinitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_definition_proto_msgTypes[8]
+	mi := &file_definition_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +774,7 @@ func (x *DefinitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionResponse.ProtoReflect.Descriptor instead.
 func (*DefinitionResponse) Descriptor() ([]byte, []int) {
-	return file_definition_proto_rawDescGZIP(), []int{8}
+	return file_definition_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DefinitionResponse) GetError() *Error {
@@ -716,7 +816,7 @@ const file_definition_proto_rawDesc = "" +
 	"\x04Type\x12\v\n" +
 	"\aPROCESS\x10\x00\x12\a\n" +
 	"\x03TCP\x10\x01\x12\b\n" +
-	"\x04HTTP\x10\x02\"\xc0\x02\n" +
+	"\x04HTTP\x10\x02\"\xce\x03\n" +
 	"\rLRPDefinition\x12#\n" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x123\n" +
 	"\x06action\x18\x02 \x01(\v2\x1b.corkboard.models.RunActionR\x06action\x12\x14\n" +
@@ -726,7 +826,15 @@ const file_definition_proto_rawDesc = "" +
 	"\tmemory_mb\x18\x06 \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\a \x01(\x05R\x06diskMb\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\b \x01(\x03R\tcreatedAt\"\xbf\x01\n" +
+	"created_at\x18\b \x01(\x03R\tcreatedAt\x12/\n" +
+	"\x06assets\x18\t \x03(\v2\x17.corkboard.models.AssetR\x06assets\x121\n" +
+	"\x05setup\x18\n" +
+	" \x01(\v2\x1b.corkboard.models.RunActionR\x05setup\x12(\n" +
+	"\x10setup_timeout_ms\x18\v \x01(\x03R\x0esetupTimeoutMs\"S\n" +
+	"\x05Asset\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12 \n" +
+	"\vdestination\x18\x03 \x01(\tR\vdestination\"\xbf\x01\n" +
 	"\x11DefinitionSummary\x12#\n" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x12\x1d\n" +
 	"\n" +
@@ -762,34 +870,37 @@ func file_definition_proto_rawDescGZIP() []byte {
 }
 
 var file_definition_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_definition_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_definition_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_definition_proto_goTypes = []any{
 	(HealthCheck_Type)(0),       // 0: corkboard.models.HealthCheck.Type
 	(*EnvironmentVariable)(nil), // 1: corkboard.models.EnvironmentVariable
 	(*RunAction)(nil),           // 2: corkboard.models.RunAction
 	(*HealthCheck)(nil),         // 3: corkboard.models.HealthCheck
 	(*LRPDefinition)(nil),       // 4: corkboard.models.LRPDefinition
-	(*DefinitionSummary)(nil),   // 5: corkboard.models.DefinitionSummary
-	(*DefinitionsRequest)(nil),  // 6: corkboard.models.DefinitionsRequest
-	(*DefinitionsResponse)(nil), // 7: corkboard.models.DefinitionsResponse
-	(*DefinitionRequest)(nil),   // 8: corkboard.models.DefinitionRequest
-	(*DefinitionResponse)(nil),  // 9: corkboard.models.DefinitionResponse
-	(*Error)(nil),               // 10: corkboard.models.Error
+	(*Asset)(nil),               // 5: corkboard.models.Asset
+	(*DefinitionSummary)(nil),   // 6: corkboard.models.DefinitionSummary
+	(*DefinitionsRequest)(nil),  // 7: corkboard.models.DefinitionsRequest
+	(*DefinitionsResponse)(nil), // 8: corkboard.models.DefinitionsResponse
+	(*DefinitionRequest)(nil),   // 9: corkboard.models.DefinitionRequest
+	(*DefinitionResponse)(nil),  // 10: corkboard.models.DefinitionResponse
+	(*Error)(nil),               // 11: corkboard.models.Error
 }
 var file_definition_proto_depIdxs = []int32{
 	1,  // 0: corkboard.models.RunAction.env:type_name -> corkboard.models.EnvironmentVariable
 	0,  // 1: corkboard.models.HealthCheck.type:type_name -> corkboard.models.HealthCheck.Type
 	2,  // 2: corkboard.models.LRPDefinition.action:type_name -> corkboard.models.RunAction
 	3,  // 3: corkboard.models.LRPDefinition.health_check:type_name -> corkboard.models.HealthCheck
-	10, // 4: corkboard.models.DefinitionsResponse.error:type_name -> corkboard.models.Error
-	5,  // 5: corkboard.models.DefinitionsResponse.definitions:type_name -> corkboard.models.DefinitionSummary
-	10, // 6: corkboard.models.DefinitionResponse.error:type_name -> corkboard.models.Error
-	4,  // 7: corkboard.models.DefinitionResponse.definition:type_name -> corkboard.models.LRPDefinition
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	5,  // 4: corkboard.models.LRPDefinition.assets:type_name -> corkboard.models.Asset
+	2,  // 5: corkboard.models.LRPDefinition.setup:type_name -> corkboard.models.RunAction
+	11, // 6: corkboard.models.DefinitionsResponse.error:type_name -> corkboard.models.Error
+	6,  // 7: corkboard.models.DefinitionsResponse.definitions:type_name -> corkboard.models.DefinitionSummary
+	11, // 8: corkboard.models.DefinitionResponse.error:type_name -> corkboard.models.Error
+	4,  // 9: corkboard.models.DefinitionResponse.definition:type_name -> corkboard.models.LRPDefinition
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_definition_proto_init() }
@@ -804,7 +915,7 @@ func file_definition_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_definition_proto_rawDesc), len(file_definition_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

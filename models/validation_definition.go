@@ -42,7 +42,22 @@ func (d *LRPDefinition) validate(path string) error {
 	if err := validateNotNegative(child(path, "memory_mb"), int64(d.GetMemoryMb())); err != nil {
 		return err
 	}
-	return validateNotNegative(child(path, "disk_mb"), int64(d.GetDiskMb()))
+	if err := validateNotNegative(child(path, "disk_mb"), int64(d.GetDiskMb())); err != nil {
+		return err
+	}
+	if err := validateAssets(child(path, "assets"), d.GetAssets()); err != nil {
+		return err
+	}
+	if d.GetSetup() != nil {
+		if err := d.GetSetup().validate(child(path, "setup")); err != nil {
+			return err
+		}
+	}
+	if ms := d.GetSetupTimeoutMs(); ms < 0 || ms > MaxSetupTimeoutMs {
+		return ErrInvalidField(child(path, "setup_timeout_ms"),
+			fmt.Sprintf("must be 0 (bounded by the start timeout alone) or from 1 to %d, got %d", MaxSetupTimeoutMs, ms))
+	}
+	return nil
 }
 
 func (a *RunAction) validate(path string) error {

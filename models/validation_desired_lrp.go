@@ -38,6 +38,9 @@ func (d *DesiredLRP) validate(path string) error {
 	if err := d.GetDefinition().validate(child(path, "definition")); err != nil {
 		return err
 	}
+	if err := ValidateRoutePorts(child(path, "routes"), d.GetRoutes(), d.GetDefinition().GetPorts()); err != nil {
+		return err
+	}
 	return d.GetAutoscaling().validate(child(path, "autoscaling"))
 }
 
@@ -67,6 +70,13 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 		if err := u.GetDefinition().validate(child(path, "definition")); err != nil {
 			return err
 		}
+		if u.GetRoutes() != nil {
+			if err := ValidateRoutePorts(child(path, "routes"), u.GetRoutes(), u.GetDefinition().GetPorts()); err != nil {
+				return err
+			}
+		}
+	} else if err := validateRoutePortNumbers(child(path, "routes"), u.GetRoutes()); err != nil {
+		return err
 	}
 	if err := u.validateUpdateIdentifier(path); err != nil {
 		return err

@@ -48,7 +48,7 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 	var tags []models.ModificationTag
 	// Presence, state and net_info are only looked at, never kept, so
 	// they are read without copying.
-	var presence, state, netInfo sql.RawBytes
+	var presence, state, netInfo, routePorts sql.RawBytes
 	// Integers are read as int64, the type every driver returns: scanning
 	// into an int32 goes through a string conversion in database/sql.
 	var index, crashCount, tagIndex int64
@@ -61,7 +61,7 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 		chunk, tags = chunk[1:], tags[1:]
 		err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
 			&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
-			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex)
+			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex, &routePorts)
 		if err != nil {
 			return err
 		}
@@ -75,6 +75,13 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 			if err := proto.Unmarshal(netInfo, lrp.NetInfo); err != nil {
 				return errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
 			}
+		}
+		if routePorts != nil && lrp.NetInfo != nil {
+			ports, err := decodeRoutePorts(routePorts)
+			if err != nil {
+				return errInvalidRecord("actual_lrp %q index %d: route_ports: %v", lrp.ProcessGuid, lrp.Index, err)
+			}
+			lrp.RoutePorts = models.InstanceRoutePorts(ports, lrp.NetInfo)
 		}
 		lrps = append(lrps, lrp)
 		return nil

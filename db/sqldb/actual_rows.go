@@ -22,7 +22,7 @@ import (
 var actualLRPColumns = []string{
 	"process_guid", "instance_index", "presence", "domain", "instance_guid",
 	"cell_id", "definition_id", "state", "net_info", "crash_count", "crash_reason", "since", "placement_error",
-	"routable", "occupied", "stop_requested", "modification_tag_epoch", "modification_tag_index",
+	"routable", "occupied", "stop_requested", "modification_tag_epoch", "modification_tag_index", "route_ports",
 }
 
 // selectActualLRP reads actualLRPColumns; append a WHERE clause.
@@ -43,7 +43,7 @@ func scanActualLRP(row rowScanner) (*models.ActualLRP, error) {
 type actualLRPScan struct {
 	row                         *models.ActualLRP
 	presence, state             string
-	netInfo                     []byte
+	netInfo, routePorts         []byte
 	index, crashCount, tagIndex int64
 }
 
@@ -53,7 +53,7 @@ func (a *actualLRPScan) dest() []any {
 	r := a.row
 	return []any{&r.ProcessGuid, &a.index, &a.presence, &r.Domain, &r.InstanceGuid,
 		&r.CellId, &r.DefinitionId, &a.state, &a.netInfo, &a.crashCount, &r.CrashReason,
-		&r.Since, &r.PlacementError, &r.Routable, &r.Occupied, &r.StopRequested, &r.ModificationTag.Epoch, &a.tagIndex}
+		&r.Since, &r.PlacementError, &r.Routable, &r.Occupied, &r.StopRequested, &r.ModificationTag.Epoch, &a.tagIndex, &a.routePorts}
 }
 
 // lrp completes the scanned row.
@@ -68,6 +68,13 @@ func (a *actualLRPScan) lrp() (*models.ActualLRP, error) {
 		if err := proto.Unmarshal(a.netInfo, lrp.NetInfo); err != nil {
 			return nil, errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
 		}
+	}
+	routePorts, err := decodeRoutePorts(a.routePorts)
+	if err != nil {
+		return nil, errInvalidRecord("actual_lrp %q index %d: route_ports: %v", lrp.ProcessGuid, lrp.Index, err)
+	}
+	if lrp.NetInfo != nil {
+		lrp.RoutePorts = models.InstanceRoutePorts(routePorts, lrp.NetInfo)
 	}
 	return lrp, nil
 }
@@ -134,7 +141,7 @@ func (s *SQLDB) deleteActualLRPs(ctx context.Context, tx *sql.Tx, where string, 
 // write keeps it.
 var actualLRPMutableColumns = []string{
 	"instance_guid", "cell_id", "state", "net_info", "crash_count", "crash_reason", "since",
-	"placement_error", "routable", "occupied", "modification_tag_index",
+	"placement_error", "routable", "occupied", "modification_tag_index", "route_ports",
 }
 
 var updateActualLRP = "UPDATE actual_lrps SET " + strings.Join(actualLRPMutableColumns, " = ?, ") + ` = ?
@@ -150,9 +157,13 @@ func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *mo
 	if err != nil {
 		return errInvalid("net_info", err.Error())
 	}
+	routePorts, err := storedRoutePorts(after)
+	if err != nil {
+		return err
+	}
 	res, err := s.exec(ctx, q, updateActualLRP,
 		after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
-		after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index),
+		after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index), routePorts,
 		before.ProcessGuid, before.Index, before.Presence.String(),
 		before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
 	if err != nil {
@@ -172,6 +183,23 @@ func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *mo
 func storedOccupied(lrp *models.ActualLRP) bool {
 	lrp.Occupied = lrp.Occupied && lrp.State == models.ActualLRP_RUNNING
 	return lrp.Occupied
+}
+
+// storedRoutePorts is how a write stores the instance's route ports:
+// without host ports, which follow its net info. A row without net info
+// runs nothing a route could reach and keeps none (a start gives them
+// back). It sets lrp's route ports as a read will return them, so that
+// the row in an event is the row a read returns.
+func storedRoutePorts(lrp *models.ActualLRP) ([]byte, error) {
+	if lrp.NetInfo == nil {
+		lrp.RoutePorts = nil
+	}
+	lrp.RoutePorts = models.InstanceRoutePorts(lrp.RoutePorts, lrp.NetInfo)
+	blob, err := encodeRoutePorts(lrp.RoutePorts)
+	if err != nil {
+		return nil, errInvalid("route_ports", err.Error())
+	}
+	return blob, nil
 }
 
 // nextVersion is a copy of lrp with its tag index moved on by one, the
@@ -224,29 +252,34 @@ func (s *SQLDB) writeActualLRPs(ctx context.Context, q queryer, writes []rowWrit
 // values; the first row of VALUES gives the columns their types.
 func (s *SQLDB) writeActualLRPsPostgres(ctx context.Context, q queryer, writes []rowWrite) error {
 	const first = `(?::varchar, ?::integer, ?::varchar, ?::varchar, ?::bigint, ?::varchar, ?::varchar, ?::varchar,
- ?::bytea, ?::integer, ?::text, ?::bigint, ?::text, ?::boolean, ?::boolean, ?::bigint)`
-	const more = `, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+ ?::bytea, ?::integer, ?::text, ?::bigint, ?::text, ?::boolean, ?::boolean, ?::bigint, ?::bytea)`
+	const more = `, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	var query strings.Builder
 	query.WriteString(`UPDATE actual_lrps a SET instance_guid = v.instance_guid, cell_id = v.cell_id, state = v.state,
  net_info = v.net_info, crash_count = v.crash_count, crash_reason = v.crash_reason, since = v.since,
- placement_error = v.placement_error, routable = v.routable, occupied = v.occupied, modification_tag_index = v.new_index
+ placement_error = v.placement_error, routable = v.routable, occupied = v.occupied, modification_tag_index = v.new_index,
+ route_ports = v.route_ports
  FROM (VALUES ` + first)
 	query.WriteString(strings.Repeat(more, len(writes)-1))
 	query.WriteString(`) AS v(process_guid, instance_index, presence, epoch, old_index, instance_guid, cell_id, state,
- net_info, crash_count, crash_reason, since, placement_error, routable, occupied, new_index)
+ net_info, crash_count, crash_reason, since, placement_error, routable, occupied, new_index, route_ports)
  WHERE a.process_guid = v.process_guid AND a.instance_index = v.instance_index AND a.presence = v.presence
  AND a.modification_tag_epoch = v.epoch AND a.modification_tag_index = v.old_index`)
-	args := make([]any, 0, 16*len(writes))
+	args := make([]any, 0, 17*len(writes))
 	for _, w := range writes {
 		netInfo, err := encodeNetInfo(w.after.NetInfo)
 		if err != nil {
 			return errInvalid("net_info", err.Error())
 		}
 		before, after := w.before, w.after
+		routePorts, err := storedRoutePorts(after)
+		if err != nil {
+			return err
+		}
 		args = append(args, before.ProcessGuid, before.Index, before.Presence.String(),
 			before.ModificationTag.Epoch, int64(before.ModificationTag.Index),
 			after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
-			after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index))
+			after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index), routePorts)
 	}
 	res, err := s.exec(ctx, q, query.String(), args...)
 	if err != nil {

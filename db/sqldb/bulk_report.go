@@ -90,6 +90,11 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 			}
 			rec = reconcileReport(cellID, instances, rows, s.now().UnixNano())
 		}
+		// An instance that starts by its report (its start call was lost)
+		// takes its definition's routes, as a start does.
+		if err := s.fillRoutePorts(ctx, tx, rec.writes); err != nil {
+			return nil, err
+		}
 		if err := s.writeActualLRPs(ctx, tx, rec.writes); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -126,7 +127,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 			return nil, nil, err
 		}
 		def.CreatedAt = now
-		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def)
+		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def, stored.Routes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -254,19 +255,23 @@ func checkEncodable(def *models.LRPDefinition) error {
 	return err
 }
 
-// putDefinition stores def (with its id set) unless a definition with that
-// id is already stored for the guid. An existing one with the same content
-// is kept and its created_at returned; one with other content is
-// ResourceConflict.
-func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid string, def *models.LRPDefinition) (int64, error) {
+// putDefinition stores def (with its id set), serving routes, unless a
+// definition with that id is already stored for the guid. An existing one
+// with the same content is kept, now serving routes, and its created_at
+// returned; one with other content is ResourceConflict.
+func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid string, def *models.LRPDefinition, routes *structpb.Struct) (int64, error) {
 	hash := models.DefinitionContentHash(def)
 	blob, err := deterministic.Marshal(def)
 	if err != nil {
 		return 0, errInvalid("definition", err.Error())
 	}
+	routePorts, err := encodeRoutePorts(models.RoutePortsOf(routes))
+	if err != nil {
+		return 0, errInvalid("routes", err.Error())
+	}
 	insert := s.dialect.insertMissing("run_infos", runInfoColumns, runInfoKey, 1)
 	res, err := s.exec(ctx, tx, insert,
-		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt)
+		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt, routePorts)
 	if err != nil {
 		return 0, err
 	}
@@ -292,6 +297,9 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 		return 0, models.NewError(models.Error_ResourceConflict,
 			"definition %q of desired_lrp %q is already stored with other content; choose another update_identifier",
 			def.DefinitionId, processGuid)
+	}
+	if err := s.setDefinitionRoutes(ctx, tx, processGuid, def.DefinitionId, routes); err != nil {
+		return 0, err
 	}
 	return createdAt, nil
 }

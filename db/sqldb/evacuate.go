@@ -101,6 +101,7 @@ func unassigned(row *models.ActualLRP, now int64) *models.ActualLRP {
 	after.State = models.ActualLRP_UNCLAIMED
 	after.CellId, after.InstanceGuid = "", ""
 	after.NetInfo, after.Routable, after.Occupied = nil, false, false
+	after.RoutePorts = nil
 	after.PlacementError = ""
 	after.Since = now
 	return after
@@ -115,9 +116,14 @@ func (s *SQLDB) insertActualLRP(ctx context.Context, tx *sql.Tx, lrp *models.Act
 	if err != nil {
 		return errInvalid("net_info", err.Error())
 	}
+	routePorts, err := storedRoutePorts(lrp)
+	if err != nil {
+		return err
+	}
 	_, err = s.exec(ctx, tx, insertActualLRP,
 		lrp.ProcessGuid, lrp.Index, lrp.Presence.String(), lrp.Domain, lrp.InstanceGuid,
 		lrp.CellId, lrp.DefinitionId, lrp.State.String(), netInfo, lrp.CrashCount, lrp.CrashReason, lrp.Since,
-		lrp.PlacementError, lrp.Routable, lrp.Occupied, lrp.StopRequested, lrp.ModificationTag.Epoch, int64(lrp.ModificationTag.Index))
+		lrp.PlacementError, lrp.Routable, lrp.Occupied, lrp.StopRequested, lrp.ModificationTag.Epoch, int64(lrp.ModificationTag.Index),
+		routePorts)
 	return err
 }

@@ -182,7 +182,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 	unassignedVersion := func(before *models.ActualLRP) *models.ActualLRP {
 		want := proto.Clone(before).(*models.ActualLRP)
 		want.State = models.ActualLRP_UNCLAIMED
-		want.CellId, want.InstanceGuid, want.NetInfo = "", "", nil
+		want.CellId, want.InstanceGuid, want.NetInfo, want.RoutePorts = "", "", nil, nil
 		want.Routable, want.Occupied, want.PlacementError = false, false, ""
 		want.Since = b.clock.Now().UnixNano()
 		want.ModificationTag.Index++

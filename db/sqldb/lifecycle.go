@@ -86,9 +86,18 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 		// Only ever RUNNING → RUNNING: the general path checks that.
 		fast = nil
 	}
+	// An instance that starts takes the routes of its definition; a
+	// running one keeps its own (a change of routes rewrites them).
+	var routePorts []*models.RoutePort
 	return s.lifecycle(ctx, lifecycleOp{
 		verb: "start",
 		key:  key,
+		read: func(ctx context.Context, tx *sql.Tx, before *models.ActualLRP) (err error) {
+			if before.State != models.ActualLRP_RUNNING {
+				routePorts, err = s.definitionRoutePorts(ctx, tx, before.ProcessGuid, before.DefinitionId)
+			}
+			return err
+		},
 		decide: func(before *models.ActualLRP, now int64) (*models.ActualLRP, error) {
 			if err := models.CheckTransition(before, models.ActualLRP_RUNNING, caller.InstanceGuid, caller.CellID); err != nil {
 				return nil, err
@@ -111,6 +120,7 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 			after := nextVersion(before)
 			if before.State != models.ActualLRP_RUNNING {
 				after.Since = now
+				after.RoutePorts = routePorts
 			}
 			after.State = models.ActualLRP_RUNNING
 			after.InstanceGuid = caller.InstanceGuid
@@ -141,7 +151,7 @@ func (s *SQLDB) CrashActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 			after.CrashReason = reason
 			after.Since = now
 			after.InstanceGuid, after.CellId = "", ""
-			after.NetInfo, after.Routable, after.Occupied = nil, false, false
+			after.NetInfo, after.Routable, after.Occupied, after.RoutePorts = nil, false, false, nil
 			after.PlacementError = ""
 			return after, nil
 		},
@@ -231,6 +241,9 @@ func (s *SQLDB) RemoveActualLRP(ctx context.Context, key db.ActualLRPKey, caller
 type lifecycleOp struct {
 	verb string
 	key  db.ActualLRPKey
+	// read, when set, reads what decide needs besides the row, in the
+	// call's transaction.
+	read func(ctx context.Context, tx *sql.Tx, before *models.ActualLRP) error
 	// decide returns the row's next version, nil when the row already is
 	// what the call asks for, or the error that refuses the call.
 	decide func(before *models.ActualLRP, now int64) (*models.ActualLRP, error)
@@ -255,6 +268,11 @@ func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLR
 		}
 		if before == nil {
 			return nil, errActualNotFound(op.key)
+		}
+		if op.read != nil {
+			if err := op.read(ctx, tx, before); err != nil {
+				return nil, err
+			}
 		}
 		after, err := op.decide(before, s.now().UnixNano())
 		if err != nil {

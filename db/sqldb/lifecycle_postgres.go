@@ -72,7 +72,9 @@ func claimPostgres(caller db.Caller) *fastLifecycle {
 // RUNNING by the caller → RUNNING; not a repeat of the same start.
 var startPostgresSQL = lifecycleUpdatePostgres(
 	`state = 'RUNNING', instance_guid = $4, net_info = $7, routable = $8, placement_error = '',
- since = CASE WHEN old.state = 'RUNNING' THEN old.since ELSE $6 END`,
+ since = CASE WHEN old.state = 'RUNNING' THEN old.since ELSE $6 END,
+ route_ports = CASE WHEN old.state = 'RUNNING' THEN old.route_ports
+ ELSE (SELECT r.route_ports FROM run_infos r WHERE r.process_guid = old.process_guid AND r.definition_id = old.definition_id) END`,
 	`((old.state = 'UNCLAIMED' AND old.cell_id = $5)
  OR (old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5))
  AND NOT (old.state = 'RUNNING' AND old.net_info IS NOT DISTINCT FROM $7 AND old.routable = $8)`)
@@ -86,7 +88,8 @@ func startPostgres(caller db.Caller, netInfo []byte, routable bool) *fastLifecyc
 // crashPostgres: CLAIMED or RUNNING by the caller → CRASHED.
 var crashPostgresSQL = lifecycleUpdatePostgres(
 	`state = 'CRASHED', crash_count = old.crash_count + 1, crash_reason = $7, since = $6,
- instance_guid = '', cell_id = '', net_info = NULL, routable = FALSE, occupied = FALSE, placement_error = ''`,
+ instance_guid = '', cell_id = '', net_info = NULL, routable = FALSE, occupied = FALSE, placement_error = '',
+ route_ports = NULL`,
 	`old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5`)
 
 func crashPostgres(caller db.Caller, reason string) *fastLifecycle {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -87,6 +88,9 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		if update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
 			return nil, nil, errInvalid("update.instances", models.ErrInstancesAutoscaled)
 		}
+		if err := s.checkUpdateRoutes(ctx, tx, before, update); err != nil {
+			return nil, nil, err
+		}
 		now := s.now().UnixNano()
 		unfinished, err := s.unfinishedOperations(ctx, tx, processGuid)
 		if err != nil {
@@ -131,6 +135,21 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		return nil, err
 	}
 	return updated, nil
+}
+
+// checkUpdateRoutes refuses an update whose routes would send a route to
+// a port its definition does not expose (models.ValidateUpdateRoutes);
+// the active definition's ports are read only for a change of routes
+// alone.
+func (s *SQLDB) checkUpdateRoutes(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, update *models.DesiredLRPUpdate) error {
+	var activePorts []uint32
+	if update.Routes != nil && update.Definition == nil {
+		var err error
+		if activePorts, err = s.definitionPorts(ctx, tx, before.ProcessGuid, before.ActiveDefinitionId); err != nil {
+			return err
+		}
+	}
+	return models.ValidateUpdateRoutes(update, before.Routes, activePorts)
 }
 
 // validateUpdate records rec, an update with a new definition and
@@ -187,9 +206,13 @@ func (s *SQLDB) queueUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecor
 // rec.
 func (s *SQLDB) holdUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord, c *desiredChange, now int64,
 	mark func(op *models.Operation) error) (*models.DesiredLRP, []models.Event, error) {
+	current, err := s.desiredLRP(ctx, tx, rec.op.ProcessGuid)
+	if err != nil {
+		return nil, nil, err
+	}
 	def := proto.Clone(c.definition).(*models.LRPDefinition)
 	def.CreatedAt = now
-	if _, err := s.putDefinition(ctx, tx, rec.op.ProcessGuid, def); err != nil {
+	if _, err := s.putDefinition(ctx, tx, rec.op.ProcessGuid, def, c.routesFor(current)); err != nil {
 		return nil, nil, err
 	}
 	rec.op.DefinitionId = def.DefinitionId
@@ -197,10 +220,6 @@ func (s *SQLDB) holdUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord
 		return nil, nil, err
 	}
 	if err := s.insertOperation(ctx, tx, rec); err != nil {
-		return nil, nil, err
-	}
-	current, err := s.desiredLRP(ctx, tx, rec.op.ProcessGuid)
-	if err != nil {
 		return nil, nil, err
 	}
 	return current, operationEvents(rec.op), nil
@@ -262,6 +281,18 @@ type desiredChange struct {
 	// autoscaling is the update's settings, encoded; instances and the
 	// autoscaler's state depend on the LRP before (models.AutoscaledUpdate).
 	autoscaling []byte
+	// routes, when the update sets them, go to every definition that
+	// serves them, and to their instances (applyRoutes).
+	routes *structpb.Struct
+}
+
+// routesFor is what the change's definition serves: the update's routes,
+// else the LRP's.
+func (c *desiredChange) routesFor(before *models.DesiredLRP) *structpb.Struct {
+	if c.routes != nil {
+		return c.routes
+	}
+	return before.GetRoutes()
 }
 
 func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, error) {
@@ -285,6 +316,7 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 		}
 		c.columns = append(c.columns, "routes = ?")
 		c.args = append(c.args, routes)
+		c.routes = update.Routes
 	}
 	if update.Annotation != nil {
 		c.columns = append(c.columns, "annotation = ?")
@@ -377,7 +409,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 	if c.definition != nil {
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
-		if _, err := s.putDefinition(ctx, tx, processGuid, def); err != nil {
+		if _, err := s.putDefinition(ctx, tx, processGuid, def, c.routesFor(before)); err != nil {
 			return nil, err
 		}
 		if activeID != before.ActiveDefinitionId {
@@ -394,6 +426,12 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 			}
 		}
 	}
+	var rerouted []models.Event
+	if c.routes != nil {
+		if rerouted, err = s.applyRoutes(ctx, tx, processGuid, c.routes); err != nil {
+			return nil, err
+		}
+	}
 	var scaled []models.Event
 	if instances != nil {
 		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, activeID, before.Instances, *instances, now)
@@ -405,7 +443,8 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 	if err != nil {
 		return nil, err
 	}
-	events := append([]models.Event{models.DesiredLRPChanged(before, after)}, scaled...)
+	events := append([]models.Event{models.DesiredLRPChanged(before, after)}, rerouted...)
+	events = append(events, scaled...)
 	if rollout != nil {
 		status, err := s.rolloutStatus(ctx, tx, processGuid, after, rollout, now)
 		if err != nil {

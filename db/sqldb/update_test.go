@@ -58,7 +58,7 @@ var _ = forEachDialect("UpdateDesiredLRP", func(b *board) {
 			Expect(updated.ModificationTag.Index).To(BeEquivalentTo(1))
 			Expect(get()).To(EqualProto(updated))
 
-			routes, err := structpb.NewStruct(map[string]any{"tcp": []any{map[string]any{"port": 9000}}})
+			routes, err := structpb.NewStruct(map[string]any{"tcp": []any{map[string]any{"port": 8080}}})
 			Expect(err).NotTo(HaveOccurred())
 			updated, err = b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Routes: routes})
 			Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,8 @@
+-- Routes across definitions (DESIGN §5): each instance carries the route
+-- ports of the definition it runs, so that the actual LRPs a router lists
+-- or follows say where each route reaches each instance. The column
+--   actual_lrps.route_ports (NULL: none, or not started since)
+-- holds the protobuf of a models.RoutePorts. It is added by this
+-- migration's Go step (add_actual_lrps_route_ports, in
+-- migrations/add_column.go) only where it is missing, so the migration is
+-- safe to run again on every dialect; there is no SQL statement here.
