@@ -10,10 +10,13 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 # run: the board (SQLite in ./.data; see hack/run.sh) and two reps in zones z1 and
-# z2, until Ctrl-C; see hack/run.sh.
+# z2, until Ctrl-C; see hack/run.sh. bin/hello serves the local specs
+# (fixtures/lrps/hello-local*.json); bin/droplets builds and serves hello's
+# droplets for the others.
 run: build
 	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
-	hack/run.sh
+	$(GO) build -o $(BIN)/droplets ./hack/droplets
+	GO="$(GO)" hack/run.sh
 
 test: check-generated vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...

@@ -79,7 +79,7 @@ var _ = Describe("autoscaling hello on occupancy, with real reps", Ordered, func
 
 	It("runs min 2 instances of an LRP desired with autoscaling", func() {
 		lrp := &models.DesiredLRP{}
-		readFixture("hello.json", lrp)
+		readFixture("hello-local.json", lrp)
 		lrp.Instances = 2
 		lrp.UpdateStrategy = &models.UpdateStrategy{MaxSurge: fmt.Sprint(surge), MaxUnavailable: "0"}
 		lrp.Autoscaling = &models.Autoscaling{
@@ -162,7 +162,7 @@ var _ = Describe("autoscaling hello on occupancy, with real reps", Ordered, func
 		Expect(violations).To(BeEmpty(), "occupied instances' processes before the rollout")
 
 		samples := sampleCounts(b, guid)
-		def := definitionFixture("hello-v2-definition.json")
+		def := definitionFixture("hello-local-v2-definition.json")
 		def.Action.Env = append(def.Action.Env, &models.EnvironmentVariable{Name: "AUTOSCALE_E2E", Value: "1"})
 		start := time.Now()
 		updated, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{Definition: def})

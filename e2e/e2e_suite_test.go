@@ -22,7 +22,7 @@ var (
 	repPath  string
 	corkPath string
 	// appsDir holds the built hello app as "hello", which is what
-	// fixtures/lrps/hello.json runs ("./hello").
+	// fixtures/lrps/hello-local.json runs ("./hello").
 	appsDir string
 )
 

@@ -189,7 +189,7 @@ var _ = Describe("a stop whose instance cannot be marked unroutable at once", fu
 	replace := func() (*models.ActualLRP, int) {
 		GinkgoHelper()
 		lrp := &models.DesiredLRP{}
-		readFixture("hello.json", lrp)
+		readFixture("hello-local.json", lrp)
 		lrp.Instances = 1
 		_, err := b.client().DesireLRP(ctx, lrp)
 		Expect(err).NotTo(HaveOccurred())
@@ -197,7 +197,7 @@ var _ = Describe("a stop whose instance cannot be marked unroutable at once", fu
 		running := z1.instances()
 		Expect(running).To(HaveLen(1))
 		_, err = b.client().UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{
-			Definition: definitionFixture("hello-v2-definition.json"),
+			Definition: definitionFixture("hello-local-v2-definition.json"),
 		})
 		Expect(err).NotTo(HaveOccurred())
 		return old, running[0].Pid

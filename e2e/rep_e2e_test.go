@@ -19,7 +19,7 @@ import (
 )
 
 // helloSpec is the fixture `make run` users desire: 4 instances of hello.
-var helloSpec = filepath.Join("..", "fixtures", "lrps", "hello.json")
+var helloSpec = filepath.Join("..", "fixtures", "lrps", "hello-local.json")
 
 var _ = Describe("a local cluster: a board and two reps running hello", func() {
 	var (

@@ -60,7 +60,7 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 		startRep(b, "cell-z2", "z2", slots)
 
 		lrp := &models.DesiredLRP{}
-		readFixture("hello.json", lrp)
+		readFixture("hello-local.json", lrp)
 		lrp.Instances = instances
 		lrp.UpdateStrategy = nil // every default: surge 1, unavailable 0
 		_, err := b.client().DesireLRP(ctx, lrp)
@@ -100,7 +100,7 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 	}
 
 	It("rolls every instance to v2 with the default strategy, one at a time", func() {
-		v2 := filepath.Join("..", "fixtures", "lrps", "hello-v2-definition.json")
+		v2 := filepath.Join("..", "fixtures", "lrps", "hello-local-v2-definition.json")
 		status, events, rows := roll(func() {
 			b.cork("update", guid, "--definition", v2)
 		}, complete())
@@ -119,7 +119,7 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 	It("rolls every instance to v3 with max_surge 50%, three at a time", func() {
 		status, events, rows := roll(func() {
 			_, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-				Definition:     definitionFixture("hello-v3-definition.json"),
+				Definition:     definitionFixture("hello-local-v3-definition.json"),
 				UpdateStrategy: &models.UpdateStrategy{MaxSurge: "50%", MaxUnavailable: "0"},
 			})
 			Expect(err).NotTo(HaveOccurred())
@@ -232,7 +232,7 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 		var updateOp string
 		status, _, rows := roll(func() {
 			_, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-				Definition: definitionFixture("hello-v2-definition.json"),
+				Definition: definitionFixture("hello-local-v2-definition.json"),
 				// Slow enough to cancel half way.
 				UpdateStrategy: &models.UpdateStrategy{MinReadyMs: 1500},
 			})

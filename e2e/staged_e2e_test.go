@@ -43,7 +43,7 @@ var _ = Describe("a staged rollout of 20 hello instances", Ordered, func() {
 		startRep(b, "cell-z1", "z1", slots)
 		startRep(b, "cell-z2", "z2", slots)
 		lrp := &models.DesiredLRP{}
-		readFixture("hello.json", lrp)
+		readFixture("hello-local.json", lrp)
 		lrp.Instances = instances
 		// Every allowed index starts at once: the count follows the share
 		// itself, not the surge.
@@ -57,7 +57,7 @@ var _ = Describe("a staged rollout of 20 hello instances", Ordered, func() {
 	It("follows the share's curve to 50%, through a SIGKILL of the board, and holds there", func() {
 		rate := &models.SafeRate{Percent: 10, PerMs: 5000}
 		_, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-			Definition:       definitionFixture("hello-v2-definition.json"),
+			Definition:       definitionFixture("hello-local-v2-definition.json"),
 			UpdateIdentifier: "v2",
 			Staged:           &models.StagedRollout{TargetPercent: 50, SafeRate: rate},
 		})
@@ -120,7 +120,7 @@ var _ = Describe("a staged rollout of 20 hello instances", Ordered, func() {
 	})
 
 	It("pauses a phase by itself when an instance of the new definition crashes, and starts nothing while paused", func() {
-		crashing := definitionFixture("hello-v3-definition.json")
+		crashing := definitionFixture("hello-local-v3-definition.json")
 		crashing.Action.Env = append(crashing.Action.Env, &models.EnvironmentVariable{Name: "CRASH_AFTER", Value: "1s"})
 		_, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
 			Definition:       crashing,

@@ -36,7 +36,7 @@ var _ = Describe("updates validated by one instance before they apply", Ordered,
 		startRep(b, "cell-z1", "z1")
 		startRep(b, "cell-z2", "z2")
 		lrp := &models.DesiredLRP{}
-		readFixture("hello.json", lrp)
+		readFixture("hello-local.json", lrp)
 		lrp.Instances = instances
 		_, err := b.client().DesireLRP(ctx, lrp)
 		Expect(err).NotTo(HaveOccurred())
@@ -121,7 +121,7 @@ var _ = Describe("updates validated by one instance before they apply", Ordered,
 
 	It("validates a healthy definition with one unroutable instance, then rolls it out", func() {
 		stop := watchRoutable()
-		out := b.cork("update", guid, "--definition", filepath.Join("..", "fixtures", "lrps", "hello-v2-definition.json"),
+		out := b.cork("update", guid, "--definition", filepath.Join("..", "fixtures", "lrps", "hello-local-v2-definition.json"),
 			"--id", "v2", "--validate", "-o", "table")
 		id := operationOf(out)
 		op := waitOperation(id, models.Operation_FINISHED)

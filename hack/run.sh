@@ -3,7 +3,17 @@
 # ./.data, plain HTTP on 127.0.0.1:8889) and two reps, cell-z1 in zone z1
 # and cell-z2 in zone z2, which run instances as child processes (apps from
 # bin/). Configs and logs go to .data/ and .data/logs/. Ctrl-C stops the
-# reps first (each stops its instances and exits), then the board.
+# reps first (each stops its instances and exits), then the board, then
+# the droplet server.
+#
+# Before the board it builds hello's droplets (hello-v1.tgz .. v3, each
+# with its version built in) into .data/droplets, renders the specs of
+# fixtures/lrps into .data/droplets/lrps with their URLs and checksums,
+# and serves .data/droplets on 127.0.0.1:8890 (bin/droplets serve, log in
+# .data/logs/droplets.log, one line per download), so that
+# .data/droplets/lrps/hello.json runs hello the way an app ships: a
+# download the rep checks and unpacks. fixtures/lrps/hello-local.json still
+# runs bin/hello directly.
 #
 # The board runs from a config file rather than -dev: it is -dev's setup
 # (loopback only, SQLite in .data, info logs) with the short timings of a
@@ -11,8 +21,9 @@
 # about ten seconds (6 s presence TTL, a convergence pass every 2 s) rather
 # than a minute, and a drain is noticed within about two.
 #
-# Expects bin/bbs, bin/rep, bin/cork and bin/hello (the Makefile builds
-# them). BBS_PORT and REP_PORT_BASE move the ports if they are taken.
+# Expects bin/bbs, bin/rep, bin/cork, bin/hello and bin/droplets (the
+# Makefile builds them). BBS_PORT, REP_PORT_BASE and ASSET_PORT move the
+# ports if they are taken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,12 +33,17 @@ logs="$data/logs"
 bbs_port="${BBS_PORT:-8889}"
 rep_port_base="${REP_PORT_BASE:-1800}"
 board_url="http://127.0.0.1:$bbs_port"
+asset_port="${ASSET_PORT:-8890}"
+asset_url="http://127.0.0.1:$asset_port"
+droplets="$data/droplets"
 mkdir -p "$logs"
 
 board_pid=""
 rep_pids=()
+droplets_pid=""
 
-# stop_all CODE: stops the reps, then the board, and exits with CODE.
+# stop_all CODE: stops the reps, then the board, then the droplet server
+# (last: a rep may be downloading until it stops), and exits with CODE.
 stop_all() {
   local code="$1"
   trap - INT TERM EXIT
@@ -41,6 +57,11 @@ stop_all() {
     echo "run: stopping the board"
     kill -INT "$board_pid" 2>/dev/null || true
     wait "$board_pid" 2>/dev/null || true
+  fi
+  if [ -n "$droplets_pid" ]; then
+    echo "run: stopping the droplet server"
+    kill -INT "$droplets_pid" 2>/dev/null || true
+    wait "$droplets_pid" 2>/dev/null || true
   fi
   echo "run: stopped; state is kept in $data/board.db"
   exit "$code"
@@ -93,6 +114,19 @@ board_config() {
 JSON
 }
 
+# hello's droplets, and the specs that name them, before anything runs: a
+# build failure stops here. Rebuilding gives the same bytes (see
+# internal/droplet), so specs rendered by an earlier run stay valid.
+echo "run: building hello's droplets into $droplets (log: $logs/droplets-build.log)"
+if ! bin/droplets build -out "$droplets" -base-url "$asset_url" >"$logs/droplets-build.log" 2>&1; then
+  echo "run: building the droplets failed:" >&2
+  tail -n 20 "$logs/droplets-build.log" >&2
+  exit 1
+fi
+start droplets bin/droplets serve -dir "$droplets" -listen "127.0.0.1:$asset_port"
+droplets_pid=$!
+wait_for_log droplets 'droplets: .*serving ' "serve" "$droplets_pid"
+
 board_config >"$data/bbs.json"
 start bbs bin/bbs -config "$data/bbs.json"
 board_pid=$!
@@ -137,15 +171,22 @@ Corkboard is running:
   board    $board_url          logs: .data/logs/bbs.log  config: .data/bbs.json
   cell-z1  http://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: .data/logs/rep-cell-z1.log
   cell-z2  http://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: .data/logs/rep-cell-z2.log
+  droplets $asset_url          dir: .data/droplets  logs: .data/logs/droplets.log (one line per download)
 
 Next, in another terminal:
   export BBS_URL=$board_url
   bin/cork set-domain cork                  # fresh domain: removing an LRP stops its instances
-  bin/cork desire fixtures/lrps/hello.json  # 4 instances of fixtures/apps/hello
+  bin/cork desire .data/droplets/lrps/hello.json
+                                            # 4 instances of hello v1 from its droplet
+                                            # (a droplet download per cell)
   bin/cork actual-lrps -o table             # RUNNING, with ADDRESS host:port->8080
-  curl http://127.0.0.1:61000/              # an instance (any ADDRESS above)
+  curl http://127.0.0.1:61000/              # an instance (any ADDRESS above): "version":"v1"
+  grep 'GET /hello-' .data/logs/droplets.log  # the downloads
+  bin/cork update hello --definition .data/droplets/lrps/hello-v2-definition.json --id v2
+  bin/cork rollout status hello --watch -o table   # a rollout to the v2 droplet
   bin/cork logs hello/0
   bin/cork cell drain cell-z1               # its instances move to cell-z2
+(fixtures/lrps/hello-local.json runs bin/hello as it is, without a download.)
 Ctrl-C stops everything.
 HINT
 

@@ -25,7 +25,7 @@ var _ = Describe("cork actual-lrps REASON", func() {
 	BeforeEach(func() {
 		var store *sqldb.SQLDB
 		board, store = startBoardWithStore(nil)
-		Expect(runCork(board, "", "desire", fixture("hello.json")).code).To(Equal(0))
+		Expect(runCork(board, "", "desire", fixture("hello-local.json")).code).To(Equal(0))
 		ctx := context.Background()
 		Expect(store.RegisterCell(ctx, &models.Cell{
 			CellId: "cell-a", RepUrl: "http://10.0.0.5:1800", Zone: "z1",

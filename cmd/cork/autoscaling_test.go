@@ -48,7 +48,7 @@ var _ = Describe("cork and autoscaling", func() {
 
 	// helloSpec is the hello fixture with extra top-level fields.
 	helloSpec := func(extra string) string {
-		spec, err := os.ReadFile(fixture("hello.json"))
+		spec, err := os.ReadFile(fixture("hello-local.json"))
 		Expect(err).NotTo(HaveOccurred())
 		body := strings.TrimSpace(string(spec))
 		return writeFile(strings.TrimSuffix(body, "}") + ", " + extra + "}")
@@ -104,14 +104,14 @@ var _ = Describe("cork and autoscaling", func() {
 		})
 
 		It("reads --autoscaling from stdin with '-'", func() {
-			r := cork(settings, "desire", fixture("hello.json"), "--autoscaling", "-")
+			r := cork(settings, "desire", fixture("hello-local.json"), "--autoscaling", "-")
 			Expect(r.code).To(Equal(0), r.stderr)
 			Expect(get().GetAutoscaling().GetMax()).To(BeEquivalentTo(10))
 		})
 
 		It("refuses invalid settings naming the file and the field, and desires nothing", func() {
 			file := writeFile(`{"enabled": true, "min": 0, "max": 10, "policy": {"type": "roomOccupancy", "parameters": {"room_occupancy": {"ready_target": 0.5}}}}`)
-			r := fail(1, "desire", fixture("hello.json"), "--autoscaling", file)
+			r := fail(1, "desire", fixture("hello-local.json"), "--autoscaling", file)
 			Expect(r.stderr).To(HavePrefix("cork: " + file + ": InvalidRequest: autoscaling.min: "))
 			Expect(r.stderr).To(ContainSubstring("disable autoscaling"))
 
@@ -128,7 +128,7 @@ var _ = Describe("cork and autoscaling", func() {
 
 	Describe("update", func() {
 		It("sets autoscaling with --autoscaling FILE and turns it off with --autoscaling-enabled=false", func() {
-			succeed("desire", fixture("hello.json"))
+			succeed("desire", fixture("hello-local.json"))
 			Expect(get().GetAutoscaling()).To(BeNil())
 			Expect(succeed("get", "hello", "-o", "table").lines()).To(HaveLen(2), "nothing about autoscaling without it")
 
@@ -152,7 +152,7 @@ var _ = Describe("cork and autoscaling", func() {
 		})
 
 		It("lets --autoscaling-enabled=false override the file's enabled, keeping the settings", func() {
-			succeed("desire", fixture("hello.json"))
+			succeed("desire", fixture("hello-local.json"))
 			succeed("update", "hello", "--autoscaling", writeFile(settings), "--autoscaling-enabled=false", "--instances", "3")
 			lrp := get()
 			Expect(lrp.GetAutoscaling().GetEnabled()).To(BeFalse())
@@ -173,7 +173,7 @@ var _ = Describe("cork and autoscaling", func() {
 		})
 
 		It("refuses --instances with enabled settings in the same update", func() {
-			succeed("desire", fixture("hello.json"))
+			succeed("desire", fixture("hello-local.json"))
 			r := fail(1, "update", "hello", "--autoscaling", writeFile(settings), "--instances", "7")
 			Expect(r.stderr).To(HavePrefix("cork: InvalidRequest: "))
 			Expect(r.stderr).To(ContainSubstring("instances"))
@@ -181,7 +181,7 @@ var _ = Describe("cork and autoscaling", func() {
 		})
 
 		It("names the file and the field of invalid settings and changes nothing", func() {
-			succeed("desire", fixture("hello.json"))
+			succeed("desire", fixture("hello-local.json"))
 			file := writeFile(`{"enabled": true, "min": 5, "max": 3, "policy": {"type": "roomOccupancy", "parameters": {"room_occupancy": {"ready_target": 0.5}}}}`)
 			r := fail(1, "update", "hello", "--autoscaling", file)
 			Expect(r.stderr).To(HavePrefix("cork: " + file + ": InvalidRequest: autoscaling.max: "))

@@ -41,13 +41,13 @@ var _ = Describe("cork", func() {
 
 	desireHello := func() *models.DesiredLRP {
 		var lrp models.DesiredLRP
-		parseLines(succeed("desire", fixture("hello.json")), &lrp)
+		parseLines(succeed("desire", fixture("hello-local.json")), &lrp)
 		return &lrp
 	}
 
 	Describe("desire, get and list", func() {
 		It("desires the hello fixture and prints it as one snake_case JSON line", func() {
-			r := succeed("desire", fixture("hello.json"))
+			r := succeed("desire", fixture("hello-local.json"))
 			Expect(r.lines()).To(HaveLen(1))
 			var raw map[string]any
 			Expect(json.Unmarshal([]byte(r.lines()[0]), &raw)).To(Succeed())
@@ -157,7 +157,7 @@ var _ = Describe("cork", func() {
 
 		It("stores a new definition under --id and lists both, the new one active", func() {
 			var updated models.DesiredLRP
-			parseLines(succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2"), &updated)
+			parseLines(succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2"), &updated)
 			Expect(updated.GetActiveDefinitionId()).To(Equal("v2"))
 			Expect(updated.GetDefinition().GetAction().GetEnv()).To(ContainElement(HaveField("Value", "v2")))
 
@@ -190,16 +190,16 @@ var _ = Describe("cork", func() {
 
 		It("lets the board name a definition sent without --id, and repeats it as a no-op", func() {
 			var first, second models.DesiredLRP
-			parseLines(succeed("update", "hello", "--definition", fixture("hello-v2-definition.json")), &first)
+			parseLines(succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json")), &first)
 			Expect(first.GetActiveDefinitionId()).To(HavePrefix("d-"))
 			Expect(first.GetActiveDefinitionId()).NotTo(Equal(desired.GetActiveDefinitionId()))
-			parseLines(succeed("update", "hello", "--definition", fixture("hello-v2-definition.json")), &second)
+			parseLines(succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json")), &second)
 			Expect(second.GetActiveDefinitionId()).To(Equal(first.GetActiveDefinitionId()))
 			Expect(succeed("definitions", "hello").lines()).To(HaveLen(2))
 		})
 
 		It("reports a reused --id with other content as ResourceConflict and changes nothing", func() {
-			succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+			succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 			r := fail(1, "update", "hello", "--definition", fixture("minimal-definition.json"), "--id", "v2")
 			Expect(r.stderr).To(HavePrefix("cork: ResourceConflict: "))
 			Expect(succeed("definitions", "hello").lines()).To(HaveLen(2))

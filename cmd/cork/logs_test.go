@@ -54,7 +54,7 @@ var _ = Describe("cork logs", func() {
 	})
 
 	It("says so when the instance is not claimed by a cell yet", func() {
-		r := runCork(board, "", "desire", fixture("hello.json"))
+		r := runCork(board, "", "desire", fixture("hello-local.json"))
 		Expect(r.code).To(Equal(0), r.stderr)
 		fail(1, "hello/2 is UNCLAIMED and not claimed by any cell yet: it has no log", "hello/2")
 	})
@@ -100,7 +100,7 @@ var _ = Describe("cork logs", func() {
 	}
 
 	It("names the cell when its rep cannot be reached", func() {
-		r := runCork(board, "", "desire", fixture("hello.json"))
+		r := runCork(board, "", "desire", fixture("hello-local.json"))
 		Expect(r.code).To(Equal(0), r.stderr)
 		registerCell("cell-a", deadURL())
 		claimOn("cell-a", 1, "ig-1")
@@ -112,7 +112,7 @@ var _ = Describe("cork logs", func() {
 		var executor *rep.Executor
 
 		BeforeEach(func() {
-			r := runCork(board, "", "desire", fixture("hello.json"))
+			r := runCork(board, "", "desire", fixture("hello-local.json"))
 			Expect(r.code).To(Equal(0), r.stderr)
 
 			// A real rep's HTTP server over a real executor; its agent is

@@ -86,7 +86,7 @@ var _ = Describe("cork operations", func() {
 	}
 
 	It("lists every operation newest first, follows the pages, and stops at --limit", func() {
-		succeed("desire", fixture("hello.json"))
+		succeed("desire", fixture("hello-local.json"))
 		// More operations than the board's page: cork follows the cursor.
 		c := client.New(board)
 		for i := range models.DefaultOperationsPage + 4 {
@@ -112,9 +112,9 @@ var _ = Describe("cork operations", func() {
 	})
 
 	It("filters by status and kind, named in any case", func() {
-		succeed("desire", fixture("hello.json"))
+		succeed("desire", fixture("hello-local.json"))
 		succeed("update", "hello", "--instances", "2")
-		succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 
 		desires := operationsOf(succeed("operations", "hello", "--kind", "desire"))
 		Expect(desires).To(HaveLen(1))
@@ -127,9 +127,9 @@ var _ = Describe("cork operations", func() {
 	})
 
 	It("prints a table with the operations' times, lease and shortened reason", func() {
-		succeed("desire", fixture("hello.json"))
-		succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
-		superseding := succeed("update", "hello", "--definition", fixture("hello-v3-definition.json"), "--id", "v3", "-o", "table")
+		succeed("desire", fixture("hello-local.json"))
+		succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
+		superseding := succeed("update", "hello", "--definition", fixture("hello-local-v3-definition.json"), "--id", "v3", "-o", "table")
 		ops := operationsOf(succeed("operations", "hello"))
 		Expect(ops).To(HaveLen(3))
 		Expect(ops[0].GetId()).To(Equal(tableOperationID(superseding)))
@@ -153,7 +153,7 @@ var _ = Describe("cork operations", func() {
 	})
 
 	It("shows one operation as JSON, and as its fields and a timeline of its history", func() {
-		desired := succeed("desire", fixture("hello.json"), "-o", "table")
+		desired := succeed("desire", fixture("hello-local.json"), "-o", "table")
 		id := tableOperationID(desired)
 
 		var op models.Operation
@@ -193,9 +193,9 @@ var _ = Describe("cork operations", func() {
 	})
 
 	It("queues an update with --queue and cancels it; cannot cancel it twice", func() {
-		succeed("desire", fixture("hello.json"))
-		succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
-		r := succeed("update", "hello", "--definition", fixture("hello-v3-definition.json"), "--id", "v3", "--queue", "-o", "table")
+		succeed("desire", fixture("hello-local.json"))
+		succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
+		r := succeed("update", "hello", "--definition", fixture("hello-local-v3-definition.json"), "--id", "v3", "--queue", "-o", "table")
 		id := tableOperationID(r)
 		Expect(strings.Fields(r.lines()[1])[3]).To(Equal("v2"), "the table shows v2 still active")
 
@@ -216,8 +216,8 @@ var _ = Describe("cork operations", func() {
 
 	It("cancels a rollout, which rolls back, and shows the canceled operation as a table", func() {
 		var lrp models.DesiredLRP
-		parseLines(succeed("desire", fixture("hello.json")), &lrp)
-		id := tableOperationID(succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2", "-o", "table"))
+		parseLines(succeed("desire", fixture("hello-local.json")), &lrp)
+		id := tableOperationID(succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2", "-o", "table"))
 
 		lines := succeed("operation", "cancel", id, "-o", "table").lines()
 		Expect(lines).To(ContainElement(MatchRegexp(`^status\s+CANCELED$`)))
@@ -229,9 +229,9 @@ var _ = Describe("cork operations", func() {
 	})
 
 	It("prints the operation id after the table of a desire, an update, a rollback, an abort and a removal, and keeps JSON as the board answered", func() {
-		desired := succeed("desire", fixture("hello.json"), "-o", "table")
+		desired := succeed("desire", fixture("hello-local.json"), "-o", "table")
 		Expect(desired.lines()).To(HaveLen(3))
-		updated := succeed("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2", "-o", "table")
+		updated := succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2", "-o", "table")
 		aborted := succeed("rollout", "abort", "hello", "-o", "table")
 		rolledBack := succeed("rollback", "hello", "--to", "v2", "-o", "table")
 		Expect(rolledBack.lines()).To(HaveLen(3))
@@ -260,7 +260,7 @@ var _ = Describe("cork operations", func() {
 		waitForSubscriber(hub, 1)
 		table := startCork(board, "events", "--type", models.EventOperationChanged, "-o", "table")
 		waitForSubscriber(hub, 2)
-		succeed("desire", fixture("hello.json"))
+		succeed("desire", fixture("hello-local.json"))
 
 		// One write may change its operation more than once; the first
 		// event is its creation.

@@ -26,7 +26,7 @@ var _ = Describe("cork rollout", func() {
 	BeforeEach(func() {
 		hub := events.NewHub()
 		board, store = startBoardWithStore([]sqldb.Option{sqldb.WithEvents(hub)}, handlers.WithEvents(hub))
-		r := runCork(board, "", "desire", fixture("hello.json"))
+		r := runCork(board, "", "desire", fixture("hello-local.json"))
 		Expect(r.code).To(Equal(0), r.stderr)
 	})
 
@@ -40,7 +40,7 @@ var _ = Describe("cork rollout", func() {
 	}
 
 	It("shows a rollout under way, as JSON and as a table", func() {
-		Expect(cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2").code).To(Equal(0))
+		Expect(cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2").code).To(Equal(0))
 		s := status(cork("rollout", "status", "hello"))
 		Expect(s.GetState()).To(Equal(models.RolloutStatus_PROGRESSING))
 		Expect(s.GetActiveDefinitionId()).To(Equal("v2"))
@@ -71,7 +71,7 @@ var _ = Describe("cork rollout", func() {
 
 	It("rolls back with --to, aborts to the healthy definition, and says why it cannot", func() {
 		v1 := status(cork("rollout", "status", "hello")).GetActiveDefinitionId()
-		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 
 		s := status(cork("rollout", "abort", "hello"))
 		Expect(s.GetActiveDefinitionId()).To(Equal(v1))
@@ -131,7 +131,7 @@ var _ = Describe("cork rollout", func() {
 	}
 
 	It("watches a rollout, printing each change, and exits 0 once it completes", func() {
-		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 		session := startCork(board, "rollout", "status", "hello", "--watch")
 		Eventually(func() int { return len(outputLines(session)) }, 5*time.Second).Should(Equal(1))
 		Consistently(session, "300ms").ShouldNot(gexec.Exit(), "the rollout goes on")
@@ -148,7 +148,7 @@ var _ = Describe("cork rollout", func() {
 		r := cork("rollout", "status", "hello", "--watch")
 		Expect(status(r).GetState()).To(Equal(models.RolloutStatus_NONE))
 
-		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 		finish(models.RolloutStatus_FAILED, "no index completed within 10m0s: 0 of 4 run v2")
 
 		r = cork("rollout", "status", "hello", "--watch")
@@ -159,14 +159,14 @@ var _ = Describe("cork rollout", func() {
 	})
 
 	It("exits 0 for the status of a failed rollout without --watch: the state is in the output", func() {
-		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 		finish(models.RolloutStatus_FAILED, "no index completed within 10m0s: 0 of 4 run v2")
 		Expect(status(cork("rollout", "status", "hello")).GetState()).To(Equal(models.RolloutStatus_FAILED))
 	})
 
 	It("follows an auto-revert until every index is back, then exits 4: the requested definition does not run", func() {
 		v1 := status(cork("rollout", "status", "hello")).GetActiveDefinitionId()
-		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 		revert(v1, false)
 
 		session := startCork(board, "rollout", "status", "hello", "--watch")
@@ -186,7 +186,7 @@ var _ = Describe("cork rollout", func() {
 	})
 
 	It("prints the table header once while it watches", func() {
-		cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 		session := startCork(board, "rollout", "status", "hello", "--watch", "-o", "table")
 		Eventually(func() int { return len(outputLines(session)) }, 5*time.Second).Should(Equal(2))
 		Consistently(session, "300ms").ShouldNot(gexec.Exit())
@@ -224,7 +224,7 @@ var _ = Describe("cork rollout", func() {
 		// 6 hours: the share stays near 0 while a spec runs.
 		stagedV2 := func(extra ...string) result {
 			GinkgoHelper()
-			args := append([]string{"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2",
+			args := append([]string{"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2",
 				"--target-percent", "25", "--safe-rate", "5%/6h"}, extra...)
 			r := cork(args...)
 			Expect(r.code).To(Equal(0), "stderr %q", r.stderr)
@@ -286,7 +286,7 @@ var _ = Describe("cork rollout", func() {
 		})
 
 		It("says why the board refuses a promote, a pause or a resume of a rollout that is not staged", func() {
-			cork("update", "hello", "--definition", fixture("hello-v2-definition.json"), "--id", "v2")
+			cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
 			for _, args := range [][]string{{"promote", "hello", "--to", "50"}, {"pause", "hello"}, {"resume", "hello"}} {
 				r := cork(append([]string{"rollout"}, args...)...)
 				Expect(r.code).To(Equal(1), "%v", args)
@@ -328,19 +328,19 @@ var _ = Describe("cork rollout", func() {
 			Entry("--target-percent without --definition", "--target-percent stages a new definition; it needs --definition",
 				"update", "hello", "--target-percent", "25"),
 			Entry("--safe-rate without --target-percent", "--safe-rate belongs to a staged phase; it needs --target-percent",
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--safe-rate", "5%/6h"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--safe-rate", "5%/6h"),
 			Entry("--seed without --target-percent", "--seed belongs to a staged phase; it needs --target-percent",
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--seed", "s"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--seed", "s"),
 			Entry("a share of 0", "--target-percent must be above 0 and at most 100, got 0",
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "0"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--target-percent", "0"),
 			Entry("a share over 100", "--target-percent must be above 0 and at most 100, got 150",
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "150"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--target-percent", "150"),
 			Entry("a share that is no number", `invalid argument "half" for "--target-percent"`,
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "half"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--target-percent", "half"),
 			Entry("a bad --safe-rate", `--safe-rate "5/6h": the share must end with '%'`,
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "25", "--safe-rate", "5/6h"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--target-percent", "25", "--safe-rate", "5/6h"),
 			Entry("a --safe-rate without a period unit", `--safe-rate "5%/6": the period must be a duration`,
-				"update", "hello", "--definition", fixture("hello-v2-definition.json"), "--target-percent", "25", "--safe-rate", "5%/6"),
+				"update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--target-percent", "25", "--safe-rate", "5%/6"),
 			Entry("a promote without --to", "promote needs --to", "rollout", "promote", "hello"),
 			Entry("a promote to 0", "--to must be above 0 and at most 100, got 0", "rollout", "promote", "hello", "--to", "0"),
 			Entry("a promote at a bad --rate", `--rate "fast": no '/'`, "rollout", "promote", "hello", "--to", "50", "--rate", "fast"),
