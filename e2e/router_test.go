@@ -58,6 +58,8 @@ type routerStats struct {
 	Relists int
 	// Versions counts answers by the VERSION the instance reported.
 	Versions map[string]int
+	// Ports counts requests by the container port they were sent to.
+	Ports map[uint32]int
 	// StreamErrors lists why the event stream broke, when it did.
 	StreamErrors []string
 }
@@ -65,7 +67,12 @@ type routerStats struct {
 type router struct {
 	api  *client.Client
 	guid string
-	http *http.Client
+	// route, when set, is the route the router serves: it sends each
+	// instance the route's requests on the host port the instance's
+	// route_ports give for it, and an instance without the route gets
+	// none. Empty: the first port of its net info.
+	route string
+	http  *http.Client
 
 	mu    sync.Mutex
 	view  map[routeKey]*models.ActualLRP
@@ -81,10 +88,18 @@ type router struct {
 // stream is open, so no change falls between the two.
 func startRouter(b *board, guid string) *router {
 	GinkgoHelper()
+	return startRouteRouter(b, guid, "")
+}
+
+// startRouteRouter is startRouter for one route of guid, sent where each
+// instance's route_ports say.
+func startRouteRouter(b *board, guid, route string) *router {
+	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &router{
-		api:  b.client(),
-		guid: guid,
+		api:   b.client(),
+		guid:  guid,
+		route: route,
 		// A new connection per request: a request either reaches a
 		// listening instance or is refused, with no idle connection to an
 		// instance that has since gone in between.
@@ -93,7 +108,7 @@ func startRouter(b *board, guid string) *router {
 			Transport: &http.Transport{DisableKeepAlives: true},
 		},
 		view:   map[routeKey]*models.ActualLRP{},
-		stats:  routerStats{Fewest: -1, Versions: map[string]int{}},
+		stats:  routerStats{Fewest: -1, Versions: map[string]int{}, Ports: map[uint32]int{}},
 		cancel: cancel,
 	}
 	stream := r.open(ctx, 0)
@@ -123,6 +138,7 @@ func (r *router) stop() routerStats {
 	stats.Failures = slices.Clone(stats.Failures)
 	stats.StreamErrors = slices.Clone(stats.StreamErrors)
 	stats.Versions = maps.Clone(stats.Versions)
+	stats.Ports = maps.Clone(stats.Ports)
 	return stats
 }
 
@@ -274,6 +290,9 @@ func (r *router) targetsLocked() ([]*models.ActualLRP, int) {
 		if row.GetState() != models.ActualLRP_RUNNING || !row.GetRoutable() || info.GetAddress() == "" || len(info.GetPorts()) == 0 {
 			continue
 		}
+		if _, ok := r.portOf(row); !ok {
+			continue
+		}
 		targets = append(targets, row)
 		indices[row.GetIndex()] = true
 	}
@@ -337,10 +356,25 @@ func (r *router) send(ctx context.Context) {
 	}
 }
 
+// portOf is the port mapping the router sends row its requests on: the
+// route's, or the first of its net info; false when it has none.
+func (r *router) portOf(row *models.ActualLRP) (*models.PortMapping, bool) {
+	if r.route == "" {
+		return row.GetNetInfo().GetPorts()[0], true
+	}
+	for _, rp := range row.GetRoutePorts() {
+		if rp.GetRoute() == r.route && rp.GetHostPort() != 0 {
+			return &models.PortMapping{ContainerPort: rp.GetContainerPort(), HostPort: rp.GetHostPort()}, true
+		}
+	}
+	return nil, false
+}
+
 // request sends GET / to one instance and records the outcome.
 func (r *router) request(ctx context.Context, row *models.ActualLRP) {
 	info := row.GetNetInfo()
-	address := net.JoinHostPort(info.GetAddress(), strconv.Itoa(int(info.GetPorts()[0].GetHostPort())))
+	port, _ := r.portOf(row)
+	address := net.JoinHostPort(info.GetAddress(), strconv.Itoa(int(port.GetHostPort())))
 	what := fmt.Sprintf("%s %s/%d %s on %s (def %s) at %s", time.Now().Format(time.StampMilli),
 		row.GetProcessGuid(), row.GetIndex(), row.GetPresence(), row.GetCellId(), row.GetDefinitionId(), address)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/", nil)
@@ -376,6 +410,7 @@ func (r *router) request(ctx context.Context, row *models.ActualLRP) {
 	r.note(func(s *routerStats) {
 		s.Requests++
 		s.Versions[answer.Version]++
+		s.Ports[port.GetContainerPort()]++
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -15,6 +16,7 @@ func (a *app) updateCommand() *cobra.Command {
 	var (
 		instances      int32
 		definitionFile string
+		routesFile     string
 		identifier     string
 		annotation     string
 		queue          bool
@@ -24,11 +26,21 @@ func (a *app) updateCommand() *cobra.Command {
 		autoscaling    autoscalingFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
-		Short: "Change a desired LRP's instances, annotation or autoscaling, or give it a new definition",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
+		Short: "Change a desired LRP's instances, routes, annotation or autoscaling, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
 --instances and --annotation change the LRP in place; nothing restarts.
+--routes FILE (a JSON object, the same as a spec's "routes"; '-' reads stdin)
+replaces the routes. A route entry's "port" (or "container_port") is the
+container port it sends to, and must be one the definition exposes. Each
+instance is routed through its own definition's routes: with --definition,
+the new routes go with the new definition, and instances of an older one
+that does not expose their ports keep the routes they had until they are
+replaced. That is how a rollout moves an app from one port to another with
+no failed request: --definition exposing 9090 --routes sending the hostname
+to 9090; a definition that stops exposing a port a route uses is refused
+unless the routes change with it.
 --definition FILE (a JSON LRPDefinition; '-' reads stdin) stores a new
 definition and makes it active. --id names it (the update identifier): sending
 the same identifier and content again is a no-op, the same identifier with
@@ -81,12 +93,18 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if err != nil {
 				return err
 			}
-			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") &&
+			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !flags.Changed("routes") &&
 				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !strategy.changed(flags) {
-				return usageErrorf("update needs at least one of --instances, --definition, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
+				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
 			}
-			if flags.Changed("definition") && definitionFile == "-" && autoscaling.file == "-" {
-				return usageErrorf("only one of --definition and --autoscaling can be '-' (stdin)")
+			stdin := 0
+			for _, file := range []string{definitionFile, routesFile, autoscaling.file} {
+				if file == "-" {
+					stdin++
+				}
+			}
+			if stdin > 1 {
+				return usageErrorf("only one of --definition, --routes and --autoscaling can be '-' (stdin)")
 			}
 			autoscalingSettings, err := a.autoscalingSettings(flags, &autoscaling)
 			if err != nil {
@@ -114,6 +132,13 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				update.Annotation = &annotation
 			}
 			update.Autoscaling = autoscalingSettings
+			if flags.Changed("routes") {
+				routes := &structpb.Struct{}
+				if err := a.readSpec(routesFile, routes); err != nil {
+					return err
+				}
+				update.Routes = routes
+			}
 			if flags.Changed("definition") {
 				var definition models.LRPDefinition
 				if err := a.readSpec(definitionFile, &definition); err != nil {
@@ -143,6 +168,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	flags.Int32Var(&instances, "instances", 0, "desired number of instances")
 	flags.StringVar(&definitionFile, "definition", "", "JSON file with the new LRPDefinition ('-' for stdin)")
 	flags.StringVar(&identifier, "id", "", "update identifier naming the new definition")
+	flags.StringVar(&routesFile, "routes", "", "JSON file with the new routes, e.g. {\"http\": [{\"hostname\": \"a.example\", \"port\": 8080}]} ('-' for stdin)")
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")

@@ -492,8 +492,8 @@ func scanLockedActualLRP(rows *sql.Rows) (*models.ActualLRP, int64, error) {
 	return lrp, scan.tagIndex, err
 }
 
-// copyActualLRP copies every field; the net info is shared, as no write
-// changes one in place.
+// copyActualLRP copies every field; the net info and route ports are
+// shared, as no write changes them in place.
 func copyActualLRP(l *models.ActualLRP) *models.ActualLRP {
 	return &models.ActualLRP{
 		ProcessGuid:     l.ProcessGuid,
@@ -513,5 +513,6 @@ func copyActualLRP(l *models.ActualLRP) *models.ActualLRP {
 		Occupied:        l.Occupied,
 		StopRequested:   l.StopRequested,
 		ModificationTag: l.ModificationTag,
+		RoutePorts:      l.RoutePorts,
 	}
 }
