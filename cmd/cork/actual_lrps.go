@@ -14,11 +14,11 @@ import (
 // actualLRPTable ends with REASON, the one column of free text, so that
 // the columns before it split on whitespace.
 var actualLRPTable = table[*models.ActualLRP]{
-	headers: []string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "OCCUPIED", "CRASHES", "SINCE", "REASON"},
+	headers: []string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTES", "ROUTABLE", "OCCUPIED", "CRASHES", "SINCE", "REASON"},
 	row: func(lrp *models.ActualLRP) []string {
 		return []string{
 			lrp.GetProcessGuid(), itoa(lrp.GetIndex()), lrp.GetPresence().String(), lrp.GetState().String(),
-			lrp.GetDefinitionId(), lrp.GetCellId(), address(lrp.GetNetInfo()), yesNo(lrp.GetRoutable()),
+			lrp.GetDefinitionId(), lrp.GetCellId(), address(lrp.GetNetInfo()), routes(lrp.GetRoutePorts()), yesNo(lrp.GetRoutable()),
 			yesNo(lrp.GetOccupied()),
 			itoa(lrp.GetCrashCount()), timestamp(lrp.GetSince()), shorten(actualLRPReason(lrp), maxReasonWidth),
 		}
@@ -54,6 +54,16 @@ func address(n *models.NetInfo) string {
 		mappings = append(mappings, fmt.Sprintf("%s:%d->%d", n.GetAddress(), p.GetHostPort(), p.GetContainerPort()))
 	}
 	return strings.Join(mappings, ",")
+}
+
+// routes shows where each of an instance's routes goes, through its own
+// definition's routes, e.g. hello.example.test->8080.
+func routes(ports []*models.RoutePort) string {
+	var shown []string
+	for _, p := range ports {
+		shown = append(shown, fmt.Sprintf("%s->%d", p.GetRoute(), p.GetContainerPort()))
+	}
+	return strings.Join(shown, ",")
 }
 
 func (a *app) actualLRPsCommand() *cobra.Command {

@@ -198,9 +198,22 @@ var _ = Describe("cork", func() {
 			Expect(succeed("definitions", "hello").lines()).To(HaveLen(2))
 		})
 
+		It("replaces the routes with --routes, and refuses routes to a port the definition does not expose", func() {
+			r := runCork(board, `{"http": [{"hostname": "hello.example.test", "port": 8080}, {"hostname": "hi.example.test", "port": 8080}]}`,
+				"update", "hello", "--routes", "-")
+			Expect(r.code).To(Equal(0), r.stderr)
+			var updated models.DesiredLRP
+			parseLines(succeed("get", "hello"), &updated)
+			Expect(updated.GetRoutes().GetFields()["http"].GetListValue().GetValues()).To(HaveLen(2))
+
+			r = runCork(board, `{"http": [{"hostname": "hello.example.test", "port": 9090}]}`, "update", "hello", "--routes", "-")
+			Expect(r.code).To(Equal(1))
+			Expect(r.stderr).To(ContainSubstring(`InvalidRequest: update.routes.http[0].port: sends route "hello.example.test" to port 9090, which the definition does not expose (its ports: [8080])`))
+		})
+
 		It("reports a reused --id with other content as ResourceConflict and changes nothing", func() {
 			succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
-			r := fail(1, "update", "hello", "--definition", fixture("minimal-definition.json"), "--id", "v2")
+			r := fail(1, "update", "hello", "--definition", fixture("hello-local-v3-definition.json"), "--id", "v2")
 			Expect(r.stderr).To(HavePrefix("cork: ResourceConflict: "))
 			Expect(succeed("definitions", "hello").lines()).To(HaveLen(2))
 		})
@@ -256,13 +269,13 @@ var _ = Describe("cork", func() {
 		It("prints a table", func() {
 			table := succeed("actual-lrps", "--guid", "minimal", "-o", "table").lines()
 			Expect(table).To(HaveLen(2))
-			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTABLE", "OCCUPIED", "CRASHES", "SINCE", "REASON"}))
+			Expect(strings.Fields(table[0])).To(Equal([]string{"PROCESS_GUID", "INDEX", "PRESENCE", "STATE", "DEFINITION_ID", "CELL_ID", "ADDRESS", "ROUTES", "ROUTABLE", "OCCUPIED", "CRASHES", "SINCE", "REASON"}))
 			row := strings.Fields(table[1])
-			Expect(row).To(HaveLen(12))
+			Expect(row).To(HaveLen(13))
 			Expect(row[:4]).To(Equal([]string{"minimal", "0", "ORDINARY", "UNCLAIMED"}))
-			Expect(row[5:7]).To(Equal([]string{"-", "-"}))
-			Expect(row[7:9]).To(Equal([]string{"no", "no"}), "neither routable nor occupied")
-			Expect(row[11]).To(Equal("-"), "not placed yet, and no placement failed")
+			Expect(row[5:8]).To(Equal([]string{"-", "-", "-"}), "no cell, no address, no routes until it runs")
+			Expect(row[8:10]).To(Equal([]string{"no", "no"}), "neither routable nor occupied")
+			Expect(row[12]).To(Equal("-"), "not placed yet, and no placement failed")
 		})
 	})
 
@@ -386,7 +399,7 @@ var _ = Describe("cork", func() {
 			Entry("a missing argument", "get wants 1 argument(s), GUID; got 0", "get"),
 			Entry("an extra argument", "got 2", "remove", "a", "b"),
 			Entry("an unknown output format", `-o must be json or table, not "yaml"`, "list", "-o", "yaml"),
-			Entry("update without a change", "at least one of --instances, --definition, --annotation", "update", "hello"),
+			Entry("update without a change", "at least one of --instances, --definition, --routes, --annotation", "update", "hello"),
 			Entry("--id without --definition", "--id names a new definition; it needs --definition", "update", "hello", "--id", "v2"),
 			Entry("a non-numeric instance count", "invalid argument", "update", "hello", "--instances", "many"),
 			Entry("a negative index filter", "--index must not be negative", "actual-lrps", "--index", "-1"),
