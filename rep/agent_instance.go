@@ -146,6 +146,15 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 			a.removeRow(inst, models.ActualLRP_ORDINARY, "the rep is exiting")
 			return
 		}
+		a.mu.Lock()
+		stopping := inst.stopping
+		a.mu.Unlock()
+		if stopping {
+			// The board wants it gone (requestStop cancelled its start):
+			// no crash to report.
+			a.removeRow(inst, a.presenceOf(inst), "stopped before it started: "+err.Error())
+			return
+		}
 		inst.logger.Error("run-failed", err)
 		a.reportCrash(inst, "could not start: "+err.Error())
 		return
@@ -413,6 +422,11 @@ func (a *Agent) requestStop(inst *agentInstance, reason string) {
 	}
 	inst.stopping = true
 	inst.stopRequests <- reason
+	if !inst.launched {
+		// Its goroutine waits in Run, maybe on a slow download or setup:
+		// cut that short rather than start what is to be stopped.
+		a.cfg.Executor.CancelStart(inst.guid)
+	}
 }
 
 // requestEvacuation asks the instance's goroutine to evacuate it; a.mu

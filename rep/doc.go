@@ -27,7 +27,87 @@
 //     at most 32 are kept, the oldest going first (see Kept logs).
 //
 // The action path resolves this way: absolute as is; with a slash, under
-// AppsDir; a bare name under AppsDir, else in the instance's PATH.
+// AppsDir; a bare name under AppsDir, else in the instance's PATH. For a
+// definition with assets, the instance's directory takes AppsDir's place
+// ("./hello" and "app/hello" are what the assets put there; a bare name
+// is looked for there first, then in PATH), for the run action and the
+// setup alike, and a relative action dir resolves there too; the run
+// action is looked for once setup is done, so setup may make it.
+//
+// # Assets and setup
+//
+// Before anything of an instance runs, Run puts the definition's assets
+// in its working directory, in order: each is fetched from its URL (http,
+// https, or file for a file on the cell), its SHA-256 checked against the
+// definition's, and then an archive (a URL path ending .tgz, .tar.gz or
+// .zip) is unpacked into its destination, a directory, while anything
+// else is written as the file destination, mode 0755. Unpacking keeps
+// file modes (not set-id bits) and refuses an archive with an entry that
+// would land outside the destination: an absolute name, "..", a symlink
+// leading outside, or a path through such a symlink. Then the setup
+// action, if any, runs to completion in the working directory with the
+// instance's environment (its own env in place of the run action's) and
+// its output in the instance's log, in its own process group; then the
+// run action starts.
+//
+// A failure is never a start. Run returns an error that the agent reports
+// as the crash reason ("could not start: " and the error):
+//
+//	asset http://host/hello-v2.tgz: checksum mismatch: the definition names sha256 3f2a..., the download has 9c1b...
+//	asset http://host/hello-v2.tgz: download failed: GET http://host/hello-v2.tgz: connection refused
+//	asset http://host/hello-v2.tgz: HTTP 404 Not Found
+//	asset http://host/hello-v2.tgz: not a valid .tgz archive: gzip: invalid header
+//	asset http://host/hello-v2.tgz: download did not finish within the start timeout of 1m0s (1.2 MB of 6.1 MB)
+//	setup exited with code 2: <its last lines, at most 5 and 1 KiB, joined by " | ">
+//	setup did not finish within 30s: <its last lines>
+//
+// The working directory and its log are then kept as an ended instance
+// ("crashed: <the error>", see Kept logs), so the download and setup lines
+// can still be read. The log tells how preparation goes: "downloading
+// asset <url> (sha256 <sum>)", the bytes so far about once a second while
+// a download lasts, "asset <url> ready in 1.3s (downloaded 6.1 MB)" or
+// "... ready in 2ms (from the cell's cache)", "running setup ...",
+// "setup finished in 1.1s", or "could not start: <the error>".
+//
+// The definition's start timeout covers the whole start: downloads,
+// setup (which setup_timeout_ms may bound further) and health checks
+// until the first passes all count from Run's call; an instance that
+// then does not become healthy in time crashes with "did not become
+// healthy within 30s (downloads and setup took 21.5s of it): ...".
+// Downloads and setup also stop when the executor shuts down, and on
+// CancelStart (the agent calls it for an instance the board wants stopped
+// before it started): Run's error then wraps context.Canceled ("asset
+// <url>: download stopped (1.2 MB of 6.1 MB): the start was cancelled",
+// "setup stopped: the executor is shutting down"), and the kept log's
+// ending is "stopped: ...".
+//
+// A file just written (an asset, or what setup made) can be "busy" for a
+// moment when a process forked for another instance still holds the
+// descriptor it was written through; starting it is tried again for up
+// to about 0.6s rather than fail the start.
+//
+// # The asset cache
+//
+// Verified downloads are kept per cell in AssetCacheDir (DataDir/assets),
+// one file per checksum named by it; archives are kept as downloaded and
+// unpacked anew for each instance, files copied (never linked: an
+// instance may change its copy). An asset is looked up by its checksum
+// alone, so definitions that name the same bytes at different URLs share
+// an entry. Starts that need a checksum being downloaded wait for that
+// download rather than start their own; when it fails, each of them gets
+// its error, and nothing is kept. A download goes to a temporary file
+// that gets its checksum as a name only once verified and synced, so a
+// crash never leaves a file whose name lies; such temporary files are
+// removed when an executor opens the cache.
+//
+// Past AssetCacheBytes (1 GiB by default) the least recently used entries
+// go, except those a start is using at that moment; an asset larger than
+// the whole cache is used and then removed. A rep restarted on the same
+// data dir reuses the entries it finds, in the order of their last use
+// (their modification time), but does not trust them by name: each is
+// hashed again on its first use, and downloaded again if it no longer
+// matches (a disk may lose or damage what was written before a crash).
+// AssetCacheStats counts downloads, failures, hits and evictions.
 //
 // # Logs
 //

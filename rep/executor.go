@@ -47,8 +47,18 @@ type ExecutorConfig struct {
 	// DataDir/instances/<instance_guid>/. Required.
 	DataDir string
 	// AppsDir is where a relative action path (and a relative action dir)
-	// resolves. Empty means the rep's working directory.
+	// of a definition without assets resolves; with assets, they resolve
+	// in the instance's directory. Empty means the rep's working
+	// directory.
 	AppsDir string
+	// AssetCacheDir keeps the verified downloads of definitions' assets,
+	// one file per checksum, shared by the instances of the cell. Empty
+	// means DataDir/assets.
+	AssetCacheDir string
+	// AssetCacheBytes bounds what AssetCacheDir keeps: past it, the least
+	// recently used entries that no start uses go. Zero means
+	// DefaultAssetCacheBytes.
+	AssetCacheBytes int64
 	// Address is the host address in net info and the address health
 	// checks connect to. Empty means 127.0.0.1.
 	Address string
@@ -167,6 +177,11 @@ type Executor struct {
 	ports   *portAllocator
 	events  *eventQueue
 	workDir *workDirs
+	assets  *assetCache
+	// ctx ends when Shutdown begins, with errShuttingDown: starts that
+	// are still downloading or running setup stop at once.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	mu        sync.Mutex
 	instances map[string]*instance // by instance guid, from Run until exit
@@ -194,6 +209,9 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.LogLimit < 0 {
 		return nil, fmt.Errorf("ExecutorConfig.LogLimit must not be negative, got %d", cfg.LogLimit)
 	}
+	if cfg.AssetCacheBytes < 0 {
+		return nil, fmt.Errorf("ExecutorConfig.AssetCacheBytes must not be negative, got %d", cfg.AssetCacheBytes)
+	}
 	ports, err := newPortAllocator(cfg.PortMin, cfg.PortMax)
 	if err != nil {
 		return nil, err
@@ -207,6 +225,9 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.LogLimit == 0 {
 		cfg.LogLimit = DefaultLogLimit
 	}
+	if cfg.AssetCacheBytes == 0 {
+		cfg.AssetCacheBytes = DefaultAssetCacheBytes
+	}
 	if cfg.Address == "" {
 		cfg.Address = DefaultAddress
 	}
@@ -219,6 +240,12 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("ExecutorConfig.DataDir: %w", err)
 	}
+	if cfg.AssetCacheDir == "" {
+		cfg.AssetCacheDir = filepath.Join(cfg.DataDir, "assets")
+	}
+	if cfg.AssetCacheDir, err = filepath.Abs(cfg.AssetCacheDir); err != nil {
+		return nil, fmt.Errorf("ExecutorConfig.AssetCacheDir: %w", err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = lager.NewLogger("rep")
 	}
@@ -228,14 +255,28 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	assets, err := openAssetCache(ctx, cfg.AssetCacheDir, cfg.AssetCacheBytes, logger)
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
 	return &Executor{
 		cfg:       cfg,
 		logger:    logger,
 		ports:     ports,
 		events:    newEventQueue(),
 		workDir:   dirs,
+		assets:    assets,
+		ctx:       ctx,
+		cancel:    cancel,
 		instances: map[string]*instance{},
 	}, nil
+}
+
+// AssetCacheStats says what the cell's asset cache did and holds.
+func (e *Executor) AssetCacheStats() AssetCacheStats {
+	return e.assets.Stats()
 }
 
 // Events delivers every instance's events in the order they happened. The
@@ -248,27 +289,49 @@ func (e *Executor) Events() <-chan Event {
 // instanceGuidPattern keeps an instance guid usable as a directory name.
 var instanceGuidPattern = regexp.MustCompile(`^[a-zA-Z0-9_-][a-zA-Z0-9_.-]{0,127}$`)
 
-// Run allocates ports, makes the working dir, starts the process, and
-// health-checks it in the background until the definition's start timeout,
-// then keeps checking. It returns once the process started, with the net
-// info the instance will answer on, or with an error naming what was wrong
-// (bad spec, bad action path, no free port, ...); then nothing runs and
-// nothing is held. Running an instance guid the executor already runs is
-// an error.
+// Run allocates ports, makes the working dir, puts the definition's
+// assets in it, runs its setup, starts the process, and health-checks it
+// in the background until the definition's start timeout, which counts
+// from Run's call (downloads and setup take their share of it), then
+// keeps checking. It returns once the process started, with the net info
+// the instance will answer on, or with an error naming what was wrong
+// (bad spec, bad action path, no free port, a failed download, a failed
+// setup, the start timeout passed while it prepared, CancelStart, ...);
+// then nothing runs and nothing is held, and when the error came after
+// the instance's log was opened the working dir and log are kept as an
+// ended instance (see LastEnded). Running an instance guid the executor
+// already runs is an error.
 func (e *Executor) Run(spec InstanceSpec) (*models.NetInfo, error) {
+	began := time.Now()
 	if err := validateSpec(spec); err != nil {
 		return nil, err
 	}
-	path, err := resolveActionPath(e.cfg.AppsDir, spec.Definition.GetAction().GetPath())
-	if err != nil {
-		return nil, err
+	// Without assets the action is on the cell already: a bad path is
+	// refused before anything is held. With assets it is looked for once
+	// they are in place.
+	path := ""
+	if len(spec.Definition.GetAssets()) == 0 {
+		var err error
+		path, err = resolveActionPath(e.cfg.AppsDir, spec.Definition.GetAction().GetPath())
+		if err != nil {
+			return nil, err
+		}
 	}
 
+	timeout := startTimeout(spec.Definition)
+	// Downloads and setup end at the start timeout, on CancelStart, and
+	// when the executor shuts down.
+	startCtx, cancelStart := context.WithCancelCause(e.ctx)
+	defer cancelStart(nil)
+	ctx, cancelDeadline := context.WithDeadlineCause(startCtx, began.Add(timeout), startTimeoutError{timeout})
+	defer cancelDeadline()
 	inst := &instance{
 		processGuid:  spec.ProcessGuid,
 		index:        spec.Index,
 		instanceGuid: spec.InstanceGuid,
 		definitionId: spec.Definition.GetDefinitionId(),
+		startBegan:   began,
+		cancelStart:  cancelStart,
 		monitorDone:  make(chan struct{}),
 		exited:       make(chan struct{}),
 		done:         make(chan struct{}),
@@ -277,7 +340,7 @@ func (e *Executor) Run(spec InstanceSpec) (*models.NetInfo, error) {
 		return nil, err
 	}
 	defer e.starting.Done()
-	check, err := e.start(inst, spec, path)
+	check, err := e.start(ctx, inst, spec, path)
 	if err != nil {
 		e.unreserve(inst)
 		return nil, err
@@ -292,15 +355,17 @@ func (e *Executor) Run(spec InstanceSpec) (*models.NetInfo, error) {
 		"process_guid": spec.ProcessGuid, "index": spec.Index, "instance_guid": spec.InstanceGuid,
 		"definition_id": inst.definitionId, "pid": inst.pid,
 	})
-	logger.Info("started", lager.Data{"path": path, "net_info": inst.netInfo.String()})
-	go e.monitor(healthCtx, logger, inst, check, startTimeout(spec.Definition))
+	logger.Info("started", lager.Data{"path": inst.cmd.Path, "net_info": inst.netInfo.String()})
+	go e.monitor(healthCtx, logger, inst, check, timeout)
 	go e.wait(logger, inst)
 	return cloneNetInfo(inst.netInfo), nil
 }
 
-// start gives inst its ports, working dir, log and output pipe, and
-// starts its process. On an error it leaves nothing behind.
-func (e *Executor) start(inst *instance, spec InstanceSpec, path string) (check *healthCheck, err error) {
+// start gives inst its ports, working dir and log, then prepares and
+// starts its process (see launch). An error before the log is open leaves
+// nothing behind; one after it keeps the working dir and its log, as an
+// ended instance, so that a person can read what went wrong.
+func (e *Executor) start(ctx context.Context, inst *instance, spec InstanceSpec, path string) (check *healthCheck, err error) {
 	var undo []func()
 	defer func() {
 		if err != nil {
@@ -328,43 +393,97 @@ func (e *Executor) start(inst *instance, spec InstanceSpec, path string) (check 
 		return nil, err
 	}
 	undo = append(undo, func() { e.workDir.remove(spec.InstanceGuid) })
-	processDir, err := resolveActionDir(e.cfg.AppsDir, inst.dir, def.GetAction().GetDir())
-	if err != nil {
-		return nil, err
+	processDir := ""
+	if len(def.GetAssets()) == 0 {
+		processDir, err = resolveActionDir(e.cfg.AppsDir, inst.dir, def.GetAction().GetDir())
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	inst.log, err = openInstanceLog(inst.dir, e.cfg.LogLimit, e.logger)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { inst.log.Close() })
-	inst.output, err = newOutputPipe()
-	if err != nil {
+	// From here on failStart cleans up, and keeps the log.
+	undo = nil
+	if err := e.launch(ctx, inst, spec, path, processDir); err != nil {
+		e.failStart(inst, err)
 		return nil, err
 	}
-	undo = append(undo, inst.output.abort)
+	return check, nil
+}
 
+// launch puts the definition's assets in place, runs the setup, finds the
+// action (in the instance's directory when there are assets, where setup
+// may have made it), and starts the process. On an error nothing it
+// started runs any more.
+func (e *Executor) launch(ctx context.Context, inst *instance, spec InstanceSpec, path, processDir string) error {
+	def := spec.Definition
+	assets := len(def.GetAssets()) > 0
+	base, baseName := e.cfg.AppsDir, "the apps dir"
+	if assets {
+		if err := e.fetchAssets(ctx, inst, def.GetAssets()); err != nil {
+			return err
+		}
+		base, baseName = inst.dir, "the instance's directory"
+	}
 	instanceURL := ""
 	if e.cfg.InstanceURL != nil {
 		instanceURL = e.cfg.InstanceURL(spec.InstanceGuid)
 	}
-	cmd := exec.Command(path, def.GetAction().GetArgs()...)
-	cmd.Dir = processDir
-	cmd.Env = instanceEnv(envInputs{
+	if def.GetSetup() != nil {
+		run := setupRun{spec: spec, base: base, baseName: baseName, instanceURL: instanceURL}
+		if err := e.runSetup(ctx, inst, run); err != nil {
+			return err
+		}
+	}
+	if assets {
+		var err error
+		if path, err = resolveExecutable("action.path", base, baseName, def.GetAction().GetPath()); err != nil {
+			return err
+		}
+		if processDir, err = resolveDir("action.dir", base, inst.dir, def.GetAction().GetDir()); err != nil {
+			return err
+		}
+	}
+	// A cancellation or a timeout that came after the last step still
+	// counts: nothing runs yet.
+	if ctx.Err() != nil {
+		return interruption(ctx, "the start", "")
+	}
+	if assets || def.GetSetup() != nil {
+		inst.preparation = time.Since(inst.startBegan)
+	}
+
+	var err error
+	inst.output, err = newOutputPipe()
+	if err != nil {
+		return err
+	}
+	env := instanceEnv(envInputs{
 		spec:        spec,
 		cellID:      e.cfg.CellID,
 		home:        inst.dir,
 		instanceURL: instanceURL,
 		ports:       inst.netInfo.GetPorts(),
 	})
-	// One pipe for both, which keeps their order (see outputPipe).
-	cmd.Stdout = inst.output.w
-	cmd.Stderr = inst.output.w
-	cmd.SysProcAttr = childProcAttr()
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(path, def.GetAction().GetArgs()...)
+		cmd.Dir = processDir
+		cmd.Env = env
+		// One pipe for both, which keeps their order (see outputPipe).
+		cmd.Stdout = inst.output.w
+		cmd.Stderr = inst.output.w
+		cmd.SysProcAttr = childProcAttr()
+		return cmd
+	}
 	// Written before the start so the app's first lines follow it.
 	inst.log.repLine("starting " + path)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("instance %s: starting %s: %w", spec.InstanceGuid, path, err)
+	cmd, err := startCommand(newCmd)
+	if err != nil {
+		inst.output.abort()
+		return fmt.Errorf("instance %s: starting %s: %w", spec.InstanceGuid, path, err)
 	}
 	inst.output.start(inst.log)
 
@@ -372,7 +491,39 @@ func (e *Executor) start(inst *instance, spec InstanceSpec, path string) (check 
 	inst.pid = cmd.Process.Pid
 	inst.startedAt = time.Now()
 	writePidFile(inst.dir, inst.pid)
-	return check, nil
+	return nil
+}
+
+// failStart ends a start that failed after the instance's log was opened:
+// the log says why, the ports go back, and the working dir is kept as an
+// ended instance, "crashed: <why>" ("stopped: <why>" when the start was
+// cancelled), so that GET /v1/logs still shows what happened.
+func (e *Executor) failStart(inst *instance, err error) {
+	inst.logLine("could not start: %v", err)
+	inst.closeLog()
+	e.ports.release(inst.hostPorts)
+	ending := "crashed: " + err.Error()
+	if errors.Is(err, context.Canceled) {
+		ending = "stopped: " + err.Error()
+	}
+	e.workDir.finished(EndedInstance{
+		ProcessGuid: inst.processGuid, Index: inst.index, InstanceGuid: inst.instanceGuid,
+		DefinitionId: inst.definitionId, EndedAt: time.Now(), Ending: ending,
+	})
+}
+
+// CancelStart stops the start of an instance that is still preparing
+// (downloading its assets or running its setup): its Run returns an error
+// wrapping context.Canceled. It does nothing to an instance whose process
+// started (Stop that) or that it does not know.
+func (e *Executor) CancelStart(instanceGuid string) {
+	e.mu.Lock()
+	inst := e.instances[instanceGuid]
+	preparing := inst != nil && !inst.running
+	e.mu.Unlock()
+	if preparing {
+		inst.cancelStart(errStartCanceled)
+	}
 }
 
 // Stop sends SIGTERM to the instance's process group, SIGKILL after
@@ -460,12 +611,14 @@ func (e *Executor) Ended(instanceGuid string) (EndedInstance, bool) {
 
 // Shutdown stops every instance at once: SIGTERM, SIGKILL after a short
 // timeout (at most StopTimeout, at most 2s), and waits until all are gone.
-// Their Exited events are queued like Stop's. Run fails afterwards. Used
-// when the rep exits.
+// Their Exited events are queued like Stop's. Starts still downloading or
+// running setup stop at once (their Run fails). Run fails afterwards.
+// Used when the rep exits.
 func (e *Executor) Shutdown() {
 	e.mu.Lock()
 	e.shutDown = true
 	e.mu.Unlock()
+	e.cancel(errShuttingDown)
 	e.starting.Wait()
 
 	list := e.runningInstances()
@@ -574,7 +727,8 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 		return
 	}
 
-	deadline := inst.startedAt.Add(timeout)
+	// The start timeout covers downloads and setup too.
+	deadline := inst.startBegan.Add(timeout)
 	startInterval := min(e.cfg.StartCheckInterval, check.interval)
 	for {
 		err := check.run(ctx)
@@ -585,7 +739,7 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 			break
 		}
 		if !time.Now().Before(deadline) {
-			e.killUnhealthy(logger, inst, fmt.Sprintf("did not become healthy within %s: %v", timeout, err))
+			e.killUnhealthy(logger, inst, startTimeoutReason(timeout, inst.preparation, err))
 			return
 		}
 		if !sleep(ctx, min(startInterval, time.Until(deadline))) {
@@ -624,6 +778,17 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 		}
 		return
 	}
+}
+
+// startTimeoutReason says why an instance that never became healthy was
+// killed, and how much of its start timeout went to downloads and setup,
+// if it had any: "did not become healthy within 30s (downloads and setup
+// took 21.5s of it): GET /health on port 8080: 503".
+func startTimeoutReason(timeout, preparation time.Duration, last error) string {
+	if preparation > 0 {
+		return fmt.Sprintf("did not become healthy within %s (downloads and setup took %s of it): %v", timeout, formatDuration(preparation), last)
+	}
+	return fmt.Sprintf("did not become healthy within %s: %v", timeout, last)
 }
 
 // unhealthyReason says why a healthy instance was judged unhealthy, with

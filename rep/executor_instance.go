@@ -20,14 +20,22 @@ type instance struct {
 	instanceGuid string
 	definitionId string
 
-	hostPorts    []uint32
-	netInfo      *models.NetInfo
-	dir          string
-	log          *instanceLog
-	output       *outputPipe
-	cmd          *exec.Cmd
-	pid          int
-	startedAt    time.Time
+	hostPorts []uint32
+	netInfo   *models.NetInfo
+	dir       string
+	log       *instanceLog
+	output    *outputPipe
+	cmd       *exec.Cmd
+	pid       int
+	startedAt time.Time
+	// startBegan is when Run was called: the start timeout counts from
+	// then, downloads and setup included.
+	startBegan time.Time
+	// preparation is how long downloads and setup took, for a timeout's
+	// reason; zero for a definition that has neither.
+	preparation time.Duration
+	// cancelStart ends the start's preparation (see CancelStart).
+	cancelStart  context.CancelCauseFunc
 	cancelHealth context.CancelFunc
 	monitorDone  chan struct{} // closed when monitor returns
 	exited       chan struct{} // closed once the process is reaped

@@ -1,0 +1,256 @@
+package rep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// Bounds of the output a failed setup's reason quotes: its last lines,
+// enough to show the error without flooding the board.
+const (
+	setupReasonLines = 5
+	setupReasonBytes = 1 << 10
+)
+
+// setupRun is what runSetup needs besides the instance.
+type setupRun struct {
+	spec InstanceSpec
+	// base is where a relative setup path and dir resolve: the instance's
+	// directory when the definition has assets, else the apps dir;
+	// baseName says which, in errors.
+	base, baseName string
+	instanceURL    string
+}
+
+// runSetup runs the definition's setup action in the instance's directory
+// with the instance's environment (see instanceEnv), its output into the
+// instance's log, to completion. It runs in its own process group, which
+// is killed when setup ends, when it runs past setup_timeout_ms, or when
+// ctx ends (start timeout, CancelStart, Shutdown). A setup that does not
+// exit 0 is an error quoting its last lines: "setup exited with code 2:
+// npm ERR! missing script: build".
+func (e *Executor) runSetup(ctx context.Context, inst *instance, run setupRun) error {
+	def := run.spec.Definition
+	setup := def.GetSetup()
+	path, err := resolveExecutable("setup.path", run.base, run.baseName, setup.GetPath())
+	if err != nil {
+		return err
+	}
+	dir, err := resolveDir("setup.dir", run.base, inst.dir, setup.GetDir())
+	if err != nil {
+		return err
+	}
+	if ms := def.GetSetupTimeoutMs(); ms > 0 {
+		timeout := time.Duration(ms) * time.Millisecond
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, setupTimeoutError{timeout})
+		defer cancel()
+	}
+
+	// instanceEnv takes the run action's env from the definition; the
+	// setup's own env stands in for it, the rest is the instance's.
+	setupSpec := run.spec
+	setupSpec.Definition = &models.LRPDefinition{DefinitionId: def.GetDefinitionId(), Action: setup}
+	tail := &outputTail{limit: setupReasonBytes}
+	// One writer for both: exec then gives them one pipe, which keeps the
+	// order the setup wrote in.
+	output := &setupOutput{log: inst.log, tail: tail}
+	env := instanceEnv(envInputs{
+		spec:        setupSpec,
+		cellID:      e.cfg.CellID,
+		home:        inst.dir,
+		instanceURL: run.instanceURL,
+		ports:       inst.netInfo.GetPorts(),
+	})
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(path, setup.GetArgs()...)
+		cmd.Dir = dir
+		cmd.Env = env
+		cmd.Stdout = output
+		cmd.Stderr = output
+		cmd.SysProcAttr = childProcAttr()
+		// A process that left the group may hold the pipe open; Wait
+		// stops waiting for it this long after the setup exited.
+		cmd.WaitDelay = outputDrainTimeout
+		return cmd
+	}
+
+	inst.logLine("running setup %s", strings.Join(append([]string{path}, setup.GetArgs()...), " "))
+	began := time.Now()
+	cmd, err := startCommand(newCmd)
+	if err != nil {
+		return fmt.Errorf("setup: starting %s: %w", path, err)
+	}
+	pid := cmd.Process.Pid
+	// So that the next rep on the data dir kills a setup this one left.
+	writePidFile(inst.dir, pid)
+	defer removePidFile(inst.dir)
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+		// Whatever it started in its group goes with it.
+		signalGroup(pid, syscall.SIGKILL)
+	case <-ctx.Done():
+		signalGroup(pid, syscall.SIGKILL)
+		<-waited
+		return withOutput(interruption(ctx, "setup", ""), tail)
+	}
+	if errors.Is(waitErr, exec.ErrWaitDelay) {
+		inst.logLine("setup's output still held open %s after it exited, by a process that left its group: closed the rep's end", outputDrainTimeout)
+	}
+	if state := cmd.ProcessState; state == nil || !state.Success() {
+		return withOutput(errors.New("setup "+describeExit(state, waitErr)), tail)
+	}
+	inst.logLine("setup finished in %s", formatDuration(time.Since(began)))
+	return nil
+}
+
+// startAttempts bounds how often startCommand tries: its pauses add up
+// to about 0.6s.
+const startAttempts = 8
+
+// startCommand starts the command newCmd makes. While the executable is
+// busy (ETXTBSY) it tries again, with a fresh command, after a pause that
+// doubles each time: a file the rep just wrote (an asset, or what setup
+// made) stays busy while a process forked meanwhile, for another
+// instance, still holds the descriptor it was written through, which
+// that process inherited and keeps until it execs.
+func startCommand(newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+	pause := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		cmd := newCmd()
+		err := cmd.Start()
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == startAttempts {
+			return cmd, err
+		}
+		time.Sleep(pause)
+		pause *= 2
+	}
+}
+
+// withOutput adds a setup's last lines to its error, keeping the error
+// to unwrap.
+func withOutput(err error, tail *outputTail) error {
+	last := tail.lastLines(setupReasonLines)
+	if last == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, last)
+}
+
+// setupOutput takes a setup's output into the instance's log and keeps
+// its end for the reason of a failure.
+type setupOutput struct {
+	log  *instanceLog
+	tail *outputTail
+}
+
+func (o *setupOutput) Write(p []byte) (int, error) {
+	_, _ = o.log.Write(p)
+	_, _ = o.tail.Write(p)
+	return len(p), nil
+}
+
+// outputTail keeps the last limit bytes written to it.
+type outputTail struct {
+	limit int
+	mu    sync.Mutex
+	buf   []byte
+}
+
+func (t *outputTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if extra := len(t.buf) - t.limit; extra > 0 {
+		t.buf = append(t.buf[:0], t.buf[extra:]...)
+	}
+	return len(p), nil
+}
+
+// lastLines is the last n non-blank lines kept, joined by " | " so that a
+// reason stays one line: "fetching deps | error: no such package foo".
+func (t *outputTail) lastLines(n int) string {
+	t.mu.Lock()
+	text := strings.ToValidUTF8(string(t.buf), "")
+	t.mu.Unlock()
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// resolveExecutable finds the executable an action path names (field is
+// the definition's field, "setup.path"):
+//   - an absolute path as it is;
+//   - a path with a slash ("./hello", "app/hello") under base;
+//   - a bare name ("hello", "sh") under base when it is there, otherwise
+//     in defaultPath, the PATH instances get.
+//
+// baseName says what base is, for errors ("the instance's directory").
+func resolveExecutable(field, base, baseName, path string) (string, error) {
+	var candidates []string
+	switch {
+	case filepath.IsAbs(path):
+		candidates = []string{path}
+	case strings.Contains(path, "/"):
+		candidates = []string{filepath.Join(base, path)}
+	default:
+		candidates = []string{filepath.Join(base, path)}
+		for _, dir := range filepath.SplitList(defaultPath) {
+			candidates = append(candidates, filepath.Join(dir, path))
+		}
+	}
+	var firstErr error
+	for _, candidate := range candidates {
+		err := checkExecutable(candidate)
+		if err == nil {
+			return candidate, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(candidates) > 1 {
+		return "", fmt.Errorf("InstanceSpec.Definition.%s %q: not found in %s %s nor in %s", field, path, baseName, base, defaultPath)
+	}
+	return "", fmt.Errorf("InstanceSpec.Definition.%s %q: %w", field, path, firstErr)
+}
+
+// resolveDir is the directory an action starts in: workDir unless the
+// action names one; a relative one resolves under base. It must exist.
+func resolveDir(field, base, workDir, dir string) (string, error) {
+	if dir == "" {
+		return workDir, nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("InstanceSpec.Definition.%s: %w", field, err)
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("InstanceSpec.Definition.%s: %s is not a directory", field, dir)
+	}
+	return dir, nil
+}

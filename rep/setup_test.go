@@ -1,0 +1,201 @@
+package rep_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep"
+)
+
+var _ = Describe("Executor setup", func() {
+	var (
+		cfg      rep.ExecutorConfig
+		executor *rep.Executor
+	)
+
+	BeforeEach(func() {
+		cfg = newConfig()
+	})
+
+	JustBeforeEach(func() {
+		executor = startExecutor(cfg)
+	})
+
+	instanceDir := func(guid string) string {
+		return filepath.Join(cfg.DataDir, "instances", guid)
+	}
+
+	logOf := func(guid string) string {
+		GinkgoHelper()
+		log, err := executor.LogTail(guid, 200)
+		Expect(err).NotTo(HaveOccurred())
+		return string(log)
+	}
+
+	// withSetup is a shell action that shows it ran, after a shell setup.
+	withSetup := func(script string) *models.LRPDefinition {
+		def := shellDefinition("touch started; sleep 60")
+		def.Setup = &models.RunAction{Path: "sh", Args: []string{"-c", script}}
+		return def
+	}
+
+	readPid := func(path string) int {
+		GinkgoHelper()
+		var pid int
+		Eventually(func() error {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+			return err
+		}).Should(Succeed())
+		return pid
+	}
+
+	It("runs before the action, in the instance's directory, its output in the instance's log", func() {
+		_, err := executor.Run(spec("setup-ok", withSetup("echo preparing; pwd; touch prepared")))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(filepath.Join(instanceDir("setup-ok"), "started")).Should(BeAnExistingFile())
+		Expect(filepath.Join(instanceDir("setup-ok"), "prepared")).To(BeAnExistingFile())
+		log := logOf("setup-ok")
+		Expect(log).To(MatchRegexp(`running setup \S*/sh -c echo preparing`))
+		Expect(log).To(ContainSubstring("preparing\n" + instanceDir("setup-ok") + "\n"))
+		Expect(log).To(MatchRegexp(`setup finished in [0-9.]+(µs|ms|s)\n`))
+		Expect(strings.Index(log, "setup finished")).To(BeNumerically("<", strings.Index(log, "starting ")))
+	})
+
+	It("fails the start when setup exits non-zero, quoting its last lines, and starts nothing", func() {
+		script := "for i in 1 2 3 4 5 6 7; do echo line $i; done; echo; echo 'bad thing happened' >&2; exit 2"
+		_, err := executor.Run(spec("setup-fails", withSetup(script)))
+		Expect(err).To(MatchError("setup exited with code 2: line 4 | line 5 | line 6 | line 7 | bad thing happened"))
+		Expect(executor.Instances()).To(BeEmpty())
+		Expect(filepath.Join(instanceDir("setup-fails"), "started")).NotTo(BeAnExistingFile())
+		ended, ok := executor.Ended("setup-fails")
+		Expect(ok).To(BeTrue())
+		Expect(ended.Ending).To(Equal("crashed: " + err.Error()))
+		log := logOf("setup-fails")
+		Expect(log).To(ContainSubstring("line 1\n"))
+		Expect(log).To(ContainSubstring("could not start: setup exited with code 2"))
+	})
+
+	It("quotes at most a KiB of what setup wrote", func() {
+		_, err := executor.Run(spec("setup-loud", withSetup("head -c 5000 /dev/zero | tr '\\0' x; exit 1")))
+		Expect(err).To(MatchError(HavePrefix("setup exited with code 1: xxx")))
+		Expect(len(err.Error())).To(BeNumerically("<=", len("setup exited with code 1: ")+1024))
+	})
+
+	It("reports a setup killed by a signal", func() {
+		_, err := executor.Run(spec("setup-killed", withSetup("echo dying; kill -9 $$")))
+		Expect(err).To(MatchError("setup killed by signal 9: dying"))
+	})
+
+	It("kills setup's process group when it runs past setup_timeout_ms", func() {
+		def := withSetup("echo $$ > setup.pid; echo waiting for ever; sleep 60 & echo $! > child.pid; wait")
+		def.SetupTimeoutMs = 500
+		_, err := executor.Run(spec("setup-slow", def))
+		Expect(err).To(MatchError("setup did not finish within 500ms: waiting for ever"))
+		Expect(err).To(MatchError(context.DeadlineExceeded))
+		pid := readPid(filepath.Join(instanceDir("setup-slow"), "setup.pid"))
+		child := readPid(filepath.Join(instanceDir("setup-slow"), "child.pid"))
+		Eventually(func() bool { return groupGone(pid) }).Should(BeTrue())
+		Eventually(func() bool { return processGone(child) }).Should(BeTrue())
+		Expect(executor.Instances()).To(BeEmpty())
+	})
+
+	It("is bounded by the start timeout too", func() {
+		def := withSetup("sleep 60")
+		def.StartTimeoutMs = 500
+		_, err := executor.Run(spec("setup-start-timeout", def))
+		Expect(err).To(MatchError("setup did not finish within the start timeout of 500ms"))
+	})
+
+	It("is killed when the start is cancelled or the executor shuts down", func() {
+		errs := make(chan error, 2)
+		go func() {
+			_, err := executor.Run(spec("setup-cancelled", withSetup("echo $$ > setup.pid; sleep 60")))
+			errs <- err
+		}()
+		go func() {
+			_, err := executor.Run(spec("setup-shut-down", withSetup("echo $$ > setup.pid; sleep 60")))
+			errs <- err
+		}()
+		cancelled := readPid(filepath.Join(instanceDir("setup-cancelled"), "setup.pid"))
+		shutDown := readPid(filepath.Join(instanceDir("setup-shut-down"), "setup.pid"))
+
+		executor.CancelStart("setup-cancelled")
+		var err error
+		Eventually(errs).Should(Receive(&err))
+		Expect(err).To(MatchError("setup stopped: the start was cancelled"))
+		Expect(err).To(MatchError(context.Canceled))
+		Eventually(func() bool { return groupGone(cancelled) }).Should(BeTrue())
+		Expect(processGone(shutDown)).To(BeFalse())
+
+		executor.Shutdown()
+		Eventually(errs).Should(Receive(&err))
+		Expect(err).To(MatchError("setup stopped: the executor is shutting down"))
+		Eventually(func() bool { return groupGone(shutDown) }).Should(BeTrue())
+	})
+
+	It("takes its share of the start timeout, which counts from the start of Run", func() {
+		// Setup takes most of the start timeout; the app never passes its
+		// check. Counted from Run, the timeout leaves it about 1s to pass;
+		// counted from the process start, it would leave it 5s.
+		def := helloDefinition(httpCheck(), "UNHEALTHY", "1")
+		def.StartTimeoutMs = 5000
+		def.Setup = &models.RunAction{Path: "sleep", Args: []string{"4"}}
+		_, err := executor.Run(spec("late", def))
+		Expect(err).NotTo(HaveOccurred())
+		startedAt := status(executor, "late").StartedAt
+		ev := nextEvent(executor)
+		crashedAfter := time.Since(startedAt)
+		Expect(ev.Kind).To(Equal(rep.Crashed))
+		Expect(ev.Reason).To(MatchRegexp(`^did not become healthy within 5s \(downloads and setup took 4(\.\d)?s of it\): GET /health on port 8080: 503$`))
+		Expect(crashedAfter).To(BeNumerically("<", 3*time.Second), "killed about 1s after its process started, not 5s")
+	})
+
+	It("refuses a setup path that is not there", func() {
+		def := withSetup("true")
+		def.Setup.Path = "./prepare"
+		_, err := executor.Run(spec("setup-missing", def))
+		Expect(err).To(MatchError(fmt.Sprintf(`InstanceSpec.Definition.setup.path "./prepare": %s does not exist`, filepath.Join(appsDir, "prepare"))))
+	})
+
+	It("prepares what the run action uses, with the instance's environment and its own env", func() {
+		server := newAssetServer()
+		asset := server.add("/hello", helloBinary(), "bin/hello")
+		def := &models.LRPDefinition{
+			DefinitionId: "v1",
+			Assets:       []*models.Asset{asset},
+			Setup: &models.RunAction{
+				Path: "sh",
+				Args: []string{"-c", `echo "$PORT $INSTANCE_GUID $GREETING" > setup.env; printf '#!/bin/sh\nexec ./bin/hello\n' > start.sh; chmod +x start.sh`},
+				Env:  envVars("GREETING", "from-setup"),
+			},
+			Action:         &models.RunAction{Path: "./start.sh", Env: envVars("VERSION", "from-action")},
+			Ports:          []uint32{8080},
+			HealthCheck:    httpCheck(),
+			StartTimeoutMs: 30000,
+		}
+		st := runHealthy(executor, spec("setup-writes", def))
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", hostPort(st)))
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		var body map[string]any
+		Expect(json.NewDecoder(resp.Body).Decode(&body)).To(Succeed())
+		Expect(body).To(HaveKeyWithValue("version", "from-action"))
+		Expect(os.ReadFile(filepath.Join(instanceDir("setup-writes"), "setup.env"))).To(Equal(
+			[]byte(fmt.Sprintf("%d setup-writes from-setup\n", hostPort(st)))))
+	})
+})
