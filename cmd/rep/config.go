@@ -37,6 +37,7 @@ import (
 //	  "stop_grace_period": "5s",
 //	  "stop_timeout": "10s",
 //	  "instance_log_limit_mb": 10,
+//	  "asset_cache_mb": 1024,
 //	  "log_level": "info"
 //	}
 type Config struct {
@@ -95,6 +96,11 @@ type Config struct {
 	// so an instance's logs take at most twice this much disk. A pointer,
 	// so that an explicit 0 is refused rather than taken for the default.
 	InstanceLogLimitMB *int32 `json:"instance_log_limit_mb"`
+	// AssetCacheMB bounds the cell's cache of definitions' assets (in
+	// data_dir/assets), in MiB (1024, at least 1): past it, the least
+	// recently used downloads that no start uses go. A pointer, so that an
+	// explicit 0 is refused rather than taken for the default.
+	AssetCacheMB *int32 `json:"asset_cache_mb"`
 	// LogLevel is debug, info (the default), error or fatal.
 	LogLevel string `json:"log_level"`
 }
@@ -110,6 +116,7 @@ const (
 	defaultAddress            = "127.0.0.1"
 	defaultPortRange          = "61000-61099"
 	defaultInstanceLogLimitMB = rep.DefaultLogLimit >> 20
+	defaultAssetCacheMB       = rep.DefaultAssetCacheBytes >> 20
 )
 
 // loadConfig reads a config file, fills in defaults and validates it.
@@ -157,6 +164,10 @@ func (c *Config) applyDefaults() {
 	if c.InstanceLogLimitMB == nil {
 		limit := int32(defaultInstanceLogLimitMB)
 		c.InstanceLogLimitMB = &limit
+	}
+	if c.AssetCacheMB == nil {
+		limit := int32(defaultAssetCacheMB)
+		c.AssetCacheMB = &limit
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
@@ -232,6 +243,9 @@ func (c Config) validate() error {
 	if *c.InstanceLogLimitMB < 1 {
 		return configfile.Invalid("instance_log_limit_mb", fmt.Sprintf("must be 1 or more, got %d", *c.InstanceLogLimitMB))
 	}
+	if *c.AssetCacheMB < 1 {
+		return configfile.Invalid("asset_cache_mb", fmt.Sprintf("must be 1 or more, got %d", *c.AssetCacheMB))
+	}
 	if _, err := lager.LogLevelFromString(c.LogLevel); err != nil {
 		return configfile.Invalid("log_level", fmt.Sprintf("%q is not one of debug, info, error, fatal", c.LogLevel))
 	}
@@ -266,6 +280,11 @@ func parsePortRange(value string) (uint32, uint32, error) {
 // instanceLogLimit is the executor's LogLimit, in bytes.
 func (c Config) instanceLogLimit() int64 {
 	return int64(*c.InstanceLogLimitMB) << 20
+}
+
+// assetCacheBytes is the executor's AssetCacheBytes.
+func (c Config) assetCacheBytes() int64 {
+	return int64(*c.AssetCacheMB) << 20
 }
 
 // repURL is the advertised URL: rep_url, or http:// and the address the

@@ -80,6 +80,10 @@ var _ = Describe("rep -config", func() {
 			"instance_log_limit_mb: must be 1 or more, got 0"),
 		Entry("a negative instance_log_limit_mb", func(c map[string]any) { c["instance_log_limit_mb"] = -5 },
 			"instance_log_limit_mb: must be 1 or more, got -5"),
+		Entry("a zero asset_cache_mb", func(c map[string]any) { c["asset_cache_mb"] = 0 },
+			"asset_cache_mb: must be 1 or more, got 0"),
+		Entry("a negative asset_cache_mb", func(c map[string]any) { c["asset_cache_mb"] = -1 },
+			"asset_cache_mb: must be 1 or more, got -1"),
 		Entry("a placement tag that is empty", func(c map[string]any) { c["placement_tags"] = []string{"ssd", " "} },
 			"placement_tags[1]: must not be empty"),
 	)
@@ -102,6 +106,12 @@ var _ = Describe("rep -config", func() {
 		session = start(cfg)
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
 		Expect(string(session.Err.Contents())).To(ContainSubstring("instance_log_limit_mb: want a int32, got a JSON string"))
+
+		cfg = validConfig()
+		cfg["asset_cache_mb"] = "1GB"
+		session = start(cfg)
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("asset_cache_mb: want a int32, got a JSON string"))
 	})
 
 	It("wants -config", func() {
@@ -113,9 +123,20 @@ var _ = Describe("rep -config", func() {
 
 	It("starts with a good config, waits for an absent board, and exits 0 on SIGINT", func() {
 		session := start(validConfig())
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"asset_cache_mb":1024[,}]`))
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"instance_log_limit_mb":10[,}]`))
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.agent\.heartbeat-failed`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+	})
+
+	It("takes asset_cache_mb, and keeps the cache in data_dir/assets", func() {
+		cfg := validConfig()
+		cfg["asset_cache_mb"] = 64
+		session := start(cfg)
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"asset_cache_mb":64[,}]`))
+		Expect(filepath.Join(cfg["data_dir"].(string), "assets")).To(BeADirectory())
 		session.Interrupt()
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 	})

@@ -90,16 +90,17 @@ func serve(logger lager.Logger, cfg Config) error {
 
 	portMin, portMax, _ := parsePortRange(cfg.PortRange) // validated
 	executor, err := rep.NewExecutor(rep.ExecutorConfig{
-		CellID:      cfg.CellID,
-		DataDir:     cfg.DataDir,
-		AppsDir:     cfg.AppsDir,
-		Address:     cfg.Address,
-		PortMin:     portMin,
-		PortMax:     portMax,
-		InstanceURL: func(guid string) string { return rep.InstanceURL(localURL, guid) },
-		StopTimeout: configfile.MustDuration(cfg.StopTimeout),
-		LogLimit:    cfg.instanceLogLimit(),
-		Logger:      logger,
+		CellID:          cfg.CellID,
+		DataDir:         cfg.DataDir,
+		AppsDir:         cfg.AppsDir,
+		Address:         cfg.Address,
+		PortMin:         portMin,
+		PortMax:         portMax,
+		InstanceURL:     func(guid string) string { return rep.InstanceURL(localURL, guid) },
+		StopTimeout:     configfile.MustDuration(cfg.StopTimeout),
+		LogLimit:        cfg.instanceLogLimit(),
+		AssetCacheBytes: cfg.assetCacheBytes(),
+		Logger:          logger,
 	})
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func serve(logger lager.Logger, cfg Config) error {
 	logger.Info("config", lager.Data{
 		"cell_id": cfg.CellID, "zone": cfg.Zone, "board_url": cfg.BoardURL, "rep_url": repURL,
 		"data_dir": cfg.DataDir, "apps_dir": cfg.AppsDir, "port_range": cfg.PortRange,
-		"instance_log_limit_mb": *cfg.InstanceLogLimitMB,
+		"instance_log_limit_mb": *cfg.InstanceLogLimitMB, "asset_cache_mb": *cfg.AssetCacheMB,
 	})
 
 	server := &httpserver.Server{
