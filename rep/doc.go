@@ -109,6 +109,19 @@
 // matches (a disk may lose or damage what was written before a crash).
 // AssetCacheStats counts downloads, failures, hits and evictions.
 //
+// # Memory
+//
+// A definition's memory_mb is enforced on the instance's whole process
+// group (see memoryGuard): by a cgroup v2 child with memory.max when the
+// rep's own cgroup lets it make one, otherwise by one watchdog goroutine
+// per executor that reads /proc every MemoryCheckInterval (250ms), sums
+// the resident memory of each watched group and kills a group over its
+// limit with SIGKILL. The instance's log says which ("memory limit 64 MB,
+// enforced by watchdog: RSS of the process group every 250ms"), and an
+// instance killed for its memory crashes with "exceeded its memory limit
+// of 64 MB (resident 66.4 MB in 2 processes)" rather than "killed by
+// signal 9". memory_mb 0 means no limit.
+//
 // # Logs
 //
 // An instance's stdout and stderr are one pipe, which the rep copies into

@@ -83,6 +83,13 @@ type ExecutorConfig struct {
 	// before) and a fresh output.log starts, so an instance's logs never
 	// take more than 2 × LogLimit of disk. Zero means DefaultLogLimit.
 	LogLimit int64
+	// MemoryCheckInterval is how often the memory watchdog sums each
+	// instance's resident memory, where cgroups do not enforce memory_mb.
+	// Zero means 250ms.
+	MemoryCheckInterval time.Duration
+	// CgroupRoot is where cgroup v2 is mounted: "" finds out
+	// (/sys/fs/cgroup), "-" never uses cgroups (the watchdog alone).
+	CgroupRoot string
 	// Logger may be nil (logs nothing).
 	Logger lager.Logger
 }
@@ -178,6 +185,7 @@ type Executor struct {
 	events  *eventQueue
 	workDir *workDirs
 	assets  *assetCache
+	memory  *memoryGuard
 	// ctx ends when Shutdown begins, with errShuttingDown: starts that
 	// are still downloading or running setup stop at once.
 	ctx    context.Context
@@ -262,12 +270,15 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, err
 	}
 	return &Executor{
-		cfg:       cfg,
-		logger:    logger,
-		ports:     ports,
-		events:    newEventQueue(),
-		workDir:   dirs,
-		assets:    assets,
+		cfg:     cfg,
+		logger:  logger,
+		ports:   ports,
+		events:  newEventQueue(),
+		workDir: dirs,
+		assets:  assets,
+		memory: newMemoryGuard(memoryGuardConfig{
+			Interval: cfg.MemoryCheckInterval, CgroupRoot: cfg.CgroupRoot, Logger: logger,
+		}),
 		ctx:       ctx,
 		cancel:    cancel,
 		instances: map[string]*instance{},
@@ -491,7 +502,25 @@ func (e *Executor) launch(ctx context.Context, inst *instance, spec InstanceSpec
 	inst.pid = cmd.Process.Pid
 	inst.startedAt = time.Now()
 	writePidFile(inst.dir, inst.pid)
+	e.limitMemory(inst, def.GetMemoryMb())
 	return nil
+}
+
+// limitMemory enforces memory_mb on the instance's process group from
+// now on, and says in its log how. A limit that cannot be enforced (no
+// /proc: not Linux) is logged, not fatal: the instance runs unlimited.
+func (e *Executor) limitMemory(inst *instance, limitMB int32) {
+	if limitMB <= 0 {
+		return
+	}
+	watch, err := e.memory.Watch(inst.instanceGuid, inst.pid, limitMB)
+	if err != nil {
+		inst.logLine("memory limit of %d MB not enforced: %v", limitMB, err)
+		e.logger.Error("memory-limit-not-enforced", err, lager.Data{"instance_guid": inst.instanceGuid})
+		return
+	}
+	inst.memory = watch
+	inst.logLine("memory limit %d MB, enforced by %s", limitMB, watch.Mechanism())
 }
 
 // failStart ends a start that failed after the instance's log was opened:
@@ -632,6 +661,7 @@ func (e *Executor) Shutdown() {
 		})
 	}
 	wg.Wait()
+	e.memory.Close()
 	e.logger.Info("shut-down", lager.Data{"instances": len(list)})
 }
 
@@ -824,6 +854,14 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 	removePidFile(inst.dir)
 	exitReason := describeExit(inst.cmd.ProcessState, waitErr)
 	stopping, crashReason, unhealthyReason := inst.markExited()
+	if inst.memory != nil {
+		// Killed for its memory, it says so rather than "killed by
+		// signal 9".
+		if reason, exceeded := inst.memory.Exceeded(); exceeded && crashReason == "" {
+			crashReason = reason
+		}
+		inst.memory.Stop()
+	}
 	close(inst.exited)
 
 	inst.cancelHealth()

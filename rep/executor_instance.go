@@ -28,6 +28,9 @@ type instance struct {
 	cmd       *exec.Cmd
 	pid       int
 	startedAt time.Time
+	// memory enforces memory_mb once the process started; nil without a
+	// limit.
+	memory *memoryWatch
 	// startBegan is when Run was called: the start timeout counts from
 	// then, downloads and setup included.
 	startBegan time.Time
