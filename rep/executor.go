@@ -323,7 +323,7 @@ func (e *Executor) Run(spec InstanceSpec) (*models.NetInfo, error) {
 	path := ""
 	if len(spec.Definition.GetAssets()) == 0 {
 		var err error
-		path, err = resolveActionPath(e.cfg.AppsDir, spec.Definition.GetAction().GetPath())
+		path, err = resolveExecutable("action.path", e.cfg.AppsDir, appsDirName, spec.Definition.GetAction().GetPath())
 		if err != nil {
 			return nil, err
 		}
@@ -406,7 +406,7 @@ func (e *Executor) start(ctx context.Context, inst *instance, spec InstanceSpec,
 	undo = append(undo, func() { e.workDir.remove(spec.InstanceGuid) })
 	processDir := ""
 	if len(def.GetAssets()) == 0 {
-		processDir, err = resolveActionDir(e.cfg.AppsDir, inst.dir, def.GetAction().GetDir())
+		processDir, err = resolveDir("action.dir", e.cfg.AppsDir, inst.dir, def.GetAction().GetDir())
 		if err != nil {
 			return nil, err
 		}
@@ -432,7 +432,7 @@ func (e *Executor) start(ctx context.Context, inst *instance, spec InstanceSpec,
 func (e *Executor) launch(ctx context.Context, inst *instance, spec InstanceSpec, path, processDir string) error {
 	def := spec.Definition
 	assets := len(def.GetAssets()) > 0
-	base, baseName := e.cfg.AppsDir, "the apps dir"
+	base, baseName := e.cfg.AppsDir, appsDirName
 	if assets {
 		if err := e.fetchAssets(ctx, inst, def.GetAssets()); err != nil {
 			return err

@@ -9,22 +9,28 @@ import (
 	"syscall"
 )
 
-// resolveActionPath finds the executable an action path names:
+// appsDirName names the apps dir in errors about a path resolved there.
+const appsDirName = "the apps dir"
+
+// resolveExecutable finds the executable an action path names (field is
+// the definition's field, "action.path" or "setup.path"):
 //   - an absolute path as it is;
-//   - a path with a slash ("./hello", "bin/web") under appsDir;
-//   - a bare name ("hello", "sh") under appsDir when it is there,
-//     otherwise in defaultPath, the PATH instances get.
+//   - a path with a slash ("./hello", "bin/web") under base;
+//   - a bare name ("hello", "sh") under base when it is there, otherwise
+//     in defaultPath, the PATH instances get.
 //
-// It must be a regular, executable file.
-func resolveActionPath(appsDir, path string) (string, error) {
+// base is the apps dir, or the instance's directory for a definition with
+// assets; baseName says which, for errors. It must be a regular,
+// executable file.
+func resolveExecutable(field, base, baseName, path string) (string, error) {
 	var candidates []string
 	switch {
 	case filepath.IsAbs(path):
 		candidates = []string{path}
 	case strings.Contains(path, "/"):
-		candidates = []string{filepath.Join(appsDir, path)}
+		candidates = []string{filepath.Join(base, path)}
 	default:
-		candidates = []string{filepath.Join(appsDir, path)}
+		candidates = []string{filepath.Join(base, path)}
 		for _, dir := range filepath.SplitList(defaultPath) {
 			candidates = append(candidates, filepath.Join(dir, path))
 		}
@@ -40,9 +46,9 @@ func resolveActionPath(appsDir, path string) (string, error) {
 		}
 	}
 	if len(candidates) > 1 {
-		return "", fmt.Errorf("InstanceSpec.Definition.action.path %q: not found in the apps dir %s nor in %s", path, appsDir, defaultPath)
+		return "", fmt.Errorf("InstanceSpec.Definition.%s %q: not found in %s %s nor in %s", field, path, baseName, base, defaultPath)
 	}
-	return "", fmt.Errorf("InstanceSpec.Definition.action.path %q: %w", path, firstErr)
+	return "", fmt.Errorf("InstanceSpec.Definition.%s %q: %w", field, path, firstErr)
 }
 
 func checkExecutable(path string) error {
@@ -62,22 +68,22 @@ func checkExecutable(path string) error {
 	return nil
 }
 
-// resolveActionDir is the directory the process starts in: the instance's
-// working directory unless the action names one; a relative one resolves
-// under appsDir. It must exist.
-func resolveActionDir(appsDir, workDir, dir string) (string, error) {
+// resolveDir is the directory an action starts in: workDir (the
+// instance's working directory) unless the action names one; a relative
+// one resolves under base. It must exist.
+func resolveDir(field, base, workDir, dir string) (string, error) {
 	if dir == "" {
 		return workDir, nil
 	}
 	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(appsDir, dir)
+		dir = filepath.Join(base, dir)
 	}
 	info, err := os.Stat(dir)
 	if err != nil {
-		return "", fmt.Errorf("InstanceSpec.Definition.action.dir: %w", err)
+		return "", fmt.Errorf("InstanceSpec.Definition.%s: %w", field, err)
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("InstanceSpec.Definition.action.dir: %s is not a directory", dir)
+		return "", fmt.Errorf("InstanceSpec.Definition.%s: %s is not a directory", field, dir)
 	}
 	return dir, nil
 }

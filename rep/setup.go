@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -197,60 +195,4 @@ func (t *outputTail) lastLines(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
-}
-
-// resolveExecutable finds the executable an action path names (field is
-// the definition's field, "setup.path"):
-//   - an absolute path as it is;
-//   - a path with a slash ("./hello", "app/hello") under base;
-//   - a bare name ("hello", "sh") under base when it is there, otherwise
-//     in defaultPath, the PATH instances get.
-//
-// baseName says what base is, for errors ("the instance's directory").
-func resolveExecutable(field, base, baseName, path string) (string, error) {
-	var candidates []string
-	switch {
-	case filepath.IsAbs(path):
-		candidates = []string{path}
-	case strings.Contains(path, "/"):
-		candidates = []string{filepath.Join(base, path)}
-	default:
-		candidates = []string{filepath.Join(base, path)}
-		for _, dir := range filepath.SplitList(defaultPath) {
-			candidates = append(candidates, filepath.Join(dir, path))
-		}
-	}
-	var firstErr error
-	for _, candidate := range candidates {
-		err := checkExecutable(candidate)
-		if err == nil {
-			return candidate, nil
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	if len(candidates) > 1 {
-		return "", fmt.Errorf("InstanceSpec.Definition.%s %q: not found in %s %s nor in %s", field, path, baseName, base, defaultPath)
-	}
-	return "", fmt.Errorf("InstanceSpec.Definition.%s %q: %w", field, path, firstErr)
-}
-
-// resolveDir is the directory an action starts in: workDir unless the
-// action names one; a relative one resolves under base. It must exist.
-func resolveDir(field, base, workDir, dir string) (string, error) {
-	if dir == "" {
-		return workDir, nil
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(base, dir)
-	}
-	info, err := os.Stat(dir)
-	if err != nil {
-		return "", fmt.Errorf("InstanceSpec.Definition.%s: %w", field, err)
-	}
-	if !info.IsDir() {
-		return "", fmt.Errorf("InstanceSpec.Definition.%s: %s is not a directory", field, dir)
-	}
-	return dir, nil
 }
