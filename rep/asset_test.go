@@ -423,12 +423,17 @@ var _ = Describe("Executor assets", func() {
 			}()
 			Eventually(func() int { return server.count("/slow.tgz") }).Should(Equal(1))
 			Consistently(errs, 200*time.Millisecond).ShouldNot(Receive())
+			preparing, ok := executor.Preparing("hello", 0)
+			Expect(ok).To(BeTrue(), "the index's log is that of the start still downloading")
+			Expect(preparing).To(Equal("cancelled"))
 			executor.CancelStart("cancelled")
 			var err error
 			Eventually(errs).Should(Receive(&err))
 			Expect(err).To(MatchError(context.Canceled))
 			Expect(err).To(MatchError(MatchRegexp(`^asset %s: download stopped \(.* of 200.0 kB\): the start was cancelled$`, asset.Url)))
 			expectFailedStart("cancelled", err, "stopped: ")
+			_, ok = executor.Preparing("hello", 0)
+			Expect(ok).To(BeFalse())
 			Eventually(server.gone).Should(Receive(Equal("/slow.tgz")))
 		})
 

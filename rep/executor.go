@@ -583,6 +583,20 @@ func (e *Executor) runningInstances() []*instance {
 	return list
 }
 
+// Preparing returns the instance of (processGuid, index) whose start is
+// still downloading its assets or running its setup, if there is one: its
+// log already says how far it got.
+func (e *Executor) Preparing(processGuid string, index int32) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for guid, inst := range e.instances {
+		if !inst.running && inst.processGuid == processGuid && inst.index == index {
+			return guid, true
+		}
+	}
+	return "", false
+}
+
 // Instances lists the instances the executor runs, by process guid, then
 // index, then instance guid.
 func (e *Executor) Instances() []InstanceStatus {

@@ -174,7 +174,8 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 // instanceOfIndex picks the instance whose log stands for an index: the
-// newest one running on this cell, or else the last one that ended here.
+// newest one running on this cell, else one still downloading or running
+// its setup, or else the last one that ended here.
 func (s *server) instanceOfIndex(processGuid string, index int32) (string, bool) {
 	var newest *InstanceStatus
 	for _, st := range s.executor.Instances() {
@@ -184,6 +185,9 @@ func (s *server) instanceOfIndex(processGuid string, index int32) (string, bool)
 	}
 	if newest != nil {
 		return newest.InstanceGuid, true
+	}
+	if guid, ok := s.executor.Preparing(processGuid, index); ok {
+		return guid, true
 	}
 	ended, ok := s.executor.LastEnded(processGuid, index)
 	return ended.InstanceGuid, ok
