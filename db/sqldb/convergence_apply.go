@@ -222,13 +222,13 @@ var (
 	redefineRows = changeKind{
 		op:     "redefine",
 		column: "definition_id",
-		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, crash_count = 0, crash_reason = '', " +
+		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, route_ports = NULL, crash_count = 0, crash_reason = '', " +
 			"placement_error = '', routable = ?, occupied = ?, since = ?",
 		setArgs: func(now int64) []any { return []any{stateUnclaimed, false, false, now} },
 		change: func(lrp *models.ActualLRP, definitionID string, now int64) {
 			lrp.DefinitionId = definitionID
 			lrp.State = models.ActualLRP_UNCLAIMED
-			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo = "", "", nil
+			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo, lrp.RoutePorts = "", "", nil, nil
 			lrp.CrashCount, lrp.CrashReason, lrp.PlacementError = 0, "", ""
 			lrp.Routable, lrp.Occupied = false, false
 			lrp.Since = now
@@ -277,12 +277,12 @@ func retiring(stop bool) changeKind {
 func unassigning(op string) changeKind {
 	return changeKind{
 		op: op,
-		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, routable = ?, occupied = ?, " +
+		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, route_ports = NULL, routable = ?, occupied = ?, " +
 			"since = ?",
 		setArgs: func(now int64) []any { return []any{stateUnclaimed, false, false, now} },
 		change: func(lrp *models.ActualLRP, _ string, now int64) {
 			lrp.State = models.ActualLRP_UNCLAIMED
-			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo = "", "", nil
+			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo, lrp.RoutePorts = "", "", nil, nil
 			lrp.Routable, lrp.Occupied = false, false
 			lrp.Since = now
 		},
