@@ -113,10 +113,21 @@ func nullBlob(dialect string) string {
 var addAutoscaling = addColumns("add_desired_lrps_autoscaling", 1, "desired_lrps",
 	columnDef{"autoscaling", nullBlob}, columnDef{"autoscaler", nullBlob})
 
-// addDefinitionRoutePorts is migration 0010's Go half:
-// run_infos.route_ports, the protobuf of the models.RoutePorts a
-// definition serves (NULL for definitions stored before it).
-var addDefinitionRoutePorts = addColumn("add_run_infos_route_ports", 1, "run_infos", "route_ports", nullBlob)
+// addDefinitionRoutePorts is migration 0010's Go half: the routes a
+// definition serves, as run_infos.routes (their protojson, as
+// desired_lrps.routes) and run_infos.route_ports (the protobuf of the
+// models.RoutePorts they name); NULL for definitions stored before it.
+var addDefinitionRoutePorts = addColumns("add_run_infos_routes", 1, "run_infos",
+	columnDef{"route_ports", nullBlob}, columnDef{"routes", nullText})
+
+// nullText is a text column, NULL by default; MySQL's TEXT stops at 64
+// KiB, and routes may take 128.
+func nullText(dialect string) string {
+	if dialect == MySQL {
+		return "MEDIUMTEXT"
+	}
+	return "TEXT"
+}
 
 // addInstanceRoutePorts is migration 0011's Go half:
 // actual_lrps.route_ports, the protobuf of the models.RoutePorts of the

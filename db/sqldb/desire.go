@@ -265,13 +265,13 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 	if err != nil {
 		return 0, errInvalid("definition", err.Error())
 	}
-	routePorts, err := encodeRoutePorts(models.RoutePortsOf(routes))
+	served, err := encodeServedRoutes(routes)
 	if err != nil {
-		return 0, errInvalid("routes", err.Error())
+		return 0, err
 	}
 	insert := s.dialect.insertMissing("run_infos", runInfoColumns, runInfoKey, 1)
 	res, err := s.exec(ctx, tx, insert,
-		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt, routePorts)
+		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt, served.ports, served.routes)
 	if err != nil {
 		return 0, err
 	}

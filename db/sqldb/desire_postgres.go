@@ -55,8 +55,8 @@ const desireNewPostgres = `WITH taken AS (
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
 ), definition AS (
-	INSERT INTO run_infos (process_guid, definition_id, content_hash, memory_mb, disk_mb, definition, created_at, route_ports)
-	SELECT process_guid, active_definition_id, $16, $17, $18, $19, $12, $29 FROM desired
+	INSERT INTO run_infos (process_guid, definition_id, content_hash, memory_mb, disk_mb, definition, created_at, route_ports, routes)
+	SELECT process_guid, active_definition_id, $16, $17, $18, $19, $12, $29, $5 FROM desired
 ), instances AS (
 	INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, definition_id, state,
 		since, crash_reason, placement_error, modification_tag_epoch, modification_tag_index)
@@ -113,15 +113,15 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	if err != nil {
 		return nil, err
 	}
-	routePorts, err := encodeRoutePorts(models.RoutePortsOf(stored.Routes))
+	served, err := encodeServedRoutes(stored.Routes)
 	if err != nil {
-		return nil, errInvalid("desired_lrp.routes", err.Error())
+		return nil, err
 	}
 	args := make([]any, 0, len(desiredRow)+14)
 	args = append(args, desiredRow...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
-		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, routePorts)
+		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports)
 
 	stmt, err := s.desireNewStatement(ctx)
 	if err != nil {

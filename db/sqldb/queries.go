@@ -37,7 +37,7 @@ var (
 		"autoscaling", "autoscaler",
 	}
 	runInfoColumns = []string{
-		"process_guid", "definition_id", "content_hash", "memory_mb", "disk_mb", "definition", "created_at", "route_ports",
+		"process_guid", "definition_id", "content_hash", "memory_mb", "disk_mb", "definition", "created_at", "route_ports", "routes",
 	}
 	runInfoKey = []string{"process_guid", "definition_id"}
 

@@ -471,11 +471,31 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 }
 
 // writeDefinitionIDs stores after's active and healthy definitions and tag
-// index over before, compare-and-set on before's tag.
+// index over before, compare-and-set on before's tag. A definition that
+// becomes active again brings back the routes it serves as the LRP's
+// (after's too): the LRP's routes are always its active definition's, so
+// after a rollback from 9090 to a definition on 8080 they send to 8080
+// again. (A definition stored before definitions kept their routes
+// leaves the LRP's routes as they are.)
 func (s *SQLDB) writeDefinitionIDs(ctx context.Context, tx *sql.Tx, before, after *models.DesiredLRP, now int64) error {
-	return s.updateDesiredRow(ctx, tx, before,
-		"active_definition_id = ?, healthy_definition_id = ?, modification_tag_index = ?, updated_at = ?",
-		after.ActiveDefinitionId, after.HealthyDefinitionId, int64(after.ModificationTag.Index), now)
+	set := "active_definition_id = ?, healthy_definition_id = ?, modification_tag_index = ?, updated_at = ?"
+	args := []any{after.ActiveDefinitionId, after.HealthyDefinitionId, int64(after.ModificationTag.Index), now}
+	if after.ActiveDefinitionId != before.ActiveDefinitionId {
+		routes, kept, err := s.definitionRoutes(ctx, tx, after.ProcessGuid, after.ActiveDefinitionId)
+		if err != nil {
+			return err
+		}
+		if kept && !proto.Equal(routes, before.Routes) {
+			text, err := encodeRoutes(routes)
+			if err != nil {
+				return err
+			}
+			set += ", routes = ?"
+			args = append(args, text)
+			after.Routes = routes
+		}
+	}
+	return s.updateDesiredRow(ctx, tx, before, set, args...)
 }
 
 // updateDesiredRow sets the columns of set (assignments with ? bound to

@@ -13,7 +13,10 @@ import (
 
 // Routes across definitions (see models/route_ports.go for the rules).
 //
-// run_infos.route_ports holds the route ports a definition serves;
+// run_infos.routes holds the routes a definition serves, and
+// run_infos.route_ports the route ports they name; a definition that
+// becomes active again (a rollback, an abort, an auto-revert) brings its
+// routes back as the LRP's (writeDefinitionIDs).
 // actual_lrps.route_ports holds those of the definition an instance runs,
 // copied when it starts. Reads add host ports from the row's net info.
 // A change of routes rewrites both in one transaction, for every
@@ -48,15 +51,54 @@ func decodeRoutePorts(blob []byte) ([]*models.RoutePort, error) {
 	return stored.Ports, nil
 }
 
+// servedRoutes is how run_infos stores the routes a definition serves:
+// as the LRP's routes are (protojson, "" for none), and the route ports
+// they name.
+type servedRoutes struct {
+	routes string
+	ports  []byte
+}
+
+func encodeServedRoutes(routes *structpb.Struct) (servedRoutes, error) {
+	text, err := encodeRoutes(routes)
+	if err != nil {
+		return servedRoutes{}, errInvalid("routes", err.Error())
+	}
+	ports, err := encodeRoutePorts(models.RoutePortsOf(routes))
+	if err != nil {
+		return servedRoutes{}, errInvalid("routes", err.Error())
+	}
+	return servedRoutes{routes: text, ports: ports}, nil
+}
+
 // setDefinitionRoutes records that a stored definition serves routes.
 func (s *SQLDB) setDefinitionRoutes(ctx context.Context, q queryer, processGuid, definitionID string, routes *structpb.Struct) error {
-	blob, err := encodeRoutePorts(models.RoutePortsOf(routes))
+	served, err := encodeServedRoutes(routes)
 	if err != nil {
-		return errInvalid("routes", err.Error())
+		return err
 	}
-	_, err = s.exec(ctx, q, "UPDATE run_infos SET route_ports = ? WHERE process_guid = ? AND definition_id = ?",
-		blob, processGuid, definitionID)
+	_, err = s.exec(ctx, q, "UPDATE run_infos SET route_ports = ?, routes = ? WHERE process_guid = ? AND definition_id = ?",
+		served.ports, served.routes, processGuid, definitionID)
 	return err
+}
+
+// definitionRoutes reads the routes a stored definition serves; false for
+// one stored before definitions kept their routes (or deleted since).
+func (s *SQLDB) definitionRoutes(ctx context.Context, q queryer, processGuid, definitionID string) (*structpb.Struct, bool, error) {
+	var text sql.NullString
+	err := s.queryRow(ctx, q, "SELECT routes FROM run_infos WHERE process_guid = ? AND definition_id = ?",
+		processGuid, definitionID).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !text.Valid) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	routes, err := decodeRoutes(text.String)
+	if err != nil {
+		return nil, false, errInvalidRecord("definition %q of desired_lrp %q: routes: %v", definitionID, processGuid, err)
+	}
+	return routes, true, nil
 }
 
 // definitionRoutePorts reads the route ports a definition serves (none
@@ -104,9 +146,9 @@ func (s *SQLDB) definitionPorts(ctx context.Context, q queryer, processGuid, def
 // keeps its routes until its instances are gone.
 func (s *SQLDB) applyRoutes(ctx context.Context, tx *sql.Tx, processGuid string, routes *structpb.Struct) ([]models.Event, error) {
 	routePorts := models.RoutePortsOf(routes)
-	blob, err := encodeRoutePorts(routePorts)
+	served, err := encodeServedRoutes(routes)
 	if err != nil {
-		return nil, errInvalid("routes", err.Error())
+		return nil, err
 	}
 	var serving []any
 	err = s.eachRow(ctx, tx, "SELECT definition_id, definition FROM run_infos WHERE process_guid = ?", []any{processGuid},
@@ -129,8 +171,8 @@ func (s *SQLDB) applyRoutes(ctx context.Context, tx *sql.Tx, processGuid string,
 		return nil, err
 	}
 	ids := inList(len(serving))
-	args := append([]any{blob, processGuid}, serving...)
-	if _, err := s.exec(ctx, tx, "UPDATE run_infos SET route_ports = ? WHERE process_guid = ? AND definition_id IN "+ids, args...); err != nil {
+	args := append([]any{served.ports, served.routes, processGuid}, serving...)
+	if _, err := s.exec(ctx, tx, "UPDATE run_infos SET route_ports = ?, routes = ? WHERE process_guid = ? AND definition_id IN "+ids, args...); err != nil {
 		return nil, err
 	}
 	rows, err := s.selectActualLRPs(ctx, tx, "process_guid = ? AND definition_id IN "+ids+s.dialect.lockForUpdate(),

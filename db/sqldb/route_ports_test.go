@@ -127,6 +127,37 @@ var _ = forEachDialect("routes across definitions", func(b *board) {
 		Expect(routesOf()[1]).To(ConsistOf(EqualProto(routePort("web.example.com", 9090, 61002))), "the v2 instance takes 9090")
 	})
 
+	It("brings a definition's routes back as the LRP's when a rollback makes it active again", func() {
+		run(0, 8080, 61001)
+		_, err := store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{
+			Definition: onPort("v2", 9090), Routes: routesTo(9090, "web.example.com"),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		lrp, err := store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lrp.Routes).To(EqualProto(routesTo(9090, "web.example.com")))
+
+		_, err = store.Rollback(b.ctx, "web", "v1")
+		Expect(err).NotTo(HaveOccurred())
+		lrp, err = store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lrp.ActiveDefinitionId).To(Equal("v1"))
+		Expect(lrp.Routes).To(EqualProto(routesTo(8080, "web.example.com")), "v1 serves 8080")
+		Expect(routesOf()[0]).To(ConsistOf(EqualProto(routePort("web.example.com", 8080, 61001))))
+
+		var changed *models.DesiredLRPChangedEvent
+		for _, e := range events.all() {
+			if c, ok := e.Payload.(*models.DesiredLRPChangedEvent); ok {
+				changed = c
+			}
+		}
+		Expect(changed.After.Routes).To(EqualProto(routesTo(8080, "web.example.com")))
+
+		// And a definition on 8080 alone is welcome again.
+		_, err = store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Definition: onPort("v3", 8080)})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
 	It("gives a change of routes alone to every definition that exposes their ports, and announces the instances it changed", func() {
 		run(0, 8080, 61001)
 		_, err := store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{

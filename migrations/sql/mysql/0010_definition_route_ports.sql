@@ -1,8 +1,10 @@
--- Routes across definitions (DESIGN §5): each definition keeps the route
--- ports it serves. The column
---   run_infos.route_ports (NULL: stored before this migration)
--- holds the protobuf of a models.RoutePorts: (router, route, container
--- port) for each route the definition's instances take. It is added by
--- this migration's Go step (add_run_infos_route_ports, in
--- migrations/add_column.go) only where it is missing, so the migration is
--- safe to run again on every dialect; there is no SQL statement here.
+-- Routes across definitions (DESIGN §5): each definition keeps the routes
+-- it serves. The columns
+--   run_infos.routes (NULL: stored before this migration)
+--   run_infos.route_ports (NULL: likewise)
+-- hold the routes' protojson (as desired_lrps.routes) and the protobuf of
+-- a models.RoutePorts: (router, route, container port) for each route the
+-- definition's instances take. They are added by this migration's Go step
+-- (add_run_infos_routes, in migrations/add_column.go) only where they are
+-- missing, so the migration is safe to run again on every dialect; there
+-- is no SQL statement here.
