@@ -60,6 +60,9 @@ func validateProcessGuid(path, guid string) error {
 	if guid == "" {
 		return ErrInvalidField(path, "required")
 	}
+	if err := validateName(path, guid); err != nil {
+		return err
+	}
 	if !processGuidRegexp.MatchString(guid) {
 		return ErrInvalidField(path, "must match "+processGuidPattern+", got "+quoteShort(guid))
 	}
@@ -69,6 +72,9 @@ func validateProcessGuid(path, guid string) error {
 func validateDefinitionID(path, id string) error {
 	if id == "" {
 		return ErrInvalidField(path, "required")
+	}
+	if err := validateName(path, id); err != nil {
+		return err
 	}
 	if !definitionIDRegexp.MatchString(id) {
 		return ErrInvalidField(path, "must match "+definitionIDPattern+", got "+quoteShort(id))
@@ -80,7 +86,21 @@ func validateRequiredDomain(path, domain string) error {
 	if domain == "" {
 		return ErrInvalidField(path, "required")
 	}
-	return validateMaxBytes(path, domain, MaxDomainLength)
+	return validateDomainFilter(path, domain)
+}
+
+// validateDomainFilter checks a domain a request filters by: empty (no
+// filter) or a domain name. A filter that could never name a stored domain
+// is refused rather than answered with nothing, as MySQL would answer
+// "apps " with the rows of "apps".
+func validateDomainFilter(path, domain string) error {
+	if domain == "" {
+		return nil
+	}
+	if err := validateMaxBytes(path, domain, MaxDomainLength); err != nil {
+		return err
+	}
+	return validateName(path, domain)
 }
 
 func validateMaxBytes(path, value string, limit int) error {
@@ -122,6 +142,9 @@ func validatePlacementTags(path string, tags []string) error {
 	for i, tag := range tags {
 		if tag == "" {
 			return ErrInvalidField(indexed(path, i), "must not be empty")
+		}
+		if err := validateName(indexed(path, i), tag); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -201,14 +224,16 @@ func indexed(path string, i int) string {
 	return fmt.Sprintf("%s[%d]", path, i)
 }
 
+// quoteLimit is how many bytes of a rejected value an error quotes.
+const quoteLimit = 64
+
 // quoteShort quotes a rejected value for an error message, cut short so
 // that a 1 MiB value does not come back in the error.
 func quoteShort(value string) string {
-	const limit = 64
-	if len(value) <= limit {
+	if len(value) <= quoteLimit {
 		return fmt.Sprintf("%q", value)
 	}
-	cut := limit
+	cut := quoteLimit
 	for cut > 0 && !utf8.RuneStart(value[cut]) {
 		cut--
 	}

@@ -40,6 +40,9 @@ func validateCellID(path, id string) error {
 	if id == "" {
 		return ErrInvalidField(path, "required")
 	}
+	if err := validateName(path, id); err != nil {
+		return err
+	}
 	if !cellIDRegexp.MatchString(id) {
 		return ErrInvalidField(path, "must match "+cellIDPattern+", got "+quoteShort(id))
 	}
@@ -49,6 +52,9 @@ func validateCellID(path, id string) error {
 func validateInstanceGuid(path, guid string) error {
 	if guid == "" {
 		return ErrInvalidField(path, "required")
+	}
+	if err := validateName(path, guid); err != nil {
+		return err
 	}
 	if !processGuidRegexp.MatchString(guid) {
 		return ErrInvalidField(path, "must match "+instanceGuidPattern+", got "+quoteShort(guid))
@@ -122,7 +128,7 @@ func (c *Cell) validate(path string) error {
 	if err := validateMaxBytes(child(path, "zone"), c.GetZone(), MaxZoneLength); err != nil {
 		return err
 	}
-	if err := validateUTF8(child(path, "zone"), c.GetZone()); err != nil {
+	if err := validateName(child(path, "zone"), c.GetZone()); err != nil {
 		return err
 	}
 	if c.GetCapacity() == nil {
@@ -139,6 +145,12 @@ func validateRepURL(path, raw string) error {
 		return ErrInvalidField(path, "required")
 	}
 	if err := validateMaxBytes(path, raw, MaxRepURLLength); err != nil {
+		return err
+	}
+	// The board compares a registration's rep_url with the stored one to
+	// tell a change from a renewal; MySQL would take "http://a/ " for
+	// "http://a/".
+	if err := validateName(path, raw); err != nil {
 		return err
 	}
 	parsed, err := url.Parse(raw)

@@ -89,7 +89,7 @@ var _ = Describe("Validation of the cell side", func() {
 		Entry("zone empty", func(c *models.Cell) { c.Zone = "" }, "cell.zone: required"),
 		Entry("zone of 256 bytes", func(c *models.Cell) { c.Zone = strings.Repeat("z", 256) },
 			"cell.zone: must be at most 255 bytes, got 256"),
-		Entry("zone not UTF-8", func(c *models.Cell) { c.Zone = "z\xff" }, "cell.zone: must be valid UTF-8"),
+		Entry("zone not UTF-8", func(c *models.Cell) { c.Zone = "z\xff" }, `cell.zone: must be valid UTF-8, got "z\xff"`),
 
 		Entry("no capacity", func(c *models.Cell) { c.Capacity = nil }, "cell.capacity: required"),
 		Entry("no memory", func(c *models.Cell) { c.Capacity.MemoryMb = 0 },

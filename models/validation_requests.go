@@ -20,7 +20,7 @@ func (r *DesiredLRPByProcessGuidRequest) Validate() error {
 
 // Validate checks the filters; both are optional.
 func (r *DesiredLRPsRequest) Validate() error {
-	if err := validateMaxBytes("domain", r.GetDomain(), MaxDomainLength); err != nil {
+	if err := validateDomainFilter("domain", r.GetDomain()); err != nil {
 		return err
 	}
 	return validateProcessGuids("process_guids", r.GetProcessGuids())
@@ -28,7 +28,7 @@ func (r *DesiredLRPsRequest) Validate() error {
 
 // Validate checks the filters; both are optional.
 func (r *DesiredLRPSchedulingInfosRequest) Validate() error {
-	if err := validateMaxBytes("domain", r.GetDomain(), MaxDomainLength); err != nil {
+	if err := validateDomainFilter("domain", r.GetDomain()); err != nil {
 		return err
 	}
 	return validateProcessGuids("process_guids", r.GetProcessGuids())
@@ -66,11 +66,16 @@ func (r *DefinitionRequest) Validate() error {
 
 // Validate checks the filters; every one is optional.
 func (r *ActualLRPsRequest) Validate() error {
-	if err := validateMaxBytes("domain", r.GetDomain(), MaxDomainLength); err != nil {
+	if err := validateDomainFilter("domain", r.GetDomain()); err != nil {
 		return err
 	}
-	if err := validateMaxBytes("cell_id", r.GetCellId(), MaxCellIDLength); err != nil {
-		return err
+	// A cell_id filter is a cell id: one that no cell could have would
+	// match nothing on SQLite and Postgres but, with a trailing space,
+	// the cell without it on MySQL.
+	if r.GetCellId() != "" {
+		if err := validateCellID("cell_id", r.GetCellId()); err != nil {
+			return err
+		}
 	}
 	if r.GetProcessGuid() != "" {
 		if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {

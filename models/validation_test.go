@@ -525,7 +525,9 @@ var _ = Describe("Validation", func() {
 		Entry("ActualLRPsRequest with a domain too long", &models.ActualLRPsRequest{Domain: strings.Repeat("d", 256)},
 			"domain: must be at most 255 bytes, got 256"),
 		Entry("ActualLRPsRequest with a cell id too long", &models.ActualLRPsRequest{CellId: strings.Repeat("c", 256)},
-			"cell_id: must be at most 255 bytes, got 256"),
+			`cell_id: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,254}$, got "`+strings.Repeat("c", 64)+`"...`),
+		Entry("ActualLRPsRequest with a cell id no cell can have", &models.ActualLRPsRequest{CellId: "z1/cell"},
+			`cell_id: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,254}$, got "z1/cell"`),
 
 		Entry("UpsertDomainRequest", &models.UpsertDomainRequest{Domain: "apps", TtlSeconds: 120}, ""),
 		Entry("UpsertDomainRequest fresh forever", &models.UpsertDomainRequest{Domain: "apps"}, ""),
