@@ -1,0 +1,405 @@
+package certs_test
+
+import (
+	"bytes"
+	"crypto/elliptic"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/internal/certs"
+)
+
+var _ = Describe("identities", func() {
+	It("reads back what it writes", func() {
+		for _, id := range []certs.Identity{
+			certs.CellIdentity("cell-z1"),
+			certs.RoleIdentity(certs.RoleAPIClient),
+			certs.RoleIdentity(certs.RoleOperator),
+			certs.RoleIdentity(certs.RoleBoard),
+		} {
+			parsed, err := certs.ParseIdentity(id.String())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(parsed).To(Equal(id))
+		}
+		Expect(certs.CellIdentity("cell-z1").String()).To(Equal("corkboard://cell/cell-z1"))
+		Expect(certs.RoleIdentity(certs.RoleAPIClient).String()).To(Equal("corkboard://role/api-client"))
+		Expect(certs.RoleIdentity(certs.RoleOperator).String()).To(Equal("corkboard://role/operator"))
+		Expect(certs.RoleIdentity(certs.RoleBoard).String()).To(Equal("corkboard://role/board"))
+	})
+
+	DescribeTable("refuses what is not one",
+		func(raw string) {
+			_, err := certs.ParseIdentity(raw)
+			Expect(err).To(HaveOccurred())
+		},
+		Entry("another scheme", "spiffe://cell/cell-z1"),
+		Entry("another kind", "corkboard://user/alice"),
+		Entry("no name", "corkboard://cell/"),
+		Entry("a nested path", "corkboard://cell/cell-z1/extra"),
+		Entry("a port", "corkboard://cell:80/cell-z1"),
+		Entry("a query", "corkboard://cell/cell-z1?x=1"),
+		Entry("user info", "corkboard://cell-z2@cell/cell-z1"),
+	)
+})
+
+var _ = Describe("a CA and its leaves", func() {
+	var ca *certs.CA
+
+	BeforeEach(func() {
+		var err error
+		ca, err = certs.NewCA("test CA", certs.DefaultCAValidity)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("makes a P-256 CA for ten years that signs leaves only", func() {
+		Expect(ca.Cert.IsCA).To(BeTrue())
+		Expect(ca.Cert.MaxPathLenZero).To(BeTrue())
+		Expect(ca.Key.Curve).To(Equal(elliptic.P256()))
+		Expect(ca.Cert.NotAfter).To(BeTemporally("~", time.Now().Add(10*365*24*time.Hour), time.Hour))
+		Expect(ca.Cert.KeyUsage & x509.KeyUsageCertSign).NotTo(BeZero())
+	})
+
+	It("issues a cell's certificate: its identity, a server for localhost, 127.0.0.1 and the hosts asked for, and a client, for a year", func() {
+		leaf, err := ca.Issue(certs.LeafRequest{Identity: certs.CellIdentity("cell-z1"), Server: true, Hosts: []string{"rep1.internal", "10.0.0.5"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(leaf.Key.Curve).To(Equal(elliptic.P256()))
+		Expect(leaf.Cert.URIs).To(HaveLen(1))
+		Expect(leaf.Cert.URIs[0].String()).To(Equal("corkboard://cell/cell-z1"))
+		id, err := certs.IdentityOf(leaf.Cert)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(id).To(Equal(certs.CellIdentity("cell-z1")))
+		Expect(leaf.Cert.DNSNames).To(ConsistOf("localhost", "rep1.internal"))
+		Expect(leaf.Cert.IPAddresses).To(HaveLen(2))
+		Expect(leaf.Cert.IPAddresses[0].Equal(net.ParseIP("127.0.0.1"))).To(BeTrue())
+		Expect(leaf.Cert.IPAddresses[1].Equal(net.ParseIP("10.0.0.5"))).To(BeTrue())
+		Expect(leaf.Cert.IsCA).To(BeFalse())
+		Expect(leaf.Cert.NotAfter).To(BeTemporally("~", time.Now().Add(365*24*time.Hour), time.Hour))
+
+		for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+			_, err := leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{usage}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for _, host := range []string{"localhost", "127.0.0.1", "rep1.internal", "10.0.0.5"} {
+			Expect(leaf.Cert.VerifyHostname(host)).To(Succeed(), host)
+		}
+		Expect(leaf.Cert.VerifyHostname("elsewhere.internal")).NotTo(Succeed())
+	})
+
+	It("issues client-only certificates to API clients and operators", func() {
+		for _, role := range []string{certs.RoleAPIClient, certs.RoleOperator} {
+			leaf, err := ca.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(role)})
+			Expect(err).NotTo(HaveOccurred())
+			id, err := certs.IdentityOf(leaf.Cert)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(id).To(Equal(certs.RoleIdentity(role)))
+			_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+			Expect(err).To(HaveOccurred(), "not a server certificate")
+			Expect(leaf.Cert.DNSNames).To(BeEmpty())
+		}
+	})
+
+	It("does not chain to another CA", func() {
+		other, err := certs.NewCA("other CA", certs.DefaultCAValidity)
+		Expect(err).NotTo(HaveOccurred())
+		leaf, err := other.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(certs.RoleOperator)})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("never issues a leaf that outlives its CA", func() {
+		short, err := certs.NewCA("short CA", 24*time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		leaf, err := short.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(certs.RoleBoard), Server: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(leaf.Cert.NotAfter).To(Equal(short.Cert.NotAfter))
+	})
+
+	It("refuses an identity that would not read back", func() {
+		_, err := ca.Issue(certs.LeafRequest{Identity: certs.CellIdentity("a/b")})
+		Expect(err).To(HaveOccurred())
+		_, err = ca.Issue(certs.LeafRequest{Identity: certs.Identity{}})
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("reads no identity from a certificate with none or with two", func() {
+		leaf, err := ca.Issue(certs.LeafRequest{Identity: certs.CellIdentity("cell-z1")})
+		Expect(err).NotTo(HaveOccurred())
+		twice := *leaf.Cert
+		twice.URIs = append(twice.URIs, certs.CellIdentity("cell-z2").URI())
+		_, err = certs.IdentityOf(&twice)
+		Expect(err).To(MatchError(ContainSubstring("names 2")))
+		none := *leaf.Cert
+		none.URIs = nil
+		_, err = certs.IdentityOf(&none)
+		Expect(err).To(MatchError(ContainSubstring("no corkboard:// URI")))
+	})
+})
+
+var _ = Describe("WriteSet", func() {
+	var dir string
+
+	BeforeEach(func() {
+		dir = filepath.Join(GinkgoT().TempDir(), "certs")
+	})
+
+	read := func(name string) []byte {
+		GinkgoHelper()
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		Expect(err).NotTo(HaveOccurred())
+		return raw
+	}
+
+	It("writes the CA, the board, each cell, an API client and an operator, keys 0600", func() {
+		caWritten, entries, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1", "z2"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(caWritten).To(BeTrue())
+		Expect(entries).To(HaveLen(5))
+		for _, name := range []string{"ca", "board", "cell-z1", "cell-z2", "client", "operator"} {
+			info, err := os.Stat(filepath.Join(dir, name+".key"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)), name+".key")
+			Expect(filepath.Join(dir, name+".crt")).To(BeAnExistingFile())
+		}
+		info, err := os.Stat(dir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)))
+
+		ca, err := certs.LoadCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+		Expect(err).NotTo(HaveOccurred())
+		for name, want := range map[string]certs.Identity{
+			"board":    certs.RoleIdentity(certs.RoleBoard),
+			"cell-z1":  certs.CellIdentity("cell-z1"),
+			"cell-z2":  certs.CellIdentity("z2"),
+			"client":   certs.RoleIdentity(certs.RoleAPIClient),
+			"operator": certs.RoleIdentity(certs.RoleOperator),
+		} {
+			cert, err := certs.ReadCertificate(filepath.Join(dir, name+".crt"))
+			Expect(err).NotTo(HaveOccurred())
+			id, err := certs.IdentityOf(cert)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(id).To(Equal(want), name)
+			_, err = cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+			Expect(err).NotTo(HaveOccurred(), name)
+		}
+	})
+
+	It("is idempotent: a second run keeps every file", func() {
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1"}, Hosts: []string{"board.internal"}})
+		Expect(err).NotTo(HaveOccurred())
+		before := map[string][]byte{}
+		for _, name := range []string{"ca.crt", "ca.key", "board.crt", "board.key", "cell-z1.crt", "client.crt", "operator.key"} {
+			before[name] = read(name)
+		}
+		caWritten, entries, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1"}, Hosts: []string{"board.internal"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(caWritten).To(BeFalse())
+		for _, e := range entries {
+			Expect(e.Written).To(BeFalse(), e.Name)
+		}
+		for name, raw := range before {
+			Expect(bytes.Equal(read(name), raw)).To(BeTrue(), name)
+		}
+	})
+
+	It("keeps the CA and adds what is new: another cell, or a host the servers must cover", func() {
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1"}})
+		Expect(err).NotTo(HaveOccurred())
+		caBefore, operatorBefore := read("ca.crt"), read("operator.crt")
+
+		_, entries, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1", "cell-z2"}, Hosts: []string{"10.1.2.3"}})
+		Expect(err).NotTo(HaveOccurred())
+		written := map[string]string{}
+		for _, e := range entries {
+			if e.Written {
+				written[e.Name] = e.Reason
+			}
+		}
+		Expect(written).To(Equal(map[string]string{"board": "does not cover 10.1.2.3", "cell-z1": "does not cover 10.1.2.3", "cell-z2": "new"}))
+		Expect(read("ca.crt")).To(Equal(caBefore))
+		Expect(read("operator.crt")).To(Equal(operatorBefore))
+	})
+
+	It("replaces a leaf another CA signed, and makes a new CA and every leaf with Force", func() {
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		other, err := certs.NewCA("other", time.Hour*24*365)
+		Expect(err).NotTo(HaveOccurred())
+		stray, err := other.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(certs.RoleOperator)})
+		Expect(err).NotTo(HaveOccurred())
+		keyPEM, err := stray.KeyPEM()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(certs.WriteFile(filepath.Join(dir, "operator.crt"), stray.CertPEM(), 0o644)).To(Succeed())
+		Expect(certs.WriteFile(filepath.Join(dir, "operator.key"), keyPEM, 0o600)).To(Succeed())
+
+		_, entries, err := certs.WriteSet(dir, certs.SetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range entries {
+			Expect(e.Written).To(Equal(e.Name == "operator"), e.Name)
+		}
+
+		caBefore := read("ca.crt")
+		caWritten, entries, err := certs.WriteSet(dir, certs.SetOptions{Force: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(caWritten).To(BeTrue())
+		Expect(read("ca.crt")).NotTo(Equal(caBefore))
+		for _, e := range entries {
+			Expect(e.Written).To(BeTrue(), e.Name)
+		}
+	})
+
+	It("refuses two cells that would share a file, and a cell id that is no identity", func() {
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"z1", "cell-z1"}})
+		Expect(err).To(MatchError(ContainSubstring("both be cell-z1.crt")))
+		_, _, err = certs.WriteSet(dir, certs.SetOptions{Cells: []string{"a/b"}})
+		Expect(err).To(HaveOccurred())
+	})
+})
+
+var _ = Describe("mutual TLS with a set", func() {
+	var dir string
+
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1"}})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	files := func(name string) certs.Files {
+		return certs.Files{CACert: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key")}
+	}
+
+	// serve accepts one connection with the board's server config and
+	// reports the identity of its client, or the handshake's error.
+	serve := func() (string, chan certs.Identity, chan error) {
+		GinkgoHelper()
+		config, err := files("board").ServerConfig()
+		Expect(err).NotTo(HaveOccurred())
+		listener, err := tls.Listen("tcp", "127.0.0.1:0", config)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(listener.Close)
+		identities, failures := make(chan certs.Identity, 1), make(chan error, 1)
+		go func() {
+			conn, err := listener.Accept()
+			if err != nil {
+				failures <- err
+				return
+			}
+			defer conn.Close()
+			tlsConn := conn.(*tls.Conn)
+			if err := tlsConn.Handshake(); err != nil {
+				failures <- err
+				return
+			}
+			state := tlsConn.ConnectionState()
+			id, err := certs.PeerIdentity(&state)
+			if err != nil {
+				failures <- err
+				return
+			}
+			identities <- id
+			io.WriteString(conn, "hello")
+		}()
+		return listener.Addr().String(), identities, failures
+	}
+
+	It("knows the client by its certificate", func() {
+		address, identities, _ := serve()
+		config, err := files("cell-z1").ClientConfig()
+		Expect(err).NotTo(HaveOccurred())
+		config.ServerName = "127.0.0.1"
+		conn, err := tls.Dial("tcp", address, config)
+		Expect(err).NotTo(HaveOccurred())
+		defer conn.Close()
+		Eventually(identities).Should(Receive(Equal(certs.CellIdentity("cell-z1"))))
+		Expect(conn.ConnectionState().PeerCertificates[0].URIs[0].String()).To(Equal("corkboard://role/board"))
+	})
+
+	It("refuses a client without a certificate, and one from another CA", func() {
+		address, _, failures := serve()
+		pool, err := certs.LoadPool(filepath.Join(dir, "ca.crt"))
+		Expect(err).NotTo(HaveOccurred())
+		conn, err := tls.Dial("tcp", address, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+		if err == nil {
+			// TLS 1.3: the client learns on its first read.
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		Expect(err).To(HaveOccurred())
+		Eventually(failures).Should(Receive(MatchError(ContainSubstring("didn't provide a certificate"))))
+
+		address, _, failures = serve()
+		other := filepath.Join(GinkgoT().TempDir(), "other")
+		_, _, err = certs.WriteSet(other, certs.SetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		pair, err := certs.LoadKeyPair(filepath.Join(other, "operator.crt"), filepath.Join(other, "operator.key"))
+		Expect(err).NotTo(HaveOccurred())
+		conn, err = tls.Dial("tcp", address, certs.ClientConfig(pair, pool))
+		if err == nil {
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		Expect(err).To(HaveOccurred())
+		Eventually(failures).Should(Receive(MatchError(ContainSubstring("unknown authority"))))
+	})
+
+	It("refuses a TLS version before 1.2", func() {
+		address, _, failures := serve()
+		config, err := files("operator").ClientConfig()
+		Expect(err).NotTo(HaveOccurred())
+		config.MinVersion, config.MaxVersion = tls.VersionTLS11, tls.VersionTLS11
+		_, err = tls.Dial("tcp", address, config)
+		Expect(err).To(HaveOccurred())
+		Eventually(failures).Should(Receive())
+	})
+
+	DescribeTable("Validate names the key of a half-configured section",
+		func(change func(*certs.Files), key string) {
+			f := files("board")
+			change(&f)
+			err := f.Validate("tls")
+			Expect(err).To(MatchError(ContainSubstring("config: " + key + ": ")))
+		},
+		Entry("no ca_cert", func(f *certs.Files) { f.CACert = "" }, "tls.ca_cert"),
+		Entry("no cert", func(f *certs.Files) { f.Cert = "" }, "tls.cert"),
+		Entry("no key", func(f *certs.Files) { f.Key = "" }, "tls.key"),
+		Entry("a missing CA file", func(f *certs.Files) { f.CACert += ".missing" }, "tls.ca_cert"),
+		Entry("a CA file that is a key", func(f *certs.Files) { f.CACert = f.Key }, "tls.ca_cert"),
+		Entry("a missing key file", func(f *certs.Files) { f.Key += ".missing" }, "tls.key"),
+		Entry("a key of another certificate", func(f *certs.Files) { f.Key = filepath.Join(filepath.Dir(f.Key), "operator.key") }, "tls.cert"),
+	)
+
+	It("Validate takes a whole section, and none", func() {
+		f := files("board")
+		Expect(f.Validate("tls")).To(Succeed())
+		var none *certs.Files
+		Expect(none.Validate("tls")).To(Succeed())
+	})
+
+	It("reads a CA key in SEC 1 form too", func() {
+		ca, err := certs.LoadCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+		Expect(err).NotTo(HaveOccurred())
+		der, err := x509.MarshalECPrivateKey(ca.Key)
+		Expect(err).NotTo(HaveOccurred())
+		sec1 := filepath.Join(GinkgoT().TempDir(), "ca.key")
+		Expect(os.WriteFile(sec1, pemBlock("EC PRIVATE KEY", der), 0o600)).To(Succeed())
+		again, err := certs.LoadCA(filepath.Join(dir, "ca.crt"), sec1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.Key.Equal(ca.Key)).To(BeTrue())
+	})
+})
+
+func pemBlock(kind string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
+}

@@ -1,0 +1,138 @@
+package certs
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/corkboard/corkboard/internal/configfile"
+)
+
+// Files is the "tls" section of the board's and the rep's configs: PEM
+// file paths.
+//
+//	"tls": {"ca_cert": "ca.crt", "cert": "board.crt", "key": "board.key"}
+//
+// ca_cert is the CA that peers' certificates must chain to (and the only
+// one trusted: not the system's), cert and key are this component's own
+// certificate, which it serves and presents as a client.
+type Files struct {
+	CACert string `json:"ca_cert"`
+	Cert   string `json:"cert"`
+	Key    string `json:"key"`
+}
+
+// Validate checks the section, whose key in the config is section
+// ("tls"): all three files set, readable, the certificate and key a pair
+// and the CA a certificate. Errors name the key ("tls.key: ...").
+func (f *Files) Validate(section string) error {
+	if f == nil {
+		return nil
+	}
+	for _, field := range []struct{ key, value string }{
+		{"ca_cert", f.CACert}, {"cert", f.Cert}, {"key", f.Key},
+	} {
+		if field.value == "" {
+			return configfile.Invalid(section+"."+field.key, "required when "+section+" is set: "+section+" needs ca_cert, cert and key")
+		}
+	}
+	if _, err := f.caPool(); err != nil {
+		return configfile.Invalid(section+".ca_cert", err.Error())
+	}
+	if _, err := os.Stat(f.Key); err != nil {
+		return configfile.Invalid(section+".key", err.Error())
+	}
+	if _, err := LoadKeyPair(f.Cert, f.Key); err != nil {
+		return configfile.Invalid(section+".cert", err.Error())
+	}
+	return nil
+}
+
+// ServerConfig serves this component's certificate and requires a client
+// certificate that chains to the CA. HTTP/1.1 only: deadlines and event
+// streams then work as on plain HTTP (see internal/httpserver).
+func (f Files) ServerConfig() (*tls.Config, error) {
+	pair, err := LoadKeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := f.caPool()
+	if err != nil {
+		return nil, err
+	}
+	return ServerConfig(pair, pool), nil
+}
+
+// ClientConfig trusts the CA alone and presents this component's
+// certificate.
+func (f Files) ClientConfig() (*tls.Config, error) {
+	pair, err := LoadKeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := f.caPool()
+	if err != nil {
+		return nil, err
+	}
+	return ClientConfig(pair, pool), nil
+}
+
+// ServerConfig is the server side of mutual TLS: TLS 1.2 or later, the
+// client's certificate required and verified against clientCAs.
+func ServerConfig(pair tls.Certificate, clientCAs *x509.CertPool) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{pair},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    clientCAs,
+		NextProtos:   []string{"http/1.1"},
+	}
+}
+
+// ClientConfig is the client side of mutual TLS: TLS 1.2 or later, the
+// server verified against rootCAs, pair presented.
+func ClientConfig(pair tls.Certificate, rootCAs *x509.CertPool) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{pair},
+		RootCAs:      rootCAs,
+	}
+}
+
+// LoadKeyPair reads a certificate and its key, with errors naming the
+// files.
+func LoadKeyPair(certPath, keyPath string) (tls.Certificate, error) {
+	pair, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s and %s: %w", certPath, keyPath, err)
+	}
+	return pair, nil
+}
+
+// LoadPool reads a PEM file of CA certificates.
+func LoadPool(path string) (*x509.CertPool, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("%s: no PEM certificate in it", path)
+	}
+	return pool, nil
+}
+
+func (f Files) caPool() (*x509.CertPool, error) { return LoadPool(f.CACert) }
+
+// PeerIdentity is the identity of the client certificate a TLS connection
+// verified; an error when there is none (plain HTTP, or no certificate).
+func PeerIdentity(state *tls.ConnectionState) (Identity, error) {
+	if state == nil {
+		return Identity{}, fmt.Errorf("no TLS connection")
+	}
+	if len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
+		return Identity{}, fmt.Errorf("no verified client certificate")
+	}
+	return IdentityOf(state.VerifiedChains[0][0])
+}
