@@ -50,6 +50,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"net/http"
 	"strings"
 	"time"
@@ -85,6 +86,7 @@ type Client struct {
 type transport struct {
 	baseURL      string
 	httpClient   *http.Client
+	tlsConfig    *tls.Config
 	timeout      time.Duration
 	retries      int
 	retryBackoff time.Duration
@@ -99,6 +101,15 @@ type Option func(*transport)
 // settings or a tuned transport.
 func WithHTTPClient(httpClient *http.Client) Option {
 	return func(c *transport) { c.httpClient = httpClient }
+}
+
+// WithTLSConfig talks to the board over TLS with config: for a board that
+// requires client certificates, one with the caller's certificate and the
+// board's CA (internal/certs.Files.ClientConfig makes one from PEM files).
+// It applies to the client's own HTTP client; one given WithHTTPClient
+// keeps its own TLS settings.
+func WithTLSConfig(config *tls.Config) Option {
+	return func(c *transport) { c.tlsConfig = config }
 }
 
 // WithTimeout bounds each attempt of a call; 0 leaves only the caller's
@@ -128,7 +139,8 @@ func WithRequestedBy(who string) Option {
 	return func(c *transport) { c.requestedBy = who }
 }
 
-// New returns a client for the board at baseURL, e.g. "http://127.0.0.1:8889".
+// New returns a client for the board at baseURL, e.g. "http://127.0.0.1:8889",
+// or "https://127.0.0.1:8889" with WithTLSConfig.
 func New(baseURL string, opts ...Option) *Client {
 	return &Client{transport: newTransport(baseURL, opts)}
 }
@@ -144,7 +156,7 @@ func newTransport(baseURL string, opts []Option) transport {
 		opt(&t)
 	}
 	if t.httpClient == nil {
-		t.httpClient = defaultHTTPClient()
+		t.httpClient = defaultHTTPClient(t.tlsConfig)
 	}
 	return t
 }
@@ -158,9 +170,13 @@ func (c *transport) setHeaders(req *http.Request) {
 }
 
 // defaultHTTPClient keeps more idle connections per host than Go's default
-// of two, so concurrent callers of one Client reuse their connections.
-func defaultHTTPClient() *http.Client {
+// of two, so concurrent callers of one Client reuse their connections
+// (with TLS, that saves a handshake per call too).
+func defaultHTTPClient(tlsConfig *tls.Config) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
+	if tlsConfig != nil {
+		transport.TLSClientConfig = tlsConfig
+	}
 	return &http.Client{Transport: transport}
 }
