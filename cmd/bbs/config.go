@@ -16,6 +16,7 @@ import (
 
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
 )
 
@@ -35,7 +36,8 @@ import (
 //	  "convergence_interval": "30s",
 //	  "convergence_lease_ttl": "15s",
 //	  "stale_unclaimed": "60s",
-//	  "scale_down_stabilization": "2m"
+//	  "scale_down_stabilization": "2m",
+//	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"}
 //	}
 type Config struct {
 	// ListenAddress is host:port for the API and /metrics. Required.
@@ -82,6 +84,12 @@ type Config struct {
 	// LRPs that set none ("2m"): an autoscaled count goes down only to the
 	// highest count wanted within it.
 	ScaleDownStabilization string `json:"scale_down_stabilization"`
+	// TLS, when set, makes the API listener (and /metrics) serve TLS 1.2
+	// or later and require a client certificate signed by tls.ca_cert;
+	// the certificate's identity (corkboard://role/..., corkboard://cell/...)
+	// says what the caller may do. ca_cert, cert and key are PEM file
+	// paths, all three required. Without it the board serves plain HTTP.
+	TLS *certs.Files `json:"tls"`
 }
 
 const (
@@ -241,6 +249,9 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "operation_retention", Value: c.OperationRetention},
 		configfile.Duration{Key: "scale_down_stabilization", Value: c.ScaleDownStabilization},
 	); err != nil {
+		return err
+	}
+	if err := c.TLS.Validate("tls"); err != nil {
 		return err
 	}
 	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {

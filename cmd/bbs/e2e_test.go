@@ -28,7 +28,7 @@ import (
 // is a deadline against hanging, not a speed requirement.
 const startupLimit = time.Minute
 
-var listeningURL = regexp.MustCompile(`"message":"bbs\.api-server\.listening".*"url":"(http://[^"]+)"`)
+var listeningURL = regexp.MustCompile(`"message":"bbs\.api-server\.listening".*"url":"(https?://[^"]+)"`)
 
 // runningBoard is a bbs process that logged its URL.
 type runningBoard struct {

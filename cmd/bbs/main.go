@@ -3,7 +3,9 @@
 // holds the convergence lease, until SIGTERM or SIGINT, when it drains the
 // requests in flight, hands the lease back and exits 0.
 //
-//	bbs -config FILE            run with a JSON config (see Config)
+//	bbs -config FILE            run with a JSON config (see Config); with
+//	                            its "tls" section the API is HTTPS and every
+//	                            caller needs a client certificate
 //	bbs -dev [-data-dir DIR]    no config: SQLite in DIR (./.data), plain
 //	                            HTTP on 127.0.0.1:8889 only
 //
@@ -14,6 +16,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"flag"
@@ -138,6 +141,16 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		}
 		databaseData["file"] = dsn
 	}
+	var serverTLS *tls.Config
+	if cfg.TLS != nil {
+		var err error
+		if serverTLS, err = cfg.TLS.ServerConfig(); err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		logger.Info("tls", lager.Data{"ca_cert": cfg.TLS.CACert, "cert": cfg.TLS.Cert, "client_certificates": "required"})
+	} else if !dev {
+		logger.Info("plain-http", lager.Data{"warning": "no tls in the config: plain HTTP, no client certificates, every caller may call every route"})
+	}
 	if dev {
 		logger.Info("dev-mode", lager.Data{
 			"data_dir": absolutePath(cfg.DataDir),
@@ -177,6 +190,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	server := &httpserver.Server{
 		Logger:          logger.Session("api-server"),
 		Listener:        listener,
+		TLSConfig:       serverTLS,
 		Handler:         mux,
 		ShutdownTimeout: cfg.shutdownTimeout(),
 		// Event streams last until the client goes; closing the hub ends
