@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -31,7 +34,7 @@ func InstanceURL(baseURL, instanceGuid string) string {
 	return baseURL + "/v1/instances/" + instanceGuid
 }
 
-// NewServer is the rep's HTTP API:
+// NewServer is the rep's HTTP API, for a rep without TLS:
 //
 //	GET  /v1/instances                               what the cell runs (JSON)
 //	GET  /v1/logs?instance_guid=G&lines=N            the tail of an instance's log
@@ -50,13 +53,92 @@ func InstanceURL(baseURL, instanceGuid string) string {
 // Errors are text/plain with a status: 400 for a bad request, 404 for an
 // unknown instance.
 func NewServer(logger lager.Logger, agent *Agent, executor *Executor) http.Handler {
-	s := &server{logger: logger.Session("server"), agent: agent, executor: executor}
+	s := newServer(logger, agent, executor)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/instances", s.instances)
-	mux.HandleFunc("GET /v1/logs", s.logs)
-	mux.HandleFunc("POST /v1/drain", s.drain)
-	mux.HandleFunc("POST /v1/instances/{instance_guid}/occupancy", s.occupancy)
+	s.apiRoutes(mux, nil)
+	s.instanceRoutes(mux)
 	return mux
+}
+
+// NewTLSServer is the rep's HTTP API for a rep that serves TLS and
+// requires client certificates (internal/certs.ServerConfig): the routes
+// of NewServer but the instance endpoint, each for the callers its
+// certificate's identity allows:
+//
+//	GET  /v1/instances, GET /v1/logs    the board, operators, API clients
+//	POST /v1/drain                      the board, operators
+//
+// The board may drain a cell and operators may (cork cell drain goes
+// through the board, a POST to the rep is the direct way); an API client
+// may only read. A cell's rep may call no other rep. Anyone else is
+// answered 403 Forbidden, naming who it is. Instances have no
+// certificates, so the instance endpoint is served apart, on plain HTTP
+// on loopback (NewInstanceServer).
+func NewTLSServer(logger lager.Logger, agent *Agent, executor *Executor) http.Handler {
+	s := newServer(logger, agent, executor)
+	mux := http.NewServeMux()
+	s.apiRoutes(mux, s.authorize)
+	return mux
+}
+
+// NewInstanceServer is the local instance endpoint alone,
+//
+//	POST /v1/instances/{instance_guid}/occupancy     {"occupied": bool} (204)
+//
+// for a rep whose API serves TLS: it listens on plain HTTP on loopback
+// (where the rep's instances run, and they have no certificates), and
+// serves nothing else. An instance can only say something of an instance
+// this rep runs.
+func NewInstanceServer(logger lager.Logger, agent *Agent) http.Handler {
+	s := newServer(logger, agent, nil)
+	mux := http.NewServeMux()
+	s.instanceRoutes(mux)
+	return mux
+}
+
+func newServer(logger lager.Logger, agent *Agent, executor *Executor) *server {
+	return &server{logger: logger.Session("server"), agent: agent, executor: executor}
+}
+
+// guard wraps a route's handler with who may call it; nil lets everyone.
+type guard func(allowed []string, next http.HandlerFunc) http.HandlerFunc
+
+// Who may call the rep's routes when it checks (NewTLSServer).
+var (
+	readers  = []string{certs.RoleBoard, certs.RoleOperator, certs.RoleAPIClient}
+	drainers = []string{certs.RoleBoard, certs.RoleOperator}
+)
+
+func (s *server) apiRoutes(mux *http.ServeMux, check guard) {
+	if check == nil {
+		check = func(_ []string, next http.HandlerFunc) http.HandlerFunc { return next }
+	}
+	mux.HandleFunc("GET /v1/instances", check(readers, s.instances))
+	mux.HandleFunc("GET /v1/logs", check(readers, s.logs))
+	mux.HandleFunc("POST /v1/drain", check(drainers, s.drain))
+}
+
+func (s *server) instanceRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/instances/{instance_guid}/occupancy", s.occupancy)
+}
+
+// authorize lets a request through when its verified client certificate
+// names one of the allowed roles.
+func (s *server) authorize(allowed []string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := certs.PeerIdentity(r.TLS)
+		if err != nil {
+			s.logger.Info("forbidden", lager.Data{"route": r.Method + " " + r.URL.Path, "error": err.Error()})
+			http.Error(w, fmt.Sprintf("forbidden: %s %s needs a client certificate naming one of %s: %v", r.Method, r.URL.Path, strings.Join(allowed, ", "), err), http.StatusForbidden)
+			return
+		}
+		if id.IsCell() || !slices.Contains(allowed, id.Role) {
+			s.logger.Info("forbidden", lager.Data{"route": r.Method + " " + r.URL.Path, "identity": id.String()})
+			http.Error(w, fmt.Sprintf("forbidden: %s may not %s %s on this rep; %s may", id, r.Method, r.URL.Path, strings.Join(allowed, ", ")), http.StatusForbidden)
+			return
+		}
+		next(w, r)
+	}
 }
 
 type server struct {

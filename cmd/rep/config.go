@@ -10,6 +10,7 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
 	"github.com/corkboard/corkboard/rep"
 )
@@ -38,7 +39,8 @@ import (
 //	  "stop_timeout": "10s",
 //	  "instance_log_limit_mb": 10,
 //	  "asset_cache_mb": 1024,
-//	  "log_level": "info"
+//	  "log_level": "info",
+//	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/cell-z1.crt", "key": "/etc/corkboard/cell-z1.key"}
 //	}
 type Config struct {
 	// CellID names the cell. Required.
@@ -57,8 +59,8 @@ type Config struct {
 	// picks a free port.
 	ListenAddress string `json:"listen_address"`
 	// RepURL is the rep's URL as the board and cork see it. Defaults to
-	// http:// and the listen address (its host replaced by address when it
-	// listens on all addresses).
+	// http:// (https:// with tls) and the listen address (its host
+	// replaced by address when it listens on all addresses).
 	RepURL string `json:"rep_url"`
 	// DataDir holds the instances' working directories. Required.
 	DataDir string `json:"data_dir"`
@@ -103,6 +105,14 @@ type Config struct {
 	AssetCacheMB *int32 `json:"asset_cache_mb"`
 	// LogLevel is debug, info (the default), error or fatal.
 	LogLevel string `json:"log_level"`
+	// TLS, when set, is the cell's certificate (corkboard://cell/<cell_id>)
+	// and the CA: the rep's server then serves TLS and requires client
+	// certificates of the CA (the board, operators, API clients), and its
+	// client presents the certificate to the board, whose board_url must
+	// be https. The local instance endpoint moves to a plain HTTP listener
+	// of its own on 127.0.0.1 (instances have no certificates). ca_cert,
+	// cert and key are PEM file paths, all three required.
+	TLS *certs.Files `json:"tls"`
 }
 
 // Capacity is the cell's capacity.
@@ -202,6 +212,17 @@ func (c Config) validate() error {
 	if err := validateURL("board_url", c.BoardURL); err != nil {
 		return err
 	}
+	if err := c.TLS.Validate("tls"); err != nil {
+		return err
+	}
+	// A board that serves TLS requires a client certificate, and a rep
+	// with one must not send it, or its calls, in the clear.
+	switch scheme := urlScheme(c.BoardURL); {
+	case c.TLS != nil && scheme != "https":
+		return configfile.Invalid("board_url", fmt.Sprintf("%q must be https:// when tls is set", c.BoardURL))
+	case c.TLS == nil && scheme == "https":
+		return configfile.Invalid("tls", fmt.Sprintf("required for an https board_url (%q): the board wants the cell's certificate (tls.ca_cert, tls.cert, tls.key)", c.BoardURL))
+	}
 	if c.ListenAddress == "" {
 		return configfile.Invalid("listen_address", "required, e.g. \"127.0.0.1:1800\"")
 	}
@@ -213,6 +234,9 @@ func (c Config) validate() error {
 	if c.RepURL != "" {
 		if err := validateURL("rep_url", c.RepURL); err != nil {
 			return err
+		}
+		if c.TLS != nil && urlScheme(c.RepURL) != "https" {
+			return configfile.Invalid("rep_url", fmt.Sprintf("%q must be https:// as the rep serves HTTPS with tls", c.RepURL))
 		}
 	}
 	if c.DataDir == "" {
@@ -263,6 +287,23 @@ func validateURL(key, value string) error {
 	return nil
 }
 
+// urlScheme is the scheme of a URL validateURL accepted.
+func urlScheme(value string) string {
+	u, err := url.Parse(value)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme
+}
+
+// scheme is what the rep's server speaks.
+func (c Config) scheme() string {
+	if c.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
 // parsePortRange reads "first-last".
 func parsePortRange(value string) (uint32, uint32, error) {
 	first, last, ok := strings.Cut(value, "-")
@@ -287,14 +328,14 @@ func (c Config) assetCacheBytes() int64 {
 	return int64(*c.AssetCacheMB) << 20
 }
 
-// repURL is the advertised URL: rep_url, or http:// and the address the
-// server listens on (listenAddr, the real one, for port 0), with an
-// unspecified host replaced by address.
+// repURL is the advertised URL: rep_url, or http:// (https:// with tls)
+// and the address the server listens on (listenAddr, the real one, for
+// port 0), with an unspecified host replaced by address.
 func (c Config) repURL(listenAddr string) string {
 	if c.RepURL != "" {
 		return strings.TrimRight(c.RepURL, "/")
 	}
-	return "http://" + reachable(listenAddr, c.Address)
+	return c.scheme() + "://" + reachable(listenAddr, c.Address)
 }
 
 // reachable replaces an unspecified host (0.0.0.0, ::, empty) in hostPort

@@ -8,11 +8,16 @@
 // elsewhere before it stops, within evacuation_timeout) and exits 0;
 // SIGINT stops every instance at once and exits 0. Logs are lager JSON
 // lines on stdout; the line "rep.server.listening" carries the rep's URL.
+// With tls in the config the rep's API is HTTPS (client certificates
+// required), its calls to the board present the cell's certificate, and
+// the local instance endpoint is plain HTTP on a loopback port of its own
+// ("rep.instance-server.listening" carries its URL).
 // Exit codes: 0 clean exit, 1 the rep could not start or failed, 2 bad
 // flags or a bad config.
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -34,6 +39,11 @@ import (
 // serverShutdownTimeout bounds how long the rep's server waits for
 // requests in flight once the agent is done.
 const serverShutdownTimeout = 5 * time.Second
+
+// instanceListenAddress is where a rep with TLS serves the local instance
+// endpoint: loopback, where its instances run, on a port of the system's
+// choosing (instances learn it from CORK_INSTANCE_URL).
+const instanceListenAddress = "127.0.0.1:0"
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -78,6 +88,20 @@ func newLogger(level string) lager.Logger {
 
 // serve runs the rep until a signal, or until a drain is done.
 func serve(logger lager.Logger, cfg Config) error {
+	var serverTLS *tls.Config
+	var clientOptions []client.Option
+	if cfg.TLS != nil {
+		var err error
+		if serverTLS, err = cfg.TLS.ServerConfig(); err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		clientTLS, err := cfg.TLS.ClientConfig()
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		clientOptions = append(clientOptions, client.WithTLSConfig(clientTLS))
+	}
+
 	// Listening first tells the executor where the local instance
 	// endpoint is, and the board where the rep is, even with port 0.
 	listener, err := net.Listen("tcp", cfg.ListenAddress)
@@ -87,6 +111,17 @@ func serve(logger lager.Logger, cfg Config) error {
 	defer listener.Close()
 	repURL := cfg.repURL(listener.Addr().String())
 	localURL := "http://" + reachable(listener.Addr().String(), "127.0.0.1")
+	// With TLS the instance endpoint cannot share the rep's listener:
+	// instances have no certificate to present. It gets a plain listener
+	// of its own, on loopback only, where the instances run.
+	var instanceListener net.Listener
+	if cfg.TLS != nil {
+		if instanceListener, err = net.Listen("tcp", instanceListenAddress); err != nil {
+			return fmt.Errorf("listen on %s for the instance endpoint: %w", instanceListenAddress, err)
+		}
+		defer instanceListener.Close()
+		localURL = "http://" + instanceListener.Addr().String()
+	}
 
 	portMin, portMax, _ := parsePortRange(cfg.PortRange) // validated
 	executor, err := rep.NewExecutor(rep.ExecutorConfig{
@@ -115,8 +150,8 @@ func serve(logger lager.Logger, cfg Config) error {
 	}
 	agent, err := rep.NewAgent(rep.AgentConfig{
 		Cell:                   cell,
-		Board:                  client.New(cfg.BoardURL),
-		CellClient:             client.NewCellClient(cfg.BoardURL, cfg.CellID),
+		Board:                  client.New(cfg.BoardURL, clientOptions...),
+		CellClient:             client.NewCellClient(cfg.BoardURL, cfg.CellID, clientOptions...),
 		Executor:               executor,
 		PollInterval:           configfile.MustDuration(cfg.PollInterval),
 		BulkSyncInterval:       configfile.MustDuration(cfg.BulkSyncInterval),
@@ -133,6 +168,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		"cell_id": cfg.CellID, "zone": cfg.Zone, "board_url": cfg.BoardURL, "rep_url": repURL,
 		"data_dir": cfg.DataDir, "apps_dir": cfg.AppsDir, "port_range": cfg.PortRange,
 		"instance_log_limit_mb": *cfg.InstanceLogLimitMB, "asset_cache_mb": *cfg.AssetCacheMB,
+		"tls": cfg.TLS != nil, "instance_url": localURL,
 	})
 
 	server := &httpserver.Server{
@@ -143,9 +179,21 @@ func serve(logger lager.Logger, cfg Config) error {
 		ShutdownTimeout: serverShutdownTimeout,
 	}
 	// Signals reach the agent first (ordered groups stop in reverse): it
-	// evacuates or stops its instances while the server still answers
-	// them, then the server stops.
-	members := grouper.Members{{Name: "server", Runner: server}, {Name: "agent", Runner: agent}}
+	// evacuates or stops its instances while the servers still answer
+	// them, then the servers stop.
+	members := grouper.Members{{Name: "server", Runner: server}}
+	if cfg.TLS != nil {
+		server.URL = "https://" + reachable(listener.Addr().String(), "127.0.0.1")
+		server.TLSConfig = serverTLS
+		server.Handler = rep.NewTLSServer(logger, agent, executor)
+		members = append(members, grouper.Member{Name: "instance-server", Runner: &httpserver.Server{
+			Logger:          logger.Session("instance-server"),
+			Listener:        instanceListener,
+			Handler:         rep.NewInstanceServer(logger, agent),
+			ShutdownTimeout: serverShutdownTimeout,
+		}})
+	}
+	members = append(members, grouper.Member{Name: "agent", Runner: agent})
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	err = <-process.Wait()
 	// The agent stops its instances; this catches a failed start.
