@@ -107,7 +107,7 @@ func (a *app) printLogs(ctx context.Context, guid string, index int32, lines int
 		return fmt.Errorf("%s runs on cell %s, which the board has no rep URL for", ref, lrp.GetCellId())
 	}
 	query := url.Values{"instance_guid": {lrp.GetInstanceGuid()}, "lines": {strconv.Itoa(lines)}}
-	answer := fetchLog(ctx, lrp.GetCellId(), repURL, query)
+	answer := fetchLog(ctx, a.repHTTPClient(), lrp.GetCellId(), repURL, query)
 	if answer.err != nil {
 		return fmt.Errorf("%s: %w", ref, answer.err)
 	}
@@ -131,6 +131,7 @@ func (a *app) printKeptLog(ctx context.Context, cells []*models.Cell, lrp *model
 		"lines":        {strconv.Itoa(lines)},
 	}
 	answers := make([]logAnswer, len(cells))
+	repClient := a.repHTTPClient()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, repAskers)
 	for i, cell := range cells {
@@ -141,7 +142,7 @@ func (a *app) printKeptLog(ctx context.Context, cells []*models.Cell, lrp *model
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			answers[i] = fetchLog(ctx, cell.GetCellId(), cell.GetRepUrl(), query)
+			answers[i] = fetchLog(ctx, repClient, cell.GetCellId(), cell.GetRepUrl(), query)
 		})
 	}
 	wg.Wait()
@@ -197,14 +198,14 @@ func (a *logAnswer) newerThan(other *logAnswer) bool {
 	}
 }
 
-// fetchLog asks the rep of cellID for a log; its error says which rep
-// and what went wrong.
-func fetchLog(ctx context.Context, cellID, repURL string, query url.Values) logAnswer {
+// fetchLog asks the rep of cellID for a log through httpClient; its error
+// says which rep and what went wrong.
+func fetchLog(ctx context.Context, httpClient *http.Client, cellID, repURL string, query url.Values) logAnswer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(repURL, "/")+"/v1/logs?"+query.Encode(), nil)
 	if err != nil {
 		return logAnswer{err: err}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return logAnswer{err: fmt.Errorf("asking the rep of cell %s: %w", cellID, err)}
 	}

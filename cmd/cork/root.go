@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/internal/certs"
 )
 
 const defaultBBSURL = "http://127.0.0.1:8889"
@@ -22,6 +25,10 @@ type app struct {
 	bbsURL  string
 	format  string
 	timeout time.Duration
+	// The TLS flags: PEM files of the CA and of cork's client certificate.
+	caCert, cert, key string
+	// tlsConfig is made of them before a command runs; nil without them.
+	tlsConfig *tls.Config
 
 	stdin io.Reader
 	out   *bufio.Writer
@@ -52,7 +59,12 @@ a staged phase's target (5).
 
 Tables show what people need in one line each: the update strategy as the
 board applies it (every default filled in), the reason an instance crashed or
-has no cell. JSON output has every message as stored.`,
+has no cell. JSON output has every message as stored.
+
+A board with TLS (an https --bbs-url) wants a client certificate: --ca-cert,
+--cert and --key (or BBS_CA_CERT, BBS_CERT, BBS_KEY; the flags win), e.g. the
+operator.crt of corkboard-certs. cork trusts only that CA, and uses the same
+certificate with the reps (cork logs).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -62,7 +74,10 @@ has no cell. JSON output has every message as stored.`,
 			if a.timeout < 0 {
 				return usageErrorf("--timeout must not be negative")
 			}
-			return nil
+			if cmd.Name() == "help" || cmd.HasParent() && cmd.Parent().Name() == "completion" {
+				return nil
+			}
+			return a.loadTLS()
 		},
 	}
 	bbsURL := os.Getenv("BBS_URL")
@@ -71,6 +86,9 @@ has no cell. JSON output has every message as stored.`,
 	}
 	flags := root.PersistentFlags()
 	flags.StringVar(&a.bbsURL, "bbs-url", bbsURL, "board address (env BBS_URL)")
+	flags.StringVar(&a.caCert, "ca-cert", os.Getenv("BBS_CA_CERT"), "PEM `file` of the CA the board's and the reps' certificates chain to (env BBS_CA_CERT)")
+	flags.StringVar(&a.cert, "cert", os.Getenv("BBS_CERT"), "PEM `file` of cork's client certificate, e.g. an operator's (env BBS_CERT)")
+	flags.StringVar(&a.key, "key", os.Getenv("BBS_KEY"), "PEM `file` of the key of --cert (env BBS_KEY)")
 	flags.StringVarP(&a.format, "output", "o", formatJSON, "output format: json (one object per line) or table")
 	flags.DurationVar(&a.timeout, "timeout", client.DefaultTimeout, "time limit for each request to the board")
 	root.SetIn(a.stdin)
@@ -114,7 +132,58 @@ func (a *app) runE(body func(ctx context.Context, cmd *cobra.Command, args []str
 }
 
 func (a *app) client() *client.Client {
-	return client.New(a.bbsURL, client.WithTimeout(a.timeout), client.WithRequestedBy(requestedBy()))
+	return client.New(a.bbsURL, client.WithTimeout(a.timeout), client.WithRequestedBy(requestedBy()), client.WithTLSConfig(a.tlsConfig))
+}
+
+// tlsFlag is one of the TLS flags, for messages: its name, its
+// environment variable and its value.
+type tlsFlag struct{ name, env, value string }
+
+// loadTLS makes the TLS config of the board's and the reps' clients from
+// --ca-cert, --cert and --key. An https board needs all three: the board
+// requires a client certificate, and cork trusts only the given CA. A
+// missing one, a half pair, or a file that does not load is a usage error
+// naming the flag.
+func (a *app) loadTLS() error {
+	caCert := tlsFlag{"--ca-cert", "BBS_CA_CERT", a.caCert}
+	cert := tlsFlag{"--cert", "BBS_CERT", a.cert}
+	key := tlsFlag{"--key", "BBS_KEY", a.key}
+	if strings.HasPrefix(strings.ToLower(a.bbsURL), "https://") {
+		for _, f := range []tlsFlag{caCert, cert, key} {
+			if f.value == "" {
+				return usageErrorf("%s (or %s) is needed for an https board URL (%s): the board wants cork's client certificate (--ca-cert, --cert, --key)", f.name, f.env, a.bbsURL)
+			}
+		}
+	}
+	if caCert.value == "" && cert.value == "" && key.value == "" {
+		return nil
+	}
+	for _, pair := range [][2]tlsFlag{{cert, key}, {key, cert}, {caCert, cert}, {cert, caCert}} {
+		if pair[0].value != "" && pair[1].value == "" {
+			return usageErrorf("%s (or %s) is needed with %s", pair[1].name, pair[1].env, pair[0].name)
+		}
+	}
+	pool, err := certs.LoadPool(caCert.value)
+	if err != nil {
+		return usageErrorf("--ca-cert: %v", err)
+	}
+	pair, err := certs.LoadKeyPair(cert.value, key.value)
+	if err != nil {
+		return usageErrorf("--cert and --key: %v", err)
+	}
+	a.tlsConfig = certs.ClientConfig(pair, pool)
+	return nil
+}
+
+// repHTTPClient is how cork reaches reps (cork logs): with the same
+// certificate and CA as the board, since a rep with TLS wants them too.
+func (a *app) repHTTPClient() *http.Client {
+	if a.tlsConfig == nil {
+		return http.DefaultClient
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = a.tlsConfig
+	return &http.Client{Transport: transport}
 }
 
 // exactArgs is cobra.ExactArgs with the argument names in the message.
