@@ -60,6 +60,17 @@ func codecFor(r *http.Request) (codec, error) {
 	return jsonCodec, fmt.Errorf("Content-Type: unsupported %q; use %s or %s", mediaType, models.ContentTypeProtobuf, models.ContentTypeJSON)
 }
 
+// requestCodec is the encoding to answer a request in before its body is
+// read: the one its Content-Type names (protobuf when it names none, as for
+// any API call), JSON when that is not one the API speaks.
+func requestCodec(r *http.Request) codec {
+	c, err := codecFor(r)
+	if err != nil {
+		return jsonCodec
+	}
+	return c
+}
+
 // readBody reads at most models.MaxRequestBodyBytes and decodes it into msg.
 // Every failure is an InvalidRequest about the request body.
 func readBody(w http.ResponseWriter, r *http.Request, c codec, msg proto.Message) *models.Error {
@@ -139,15 +150,19 @@ func trimProtoPrefix(s string) string {
 	return s
 }
 
-// writeMessage encodes msg in the request's encoding. Encoding a generated
-// message cannot fail short of a bug, which is answered as a plain 500.
-func writeMessage(w http.ResponseWriter, c codec, status int, msg proto.Message) {
+// writeMessage encodes msg in the request's encoding and returns the
+// status it wrote. Encoding fails only on a string that is not valid UTF-8
+// (errors are made safe before, see safeError) or a bug: that is answered
+// as a plain 500, and the error returned so that the log and the metrics
+// say what the caller got.
+func writeMessage(w http.ResponseWriter, c codec, status int, msg proto.Message) (int, error) {
 	body, err := c.marshal(msg)
 	if err != nil {
-		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
-		return
+		http.Error(w, "encode response: "+strings.ToValidUTF8(err.Error(), "\uFFFD"), http.StatusInternalServerError)
+		return http.StatusInternalServerError, err
 	}
 	w.Header().Set("Content-Type", c.contentType)
 	w.WriteHeader(status)
 	w.Write(body) //nolint:errcheck // the client went away; nothing to do
+	return status, nil
 }

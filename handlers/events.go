@@ -26,9 +26,10 @@ const LastEventIDHeader = "Last-Event-ID"
 var eventData = protojson.MarshalOptions{UseProtoNames: true}
 
 // serveEvents streams events as Server-Sent Events. The request is an
-// EventsRequest like any other body; a bad one, or a bad Last-Event-ID
-// header, is answered with an ordinary error response (its `error` in
-// field 1) and no stream. Otherwise the answer is text/event-stream:
+// EventsRequest like any other body; a bad one, one the caller may not
+// make, or a bad Last-Event-ID header, is answered with an ordinary error
+// response (its `error` in field 1) and no stream; so is a subscriber
+// beyond WithMaxEventSubscribers, with HTTP 503. Otherwise the answer is text/event-stream:
 //
 //	id: 1754321234567890
 //	event: actual_lrp_changed
@@ -44,19 +45,31 @@ var eventData = protojson.MarshalOptions{UseProtoNames: true}
 func (a *api) serveEvents(o options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, models.RouteEvents)
+		// A subscriber holds its place for as long as its stream lasts;
+		// the request that would be one too many is refused before its
+		// body is read. 503, not 200: a 200 would say a stream follows.
+		if !a.subscribers.acquire() {
+			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted())
+			return
+		}
+		defer a.subscribers.release()
+
 		req := &models.EventsRequest{}
 		cd, ok := call.decode(w, r, req, errorOnlyResponse)
 		if !ok {
 			return
 		}
+		if !call.authorize(w, cd, req, errorOnlyResponse) {
+			return
+		}
 		lastEventID, err := parseLastEventID(r.Header.Get(LastEventIDHeader))
 		if err != nil {
-			call.finish(w, cd, http.StatusOK, errorOnlyResponse(err), err)
+			call.fail(w, cd, http.StatusOK, errorOnlyResponse, err)
 			return
 		}
 		if o.hub == nil {
 			unavailable := models.NewError(models.Error_Unavailable, "events: this board streams no events")
-			call.finish(w, cd, http.StatusOK, errorOnlyResponse(unavailable), unavailable)
+			call.fail(w, cd, http.StatusOK, errorOnlyResponse, unavailable)
 			return
 		}
 
@@ -76,10 +89,6 @@ func (a *api) serveEvents(o options) http.Handler {
 		sent, ended := stream.run(r, sub, o.eventsHeartbeat)
 		call.record(http.StatusOK, nil, lager.Data{"events_sent": sent, "ended": ended, "last_event_id": lastEventID})
 	})
-}
-
-func errorOnlyResponse(err *models.Error) proto.Message {
-	return &errorOnly{Error: err}
 }
 
 func parseLastEventID(header string) (uint64, *models.Error) {

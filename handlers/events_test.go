@@ -65,7 +65,7 @@ func (b *board) postEvents(request *models.EventsRequest, lastEventID string) (*
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.client.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		cancel()

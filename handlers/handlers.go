@@ -24,11 +24,24 @@
 //     sane one, a fresh random one otherwise. It is echoed in the
 //     X-Request-Id response header and carried by every log line about the
 //     request (and by the lager logger in the request context, see lagerctx).
+//   - With TLS and client certificates, the caller is who its certificate
+//     says, and a route it may not call, or a cell acting for another cell,
+//     is answered 200 with an Unauthorized error before the store is called
+//     (see authorize.go for the policy). Without TLS every route is allowed,
+//     unless WithRequiredClientCertificates says certificates are required.
 //   - Every write to a DesiredLRP (desire, update, remove, rollback, abort,
 //     promote, pause, resume, and canceling an operation) records an
-//     operation whose requested_by is what the request says of its caller
-//     (see requestedBy), and answers the operation's id (operation_id; in
-//     the RolloutStatus for rollback and abort, which start a rollout).
+//     operation whose requested_by names the caller (its certificate's
+//     identity, else what the request says of it; see requestedBy), and
+//     answers the operation's id (operation_id; in the RolloutStatus for
+//     rollback and abort, which start a rollout).
+//   - At most WithMaxRequestsInFlight calls are served at once, and at most
+//     WithMaxEventSubscribers event streams; beyond either a request is
+//     answered at once with a ResourceExhausted error (200, or 503 on the
+//     events route, which answers 200 only with a stream).
+//   - An error's message is always valid UTF-8, whatever bytes the request
+//     held: invalid ones are replaced (see safeError), so that the answer
+//     encodes and what is logged is what was sent.
 //   - POST /v1/events is the one route that answers with a stream rather
 //     than a message: Server-Sent Events from the event hub (serveEvents).
 package handlers
@@ -36,7 +49,9 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,17 +77,24 @@ type request interface {
 // served here: the server mounts the registry's handler itself.
 //
 // Options set the cells' presence TTL, the event hub behind
-// POST /v1/events (see WithEvents) and what to tell convergence after a
-// change (see WithConvergenceTrigger); the defaults need none.
+// POST /v1/events (see WithEvents), what to tell convergence after a
+// change (see WithConvergenceTrigger), the limits on what is served at
+// once, and whether client certificates are required
+// (WithRequiredClientCertificates); the defaults need none.
 func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts ...Option) http.Handler {
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
+	m := newMetrics(registry)
 	api := &api{
-		logger:  logger.Session("api"),
-		metrics: newMetrics(registry),
+		logger:              logger.Session("api"),
+		metrics:             m,
+		requireCertificates: o.requireCertificates,
+		inFlight:            newLimit(limitRequestsInFlight, "requests (event streams aside)", o.maxRequestsInFlight, m),
+		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m),
 	}
+	routes := []string{models.RouteEvents}
 	mux := http.NewServeMux()
 	handle := func(path string, h http.Handler) {
 		mux.Handle("POST "+path, h)
@@ -82,8 +104,10 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 	}
 	for _, e := range endpoints(store, o) {
 		handle(e.path, api.serve(e))
+		routes = append(routes, e.path)
 	}
 	handle(models.RouteEvents, api.serveEvents(o))
+	checkPolicyCovers(routes)
 	mux.Handle("/", api.notFound())
 	return mux
 }
@@ -91,6 +115,12 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 type api struct {
 	logger  lager.Logger
 	metrics *metrics
+	// requireCertificates: see WithRequiredClientCertificates.
+	requireCertificates bool
+	// inFlight bounds the API calls served at once, subscribers the
+	// event streams.
+	inFlight    *limit
+	subscribers *limit
 }
 
 // endpoint binds a route to its request type, the shape of its response,
@@ -132,20 +162,31 @@ func route[Req any, PReq interface {
 	}
 }
 
-// serve runs one API call: decode, validate, call the store, encode.
+// serve runs one API call: decode, validate, authorize, call the store,
+// encode.
 func (a *api) serve(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, e.path)
+		// Before the body is read: a board at its limit does no work for
+		// the call, not even reading it.
+		if !a.inFlight.acquire() {
+			call.fail(w, requestCodec(r), http.StatusOK, e.errorResponse, a.inFlight.exhausted())
+			return
+		}
+		defer a.inFlight.release()
+
 		req := e.newRequest()
 		c, ok := call.decode(w, r, req, e.errorResponse)
 		if !ok {
 			return
 		}
+		if !call.authorize(w, c, req, e.errorResponse) {
+			return
+		}
 
 		response, err := e.call(call.context(r), req)
 		if err != nil {
-			modelErr := models.ConvertError(err)
-			call.finish(w, c, http.StatusOK, e.errorResponse(modelErr), modelErr)
+			call.fail(w, c, http.StatusOK, e.errorResponse, models.ConvertError(err))
 			return
 		}
 		call.finish(w, c, http.StatusOK, response, nil)
@@ -158,19 +199,32 @@ func (c *call) decode(w http.ResponseWriter, r *http.Request, req request, error
 	cd, err := codecFor(r)
 	if err != nil {
 		unsupported := models.NewError(models.Error_InvalidRequest, "%s", err)
-		c.finish(w, jsonCodec, http.StatusUnsupportedMediaType, errorResponse(unsupported), unsupported)
+		c.fail(w, jsonCodec, http.StatusUnsupportedMediaType, errorResponse, unsupported)
 		return cd, false
 	}
 	if decodeErr := readBody(w, r, cd, req); decodeErr != nil {
-		c.finish(w, cd, http.StatusOK, errorResponse(decodeErr), decodeErr)
+		c.fail(w, cd, http.StatusOK, errorResponse, decodeErr)
 		return cd, false
 	}
 	if err := req.Validate(); err != nil {
-		invalid := asInvalidRequest(err)
-		c.finish(w, cd, http.StatusOK, errorResponse(invalid), invalid)
+		c.fail(w, cd, http.StatusOK, errorResponse, asInvalidRequest(err))
 		return cd, false
 	}
 	return cd, true
+}
+
+// authorize applies the policy (see authorize.go) to the decoded request.
+// A refusal is answered with errorResponse, logged under "unauthorized"
+// with the caller's identity, and counted by route and role; it returns
+// false then.
+func (c *call) authorize(w http.ResponseWriter, cd codec, req request, errorResponse func(*models.Error) proto.Message) bool {
+	refused := authorize(c.who, c.route, req)
+	if refused == nil {
+		return true
+	}
+	c.api.metrics.unauthorized.WithLabelValues(c.route, string(c.who.identity.Role)).Inc()
+	c.fail(w, cd, http.StatusOK, errorResponse, refused)
+	return false
 }
 
 // asInvalidRequest keeps a validation error's message and makes sure its
@@ -188,7 +242,7 @@ func (a *api) methodNotAllowed(path string) http.Handler {
 		call := a.begin(w, r, path)
 		w.Header().Set("Allow", http.MethodPost)
 		err := models.NewError(models.Error_InvalidRequest, "method: %s is not allowed; every API call is a POST", r.Method)
-		call.finish(w, answerCodec(r), http.StatusMethodNotAllowed, &errorOnly{Error: err}, err)
+		call.fail(w, answerCodec(r), http.StatusMethodNotAllowed, errorOnlyResponse, err)
 	})
 }
 
@@ -196,7 +250,7 @@ func (a *api) notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, routeUnmatched)
 		err := models.NewError(models.Error_InvalidRequest, "path: no API route %s", r.URL.Path)
-		call.finish(w, answerCodec(r), http.StatusNotFound, &errorOnly{Error: err}, err)
+		call.fail(w, answerCodec(r), http.StatusNotFound, errorOnlyResponse, err)
 	})
 }
 
@@ -219,11 +273,18 @@ func answerCodec(r *http.Request) codec {
 // stays unset) encodes exactly {error} in both encodings.
 type errorOnly = models.PingResponse
 
-// call is one request in flight: its id, its logger and its clock.
+// errorOnlyResponse is an errorOnly carrying err.
+func errorOnlyResponse(err *models.Error) proto.Message {
+	return &errorOnly{Error: err}
+}
+
+// call is one request in flight: its id, its caller, its logger and its
+// clock.
 type call struct {
 	api     *api
 	route   string
 	id      string
+	who     caller
 	logger  lager.Logger
 	started time.Time
 }
@@ -231,21 +292,61 @@ type call struct {
 func (a *api) begin(w http.ResponseWriter, r *http.Request, route string) *call {
 	id := requestID(r)
 	w.Header().Set(RequestIDHeader, id)
+	who := identify(r, a.requireCertificates)
+	data := lager.Data{"request_id": id, "route": route, "method": r.Method}
+	if who.checked {
+		// The role and cell, not the certificate's name: see caller.name
+		// for that, in the operations writes record.
+		data["identity"] = string(who.identity.Role)
+		if who.identity.CellID != "" {
+			data["cell_id"] = who.identity.CellID
+		}
+	}
 	return &call{
 		api:     a,
 		route:   route,
 		id:      id,
-		logger:  a.logger.Session("request", lager.Data{"request_id": id, "route": route, "method": r.Method}),
+		who:     who,
+		logger:  a.logger.Session("request", data),
 		started: time.Now(),
 	}
 }
 
+// finish answers with response and records the outcome, err (nil for a
+// success) being the error response carries. An answer with an error goes
+// through fail, which makes its text safe to encode.
 func (c *call) finish(w http.ResponseWriter, cd codec, status int, response proto.Message, err *models.Error) {
-	writeMessage(w, cd, status, response)
-	c.record(status, err, nil)
+	written, encodeErr := writeMessage(w, cd, status, response)
+	if encodeErr != nil {
+		// The answer became a plain 500: record that, not what was meant.
+		err = models.NewError(models.Error_UnknownError, "encode response: %s", encodeErr)
+	}
+	c.record(written, err, nil)
+}
+
+// fail answers with errorResponse carrying err, its message made valid
+// UTF-8 first: an invalid byte would make the answer fail to encode (JSON
+// and protobuf strings are UTF-8), and the caller get a bare 500 instead
+// of the error.
+func (c *call) fail(w http.ResponseWriter, cd codec, status int, errorResponse func(*models.Error) proto.Message, err *models.Error) {
+	err = safeError(err)
+	c.finish(w, cd, status, errorResponse(err), err)
+}
+
+// safeError is err with invalid UTF-8 in its message replaced by U+FFFD.
+// Messages echo requests (a decoder quoting the byte it choked on, a path
+// with %ff in it), so every error goes through here before it is written.
+// err itself is left alone: it may be a value the store shares.
+func safeError(err *models.Error) *models.Error {
+	if err == nil || utf8.ValidString(err.GetMessage()) {
+		return err
+	}
+	return &models.Error{Type: err.GetType(), Message: strings.ToValidUTF8(err.GetMessage(), "\uFFFD")}
 }
 
 // record counts and logs the call's outcome; extra goes into the log line.
+// A refusal by the authorization policy is logged as "unauthorized", so
+// that refusals stand out from the requests served.
 func (c *call) record(status int, err *models.Error, extra lager.Data) {
 	outcome := outcomeSuccess
 	if err != nil {
@@ -262,10 +363,14 @@ func (c *call) record(status int, err *models.Error, extra lager.Data) {
 		c.logger.Error("failed", err, data)
 		return
 	}
+	message := "served"
 	if err != nil {
 		data["error"] = err.GetMessage()
+		if err.GetType() == models.Error_Unauthorized {
+			message = "unauthorized"
+		}
 	}
-	c.logger.Info("served", data)
+	c.logger.Info(message, data)
 }
 
 // serverFault says whether the board, not the caller, is to blame.

@@ -53,6 +53,9 @@ type board struct {
 	logger   *lagertest.TestLogger
 	// header is sent with every request, e.g. a requested-by name.
 	header http.Header
+	// client sends the requests: http.DefaultClient, or one holding a
+	// client certificate (see board.as).
+	client *http.Client
 }
 
 // newBoard serves the API from store.
@@ -65,10 +68,19 @@ func newBoardWith(store db.DB, wire wireCodec, opts ...handlers.Option) *board {
 		wire:     wire,
 		registry: prometheus.NewRegistry(),
 		logger:   lagertest.NewTestLogger("handlers-test"),
+		client:   http.DefaultClient,
 	}
 	b.server = httptest.NewServer(handlers.New(b.logger, store, b.registry, opts...))
 	DeferCleanup(b.server.Close)
 	return b
+}
+
+// as is the same board called through client, e.g. one holding another
+// client certificate.
+func (b *board) as(client *http.Client) *board {
+	other := *b
+	other.client = client
+	return &other
 }
 
 // postRaw sends body as is and returns the answer's status, headers and body.
@@ -87,7 +99,7 @@ func (b *board) postRaw(route, contentType string, body []byte) (*http.Response,
 
 func (b *board) do(req *http.Request) (*http.Response, []byte) {
 	GinkgoHelper()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := b.client.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -19,6 +19,13 @@ const (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// unauthorized counts refusals by route and the caller's role (never
+	// its cell id, which would make a series per cell).
+	unauthorized *prometheus.CounterVec
+	// inUse and limitRejections are about the limits (see limit): how much
+	// of each is in use, and how many requests each refused.
+	inUse           *prometheus.GaugeVec
+	limitRejections *prometheus.CounterVec
 }
 
 func newMetrics(registry prometheus.Registerer) *metrics {
@@ -33,10 +40,25 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 			// Fine below 20 ms, where the board is meant to answer.
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route"}),
+		unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corkboard_http_unauthorized_total",
+			Help: "API requests refused as Unauthorized, by route and the caller's role (cell, api-client, operator, board, none).",
+		}, []string{"route", "identity"}),
+		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "corkboard_http_limit_in_use",
+			Help: "How much of each limit is in use: requests in flight (event streams aside), event subscribers.",
+		}, []string{"limit"}),
+		limitRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corkboard_http_limit_rejections_total",
+			Help: "API requests answered ResourceExhausted because a limit was reached, by limit (requests_in_flight, event_subscribers).",
+		}, []string{"limit"}),
 	}
 	if registry != nil {
 		m.requests = register(registry, m.requests)
 		m.duration = register(registry, m.duration)
+		m.unauthorized = register(registry, m.unauthorized)
+		m.inUse = register(registry, m.inUse)
+		m.limitRejections = register(registry, m.limitRejections)
 	}
 	return m
 }

@@ -19,6 +19,14 @@ const (
 	// DefaultEventsWriteTimeout is how long one write to an event stream
 	// may take before the subscriber is cut off as too slow.
 	DefaultEventsWriteTimeout = 30 * time.Second
+	// DefaultMaxRequestsInFlight bounds the API calls (event streams
+	// aside) the board serves at once; beyond it a call is answered
+	// ResourceExhausted at once.
+	DefaultMaxRequestsInFlight = 1000
+	// DefaultMaxEventSubscribers bounds the event streams the board
+	// serves at once; beyond it POST /v1/events is answered 503 with a
+	// ResourceExhausted error.
+	DefaultMaxEventSubscribers = 1000
 )
 
 type options struct {
@@ -27,6 +35,12 @@ type options struct {
 	eventsHeartbeat    time.Duration
 	eventsWriteTimeout time.Duration
 	converge           func(processGuid string)
+
+	maxRequestsInFlight int
+	maxEventSubscribers int
+	// requireCertificates refuses a request without a verified client
+	// certificate (see WithRequiredClientCertificates).
+	requireCertificates bool
 }
 
 func defaultOptions() options {
@@ -35,6 +49,9 @@ func defaultOptions() options {
 		eventsHeartbeat:    DefaultEventsHeartbeat,
 		eventsWriteTimeout: DefaultEventsWriteTimeout,
 		converge:           func(string) {},
+
+		maxRequestsInFlight: DefaultMaxRequestsInFlight,
+		maxEventSubscribers: DefaultMaxEventSubscribers,
 	}
 }
 
@@ -93,4 +110,41 @@ func WithConvergenceTrigger(trigger func(processGuid string)) Option {
 			o.converge = trigger
 		}
 	}
+}
+
+// WithMaxRequestsInFlight sets how many API calls (event streams aside,
+// see WithMaxEventSubscribers) the board serves at once; a call beyond it
+// is answered at once, with a ResourceExhausted error. Values ≤ 0 keep the
+// default.
+func WithMaxRequestsInFlight(max int) Option {
+	return func(o *options) {
+		if max > 0 {
+			o.maxRequestsInFlight = max
+		}
+	}
+}
+
+// WithMaxEventSubscribers sets how many event streams the board serves at
+// once; one more is answered at once with HTTP 503 and a ResourceExhausted
+// error, before any stream starts. Values ≤ 0 keep the default.
+func WithMaxEventSubscribers(max int) Option {
+	return func(o *options) {
+		if max > 0 {
+			o.maxEventSubscribers = max
+		}
+	}
+}
+
+// WithRequiredClientCertificates is for a board that serves TLS with
+// required client certificates (tls.RequireAndVerifyClientCert): every
+// request must then carry a verified one, and a request without one is
+// treated as a caller without a role (it may call ping only), so that a
+// listener misconfigured to skip client certificates opens nothing.
+//
+// A request with a verified client certificate is authorized by the
+// identity it names (see authorize.go and models.IdentityFromCertificate)
+// with or without this option; without it, and without a certificate
+// (development mode, plain HTTP), every route is allowed.
+func WithRequiredClientCertificates() Option {
+	return func(o *options) { o.requireCertificates = true }
 }

@@ -42,5 +42,5 @@ func isSaneRequestID(id string) bool {
 // store can log under the same request id, and what the request says of its
 // caller, for the operations writes record (see noteOperation).
 func (c *call) context(r *http.Request) context.Context {
-	return withCaller(lagerctx.NewContext(r.Context(), c.logger), r)
+	return withCaller(lagerctx.NewContext(r.Context(), c.logger), r, c.who)
 }

@@ -15,14 +15,20 @@ import (
 // models.RequestedByHeader nor a usable User-Agent.
 const unnamedCaller = "unnamed client"
 
-// requestedBy is what a request says of its caller, as the operation a
-// write records keeps it (requested_by): the models.RequestedByHeader when
-// it is sane, else the User-Agent when that is, else unnamedCaller;
-// followed by " from " and the remote address of the connection (host:port;
-// behind a proxy, the proxy's: forwarding headers are not trusted). Nothing
-// vouches for the name, which is why the address stays beside it; once
-// client certificates say who calls, their identity takes the name's place.
-func requestedBy(r *http.Request) string {
+// requestedBy names a request's caller as the operation a write records
+// keeps it (requested_by). With a verified client certificate that is the
+// certificate's identity and subject, e.g. "operator (cert CN=alice)";
+// headers are not read then, since the certificate vouches for the caller
+// and a header would not. Without one (development mode) it is what the
+// request says of its caller: the models.RequestedByHeader when it is
+// sane, else the User-Agent when that is, else unnamedCaller. Either is
+// followed by " from " and the remote address of the connection
+// (host:port; behind a proxy, the proxy's: forwarding headers are not
+// trusted), which is all that places an unverified name.
+func requestedBy(r *http.Request, c caller) string {
+	if c.certificate != nil {
+		return c.name() + " from " + r.RemoteAddr
+	}
 	who := unnamedCaller
 	for _, said := range []string{r.Header.Get(models.RequestedByHeader), r.Header.Get("User-Agent")} {
 		if said = strings.TrimSpace(said); isSaneCallerName(said) {
@@ -50,9 +56,9 @@ func isSaneCallerName(name string) bool {
 
 type callerKey struct{}
 
-// withCaller carries requestedBy(r) in ctx for the write handlers.
-func withCaller(ctx context.Context, r *http.Request) context.Context {
-	return context.WithValue(ctx, callerKey{}, requestedBy(r))
+// withCaller carries requestedBy(r, c) in ctx for the write handlers.
+func withCaller(ctx context.Context, r *http.Request, c caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, requestedBy(r, c))
 }
 
 // noteOperation attaches a db.OperationNote naming the caller to ctx, for

@@ -30,25 +30,32 @@ const (
 	Error_ResourceConflict       Error_Type = 3
 	Error_ResourceExists         Error_Type = 4
 	Error_InvalidStateTransition Error_Type = 5
-	Error_Unauthorized           Error_Type = 6
-	Error_Deadlock               Error_Type = 7
-	Error_InvalidRecord          Error_Type = 8
-	Error_Unavailable            Error_Type = 9
+	// Unauthorized: the caller's client certificate does not allow this
+	// route, or this request (a cell acting for another cell).
+	Error_Unauthorized  Error_Type = 6
+	Error_Deadlock      Error_Type = 7
+	Error_InvalidRecord Error_Type = 8
+	Error_Unavailable   Error_Type = 9
+	// ResourceExhausted: the board is at one of its limits (requests in
+	// flight, event subscribers) and did not serve the request; retry
+	// later.
+	Error_ResourceExhausted Error_Type = 10
 )
 
 // Enum value maps for Error_Type.
 var (
 	Error_Type_name = map[int32]string{
-		0: "UnknownError",
-		1: "InvalidRequest",
-		2: "ResourceNotFound",
-		3: "ResourceConflict",
-		4: "ResourceExists",
-		5: "InvalidStateTransition",
-		6: "Unauthorized",
-		7: "Deadlock",
-		8: "InvalidRecord",
-		9: "Unavailable",
+		0:  "UnknownError",
+		1:  "InvalidRequest",
+		2:  "ResourceNotFound",
+		3:  "ResourceConflict",
+		4:  "ResourceExists",
+		5:  "InvalidStateTransition",
+		6:  "Unauthorized",
+		7:  "Deadlock",
+		8:  "InvalidRecord",
+		9:  "Unavailable",
+		10: "ResourceExhausted",
 	}
 	Error_Type_value = map[string]int32{
 		"UnknownError":           0,
@@ -61,6 +68,7 @@ var (
 		"Deadlock":               7,
 		"InvalidRecord":          8,
 		"Unavailable":            9,
+		"ResourceExhausted":      10,
 	}
 )
 
@@ -149,10 +157,10 @@ var File_error_proto protoreflect.FileDescriptor
 
 const file_error_proto_rawDesc = "" +
 	"\n" +
-	"\verror.proto\x12\x10corkboard.models\"\xa2\x02\n" +
+	"\verror.proto\x12\x10corkboard.models\"\xb9\x02\n" +
 	"\x05Error\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.corkboard.models.Error.TypeR\x04type\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xcc\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xe3\x01\n" +
 	"\x04Type\x12\x10\n" +
 	"\fUnknownError\x10\x00\x12\x12\n" +
 	"\x0eInvalidRequest\x10\x01\x12\x14\n" +
@@ -163,7 +171,9 @@ const file_error_proto_rawDesc = "" +
 	"\fUnauthorized\x10\x06\x12\f\n" +
 	"\bDeadlock\x10\a\x12\x11\n" +
 	"\rInvalidRecord\x10\b\x12\x0f\n" +
-	"\vUnavailable\x10\tB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\vUnavailable\x10\t\x12\x15\n" +
+	"\x11ResourceExhausted\x10\n" +
+	"B'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_error_proto_rawDescOnce sync.Once

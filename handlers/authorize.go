@@ -1,0 +1,266 @@
+package handlers
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// Authorization.
+//
+// With TLS and client certificates, every request's caller is who its
+// verified client certificate says (models.IdentityFromCertificate), and
+// the route policy below says what it may call. The handlers check it in
+// one place, after the request is decoded and validated and before the
+// store is called (api.serve, and serveEvents for the event stream); a
+// refusal is the route's ordinary 200 answer with an Unauthorized error
+// naming the caller and the route, and nothing is written.
+//
+// The policy, route by route:
+//
+//	ping                                       anyone (any certificate, or none)
+//	domains, desired LRPs, definitions,
+//	rollouts, operations, events               api-client, operator
+//	actual_lrps/list                           api-client, operator; a cell with its own cell_id as the filter
+//	definitions/get                            api-client, operator; any cell (a rep fetches the definitions of what it runs)
+//	cells/list                                 operator
+//	cells/drain                                operator; a cell for itself (a rep marks its cell draining when it evacuates)
+//	cells/register, cells/report,
+//	actual_lrps/claim|start|crash|fail|remove|
+//	evacuate|occupancy                         a cell, for itself only
+//
+// "For itself" means the cell id the request acts for (cell.cell_id in a
+// registration, cell_id in the others) is the certificate's. The store
+// already refuses a lifecycle call for an instance not placed on or owned
+// by the cell the request names, so a rep can touch only its own
+// instances. The board's own certificate, and one naming no role, may call
+// only ping.
+//
+// Without TLS (development mode), and on TLS that verifies no client
+// certificate, a request carries no certificate and everything is allowed,
+// as before. WithRequiredClientCertificates, which a board serving TLS
+// with client certificates sets, makes such a request a caller without a
+// role instead (ping only), so that a misconfigured listener cannot open
+// the API to anyone. Only a verified certificate counts
+// (r.TLS.VerifiedChains[0][0], which is r.TLS.PeerCertificates[0] once
+// verified): one a listener requested without verifying proves nothing.
+
+// caller is who sent a request, as far as the board can tell.
+type caller struct {
+	// checked says the policy applies: the request carries a verified
+	// client certificate, or the board requires one. In development mode
+	// it is false and every route is allowed.
+	checked bool
+	// identity is what the certificate says; models.NoIdentity without one.
+	identity models.Identity
+	// certificate is the verified client certificate; nil without one.
+	certificate *x509.Certificate
+}
+
+// identify reads the caller off the request's TLS state. Only a verified
+// certificate counts: one the listener requested but did not verify
+// (tls.RequestClientCert, tls.RequireAnyClientCert) proves nothing.
+func identify(r *http.Request, requireCertificates bool) caller {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		cert := r.TLS.VerifiedChains[0][0]
+		return caller{checked: true, identity: models.IdentityFromCertificate(cert), certificate: cert}
+	}
+	return caller{checked: requireCertificates, identity: models.NoIdentity}
+}
+
+// description names the caller in a refusal: `cell "cell-z1"`, `an
+// api-client certificate`, ...
+func (c caller) description() string {
+	switch {
+	case c.certificate == nil:
+		return "a request without a verified client certificate"
+	case c.identity.Role == models.RoleCell:
+		return c.identity.String()
+	case c.identity.Role == models.RoleNone:
+		return "a certificate naming no corkboard identity"
+	case c.identity.Role == models.RoleAPIClient || c.identity.Role == models.RoleOperator:
+		return "an " + string(c.identity.Role) + " certificate"
+	}
+	return "a " + string(c.identity.Role) + " certificate"
+}
+
+// name is the caller as an operation's requested_by names it, e.g.
+// "operator (cert CN=alice)". The subject's common name tells people
+// apart within a role; without a printable one, the serial number does.
+func (c caller) name() string {
+	if cn := strings.TrimSpace(c.certificate.Subject.CommonName); isSaneCallerName(cn) {
+		return c.identity.String() + " (cert CN=" + cn + ")"
+	}
+	if c.certificate.SerialNumber != nil {
+		return c.identity.String() + " (cert serial " + c.certificate.SerialNumber.Text(16) + ")"
+	}
+	return c.identity.String()
+}
+
+// access says who may call one route.
+type access struct {
+	// anyone may call the route, with or without a role.
+	anyone bool
+	// apiClient and operator let those roles call the route.
+	apiClient bool
+	operator  bool
+	// cell lets a cell's rep call the route: see cellRule.
+	cell cellRule
+}
+
+// cellRule is what a cell may do on a route.
+type cellRule struct {
+	// anyCell: every cell may call the route, whatever the request.
+	anyCell bool
+	// actsFor, when set, lets a cell call the route for itself only: it
+	// returns the cell the request acts for, which must be the
+	// certificate's.
+	actsFor func(request) string
+}
+
+var (
+	anyone     = access{anyone: true}
+	apiClients = access{apiClient: true, operator: true}
+	operators  = access{operator: true}
+)
+
+// andCells lets cells call the route too, as rule says, beside the roles
+// of a.
+func (a access) andCells(rule cellRule) access {
+	a.cell = rule
+	return a
+}
+
+// cellsOnly lets only cells call the route, as rule says.
+func cellsOnly(rule cellRule) access {
+	return access{cell: rule}
+}
+
+var everyCell = cellRule{anyCell: true}
+
+// ownCell is the rule "for itself", cellID being where a request of type R
+// names the cell it acts for.
+func ownCell[R request](cellID func(R) string) cellRule {
+	return cellRule{actsFor: func(req request) string {
+		typed, ok := req.(R)
+		if !ok {
+			// A table entry for the wrong request type: it names no cell,
+			// so no cell passes, and the table test says which.
+			return ""
+		}
+		return cellID(typed)
+	}}
+}
+
+// routePolicy is the policy table: every route the API serves has an
+// entry (New panics otherwise), and a route is refused to every role its
+// entry does not name.
+var routePolicy = map[string]access{
+	models.RoutePing: anyone,
+
+	models.RouteUpsertDomain: apiClients,
+	models.RouteDomains:      apiClients,
+
+	models.RouteDesireDesiredLRP:          apiClients,
+	models.RouteDesiredLRPByProcessGuid:   apiClients,
+	models.RouteDesiredLRPs:               apiClients,
+	models.RouteDesiredLRPSchedulingInfos: apiClients,
+	models.RouteUpdateDesiredLRP:          apiClients,
+	models.RouteRemoveDesiredLRP:          apiClients,
+
+	models.RouteDefinitions: apiClients,
+	models.RouteDefinition:  apiClients.andCells(everyCell),
+
+	models.RouteActualLRPs: apiClients.andCells(ownCell(func(r *models.ActualLRPsRequest) string { return r.GetCellId() })),
+
+	models.RouteRolloutStatus:  apiClients,
+	models.RouteRollback:       apiClients,
+	models.RouteAbortRollout:   apiClients,
+	models.RoutePromoteRollout: apiClients,
+	models.RoutePauseRollout:   apiClients,
+	models.RouteResumeRollout:  apiClients,
+
+	models.RouteOperations:      apiClients,
+	models.RouteOperation:       apiClients,
+	models.RouteCancelOperation: apiClients,
+
+	models.RouteEvents: apiClients,
+
+	models.RouteCells:     operators,
+	models.RouteDrainCell: operators.andCells(ownCell(func(r *models.DrainCellRequest) string { return r.GetCellId() })),
+
+	models.RouteRegisterCell:      cellsOnly(ownCell(func(r *models.RegisterCellRequest) string { return r.GetCell().GetCellId() })),
+	models.RouteClaimActualLRP:    cellsOnly(ownCell(func(r *models.ClaimActualLRPRequest) string { return r.GetCellId() })),
+	models.RouteStartActualLRP:    cellsOnly(ownCell(func(r *models.StartActualLRPRequest) string { return r.GetCellId() })),
+	models.RouteCrashActualLRP:    cellsOnly(ownCell(func(r *models.CrashActualLRPRequest) string { return r.GetCellId() })),
+	models.RouteFailActualLRP:     cellsOnly(ownCell(func(r *models.FailActualLRPRequest) string { return r.GetCellId() })),
+	models.RouteRemoveActualLRP:   cellsOnly(ownCell(func(r *models.RemoveActualLRPRequest) string { return r.GetCellId() })),
+	models.RouteEvacuateActualLRP: cellsOnly(ownCell(func(r *models.EvacuateActualLRPRequest) string { return r.GetCellId() })),
+	models.RouteBulkReport:        cellsOnly(ownCell(func(r *models.BulkReportRequest) string { return r.GetCellId() })),
+	models.RouteReportOccupancy:   cellsOnly(ownCell(func(r *models.ReportOccupancyRequest) string { return r.GetCellId() })),
+}
+
+// authorize is the policy: nil when who may make req on route, an
+// Unauthorized error saying why not otherwise. req is the decoded, valid
+// request message.
+func authorize(who caller, route string, req request) *models.Error {
+	if !who.checked {
+		return nil
+	}
+	rule, known := routePolicy[route]
+	if !known {
+		// Unreachable for the routes New serves; a route added without a
+		// policy is nobody's.
+		return models.NewError(models.Error_Unauthorized, "%s has no authorization policy", route)
+	}
+	if rule.anyone {
+		return nil
+	}
+	switch who.identity.Role {
+	case models.RoleAPIClient:
+		if rule.apiClient {
+			return nil
+		}
+	case models.RoleOperator:
+		if rule.operator {
+			return nil
+		}
+	case models.RoleCell:
+		return authorizeCell(who, route, req, rule.cell)
+	}
+	return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
+}
+
+func authorizeCell(who caller, route string, req request, rule cellRule) *models.Error {
+	switch {
+	case rule.anyCell:
+		return nil
+	case rule.actsFor == nil:
+		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
+	}
+	actsFor := rule.actsFor(req)
+	if actsFor == who.identity.CellID {
+		return nil
+	}
+	if actsFor == "" {
+		return models.NewError(models.Error_Unauthorized, "%s may call %s only for itself (cell_id %s), and the request names no cell",
+			who.description(), route, strconv.Quote(who.identity.CellID))
+	}
+	return models.NewError(models.Error_Unauthorized, "%s may not act for cell %s on %s",
+		who.description(), strconv.Quote(actsFor), route)
+}
+
+// checkPolicyCovers panics unless every route in routes has a policy: a
+// route added without one is a programming error, caught when the handler
+// is built rather than by the first caller refused.
+func checkPolicyCovers(routes []string) {
+	for _, route := range routes {
+		if _, ok := routePolicy[route]; !ok {
+			panic(fmt.Sprintf("%s: no entry in the authorization policy (handlers/authorize.go)", route))
+		}
+	}
+}

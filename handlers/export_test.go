@@ -1,0 +1,33 @@
+package handlers
+
+import (
+	"crypto/x509"
+	"math/big"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// Authorize applies the authorization policy to req on route for a caller
+// whose verified client certificate names id, for the policy's table
+// test. req must be a request message.
+func Authorize(id models.Identity, route string, req proto.Message) *models.Error {
+	who := caller{checked: true, identity: id, certificate: &x509.Certificate{SerialNumber: big.NewInt(1)}}
+	return authorize(who, route, req.(request))
+}
+
+// AuthorizeWithoutCertificate applies the policy to a request that carries
+// no verified client certificate, on a board that requires one or not.
+func AuthorizeWithoutCertificate(required bool, route string, req proto.Message) *models.Error {
+	return authorize(caller{checked: required, identity: models.NoIdentity}, route, req.(request))
+}
+
+// PolicyRoutes lists the routes the policy table has an entry for.
+func PolicyRoutes() []string {
+	routes := make([]string, 0, len(routePolicy))
+	for route := range routePolicy {
+		routes = append(routes, route)
+	}
+	return routes
+}

@@ -1,0 +1,153 @@
+package handlers_test
+
+import (
+	"io"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
+)
+
+// inUse is corkboard_http_limit_in_use{limit}.
+func (b *board) inUse(limit string) float64 {
+	GinkgoHelper()
+	for _, m := range b.metricFamily("corkboard_http_limit_in_use") {
+		if label(m, "limit") == limit {
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+// limitRejections is corkboard_http_limit_rejections_total{limit}.
+func (b *board) limitRejections(limit string) float64 {
+	GinkgoHelper()
+	for _, m := range b.metricFamily("corkboard_http_limit_rejections_total") {
+		if label(m, "limit") == limit {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// heldRequest is a request whose body the client has not finished
+// sending, so the board holds it in flight.
+type heldRequest struct {
+	body *io.PipeWriter
+	done chan *http.Response
+}
+
+// hold starts a request to route whose body stays open until release.
+func (b *board) hold(route string) *heldRequest {
+	GinkgoHelper()
+	reader, writer := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, b.server.URL+route, reader)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", models.ContentTypeJSON)
+	held := &heldRequest{body: writer, done: make(chan *http.Response, 1)}
+	go func() {
+		defer GinkgoRecover()
+		resp, err := b.client.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		held.done <- resp
+	}()
+	DeferCleanup(func() { writer.Close() })
+	return held
+}
+
+// release sends the rest of the body, `{}`, and waits for the answer.
+func (h *heldRequest) release() *http.Response {
+	GinkgoHelper()
+	_, err := h.body.Write([]byte("{}"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(h.body.Close()).To(Succeed())
+	var resp *http.Response
+	Eventually(h.done).Should(Receive(&resp))
+	return resp
+}
+
+var _ = Describe("Limits", func() {
+	Describe("on requests in flight", func() {
+		for _, wire := range wires {
+			It("answers a call beyond the limit at once with ResourceExhausted naming it, in "+wire.name, func() {
+				b := newBoardWith(stores[testdb.SQLite], wire, handlers.WithMaxRequestsInFlight(2))
+				first := b.hold(models.RoutePing)
+				second := b.hold(models.RouteDomains)
+				Eventually(func() float64 { return b.inUse("requests_in_flight") }).Should(BeEquivalentTo(2))
+
+				resp := &models.DesiredLRPResponse{}
+				b.call(models.RouteDesiredLRPByProcessGuid, &models.DesiredLRPByProcessGuidRequest{ProcessGuid: randomName("web")}, resp)
+				Expect(resp.GetError().GetType()).To(Equal(models.Error_ResourceExhausted))
+				Expect(resp.GetError().GetMessage()).To(Equal("requests_in_flight: the board serves at most 2 requests (event streams aside) at once; retry later"))
+				Expect(b.limitRejections("requests_in_flight")).To(BeEquivalentTo(1))
+				Expect(b.counter(models.RouteDesiredLRPByProcessGuid, "ResourceExhausted")).To(BeEquivalentTo(1))
+
+				By("serving calls again once one in flight is done")
+				Expect(first.release().StatusCode).To(Equal(http.StatusOK))
+				// The place is given back just after the answer went out.
+				Eventually(func() float64 { return b.inUse("requests_in_flight") }).Should(BeEquivalentTo(1))
+				b.call(models.RouteDesiredLRPByProcessGuid, &models.DesiredLRPByProcessGuidRequest{ProcessGuid: randomName("web")}, resp)
+				Expect(resp.GetError().GetType()).To(Equal(models.Error_ResourceNotFound))
+				Expect(second.release().StatusCode).To(Equal(http.StatusOK))
+				Eventually(func() float64 { return b.inUse("requests_in_flight") }).Should(BeZero())
+				Expect(b.counter(models.RoutePing, "success")).To(BeEquivalentTo(1))
+			})
+		}
+
+		It("does not count event streams, which have a limit of their own", func() {
+			b := newBoardWith(stores[testdb.SQLite], jsonWire, handlers.WithMaxRequestsInFlight(1), handlers.WithEvents(newHub()))
+			b.openEvents(&models.EventsRequest{}, "")
+			b.openEvents(&models.EventsRequest{}, "")
+			ping := &models.PingResponse{}
+			b.call(models.RoutePing, &models.PingRequest{}, ping)
+			Expect(ping.GetError()).To(BeNil())
+			Expect(b.inUse("event_subscribers")).To(BeEquivalentTo(2))
+		})
+	})
+
+	Describe("on event subscribers", func() {
+		for _, wire := range wires {
+			It("answers one subscriber too many at once with 503 and a ResourceExhausted naming the limit, in "+wire.name, func() {
+				b := newBoardWith(stores[testdb.SQLite], wire, handlers.WithMaxEventSubscribers(2), handlers.WithEvents(newHub()))
+				first := b.openEvents(&models.EventsRequest{}, "")
+				b.openEvents(&models.EventsRequest{}, "")
+
+				resp, _ := b.postEvents(&models.EventsRequest{}, "")
+				Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable))
+				Expect(resp.Header.Get("Content-Type")).To(Equal(wire.contentType))
+				body, err := io.ReadAll(resp.Body)
+				Expect(err).NotTo(HaveOccurred())
+				refusal := &models.PingResponse{}
+				Expect(wire.unmarshal(body, refusal)).To(Succeed(), "body: %q", body)
+				Expect(refusal.GetError().GetType()).To(Equal(models.Error_ResourceExhausted))
+				Expect(refusal.GetError().GetMessage()).To(Equal("event_subscribers: the board serves at most 2 event streams at once; retry later"))
+				Expect(b.limitRejections("event_subscribers")).To(BeEquivalentTo(1))
+				Expect(b.counter(models.RouteEvents, "ResourceExhausted")).To(BeEquivalentTo(1))
+				refused := logsWith(b.logger.Logs(), "request_id", resp.Header.Get(handlers.RequestIDHeader))
+				Expect(refused).To(HaveLen(1))
+				Expect(refused[0].Data).To(HaveKeyWithValue("status", BeEquivalentTo(http.StatusServiceUnavailable)))
+				Expect(refused[0].Data).To(HaveKeyWithValue("outcome", "ResourceExhausted"))
+
+				By("taking a subscriber again once one has gone")
+				first.close()
+				Eventually(func() float64 { return b.inUse("event_subscribers") }).Should(BeEquivalentTo(1))
+				b.openEvents(&models.EventsRequest{}, "")
+				Expect(b.inUse("event_subscribers")).To(BeEquivalentTo(2))
+			})
+		}
+	})
+
+	It("keeps the defaults for values that are not positive", func() {
+		b := newBoardWith(stores[testdb.SQLite], jsonWire, handlers.WithMaxRequestsInFlight(0), handlers.WithMaxEventSubscribers(-1), handlers.WithEvents(newHub()))
+		b.openEvents(&models.EventsRequest{}, "")
+		resp, _ := b.postRaw(models.RoutePing, models.ContentTypeJSON, []byte("{}"))
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		Expect(handlers.DefaultMaxRequestsInFlight).To(Equal(1000))
+		Expect(handlers.DefaultMaxEventSubscribers).To(Equal(1000))
+	})
+})
