@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run test vet check-generated generate bench clean
+.PHONY: all build run run-tls test vet check-generated generate bench clean
 
 all: build
 
@@ -17,6 +17,15 @@ run: build
 	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
 	$(GO) build -o $(BIN)/droplets ./hack/droplets
 	GO="$(GO)" hack/run.sh
+
+# run-tls: the same cluster with mutual TLS end to end: certificates in
+# .data/certs (bin/corkboard-certs, kept across runs), the board and the
+# reps on HTTPS requiring client certificates; it prints the cork
+# environment (BBS_URL, BBS_CA_CERT, BBS_CERT, BBS_KEY). See hack/run.sh.
+run-tls: build
+	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
+	$(GO) build -o $(BIN)/droplets ./hack/droplets
+	GO="$(GO)" hack/run-tls.sh
 
 test: check-generated vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...

@@ -21,9 +21,20 @@
 # about ten seconds (6 s presence TTL, a convergence pass every 2 s) rather
 # than a minute, and a drain is noticed within about two.
 #
-# Expects bin/bbs, bin/rep, bin/cork, bin/hello and bin/droplets (the
-# Makefile builds them). BBS_PORT, REP_PORT_BASE and ASSET_PORT move the
-# ports if they are taken.
+# CORKBOARD_TLS=1 (make run-tls, hack/run-tls.sh) runs the same cluster
+# with mutual TLS end to end: bin/corkboard-certs writes .data/certs (a CA,
+# board, cell-z1, cell-z2, client and operator certificates; kept across
+# runs), the board serves HTTPS and requires client certificates, the reps
+# serve HTTPS and present their cell's certificate to the board, and cork
+# uses operator.crt (the script prints the environment for it). The
+# instances' local endpoint stays plain HTTP on loopback (instances have
+# no certificates). The droplet server stays plain HTTP: it stands for a
+# blob store, not a Corkboard component, and the specs pin each droplet's
+# SHA-256.
+#
+# Expects bin/bbs, bin/rep, bin/cork, bin/hello and bin/droplets (and
+# bin/corkboard-certs with CORKBOARD_TLS=1; the Makefile builds them).
+# BBS_PORT, REP_PORT_BASE and ASSET_PORT move the ports if they are taken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,7 +43,13 @@ data="$root/.data"
 logs="$data/logs"
 bbs_port="${BBS_PORT:-8889}"
 rep_port_base="${REP_PORT_BASE:-1800}"
-board_url="http://127.0.0.1:$bbs_port"
+tls="${CORKBOARD_TLS:-}"
+certs="$data/certs"
+scheme=http
+if [ -n "$tls" ]; then
+  scheme=https
+fi
+board_url="$scheme://127.0.0.1:$bbs_port"
 asset_port="${ASSET_PORT:-8890}"
 asset_url="http://127.0.0.1:$asset_port"
 droplets="$data/droplets"
@@ -100,6 +117,15 @@ wait_for_log() {
   exit 1
 }
 
+# tls_section NAME: the "tls" config key for certs/NAME.crt, with a
+# leading comma, or nothing without TLS.
+tls_section() {
+  if [ -n "$tls" ]; then
+    printf ',\n  "tls": {"ca_cert": "%s", "cert": "%s", "key": "%s"}' \
+      "$certs/ca.crt" "$certs/$1.crt" "$certs/$1.key"
+  fi
+}
+
 # board_config: a dev board. Like bbs -dev, but with short timings; the
 # reps heartbeat every third of cell_presence_ttl.
 board_config() {
@@ -109,10 +135,20 @@ board_config() {
   "data_dir": "$data",
   "log_level": "info",
   "cell_presence_ttl": "6s",
-  "convergence_interval": "2s"
+  "convergence_interval": "2s"$(tls_section board)
 }
 JSON
 }
+
+if [ -n "$tls" ]; then
+  # Idempotent: the CA and the certificates of an earlier run are kept.
+  echo "run: certificates in $certs (bin/corkboard-certs)"
+  if ! bin/corkboard-certs -out "$certs" -cells cell-z1,cell-z2 >"$logs/certs.log" 2>&1; then
+    echo "run: writing the certificates failed:" >&2
+    cat "$logs/certs.log" >&2
+    exit 1
+  fi
+fi
 
 # hello's droplets, and the specs that name them, before anything runs: a
 # build failure stops here. Rebuilding gives the same bytes (see
@@ -150,7 +186,7 @@ rep_config() {
   "bulk_sync_interval": "5s",
   "evacuation_timeout": "2m",
   "stop_grace_period": "1s",
-  "stop_timeout": "5s"
+  "stop_timeout": "5s"$(tls_section "$id")
 }
 JSON
 }
@@ -166,15 +202,24 @@ for cell in cell-z1:z1 cell-z2:z2; do
   wait_for_log "rep-$id" 'rep\.agent\.registered' "register its cell" "$!"
 done
 
+cork_env="export BBS_URL=$board_url"
+if [ -n "$tls" ]; then
+  cork_env="export BBS_URL=$board_url BBS_CA_CERT=.data/certs/ca.crt BBS_CERT=.data/certs/operator.crt BBS_KEY=.data/certs/operator.key"
+  cat <<TLS
+Mutual TLS: the board and the reps serve HTTPS and want a client certificate
+of the CA in .data/certs (operator.crt for cork, client.crt for an API client).
+TLS
+fi
+
 cat <<HINT
 Corkboard is running:
   board    $board_url          logs: .data/logs/bbs.log  config: .data/bbs.json
-  cell-z1  http://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: .data/logs/rep-cell-z1.log
-  cell-z2  http://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: .data/logs/rep-cell-z2.log
+  cell-z1  $scheme://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: .data/logs/rep-cell-z1.log
+  cell-z2  $scheme://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: .data/logs/rep-cell-z2.log
   droplets $asset_url          dir: .data/droplets  logs: .data/logs/droplets.log (one line per download)
 
 Next, in another terminal:
-  export BBS_URL=$board_url
+  $cork_env
   bin/cork set-domain cork                  # fresh domain: removing an LRP stops its instances
   bin/cork desire .data/droplets/lrps/hello.json
                                             # 4 instances of hello v1 from its droplet
