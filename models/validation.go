@@ -7,6 +7,8 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -184,7 +186,7 @@ func validateRoutes(path string, routes *structpb.Struct) error {
 func validateStructValues(path string, s *structpb.Struct) error {
 	// Sorted, so that the first problem reported is always the same one.
 	for _, key := range slices.Sorted(maps.Keys(s.GetFields())) {
-		if err := validateJSONValue(child(path, key), s.GetFields()[key]); err != nil {
+		if err := validateJSONValue(keyed(path, key), s.GetFields()[key]); err != nil {
 			return err
 		}
 	}
@@ -213,15 +215,55 @@ func validateJSONValue(path string, v *structpb.Value) error {
 
 // child joins a field path: child("desired_lrp", "domain") is
 // "desired_lrp.domain"; a message validated on its own has an empty path.
+// A path can hold a client's map key (routes' routers are), so it is kept
+// printable: an error message never carries a control character or
+// invalid UTF-8 from a request (see printablePath).
 func child(path, field string) string {
 	if path == "" {
-		return field
+		return printablePath(field)
 	}
-	return path + "." + field
+	return printablePath(path + "." + field)
 }
 
 func indexed(path string, i int) string {
-	return fmt.Sprintf("%s[%d]", path, i)
+	return fmt.Sprintf("%s[%d]", printablePath(path), i)
+}
+
+// keyed is the path of a map entry, such as a key of routes: a plain key
+// reads as a field ("routes.http"); any other is quoted, cut short, in
+// brackets (routes["a.b"], routes["a\nb"]), so that a key holding a dot,
+// a bracket, ": " or a control character does not garble the path.
+func keyed(path, key string) string {
+	if plainKey.MatchString(key) {
+		return child(path, key)
+	}
+	return path + "[" + quoteShort(key) + "]"
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// printablePath escapes, Go-style, whatever in path is not printable
+// UTF-8 (control and format characters, invalid bytes), leaving the rest,
+// and already escaped parts, as they are.
+func printablePath(path string) string {
+	if utf8.ValidString(path) && strings.IndexFunc(path, notPrintable) < 0 {
+		return path
+	}
+	var b strings.Builder
+	for at := 0; at < len(path); {
+		r, size := utf8.DecodeRuneInString(path[at:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, path[at])
+		case notPrintable(r):
+			quoted := strconv.QuoteRune(r)
+			b.WriteString(quoted[1 : len(quoted)-1])
+		default:
+			b.WriteString(path[at : at+size])
+		}
+		at += size
+	}
+	return b.String()
 }
 
 // quoteLimit is how many bytes of a rejected value an error quotes.

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -151,6 +152,30 @@ var _ = Describe("Validation of names", func() {
 		Entry("a placement tag with symbols", desireWith(func(d *models.DesiredLRP) { d.PlacementTags = []string{"gpu=a100", "tier:1"} })),
 		Entry("no domain filter", &models.ActualLRPsRequest{}),
 		Entry("a cell id of 255 characters as a filter", &models.ActualLRPsRequest{CellId: strings.Repeat("c", 255)}),
+	)
+
+	// Map keys come from the client too: a path holding one stays
+	// printable, and a key that is not a plain word is quoted.
+	DescribeTable("paths through routes' keys",
+		func(routes map[string]*structpb.Value, want string) {
+			request := desireWith(func(d *models.DesiredLRP) { d.Routes = &structpb.Struct{Fields: routes} })
+			expectValidation(request, want)
+			Expect(utf8.ValidString(want)).To(BeTrue())
+		},
+		Entry("a plain key reads as a field", map[string]*structpb.Value{"weight": {}},
+			"desired_lrp.routes.weight: must hold a value (null, a number, a string, a bool, an object or a list)"),
+		Entry("a key with a line break and a terminal escape is quoted",
+			map[string]*structpb.Value{"a\nb\x1b[31m": {}},
+			`desired_lrp.routes["a\nb\x1b[31m"]: must hold a value (null, a number, a string, a bool, an object or a list)`),
+		Entry("a key with a dot or a colon is quoted", map[string]*structpb.Value{"a.b: c": {}},
+			`desired_lrp.routes["a.b: c"]: must hold a value (null, a number, a string, a bool, an object or a list)`),
+		Entry("a long key is cut short", map[string]*structpb.Value{strings.Repeat("k", 65): {}},
+			`desired_lrp.routes["`+strings.Repeat("k", 64)+`"...]: must hold a value (null, a number, a string, a bool, an object or a list)`),
+		Entry("a router with a control character, in a route's port", map[string]*structpb.Value{
+			"h\x00ttp": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{
+				structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"port": structpb.NewNumberValue(0)}}),
+			}}),
+		}, `desired_lrp.routes.h\x00ttp[0].port: must be a port number from 1 to 65535`),
 	)
 
 	It("exports the rule for the store", func() {
