@@ -96,7 +96,7 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 	It("lets the board and operators drain, and refuses API clients", func() {
 		code, body := callAs("client", http.MethodPost, "/v1/drain", "")
 		Expect(code).To(Equal(http.StatusForbidden))
-		Expect(body).To(ContainSubstring("corkboard://role/api-client may not POST /v1/drain on this rep"))
+		Expect(body).To(ContainSubstring("forbidden: api-client may not POST /v1/drain on this rep; board, operator may"))
 		code, _ = callAs("operator", http.MethodPost, "/v1/drain", "")
 		Expect(code).To(Equal(http.StatusAccepted))
 		code, _ = callAs("board", http.MethodPost, "/v1/drain", "")
@@ -107,7 +107,7 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 		for _, name := range []string{"cell-a", "cell-b"} {
 			code, body := callAs(name, http.MethodGet, "/v1/instances", "")
 			Expect(code).To(Equal(http.StatusForbidden), name)
-			Expect(body).To(ContainSubstring("corkboard://cell/" + name + " may not GET /v1/instances"))
+			Expect(body).To(ContainSubstring(`cell "` + name + `" may not GET /v1/instances`))
 			code, _ = callAs(name, http.MethodPost, "/v1/drain", "")
 			Expect(code).To(Equal(http.StatusForbidden), name)
 		}

@@ -69,9 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, e := range entries {
 		path := filepath.Join(*out, e.Name+".crt")
 		if e.Written {
-			fmt.Fprintf(stdout, "wrote %s (%s): %s\n", path, e.Reason, e.Identity)
+			fmt.Fprintf(stdout, "wrote %s (%s): %s\n", path, e.Reason, e.Identity.URI())
 		} else {
-			fmt.Fprintf(stdout, "kept  %s: %s\n", path, e.Identity)
+			fmt.Fprintf(stdout, "kept  %s: %s\n", path, e.Identity.URI())
 		}
 	}
 	return 0

@@ -16,40 +16,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/internal/certs"
+	"github.com/corkboard/corkboard/models"
 )
-
-var _ = Describe("identities", func() {
-	It("reads back what it writes", func() {
-		for _, id := range []certs.Identity{
-			certs.CellIdentity("cell-z1"),
-			certs.RoleIdentity(certs.RoleAPIClient),
-			certs.RoleIdentity(certs.RoleOperator),
-			certs.RoleIdentity(certs.RoleBoard),
-		} {
-			parsed, err := certs.ParseIdentity(id.String())
-			Expect(err).NotTo(HaveOccurred())
-			Expect(parsed).To(Equal(id))
-		}
-		Expect(certs.CellIdentity("cell-z1").String()).To(Equal("corkboard://cell/cell-z1"))
-		Expect(certs.RoleIdentity(certs.RoleAPIClient).String()).To(Equal("corkboard://role/api-client"))
-		Expect(certs.RoleIdentity(certs.RoleOperator).String()).To(Equal("corkboard://role/operator"))
-		Expect(certs.RoleIdentity(certs.RoleBoard).String()).To(Equal("corkboard://role/board"))
-	})
-
-	DescribeTable("refuses what is not one",
-		func(raw string) {
-			_, err := certs.ParseIdentity(raw)
-			Expect(err).To(HaveOccurred())
-		},
-		Entry("another scheme", "spiffe://cell/cell-z1"),
-		Entry("another kind", "corkboard://user/alice"),
-		Entry("no name", "corkboard://cell/"),
-		Entry("a nested path", "corkboard://cell/cell-z1/extra"),
-		Entry("a port", "corkboard://cell:80/cell-z1"),
-		Entry("a query", "corkboard://cell/cell-z1?x=1"),
-		Entry("user info", "corkboard://cell-z2@cell/cell-z1"),
-	)
-})
 
 var _ = Describe("a CA and its leaves", func() {
 	var ca *certs.CA
@@ -69,14 +37,12 @@ var _ = Describe("a CA and its leaves", func() {
 	})
 
 	It("issues a cell's certificate: its identity, a server for localhost, 127.0.0.1 and the hosts asked for, and a client, for a year", func() {
-		leaf, err := ca.Issue(certs.LeafRequest{Identity: certs.CellIdentity("cell-z1"), Server: true, Hosts: []string{"rep1.internal", "10.0.0.5"}})
+		leaf, err := ca.Issue(certs.LeafRequest{Identity: models.CellIdentity("cell-z1"), Server: true, Hosts: []string{"rep1.internal", "10.0.0.5"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(leaf.Key.Curve).To(Equal(elliptic.P256()))
 		Expect(leaf.Cert.URIs).To(HaveLen(1))
 		Expect(leaf.Cert.URIs[0].String()).To(Equal("corkboard://cell/cell-z1"))
-		id, err := certs.IdentityOf(leaf.Cert)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(id).To(Equal(certs.CellIdentity("cell-z1")))
+		Expect(models.IdentityFromCertificate(leaf.Cert)).To(Equal(models.CellIdentity("cell-z1")))
 		Expect(leaf.Cert.DNSNames).To(ConsistOf("localhost", "rep1.internal"))
 		Expect(leaf.Cert.IPAddresses).To(HaveLen(2))
 		Expect(leaf.Cert.IPAddresses[0].Equal(net.ParseIP("127.0.0.1"))).To(BeTrue())
@@ -95,12 +61,10 @@ var _ = Describe("a CA and its leaves", func() {
 	})
 
 	It("issues client-only certificates to API clients and operators", func() {
-		for _, role := range []string{certs.RoleAPIClient, certs.RoleOperator} {
-			leaf, err := ca.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(role)})
+		for _, role := range []models.Role{models.RoleAPIClient, models.RoleOperator} {
+			leaf, err := ca.Issue(certs.LeafRequest{Identity: models.RoleIdentity(role)})
 			Expect(err).NotTo(HaveOccurred())
-			id, err := certs.IdentityOf(leaf.Cert)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(id).To(Equal(certs.RoleIdentity(role)))
+			Expect(models.IdentityFromCertificate(leaf.Cert)).To(Equal(models.RoleIdentity(role)))
 			_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 			Expect(err).NotTo(HaveOccurred())
 			_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
@@ -112,7 +76,7 @@ var _ = Describe("a CA and its leaves", func() {
 	It("does not chain to another CA", func() {
 		other, err := certs.NewCA("other CA", certs.DefaultCAValidity)
 		Expect(err).NotTo(HaveOccurred())
-		leaf, err := other.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(certs.RoleOperator)})
+		leaf, err := other.Issue(certs.LeafRequest{Identity: models.RoleIdentity(models.RoleOperator)})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = leaf.Cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 		Expect(err).To(HaveOccurred())
@@ -121,29 +85,16 @@ var _ = Describe("a CA and its leaves", func() {
 	It("never issues a leaf that outlives its CA", func() {
 		short, err := certs.NewCA("short CA", 24*time.Hour)
 		Expect(err).NotTo(HaveOccurred())
-		leaf, err := short.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(certs.RoleBoard), Server: true})
+		leaf, err := short.Issue(certs.LeafRequest{Identity: models.RoleIdentity(models.RoleBoard), Server: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(leaf.Cert.NotAfter).To(Equal(short.Cert.NotAfter))
 	})
 
 	It("refuses an identity that would not read back", func() {
-		_, err := ca.Issue(certs.LeafRequest{Identity: certs.CellIdentity("a/b")})
-		Expect(err).To(HaveOccurred())
-		_, err = ca.Issue(certs.LeafRequest{Identity: certs.Identity{}})
-		Expect(err).To(HaveOccurred())
-	})
-
-	It("reads no identity from a certificate with none or with two", func() {
-		leaf, err := ca.Issue(certs.LeafRequest{Identity: certs.CellIdentity("cell-z1")})
-		Expect(err).NotTo(HaveOccurred())
-		twice := *leaf.Cert
-		twice.URIs = append(twice.URIs, certs.CellIdentity("cell-z2").URI())
-		_, err = certs.IdentityOf(&twice)
-		Expect(err).To(MatchError(ContainSubstring("names 2")))
-		none := *leaf.Cert
-		none.URIs = nil
-		_, err = certs.IdentityOf(&none)
-		Expect(err).To(MatchError(ContainSubstring("no corkboard:// URI")))
+		for _, id := range []models.Identity{models.CellIdentity("a/b"), models.RoleIdentity("admin"), models.NoIdentity, {}} {
+			_, err := ca.Issue(certs.LeafRequest{Identity: id})
+			Expect(err).To(MatchError(ContainSubstring("no certificate can carry it")), id.String())
+		}
 	})
 })
 
@@ -178,18 +129,16 @@ var _ = Describe("WriteSet", func() {
 
 		ca, err := certs.LoadCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
 		Expect(err).NotTo(HaveOccurred())
-		for name, want := range map[string]certs.Identity{
-			"board":    certs.RoleIdentity(certs.RoleBoard),
-			"cell-z1":  certs.CellIdentity("cell-z1"),
-			"cell-z2":  certs.CellIdentity("z2"),
-			"client":   certs.RoleIdentity(certs.RoleAPIClient),
-			"operator": certs.RoleIdentity(certs.RoleOperator),
+		for name, want := range map[string]models.Identity{
+			"board":    models.RoleIdentity(models.RoleBoard),
+			"cell-z1":  models.CellIdentity("cell-z1"),
+			"cell-z2":  models.CellIdentity("z2"),
+			"client":   models.RoleIdentity(models.RoleAPIClient),
+			"operator": models.RoleIdentity(models.RoleOperator),
 		} {
 			cert, err := certs.ReadCertificate(filepath.Join(dir, name+".crt"))
 			Expect(err).NotTo(HaveOccurred())
-			id, err := certs.IdentityOf(cert)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(id).To(Equal(want), name)
+			Expect(models.IdentityFromCertificate(cert)).To(Equal(want), name)
 			_, err = cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 			Expect(err).NotTo(HaveOccurred(), name)
 		}
@@ -236,7 +185,7 @@ var _ = Describe("WriteSet", func() {
 		Expect(err).NotTo(HaveOccurred())
 		other, err := certs.NewCA("other", time.Hour*24*365)
 		Expect(err).NotTo(HaveOccurred())
-		stray, err := other.Issue(certs.LeafRequest{Identity: certs.RoleIdentity(certs.RoleOperator)})
+		stray, err := other.Issue(certs.LeafRequest{Identity: models.RoleIdentity(models.RoleOperator)})
 		Expect(err).NotTo(HaveOccurred())
 		keyPEM, err := stray.KeyPEM()
 		Expect(err).NotTo(HaveOccurred())
@@ -282,14 +231,14 @@ var _ = Describe("mutual TLS with a set", func() {
 
 	// serve accepts one connection with the board's server config and
 	// reports the identity of its client, or the handshake's error.
-	serve := func() (string, chan certs.Identity, chan error) {
+	serve := func() (string, chan models.Identity, chan error) {
 		GinkgoHelper()
 		config, err := files("board").ServerConfig()
 		Expect(err).NotTo(HaveOccurred())
 		listener, err := tls.Listen("tcp", "127.0.0.1:0", config)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(listener.Close)
-		identities, failures := make(chan certs.Identity, 1), make(chan error, 1)
+		identities, failures := make(chan models.Identity, 1), make(chan error, 1)
 		go func() {
 			conn, err := listener.Accept()
 			if err != nil {
@@ -303,12 +252,7 @@ var _ = Describe("mutual TLS with a set", func() {
 				return
 			}
 			state := tlsConn.ConnectionState()
-			id, err := certs.PeerIdentity(&state)
-			if err != nil {
-				failures <- err
-				return
-			}
-			identities <- id
+			identities <- certs.PeerIdentity(&state)
 			io.WriteString(conn, "hello")
 		}()
 		return listener.Addr().String(), identities, failures
@@ -322,7 +266,7 @@ var _ = Describe("mutual TLS with a set", func() {
 		conn, err := tls.Dial("tcp", address, config)
 		Expect(err).NotTo(HaveOccurred())
 		defer conn.Close()
-		Eventually(identities).Should(Receive(Equal(certs.CellIdentity("cell-z1"))))
+		Eventually(identities).Should(Receive(Equal(models.CellIdentity("cell-z1"))))
 		Expect(conn.ConnectionState().PeerCertificates[0].URIs[0].String()).To(Equal("corkboard://role/board"))
 	})
 

@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // Lifetimes of what New and Issue make: a development CA outlives the
@@ -119,10 +121,10 @@ func (ca *CA) Pool() *x509.CertPool {
 // LeafRequest says what a leaf certificate is for.
 type LeafRequest struct {
 	// CommonName is for people reading the certificate; the identity is
-	// what peers go by.
+	// what peers go by. Defaults to the identity's URI.
 	CommonName string
-	// Identity goes into the URI SANs.
-	Identity Identity
+	// Identity goes into the URI SANs (models.Identity.URI).
+	Identity models.Identity
 	// Server makes it a server certificate too, for localhost, 127.0.0.1
 	// and Hosts. Every leaf is a client certificate.
 	Server bool
@@ -147,8 +149,10 @@ func (l *Leaf) KeyPEM() ([]byte, error) { return encodeKey(l.Key) }
 // Issue signs a new leaf certificate with a fresh ECDSA P-256 key. It
 // never outlives the CA.
 func (ca *CA) Issue(req LeafRequest) (*Leaf, error) {
-	if err := req.Identity.validate(); err != nil {
-		return nil, err
+	uri := req.Identity.URI()
+	if uri == nil {
+		return nil, fmt.Errorf("identity %s: no certificate can carry it (a cell needs a valid cell id; roles are %s, %s, %s)",
+			req.Identity, models.RoleAPIClient, models.RoleOperator, models.RoleBoard)
 	}
 	validity := req.Validity
 	if validity <= 0 {
@@ -169,7 +173,7 @@ func (ca *CA) Issue(req LeafRequest) (*Leaf, error) {
 	}
 	commonName := req.CommonName
 	if commonName == "" {
-		commonName = req.Identity.String()
+		commonName = uri.String()
 	}
 	template := &x509.Certificate{
 		SerialNumber:   serial,
@@ -178,7 +182,7 @@ func (ca *CA) Issue(req LeafRequest) (*Leaf, error) {
 		NotAfter:       notAfter,
 		KeyUsage:       x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:    []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		URIs:           []*url.URL{req.Identity.URI()},
+		URIs:           []*url.URL{uri},
 		SubjectKeyId:   keyID(&key.PublicKey),
 		AuthorityKeyId: ca.Cert.SubjectKeyId,
 	}
@@ -194,7 +198,7 @@ func (ca *CA) Issue(req LeafRequest) (*Leaf, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
-		return nil, fmt.Errorf("sign certificate for %s: %w", req.Identity, err)
+		return nil, fmt.Errorf("sign certificate for %s: %w", uri, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // File names in a set's directory.
@@ -46,14 +48,14 @@ type SetOptions struct {
 // SetEntry is one file pair WriteSet wrote or kept.
 type SetEntry struct {
 	Name     string
-	Identity Identity
+	Identity models.Identity
 	Written  bool
 	// Why it was written: "new", "renewed", "new CA", ...
 	Reason string
 }
 
 // WriteSet writes a development set of certificates into dir (made 0700
-// if missing):
+// if missing), each naming its holder as models.Identity says:
 //
 //	ca.crt, ca.key                 the CA (kept if there, unless Force)
 //	board.crt, board.key           corkboard://role/board, server and client
@@ -106,14 +108,14 @@ func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, 
 
 	type want struct {
 		name   string
-		id     Identity
+		id     models.Identity
 		server bool
 	}
-	wants := []want{{BoardName, RoleIdentity(RoleBoard), true}}
+	wants := []want{{BoardName, models.RoleIdentity(models.RoleBoard), true}}
 	named := map[string]string{}
 	for _, cell := range opts.Cells {
-		if err := CellIdentity(cell).validate(); err != nil {
-			return caWritten, nil, err
+		if err := models.ValidateCellID(cell); err != nil {
+			return caWritten, nil, fmt.Errorf("cell %q: %w", cell, err)
 		}
 		name := CellName(cell)
 		if other, ok := named[name]; ok {
@@ -123,11 +125,11 @@ func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, 
 			return caWritten, nil, fmt.Errorf("cells %q and %q would both be %s.crt", other, cell, name)
 		}
 		named[name] = cell
-		wants = append(wants, want{name, CellIdentity(cell), true})
+		wants = append(wants, want{name, models.CellIdentity(cell), true})
 	}
 	wants = append(wants,
-		want{ClientName, RoleIdentity(RoleAPIClient), false},
-		want{OperatorName, RoleIdentity(RoleOperator), false})
+		want{ClientName, models.RoleIdentity(models.RoleAPIClient), false},
+		want{OperatorName, models.RoleIdentity(models.RoleOperator), false})
 
 	for _, w := range wants {
 		certPath, keyPath := filepath.Join(dir, w.name+".crt"), filepath.Join(dir, w.name+".key")
@@ -160,7 +162,7 @@ func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, 
 
 // keepable says why the leaf at certPath must be issued again, or "" when
 // it may stay.
-func keepable(ca *CA, certPath, keyPath string, id Identity, server bool, hosts []string, renewWithin time.Duration) string {
+func keepable(ca *CA, certPath, keyPath string, id models.Identity, server bool, hosts []string, renewWithin time.Duration) string {
 	cert, err := ReadCertificate(certPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return "new"
@@ -180,7 +182,7 @@ func keepable(ca *CA, certPath, keyPath string, id Identity, server bool, hosts 
 			return "not signed by this CA for its use"
 		}
 	}
-	if have, err := IdentityOf(cert); err != nil || have != id {
+	if models.IdentityFromCertificate(cert) != id {
 		return "another identity"
 	}
 	if server {

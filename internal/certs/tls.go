@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/corkboard/corkboard/internal/configfile"
+	"github.com/corkboard/corkboard/models"
 )
 
 // Files is the "tls" section of the board's and the rep's configs: PEM
@@ -126,13 +127,12 @@ func LoadPool(path string) (*x509.CertPool, error) {
 func (f Files) caPool() (*x509.CertPool, error) { return LoadPool(f.CACert) }
 
 // PeerIdentity is the identity of the client certificate a TLS connection
-// verified; an error when there is none (plain HTTP, or no certificate).
-func PeerIdentity(state *tls.ConnectionState) (Identity, error) {
-	if state == nil {
-		return Identity{}, fmt.Errorf("no TLS connection")
+// verified (models.IdentityFromCertificate), and models.NoIdentity when
+// there is none: plain HTTP, no certificate, or one the listener did not
+// verify.
+func PeerIdentity(state *tls.ConnectionState) models.Identity {
+	if state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
+		return models.NoIdentity
 	}
-	if len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
-		return Identity{}, fmt.Errorf("no verified client certificate")
-	}
-	return IdentityOf(state.VerifiedChains[0][0])
+	return models.IdentityFromCertificate(state.VerifiedChains[0][0])
 }

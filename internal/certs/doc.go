@@ -1,0 +1,17 @@
+// Package certs makes and loads the certificates Corkboard's components
+// use for mutual TLS.
+//
+// A certificate names its holder with one URI SAN, in the forms
+// models.Identity defines and the board and the reps read:
+//
+//	corkboard://cell/<cell_id>     the rep of one cell
+//	corkboard://role/api-client    an API client (schedulers, route emitters)
+//	corkboard://role/operator      an operator (cork)
+//	corkboard://role/board         the board, when it calls reps
+//
+// Every certificate is signed by one CA, which both sides of every
+// connection trust and nothing else: the CA is the whole trust decision,
+// and the URI is the whole identity. Development certificates come from
+// cmd/corkboard-certs (WriteSet); production ones may come from any CA
+// that puts the same URIs in.
+package certs
