@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/corkboard/corkboard/internal/configfile"
+)
+
+// FuzzRepConfig loads arbitrary bytes as the rep's config file, as
+// `rep -config FILE` does (loadConfig: load, defaults, validate). It must
+// not panic; an error is printable UTF-8 and, when it is about a value,
+// names a key the config has; a config it accepts gives every duration and
+// setting the rep then reads without panicking.
+func FuzzRepConfig(f *testing.F) {
+	seeds := []string{
+		`{"cell_id": "cell-z1", "zone": "z1", "capacity": {"memory_mb": 4096, "disk_mb": 8192, "instances": 32},
+		  "placement_tags": ["ssd"], "board_url": "http://127.0.0.1:8889", "listen_address": "127.0.0.1:1800",
+		  "rep_url": "http://127.0.0.1:1800", "data_dir": "/var/lib/rep", "address": "127.0.0.1",
+		  "port_range": "61000-61099", "poll_interval": "1s", "bulk_sync_interval": "30s",
+		  "occupancy_batch_interval": "250ms", "evacuation_timeout": "10m", "stop_grace_period": "5s",
+		  "stop_timeout": "10s", "unroutable_retry_timeout": "10s", "instance_log_limit_mb": 10,
+		  "asset_cache_mb": 1024, "log_level": "info"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
+		  "listen_address": ":0", "data_dir": "d"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 0, "disk_mb": 1, "instances": 1}}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": "lots"}}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1, "gpus": 2}}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "placement_tags": ["ssd", " "]}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "ftp://b"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
+		  "listen_address": ":0", "data_dir": "d", "port_range": "61099-61000"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
+		  "listen_address": ":0", "data_dir": "d", "instance_log_limit_mb": 0}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "https://b",
+		  "listen_address": ":0", "data_dir": "d"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
+		  "listen_address": ":0", "data_dir": "d", "poll_interval": "1 second"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
+		  "listen_address": ":0", "data_dir": "d", "asset_cache_mb": 3000000000}`,
+		`{"cell_id": "cell\u0000z1"}`,
+		`{"placement_tags": "ssd"}`,
+		`null`,
+		`{`,
+		"\xff",
+	}
+	for _, seed := range seeds {
+		f.Add([]byte(seed))
+	}
+	keys := configKeys(reflect.TypeOf(Config{}), "")
+	path := filepath.Join(f.TempDir(), "rep.json")
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadConfig(path)
+		if err != nil {
+			checkConfigError(t, err, keys)
+			return
+		}
+		if err := cfg.validate(); err != nil {
+			t.Fatalf("an accepted config fails validation again: %v", err)
+		}
+		// What main reads from an accepted config.
+		if _, _, err := parsePortRange(cfg.PortRange); err != nil {
+			t.Fatalf("accepted port_range %q does not parse: %v", cfg.PortRange, err)
+		}
+		for _, d := range []string{cfg.PollInterval, cfg.BulkSyncInterval, cfg.OccupancyBatchInterval,
+			cfg.EvacuationTimeout, cfg.StopGracePeriod, cfg.StopTimeout, cfg.UnroutableRetryTimeout} {
+			_ = configfile.MustDuration(d)
+		}
+		if cfg.instanceLogLimit() < 1 || cfg.assetCacheBytes() < 1 {
+			t.Fatalf("accepted limits are not positive: %d, %d", cfg.instanceLogLimit(), cfg.assetCacheBytes())
+		}
+		_ = cfg.repURL("0.0.0.0:1800")
+		_ = newLogger(cfg.LogLevel)
+	})
+}
+
+// configKeys lists the keys a config struct has, nested ones as
+// "parent.key".
+func configKeys(typ reflect.Type, prefix string) map[string]bool {
+	keys := map[string]bool{}
+	for i := range typ.NumField() {
+		field := typ.Field(i)
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		keys[prefix+name] = true
+		inner := field.Type
+		for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Slice {
+			inner = inner.Elem()
+		}
+		if inner.Kind() == reflect.Struct {
+			for key := range configKeys(inner, prefix+name+".") {
+				keys[key] = true
+			}
+		}
+	}
+	return keys
+}
+
+// typeErrorKey is how configfile names the key of a value of the wrong
+// JSON type: "config FILE: KEY: want a TYPE, got a JSON VALUE".
+var typeErrorKey = regexp.MustCompile(`^config [^ ]+: ([^ :]+): want a `)
+
+// indexes strips list indexes from a key: "placement_tags[1]" is a
+// placement_tags key.
+var indexes = regexp.MustCompile(`\[\d+\]`)
+
+// checkConfigError holds a refused config to a printable UTF-8 message
+// that names, when it is about one key's value, a key the config has.
+func checkConfigError(t *testing.T, err error, keys map[string]bool) {
+	t.Helper()
+	message := err.Error()
+	if !utf8.ValidString(message) {
+		t.Fatalf("error message is not valid UTF-8: %q", message)
+	}
+	if i := strings.IndexFunc(message, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
+		t.Fatalf("error message holds a control character at byte %d: %q", i, message)
+	}
+	if !strings.HasPrefix(message, "config") {
+		t.Fatalf("error message does not say it is about the config: %q", message)
+	}
+	var keyErr *configfile.KeyError
+	if errors.As(err, &keyErr) {
+		if !keys[indexes.ReplaceAllString(keyErr.Key, "")] {
+			t.Fatalf("error names %q, not a key of the config: %q", keyErr.Key, message)
+		}
+		return
+	}
+	if match := typeErrorKey.FindStringSubmatch(message); match != nil {
+		if !keys[indexes.ReplaceAllString(match[1], "")] {
+			t.Fatalf("error names %q, not a key of the config: %q", match[1], message)
+		}
+	}
+}
