@@ -200,9 +200,9 @@ func (s *SQLDB) restoreDefinition(ctx context.Context, tx *sql.Tx, op *models.Op
 	if err != nil {
 		return false, err
 	}
-	def, err := decodeDefinition(blob)
+	def, err := s.decodeStoredDefinition(op.ProcessGuid, op.DefinitionId, blob)
 	if err != nil {
-		return false, errInvalidRecord("definition %q of desired_lrp %q: %v", op.DefinitionId, op.ProcessGuid, err)
+		return false, err
 	}
 	def.DefinitionId, def.CreatedAt = "", 0
 	update.Definition, update.UpdateIdentifier = def, op.DefinitionId

@@ -95,7 +95,7 @@ func applyEach[W any](ctx context.Context, s *SQLDB, what string, batch []W,
 func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w db.RolloutWrite) ([]models.Event, error) {
 	s := a.s
 	lock := s.dialect.lockForUpdate()
-	desired, err := scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, w.ProcessGuid))
+	desired, err := s.scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, w.ProcessGuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		desired, err = nil, nil
 	}

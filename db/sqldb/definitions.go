@@ -47,9 +47,5 @@ func (s *SQLDB) Definition(ctx context.Context, processGuid, definitionID string
 	if err != nil {
 		return nil, asModelError("get definition", err)
 	}
-	def, err := decodeDefinition(blob)
-	if err != nil {
-		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
-	}
-	return def, nil
+	return s.decodeStoredDefinition(processGuid, definitionID, blob)
 }

@@ -166,7 +166,7 @@ func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, inse
 		return nil, err
 	}
 	finishDesire(rec.op, stored, now)
-	values, err := operationValues(rec)
+	values, err := s.operationValues(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -261,9 +261,11 @@ func checkEncodable(def *models.LRPDefinition) error {
 // returned; one with other content is ResourceConflict.
 func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid string, def *models.LRPDefinition, routes *structpb.Struct) (int64, error) {
 	hash := models.DefinitionContentHash(def)
-	blob, err := deterministic.Marshal(def)
+	// The blob may be sealed (a fresh nonce each time), so reuse compares
+	// content hashes, never blobs.
+	blob, err := s.encodeDefinition(processGuid, def)
 	if err != nil {
-		return 0, errInvalid("definition", err.Error())
+		return 0, err
 	}
 	served, err := encodeServedRoutes(routes)
 	if err != nil {

@@ -96,9 +96,11 @@ SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instance
 // publishes nothing.
 func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error) {
 	def := stored.Definition
-	blob, err := deterministic.Marshal(def)
+	// Sealed here, before the statement: its row (the guid and the
+	// definition id) is known already.
+	blob, err := s.encodeDefinition(stored.ProcessGuid, def)
 	if err != nil {
-		return nil, errInvalid("desired_lrp.definition", err.Error())
+		return nil, err
 	}
 	epochs := make([]string, stored.Instances)
 	for i := range epochs {
@@ -109,7 +111,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		return nil, err
 	}
 	finishDesire(op, stored, stored.CreatedAt)
-	parameters, history, err := encodeOperationBlobs(op)
+	parameters, history, err := s.encodeOperationBlobs(op)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func (s *SQLDB) DesiredLRPByProcessGuid(ctx context.Context, processGuid string)
 }
 
 func (s *SQLDB) desiredLRP(ctx context.Context, q queryer, processGuid string) (*models.DesiredLRP, error) {
-	lrp, err := scanDesiredLRP(s.queryRow(ctx, q, selectDesiredLRP+" WHERE d.process_guid = ?", processGuid))
+	lrp, err := s.scanDesiredLRP(s.queryRow(ctx, q, selectDesiredLRP+" WHERE d.process_guid = ?", processGuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound("desired_lrp %q not found", processGuid)
 	}
@@ -49,7 +49,7 @@ func (s *SQLDB) desiredLRP(ctx context.Context, q queryer, processGuid string) (
 func (s *SQLDB) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRP, error) {
 	var lrps []*models.DesiredLRP
 	err := s.eachDesiredBatch(ctx, selectDesiredLRP, filter, func(rows *sql.Rows) error {
-		lrp, err := scanDesiredLRP(rows)
+		lrp, err := s.scanDesiredLRP(rows)
 		lrps = append(lrps, lrp)
 		return err
 	})
@@ -124,7 +124,7 @@ func (s *SQLDB) eachRow(ctx context.Context, q queryer, query string, args []any
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
+func (s *SQLDB) scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 	lrp := &models.DesiredLRP{ModificationTag: &models.ModificationTag{}}
 	var tags, routes string
 	var strategy sql.Null[[]byte]
@@ -153,8 +153,8 @@ func scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 		return nil, errInvalidRecord("desired_lrp %q: autoscaler: %v", lrp.ProcessGuid, err)
 	}
 	if definition != nil {
-		if lrp.Definition, err = decodeDefinition(definition); err != nil {
-			return nil, errInvalidRecord("desired_lrp %q: definition %q: %v", lrp.ProcessGuid, lrp.ActiveDefinitionId, err)
+		if lrp.Definition, err = s.decodeStoredDefinition(lrp.ProcessGuid, lrp.ActiveDefinitionId, definition); err != nil {
+			return nil, err
 		}
 	}
 	return lrp, nil

@@ -79,7 +79,7 @@ type operationRecord struct {
 	modificationIndex int64
 }
 
-func scanOperation(row rowScanner) (*operationRecord, error) {
+func (s *SQLDB) scanOperation(row rowScanner) (*operationRecord, error) {
 	op := &models.Operation{}
 	rec := &operationRecord{op: op}
 	var kind, status string
@@ -99,13 +99,8 @@ func scanOperation(row rowScanner) (*operationRecord, error) {
 		return nil, errInvalidRecord("operation %q: unknown status %q", op.Id, status)
 	}
 	op.Kind, op.Status = models.Operation_Kind(k), models.Operation_Status(st)
-	// The Any is decoded as an envelope only (a type URL and bytes): the
-	// request inside stays encoded until someone unpacks it.
-	if parameters != nil {
-		op.Parameters = &anypb.Any{}
-		if err := proto.Unmarshal(parameters, op.Parameters); err != nil {
-			return nil, errInvalidRecord("operation %q: parameters: %v", op.Id, err)
-		}
+	if op.Parameters, err = s.decodeParameters(op.Id, parameters); err != nil {
+		return nil, err
 	}
 	if len(history) > 0 {
 		var h models.OperationHistory
@@ -118,9 +113,9 @@ func scanOperation(row rowScanner) (*operationRecord, error) {
 }
 
 // operationValues are the row's values in operationColumns order.
-func operationValues(rec *operationRecord) ([]any, error) {
+func (s *SQLDB) operationValues(rec *operationRecord) ([]any, error) {
 	op := rec.op
-	parameters, history, err := encodeOperationBlobs(op)
+	parameters, history, err := s.encodeOperationBlobs(op)
 	if err != nil {
 		return nil, err
 	}
@@ -130,12 +125,10 @@ func operationValues(rec *operationRecord) ([]any, error) {
 }
 
 // encodeOperationBlobs encodes the operation's parameters (nil when it has
-// none) and history.
-func encodeOperationBlobs(op *models.Operation) (parameters, history []byte, err error) {
-	if op.Parameters != nil {
-		if parameters, err = deterministic.Marshal(op.Parameters); err != nil {
-			return nil, nil, err
-		}
+// none; sealed when encryption is configured) and history.
+func (s *SQLDB) encodeOperationBlobs(op *models.Operation) (parameters, history []byte, err error) {
+	if parameters, err = s.encodeParameters(op.Id, op.Parameters); err != nil {
+		return nil, nil, err
 	}
 	history, err = encodeHistory(op.History)
 	return parameters, history, err
@@ -149,7 +142,7 @@ func encodeHistory(events []*models.OperationEvent) ([]byte, error) {
 // concurrent writer after all is errLostRace: the transaction runs again
 // and numbers it anew.
 func (s *SQLDB) insertOperation(ctx context.Context, tx *sql.Tx, rec *operationRecord) error {
-	values, err := operationValues(rec)
+	values, err := s.operationValues(rec)
 	if err != nil {
 		return err
 	}
@@ -189,7 +182,7 @@ func (s *SQLDB) updateOperation(ctx context.Context, tx *sql.Tx, rec *operationR
 // readOperation reads one operation, nil when there is none; lock is ""
 // or the dialect's FOR UPDATE.
 func (s *SQLDB) readOperation(ctx context.Context, q queryer, id, lock string) (*operationRecord, error) {
-	rec, err := scanOperation(s.queryRow(ctx, q, "SELECT "+operationColumnList+" FROM operations o WHERE o.id = ?"+lock, id))
+	rec, err := s.scanOperation(s.queryRow(ctx, q, "SELECT "+operationColumnList+" FROM operations o WHERE o.id = ?"+lock, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -205,7 +198,7 @@ func (s *SQLDB) unfinishedOperations(ctx context.Context, q queryer, processGuid
 	var recs []*operationRecord
 	err := s.eachRow(ctx, q, "SELECT "+operationColumnList+" FROM operations o WHERE "+operationsUnended+" AND o.process_guid = ? ORDER BY o.sequence",
 		[]any{processGuid}, func(rows *sql.Rows) error {
-			rec, err := scanOperation(rows)
+			rec, err := s.scanOperation(rows)
 			recs = append(recs, rec)
 			return err
 		})
@@ -503,7 +496,7 @@ func (s *SQLDB) Operations(ctx context.Context, filter db.OperationFilter) ([]*m
 	query += fmt.Sprintf(" ORDER BY %s LIMIT %d", order, limit+1)
 	ops := make([]*models.Operation, 0, min(limit+1, 128))
 	err := s.eachRow(ctx, s.conn, query, args, func(rows *sql.Rows) error {
-		rec, err := scanOperation(rows)
+		rec, err := s.scanOperation(rows)
 		if err != nil {
 			return err
 		}

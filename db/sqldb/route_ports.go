@@ -132,9 +132,9 @@ func (s *SQLDB) definitionPorts(ctx context.Context, q queryer, processGuid, def
 	if err != nil {
 		return nil, err
 	}
-	def, err := decodeDefinition(blob)
+	def, err := s.decodeStoredDefinition(processGuid, definitionID, blob)
 	if err != nil {
-		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
+		return nil, err
 	}
 	return def.GetPorts(), nil
 }
@@ -158,9 +158,9 @@ func (s *SQLDB) applyRoutes(ctx context.Context, tx *sql.Tx, processGuid string,
 			if err := rows.Scan(&id, &defBlob); err != nil {
 				return err
 			}
-			def, err := decodeDefinition(defBlob)
+			def, err := s.decodeStoredDefinition(processGuid, id, defBlob)
 			if err != nil {
-				return errInvalidRecord("definition %q of desired_lrp %q: %v", id, processGuid, err)
+				return err
 			}
 			if models.ServesRoutePorts(def.GetPorts(), routePorts) {
 				serving = append(serving, id)

@@ -5,7 +5,9 @@
 // times are Unix nanoseconds; ActualLRP presence and state are stored by enum
 // name; placement tags are a JSON array; routes are the protojson of their
 // google.protobuf.Struct ("" when unset); update strategy, net info and run
-// definitions are protobuf bytes.
+// definitions are protobuf bytes. Run definitions and operation parameters
+// are sealed with AES-256-GCM when a keyring is configured (WithEncryption,
+// encryption.go); RotateKeys re-seals them under a new key (rotation.go).
 package sqldb
 
 import (
@@ -46,6 +48,10 @@ type SQLDB struct {
 
 	// operationIDs makes the ids of the operations this process records.
 	operationIDs operationIDs
+
+	// keys seals run definitions and operation parameters at rest; nil
+	// leaves them plain (WithEncryption, encryption.go).
+	keys *Keyring
 }
 
 var _ db.DB = (*SQLDB)(nil)

@@ -464,7 +464,7 @@ func (s *SQLDB) lockDesiredLRP(ctx context.Context, tx *sql.Tx, processGuid stri
 // readDesiredLRPOnly reads the LRP without its definition; lock is "" or
 // the dialect's FOR UPDATE. A missing LRP is ResourceNotFound.
 func (s *SQLDB) readDesiredLRPOnly(ctx context.Context, q queryer, processGuid, lock string) (*models.DesiredLRP, error) {
-	lrp, err := scanDesiredLRP(s.queryRow(ctx, q, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, processGuid))
+	lrp, err := s.scanDesiredLRP(s.queryRow(ctx, q, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, processGuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound("desired_lrp %q not found", processGuid)
 	}
