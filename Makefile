@@ -34,6 +34,17 @@ vet:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# fuzz: every fuzz target (models, handlers, cork's spec files, the board's
+# and the rep's configs) for 60s each, one at a time; fuzz-smoke: 3s each,
+# as CI runs them after the tests. A finding fails the run and is written
+# to the target's testdata/fuzz/. See hack/fuzz.sh.
+.PHONY: fuzz fuzz-smoke
+fuzz:
+	GO="$(GO)" hack/fuzz.sh 60s
+
+fuzz-smoke:
+	GO="$(GO)" hack/fuzz.sh 3s
+
 check-generated:
 	hack/check-generated.sh
 
