@@ -30,7 +30,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&opts.driver, "driver", "sqlite", "database driver: sqlite, postgres or mysql")
 	root.PersistentFlags().StringVar(&opts.dsn, "dsn", "", "database to migrate: a file path for sqlite, a driver DSN otherwise (required)")
-	root.AddCommand(statusCommand(opts), upCommand(opts), planCommand(opts), validateCommand(opts))
+	root.AddCommand(statusCommand(opts), upCommand(opts), planCommand(opts), validateCommand(opts), rotateKeysCommand(opts))
 	return root
 }
 

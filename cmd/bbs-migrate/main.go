@@ -1,6 +1,8 @@
 // Command bbs-migrate inspects and migrates a board's database: status,
-// up [--target N], plan (the SQL up would run, changing nothing) and validate
-// (non-zero exit unless the schema matches this binary).
+// up [--target N], plan (the SQL up would run, changing nothing), validate
+// (non-zero exit unless the schema matches this binary) and rotate-keys
+// --config BOARD.json (re-encrypt run definitions and operation parameters
+// under the board's active encryption key; see rotate_keys.go).
 package main
 
 import (
