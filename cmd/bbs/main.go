@@ -174,10 +174,18 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
-	mux.Handle("/", handlers.New(logger, store, registry,
+	apiOptions := []handlers.Option{
 		handlers.WithEvents(hub),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
-		handlers.WithConvergenceTrigger(runner.Trigger)))
+		handlers.WithConvergenceTrigger(runner.Trigger),
+	}
+	if serverTLS != nil {
+		// The listener verifies every client certificate; this makes the
+		// handlers refuse (but ping) any request that somehow arrives
+		// without one, rather than take it for development mode.
+		apiOptions = append(apiOptions, handlers.WithRequiredClientCertificates())
+	}
+	mux.Handle("/", handlers.New(logger, store, registry, apiOptions...))
 
 	// The listen address is taken before the convergence lease is so much
 	// as asked for: a second start of a running board, which has the same
