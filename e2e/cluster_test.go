@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,8 +45,8 @@ const (
 )
 
 var (
-	boardListening = regexp.MustCompile(`"message":"bbs\.api-server\.listening".*"url":"(http://[^"]+)"`)
-	repListening   = regexp.MustCompile(`"message":"rep\.server\.listening".*"url":"(http://[^"]+)"`)
+	boardListening = regexp.MustCompile(`"message":"bbs\.api-server\.listening".*"url":"(https?://[^"]+)"`)
+	repListening   = regexp.MustCompile(`"message":"rep\.server\.listening".*"url":"(https?://[^"]+)"`)
 )
 
 // board is a running bbs with its config, so it can be started again on
@@ -54,6 +55,10 @@ type board struct {
 	session    *gexec.Session
 	url        string
 	configPath string
+	// tlsConfig, for a board with tls, is what client() calls it with;
+	// corkEnv is what cork gets beside BBS_URL (BBS_CA_CERT, ...).
+	tlsConfig *tls.Config
+	corkEnv   []string
 }
 
 // startBoard runs a board on a fresh SQLite file, on a fixed free port
@@ -95,7 +100,7 @@ func (b *board) start() {
 }
 
 func (b *board) client() *client.Client {
-	return client.New(b.url)
+	return client.New(b.url, client.WithTLSConfig(b.tlsConfig))
 }
 
 // cork runs the cork binary against the board and returns its stdout; it
@@ -110,7 +115,7 @@ func (b *board) cork(args ...string) string {
 func (b *board) corkResult(args ...string) (string, string, int) {
 	GinkgoHelper()
 	cmd := exec.Command(corkPath, args...)
-	cmd.Env = append(os.Environ(), "BBS_URL="+b.url)
+	cmd.Env = append(append(os.Environ(), "BBS_URL="+b.url), b.corkEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -142,6 +147,8 @@ type runningRep struct {
 	configPath string
 	session    *gexec.Session
 	url        string
+	// httpClient, for a rep with tls, is how instances() asks it.
+	httpClient *http.Client
 }
 
 // startRep runs a rep for cellID in zone against the board, with its own
@@ -201,7 +208,11 @@ func launchRep(cellID, configPath string) *runningRep {
 // instances is the rep's GET /v1/instances: what it runs, with pids.
 func (r *runningRep) instances() []rep.InstanceInfo {
 	GinkgoHelper()
-	resp, err := http.Get(r.url + "/v1/instances")
+	httpClient := http.DefaultClient
+	if r.httpClient != nil {
+		httpClient = r.httpClient
+	}
+	resp, err := httpClient.Get(r.url + "/v1/instances")
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	Expect(resp.StatusCode).To(Equal(http.StatusOK))
