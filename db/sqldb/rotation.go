@@ -95,8 +95,8 @@ var rotatedTables = []rotatedTable{
 // primary key order after the last batch's last key (keyset pagination,
 // so each batch is one index range and a pass interrupted anywhere can be
 // started again from the top at little cost: what is done is only read
-// again), and rewrites each row that needs it compare-and-set on the blob
-// it read. A row changed or deleted in between is left alone and counted
+// again), and rewrites the rows that need it (in one statement on
+// Postgres and MySQL), compare-and-set on the blob each had when read. A row changed or deleted in between is left alone and counted
 // Skipped.
 //
 // The contract is "repeat until nothing is left": a pass does not see rows
@@ -228,28 +228,40 @@ func (s *SQLDB) rotateBatch(ctx context.Context, table rotatedTable, after, upTo
 				return err
 			}
 		}
-		update := rotationUpdate(table)
-		for _, r := range rewrites {
-			args := make([]any, 0, len(r.key)+2)
-			args = append(args, r.next)
-			for _, k := range r.key {
-				args = append(args, k)
-			}
-			args = append(args, r.old)
-			res, err := s.exec(ctx, tx, update, args...)
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if n == 1 {
-				counts.Reencrypted++
-			} else {
-				counts.Skipped++
-			}
+		if len(rewrites) == 0 {
+			return nil
 		}
+		if s.dialect == SQLite {
+			// In-process round trips cost nothing, and one statement for
+			// the batch would be slower, and deeper than SQLite's
+			// expression limit (1000) for large batches.
+			for _, r := range rewrites {
+				update, updateArgs := rotationUpdate(s.dialect, table, [][]string{r.key}, [][]byte{r.old}, [][]byte{r.next})
+				n, err := s.execCount(ctx, tx, update, updateArgs)
+				if err != nil {
+					return err
+				}
+				counts.Reencrypted += n
+				counts.Skipped += 1 - n
+			}
+			return nil
+		}
+		keys := make([][]string, len(rewrites))
+		olds := make([][]byte, len(rewrites))
+		nexts := make([][]byte, len(rewrites))
+		for i, r := range rewrites {
+			keys[i], olds[i], nexts[i] = r.key, r.old, r.next
+		}
+		update, updateArgs := rotationUpdate(s.dialect, table, keys, olds, nexts)
+		n, err := s.execCount(ctx, tx, update, updateArgs)
+		if err != nil {
+			return err
+		}
+		// Every row a condition matches gets a new blob (a new nonce), so
+		// the count is of rewritten rows on every dialect, MySQL's
+		// changed-rows count included.
+		counts.Reencrypted = n
+		counts.Skipped = int64(len(rewrites)) - n
 		return nil
 	})
 	return counts, last, err
@@ -288,13 +300,51 @@ func rotationQuery(table rotatedTable, after, upTo []string, batchSize int) (str
 	return b.String(), args
 }
 
-// rotationUpdate rewrites one row's blob, compare-and-set on the blob the
-// batch read.
-func rotationUpdate(table rotatedTable) string {
-	conds := make([]string, 0, len(table.key)+1)
-	for _, k := range table.key {
-		conds = append(conds, k+" = ?")
+// execCount runs a statement and returns how many rows it changed.
+func (s *SQLDB) execCount(ctx context.Context, tx *sql.Tx, query string, args []any) (int64, error) {
+	res, err := s.exec(ctx, tx, query, args...)
+	if err != nil {
+		return 0, err
 	}
-	conds = append(conds, table.column+" = ?")
-	return "UPDATE " + table.name + " SET " + table.column + " = ? WHERE " + strings.Join(conds, " AND ")
+	return res.RowsAffected()
+}
+
+// rotationUpdate rewrites the blobs of a batch's rows in one statement, so
+// that a batch costs one round trip rather than one per row: each row gets
+// its new blob, compare-and-set on the blob the batch read.
+//
+//	UPDATE t SET col = CASE WHEN k = ? THEN ? … END
+//	WHERE (k = ? AND col = ?) OR …
+//
+// The new blobs are cast to the column's type, which Postgres cannot infer
+// for a CASE of parameters.
+func rotationUpdate(d dialect, table rotatedTable, keys [][]string, olds, nexts [][]byte) (string, []any) {
+	blobType := map[dialect]string{Postgres: "BYTEA", MySQL: "BINARY", SQLite: "BLOB"}[d]
+	matchKey := make([]string, len(table.key))
+	for i, k := range table.key {
+		matchKey[i] = k + " = ?"
+	}
+	keyCondition := strings.Join(matchKey, " AND ")
+	var b strings.Builder
+	args := make([]any, 0, len(keys)*(2*len(table.key)+2))
+	b.WriteString("UPDATE " + table.name + " SET " + table.column + " = CASE")
+	for i, key := range keys {
+		b.WriteString(" WHEN " + keyCondition + " THEN CAST(? AS " + blobType + ")")
+		for _, part := range key {
+			args = append(args, part)
+		}
+		args = append(args, nexts[i])
+	}
+	b.WriteString(" END WHERE ")
+	for i, key := range keys {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(" + keyCondition + " AND " + table.column + " = ?)")
+		for _, part := range key {
+			args = append(args, part)
+		}
+		args = append(args, olds[i])
+	}
+	return b.String(), args
 }
