@@ -23,7 +23,11 @@ import (
 // before encryption was configured, or by a development board) through
 // unchanged. Without a keyring both columns are plain protobuf, as they
 // always were. Nothing else is encrypted: convergence and placement read
-// plain columns only, and never a blob (DESIGN §3).
+// plain columns only, and never a blob (DESIGN §3). Note that
+// run_infos.content_hash, and a definition id the board generates
+// (models.GenerateDefinitionID), are unkeyed SHA-256 hashes of the
+// plaintext: someone with a dump who knows all of a definition but a
+// secret can test guesses of the secret against them.
 //
 // # Envelope format (version 1)
 //
@@ -51,7 +55,7 @@ import (
 // or another column, or given another label, fails to open rather than
 // decrypting into a wrong row's content:
 //
-//	bytes 0 to 3+L of the envelope (marker, version, label length, label),
+//	the envelope's first 3+L bytes (marker, version, label length, label),
 //	then, each as a uvarint length followed by its bytes: the table name,
 //	then the row's key: process_guid and definition_id for run_infos,
 //	id for operations.

@@ -90,14 +90,14 @@ var rotatedTables = []rotatedTable{
 // InvalidRecord error naming the row and the label.
 //
 // A pass covers the rows each table had when the pass reached it. It is
-// safe while boards serve traffic on the same database. Each batch
-// of rows is its own short transaction: it reads the next BatchSize rows in
+// safe while boards serve traffic on the same database. Each batch of
+// rows is its own short transaction: it reads the next BatchSize rows in
 // primary key order after the last batch's last key (keyset pagination,
 // so each batch is one index range and a pass interrupted anywhere can be
 // started again from the top at little cost: what is done is only read
 // again), and rewrites the rows that need it (in one statement on
-// Postgres and MySQL), compare-and-set on the blob each had when read. A row changed or deleted in between is left alone and counted
-// Skipped.
+// Postgres and MySQL), compare-and-set on the blob each had when read. A
+// row changed or deleted in between is left alone and counted Skipped.
 //
 // The contract is "repeat until nothing is left": a pass does not see rows
 // written behind its cursor by a board still sealing under an old key, and
