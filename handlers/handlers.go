@@ -49,9 +49,7 @@ package handlers
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -333,15 +331,19 @@ func (c *call) fail(w http.ResponseWriter, cd codec, status int, errorResponse f
 	c.finish(w, cd, status, errorResponse(err), err)
 }
 
-// safeError is err with invalid UTF-8 in its message replaced by U+FFFD.
-// Messages echo requests (a decoder quoting the byte it choked on, a path
+// safeError is err with its message made printable (models.PrintableText:
+// invalid UTF-8 and control characters escaped). Messages echo requests (a decoder quoting the byte it choked on, a path
 // with %ff in it), so every error goes through here before it is written.
 // err itself is left alone: it may be a value the store shares.
 func safeError(err *models.Error) *models.Error {
-	if err == nil || utf8.ValidString(err.GetMessage()) {
+	if err == nil {
 		return err
 	}
-	return &models.Error{Type: err.GetType(), Message: strings.ToValidUTF8(err.GetMessage(), "\uFFFD")}
+	printable := models.PrintableText(err.GetMessage())
+	if printable == err.GetMessage() {
+		return err
+	}
+	return &models.Error{Type: err.GetType(), Message: printable}
 }
 
 // record counts and logs the call's outcome; extra goes into the log line.

@@ -54,11 +54,11 @@ var _ = Describe("Invalid UTF-8 in a request", func() {
 		}
 	}
 
-	It("replaces the invalid byte where the message quotes it", func() {
+	It("escapes the invalid byte where the message quotes it", func() {
 		b := newBoard(stores[testdb.SQLite], jsonWire)
 		answer := &models.DesiredLRPResponse{}
 		b.postDecode(models.RouteDesiredLRPByProcessGuid, models.ContentTypeJSON, []byte("{\"process_guid\": \xff}"), answer)
-		Expect(answer.GetError().GetMessage()).To(ContainSubstring("invalid value \uFFFD"))
+		Expect(answer.GetError().GetMessage()).To(ContainSubstring(`invalid value \xff`))
 	})
 
 	It("is a 404 with a valid UTF-8 error in a path", func() {
@@ -68,10 +68,21 @@ var _ = Describe("Invalid UTF-8 in a request", func() {
 		answer := &models.DesiredLRPResponse{}
 		Expect(jsonWire.unmarshal(raw, answer)).To(Succeed(), "body: %q", raw)
 		Expect(answer.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
-		Expect(answer.GetError().GetMessage()).To(Equal("path: no API route /v1/desired_lrps/\uFFFD"))
+		Expect(answer.GetError().GetMessage()).To(Equal(`path: no API route /v1/desired_lrps/\xff`))
 		logs := logsWith(b.logger.Logs(), "request_id", resp.Header.Get(handlers.RequestIDHeader))
 		Expect(logs).To(HaveLen(1))
 		Expect(logs[0].Data).To(HaveKeyWithValue("status", BeEquivalentTo(http.StatusNotFound)))
 		Expect(b.counter("unmatched", "InvalidRequest")).To(BeEquivalentTo(1))
+	})
+})
+
+var _ = Describe("Control characters in a request", func() {
+	It("are escaped where the message quotes them, so an error never carries a terminal escape", func() {
+		b := newBoard(stores[testdb.SQLite], jsonWire)
+		answer := &models.DesiredLRPResponse{}
+		b.postDecode(models.RouteDesiredLRPByProcessGuid, models.ContentTypeJSON, []byte("{\x01}"), answer)
+		Expect(answer.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+		Expect(answer.GetError().GetMessage()).To(ContainSubstring(`\u0001`))
+		Expect(answer.GetError().GetMessage()).NotTo(ContainSubstring("\x01"))
 	})
 })

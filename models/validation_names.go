@@ -73,3 +73,28 @@ func position(value string, at int, bad string) string {
 	}
 	return fmt.Sprintf(" (%q at byte %d)", bad, at)
 }
+
+// PrintableText is text made safe to show a person in one line: every
+// byte that is not valid UTF-8 becomes \xNN and every rune that is not
+// printable (control and format characters, and spaces other than the
+// ASCII one) becomes \uNNNN; the rest stays as it is. Error messages pass
+// through it, since decoders echo the bytes they refuse.
+func PrintableText(text string) string {
+	if utf8.ValidString(text) && strings.IndexFunc(text, notPrintable) < 0 {
+		return text
+	}
+	var b strings.Builder
+	for at := 0; at < len(text); {
+		r, size := utf8.DecodeRuneInString(text[at:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, text[at])
+		case notPrintable(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(text[at : at+size])
+		}
+		at += size
+	}
+	return b.String()
+}

@@ -190,3 +190,12 @@ var _ = Describe("Validation of names", func() {
 func describeRequest(request validator) string {
 	return string(proto.MessageName(request).Name())
 }
+
+var _ = DescribeTable("PrintableText",
+	func(in, want string) { Expect(models.PrintableText(in)).To(Equal(want)) },
+	Entry("plain text as it is", `request body: unknown field "x"`, `request body: unknown field "x"`),
+	Entry("an invalid byte", "invalid value \xff", `invalid value \xff`),
+	Entry("a control character", "unexpected token \"\x1b[31m\"", `unexpected token "\u001b[31m"`),
+	Entry("a no-break space", "a\u00a0b", `a\u00a0b`),
+	Entry("other scripts stay", "héllo ☃", "héllo ☃"),
+)

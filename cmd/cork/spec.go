@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // specError is a spec file that cannot be used; it names the file.
@@ -57,7 +59,9 @@ var protoPosition = regexp.MustCompile(`^\(line (\d+:\d+)\): `)
 // messages with (followed by a space or, at random, a no-break space) and
 // writes the position as "line 3:5: ".
 func withoutProtoPrefix(msg string) string {
-	msg = strings.TrimLeft(strings.TrimPrefix(msg, "proto:"), " \u00a0")
+	// The decoder echoes the bytes it refuses: a spec must not put raw
+	// bytes or terminal escapes on a person's screen.
+	msg = models.PrintableText(strings.TrimLeft(strings.TrimPrefix(msg, "proto:"), " \u00a0"))
 	return protoPosition.ReplaceAllString(msg, "line $1: ")
 }
 

@@ -125,7 +125,7 @@ func checkMessage(t *testing.T, message string) {
 
 // decodeErrorsArePrintable turns on the check of readSpec's decode errors
 // once spec.go makes them printable (see checkSpec).
-const decodeErrorsArePrintable = false
+const decodeErrorsArePrintable = true
 
 func text(err error) string {
 	if err == nil {
