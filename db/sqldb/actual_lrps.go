@@ -13,6 +13,27 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
+// checkFilterNames refuses a filter no stored name could match alike on
+// every dialect (see checkName).
+func checkFilterNames(filter db.ActualLRPFilter) error {
+	for _, f := range []struct {
+		field, value string
+		max          int
+	}{
+		{"domain", filter.Domain, maxDomain},
+		{"cell_id", filter.CellID, maxCellID},
+		{"process_guid", filter.ProcessGuid, maxProcessGuid},
+	} {
+		if f.value == "" {
+			continue
+		}
+		if err := checkName(f.field, f.value, f.max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // allocChunk is how many ActualLRPs (and their tags) are allocated at once:
 // listing 100,000 rows makes a few hundred allocations instead of 200,000.
 const allocChunk = 512
@@ -20,6 +41,9 @@ const allocChunk = 512
 // ActualLRPs lists the matching instances ordered by process guid, index
 // and presence. It reads plain columns; only net_info is decoded.
 func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*models.ActualLRP, error) {
+	if err := checkFilterNames(filter); err != nil {
+		return nil, err
+	}
 	var where []string
 	var args []any
 	if filter.Domain != "" {

@@ -139,8 +139,17 @@ func checkCell(cell *models.Cell, ttl time.Duration) error {
 	case ttl <= 0:
 		return errInvalid("ttl", "must be positive")
 	}
-	return checkWidth("cell.cell_id", cell.CellId, maxCellID)
+	if err := checkName("cell.cell_id", cell.CellId, maxCellID); err != nil {
+		return err
+	}
+	if cell.Zone == "" {
+		return nil
+	}
+	return checkName("cell.zone", cell.Zone, maxZone)
 }
+
+// maxZone is the width of cells.zone.
+const maxZone = 255
 
 // maxCellID is the width of cells.cell_id and actual_lrps.cell_id.
 const maxCellID = 255

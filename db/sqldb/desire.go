@@ -226,10 +226,22 @@ func checkDesire(lrp *models.DesiredLRP) error {
 	if err := lrp.Autoscaling.ValidateIn("desired_lrp"); err != nil {
 		return err
 	}
-	if err := checkWidth("desired_lrp.process_guid", lrp.ProcessGuid, maxProcessGuid); err != nil {
+	if err := checkName("desired_lrp.process_guid", lrp.ProcessGuid, maxProcessGuid); err != nil {
 		return err
 	}
-	return checkWidth("desired_lrp.domain", lrp.Domain, maxDomain)
+	return checkName("desired_lrp.domain", lrp.Domain, maxDomain)
+}
+
+// checkName is what the store asks of a name it keys or filters on,
+// whoever calls it: the models' name rules (printable, valid UTF-8, no
+// leading or trailing space: MySQL's PAD SPACE would make "a " equal "a",
+// and Postgres refuses NUL) and the column's width, so that every dialect
+// answers alike.
+func checkName(field, value string, max int) error {
+	if err := models.ValidateName(field, value); err != nil {
+		return err
+	}
+	return checkWidth(field, value, max)
 }
 
 // Widths of the key columns in the schema. Postgres and MySQL refuse longer

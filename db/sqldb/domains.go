@@ -17,7 +17,7 @@ func (s *SQLDB) UpsertDomain(ctx context.Context, domain string, ttl time.Durati
 	if domain == "" {
 		return errInvalid("domain", "is required")
 	}
-	if err := checkWidth("domain", domain, maxDomain); err != nil {
+	if err := checkName("domain", domain, maxDomain); err != nil {
 		return err
 	}
 	expiresAt := expiry(s.now().UnixNano(), ttl)

@@ -18,24 +18,13 @@ import (
 // one expectation.
 //
 // The API validates names before the store sees them (models.ValidateName:
-// valid UTF-8, printable, no leading or trailing space), and that is what
-// makes the hard cases agree. Straight into the store, without that
-// validation, the dialects still disagree today, so those cases are not
-// specified below:
-//   - a trailing space: MySQL (MariaDB's PAD SPACE utf8mb4_bin) takes
-//     "web " for "web" — DesireLRP answers ResourceExists, UpsertDomain and
-//     RegisterCell update the existing row, a re-registration whose zone
-//     only gains a trailing space is a renewal that keeps the old zone, and
-//     the filters domain "apps" / cell_id "cell-1" match rows stored with a
-//     trailing space; SQLite and Postgres keep two names;
-//   - NUL: Postgres refuses it (UnknownError "invalid byte sequence for
-//     encoding UTF8: 0x00") in DesireLRP, UpsertDomain, RegisterCell and the
-//     ActualLRPs filters; SQLite and MySQL store and match it;
-//   - invalid UTF-8 in UpsertDomain, RegisterCell (cell_id, zone) and the
-//     ActualLRPs filters: SQLite stores it (placement tags come back with
-//     U+FFFD, JSON's replacement), Postgres and MySQL answer UnknownError;
-//   - a zone over 255 characters: SQLite stores it, Postgres and MySQL
-//     answer UnknownError (value too long).
+// valid UTF-8, printable, no leading or trailing space), and the store
+// applies the same rules itself (checkName) to every name it keys or
+// filters on, so that a caller of the store alone meets them too. Without
+// them the dialects disagreed: MySQL's PAD SPACE took "web " for "web",
+// Postgres refused NUL with an UnknownError, SQLite stored invalid UTF-8
+// that Postgres and MySQL refused, and SQLite stored zones too long for
+// the others' columns.
 var _ = forEachDialect("names", func(b *board) {
 	Describe("as the API takes them: validated, then stored", func() {
 		// nameInput is one way to write a name, given a valid one.
@@ -321,6 +310,29 @@ var _ = forEachDialect("names", func(b *board) {
 			Expect(b.store.RegisterCell(b.ctx, &models.Cell{CellId: strings.Repeat("c", 256), RepUrl: "http://10.0.0.5:1800", Zone: "z1",
 				Capacity: &models.CellCapacity{MemoryMb: 1, DiskMb: 1, Instances: 1}}, time.Minute)).To(HaveErrorType(models.Error_InvalidRequest))
 			for _, table := range []string{"desired_lrps", "actual_lrps", "domains", "cells"} {
+				Expect(b.count("SELECT COUNT(*) FROM "+table)).To(BeZero(), table)
+			}
+		})
+
+		It("refuses a trailing space, NUL or invalid UTF-8 in any name it keys or filters on as InvalidRequest, storing nothing", func() {
+			for _, bad := range []string{"web ", " web", "w\x00eb", "web\xff"} {
+				_, err := b.store.DesireLRP(b.ctx, plainLRP(bad, "apps"))
+				Expect(err).To(HaveErrorType(models.Error_InvalidRequest), "guid %q", bad)
+				_, err = b.store.DesireLRP(b.ctx, plainLRP("web", bad))
+				Expect(err).To(HaveErrorType(models.Error_InvalidRequest), "domain %q", bad)
+				Expect(b.store.UpsertDomain(b.ctx, bad, 0)).To(HaveErrorType(models.Error_InvalidRequest), "domain %q", bad)
+				Expect(b.store.RegisterCell(b.ctx, &models.Cell{CellId: bad, RepUrl: "http://10.0.0.5:1800", Zone: "z1",
+					Capacity: &models.CellCapacity{MemoryMb: 1, DiskMb: 1, Instances: 1}}, time.Minute)).To(HaveErrorType(models.Error_InvalidRequest), "cell %q", bad)
+				Expect(b.store.RegisterCell(b.ctx, &models.Cell{CellId: "cell-1", RepUrl: "http://10.0.0.5:1800", Zone: bad,
+					Capacity: &models.CellCapacity{MemoryMb: 1, DiskMb: 1, Instances: 1}}, time.Minute)).To(HaveErrorType(models.Error_InvalidRequest), "zone %q", bad)
+				for _, filter := range []db.ActualLRPFilter{{Domain: bad}, {CellID: bad}, {ProcessGuid: bad}} {
+					_, err := b.store.ActualLRPs(b.ctx, filter)
+					Expect(err).To(HaveErrorType(models.Error_InvalidRequest), "filter %+v", filter)
+				}
+			}
+			Expect(b.store.RegisterCell(b.ctx, &models.Cell{CellId: "cell-1", RepUrl: "http://10.0.0.5:1800", Zone: strings.Repeat("z", 256),
+				Capacity: &models.CellCapacity{MemoryMb: 1, DiskMb: 1, Instances: 1}}, time.Minute)).To(HaveErrorType(models.Error_InvalidRequest))
+			for _, table := range []string{"desired_lrps", "actual_lrps", "run_infos", "operations", "domains", "cells"} {
 				Expect(b.count("SELECT COUNT(*) FROM "+table)).To(BeZero(), table)
 			}
 		})
