@@ -15,6 +15,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
@@ -37,7 +38,9 @@ import (
 //	  "convergence_lease_ttl": "15s",
 //	  "stale_unclaimed": "60s",
 //	  "scale_down_stabilization": "2m",
-//	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"}
+//	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"},
+//	  "encryption_keys": {"k1": "<base64 of 32 random bytes>"},
+//	  "active_key_label": "k1"
 //	}
 type Config struct {
 	// ListenAddress is host:port for the API and /metrics. Required.
@@ -90,6 +93,13 @@ type Config struct {
 	// says what the caller may do. ca_cert, cert and key are PEM file
 	// paths, all three required. Without it the board serves plain HTTP.
 	TLS *certs.Files `json:"tls"`
+	// EncryptionKeys, label → base64 of 32 random bytes (openssl rand
+	// -base64 32), turn on encryption at rest: run definitions and
+	// operation parameters are stored under AES-256-GCM with the key of
+	// ActiveKeyLabel, and read under any of them. At start the board
+	// re-encrypts, in the background, the rows not under the active key.
+	EncryptionKeys map[string]string `json:"encryption_keys"`
+	ActiveKeyLabel string            `json:"active_key_label"`
 }
 
 const (
@@ -254,10 +264,22 @@ func (c Config) validate() error {
 	if err := c.TLS.Validate("tls"); err != nil {
 		return err
 	}
+	if _, err := c.keyring(); err != nil {
+		return err
+	}
 	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {
 		return configfile.Invalid("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))
 	}
 	return nil
+}
+
+// keyring is the encryption keys, nil when none are configured.
+func (c Config) keyring() (*sqldb.Keyring, error) {
+	keys, err := sqldb.ParseEncryptionKeys(c.EncryptionKeys, c.ActiveKeyLabel)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return keys, nil
 }
 
 // maxBoardIDLength keeps a board id readable in logs and the leases table.

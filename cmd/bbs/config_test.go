@@ -161,6 +161,9 @@ var _ = Describe("Config", func() {
 		Entry("a board id with surrounding spaces", `{"listen_address": ":8889", "data_dir": "/d", "board_id": " bbs "}`, "board_id"),
 		Entry("a board id over 128 characters", `{"listen_address": ":8889", "data_dir": "/d", "board_id": "`+strings.Repeat("b", 129)+`"}`, "board_id"),
 		Entry("a misspelt key", `{"listen_adress": ":8889", "data_dir": "/d"}`, "listen_adress"),
+		Entry("an encryption key that is not 32 bytes", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "c2hvcnQ="}, "active_key_label": "k1"}`, `encryption_keys["k1"]`),
+		Entry("an active key label that names no key", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "`+strings.Repeat("A", 43)+`="}, "active_key_label": "k2"}`, "active_key_label"),
+		Entry("encryption keys without an active label", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "`+strings.Repeat("A", 43)+`="}}`, "active_key_label"),
 		Entry("no JSON at all", `listen_address = ":8889"`, "invalid character"),
 	)
 

@@ -168,7 +168,21 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	hub := events.NewHub()
-	store := sqldb.New(conn, cfg.DatabaseDriver, sqldb.WithEvents(hub))
+	keys, err := cfg.keyring()
+	if err != nil {
+		return err
+	}
+	storeOptions := []sqldb.Option{sqldb.WithEvents(hub)}
+	if keys != nil {
+		storeOptions = append(storeOptions, sqldb.WithEncryption(keys))
+		logger.Info("encryption-at-rest", lager.Data{"active_key_label": keys.ActiveLabel(), "labels": keys.Labels()})
+	} else {
+		logger.Info("no-encryption-at-rest", lager.Data{"warning": "no encryption_keys in the config: run definitions and operation parameters are stored in plain text"})
+	}
+	store := sqldb.New(conn, cfg.DatabaseDriver, storeOptions...)
+	if keys != nil {
+		go rotateKeys(logger.Session("rotate-keys"), store)
+	}
 	logger.Info("board", lager.Data{"board_id": cfg.BoardID})
 	runner := convergence.NewRunner(logger, store, registry, cfg.runnerConfig())
 
@@ -249,3 +263,27 @@ func absolutePath(path string) string {
 	}
 	return path
 }
+
+// rotateKeys re-encrypts, in bounded batches while the board serves, the
+// rows not under the active key (plain ones from before encryption, or
+// under a key being retired), pass after pass until one finds nothing
+// (rows written meanwhile are under the active key already). A failure
+// is logged and left to the next start or to bbs-migrate rotate-keys.
+func rotateKeys(logger lager.Logger, store *sqldb.SQLDB) {
+	for pass := 1; pass <= rotationPasses; pass++ {
+		progress, err := store.RotateKeys(context.Background(), sqldb.RotateOptions{})
+		if err != nil {
+			logger.Error("failed", err, lager.Data{"pass": pass})
+			return
+		}
+		reencrypted := progress.RunInfos.Reencrypted + progress.Operations.Reencrypted
+		logger.Info("pass", lager.Data{"pass": pass, "run_infos": progress.RunInfos, "operations": progress.Operations})
+		if reencrypted == 0 && progress.RunInfos.Skipped+progress.Operations.Skipped == 0 {
+			return
+		}
+	}
+}
+
+// rotationPasses bounds the start's re-encryption: a row changed under a
+// pass is picked up by the next.
+const rotationPasses = 5
