@@ -26,7 +26,10 @@
 # board, cell-z1, cell-z2, client and operator certificates; kept across
 # runs), the board serves HTTPS and requires client certificates, the reps
 # serve HTTPS and present their cell's certificate to the board, and cork
-# uses operator.crt (the script prints the environment for it). The
+# uses operator.crt (the script prints the environment for it). Its board
+# also encrypts what it stores (encryption_keys, with a key made once into
+# .data/tls/encryption.key), so its state lives in .data/tls, apart from
+# make run's, whose board has no key. The
 # instances' local endpoint stays plain HTTP on loopback (instances have
 # no certificates). The droplet server stays plain HTTP: it stands for a
 # blob store, not a Corkboard component, and the specs pin each droplet's
@@ -40,15 +43,21 @@ cd "$(dirname "$0")/.."
 
 root="$PWD"
 data="$root/.data"
-logs="$data/logs"
 bbs_port="${BBS_PORT:-8889}"
 rep_port_base="${REP_PORT_BASE:-1800}"
 tls="${CORKBOARD_TLS:-}"
 certs="$data/certs"
+# state holds the board's database, the cells' directories, the configs
+# and the logs. The TLS cluster keeps its own under .data/tls: its board
+# encrypts what it stores, which a board without the key cannot read.
+state="$data"
 scheme=http
 if [ -n "$tls" ]; then
+  state="$data/tls"
   scheme=https
 fi
+rel="${state#"$root"/}"
+logs="$state/logs"
 board_url="$scheme://127.0.0.1:$bbs_port"
 asset_port="${ASSET_PORT:-8890}"
 asset_url="http://127.0.0.1:$asset_port"
@@ -80,7 +89,7 @@ stop_all() {
     kill -INT "$droplets_pid" 2>/dev/null || true
     wait "$droplets_pid" 2>/dev/null || true
   fi
-  echo "run: stopped; state is kept in $data/board.db"
+  echo "run: stopped; state is kept in $state/board.db"
   exit "$code"
 }
 trap 'stop_all 0' INT TERM
@@ -126,16 +135,25 @@ tls_section() {
   fi
 }
 
+# encryption_section: with TLS, the board also encrypts what it stores,
+# under a key made on the first run and kept in $state/encryption.key
+# (0600); nothing without TLS.
+encryption_section() {
+  if [ -n "$tls" ]; then
+    printf ',\n  "encryption_keys": {"dev1": "%s"},\n  "active_key_label": "dev1"' "$(cat "$state/encryption.key")"
+  fi
+}
+
 # board_config: a dev board. Like bbs -dev, but with short timings; the
 # reps heartbeat every third of cell_presence_ttl.
 board_config() {
   cat <<JSON
 {
   "listen_address": "127.0.0.1:$bbs_port",
-  "data_dir": "$data",
+  "data_dir": "$state",
   "log_level": "info",
   "cell_presence_ttl": "6s",
-  "convergence_interval": "2s"$(tls_section board)
+  "convergence_interval": "2s"$(tls_section board)$(encryption_section)
 }
 JSON
 }
@@ -147,6 +165,9 @@ if [ -n "$tls" ]; then
     echo "run: writing the certificates failed:" >&2
     cat "$logs/certs.log" >&2
     exit 1
+  fi
+  if [ ! -s "$state/encryption.key" ]; then
+    (umask 077 && head -c 32 /dev/urandom | base64 | tr -d '\n' >"$state/encryption.key")
   fi
 fi
 
@@ -163,8 +184,10 @@ start droplets bin/droplets serve -dir "$droplets" -listen "127.0.0.1:$asset_por
 droplets_pid=$!
 wait_for_log droplets 'droplets: .*serving ' "serve" "$droplets_pid"
 
-board_config >"$data/bbs.json"
-start bbs bin/bbs -config "$data/bbs.json"
+# 0600, made anew: with TLS the config holds the encryption key.
+rm -f "$state/bbs.json"
+(umask 077 && board_config >"$state/bbs.json")
+start bbs bin/bbs -config "$state/bbs.json"
 board_pid=$!
 wait_for_log bbs 'bbs\.api-server\.listening' "listen" "$board_pid"
 
@@ -179,7 +202,7 @@ rep_config() {
   "capacity": {"memory_mb": 1024, "disk_mb": 1024, "instances": 16},
   "board_url": "$board_url",
   "listen_address": "127.0.0.1:$((rep_port_base + n))",
-  "data_dir": "$data/$id",
+  "data_dir": "$state/$id",
   "apps_dir": "$root/bin",
   "port_range": "$((61000 + 100 * (n - 1)))-$((61099 + 100 * (n - 1)))",
   "poll_interval": "500ms",
@@ -196,8 +219,8 @@ for cell in cell-z1:z1 cell-z2:z2; do
   n=$((n + 1))
   id="${cell%%:*}"
   zone="${cell##*:}"
-  rep_config "$id" "$zone" "$n" >"$data/rep-$id.json"
-  start "rep-$id" bin/rep -config "$data/rep-$id.json"
+  rep_config "$id" "$zone" "$n" >"$state/rep-$id.json"
+  start "rep-$id" bin/rep -config "$state/rep-$id.json"
   rep_pids+=($!)
   wait_for_log "rep-$id" 'rep\.agent\.registered' "register its cell" "$!"
 done
@@ -208,15 +231,17 @@ if [ -n "$tls" ]; then
   cat <<TLS
 Mutual TLS: the board and the reps serve HTTPS and want a client certificate
 of the CA in .data/certs (operator.crt for cork, client.crt for an API client).
+The board encrypts what it stores (key in $rel/encryption.key); this cluster's
+state is in $rel, apart from make run's.
 TLS
 fi
 
 cat <<HINT
 Corkboard is running:
-  board    $board_url          logs: .data/logs/bbs.log  config: .data/bbs.json
-  cell-z1  $scheme://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: .data/logs/rep-cell-z1.log
-  cell-z2  $scheme://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: .data/logs/rep-cell-z2.log
-  droplets $asset_url          dir: .data/droplets  logs: .data/logs/droplets.log (one line per download)
+  board    $board_url          logs: $rel/logs/bbs.log  config: $rel/bbs.json
+  cell-z1  $scheme://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: $rel/logs/rep-cell-z1.log
+  cell-z2  $scheme://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: $rel/logs/rep-cell-z2.log
+  droplets $asset_url          dir: .data/droplets  logs: $rel/logs/droplets.log (one line per download)
 
 Next, in another terminal:
   $cork_env
@@ -226,7 +251,7 @@ Next, in another terminal:
                                             # (a droplet download per cell)
   bin/cork actual-lrps -o table             # RUNNING, with ADDRESS host:port->8080
   curl http://127.0.0.1:61000/              # an instance (any ADDRESS above): "version":"v1"
-  grep 'GET /hello-' .data/logs/droplets.log  # the downloads
+  grep 'GET /hello-' $rel/logs/droplets.log  # the downloads
   bin/cork update hello --definition .data/droplets/lrps/hello-v2-definition.json --id v2
   bin/cork rollout status hello --watch -o table   # a rollout to the v2 droplet
   bin/cork logs hello/0
