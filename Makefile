@@ -20,8 +20,9 @@ run: build
 
 # run-tls: the same cluster with mutual TLS end to end: certificates in
 # .data/certs (bin/corkboard-certs, kept across runs), the board and the
-# reps on HTTPS requiring client certificates; it prints the cork
-# environment (BBS_URL, BBS_CA_CERT, BBS_CERT, BBS_KEY). See hack/run.sh.
+# reps on HTTPS requiring client certificates, the board encrypting what it
+# stores (state in .data/tls); it prints the cork environment (BBS_URL,
+# BBS_CA_CERT, BBS_CERT, BBS_KEY). See hack/run.sh.
 run-tls: build
 	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
 	$(GO) build -o $(BIN)/droplets ./hack/droplets
