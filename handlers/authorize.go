@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -120,6 +122,11 @@ type cellRule struct {
 	// returns the cell the request acts for, which must be the
 	// certificate's.
 	actsFor func(request) string
+	// holds, when set, lets a cell make the request only about instances
+	// placed on it or run by it, which the store says: a rep reads the
+	// definitions of its own instances, never another cell's (their
+	// environment holds other apps' secrets).
+	holds func(ctx context.Context, instances db.ActualLRPDB, req request, cellID string) (bool, error)
 }
 
 var (
@@ -173,7 +180,7 @@ var routePolicy = map[string]access{
 	models.RouteRemoveDesiredLRP:          apiClients,
 
 	models.RouteDefinitions: apiClients,
-	models.RouteDefinition:  apiClients.andCells(everyCell),
+	models.RouteDefinition:  apiClients.andCells(cellRule{holds: holdsDefinition}),
 
 	models.RouteActualLRPs: apiClients.andCells(ownCell(func(r *models.ActualLRPsRequest) string { return r.GetCellId() })),
 
@@ -237,7 +244,8 @@ func authorize(who caller, route string, req request) *models.Error {
 
 func authorizeCell(who caller, route string, req request, rule cellRule) *models.Error {
 	switch {
-	case rule.anyCell:
+	case rule.anyCell, rule.holds != nil:
+		// holds is asked of the store after the policy (authorizeHolding).
 		return nil
 	case rule.actsFor == nil:
 		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
@@ -263,4 +271,43 @@ func checkPolicyCovers(routes []string) {
 			panic(fmt.Sprintf("%s: no entry in the authorization policy (handlers/authorize.go)", route))
 		}
 	}
+}
+
+// authorizeHolding is the part of the policy the store answers: a cell
+// whose rule has holds may make the request only about its own
+// instances. nil when the policy has nothing more to ask.
+func authorizeHolding(ctx context.Context, instances db.ActualLRPDB, who caller, route string, req request) (*models.Error, error) {
+	if !who.checked || who.identity.Role != models.RoleCell {
+		return nil, nil
+	}
+	holds := routePolicy[route].cell.holds
+	if holds == nil {
+		return nil, nil
+	}
+	ok, err := holds(ctx, instances, req, who.identity.CellID)
+	if err != nil || ok {
+		return nil, err
+	}
+	return models.NewError(models.Error_Unauthorized, "%s may call %s only about instances placed on it or run by it",
+		who.description(), route), nil
+}
+
+// holdsDefinition: the cell has an instance of the definition, of any
+// presence (placed on it and not yet claimed, claimed, running,
+// evacuating, retiring).
+func holdsDefinition(ctx context.Context, instances db.ActualLRPDB, req request, cellID string) (bool, error) {
+	r, ok := req.(*models.DefinitionRequest)
+	if !ok {
+		return false, nil
+	}
+	rows, err := instances.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: r.GetProcessGuid(), CellID: cellID})
+	if err != nil {
+		return false, err
+	}
+	for _, row := range rows {
+		if row.GetDefinitionId() == r.GetDefinitionId() {
+			return true, nil
+		}
+	}
+	return false, nil
 }

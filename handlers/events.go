@@ -59,7 +59,7 @@ func (a *api) serveEvents(o options) http.Handler {
 		if !ok {
 			return
 		}
-		if !call.authorize(w, cd, req, errorOnlyResponse) {
+		if !call.authorize(call.context(r), w, cd, req, errorOnlyResponse) {
 			return
 		}
 		lastEventID, err := parseLastEventID(r.Header.Get(LastEventIDHeader))

@@ -89,6 +89,7 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 		logger:              logger.Session("api"),
 		metrics:             m,
 		requireCertificates: o.requireCertificates,
+		instances:           store,
 		inFlight:            newLimit(limitRequestsInFlight, "requests (event streams aside)", o.maxRequestsInFlight, m),
 		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m),
 	}
@@ -113,6 +114,9 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 type api struct {
 	logger  lager.Logger
 	metrics *metrics
+	// instances answers the policy's questions about where instances run
+	// (see cellRule.holds).
+	instances db.ActualLRPDB
 	// requireCertificates: see WithRequiredClientCertificates.
 	requireCertificates bool
 	// inFlight bounds the API calls served at once, subscribers the
@@ -178,7 +182,7 @@ func (a *api) serve(e endpoint) http.Handler {
 		if !ok {
 			return
 		}
-		if !call.authorize(w, c, req, e.errorResponse) {
+		if !call.authorize(call.context(r), w, c, req, e.errorResponse) {
 			return
 		}
 
@@ -215,8 +219,15 @@ func (c *call) decode(w http.ResponseWriter, r *http.Request, req request, error
 // A refusal is answered with errorResponse, logged under "unauthorized"
 // with the caller's identity, and counted by route and role; it returns
 // false then.
-func (c *call) authorize(w http.ResponseWriter, cd codec, req request, errorResponse func(*models.Error) proto.Message) bool {
+func (c *call) authorize(ctx context.Context, w http.ResponseWriter, cd codec, req request, errorResponse func(*models.Error) proto.Message) bool {
 	refused := authorize(c.who, c.route, req)
+	if refused == nil {
+		var err error
+		if refused, err = authorizeHolding(ctx, c.api.instances, c.who, c.route, req); err != nil {
+			c.fail(w, cd, http.StatusOK, errorResponse, models.ConvertError(err))
+			return false
+		}
+	}
 	if refused == nil {
 		return true
 	}
