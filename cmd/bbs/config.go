@@ -100,6 +100,11 @@ type Config struct {
 	// re-encrypts, in the background, the rows not under the active key.
 	EncryptionKeys map[string]string `json:"encryption_keys"`
 	ActiveKeyLabel string            `json:"active_key_label"`
+	// MaxRequestsInFlight and MaxEventSubscribers cap what the board
+	// serves at once (0: 1,000 each); a request past either is answered
+	// ResourceExhausted at once rather than queued.
+	MaxRequestsInFlight int `json:"max_requests_in_flight"`
+	MaxEventSubscribers int `json:"max_event_subscribers"`
 }
 
 const (
@@ -266,6 +271,12 @@ func (c Config) validate() error {
 	}
 	if _, err := c.keyring(); err != nil {
 		return err
+	}
+	if c.MaxRequestsInFlight < 0 {
+		return configfile.Invalid("max_requests_in_flight", "must be 0 (the default, 1000) or more")
+	}
+	if c.MaxEventSubscribers < 0 {
+		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
 	}
 	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {
 		return configfile.Invalid("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))

@@ -163,6 +163,8 @@ var _ = Describe("Config", func() {
 		Entry("a misspelt key", `{"listen_adress": ":8889", "data_dir": "/d"}`, "listen_adress"),
 		Entry("an encryption key that is not 32 bytes", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "c2hvcnQ="}, "active_key_label": "k1"}`, `encryption_keys["k1"]`),
 		Entry("an active key label that names no key", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "`+strings.Repeat("A", 43)+`="}, "active_key_label": "k2"}`, "active_key_label"),
+		Entry("a negative cap on requests in flight", `{"listen_address": ":8889", "data_dir": "/d", "max_requests_in_flight": -1}`, "max_requests_in_flight"),
+		Entry("a negative cap on event subscribers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_subscribers": -5}`, "max_event_subscribers"),
 		Entry("encryption keys without an active label", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "`+strings.Repeat("A", 43)+`="}}`, "active_key_label"),
 		Entry("no JSON at all", `listen_address = ":8889"`, "invalid character"),
 	)

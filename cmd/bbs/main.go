@@ -192,6 +192,8 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithEvents(hub),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithConvergenceTrigger(runner.Trigger),
+		handlers.WithMaxRequestsInFlight(cfg.MaxRequestsInFlight),
+		handlers.WithMaxEventSubscribers(cfg.MaxEventSubscribers),
 	}
 	if serverTLS != nil {
 		// The listener verifies every client certificate; this makes the
