@@ -46,25 +46,31 @@ func (c *transport) call(ctx context.Context, route string, request proto.Messag
 }
 
 // withRetries runs attempt, and again after a transport failure when the
-// call may repeat, pausing in between.
+// call may repeat, pausing in between. A call the board refused as
+// ResourceExhausted (at its cap of requests in flight) is sent again
+// whether it may repeat or not: the board refused it before doing
+// anything.
 func (c *transport) withRetries(ctx context.Context, mayRepeat repeat, attempt func() error) error {
-	attempts := 1
-	if mayRepeat {
-		attempts += c.retries
-	}
 	var lastErr error
 	sent := 0
-	for sent < attempts {
+	for sent < 1+c.retries {
 		if sent > 0 && !c.pause(ctx, sent) {
 			break
 		}
 		sent++
 		err := attempt()
 		var failure *transportFailure
-		if !errors.As(err, &failure) {
+		switch {
+		case errors.As(err, &failure):
+			lastErr = failure.err
+			if !mayRepeat {
+				return lastErr
+			}
+		case models.IsErrorType(err, models.Error_ResourceExhausted):
+			lastErr = err
+		default:
 			return err
 		}
-		lastErr = failure.err
 		if ctx.Err() != nil {
 			break
 		}
