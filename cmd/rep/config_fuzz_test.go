@@ -1,16 +1,13 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/corkboard/corkboard/internal/configfile"
+	"github.com/corkboard/corkboard/internal/configfile/configcheck"
 )
 
 // FuzzRepConfig loads arbitrary bytes as the rep's config file, as
@@ -53,7 +50,7 @@ func FuzzRepConfig(f *testing.F) {
 	for _, seed := range seeds {
 		f.Add([]byte(seed))
 	}
-	keys := configKeys(reflect.TypeOf(Config{}), "")
+	keys := configcheck.Keys(reflect.TypeOf(Config{}))
 	path := filepath.Join(f.TempDir(), "rep.json")
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -62,7 +59,7 @@ func FuzzRepConfig(f *testing.F) {
 		}
 		cfg, err := loadConfig(path)
 		if err != nil {
-			checkConfigError(t, err, keys)
+			configcheck.CheckError(t, err, keys)
 			return
 		}
 		if err := cfg.validate(); err != nil {
@@ -82,64 +79,4 @@ func FuzzRepConfig(f *testing.F) {
 		_ = cfg.repURL("0.0.0.0:1800")
 		_ = newLogger(cfg.LogLevel)
 	})
-}
-
-// configKeys lists the keys a config struct has, nested ones as
-// "parent.key".
-func configKeys(typ reflect.Type, prefix string) map[string]bool {
-	keys := map[string]bool{}
-	for i := range typ.NumField() {
-		field := typ.Field(i)
-		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		keys[prefix+name] = true
-		inner := field.Type
-		for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Slice {
-			inner = inner.Elem()
-		}
-		if inner.Kind() == reflect.Struct {
-			for key := range configKeys(inner, prefix+name+".") {
-				keys[key] = true
-			}
-		}
-	}
-	return keys
-}
-
-// typeErrorKey is how configfile names the key of a value of the wrong
-// JSON type: "config FILE: KEY: want a TYPE, got a JSON VALUE".
-var typeErrorKey = regexp.MustCompile(`^config [^ ]+: ([^ :]+): want a `)
-
-// indexes strips list indexes from a key: "placement_tags[1]" is a
-// placement_tags key.
-var indexes = regexp.MustCompile(`\[\d+\]`)
-
-// checkConfigError holds a refused config to a printable UTF-8 message
-// that names, when it is about one key's value, a key the config has.
-func checkConfigError(t *testing.T, err error, keys map[string]bool) {
-	t.Helper()
-	message := err.Error()
-	if !utf8.ValidString(message) {
-		t.Fatalf("error message is not valid UTF-8: %q", message)
-	}
-	if i := strings.IndexFunc(message, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
-		t.Fatalf("error message holds a control character at byte %d: %q", i, message)
-	}
-	if !strings.HasPrefix(message, "config") {
-		t.Fatalf("error message does not say it is about the config: %q", message)
-	}
-	var keyErr *configfile.KeyError
-	if errors.As(err, &keyErr) {
-		if !keys[indexes.ReplaceAllString(keyErr.Key, "")] {
-			t.Fatalf("error names %q, not a key of the config: %q", keyErr.Key, message)
-		}
-		return
-	}
-	if match := typeErrorKey.FindStringSubmatch(message); match != nil {
-		if !keys[indexes.ReplaceAllString(match[1], "")] {
-			t.Fatalf("error names %q, not a key of the config: %q", match[1], message)
-		}
-	}
 }
