@@ -19,6 +19,7 @@ REPORT_FLAGS=(${BENCH_REPORT_FLAGS:-})
 RSS_FLAGS=(${BENCH_RSS_FLAGS:-})
 ROLLOUT_FLAGS=(${BENCH_ROLLOUT_FLAGS:-})
 OPERATIONS_FLAGS=(${BENCH_OPERATIONS_FLAGS:-})
+LISTS_FLAGS=(${BENCH_LISTS_FLAGS:-})
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -50,6 +51,7 @@ scenarios() {
   run rss "$driver" bin/bbs-load rss -driver "$driver" "$@" "${RSS_FLAGS[@]}"
   run rollout "$driver" bin/bbs-load rollout -driver "$driver" "$@" "${ROLLOUT_FLAGS[@]}"
   run operations "$driver" bin/bbs-load operations -driver "$driver" "$@" "${OPERATIONS_FLAGS[@]}"
+  run lists "$driver" bin/bbs-load lists -driver "$driver" "$@" "${LISTS_FLAGS[@]}"
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -73,7 +75,7 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout operations; do
+  for name in converge lifecycle report rss rollout operations lists; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done

@@ -12,6 +12,8 @@
 //	bbs-load rollout ...      a rolling update of 10,000 instances, surge
 //	                          25%: each pass and the whole rollout
 //	bbs-load operations ...   listing 100,000 operations page by page
+//	bbs-load lists ...        the memory of a bin/bbs process while 8
+//	                          clients list 20,000 LRPs (20 MB) whole at once
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
@@ -44,6 +46,7 @@ var scenarios = []scenario{
 	{"rss", runRSS},
 	{"rollout", runRollout},
 	{"operations", runOperations},
+	{"lists", runLists},
 }
 
 func main() {

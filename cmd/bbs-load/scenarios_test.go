@@ -80,6 +80,14 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure operations.list \[` + driver + `, 2500 operations of 100 LRPs over HTTP, pages of 1000, 2 runs`))
 			})
 
+			It("lists: the memory of a bbs process while clients list whole", func() {
+				session := run("lists", "-bbs", bbsPath, "-lrps", "200", "-instances", "2", "-cells", "10", "-db-mb", "0.2", "-clients", "3", "-rounds", "2", "-settle", "0s")
+				Expect(session).To(gbytes.Say(`seeded 400 instances = 200 LRPs × 2, 10 cells in 4 zones, all RUNNING, run_infos definitions 0\.2 MB \(1000 bytes each\)`))
+				Expect(session).To(gbytes.Say(`verified: every list complete \(200 desired LRPs, 400 actual LRPs\)`))
+				Expect(session).To(gbytes.Say(`figure lists.board \[` + driver + `, \S+ with 200 LRPs × 2 RUNNING, run_infos definitions 0\.2 MB, 3 clients × 2 rounds .*\]: peak RSS \(VmHWM\) \d+ MB`))
+				Expect(session).To(gbytes.Say(`figure lists.latency \[` + driver + `.*\]: whole desired_lrps list p50 \S+ max \S+, answer 0\.\d MB`))
+			})
+
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
 				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "12")
 				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
@@ -94,7 +102,7 @@ var _ = Describe("scenarios", func() {
 		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(session).Should(gexec.Exit(2))
-		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations)`))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists)`))
 	})
 
 	It("needs -dsn for a server database, and creates nothing without it", func() {

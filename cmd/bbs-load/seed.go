@@ -88,6 +88,10 @@ func benchDefinition() *models.LRPDefinition {
 type seeder struct {
 	*database
 	now time.Time
+	// definition, when set, is what every seeded LRP runs instead of
+	// benchDefinition(): the lists scenario pads it to give the database
+	// a size.
+	definition *models.LRPDefinition
 }
 
 func newSeeder(d *database) *seeder {
@@ -136,6 +140,9 @@ func (s *seeder) seedLRPs(ctx context.Context, l layout, running bool) error {
 		return err
 	}
 	def := benchDefinition()
+	if s.definition != nil {
+		def = proto.CloneOf(s.definition)
+	}
 	def.DefinitionId = models.GenerateDefinitionID(def)
 	def.CreatedAt = s.now.UnixNano()
 	blob, err := proto.MarshalOptions{Deterministic: true}.Marshal(def)
