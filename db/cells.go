@@ -25,6 +25,9 @@ type CellDB interface {
 	// Cells lists every known cell, expired or not, with free capacity
 	// computed from the instances placed on it.
 	Cells(ctx context.Context) ([]*models.Cell, error)
+	// CellsAfter is one page of Cells: at most limit cells (limit > 0)
+	// whose ids sort after after, as bytes.
+	CellsAfter(ctx context.Context, after string, limit int) ([]*models.Cell, error)
 }
 
 // ActualLRPKey names one instance row.

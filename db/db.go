@@ -38,6 +38,10 @@ type DomainDB interface {
 type DesiredLRPFilter struct {
 	Domain       string
 	ProcessGuids []string
+	// After, when set, starts the list after this process guid; Limit > 0
+	// reads at most that many. Lists come in process guid order (bytes).
+	After string
+	Limit int
 }
 
 type DesiredLRPDB interface {
@@ -119,6 +123,11 @@ type ActualLRPFilter struct {
 	CellID      string
 	ProcessGuid string
 	Index       *int32
+	// After, when set, starts the list after this row; Limit > 0 reads at
+	// most that many. Lists come in (process guid, index, presence name)
+	// order, guids as bytes.
+	After *ActualLRPKey
+	Limit int
 }
 
 type ActualLRPDB interface {

@@ -552,11 +552,15 @@ func (x *RoutePorts) GetPorts() []*RoutePort {
 }
 
 type ActualLRPsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Domain        string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
-	CellId        string                 `protobuf:"bytes,2,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
-	ProcessGuid   string                 `protobuf:"bytes,3,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
-	Index         *int32                 `protobuf:"varint,4,opt,name=index,proto3,oneof" json:"index,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Domain      string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	CellId      string                 `protobuf:"bytes,2,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	ProcessGuid string                 `protobuf:"bytes,3,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index       *int32                 `protobuf:"varint,4,opt,name=index,proto3,oneof" json:"index,omitempty"`
+	// Paging as for desired LRPs; items come in (process guid, index,
+	// presence name) order.
+	Cursor        string `protobuf:"bytes,5,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Limit         int32  `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -619,10 +623,27 @@ func (x *ActualLRPsRequest) GetIndex() int32 {
 	return 0
 }
 
+func (x *ActualLRPsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ActualLRPsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type ActualLRPsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	ActualLrps    []*ActualLRP           `protobuf:"bytes,2,rep,name=actual_lrps,json=actualLrps,proto3" json:"actual_lrps,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Error      *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ActualLrps []*ActualLRP           `protobuf:"bytes,2,rep,name=actual_lrps,json=actualLrps,proto3" json:"actual_lrps,omitempty"`
+	// The cursor of the next page when a page was asked for and more
+	// items follow; empty otherwise.
+	NextCursor    string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -669,6 +690,13 @@ func (x *ActualLRPsResponse) GetActualLrps() []*ActualLRP {
 		return x.ActualLrps
 	}
 	return nil
+}
+
+func (x *ActualLRPsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
 }
 
 var File_actual_lrp_proto protoreflect.FileDescriptor
@@ -725,17 +753,21 @@ const file_actual_lrp_proto_rawDesc = "" +
 	"\thost_port\x18\x04 \x01(\rR\bhostPort\"?\n" +
 	"\n" +
 	"RoutePorts\x121\n" +
-	"\x05ports\x18\x01 \x03(\v2\x1b.corkboard.models.RoutePortR\x05ports\"\x8c\x01\n" +
+	"\x05ports\x18\x01 \x03(\v2\x1b.corkboard.models.RoutePortR\x05ports\"\xba\x01\n" +
 	"\x11ActualLRPsRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x17\n" +
 	"\acell_id\x18\x02 \x01(\tR\x06cellId\x12!\n" +
 	"\fprocess_guid\x18\x03 \x01(\tR\vprocessGuid\x12\x19\n" +
-	"\x05index\x18\x04 \x01(\x05H\x00R\x05index\x88\x01\x01B\b\n" +
-	"\x06_index\"\x81\x01\n" +
+	"\x05index\x18\x04 \x01(\x05H\x00R\x05index\x88\x01\x01\x12\x16\n" +
+	"\x06cursor\x18\x05 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x05R\x05limitB\b\n" +
+	"\x06_index\"\xa2\x01\n" +
 	"\x12ActualLRPsResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12<\n" +
 	"\vactual_lrps\x18\x02 \x03(\v2\x1b.corkboard.models.ActualLRPR\n" +
-	"actualLrpsB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"actualLrps\x12\x1f\n" +
+	"\vnext_cursor\x18\x03 \x01(\tR\n" +
+	"nextCursorB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_actual_lrp_proto_rawDescOnce sync.Once

@@ -320,7 +320,10 @@ func (x *RegisterCellResponse) GetDraining() bool {
 }
 
 type CellsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging as for desired LRPs; cells come in cell id order (bytes).
+	Cursor        string `protobuf:"bytes,1,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Limit         int32  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -355,10 +358,27 @@ func (*CellsRequest) Descriptor() ([]byte, []int) {
 	return file_cell_proto_rawDescGZIP(), []int{4}
 }
 
+func (x *CellsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *CellsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type CellsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	Cells         []*Cell                `protobuf:"bytes,2,rep,name=cells,proto3" json:"cells,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Cells []*Cell                `protobuf:"bytes,2,rep,name=cells,proto3" json:"cells,omitempty"`
+	// The cursor of the next page when a page was asked for and more
+	// items follow; empty otherwise.
+	NextCursor    string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -405,6 +425,13 @@ func (x *CellsResponse) GetCells() []*Cell {
 		return x.Cells
 	}
 	return nil
+}
+
+func (x *CellsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
 }
 
 // DrainCellRequest marks a cell draining: nothing new is placed on it, and
@@ -525,11 +552,15 @@ const file_cell_proto_rawDesc = "" +
 	"\x14RegisterCellResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12&\n" +
 	"\x0fpresence_ttl_ms\x18\x02 \x01(\x03R\rpresenceTtlMs\x12\x1a\n" +
-	"\bdraining\x18\x03 \x01(\bR\bdraining\"\x0e\n" +
-	"\fCellsRequest\"l\n" +
+	"\bdraining\x18\x03 \x01(\bR\bdraining\"<\n" +
+	"\fCellsRequest\x12\x16\n" +
+	"\x06cursor\x18\x01 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x8d\x01\n" +
 	"\rCellsResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12,\n" +
-	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cells\"+\n" +
+	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cells\x12\x1f\n" +
+	"\vnext_cursor\x18\x03 \x01(\tR\n" +
+	"nextCursor\"+\n" +
 	"\x10DrainCellRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\"B\n" +
 	"\x11DrainCellResponse\x12-\n" +

@@ -1199,9 +1199,15 @@ func (x *DesiredLRPResponse) GetDesiredLrp() *DesiredLRP {
 }
 
 type DesiredLRPsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Domain        string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
-	ProcessGuids  []string               `protobuf:"bytes,2,rep,name=process_guids,json=processGuids,proto3" json:"process_guids,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Domain       string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	ProcessGuids []string               `protobuf:"bytes,2,rep,name=process_guids,json=processGuids,proto3" json:"process_guids,omitempty"`
+	// Paging (see models/list_page.go): limit 0, the default, answers the
+	// whole list, streamed; limit 1 to 1000 answers one page, and cursor is
+	// the next_cursor of the page before (empty for the first page). Items
+	// come in process guid order (bytes).
+	Cursor        string `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Limit         int32  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1250,10 +1256,27 @@ func (x *DesiredLRPsRequest) GetProcessGuids() []string {
 	return nil
 }
 
+func (x *DesiredLRPsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *DesiredLRPsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type DesiredLRPsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	DesiredLrps   []*DesiredLRP          `protobuf:"bytes,2,rep,name=desired_lrps,json=desiredLrps,proto3" json:"desired_lrps,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Error       *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	DesiredLrps []*DesiredLRP          `protobuf:"bytes,2,rep,name=desired_lrps,json=desiredLrps,proto3" json:"desired_lrps,omitempty"`
+	// The cursor of the next page when a page was asked for and more
+	// items follow; empty otherwise.
+	NextCursor    string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1302,10 +1325,23 @@ func (x *DesiredLRPsResponse) GetDesiredLrps() []*DesiredLRP {
 	return nil
 }
 
+func (x *DesiredLRPsResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
+}
+
 type DesiredLRPSchedulingInfosRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Domain        string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
-	ProcessGuids  []string               `protobuf:"bytes,2,rep,name=process_guids,json=processGuids,proto3" json:"process_guids,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Domain       string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	ProcessGuids []string               `protobuf:"bytes,2,rep,name=process_guids,json=processGuids,proto3" json:"process_guids,omitempty"`
+	// Paging (see models/list_page.go): limit 0, the default, answers the
+	// whole list, streamed; limit 1 to 1000 answers one page, and cursor is
+	// the next_cursor of the page before (empty for the first page). Items
+	// come in process guid order (bytes).
+	Cursor        string `protobuf:"bytes,3,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Limit         int32  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1354,12 +1390,29 @@ func (x *DesiredLRPSchedulingInfosRequest) GetProcessGuids() []string {
 	return nil
 }
 
+func (x *DesiredLRPSchedulingInfosRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *DesiredLRPSchedulingInfosRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 type DesiredLRPSchedulingInfosResponse struct {
 	state                     protoimpl.MessageState      `protogen:"open.v1"`
 	Error                     *Error                      `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	DesiredLrpSchedulingInfos []*DesiredLRPSchedulingInfo `protobuf:"bytes,2,rep,name=desired_lrp_scheduling_infos,json=desiredLrpSchedulingInfos,proto3" json:"desired_lrp_scheduling_infos,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// The cursor of the next page when a page was asked for and more
+	// items follow; empty otherwise.
+	NextCursor    string `protobuf:"bytes,3,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredLRPSchedulingInfosResponse) Reset() {
@@ -1404,6 +1457,13 @@ func (x *DesiredLRPSchedulingInfosResponse) GetDesiredLrpSchedulingInfos() []*De
 		return x.DesiredLrpSchedulingInfos
 	}
 	return nil
+}
+
+func (x *DesiredLRPSchedulingInfosResponse) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
 }
 
 type UpdateDesiredLRPRequest struct {
@@ -1736,19 +1796,27 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x12DesiredLRPResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12=\n" +
 	"\vdesired_lrp\x18\x02 \x01(\v2\x1c.corkboard.models.DesiredLRPR\n" +
-	"desiredLrp\"Q\n" +
+	"desiredLrp\"\x7f\n" +
 	"\x12DesiredLRPsRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12#\n" +
-	"\rprocess_guids\x18\x02 \x03(\tR\fprocessGuids\"\x85\x01\n" +
+	"\rprocess_guids\x18\x02 \x03(\tR\fprocessGuids\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\xa6\x01\n" +
 	"\x13DesiredLRPsResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12?\n" +
-	"\fdesired_lrps\x18\x02 \x03(\v2\x1c.corkboard.models.DesiredLRPR\vdesiredLrps\"_\n" +
+	"\fdesired_lrps\x18\x02 \x03(\v2\x1c.corkboard.models.DesiredLRPR\vdesiredLrps\x12\x1f\n" +
+	"\vnext_cursor\x18\x03 \x01(\tR\n" +
+	"nextCursor\"\x8d\x01\n" +
 	" DesiredLRPSchedulingInfosRequest\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\tR\x06domain\x12#\n" +
-	"\rprocess_guids\x18\x02 \x03(\tR\fprocessGuids\"\xbf\x01\n" +
+	"\rprocess_guids\x18\x02 \x03(\tR\fprocessGuids\x12\x16\n" +
+	"\x06cursor\x18\x03 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\xe0\x01\n" +
 	"!DesiredLRPSchedulingInfosResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12k\n" +
-	"\x1cdesired_lrp_scheduling_infos\x18\x02 \x03(\v2*.corkboard.models.DesiredLRPSchedulingInfoR\x19desiredLrpSchedulingInfos\"x\n" +
+	"\x1cdesired_lrp_scheduling_infos\x18\x02 \x03(\v2*.corkboard.models.DesiredLRPSchedulingInfoR\x19desiredLrpSchedulingInfos\x12\x1f\n" +
+	"\vnext_cursor\x18\x03 \x01(\tR\n" +
+	"nextCursor\"x\n" +
 	"\x17UpdateDesiredLRPRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12:\n" +
 	"\x06update\x18\x02 \x01(\v2\".corkboard.models.DesiredLRPUpdateR\x06update\"\xab\x01\n" +

@@ -177,8 +177,10 @@ func validatePositive(path string, value int32) error {
 	return nil
 }
 
-// Validate accepts every CellsRequest: it has no fields.
-func (r *CellsRequest) Validate() error { return nil }
+// Validate checks the paging (see list_page.go).
+func (r *CellsRequest) Validate() error {
+	return validateListPage(r.GetCursor(), r.GetLimit(), parseCellCursor)
+}
 
 // Validate requires the cell_id of the cell to drain.
 func (r *DrainCellRequest) Validate() error {

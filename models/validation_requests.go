@@ -18,20 +18,28 @@ func (r *DesiredLRPByProcessGuidRequest) Validate() error {
 	return validateProcessGuid("process_guid", r.GetProcessGuid())
 }
 
-// Validate checks the filters; both are optional.
+// Validate checks the filters, both optional, and the paging (see
+// list_page.go).
 func (r *DesiredLRPsRequest) Validate() error {
 	if err := validateDomainFilter("domain", r.GetDomain()); err != nil {
 		return err
 	}
-	return validateProcessGuids("process_guids", r.GetProcessGuids())
+	if err := validateProcessGuids("process_guids", r.GetProcessGuids()); err != nil {
+		return err
+	}
+	return validateListPage(r.GetCursor(), r.GetLimit(), parseDesiredCursor)
 }
 
-// Validate checks the filters; both are optional.
+// Validate checks the filters, both optional, and the paging (see
+// list_page.go).
 func (r *DesiredLRPSchedulingInfosRequest) Validate() error {
 	if err := validateDomainFilter("domain", r.GetDomain()); err != nil {
 		return err
 	}
-	return validateProcessGuids("process_guids", r.GetProcessGuids())
+	if err := validateProcessGuids("process_guids", r.GetProcessGuids()); err != nil {
+		return err
+	}
+	return validateListPage(r.GetCursor(), r.GetLimit(), parseDesiredCursor)
 }
 
 // Validate requires a process_guid and an update, checked as
@@ -64,7 +72,8 @@ func (r *DefinitionRequest) Validate() error {
 	return validateDefinitionID("definition_id", r.GetDefinitionId())
 }
 
-// Validate checks the filters; every one is optional.
+// Validate checks the filters, every one optional, and the paging (see
+// list_page.go).
 func (r *ActualLRPsRequest) Validate() error {
 	if err := validateDomainFilter("domain", r.GetDomain()); err != nil {
 		return err
@@ -85,7 +94,7 @@ func (r *ActualLRPsRequest) Validate() error {
 	if r != nil && r.Index != nil && r.GetIndex() < 0 {
 		return ErrInvalidField("index", fmt.Sprintf("must not be negative, got %d", r.GetIndex()))
 	}
-	return nil
+	return validateListPage(r.GetCursor(), r.GetLimit(), parseActualCursor)
 }
 
 // Validate requires a domain; ttl_seconds is 0 (fresh forever) up to

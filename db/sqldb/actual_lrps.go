@@ -1,10 +1,9 @@
 package sqldb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"slices"
+	"fmt"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -39,7 +38,7 @@ func checkFilterNames(filter db.ActualLRPFilter) error {
 const allocChunk = 512
 
 // ActualLRPs lists the matching instances ordered by process guid, index
-// and presence. It reads plain columns; only net_info is decoded.
+// and presence name. It reads plain columns; only net_info is decoded.
 func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*models.ActualLRP, error) {
 	if err := checkFilterNames(filter); err != nil {
 		return nil, err
@@ -62,9 +61,19 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 		where = append(where, "instance_index = ?")
 		args = append(args, *filter.Index)
 	}
+	if after := filter.After; after != nil {
+		where = append(where, "(process_guid > ? OR (process_guid = ? AND (instance_index > ? OR (instance_index = ? AND presence > ?))))")
+		args = append(args, after.ProcessGuid, after.ProcessGuid, after.Index, after.Index, after.Presence.String())
+	}
 	query := selectActualLRP
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	// The key's order, guids and presence names as bytes on every dialect
+	// (see ConvergenceSnapshot), so that pages follow each other.
+	query += " ORDER BY process_guid, instance_index, presence"
+	if filter.Limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", filter.Limit)
 	}
 
 	var lrps []*models.ActualLRP
@@ -113,13 +122,5 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 	if err != nil {
 		return nil, asModelError("list actual lrps", err)
 	}
-	// Sorted here, not in SQL, so every dialect's collation gives one order.
-	slices.SortFunc(lrps, func(a, b *models.ActualLRP) int {
-		return cmp.Or(
-			strings.Compare(a.ProcessGuid, b.ProcessGuid),
-			cmp.Compare(a.Index, b.Index),
-			cmp.Compare(a.Presence, b.Presence),
-		)
-	})
 	return lrps, nil
 }

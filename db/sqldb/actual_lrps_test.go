@@ -56,8 +56,8 @@ var _ = forEachDialect("ActualLRPs", func(b *board) {
 		}
 	}
 
-	It("lists every instance with every field, ordered by guid, index and presence", func() {
-		expectLRPs(list(db.ActualLRPFilter{}), running, evacuating, crashed, unclaimed)
+	It("lists every instance with every field, ordered by guid, index and presence name", func() {
+		expectLRPs(list(db.ActualLRPFilter{}), evacuating, running, crashed, unclaimed)
 	})
 
 	DescribeTable("filters",
@@ -72,10 +72,10 @@ var _ = forEachDialect("ActualLRPs", func(b *board) {
 			func() []*models.ActualLRP { return []*models.ActualLRP{evacuating, crashed} }),
 		Entry("by guid",
 			func() db.ActualLRPFilter { return db.ActualLRPFilter{ProcessGuid: "web"} },
-			func() []*models.ActualLRP { return []*models.ActualLRP{running, evacuating, crashed} }),
+			func() []*models.ActualLRP { return []*models.ActualLRP{evacuating, running, crashed} }),
 		Entry("by index 0, which is not the same as no index",
 			func() db.ActualLRPFilter { return db.ActualLRPFilter{Index: int32p(0)} },
-			func() []*models.ActualLRP { return []*models.ActualLRP{running, evacuating, unclaimed} }),
+			func() []*models.ActualLRP { return []*models.ActualLRP{evacuating, running, unclaimed} }),
 		Entry("by guid and index",
 			func() db.ActualLRPFilter { return db.ActualLRPFilter{ProcessGuid: "web", Index: int32p(1)} },
 			func() []*models.ActualLRP { return []*models.ActualLRP{crashed} }),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -204,29 +205,69 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 	return cell, nil
 }
 
-// selectCellsWithUsage adds to every cell what the instances placed on it
-// use — every row naming the cell, whatever its state or presence, with the
-// resources of its own definition — in one aggregate query.
-const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
- c.placement_tags, c.expires_at, c.draining, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
- FROM cells c LEFT JOIN (` + selectUsageByCell + `) u ON u.cell_id = c.cell_id`
-
-// selectUsageByCell sums, per cell, the resources of every row naming it
-// (each with its own definition's memory and disk) and counts the rows.
-const selectUsageByCell = `SELECT a.cell_id, SUM(r.memory_mb) AS memory_mb, SUM(r.disk_mb) AS disk_mb, COUNT(*) AS instances
+// usageByCell sums, per cell, the resources of every row naming it (each
+// with its own definition's memory and disk) and counts the rows. Its
+// WHERE ends with a condition on a.cell_id for the caller to complete.
+const usageByCell = `SELECT a.cell_id, SUM(r.memory_mb) AS memory_mb, SUM(r.disk_mb) AS disk_mb, COUNT(*) AS instances
  FROM actual_lrps a
  LEFT JOIN run_infos r ON r.process_guid = a.process_guid AND r.definition_id = a.definition_id
- WHERE a.cell_id <> ''
- GROUP BY a.cell_id`
+ WHERE a.cell_id `
+
+// selectUsageByCell is the usage of every cell some row names.
+const selectUsageByCell = usageByCell + `<> '' GROUP BY a.cell_id`
+
+// selectCellsWithUsage adds to every cell what the instances placed on it
+// use — every row naming the cell, whatever its state or presence — in one
+// aggregate query; the caller completes the usage's condition (see
+// cellsWithUsage).
+const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
+ c.placement_tags, c.expires_at, c.draining, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
+ FROM cells c LEFT JOIN (` + usageByCell
 
 // Cells lists every registered cell, present or not, ordered by cell id,
 // with its free capacity: capacity minus the memory and disk of the
 // definitions of the instances placed on it, and minus their number.
 // Free capacity goes negative on an overcommitted cell rather than hide it.
 func (s *SQLDB) Cells(ctx context.Context) ([]*models.Cell, error) {
+	cells, err := s.cellsWithUsage(ctx, nil)
+	return cells, asModelError("list cells", err)
+}
+
+// CellsAfter is one page of Cells. The page's ids are read first, so that
+// the usage is summed over those cells' rows only, not every instance.
+func (s *SQLDB) CellsAfter(ctx context.Context, after string, limit int) ([]*models.Cell, error) {
+	if limit <= 0 {
+		return nil, errInvalid("limit", fmt.Sprintf("must be greater than 0, got %d", limit))
+	}
+	cellID := s.dialect.bytewise("cell_id")
+	query := fmt.Sprintf("SELECT cell_id FROM cells WHERE %s > ? ORDER BY %s LIMIT %d", cellID, cellID, limit)
+	var ids []string
+	err := s.eachRow(ctx, s.conn, query, []any{after}, func(rows *sql.Rows) error {
+		var id string
+		err := rows.Scan(&id)
+		ids = append(ids, id)
+		return err
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, asModelError("list cells", err)
+	}
+	cells, err := s.cellsWithUsage(ctx, ids)
+	return cells, asModelError("list cells", err)
+}
+
+// cellsWithUsage reads the cells with these ids (every cell when ids is
+// nil) with their free capacity, in cell id order (bytes).
+func (s *SQLDB) cellsWithUsage(ctx context.Context, ids []string) ([]*models.Cell, error) {
+	query := selectCellsWithUsage + "<> '' GROUP BY a.cell_id) u ON u.cell_id = c.cell_id"
+	var args []any
+	if ids != nil {
+		in := inList(len(ids))
+		query = selectCellsWithUsage + "IN " + in + " GROUP BY a.cell_id) u ON u.cell_id = c.cell_id WHERE c.cell_id IN " + in
+		args = append(stringArgs(ids), stringArgs(ids)...)
+	}
 	now := s.now().UnixNano()
 	var cells []*models.Cell
-	err := s.eachRow(ctx, s.conn, selectCellsWithUsage, nil, func(rows *sql.Rows) error {
+	err := s.eachRow(ctx, s.conn, query, args, func(rows *sql.Rows) error {
 		var memory, disk, instances int64
 		cell, err := scanCell(rows, now, &memory, &disk, &instances)
 		if err != nil {
@@ -241,8 +282,10 @@ func (s *SQLDB) Cells(ctx context.Context) ([]*models.Cell, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, asModelError("list cells", err)
+		return nil, err
 	}
+	// Sorted here, not in SQL: cells.cell_id has the database's collation
+	// on Postgres.
 	slices.SortFunc(cells, func(a, b *models.Cell) int { return cmp.Compare(a.CellId, b.CellId) })
 	return cells, nil
 }

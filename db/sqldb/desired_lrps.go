@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -56,7 +57,6 @@ func (s *SQLDB) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]
 	if err != nil {
 		return nil, asModelError("list desired lrps", err)
 	}
-	slices.SortFunc(lrps, func(a, b *models.DesiredLRP) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
 	return lrps, nil
 }
 
@@ -71,14 +71,14 @@ func (s *SQLDB) DesiredLRPSchedulingInfos(ctx context.Context, filter db.Desired
 	if err != nil {
 		return nil, asModelError("list scheduling infos", err)
 	}
-	slices.SortFunc(infos, func(a, b *models.DesiredLRPSchedulingInfo) int {
-		return strings.Compare(a.ProcessGuid, b.ProcessGuid)
-	})
 	return infos, nil
 }
 
 // eachDesiredBatch runs selectQuery narrowed by filter and calls scan for
-// every row. A guid filter is split into IN lists of at most batchSize.
+// every row, in process guid order: the guid columns compare as bytes on
+// every dialect (see ConvergenceSnapshot), so SQL's order is the list's. A
+// guid filter is split into IN lists of at most batchSize, taken in guid
+// order, so that the batches' rows follow each other in order too.
 func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter db.DesiredLRPFilter, scan func(*sql.Rows) error) error {
 	var where []string
 	var args []any
@@ -86,10 +86,17 @@ func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter
 		where = append(where, "d.domain = ?")
 		args = append(args, filter.Domain)
 	}
+	if filter.After != "" {
+		where = append(where, "d.process_guid > ?")
+		args = append(args, filter.After)
+	}
 	guidBatches := [][]string{nil}
 	if len(filter.ProcessGuids) > 0 {
-		guidBatches = batches(uniqueStrings(filter.ProcessGuids))
+		guids := uniqueStrings(filter.ProcessGuids)
+		slices.Sort(guids)
+		guidBatches = batches(guids)
 	}
+	remaining := filter.Limit
 	for _, guids := range guidBatches {
 		clauses, batchArgs := where, args
 		if guids != nil {
@@ -100,8 +107,22 @@ func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter
 		if len(clauses) > 0 {
 			query += " WHERE " + strings.Join(clauses, " AND ")
 		}
-		if err := s.eachRow(ctx, s.conn, query, batchArgs, scan); err != nil {
+		query += " ORDER BY d.process_guid"
+		if filter.Limit > 0 {
+			query += fmt.Sprintf(" LIMIT %d", remaining)
+		}
+		read := 0
+		err := s.eachRow(ctx, s.conn, query, batchArgs, func(rows *sql.Rows) error {
+			read++
+			return scan(rows)
+		})
+		if err != nil {
 			return err
+		}
+		if filter.Limit > 0 {
+			if remaining -= read; remaining == 0 {
+				return nil
+			}
 		}
 	}
 	return nil

@@ -35,6 +35,18 @@ func (d dialect) rebind(query string) string {
 	return b.String()
 }
 
+// bytewise is column compared and ordered as bytes. The guid and presence
+// columns are byte-collated on every dialect (see ConvergenceSnapshot);
+// cells.cell_id is on SQLite (BINARY) and MySQL (utf8mb4_bin) but has the
+// database's collation on Postgres, where a locale would order "B" after
+// "a" and pages would disagree with the other dialects.
+func (d dialect) bytewise(column string) string {
+	if d == Postgres {
+		return column + ` COLLATE "C"`
+	}
+	return column
+}
+
 // upsert is an insert of one row that overwrites the update columns when a
 // row with the same key exists.
 func (d dialect) upsert(table string, columns, key, update []string) string {

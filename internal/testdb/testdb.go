@@ -106,7 +106,15 @@ func createOnServer(dialect, driver, adminDSN, name string, dsnFor func(string, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+	create := "CREATE DATABASE " + name
+	if dialect == Postgres {
+		// A locale that orders "a" before "B" and "é" before "z", as
+		// production databases often have: code that leans on the server's
+		// default collation for an order, or for two names being
+		// different, fails here rather than only in production.
+		create += " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+	}
+	if _, err := admin.Exec(create); err != nil {
 		admin.Close()
 		return nil, fmt.Errorf("%s: create database %s: %w", dialect, name, err)
 	}
