@@ -15,17 +15,21 @@ type ActualLRPFilter struct {
 	Index       *int32
 }
 
-// ActualLRPs lists the matching instances.
+// ActualLRPs lists the matching instances, by process guid, index and
+// presence name.
 func (c *Client) ActualLRPs(ctx context.Context, filter ActualLRPFilter) ([]*models.ActualLRP, error) {
 	var resp models.ActualLRPsResponse
-	req := &models.ActualLRPsRequest{
-		Domain:      filter.Domain,
-		CellId:      filter.CellID,
-		ProcessGuid: filter.ProcessGuid,
-		Index:       filter.Index,
-	}
-	if err := c.call(ctx, models.RouteActualLRPs, req, &resp, safeToRepeat); err != nil {
+	if err := c.call(ctx, models.RouteActualLRPs, filter.request(), &resp, safeToRepeat); err != nil {
 		return nil, err
 	}
 	return resp.GetActualLrps(), nil
+}
+
+func (f ActualLRPFilter) request() *models.ActualLRPsRequest {
+	return &models.ActualLRPsRequest{
+		Domain:      f.Domain,
+		CellId:      f.CellID,
+		ProcessGuid: f.ProcessGuid,
+		Index:       f.Index,
+	}
 }

@@ -131,6 +131,32 @@ var _ = Describe("Client against a real board", func() {
 			Expect(guidsOf(picked)).To(ConsistOf("hello", "other"))
 		})
 
+		It("reads lists a page at a time, following the cursor to the end", func() {
+			for _, guid := range []string{"c", "a", "e", "b", "d"} {
+				_, err := c.DesireLRP(ctx, helloLRP(guid))
+				Expect(err).NotTo(HaveOccurred())
+			}
+			var read []string
+			page := client.Page{Limit: 2}
+			for range 5 {
+				lrps, next, err := c.DesiredLRPsPage(ctx, client.DesiredLRPFilter{Domain: "cork"}, page)
+				Expect(err).NotTo(HaveOccurred())
+				read = append(read, guidsOf(lrps)...)
+				if page.Cursor = next; next == "" {
+					break
+				}
+			}
+			Expect(read).To(Equal([]string{"a", "b", "c", "d", "e"}))
+
+			instances, next, err := c.ActualLRPsPage(ctx, client.ActualLRPFilter{ProcessGuid: "a"}, client.Page{Limit: 1})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(instances).To(HaveLen(1))
+			Expect(next).NotTo(BeEmpty(), "a has more than one instance")
+
+			_, _, err = c.CellsPage(ctx, client.Page{Limit: models.MaxListPage + 1})
+			Expect(err).To(MatchError(ContainSubstring("limit: must be between 0")))
+		})
+
 		It("lists scheduling infos without run definitions", func() {
 			_, err := c.DesireLRP(ctx, helloLRP("hello"))
 			Expect(err).NotTo(HaveOccurred())

@@ -7,16 +7,21 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-func (h *storeHandlers) actualLRPs(ctx context.Context, req *models.ActualLRPsRequest) (*models.ActualLRPsResponse, error) {
+// actualLRPs reads one page of the matching instances after cursor.
+func (h *storeHandlers) actualLRPs(ctx context.Context, req *models.ActualLRPsRequest, cursor string, limit int) ([]*models.ActualLRP, error) {
 	filter := db.ActualLRPFilter{
 		Domain:      req.GetDomain(),
 		CellID:      req.GetCellId(),
 		ProcessGuid: req.GetProcessGuid(),
 		Index:       req.Index,
+		Limit:       limit,
 	}
-	lrps, err := h.store.ActualLRPs(ctx, filter)
+	guid, index, presence, ok, err := models.ParseActualLRPCursor("cursor", cursor)
 	if err != nil {
 		return nil, err
 	}
-	return &models.ActualLRPsResponse{ActualLrps: lrps}, nil
+	if ok {
+		filter.After = &db.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: presence}
+	}
+	return h.store.ActualLRPs(ctx, filter)
 }

@@ -32,10 +32,11 @@ func (h *storeHandlers) drainCell(ctx context.Context, req *models.DrainCellRequ
 	return &models.DrainCellResponse{}, nil
 }
 
-func (h *storeHandlers) cells(ctx context.Context, _ *models.CellsRequest) (*models.CellsResponse, error) {
-	cells, err := h.store.Cells(ctx)
+// cells reads one page of the cells after cursor.
+func (h *storeHandlers) cells(ctx context.Context, _ *models.CellsRequest, cursor string, limit int) ([]*models.Cell, error) {
+	after, err := models.ParseCellCursor("cursor", cursor)
 	if err != nil {
 		return nil, err
 	}
-	return &models.CellsResponse{Cells: cells}, nil
+	return h.store.CellsAfter(ctx, after, limit)
 }

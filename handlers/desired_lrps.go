@@ -28,20 +28,22 @@ func (h *storeHandlers) desiredLRPByProcessGuid(ctx context.Context, req *models
 	return &models.DesiredLRPResponse{DesiredLrp: lrp}, nil
 }
 
-func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPsRequest) (*models.DesiredLRPsResponse, error) {
-	lrps, err := h.store.DesiredLRPs(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+// desiredLRPs reads one page of the matching LRPs after cursor.
+func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPsRequest, cursor string, limit int) ([]*models.DesiredLRP, error) {
+	after, err := models.ParseDesiredLRPCursor("cursor", cursor)
 	if err != nil {
 		return nil, err
 	}
-	return &models.DesiredLRPsResponse{DesiredLrps: lrps}, nil
+	return h.store.DesiredLRPs(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit})
 }
 
-func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *models.DesiredLRPSchedulingInfosRequest) (*models.DesiredLRPSchedulingInfosResponse, error) {
-	infos, err := h.store.DesiredLRPSchedulingInfos(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+// desiredLRPSchedulingInfos reads one page of the matching LRPs after cursor.
+func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *models.DesiredLRPSchedulingInfosRequest, cursor string, limit int) ([]*models.DesiredLRPSchedulingInfo, error) {
+	after, err := models.ParseDesiredLRPCursor("cursor", cursor)
 	if err != nil {
 		return nil, err
 	}
-	return &models.DesiredLRPSchedulingInfosResponse{DesiredLrpSchedulingInfos: infos}, nil
+	return h.store.DesiredLRPSchedulingInfos(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit})
 }
 
 func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {

@@ -19,15 +19,15 @@ func endpoints(store db.DB, o options) []endpoint {
 
 		route(models.RouteDesireDesiredLRP, h.desireLRP),
 		route(models.RouteDesiredLRPByProcessGuid, h.desiredLRPByProcessGuid),
-		route(models.RouteDesiredLRPs, h.desiredLRPs),
-		route(models.RouteDesiredLRPSchedulingInfos, h.desiredLRPSchedulingInfos),
+		listRoute[models.DesiredLRPsRequest, *models.DesiredLRPsRequest, *models.DesiredLRPsResponse](models.RouteDesiredLRPs, h.desiredLRPs),
+		listRoute[models.DesiredLRPSchedulingInfosRequest, *models.DesiredLRPSchedulingInfosRequest, *models.DesiredLRPSchedulingInfosResponse](models.RouteDesiredLRPSchedulingInfos, h.desiredLRPSchedulingInfos),
 		route(models.RouteUpdateDesiredLRP, h.updateDesiredLRP),
 		route(models.RouteRemoveDesiredLRP, h.removeDesiredLRP),
 
 		route(models.RouteDefinitions, h.definitions),
 		route(models.RouteDefinition, h.definition),
 
-		route(models.RouteActualLRPs, h.actualLRPs),
+		listRoute[models.ActualLRPsRequest, *models.ActualLRPsRequest, *models.ActualLRPsResponse](models.RouteActualLRPs, h.actualLRPs),
 
 		route(models.RouteRolloutStatus, h.rolloutStatus),
 		route(models.RouteRollback, h.rollback),
@@ -41,7 +41,7 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteCancelOperation, h.cancelOperation),
 
 		route(models.RouteRegisterCell, h.registerCell),
-		route(models.RouteCells, h.cells),
+		listRoute[models.CellsRequest, *models.CellsRequest, *models.CellsResponse](models.RouteCells, h.cells),
 		route(models.RouteDrainCell, h.drainCell),
 		route(models.RouteClaimActualLRP, h.claimActualLRP),
 		route(models.RouteStartActualLRP, h.startActualLRP),

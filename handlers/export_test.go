@@ -31,3 +31,11 @@ func PolicyRoutes() []string {
 	}
 	return routes
 }
+
+// SetStreamPage sets how many items a streamed list reads at once, until
+// the returned func restores it.
+func SetStreamPage(n int) (restore func()) {
+	was := streamPage
+	streamPage = n
+	return func() { streamPage = was }
+}

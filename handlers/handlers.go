@@ -133,6 +133,9 @@ type endpoint struct {
 	// errorResponse is the route's response message carrying only err.
 	errorResponse func(err *models.Error) proto.Message
 	call          func(ctx context.Context, req request) (proto.Message, error)
+	// listing is set on list routes: a request for the whole list is
+	// streamed (see lists.go) instead of answered by call.
+	listing *listing
 }
 
 // route builds an endpoint from a typed call, so that each handler reads as
@@ -186,6 +189,10 @@ func (a *api) serve(e endpoint) http.Handler {
 			return
 		}
 
+		if e.listing != nil && e.listing.streams(req) {
+			call.stream(call.context(r), w, c, e.listing, req.(pagedRequest), e.errorResponse)
+			return
+		}
 		response, err := e.call(call.context(r), req)
 		if err != nil {
 			call.fail(w, c, http.StatusOK, e.errorResponse, models.ConvertError(err))

@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// listWriter writes a list response message a page at a time (see
+// lists.go). For a DesiredLRPsResponse of two LRPs that ends in an error:
+//
+//	protobuf: [tag 2, len, LRP 1] [tag 2, len, LRP 2] [tag 1, len, Error]
+//	JSON:     {"desired_lrps":[{…},{…}],"error":{…}}
+//
+// which is what proto.Marshal and protojson would write for the whole
+// message (up to field order and spacing, which neither encoding fixes).
+type listWriter struct {
+	w          http.ResponseWriter
+	controller *http.ResponseController
+	cd         codec
+	items      protoreflect.FieldDescriptor
+	// started: the headers (and JSON's "{") are out; inArray: JSON's
+	// `"name":[` is.
+	started, inArray bool
+	buf              []byte
+}
+
+// errorFieldNumber is the number of every response's error field (see
+// errorOnly).
+const errorFieldNumber = 1
+
+// encodeError is an item or error the codec could not encode (a string
+// that is not valid UTF-8): nothing of it was written.
+type encodeError struct{ err error }
+
+func (e encodeError) Error() string { return "encode response: " + e.err.Error() }
+
+func newListWriter(w http.ResponseWriter, cd codec, items protoreflect.FieldDescriptor) *listWriter {
+	return &listWriter{w: w, controller: http.NewResponseController(w), cd: cd, items: items}
+}
+
+// add writes one page of items. An encodeError writes nothing; the
+// caller ends the answer with it.
+func (lw *listWriter) add(items []listItem) error {
+	lw.buf = lw.buf[:0]
+	for _, item := range items {
+		var err error
+		if lw.buf, err = lw.appendItem(lw.buf, item); err != nil {
+			return encodeError{err}
+		}
+	}
+	return lw.write()
+}
+
+func (lw *listWriter) appendItem(buf []byte, item proto.Message) ([]byte, error) {
+	if lw.cd.contentType == models.ContentTypeProtobuf {
+		return appendField(buf, lw.items.Number(), item)
+	}
+	encoded, err := lw.cd.marshal(item)
+	if err != nil {
+		return buf, err
+	}
+	if !lw.inArray {
+		buf = fmt.Appendf(buf, "%q:[", lw.items.Name())
+		lw.inArray = true
+	} else {
+		buf = append(buf, ',')
+	}
+	return append(buf, encoded...), nil
+}
+
+// appendField appends msg as field number of a message.
+func appendField(buf []byte, number protowire.Number, msg proto.Message) ([]byte, error) {
+	encoded, err := proto.Marshal(msg)
+	if err != nil {
+		return buf, err
+	}
+	buf = protowire.AppendTag(buf, number, protowire.BytesType)
+	return protowire.AppendBytes(buf, encoded), nil
+}
+
+// end closes the message, with failed as its error field when set.
+func (lw *listWriter) end(failed *models.Error) error {
+	lw.buf = lw.buf[:0]
+	if lw.cd.contentType == models.ContentTypeProtobuf {
+		if failed != nil {
+			var err error
+			if lw.buf, err = appendField(lw.buf, errorFieldNumber, failed); err != nil {
+				return err
+			}
+		}
+		return lw.write()
+	}
+	if lw.inArray {
+		lw.buf = append(lw.buf, ']')
+	}
+	if failed != nil {
+		encoded, err := lw.cd.marshal(failed)
+		if err != nil {
+			return err
+		}
+		if lw.inArray {
+			lw.buf = append(lw.buf, ',')
+		}
+		lw.buf = append(lw.buf, `"error":`...)
+		lw.buf = append(lw.buf, encoded...)
+	}
+	lw.buf = append(lw.buf, '}')
+	return lw.write()
+}
+
+// write sends buf, the headers first when they are not out yet, within
+// listWriteTimeout.
+func (lw *listWriter) write() error {
+	if !lw.started {
+		lw.started = true
+		lw.w.Header().Set("Content-Type", lw.cd.contentType)
+		lw.w.WriteHeader(http.StatusOK)
+		if lw.cd.contentType != models.ContentTypeProtobuf {
+			lw.buf = append([]byte{'{'}, lw.buf...)
+		}
+	}
+	// Not every ResponseWriter can move its deadline (a test recorder,
+	// HTTP/2 before Go 1.20); the server's write timeout holds there.
+	if err := lw.controller.SetWriteDeadline(time.Now().Add(listWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := lw.w.Write(lw.buf); err != nil {
+		return err
+	}
+	if err := lw.controller.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}

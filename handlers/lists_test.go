@@ -1,0 +1,203 @@
+package handlers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
+)
+
+// failingAfterFirstPage is a store whose list reads fail once past the
+// first page, as when the database goes away in the middle of a stream.
+type failingAfterFirstPage struct {
+	db.DB
+}
+
+var errDatabaseGone = errors.New("connection reset by peer")
+
+func (s failingAfterFirstPage) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRP, error) {
+	if filter.After != "" {
+		return nil, errDatabaseGone
+	}
+	return s.DB.DesiredLRPs(ctx, filter)
+}
+
+var _ = Describe("Lists", func() {
+	for _, dialect := range testdb.MustDialects() {
+		for _, wire := range wires {
+			Describe(dialect+" with "+wire.name+" bodies", func() {
+				var (
+					b      *board
+					domain string
+					guids  []string
+				)
+
+				BeforeEach(func() {
+					// Pages of 2, so that a few LRPs make several.
+					DeferCleanup(handlers.SetStreamPage(2))
+					b = newBoard(stores[dialect], wire)
+					domain = randomName("lists")
+					guids = nil
+					for i := range 5 {
+						guid := fmt.Sprintf("%s-%d", domain, i)
+						b.mustDesire(newLRP(guid, domain, 2))
+						guids = append(guids, guid)
+					}
+				})
+
+				lrpGuids := func(lrps []*models.DesiredLRP) []string {
+					var out []string
+					for _, l := range lrps {
+						out = append(out, l.GetProcessGuid())
+					}
+					return out
+				}
+
+				It("answers a whole list, streamed page by page, as one message in guid order", func() {
+					lrps := b.list(&models.DesiredLRPsRequest{Domain: domain})
+					Expect(lrpGuids(lrps)).To(Equal(guids))
+					for _, lrp := range lrps {
+						Expect(lrp.GetDefinition().GetAction().GetPath()).NotTo(BeEmpty(), "with its definition")
+					}
+
+					infos := &models.DesiredLRPSchedulingInfosResponse{}
+					b.call(models.RouteDesiredLRPSchedulingInfos, &models.DesiredLRPSchedulingInfosRequest{Domain: domain}, infos)
+					Expect(infos.GetError()).To(BeNil())
+					Expect(infos.GetDesiredLrpSchedulingInfos()).To(HaveLen(5))
+					Expect(infos.GetNextCursor()).To(BeEmpty())
+
+					actual := b.actualLRPs(&models.ActualLRPsRequest{Domain: domain})
+					Expect(actual).To(HaveLen(10))
+					Expect(actual[0].GetProcessGuid()).To(Equal(guids[0]))
+					Expect(actual[9].GetProcessGuid()).To(Equal(guids[4]))
+					Expect(actual[9].GetIndex()).To(BeEquivalentTo(1))
+				})
+
+				It("answers an empty list as the empty message", func() {
+					Expect(b.list(&models.DesiredLRPsRequest{Domain: randomName("none")})).To(BeEmpty())
+				})
+
+				It("answers pages that follow each other to the end", func() {
+					var read []string
+					var cursors []string
+					request := &models.DesiredLRPsRequest{Domain: domain, Limit: 2}
+					for range 5 {
+						resp := &models.DesiredLRPsResponse{}
+						b.call(models.RouteDesiredLRPs, request, resp)
+						Expect(resp.GetError()).To(BeNil())
+						Expect(len(resp.GetDesiredLrps())).To(BeNumerically("<=", 2))
+						read = append(read, lrpGuids(resp.GetDesiredLrps())...)
+						if resp.GetNextCursor() == "" {
+							break
+						}
+						cursors = append(cursors, resp.GetNextCursor())
+						request.Cursor = resp.GetNextCursor()
+					}
+					Expect(read).To(Equal(guids))
+					Expect(cursors).To(HaveLen(2), "5 items in pages of 2: the third page is the last")
+
+					By("streaming the rest after a cursor")
+					rest := b.list(&models.DesiredLRPsRequest{Domain: domain, Cursor: cursors[0]})
+					Expect(lrpGuids(rest)).To(Equal(guids[2:]))
+				})
+
+				It("pages actual LRPs and cells the same way", func() {
+					var read []*models.ActualLRP
+					request := &models.ActualLRPsRequest{Domain: domain, Limit: 3}
+					for range 10 {
+						resp := &models.ActualLRPsResponse{}
+						b.call(models.RouteActualLRPs, request, resp)
+						Expect(resp.GetError()).To(BeNil())
+						read = append(read, resp.GetActualLrps()...)
+						if request.Cursor = resp.GetNextCursor(); request.Cursor == "" {
+							break
+						}
+					}
+					whole := b.actualLRPs(&models.ActualLRPsRequest{Domain: domain})
+					Expect(read).To(HaveLen(len(whole)))
+					for i := range whole {
+						Expect(read[i].GetProcessGuid()).To(Equal(whole[i].GetProcessGuid()))
+						Expect(read[i].GetIndex()).To(Equal(whole[i].GetIndex()))
+					}
+
+					for i := range 3 {
+						Expect(stores[dialect].RegisterCell(context.Background(), &models.Cell{
+							CellId: fmt.Sprintf("%s-cell-%d", domain, i), Capacity: &models.CellCapacity{MemoryMb: 1, DiskMb: 1, Instances: 1},
+						}, time.Minute)).To(Succeed())
+					}
+					wholeCells := &models.CellsResponse{}
+					b.call(models.RouteCells, &models.CellsRequest{}, wholeCells)
+					Expect(wholeCells.GetError()).To(BeNil())
+					var pagedCells []string
+					cellRequest := &models.CellsRequest{Limit: 2}
+					for range 1000 {
+						resp := &models.CellsResponse{}
+						b.call(models.RouteCells, cellRequest, resp)
+						Expect(resp.GetError()).To(BeNil())
+						for _, c := range resp.GetCells() {
+							pagedCells = append(pagedCells, c.GetCellId())
+						}
+						if cellRequest.Cursor = resp.GetNextCursor(); cellRequest.Cursor == "" {
+							break
+						}
+					}
+					var wholeIDs []string
+					for _, c := range wholeCells.GetCells() {
+						wholeIDs = append(wholeIDs, c.GetCellId())
+					}
+					Expect(pagedCells).To(Equal(wholeIDs))
+					Expect(wholeIDs).To(ContainElement(domain + "-cell-2"))
+				})
+
+				DescribeTable("refuses bad paging, naming the field",
+					func(request proto.Message, route, field string) {
+						resp := &models.DesiredLRPsResponse{}
+						b.call(route, request, resp)
+						Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+						Expect(resp.GetError().GetMessage()).To(HavePrefix(field + ": "))
+						Expect(resp.GetDesiredLrps()).To(BeEmpty())
+					},
+					Entry("a negative limit", &models.DesiredLRPsRequest{Limit: -1}, models.RouteDesiredLRPs, "limit"),
+					Entry("a limit over the most", &models.ActualLRPsRequest{Limit: models.MaxListPage + 1}, models.RouteActualLRPs, "limit"),
+					Entry("a cursor that is not one", &models.DesiredLRPsRequest{Cursor: "not a cursor!"}, models.RouteDesiredLRPs, "cursor"),
+					Entry("a cursor of another list", &models.CellsRequest{Cursor: (&models.DesiredLRP{ProcessGuid: "web"}).ListCursor()}, models.RouteCells, "cursor"),
+				)
+
+				It("ends a stream that fails after its first page with the error, after the items it sent", func() {
+					failing := newBoard(failingAfterFirstPage{stores[dialect]}, wire)
+					resp := &models.DesiredLRPsResponse{}
+					failing.call(models.RouteDesiredLRPs, &models.DesiredLRPsRequest{Domain: domain}, resp)
+					Expect(resp.GetError().GetType()).To(Equal(models.Error_UnknownError))
+					Expect(resp.GetError().GetMessage()).To(ContainSubstring("connection reset by peer"))
+					Expect(lrpGuids(resp.GetDesiredLrps())).To(Equal(guids[:2]), "the first page went out before the failure")
+					Expect(failing.logger.Buffer()).To(gbytes.Say(`"items_sent":2,.*"outcome":"UnknownError"`))
+				})
+
+				It("answers a failure on the first page as an ordinary error", func() {
+					failing := newBoard(failingAfterFirstPage{stores[dialect]}, wire)
+					request, err := wire.marshal(&models.DesiredLRPsRequest{
+						Domain: domain, Cursor: (&models.DesiredLRP{ProcessGuid: guids[0]}).ListCursor(),
+					})
+					Expect(err).NotTo(HaveOccurred())
+					resp, body := failing.postRaw(models.RouteDesiredLRPs, wire.contentType, request)
+					Expect(resp.StatusCode).To(Equal(http.StatusOK))
+					answer := &models.DesiredLRPsResponse{}
+					Expect(wire.unmarshal(body, answer)).To(Succeed())
+					Expect(answer.GetError().GetType()).To(Equal(models.Error_UnknownError))
+					Expect(answer.GetDesiredLrps()).To(BeEmpty())
+				})
+			})
+		}
+	}
+})
