@@ -53,8 +53,16 @@ type DesiredLRPDB interface {
 	DesiredLRPByProcessGuid(ctx context.Context, processGuid string) (*models.DesiredLRP, error)
 	// DesiredLRPs returns matching LRPs with their active definitions.
 	DesiredLRPs(ctx context.Context, filter DesiredLRPFilter) ([]*models.DesiredLRP, error)
+	// EachDesiredLRP is DesiredLRPs handing each LRP to fn as it is read,
+	// in one query (per batch of guids), so that a caller streaming a
+	// whole list holds one LRP at a time. An error from fn stops the read
+	// and is returned.
+	EachDesiredLRP(ctx context.Context, filter DesiredLRPFilter, fn func(*models.DesiredLRP) error) error
 	// DesiredLRPSchedulingInfos returns matching LRPs without run definitions.
 	DesiredLRPSchedulingInfos(ctx context.Context, filter DesiredLRPFilter) ([]*models.DesiredLRPSchedulingInfo, error)
+	// EachDesiredLRPSchedulingInfo is DesiredLRPSchedulingInfos as
+	// EachDesiredLRP is DesiredLRPs.
+	EachDesiredLRPSchedulingInfo(ctx context.Context, filter DesiredLRPFilter, fn func(*models.DesiredLRPSchedulingInfo) error) error
 	// UpdateDesiredLRP applies the update; see models.DesiredLRPUpdate.
 	UpdateDesiredLRP(ctx context.Context, processGuid string, update *models.DesiredLRPUpdate) (*models.DesiredLRP, error)
 	// RemoveDesiredLRP deletes the LRP and its UNCLAIMED instances. Claimed
@@ -132,4 +140,6 @@ type ActualLRPFilter struct {
 
 type ActualLRPDB interface {
 	ActualLRPs(ctx context.Context, filter ActualLRPFilter) ([]*models.ActualLRP, error)
+	// EachActualLRP is ActualLRPs as EachDesiredLRP is DesiredLRPs.
+	EachActualLRP(ctx context.Context, filter ActualLRPFilter, fn func(*models.ActualLRP) error) error
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// actualLRPs reads one page of the matching instances after cursor.
-func (h *storeHandlers) actualLRPs(ctx context.Context, req *models.ActualLRPsRequest, cursor string, limit int) ([]*models.ActualLRP, error) {
+// actualLRPs hands fn the matching instances after cursor (see
+// listing.read).
+func (h *storeHandlers) actualLRPs(ctx context.Context, req *models.ActualLRPsRequest, cursor string, limit int, fn func(*models.ActualLRP) error) error {
 	filter := db.ActualLRPFilter{
 		Domain:      req.GetDomain(),
 		CellID:      req.GetCellId(),
@@ -18,10 +19,10 @@ func (h *storeHandlers) actualLRPs(ctx context.Context, req *models.ActualLRPsRe
 	}
 	guid, index, presence, ok, err := models.ParseActualLRPCursor("cursor", cursor)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ok {
 		filter.After = &db.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: presence}
 	}
-	return h.store.ActualLRPs(ctx, filter)
+	return h.store.EachActualLRP(ctx, filter, fn)
 }

@@ -32,11 +32,29 @@ func (h *storeHandlers) drainCell(ctx context.Context, req *models.DrainCellRequ
 	return &models.DrainCellResponse{}, nil
 }
 
-// cells reads one page of the cells after cursor.
-func (h *storeHandlers) cells(ctx context.Context, _ *models.CellsRequest, cursor string, limit int) ([]*models.Cell, error) {
+// cells hands fn the cells after cursor (see listing.read): a page, or
+// every cell (a board has thousands at most, each small).
+func (h *storeHandlers) cells(ctx context.Context, _ *models.CellsRequest, cursor string, limit int, fn func(*models.Cell) error) error {
 	after, err := models.ParseCellCursor("cursor", cursor)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return h.store.CellsAfter(ctx, after, limit)
+	var cells []*models.Cell
+	if limit > 0 {
+		cells, err = h.store.CellsAfter(ctx, after, limit)
+	} else {
+		cells, err = h.store.Cells(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	for _, cell := range cells {
+		if cell.GetCellId() <= after {
+			continue
+		}
+		if err := fn(cell); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -28,22 +28,22 @@ func (h *storeHandlers) desiredLRPByProcessGuid(ctx context.Context, req *models
 	return &models.DesiredLRPResponse{DesiredLrp: lrp}, nil
 }
 
-// desiredLRPs reads one page of the matching LRPs after cursor.
-func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPsRequest, cursor string, limit int) ([]*models.DesiredLRP, error) {
+// desiredLRPs hands fn the matching LRPs after cursor (see listing.read).
+func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPsRequest, cursor string, limit int, fn func(*models.DesiredLRP) error) error {
 	after, err := models.ParseDesiredLRPCursor("cursor", cursor)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return h.store.DesiredLRPs(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit})
+	return h.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit}, fn)
 }
 
-// desiredLRPSchedulingInfos reads one page of the matching LRPs after cursor.
-func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *models.DesiredLRPSchedulingInfosRequest, cursor string, limit int) ([]*models.DesiredLRPSchedulingInfo, error) {
+// desiredLRPSchedulingInfos hands fn the matching LRPs after cursor (see listing.read).
+func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *models.DesiredLRPSchedulingInfosRequest, cursor string, limit int, fn func(*models.DesiredLRPSchedulingInfo) error) error {
 	after, err := models.ParseDesiredLRPCursor("cursor", cursor)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return h.store.DesiredLRPSchedulingInfos(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit})
+	return h.store.EachDesiredLRPSchedulingInfo(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit}, fn)
 }
 
 func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {

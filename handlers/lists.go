@@ -13,22 +13,27 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// Lists (desired LRPs, scheduling infos, actual LRPs, cells) are read a
-// page at a time, as models/list_page.go describes: a request with a limit
-// gets that page and a next_cursor; one without gets the whole list,
-// written as it is read, streamPage items at a time, so that eight
+// Lists (desired LRPs, scheduling infos, actual LRPs, cells) come in
+// pages or whole, as models/list_page.go describes. A request with a limit
+// gets that page and a next_cursor, read with one query. One without gets
+// the whole list, streamed: the store hands over the rows of one query as
+// it reads them and they are written streamPage at a time, so that eight
 // clients listing a large board at once hold eight pages, not eight
-// copies of the database.
+// copies of the database. (One query rather than a query per page: a
+// page query by a filter can cost a sort of every match when the
+// database's statistics are stale, and a whole list read as pages would
+// pay it every page.) The query's connection is held while the client
+// reads, for at most listWriteTimeout per page.
 //
 // A streamed answer is the same message a buffered one would be, so
 // clients decode it unchanged: in protobuf, a message is the
 // concatenation of its fields and a repeated field may come one element
 // at a time; in JSON, the items are written into the array as they come.
-// An error after the first page (the database went away) cannot change
-// the status any more: it is appended as the message's error field, which
-// the client reads as it would any error answer.
+// An error after the first page went out (the database went away) cannot
+// change the status any more: it is appended as the message's error
+// field, which the client reads as it would any error answer.
 
-// streamPage is how many items a streamed list reads at once.
+// streamPage is how many items a streamed list writes at once.
 var streamPage = 500
 
 // listWriteTimeout bounds the writing of one page of a streamed list,
@@ -43,11 +48,11 @@ type pagedRequest interface {
 	GetLimit() int32
 }
 
-// listing is how an endpoint reads its list a page at a time.
+// listing is how an endpoint reads its list.
 type listing struct {
-	// page reads at most limit items after cursor (a models cursor; empty
-	// for the start).
-	page func(ctx context.Context, req request, cursor string, limit int) ([]listItem, error)
+	// read hands fn the items after cursor (a models cursor; empty for
+	// the start), at most limit of them when limit > 0.
+	read func(ctx context.Context, req request, cursor string, limit int, fn func(listItem) error) error
 	// items and nextCursor are the response's fields.
 	items, nextCursor protoreflect.FieldDescriptor
 	newResponse       func() protoreflect.Message
@@ -59,22 +64,17 @@ type listItem interface {
 	ListCursor() string
 }
 
-// listRoute builds the endpoint of a list: page reads one page of Items
-// for the request.
+// listRoute builds the endpoint of a list: read hands over the Items the
+// request asks for.
 func listRoute[Req any, PReq interface {
 	*Req
 	pagedRequest
-}, Resp proto.Message, Item listItem](path string, page func(context.Context, PReq, string, int) ([]Item, error)) endpoint {
+}, Resp proto.Message, Item listItem](path string, read func(context.Context, PReq, string, int, func(Item) error) error) endpoint {
 	var emptyResponse Resp
 	responseType := emptyResponse.ProtoReflect().Type()
 	l := &listing{
-		page: func(ctx context.Context, req request, cursor string, limit int) ([]listItem, error) {
-			items, err := page(ctx, req.(PReq), cursor, limit)
-			messages := make([]listItem, len(items))
-			for i, item := range items {
-				messages[i] = item
-			}
-			return messages, err
+		read: func(ctx context.Context, req request, cursor string, limit int, fn func(listItem) error) error {
+			return read(ctx, req.(PReq), cursor, limit, func(item Item) error { return fn(item) })
 		},
 		items:       listField(responseType.Descriptor()),
 		nextCursor:  responseType.Descriptor().Fields().ByName("next_cursor"),
@@ -122,7 +122,11 @@ func (l *listing) onePage(ctx context.Context, req pagedRequest) (protoreflect.M
 		// no limit is streamed by serve): read it all the same way.
 		limit = models.MaxListPage
 	}
-	items, err := l.page(ctx, req, req.GetCursor(), limit+1)
+	var items []listItem
+	err := l.read(ctx, req, req.GetCursor(), limit+1, func(item listItem) error {
+		items = append(items, item)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -143,42 +147,50 @@ func (l *listing) streams(req request) bool {
 	return req.(pagedRequest).GetLimit() == 0
 }
 
-// stream answers the whole list after the request's cursor, page by page.
-// An error reading the first page is an ordinary error answer; a later
-// one ends the stream with the error field.
+// stream answers the whole list after the request's cursor. An error
+// before the first page went out is an ordinary error answer; a later one
+// ends the message with its error field.
 func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *listing, req pagedRequest, errorResponse func(*models.Error) proto.Message) {
-	cursor := req.GetCursor()
-	items, err := l.page(ctx, req, cursor, streamPage)
-	if err != nil {
-		c.fail(w, cd, http.StatusOK, errorResponse, models.ConvertError(err))
+	out := newListWriter(w, cd, l.items)
+	page := make([]listItem, 0, streamPage)
+	sent := 0
+	// writeErr is the client's failure to take a page, as opposed to the
+	// store's failure to read one.
+	var writeErr error
+	flush := func() error {
+		if writeErr = out.add(page); writeErr != nil {
+			return writeErr
+		}
+		sent += len(page)
+		page = page[:0]
+		return nil
+	}
+	err := l.read(ctx, req, req.GetCursor(), 0, func(item listItem) error {
+		if page = append(page, item); len(page) == streamPage {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if writeErr != nil && !errors.As(writeErr, new(encodeError)) {
+		c.record(http.StatusOK, nil, lager.Data{"items_sent": sent, "ended": "write failed: " + writeErr.Error()})
 		return
 	}
-	out := newListWriter(w, cd, l.items)
-	sent := 0
-	for {
-		if writeErr := out.add(items); writeErr != nil {
-			if errors.As(writeErr, new(encodeError)) {
-				err = writeErr
-				break
-			}
-			c.record(http.StatusOK, nil, lager.Data{"items_sent": sent, "ended": "write failed: " + writeErr.Error()})
-			return
-		}
-		sent += len(items)
-		if len(items) < streamPage {
-			break
-		}
-		cursor = items[len(items)-1].ListCursor()
-		if items, err = l.page(ctx, req, cursor, streamPage); err != nil {
-			break
-		}
+	if writeErr != nil {
+		err = writeErr
+	}
+	if err != nil && !out.started {
+		c.fail(w, cd, http.StatusOK, errorResponse, models.ConvertError(err))
+		return
 	}
 	var failed *models.Error
 	if err != nil {
 		failed = safeError(models.ConvertError(err))
 	}
-	if writeErr := out.end(failed); writeErr != nil {
-		c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "ended": "write failed: " + writeErr.Error()})
+	if endErr := out.end(failed); endErr != nil {
+		c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "ended": "write failed: " + endErr.Error()})
 		return
 	}
 	c.record(http.StatusOK, failed, lager.Data{"items_sent": sent})

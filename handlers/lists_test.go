@@ -18,19 +18,27 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// failingAfterFirstPage is a store whose list reads fail once past the
-// first page, as when the database goes away in the middle of a stream.
+// failingAfterFirstPage is a store whose reads of desired LRPs fail after
+// two LRPs, as when the database goes away in the middle of a stream, and
+// at once after a cursor.
 type failingAfterFirstPage struct {
 	db.DB
 }
 
 var errDatabaseGone = errors.New("connection reset by peer")
 
-func (s failingAfterFirstPage) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRP, error) {
+func (s failingAfterFirstPage) EachDesiredLRP(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRP) error) error {
 	if filter.After != "" {
-		return nil, errDatabaseGone
+		return errDatabaseGone
 	}
-	return s.DB.DesiredLRPs(ctx, filter)
+	handed := 0
+	return s.DB.EachDesiredLRP(ctx, filter, func(lrp *models.DesiredLRP) error {
+		if handed == 2 {
+			return errDatabaseGone
+		}
+		handed++
+		return fn(lrp)
+	})
 }
 
 var _ = Describe("Lists", func() {

@@ -164,8 +164,8 @@ var _ = Describe("Importing a classic BBS database", func() {
 				Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
 
 				Expect(tables(conn, dialect)).To(Equal(boardTables), "the classic tables are gone")
-				Expect(indexTable(conn, dialect, "desired_lrps_domain")).To(Equal("desired_lrps"),
-					"the board's index exists even though the classic schema had one of that name")
+				Expect(indexTable(conn, dialect, "desired_lrps_domain_key")).To(Equal("desired_lrps"),
+					"the board's indexes exist even though the classic schema had ones named like its first ones")
 				Expect(runner.Validate(ctx)).To(Succeed())
 				expectImported(conn, dialect)
 			})

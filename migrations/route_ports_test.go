@@ -26,14 +26,14 @@ var _ = Describe("0010 and 0011, route ports", func() {
  since, crash_reason, placement_error, modification_tag_epoch, modification_tag_index)
  VALUES ('web', 0, 'ORDINARY', 'apps', 'v1', 'UNCLAIMED', 5, '', '', 'e', 0)`)
 
-			applied, err := runner.Up(ctx, migrations.UpOptions{})
+			applied, err := runner.Up(ctx, migrations.UpOptions{Target: 11})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ids(applied)).To(Equal([]string{"0010_definition_route_ports", "0011_instance_route_ports"}))
 			Expect(strings1(conn, "SELECT COUNT(*) FROM run_infos WHERE route_ports IS NULL")).To(Equal([]string{"1"}))
 			Expect(strings1(conn, "SELECT COUNT(*) FROM actual_lrps WHERE route_ports IS NULL")).To(Equal([]string{"1"}))
 
 			execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 11)
-			applied, err = runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
+			applied, err = runner.Up(ctx, migrations.UpOptions{RetryDirty: true, Target: 11})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ids(applied)).To(Equal([]string{"0011_instance_route_ports"}))
 		})

@@ -34,4 +34,5 @@ var registeredSteps = map[int]*goStep{
 	9:  addAutoscaling,
 	10: addDefinitionRoutePorts,
 	11: addInstanceRoutePorts,
+	12: replaceListIndexes,
 }

@@ -40,8 +40,13 @@ const allocChunk = 512
 // ActualLRPs lists the matching instances ordered by process guid, index
 // and presence name. It reads plain columns; only net_info is decoded.
 func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*models.ActualLRP, error) {
+	return collect(s.EachActualLRP, ctx, filter)
+}
+
+// EachActualLRP is ActualLRPs handing each instance to fn as it is read.
+func (s *SQLDB) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn func(*models.ActualLRP) error) error {
 	if err := checkFilterNames(filter); err != nil {
-		return nil, err
+		return err
 	}
 	var where []string
 	var args []any
@@ -62,8 +67,10 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 		args = append(args, *filter.Index)
 	}
 	if after := filter.After; after != nil {
-		where = append(where, "(process_guid > ? OR (process_guid = ? AND (instance_index > ? OR (instance_index = ? AND presence > ?))))")
-		args = append(args, after.ProcessGuid, after.ProcessGuid, after.Index, after.Index, after.Presence.String())
+		// The leading >= lets every dialect start a range scan of the
+		// primary key there; the rest picks the rows after the key.
+		where = append(where, "process_guid >= ? AND (process_guid > ? OR (process_guid = ? AND (instance_index > ? OR (instance_index = ? AND presence > ?))))")
+		args = append(args, after.ProcessGuid, after.ProcessGuid, after.ProcessGuid, after.Index, after.Index, after.Presence.String())
 	}
 	query := selectActualLRP
 	if len(where) > 0 {
@@ -76,7 +83,6 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 		query += fmt.Sprintf(" LIMIT %d", filter.Limit)
 	}
 
-	var lrps []*models.ActualLRP
 	var chunk []models.ActualLRP
 	var tags []models.ModificationTag
 	// Presence, state and net_info are only looked at, never kept, so
@@ -116,11 +122,7 @@ func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*m
 			}
 			lrp.RoutePorts = models.InstanceRoutePorts(ports, lrp.NetInfo)
 		}
-		lrps = append(lrps, lrp)
-		return nil
+		return fn(lrp)
 	})
-	if err != nil {
-		return nil, asModelError("list actual lrps", err)
-	}
-	return lrps, nil
+	return asModelError("list actual lrps", err)
 }

@@ -48,30 +48,50 @@ func (s *SQLDB) desiredLRP(ctx context.Context, q queryer, processGuid string) (
 // DesiredLRPs returns the matching LRPs ordered by process guid, each with
 // its active definition, in one query per batch of guids.
 func (s *SQLDB) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRP, error) {
-	var lrps []*models.DesiredLRP
+	return collect(s.EachDesiredLRP, ctx, filter)
+}
+
+// EachDesiredLRP is DesiredLRPs handing each LRP to fn as it is read.
+func (s *SQLDB) EachDesiredLRP(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRP) error) error {
 	err := s.eachDesiredBatch(ctx, selectDesiredLRP, filter, func(rows *sql.Rows) error {
 		lrp, err := s.scanDesiredLRP(rows)
-		lrps = append(lrps, lrp)
-		return err
+		if err != nil {
+			return err
+		}
+		return fn(lrp)
 	})
-	if err != nil {
-		return nil, asModelError("list desired lrps", err)
-	}
-	return lrps, nil
+	return asModelError("list desired lrps", err)
 }
 
 // DesiredLRPSchedulingInfos is DesiredLRPs without decoding any definition.
 func (s *SQLDB) DesiredLRPSchedulingInfos(ctx context.Context, filter db.DesiredLRPFilter) ([]*models.DesiredLRPSchedulingInfo, error) {
-	var infos []*models.DesiredLRPSchedulingInfo
+	return collect(s.EachDesiredLRPSchedulingInfo, ctx, filter)
+}
+
+// EachDesiredLRPSchedulingInfo is DesiredLRPSchedulingInfos handing each
+// to fn as it is read.
+func (s *SQLDB) EachDesiredLRPSchedulingInfo(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRPSchedulingInfo) error) error {
 	err := s.eachDesiredBatch(ctx, selectSchedulingInfo, filter, func(rows *sql.Rows) error {
 		info, err := scanSchedulingInfo(rows)
-		infos = append(infos, info)
-		return err
+		if err != nil {
+			return err
+		}
+		return fn(info)
+	})
+	return asModelError("list scheduling infos", err)
+}
+
+// collect runs a streaming read and returns what it handed out.
+func collect[Filter, Item any](each func(context.Context, Filter, func(Item) error) error, ctx context.Context, filter Filter) ([]Item, error) {
+	var items []Item
+	err := each(ctx, filter, func(item Item) error {
+		items = append(items, item)
+		return nil
 	})
 	if err != nil {
-		return nil, asModelError("list scheduling infos", err)
+		return nil, err
 	}
-	return infos, nil
+	return items, nil
 }
 
 // eachDesiredBatch runs selectQuery narrowed by filter and calls scan for

@@ -1,0 +1,12 @@
+-- Lists are read a page at a time in key order (models/list_page.go): a
+-- page filtered by domain or cell is WHERE filter = ? AND key > cursor
+-- ORDER BY key LIMIT n. An index on the filter column alone makes every
+-- page sort every matching row; these carry the key after the filter, so
+-- a page is a range of the index:
+--   desired_lrps_domain_key (domain, process_guid)            replaces desired_lrps_domain
+--   actual_lrps_domain_key  (domain, process_guid, instance_index, presence) replaces actual_lrps_domain
+--   actual_lrps_cell_key    (cell_id, process_guid, instance_index, presence) replaces actual_lrps_cell_id
+-- They are created by this migration's Go step (replace_list_indexes, in
+-- migrations/list_indexes.go) only where missing, and the old ones dropped
+-- only where present, so the migration is safe to run again on every
+-- dialect; there is no SQL statement here.
