@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -60,10 +61,16 @@ var _ = Describe("Open's DSN defaults", func() {
 	)
 
 	DescribeTable("MySQL gets the parameters the board relies on",
-		func(dsn, want string) { Expect(sqldb.MySQLDSN(dsn)).To(Equal(want)) },
-		Entry("bare", "root@tcp(h:3306)/db", "root@tcp(h:3306)/db?multiStatements=true&parseTime=false&interpolateParams=true"),
-		Entry("the operator's own choice", "root@tcp(h:3306)/db?interpolateParams=false",
+		func(dsn string, ioTimeout time.Duration, want string) {
+			Expect(sqldb.MySQLDSN(dsn, ioTimeout)).To(Equal(want))
+		},
+		Entry("bare", "root@tcp(h:3306)/db", time.Duration(0), "root@tcp(h:3306)/db?multiStatements=true&parseTime=false&interpolateParams=true"),
+		Entry("the operator's own choice", "root@tcp(h:3306)/db?interpolateParams=false", time.Duration(0),
 			"root@tcp(h:3306)/db?interpolateParams=false&multiStatements=true&parseTime=false"),
+		Entry("an I/O timeout, as the board's database_timeout", "root@tcp(h:3306)/db", 2*time.Second,
+			"root@tcp(h:3306)/db?multiStatements=true&parseTime=false&interpolateParams=true&readTimeout=2s&writeTimeout=2s&timeout=2s"),
+		Entry("an I/O timeout the operator's DSN overrides", "root@tcp(h:3306)/db?readTimeout=30s", 2*time.Second,
+			"root@tcp(h:3306)/db?readTimeout=30s&multiStatements=true&parseTime=false&interpolateParams=true&writeTimeout=2s&timeout=2s"),
 	)
 
 	It("refuses a MySQL DSN that runs one statement per round trip", func() {

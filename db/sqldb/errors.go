@@ -1,8 +1,14 @@
 package sqldb
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -99,7 +105,55 @@ func asModelError(op string, err error) error {
 	if isRetryable(err) {
 		return models.NewError(models.Error_Deadlock, "%s: %v", op, err)
 	}
+	if isUnreachable(err) {
+		return models.NewError(models.Error_Unavailable, "database unreachable: %s: %v", op, err)
+	}
 	return models.NewError(models.Error_UnknownError, "%s: %v", op, err)
+}
+
+// Postgres SQLSTATEs of a server that is going away or not there yet.
+const (
+	postgresConnectionExceptionClass = "08"
+	postgresAdminShutdown            = "57P01"
+	postgresCrashShutdown            = "57P02"
+	postgresCannotConnectNow         = "57P03"
+)
+
+// mysqlServerShutdown is MySQL's "server shutdown in progress".
+const mysqlServerShutdown = 1053
+
+// isUnreachable reports whether err says the database could not be
+// reached or stopped answering, rather than refused the statement: a
+// network error (refused, reset, timed out: see WithIOTimeout), a
+// connection the driver gave up on, a call whose deadline passed while it
+// waited for the database, or a server shutting down or starting up.
+// Callers may try again later; nothing says whether a write that failed
+// this way was applied, so they read before they repeat one.
+func isUnreachable(err error) bool {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, mysql.ErrInvalidConn),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return myErr.Number == mysqlServerShutdown
+	}
+	var pgErr sqlStateError
+	if errors.As(err, &pgErr) {
+		code := pgErr.SQLState()
+		return strings.HasPrefix(code, postgresConnectionExceptionClass) ||
+			code == postgresAdminShutdown || code == postgresCrashShutdown || code == postgresCannotConnectNow
+	}
+	return false
 }
 
 func errNotFound(format string, args ...any) error {

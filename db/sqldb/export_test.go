@@ -32,3 +32,6 @@ var (
 	PostgresDSN = postgresDSN
 	MySQLDSN    = mysqlDSN
 )
+
+// IsUnreachable is isUnreachable, for its table test.
+var IsUnreachable = isUnreachable

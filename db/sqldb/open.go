@@ -22,13 +22,36 @@ const (
 	MySQL    = "mysql"
 )
 
+// OpenOption configures Open.
+type OpenOption func(*openOptions)
+
+type openOptions struct {
+	ioTimeout time.Duration
+}
+
+// WithIOTimeout bounds every read and write on a Postgres or MySQL
+// connection (and the dial): a server that accepts connections but
+// answers nothing — frozen, or behind a dead network path — fails the
+// call after timeout instead of holding it for as long as the stall
+// lasts. lib/pq keeps waiting on its socket after a call's context ends,
+// so a context deadline alone does not do it. No statement the board
+// runs while serving waits that long for its first byte; migrations,
+// which may (an index built on a large table), open without it.
+func WithIOTimeout(timeout time.Duration) OpenOption {
+	return func(o *openOptions) { o.ioTimeout = timeout }
+}
+
 // Open connects to a database of the given dialect and checks it answers.
 //
 // For SQLite the DSN is a file path (its folder is created). The file is
 // opened in WAL mode with a busy timeout, foreign keys on, synchronous=FULL
 // for durability, and write transactions that take the write lock at BEGIN
 // (IMMEDIATE), so two writers queue instead of failing mid-transaction.
-func Open(ctx context.Context, dialect, dsn string) (*sql.DB, error) {
+func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	switch dialect {
 	case SQLite:
 		if err := os.MkdirAll(filepath.Dir(dsn), 0o755); err != nil {
@@ -48,11 +71,11 @@ func Open(ctx context.Context, dialect, dsn string) (*sql.DB, error) {
 			// (dialect.joinsStatements).
 			return nil, fmt.Errorf("mysql: multiStatements=false is not supported")
 		}
-		dsn = mysqlDSN(dsn)
+		dsn = mysqlDSN(dsn, o.ioTimeout)
 	default:
 		return nil, fmt.Errorf("unknown database driver %q (want sqlite, postgres or mysql)", dialect)
 	}
-	conn, err := sql.Open(dialect, dsn)
+	conn, err := openPool(dialect, dsn, o.ioTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +129,18 @@ func postgresDSN(dsn string) string {
 // interpolateParams sends a statement with its arguments in one round trip
 // instead of three (prepare, execute, close); the driver refuses it for
 // character sets where client-side escaping would be unsafe.
-func mysqlDSN(dsn string) string {
-	for _, p := range []string{"multiStatements=true", "parseTime=false", "interpolateParams=true"} {
+//
+// An I/O timeout becomes the driver's readTimeout and writeTimeout (per
+// read and write, as WithIOTimeout means) and its dial timeout, unless the
+// DSN sets them.
+func mysqlDSN(dsn string, ioTimeout time.Duration) string {
+	params := []string{"multiStatements=true", "parseTime=false", "interpolateParams=true"}
+	if ioTimeout > 0 {
+		for _, name := range []string{"readTimeout", "writeTimeout", "timeout"} {
+			params = append(params, name+"="+ioTimeout.String())
+		}
+	}
+	for _, p := range params {
 		if !strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
 			if strings.Contains(dsn, "?") {
 				dsn += "&" + p
