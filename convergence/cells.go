@@ -45,7 +45,7 @@ type cellTable struct {
 	classes [][]string
 }
 
-func newCellTable(rows []db.CellRow, now int64) *cellTable {
+func newCellTable(rows []db.CellRow, now int64, grace PresenceGrace) *cellTable {
 	sorted := make([]*db.CellRow, len(rows))
 	for i := range rows {
 		sorted[i] = &rows[i]
@@ -70,7 +70,7 @@ func newCellTable(rows []db.CellRow, now int64) *cellTable {
 	for i, c := range sorted {
 		t.ids[i] = c.CellID
 		t.byID[c.CellID] = int32(i)
-		t.present[i] = c.ExpiresAt > now
+		t.present[i] = c.ExpiresAt > now || grace.keeps(c.ExpiresAt, now)
 		t.draining[i] = c.Draining
 		t.expiresAt[i] = c.ExpiresAt
 		t.capacity[i] = capacity{

@@ -19,7 +19,7 @@ func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
 		cfg:   cfg,
 		now:   now.UnixNano(),
 		plan:  &Plan{},
-		cells: newCellTable(snapshot.Cells, now.UnixNano()),
+		cells: newCellTable(snapshot.Cells, now.UnixNano(), cfg.PresenceGrace),
 		fresh: make(map[string]bool, len(snapshot.FreshDomains)),
 
 		operationsSeen: map[string]bool{},

@@ -33,6 +33,42 @@ type Config struct {
 	// LRPs that set none: the count goes down only to the highest count
 	// wanted within it.
 	ScaleDownStabilization time.Duration
+	// PresenceGrace keeps present the cells whose presence ran out while
+	// the board could not see its database (the runner sets it each pass
+	// from RunnerConfig.PresenceGrace). Zero: none.
+	PresenceGrace PresenceGrace
+}
+
+// PresenceGrace is the board's last database outage, as it saw it: a rep
+// cannot renew its cell's presence while the database is down or stalled,
+// so a presence that ran out during the outage says nothing about the
+// cell. Such a cell stays present until Until, a presence TTL after the
+// database answered again, so that its rep gets a whole TTL of reachable
+// database to renew in. A cell that expired before the outage began stays
+// absent; one whose rep died meanwhile goes absent at Until.
+//
+// Worked example, presence TTL 10 s:
+//  1. A cell's presence runs until 12:00:05 (renewed at 11:59:55).
+//  2. The board last reads its database at 12:00:00 (OutageBegan); the
+//     database is frozen until 12:00:30; Until is 12:00:40.
+//  3. A pass at 12:00:31: the presence ran out at 12:00:05, after the
+//     outage began, and it is not 12:00:40 yet: the cell is present and
+//     its instances are not SUSPECT, though 26 s have passed.
+//  4. The rep renews at 12:00:33 (presence until 12:00:43): present on
+//     its own. Had the rep died at 12:00:10, the cell would go absent at
+//     12:00:40 and its instances SUSPECT then.
+//  5. A cell whose presence ran out at 11:59:58, before the outage, is
+//     absent at 12:00:31 as it would have been.
+type PresenceGrace struct {
+	// OutageBegan is when the board last read its database before the
+	// outage; Until is a presence TTL after it read it again.
+	OutageBegan, Until time.Time
+}
+
+// keeps says whether a cell whose presence runs out at expiresAt counts
+// as present at now by the grace.
+func (g PresenceGrace) keeps(expiresAt, now int64) bool {
+	return !g.Until.IsZero() && now < g.Until.UnixNano() && expiresAt >= g.OutageBegan.UnixNano()
 }
 
 // DefaultConfig is the board's configuration unless an operator overrides

@@ -75,6 +75,9 @@ type RunnerConfig struct {
 	// pass deletes up to pruneBatch of the rest.
 	OperationRetention time.Duration
 	KeepOperations     int
+	// PresenceGrace, when set, says each pass what the board saw of its
+	// last database outage (see PresenceGrace).
+	PresenceGrace func() PresenceGrace
 }
 
 // Runner converges the board: while it holds the convergence lease it
@@ -327,7 +330,11 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 	}
 	r.noteRollouts(guids, snapshot)
 	loaded := time.Now()
-	plan := Compute(snapshot, r.cfg.Now(), r.cfg.Planner)
+	planner := r.cfg.Planner
+	if r.cfg.PresenceGrace != nil {
+		planner.PresenceGrace = r.cfg.PresenceGrace()
+	}
+	plan := Compute(snapshot, r.cfg.Now(), planner)
 	for _, guid := range plan.Underway {
 		r.rolling[guid] = struct{}{}
 	}

@@ -39,6 +39,9 @@
 //     WithMaxEventSubscribers event streams; beyond either a request is
 //     answered at once with a ResourceExhausted error (200, or 503 on the
 //     events route, which answers 200 only with a stream).
+//   - A call waits at most WithDatabaseTimeout for the database; past it,
+//     or when the database cannot be reached, it is answered Unavailable
+//     ("database unreachable: …"), never left hanging.
 //   - An error's message is always valid UTF-8, whatever bytes the request
 //     held: invalid ones are replaced (see safeError), so that the answer
 //     encodes and what is logged is what was sent.
@@ -92,6 +95,7 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 		instances:           store,
 		inFlight:            newLimit(limitRequestsInFlight, "requests (event streams aside)", o.maxRequestsInFlight, m),
 		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m),
+		databaseTimeout:     o.databaseTimeout,
 	}
 	routes := []string{models.RouteEvents}
 	mux := http.NewServeMux()
@@ -123,6 +127,8 @@ type api struct {
 	// event streams.
 	inFlight    *limit
 	subscribers *limit
+	// databaseTimeout bounds each call's store work (WithDatabaseTimeout).
+	databaseTimeout time.Duration
 }
 
 // endpoint binds a route to its request type, the shape of its response,
@@ -193,7 +199,9 @@ func (a *api) serve(e endpoint) http.Handler {
 			call.stream(call.context(r), w, c, e.listing, req.(pagedRequest), e.errorResponse)
 			return
 		}
-		response, err := e.call(call.context(r), req)
+		ctx, cancel := context.WithTimeout(call.context(r), a.databaseTimeout)
+		defer cancel()
+		response, err := e.call(ctx, req)
 		if err != nil {
 			call.fail(w, c, http.StatusOK, e.errorResponse, models.ConvertError(err))
 			return

@@ -23,6 +23,9 @@ const (
 	// aside) the board serves at once; beyond it a call is answered
 	// ResourceExhausted at once.
 	DefaultMaxRequestsInFlight = 1000
+	// DefaultDatabaseTimeout bounds how long an API call (a streamed list
+	// aside) may wait for the database before it fails as Unavailable.
+	DefaultDatabaseTimeout = 10 * time.Second
 	// DefaultMaxEventSubscribers bounds the event streams the board
 	// serves at once; beyond it POST /v1/events is answered 503 with a
 	// ResourceExhausted error.
@@ -35,6 +38,7 @@ type options struct {
 	eventsHeartbeat    time.Duration
 	eventsWriteTimeout time.Duration
 	converge           func(processGuid string)
+	databaseTimeout    time.Duration
 
 	maxRequestsInFlight int
 	maxEventSubscribers int
@@ -49,6 +53,7 @@ func defaultOptions() options {
 		eventsHeartbeat:    DefaultEventsHeartbeat,
 		eventsWriteTimeout: DefaultEventsWriteTimeout,
 		converge:           func(string) {},
+		databaseTimeout:    DefaultDatabaseTimeout,
 
 		maxRequestsInFlight: DefaultMaxRequestsInFlight,
 		maxEventSubscribers: DefaultMaxEventSubscribers,
@@ -91,6 +96,20 @@ func WithEventsWriteTimeout(timeout time.Duration) Option {
 	return func(o *options) {
 		if timeout > 0 {
 			o.eventsWriteTimeout = timeout
+		}
+	}
+}
+
+// WithDatabaseTimeout bounds how long an API call may wait for the
+// database: past it the call is answered Unavailable ("database
+// unreachable: …") rather than left hanging while the database is down or
+// stalled. A streamed list is bounded per page instead (lists.go); the
+// connection's own I/O timeout (sqldb.WithIOTimeout) bounds every wait.
+// Values ≤ 0 keep the default.
+func WithDatabaseTimeout(timeout time.Duration) Option {
+	return func(o *options) {
+		if timeout > 0 {
+			o.databaseTimeout = timeout
 		}
 	}
 }

@@ -11,7 +11,11 @@ import (
 // table holds a handful of rows.
 func (h *storeHandlers) ping(ctx context.Context, _ *models.PingRequest) (*models.PingResponse, error) {
 	if _, err := h.store.FreshDomains(ctx); err != nil {
-		return nil, models.NewError(models.Error_Unavailable, "database: %s", models.ConvertError(err).GetMessage())
+		message := models.ConvertError(err).GetMessage()
+		if models.ConvertError(err).GetType() != models.Error_Unavailable {
+			message = "database: " + message
+		}
+		return nil, models.NewError(models.Error_Unavailable, "%s", message)
 	}
 	return &models.PingResponse{Available: true}, nil
 }

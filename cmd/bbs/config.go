@@ -31,6 +31,7 @@ import (
 //	  "database_dsn": "postgres://bbs@db.internal/bbs?sslmode=require",
 //	  "log_level": "info",
 //	  "max_open_connections": 64,
+//	  "database_timeout": "10s",
 //	  "shutdown_timeout": "30s",
 //	  "board_id": "bbs-0",
 //	  "cell_presence_ttl": "30s",
@@ -57,6 +58,11 @@ type Config struct {
 	// MaxOpenConnections caps the database connection pool; 0 keeps the
 	// driver's default (8 for sqlite, 64 otherwise).
 	MaxOpenConnections int `json:"max_open_connections"`
+	// DatabaseTimeout bounds each API call's wait for the database and
+	// each read or write on a database connection ("10s"): while the
+	// database is down or stalled, calls fail with Unavailable after this
+	// long instead of hanging.
+	DatabaseTimeout string `json:"database_timeout"`
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests,
 	// as a Go duration ("30s", the default).
 	ShutdownTimeout string `json:"shutdown_timeout"`
@@ -113,6 +119,9 @@ const (
 	driverMySQL    = "mysql"
 
 	defaultShutdownTimeout = 30 * time.Second
+	defaultDatabaseTimeout = 10 * time.Second
+	// minimumDatabaseTimeout leaves room for a round trip and a commit.
+	minimumDatabaseTimeout = 100 * time.Millisecond
 	// minimumTTL keeps presence and the lease from expiring between two
 	// renewals that are each a database round trip.
 	minimumTTL     = time.Second
@@ -152,6 +161,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.ShutdownTimeout == "" {
 		c.ShutdownTimeout = defaultShutdownTimeout.String()
+	}
+	if c.DatabaseTimeout == "" {
+		c.DatabaseTimeout = defaultDatabaseTimeout.String()
 	}
 	if c.CellPresenceTTL == "" {
 		c.CellPresenceTTL = handlers.DefaultPresenceTTL.String()
@@ -257,6 +269,7 @@ func (c Config) validate() error {
 	}
 	if err := configfile.CheckDurations(
 		configfile.Duration{Key: "shutdown_timeout", Value: c.ShutdownTimeout},
+		configfile.Duration{Key: "database_timeout", Value: c.DatabaseTimeout, Least: minimumDatabaseTimeout},
 		configfile.Duration{Key: "cell_presence_ttl", Value: c.CellPresenceTTL, Least: minimumTTL},
 		configfile.Duration{Key: "convergence_interval", Value: c.ConvergenceInterval},
 		configfile.Duration{Key: "convergence_lease_ttl", Value: c.ConvergenceLeaseTTL, Least: minimumTTL},
@@ -301,6 +314,8 @@ const maxBoardIDLength = 128
 func (c Config) shutdownTimeout() time.Duration { return configfile.MustDuration(c.ShutdownTimeout) }
 
 func (c Config) cellPresenceTTL() time.Duration { return configfile.MustDuration(c.CellPresenceTTL) }
+
+func (c Config) databaseTimeout() time.Duration { return configfile.MustDuration(c.DatabaseTimeout) }
 
 // runnerConfig is the convergence runner's configuration.
 func (c Config) runnerConfig() convergence.RunnerConfig {

@@ -151,6 +151,7 @@ var _ = Describe("Config", func() {
 		Entry("a pool size of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "max_open_connections": "ten"}`, "max_open_connections"),
 		Entry("a shutdown timeout that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "soon"}`, "shutdown_timeout"),
 		Entry("a negative shutdown timeout", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "-1s"}`, "shutdown_timeout"),
+		Entry("a database timeout too short for a round trip", `{"listen_address": ":8889", "data_dir": "/d", "database_timeout": "1ms"}`, "database_timeout"),
 		Entry("a presence TTL that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "cell_presence_ttl": "half a minute"}`, "cell_presence_ttl"),
 		Entry("a presence TTL under a second", `{"listen_address": ":8889", "data_dir": "/d", "cell_presence_ttl": "500ms"}`, "cell_presence_ttl"),
 		Entry("a zero convergence interval", `{"listen_address": ":8889", "data_dir": "/d", "convergence_interval": "0s"}`, "convergence_interval"),

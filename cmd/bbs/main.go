@@ -39,6 +39,7 @@ import (
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/dbwatch"
 	"github.com/corkboard/corkboard/internal/httpserver"
 	"github.com/corkboard/corkboard/migrations"
 )
@@ -184,16 +185,29 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		go rotateKeys(logger.Session("rotate-keys"), store)
 	}
 	logger.Info("board", lager.Data{"board_id": cfg.BoardID})
-	runner := convergence.NewRunner(logger, store, registry, cfg.runnerConfig())
+	watch := dbwatch.New(logger, registry, dbwatch.Config{
+		Read: func(ctx context.Context) error {
+			_, err := store.FreshDomains(ctx)
+			return err
+		},
+		Timeout: cfg.databaseTimeout(),
+	})
+	runnerConfig := cfg.runnerConfig()
+	runnerConfig.PresenceGrace = func() convergence.PresenceGrace {
+		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), time.Now())
+	}
+	runner := convergence.NewRunner(logger, store, registry, runnerConfig)
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	mux.Handle("GET /ready", handlers.Readiness(store, cfg.databaseTimeout()))
 	apiOptions := []handlers.Option{
 		handlers.WithEvents(hub),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithConvergenceTrigger(runner.Trigger),
 		handlers.WithMaxRequestsInFlight(cfg.MaxRequestsInFlight),
 		handlers.WithMaxEventSubscribers(cfg.MaxEventSubscribers),
+		handlers.WithDatabaseTimeout(cfg.databaseTimeout()),
 	}
 	if serverTLS != nil {
 		// The listener verifies every client certificate; this makes the
@@ -227,9 +241,23 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	}
 	// Stopped in reverse: the API drains first, then the runner hands the
 	// convergence lease back.
-	members := grouper.Members{{Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
+	members := grouper.Members{{Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
+}
+
+// presenceGrace is what convergence may assume of cells after the last
+// database outage (see convergence.PresenceGrace): while one is under way,
+// every cell that expired during it stays present; after it, until a
+// presence TTL has passed.
+func presenceGrace(o dbwatch.Outage, ttl time.Duration, now time.Time) convergence.PresenceGrace {
+	switch {
+	case o.Ongoing:
+		return convergence.PresenceGrace{OutageBegan: o.Began, Until: now.Add(ttl)}
+	case !o.Ended.IsZero():
+		return convergence.PresenceGrace{OutageBegan: o.Began, Until: o.Ended.Add(ttl)}
+	}
+	return convergence.PresenceGrace{}
 }
 
 // openDatabase connects and migrates. A database migrated by a newer
@@ -239,22 +267,30 @@ func openDatabase(logger lager.Logger, cfg Config, dsn string, data lager.Data) 
 	defer cancel()
 
 	logger.Info("opening-database", data)
-	conn, err := sqldb.Open(ctx, cfg.DatabaseDriver, dsn)
+	migrating, err := sqldb.Open(ctx, cfg.DatabaseDriver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", cfg.DatabaseDriver, err)
+	}
+	logger.Info("migrating-database", data)
+	err = migrations.Up(ctx, migrating, cfg.DatabaseDriver)
+	migrating.Close()
+	if err != nil {
+		if errors.Is(err, migrations.ErrDatabaseNewer) {
+			return nil, fmt.Errorf("refusing to start: the database was migrated by a newer corkboard than this bbs; upgrade bbs (%w)", err)
+		}
+		return nil, fmt.Errorf("migrate %s database: %w", cfg.DatabaseDriver, err)
+	}
+
+	// Serving connections bound every read and write by the database
+	// timeout; the migrations' pool had none, since building an index on a
+	// large table may keep the server silent for longer.
+	conn, err := sqldb.Open(ctx, cfg.DatabaseDriver, dsn, sqldb.WithIOTimeout(cfg.databaseTimeout()))
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", cfg.DatabaseDriver, err)
 	}
 	if cfg.MaxOpenConnections > 0 {
 		conn.SetMaxOpenConns(cfg.MaxOpenConnections)
 		conn.SetMaxIdleConns(cfg.MaxOpenConnections)
-	}
-
-	logger.Info("migrating-database", data)
-	if err := migrations.Up(ctx, conn, cfg.DatabaseDriver); err != nil {
-		conn.Close()
-		if errors.Is(err, migrations.ErrDatabaseNewer) {
-			return nil, fmt.Errorf("refusing to start: the database was migrated by a newer corkboard than this bbs; upgrade bbs (%w)", err)
-		}
-		return nil, fmt.Errorf("migrate %s database: %w", cfg.DatabaseDriver, err)
 	}
 	return conn, nil
 }
