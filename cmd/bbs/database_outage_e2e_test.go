@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,83 +15,122 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// A database that stalls: a private Postgres server, frozen with SIGSTOP
-// (it keeps accepting connections and answers nothing), for longer than
-// the cells' presence TTL, then thawed. The shared servers are never
-// touched.
+// stallableServer is what the spec needs of a private database server
+// (testdb.PrivatePostgres, testdb.PrivateMariaDB).
+type stallableServer interface {
+	AdminDSN() string
+	Freeze() error
+	Thaw() error
+	Close() error
+}
+
+// stallableServers are the private servers the stalled-database spec runs
+// on, one per server dialect. noBinaries is the error their start wraps
+// when the machine lacks the server binaries.
+var stallableServers = []struct {
+	dialect    string
+	start      func() (stallableServer, error)
+	noBinaries error
+}{
+	{testdb.Postgres, func() (stallableServer, error) {
+		server, err := testdb.StartPrivatePostgres()
+		if err != nil {
+			return nil, err // not a nil *PrivatePostgres in a non-nil interface
+		}
+		return server, nil
+	}, testdb.ErrNoPostgresBinaries},
+	{testdb.MySQL, func() (stallableServer, error) {
+		server, err := testdb.StartPrivateMariaDB()
+		if err != nil {
+			return nil, err
+		}
+		return server, nil
+	}, testdb.ErrNoMariaDBBinaries},
+}
+
+// A database that stalls: a private server, frozen with SIGSTOP (it keeps
+// accepting connections and answers nothing), for longer than the cells'
+// presence TTL, then thawed. The shared servers are never touched.
 var _ = Describe("A stalled database", func() {
-	It("fails calls as Unavailable instead of hanging, says so on ping and /ready, and after it keeps every instance where it runs", func() {
-		pg, err := testdb.StartPrivatePostgres()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(pg.Close)
-		database, err := testdb.CreateOn(testdb.Postgres, pg.AdminDSN())
-		Expect(err).NotTo(HaveOccurred())
-		// Dropped before the server goes (cleanups run last-first).
-		DeferCleanup(database.Drop)
-
-		const presenceTTL = 2 * time.Second
-		board := startConvergingBoard(database, map[string]any{
-			"database_timeout":  "1s",
-			"cell_presence_ttl": presenceTTL.String(),
-		})
-		api := board.client()
-		ctx := context.Background()
-		cells := []interface {
-			Stops() []*models.ReportedInstance
-		}{startCell(board, "cell-1", "z1"), startCell(board, "cell-2", "z2")}
-		_, err = api.DesireLRP(ctx, lrpSpec("web", "apps", 4))
-		Expect(err).NotTo(HaveOccurred())
-		runningGuids := func() map[int32]string {
-			guids := map[int32]string{}
-			for _, lrp := range instances(board, "web") {
-				if lrp.GetPresence() == models.ActualLRP_ORDINARY && lrp.GetState() == models.ActualLRP_RUNNING {
-					guids[lrp.GetIndex()] = lrp.GetInstanceGuid()
-				}
+	for _, s := range stallableServers {
+		It("fails calls as Unavailable instead of hanging, says so on ping and /ready, and after it keeps every instance where it runs on "+s.dialect, func() {
+			server, err := s.start()
+			// As the testdb tests do: a machine without the server
+			// binaries skips, unless every database is required.
+			if errors.Is(err, s.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
+				Skip(err.Error())
 			}
-			return guids
-		}
-		Eventually(runningGuids).WithTimeout(convergeLimit).Should(HaveLen(4))
-		before := runningGuids()
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(server.Close)
+			database, err := testdb.CreateOn(s.dialect, server.AdminDSN())
+			Expect(err).NotTo(HaveOccurred())
+			// Dropped before the server goes (cleanups run last-first).
+			DeferCleanup(database.Drop)
 
-		Expect(pg.Freeze()).To(Succeed())
-		frozen := time.Now()
+			const presenceTTL = 2 * time.Second
+			board := startConvergingBoard(database, map[string]any{
+				"database_timeout":  "1s",
+				"cell_presence_ttl": presenceTTL.String(),
+			})
+			api := board.client()
+			ctx := context.Background()
+			cells := []interface {
+				Stops() []*models.ReportedInstance
+			}{startCell(board, "cell-1", "z1"), startCell(board, "cell-2", "z2")}
+			_, err = api.DesireLRP(ctx, lrpSpec("web", "apps", 4))
+			Expect(err).NotTo(HaveOccurred())
+			runningGuids := func() map[int32]string {
+				guids := map[int32]string{}
+				for _, lrp := range instances(board, "web") {
+					if lrp.GetPresence() == models.ActualLRP_ORDINARY && lrp.GetState() == models.ActualLRP_RUNNING {
+						guids[lrp.GetIndex()] = lrp.GetInstanceGuid()
+					}
+				}
+				return guids
+			}
+			Eventually(runningGuids).WithTimeout(convergeLimit).Should(HaveLen(4))
+			before := runningGuids()
 
-		By("failing a read, a write and ping as Unavailable")
-		_, err = api.DesiredLRPByProcessGuid(ctx, "web")
-		expectUnavailable(err)
-		_, err = api.DesireLRP(ctx, lrpSpec("worker", "apps", 1))
-		expectUnavailable(err)
-		_, err = api.Ping(ctx)
-		expectUnavailable(err)
-		status, body := getReady(board)
-		Expect(status).To(Equal(http.StatusServiceUnavailable))
-		Expect(body).To(HavePrefix("database unreachable"))
-		Eventually(func() float64 { return board.metric("corkboard_database_up") }).WithTimeout(convergeLimit).Should(BeEquivalentTo(0))
+			Expect(server.Freeze()).To(Succeed())
+			frozen := time.Now()
 
-		// Frozen for well over the presence TTL: every cell's presence runs
-		// out while no rep can renew it.
-		time.Sleep(3*presenceTTL - time.Since(frozen))
-		Expect(pg.Thaw()).To(Succeed())
+			By("failing a read, a write and ping as Unavailable")
+			_, err = api.DesiredLRPByProcessGuid(ctx, "web")
+			expectUnavailable(err)
+			_, err = api.DesireLRP(ctx, lrpSpec("worker", "apps", 1))
+			expectUnavailable(err)
+			_, err = api.Ping(ctx)
+			expectUnavailable(err)
+			status, body := getReady(board)
+			Expect(status).To(Equal(http.StatusServiceUnavailable))
+			Expect(body).To(HavePrefix("database unreachable"))
+			Eventually(func() float64 { return board.metric("corkboard_database_up") }).WithTimeout(convergeLimit).Should(BeEquivalentTo(0))
 
-		By("answering again by itself")
-		Eventually(func() error { _, err := api.Ping(ctx); return err }).WithTimeout(convergeLimit).Should(Succeed())
-		Eventually(func() int { status, _ := getReady(board); return status }).WithTimeout(convergeLimit).Should(Equal(http.StatusOK))
-		Eventually(func() float64 { return board.metric("corkboard_database_up") }).WithTimeout(convergeLimit).Should(BeEquivalentTo(1))
-		Expect(board.metric("corkboard_database_outages_total")).To(BeNumerically(">=", 1))
-		Expect(board.metric("corkboard_database_outage_seconds_total")).To(BeNumerically(">=", 2*presenceTTL.Seconds()))
+			// Frozen for well over the presence TTL: every cell's presence
+			// runs out while no rep can renew it.
+			time.Sleep(3*presenceTTL - time.Since(frozen))
+			Expect(server.Thaw()).To(Succeed())
 
-		By("keeping every instance where it runs: no cell judged gone for the stall")
-		board.waitForPasses(10)
-		Consistently(runningGuids).WithTimeout(2 * presenceTTL).WithPolling(200 * time.Millisecond).Should(Equal(before))
-		for _, lrp := range instances(board, "web") {
-			Expect(lrp.GetPresence()).NotTo(Equal(models.ActualLRP_SUSPECT), "web/%d", lrp.GetIndex())
-		}
-		for _, cell := range cells {
-			Expect(cell.Stops()).To(BeEmpty())
-		}
-		_, err = api.DesiredLRPByProcessGuid(ctx, "web")
-		Expect(err).NotTo(HaveOccurred(), "nothing acknowledged is lost")
-	})
+			By("answering again by itself")
+			Eventually(func() error { _, err := api.Ping(ctx); return err }).WithTimeout(convergeLimit).Should(Succeed())
+			Eventually(func() int { status, _ := getReady(board); return status }).WithTimeout(convergeLimit).Should(Equal(http.StatusOK))
+			Eventually(func() float64 { return board.metric("corkboard_database_up") }).WithTimeout(convergeLimit).Should(BeEquivalentTo(1))
+			Expect(board.metric("corkboard_database_outages_total")).To(BeNumerically(">=", 1))
+			Expect(board.metric("corkboard_database_outage_seconds_total")).To(BeNumerically(">=", 2*presenceTTL.Seconds()))
+
+			By("keeping every instance where it runs: no cell judged gone for the stall")
+			board.waitForPasses(10)
+			Consistently(runningGuids).WithTimeout(2 * presenceTTL).WithPolling(200 * time.Millisecond).Should(Equal(before))
+			for _, lrp := range instances(board, "web") {
+				Expect(lrp.GetPresence()).NotTo(Equal(models.ActualLRP_SUSPECT), "web/%d", lrp.GetIndex())
+			}
+			for _, cell := range cells {
+				Expect(cell.Stops()).To(BeEmpty())
+			}
+			_, err = api.DesiredLRPByProcessGuid(ctx, "web")
+			Expect(err).NotTo(HaveOccurred(), "nothing acknowledged is lost")
+		})
+	}
 })
 
 func expectUnavailable(err error) {
