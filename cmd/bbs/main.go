@@ -25,9 +25,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -160,6 +162,10 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		fmt.Fprintf(os.Stderr, "bbs: dev mode: plain HTTP on loopback only, data in %s\n", absolutePath(cfg.DataDir))
 	}
 
+	// The MySQL driver prints what it gives up on (a read that timed out
+	// during an outage) to stderr in its own format; it goes to the
+	// board's log instead. The call's error says the same to the caller.
+	mysql.SetLogger(driverLog{logger.Session("mysql-driver")})
 	conn, err := openDatabase(logger, cfg, dsn, databaseData)
 	if err != nil {
 		return err
@@ -244,6 +250,13 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	members := grouper.Members{{Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
+}
+
+// driverLog is a database driver's logger writing to the board's log.
+type driverLog struct{ logger lager.Logger }
+
+func (l driverLog) Print(v ...any) {
+	l.logger.Info("said", lager.Data{"message": strings.TrimSpace(fmt.Sprint(v...))})
 }
 
 // presenceGrace is what convergence may assume of cells after the last
