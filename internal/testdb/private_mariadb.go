@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -37,20 +35,29 @@ type PrivateMariaDB struct {
 	DSN  string
 	Port int
 
-	dir       string // data directory; also holds the socket, pid file and server.log
+	// privateServer's dir is the data directory; it also holds the
+	// socket, pid file and server.log.
+	privateServer
 	mariadbd  string // path of the server binary
 	installDB string // path of mariadb-install-db
-	// runAs, when set, is the user the binaries run as: mariadbd refuses
-	// to run as root, so a root process runs it as "mysql".
-	runAs *syscall.Credential
 
 	// server is the running mariadbd, nil when stopped. It is this
 	// process's child, so its pid cannot be reused by another process
 	// before exited is closed (the child is reaped only then).
 	server *os.Process
 	exited chan struct{} // closed once server has exited and been reaped
-	frozen bool
-	closed bool
+}
+
+// mariadbKind is what the shared code needs to know of PrivateMariaDB.
+var mariadbKind = serverKind{
+	name:       "private mariadb",
+	user:       "mysql",
+	noUser:     "running as root, and mariadbd refuses root, but there is no \"mysql\" system user to run it as",
+	dirPattern: "corkboard-mariadb-",
+	dirOption:  "--datadir=",
+	// MYSQL_TCP_PORT, MYSQL_UNIX_PORT, MYSQL_HOME... would point the
+	// binaries at the caller's idea of a server.
+	envPrefixes: []string{"MYSQL_", "MARIADB_"},
 }
 
 // StartPrivateMariaDB creates a data directory in a new temporary directory
@@ -63,35 +70,18 @@ func StartPrivateMariaDB() (*PrivateMariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runAs *syscall.Credential
-	if os.Geteuid() == 0 {
-		runAs, err = mysqlUser()
-		if err != nil {
-			return nil, err
-		}
-	}
-	port, err := freeLoopbackPort()
+	server, port, err := newPrivateServer(mariadbKind)
 	if err != nil {
 		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "corkboard-mariadb-")
-	if err != nil {
-		return nil, fmt.Errorf("private mariadb: %w", err)
 	}
 	p := &PrivateMariaDB{
-		DSN:       fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port),
-		Port:      port,
-		dir:       dir,
-		mariadbd:  mariadbd,
-		installDB: installDB,
-		runAs:     runAs,
+		DSN:           fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port),
+		Port:          port,
+		privateServer: server,
+		mariadbd:      mariadbd,
+		installDB:     installDB,
 	}
-	if err := p.installDataDir(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := p.Start(); err != nil {
-		p.Close()
+	if err := p.setUp(p.installDataDir, p.Start, p.Close); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -130,13 +120,6 @@ var storageOptions = []string{
 // default, unix_socket authentication, would only let in the system user
 // named root over the socket.
 func (p *PrivateMariaDB) installDataDir() error {
-	if p.runAs != nil {
-		// The bootstrap runs as mysql and must own the directory;
-		// MkdirTemp made it root's, mode 0700.
-		if err := os.Chown(p.dir, int(p.runAs.Uid), int(p.runAs.Gid)); err != nil {
-			return fmt.Errorf("private mariadb: chown %s to mysql: %w", p.dir, err)
-		}
-	}
 	// --no-defaults first (the scripts insist): no /etc/mysql/my.cnf,
 	// whose datadir, port and socket are the shared server's.
 	args := append([]string{
@@ -148,15 +131,9 @@ func (p *PrivateMariaDB) installDataDir() error {
 		// this machine's name during the bootstrap.
 		"--skip-name-resolve",
 	}, storageOptions...)
-	cmd := exec.Command(p.installDB, args...)
-	p.prepare(cmd)
-	out, err := cmd.CombinedOutput()
+	out, err := p.command(p.installDB, args...).CombinedOutput()
 	if err != nil {
-		hint := ""
-		if p.runAs != nil {
-			hint = " (user mysql must be able to reach " + p.dir + "; is $TMPDIR under a directory only root can enter?)"
-		}
-		return fmt.Errorf("private mariadb: mariadb-install-db%s: %w\n%s", hint, err, out)
+		return fmt.Errorf("private mariadb: mariadb-install-db%s: %w\n%s", p.reachHint(), err, out)
 	}
 	return nil
 }
@@ -185,13 +162,35 @@ func (p *PrivateMariaDB) serverArgs() []string {
 // Start starts mariadbd on the same directory and port, waiting until it
 // answers a query (a few hundred milliseconds; at most 30 s, for crash
 // recovery after a kill).
-func (p *PrivateMariaDB) Start() error {
-	if p.closed {
-		return errors.New("private mariadb: start after Close")
-	}
-	if p.server != nil {
-		return nil
-	}
+func (p *PrivateMariaDB) Start() error { return p.start(p) }
+
+// Stop shuts the server down (SIGTERM: a normal shutdown that flushes
+// everything) and waits until it has exited, thawing it first if it is
+// frozen. A server still there after 30 s is killed.
+func (p *PrivateMariaDB) Stop() error { return p.stop(p) }
+
+// Restart is Stop then Start.
+func (p *PrivateMariaDB) Restart() error { return p.restart(p) }
+
+// Freeze sends SIGSTOP to mariadbd and waits until every one of its
+// threads has stopped. mariadbd is one process with many threads (one per
+// connection, InnoDB's), and SIGSTOP stops the whole thread group. The
+// kernel still completes TCP handshakes on its listening socket, so the
+// server looks like one that hangs, not like one that is down.
+func (p *PrivateMariaDB) Freeze() error { return p.freeze(p) }
+
+// Thaw sends SIGCONT to mariadbd: every thread runs again.
+func (p *PrivateMariaDB) Thaw() error { return p.thaw(p) }
+
+// Close stops the server if it is running (thawing it first, killing it if
+// it does not stop) and removes its directory. Safe to call twice.
+func (p *PrivateMariaDB) Close() error { return p.close(p) }
+
+// The serverProcess methods, for privateServer.
+
+func (p *PrivateMariaDB) isRunning() bool { return p.server != nil }
+
+func (p *PrivateMariaDB) launch() error {
 	logPath := filepath.Join(p.dir, "server.log")
 	// The server's error log goes to its stderr (no --log-error), and
 	// stderr to server.log, which this process opens: the file is then
@@ -201,8 +200,7 @@ func (p *PrivateMariaDB) Start() error {
 		return fmt.Errorf("private mariadb: %w", err)
 	}
 	defer logFile.Close() // the child has its own copy once started
-	cmd := exec.Command(p.mariadbd, p.serverArgs()...)
-	p.prepare(cmd)
+	cmd := p.command(p.mariadbd, p.serverArgs()...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// If the test binary dies (a panic, go test's -timeout), the kernel
@@ -218,7 +216,8 @@ func (p *PrivateMariaDB) Start() error {
 	exited := make(chan struct{})
 	go func() {
 		// Reaps the child whenever it exits, so that it never lingers
-		// as a zombie; Stop and Start learn of the exit from the channel.
+		// as a zombie; shutdown and launch learn of the exit from the
+		// channel.
 		cmd.Wait()
 		close(exited)
 	}()
@@ -226,7 +225,9 @@ func (p *PrivateMariaDB) Start() error {
 	p.exited = exited
 
 	if err := p.waitReady(30 * time.Second); err != nil {
-		stopErr := p.Stop()
+		// Not frozen (Freeze needs a running server, and Stop thaws),
+		// so shutdown directly.
+		stopErr := p.shutdown()
 		return errors.Join(fmt.Errorf("private mariadb: mariadbd on port %d: %w\nserver.log:\n%s", p.Port, err, tailOf(logPath, 20)), stopErr)
 	}
 	return nil
@@ -271,16 +272,9 @@ func (p *PrivateMariaDB) waitReady(limit time.Duration) error {
 	return fmt.Errorf("not answering after %v: %w", limit, lastErr)
 }
 
-// Stop shuts the server down (SIGTERM: a normal shutdown that flushes
-// everything) and waits until it has exited, thawing it first if it is
-// frozen. A server still there after 30 s is killed.
-func (p *PrivateMariaDB) Stop() error {
-	if p.server == nil {
-		return nil
-	}
-	if err := p.Thaw(); err != nil {
-		return err
-	}
+// shutdown sends SIGTERM and waits for the exit; whatever happens, the
+// server no longer counts as running afterwards (it is killed at worst).
+func (p *PrivateMariaDB) shutdown() error {
 	var errs []error
 	// An error here is a server that already exited (crashed, say):
 	// the wait below then returns at once.
@@ -300,11 +294,11 @@ func (p *PrivateMariaDB) Stop() error {
 	return errors.Join(errs...)
 }
 
-// kill is Stop's last resort: SIGKILL, only after checking that the pid
-// still runs mariadbd on this data directory, then a wait for the exit.
+// kill is shutdown's last resort: SIGKILL, only after checking that the
+// pid still runs mariadbd on this data directory, then a wait for the exit.
 func (p *PrivateMariaDB) kill() error {
 	pid := p.server.Pid
-	if !runsOnDataDir(pid, p.dir) {
+	if !p.runsOnDir(pid) {
 		return fmt.Errorf("private mariadb: not killing pid %d: it does not run with --datadir=%s", pid, p.dir)
 	}
 	if err := p.server.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
@@ -318,139 +312,29 @@ func (p *PrivateMariaDB) kill() error {
 	}
 }
 
-// runsOnDataDir reports whether the process pid has --datadir=dir among
-// its arguments: the check that keeps a kill away from every other
-// mariadbd, the shared server above all.
-func runsOnDataDir(pid int, dir string) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	for _, arg := range strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00") {
-		if value, ok := strings.CutPrefix(arg, "--datadir="); ok && filepath.Clean(value) == filepath.Clean(dir) {
-			return true
-		}
-	}
-	return false
-}
-
-// Restart is Stop then Start.
-func (p *PrivateMariaDB) Restart() error {
-	if err := p.Stop(); err != nil {
-		return err
-	}
-	return p.Start()
-}
-
-// Freeze sends SIGSTOP to mariadbd and waits until every one of its
-// threads has stopped. mariadbd is one process with many threads (one per
-// connection, InnoDB's), and SIGSTOP stops the whole thread group. The
-// kernel still completes TCP handshakes on its listening socket, so the
-// server looks like one that hangs, not like one that is down.
-func (p *PrivateMariaDB) Freeze() error {
-	if p.frozen {
-		return nil
-	}
-	if p.server == nil {
-		return errors.New("private mariadb: freeze: server is not running")
-	}
+// stopFirst stops mariadbd, every thread of it: there is no other process.
+func (p *PrivateMariaDB) stopFirst() error {
 	if err := p.server.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("private mariadb: SIGSTOP %d: %w", p.server.Pid, err)
 	}
-	p.frozen = true
-	// A signal is delivered asynchronously, and each thread stops on its
-	// own: wait for all of them, so that when Freeze returns no thread of
-	// the server runs and a test's next step cannot race one.
-	return waitThreadsStopped(p.server.Pid)
+	return nil
 }
 
-// waitThreadsStopped waits until every thread in /proc/PID/task is in
-// state T (stopped), or the process is gone.
-func waitThreadsStopped(pid int) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		running, err := runningThreads(pid)
-		if err != nil || len(running) == 0 {
-			return nil // gone (an exited process cannot run either)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("private mariadb: threads of %d not stopped 5 s after SIGSTOP: %v", pid, running)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// stopRest waits until every thread has taken the SIGSTOP, so that when
+// Freeze returns no thread of the server runs and a test's next step cannot
+// race one.
+func (p *PrivateMariaDB) stopRest() error { return p.waitStopped(p.server.Pid) }
 
-// runningThreads lists the threads of pid not stopped, as "TID:STATE".
-func runningThreads(pid int) ([]string, error) {
-	taskDir := fmt.Sprintf("/proc/%d/task", pid)
-	entries, err := os.ReadDir(taskDir)
-	if err != nil {
-		return nil, err
-	}
-	var running []string
-	for _, e := range entries {
-		stat, err := os.ReadFile(filepath.Join(taskDir, e.Name(), "stat"))
-		if err != nil {
-			continue // the thread exited since ReadDir
-		}
-		fields := statFieldsAfterComm(string(stat))
-		if len(fields) < 1 {
-			continue
-		}
-		if state := fields[0]; state != "T" && state != "Z" && state != "X" {
-			running = append(running, e.Name()+":"+state)
-		}
-	}
-	return running, nil
-}
-
-// Thaw sends SIGCONT to mariadbd: every thread runs again.
-func (p *PrivateMariaDB) Thaw() error {
-	if !p.frozen {
-		return nil
-	}
-	p.frozen = false
+func (p *PrivateMariaDB) resume() error {
 	if err := p.server.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("private mariadb: SIGCONT %d: %w", p.server.Pid, err)
 	}
 	return nil
 }
 
-// Close stops the server if it is running (thawing it first, killing it if
-// it does not stop) and removes its directory. Safe to call twice.
-func (p *PrivateMariaDB) Close() error {
-	if p.closed {
-		return nil
-	}
-	p.closed = true
-	stopErr := p.Stop()
-	if err := os.RemoveAll(p.dir); err != nil {
-		return errors.Join(stopErr, fmt.Errorf("private mariadb: remove %s: %w", p.dir, err))
-	}
-	return stopErr
-}
-
-// prepare sets what every binary runs with: the data directory as working
-// directory (the caller's, a checkout under /root say, may be one mysql
-// cannot enter), no MYSQL_*/MARIADB_* variables (MYSQL_TCP_PORT,
-// MYSQL_UNIX_PORT, MYSQL_HOME... would point it at the caller's idea of a
-// server), and the mysql user when this process is root.
-func (p *PrivateMariaDB) prepare(cmd *exec.Cmd) {
-	cmd.Dir = p.dir
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MYSQL_") && !strings.HasPrefix(kv, "MARIADB_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	if p.runAs != nil {
-		// Switching uid/gid in the child directly, as PrivatePostgres
-		// does: no runuser or su, no shell quoting.
-		cmd.SysProcAttr.Credential = p.runAs
-	}
-}
+// killLeftovers has nothing to do: mariadbd is this process's own child,
+// which shutdown has already killed if it would not stop.
+func (p *PrivateMariaDB) killLeftovers() {}
 
 // findMariaDBBinaries finds mariadbd and mariadb-install-db on PATH or
 // where distributions put them off a root-less PATH (/usr/sbin on Debian,
@@ -472,28 +356,9 @@ func findBinary(name string, dirs ...string) string {
 	}
 	for _, dir := range dirs {
 		path := filepath.Join(dir, name)
-		if info, err := os.Stat(path); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+		if isExecutable(path) {
 			return path
 		}
 	}
 	return ""
-}
-
-// mysqlUser is the credential of the "mysql" system user, which the
-// binaries run as when this process is root.
-func mysqlUser() (*syscall.Credential, error) {
-	u, err := user.Lookup("mysql")
-	if err != nil {
-		return nil, fmt.Errorf("private mariadb: running as root, and mariadbd refuses root, but there is no \"mysql\" system user to run it as: %w", err)
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("private mariadb: user mysql: uid %q: %w", u.Uid, err)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("private mariadb: user mysql: gid %q: %w", u.Gid, err)
-	}
-	// No supplementary groups: root's must not carry over.
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }

@@ -3,16 +3,13 @@ package testdb
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // ErrNoPostgresBinaries is wrapped by StartPrivatePostgres's error when no
@@ -37,18 +34,27 @@ type PrivatePostgres struct {
 	DSN  string
 	Port int
 
-	dir    string // the cluster: data directory, unix socket, server.log
+	// privateServer's dir is the cluster: data directory, unix socket,
+	// server.log.
+	privateServer
 	bindir string // where initdb, pg_ctl and postgres are
-	// runAs, when set, is the user the server binaries run as: they refuse
-	// to run as root, so a root process runs them as "postgres".
-	runAs *syscall.Credential
 
 	running bool
-	frozen  bool
 	// stopped holds the pids Freeze sent SIGSTOP, so Thaw continues every
 	// one of them even if one has been reparented since.
 	stopped []int
-	closed  bool
+}
+
+// postgresKind is what the shared code needs to know of PrivatePostgres.
+var postgresKind = serverKind{
+	name:       "private postgres",
+	user:       "postgres",
+	noUser:     "running as root, and initdb/pg_ctl refuse root, but there is no \"postgres\" system user to run them as",
+	dirPattern: "corkboard-pg-",
+	dirOption:  "-D",
+	// PGDATA, PGPORT, PGHOST, PGOPTIONS... would point pg_ctl or the
+	// server at the caller's idea of a database rather than this one.
+	envPrefixes: []string{"PG"},
 }
 
 // StartPrivatePostgres initdb's a cluster in a new temporary directory and
@@ -60,35 +66,17 @@ func StartPrivatePostgres() (*PrivatePostgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runAs *syscall.Credential
-	if os.Geteuid() == 0 {
-		runAs, err = postgresUser()
-		if err != nil {
-			return nil, err
-		}
-	}
-	port, err := freeLoopbackPort()
+	server, port, err := newPrivateServer(postgresKind)
 	if err != nil {
 		return nil, err
-	}
-
-	dir, err := os.MkdirTemp("", "corkboard-pg-")
-	if err != nil {
-		return nil, fmt.Errorf("private postgres: %w", err)
 	}
 	p := &PrivatePostgres{
-		DSN:    fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
-		Port:   port,
-		dir:    dir,
-		bindir: bindir,
-		runAs:  runAs,
+		DSN:           fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		Port:          port,
+		privateServer: server,
+		bindir:        bindir,
 	}
-	if err := p.initCluster(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := p.Start(); err != nil {
-		p.Close()
+	if err := p.setUp(p.initCluster, p.Start, p.Close); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -101,24 +89,13 @@ func (p *PrivatePostgres) AdminDSN() string { return p.DSN }
 // postgresql.conf, so that every later start (pg_ctl start, with no options)
 // comes up the same way on the same port.
 func (p *PrivatePostgres) initCluster() error {
-	if p.runAs != nil {
-		// initdb runs as postgres and must own the directory; MkdirTemp
-		// made it root's, mode 0700.
-		if err := os.Chown(p.dir, int(p.runAs.Uid), int(p.runAs.Gid)); err != nil {
-			return fmt.Errorf("private postgres: chown %s to postgres: %w", p.dir, err)
-		}
-	}
 	// UTF8 and a C.UTF-8 locale whatever the caller's environment says:
 	// CreateOn makes ICU databases from template0, which a SQL_ASCII
 	// cluster (what initdb picks under LANG=C or no LANG) refuses.
 	out, err := p.run("initdb", "-D", p.dir, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
 	if err != nil {
-		hint := ""
-		if p.runAs != nil {
-			hint = " (user postgres must be able to reach " + p.dir + "; is $TMPDIR under a directory only root can enter?)"
-		}
-		return fmt.Errorf("private postgres: initdb%s: %w\n%s", hint, err, out)
+		return fmt.Errorf("private postgres: initdb%s: %w\n%s", p.reachHint(), err, out)
 	}
 	// fsync off and small buffers: a start in well under a second, and the
 	// data is thrown away anyway. listen_addresses keeps it off every
@@ -146,13 +123,34 @@ max_connections = 100
 
 // Start starts the server again on the same directory and port, waiting
 // until it accepts connections (-w).
-func (p *PrivatePostgres) Start() error {
-	if p.closed {
-		return errors.New("private postgres: start after Close")
-	}
-	if p.running {
-		return nil
-	}
+func (p *PrivatePostgres) Start() error { return p.start(p) }
+
+// Stop stops the server (pg_ctl stop -m fast), thawing it first if it is
+// frozen: a stopped postmaster cannot act on pg_ctl's shutdown signal.
+func (p *PrivatePostgres) Stop() error { return p.stop(p) }
+
+// Restart is Stop then Start.
+func (p *PrivatePostgres) Restart() error { return p.restart(p) }
+
+// Freeze sends SIGSTOP to the postmaster and every one of its children
+// (backends, checkpointer, walwriter...). The kernel still completes TCP
+// handshakes on the listening socket, so the server looks like one that
+// hangs while accepting connections, not like one that is down.
+func (p *PrivatePostgres) Freeze() error { return p.freeze(p) }
+
+// Thaw sends SIGCONT to every process Freeze stopped and to any child of the
+// postmaster started since.
+func (p *PrivatePostgres) Thaw() error { return p.thaw(p) }
+
+// Close stops the server if it is running (thawing it first) and removes its
+// directory. Safe to call twice.
+func (p *PrivatePostgres) Close() error { return p.close(p) }
+
+// The serverProcess methods, for privateServer.
+
+func (p *PrivatePostgres) isRunning() bool { return p.running }
+
+func (p *PrivatePostgres) launch() error {
 	logPath := filepath.Join(p.dir, "server.log")
 	out, err := p.run("pg_ctl", "-D", p.dir, "-l", logPath, "-w", "-t", "30", "start")
 	if err != nil {
@@ -162,15 +160,7 @@ func (p *PrivatePostgres) Start() error {
 	return nil
 }
 
-// Stop stops the server (pg_ctl stop -m fast), thawing it first if it is
-// frozen: a stopped postmaster cannot act on pg_ctl's shutdown signal.
-func (p *PrivatePostgres) Stop() error {
-	if !p.running {
-		return nil
-	}
-	if err := p.Thaw(); err != nil {
-		return err
-	}
+func (p *PrivatePostgres) shutdown() error {
 	out, err := p.run("pg_ctl", "-D", p.dir, "-m", "fast", "-w", "-t", "30", "stop")
 	if err != nil {
 		return fmt.Errorf("private postgres: pg_ctl stop: %w\n%s", err, out)
@@ -179,45 +169,30 @@ func (p *PrivatePostgres) Stop() error {
 	return nil
 }
 
-// Restart is Stop then Start.
-func (p *PrivatePostgres) Restart() error {
-	if err := p.Stop(); err != nil {
-		return err
-	}
-	return p.Start()
-}
-
-// Freeze sends SIGSTOP to the postmaster and every one of its children
-// (backends, checkpointer, walwriter...). The kernel still completes TCP
-// handshakes on the listening socket, so the server looks like one that
-// hangs while accepting connections, not like one that is down.
-func (p *PrivatePostgres) Freeze() error {
-	if p.frozen {
-		return nil
-	}
-	if !p.running {
-		return errors.New("private postgres: freeze: server is not running")
-	}
+// stopFirst stops the postmaster: once it is stopped it cannot fork a child
+// that stopRest's scan would miss.
+func (p *PrivatePostgres) stopFirst() error {
 	pm, err := p.postmasterPid()
 	if err != nil {
 		return err
 	}
-	// The postmaster first: once it is stopped it cannot fork a child
-	// that the scan below would miss.
 	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("private postgres: SIGSTOP postmaster %d: %w", pm, err)
 	}
 	p.stopped = []int{pm}
-	p.frozen = true
-	// A signal is delivered asynchronously: wait until the postmaster is
-	// really stopped, so that it is not halfway through a fork while the
-	// children are listed.
-	if err := waitStopped(pm); err != nil {
+	return nil
+}
+
+func (p *PrivatePostgres) stopRest() error {
+	pm := p.stopped[0]
+	// Wait until the postmaster is really stopped, so that it is not
+	// halfway through a fork while the children are listed.
+	if err := p.waitStopped(pm); err != nil {
 		return err
 	}
 	children, err := childrenOf(pm)
 	if err != nil {
-		return err
+		return fmt.Errorf("private postgres: %w", err)
 	}
 	for _, pid := range children {
 		// A child that exited between the scan and now is no error.
@@ -230,60 +205,14 @@ func (p *PrivatePostgres) Freeze() error {
 	// server runs: a test's next step cannot race a backend that has not
 	// yet taken its SIGSTOP.
 	for _, pid := range children {
-		if err := waitStopped(pid); err != nil {
+		if err := p.waitStopped(pid); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// waitStopped waits until the process is in state T (stopped), or gone: a
-// child that exited before its SIGSTOP stays a zombie (Z) while the stopped
-// postmaster cannot reap it.
-func waitStopped(pid int) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		state, err := processStateOf(pid)
-		if err != nil || state == "T" || state == "Z" || state == "X" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("private postgres: process %d still in state %s 5 s after SIGSTOP", pid, state)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// processStateOf is the state letter from /proc/PID/stat (R, S, T, Z...).
-func processStateOf(pid int) (string, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", err
-	}
-	fields := statFieldsAfterComm(string(stat))
-	if len(fields) < 1 {
-		return "", fmt.Errorf("private postgres: unreadable /proc/%d/stat", pid)
-	}
-	return fields[0], nil
-}
-
-// statFieldsAfterComm splits a /proc/PID/stat line after its "(comm)":
-// comm may hold spaces and parentheses, so the fields are counted from the
-// last ')'. The first is the state, the second the parent pid.
-func statFieldsAfterComm(stat string) []string {
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return nil
-	}
-	return strings.Fields(stat[end+1:])
-}
-
-// Thaw sends SIGCONT to every process Freeze stopped and to any child of the
-// postmaster started since.
-func (p *PrivatePostgres) Thaw() error {
-	if !p.frozen {
-		return nil
-	}
+func (p *PrivatePostgres) resume() error {
 	pids := append([]int(nil), p.stopped...)
 	if pm, err := p.postmasterPid(); err == nil {
 		if children, err := childrenOf(pm); err == nil {
@@ -298,24 +227,16 @@ func (p *PrivatePostgres) Thaw() error {
 			firstErr = fmt.Errorf("private postgres: SIGCONT %d: %w", pid, err)
 		}
 	}
-	p.frozen = false
 	p.stopped = nil
 	return firstErr
 }
 
-// Close stops the server if it is running (thawing it first) and removes its
-// directory. Safe to call twice.
-func (p *PrivatePostgres) Close() error {
-	if p.closed {
-		return nil
-	}
-	p.closed = true
-	stopErr := p.Stop()
-	// A postmaster still there means pg_ctl stop failed, or a pg_ctl start
-	// gave up waiting on a server that came up later: kill it, so that no
-	// test leaves a server behind. postmasterPid only names a live
-	// postgres running on this directory (after a clean stop there is no
-	// postmaster.pid at all).
+// killLeftovers kills a postmaster still there after Stop: pg_ctl stop
+// failed, or a pg_ctl start gave up waiting on a server that came up later.
+// No test may leave a server behind. postmasterPid only names a live
+// postgres running on this directory (after a clean stop there is no
+// postmaster.pid at all).
+func (p *PrivatePostgres) killLeftovers() {
 	if pm, err := p.postmasterPid(); err == nil {
 		children, _ := childrenOf(pm)
 		for _, pid := range append([]int{pm}, children...) {
@@ -323,11 +244,6 @@ func (p *PrivatePostgres) Close() error {
 		}
 	}
 	p.running = false
-	p.frozen = false
-	if err := os.RemoveAll(p.dir); err != nil {
-		return errors.Join(stopErr, fmt.Errorf("private postgres: remove %s: %w", p.dir, err))
-	}
-	return stopErr
 }
 
 // postmasterPid reads the postmaster's pid from the first line of
@@ -345,74 +261,20 @@ func (p *PrivatePostgres) postmasterPid() (int, error) {
 	if err != nil || pid <= 0 {
 		return 0, fmt.Errorf("private postgres: bad postmaster.pid first line %q", first)
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args, err := processArgs(pid)
 	if err != nil {
 		return 0, fmt.Errorf("private postgres: postmaster %d: %w", pid, err)
 	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-D" && filepath.Clean(args[i+1]) == filepath.Clean(p.dir) {
-			return pid, nil
-		}
+	if !hasDirOption(args, p.kind.dirOption, p.dir) {
+		return 0, fmt.Errorf("private postgres: pid %d in postmaster.pid is not a postgres on %s (%q)", pid, p.dir, args)
 	}
-	return 0, fmt.Errorf("private postgres: pid %d in postmaster.pid is not a postgres on %s (%q)", pid, p.dir, args)
+	return pid, nil
 }
 
-// childrenOf lists the processes whose parent is ppid, from /proc/*/stat.
-func childrenOf(ppid int) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, fmt.Errorf("private postgres: %w", err)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue // not a process
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // exited since ReadDir
-		}
-		fields := statFieldsAfterComm(string(stat))
-		if len(fields) < 2 {
-			continue
-		}
-		if parent, err := strconv.Atoi(fields[1]); err == nil && parent == ppid {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
-}
-
-// run runs one of the server binaries in the cluster directory, as the
-// postgres user when this process is root, and returns its combined output.
+// run runs one of the server binaries (see privateServer.command) and
+// returns its combined output.
 func (p *PrivatePostgres) run(name string, args ...string) ([]byte, error) {
-	cmd := exec.Command(filepath.Join(p.bindir, name), args...)
-	// The cluster directory as working directory: the caller's (a
-	// checkout under /root, say) may be one the postgres user cannot enter.
-	cmd.Dir = p.dir
-	cmd.Env = environWithoutPG()
-	if p.runAs != nil {
-		// Switching uid/gid in the child directly, rather than through
-		// runuser or su: no dependence on either being installed, and no
-		// shell quoting of the arguments.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.runAs}
-	}
-	return cmd.CombinedOutput()
-}
-
-// environWithoutPG is the environment without PG* variables (PGDATA,
-// PGPORT, PGHOST, PGOPTIONS...), which would otherwise point pg_ctl or the
-// server at the caller's idea of a database rather than this one.
-func environWithoutPG() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PG") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return p.command(filepath.Join(p.bindir, name), args...).CombinedOutput()
 }
 
 // findPostgresBindir finds a directory holding initdb, pg_ctl and postgres:
@@ -441,7 +303,7 @@ func findPostgresBindir() (string, error) {
 
 func hasServerBinaries(dir string) bool {
 	for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
-		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		if !isExecutable(filepath.Join(dir, name)) {
 			return false
 		}
 	}
@@ -456,51 +318,4 @@ func majorVersion(bindir string) float64 {
 		return 0
 	}
 	return v
-}
-
-// postgresUser is the credential of the "postgres" system user, which the
-// server binaries run as when this process is root.
-func postgresUser() (*syscall.Credential, error) {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("private postgres: running as root, and initdb/pg_ctl refuse root, but there is no \"postgres\" system user to run them as: %w", err)
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("private postgres: user postgres: uid %q: %w", u.Uid, err)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("private postgres: user postgres: gid %q: %w", u.Gid, err)
-	}
-	// No supplementary groups: root's must not carry over.
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
-}
-
-// freeLoopbackPort asks the kernel for a free port on 127.0.0.1. Another
-// process could take it between Close and the server's bind; the start
-// error then says so, and that race is rare enough for tests.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("private postgres: find a free port: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, err
-	}
-	return port, nil
-}
-
-// tailOf returns the last n lines of a file, for error messages.
-func tailOf(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
