@@ -21,6 +21,8 @@ type stallableServer interface {
 	AdminDSN() string
 	Freeze() error
 	Thaw() error
+	Stop() error
+	Start() error
 	Close() error
 }
 

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/internal/simcell"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
+)
+
+// A rolling update survives its database going away: a private server is
+// stopped mid-rollout for longer than the cells' presence TTL and started
+// again, and the board finishes the rollout by itself, losing and
+// doubling no index (the rollout watch of rollout_failover_e2e_test.go
+// looks every 50 ms; looks the board could not answer do not count).
+var _ = Describe("A database restarted mid-rollout", func() {
+	ctx := context.Background()
+	const (
+		guid        = "rolling"
+		count       = 12
+		presenceTTL = 2 * time.Second
+		// min_ready makes each index take at least half a second, so that
+		// the rollout is under way when the database stops.
+		minReadyMs = 500
+	)
+
+	for _, s := range stallableServers {
+		It("is finished by the board once the database is back, no index lost or doubled, on "+s.dialect, func() {
+			server, err := s.start()
+			if errors.Is(err, s.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
+				Skip(err.Error())
+			}
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(server.Close)
+			database, err := testdb.CreateOn(s.dialect, server.AdminDSN())
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(database.Drop)
+
+			board := startConvergingBoard(database, map[string]any{
+				"database_timeout":  "1s",
+				"cell_presence_ttl": presenceTTL.String(),
+			})
+			api := board.client()
+			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
+			cells := []*simcell.Cell{
+				startCell(board, "cell-a", "z1"),
+				startCell(board, "cell-b", "z2"),
+				startCell(board, "cell-c", "z3"),
+			}
+			_, err = api.DesireLRP(ctx, lrpSpec(guid, "apps", count))
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(runningOn(board, guid, "v1")).WithTimeout(convergeLimit).Should(Equal(count))
+
+			watch := watchRollout(board, guid, count, cells)
+			v2 := lrpSpec(guid, "apps", count).GetDefinition()
+			v2.DefinitionId = ""
+			v2.Action.Args = []string{"--version", "2"}
+			updated, err := api.UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
+				Definition:       v2,
+				UpdateIdentifier: "v2",
+				UpdateStrategy:   &models.UpdateStrategy{MaxSurge: "2", MaxUnavailable: "0", MinReadyMs: minReadyMs},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			v2ID := updated.GetActiveDefinitionId()
+			Eventually(func() (*models.RolloutStatus, error) { return api.RolloutStatus(ctx, guid) }).WithTimeout(convergeLimit).Should(And(
+				HaveField("State", models.RolloutStatus_PROGRESSING),
+				HaveField("UpdatedInstances", BeNumerically(">=", 3)),
+			))
+
+			By("stopping the database for longer than the presence TTL")
+			Expect(server.Stop()).To(Succeed())
+			stopped := time.Now()
+			_, err = api.RolloutStatus(ctx, guid)
+			expectUnavailable(err)
+			time.Sleep(2*presenceTTL - time.Since(stopped))
+			Expect(server.Start()).To(Succeed())
+			back := time.Now()
+
+			By("finishing the rollout by itself")
+			Eventually(func() (*models.RolloutStatus, error) { return api.RolloutStatus(ctx, guid) }).WithTimeout(2 * convergeLimit).Should(And(
+				HaveField("State", models.RolloutStatus_COMPLETE),
+				HaveField("ActiveDefinitionId", v2ID),
+				HaveField("UpdatedInstances", BeEquivalentTo(count)),
+			))
+			AddReportEntry("database back to COMPLETE ("+s.dialect+")", time.Since(back).Round(time.Millisecond).String())
+			Eventually(func() []string { return cellInstances(cells) }).WithTimeout(convergeLimit).Should(Equal(expectedOn(v2ID, count)),
+				"the cells run exactly one instance per index, on the new definition")
+			for _, lrp := range instances(board, guid) {
+				Expect(lrp.GetPresence()).To(Equal(models.ActualLRP_ORDINARY), "index %d", lrp.GetIndex())
+			}
+			report := watch.stop()
+			AddReportEntry("observations", report.String())
+			Expect(report.observations).To(BeNumerically(">", 20), "the watcher looked often enough to mean something")
+			Expect(report.violations).To(BeEmpty())
+			Expect(board.metric("corkboard_database_outages_total")).To(BeNumerically(">=", 1), "the board saw the outage")
+		})
+	}
+})
