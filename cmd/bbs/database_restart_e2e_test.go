@@ -91,6 +91,9 @@ var _ = Describe("A database restarted mid-rollout", func() {
 			AddReportEntry("database back to COMPLETE ("+s.dialect+")", time.Since(back).Round(time.Millisecond).String())
 			Eventually(func() []string { return cellInstances(cells) }).WithTimeout(convergeLimit).Should(Equal(expectedOn(v2ID, count)),
 				"the cells run exactly one instance per index, on the new definition")
+			// COMPLETE comes as the last replacement runs; its RETIRING
+			// predecessor goes when its cell has stopped it.
+			Eventually(views(board, guid)).WithTimeout(convergeLimit).Should(HaveLen(count), "the RETIRING rows are gone")
 			for _, lrp := range instances(board, guid) {
 				Expect(lrp.GetPresence()).To(Equal(models.ActualLRP_ORDINARY), "index %d", lrp.GetIndex())
 			}
