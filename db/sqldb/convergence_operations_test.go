@@ -80,15 +80,20 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 
 		It("reads the operations that have not ended, by guid then sequence, with whether their definition is stored and its resources", func() {
 			t := now()
+			// Leased until the convergence lease runs out: a minute after
+			// it was taken, less the (real) time since, on the board's clock.
+			for _, op := range []*models.Operation{api, inProgress} {
+				Expect(op.LeaseExpiresAt).To(BeNumerically("~", leaseExpires, int64(2*time.Second)))
+			}
 			Expect(snapshot().Operations).To(Equal([]db.OperationRow{
 				{ID: api.Id, ProcessGuid: "api", Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_IN_PROGRESS, DefinitionID: "a2", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024,
-					LeaseOwner: "board-1", LeaseExpiresAt: leaseExpires, CreatedAt: t, ModificationIndex: 1},
+					LeaseOwner: "board-1", LeaseExpiresAt: api.LeaseExpiresAt, CreatedAt: t, ModificationIndex: 1},
 				{ID: "00000000000000010000abcd", ProcessGuid: "orphan", Sequence: 3, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_PENDING, DefinitionID: "o2", CreatedAt: 5, ModificationIndex: 7},
 				{ID: inProgress.Id, ProcessGuid: "web", Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_IN_PROGRESS, DefinitionID: "v2", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024,
-					LeaseOwner: "board-1", LeaseExpiresAt: leaseExpires, CreatedAt: t, ModificationIndex: 1},
+					LeaseOwner: "board-1", LeaseExpiresAt: inProgress.LeaseExpiresAt, CreatedAt: t, ModificationIndex: 1},
 				{ID: pending.Id, ProcessGuid: "web", Sequence: 3, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_PENDING, DefinitionID: "v3", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024, CreatedAt: t, ModificationIndex: 1},
 				{ID: cleanedUp.Id, ProcessGuid: "web", Sequence: 4, Kind: models.Operation_UPDATE_DEFINITION,

@@ -47,6 +47,20 @@ func (d dialect) bytewise(column string) string {
 	return column
 }
 
+// nowNanos is the database's clock in Unix nanoseconds, as an SQL
+// expression: what leases are judged by, so that boards whose clocks
+// disagree still agree on who holds one (see AcquireLease). Postgres gives
+// microseconds, MySQL microseconds (NOW(6)), SQLite milliseconds.
+func (d dialect) nowNanos() string {
+	switch d {
+	case Postgres:
+		return "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000)::BIGINT"
+	case MySQL:
+		return "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)"
+	}
+	return "(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)"
+}
+
 // upsert is an insert of one row that overwrites the update columns when a
 // row with the same key exists.
 func (d dialect) upsert(table string, columns, key, update []string) string {

@@ -15,8 +15,11 @@ var _ db.LeaseDB = (*SQLDB)(nil)
 // owner's lease runs. It is one conditional upsert, so that any number of
 // boards racing for a free lease leave exactly one owner.
 //
-// Expiry is judged by the clock of the board asking: boards sharing a
-// lease need clocks closer together than the TTL is long.
+// Now is the database's clock (dialect.nowNanos), never the board's: a
+// board whose clock runs behind would write an expiry that the others read
+// as long past and take the lease while it still converges, and one whose
+// clock runs ahead would read every other board's lease as expired. With
+// one clock for every board, skew between boards does not matter.
 func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
 	if err := checkLease(name, owner); err != nil {
 		return false, err
@@ -24,18 +27,17 @@ func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	if ttl <= 0 {
 		return false, errInvalid("ttl", "must be positive")
 	}
-	now := s.now().UnixNano()
-	expires := now + int64(ttl)
+	now := s.dialect.nowNanos()
 	var acquired bool
 	err := s.autocommit(ctx, "acquire lease", func() error {
 		if s.dialect == MySQL {
 			var err error
-			acquired, err = s.acquireLeaseMySQL(ctx, name, owner, expires, now)
+			acquired, err = s.acquireLeaseMySQL(ctx, name, owner, ttl)
 			return err
 		}
-		res, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+		res, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
- WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`, name, owner, expires, now)
+ WHERE leases.owner = excluded.owner OR leases.expires_at <= `+now, name, owner, int64(ttl))
 		if err != nil {
 			return err
 		}
@@ -51,11 +53,12 @@ func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 // free or owner's, and expires_at then follows the owner. Affected-row
 // counts cannot tell a renewal that changed nothing from a refusal, so the
 // owner is read back.
-func (s *SQLDB) acquireLeaseMySQL(ctx context.Context, name, owner string, expires, now int64) (bool, error) {
-	_, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+func (s *SQLDB) acquireLeaseMySQL(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	now := s.dialect.nowNanos()
+	_, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
  ON DUPLICATE KEY UPDATE
- owner = IF(owner = VALUES(owner) OR expires_at <= ?, VALUES(owner), owner),
- expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`, name, owner, expires, now)
+ owner = IF(owner = VALUES(owner) OR expires_at <= `+now+`, VALUES(owner), owner),
+ expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`, name, owner, int64(ttl))
 	if err != nil {
 		return false, err
 	}

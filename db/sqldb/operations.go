@@ -338,14 +338,20 @@ func addHistory(op *models.Operation, at int64, lines ...string) {
 // leaseOfTheMoment is the convergence lease as it stands in tx: its owner
 // and expiry while it runs, else "" and 0. A change of definition starts
 // leased to that board, which carries it until its rollout ends.
+//
+// Whether it runs is judged by the database's clock, as AcquireLease
+// judges it; the expiry returned is the time left added to now, the
+// board's clock, which convergence renews and judges operation leases by.
 func (s *SQLDB) leaseOfTheMoment(ctx context.Context, tx *sql.Tx, now int64) (string, int64, error) {
 	var owner string
-	var expires int64
-	err := s.queryRow(ctx, tx, "SELECT owner, expires_at FROM leases WHERE name = ?", convergenceLease).Scan(&owner, &expires)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && expires <= now {
+	var left int64
+	dbNow := s.dialect.nowNanos()
+	err := s.queryRow(ctx, tx, "SELECT owner, expires_at - "+dbNow+" FROM leases WHERE name = ? AND expires_at > "+dbNow,
+		convergenceLease).Scan(&owner, &left)
+	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, nil
 	}
-	return owner, expires, err
+	return owner, now + left, err
 }
 
 // changesDefinition reports whether op activated a definition of lrp (nil
