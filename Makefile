@@ -46,6 +46,14 @@ fuzz:
 fuzz-smoke:
 	GO="$(GO)" hack/fuzz.sh 3s
 
+# chaos: the fault scenarios on real binaries and real databases (the
+# board SIGKILLed mid-rollout 20 times; a private Postgres and a private
+# MariaDB frozen, and stopped mid-rollout), each printing its figures.
+# make test runs them too, as part of the cmd/bbs suite.
+.PHONY: chaos
+chaos:
+	GO="$(GO)" hack/chaos.sh
+
 check-generated:
 	hack/check-generated.sh
 

@@ -53,7 +53,7 @@ var stallableServers = []struct {
 // A database that stalls: a private server, frozen with SIGSTOP (it keeps
 // accepting connections and answers nothing), for longer than the cells'
 // presence TTL, then thawed. The shared servers are never touched.
-var _ = Describe("A stalled database", func() {
+var _ = Describe("A stalled database", Label("chaos"), func() {
 	for _, s := range stallableServers {
 		It("fails calls as Unavailable instead of hanging, says so on ping and /ready, and after it keeps every instance where it runs on "+s.dialect, func() {
 			server, err := s.start()

@@ -19,7 +19,7 @@ import (
 // again, and the board finishes the rollout by itself, losing and
 // doubling no index (the rollout watch of rollout_failover_e2e_test.go
 // looks every 50 ms; looks the board could not answer do not count).
-var _ = Describe("A database restarted mid-rollout", func() {
+var _ = Describe("A database restarted mid-rollout", Label("chaos"), func() {
 	ctx := context.Background()
 	const (
 		guid        = "rolling"
