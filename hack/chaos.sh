@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log="${CHAOS_LOG:-$(mktemp -t corkboard-chaos.XXXXXX)}"
-"${GO:-go}" test -count=1 -v ./cmd/bbs/ -run TestBBS -args -ginkgo.label-filter=chaos -ginkgo.v -ginkgo.no-color >"$log" 2>&1
+CORKBOARD_CHAOS_FAILOVERS="${CORKBOARD_CHAOS_FAILOVERS:-20}" "${GO:-go}" test -count=1 -v ./cmd/bbs/ -run TestBBS -args -ginkgo.label-filter=chaos -ginkgo.v -ginkgo.no-color >"$log" 2>&1
 status=$?
 # A report entry is "  name - file:line @ time" and its value the line after.
 grep -E -A1 '^  [^ {].* - /.*_test\.go:[0-9]+ @ ' "$log" | grep -v -E '^--'

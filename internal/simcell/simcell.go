@@ -559,12 +559,14 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 	}
 	c.keep(k, instance)
 	if _, err := c.client.StartActualLRP(ctx, instance.Instance, c.netInfo(k.index), true); err != nil {
-		if ctx.Err() == nil {
-			c.cfg.Logf("simcell %s: start %s/%d: %v", c.ID(), k.processGuid, k.index, err)
+		if ctx.Err() != nil {
+			return
 		}
-		// The next report says CLAIMED; the board answers stop if the row
+		c.cfg.Logf("simcell %s: start %s/%d: %v", c.ID(), k.processGuid, k.index, err)
+		// As a rep's process, the instance runs whether the board heard
+		// of it or not (the board unreachable for a moment, say): the
+		// next report says RUNNING, and the board answers stop if the row
 		// is no longer this instance's.
-		return
 	}
 	c.mu.Lock()
 	if current, ok := c.running[k]; ok && current == instance {
