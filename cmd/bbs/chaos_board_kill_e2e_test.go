@@ -59,16 +59,7 @@ var _ = Describe("The board SIGKILLed at random moments of rollouts", Label("cha
 		var recoveries []time.Duration
 		var last string
 		for kill := 1; kill <= kills; kill++ {
-			definition := lrpSpec(guid, "apps", count).GetDefinition()
-			definition.DefinitionId = ""
-			definition.Action.Args = []string{"--version", fmt.Sprint(kill + 1)}
-			updated, err := api.UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-				Definition:       definition,
-				UpdateIdentifier: fmt.Sprintf("v%d", kill+1),
-				UpdateStrategy:   &models.UpdateStrategy{MaxSurge: "2", MaxUnavailable: "0", MinReadyMs: 200},
-			})
-			Expect(err).NotTo(HaveOccurred(), "update before kill %d", kill)
-			last = updated.GetActiveDefinitionId()
+			last = rollTo(api, guid, count, kill+1, 200)
 
 			time.Sleep(time.Duration(50+random.IntN(550)) * time.Millisecond)
 			board.session.Kill()
@@ -169,16 +160,7 @@ var _ = Describe("Two boards, the lease holder SIGKILLed at random moments of ro
 				var victim int
 				Eventually(func() int { victim = holder(); return victim }).WithTimeout(convergeLimit).ShouldNot(Equal(-1))
 				survivor := 1 - victim
-				definition := lrpSpec(guid, "apps", count).GetDefinition()
-				definition.DefinitionId = ""
-				definition.Action.Args = []string{"--version", fmt.Sprint(kill + 1)}
-				updated, err := boards[survivor].client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-					Definition:       definition,
-					UpdateIdentifier: fmt.Sprintf("v%d", kill+1),
-					UpdateStrategy:   &models.UpdateStrategy{MaxSurge: "2", MaxUnavailable: "0", MinReadyMs: 200},
-				})
-				Expect(err).NotTo(HaveOccurred(), "update before failover %d", kill)
-				last = updated.GetActiveDefinitionId()
+				last = rollTo(boards[survivor].client(), guid, count, kill+1, 200)
 
 				time.Sleep(time.Duration(50+random.IntN(550)) * time.Millisecond)
 				boards[victim].session.Kill()

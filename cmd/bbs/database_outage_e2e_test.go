@@ -26,14 +26,18 @@ type stallableServer interface {
 	Close() error
 }
 
-// stallableServers are the private servers the stalled-database spec runs
-// on, one per server dialect. noBinaries is the error their start wraps
-// when the machine lacks the server binaries.
-var stallableServers = []struct {
+// privateServerKind is one kind of private server: its dialect, how to
+// start one, and the error that start wraps when the machine lacks the
+// server binaries.
+type privateServerKind struct {
 	dialect    string
 	start      func() (stallableServer, error)
 	noBinaries error
-}{
+}
+
+// stallableServers are the private servers the fault specs run on, one
+// per server dialect.
+var stallableServers = []privateServerKind{
 	{testdb.Postgres, func() (stallableServer, error) {
 		server, err := testdb.StartPrivatePostgres()
 		if err != nil {
@@ -56,18 +60,7 @@ var stallableServers = []struct {
 var _ = Describe("A stalled database", Label("chaos"), func() {
 	for _, s := range stallableServers {
 		It("fails calls as Unavailable instead of hanging, says so on ping and /ready, and after it keeps every instance where it runs on "+s.dialect, func() {
-			server, err := s.start()
-			// As the testdb tests do: a machine without the server
-			// binaries skips, unless every database is required.
-			if errors.Is(err, s.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
-				Skip(err.Error())
-			}
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(server.Close)
-			database, err := testdb.CreateOn(s.dialect, server.AdminDSN())
-			Expect(err).NotTo(HaveOccurred())
-			// Dropped before the server goes (cleanups run last-first).
-			DeferCleanup(database.Drop)
+			server, database := startPrivateDatabase(s)
 
 			const presenceTTL = 2 * time.Second
 			board := startConvergingBoard(database, map[string]any{
@@ -79,7 +72,7 @@ var _ = Describe("A stalled database", Label("chaos"), func() {
 			cells := []interface {
 				Stops() []*models.ReportedInstance
 			}{startCell(board, "cell-1", "z1"), startCell(board, "cell-2", "z2")}
-			_, err = api.DesireLRP(ctx, lrpSpec("web", "apps", 4))
+			_, err := api.DesireLRP(ctx, lrpSpec("web", "apps", 4))
 			Expect(err).NotTo(HaveOccurred())
 			runningGuids := func() map[int32]string {
 				guids := map[int32]string{}
@@ -134,6 +127,25 @@ var _ = Describe("A stalled database", Label("chaos"), func() {
 		})
 	}
 })
+
+// startPrivateDatabase starts a private server of kind s and creates a
+// database on it, both gone after the spec. As the testdb tests do, a
+// machine without the server binaries skips, unless every database is
+// required.
+func startPrivateDatabase(s privateServerKind) (stallableServer, *testdb.Database) {
+	GinkgoHelper()
+	server, err := s.start()
+	if errors.Is(err, s.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
+		Skip(err.Error())
+	}
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(server.Close)
+	database, err := testdb.CreateOn(s.dialect, server.AdminDSN())
+	Expect(err).NotTo(HaveOccurred())
+	// Dropped before the server goes (cleanups run last-first).
+	DeferCleanup(database.Drop)
+	return server, database
+}
 
 func expectUnavailable(err error) {
 	GinkgoHelper()

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/internal/simcell"
-	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -32,15 +29,7 @@ var _ = Describe("A database restarted mid-rollout", Label("chaos"), func() {
 
 	for _, s := range stallableServers {
 		It("is finished by the board once the database is back, no index lost or doubled, on "+s.dialect, func() {
-			server, err := s.start()
-			if errors.Is(err, s.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
-				Skip(err.Error())
-			}
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(server.Close)
-			database, err := testdb.CreateOn(s.dialect, server.AdminDSN())
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(database.Drop)
+			server, database := startPrivateDatabase(s)
 
 			board := startConvergingBoard(database, map[string]any{
 				"database_timeout":  "1s",
@@ -53,21 +42,12 @@ var _ = Describe("A database restarted mid-rollout", Label("chaos"), func() {
 				startCell(board, "cell-b", "z2"),
 				startCell(board, "cell-c", "z3"),
 			}
-			_, err = api.DesireLRP(ctx, lrpSpec(guid, "apps", count))
+			_, err := api.DesireLRP(ctx, lrpSpec(guid, "apps", count))
 			Expect(err).NotTo(HaveOccurred())
 			Eventually(runningOn(board, guid, "v1")).WithTimeout(convergeLimit).Should(Equal(count))
 
 			watch := watchRollout(board, guid, count, cells)
-			v2 := lrpSpec(guid, "apps", count).GetDefinition()
-			v2.DefinitionId = ""
-			v2.Action.Args = []string{"--version", "2"}
-			updated, err := api.UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-				Definition:       v2,
-				UpdateIdentifier: "v2",
-				UpdateStrategy:   &models.UpdateStrategy{MaxSurge: "2", MaxUnavailable: "0", MinReadyMs: minReadyMs},
-			})
-			Expect(err).NotTo(HaveOccurred())
-			v2ID := updated.GetActiveDefinitionId()
+			v2ID := rollTo(api, guid, count, 2, minReadyMs)
 			Eventually(func() (*models.RolloutStatus, error) { return api.RolloutStatus(ctx, guid) }).WithTimeout(convergeLimit).Should(And(
 				HaveField("State", models.RolloutStatus_PROGRESSING),
 				HaveField("UpdatedInstances", BeNumerically(">=", 3)),

@@ -30,10 +30,9 @@ var _ = Describe("A rolling update across a board failover", func() {
 		heldSeries = "corkboard_convergence_lease_held"
 		guid       = "rolling"
 		count      = 12
-		// surge 2, unavailable 0; min_ready makes each index take at
-		// least half a second, so that the rollout is still under way
-		// when the first board dies.
-		surge      = "2"
+		// rollTo rolls surge 2, unavailable 0; min_ready makes each index
+		// take at least half a second, so that the rollout is still under
+		// way when the first board dies.
 		minReadyMs = 500
 	)
 
@@ -60,16 +59,7 @@ var _ = Describe("A rolling update across a board failover", func() {
 			Expect(second.metric(heldSeries)).To(Equal(0.0), "only the first board converges")
 
 			watch := watchRollout(second, guid, count, cells)
-			v2 := lrpSpec(guid, "apps", count).GetDefinition()
-			v2.DefinitionId = ""
-			v2.Action.Args = []string{"--version", "2"}
-			updated, err := api.UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-				Definition:       v2,
-				UpdateIdentifier: "v2",
-				UpdateStrategy:   &models.UpdateStrategy{MaxSurge: surge, MaxUnavailable: "0", MinReadyMs: minReadyMs},
-			})
-			Expect(err).NotTo(HaveOccurred())
-			v2ID := updated.GetActiveDefinitionId()
+			v2ID := rollTo(api, guid, count, 2, minReadyMs)
 			Expect(v2ID).NotTo(BeElementOf("", "v1"))
 
 			By("letting the first board replace a few indices")
@@ -136,6 +126,24 @@ var _ = Describe("A rolling update across a board failover", func() {
 		})
 	}
 })
+
+// rollTo updates guid (count instances of lrpSpec) to version, a new
+// definition started with --version N, rolling surge 2 at a time, none
+// unavailable, each new index ready after minReadyMs; it returns the
+// definition's id.
+func rollTo(api *client.Client, guid string, count int, version int, minReadyMs int64) string {
+	GinkgoHelper()
+	definition := lrpSpec(guid, "apps", int32(count)).GetDefinition()
+	definition.DefinitionId = ""
+	definition.Action.Args = []string{"--version", fmt.Sprint(version)}
+	updated, err := api.UpdateDesiredLRP(context.Background(), guid, &models.DesiredLRPUpdate{
+		Definition:       definition,
+		UpdateIdentifier: fmt.Sprintf("v%d", version),
+		UpdateStrategy:   &models.UpdateStrategy{MaxSurge: "2", MaxUnavailable: "0", MinReadyMs: minReadyMs},
+	})
+	Expect(err).NotTo(HaveOccurred(), "update %s to v%d", guid, version)
+	return updated.GetActiveDefinitionId()
+}
 
 // runningOn counts guid's ORDINARY RUNNING rows on definitionID.
 func runningOn(board *runningBoard, guid, definitionID string) func() int {
