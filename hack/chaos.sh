@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make chaos: the fault scenarios (specs labelled "chaos" in cmd/bbs: the
-# board SIGKILLed at random moments of rollouts, a private Postgres and a
-# private MariaDB frozen and stopped under a board), on real binaries and
+# make chaos: the fault scenarios (specs labelled "chaos" in cmd/bbs: two
+# boards, the lease holder SIGKILLed at random moments of rollouts; a
+# private Postgres and a private MariaDB frozen and stopped under a board), on real binaries and
 # real databases. Prints each scenario and its figures (Ginkgo report
 # entries) and the summary; the whole output, board logs included, stays
 # in the log file named at the end. Exits non-zero when a scenario fails.
