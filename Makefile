@@ -46,10 +46,9 @@ fuzz:
 fuzz-smoke:
 	GO="$(GO)" hack/fuzz.sh 3s
 
-# chaos: the fault scenarios on real binaries and real databases (two
-# boards, the lease holder SIGKILLed mid-rollout 20 times; a private
-# Postgres and a private MariaDB frozen, and stopped mid-rollout), each
-# printing its figures.
+# chaos: the fault scenarios on real binaries and real databases (a
+# private Postgres and a private MariaDB frozen, and stopped mid-rollout),
+# each printing its figures.
 # make test runs them too, as part of the cmd/bbs suite.
 .PHONY: chaos
 chaos:

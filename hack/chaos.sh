@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# make chaos: the fault scenarios (specs labelled "chaos" in cmd/bbs: two
-# boards, the lease holder SIGKILLed at random moments of rollouts; a
+# make chaos: the fault scenarios (specs labelled "chaos" in cmd/bbs: a
 # private Postgres and a private MariaDB frozen and stopped under a board), on real binaries and
 # real databases. Prints each scenario and its figures (Ginkgo report
 # entries) and the summary; the whole output, board logs included, stays
@@ -8,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log="${CHAOS_LOG:-$(mktemp -t corkboard-chaos.XXXXXX)}"
-CORKBOARD_CHAOS_FAILOVERS="${CORKBOARD_CHAOS_FAILOVERS:-20}" "${GO:-go}" test -count=1 -v ./cmd/bbs/ -run TestBBS -args -ginkgo.label-filter=chaos -ginkgo.v -ginkgo.no-color >"$log" 2>&1
+"${GO:-go}" test -count=1 -v ./cmd/bbs/ -run TestBBS -args -ginkgo.label-filter=chaos -ginkgo.v -ginkgo.no-color >"$log" 2>&1
 status=$?
 # A report entry is "  name - file:line @ time" and its value the line after.
 grep -E -A1 '^  [^ {].* - /.*_test\.go:[0-9]+ @ ' "$log" | grep -v -E '^--'
