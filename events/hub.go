@@ -1,19 +1,27 @@
-// Package events is the board's in-process event hub. Writers publish
-// events after their change commits; subscribers (the SSE handler, one per
-// stream) read them in publish order.
+// Package events is the board's event hub. Every change is appended to the
+// event log in the database by the transaction that makes it (db/sqldb);
+// a Tailer on each board reads the log and appends what it finds to the
+// board's hub, and subscribers (the SSE handler, one per stream) read from
+// the hub in log order. So any board's stream carries every board's
+// writes, numbered by their log positions, and a client resumes on any
+// board with the last position it saw.
 //
-// The hub keeps the last events it published in a ring, the history, and
-// that ring is also every subscriber's buffer: a subscriber is a cursor
-// into it, moved on by its own goroutine. Publishing therefore costs a
-// slot in the ring and a wake-up per subscriber, whatever the subscribers
-// do. A subscriber that falls so far behind that the events it has not
-// read yet are overwritten is cut off: its channel closes and Err says
-// why. A reconnecting client resumes from the id it saw last, for as long
-// as the history still holds what follows; otherwise its stream starts
-// with events_lost, so it knows to re-read the state it follows.
+// The hub keeps the newest events in a ring, the history, and that ring is
+// also every subscriber's buffer: a subscriber is a cursor into it, moved
+// on by its own goroutine. Appending therefore costs a slot in the ring
+// and a wake-up per subscriber, whatever the subscribers do. A subscriber
+// whose cursor falls behind the ring — it resumed from an older position,
+// or read too slowly — reads from the log instead until it catches up. An
+// event the log no longer keeps (see TrimEventLog) is lost: such a stream
+// starts with events_lost, so the client knows to re-read the state it
+// follows.
+//
+// A hub made without a log (tests, tools) numbers the events published to
+// it itself, and cuts off a subscriber that falls behind its ring.
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -55,8 +63,17 @@ func (f Filter) matches(e *Event) bool {
 	return len(f.Types) == 0 || e.Type == models.EventEventsLost || slices.Contains(f.Types, e.Type)
 }
 
-// Hub fans published events out to subscribers. It implements
-// models.EventSink. It is safe for concurrent use.
+// Log is the event log a hub is a window on (sqldb.SQLDB).
+type Log interface {
+	// ReadEvents returns up to limit events after position after, in
+	// order.
+	ReadEvents(ctx context.Context, after uint64, limit int) ([]Event, error)
+	// EventLogBounds is the first position the log still keeps and the
+	// last one taken (first is last+1 when it keeps nothing).
+	EventLogBounds(ctx context.Context) (first, last uint64, err error)
+}
+
+// Hub fans events out to subscribers. It is safe for concurrent use.
 type Hub struct {
 	mu sync.RWMutex
 	// ring holds the ids [oldest, next), the event with id n in slot
@@ -68,9 +85,9 @@ type Hub struct {
 	closed      bool
 	// done is closed with the hub, releasing every subscriber.
 	done chan struct{}
+	// log backs the ring, nil for a hub that numbers events itself.
+	log Log
 }
-
-var _ models.EventSink = (*Hub)(nil)
 
 // Option configures a Hub.
 type Option func(*Hub)
@@ -81,9 +98,16 @@ func WithHistory(events int) Option {
 	return func(h *Hub) { h.ring = make([]Event, max(events, 1)) }
 }
 
+// WithLog makes the hub a window on log: its events come from a Tailer,
+// numbered by their positions, and subscribers behind the ring read the
+// log.
+func WithLog(log Log) Option {
+	return func(h *Hub) { h.log = log }
+}
+
 // NewHub returns a hub with an empty history.
 //
-// Ids start at the current time in microseconds rather than at 1, so that
+// Without a log, ids start at the current time in microseconds rather than at 1, so that
 // they keep growing across board restarts: a client resuming with an id
 // from before a restart is told it lost events instead of waiting for ids
 // the new hub will not reach for a long time, or replaying the wrong ones.
@@ -104,21 +128,43 @@ func NewHub(opts ...Option) *Hub {
 }
 
 // Publish gives each event the next id, keeps it in the history and wakes
-// every subscriber. It never waits for a subscriber, so it may be called
-// while holding a writer's ordering lock. The hub keeps the payloads:
-// callers must not change them afterwards. After Close it drops events.
+// every subscriber; it is how a hub without a log is fed. It never waits
+// for a subscriber. The hub keeps the payloads: callers must not change
+// them afterwards. After Close it drops events.
 func (h *Hub) Publish(events ...models.Event) {
-	if len(events) == 0 {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	numbered := make([]Event, len(events))
+	for i, e := range events {
+		numbered[i] = Event{ID: h.next + uint64(i), Event: e}
+	}
+	h.appendLocked(numbered)
+}
+
+// Append keeps events already numbered — by their log positions — in the
+// history and wakes every subscriber. Ids must grow: one at or below the
+// newest kept is a repeat and dropped. An id beyond the next one expected
+// empties the history and goes on from there (the tailer gave up waiting
+// for a hole); subscribers behind it read the log.
+func (h *Hub) Append(events ...Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.appendLocked(events)
+}
+
+func (h *Hub) appendLocked(events []Event) {
+	if len(events) == 0 || h.closed {
 		return
 	}
 	size := uint64(len(h.ring))
 	for _, e := range events {
-		h.ring[h.next%size] = Event{ID: h.next, Event: e}
+		if e.ID < h.next {
+			continue
+		}
+		if e.ID > h.next {
+			h.oldest, h.next = e.ID, e.ID
+		}
+		h.ring[h.next%size] = e
 		h.next++
 	}
 	if h.next-h.oldest > size {
@@ -127,6 +173,13 @@ func (h *Hub) Publish(events ...models.Event) {
 	for s := range h.subscribers {
 		s.wakeUp()
 	}
+}
+
+// startAt empties the history so that the next event expected is next.
+func (h *Hub) startAt(next uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.oldest, h.next = next, next
 }
 
 // LastID is the id of the newest event published, or the id before the
@@ -138,11 +191,13 @@ func (h *Hub) LastID() uint64 {
 }
 
 // Subscribe starts a subscription. With lastEventID 0 it delivers the
-// events published from now on. Otherwise it first replays the events
-// after lastEventID that the history keeps; when that id is older than the
-// history (or unknown to this hub, e.g. from before a restart), the first
-// event is events_lost (id 0, not part of the sequence) and the stream
-// goes on with the oldest event kept. The caller must Close it.
+// events appended from now on. Otherwise it first replays the events
+// after lastEventID — from the history, or from the log when the history
+// no longer holds them — and goes on live. When those events are kept
+// nowhere (older than the log keeps, or an id the log never gave, e.g.
+// from before the log existed), the first event is events_lost (id 0, not
+// part of the sequence) and the stream goes on with the oldest event of
+// the history. The caller must Close it.
 func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 	s := &Subscription{
 		hub:    h,
@@ -159,23 +214,44 @@ func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 		return s
 	}
 	var lost *Event
+	askLog := false
 	switch {
 	case lastEventID == 0:
 		s.cursor = h.next
 	case lastEventID+1 >= h.oldest && lastEventID < h.next:
 		s.cursor = lastEventID + 1
+	case h.log != nil:
+		// Older than the history, or newer than this board has read yet:
+		// the log knows whether it was ever given and is still kept.
+		s.cursor = lastEventID + 1
+		askLog = true
 	default:
 		s.cursor = h.oldest
-		lost = &Event{Event: models.Event{
-			Type:    models.EventEventsLost,
-			Payload: &models.EventsLostEvent{LastEventId: lastEventID, OldestKeptId: h.oldest},
-		}}
+		lost = h.lostLocked(lastEventID)
 	}
 	h.subscribers[s] = struct{}{}
 	h.mu.Unlock()
 
-	go s.feed(lost)
+	go s.feed(lost, askLog)
 	return s
+}
+
+// lostLocked is the events_lost event for a resume after lastEventID.
+func (h *Hub) lostLocked(lastEventID uint64) *Event {
+	return &Event{Event: models.Event{
+		Type:    models.EventEventsLost,
+		Payload: &models.EventsLostEvent{LastEventId: lastEventID, OldestKeptId: h.oldest},
+	}}
+}
+
+// lostFrom moves a subscriber whose events are lost to the oldest event of
+// the history and returns the events_lost event it is to receive first.
+func (h *Hub) lostFrom(cursor *uint64) *Event {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	lost := h.lostLocked(*cursor - 1)
+	*cursor = h.oldest
+	return lost
 }
 
 // Subscribers is how many subscriptions are open.
@@ -197,6 +273,10 @@ func (h *Hub) Close() {
 	}
 }
 
+// errBehindHistory says the cursor is older than the history, and the
+// subscriber must read the log.
+var errBehindHistory = errors.New("behind the history")
+
 // read copies up to cap(batch) events at or after *cursor that pass the
 // filter, and moves the cursor past every event it looked at.
 func (h *Hub) read(cursor *uint64, filter Filter, batch []Event) ([]Event, error) {
@@ -206,6 +286,9 @@ func (h *Hub) read(cursor *uint64, filter Filter, batch []Event) ([]Event, error
 		return batch, ErrHubClosed
 	}
 	if *cursor < h.oldest {
+		if h.log != nil {
+			return batch, errBehindHistory
+		}
 		return batch, fmt.Errorf("%w: %d events it had not read were dropped from the history of %d",
 			ErrSlowSubscriber, h.oldest-*cursor, len(h.ring))
 	}

@@ -1,6 +1,9 @@
 package events
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Subscription is one subscriber's view of the hub: a channel of events in
 // publish order, closed when the subscription ends.
@@ -30,8 +33,9 @@ func (s *Subscription) Events() <-chan Event {
 }
 
 // Err is why the channel closed: ErrSlowSubscriber (wrapped, with how many
-// events were lost) when the subscriber fell behind the history,
-// ErrHubClosed when the hub closed, nil after Close or while it is open.
+// events were lost) when the subscriber fell behind the history of a hub
+// without a log, the error of a log that could not be read, ErrHubClosed
+// when the hub closed, nil after Close or while it is open.
 func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,12 +55,36 @@ func (s *Subscription) wakeUp() {
 	}
 }
 
-// feed moves events from the hub's history to the channel until the
-// subscription or the hub ends, or the subscriber falls behind.
-func (s *Subscription) feed(first *Event) {
+// feed moves events from the hub's history, or from its log when the
+// cursor is behind the history, to the channel until the subscription or
+// the hub ends, or it cannot go on (the subscriber fell behind a hub
+// without a log; the log could not be read). askLog says the cursor came
+// from a Last-Event-ID the history does not cover, to be checked against
+// the log first.
+func (s *Subscription) feed(first *Event, askLog bool) {
 	defer close(s.events)
 	defer s.hub.unsubscribe(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+		case <-s.hub.done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
 
+	if askLog {
+		logFirst, logLast, err := s.hub.log.EventLogBounds(ctx)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		if s.cursor < logFirst || s.cursor-1 > logLast {
+			first = s.hub.lostFrom(&s.cursor)
+		}
+	}
 	if first != nil && !s.send(*first) {
 		return
 	}
@@ -64,6 +92,9 @@ func (s *Subscription) feed(first *Event) {
 	for {
 		var err error
 		batch, err = s.hub.read(&s.cursor, s.filter, batch[:0])
+		if err == errBehindHistory {
+			batch, err = s.readLog(ctx, batch[:0])
+		}
 		for _, e := range batch {
 			if !s.send(e) {
 				return
@@ -85,6 +116,27 @@ func (s *Subscription) feed(first *Event) {
 			return
 		}
 	}
+}
+
+// readLog reads the next events from the log into batch, moving the
+// cursor past them. When the log no longer keeps the event at the cursor
+// (trimmed while the subscriber read), batch starts with events_lost and
+// the cursor moves to the oldest event of the history.
+func (s *Subscription) readLog(ctx context.Context, batch []Event) ([]Event, error) {
+	logged, err := s.hub.log.ReadEvents(ctx, s.cursor-1, cap(batch))
+	if err != nil {
+		return batch, err
+	}
+	if len(logged) == 0 || logged[0].ID != s.cursor {
+		return append(batch, *s.hub.lostFrom(&s.cursor)), nil
+	}
+	for _, e := range logged {
+		if s.filter.matches(&e) {
+			batch = append(batch, e)
+		}
+		s.cursor = e.ID + 1
+	}
+	return batch, nil
 }
 
 // send hands one event to the reader; false when the subscription or the

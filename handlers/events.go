@@ -31,17 +31,19 @@ var eventData = protojson.MarshalOptions{UseProtoNames: true}
 // response (its `error` in field 1) and no stream; so is a subscriber
 // beyond WithMaxEventSubscribers, with HTTP 503. Otherwise the answer is text/event-stream:
 //
-//	id: 1754321234567890
+//	id: 18342
 //	event: actual_lrp_changed
 //	data: {"before":{...},"after":{...}}
 //
-// data is protojson, or base64 protobuf when the request asks for it.
+// id is the event's position in the event log the database keeps, the
+// same on every board: a client resumes on any board with the last id it
+// saw. data is protojson, or base64 protobuf when the request asks for it.
 // events_lost carries no id, so that a client's Last-Event-ID stays the last
 // real event it saw. The stream is flushed whenever no further event is
 // waiting, carries a ": heartbeat" comment when idle, and ends when the
 // client goes away, when a write blocks longer than the write timeout, or
-// when the hub cuts the subscriber off (after a ": closed: <reason>"
-// comment).
+// when the subscription ends (the board shuts down, or the event log could
+// not be read), after a ": closed: <reason>" comment.
 func (a *api) serveEvents(o options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, models.RouteEvents)

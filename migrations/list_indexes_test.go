@@ -42,7 +42,7 @@ var _ = Describe("0012, list indexes", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(plan.SQL()).To(ContainSubstring("CREATE INDEX actual_lrps_cell_key ON actual_lrps (cell_id, process_guid, instance_index, presence)"))
 
-			applied, err := runner.Up(ctx, migrations.UpOptions{})
+			applied, err := runner.Up(ctx, migrations.UpOptions{Target: 12})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ids(applied)).To(Equal([]string{"0012_list_indexes"}))
 			expectListIndexes(conn, dialect)
@@ -50,7 +50,7 @@ var _ = Describe("0012, list indexes", func() {
 			By("running again over a half-done run, as after a crash between two DDLs on MySQL")
 			execSQL(conn, dialect, "CREATE INDEX actual_lrps_domain ON actual_lrps (domain)")
 			execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 12)
-			applied, err = runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
+			applied, err = runner.Up(ctx, migrations.UpOptions{Target: 12, RetryDirty: true})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ids(applied)).To(Equal([]string{"0012_list_indexes"}))
 			expectListIndexes(conn, dialect)

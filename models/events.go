@@ -18,21 +18,14 @@ const (
 	EventEventsLost = "events_lost"
 )
 
-// Event is one committed change, on its way to subscribers. The hub gives
-// it an id when published.
+// Event is one committed change. The write that makes the change appends
+// it to the event log in the same transaction, where it gets its position.
 type Event struct {
 	Type string
 	// Key is what the event is about (a process guid, or a cell id for
 	// cell events); events with one key are published in commit order.
 	Key     string
 	Payload proto.Message
-}
-
-// EventSink receives events after the change they describe has committed.
-// Publish must not block for long: it runs while the writer still holds the
-// ordering lock for the events' keys.
-type EventSink interface {
-	Publish(events ...Event)
 }
 
 func DesiredLRPCreated(lrp *DesiredLRP) Event {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,11 +24,13 @@ import (
 // database is a fresh, migrated database of one dialect with the board's
 // store on it, dropped by close.
 type database struct {
-	driver  string
-	conn    *sql.DB
-	store   db.DB
-	hub     *events.Hub
-	created *testdb.Database
+	driver string
+	conn   *sql.DB
+	store  db.DB
+	hub    *events.Hub
+	// stopTailing ends the tailer feeding hub from the event log.
+	stopTailing context.CancelFunc
+	created     *testdb.Database
 }
 
 // openFreshDatabase creates a database (a temporary SQLite file, or a new
@@ -59,14 +62,25 @@ func (d *database) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	hub := events.NewHub()
-	d.conn, d.store, d.hub = conn, sqldb.New(conn, d.driver, sqldb.WithEvents(hub)), hub
+	var tailer *events.Tailer
+	store := sqldb.New(conn, d.driver, sqldb.WithEventsCommitted(func() { tailer.Wake() }))
+	logger := lager.NewLogger("bbs-load")
+	logger.RegisterSink(lager.NewWriterSink(io.Discard, lager.ERROR))
+	tailing, stop := context.WithCancel(context.Background())
+	hub, tailer, err := events.Follow(tailing, store, 100*time.Millisecond, logger)
+	if err != nil {
+		stop()
+		conn.Close()
+		return err
+	}
+	d.conn, d.store, d.hub, d.stopTailing = conn, store, hub, stop
 	return nil
 }
 
 // reopen closes the pool and opens a new one: the database side of a
 // board restart.
 func (d *database) reopen(ctx context.Context) error {
+	d.stopTailing()
 	d.hub.Close()
 	d.conn.Close()
 	return d.open(ctx)
@@ -74,6 +88,7 @@ func (d *database) reopen(ctx context.Context) error {
 
 func (d *database) close() {
 	if d.hub != nil {
+		d.stopTailing()
 		d.hub.Close()
 	}
 	if d.conn != nil {

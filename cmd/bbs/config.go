@@ -39,6 +39,9 @@ import (
 //	  "convergence_lease_ttl": "15s",
 //	  "stale_unclaimed": "60s",
 //	  "scale_down_stabilization": "2m",
+//	  "event_retention": "1h",
+//	  "event_retention_max": 1000000,
+//	  "event_poll_interval": "100ms",
 //	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"},
 //	  "encryption_keys": {"k1": "<base64 of 32 random bytes>"},
 //	  "active_key_label": "k1"
@@ -93,6 +96,17 @@ type Config struct {
 	// LRPs that set none ("2m"): an autoscaled count goes down only to the
 	// highest count wanted within it.
 	ScaleDownStabilization string `json:"scale_down_stabilization"`
+	// EventRetention and EventRetentionMax bound the event log every
+	// board serves /v1/events from: events older than EventRetention
+	// ("1h") or beyond the newest EventRetentionMax (1,000,000) are
+	// deleted, in batches; a client resuming from before them gets
+	// events_lost.
+	EventRetention    string `json:"event_retention"`
+	EventRetentionMax int64  `json:"event_retention_max"`
+	// EventPollInterval is how often the board reads the event log for
+	// what other boards wrote ("100ms"); on Postgres a notification wakes
+	// it sooner, and its own writes always do.
+	EventPollInterval string `json:"event_poll_interval"`
 	// TLS, when set, makes the API listener (and /metrics) serve TLS 1.2
 	// or later and require a client certificate signed by tls.ca_cert;
 	// the certificate's identity (corkboard://role/..., corkboard://cell/...)
@@ -122,6 +136,16 @@ const (
 	defaultDatabaseTimeout = 10 * time.Second
 	// minimumDatabaseTimeout leaves room for a round trip and a commit.
 	minimumDatabaseTimeout = 100 * time.Millisecond
+
+	defaultEventRetention    = time.Hour
+	defaultEventRetentionMax = 1_000_000
+	defaultEventPollInterval = 100 * time.Millisecond
+	// minimumEventRetentionMax keeps at least as many events as a board's
+	// in-memory history (events.DefaultHistory).
+	minimumEventRetentionMax = 10_000
+	// minimumEventPollInterval keeps an idle board's reads of the log
+	// cheap: at most 100 a second.
+	minimumEventPollInterval = 10 * time.Millisecond
 	// minimumTTL keeps presence and the lease from expiring between two
 	// renewals that are each a database round trip.
 	minimumTTL     = time.Second
@@ -182,6 +206,15 @@ func (c *Config) applyDefaults() {
 	}
 	if c.ScaleDownStabilization == "" {
 		c.ScaleDownStabilization = convergence.DefaultConfig().ScaleDownStabilization.String()
+	}
+	if c.EventRetention == "" {
+		c.EventRetention = defaultEventRetention.String()
+	}
+	if c.EventRetentionMax == 0 {
+		c.EventRetentionMax = defaultEventRetentionMax
+	}
+	if c.EventPollInterval == "" {
+		c.EventPollInterval = defaultEventPollInterval.String()
 	}
 }
 
@@ -276,6 +309,8 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "stale_unclaimed", Value: c.StaleUnclaimed},
 		configfile.Duration{Key: "operation_retention", Value: c.OperationRetention},
 		configfile.Duration{Key: "scale_down_stabilization", Value: c.ScaleDownStabilization},
+		configfile.Duration{Key: "event_retention", Value: c.EventRetention, Least: time.Minute},
+		configfile.Duration{Key: "event_poll_interval", Value: c.EventPollInterval, Least: minimumEventPollInterval},
 	); err != nil {
 		return err
 	}
@@ -287,6 +322,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxRequestsInFlight < 0 {
 		return configfile.Invalid("max_requests_in_flight", "must be 0 (the default, 1000) or more")
+	}
+	if c.EventRetentionMax < minimumEventRetentionMax {
+		return configfile.Invalid("event_retention_max", fmt.Sprintf("must be at least %d (the default is %d)", minimumEventRetentionMax, defaultEventRetentionMax))
 	}
 	if c.MaxEventSubscribers < 0 {
 		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
@@ -316,6 +354,12 @@ func (c Config) shutdownTimeout() time.Duration { return configfile.MustDuration
 func (c Config) cellPresenceTTL() time.Duration { return configfile.MustDuration(c.CellPresenceTTL) }
 
 func (c Config) databaseTimeout() time.Duration { return configfile.MustDuration(c.DatabaseTimeout) }
+
+func (c Config) eventRetention() time.Duration { return configfile.MustDuration(c.EventRetention) }
+
+func (c Config) eventPollInterval() time.Duration {
+	return configfile.MustDuration(c.EventPollInterval)
+}
 
 // runnerConfig is the convergence runner's configuration.
 func (c Config) runnerConfig() convergence.RunnerConfig {

@@ -174,12 +174,14 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	hub := events.NewHub()
 	keys, err := cfg.keyring()
 	if err != nil {
 		return err
 	}
-	storeOptions := []sqldb.Option{sqldb.WithEvents(hub)}
+	// The store wakes the tailer after each of its commits that logged
+	// events, so this board's own writes reach its streams at once.
+	var tailer *events.Tailer
+	storeOptions := []sqldb.Option{sqldb.WithEventsCommitted(func() { tailer.Wake() })}
 	if keys != nil {
 		storeOptions = append(storeOptions, sqldb.WithEncryption(keys))
 		logger.Info("encryption-at-rest", lager.Data{"active_key_label": keys.ActiveLabel(), "labels": keys.Labels()})
@@ -189,6 +191,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	store := sqldb.New(conn, cfg.DatabaseDriver, storeOptions...)
 	if keys != nil {
 		go rotateKeys(logger.Session("rotate-keys"), store)
+	}
+	tailing, stopTailing := context.WithCancel(context.Background())
+	defer stopTailing()
+	hub, tailer, err := followEventLog(tailing, logger, cfg, dsn, store)
+	if err != nil {
+		return err
 	}
 	logger.Info("board", lager.Data{"board_id": cfg.BoardID})
 	watch := dbwatch.New(logger, registry, dbwatch.Config{
@@ -250,6 +258,50 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	members := grouper.Members{{Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
+}
+
+// followEventLog starts the hub the board's streams read, at the end of
+// the event log and following it, woken by Postgres notifications where
+// there are any, and trims the log to its retention.
+func followEventLog(ctx context.Context, logger lager.Logger, cfg Config, dsn string, store *sqldb.SQLDB) (*events.Hub, *events.Tailer, error) {
+	hub, tailer, err := events.Follow(ctx, store, cfg.eventPollInterval(), logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the event log: %w", err)
+	}
+	if cfg.DatabaseDriver == driverPostgres {
+		go sqldb.ListenForEvents(ctx, dsn, tailer.Wake, logger)
+	}
+	go trimEventLog(ctx, logger.Session("trim-event-log"), store, cfg.eventRetention(), uint64(cfg.EventRetentionMax))
+	return hub, tailer, nil
+}
+
+// Event log trimming: every trimInterval, at most trimBatches statements
+// of trimBatch rows each, so that a board works a large backlog off a
+// little at a time (400,000 rows a minute) without long transactions.
+const (
+	trimInterval = 15 * time.Second
+	trimBatch    = 10_000
+	trimBatches  = 100
+)
+
+func trimEventLog(ctx context.Context, logger lager.Logger, store *sqldb.SQLDB, retention time.Duration, maxEvents uint64) {
+	ticker := time.NewTicker(trimInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		deleted, err := store.TrimEventLog(ctx, retention, maxEvents, trimBatch, trimBatches)
+		if err != nil {
+			logger.Error("failed", err)
+			continue
+		}
+		if deleted > 0 {
+			logger.Info("trimmed", lager.Data{"deleted": deleted})
+		}
+	}
 }
 
 // driverLog is a database driver's logger writing to the board's log.

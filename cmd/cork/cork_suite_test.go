@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	. "github.com/onsi/ginkgo/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -49,6 +51,25 @@ func startBoard(opts ...handlers.Option) string {
 // also returns, for specs that arrange what the API cannot (the time, or
 // a placement).
 func startBoardWithStore(storeOpts []sqldb.Option, opts ...handlers.Option) (string, *sqldb.SQLDB) {
+	store := openStore(storeOpts...)
+	return serve(store, opts...), store
+}
+
+// startBoardWithEventLog is startBoard whose event stream follows the
+// store's event log, as a real board's does.
+func startBoardWithEventLog() (string, *sqldb.SQLDB, *events.Hub) {
+	var tailer *events.Tailer
+	store := openStore(sqldb.WithEventsCommitted(func() { tailer.Wake() }))
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	hub, tailer, err := events.Follow(ctx, store, 50*time.Millisecond, lager.NewLogger("cork-test"))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(hub.Close)
+	return serve(store, handlers.WithEvents(hub)), store, hub
+}
+
+// openStore migrates a new SQLite database and opens a store on it.
+func openStore(opts ...sqldb.Option) *sqldb.SQLDB {
 	database, err := testdb.Create(testdb.SQLite)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(database.Drop)
@@ -57,11 +78,15 @@ func startBoardWithStore(storeOpts []sqldb.Option, opts ...handlers.Option) (str
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(conn *sql.DB) { Expect(conn.Close()).To(Succeed()) }, conn)
 	Expect(migrations.Up(ctx, conn, database.Dialect)).To(Succeed())
-	store := sqldb.New(conn, database.Dialect, storeOpts...)
+	return sqldb.New(conn, database.Dialect, opts...)
+}
+
+// serve answers the API of store on a loopback port and returns its URL.
+func serve(store *sqldb.SQLDB, opts ...handlers.Option) string {
 	handler := handlers.New(lager.NewLogger("cork-test"), store, prometheus.NewRegistry(), opts...)
 	server := httptest.NewServer(handler)
 	DeferCleanup(server.Close)
-	return server.URL, store
+	return server.URL
 }
 
 // result is one finished cork run.

@@ -14,9 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
-	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -55,9 +53,7 @@ var _ = Describe("cork operations", func() {
 	)
 
 	BeforeEach(func() {
-		hub = events.NewHub()
-		DeferCleanup(hub.Close)
-		board, _ = startBoardWithStore([]sqldb.Option{sqldb.WithEvents(hub)}, handlers.WithEvents(hub))
+		board, _, hub = startBoardWithEventLog()
 	})
 
 	cork := func(args ...string) result { return runCork(board, "", args...) }

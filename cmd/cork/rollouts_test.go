@@ -11,9 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
-	"github.com/corkboard/corkboard/db/sqldb"
-	"github.com/corkboard/corkboard/events"
-	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -24,8 +21,7 @@ var _ = Describe("cork rollout", func() {
 	)
 
 	BeforeEach(func() {
-		hub := events.NewHub()
-		board, store = startBoardWithStore([]sqldb.Option{sqldb.WithEvents(hub)}, handlers.WithEvents(hub))
+		board, store, _ = startBoardWithEventLog()
 		r := runCork(board, "", "desire", fixture("hello-local.json"))
 		Expect(r.code).To(Equal(0), r.stderr)
 	})

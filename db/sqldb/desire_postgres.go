@@ -85,15 +85,15 @@ SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instance
 // events. A unique violation or a transient conflict rolled the statement
 // back and is reported as nil, for the transactional path to sort out.
 //
-// The statement takes its event ticket before it runs (publishAfter), so it
-// must not wait for a transaction that then commits before it: the first
-// two WITH parts lock the guid's existing rows NOWAIT (taken, left_over;
-// count(*) makes Postgres lock every left-over row, not just the first),
-// and a locked one — say, a remove in progress — fails the statement with
-// lock_not_available, leaving the desire to the transactional path. The
-// one wait left is ON CONFLICT's, for a concurrent desire inserting the
-// same guid: whichever of the two commits, the other stores nothing and
-// publishes nothing.
+// The statement runs in a transaction of its own with the event log's
+// append (writeAlone). It waits for no row lock: the first two WITH parts
+// lock the guid's existing rows NOWAIT (taken, left_over; count(*) makes
+// Postgres lock every left-over row, not just the first), and a locked
+// one — say, a remove in progress — fails the statement with
+// lock_not_available, leaving the desire to the transactional path, which
+// waits for it and decides with what it then finds. The one wait left is
+// ON CONFLICT's, for a concurrent desire inserting the same guid:
+// whichever of the two commits, the other stores nothing and logs nothing.
 func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error) {
 	def := stored.Definition
 	// Sealed here, before the statement: its row (the guid and the
@@ -130,10 +130,10 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		return nil, err
 	}
 	var recorded *models.Operation
-	err = s.publishAfter(func() ([]models.Event, error) {
+	err = s.writeAlone(ctx, func(tx *sql.Tx) ([]models.Event, error) {
 		var desired int
 		var indices pq.Int64Array
-		err := stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
+		err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
 		if err != nil || desired != 1 {
 			return nil, err
 		}

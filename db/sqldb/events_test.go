@@ -1,6 +1,7 @@
 package sqldb_test
 
 import (
+	"database/sql"
 	"sync"
 	"time"
 
@@ -241,24 +242,35 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 		})
 	})
 
-	It("holds a later commit's events back until an earlier write in flight is done", func() {
+	It("logs a write that commits after another's after it: the first holds the head until it commits", func() {
 		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 		Expect(err).NotTo(HaveOccurred())
 		sink.take()
-		store := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink))
 
-		// A statement that took its ticket and has not finished ...
-		deliver := store.HoldTicket()
-		defer deliver()
-		// ... does not hold up a write that commits after it ...
-		_, err = store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("later")})
+		// A transaction that took the next position and has not committed ...
+		tx, err := b.conn.BeginTx(b.ctx, nil)
 		Expect(err).NotTo(HaveOccurred())
-		// ... but its events wait for it.
-		Consistently(sink.count).WithTimeout(100 * time.Millisecond).Should(BeZero())
-		deliver()
-		events := sink.take()
-		Expect(eventTypes(events)).To(Equal([]string{"desired_lrp_changed", "operation_changed"}))
-		Expect(events[0].Payload.(*models.DesiredLRPChangedEvent).After.Annotation).To(Equal("later"))
+		defer tx.Rollback()
+		Expect(execIn(b, tx, "UPDATE event_log_head SET position = position + 1 WHERE id = 1")).To(Succeed())
+		raw, err := proto.Marshal(&models.CellChangedEvent{After: &models.Cell{CellId: "by-hand"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(execIn(b, tx, "INSERT INTO event_log (position, event_type, event_key, payload, created_at) SELECT position, 'cell_changed', 'by-hand', ?, 0 FROM event_log_head WHERE id = 1", raw)).To(Succeed())
+
+		// ... holds up a write that would log after it ...
+		updated := make(chan error, 1)
+		go func() {
+			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("later")})
+			updated <- err
+		}()
+		Consistently(updated).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+		Expect(sink.count()).To(BeZero())
+
+		// ... which logs after it once it committed.
+		Expect(tx.Commit()).To(Succeed())
+		Eventually(updated).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
+		logged := sink.take()
+		Expect(eventTypes(logged)).To(Equal([]string{"cell_changed", "desired_lrp_changed", "operation_changed"}))
+		Expect(logged[1].Payload.(*models.DesiredLRPChangedEvent).After.Annotation).To(Equal("later"))
 	})
 
 	if b.dialect == sqldb.Postgres {
@@ -360,4 +372,10 @@ func newestOperation(b *board, guid string) *models.Operation {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(ops).To(HaveLen(1))
 	return ops[0]
+}
+
+// execIn runs one statement written with ? placeholders in tx.
+func execIn(b *board, tx *sql.Tx, query string, args ...any) error {
+	_, err := tx.ExecContext(b.ctx, sqldb.Rebind(b.dialect, query), args...)
+	return err
 }

@@ -1,13 +1,44 @@
 package sqldb
 
-import "sync"
+import (
+	"context"
+	"sync"
 
-// Seams for the tests of publishing in order.
+	"github.com/corkboard/corkboard/models"
+)
 
-// HoldTicket takes the next event ticket, as a single-statement write does
-// before it runs, and returns the function that delivers it without
-// events. Deliver may be called more than once.
-func (s *SQLDB) HoldTicket() (deliver func()) {
-	t := s.order.take()
-	return sync.OnceFunc(func() { s.order.deliver(s.events, t, nil) })
+// EventSink receives, in log order, the events a test store's commits
+// appended to the event log.
+type EventSink interface {
+	Publish(events ...models.Event)
+}
+
+// WithEvents hands sink every event appended to the log after the store
+// was made, read back from the log after each commit that appended some —
+// the events as a board's tailer would serve them.
+func WithEvents(sink EventSink) Option {
+	return func(s *SQLDB) {
+		var mu sync.Mutex
+		_, seen, err := s.EventLogBounds(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		s.eventsCommitted = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for {
+				logged, err := s.ReadEvents(context.Background(), seen, 1000)
+				if err != nil {
+					panic(err)
+				}
+				if len(logged) == 0 {
+					return
+				}
+				for _, e := range logged {
+					sink.Publish(e.Event)
+				}
+				seen = logged[len(logged)-1].ID
+			}
+		}
+	}
 }

@@ -22,11 +22,10 @@ import (
 // refuse the call or find it a repeat, or when the row is missing; the
 // caller then takes the general path, which tells these apart.
 //
-// The lock is taken NOWAIT: the statement takes its event ticket before it
-// runs (publishAfter), so it must not wait for a transaction that would
-// commit, and take its ticket, while it waits. A locked row fails with
-// lock_not_available, and the general path waits for it in a transaction
-// instead.
+// Each runs in a transaction of its own with the event log's append
+// (writeAlone). The lock is taken NOWAIT: a locked row fails the statement
+// with lock_not_available, and the general path waits for it in a
+// transaction instead and decides with what it then finds.
 //
 // The statements are prepared once per connection (preparedStatements), so
 // Postgres soon runs them on a cached generic plan.
@@ -119,9 +118,9 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 	args := append([]any{op.key.ProcessGuid, op.key.Index, op.key.Presence.String()},
 		op.fast.args(s.now().UnixNano())...)
 	var after *models.ActualLRP
-	err = s.publishAfter(func() ([]models.Event, error) {
+	err = s.writeAlone(ctx, func(tx *sql.Tx) ([]models.Event, error) {
 		var old, updated actualLRPScan
-		err := stmt.QueryRowContext(ctx, args...).Scan(append(old.dest(), updated.dest()...)...)
+		err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...).Scan(append(old.dest(), updated.dest()...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -152,8 +151,8 @@ func (s *SQLDB) removePostgres(ctx context.Context, key db.ActualLRPKey, caller 
 	if err != nil {
 		return false, err
 	}
-	err = s.publishAfter(func() ([]models.Event, error) {
-		before, err := scanActualLRP(stmt.QueryRowContext(ctx,
+	err = s.writeAlone(ctx, func(tx *sql.Tx) ([]models.Event, error) {
+		before, err := scanActualLRP(tx.StmtContext(ctx, stmt).QueryRowContext(ctx,
 			key.ProcessGuid, key.Index, key.Presence.String(), caller.InstanceGuid, caller.CellID))
 		if err != nil {
 			return nil, err

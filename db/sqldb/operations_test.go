@@ -497,7 +497,9 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 			Expect(operation(pending.Id)).To(EqualProto(canceled))
 			Expect(note.Operation).To(BeNil())
 			Expect(get()).To(EqualProto(before))
-			Expect(sink.take()).To(Equal([]models.Event{models.OperationChanged(canceled)}))
+			logged := sink.take()
+			Expect(logged).To(HaveLen(1))
+			expectEvent(logged[0], models.EventOperationChanged, "web", &models.OperationChangedEvent{Operation: canceled})
 		})
 
 		It("aborts an IN_PROGRESS change of definition: an ABORT operation rolls back to the healthy definition", func() {

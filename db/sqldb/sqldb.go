@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/db"
-	"github.com/corkboard/corkboard/models"
 )
 
 // SQLDB implements db.DB on one database connection pool.
@@ -41,10 +40,9 @@ type SQLDB struct {
 	// prepared holds the lifecycle statements prepared on Postgres.
 	prepared preparedStatements
 
-	// events receives every committed change; order keeps it in commit
-	// order per key.
-	events models.EventSink
-	order  publishOrder
+	// eventsCommitted is called after each commit that appended events to
+	// the log (WithEventsCommitted).
+	eventsCommitted func()
 
 	// operationIDs makes the ids of the operations this process records.
 	operationIDs operationIDs
@@ -83,11 +81,11 @@ func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
 		panic(fmt.Sprintf("sqldb: unknown dialect %q", dialectName))
 	}
 	s := &SQLDB{
-		conn:        conn,
-		dialect:     dialect(dialectName),
-		now:         time.Now,
-		maxAttempts: 5,
-		events:      discardEvents{},
+		conn:            conn,
+		dialect:         dialect(dialectName),
+		now:             time.Now,
+		maxAttempts:     5,
+		eventsCommitted: func() {},
 	}
 	if dialectName == SQLite {
 		s.writeLock = &sync.Mutex{}

@@ -29,9 +29,9 @@ func (s *SQLDB) transact(ctx context.Context, op string, fn func(tx *sql.Tx) err
 }
 
 // transactPublishing is transact for writes that emit events: fn returns
-// the events describing what it changed, and they are published after the
-// commit succeeds, in commit order per key (see publishOrder). Events of an
-// attempt that is rolled back are dropped with it.
+// the events describing what it changed, and they are appended to the
+// event log in the same transaction (see events.go). Events of an attempt
+// that is rolled back are dropped with it.
 func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *sql.Tx) ([]models.Event, error)) error {
 	var err error
 	for attempt := 1; attempt <= s.maxAttempts; attempt++ {
@@ -62,7 +62,7 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event
 		tx.Rollback()
 		return err
 	}
-	return s.commitAndPublish(tx, events)
+	return s.commitAndPublish(ctx, tx, events)
 }
 
 // backoff is the wait before retry number n (1 for the first retry).
@@ -83,4 +83,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// writeAlone runs one Postgres fast-path statement in a transaction of its
+// own, to append its events to the log with it. Unlike transactPublishing
+// it never retries: a statement that fails for a transient reason is left
+// to the general path, which does.
+func (s *SQLDB) writeAlone(ctx context.Context, write func(tx *sql.Tx) ([]models.Event, error)) error {
+	tx, err := s.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	changes, err := write(tx)
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	return s.commitAndPublish(ctx, tx, changes)
 }
