@@ -65,6 +65,9 @@ func (f Filter) matches(e *Event) bool {
 
 // Log is the event log a hub is a window on (sqldb.SQLDB).
 type Log interface {
+	// SequenceEvents moves up to limit committed events into the log
+	// and says how many it moved.
+	SequenceEvents(ctx context.Context, limit int) (int, error)
 	// ReadEvents returns up to limit events after position after, in
 	// order.
 	ReadEvents(ctx context.Context, after uint64, limit int) ([]Event, error)

@@ -8,10 +8,12 @@ import (
 )
 
 // Tailer reads a board's event log and appends what it finds to the
-// board's hub. It reads when woken (a commit on this board, a Postgres
-// notification from another) and at least every poll interval (MySQL and
-// SQLite have no notification; a notification can be lost on a dropped
-// connection).
+// board's hub. Before it reads, it sequences (Log.SequenceEvents) what has
+// been committed since, whichever board committed it: events are logged
+// as soon as any board's tailer runs. It runs when woken (a commit on this
+// board, a Postgres notification from another board's sequencing) and at
+// least every poll interval (MySQL and SQLite have no notification; a
+// notification can be lost on a dropped connection).
 //
 // The log has no holes (sqldb/events.go), so a hole the tailer sees is a
 // commit it sees late. It appends only the events before the hole, and
@@ -116,6 +118,15 @@ func (t *Tailer) run(ctx context.Context) {
 // and whether a hole stopped it. A hole first seen at holeSince is given
 // up on once holeWait has passed.
 func (t *Tailer) readOnce(ctx context.Context, holeSince time.Time) (more, hole bool, err error) {
+	for {
+		moved, err := t.log.SequenceEvents(ctx, tailBatch)
+		if err != nil {
+			return false, false, err
+		}
+		if moved < tailBatch {
+			break
+		}
+	}
 	next := t.hub.LastID() + 1
 	logged, err := t.log.ReadEvents(ctx, next-1, tailBatch)
 	if err != nil {

@@ -44,15 +44,26 @@ func openFreshDatabase(ctx context.Context, driver, adminDSN string) (*database,
 		return nil, err
 	}
 	d := &database{driver: driver, created: created}
+	if err := migrate(ctx, driver, created.DSN); err != nil {
+		created.Drop()
+		return nil, err
+	}
 	if err := d.open(ctx); err != nil {
 		created.Drop()
 		return nil, err
 	}
-	if err := migrations.Up(ctx, d.conn, driver); err != nil {
-		d.close()
-		return nil, err
-	}
 	return d, nil
+}
+
+// migrate brings the new database to the latest schema, as a board does
+// before it serves.
+func migrate(ctx context.Context, driver, dsn string) error {
+	conn, err := sqldb.Open(ctx, driver, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return migrations.Up(ctx, conn, driver)
 }
 
 // open connects a new pool and a new store with its own event hub, as a

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/corkboard/corkboard/db/sqldb"
@@ -14,9 +15,23 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// readAll reads the whole log after position after.
+// sequence logs every committed event of the outbox, as a tailer does.
+func sequence(b *board, store *sqldb.SQLDB) {
+	GinkgoHelper()
+	for {
+		moved, err := store.SequenceEvents(b.ctx, 5)
+		Expect(err).NotTo(HaveOccurred())
+		if moved == 0 {
+			return
+		}
+	}
+}
+
+// readAll sequences the outbox and reads the whole log after position
+// after.
 func readAll(b *board, store *sqldb.SQLDB, after uint64) []events.Event {
 	GinkgoHelper()
+	sequence(b, store)
 	var all []events.Event
 	for {
 		page, err := store.ReadEvents(b.ctx, after, 7)
@@ -27,6 +42,15 @@ func readAll(b *board, store *sqldb.SQLDB, after uint64) []events.Event {
 		all = append(all, page...)
 		after = page[len(page)-1].ID
 	}
+}
+
+// eventsOf drops the positions.
+func eventsOf(logged []events.Event) []models.Event {
+	out := make([]models.Event, len(logged))
+	for i, e := range logged {
+		out[i] = e.Event
+	}
+	return out
 }
 
 // expectContiguous checks that positions follow each other from first.
@@ -40,6 +64,7 @@ func expectContiguous(logged []events.Event, first uint64) {
 var _ = forEachDialect("the event log", func(b *board) {
 	bounds := func() (uint64, uint64) {
 		GinkgoHelper()
+		sequence(b, b.store)
 		first, last, err := b.store.EventLogBounds(b.ctx)
 		Expect(err).NotTo(HaveOccurred())
 		return first, last
@@ -94,11 +119,7 @@ var _ = forEachDialect("the event log", func(b *board) {
 		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 		Expect(err).NotTo(HaveOccurred())
 		_, last := bounds()
-		tx, err := b.conn.BeginTx(b.ctx, nil)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(execIn(b, tx, "UPDATE event_log_head SET position = position + 1 WHERE id = 1")).To(Succeed())
-		Expect(execIn(b, tx, "INSERT INTO event_log (position, event_type, event_key, payload, created_at) SELECT position, 'from_the_future', 'web', ?, 0 FROM event_log_head WHERE id = 1", []byte{0x0a, 0x01, 0x78})).To(Succeed())
-		Expect(tx.Commit()).To(Succeed())
+		b.exec("INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('from_the_future', 'web', ?)", []byte{0x0a, 0x01, 0x78})
 		_, err = b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("after")})
 		Expect(err).NotTo(HaveOccurred())
 
@@ -107,6 +128,39 @@ var _ = forEachDialect("the event log", func(b *board) {
 		Expect(logged[0].Type).To(Equal("from_the_future"))
 		Expect(logged[0].Payload).To(BeAssignableToTypeOf(&emptypb.Empty{}))
 		Expect(logged[1].Type).To(Equal(models.EventDesiredLRPChanged))
+	})
+
+	It("logs a write that commits late after what was logged meanwhile, and holds nobody up while it has not", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		_, before := bounds()
+
+		// A write that appended its event first, with the lower outbox id,
+		// and has not committed ...
+		tx, err := b.conn.BeginTx(b.ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer tx.Rollback()
+		raw, err := proto.Marshal(&models.CellChangedEvent{After: &models.Cell{CellId: "late"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(execIn(b, tx, "INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('cell_changed', 'late', ?)", raw)).To(Succeed())
+
+		// ... neither holds up a write that commits meanwhile nor its
+		// logging (SQLite has one writer at a time: the late write there
+		// is simply the later one) ...
+		if b.dialect != sqldb.SQLite {
+			_, err = b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("meanwhile")})
+			Expect(err).NotTo(HaveOccurred())
+			meanwhile := readAll(b, b.store, before)
+			Expect(eventTypes(eventsOf(meanwhile))).To(Equal([]string{"desired_lrp_changed", "operation_changed"}))
+			before += 2
+		}
+
+		// ... and is logged after it once it commits, at the next positions.
+		Expect(tx.Commit()).To(Succeed())
+		late := readAll(b, b.store, before)
+		expectContiguous(late, before+1)
+		Expect(eventTypes(eventsOf(late))).To(Equal([]string{"cell_changed"}))
+		Expect(late[0].Key).To(Equal("late"))
 	})
 
 	Describe("trimming", func() {

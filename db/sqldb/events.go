@@ -15,46 +15,42 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// The event log (migration 0013): every write that changes state appends
-// the events describing it to event_log in its own transaction, as the
-// last thing before COMMIT, and every board serves its event stream from
-// that table (events.Tailer). Positions come from the one row of
-// event_log_head, whose row lock the transaction then holds until it
-// commits; so a writer that takes positions after another took its own
-// commits after it, and the log is in commit order with no gaps:
+// The event log (migration 0013). A write appends the events describing
+// it to event_outbox in its own transaction; a sequencer (SequenceEvents,
+// run by every board's tailer, one at a time) moves the committed ones
+// into event_log at the next positions; every board streams event_log.
 //
-//  1. T1 (a start of web/0) updates the head from 41 to 42 and inserts
-//     event 42; the head row is now locked until T1 commits.
-//  2. T2 (convergence, also writing web/0) waited for web/0's row lock
-//     inside its own statements, so it reaches the head only after T1 has
-//     committed; it takes 43 and 44.
-//  3. T3 takes the head while T2 is still committing, so it waits for it
-//     and gets 45. Should T3 roll back, the head goes back to 44 with it:
-//     the next writer takes 45 and no reader ever sees a hole.
+// Positions are handed out after commit, so a late commit never lands
+// behind a position a reader has passed, and writers never wait for one
+// another to log:
 //
-// A reader that sees position 45 therefore sees 42 to 44 too, whichever
-// board it runs on. (The tailer still treats a hole as a late commit and
-// waits for it a while — see events.Tailer — should a database ever show
-// commits out of order.)
+//  1. T1 (a start of web/0) inserts outbox row 7 and is slow to commit;
+//     T2 (an update of api) inserts row 8 and commits.
+//  2. A sequencer locks the head (at 41), sees row 8 only — T1 has not
+//     committed — and moves it to position 42; the head is now 42.
+//  3. T1 commits; the next sequencer moves row 7 to position 43.
 //
-// The head is the one point every writer passes through, for about one
-// round trip and its commit. Writes that append no events (a heartbeat, a
-// read) never touch it.
+// A write that depends on another (it waited for a row lock the other held
+// until its commit, or read rows the other committed) inserts its outbox
+// rows after the other's commit, so with higher ids: a sequencer that sees
+// the later write's rows sees the earlier one's too and places them first.
+// So events of one row are logged in commit order, and the log has no
+// holes: the sequencer writes positions and the head in one transaction.
 
-// eventNotifyChannel is the Postgres channel a commit that appended events
-// notifies, waking every board's tailer at once.
+// eventNotifyChannel is the Postgres channel a sequencer notifies when it
+// logged events, waking every board's tailer at once.
 const eventNotifyChannel = "corkboard_events"
 
 // WithEventsCommitted calls committed after every commit that appended
-// events, so that this board's tailer reads them at once rather than at
-// its next poll.
+// events, so that this board's tailer sequences and reads them at once
+// rather than at its next poll.
 func WithEventsCommitted(committed func()) Option {
 	return func(s *SQLDB) { s.eventsCommitted = committed }
 }
 
-// commitAndPublish appends events to the log, commits tx, and tells this
-// board's tailer.
-func (s *SQLDB) commitAndPublish(ctx context.Context, tx *sql.Tx, changes []models.Event) error {
+// commitLogging appends events to the outbox and commits tx. The caller
+// tells this board's tailer (eventsCommitted) once it holds no lock.
+func (s *SQLDB) commitLogging(ctx context.Context, tx *sql.Tx, changes []models.Event) error {
 	if len(changes) == 0 {
 		return tx.Commit()
 	}
@@ -62,15 +58,10 @@ func (s *SQLDB) commitAndPublish(ctx context.Context, tx *sql.Tx, changes []mode
 		tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	s.eventsCommitted()
-	return nil
+	return tx.Commit()
 }
 
-// appendEvents takes positions for changes from the head and inserts them.
-// It must be the last write of the transaction (see above).
+// appendEvents inserts changes into the outbox, in order.
 func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event) error {
 	types := make([]string, len(changes))
 	keys := make([]string, len(changes))
@@ -82,30 +73,22 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		}
 		types[i], keys[i], payloads[i] = e.Type, e.Key, raw
 	}
-	n := int64(len(changes))
 	if s.dialect == Postgres {
-		// One round trip: take the positions, insert the rows, and notify
-		// the other boards (delivered when the transaction commits).
-		_, err := tx.ExecContext(ctx, appendEventsPostgres, n, pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads))
+		// One statement however many events; ORDINALITY keeps their order.
+		_, err := tx.ExecContext(ctx, `INSERT INTO event_outbox (event_type, event_key, payload)
+ SELECT e.event_type, e.event_key, e.payload
+ FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n) ORDER BY e.n`,
+			pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads))
 		return err
 	}
-	last, err := s.takePositions(ctx, tx, n)
-	if err != nil {
-		return err
-	}
-	first := last - n + 1
 	for start := 0; start < len(changes); start += batchSize {
 		end := min(start+batchSize, len(changes))
-		var b strings.Builder
-		b.WriteString("INSERT INTO event_log (position, event_type, event_key, payload, created_at) VALUES ")
-		args := make([]any, 0, 4*(end-start))
+		args := make([]any, 0, 3*(end-start))
 		for i := start; i < end; i++ {
-			if i > start {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, " + s.dialect.nowNanos() + ")")
-			args = append(args, first+int64(i), types[i], keys[i], payloads[i])
+			args = append(args, types[i], keys[i], payloads[i])
 		}
+		var b strings.Builder
+		writeInsert(&b, "event_outbox", []string{"event_type", "event_key", "payload"}, end-start)
 		if _, err := s.exec(ctx, tx, b.String(), args...); err != nil {
 			return err
 		}
@@ -113,33 +96,86 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	return nil
 }
 
-// takePositions moves the head on by n and returns the last position taken.
-func (s *SQLDB) takePositions(ctx context.Context, tx *sql.Tx, n int64) (int64, error) {
-	if s.dialect == MySQL {
-		// LAST_INSERT_ID(expr) hands the new value back in the statement's
-		// result, sparing a SELECT.
-		res, err := s.exec(ctx, tx, "UPDATE event_log_head SET position = LAST_INSERT_ID(position + ?) WHERE id = 1", n)
-		if err != nil {
-			return 0, err
-		}
-		return res.LastInsertId()
-	}
-	var last int64
-	err := s.queryRow(ctx, tx, "UPDATE event_log_head SET position = position + ? WHERE id = 1 RETURNING position", n).Scan(&last)
+// SequenceEvents moves up to limit committed events from the outbox into
+// the log, oldest first, at the positions after the head, and returns how
+// many it moved. Sequencers take turns on the head's row lock; writers
+// never wait for them. An empty outbox costs one indexed read and no lock.
+func (s *SQLDB) SequenceEvents(ctx context.Context, limit int) (int, error) {
+	var first int64
+	err := s.queryRow(ctx, s.conn, "SELECT id FROM event_outbox ORDER BY id LIMIT 1").Scan(&first)
 	if err == sql.ErrNoRows {
-		return 0, errInvalidRecord("event_log_head has no row: the database was not migrated by this version")
+		return 0, nil
 	}
-	return last, err
+	if err != nil {
+		return 0, asModelError("sequence events", err)
+	}
+	moved := 0
+	err = s.transact(ctx, "sequence events", func(tx *sql.Tx) error {
+		moved = 0
+		var head int64
+		err := s.queryRow(ctx, tx, "SELECT position FROM event_log_head WHERE id = 1"+s.dialect.lockForUpdate()).Scan(&head)
+		if err == sql.ErrNoRows {
+			return errInvalidRecord("event_log_head has no row: the database was not migrated by this version")
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := s.query(ctx, tx, "SELECT id, event_type, event_key, payload FROM event_outbox ORDER BY id LIMIT ?", limit)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		var logged []any
+		for rows.Next() {
+			var id int64
+			var eventType, key string
+			var payload []byte
+			if err := rows.Scan(&id, &eventType, &key, &payload); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+			logged = append(logged, head+int64(len(ids)), eventType, key, payload)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		const perRow = 4
+		for start := 0; start < len(ids); start += batchSize {
+			end := min(start+batchSize, len(ids))
+			var b strings.Builder
+			b.WriteString("INSERT INTO event_log (position, event_type, event_key, payload, created_at) VALUES ")
+			for i := start; i < end; i++ {
+				if i > start {
+					b.WriteString(", ")
+				}
+				b.WriteString("(?, ?, ?, ?, " + s.dialect.nowNanos() + ")")
+			}
+			if _, err := s.exec(ctx, tx, b.String(), logged[start*perRow:end*perRow]...); err != nil {
+				return err
+			}
+			if _, err := s.exec(ctx, tx, "DELETE FROM event_outbox WHERE id IN "+inList(end-start), ids[start:end]...); err != nil {
+				return err
+			}
+		}
+		if _, err := s.exec(ctx, tx, "UPDATE event_log_head SET position = ? WHERE id = 1", head+int64(len(ids))); err != nil {
+			return err
+		}
+		if s.dialect == Postgres {
+			// Delivered to every listening board when this commits.
+			if _, err := tx.ExecContext(ctx, "SELECT pg_notify('"+eventNotifyChannel+"', '')"); err != nil {
+				return err
+			}
+		}
+		moved = len(ids)
+		return nil
+	})
+	return moved, err
 }
-
-var appendEventsPostgres = `WITH head AS (
-  UPDATE event_log_head SET position = position + $1 WHERE id = 1 RETURNING position
-), appended AS (
-  INSERT INTO event_log (position, event_type, event_key, payload, created_at)
-  SELECT head.position - $1 + e.n, e.event_type, e.event_key, e.payload, ` + dialect(Postgres).nowNanos() + `
-  FROM head, unnest($2::text[], $3::text[], $4::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n)
-)
-SELECT pg_notify('` + eventNotifyChannel + `', '') FROM head`
 
 // ReadEvents returns up to limit events of the log after position after,
 // in order. An event of a type this version does not know (written by a

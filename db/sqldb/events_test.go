@@ -242,37 +242,6 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 		})
 	})
 
-	It("logs a write that commits after another's after it: the first holds the head until it commits", func() {
-		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
-		Expect(err).NotTo(HaveOccurred())
-		sink.take()
-
-		// A transaction that took the next position and has not committed ...
-		tx, err := b.conn.BeginTx(b.ctx, nil)
-		Expect(err).NotTo(HaveOccurred())
-		defer tx.Rollback()
-		Expect(execIn(b, tx, "UPDATE event_log_head SET position = position + 1 WHERE id = 1")).To(Succeed())
-		raw, err := proto.Marshal(&models.CellChangedEvent{After: &models.Cell{CellId: "by-hand"}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(execIn(b, tx, "INSERT INTO event_log (position, event_type, event_key, payload, created_at) SELECT position, 'cell_changed', 'by-hand', ?, 0 FROM event_log_head WHERE id = 1", raw)).To(Succeed())
-
-		// ... holds up a write that would log after it ...
-		updated := make(chan error, 1)
-		go func() {
-			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("later")})
-			updated <- err
-		}()
-		Consistently(updated).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
-		Expect(sink.count()).To(BeZero())
-
-		// ... which logs after it once it committed.
-		Expect(tx.Commit()).To(Succeed())
-		Eventually(updated).WithTimeout(10 * time.Second).Should(Receive(BeNil()))
-		logged := sink.take()
-		Expect(eventTypes(logged)).To(Equal([]string{"cell_changed", "desired_lrp_changed", "operation_changed"}))
-		Expect(logged[1].Payload.(*models.DesiredLRPChangedEvent).After.Annotation).To(Equal("later"))
-	})
-
 	if b.dialect == sqldb.Postgres {
 		It("leaves a desire whose guid a transaction has locked to the transactional path, holding no one's events up", func() {
 			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))

@@ -13,9 +13,9 @@ type EventSink interface {
 	Publish(events ...models.Event)
 }
 
-// WithEvents hands sink every event appended to the log after the store
-// was made, read back from the log after each commit that appended some —
-// the events as a board's tailer would serve them.
+// WithEvents hands sink every event logged after the store was made,
+// sequenced and read back from the log after each commit that appended
+// some — the events as a board's tailer would serve them.
 func WithEvents(sink EventSink) Option {
 	return func(s *SQLDB) {
 		var mu sync.Mutex
@@ -27,6 +27,9 @@ func WithEvents(sink EventSink) Option {
 			mu.Lock()
 			defer mu.Unlock()
 			for {
+				if _, err := s.SequenceEvents(context.Background(), 1000); err != nil {
+					panic(err)
+				}
 				logged, err := s.ReadEvents(context.Background(), seen, 1000)
 				if err != nil {
 					panic(err)

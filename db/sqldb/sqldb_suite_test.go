@@ -82,7 +82,7 @@ func forEachDialect(text string, body func(b *board)) bool {
 	return true
 }
 
-var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts", "operations", "event_log"}
+var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts", "operations", "event_log", "event_outbox"}
 
 func (b *board) reset() {
 	m := migratedDatabaseFor(b.dialect)

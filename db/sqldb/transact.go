@@ -40,7 +40,11 @@ func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *s
 				return asModelError(op, err)
 			}
 		}
-		err = s.attempt(ctx, fn)
+		var logged bool
+		logged, err = s.attempt(ctx, fn)
+		if logged {
+			s.eventsCommitted()
+		}
 		if err == nil || !isRetryable(err) {
 			break
 		}
@@ -48,21 +52,26 @@ func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *s
 	return asModelError(op, err)
 }
 
-func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event, error)) error {
+// attempt runs fn in one transaction and commits it with its events; it
+// says whether it committed any.
+func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event, error)) (bool, error) {
 	if s.writeLock != nil {
 		s.writeLock.Lock()
 		defer s.writeLock.Unlock()
 	}
 	tx, err := s.conn.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	events, err := fn(tx)
 	if err != nil {
 		tx.Rollback()
-		return err
+		return false, err
 	}
-	return s.commitAndPublish(ctx, tx, events)
+	if err := s.commitLogging(ctx, tx, events); err != nil {
+		return false, err
+	}
+	return len(events) > 0, nil
 }
 
 // backoff is the wait before retry number n (1 for the first retry).
@@ -99,5 +108,11 @@ func (s *SQLDB) writeAlone(ctx context.Context, write func(tx *sql.Tx) ([]models
 		tx.Rollback()
 		return err
 	}
-	return s.commitAndPublish(ctx, tx, changes)
+	if err := s.commitLogging(ctx, tx, changes); err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		s.eventsCommitted()
+	}
+	return nil
 }
