@@ -179,7 +179,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	if err != nil {
 		return err
 	}
-	storeOptions := []sqldb.Option{sqldb.WithEvents(hub)}
+	clock, err := boardClock(logger, registry, conn, cfg.DatabaseDriver)
+	if err != nil {
+		return err
+	}
+	now := clock.Now
+	storeOptions := []sqldb.Option{sqldb.WithEvents(hub), sqldb.WithClock(now)}
 	if keys != nil {
 		storeOptions = append(storeOptions, sqldb.WithEncryption(keys))
 		logger.Info("encryption-at-rest", lager.Data{"active_key_label": keys.ActiveLabel(), "labels": keys.Labels()})
@@ -197,10 +202,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 			return err
 		},
 		Timeout: cfg.databaseTimeout(),
+		Now:     now,
 	})
 	runnerConfig := cfg.runnerConfig()
+	runnerConfig.Now = now
 	runnerConfig.PresenceGrace = func() convergence.PresenceGrace {
-		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), time.Now())
+		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), now())
 	}
 	runner := convergence.NewRunner(logger, store, registry, runnerConfig)
 
@@ -247,7 +254,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	}
 	// Stopped in reverse: the API drains first, then the runner hands the
 	// convergence lease back.
-	members := grouper.Members{{Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
+	members := grouper.Members{{Name: "database-clock", Runner: clock}, {Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
 }
