@@ -67,7 +67,9 @@ type RunnerConfig struct {
 	// Planner configures Compute (DefaultConfig when zero).
 	Planner Config
 	// Now is the planner's clock (time.Now). Rows carry times from the
-	// store's clock, so the two must agree.
+	// store's clock, so the two must agree; a board sharing its database
+	// with others gives both the database's time (internal/dbclock).
+	// Wake-ups are in it too.
 	Now func() time.Time
 	// OperationRetention is how long ended operations are kept
 	// (DefaultOperationRetention); each LRP keeps its newest
@@ -241,7 +243,7 @@ func (r *Runner) convergeDuring(tenure context.Context) {
 	// A new holder starts from a full pass, which covers every trigger so
 	// far.
 	r.takeTriggered()
-	s := newSchedule(r.cfg.Interval)
+	s := newSchedule(r.cfg.Interval, r.cfg.Now)
 	defer s.stop()
 	rollouts := time.NewTimer(r.cfg.RolloutInterval)
 	defer rollouts.Stop()
@@ -275,7 +277,8 @@ func (r *Runner) convergeDuring(tenure context.Context) {
 }
 
 func (r *Runner) fullPass(ctx context.Context, s *schedule) {
-	started := time.Now()
+	// On the planner's clock, as the plan's NextWake is.
+	started := r.cfg.Now()
 	s.full.Reset(r.cfg.Interval)
 	plan, err := r.pass(ctx, passFull, nil)
 	if err != nil {
@@ -302,7 +305,7 @@ func (r *Runner) pruneOperations(ctx context.Context) {
 }
 
 func (r *Runner) targetedPass(ctx context.Context, s *schedule, guids []string) {
-	started := time.Now()
+	started := r.cfg.Now()
 	plan, err := r.pass(ctx, passTargeted, guids)
 	if err != nil {
 		return

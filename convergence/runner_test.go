@@ -194,6 +194,38 @@ var _ = Describe("Runner", func() {
 					Should(BeNumerically(">=", 2), "the pass on taking the lease and the wake-up")
 			})
 
+			It("wakes when a crash backoff ends on its own clock, not the machine's", func() {
+				// A board keeps its times on the database's (internal/dbclock),
+				// here an hour ahead of this machine's clock: a wake-up timer
+				// armed for the time until NextWake by the machine's clock
+				// would fire an hour late.
+				ahead := func() time.Time { return time.Now().Add(time.Hour) }
+				conn, err := sqldb.Open(ctx, dialect, database.DSN)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(conn.Close)
+				store := sqldb.New(conn, dialect, sqldb.WithClock(ahead))
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "crashy", 1)
+				planner := convergence.DefaultConfig()
+				planner.CrashPolicy.ImmediateRestarts = 0
+				planner.CrashPolicy.BaseDelay = 300 * time.Millisecond
+
+				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner, Now: ahead})
+				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				key := db.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := db.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
+				_, err = store.ClaimActualLRP(ctx, key, caller)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")
+				Expect(err).NotTo(HaveOccurred())
+				r.runner.Trigger("crashy")
+
+				Eventually(func() models.ActualLRP_State { return onlyInstance(ctx, store, "crashy").GetState() }).
+					WithTimeout(runnerLimit).Should(Equal(models.ActualLRP_UNCLAIMED), "restarted by the wake-up")
+				Eventually(r.counter("corkboard_convergence_lrp_runs_total", "full")).WithTimeout(runnerLimit).
+					Should(BeNumerically(">=", 2), "the pass on taking the lease and the wake-up")
+			})
+
 			It("lets one of two boards converge, and the other take over when the holder stops", func() {
 				storeA, storeB := newStore(), newStore()
 				registerCell(ctx, storeA, "cell-1")

@@ -12,13 +12,17 @@ type schedule struct {
 	// race leaves the plan's NextWake in the past) from running passes
 	// back to back.
 	minGap time.Duration
+	// now is the planner's clock (RunnerConfig.Now), which wake-ups are
+	// in: on the database's time, which the machine's clock may not be.
+	now func() time.Time
 }
 
-func newSchedule(interval time.Duration) *schedule {
+func newSchedule(interval time.Duration, now func() time.Time) *schedule {
 	s := &schedule{
 		full:   time.NewTimer(interval),
 		wake:   time.NewTimer(time.Hour),
 		minGap: min(interval, time.Second),
+		now:    now,
 	}
 	s.wake.Stop()
 	return s
@@ -30,7 +34,7 @@ func (s *schedule) stop() {
 }
 
 // setWake replaces the wake-up with at (none when zero), for a pass that
-// started at passStarted.
+// started at passStarted; both are times of the planner's clock.
 func (s *schedule) setWake(at, passStarted time.Time) {
 	s.wake.Stop()
 	s.wakeAt = time.Time{}
@@ -49,7 +53,11 @@ func (s *schedule) wakeNoLaterThan(at, passStarted time.Time) {
 		return
 	}
 	s.wakeAt = at
-	s.wake.Reset(time.Until(at))
+	// A timer runs on the machine's clock: it gets the time left. Worked
+	// example, a machine 6 s ahead of the database: at 12:00:10 by the
+	// planner's clock (12:00:16 by the machine's) a wake-up at 12:00:12
+	// fires in 2 s, where time.Until would have said -4 s.
+	s.wake.Reset(at.Sub(s.now()))
 }
 
 // woke clears the wake-up that just fired.

@@ -178,10 +178,15 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	if err != nil {
 		return err
 	}
+	clock, err := boardClock(logger, registry, conn, cfg.DatabaseDriver)
+	if err != nil {
+		return err
+	}
+	now := clock.Now
 	// The store wakes the tailer after each of its commits that logged
 	// events, so this board's own writes reach its streams at once.
 	var tailer *events.Tailer
-	storeOptions := []sqldb.Option{sqldb.WithEventsCommitted(func() { tailer.Wake() })}
+	storeOptions := []sqldb.Option{sqldb.WithEventsCommitted(func() { tailer.Wake() }), sqldb.WithClock(now)}
 	if keys != nil {
 		storeOptions = append(storeOptions, sqldb.WithEncryption(keys))
 		logger.Info("encryption-at-rest", lager.Data{"active_key_label": keys.ActiveLabel(), "labels": keys.Labels()})
@@ -205,10 +210,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 			return err
 		},
 		Timeout: cfg.databaseTimeout(),
+		Now:     now,
 	})
 	runnerConfig := cfg.runnerConfig()
+	runnerConfig.Now = now
 	runnerConfig.PresenceGrace = func() convergence.PresenceGrace {
-		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), time.Now())
+		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), now())
 	}
 	runner := convergence.NewRunner(logger, store, registry, runnerConfig)
 
@@ -255,7 +262,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	}
 	// Stopped in reverse: the API drains first, then the runner hands the
 	// convergence lease back.
-	members := grouper.Members{{Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
+	members := grouper.Members{{Name: "database-clock", Runner: clock}, {Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
 }

@@ -49,7 +49,8 @@ func (d dialect) bytewise(column string) string {
 
 // nowNanos is the database's clock in Unix nanoseconds, as an SQL
 // expression: what leases are judged by, so that boards whose clocks
-// disagree still agree on who holds one (see AcquireLease). Postgres gives
+// disagree still agree on who holds one (see AcquireLease), and what a
+// board keeps its own clock on (DatabaseTime). Postgres gives
 // microseconds, MySQL microseconds (NOW(6)), SQLite milliseconds.
 func (d dialect) nowNanos() string {
 	switch d {

@@ -341,7 +341,8 @@ func addHistory(op *models.Operation, at int64, lines ...string) {
 //
 // Whether it runs is judged by the database's clock, as AcquireLease
 // judges it; the expiry returned is the time left added to now, the
-// board's clock, which convergence renews and judges operation leases by.
+// store's clock, which convergence renews and judges operation leases by
+// (on a board, the database's time as the board measured it).
 func (s *SQLDB) leaseOfTheMoment(ctx context.Context, tx *sql.Tx, now int64) (string, int64, error) {
 	var owner string
 	var left int64

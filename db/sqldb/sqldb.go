@@ -57,7 +57,11 @@ var _ db.DB = (*SQLDB)(nil)
 // Option configures a SQLDB.
 type Option func(*SQLDB)
 
-// WithClock replaces time.Now, so tests can control expiry and timestamps.
+// WithClock replaces time.Now as the clock of every time the store writes
+// and judges expiry by (leases aside: AcquireLease reads the database's).
+// Tests control expiry and timestamps with it; the board passes its clock
+// on the database's time (internal/dbclock), so that boards whose machines'
+// clocks disagree write and judge times alike.
 func WithClock(now func() time.Time) Option {
 	return func(s *SQLDB) { s.now = now }
 }
