@@ -295,7 +295,8 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 // markUnroutable tells the board that the instance takes no more
 // requests: routers learn it from the board, and an instance stopped while
 // they still send it requests fails those requests. A call that gets no
-// answer is tried again every PollInterval, for at most
+// answer (a transport failure, or Unavailable: the board cannot reach its
+// database; see answered) is tried again every PollInterval, for at most
 // UnroutableRetryTimeout in all (each attempt is cut at what is left of
 // it), then the stop goes ahead anyway: the board may be gone for good,
 // and an instance it wants stopped must not run forever. Any answer ends
@@ -393,8 +394,8 @@ func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.C
 	return fn(ctx)
 }
 
-// untilAnswered repeats a call after transport failures, every poll
-// interval, until the board answers. Once the agent is exiting it makes
+// untilAnswered repeats a call after transport failures and Unavailable
+// answers (see answered), every poll interval, until the board answers. Once the agent is exiting it makes
 // one last short attempt.
 func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
 	for {
