@@ -68,8 +68,9 @@ type AgentConfig struct {
 	// unroutable, so routers stop sending it requests before it goes.
 	StopGracePeriod time.Duration
 	// UnroutableRetryTimeout bounds how long a stop keeps trying to mark
-	// its instance unroutable while the board does not answer, before it
-	// stops the instance anyway.
+	// its instance unroutable while the board does not answer at all,
+	// before it stops the instance anyway; a board that answers
+	// Unavailable (its database is away) starts it again.
 	UnroutableRetryTimeout time.Duration
 	// Logger may be nil.
 	Logger lager.Logger
