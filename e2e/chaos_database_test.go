@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -141,8 +142,8 @@ var _ = Describe("Chaos: the board's database restarted and frozen under rollout
 		// The router has stopped: a process killed unannounced fails the
 		// requests sent to it until its rep can tell the board, which is
 		// not what this step is about.
-		rows := b.lrps(guid)
-		victim := rows[0]
+		victim := b.lrps(guid)[0]
+		victimIndex := victim.GetIndex()
 		var victimPid int
 		for _, rep := range reps {
 			if rep.cellID != victim.GetCellId() {
@@ -164,7 +165,14 @@ var _ = Describe("Chaos: the board's database restarted and frozen under rollout
 		time.Sleep(presenceTTL - 500*time.Millisecond)
 		Expect(server.Thaw()).To(Succeed())
 		thawed = time.Now()
-		Eventually(func() *models.ActualLRP { return b.lrps(guid)[0] }).Should(And(
+		// The board may answer Unavailable a while yet after the thaw.
+		Eventually(func() (*models.ActualLRP, error) {
+			rows, err := b.client().ActualLRPs(ctx, client.ActualLRPFilter{ProcessGuid: guid, Index: &victimIndex})
+			if err != nil || len(rows) != 1 {
+				return nil, fmt.Errorf("want index 0's row, have %d rows (%v)", len(rows), err)
+			}
+			return rows[0], nil
+		}).Should(And(
 			HaveField("State", models.ActualLRP_RUNNING),
 			HaveField("CrashCount", BeEquivalentTo(1)),
 			HaveField("InstanceGuid", Not(Equal(victim.GetInstanceGuid()))),
