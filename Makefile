@@ -47,9 +47,10 @@ fuzz-smoke:
 	GO="$(GO)" hack/fuzz.sh 3s
 
 # chaos: the fault scenarios on real binaries and real databases (a
-# private Postgres and a private MariaDB frozen, and stopped mid-rollout),
+# private Postgres and a private MariaDB frozen, and stopped mid-rollout;
+# real reps killed, partitioned, and serving through database faults),
 # each printing its figures.
-# make test runs them too, as part of the cmd/bbs suite.
+# make test runs them too, as part of the cmd/bbs and e2e suites.
 .PHONY: chaos
 chaos:
 	GO="$(GO)" hack/chaos.sh

@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# make chaos: the fault scenarios (specs labelled "chaos" in cmd/bbs: a
-# private Postgres and a private MariaDB frozen and stopped under a board), on real binaries and
-# real databases. Prints each scenario and its figures (Ginkgo report
-# entries) and the summary; the whole output, board logs included, stays
-# in the log file named at the end. Exits non-zero when a scenario fails.
+# make chaos: the fault scenarios, on real binaries and real databases —
+# the specs labelled "chaos" in cmd/bbs (a private Postgres and a private
+# MariaDB frozen and stopped under a board, with simulated cells) and in
+# e2e (real reps running hello behind a router-like client: a rep
+# SIGKILLed mid-rollout, a rep partitioned from the board and healed, the
+# board's private Postgres restarted and frozen under rollouts). Prints
+# each scenario's figures (Ginkgo report entries) and each suite's
+# summary; the whole output, board and rep logs included, stays in the
+# log file named at the end. Exits non-zero when a scenario fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log="${CHAOS_LOG:-$(mktemp -t corkboard-chaos.XXXXXX)}"
-"${GO:-go}" test -count=1 -v ./cmd/bbs/ -run TestBBS -args -ginkgo.label-filter=chaos -ginkgo.v -ginkgo.no-color >"$log" 2>&1
-status=$?
-# A report entry is "  name - file:line @ time" and its value the line after.
-grep -E -A1 '^  [^ {].* - /.*_test\.go:[0-9]+ @ ' "$log" | grep -v -E '^--'
-grep -E '^(Ran |SUCCESS|FAIL|ok |--- FAIL)' "$log"
+: >"$log"
+status=0
+for suite in "./cmd/bbs/ TestBBS" "./e2e/ TestE2E"; do
+  read -r pkg run <<<"$suite"
+  echo "== $pkg" | tee -a "$log"
+  part="$(mktemp -t corkboard-chaos-part.XXXXXX)"
+  "${GO:-go}" test -count=1 -v "$pkg" -run "$run" -args -ginkgo.label-filter=chaos -ginkgo.v -ginkgo.no-color >"$part" 2>&1 || status=1
+  # A report entry is "  name - file:line @ time" and its value the line after.
+  grep -E -A1 '^  [^ {].* - /.*_test\.go:[0-9]+ @ ' "$part" | grep -v -E '^--'
+  grep -E '^(Ran |SUCCESS|FAIL|ok |--- FAIL)' "$part"
+  cat "$part" >>"$log"
+  rm -f "$part"
+done
 echo "full output: $log"
 exit "$status"

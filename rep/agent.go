@@ -68,8 +68,9 @@ type AgentConfig struct {
 	// unroutable, so routers stop sending it requests before it goes.
 	StopGracePeriod time.Duration
 	// UnroutableRetryTimeout bounds how long a stop keeps trying to mark
-	// its instance unroutable while the board does not answer, before it
-	// stops the instance anyway.
+	// its instance unroutable while the board does not answer at all,
+	// before it stops the instance anyway; a board that answers
+	// Unavailable (its database is away) starts it again.
 	UnroutableRetryTimeout time.Duration
 	// Logger may be nil.
 	Logger lager.Logger
@@ -449,8 +450,16 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // answered reports whether the board answered a call (with success or an
-// error of its own), as opposed to a transport failure.
+// error of its own), as opposed to a transport failure. Unavailable is no
+// answer either: the board could not reach its database (or is shutting
+// down), so it decided nothing about the call, and the same call can
+// succeed once the database is back. Taken as an answer, a crash reported
+// during a database restart was dropped, and the instance's row stayed
+// RUNNING and routable, on a dead process, for good.
 func answered(err error) bool {
 	var modelErr *models.Error
-	return err == nil || errors.As(err, &modelErr)
+	if err == nil {
+		return true
+	}
+	return errors.As(err, &modelErr) && modelErr.GetType() != models.Error_Unavailable
 }

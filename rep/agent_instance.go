@@ -295,13 +295,25 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 // markUnroutable tells the board that the instance takes no more
 // requests: routers learn it from the board, and an instance stopped while
 // they still send it requests fails those requests. A call that gets no
-// answer is tried again every PollInterval, for at most
-// UnroutableRetryTimeout in all (each attempt is cut at what is left of
-// it), then the stop goes ahead anyway: the board may be gone for good,
-// and an instance it wants stopped must not run forever. Any answer ends
-// the retries, an error too: ResourceNotFound or a row that is no longer
-// this instance's leave nothing to unroute. An exiting agent does not
-// retry.
+// answer (a transport failure, or Unavailable: the board cannot reach its
+// database; see answered) is tried again every PollInterval. When the
+// board has said nothing at all for UnroutableRetryTimeout (each attempt
+// is cut at what is left of it), the stop goes ahead anyway: the board may
+// be gone for good, and an instance it wants stopped must not run forever.
+// An Unavailable answer starts that timeout again: the board is there and
+// the row stays routable until its database is back, however long that
+// takes, so the instance serves until then. Any other answer ends the
+// retries, an error too: ResourceNotFound or a row that is no longer this
+// instance's leave nothing to unroute. An exiting agent does not retry.
+//
+// Worked example, UnroutableRetryTimeout 10 s, the database frozen from
+// 0 s to 12.5 s, the board's database timeout 1 s:
+//  1. At 0 s the stop begins; attempts at 0, 1.2, 2.4, ... s each get
+//     Unavailable after 1 s, and each moves the deadline to 10 s past it.
+//  2. At 12.5 s the database answers; the next attempt marks the row
+//     unroutable, and only then come the grace period and SIGTERM.
+//  3. Had the board itself been gone (no answer at all), the deadline
+//     would have stayed at 10 s and the instance stopped then.
 func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Presence, netInfo *models.NetInfo) {
 	started := time.Now()
 	deadline := started.Add(a.cfg.UnroutableRetryTimeout)
@@ -324,6 +336,9 @@ func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Pr
 			return
 		}
 		inst.logger.Info("unroutable-call-failed", lager.Data{"attempt": attempt, "error": err.Error()})
+		if models.IsErrorType(err, models.Error_Unavailable) {
+			deadline = time.Now().Add(a.cfg.UnroutableRetryTimeout)
+		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			inst.logger.Info("gave-up-marking-unroutable", lager.Data{
@@ -393,8 +408,8 @@ func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.C
 	return fn(ctx)
 }
 
-// untilAnswered repeats a call after transport failures, every poll
-// interval, until the board answers. Once the agent is exiting it makes
+// untilAnswered repeats a call after transport failures and Unavailable
+// answers (see answered), every poll interval, until the board answers. Once the agent is exiting it makes
 // one last short attempt.
 func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
 	for {

@@ -89,9 +89,9 @@ type Config struct {
 	// StopTimeout is how long after SIGTERM an instance gets SIGKILL
 	// ("10s").
 	StopTimeout string `json:"stop_timeout"`
-	// UnroutableRetryTimeout bounds how long a stop keeps asking the board
-	// to mark its instance unroutable before it stops the instance anyway
-	// ("10s").
+	// UnroutableRetryTimeout bounds how long a stop keeps asking a board
+	// that does not answer to mark its instance unroutable before it stops
+	// the instance anyway ("10s"); an Unavailable answer starts it again.
 	UnroutableRetryTimeout string `json:"unroutable_retry_timeout"`
 	// InstanceLogLimitMB caps each instance's log, in MiB (10, at least
 	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
