@@ -84,6 +84,9 @@ var _ = Describe("Two boards whose clocks disagree", Label("chaos"), func() {
 			continue
 		}
 		for _, skew := range []time.Duration{skewSize, -skewSize} {
+			if !fullChaos() && (skew > 0) != (dialect == testdb.Postgres) {
+				continue // make test: Postgres ahead, MySQL behind
+			}
 			It(fmt.Sprintf("lets one converge, marks nothing SUSPECT and completes rollouts, with board B %s off, on %s", skew, dialect), func() {
 				database := newDatabase(dialect)
 				boards := &skewedBoards{}
