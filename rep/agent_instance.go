@@ -295,7 +295,7 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 // markUnroutable tells the board that the instance takes no more
 // requests: routers learn it from the board, and an instance stopped while
 // they still send it requests fails those requests. A call that gets no
-// answer is tried again every PollInterval, for at most
+// answer is tried again every RetryInterval, for at most
 // UnroutableRetryTimeout in all (each attempt is cut at what is left of
 // it), then the stop goes ahead anyway: the board may be gone for good,
 // and an instance it wants stopped must not run forever. Any answer ends
@@ -331,7 +331,7 @@ func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Pr
 			})
 			return
 		}
-		if !sleepCtx(a.ctx, min(a.cfg.PollInterval, left)) {
+		if !sleepCtx(a.ctx, min(a.cfg.RetryInterval, left)) {
 			return
 		}
 	}
@@ -393,7 +393,7 @@ func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.C
 	return fn(ctx)
 }
 
-// untilAnswered repeats a call after transport failures, every poll
+// untilAnswered repeats a call after transport failures, every retry
 // interval, until the board answers. Once the agent is exiting it makes
 // one last short attempt.
 func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
@@ -410,7 +410,7 @@ func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.
 		if a.ctx.Err() == nil {
 			inst.logger.Info("board-unreachable-retrying", lager.Data{"call": what, "error": err.Error()})
 		}
-		sleepCtx(a.ctx, a.cfg.PollInterval)
+		sleepCtx(a.ctx, a.cfg.RetryInterval)
 	}
 }
 
