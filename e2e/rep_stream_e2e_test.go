@@ -97,6 +97,28 @@ var _ = Describe("reps that follow the board's event stream", func() {
 		Eventually(runsOnReps).Should(Equal(4))
 	})
 
+	It("under mutual TLS, each rep follows its own cell's events on its cell certificate", func() {
+		tlsCluster := newTLSCluster()
+		b = tlsCluster.startBoard()
+		b.cork("set-domain", "cork")
+		reps = nil
+		for _, cell := range [][2]string{{"cell-z1", "z1"}, {"cell-z2", "z2"}} {
+			r := startRep(b, cell[0], cell[1], map[string]any{"tls": tlsCluster.section(cell[0])},
+				map[string]any{"poll_interval": "1h", "retry_interval": "1h", "bulk_sync_interval": "1h"})
+			r.httpClient = tlsCluster.httpClient("operator")
+			Eventually(func() string { return string(r.session.Out.Contents()) }).
+				Should(ContainSubstring("rep.agent.event-stream-open"))
+			reps = append(reps, r)
+		}
+		claimed, running := desireAndWait("streamed", instances)
+		AddReportEntry(fmt.Sprintf("desire to %d claimed / RUNNING on 2 reps with TLS through the event stream (polls 1h apart)", instances),
+			claimed.Round(time.Millisecond).String()+" / "+running.Round(time.Millisecond).String())
+		Expect(runsOnReps()).To(Equal(instances))
+		for _, r := range reps {
+			Expect(string(r.session.Out.Contents())).NotTo(ContainSubstring("event-stream-refused"))
+		}
+	})
+
 	// A figure for the README, not a requirement: desire → every instance
 	// RUNNING and answering, with the defaults (the stream, a poll every
 	// 10s) and by polling alone every 1s, as reps did before they
