@@ -54,6 +54,10 @@ func (a *Agent) followEvents() {
 	defer a.loops.Done()
 	var lastEventID uint64
 	backoff := streamBackoffMin
+	// refusals counts the failures to open a stream since the last one
+	// opened: the first is logged at info, the rest (every 10s against a
+	// board that serves no stream) at debug.
+	refusals := 0
 	for a.ctx.Err() == nil {
 		stream, err := a.cfg.Board.Events(a.ctx, client.EventsOptions{
 			Types: agentEventTypes, LastEventID: lastEventID, IdleTimeout: streamIdleTimeout,
@@ -62,13 +66,20 @@ func (a *Agent) followEvents() {
 			if a.ctx.Err() != nil {
 				return
 			}
-			a.logger.Info("event-stream-refused", lager.Data{"error": err.Error(), "retry_in": backoff.String()})
+			refusals++
+			data := lager.Data{"error": err.Error(), "attempts": refusals, "retry_in": backoff.String()}
+			if refusals == 1 {
+				a.logger.Info("event-stream-refused", data)
+			} else {
+				a.logger.Debug("event-stream-refused", data)
+			}
 			if !sleepCtx(a.ctx, jittered(backoff)) {
 				return
 			}
 			backoff = min(2*backoff, streamBackoffMax)
 			continue
 		}
+		refusals = 0
 
 		opened := time.Now()
 		a.setStreaming(true)
