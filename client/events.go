@@ -36,6 +36,20 @@ type EventsOptions struct {
 	// next event published. When the board no longer keeps what followed
 	// that id, the stream starts with an events_lost event.
 	LastEventID uint64
+	// IdleTimeout, when above 0, takes a stream on which nothing at all
+	// arrives for this long (no event, not even the heartbeat comment a
+	// board sends an idle stream every 15 s by default) for broken: Next
+	// then returns ErrStreamEnded. A connection can die without either end
+	// learning of it (a cut network path, a stalled proxy), and a stream
+	// that only waits would wait forever. Set it to a few heartbeats.
+	IdleTimeout time.Duration
+}
+
+// errStreamIdle is why a stream past its IdleTimeout ends.
+type errStreamIdle struct{ timeout time.Duration }
+
+func (e errStreamIdle) Error() string {
+	return fmt.Sprintf("nothing arrived for %s, not even a heartbeat", e.timeout)
 }
 
 // Event is one event from the board.
@@ -56,8 +70,12 @@ type EventStream struct {
 	body   io.ReadCloser
 	lines  *bufio.Reader
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	lastID uint64
+	// idle cuts the stream once nothing arrived for idleTimeout; nil
+	// without an IdleTimeout.
+	idle        *time.Timer
+	idleTimeout time.Duration
 	// reason is what the board said when it ended the stream.
 	reason string
 }
@@ -79,6 +97,12 @@ func (c *Client) Events(ctx context.Context, opts EventsOptions) (*EventStream, 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opts.IdleTimeout > 0 {
+		stream.idleTimeout = opts.IdleTimeout
+		stream.idle = time.AfterFunc(opts.IdleTimeout, func() {
+			stream.cancel(errStreamIdle{opts.IdleTimeout})
+		})
 	}
 	return stream, nil
 }
@@ -129,7 +153,7 @@ func (c *transport) openEvents(ctx context.Context, body []byte, lastEventID uin
 		body:   httpResp.Body,
 		lines:  bufio.NewReader(httpResp.Body),
 		ctx:    streamCtx,
-		cancel: func() { cancel(nil) },
+		cancel: cancel,
 		lastID: lastEventID,
 	}, nil
 }
@@ -158,7 +182,8 @@ func refusal(route string, httpResp *http.Response) error {
 
 // Next blocks until the next event and returns it. When the stream ends it
 // returns ErrStreamEnded (wrapped, with the board's reason when it gave
-// one), or the context's error when the context ended or Close was called.
+// one, or the IdleTimeout that passed), or the context's error when the
+// context ended or Close was called.
 func (s *EventStream) Next() (Event, error) {
 	var id, eventType string
 	var data []string
@@ -166,6 +191,9 @@ func (s *EventStream) Next() (Event, error) {
 		line, err := s.lines.ReadString('\n')
 		if err != nil {
 			return Event{}, s.ended(err)
+		}
+		if s.idle != nil {
+			s.idle.Reset(s.idleTimeout)
 		}
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		if line == "" {
@@ -219,6 +247,10 @@ func (s *EventStream) event(id, eventType, data string) (Event, error) {
 }
 
 func (s *EventStream) ended(err error) error {
+	var idle errStreamIdle
+	if cause := context.Cause(s.ctx); errors.As(cause, &idle) {
+		return fmt.Errorf("%w: %w", ErrStreamEnded, cause)
+	}
 	if ctxErr := s.ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
@@ -241,6 +273,9 @@ func (s *EventStream) LastEventID() uint64 {
 
 // Close ends the stream.
 func (s *EventStream) Close() error {
-	s.cancel()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.cancel(nil)
 	return s.body.Close()
 }

@@ -286,6 +286,35 @@ var _ = Describe("Events", func() {
 			Expect(nextErr(stream)).To(Equal(client.ErrStreamEnded))
 		})
 
+		It("ends a stream on which nothing arrives for IdleTimeout, which heartbeats keep open", func() {
+			hung := make(chan struct{})
+			DeferCleanup(func() { close(hung) })
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				flusher := w.(http.Flusher)
+				// Heartbeats for three idle timeouts, then an event, then
+				// silence on a connection that stays open.
+				for range 10 {
+					io.WriteString(w, ": heartbeat\n\n")
+					flusher.Flush()
+					time.Sleep(30 * time.Millisecond)
+				}
+				io.WriteString(w, "id: 9\nevent: cell_changed\ndata: EgMKAWM=\n\n")
+				flusher.Flush()
+				select {
+				case <-hung:
+				case <-r.Context().Done():
+				}
+			}))
+			DeferCleanup(server.Close)
+			stream := openStream(client.New(server.URL), client.EventsOptions{IdleTimeout: 100 * time.Millisecond})
+			Expect(next(stream).ID).To(BeEquivalentTo(9), "heartbeats kept the stream open past its idle timeout")
+			err := nextErr(stream)
+			Expect(err).To(MatchError(client.ErrStreamEnded))
+			Expect(err.Error()).To(Equal("event stream ended: nothing arrived for 100ms, not even a heartbeat"))
+			Expect(stream.LastEventID()).To(BeEquivalentTo(9))
+		})
+
 		It("reports a payload that does not decode", func() {
 			stream := serveStream("id: 7\nevent: cell_changed\ndata: not base64!\n\n")
 			_, err := stream.Next()

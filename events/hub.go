@@ -57,10 +57,14 @@ type Event struct {
 type Filter struct {
 	// Types are the event types wanted.
 	Types []string
+	// CellID keeps only the events about that cell
+	// (models.Event.ConcernsCell): what a cell's rep may see.
+	CellID string
 }
 
 func (f Filter) matches(e *Event) bool {
-	return len(f.Types) == 0 || e.Type == models.EventEventsLost || slices.Contains(f.Types, e.Type)
+	typeWanted := len(f.Types) == 0 || e.Type == models.EventEventsLost || slices.Contains(f.Types, e.Type)
+	return typeWanted && (f.CellID == "" || e.ConcernsCell(f.CellID))
 }
 
 // Log is the event log a hub is a window on (sqldb.SQLDB).

@@ -26,7 +26,8 @@ import (
 //
 //	ping                                       anyone (any certificate, or none)
 //	domains, desired LRPs, definitions,
-//	rollouts, operations, events               api-client, operator
+//	rollouts, operations                       api-client, operator
+//	events                                     api-client, operator; any cell, which gets only the events about itself
 //	actual_lrps/list                           api-client, operator; a cell with its own cell_id as the filter
 //	definitions/get                            api-client, operator; any cell (a rep fetches the definitions of what it runs)
 //	cells/list                                 operator
@@ -195,7 +196,9 @@ var routePolicy = map[string]access{
 	models.RouteOperation:       apiClients,
 	models.RouteCancelOperation: apiClients,
 
-	models.RouteEvents: apiClients,
+	// A cell's rep follows its own rows on the stream: serveEvents scopes
+	// a cell's subscription to the events about that cell.
+	models.RouteEvents: apiClients.andCells(everyCell),
 
 	models.RouteCells:     operators,
 	models.RouteDrainCell: operators.andCells(ownCell(func(r *models.DrainCellRequest) string { return r.GetCellId() })),

@@ -76,8 +76,13 @@ func (a *api) serveEvents(o options) http.Handler {
 		}
 
 		// Subscribe before the headers go out: a client that has them
-		// misses nothing published after.
-		sub := o.hub.Subscribe(lastEventID, events.Filter{Types: req.GetTypes()})
+		// misses nothing published after. A cell sees only what concerns
+		// it, as it lists only its own rows.
+		filter := events.Filter{Types: req.GetTypes()}
+		if call.who.checked && call.who.identity.Role == models.RoleCell {
+			filter.CellID = call.who.identity.CellID
+		}
+		sub := o.hub.Subscribe(lastEventID, filter)
 		defer sub.Close()
 
 		stream := newEventStream(w, req.GetProtobuf(), o.eventsWriteTimeout)

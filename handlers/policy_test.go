@@ -152,7 +152,9 @@ var policyCases = []policyCase{
 		return &models.CancelOperationRequest{Id: f.operationID}
 	}, apiCallers),
 
-	anyCase("subscribe to events", models.RouteEvents, func(fixture) proto.Message { return &models.EventsRequest{} }, apiCallers),
+	// A cell gets only the events about itself (events_cell_test.go).
+	anyCase("subscribe to events", models.RouteEvents, func(fixture) proto.Message { return &models.EventsRequest{} },
+		[]string{asAPIClient, asOperator, asCell1, asCell2}),
 
 	anyCase("list cells", models.RouteCells, func(fixture) proto.Message { return &models.CellsRequest{} }, []string{asOperator}),
 	cellCase(cell1, "drain cell-1", models.RouteDrainCell, func(fixture) proto.Message {

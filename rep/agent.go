@@ -20,7 +20,16 @@ import (
 
 // Defaults of AgentConfig.
 const (
-	DefaultPollInterval     = time.Second
+	// DefaultPollInterval is the safety net under the event stream: a
+	// change whose event never came is acted on within 10 s. Events bring
+	// the rest at once, and a list per cell every 10 s instead of every
+	// second is a tenth of the load on the board (1000 cells: 100 lists a
+	// second, not 1000).
+	DefaultPollInterval = 10 * time.Second
+	// DefaultRetryInterval is how often a board that does not answer is
+	// asked again, and how often a cell without an event stream lists its
+	// rows: what the poll interval was before the agent followed events.
+	DefaultRetryInterval    = time.Second
 	DefaultBulkSyncInterval = 30 * time.Second
 	// DefaultOccupancyBatchInterval gathers a burst of occupancy changes
 	// into one call and still gets them to the board well within a second.
@@ -52,10 +61,20 @@ type AgentConfig struct {
 	CellClient *client.CellClient
 	// Executor runs the instances. Required.
 	Executor *Executor
-	// PollInterval is how often the agent lists its cell's instances to
-	// learn its assignments; while evacuating it also bulk-reports this
-	// often.
+	// PollInterval is how often the agent lists its cell's instances
+	// while it follows the board's event stream, a safety net: an event
+	// about its cell makes it list at once (see followEvents).
 	PollInterval time.Duration
+	// RetryInterval is how often the agent lists its cell's instances
+	// while it has no event stream (the board is down, or refused or broke
+	// the stream), tries a board call that got no answer again, and
+	// bulk-reports while evacuating. Zero means DefaultRetryInterval, or
+	// PollInterval when that is shorter.
+	RetryInterval time.Duration
+	// DisableEventStream makes the agent learn of its assignments by
+	// polling alone, every RetryInterval: for a board that serves no
+	// events, or to compare.
+	DisableEventStream bool
 	// BulkSyncInterval is how often the agent reports everything it runs.
 	BulkSyncInterval time.Duration
 	// OccupancyBatchInterval is how long the agent gathers occupancy
@@ -83,10 +102,11 @@ type AgentConfig struct {
 // moved (or the evacuation timed out); SIGINT stops every instance at once
 // and returns.
 //
-// Assignments are learned by polling the cell's rows (Client.ActualLRPs
-// with the cell id, one indexed query) every PollInterval, not from the
-// event stream: a stream carries only the writes of the board it is
-// connected to, so with several boards it would miss placements.
+// Assignments are learned by listing the cell's rows (Client.ActualLRPs
+// with the cell id, one indexed query): at once when the board's event
+// stream says something changed on the cell, and every PollInterval
+// anyway (every RetryInterval while no stream is open). See
+// agent_events.go.
 //
 // Each instance has one goroutine (see instanceActor) that makes its
 // board calls in order: claim, start, crash or stop and remove. Bulk
@@ -114,6 +134,12 @@ type Agent struct {
 	drainOnce sync.Once
 	drains    chan string
 	syncSoon  chan struct{}
+	// pollSoon wakes pollLoop for a list now; it holds one request, which
+	// absorbs those made while it waits.
+	pollSoon chan struct{}
+	// streamChanged tells pollLoop that a stream opened or ended, which
+	// changes how long it waits.
+	streamChanged chan struct{}
 	// occupancySoon wakes occupancyLoop.
 	occupancySoon chan struct{}
 	// reportMu is held by a bulk report or an occupancy call from the
@@ -139,6 +165,9 @@ type Agent struct {
 	settled          *sync.Cond
 	evacuating       bool
 	shuttingDown     bool
+
+	// streaming: an event stream is open (followEvents).
+	streaming bool
 }
 
 type instanceKey struct {
@@ -166,7 +195,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		return nil, errors.New("AgentConfig.Executor is required")
 	}
 	for name, d := range map[string]time.Duration{
-		"PollInterval": cfg.PollInterval, "BulkSyncInterval": cfg.BulkSyncInterval,
+		"PollInterval": cfg.PollInterval, "RetryInterval": cfg.RetryInterval, "BulkSyncInterval": cfg.BulkSyncInterval,
 		"EvacuationTimeout": cfg.EvacuationTimeout, "StopGracePeriod": cfg.StopGracePeriod,
 		"UnroutableRetryTimeout": cfg.UnroutableRetryTimeout, "OccupancyBatchInterval": cfg.OccupancyBatchInterval,
 	} {
@@ -176,6 +205,12 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.RetryInterval == 0 {
+		// A poll interval set below the default retry interval keeps
+		// retries as quick as polls were: poll 200ms retries every 200ms,
+		// poll 10s (the default) or 1h every 1s.
+		cfg.RetryInterval = min(DefaultRetryInterval, cfg.PollInterval)
 	}
 	if cfg.BulkSyncInterval == 0 {
 		cfg.BulkSyncInterval = DefaultBulkSyncInterval
@@ -205,6 +240,8 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		cancel:        cancel,
 		drains:        make(chan string, 1),
 		syncSoon:      make(chan struct{}, 1),
+		pollSoon:      make(chan struct{}, 1),
+		streamChanged: make(chan struct{}, 1),
 		occupancySoon: make(chan struct{}, 1),
 		stopDispatch:  make(chan struct{}),
 		instances:     map[string]*agentInstance{},
@@ -228,6 +265,10 @@ func (a *Agent) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	go a.pollLoop()
 	go a.bulkSyncLoop()
 	go a.occupancyLoop()
+	if !a.cfg.DisableEventStream {
+		a.loops.Add(1)
+		go a.followEvents()
+	}
 	close(ready)
 	a.logger.Info("started", lager.Data{"instance_guid_prefix": a.guidPrefix})
 
@@ -338,7 +379,7 @@ func (a *Agent) heartbeatLoop() {
 			if a.ctx.Err() == nil {
 				a.logger.Info("heartbeat-failed", lager.Data{"error": err.Error()})
 			}
-			wait = min(a.cfg.PollInterval, time.Second)
+			wait = min(a.cfg.RetryInterval, time.Second)
 			continue
 		}
 		if fresh {

@@ -36,7 +36,7 @@ func (a *Agent) evacuate(signals <-chan os.Signal, reason string) {
 
 	deadline := time.NewTimer(a.cfg.EvacuationTimeout)
 	defer deadline.Stop()
-	ticker := time.NewTicker(a.cfg.PollInterval)
+	ticker := time.NewTicker(a.cfg.RetryInterval)
 	defer ticker.Stop()
 	var giveUp <-chan time.Time
 	for {

@@ -296,7 +296,7 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 // requests: routers learn it from the board, and an instance stopped while
 // they still send it requests fails those requests. A call that gets no
 // answer (a transport failure, or Unavailable: the board cannot reach its
-// database; see answered) is tried again every PollInterval. When the
+// database; see answered) is tried again every RetryInterval. When the
 // board has said nothing at all for UnroutableRetryTimeout (each attempt
 // is cut at what is left of it), the stop goes ahead anyway: the board may
 // be gone for good, and an instance it wants stopped must not run forever.
@@ -346,7 +346,7 @@ func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Pr
 			})
 			return
 		}
-		if !sleepCtx(a.ctx, min(a.cfg.PollInterval, left)) {
+		if !sleepCtx(a.ctx, min(a.cfg.RetryInterval, left)) {
 			return
 		}
 	}
@@ -409,7 +409,8 @@ func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.C
 }
 
 // untilAnswered repeats a call after transport failures and Unavailable
-// answers (see answered), every poll interval, until the board answers. Once the agent is exiting it makes
+// answers (see answered), every retry interval, until the board answers.
+// Once the agent is exiting it makes
 // one last short attempt.
 func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
 	for {
@@ -425,7 +426,7 @@ func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.
 		if a.ctx.Err() == nil {
 			inst.logger.Info("board-unreachable-retrying", lager.Data{"call": what, "error": err.Error()})
 		}
-		sleepCtx(a.ctx, a.cfg.PollInterval)
+		sleepCtx(a.ctx, a.cfg.RetryInterval)
 	}
 }
 

@@ -16,12 +16,13 @@ type rowKey struct {
 	presence    models.ActualLRP_Presence
 }
 
-// pollLoop lists the cell's rows every PollInterval: it claims what is
-// placed on the cell, stops instances whose row is gone or taken, and
-// removes rows a previous rep on this cell left behind.
+// pollLoop lists the cell's rows every pollWait, and at once when asked
+// (pollNow): it claims what is placed on the cell, stops instances whose
+// row is gone or taken, and removes rows a previous rep on this cell left
+// behind.
 func (a *Agent) pollLoop() {
 	defer a.loops.Done()
-	for sleepCtx(a.ctx, a.cfg.PollInterval) {
+	for a.waitForPoll() {
 		began := time.Now()
 		rows, err := a.cfg.Board.ActualLRPs(a.ctx, client.ActualLRPFilter{CellID: a.cellID})
 		if err != nil {
@@ -31,6 +32,33 @@ func (a *Agent) pollLoop() {
 			continue
 		}
 		a.reconcileRows(rows, began)
+	}
+}
+
+// waitForPoll waits until the next list is due or asked for; it reports
+// whether the agent is still running. When a stream opens or ends on the
+// way, the wait is measured again from its start. With a poll interval of
+// 1h and a retry interval of 1s:
+//  1. no stream: the wait is 1s; a stream opens 0.5s in: it becomes 1h
+//     from its start, 59m59.5s more;
+//  2. a stream: the wait is 1h; the stream ends 10s in: the 1s wait it
+//     becomes is over, and the list goes at once.
+func (a *Agent) waitForPoll() bool {
+	began := time.Now()
+	for {
+		timer := time.NewTimer(a.pollWait() - time.Since(began))
+		select {
+		case <-a.ctx.Done():
+			timer.Stop()
+			return false
+		case <-timer.C:
+			return true
+		case <-a.pollSoon:
+			timer.Stop()
+			return true
+		case <-a.streamChanged:
+			timer.Stop()
+		}
 	}
 }
 
@@ -180,14 +208,14 @@ func (a *Agent) removeStale(row *models.ActualLRP) {
 }
 
 // bulkSyncLoop reports everything the cell runs every BulkSyncInterval
-// (every PollInterval while evacuating), and soon after requestSync.
+// (every RetryInterval while evacuating), and soon after requestSync.
 func (a *Agent) bulkSyncLoop() {
 	defer a.loops.Done()
 	for {
 		a.mu.Lock()
 		interval := a.cfg.BulkSyncInterval
 		if a.evacuating {
-			interval = a.cfg.PollInterval
+			interval = a.cfg.RetryInterval
 		}
 		a.mu.Unlock()
 		timer := time.NewTimer(interval)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 
@@ -31,7 +32,9 @@ import (
 //	  "apps_dir": "/var/lib/apps",
 //	  "address": "127.0.0.1",
 //	  "port_range": "61000-61099",
-//	  "poll_interval": "1s",
+//	  "poll_interval": "10s",
+//	  "retry_interval": "1s",
+//	  "event_stream": true,
 //	  "bulk_sync_interval": "30s",
 //	  "occupancy_batch_interval": "250ms",
 //	  "evacuation_timeout": "10m",
@@ -73,8 +76,18 @@ type Config struct {
 	// PortRange is the host ports handed to instances, "first-last"
 	// inclusive ("61000-61099").
 	PortRange string `json:"port_range"`
-	// PollInterval is how often the rep lists its cell's instances ("1s").
+	// PollInterval is how often the rep lists its cell's instances while
+	// it follows the board's event stream, which tells it of a change at
+	// once: a safety net ("10s").
 	PollInterval string `json:"poll_interval"`
+	// RetryInterval is how often the rep lists its cell's instances while
+	// it has no event stream, tries a call the board did not answer again,
+	// and reports while it evacuates ("1s", or poll_interval when shorter).
+	RetryInterval string `json:"retry_interval"`
+	// EventStream, true by default, has the rep follow the board's event
+	// stream; false leaves it to poll every retry_interval. A pointer, so
+	// that an explicit false is told from the default.
+	EventStream *bool `json:"event_stream"`
 	// BulkSyncInterval is how often it reports everything it runs ("30s").
 	BulkSyncInterval string `json:"bulk_sync_interval"`
 	// OccupancyBatchInterval is how long it gathers what instances say of
@@ -152,6 +165,10 @@ func (c *Config) applyDefaults() {
 	}
 	if c.PollInterval == "" {
 		c.PollInterval = rep.DefaultPollInterval.String()
+	}
+	if c.EventStream == nil {
+		follow := true
+		c.EventStream = &follow
 	}
 	if c.BulkSyncInterval == "" {
 		c.BulkSyncInterval = rep.DefaultBulkSyncInterval.String()
@@ -253,6 +270,11 @@ func (c Config) validate() error {
 	if _, _, err := parsePortRange(c.PortRange); err != nil {
 		return configfile.Invalid("port_range", err.Error())
 	}
+	if c.RetryInterval != "" {
+		if err := configfile.CheckDurations(configfile.Duration{Key: "retry_interval", Value: c.RetryInterval}); err != nil {
+			return err
+		}
+	}
 	if err := configfile.CheckDurations(
 		configfile.Duration{Key: "poll_interval", Value: c.PollInterval},
 		configfile.Duration{Key: "bulk_sync_interval", Value: c.BulkSyncInterval},
@@ -316,6 +338,15 @@ func parsePortRange(value string) (uint32, uint32, error) {
 		return 0, 0, fmt.Errorf("%q is not first-last with 1 <= first <= last <= 65535", value)
 	}
 	return uint32(lo), uint32(hi), nil
+}
+
+// retryInterval is the agent's RetryInterval: 0, for the agent's default,
+// when retry_interval is not set.
+func (c Config) retryInterval() time.Duration {
+	if c.RetryInterval == "" {
+		return 0
+	}
+	return configfile.MustDuration(c.RetryInterval)
 }
 
 // instanceLogLimit is the executor's LogLimit, in bytes.

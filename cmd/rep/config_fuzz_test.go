@@ -20,7 +20,8 @@ func FuzzRepConfig(f *testing.F) {
 		`{"cell_id": "cell-z1", "zone": "z1", "capacity": {"memory_mb": 4096, "disk_mb": 8192, "instances": 32},
 		  "placement_tags": ["ssd"], "board_url": "http://127.0.0.1:8889", "listen_address": "127.0.0.1:1800",
 		  "rep_url": "http://127.0.0.1:1800", "data_dir": "/var/lib/rep", "address": "127.0.0.1",
-		  "port_range": "61000-61099", "poll_interval": "1s", "bulk_sync_interval": "30s",
+		  "port_range": "61000-61099", "poll_interval": "10s", "retry_interval": "1s", "event_stream": true,
+		  "bulk_sync_interval": "30s",
 		  "occupancy_batch_interval": "250ms", "evacuation_timeout": "10m", "stop_grace_period": "5s",
 		  "stop_timeout": "10s", "unroutable_retry_timeout": "10s", "instance_log_limit_mb": 10,
 		  "asset_cache_mb": 1024, "log_level": "info"}`,
@@ -39,6 +40,8 @@ func FuzzRepConfig(f *testing.F) {
 		  "listen_address": ":0", "data_dir": "d"}`,
 		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
 		  "listen_address": ":0", "data_dir": "d", "poll_interval": "1 second"}`,
+		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
+		  "listen_address": ":0", "data_dir": "d", "retry_interval": "0s", "event_stream": "yes"}`,
 		`{"cell_id": "c", "capacity": {"memory_mb": 1, "disk_mb": 1, "instances": 1}, "board_url": "http://b",
 		  "listen_address": ":0", "data_dir": "d", "asset_cache_mb": 3000000000}`,
 		`{"cell_id": "cell\u0000z1"}`,
@@ -72,6 +75,10 @@ func FuzzRepConfig(f *testing.F) {
 		for _, d := range []string{cfg.PollInterval, cfg.BulkSyncInterval, cfg.OccupancyBatchInterval,
 			cfg.EvacuationTimeout, cfg.StopGracePeriod, cfg.StopTimeout, cfg.UnroutableRetryTimeout} {
 			_ = configfile.MustDuration(d)
+		}
+		_ = cfg.retryInterval()
+		if cfg.EventStream == nil {
+			t.Fatal("an accepted config has no event_stream")
 		}
 		if cfg.instanceLogLimit() < 1 || cfg.assetCacheBytes() < 1 {
 			t.Fatalf("accepted limits are not positive: %d, %d", cfg.instanceLogLimit(), cfg.assetCacheBytes())

@@ -72,6 +72,8 @@ var _ = Describe("rep -config", func() {
 			`stop_grace_period: "soon" is not a positive duration like "30s"`),
 		Entry("a bad unroutable_retry_timeout", func(c map[string]any) { c["unroutable_retry_timeout"] = "-1s" },
 			`unroutable_retry_timeout: "-1s" is not a positive duration like "30s"`),
+		Entry("a zero retry_interval", func(c map[string]any) { c["retry_interval"] = "0s" },
+			`retry_interval: "0s" is not a positive duration like "30s"`),
 		Entry("a zero occupancy_batch_interval", func(c map[string]any) { c["occupancy_batch_interval"] = "0s" },
 			`occupancy_batch_interval: "0s" is not a positive duration like "30s"`),
 		Entry("a bad log_level", func(c map[string]any) { c["log_level"] = "loud" },
@@ -125,6 +127,8 @@ var _ = Describe("rep -config", func() {
 		session := start(validConfig())
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"asset_cache_mb":1024[,}]`))
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"instance_log_limit_mb":10[,}]`))
+		Expect(string(session.Out.Contents())).To(ContainSubstring(`"event_stream":true`))
+		Expect(string(session.Out.Contents())).To(ContainSubstring(`"poll_interval":"10s"`))
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.agent\.heartbeat-failed`))
 		session.Interrupt()
@@ -137,6 +141,25 @@ var _ = Describe("rep -config", func() {
 		session := start(cfg)
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"asset_cache_mb":64[,}]`))
 		Expect(filepath.Join(cfg["data_dir"].(string), "assets")).To(BeADirectory())
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+	})
+
+	It("takes event_stream false: the rep then only polls, and opens no stream", func() {
+		cfg := validConfig()
+		cfg["event_stream"] = false
+		cfg["retry_interval"] = "50ms"
+		session := start(cfg)
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"event_stream":false`))
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.agent\.heartbeat-failed`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+		Expect(string(session.Out.Contents())).NotTo(ContainSubstring("event-stream"))
+
+		By("a rep that follows the stream tries to open it, and says so")
+		session = start(validConfig())
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.agent\.event-stream-refused`))
 		session.Interrupt()
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 	})
@@ -146,6 +169,8 @@ var _ = Describe("rep -config", func() {
 		cfg["instance_log_limit_mb"] = 1
 		session := start(cfg)
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"instance_log_limit_mb":1[,}]`))
+		// Listening says the rep handles signals; before, SIGINT kills it.
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
 		session.Interrupt()
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 	})

@@ -154,6 +154,8 @@ func serve(logger lager.Logger, cfg Config) error {
 		CellClient:             client.NewCellClient(cfg.BoardURL, cfg.CellID, clientOptions...),
 		Executor:               executor,
 		PollInterval:           configfile.MustDuration(cfg.PollInterval),
+		RetryInterval:          cfg.retryInterval(),
+		DisableEventStream:     !*cfg.EventStream,
 		BulkSyncInterval:       configfile.MustDuration(cfg.BulkSyncInterval),
 		OccupancyBatchInterval: configfile.MustDuration(cfg.OccupancyBatchInterval),
 		EvacuationTimeout:      configfile.MustDuration(cfg.EvacuationTimeout),
@@ -169,6 +171,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		"data_dir": cfg.DataDir, "apps_dir": cfg.AppsDir, "port_range": cfg.PortRange,
 		"instance_log_limit_mb": *cfg.InstanceLogLimitMB, "asset_cache_mb": *cfg.AssetCacheMB,
 		"tls": cfg.TLS != nil, "instance_url": localURL,
+		"poll_interval": cfg.PollInterval, "event_stream": *cfg.EventStream,
 	})
 
 	server := &httpserver.Server{
