@@ -410,8 +410,7 @@ func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.C
 
 // untilAnswered repeats a call after transport failures and Unavailable
 // answers (see answered), every retry interval, until the board answers.
-// Once the agent is exiting it makes
-// one last short attempt.
+// Once the agent is exiting it makes one last short attempt.
 func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
 	for {
 		if a.ctx.Err() != nil {
