@@ -46,10 +46,12 @@ fuzz:
 fuzz-smoke:
 	GO="$(GO)" hack/fuzz.sh 3s
 
-# chaos: the fault scenarios on real binaries and real databases (a
-# private Postgres and a private MariaDB frozen, and stopped mid-rollout),
-# each printing its figures.
-# make test runs them too, as part of the cmd/bbs suite.
+# chaos: the fault scenarios on real binaries and real databases (the
+# board SIGKILLed at random moments of rollouts, 20 times, alone on SQLite
+# and as the lease holder of two on Postgres and MySQL; a private Postgres
+# and a private MariaDB frozen, and stopped mid-rollout), each printing its
+# figures. make test runs them too, as part of the cmd/bbs suite, with 6
+# kills.
 .PHONY: chaos
 chaos:
 	GO="$(GO)" hack/chaos.sh
