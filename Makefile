@@ -46,11 +46,13 @@ fuzz:
 fuzz-smoke:
 	GO="$(GO)" hack/fuzz.sh 3s
 
-# chaos: the fault scenarios on real binaries and real databases (a
-# private Postgres and a private MariaDB frozen, and stopped mid-rollout;
-# real reps killed, partitioned, and serving through database faults),
-# each printing its figures.
-# make test runs them too, as part of the cmd/bbs and e2e suites.
+# chaos: the fault scenarios on real binaries and real databases (the
+# board SIGKILLed at random moments of rollouts, 20 times, alone on SQLite
+# and as the lease holder of two on Postgres and MySQL; a private Postgres
+# and a private MariaDB frozen, and stopped mid-rollout; two boards with
+# skewed clocks; real reps killed, partitioned, and serving through
+# database faults), each printing its figures. make test runs a bounded
+# part of them (cmd/bbs/chaos_test.go), in the cmd/bbs and e2e suites.
 .PHONY: chaos
 chaos:
 	GO="$(GO)" hack/chaos.sh

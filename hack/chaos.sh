@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make chaos: the fault scenarios, on real binaries and real databases —
-# the specs labelled "chaos" in cmd/bbs (a private Postgres and a private
-# MariaDB frozen and stopped under a board, with simulated cells) and in
+# the specs labelled "chaos" in cmd/bbs (the board SIGKILLed at random
+# moments of rollouts, 20 times; a private Postgres and a private MariaDB
+# frozen and stopped under a board; two boards with skewed clocks; with
+# simulated cells) and in
 # e2e (real reps running hello behind a router-like client: a rep
 # SIGKILLed mid-rollout, a rep partitioned from the board and healed, the
 # board's private Postgres restarted and frozen under rollouts). Prints

@@ -87,6 +87,21 @@ func (a *Agent) runsOrdinary(key instanceKey) bool {
 // claimRow fetches the definition first (nothing is claimed when that
 // fails; the next poll tries again), then claims the row under a new
 // instance guid.
+//
+// A claim whose answer is lost (the board died, or the connection broke,
+// after the board wrote it) may hold: its row would stay CLAIMED by an
+// instance nobody runs, which no report corrects (a bulk report says
+// nothing of rows it does not name). So the claim is repeated until the
+// board answers; a claim under the same instance guid on the same cell is
+// answered with the row as it is, one claimed by anyone else is refused.
+//
+// The instance runs the definition of the row as claimed, which may not
+// be the one listed: a rolling update moves a row that serves nothing
+// onto the new definition in place, and a claim names no definition. Run
+// as listed, the old definition would serve under a row the board
+// records on the new one, until a bulk report said otherwise. When the
+// claimed row's definition cannot be fetched, the row is given back
+// (removed) for convergence to place again.
 func (a *Agent) claimRow(key instanceKey, definitionID string) (*agentInstance, *models.LRPDefinition) {
 	release := func() {
 		a.mu.Lock()
@@ -114,12 +129,32 @@ func (a *Agent) claimRow(key instanceKey, definitionID string) (*agentInstance, 
 	inst.logger = a.logger.Session("instance", lager.Data{
 		"process_guid": key.processGuid, "index": key.index, "instance_guid": inst.guid, "definition_id": definitionID,
 	})
-	if _, err := a.cfg.CellClient.ClaimActualLRP(a.ctx, inst.client()); err != nil {
+	var claimed *models.ActualLRP
+	err = a.untilAnswered(inst, "claim", func(ctx context.Context) error {
+		var err error
+		claimed, err = a.cfg.CellClient.ClaimActualLRP(ctx, inst.client())
+		return err
+	})
+	if err != nil {
 		if a.ctx.Err() == nil {
 			logger.Info("claim-failed", lager.Data{"error": err.Error()})
 		}
 		release()
 		return nil, nil
+	}
+	if claimedID := claimed.GetDefinitionId(); claimedID != definitionID {
+		inst.logger.Info("claimed-row-moved-to-another-definition", lager.Data{"listed": definitionID, "claimed": claimedID})
+		def, err = a.definition(key.processGuid, claimedID)
+		if err != nil {
+			inst.logger.Error("fetching-claimed-definition-failed", err)
+			a.removeRow(inst, models.ActualLRP_ORDINARY, "its definition "+claimedID+" could not be fetched")
+			release()
+			return nil, nil
+		}
+		inst.definitionID = claimedID
+		inst.logger = a.logger.Session("instance", lager.Data{
+			"process_guid": key.processGuid, "index": key.index, "instance_guid": inst.guid, "definition_id": claimedID,
+		})
 	}
 	inst.logger.Info("claimed")
 	a.mu.Lock()
@@ -168,7 +203,13 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 		case ev := <-inst.events:
 			switch ev.Kind {
 			case Healthy:
-				a.reportHealthy(inst, ev.NetInfo)
+				if moved := a.reportHealthy(inst, ev.NetInfo); moved != "" {
+					a.mu.Lock()
+					inst.stopping = true
+					a.mu.Unlock()
+					a.stopInstance(inst, "its row moved to definition "+moved+" before its start")
+					return
+				}
 			case Unhealthy:
 				a.stopUnhealthy(inst, ev.Reason)
 				return
@@ -203,18 +244,29 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 // reportHealthy tells the board the instance runs, where it listens. A
 // failed call is left to the next bulk report (which says RUNNING too),
 // or, when the row is no longer this instance's, to the next poll.
-func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) {
+//
+// It returns the definition the started row is on when that is not the
+// instance's, "" otherwise. Starts name no definition: a rolling update
+// may have moved the row, CLAIMED by this instance, onto a new definition
+// in place and placed it on this cell again, and any cell may start an
+// UNCLAIMED row placed on it. The row the start took is then on a
+// definition this instance does not run; the caller stops the instance
+// and removes the row, which convergence places anew.
+func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) string {
 	a.mu.Lock()
 	inst.healthy = true
 	inst.netInfo = netInfo
 	presence := inst.presence
 	a.mu.Unlock()
 	if presence != models.ActualLRP_ORDINARY {
-		return
+		return ""
 	}
+	var moved string
 	err := a.call(a.ctx, inst, func(ctx context.Context) error {
-		_, err := a.cfg.CellClient.StartActualLRP(ctx, inst.client(), netInfo, true)
-		if err == nil {
+		started, err := a.cfg.CellClient.StartActualLRP(ctx, inst.client(), netInfo, true)
+		if err == nil && started.GetDefinitionId() != inst.definitionID {
+			moved = started.GetDefinitionId()
+		} else if err == nil {
 			// Before the call ends, which sends the occupancy changes
 			// that waited for it.
 			a.mu.Lock()
@@ -225,9 +277,14 @@ func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) {
 	})
 	if err != nil {
 		inst.logger.Info("start-call-failed", lager.Data{"error": err.Error()})
-		return
+		return ""
+	}
+	if moved != "" {
+		inst.logger.Info("started-row-on-another-definition", lager.Data{"row_definition_id": moved})
+		return moved
 	}
 	inst.logger.Info("running", lager.Data{"net_info": netInfo.String()})
+	return ""
 }
 
 // reportCrash tells the board the instance crashed, trying until the

@@ -1,12 +1,16 @@
 // Package simcell is a simulated cell for tests: a rep that runs no
 // processes but speaks the real cell side of the board's API through
 // client.CellClient. It registers its cell and heartbeats it, reports
-// what it runs in bulk, claims and starts what the board assigns to it,
-// and stops what the board tells it to stop. During a rolling update it
-// keeps an instance the board replaced running as RETIRING until told to
-// stop, then removes its row, as a rep does. Tests make it crash an
-// instance, go silent (a lost cell) and come back, or ignore its
-// assignments.
+// what it runs in bulk, claims and starts what the board assigns to it
+// (running the definition of the row it claimed), and stops what the
+// board tells it to stop, removing the row, as a rep does. During a
+// rolling update it keeps an instance the board replaced running as
+// RETIRING until told to stop. A claim, and the unroutable and remove
+// calls of a stopped instance, are repeated until the board answers (it
+// may be down, or the connection cut); a start is not: the instance runs
+// whether the board heard of it or not, and the next report says so.
+// Tests make it crash an instance, go silent (a lost cell) and come back,
+// or ignore its assignments.
 //
 // It is not a stand-in for the board: every decision it observes is the
 // board's.
@@ -257,18 +261,25 @@ func (c *Cell) isSilent() bool {
 	return c.silent
 }
 
-// heartbeat renews the cell's presence every third of its TTL.
+// heartbeat renews the cell's presence every third of its TTL. A
+// heartbeat that failed is tried again after ReportInterval, as a rep
+// tries again after its poll interval: a board down for a moment at each
+// of three renewals (restarted again and again, say) would otherwise
+// see the cell's presence run out although it was back within
+// milliseconds each time.
 func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
 	defer c.wg.Done()
 	interval := max(ttl/3, 10*time.Millisecond)
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	wait := interval
 	for {
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		}
+		wait = interval
 		if c.isSilent() {
 			continue
 		}
@@ -277,6 +288,7 @@ func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
 			if ctx.Err() == nil {
 				c.cfg.Logf("simcell %s: heartbeat: %v", c.ID(), err)
 			}
+			wait = min(c.cfg.ReportInterval, interval)
 			continue
 		}
 		if result.Draining {
@@ -356,7 +368,7 @@ func (c *Cell) report(ctx context.Context) {
 			}
 			continue
 		}
-		c.stopEvacuated(ctx, c.stopAll(result.Stop))
+		c.removeRows(ctx, c.stopAll(result.Stop))
 		c.dispatch(result.Assigned)
 	}
 }
@@ -418,16 +430,15 @@ type stopped struct {
 	presence models.ActualLRP_Presence
 }
 
-// stopAll stops what the board does not want and returns the evacuating
-// and retiring instances among them, which the cell still has to mark
-// unroutable and remove. An instance is found by its instance guid
-// wherever the cell keeps it: one the cell still reports as ORDINARY may
-// have become its index's RETIRING row meanwhile, and the board then
-// names it RETIRING.
+// stopAll stops what the board does not want and returns the stopped
+// instances, whose rows the cell still has to mark unroutable and remove.
+// An instance is found by its instance guid wherever the cell keeps it:
+// one the cell still reports as ORDINARY may have become its index's
+// RETIRING row meanwhile, and the board then names it RETIRING.
 func (c *Cell) stopAll(stop []*models.ReportedInstance) []stopped {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var handedOver []stopped
+	var out []stopped
 	for _, s := range stop {
 		c.stops = append(c.stops, s)
 		k := key{s.GetProcessGuid(), s.GetIndex()}
@@ -445,25 +456,57 @@ func (c *Cell) stopAll(stop []*models.ReportedInstance) []stopped {
 		if kept == nil {
 			continue
 		}
-		instance := kept[k]
+		out = append(out, stopped{kept[k], presence})
 		delete(kept, k)
-		if presence == models.ActualLRP_EVACUATING || presence == models.ActualLRP_RETIRING {
-			handedOver = append(handedOver, stopped{instance, presence})
-		}
 	}
-	return handedOver
+	return out
 }
 
-// stopEvacuated stops evacuating and retiring instances as a rep does:
-// unroutable first, then gone, its row removed.
-func (c *Cell) stopEvacuated(ctx context.Context, handedOver []stopped) {
-	for _, s := range handedOver {
+// removeRows takes stopped instances' rows out as a rep does: unroutable
+// first, then removed, each call repeated until the board answers. An
+// evacuating or retiring instance's row is its own. An ORDINARY one's
+// usually is not (the board told the cell to stop it because the row went
+// to another instance or cell), and the board refuses; but when it is —
+// the row moved to another definition under the instance — a row left
+// behind would stay RUNNING with nothing running it, and no report would
+// correct it.
+func (c *Cell) removeRows(ctx context.Context, rows []stopped) {
+	for _, s := range rows {
 		instance := s.instance
-		if _, err := c.client.SetRoutable(ctx, instance.Instance, s.presence, c.netInfo(instance.Index), false); err != nil && ctx.Err() == nil {
+		if err := c.untilAnswered(ctx, "unroutable", instance.Instance, func() error {
+			_, err := c.client.SetRoutable(ctx, instance.Instance, s.presence, c.netInfo(instance.Index), false)
+			return err
+		}); err != nil && ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: unroutable %s %s/%d: %v", c.ID(), s.presence, instance.ProcessGuid, instance.Index, err)
 		}
-		if err := c.client.RemoveActualLRP(ctx, instance.Instance, s.presence); err != nil && ctx.Err() == nil {
+		if err := c.untilAnswered(ctx, "remove", instance.Instance, func() error {
+			return c.client.RemoveActualLRP(ctx, instance.Instance, s.presence)
+		}); err != nil && ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: remove %s %s/%d: %v", c.ID(), s.presence, instance.ProcessGuid, instance.Index, err)
+		}
+	}
+}
+
+// untilAnswered makes call, and again every ReportInterval after a failure
+// that is no answer from the board (the board down, the connection cut),
+// until the board answers (with success or an error) or ctx ends. A
+// silent cell makes no call meanwhile.
+func (c *Cell) untilAnswered(ctx context.Context, what string, instance client.Instance, call func() error) error {
+	for {
+		if !c.isSilent() {
+			err := call()
+			var answer *models.Error
+			if err == nil || errors.As(err, &answer) || ctx.Err() != nil {
+				return err
+			}
+			c.cfg.Logf("simcell %s: %s %s/%d got no answer, trying again: %v", c.ID(), what, instance.ProcessGuid, instance.Index, err)
+		}
+		timer := time.NewTimer(c.cfg.ReportInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
 		}
 	}
 }
@@ -532,6 +575,24 @@ func (c *Cell) worker(ctx context.Context) {
 
 // claimAndStart claims an assignment under a new instance guid and starts
 // it, or leaves it CLAIMED for the next report to start.
+//
+// A claim whose answer was lost — the board died, or the connection
+// broke, after the board wrote it — may hold; its row would then stay
+// CLAIMED by an instance nobody runs, and no report corrects a row the
+// report does not name. So the claim is repeated until the board answers:
+// a claim under the same instance guid on the same cell is answered with
+// the row as it is, and a row claimed by anyone else is refused.
+//
+// Claims and starts name no definition, and a rolling update moves a row
+// that serves nothing (UNCLAIMED or CLAIMED) onto the new definition in
+// place, possibly placing it on this cell again. So the instance runs the
+// definition of the row it claimed, whatever the assignment listed; and a
+// start answered with a row on another definition than the instance runs
+// (moved under it between claim and start, then started by this start,
+// as any cell may start an UNCLAIMED row placed on it) is not the
+// instance's row: the cell stops the instance and removes the row, as a
+// rep does. Either way, kept, the row would be RUNNING on the new
+// definition while the cell runs, reports and is told to stop the old.
 func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 	k := key{lrp.GetProcessGuid(), lrp.GetIndex()}
 	defer func() {
@@ -540,17 +601,26 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 		c.mu.Unlock()
 	}()
 	instance := &Instance{
-		Instance:     client.Instance{ProcessGuid: k.processGuid, Index: k.index, InstanceGuid: newInstanceGuid()},
-		DefinitionID: lrp.GetDefinitionId(),
-		State:        models.ActualLRP_CLAIMED,
+		Instance: client.Instance{ProcessGuid: k.processGuid, Index: k.index, InstanceGuid: newInstanceGuid()},
+		State:    models.ActualLRP_CLAIMED,
 	}
 	c.beginCall(k)
 	defer c.endCall(k)
-	if _, err := c.client.ClaimActualLRP(ctx, instance.Instance); err != nil {
+	var claimed *models.ActualLRP
+	err := c.untilAnswered(ctx, "claim", instance.Instance, func() error {
+		var err error
+		claimed, err = c.client.ClaimActualLRP(ctx, instance.Instance)
+		return err
+	})
+	if err != nil {
 		if ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: claim %s/%d: %v", c.ID(), k.processGuid, k.index, err)
 		}
 		return
+	}
+	instance.DefinitionID = claimed.GetDefinitionId()
+	if listed := lrp.GetDefinitionId(); listed != instance.DefinitionID {
+		c.cfg.Logf("simcell %s: claimed %s/%d listed on %s, its row on %s: runs %s", c.ID(), k.processGuid, k.index, listed, instance.DefinitionID, instance.DefinitionID)
 	}
 	if c.cfg.StartByReport {
 		instance.State = models.ActualLRP_RUNNING
@@ -558,21 +628,38 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 		return
 	}
 	c.keep(k, instance)
-	if _, err := c.client.StartActualLRP(ctx, instance.Instance, c.netInfo(k.index), true); err != nil {
+	started, err := c.client.StartActualLRP(ctx, instance.Instance, c.netInfo(k.index), true)
+	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
 		c.cfg.Logf("simcell %s: start %s/%d: %v", c.ID(), k.processGuid, k.index, err)
-		// As a rep's process, the instance runs whether the board heard
-		// of it or not (the board unreachable for a moment, say): the
-		// next report says RUNNING, and the board answers stop if the row
-		// is no longer this instance's.
 	}
+	// A start the board refused because the row is not this instance's
+	// (gone, taken away, placed elsewhere) leaves the instance nothing to
+	// run for: it stops at once, as a rep stops an instance whose row it
+	// finds taken. Any other failure (the board unreachable for a moment,
+	// say) leaves it running, as a rep's process runs whether the board
+	// heard of it or not: the next report says RUNNING, and the board
+	// answers stop if the row is no longer this instance's.
+	refused := models.IsErrorType(err, models.Error_InvalidStateTransition) || models.IsErrorType(err, models.Error_ResourceNotFound)
 	c.mu.Lock()
-	if current, ok := c.running[k]; ok && current == instance {
+	current, ok := c.running[k]
+	ok = ok && current == instance
+	moved := ok && err == nil && started.GetDefinitionId() != instance.DefinitionID
+	switch {
+	case ok && refused:
+		delete(c.running, k)
+	case moved:
+		delete(c.running, k)
+	case ok:
 		current.State = models.ActualLRP_RUNNING
 	}
 	c.mu.Unlock()
+	if moved {
+		c.cfg.Logf("simcell %s: %s/%d started on %s, its row on %s: stopped, its row removed", c.ID(), k.processGuid, k.index, instance.DefinitionID, started.GetDefinitionId())
+		c.removeRows(ctx, []stopped{{instance, models.ActualLRP_ORDINARY}})
+	}
 }
 
 // beginCall waits until no report in flight names k, then keeps k out of

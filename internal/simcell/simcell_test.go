@@ -1,0 +1,237 @@
+package simcell_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/simcell"
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/models"
+)
+
+// claimBoard is a real board (the API over SQLite) behind a proxy that
+// meddles with the first call of a route: before[route] runs before it
+// reaches the board, and when cut[route] the board applies it but the
+// connection is closed before the answer goes back, as when the board is
+// killed right after writing it. No convergence runs: the specs make its
+// writes themselves.
+type claimBoard struct {
+	store *sqldb.SQLDB
+	url   string
+
+	mu     sync.Mutex
+	calls  map[string]int
+	before map[string]func()
+	cut    map[string]bool
+}
+
+func startClaimBoard() *claimBoard {
+	GinkgoHelper()
+	ctx := context.Background()
+	database, err := testdb.Create(testdb.SQLite)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(database.Drop)
+	conn, err := sqldb.Open(ctx, testdb.SQLite, database.DSN)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(conn.Close)
+	Expect(migrations.Up(ctx, conn, testdb.SQLite)).To(Succeed())
+
+	b := &claimBoard{store: sqldb.New(conn, testdb.SQLite), calls: map[string]int{}, before: map[string]func(){}, cut: map[string]bool{}}
+	api := handlers.New(lager.NewLogger("board"), b.store, nil)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.calls[r.URL.Path]++
+		first := b.calls[r.URL.Path] == 1
+		before, cut := b.before[r.URL.Path], b.cut[r.URL.Path]
+		b.mu.Unlock()
+		if first && before != nil {
+			before()
+		}
+		if !first || !cut {
+			api.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(httptest.NewRecorder(), r)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		Expect(err).NotTo(HaveOccurred())
+		conn.Close()
+	}))
+	DeferCleanup(server.Close)
+	b.url = server.URL
+	return b
+}
+
+// meddle sets what the first call of route meets.
+func (b *claimBoard) meddle(route string, before func(), cut bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.before[route], b.cut[route] = before, cut
+}
+
+func (b *claimBoard) count(route string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls[route]
+}
+
+// rollUnderTheCell does to web/0 what a rolling update does to a row
+// that serves nothing (UNCLAIMED or CLAIMED): it moves it onto the new
+// definition (--version 2) in place, and places it again, here on the
+// same cell.
+func (b *claimBoard) rollUnderTheCell(cellID string) {
+	defer GinkgoRecover()
+	ctx := context.Background()
+	updated, err := b.store.UpdateDesiredLRP(ctx, "web", &models.DesiredLRPUpdate{
+		Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/web", Args: []string{"--version", "2"}}, MemoryMb: 64},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	result, err := b.store.ApplyConvergence(ctx, &db.ConvergenceWrites{
+		Redefine: []db.Redefinition{{Row: versionOf(b.row("web", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(result.Applied).To(Equal(1))
+	b.place("web", 0, cellID)
+}
+
+// row is the ORDINARY row of (processGuid, index), nil when there is none.
+func (b *claimBoard) row(processGuid string, index int32) *models.ActualLRP {
+	GinkgoHelper()
+	rows, err := b.store.ActualLRPs(context.Background(), db.ActualLRPFilter{ProcessGuid: processGuid})
+	Expect(err).NotTo(HaveOccurred())
+	for _, lrp := range rows {
+		if lrp.GetIndex() == index && lrp.GetPresence() == models.ActualLRP_ORDINARY {
+			return lrp
+		}
+	}
+	return nil
+}
+
+func versionOf(lrp *models.ActualLRP) db.RowVersion {
+	return db.RowVersion{
+		Key:   db.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
+		State: lrp.GetState(), ModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
+	}
+}
+
+// place puts the UNCLAIMED row of (processGuid, index) on cellID, as a
+// convergence pass does.
+func (b *claimBoard) place(processGuid string, index int32, cellID string) {
+	GinkgoHelper()
+	row := b.row(processGuid, index)
+	Expect(row).NotTo(BeNil())
+	result, err := b.store.ApplyConvergence(context.Background(), &db.ConvergenceWrites{
+		Place: []db.Placement{{CellID: cellID, Row: versionOf(row)}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(result.Applied).To(Equal(1))
+}
+
+// runsItsRowText is what rowAndCell says when the cell runs the RUNNING
+// instance the row of index 0 names, on the row's definition.
+const runsItsRowText = "the cell runs the RUNNING instance its row names"
+
+// rowAndCell compares the board's row of web/0 with what the cell runs at
+// index 0: runsItsRowText when they agree, else both, as "row <state>
+// <definition> <instance> / cell <definition> <instance>" (the row part
+// "none" when there is no row, the cell part "nothing" when it runs
+// nothing there).
+func rowAndCell(board *claimBoard, cell *simcell.Cell) func() string {
+	return func() string {
+		row := board.row("web", 0)
+		onCell := "nothing"
+		for _, instance := range cell.Running() {
+			if instance.Index != 0 {
+				continue
+			}
+			if row.GetState() == models.ActualLRP_RUNNING && instance.InstanceGuid == row.GetInstanceGuid() && instance.DefinitionID == row.GetDefinitionId() {
+				return runsItsRowText
+			}
+			onCell = fmt.Sprintf("%s %s", instance.DefinitionID, instance.InstanceGuid)
+		}
+		if row == nil {
+			return "row none / cell " + onCell
+		}
+		return fmt.Sprintf("row %s %s %s / cell %s", row.GetState(), row.GetDefinitionId(), row.GetInstanceGuid(), onCell)
+	}
+}
+
+var _ = Describe("A simulated cell claiming", func() {
+	const (
+		cellID         = "cell-1"
+		reportInterval = 20 * time.Millisecond
+	)
+	var (
+		board *claimBoard
+		cell  *simcell.Cell
+	)
+
+	BeforeEach(func() {
+		board = startClaimBoard()
+		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{
+			ProcessGuid: "web", Domain: "apps", Instances: 1,
+			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/web", Args: []string{"--version", "1"}}, MemoryMb: 64},
+		})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	start := func() {
+		GinkgoHelper()
+		var err error
+		cell, err = simcell.Start(context.Background(), board.url, simcell.Config{
+			Cell:           &models.Cell{CellId: cellID, Zone: "z1", Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10}},
+			ReportInterval: reportInterval,
+			Logf:           func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) },
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cell.Stop)
+		board.place("web", 0, cellID)
+	}
+
+	// The instance the row names, RUNNING on the definition the row has,
+	// is the one the cell runs: the row is not a ghost.
+	runsItsRow := func() {
+		GinkgoHelper()
+		Eventually(rowAndCell(board, cell)).WithTimeout(5 * time.Second).Should(Equal(runsItsRowText))
+		Consistently(rowAndCell(board, cell)).WithTimeout(10*reportInterval).Should(Equal(runsItsRowText),
+			"ten reports later, the cell still runs the instance the row names")
+	}
+
+	It("runs the definition of the row it claimed when a rolling update moved the row to another since its assignment", func() {
+		board.meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		start()
+
+		runsItsRow()
+		Expect(board.row("web", 0).GetDefinitionId()).NotTo(Equal("v1"), "the rolling update moved the row on")
+	})
+
+	It("stops the instance and removes its row when its start finds the row moved to another definition", func() {
+		board.meddle(models.RouteStartActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		start()
+
+		// Nothing converges here to place the index again: the row is gone
+		// for good, rather than RUNNING on the new definition with nothing
+		// behind it.
+		Eventually(rowAndCell(board, cell)).WithTimeout(5 * time.Second).Should(Equal("row none / cell nothing"))
+		Consistently(rowAndCell(board, cell)).WithTimeout(10 * reportInterval).Should(Equal("row none / cell nothing"))
+	})
+
+	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it", func() {
+		board.meddle(models.RouteClaimActualLRP, nil, true)
+		start()
+
+		runsItsRow()
+		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+	})
+})
