@@ -62,7 +62,7 @@ var _ = Describe("A database restarted mid-rollout", Label("chaos"), func() {
 			stopped := time.Now()
 			_, err = api.RolloutStatus(ctx, guid)
 			expectUnavailable(err)
-			time.Sleep(2*presenceTTL - time.Since(stopped))
+			time.Sleep(databaseDowntime(presenceTTL) - time.Since(stopped))
 			Expect(server.Start()).To(Succeed())
 			back := time.Now()
 
@@ -72,7 +72,7 @@ var _ = Describe("A database restarted mid-rollout", Label("chaos"), func() {
 				HaveField("ActiveDefinitionId", v2ID),
 				HaveField("UpdatedInstances", BeEquivalentTo(count)),
 			))
-			AddReportEntry("database back to COMPLETE ("+s.dialect+")", time.Since(back).Round(time.Millisecond).String())
+			AddReportEntry("database down "+databaseDowntime(presenceTTL).String()+", back to COMPLETE ("+s.dialect+")", time.Since(back).Round(time.Millisecond).String())
 			Eventually(func() []string { return cellInstances(cells) }).WithTimeout(convergeLimit).Should(Equal(expectedOn(v2ID, count)),
 				"the cells run exactly one instance per index, on the new definition")
 			// COMPLETE comes as the last replacement runs; its RETIRING
@@ -89,3 +89,12 @@ var _ = Describe("A database restarted mid-rollout", Label("chaos"), func() {
 		})
 	}
 })
+
+// databaseDowntime is how long the restart spec keeps the database
+// stopped: 20 s under make chaos, two presence TTLs in make test.
+func databaseDowntime(presenceTTL time.Duration) time.Duration {
+	if fullChaos() {
+		return 20 * time.Second
+	}
+	return 2 * presenceTTL
+}
