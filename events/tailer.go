@@ -37,6 +37,13 @@ type Tailer struct {
 // tailBatch is how many events one read of the log returns at most.
 const tailBatch = 1000
 
+// batchPause is how long a woken tailer waits before it sequences.
+// Example: 2,000 commits a second, each waking the tailer: without the
+// pause it sequences back to back, hundreds of small transactions a
+// second competing with the writers; with 10 ms it runs at most about 90
+// times a second, some 20 commits each, for 10 ms more latency.
+const batchPause = 10 * time.Millisecond
+
 // defaultHoleWait is how long a hole is waited for.
 const defaultHoleWait = 5 * time.Second
 
@@ -108,6 +115,10 @@ func (t *Tailer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.wake:
+			// Under a stream of writes every commit wakes the tailer; a
+			// short pause gathers the commits of the next milliseconds
+			// into one sequencing transaction instead of one each.
+			time.Sleep(batchPause)
 		case <-ticker.C:
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -18,14 +19,19 @@ import (
 )
 
 // staleViewScale is how many LRPs the stale-view spec desires on each
-// dialect: 50,000 instances on Postgres, the issue's scale, and 5,000 on
-// SQLite and MySQL, which keeps `make test` within its budget (README has
-// a 50,000-instance run on each).
+// dialect: 10,000 instances on Postgres and 5,000 on SQLite and MySQL in
+// make test; 50,000 on Postgres, the issue's scale, with
+// CORKBOARD_STALE_VIEW_FULL=1. Since every claim and
+// start is logged for the event stream, the 50,000 run takes 7–8 minutes
+// on the 2-core machine, most of CI's budget; README has the figures.
 func staleViewScale(dialect string) int {
-	if dialect == testdb.Postgres {
+	switch {
+	case dialect != testdb.Postgres:
+		return 200
+	case os.Getenv("CORKBOARD_STALE_VIEW_FULL") == "1":
 		return 2000
 	}
-	return 200
+	return 400
 }
 
 // staleViewStaleUnclaimed is how long a placement waits to be claimed
