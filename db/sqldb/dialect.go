@@ -59,7 +59,9 @@ func (d dialect) nowNanos() string {
 	case MySQL:
 		return "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)"
 	}
-	return "(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)"
+	// julianday is a double: 'now' in whole milliseconds can come out a
+	// hair below, and a truncating cast would then read 1 ms early.
+	return "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000000)"
 }
 
 // upsert is an insert of one row that overwrites the update columns when a
