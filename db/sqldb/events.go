@@ -96,6 +96,20 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	return nil
 }
 
+// logCommitted sequences until the outbox holds nothing this call saw
+// committed, so that what the caller committed is in the log.
+func (s *SQLDB) logCommitted(ctx context.Context) error {
+	for {
+		moved, err := s.SequenceEvents(ctx, 1000)
+		if err != nil {
+			return err
+		}
+		if moved < 1000 {
+			return nil
+		}
+	}
+}
+
 // SequenceEvents moves up to limit committed events from the outbox into
 // the log, oldest first, at the positions after the head, and returns how
 // many it moved. Sequencers take turns on the head's row lock; writers

@@ -89,7 +89,7 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 	// An instance that starts takes the routes of its definition; a
 	// running one keeps its own (a change of routes rewrites them).
 	var routePorts []*models.RoutePort
-	return s.lifecycle(ctx, lifecycleOp{
+	started, err := s.lifecycle(ctx, lifecycleOp{
 		verb: "start",
 		key:  key,
 		read: func(ctx context.Context, tx *sql.Tx, before *models.ActualLRP) (err error) {
@@ -132,6 +132,18 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 		events: changedEvents,
 		fast:   fast,
 	})
+	if err != nil || routable {
+		return started, err
+	}
+	// An instance is told unroutable so that routers stop sending it
+	// requests before its rep stops it: the answer must mean that the
+	// event routers follow is in the log, not only committed. Should the
+	// database go away between the two, the rep hears Unavailable and
+	// asks again, and the instance serves on meanwhile.
+	if err := s.logCommitted(ctx); err != nil {
+		return nil, err
+	}
+	return started, nil
 }
 
 func (s *SQLDB) CrashActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller, reason string) (*models.ActualLRP, error) {
