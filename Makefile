@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build run run-tls test vet check-generated generate bench clean
+.PHONY: all build run run-tls test test-browser vet check-generated generate bench clean
 
 all: build
 
@@ -30,6 +30,15 @@ run-tls: build
 
 test: check-generated vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+
+# test-browser: the dashboard in Debian's Chromium (/usr/bin/chromium),
+# driven by playwright-core from ui/browsertest (npm ci there when its
+# node_modules is missing; nothing else is installed); see
+# e2e/browser_e2e_test.go. Screenshots go to $CORKBOARD_ARTIFACTS, or a
+# temp dir it prints.
+test-browser:
+	@if [ ! -d ui/browsertest/node_modules/playwright-core ]; then cd ui/browsertest && npm ci --no-audit --no-fund; fi
+	$(GO) test -tags browser -count=1 -timeout 10m ./e2e/ -ginkgo.label-filter=browser -ginkgo.v -ginkgo.no-color
 
 vet:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -44,6 +44,7 @@ import (
 	"github.com/corkboard/corkboard/internal/dbwatch"
 	"github.com/corkboard/corkboard/internal/httpserver"
 	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/ui"
 )
 
 // startupTimeout bounds connecting to and migrating the database.
@@ -222,6 +223,10 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
 	mux.Handle("GET /ready", handlers.Readiness(store, cfg.databaseTimeout()))
+	// The dashboard, on the API's listener: with mutual TLS the browser
+	// presents a certificate like any other client, and the API calls
+	// the page makes are authorized as that certificate's.
+	mux.Handle("GET "+ui.Prefix, ui.Handler())
 	apiOptions := []handlers.Option{
 		handlers.WithEvents(hub),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),

@@ -1,0 +1,50 @@
+// The board's API as the page calls it: POST with a protojson body; the
+// answer is protojson with snake_case names, its `error` field set when
+// the call failed.
+
+export class ApiError extends Error {
+  constructor(type, message) {
+    super(`${type}: ${message}`);
+    this.type = type;
+  }
+}
+
+export async function call(route, body) {
+  let response;
+  try {
+    response = await fetch(route, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Corkboard-Requested-By': 'dashboard' },
+      body: JSON.stringify(body || {}),
+      cache: 'no-store',
+    });
+  } catch (err) {
+    throw new ApiError('Unavailable', 'the board cannot be reached: ' + err.message);
+  }
+  let answer;
+  try {
+    answer = await response.json();
+  } catch (_) {
+    throw new ApiError('HTTP', `${route} answered ${response.status} without a JSON body`);
+  }
+  if (answer.error) throw new ApiError(answer.error.type || 'UnknownError', answer.error.message || '');
+  if (!response.ok) throw new ApiError('HTTP', `${route} answered ${response.status}`);
+  return answer;
+}
+
+// Lists come whole when no limit is asked for.
+export const listDesired = async () => (await call('/v1/desired_lrps/list', {})).desired_lrps || [];
+export const getDesired = async (guid) => (await call('/v1/desired_lrps/get', { process_guid: guid })).desired_lrp;
+export const listActual = async (guid) => (await call('/v1/actual_lrps/list', guid ? { process_guid: guid } : {})).actual_lrps || [];
+export const rolloutStatus = async (guid) => (await call('/v1/rollouts/status', { process_guid: guid })).status || {};
+export const listDefinitions = async (guid) => (await call('/v1/definitions/list', { process_guid: guid })).definitions || [];
+export const getDefinition = async (guid, id) => (await call('/v1/definitions/get', { process_guid: guid, definition_id: id })).definition || {};
+export const listOperations = async (guid) => (await call('/v1/operations/list', { process_guid: guid })).operations || [];
+export const listCells = async () => (await call('/v1/cells/list', {})).cells || [];
+
+// concernsLRP says which process guid an event is about, or ''.
+export function eventGuid(type, payload) {
+  const p = payload || {};
+  const record = p.after || p.before || p.desired_lrp || p.actual_lrp || p.status || p.operation || {};
+  return record.process_guid || '';
+}

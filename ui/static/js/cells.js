@@ -1,0 +1,72 @@
+// The cells page: each cell's capacity in use, whether it drains, whether
+// its presence is current (present) or expired (suspect).
+import { h, replace, badge, coalesce, fmtTime } from './dom.js';
+import { confirmAction } from './dialog.js';
+import * as api from './api.js';
+
+export function cellsPage() {
+  const list = h('div', { class: 'cells', dataset: { testid: 'cells' } });
+  const status = h('p', { class: 'muted' }, 'Loading…');
+  const el = h('section', { class: 'page', dataset: { testid: 'cells-page' } }, h('h1', null, 'Cells'), status, list);
+  const schedule = coalesce(250);
+  let cells = [];
+
+  function bar(label, capacity, free) {
+    const total = capacity || 0;
+    const used = Math.max(0, total - (free || 0));
+    // Share of the bar in use: 48 of 64 MB used is 75%.
+    const percent = total > 0 ? Math.round((used * 100) / total) : 0;
+    const fill = h('div', { class: 'fill' + (percent >= 90 ? ' high' : '') });
+    fill.style.width = percent + '%';
+    return h('div', { class: 'capacity' },
+      h('span', { class: 'label' }, label),
+      h('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': used, 'aria-label': label } }, fill),
+      h('span', { class: 'figure' }, `${used} / ${total}`));
+  }
+
+  function render() {
+    replace(status, `${cells.length} cell${cells.length === 1 ? '' : 's'}`);
+    replace(list, cells.map((c) => {
+      const cap = c.capacity || {};
+      const free = c.free || {};
+      const drain = h('button', {
+        type: 'button', class: 'danger', disabled: !!c.draining, dataset: { action: 'drain' },
+        on: { click: () => confirmAction({
+          title: `Drain ${c.cell_id}?`,
+          body: h('p', null, 'Its instances are evacuated to other cells (start-before-stop), and nothing new is placed on it until its rep registers afresh.'),
+          confirmLabel: 'Drain',
+          act: () => api.call('/v1/cells/drain', { cell_id: c.cell_id }).then(() => later()),
+        }) },
+      }, 'Drain…');
+      return h('article', { class: 'card cell', dataset: { cell: c.cell_id } },
+        h('header', null,
+          h('h2', null, c.cell_id), ' ',
+          h('span', { class: 'muted' }, 'zone ', c.zone || '—'), ' ',
+          c.present ? badge('present', 'running') : badge('suspect', 'crashed'), ' ',
+          c.draining ? badge('draining', 'retiring') : null,
+          h('span', { class: 'spacer' }), drain),
+        bar('memory MB', cap.memory_mb, free.memory_mb),
+        bar('disk MB', cap.disk_mb, free.disk_mb),
+        bar('instances', cap.instances, free.instances),
+        h('p', { class: 'muted small' }, 'rep ', c.rep_url || '—', ' · presence until ', fmtTime(c.expires_at)));
+    }));
+  }
+
+  async function reload() {
+    try {
+      cells = (await api.listCells()).sort((a, b) => a.cell_id.localeCompare(b.cell_id));
+      render();
+    } catch (err) {
+      replace(status, h('span', { class: 'error' }, err.type === 'Unauthorized'
+        ? 'Only an operator certificate may list cells: ' + err.message : err.message));
+    }
+  }
+
+  function later() { schedule('cells', reload); }
+
+  function onEvent(type) {
+    if (type === 'cell_changed' || type.startsWith('actual_lrp_')) later();
+  }
+
+  return { el, reload, onEvent };
+}

@@ -1,0 +1,267 @@
+// The page of one LRP: its instances by cell, its rollout, its
+// definitions with a diff between any two, its operations, and the
+// actions on it.
+import { h, replace, badge, coalesce, fmtTime, shortID, flash } from './dom.js';
+import { confirmAction } from './dialog.js';
+import { lineDiff, prettyLines } from './diff.js';
+import { rolloutView } from './rollout.js';
+import { operationsView } from './operations.js';
+import { updateForm } from './update.js';
+import * as api from './api.js';
+
+const PRESENCE_ORDER = { ORDINARY: 0, EVACUATING: 1, SUSPECT: 2, RETIRING: 3 };
+
+export function lrpPage(guid) {
+  const status = h('p', { class: 'muted' });
+  const facts = h('dl', { class: 'facts' });
+  const actions = h('div', { class: 'actions' });
+  const rollout = rolloutView();
+  const instances = h('tbody');
+  const definitionsBody = h('tbody');
+  const diffBox = h('div', { class: 'diff', dataset: { testid: 'definition-diff' } });
+  const operations = operationsView();
+  let desired = null;
+  const form = updateForm({ guid, current: () => desired });
+  const el = h('section', { class: 'page', dataset: { testid: 'lrp-page', guid } },
+    h('h1', null, h('a', { href: '#/lrps' }, 'LRPs'), ' / ', guid),
+    status, facts, actions,
+    h('h2', null, 'Rollout'), rollout.el,
+    form.el,
+    h('h2', null, 'Instances'),
+    h('table', { class: 'grid', dataset: { testid: 'instances' } },
+      h('thead', null, h('tr', null, ['index', 'state', 'presence', 'definition', 'routable', 'occupied', 'since', 'crashes', 'address'].map((t) => h('th', null, t)))),
+      instances),
+    h('h2', null, 'Definitions'),
+    h('p', { class: 'muted small' }, 'Pick two (A and B) to see what changed between them.'),
+    h('table', { class: 'grid', dataset: { testid: 'definitions' } },
+      h('thead', null, h('tr', null, ['A', 'B', 'definition', 'created', 'memory MB', 'disk MB', '', ''].map((t) => h('th', null, t)))),
+      definitionsBody),
+    diffBox,
+    h('h2', null, 'Operations'), operations.el);
+
+  let actual = [];
+  let definitions = [];
+  let zones = null; // cell id → zone; null when cells may not be listed
+  let rolloutStatus = {};
+  let diffA = '';
+  let diffB = '';
+  let picked = false;
+  const definitionCache = new Map();
+  const schedule = coalesce();
+
+  async function definition(id) {
+    if (!definitionCache.has(id)) definitionCache.set(id, await api.getDefinition(guid, id));
+    return definitionCache.get(id);
+  }
+
+  function renderFacts() {
+    if (!desired) return;
+    const a = desired.autoscaling;
+    const strategy = desired.update_strategy || {};
+    const fact = (k, v) => [h('dt', null, k), h('dd', null, v)];
+    replace(facts,
+      fact('domain', desired.domain || ''),
+      fact('instances', String(desired.instances || 0)),
+      fact('active definition', h('span', { class: 'mono', title: desired.active_definition_id }, shortID(desired.active_definition_id))),
+      fact('healthy definition', h('span', { class: 'mono', title: desired.healthy_definition_id }, shortID(desired.healthy_definition_id))),
+      fact('strategy', `surge ${strategy.max_surge || '1'}, unavailable ${strategy.max_unavailable || '0'}, min ready ${strategy.min_ready_ms || 0} ms${strategy.auto_revert ? ', auto-revert' : ''}`),
+      fact('autoscaling', a && a.enabled ? `on, ${a.min || 0}–${a.max || 0}` : 'off'),
+      desired.annotation ? fact('annotation', desired.annotation) : null);
+  }
+
+  function act(label, title, text, route, body, danger) {
+    return h('button', {
+      type: 'button', class: danger ? 'danger' : '', dataset: { action: label.toLowerCase() },
+      on: { click: () => confirmAction({
+        title, body: h('p', null, text), confirmLabel: label,
+        act: async () => {
+          await api.call(route, body());
+          flash(`${label}: done`);
+        },
+      }) },
+    }, label + '…');
+  }
+
+  function renderActions() {
+    const promoteTo = h('input', { type: 'number', min: 0, max: 100, step: 'any', placeholder: '100', class: 'narrow', dataset: { testid: 'promote-to' }, attrs: { 'aria-label': 'promote to percent' } });
+    const promote = h('button', {
+      type: 'button', dataset: { action: 'promote' },
+      on: { click: () => {
+        const to = promoteTo.value === '' ? 100 : Number(promoteTo.value);
+        confirmAction({
+          title: `Promote ${guid} to ${to}%?`,
+          body: h('p', null, `The next staged phase starts from the share that stands now and grows to ${to}% (100% finishes the rollout).`),
+          confirmLabel: 'Promote',
+          act: () => api.call('/v1/rollouts/promote', { process_guid: guid, to_percent: to }),
+        });
+      } },
+    }, 'Promote…');
+    replace(actions,
+      act('Pause', `Pause the rollout of ${guid}?`, 'The staged phase stops growing; instances already moved stay.', '/v1/rollouts/pause', () => ({ process_guid: guid })),
+      act('Resume', `Resume the rollout of ${guid}?`, 'The staged phase grows again from where it stood.', '/v1/rollouts/resume', () => ({ process_guid: guid })),
+      h('span', { class: 'group' }, promoteTo, promote),
+      act('Abort', `Abort the rollout of ${guid}?`, 'The rollout stops and the healthy definition is made active again, rolled back start-before-stop.', '/v1/rollouts/abort', () => ({ process_guid: guid }), true),
+      act('Rollback', `Roll ${guid} back?`, 'The healthy definition becomes active again and the instances roll over to it.', '/v1/rollouts/rollback', () => ({ process_guid: guid }), true));
+  }
+
+  function renderInstances() {
+    const rows = [...actual].sort((x, y) => (x.cell_id || '').localeCompare(y.cell_id || '') ||
+      (x.index || 0) - (y.index || 0) || (PRESENCE_ORDER[x.presence] || 0) - (PRESENCE_ORDER[y.presence] || 0));
+    const out = [];
+    let cell = null;
+    for (const r of rows) {
+      const id = r.cell_id || '';
+      if (id !== cell) {
+        cell = id;
+        const zone = zones === null ? '—' : zones.get(id) || '—';
+        out.push(h('tr', { class: 'group' }, h('th', { attrs: { colspan: 9 } }, id ? `${id} · zone ${zone}` : 'not placed')));
+      }
+      const state = r.state || 'STATE_UNKNOWN';
+      const presence = r.presence || 'PRESENCE_UNKNOWN';
+      const ports = ((r.net_info || {}).ports || []).map((p) => p.host_port).filter(Boolean);
+      out.push(h('tr', { dataset: { index: String(r.index || 0), definition: r.definition_id || '', state, presence, cell: id } },
+        h('td', { class: 'num' }, r.index || 0),
+        h('td', null, badge(state, state.toLowerCase())),
+        h('td', null, presence === 'ORDINARY' ? presence.toLowerCase() : badge(presence, presence.toLowerCase())),
+        h('td', { class: 'mono', title: r.definition_id || '' }, shortID(r.definition_id),
+          desired && r.definition_id === desired.active_definition_id ? ' (active)' : ''),
+        h('td', null, r.routable ? 'yes' : 'no'),
+        h('td', null, r.occupied ? 'yes' : 'no'),
+        h('td', { class: 'small' }, fmtTime(r.since)),
+        h('td', { class: 'num' }, r.crash_count || 0, r.crash_reason ? h('span', { class: 'muted', title: r.crash_reason }, ' ⓘ') : ''),
+        h('td', { class: 'mono small' }, r.net_info && r.net_info.address ? `${r.net_info.address}${ports.length ? ':' + ports.join(',') : ''}` : r.placement_error || '—')));
+    }
+    replace(instances, out.length ? out : h('tr', null, h('td', { class: 'muted', attrs: { colspan: 9 } }, 'No instances.')));
+  }
+
+  function renderDefinitions() {
+    const sorted = [...definitions].sort((x, y) => Number(BigInt(y.created_at || 0) - BigInt(x.created_at || 0)));
+    // Until the operator picks, B is the active definition and A the one
+    // before it (the newest other), so a fresh update shows what it changed.
+    const known = (id) => sorted.some((d) => d.definition_id === id);
+    if (!picked || !known(diffB)) diffB = (sorted.find((d) => d.active) || sorted[0] || {}).definition_id || '';
+    if (!picked || !known(diffA)) diffA = (sorted.find((d) => d.definition_id !== diffB) || {}).definition_id || '';
+    replace(definitionsBody, sorted.map((d) => {
+      const id = d.definition_id;
+      const pick = (side) => h('input', {
+        type: 'radio', name: 'diff-' + side, checked: (side === 'a' ? diffA : diffB) === id, attrs: { 'aria-label': `${side.toUpperCase()}: ${id}` },
+        on: { change: () => {
+          if (side === 'a') diffA = id;
+          else diffB = id;
+          picked = true;
+          renderDiff();
+        } },
+      });
+      const rollback = d.active ? null : h('button', {
+        type: 'button', class: 'small', dataset: { action: 'rollback-to' },
+        on: { click: () => confirmAction({
+          title: `Roll ${guid} back to ${shortID(id)}?`,
+          body: h('p', null, 'This definition becomes active again and the instances roll over to it, start-before-stop.'),
+          confirmLabel: 'Roll back',
+          act: () => api.call('/v1/rollouts/rollback', { process_guid: guid, definition_id: id }),
+        }) },
+      }, 'Roll back to…');
+      return h('tr', { dataset: { definition: id } },
+        h('td', null, pick('a')), h('td', null, pick('b')),
+        h('td', { class: 'mono', title: id }, id),
+        h('td', { class: 'small' }, fmtTime(d.created_at)),
+        h('td', { class: 'num' }, d.memory_mb || 0),
+        h('td', { class: 'num' }, d.disk_mb || 0),
+        h('td', null, d.active ? badge('active', 'running') : null, ' ', d.healthy ? badge('healthy', 'finished') : null),
+        h('td', null, rollback));
+    }));
+    renderDiff();
+  }
+
+  let diffRequest = 0;
+  async function renderDiff() {
+    const mine = ++diffRequest;
+    if (!diffA || !diffB || diffA === diffB) {
+      replace(diffBox, h('p', { class: 'muted small' }, diffA && diffA === diffB ? 'A and B are the same definition.' : 'Only one definition.'));
+      return;
+    }
+    try {
+      const [a, b] = await Promise.all([definition(diffA), definition(diffB)]);
+      if (mine !== diffRequest) return;
+      const lines = lineDiff(prettyLines(a), prettyLines(b));
+      const changed = lines.filter((l) => l.op !== ' ').length;
+      replace(diffBox,
+        h('p', { class: 'small' }, `A ${shortID(diffA)} → B ${shortID(diffB)}: ${changed} line${changed === 1 ? '' : 's'} differ`),
+        h('pre', { class: 'mono' }, lines.map((l) => h('div', { class: l.op === '+' ? 'add' : l.op === '-' ? 'del' : 'same' }, l.op + ' ' + l.line))));
+    } catch (err) {
+      replace(diffBox, h('p', { class: 'error' }, err.message));
+    }
+  }
+
+  async function loadDesired() {
+    desired = await api.getDesired(guid);
+    definitions = await api.listDefinitions(guid);
+    renderFacts();
+    renderDefinitions();
+    if (desired.active_definition_id) form.show(await definition(desired.active_definition_id), desired);
+  }
+  async function loadActual() {
+    actual = await api.listActual(guid);
+    renderInstances();
+  }
+  async function loadRollout() {
+    rolloutStatus = await api.rolloutStatus(guid);
+    rollout.update(rolloutStatus);
+  }
+  async function loadOperations() {
+    operations.update(await api.listOperations(guid));
+  }
+  async function loadZones() {
+    try {
+      zones = new Map((await api.listCells()).map((c) => [c.cell_id, c.zone || '']));
+    } catch (err) {
+      if (err.type !== 'Unauthorized') throw err;
+      zones = null; // an api-client certificate may not list cells
+    }
+    renderInstances();
+  }
+
+  function fail(err) {
+    replace(status, h('span', { class: 'error' }, err.type === 'ResourceNotFound' ? `${guid} is not desired (${err.message})` : err.message));
+  }
+
+  async function reload() {
+    try {
+      renderActions();
+      await loadZones();
+      await Promise.all([loadDesired(), loadActual(), loadRollout(), loadOperations()]);
+      replace(status);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  function later(key, fn) {
+    schedule(key, () => fn().catch(fail));
+  }
+
+  function onEvent(type, payload) {
+    if (type === 'cell_changed') {
+      later('zones', loadZones);
+      return;
+    }
+    if (api.eventGuid(type, payload) !== guid) return;
+    if (type === 'desired_lrp_removed') {
+      replace(status, h('span', { class: 'error' }, `${guid} was removed.`));
+    } else if (type.startsWith('desired_lrp_')) {
+      later('desired', loadDesired);
+    } else if (type.startsWith('actual_lrp_')) {
+      later('actual', loadActual);
+      // Before its first rollout an LRP has no rollout_changed events;
+      // its bar counts the running instances, which this changed.
+      if (!rolloutStatus.state || rolloutStatus.state === 'NONE') later('rollout', loadRollout);
+    } else if (type === 'rollout_changed' && payload.status) {
+      rolloutStatus = payload.status;
+      rollout.update(rolloutStatus);
+    } else if (type === 'operation_changed') {
+      later('operations', loadOperations);
+    }
+  }
+
+  return { el, reload, onEvent, tick: () => rollout.tick() };
+}

@@ -1,0 +1,56 @@
+// The dashboard: a hash router over three pages, one event stream for the
+// page's whole life, and a one-second tick for the clocks on screen.
+import { followEvents } from './sse.js';
+import { replace } from './dom.js';
+import { lrpsPage } from './lrps.js';
+import { lrpPage } from './lrp.js';
+import { cellsPage } from './cells.js';
+
+const view = document.getElementById('view');
+let current = null;
+// wasLive: the stream has been live once. The first time it goes live
+// the page re-reads what it shows, since a change between its first read
+// and the subscription would otherwise be missed; later reconnects resume
+// with Last-Event-ID and miss nothing.
+let wasLive = false;
+
+function route() {
+  const hash = location.hash || '#/lrps';
+  const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'lrps' && parts[1]) return { name: 'lrp', make: () => lrpPage(parts[1]) };
+  if (parts[0] === 'cells') return { name: 'cells', make: () => cellsPage() };
+  return { name: 'lrps', make: () => lrpsPage() };
+}
+
+function show() {
+  if (current && current.dispose) current.dispose();
+  const r = route();
+  for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.nav === (r.name === 'lrp' ? 'lrps' : r.name));
+  current = r.make();
+  replace(view, current.el);
+  current.reload();
+}
+
+function setConnection(state, detail) {
+  const el = document.getElementById('connection');
+  el.dataset.state = state;
+  el.className = 'connection ' + state;
+  el.textContent = state === 'live' ? '● live' : state === 'reconnecting' ? '○ reconnecting…' : '○ connecting…';
+  el.title = detail ? 'event stream: ' + detail : 'event stream';
+  if (state === 'live') {
+    if (!wasLive && current) current.reload();
+    wasLive = true;
+  }
+}
+
+window.addEventListener('hashchange', show);
+show();
+followEvents({
+  onState: setConnection,
+  onEvent: (type, payload) => {
+    if (!current) return;
+    if (type === 'events_lost') current.reload();
+    else current.onEvent(type, payload);
+  },
+});
+setInterval(() => { if (current && current.tick) current.tick(); }, 1000);

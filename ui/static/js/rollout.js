@@ -1,0 +1,142 @@
+// The rollout section of the LRP page: a progress bar of the instances on
+// the active definition with the replacements in flight, the deadline
+// counting down, and, for a staged phase, the share curve with the
+// active instances seen while the page is open.
+import { h, s, replace, badge, fmtDuration, fmtClock, shortID } from './dom.js';
+import { nanosToMs, stageClock, shareAt, allowedInstances, curvePoints, targetReachedMs } from './share.js';
+
+// updatedInstances is how many instances are on the active definition:
+// the rollout's count while there is a rollout; before the LRP's first
+// one (state NONE) the running instances of its only definition.
+export function updatedInstances(status) {
+  if (status.state && status.state !== 'NONE') return status.updated_instances || 0;
+  const active = (status.definitions || []).find((d) => d.definition_id === status.active_definition_id);
+  return Math.min(status.instances || 0, (active && active.running) || 0);
+}
+
+// progressPercent is the share of instances on the active definition,
+// rounded down so that 100 means every one: 5 of 6 is 83, 6 of 6 is 100.
+// An LRP of 0 instances is trivially all updated.
+export function progressPercent(status) {
+  const n = status.instances || 0;
+  if (n === 0) return 100;
+  return Math.floor((updatedInstances(status) * 100) / n);
+}
+
+export function rolloutView() {
+  const updatedFill = h('div', { class: 'fill' });
+  const flightFill = h('div', { class: 'fill inflight' });
+  const bar = h('div', {
+    class: 'progress', dataset: { testid: 'rollout-progress', percent: '0' },
+    attrs: { role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': 0, 'aria-label': 'instances on the active definition' },
+  }, updatedFill, flightFill);
+  const summary = h('div', { class: 'rollout-summary' });
+  const clocks = h('div', { class: 'rollout-clocks muted', dataset: { testid: 'rollout-clocks' } });
+  const stageBox = h('div', { class: 'stage' });
+  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox);
+  let status = {};
+  // observed holds {t, active, instances} from each rollout_changed of a
+  // staged phase while the page is open, for the curve's dots.
+  let observed = [];
+
+  function update(next) {
+    const phase = next.stage && next.stage.phase_started_at;
+    const before = status.stage && status.stage.phase_started_at;
+    if (phase !== before) observed = [];
+    status = next || {};
+    if (status.stage) {
+      observed.push({ t: Date.now(), active: status.stage.active_instances || 0, instances: status.instances || 0 });
+      if (observed.length > 500) observed.shift();
+    }
+    render();
+  }
+
+  function render() {
+    const n = status.instances || 0;
+    const percent = progressPercent(status);
+    // The in-flight segment follows the updated one: with 2 of 6 updated
+    // and 1 in flight it spans 33% to 50%.
+    const flight = n > 0 ? Math.min(100 - percent, ((status.in_flight || 0) * 100) / n) : 0;
+    updatedFill.style.width = percent + '%';
+    flightFill.style.width = flight + '%';
+    bar.dataset.percent = String(percent);
+    bar.setAttribute('aria-valuenow', String(percent));
+    const updated = updatedInstances(status);
+    bar.setAttribute('aria-valuetext', `${updated} of ${n} on the active definition`);
+    const state = status.state || 'NONE';
+    replace(summary,
+      badge(state, state.toLowerCase()), ' ',
+      h('strong', { dataset: { testid: 'rollout-percent' } }, percent + '%'), ' ',
+      `${updated} of ${n} instances on `,
+      h('span', { class: 'mono', title: status.active_definition_id }, shortID(status.active_definition_id)),
+      status.in_flight ? ` · ${status.in_flight} in flight` : '',
+      status.failed_definition_id ? [' · failed ', h('span', { class: 'mono' }, shortID(status.failed_definition_id))] : '',
+      status.reason ? h('div', { class: 'muted' }, status.reason) : '');
+    tick();
+    renderStage();
+  }
+
+  // tick redraws what depends on the local clock: elapsed, deadline, and
+  // the "now" of the share curve.
+  function tick() {
+    const now = Date.now();
+    const started = nanosToMs(status.started_at);
+    const finished = nanosToMs(status.finished_at);
+    const deadline = nanosToMs(status.deadline_at);
+    const parts = [];
+    if (started) parts.push(`started ${fmtClock(started)}, ${finished ? 'took' : 'running for'} ${fmtDuration((finished || now) - started)}`);
+    if (deadline && status.state === 'PROGRESSING') {
+      const left = deadline - now;
+      parts.push(left > 0 ? `deadline in ${fmtDuration(left)}` : `deadline passed ${fmtDuration(-left)} ago`);
+    }
+    clocks.textContent = parts.join(' · ');
+    if (status.stage) renderStage();
+  }
+
+  function renderStage() {
+    const stage = status.stage;
+    if (!stage) {
+      replace(stageBox);
+      return;
+    }
+    const clock = stageClock(stage);
+    const now = Date.now();
+    const share = shareAt(clock, now);
+    const n = status.instances || 0;
+    replace(stageBox,
+      h('p', null,
+        'Staged phase: ', `${clock.prior}% → ${clock.target}%`,
+        clock.percent > 0 && clock.perMs > 0 ? ` at ${clock.percent}% per ${fmtDuration(clock.perMs)}` : ' at once',
+        ` · share now ${share.toFixed(1)}% (${allowedInstances(share, n)} of ${n} allowed, ${stage.active_instances || 0} active)`,
+        stage.paused ? [' ', badge('paused', 'retiring'), stage.pause_reason ? ' ' + stage.pause_reason : ''] : ''),
+      shareCurve(clock, now, observed));
+  }
+
+  return { el, update, tick };
+}
+
+// shareCurve draws share(t) over the phase, the target, "now", and the
+// observed active instances as a percentage of all.
+function shareCurve(clock, now, observed) {
+  const W = 520;
+  const H = 170;
+  const pad = { l: 40, r: 10, t: 10, b: 24 };
+  const from = clock.startedMs || now;
+  const to = Math.max(now, targetReachedMs(clock), from + 60000, ...observed.map((o) => o.t));
+  const x = (t) => pad.l + ((t - from) / (to - from)) * (W - pad.l - pad.r);
+  const y = (p) => pad.t + (1 - p / 100) * (H - pad.t - pad.b);
+  const points = curvePoints(clock, from, to, 80).map((p) => `${x(p.t).toFixed(1)},${y(p.share).toFixed(1)}`).join(' ');
+  return s('svg', { class: 'curve', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'allowed share over time', 'data-testid': 'share-curve' },
+    s('line', { x1: pad.l, y1: y(0), x2: W - pad.r, y2: y(0), class: 'axis' }),
+    s('line', { x1: pad.l, y1: y(100), x2: W - pad.r, y2: y(100), class: 'grid' }),
+    s('line', { x1: pad.l, y1: y(clock.target), x2: W - pad.r, y2: y(clock.target), class: 'target' }),
+    s('text', { x: 4, y: y(100) + 4 }, '100%'),
+    s('text', { x: 4, y: y(clock.target) + 4 }, `${clock.target}%`),
+    s('text', { x: 4, y: y(0) + 4 }, '0%'),
+    s('polyline', { points, class: 'share' }),
+    s('line', { x1: x(now), y1: y(0), x2: x(now), y2: y(100), class: 'now' }),
+    s('text', { x: pad.l, y: H - 6 }, fmtClock(from)),
+    s('text', { x: W - pad.r, y: H - 6, 'text-anchor': 'end' }, fmtClock(to)),
+    observed.map((o) => s('circle', { cx: x(o.t).toFixed(1), cy: y(o.instances ? (o.active * 100) / o.instances : 0).toFixed(1), r: 3, class: 'observed' },
+      s('title', null, `${fmtClock(o.t)}: ${o.active} of ${o.instances} active`))));
+}
