@@ -76,12 +76,12 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		Expect(session.ExitCode()).To(Equal(0), "the browser test failed:\n%s", session.Err.Contents())
 
 		// What the page showed is what the board holds: every instance on
-		// the new definition, answering as v2.
+		// the new definition, answering as v3 (the staged update the page promoted).
 		status, err := b.client().RolloutStatus(context.Background(), guid)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(status.GetState()).To(Equal(models.RolloutStatus_COMPLETE))
 		Expect(status.GetActiveDefinitionId()).NotTo(Equal(v1))
-		expectVersion(steady(b, guid, instances, "cell-z1", "cell-z2"), status.GetActiveDefinitionId(), "v2")
+		expectVersion(steady(b, guid, instances, "cell-z1", "cell-z2"), status.GetActiveDefinitionId(), "v3")
 		for _, name := range []string{"lrps.png", "lrp-mid-rollout.png", "lrp-done.png", "cells.png"} {
 			_, err := os.Stat(filepath.Join(artefacts, name))
 			Expect(errors.Is(err, os.ErrNotExist)).To(BeFalse(), "screenshot %s", name)

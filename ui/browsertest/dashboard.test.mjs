@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-import { createSSEParser, nextBackoff } from '../static/js/sse.js';
+import { createSSEParser, nextBackoff, followEvents } from '../static/js/sse.js';
 import { lineDiff, prettyLines } from '../static/js/diff.js';
 import { stageClock, shareAt, allowedInstances, targetReachedMs, nanosToMs } from '../static/js/share.js';
 import { progressPercent } from '../static/js/rollout.js';
@@ -29,15 +29,18 @@ if (!boardURL) {
 }
 
 let passed = 0;
-function check(name, fn) {
-  fn();
+async function check(name, fn) {
+  await fn();
+  step(name);
+}
+function step(name) {
   passed++;
   console.log('ok -', name);
 }
 
 // ---- the page's pure logic ----
 
-check('the SSE parser reads events split anywhere, with CRLF, comments and no id', () => {
+await check('the SSE parser reads events split anywhere, with CRLF, comments and no id', () => {
   const events = [];
   const push = createSSEParser((e) => events.push(e));
   const stream = ': heartbeat\n\nid: 7\nevent: rollout_changed\ndata: {"a":1}\n\nevent: events_lost\r\ndata: {}\r\n\r\nid: 8\nevent: x\ndata: one\ndata: two\n\n';
@@ -49,20 +52,51 @@ check('the SSE parser reads events split anywhere, with CRLF, comments and no id
   ]);
 });
 
-check('reconnects back off from 1 s to 10 s', () => {
+await check('reconnects back off from 1 s to 10 s', () => {
   const seen = [];
   let ms = 0;
   for (let i = 0; i < 6; i++) seen.push((ms = nextBackoff(ms)));
   assert.deepEqual(seen, [1000, 2000, 4000, 8000, 10000, 10000]);
 });
 
-check('the line diff keeps the longest common lines', () => {
+await check('a stream that ends is reopened with Last-Event-ID: the last id seen', async () => {
+  const encoder = new TextEncoder();
+  const stream = (text, close) => new Response(new ReadableStream({
+    start(controller) {
+      controller.enqueue(encoder.encode(text));
+      if (close) controller.close();
+    },
+  }), { headers: { 'Content-Type': 'text/event-stream' } });
+  const sent = [];
+  const states = [];
+  const seen = [];
+  let reopened;
+  const done = new Promise((resolve) => { reopened = resolve; });
+  followEvents({
+    onState: (state) => states.push(state),
+    onEvent: (type) => seen.push(type),
+    fetchFn: async (url, init) => {
+      sent.push(init.headers['Last-Event-ID'] || '');
+      if (sent.length === 1) return stream('id: 41\nevent: a\ndata: {}\n\nid: 42\nevent: b\ndata: {"x":1}\n\n', true);
+      reopened();
+      // The second stream stays open; the event without an id keeps 42.
+      return stream('event: events_lost\ndata: {}\n\n', false);
+    },
+  });
+  await done;
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(sent, ['', '42']);
+  assert.deepEqual(seen, ['a', 'b', 'events_lost']);
+  assert.deepEqual(states, ['connecting', 'live', 'reconnecting', 'live']);
+});
+
+await check('the line diff keeps the longest common lines', () => {
   assert.deepEqual(lineDiff(['x', 'y', 'z'], ['x', 'z', 'w']).map((l) => l.op + l.line), [' x', '-y', ' z', '+w']);
   assert.deepEqual(lineDiff([], ['a']).map((l) => l.op + l.line), ['+a']);
   assert.deepEqual(prettyLines({ b: 1, a: { d: 2, c: 3 } }), ['{', '  "a": {', '    "c": 3,', '    "d": 2', '  },', '  "b": 1', '}']);
 });
 
-check('the share curve follows the worked example in share.js', () => {
+await check('the share curve follows the worked example in share.js', () => {
   const ms = (n) => String(BigInt(n) * 1000000n);
   const stage = { prior_percent: 10, target_percent: 50, safe_rate: { percent: 5, per_ms: '60000' }, phase_started_at: ms(0) };
   assert.equal(shareAt(stageClock(stage), 120000), 20);
@@ -78,7 +112,7 @@ check('the share curve follows the worked example in share.js', () => {
   assert.equal(nanosToMs('1700000000123456789'), 1700000000123);
 });
 
-check('the progress bar rounds down', () => {
+await check('the progress bar rounds down', () => {
   assert.equal(progressPercent({ state: 'PROGRESSING', instances: 6, updated_instances: 5 }), 83);
   assert.equal(progressPercent({ state: 'COMPLETE', instances: 6, updated_instances: 6 }), 100);
   assert.equal(progressPercent({}), 100);
@@ -122,7 +156,7 @@ try {
   const row = page.locator(`[data-testid=lrps] tr[data-guid="${guid}"]`);
   await row.waitFor();
   await page.locator(`[data-testid=lrps] tr[data-guid="${guid}"] .badge.running`, { hasText: /^RUNNING 4$/ }).waitFor();
-  check('the LRPs page lists hello, live', () => {});
+  step('the LRPs page lists hello, live');
   await shot('lrps.png');
 
   await row.locator('a').click();
@@ -132,27 +166,42 @@ try {
   const before = await instanceRows.evaluateAll((rows) => [...new Set(rows.map((r) => r.dataset.definition))]);
   assert.equal(before.length, 1, 'hello runs one definition before the update: ' + before);
   await page.locator('[data-testid=rollout-progress][data-percent="100"]').waitFor();
-  check('the LRP page shows 4 instances on one definition, at 100%', () => {});
+  step('the LRP page shows 4 instances on one definition, at 100%');
+
+  // update changes VERSION from `from` to `to` in the update form's
+  // definition, fills the other fields given (by name), reviews the plan
+  // and confirms.
+  const dialog = page.locator('[data-testid=dialog]');
+  const update = async (from, to, fields, planShot) => {
+    await page.locator('[data-testid=update-form] summary').click();
+    const textarea = page.locator('[data-testid=update-definition]');
+    await page.waitForFunction((v) => document.querySelector('[data-testid=update-definition]').value.includes(`"${v}"`), from);
+    const definition = JSON.parse(await textarea.inputValue());
+    const env = definition.action.env.find((e) => e.name === 'VERSION');
+    assert.equal(env.value, from);
+    env.value = to;
+    await textarea.fill(JSON.stringify(definition, null, 2));
+    for (const [name, value] of Object.entries(fields)) await page.locator(`[data-testid=update-${name}]`).fill(value);
+    await page.locator('[data-testid=update-review]').click();
+    await dialog.waitFor();
+    await page.locator('[data-testid=plan-passes], [data-testid=plan-unavailable]').first().waitFor();
+    const planText = await page.locator('[data-testid=plan]').innerText();
+    console.log('plan:', planText.replace(/\s+/g, ' ').slice(0, 300));
+    if (planShot) await shot(planShot);
+    await page.locator('[data-testid=dialog-confirm]').click();
+    await dialog.waitFor({ state: 'hidden' });
+  };
+  // confirm clicks an action's button and confirms its dialog.
+  const confirm = async (action) => {
+    await page.locator(`[data-action=${action}]`).click();
+    await dialog.waitFor();
+    await page.locator('[data-testid=dialog-confirm]').click();
+    await dialog.waitFor({ state: 'hidden' });
+  };
 
   // The update: VERSION v1 → v2 in the definition's JSON.
-  await page.locator('[data-testid=update-form] summary').click();
-  const textarea = page.locator('[data-testid=update-definition]');
-  await page.waitForFunction(() => document.querySelector('[data-testid=update-definition]').value.includes('VERSION'));
-  const definition = JSON.parse(await textarea.inputValue());
-  const env = definition.action.env.find((e) => e.name === 'VERSION');
-  assert.equal(env.value, 'v1');
-  env.value = 'v2';
-  await textarea.fill(JSON.stringify(definition, null, 2));
-  await page.locator('[data-testid=update-review]').click();
-  const dialog = page.locator('[data-testid=dialog]');
-  await dialog.waitFor();
-  await page.locator('[data-testid=plan-passes], [data-testid=plan-unavailable]').first().waitFor();
-  const planText = await page.locator('[data-testid=plan]').innerText();
-  console.log('plan:', planText.replace(/\s+/g, ' ').slice(0, 300));
-  await shot('lrp-update-plan.png');
-  await page.locator('[data-testid=dialog-confirm]').click();
-  await dialog.waitFor({ state: 'hidden' });
-  check('the update form showed the plan (or why not) and was confirmed', () => {});
+  await update('v1', 'v2', {}, 'lrp-update-plan.png');
+  step('the update form showed the plan (or why not) and was confirmed');
 
   // Mid-rollout: at least one instance moved, not all.
   const progress = page.locator('[data-testid=rollout-progress]');
@@ -161,7 +210,7 @@ try {
     return p > 0 && p < 100;
   });
   await shot('lrp-mid-rollout.png');
-  check(`the progress bar moves mid-rollout (${await progress.getAttribute('data-percent')}%)`, () => {});
+  step(`the progress bar moves mid-rollout (${await progress.getAttribute('data-percent')}%)`);
 
   await page.locator('[data-testid=rollout-progress][data-percent="100"][aria-valuenow="100"]').waitFor({ timeout: 90000 });
   await page.locator('.rollout .badge.complete').waitFor();
@@ -173,30 +222,53 @@ try {
   const after = await instanceRows.evaluateAll((rows) => [...new Set(rows.map((r) => r.dataset.definition))]);
   assert.equal(after.length, 1);
   assert.notEqual(after[0], before[0]);
-  check('the progress bar reaches 100% and the instance table shows only the new definition', () => {});
+  step('the progress bar reaches 100% and the instance table shows only the new definition');
 
   const finished = page.locator('[data-testid=operations] > li[data-status=FINISHED][data-kind^=UPDATE]');
   await finished.first().waitFor();
   const history = await finished.first().innerText();
   assert.match(history, /FINISHED/);
-  check('the operations timeline shows the update FINISHED', () => {});
+  step('the operations timeline shows the update FINISHED');
 
   // The diff of the two definitions names the changed variable.
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=definitions] tbody tr').length === 2);
   await page.locator('[data-testid=definition-diff] .add', { hasText: '"v2"' }).waitFor();
   await page.locator('[data-testid=definition-diff] .del', { hasText: '"v1"' }).waitFor();
-  check('the definitions diff shows v1 → v2', () => {});
+  step('the definitions diff shows v1 → v2');
   await shot('lrp-done.png');
+
+  // A staged update to v3: half the instances, growing 50% per 20 s. It
+  // is paused, resumed and promoted to 100% from the page.
+  await update('v2', 'v3', { staged_target: '50', staged_rate: '50', staged_per_ms: '20000' });
+  await page.locator('[data-testid=share-curve]').waitFor();
+  await confirm('pause');
+  await page.locator('.stage .badge', { hasText: 'paused' }).waitFor();
+  await shot('lrp-staged-paused.png');
+  step('a staged update shows its share curve, and pauses from the page');
+  await confirm('resume');
+  await page.locator('.stage .badge', { hasText: 'paused' }).waitFor({ state: 'detached' });
+  await page.locator('[data-testid=promote-to]').fill('100');
+  await confirm('promote');
+  await page.locator('.rollout .badge.complete').waitFor({ timeout: 90000 });
+  await page.locator('[data-testid=rollout-progress][data-percent="100"]').waitFor();
+  for (const kind of ['PAUSE', 'RESUME', 'PROMOTE']) {
+    await page.locator(`[data-testid=operations] > li[data-kind=${kind}][data-status=FINISHED]`).waitFor();
+  }
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('[data-testid=instances] tbody tr[data-definition]')];
+    return rows.length === 4 && new Set(rows.map((r) => r.dataset.definition)).size === 1 && rows.every((r) => r.dataset.presence === 'ORDINARY');
+  });
+  step('resumed and promoted to 100% from the page, the staged rollout completes');
 
   await page.locator('nav a[data-nav=cells]').click();
   await page.locator('[data-testid=cells] [data-cell]').first().waitFor();
   const cells = await page.locator('[data-testid=cells] [data-cell]').evaluateAll((els) => els.map((e) => e.dataset.cell));
   assert.ok(cells.length >= 1, 'the cells page lists the cells');
   await shot('cells.png');
-  check(`the cells page lists ${cells.join(', ')}`, () => {});
+  step(`the cells page lists ${cells.join(', ')}`);
 
   assert.deepEqual(problems, [], 'the page logged no error');
-  check('no script or console error', () => {});
+  step('no script or console error');
 } catch (err) {
   const page = browser.contexts()[0]?.pages()[0];
   if (page) {
@@ -210,3 +282,4 @@ try {
 }
 console.log('artefacts in', artefacts);
 console.log(`${passed} passed, 0 failed`);
+process.exit(0);

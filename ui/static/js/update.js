@@ -24,6 +24,11 @@ export function updateForm({ guid, current }) {
   const unavailable = field('max_unavailable', 'max unavailable');
   const minReady = field('min_ready_ms', 'min ready ms');
   const readyAfter = field('ready_after_ms', 'plan: ready after ms', '2000');
+  // A staged rollout: the new definition on a share of the instances that
+  // grows at a rate to a target, e.g. target 50, 10% per 60000 ms.
+  const stagedTarget = field('staged_target', 'staged: target %', 'not staged');
+  const stagedRate = field('staged_rate', 'staged: rate %', 'at once');
+  const stagedPer = field('staged_per_ms', 'staged: per ms');
   const problem = h('p', { class: 'error' });
   const review = h('button', { type: 'button', class: 'primary', dataset: { testid: 'update-review' }, on: { click: () => submit() } }, 'Review plan and update…');
   const el = h('details', { class: 'card update', dataset: { testid: 'update-form' } },
@@ -31,6 +36,7 @@ export function updateForm({ guid, current }) {
     h('p', { class: 'muted' }, 'A changed definition becomes a new version and rolls the instances over, start-before-stop. Leave a field empty to keep what is set.'),
     text,
     h('div', { class: 'fields' }, instances, surge, unavailable, minReady, readyAfter),
+    h('div', { class: 'fields' }, stagedTarget, stagedRate, stagedPer),
     problem, review);
 
   // show fills the form with the active definition, unless the operator
@@ -68,6 +74,12 @@ export function updateForm({ guid, current }) {
       if (value(minReady)) strategy.min_ready_ms = value(minReady);
       update.update_strategy = strategy;
     }
+    if (value(stagedTarget) !== '') {
+      update.staged = { target_percent: Number(value(stagedTarget)) };
+      if (value(stagedRate) !== '' || value(stagedPer) !== '') {
+        update.staged.safe_rate = { percent: Number(value(stagedRate)), per_ms: value(stagedPer) };
+      }
+    }
     if (desired && desired.modification_tag) update.modification_tag = desired.modification_tag;
     return update;
   }
@@ -93,6 +105,7 @@ export function updateForm({ guid, current }) {
       act: async () => {
         await api.call('/v1/desired_lrps/update', { process_guid: guid, update });
         edited = false;
+        for (const label of [instances, surge, unavailable, minReady, stagedTarget, stagedRate, stagedPer]) label.lastChild.value = '';
         el.open = false;
       },
     });
