@@ -4,7 +4,6 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,24 +33,51 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		scriptLimit = 110 * time.Second
 	)
 
-	It("follows a rollout started from the LRP page to its end, live", func() {
-		node, err := exec.LookPath("node")
+	// browserRun is what a run of the script needs: node, the script's
+	// folder, and where its screenshots go.
+	type browserRun struct{ node, script, artefacts string }
+
+	// prerequisites finds node, Chromium and the script's node_modules,
+	// failing (never skipping) with what to install when something is
+	// missing, and makes the screenshot folder.
+	prerequisites := func() browserRun {
+		GinkgoHelper()
+		var run browserRun
+		var err error
+		run.node, err = exec.LookPath("node")
 		Expect(err).NotTo(HaveOccurred(), "node is needed for the browser test (Debian: apt-get install nodejs npm)")
 		_, err = os.Stat(chromium)
 		Expect(err).NotTo(HaveOccurred(), "Chromium is needed at %s for the browser test (Debian: apt-get install chromium)", chromium)
-		script, err := filepath.Abs(filepath.Join("..", "ui", "browsertest"))
+		run.script, err = filepath.Abs(filepath.Join("..", "ui", "browsertest"))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = os.Stat(filepath.Join(script, "node_modules", "playwright-core"))
+		_, err = os.Stat(filepath.Join(run.script, "node_modules", "playwright-core"))
 		Expect(err).NotTo(HaveOccurred(), "playwright-core is not installed: run npm ci in ui/browsertest (make test-browser does)")
-
-		artefacts := os.Getenv("CORKBOARD_ARTIFACTS")
-		if artefacts == "" {
-			artefacts, err = os.MkdirTemp("", "corkboard-dashboard-")
+		run.artefacts = os.Getenv("CORKBOARD_ARTIFACTS")
+		if run.artefacts == "" {
+			run.artefacts, err = os.MkdirTemp("", "corkboard-dashboard-")
 			Expect(err).NotTo(HaveOccurred())
 		}
-		AddReportEntry("screenshots", artefacts)
-		GinkgoWriter.Println("screenshots go to", artefacts)
+		AddReportEntry("screenshots", run.artefacts)
+		GinkgoWriter.Println("screenshots go to", run.artefacts)
+		return run
+	}
 
+	// runScript runs dashboard.test.mjs against b with env added, and
+	// requires it to pass.
+	runScript := func(run browserRun, b *board, env ...string) {
+		GinkgoHelper()
+		cmd := exec.Command(run.node, "dashboard.test.mjs")
+		cmd.Dir = run.script
+		cmd.Env = append(os.Environ(), "BOARD_URL="+b.url, "CHROMIUM="+chromium, "LRP_GUID="+guid, "CORKBOARD_ARTIFACTS="+run.artefacts)
+		cmd.Env = append(cmd.Env, env...)
+		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(session, scriptLimit).Should(gexec.Exit(), "the browser test did not finish")
+		Expect(session.ExitCode()).To(Equal(0), "the browser test failed:\n%s", session.Err.Contents())
+	}
+
+	It("follows a rollout started from the LRP page to its end, live", func() {
+		run := prerequisites() // before the cluster starts: a missing tool fails at once
 		b := startBoard(nil)
 		b.cork("set-domain", "cork")
 		startRep(b, "cell-z1", "z1")
@@ -63,17 +89,11 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		// predecessor goes: a rollout of some seconds, long enough for
 		// the page to be seen mid-way.
 		lrp.UpdateStrategy = &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "0", MinReadyMs: 2000}
-		_, err = b.client().DesireLRP(context.Background(), lrp)
+		_, err := b.client().DesireLRP(context.Background(), lrp)
 		Expect(err).NotTo(HaveOccurred())
 		v1 := steady(b, guid, instances, "cell-z1", "cell-z2")[0].GetDefinitionId()
 
-		cmd := exec.Command(node, "dashboard.test.mjs")
-		cmd.Dir = script
-		cmd.Env = append(os.Environ(), "BOARD_URL="+b.url, "CHROMIUM="+chromium, "LRP_GUID="+guid, "CORKBOARD_ARTIFACTS="+artefacts)
-		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(session, scriptLimit).Should(gexec.Exit(), "the browser test did not finish")
-		Expect(session.ExitCode()).To(Equal(0), "the browser test failed:\n%s", session.Err.Contents())
+		runScript(run, b)
 
 		// What the page showed is what the board holds: every instance on
 		// the new definition, answering as v3 (the staged update the page promoted).
@@ -83,8 +103,27 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		Expect(status.GetActiveDefinitionId()).NotTo(Equal(v1))
 		expectVersion(steady(b, guid, instances, "cell-z1", "cell-z2"), status.GetActiveDefinitionId(), "v3")
 		for _, name := range []string{"lrps.png", "lrp-mid-rollout.png", "lrp-done.png", "cells.png"} {
-			_, err := os.Stat(filepath.Join(artefacts, name))
-			Expect(errors.Is(err, os.ErrNotExist)).To(BeFalse(), "screenshot %s", name)
+			_, err := os.Stat(filepath.Join(run.artefacts, name))
+			Expect(err).NotTo(HaveOccurred(), "screenshot %s", name)
 		}
+	})
+
+	It("works over mutual TLS with the certificate the browser presents", func() {
+		run := prerequisites()
+		cluster := newTLSCluster()
+		b := cluster.startBoard()
+		b.cork("set-domain", "cork")
+		cluster.startRep(b, "cell-z1", "z1")
+		cluster.startRep(b, "cell-z2", "z2")
+		lrp := &models.DesiredLRP{}
+		readFixture("hello-local.json", lrp)
+		lrp.Instances = 2
+		_, err := b.client().DesireLRP(context.Background(), lrp)
+		Expect(err).NotTo(HaveOccurred())
+		steady(b, guid, 2, "cell-z1", "cell-z2")
+
+		runScript(run, b, "MODE=tls",
+			"CLIENT_CERT="+cluster.path("operator.crt"), "CLIENT_KEY="+cluster.path("operator.key"),
+			"API_CLIENT_CERT="+cluster.path("client.crt"), "API_CLIENT_KEY="+cluster.path("client.key"))
 	})
 })

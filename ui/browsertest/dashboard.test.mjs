@@ -129,11 +129,14 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
 });
 const problems = [];
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+
+// openPage opens a page in a context of its own (with options such as a
+// client certificate) that records every script error, console error (a
+// CSP refusal shows as one) and failed request, for the end.
+async function openPage(contextOptions = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, ...contextOptions });
+  const page = await context.newPage();
   page.setDefaultTimeout(60000);
-  // Any script error or console error (a CSP refusal shows as one) fails
-  // the test at the end.
   page.on('pageerror', (err) => problems.push('page error: ' + err.message));
   page.on('console', (msg) => {
     // A failed request shows as a console error without its address; the
@@ -145,11 +148,22 @@ try {
     // route: the page says "plan unavailable" and goes on.
     if (response.status() >= 400 && !response.url().endsWith('/v1/rollouts/plan')) problems.push(`HTTP ${response.status()} for ${response.url()}`);
   });
-  const shot = async (name) => {
-    const path = join(artefacts, name);
+  return page;
+}
+
+function screenshots(page, prefix = '') {
+  return async (name) => {
+    const path = join(artefacts, prefix + name);
     await page.screenshot({ path, fullPage: true });
     console.log('screenshot', path);
   };
+}
+
+// rollout: the LRPs page, hello's page through two updates started from
+// it, and the cells page, on a board without TLS.
+async function rollout() {
+  const page = await openPage();
+  const shot = screenshots(page);
 
   await page.goto(boardURL + '/ui/');
   await page.locator('[data-testid=connection][data-state=live]').waitFor();
@@ -267,6 +281,47 @@ try {
   await shot('cells.png');
   step(`the cells page lists ${cells.join(', ')}`);
 
+}
+
+// tls: a board with mutual TLS. The browser presents the operator's
+// certificate (CLIENT_CERT, CLIENT_KEY) and sees everything; with an
+// api-client certificate (API_CLIENT_CERT, API_CLIENT_KEY) it sees the
+// LRPs but not the cells (no zones, and the cells page says why); with no
+// certificate it gets no page at all. The board's certificate is of the
+// test's own CA, which the browser is told to accept.
+async function tls() {
+  const origin = new URL(boardURL).origin;
+  const as = (cert, key) => ({ ignoreHTTPSErrors: true, clientCertificates: [{ origin, certPath: cert, keyPath: key }] });
+
+  const operator = await openPage(as(process.env.CLIENT_CERT, process.env.CLIENT_KEY));
+  await operator.goto(boardURL + '/ui/#/lrps/' + encodeURIComponent(guid));
+  await operator.locator('[data-testid=connection][data-state=live]').waitFor();
+  await operator.waitForFunction(() => document.querySelectorAll('[data-testid=instances] tbody tr[data-state=RUNNING]').length > 0);
+  await operator.locator('[data-testid=instances] tr.group', { hasText: /zone z\d/ }).first().waitFor();
+  await screenshots(operator, 'tls-')('lrp-operator.png');
+  await operator.locator('nav a[data-nav=cells]').click();
+  await operator.locator('[data-testid=cells] [data-cell]').first().waitFor();
+  step('over mutual TLS, an operator certificate sees the LRP with its zones, live, and the cells');
+
+  const client = await openPage(as(process.env.API_CLIENT_CERT, process.env.API_CLIENT_KEY));
+  await client.goto(boardURL + '/ui/#/lrps/' + encodeURIComponent(guid));
+  await client.locator('[data-testid=connection][data-state=live]').waitFor();
+  await client.waitForFunction(() => document.querySelectorAll('[data-testid=instances] tbody tr[data-state=RUNNING]').length > 0);
+  await client.locator('[data-testid=instances] tr.group', { hasText: 'zone —' }).first().waitFor();
+  await client.locator('nav a[data-nav=cells]').click();
+  await client.locator('[data-testid=cells-page] .error', { hasText: 'Only an operator certificate may list cells' }).waitFor();
+  await screenshots(client, 'tls-')('cells-api-client.png');
+  step('an api-client certificate sees the LRP without zones, and is told the cells are for operators');
+
+  const context = await browser.newContext({ ignoreHTTPSErrors: true });
+  const anonymous = await context.newPage();
+  await assert.rejects(anonymous.goto(boardURL + '/ui/', { timeout: 15000 }), 'no page without a client certificate');
+  step('without a certificate the browser gets no page');
+}
+
+try {
+  if (process.env.MODE === 'tls') await tls();
+  else await rollout();
   assert.deepEqual(problems, [], 'the page logged no error');
   step('no script or console error');
 } catch (err) {
