@@ -74,14 +74,14 @@ func definitionCounts(s *models.RolloutStatus) string {
 
 func (a *app) rolloutCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rollout status|rollback|abort|promote|pause|resume GUID",
+		Use:   "rollout status|plan|rollback|abort|promote|pause|resume GUID",
 		Short: "Follow and steer the rolling update of an LRP",
 		Args:  exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return usageErrorf("rollout needs a subcommand: status, rollback, abort, promote, pause or resume")
+			return usageErrorf("rollout needs a subcommand: status, plan, rollback, abort, promote, pause or resume")
 		}),
 	}
-	cmd.AddCommand(a.rolloutStatusCommand(), a.rollbackCommand(), a.abortRolloutCommand(),
+	cmd.AddCommand(a.rolloutStatusCommand(), a.rolloutPlanCommand(), a.rollbackCommand(), a.abortRolloutCommand(),
 		a.promoteRolloutCommand(), a.pauseRolloutCommand(), a.resumeRolloutCommand())
 	return cmd
 }
