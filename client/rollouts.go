@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -91,4 +92,17 @@ func (c *Client) ResumeRollout(ctx context.Context, processGuid string) (*models
 		return nil, "", err
 	}
 	return status, resp.GetOperationId(), nil
+}
+
+// RolloutPlan asks what update would do to the LRP, pass by pass, without
+// doing it: nothing is written, so it is repeated after a lost answer.
+// readyAfter is how long each new instance is assumed to take, once
+// placed, to be RUNNING and routable.
+func (c *Client) RolloutPlan(ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, readyAfter time.Duration) (*models.RolloutPlan, error) {
+	var resp models.RolloutPlanResponse
+	req := &models.RolloutPlanRequest{ProcessGuid: processGuid, Update: update, ReadyAfterMs: readyAfter.Milliseconds()}
+	if err := c.call(ctx, models.RouteRolloutPlan, req, &resp, safeToRepeat); err != nil {
+		return nil, err
+	}
+	return required(models.RouteRolloutPlan, resp.GetPlan())
 }

@@ -154,6 +154,21 @@ var _ = Describe("Staged rollouts on the wire", func() {
 		Expect(id).To(Equal(recorded))
 	})
 
+	It("sends a rollout plan's update and ready-after, and returns the plan", func() {
+		var sent models.RolloutPlanRequest
+		answer := &models.RolloutPlan{ProcessGuid: "hello", ToDefinitionId: "v2", Completes: true, ProjectedMs: 40_000}
+		c := standIn(models.RouteRolloutPlan, &sent, &models.RolloutPlanResponse{Plan: answer})
+		update := &models.DesiredLRPUpdate{Definition: helloDefinition("v2"), UpdateIdentifier: "v2"}
+		plan, err := c.RolloutPlan(ctx, "hello", update, 10*time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(proto.Equal(&sent, &models.RolloutPlanRequest{ProcessGuid: "hello", Update: update, ReadyAfterMs: 10_000})).To(BeTrue(), "sent %v", &sent)
+		Expect(proto.Equal(plan, answer)).To(BeTrue())
+
+		c = standIn(models.RouteRolloutPlan, &sent, &models.RolloutPlanResponse{})
+		_, err = c.RolloutPlan(ctx, "hello", update, 0)
+		Expect(err).To(MatchError(ContainSubstring("without a result")))
+	})
+
 	It("fails rather than return nothing when an answer lacks its status", func() {
 		c := standIn(models.RoutePromoteRollout, &models.PromoteRolloutRequest{}, &models.PromoteRolloutResponse{OperationId: recorded})
 		status, id, err := c.PromoteRollout(ctx, "hello", 50, nil)

@@ -34,10 +34,8 @@ var _ = Describe("Autoscaling over many passes", func() {
 				for pass := 0; pass < 400 && !(rolledOut(s) && settledScale(s, now, cfg)); pass++ {
 					plan := convergence.Compute(s, now, cfg)
 					checkOccupiedLast(s, plan, seed, pass)
-					after, err := applyPlan(s, plan, now)
+					after, err := convergence.ApplyPlan(s, plan, now)
 					Expect(err).NotTo(HaveOccurred(), "seed %d pass %d", seed, pass)
-					applyAutoscaleWrites(after, plan)
-					applyRolloutWrites(s, after, plan)
 					d := after.Desired[0]
 					st, err := convergence.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
 					Expect(err).NotTo(HaveOccurred())
@@ -101,27 +99,6 @@ func maestroSnapshot(now time.Time, occupied []int32) *db.Snapshot {
 		})
 	}
 	return s
-}
-
-// applyAutoscaleWrites carries the plan's autoscale writes into s, as the
-// store applies them.
-func applyAutoscaleWrites(s *db.Snapshot, plan *convergence.Plan) {
-	s.Desired = slices.Clone(s.Desired)
-	for _, w := range plan.Writes.Autoscale {
-		for i := range s.Desired {
-			d := &s.Desired[i]
-			if d.ProcessGuid != w.ProcessGuid {
-				continue
-			}
-			Expect(d.ModificationIndex).To(Equal(w.ExpectModificationIndex))
-			Expect(d.Instances).To(Equal(w.PreviousInstances))
-			d.Autoscaler = w.Status
-			if w.Instances != d.Instances {
-				d.Instances = w.Instances
-				d.ModificationIndex++
-			}
-		}
-	}
 }
 
 // checkOccupiedLast fails when the plan stops an occupied room while an

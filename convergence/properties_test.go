@@ -3,7 +3,6 @@ package convergence_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,7 +26,7 @@ var _ = Describe("Plans for random states", func() {
 		for seed := range uint64(400) {
 			snapshot := randomSnapshot(rand.New(rand.NewPCG(seed, 7)), now)
 			plan := convergence.Compute(snapshot, now, cfg)
-			after, err := applyPlan(snapshot, plan, now)
+			after, err := convergence.ApplyPlan(snapshot, plan, now)
 			Expect(err).NotTo(HaveOccurred(), "seed %d", seed)
 			checkRepaired(snapshot, after, now, cfg, seed)
 			checkPlacements(snapshot, plan, now, seed)
@@ -122,156 +121,6 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 		}
 	}
 	return s
-}
-
-// applyPlan applies a plan to a copy of the snapshot's rows as
-// ApplyConvergence is specified to, failing on any write whose row is not
-// at the version the write names: in a quiet database, none may be.
-func applyPlan(s *db.Snapshot, plan *convergence.Plan, now time.Time) (*db.Snapshot, error) {
-	rows := map[db.ActualLRPKey]db.ActualRow{}
-	for _, r := range s.Actual {
-		rows[r.Key()] = r
-	}
-	desired := map[string]db.DesiredSchedule{}
-	for _, d := range s.Desired {
-		desired[d.ProcessGuid] = d
-	}
-	at := func(v db.RowVersion) (db.ActualRow, error) {
-		r, ok := rows[v.Key]
-		if !ok || r.State != v.State || r.ModificationIndex != v.ModificationIndex {
-			return r, fmt.Errorf("write for %+v finds %+v (exists %v)", v, r, ok)
-		}
-		return r, nil
-	}
-	save := func(r db.ActualRow) {
-		r.ModificationIndex++
-		rows[r.Key()] = r
-	}
-	moveTo := func(r db.ActualRow, presence models.ActualLRP_Presence) error {
-		next := r
-		next.Presence = presence
-		if _, taken := rows[next.Key()]; taken {
-			return fmt.Errorf("%+v: key %+v is taken", r.Key(), next.Key())
-		}
-		delete(rows, r.Key())
-		save(next)
-		return nil
-	}
-	w := plan.Writes
-	for _, v := range w.Delete {
-		if _, err := at(v); err != nil {
-			return nil, err
-		}
-		delete(rows, v.Key)
-	}
-	for _, group := range []struct {
-		versions []db.RowVersion
-		to       models.ActualLRP_Presence
-	}{{w.Promote, ordinary}, {w.MarkSuspect, suspect}} {
-		for _, v := range group.versions {
-			r, err := at(v)
-			if err == nil {
-				err = moveTo(r, group.to)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, rt := range w.Retire {
-		r, err := at(rt.Row)
-		if err == nil {
-			r.StopRequested = rt.Stop
-			r.Since = now.UnixNano()
-			err = moveTo(r, models.ActualLRP_RETIRING)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	for _, v := range w.RequestStop {
-		r, err := at(v)
-		if err != nil {
-			return nil, err
-		}
-		r.StopRequested, r.Since = true, now.UnixNano()
-		save(r)
-	}
-	for _, c := range w.Create {
-		key := db.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
-		if _, taken := rows[key]; taken {
-			return nil, fmt.Errorf("create %+v: key is taken", key)
-		}
-		d := desired[c.ProcessGuid]
-		rows[key] = db.ActualRow{
-			ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary, State: unclaimedState,
-			Domain: c.Domain, CellID: c.CellID, DefinitionID: c.DefinitionID, Since: now.UnixNano(),
-			PlacementError: c.PlacementError, ModificationIndex: 1, MemoryMB: d.MemoryMB, DiskMB: d.DiskMB,
-		}
-	}
-	for _, v := range w.Restart {
-		r, err := at(v)
-		if err != nil {
-			return nil, err
-		}
-		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimedState, "", now.UnixNano(), false, false
-		save(r)
-	}
-	for _, rd := range w.Redefine {
-		r, err := at(rd.Row)
-		if err != nil {
-			return nil, err
-		}
-		d := desired[r.ProcessGuid]
-		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimedState, "", now.UnixNano(), false, false
-		r.DefinitionID, r.CrashCount, r.MemoryMB, r.DiskMB = rd.DefinitionID, 0, d.MemoryMB, d.DiskMB
-		save(r)
-	}
-	for _, v := range w.Unassign {
-		r, err := at(v)
-		if err != nil {
-			return nil, err
-		}
-		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimedState, "", now.UnixNano(), false, false
-		save(r)
-	}
-	for _, p := range w.Place {
-		r, err := at(p.Row)
-		if err != nil {
-			return nil, err
-		}
-		r.CellID, r.PlacementError, r.Since = p.CellID, "", now.UnixNano()
-		save(r)
-	}
-	for _, f := range w.PlacementFailed {
-		r, err := at(f.Row)
-		if err != nil {
-			return nil, err
-		}
-		r.CellID, r.PlacementError = "", f.Reason
-		save(r)
-	}
-	after := &db.Snapshot{Desired: s.Desired, Cells: s.Cells, FreshDomains: s.FreshDomains}
-	for _, r := range rows {
-		after.Actual = append(after.Actual, r)
-	}
-	slices.SortFunc(after.Actual, func(a, b db.ActualRow) int {
-		return compareKeys(a.Key(), b.Key())
-	})
-	return after, nil
-}
-
-func compareKeys(a, b db.ActualLRPKey) int {
-	if a.ProcessGuid != b.ProcessGuid {
-		if a.ProcessGuid < b.ProcessGuid {
-			return -1
-		}
-		return 1
-	}
-	if a.Index != b.Index {
-		return int(a.Index - b.Index)
-	}
-	return int(a.Presence - b.Presence)
 }
 
 // checkRepaired checks the state after the plan against the rules.

@@ -3,7 +3,6 @@ package convergence_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -39,9 +38,8 @@ var _ = Describe("Rollouts over many passes", func() {
 					servingBefore[d.ProcessGuid] = servingIndices(s, d.ProcessGuid)
 				}
 				checkNoDefinitionInUseDeleted(s, plan, seed)
-				after, err := applyPlan(s, plan, now)
+				after, err := convergence.ApplyPlan(s, plan, now)
 				Expect(err).NotTo(HaveOccurred(), "seed %d pass %d", seed, pass)
-				applyRolloutWrites(s, after, plan)
 				for _, d := range after.Desired {
 					floor := min(floors[d.ProcessGuid], servingBefore[d.ProcessGuid])
 					Expect(servingIndices(after, d.ProcessGuid)).To(BeNumerically(">=", floor),
@@ -96,58 +94,6 @@ func rolloutSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 		}
 	}
 	return s
-}
-
-// applyRolloutWrites carries the plan's rollout records and definition
-// deletions into after, which applyPlan built from before's rows.
-func applyRolloutWrites(before, after *db.Snapshot, plan *convergence.Plan) {
-	records := map[string]db.RolloutRow{}
-	for _, rec := range before.Rollouts {
-		records[rec.ProcessGuid] = rec
-	}
-	active := map[string]string{}
-	for i := range after.Desired {
-		active[after.Desired[i].ProcessGuid] = after.Desired[i].ActiveDefinitionID
-	}
-	after.Desired = slices.Clone(after.Desired)
-	for _, w := range plan.Writes.Rollouts {
-		Expect(records[w.ProcessGuid].ModificationIndex).To(Equal(w.ExpectModificationIndex))
-		Expect(active[w.ProcessGuid]).To(Equal(w.ExpectActiveDefinitionID))
-		next := w.Record
-		next.ModificationIndex = w.ExpectModificationIndex + 1
-		records[w.ProcessGuid] = next
-		if w.Settled || w.Delete {
-			delete(records, w.ProcessGuid)
-		}
-		for i := range after.Desired {
-			d := &after.Desired[i]
-			if d.ProcessGuid != w.ProcessGuid {
-				continue
-			}
-			if w.SetHealthyDefinitionID != "" {
-				d.HealthyDefinitionID = w.SetHealthyDefinitionID
-			}
-			if w.SetActiveDefinitionID != "" {
-				d.ActiveDefinitionID = w.SetActiveDefinitionID
-			}
-		}
-	}
-	after.Rollouts = nil
-	for _, d := range after.Desired {
-		if rec, ok := records[d.ProcessGuid]; ok {
-			after.Rollouts = append(after.Rollouts, rec)
-		}
-	}
-	deleted := map[db.DefinitionRef]bool{}
-	for _, ref := range plan.Writes.DeleteDefinitions {
-		deleted[ref] = true
-	}
-	after.Definitions = nil
-	for _, def := range before.Definitions {
-		if !deleted[db.DefinitionRef{ProcessGuid: def.ProcessGuid, DefinitionID: def.DefinitionID}] {
-			after.Definitions = append(after.Definitions, def)
-		}
-	}
 }
 
 // checkNoDefinitionInUseDeleted is invariant 3: a definition that is

@@ -202,7 +202,7 @@ var _ = Describe("Rollout plans for random states", func() {
 			// Invariant 1: every write finds its row as the snapshot had it
 			// (no row written twice, except chained Place), and no key is
 			// taken twice: one ORDINARY and one RETIRING row per index.
-			after, err := applyPlan(s, plan, now)
+			after, err := convergence.ApplyPlan(s, plan, now)
 			Expect(err).NotTo(HaveOccurred(), "seed %d: %v", seed, plan.Reasons)
 
 			// Invariant 3.
@@ -456,4 +456,17 @@ func checkRevertStartsNothing(plan *convergence.Plan, guid string, seed uint64) 
 	for _, v := range w.RequestStop {
 		Expect(v.Key.ProcessGuid).NotTo(Equal(guid), "seed %d: the reverting pass stops %+v", seed, v.Key)
 	}
+}
+
+func compareKeys(a, b db.ActualLRPKey) int {
+	if a.ProcessGuid != b.ProcessGuid {
+		if a.ProcessGuid < b.ProcessGuid {
+			return -1
+		}
+		return 1
+	}
+	if a.Index != b.Index {
+		return int(a.Index - b.Index)
+	}
+	return int(a.Presence - b.Presence)
 }

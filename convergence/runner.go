@@ -120,6 +120,22 @@ type Runner struct {
 // NewRunner returns a runner over store. Its metrics are registered on
 // registry (none when nil).
 func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer, cfg RunnerConfig) *Runner {
+	cfg = cfg.withDefaults()
+	r := &Runner{
+		logger:    logger.Session("convergence", lager.Data{"owner": cfg.Owner}),
+		store:     store,
+		cfg:       cfg,
+		metrics:   newMetrics(registry),
+		pending:   map[string]struct{}{},
+		triggered: make(chan struct{}, 1),
+		rolling:   map[string]struct{}{},
+	}
+	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseHeld)
+	return r
+}
+
+// withDefaults fills in the zero values of cfg.
+func (cfg RunnerConfig) withDefaults() RunnerConfig {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -148,17 +164,7 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 	if cfg.KeepOperations <= 0 {
 		cfg.KeepOperations = DefaultKeepOperations
 	}
-	r := &Runner{
-		logger:    logger.Session("convergence", lager.Data{"owner": cfg.Owner}),
-		store:     store,
-		cfg:       cfg,
-		metrics:   newMetrics(registry),
-		pending:   map[string]struct{}{},
-		triggered: make(chan struct{}, 1),
-		rolling:   map[string]struct{}{},
-	}
-	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseHeld)
-	return r
+	return cfg
 }
 
 // Trigger asks for a pass over one LRP as soon as possible, e.g. after it

@@ -31,9 +31,8 @@ var _ = Describe("Capacity and zone spread over many passes", func() {
 				plan := convergence.Compute(s, now, cfg)
 				quiet = plan.Writes.Empty()
 				before := cellUsage(s)
-				after, err := applyPlan(s, plan, now)
+				after, err := convergence.ApplyPlan(s, plan, now)
 				Expect(err).NotTo(HaveOccurred(), "seed %d pass %d", seed, pass)
-				applyRolloutWrites(s, after, plan)
 				for _, c := range s.Cells {
 					used, was := cellUsage(after)[c.CellID], before[c.CellID]
 					Expect(used.Instances).To(BeNumerically("<=", max(c.Capacity.Instances, was.Instances)),

@@ -45,9 +45,8 @@ var _ = Describe("Staged phases over many passes", func() {
 				}
 				planNow := now.UnixNano()
 				plan := convergence.Compute(s, now, cfg)
-				after, err := applyPlan(s, plan, now)
+				after, err := convergence.ApplyPlan(s, plan, now)
 				Expect(err).NotTo(HaveOccurred(), "seed %d pass %d", seed, pass)
-				applyRolloutWrites(s, after, plan)
 				for _, rec := range after.Rollouts {
 					switch {
 					case rec.State == models.RolloutStatus_HOLDING:

@@ -100,6 +100,24 @@ func (r RolloutRow) Equal(o RolloutRow) bool {
 	return r == o && proto.Equal(rs, os)
 }
 
+// StartedRollout is the record of a rollout of processGuid to definition
+// to that starts at now (Unix nanoseconds): PROGRESSING, nothing counted
+// yet, started by operation operationID, in the staged phase stage (nil:
+// not staged). The store writes it when a definition becomes active; a
+// rollout plan starts its simulation from the same record.
+func StartedRollout(processGuid, to, reason, operationID string, stage *models.RolloutStage, now int64) RolloutRow {
+	return RolloutRow{
+		ProcessGuid:  processGuid,
+		State:        models.RolloutStatus_PROGRESSING,
+		Reason:       reason,
+		DefinitionID: to,
+		StartedAt:    now,
+		ProgressAt:   now,
+		OperationID:  operationID,
+		Stage:        stage,
+	}
+}
+
 // DefinitionRow is one stored definition as cleanup and staged phases see
 // it: a staged phase creates the instances outside its cohort on the
 // healthy definition, with that definition's resources.

@@ -83,6 +83,7 @@ var fuzzRoutes = []fuzzRoute{
 	// message; with no event hub (as here) every request is refused, so
 	// no stream ever starts.
 	{models.RouteEvents, newMessage[models.EventsRequest](), newMessage[models.PingResponse](), false},
+	{models.RouteRolloutPlan, newMessage[models.RolloutPlanRequest](), newMessage[models.RolloutPlanResponse](), false},
 }
 
 // Encodings the fuzzer picks from, by index: the two content types, and
@@ -235,6 +236,7 @@ func fuzzSeeds() map[string]proto.Message {
 		models.RoutePromoteRollout:   &models.PromoteRolloutRequest{ProcessGuid: "web", ToPercent: 100},
 		models.RoutePauseRollout:     &models.PauseRolloutRequest{ProcessGuid: "web"},
 		models.RouteResumeRollout:    &models.ResumeRolloutRequest{ProcessGuid: "web"},
+		models.RouteRolloutPlan:      &models.RolloutPlanRequest{ProcessGuid: "web", ReadyAfterMs: 1000, Update: &models.DesiredLRPUpdate{Definition: v2, UpdateIdentifier: "v2"}},
 		models.RouteOperations:       &models.OperationsRequest{ProcessGuid: "web", Limit: 10},
 		models.RouteOperation:        &models.OperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
 		models.RouteCancelOperation:  &models.CancelOperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},

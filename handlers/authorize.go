@@ -191,6 +191,7 @@ var routePolicy = map[string]access{
 	models.RoutePromoteRollout: apiClients,
 	models.RoutePauseRollout:   apiClients,
 	models.RouteResumeRollout:  apiClients,
+	models.RouteRolloutPlan:    apiClients,
 
 	models.RouteOperations:      apiClients,
 	models.RouteOperation:       apiClients,

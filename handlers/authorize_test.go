@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
@@ -164,7 +165,8 @@ var _ = Describe("Authorization by client certificate", func() {
 	var b *board
 
 	BeforeEach(func() {
-		b = newTLSBoard(authStore, jsonWire, handlers.WithEvents(newHub()))
+		b = newTLSBoard(authStore, jsonWire, handlers.WithEvents(newHub()),
+			handlers.WithRolloutPlanner(convergence.NewRolloutPlanner(authStore, convergence.RunnerConfig{}).Plan))
 	})
 
 	var entries []TableEntry

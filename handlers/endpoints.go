@@ -10,7 +10,7 @@ import (
 // endpoints lists every API route with the call that serves it, except the
 // event stream (see serveEvents).
 func endpoints(store db.DB, o options) []endpoint {
-	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge}
+	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge, planRollout: o.planRollout}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -35,6 +35,7 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RoutePromoteRollout, h.promoteRollout),
 		route(models.RoutePauseRollout, h.pauseRollout),
 		route(models.RouteResumeRollout, h.resumeRollout),
+		route(models.RouteRolloutPlan, h.rolloutPlan),
 
 		route(models.RouteOperations, h.operations),
 		route(models.RouteOperation, h.operation),
@@ -62,4 +63,6 @@ type storeHandlers struct {
 	presenceTTL time.Duration
 	// converge asks for a convergence pass over one LRP.
 	converge func(processGuid string)
+	// planRollout answers dry runs of updates (nil: not served).
+	planRollout RolloutPlanner
 }

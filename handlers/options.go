@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"time"
 
 	"github.com/corkboard/corkboard/events"
+	"github.com/corkboard/corkboard/models"
 )
 
 // Defaults for the options.
@@ -38,6 +40,7 @@ type options struct {
 	eventsHeartbeat    time.Duration
 	eventsWriteTimeout time.Duration
 	converge           func(processGuid string)
+	planRollout        RolloutPlanner
 	databaseTimeout    time.Duration
 
 	maxRequestsInFlight int
@@ -129,6 +132,18 @@ func WithConvergenceTrigger(trigger func(processGuid string)) Option {
 			o.converge = trigger
 		}
 	}
+}
+
+// RolloutPlanner answers a dry run of an update (POST /v1/rollouts/plan):
+// the board passes its convergence planner's (convergence.RolloutPlanner),
+// so that the handlers own no convergence configuration. It must write
+// nothing.
+type RolloutPlanner func(ctx context.Context, req *models.RolloutPlanRequest) (*models.RolloutPlan, error)
+
+// WithRolloutPlanner serves POST /v1/rollouts/plan with plan. Without it
+// that route answers Unavailable.
+func WithRolloutPlanner(plan RolloutPlanner) Option {
+	return func(o *options) { o.planRollout = plan }
 }
 
 // WithMaxRequestsInFlight sets how many API calls (event streams aside,

@@ -141,6 +141,10 @@ var policyCases = []policyCase{
 	anyCase("resume a rollout", models.RouteResumeRollout, func(f fixture) proto.Message {
 		return &models.ResumeRolloutRequest{ProcessGuid: f.guid}
 	}, apiCallers),
+	anyCase("plan a rollout", models.RouteRolloutPlan, func(f fixture) proto.Message {
+		return &models.RolloutPlanRequest{ProcessGuid: f.guid, ReadyAfterMs: 1000, Update: &models.DesiredLRPUpdate{
+			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/app"}}, UpdateIdentifier: "planned"}}
+	}, apiCallers),
 
 	anyCase("list operations", models.RouteOperations, func(f fixture) proto.Message {
 		return &models.OperationsRequest{ProcessGuid: f.guid}

@@ -79,3 +79,17 @@ func (h *storeHandlers) resumeRollout(ctx context.Context, req *models.ResumeRol
 	h.converge(req.GetProcessGuid())
 	return &models.ResumeRolloutResponse{Status: status, OperationId: note.Operation.GetId()}, nil
 }
+
+// rolloutPlan answers what an update would do, pass by pass, without
+// doing it: no operation, no event, no row is written, and convergence is
+// not asked for a pass.
+func (h *storeHandlers) rolloutPlan(ctx context.Context, req *models.RolloutPlanRequest) (*models.RolloutPlanResponse, error) {
+	if h.planRollout == nil {
+		return nil, models.NewError(models.Error_Unavailable, "this board does not plan rollouts")
+	}
+	plan, err := h.planRollout(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &models.RolloutPlanResponse{Plan: plan}, nil
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // Staged phases (DESIGN §5, "Staged rollout"). A phase moves a share of an
@@ -190,4 +192,27 @@ func StageCohort(seed, processGuid string, instances int32) []int32 {
 		order[i] = k.index
 	}
 	return order
+}
+
+// NewRolloutStage is the phase an update with staged starts for the
+// rollout of processGuid to definitionID at now (Unix nanoseconds): from
+// 0% to the target, at the rate asked (nil: at once), with the seed asked
+// or DefaultStageSeed, watched for crashes from the start. The store
+// writes it with the update; a rollout plan simulates the same phase.
+func NewRolloutStage(staged *StagedRollout, processGuid, definitionID string, now int64) *RolloutStage {
+	seed := staged.GetSeed()
+	if seed == "" {
+		seed = DefaultStageSeed(processGuid, definitionID)
+	}
+	stage := &RolloutStage{
+		PriorPercent:   0,
+		TargetPercent:  staged.GetTargetPercent(),
+		Seed:           seed,
+		PhaseStartedAt: now,
+		WatchingSince:  now,
+	}
+	if rate := staged.GetSafeRate(); rate != nil {
+		stage.SafeRate = proto.Clone(rate).(*SafeRate)
+	}
+	return stage
 }

@@ -27,6 +27,9 @@ const (
 	RoutePromoteRollout = "/v1/rollouts/promote"
 	RoutePauseRollout   = "/v1/rollouts/pause"
 	RouteResumeRollout  = "/v1/rollouts/resume"
+	// RouteRolloutPlan answers what an update would do, pass by pass,
+	// without doing it.
+	RouteRolloutPlan = "/v1/rollouts/plan"
 
 	// Operations: the audited log of every change to a DesiredLRP.
 	RouteOperations      = "/v1/operations/list"

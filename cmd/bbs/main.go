@@ -231,6 +231,8 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithEvents(hub),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithConvergenceTrigger(runner.Trigger),
+		// Dry runs of updates plan with the runner's own configuration.
+		handlers.WithRolloutPlanner(convergence.NewRolloutPlanner(store, runnerConfig).Plan),
 		handlers.WithMaxRequestsInFlight(cfg.MaxRequestsInFlight),
 		handlers.WithMaxEventSubscribers(cfg.MaxEventSubscribers),
 		handlers.WithDatabaseTimeout(cfg.databaseTimeout()),

@@ -190,8 +190,18 @@ func expectedOn(definitionID string, instances int) []string {
 //   - an index without a RUNNING, routable instance (ORDINARY or
 //     RETIRING): an instance lost;
 //   - an index with more than one ORDINARY row, or more than two rows
-//     (ORDINARY and RETIRING), or a cell set running more than two
-//     instances of it: an instance doubled.
+//     (ORDINARY and RETIRING): an instance doubled;
+//   - an instance a cell has run for longer than orphanGrace with no row
+//     of the board naming it: an orphan process, a double no router
+//     sees and nothing stops.
+//
+// An orphan for a moment is no violation: a cell whose board dies
+// between its claim and its start keeps the instance running, as a rep
+// keeps a process running whatever the board heard of it, and a new
+// definition meanwhile replaces the row that was not yet RUNNING. The
+// cell learns that at its first report a board answers — after the
+// killed board is back — and stops it. A chaos run saw exactly that for
+// 70 ms, a third instance of an index on the cells whose row had gone.
 //
 // An index whose ORDINARY row is missing for a moment while its RETIRING
 // instance serves is not a loss: the store writes a pass's retirements
@@ -206,9 +216,12 @@ type rolloutWatch struct {
 
 	mu     sync.Mutex
 	report watchReport
-	quit   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// orphans holds, for every instance on a cell that no row named at a
+	// look, when a look first saw it so.
+	orphans map[string]time.Time
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 type watchReport struct {
@@ -228,7 +241,7 @@ func (r watchReport) String() string {
 
 func watchRollout(board *runningBoard, guid string, instances int, cells []*simcell.Cell) *rolloutWatch {
 	w := &rolloutWatch{api: board.client(), guid: guid, instances: instances, cells: cells,
-		quit: make(chan struct{}), done: make(chan struct{})}
+		orphans: map[string]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
 		defer close(w.done)
@@ -260,11 +273,10 @@ func (w *rolloutWatch) look() {
 	if err != nil {
 		return // not a look: the board did not answer
 	}
-	onCells := map[int32]int{}
+	var onCells []simcell.Instance
 	for _, c := range w.cells {
-		for _, instance := range append(c.Running(), c.Retiring()...) {
-			onCells[instance.Index]++
-		}
+		onCells = append(onCells, c.Running()...)
+		onCells = append(onCells, c.Retiring()...)
 	}
 	type indexRows struct{ ordinary, retiring, all, serving int }
 	perIndex := make([]indexRows, w.instances)
@@ -299,12 +311,10 @@ func (w *rolloutWatch) look() {
 		if p.ordinary == 0 {
 			withoutOrdinary = true
 		}
-		if onCells[int32(i)] > 2 {
-			problems = append(problems, fmt.Sprintf("the cells run %d instances of index %d", onCells[int32(i)], i))
-		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	problems = append(problems, w.lookForOrphans(rows, onCells, time.Now())...)
 	w.report.observations++
 	if withoutOrdinary {
 		w.report.withoutOrdinary++
@@ -313,6 +323,45 @@ func (w *rolloutWatch) look() {
 	for _, p := range problems {
 		w.report.violations = append(w.report.violations, time.Now().Format(time.StampMilli)+" "+p+": "+describeRows(rows))
 	}
+}
+
+// orphanGrace is how long a cell may run an instance no row names: more
+// than a board's kill, the other board's takeover and the restart (2–5 s
+// on a loaded machine), then a report interval.
+const orphanGrace = 15 * time.Second
+
+// lookForOrphans notes the instances on the cells that no row names, and
+// reports those seen so for longer than orphanGrace. The rows are read
+// before the cells, so an instance claimed in between is an orphan for
+// one look; the grace covers it.
+func (w *rolloutWatch) lookForOrphans(rows []*models.ActualLRP, onCells []simcell.Instance, now time.Time) []string {
+	named := map[string]bool{}
+	for _, lrp := range rows {
+		named[lrp.GetInstanceGuid()] = true
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, instance := range onCells {
+		if instance.ProcessGuid != w.guid || named[instance.InstanceGuid] {
+			continue
+		}
+		seen[instance.InstanceGuid] = true
+		since, ok := w.orphans[instance.InstanceGuid]
+		if !ok {
+			w.orphans[instance.InstanceGuid] = now
+			continue
+		}
+		if now.Sub(since) > orphanGrace {
+			problems = append(problems, fmt.Sprintf("instance %s of index %d (%s) has run with no row for %s",
+				instance.InstanceGuid, instance.Index, instance.DefinitionID, now.Sub(since).Round(time.Millisecond)))
+		}
+	}
+	for guid := range w.orphans {
+		if !seen[guid] {
+			delete(w.orphans, guid)
+		}
+	}
+	return problems
 }
 
 func describeRows(rows []*models.ActualLRP) string {

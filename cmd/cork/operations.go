@@ -45,6 +45,11 @@ func lease(op *models.Operation) string {
 // several entries often fall in one second.
 const historyTime = "2006-01-02T15:04:05.000Z07:00"
 
+// historyTimestamp shows when a history entry happened (historyTime).
+func historyTimestamp(unixNanos int64) string {
+	return time.Unix(0, unixNanos).UTC().Format(historyTime)
+}
+
 // maxParametersWidth keeps the request shown in an operation's table to
 // one readable line; the JSON output has it whole.
 const maxParametersWidth = 120
@@ -60,7 +65,7 @@ func (a *app) emitOperation(op *models.Operation) error {
 	}
 	history := make([][]string, 0, len(op.GetHistory()))
 	for _, entry := range op.GetHistory() {
-		history = append(history, []string{time.Unix(0, entry.GetAt()).UTC().Format(historyTime), oneLine(entry.GetMessage())})
+		history = append(history, []string{historyTimestamp(entry.GetAt()), oneLine(entry.GetMessage())})
 	}
 	fmt.Fprintln(a.out)
 	return printTable(a.out, []string{"TIME", "HISTORY"}, history)

@@ -69,12 +69,17 @@ func printJSONLines[T proto.Message](w io.Writer, items []T) error {
 const columnGap = 2
 
 func printTable(out io.Writer, headers []string, rows [][]string) error {
-	w := tabwriter.NewWriter(out, 0, 4, columnGap, ' ', 0)
+	w := newAlignedWriter(out)
 	fmt.Fprintln(w, strings.Join(headers, "\t"))
 	for _, row := range rows {
 		fmt.Fprintln(w, strings.Join(orDash(row), "\t"))
 	}
 	return w.Flush()
+}
+
+// newAlignedWriter aligns tab-separated cells in columns columnGap apart.
+func newAlignedWriter(out io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(out, 0, 4, columnGap, ' ', 0)
 }
 
 // tableStream prints the rows of one table as they come, for a watch. It

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,14 +74,14 @@ func definitionCounts(s *models.RolloutStatus) string {
 
 func (a *app) rolloutCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rollout status|rollback|abort|promote|pause|resume GUID",
+		Use:   "rollout status|plan|rollback|abort|promote|pause|resume GUID",
 		Short: "Follow and steer the rolling update of an LRP",
 		Args:  exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return usageErrorf("rollout needs a subcommand: status, rollback, abort, promote, pause or resume")
+			return usageErrorf("rollout needs a subcommand: status, plan, rollback, abort, promote, pause or resume")
 		}),
 	}
-	cmd.AddCommand(a.rolloutStatusCommand(), a.rollbackCommand(), a.abortRolloutCommand(),
+	cmd.AddCommand(a.rolloutStatusCommand(), a.rolloutPlanCommand(), a.rollbackCommand(), a.abortRolloutCommand(),
 		a.promoteRolloutCommand(), a.pauseRolloutCommand(), a.resumeRolloutCommand())
 	return cmd
 }
@@ -124,8 +125,23 @@ rollback, an abort or a new definition), 4 REVERTED (auto_revert took every
 index back to the healthy definition; cork waits until it is back), 5 HOLDING
 (a staged phase reached its target and waits for a promote), 1 when cork
 itself failed (the board unreachable, say). A paused phase does not end a
-watch. With -o table the header is printed again only when a column has to
-widen.`,
+watch.
+
+How a watch prints depends on where its output goes. On a terminal, with
+-o table, it draws one line and rewrites it in place (carriage return, then
+erase to the end of the line) at every change and at least once a second,
+so that its clocks move between events, e.g.
+
+  hello  PROGRESSING  [██████████░░░░░░░░░░]  2/4 updated  1 in flight  elapsed 12s  deadline in 9m48s
+
+the bar counting the indices updated, a staged phase adding "share 12.4% of
+50%". The line keeps within the terminal's width (80 when it does not say):
+the bar narrows, then the deadline, the elapsed time and the rest go. When
+the rollout is over the line stays, followed by "rollout complete: <why>"
+(or, for the outcomes with their own exit code, the message on stderr).
+Anywhere else (a pipe, a file), and with -o json, a watch prints the status
+again as a new line or row whenever it changes; with -o table the header is
+printed again only when a column has to widen.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if !watch {
@@ -138,19 +154,33 @@ widen.`,
 			return a.watchRollout(ctx, args[0])
 		}),
 	}
-	cmd.Flags().BoolVar(&watch, "watch", false, "print the status whenever it changes, until the rollout is over")
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow the status until the rollout is over: one updating progress line on a terminal with -o table, otherwise a line per change")
 	return cmd
 }
 
 // watchRollout prints the status, then again after every event about the
-// LRP that changes it, until the rollout is over or Ctrl-C.
+// LRP that changes it, until the rollout is over or Ctrl-C. On a terminal
+// with -o table it rewrites one progress line instead, also once a second
+// so that its clocks move between events.
 func (a *app) watchRollout(ctx context.Context, guid string) error {
 	var last *models.RolloutStatus
 	rows := &tableStream{out: a.out, headers: rolloutStatusHeaders}
+	var line *progressLine
+	if _, isTerminal := a.terminal(); isTerminal && a.format == formatTable {
+		line = &progressLine{out: a.out, terminal: a.terminal, started: time.Now()}
+	}
 	show := func() (over bool, err error) {
 		status, err := a.client().RolloutStatus(ctx, guid)
 		if err != nil {
 			return true, err
+		}
+		over, outcome := rolloutOver(status)
+		if line != nil {
+			line.status = status
+			if over {
+				return true, errors.Join(outcome, line.end(time.Now(), outcome))
+			}
+			return false, line.draw(time.Now())
 		}
 		if !sameForWatch(status, last) {
 			if err := a.printWatched(ctx, rows, status); err != nil {
@@ -161,9 +191,9 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 			}
 			last = status
 		}
-		return rolloutOver(status)
+		return over, outcome
 	}
-	if over, err := show(); over {
+	if over, err := show(); over || err != nil {
 		return err
 	}
 	// The stream opens before the status is read again, so that no
@@ -176,19 +206,66 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 		return err
 	}
 	defer stream.Close()
+	// The reader of the stream ends with the watch.
+	readerCtx, stopReader := context.WithCancel(ctx)
+	defer stopReader()
+	changes := eventsAbout(readerCtx, stream, guid)
+	var ticks <-chan time.Time
+	if line != nil {
+		ticker := time.NewTicker(time.Second)
+		defer ticker.Stop()
+		ticks = ticker.C
+	}
 	for {
 		over, err := show()
 		if ctx.Err() != nil {
-			return nil
+			return line.interrupted()
 		}
-		if over {
+		if over || err != nil {
 			return err
 		}
-		if err := nextEventAbout(stream, guid); err != nil {
+		if err := waitForChange(ctx, changes, ticks, line); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return line.interrupted()
 			}
 			return err
+		}
+	}
+}
+
+// eventsAbout passes on, as they come, the stream's events about the LRP
+// (nil) and the error that ends the stream, until ctx ends.
+func eventsAbout(ctx context.Context, stream *client.EventStream, guid string) <-chan error {
+	changes := make(chan error, 1)
+	go func() {
+		for {
+			err := nextEventAbout(stream, guid)
+			select {
+			case changes <- err:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return changes
+}
+
+// waitForChange waits for the next event about the LRP, redrawing the
+// progress line (when there is one) at every tick meanwhile.
+func waitForChange(ctx context.Context, changes <-chan error, ticks <-chan time.Time, line *progressLine) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-changes:
+			return err
+		case now := <-ticks:
+			if err := line.draw(now); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -2,8 +2,14 @@ package main_test
 
 import (
 	"context"
+	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/creack/pty"
+	"github.com/onsi/gomega/gbytes"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -196,6 +202,49 @@ var _ = Describe("cork rollout", func() {
 		Expect(strings.Fields(lines[2])[1]).To(Equal("COMPLETE"))
 		Expect(strings.Index(lines[2], "COMPLETE")).To(Equal(strings.Index(lines[0], "STATE")), "aligned under the header")
 		Expect(strings.Index(lines[2], "max_surge=")).To(Equal(strings.Index(lines[0], "STRATEGY")))
+	})
+
+	It("on a terminal, rewrites one progress line, its clocks moving between events, and leaves it with the outcome", func() {
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
+		ptmx, tty, err := pty.Open()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(ptmx.Close)
+		Expect(pty.Setsize(ptmx, &pty.Winsize{Rows: 24, Cols: 100})).To(Succeed())
+		screen := gbytes.NewBuffer()
+		go func() {
+			defer GinkgoRecover()
+			io.Copy(screen, ptmx) // ends with an error once the process is gone
+		}()
+		cmd := exec.Command(corkPath, "rollout", "status", "hello", "--watch", "-o", "table")
+		cmd.Env = append(os.Environ(), "BBS_URL="+board)
+		// Not gexec.Start: it would take stdout for its own buffer.
+		stderr := gbytes.NewBuffer()
+		cmd.Stdout, cmd.Stderr = tty, stderr
+		Expect(cmd.Start()).To(Succeed())
+		exited := make(chan int, 1)
+		go func() {
+			cmd.Wait()
+			exited <- cmd.ProcessState.ExitCode()
+		}()
+		DeferCleanup(func() { cmd.Process.Kill(); <-exited })
+		Expect(tty.Close()).To(Succeed())
+
+		draws := func() int { return strings.Count(string(screen.Contents()), "\x1b[K") }
+		// Drawn at the start and once the event stream is open, then
+		// again without an event: the clocks move.
+		Eventually(draws, 5*time.Second).Should(BeNumerically(">=", 4))
+		first := strings.Split(string(screen.Contents()), "\x1b[K")[0]
+		Expect(first).To(MatchRegexp(`^\rhello  PROGRESSING  \[░+\]  0/4 updated  0 in flight  elapsed \d+s  deadline in \d+m\d+s$`))
+		Expect(len([]rune(strings.TrimPrefix(first, "\r")))).To(BeNumerically("<=", 99), "one column short of the terminal's 100")
+		Expect(string(screen.Contents())).NotTo(ContainSubstring("PROCESS_GUID"), "no table header on a terminal")
+
+		finish(models.RolloutStatus_COMPLETE, "every index runs v2")
+		var code int
+		Eventually(exited, 5*time.Second).Should(Receive(&code))
+		exited <- code // for the cleanup
+		Expect(code).To(Equal(0))
+		Eventually(screen, 5*time.Second).Should(gbytes.Say(`\rhello  COMPLETE  \[░+\]  0/4 updated  0 in flight  elapsed \d+s\x1b\[K\r\nrollout complete: every index runs v2\r\n$`))
+		Expect(string(stderr.Contents())).To(BeEmpty())
 	})
 
 	It("shows the LRP's effective strategy in the table: defaults filled in, percents with their count", func() {

@@ -32,6 +32,9 @@ type app struct {
 
 	stdin io.Reader
 	out   *bufio.Writer
+	// terminal says whether out goes to a terminal, and how wide it is:
+	// a rollout watch draws one updating line there.
+	terminal terminalFunc
 
 	// started is set once cobra has accepted the command line and a
 	// command begins to run; errors before that are usage errors.
@@ -39,7 +42,7 @@ type app struct {
 }
 
 func newApp(stdin io.Reader, stdout io.Writer) *app {
-	return &app{stdin: stdin, out: bufio.NewWriter(stdout)}
+	return &app{stdin: stdin, out: bufio.NewWriter(stdout), terminal: terminalOf(stdout)}
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -99,6 +102,7 @@ certificate with the reps (cork logs).`,
 		a.pingCommand(),
 		a.desireCommand(),
 		a.getCommand(),
+		a.describeCommand(),
 		a.listCommand(),
 		a.schedulingInfosCommand(),
 		a.updateCommand(),

@@ -15,6 +15,12 @@ import (
 // cannot drift from what the board does. One cell with no spaces, so that
 // it stays one field of a table row.
 func effectiveStrategy(instances int32, s *models.UpdateStrategy) string {
+	return strings.Join(effectiveStrategyFields(instances, s), ",")
+}
+
+// effectiveStrategyFields are the fields of effectiveStrategy, each
+// "name=value", for a page that shows them apart (cork describe).
+func effectiveStrategyFields(instances int32, s *models.UpdateStrategy) []string {
 	resolved, err := convergence.ResolveRolloutStrategy(instances, s)
 	if err != nil {
 		// The planner, too, falls back to every default for a stored
@@ -22,14 +28,14 @@ func effectiveStrategy(instances int32, s *models.UpdateStrategy) string {
 		resolved, _ = convergence.ResolveRolloutStrategy(instances, nil)
 		s = nil
 	}
-	return strings.Join([]string{
+	return []string{
 		"max_surge=" + resolvedCount(s.GetMaxSurge(), resolved.MaxSurge),
 		"max_unavailable=" + resolvedCount(s.GetMaxUnavailable(), resolved.MaxUnavailable),
 		"min_ready=" + shortDuration(resolved.MinReady),
 		"progress_deadline=" + shortDuration(resolved.ProgressDeadline),
 		"auto_revert=" + yesNo(resolved.AutoRevert),
 		"history_limit=" + itoa(resolved.HistoryLimit),
-	}, ",")
+	}
 }
 
 // resolvedCount is the count the board uses, after what was stored when

@@ -97,6 +97,26 @@ var _ = Describe("cork with TLS", func() {
 		Expect(r.stdout).To(ContainSubstring(`"process_guid":"hello"`))
 	})
 
+	It("describes an LRP to an api-client without zones, saying why: cells/list is for operators", func() {
+		Expect(cork(operatorEnv(), "desire", fixture("hello-local.json")).code).To(Equal(0))
+		clientEnv := []string{"BBS_CA_CERT=" + path("ca.crt"), "BBS_CERT=" + path("client.crt"), "BBS_KEY=" + path("client.key")}
+
+		r := cork(clientEnv, "describe", "hello", "-o", "table")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(MatchRegexp(`(?m)^  INDEX  PRESENCE  STATE +CELL  DEFINITION `), "no ZONE column")
+		Expect(r.stdout).To(ContainSubstring("\n  (no zones: the board did not list the cells to this certificate: Unauthorized: an api-client certificate may not call "))
+		Expect(r.stdout).To(ContainSubstring("\nOperations (newest first, at most 10):\n"), "the page goes on")
+
+		r = cork(clientEnv, "describe", "hello")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(ContainSubstring(`"cells":null,"cells_refused":"Unauthorized: an api-client certificate may not call `))
+
+		r = cork(operatorEnv(), "describe", "hello", "-o", "table")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(MatchRegexp(`(?m)^  INDEX  PRESENCE  STATE +CELL  ZONE  DEFINITION `))
+		Expect(r.stdout).NotTo(ContainSubstring("no zones"))
+	})
+
 	It("lets the flags win over the environment", func() {
 		env := []string{"BBS_CA_CERT=/nonexistent/ca.crt", "BBS_CERT=/nonexistent/operator.crt", "BBS_KEY=/nonexistent/operator.key"}
 		r := cork(env, "ping", "--ca-cert", path("ca.crt"), "--cert", path("operator.crt"), "--key", path("operator.key"))

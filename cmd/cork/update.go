@@ -14,16 +14,12 @@ import (
 
 func (a *app) updateCommand() *cobra.Command {
 	var (
-		instances      int32
-		definitionFile string
-		routesFile     string
-		identifier     string
-		annotation     string
-		queue          bool
-		validate       bool
-		strategy       strategyFlags
-		staged         stagedFlags
-		autoscaling    autoscalingFlags
+		rollout     rolloutFlags
+		routesFile  string
+		annotation  string
+		queue       bool
+		validate    bool
+		autoscaling autoscalingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
@@ -80,25 +76,21 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
-			if flags.Changed("id") && !flags.Changed("definition") {
-				return usageErrorf("--id names a new definition; it needs --definition")
-			}
 			if flags.Changed("queue") && !flags.Changed("definition") {
 				return usageErrorf("--queue queues a new definition; it needs --definition")
 			}
 			if flags.Changed("validate") && !flags.Changed("definition") {
 				return usageErrorf("--validate validates a new definition; it needs --definition")
 			}
-			stagedRollout, err := staged.rollout(flags)
-			if err != nil {
+			if err := rollout.check(flags); err != nil {
 				return err
 			}
 			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !flags.Changed("routes") &&
-				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !strategy.changed(flags) {
+				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !rollout.strategy.changed(flags) {
 				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
 			}
 			stdin := 0
-			for _, file := range []string{definitionFile, routesFile, autoscaling.file} {
+			for _, file := range []string{rollout.definitionFile, routesFile, autoscaling.file} {
 				if file == "-" {
 					stdin++
 				}
@@ -111,22 +103,12 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				return err
 			}
 			update := &models.DesiredLRPUpdate{}
-			if strategy.changed(flags) {
-				current, err := a.client().DesiredLRPByProcessGuid(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				merged, err := strategy.apply(flags, current.GetUpdateStrategy())
-				if err != nil {
-					return err
-				}
-				update.UpdateStrategy = merged
-				// Compare-and-set: a strategy changed by someone else since
-				// the read is not overwritten.
-				update.ModificationTag = current.GetModificationTag()
+			if err := a.applyRolloutFlags(ctx, flags, args[0], &rollout, update); err != nil {
+				return err
 			}
-			if flags.Changed("instances") {
-				update.Instances = &instances
+			if flags.Changed("definition") {
+				update.Queue = queue
+				update.Validate = validate
 			}
 			if flags.Changed("annotation") {
 				update.Annotation = &annotation
@@ -138,20 +120,6 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 					return err
 				}
 				update.Routes = routes
-			}
-			if flags.Changed("definition") {
-				var definition models.LRPDefinition
-				if err := a.readSpec(definitionFile, &definition); err != nil {
-					return err
-				}
-				if err := definition.Validate(); err != nil {
-					return invalidSpec(definitionFile, err)
-				}
-				update.Definition = &definition
-				update.UpdateIdentifier = identifier
-				update.Queue = queue
-				update.Validate = validate
-				update.Staged = stagedRollout
 			}
 			lrp, operationID, err := a.client().UpdateDesiredLRPWithOperation(ctx, args[0], update)
 			if err != nil {
@@ -165,18 +133,84 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 		}),
 	}
 	flags := cmd.Flags()
-	flags.Int32Var(&instances, "instances", 0, "desired number of instances")
-	flags.StringVar(&definitionFile, "definition", "", "JSON file with the new LRPDefinition ('-' for stdin)")
-	flags.StringVar(&identifier, "id", "", "update identifier naming the new definition")
+	rollout.register(flags)
 	flags.StringVar(&routesFile, "routes", "", "JSON file with the new routes, e.g. {\"http\": [{\"hostname\": \"a.example\", \"port\": 8080}]} ('-' for stdin)")
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")
 	autoscaling.registerFile(flags)
 	autoscaling.registerEnabled(flags)
-	strategy.register(flags)
-	staged.register(flags)
 	return cmd
+}
+
+// rolloutFlags are the flags of an update that decide its rollout, shared
+// by cork update and cork rollout plan: the new definition (--definition,
+// --id), --instances, the strategy flags and the staged ones.
+type rolloutFlags struct {
+	instances      int32
+	definitionFile string
+	identifier     string
+	strategy       strategyFlags
+	staged         stagedFlags
+	// stagedRollout is what the staged flags ask for, once checked.
+	stagedRollout *models.StagedRollout
+}
+
+func (r *rolloutFlags) register(flags *pflag.FlagSet) {
+	flags.Int32Var(&r.instances, "instances", 0, "desired number of instances")
+	flags.StringVar(&r.definitionFile, "definition", "", "JSON file with the new LRPDefinition ('-' for stdin)")
+	flags.StringVar(&r.identifier, "id", "", "update identifier naming the new definition")
+	r.strategy.register(flags)
+	r.staged.register(flags)
+}
+
+// check refuses, as a usage error naming the flag, a flag given without
+// the one it needs or a staged flag out of range.
+func (r *rolloutFlags) check(flags *pflag.FlagSet) error {
+	if flags.Changed("id") && !flags.Changed("definition") {
+		return usageErrorf("--id names a new definition; it needs --definition")
+	}
+	staged, err := r.staged.rollout(flags)
+	r.stagedRollout = staged
+	return err
+}
+
+// applyRolloutFlags sets the fields of update the flags given ask for
+// (check passed): the strategy, merged into the LRP's current one (the
+// board replaces it as a whole) and compare-and-set on its tag; the
+// instances; the definition read from its file, with its id and staged
+// phase.
+func (a *app) applyRolloutFlags(ctx context.Context, flags *pflag.FlagSet, guid string, r *rolloutFlags, update *models.DesiredLRPUpdate) error {
+	if r.strategy.changed(flags) {
+		current, err := a.client().DesiredLRPByProcessGuid(ctx, guid)
+		if err != nil {
+			return err
+		}
+		merged, err := r.strategy.apply(flags, current.GetUpdateStrategy())
+		if err != nil {
+			return err
+		}
+		update.UpdateStrategy = merged
+		// Compare-and-set: a strategy changed by someone else since the
+		// read is not overwritten.
+		update.ModificationTag = current.GetModificationTag()
+	}
+	if flags.Changed("instances") {
+		update.Instances = &r.instances
+	}
+	if flags.Changed("definition") {
+		var definition models.LRPDefinition
+		if err := a.readSpec(r.definitionFile, &definition); err != nil {
+			return err
+		}
+		if err := definition.Validate(); err != nil {
+			return invalidSpec(r.definitionFile, err)
+		}
+		update.Definition = &definition
+		update.UpdateIdentifier = r.identifier
+		update.Staged = r.stagedRollout
+	}
+	return nil
 }
 
 // stagedFlags are cork update's flags for a staged phase.

@@ -18,7 +18,7 @@ import (
 // models/rollout_stage.go). A staged rollout's record carries its phase in
 // rollouts.stage (migration 0008): the protobuf of a models.RolloutStage
 // with only its stored fields set. The phase is written here (an update
-// with staged, through newStage; PromoteRollout, PauseRollout,
+// with staged, through models.NewRolloutStage; PromoteRollout, PauseRollout,
 // ResumeRollout) and by convergence (a RolloutWrite whose Record.Stage
 // changed, e.g. HOLDING or a pause on a crash); a rollback or an abort
 // starts a record without one. The computed fields (share, allowed and
@@ -60,28 +60,6 @@ func stageStatus(stored *models.RolloutStage, instances, activeOrdinary int32, n
 	stage.AllowedInstances = models.StageAllowed(stage.SharePercent, instances)
 	stage.ActiveInstances = activeOrdinary
 	stage.TargetAt = models.StageTargetAt(stored, now)
-	return stage
-}
-
-// newStage is the phase an update with staged starts for the rollout of
-// processGuid to definitionID at now: from 0% to the target, at the rate
-// asked (nil: at once), with the seed asked or models.DefaultStageSeed,
-// watched for crashes from the start.
-func newStage(staged *models.StagedRollout, processGuid, definitionID string, now int64) *models.RolloutStage {
-	seed := staged.GetSeed()
-	if seed == "" {
-		seed = models.DefaultStageSeed(processGuid, definitionID)
-	}
-	stage := &models.RolloutStage{
-		PriorPercent:   0,
-		TargetPercent:  staged.GetTargetPercent(),
-		Seed:           seed,
-		PhaseStartedAt: now,
-		WatchingSince:  now,
-	}
-	if rate := staged.GetSafeRate(); rate != nil {
-		stage.SafeRate = proto.Clone(rate).(*models.SafeRate)
-	}
 	return stage
 }
 

@@ -127,7 +127,7 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 // startRollout stores the LRP's record as a rollout to definition to that
 // starts now, over whatever record there was: PROGRESSING, nothing
 // counted, not settled, started by operation operationID, in the staged
-// phase stage (nil: not staged; see newStage).
+// phase stage (nil: not staged; see models.NewRolloutStage).
 func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
 	if err != nil {
@@ -137,16 +137,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 	if current != nil {
 		expect = current.ModificationIndex
 	}
-	rec := &rolloutRecord{RolloutRow: db.RolloutRow{
-		ProcessGuid:  processGuid,
-		State:        models.RolloutStatus_PROGRESSING,
-		Reason:       reason,
-		DefinitionID: to,
-		StartedAt:    now,
-		ProgressAt:   now,
-		OperationID:  operationID,
-		Stage:        stage,
-	}}
+	rec := &rolloutRecord{RolloutRow: db.StartedRollout(processGuid, to, reason, operationID, stage, now)}
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
 

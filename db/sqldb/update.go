@@ -43,7 +43,7 @@ import (
 //     instances is refused (InvalidRequest on "update.instances",
 //     models.ErrInstancesAutoscaled) and nothing is written.
 //   - staged, with a definition that becomes active, starts that rollout
-//     in a staged phase (newStage in rollout_stage.go); a queued update
+//     in a staged phase (models.NewRolloutStage); a queued update
 //     keeps it in its stored request and starts its phase when convergence
 //     starts it.
 //
@@ -419,7 +419,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 			// so convergence starting it comes through here too.
 			var stage *models.RolloutStage
 			if update.Staged != nil {
-				stage = newStage(update.Staged, processGuid, activeID, now)
+				stage = models.NewRolloutStage(update.Staged, processGuid, activeID, now)
 			}
 			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, operationID, stage, now); err != nil {
 				return nil, err
