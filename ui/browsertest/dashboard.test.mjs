@@ -281,6 +281,18 @@ async function rollout() {
   await shot('cells.png');
   step(`the cells page lists ${cells.join(', ')}`);
 
+  // Draining cell-z1 from the page: its instances move to cell-z2, and
+  // its card says so as it happens.
+  const z1 = page.locator('[data-testid=cells] [data-cell=cell-z1]');
+  await z1.locator('[data-action=drain]').click();
+  await dialog.waitFor();
+  await page.locator('[data-testid=dialog-confirm]').click();
+  await dialog.waitFor({ state: 'hidden' });
+  await z1.locator('.badge', { hasText: 'draining' }).waitFor();
+  await z1.locator('.capacity', { hasText: 'instances' }).locator('.figure', { hasText: /^0 \/ 16$/ }).waitFor();
+  await shot('cells-drained.png');
+  step('cell-z1 drained from the page: draining, and its instances gone, live');
+
 }
 
 // tls: a board with mutual TLS. The browser presents the operator's

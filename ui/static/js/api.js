@@ -39,7 +39,12 @@ export const listActual = async (guid) => (await call('/v1/actual_lrps/list', gu
 export const rolloutStatus = async (guid) => (await call('/v1/rollouts/status', { process_guid: guid })).status || {};
 export const listDefinitions = async (guid) => (await call('/v1/definitions/list', { process_guid: guid })).definitions || [];
 export const getDefinition = async (guid, id) => (await call('/v1/definitions/get', { process_guid: guid, definition_id: id })).definition || {};
-export const listOperations = async (guid) => (await call('/v1/operations/list', { process_guid: guid })).operations || [];
+// listOperations reads one page of an LRP's operations, newest first, from
+// cursor ('' for the newest): {operations, next_cursor}.
+export const listOperations = async (guid, cursor) => {
+  const answer = await call('/v1/operations/list', cursor ? { process_guid: guid, cursor } : { process_guid: guid });
+  return { operations: answer.operations || [], next_cursor: answer.next_cursor || '' };
+};
 export const listCells = async () => (await call('/v1/cells/list', {})).cells || [];
 
 // concernsLRP says which process guid an event is about, or ''.

@@ -19,7 +19,7 @@ export function lrpPage(guid) {
   const instances = h('tbody');
   const definitionsBody = h('tbody');
   const diffBox = h('div', { class: 'diff', dataset: { testid: 'definition-diff' } });
-  const operations = operationsView();
+  const operations = operationsView(guid);
   let desired = null;
   const form = updateForm({ guid, current: () => desired });
   const el = h('section', { class: 'page', dataset: { testid: 'lrp-page', guid } },

@@ -5,12 +5,41 @@ import { nanosToMs } from './share.js';
 import { confirmAction } from './dialog.js';
 import * as api from './api.js';
 
-export function operationsView() {
+// The board answers a page of operations at a time, newest first; the
+// view shows the newest page, kept current from the events, and the older
+// pages the operator asked for.
+export function operationsView(guid) {
   const list = h('ol', { class: 'timeline', dataset: { testid: 'operations' } });
-  const el = h('div', null, list);
+  const more = h('button', { type: 'button', class: 'small', hidden: true, on: { click: () => loadOlder() } }, 'Older operations…');
+  const problem = h('p', { class: 'error' });
+  const el = h('div', null, list, more, problem);
+  let newest = [];
+  let older = [];
+  let cursor = '';
 
-  function update(operations) {
-    const sorted = [...operations].sort((a, b) => Number(BigInt(b.sequence || 0) - BigInt(a.sequence || 0)));
+  // update takes the newest page as read again after a change.
+  function update(page) {
+    newest = page.operations;
+    if (older.length === 0) cursor = page.next_cursor;
+    render();
+  }
+
+  async function loadOlder() {
+    try {
+      const page = await api.listOperations(guid, cursor);
+      older = older.concat(page.operations);
+      cursor = page.next_cursor;
+      render();
+    } catch (err) {
+      replace(problem, err.message);
+    }
+  }
+
+  function render() {
+    const byID = new Map();
+    for (const op of [...older, ...newest]) byID.set(op.id, op);
+    const sorted = [...byID.values()].sort((a, b) => Number(BigInt(b.sequence || 0) - BigInt(a.sequence || 0)));
+    more.hidden = cursor === '';
     if (sorted.length === 0) {
       replace(list, h('li', { class: 'muted' }, 'No operations.'));
       return;
