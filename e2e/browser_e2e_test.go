@@ -97,10 +97,9 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 
 		// What the page showed is what the board holds: every instance on
 		// the new definition, answering as v3 (the staged update the page
-		// promoted), and on cell-z2 (the page drained cell-z1).
-		status, err := b.client().RolloutStatus(context.Background(), guid)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(status.GetState()).To(Equal(models.RolloutStatus_COMPLETE))
+		// promoted; v4 was canceled), and on cell-z2 (the page drained
+		// cell-z1).
+		status := waitForRollout(b, guid, time.Minute, complete())
 		Expect(status.GetActiveDefinitionId()).NotTo(Equal(v1))
 		expectVersion(steady(b, guid, instances, "cell-z2"), status.GetActiveDefinitionId(), "v3")
 		for _, name := range []string{"lrps.png", "lrp-mid-rollout.png", "lrp-done.png", "cells.png"} {

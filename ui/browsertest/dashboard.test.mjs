@@ -273,6 +273,28 @@ async function rollout() {
     return rows.length === 4 && new Set(rows.map((r) => r.dataset.definition)).size === 1 && rows.every((r) => r.dataset.presence === 'ORDINARY');
   });
   step('resumed and promoted to 100% from the page, the staged rollout completes');
+  const v3 = await instanceRows.first().getAttribute('data-definition');
+
+  // An update to v4, canceled from the timeline once under way: the
+  // rollout is aborted and every instance is back on v3.
+  await update('v3', 'v4', {});
+  const running = page.locator('[data-testid=operations] > li[data-kind=UPDATE_DEFINITION][data-status=IN_PROGRESS]');
+  await running.waitFor();
+  await running.locator('[data-action=cancel-operation]').click();
+  await dialog.waitFor();
+  await page.locator('[data-testid=dialog-confirm]').click();
+  await dialog.waitFor({ state: 'hidden' });
+  await page.locator('[data-testid=operations] > li[data-kind=UPDATE_DEFINITION][data-status=CANCELED]').waitFor();
+  // The cancel started an abort: a rollout back to v3, over when the
+  // abort is FINISHED and the rollout COMPLETE.
+  await page.locator('[data-testid=operations] > li[data-kind=ABORT][data-status=FINISHED]').waitFor({ timeout: 60000 });
+  await page.locator('.rollout .badge.complete').waitFor();
+  await page.waitForFunction((id) => {
+    const rows = [...document.querySelectorAll('[data-testid=instances] tbody tr[data-definition]')];
+    return rows.length === 4 && rows.every((r) => r.dataset.definition === id && r.dataset.presence === 'ORDINARY' && r.dataset.state === 'RUNNING');
+  }, v3, { timeout: 60000 });
+  await shot('lrp-canceled.png');
+  step('an update canceled from the timeline rolls back to v3');
 
   await page.locator('nav a[data-nav=cells]').click();
   await page.locator('[data-testid=cells] [data-cell]').first().waitFor();
