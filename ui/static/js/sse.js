@@ -61,6 +61,12 @@ export function nextBackoff(ms) {
 // event it saw as Last-Event-ID, so that nothing between is missed (the
 // board says events_lost when it no longer has them). onState gets
 // 'connecting', 'live' or 'reconnecting'.
+//
+// The board writes a heartbeat comment every 15 s on an idle stream; a
+// stream silent for SILENCE_MS (three heartbeats) is taken for a dead
+// connection that no error announced, and reopened.
+const SILENCE_MS = 45000;
+
 export function followEvents({ onEvent, onState, fetchFn = fetch }) {
   let lastId = '';
   let backoff = 0;
@@ -68,7 +74,20 @@ export function followEvents({ onEvent, onState, fetchFn = fetch }) {
   async function once() {
     const headers = { 'Content-Type': 'application/json', Accept: 'text/event-stream' };
     if (lastId !== '') headers['Last-Event-ID'] = lastId;
-    const response = await fetchFn('/v1/events', { method: 'POST', headers, body: '{}', cache: 'no-store' });
+    const abort = new AbortController();
+    let heard = Date.now();
+    const watchdog = setInterval(() => {
+      if (Date.now() - heard > SILENCE_MS) abort.abort(new Error('the stream fell silent'));
+    }, 5000);
+    try {
+      await read(headers, abort.signal, () => { heard = Date.now(); });
+    } finally {
+      clearInterval(watchdog);
+    }
+  }
+
+  async function read(headers, signal, onBytes) {
+    const response = await fetchFn('/v1/events', { method: 'POST', headers, body: '{}', cache: 'no-store', signal });
     const type = response.headers.get('Content-Type') || '';
     if (!response.ok || !type.startsWith('text/event-stream')) {
       let message = 'HTTP ' + response.status;
@@ -88,13 +107,19 @@ export function followEvents({ onEvent, onState, fetchFn = fetch }) {
       } catch (_) {
         return;
       }
-      onEvent(e.event, payload);
+      // A page that fails to show an event must not cost the stream.
+      try {
+        onEvent(e.event, payload);
+      } catch (err) {
+        console.error('event ' + e.event + ': ' + err.message);
+      }
     });
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
+      onBytes();
       push(decoder.decode(value, { stream: true }));
     }
     throw new Error('the stream ended');
