@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -63,7 +65,8 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 	}
 
 	// runScript runs dashboard.test.mjs against b with env added, and
-	// requires it to pass.
+	// requires it to pass. When the script says RESTART THE BOARD, the
+	// board is stopped and started again on its database and address.
 	runScript := func(run browserRun, b *board, env ...string) {
 		GinkgoHelper()
 		cmd := exec.Command(run.node, "dashboard.test.mjs")
@@ -72,7 +75,16 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		cmd.Env = append(cmd.Env, env...)
 		session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(session, scriptLimit).Should(gexec.Exit(), "the browser test did not finish")
+		deadline := time.Now().Add(scriptLimit)
+		restarted := false
+		Eventually(func() bool {
+			if !restarted && strings.Contains(string(session.Out.Contents()), "RESTART THE BOARD") {
+				restarted = true
+				stopProcess(b.session, syscall.SIGTERM)
+				b.start()
+			}
+			return session.ExitCode() != -1
+		}).WithTimeout(time.Until(deadline)).Should(BeTrue(), "the browser test did not finish")
 		Expect(session.ExitCode()).To(Equal(0), "the browser test failed:\n%s", session.Err.Contents())
 	}
 

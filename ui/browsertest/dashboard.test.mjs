@@ -129,6 +129,8 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
 });
 const problems = [];
+// restarting: the board is being restarted, on the script's request.
+let restarting = false;
 
 // openPage opens a page in a context of its own (with options such as a
 // client certificate) that records every script error, console error (a
@@ -144,6 +146,9 @@ async function openPage(contextOptions = {}) {
     if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) problems.push('console error: ' + msg.text());
   });
   page.on('response', (response) => {
+    // A board shutting down may refuse a new stream (503) while the page
+    // reconnects; that is what the restart step expects.
+    if (restarting && response.url().endsWith('/v1/events')) return;
     if (response.status() >= 400) problems.push(`HTTP ${response.status()} for ${response.url()}`);
   });
   return page;
@@ -243,6 +248,23 @@ async function rollout() {
   const history = await finished.first().innerText();
   assert.match(history, /FINISHED/);
   step('the operations timeline shows the update FINISHED');
+
+  // The board restarts (the Go side does it when asked on stdout): the
+  // page says so, and its new stream resumes after the last event it saw
+  // (Last-Event-ID; ids come from the event log in the database, so they
+  // survive the restart).
+  const streams = [];
+  page.on('request', (request) => {
+    if (request.url().endsWith('/v1/events')) streams.push(request.headers()['last-event-id'] || '');
+  });
+  restarting = true;
+  console.log('RESTART THE BOARD');
+  await page.locator('[data-testid=connection][data-state=reconnecting]').waitFor();
+  await page.locator('[data-testid=connection][data-state=live]').waitFor();
+  restarting = false;
+  const resumedFrom = streams[streams.length - 1];
+  assert.ok(/^\d+$/.test(resumedFrom || ''), 'the stream resumed with Last-Event-ID: ' + JSON.stringify(streams));
+  step(`after the board restarted, the stream resumed with Last-Event-ID ${resumedFrom}`);
 
   // The diff of the two definitions names the changed variable.
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=definitions] tbody tr').length === 2);
