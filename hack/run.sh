@@ -226,8 +226,10 @@ for cell in cell-z1:z1 cell-z2:z2; do
 done
 
 cork_env="export BBS_URL=$board_url"
+dashboard_note=""
 if [ -n "$tls" ]; then
   cork_env="export BBS_URL=$board_url BBS_CA_CERT=.data/certs/ca.crt BBS_CERT=.data/certs/operator.crt BBS_KEY=.data/certs/operator.key"
+  dashboard_note="  (import a PKCS#12 of operator.crt/.key into the browser: README, The dashboard)"
   cat <<TLS
 Mutual TLS: the board and the reps serve HTTPS and want a client certificate
 of the CA in .data/certs (operator.crt for cork, client.crt for an API client).
@@ -242,6 +244,7 @@ Corkboard is running:
   cell-z1  $scheme://127.0.0.1:$((rep_port_base + 1))  zone z1  logs: $rel/logs/rep-cell-z1.log
   cell-z2  $scheme://127.0.0.1:$((rep_port_base + 2))  zone z2  logs: $rel/logs/rep-cell-z2.log
   droplets $asset_url          dir: .data/droplets  logs: $rel/logs/droplets.log (one line per download)
+  dashboard $board_url/ui/$dashboard_note
 
 Next, in another terminal:
   $cork_env
