@@ -65,7 +65,7 @@ export function lrpPage(guid) {
       fact('active definition', h('span', { class: 'mono', title: desired.active_definition_id }, shortID(desired.active_definition_id))),
       fact('healthy definition', h('span', { class: 'mono', title: desired.healthy_definition_id }, shortID(desired.healthy_definition_id))),
       fact('strategy', `surge ${strategy.max_surge || '1'}, unavailable ${strategy.max_unavailable || '0'}, min ready ${strategy.min_ready_ms || 0} ms${strategy.auto_revert ? ', auto-revert' : ''}`),
-      fact('autoscaling', a && a.enabled ? `on, ${a.min || 0}–${a.max || 0}` : 'off'),
+      fact('autoscaling', autoscaling(a, desired.autoscaler)),
       desired.annotation ? fact('annotation', desired.annotation) : null);
   }
 
@@ -264,4 +264,14 @@ export function lrpPage(guid) {
   }
 
   return { el, reload, onEvent, tick: () => rollout.tick() };
+}
+
+// autoscaling says whether the LRP scales itself, between what bounds, and
+// the autoscaler's last decision.
+function autoscaling(settings, status) {
+  if (!settings || !settings.enabled) return 'off';
+  const text = `on, ${settings.min || 0}–${settings.max || 0} instances`;
+  const last = status && status.last_decision;
+  if (!last) return text;
+  return `${text}; last decision at ${fmtTime(last.at)}: ${last.previous_instances || 0} → ${last.instances || 0} (${last.occupied || 0} occupied, wanted ${last.wanted || 0})${last.reason ? ', ' + last.reason : ''}`;
 }

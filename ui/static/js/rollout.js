@@ -85,7 +85,9 @@ export function rolloutView() {
     const deadline = nanosToMs(status.deadline_at);
     const parts = [];
     if (started) parts.push(`started ${fmtClock(started)}, ${finished ? 'took' : 'running for'} ${fmtDuration((finished || now) - started)}`);
-    if (deadline && status.state === 'PROGRESSING') {
+    // The board sets deadline_at while the rollout moves (progressing,
+    // or reverting), and clears it while a staged phase is paused.
+    if (deadline && !finished) {
       const left = deadline - now;
       parts.push(left > 0 ? `deadline in ${fmtDuration(left)}` : `deadline passed ${fmtDuration(-left)} ago`);
     }
@@ -108,6 +110,7 @@ export function rolloutView() {
         'Staged phase: ', `${clock.prior}% → ${clock.target}%`,
         clock.percent > 0 && clock.perMs > 0 ? ` at ${clock.percent}% per ${fmtDuration(clock.perMs)}` : ' at once',
         ` · share now ${share.toFixed(1)}% (${allowedInstances(share, n)} of ${n} allowed, ${stage.active_instances || 0} active)`,
+        stage.target_at ? ` · target at ${fmtClock(nanosToMs(stage.target_at))} (in ${fmtDuration(Math.max(0, nanosToMs(stage.target_at) - now))})` : '',
         stage.paused ? [' ', badge('paused', 'retiring'), stage.pause_reason ? ' ' + stage.pause_reason : ''] : ''),
       shareCurve(clock, now, observed));
   }
