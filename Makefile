@@ -38,7 +38,7 @@ test: check-generated vet
 # temp dir it prints.
 test-browser:
 	@if [ ! -d ui/browsertest/node_modules/playwright-core ]; then cd ui/browsertest && npm ci --no-audit --no-fund; fi
-	$(GO) test -v -tags browser -count=1 -timeout 10m ./e2e/ -ginkgo.label-filter=browser -ginkgo.v -ginkgo.no-color
+	$(GO) test -v -tags browser -count=1 -timeout 10m ./e2e/ -ginkgo.label-filter=browser -ginkgo.no-color
 
 vet:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

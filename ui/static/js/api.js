@@ -33,7 +33,9 @@ export async function call(route, body) {
 }
 
 // Lists come whole when no limit is asked for.
-export const listDesired = async () => (await call('/v1/desired_lrps/list', {})).desired_lrps || [];
+// The LRPs page reads scheduling infos: every field it shows, without the
+// definitions, which would make the list thousands of times larger.
+export const listSchedulingInfos = async () => (await call('/v1/desired_lrp_scheduling_infos/list', {})).desired_lrp_scheduling_infos || [];
 export const getDesired = async (guid) => (await call('/v1/desired_lrps/get', { process_guid: guid })).desired_lrp;
 export const listActual = async (guid) => (await call('/v1/actual_lrps/list', guid ? { process_guid: guid } : {})).actual_lrps || [];
 export const rolloutStatus = async (guid) => (await call('/v1/rollouts/status', { process_guid: guid })).status || {};

@@ -58,18 +58,21 @@ export function lrpsPage() {
   async function reload() {
     const mine = ++generation;
     try {
-      const list = (await api.listDesired()).sort((x, y) => x.process_guid.localeCompare(y.process_guid));
+      const list = (await api.listSchedulingInfos()).sort((x, y) => x.process_guid.localeCompare(y.process_guid));
       const rows = await api.listActual();
-      const statuses = await Promise.all(list.map((d) => api.rolloutStatus(d.process_guid)));
+      const byGuid = new Map();
+      for (const row of rows) {
+        if (!byGuid.has(row.process_guid)) byGuid.set(row.process_guid, []);
+        byGuid.get(row.process_guid).push(row);
+      }
+      const moving = list.filter((d) => inMotion(d, byGuid.get(d.process_guid) || []));
+      const statuses = await inBatches(moving, 8, (d) => api.rolloutStatus(d.process_guid));
       if (mine !== generation) return;
       desired = list;
       actual.clear();
-      for (const row of rows) {
-        if (!actual.has(row.process_guid)) actual.set(row.process_guid, []);
-        actual.get(row.process_guid).push(row);
-      }
+      for (const [guid, guidRows] of byGuid) actual.set(guid, guidRows);
       rollouts.clear();
-      list.forEach((d, i) => rollouts.set(d.process_guid, statuses[i]));
+      moving.forEach((d, i) => rollouts.set(d.process_guid, statuses[i]));
       render();
     } catch (err) {
       replace(status, h('span', { class: 'error' }, err.message));
@@ -98,6 +101,34 @@ export function lrpsPage() {
   }
 
   return { el, reload, onEvent };
+}
+
+// inMotion says whether an LRP's rollout is worth asking for on the list:
+// its active definition is not the healthy one (a rollout under way,
+// failed or holding), or an instance runs another definition or is
+// RETIRING (a rollback moving back). The others are settled (NONE or
+// COMPLETE) and the list shows "—" for them: asking for each LRP's status
+// on a board of thousands of LRPs would be thousands of calls per reload.
+// A rollout that starts later arrives as a rollout_changed event.
+function inMotion(d, rows) {
+  if (d.active_definition_id !== d.healthy_definition_id) return true;
+  return rows.some((r) => r.definition_id !== d.active_definition_id || r.presence === 'RETIRING');
+}
+
+// inBatches calls fn on every item, at most `width` calls at a time (the
+// board answers ResourceExhausted beyond its in-flight limit), and
+// returns the answers in the items' order.
+async function inBatches(items, width, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  async function worker() {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return out;
 }
 
 export function rolloutSummary(r) {
