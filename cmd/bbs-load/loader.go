@@ -17,6 +17,9 @@ type loader struct {
 	// desired counts the instances desired so far, across runs.
 	desired atomic.Int64
 	nextID  atomic.Int64
+	// lrp makes the LRP each desire sends: exampleLRP unless a scenario
+	// wants another shape.
+	lrp func(guid string, instances int32) *models.DesiredLRP
 }
 
 func newLoader(url string, clients int) *loader {
@@ -24,7 +27,7 @@ func newLoader(url string, clients int) *loader {
 	transport.MaxIdleConns = clients * 2
 	transport.MaxIdleConnsPerHost = clients * 2
 	httpClient := &http.Client{Transport: transport, Timeout: 2 * time.Minute}
-	return &loader{client: client.New(url, client.WithHTTPClient(httpClient))}
+	return &loader{client: client.New(url, client.WithHTTPClient(httpClient)), lrp: exampleLRP}
 }
 
 type runResult struct {
@@ -97,7 +100,7 @@ func (l *loader) desireAtRate(ctx context.Context, prefix string, perSecond int,
 }
 
 func (l *loader) desireOne(ctx context.Context, prefix string, instances int32, lat *latencies) error {
-	lrp := exampleLRP(fmt.Sprintf("%s-%d", prefix, l.nextID.Add(1)), instances)
+	lrp := l.lrp(fmt.Sprintf("%s-%d", prefix, l.nextID.Add(1)), instances)
 	began := time.Now()
 	if _, err := l.client.DesireLRP(ctx, lrp); err != nil {
 		return fmt.Errorf("desire %s: %w", lrp.ProcessGuid, err)

@@ -14,6 +14,11 @@
 //	bbs-load operations ...   listing 100,000 operations page by page
 //	bbs-load lists ...        the memory of a bin/bbs process while 8
 //	                          clients list 20,000 LRPs (20 MB) whole at once
+//	bbs-load peer ...         the workload Diego's BBS was measured on: a
+//	                          bin/bbs process, 10,000 one-instance LRPs of
+//	                          ~1 KB, 100 cells, 16 clients; desire, claim +
+//	                          start, a steady pass, whole lists, annotation
+//	                          updates, peak RSS
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
@@ -47,6 +52,7 @@ var scenarios = []scenario{
 	{"rollout", runRollout},
 	{"operations", runOperations},
 	{"lists", runLists},
+	{"peer", runPeer},
 }
 
 func main() {

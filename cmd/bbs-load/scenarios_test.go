@@ -88,6 +88,20 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure lists.latency \[` + driver + `.*\]: whole desired_lrps list p50 \S+ max \S+, answer 0\.\d MB`))
 			})
 
+			It("peer: the Diego comparison's workload on a bbs process", func() {
+				session := run("peer", "-bbs", bbsPath, "-lrps", "200", "-cells", "10", "-clients", "4", "-passes", "2", "-list-rounds", "2", "-updates", "200")
+				Expect(session).To(gbytes.Say(`figure peer.desire \[` + driver + `, bin/bbs, 200 one-instance LRPs of \d+ bytes, 10 cells, 4 clients over HTTP.*\]: \d+ req/s \(200 in `))
+				Expect(session).To(gbytes.Say(`the board placed all 200 instances`))
+				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
+				Expect(session).To(gbytes.Say(`figure peer.claim-start \[` + driver + `.*\]: \d+ ops/s \(200 claims \+ 200 starts in `))
+				Expect(session).To(gbytes.Say(`figure peer.steady-pass \[` + driver + `.*in-process on the same database, 2 passes after 1 warm-up`))
+				Expect(session).To(gbytes.Say(`figure peer.list-desired \[` + driver + `.*2 whole lists.*\]: p50 `))
+				Expect(session).To(gbytes.Say(`figure peer.list-scheduling-infos \[` + driver))
+				Expect(session).To(gbytes.Say(`figure peer.list-actual \[` + driver))
+				Expect(session).To(gbytes.Say(`figure peer.update-annotation \[` + driver + `.*\]: \d+ ops/s \(200 in `))
+				Expect(session).To(gbytes.Say(`figure peer.board-rss \[` + driver + `.*\]: VmHWM \d+ MiB`))
+			})
+
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
 				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "12")
 				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
@@ -102,7 +116,7 @@ var _ = Describe("scenarios", func() {
 		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(session).Should(gexec.Exit(2))
-		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists)`))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists, peer)`))
 	})
 
 	It("needs -dsn for a server database, and creates nothing without it", func() {

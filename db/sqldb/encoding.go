@@ -46,6 +46,9 @@ func decodeRoutes(text string) (*structpb.Struct, error) {
 	if text == "" {
 		return nil, nil
 	}
+	if routes, ok := parseRoutes(text); ok {
+		return routes, nil
+	}
 	routes := &structpb.Struct{}
 	if err := protojson.Unmarshal([]byte(text), routes); err != nil {
 		return nil, err

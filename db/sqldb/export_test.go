@@ -8,6 +8,8 @@ import (
 // Seams for the external test package.
 
 var (
+	DecodeRoutes      = decodeRoutes
+	ParseRoutes       = parseRoutes
 	IsRetryable       = isRetryable
 	IsUniqueViolation = isUniqueViolation
 )
