@@ -19,6 +19,7 @@ targets=(
   "./models FuzzDecodeValidate"
   "./models FuzzBulkReport"
   "./handlers FuzzAPIRequest"
+  "./db/sqldb FuzzRoutesJSON"
   "./cmd/cork FuzzSpecFile"
   "./cmd/bbs FuzzBoardConfig"
   "./cmd/rep FuzzRepConfig"
