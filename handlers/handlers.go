@@ -45,6 +45,10 @@
 //   - An error's message is always valid UTF-8, whatever bytes the request
 //     held: invalid ones are replaced (see safeError), so that the answer
 //     encodes and what is logged is what was sent.
+//   - A call a browser makes from another origin (Sec-Fetch-Site
+//     cross-site or same-site, or an Origin naming another host) is
+//     answered 403 with an Unauthorized error and goes no further (see
+//     refuseCrossOrigin): cross-site request forgery.
 //   - POST /v1/events is the one route that answers with a stream rather
 //     than a message: Server-Sent Events from the event hub (serveEvents).
 package handlers
@@ -112,7 +116,26 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 	handle(models.RouteEvents, api.serveEvents(o))
 	checkPolicyCovers(routes)
 	mux.Handle("/", api.notFound())
-	return mux
+	return api.refuseCrossOrigin(mux)
+}
+
+// refuseCrossOrigin refuses every call a browser sends from another
+// origin (its Sec-Fetch-Site, or an Origin naming another host; see
+// http.CrossOriginProtection), before anything is decoded. Every route is
+// a POST that may write, and a page elsewhere can make a browser POST a
+// body with no Content-Type — which the API takes for protobuf — to a
+// board on loopback, or to a board with mutual TLS with the operator
+// certificate the dashboard's user imported: the browser presents it to
+// any page's request. The dashboard (same origin), cork, reps and other
+// programs send no such headers, or same-origin ones, and pass.
+func (a *api) refuseCrossOrigin(next http.Handler) http.Handler {
+	protection := http.NewCrossOriginProtection()
+	protection.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call := a.begin(w, r, routeUnmatched)
+		err := models.NewError(models.Error_Unauthorized, "origin: a cross-origin request from a browser (Origin %q) is refused", r.Header.Get("Origin"))
+		call.fail(w, answerCodec(r), http.StatusForbidden, errorOnlyResponse, err)
+	}))
+	return protection.Handler(next)
 }
 
 type api struct {

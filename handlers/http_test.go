@@ -192,6 +192,47 @@ var _ = Describe("HTTP conventions", func() {
 		})
 	})
 
+	Describe("requests a browser sends from another origin", func() {
+		// What a page elsewhere can make a browser send: a POST with a body
+		// and no Content-Type (the API takes it for protobuf), carrying the
+		// browser's Origin and Sec-Fetch-Site — and, to a board with mutual
+		// TLS, the client certificate the browser holds.
+		forged := func(headers map[string]string) (*http.Response, []byte) {
+			body, err := proto.Marshal(&models.DesireLRPRequest{DesiredLrp: newLRP(guid, domain, 1)})
+			Expect(err).NotTo(HaveOccurred())
+			req, err := http.NewRequest(http.MethodPost, b.server.URL+models.RouteDesireDesiredLRP, strings.NewReader(string(body)))
+			Expect(err).NotTo(HaveOccurred())
+			for name, value := range headers {
+				req.Header.Set(name, value)
+			}
+			return b.do(req)
+		}
+
+		DescribeTable("are refused with Unauthorized and write nothing",
+			func(headers map[string]string) {
+				resp, body := forged(headers)
+				Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+				var refused map[string]map[string]string
+				Expect(json.Unmarshal(body, &refused)).To(Succeed(), "body: %s", body)
+				Expect(refused["error"]).To(HaveKeyWithValue("type", "Unauthorized"))
+				Expect(refused["error"]["message"]).To(HavePrefix("origin: "))
+				Expect(b.get(guid).GetError().GetType()).To(Equal(models.Error_ResourceNotFound), "nothing was desired")
+			},
+			Entry("Sec-Fetch-Site cross-site", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}),
+			Entry("Sec-Fetch-Site same-site (another port or subdomain)", map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:9999"}),
+			Entry("an Origin of another host, from a browser without Sec-Fetch-Site", map[string]string{"Origin": "https://evil.example"}),
+		)
+
+		It("lets the dashboard's own calls (same origin) and programs (no such headers) through", func() {
+			resp, body := forged(map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": b.server.URL})
+			Expect(resp.StatusCode).To(Equal(http.StatusOK), "body: %s", body)
+			Expect(b.mustGet(guid).GetProcessGuid()).To(Equal(guid))
+
+			other := randomName("lrp")
+			Expect(b.desire(newLRP(other, domain, 1)).GetError()).To(BeNil())
+		})
+	})
+
 	Describe("ping", func() {
 		It("is unavailable when the database is not", func() {
 			database, err := testdb.Create(testdb.SQLite)
