@@ -51,13 +51,13 @@ func InstanceURL(baseURL, instanceGuid string) string {
 // several cells can pick the latest.
 //
 // Errors are text/plain with a status: 400 for a bad request, 404 for an
-// unknown instance.
+// unknown instance, 403 for a POST a browser sends from another origin.
 func NewServer(logger lager.Logger, agent *Agent, executor *Executor) http.Handler {
 	s := newServer(logger, agent, executor)
 	mux := http.NewServeMux()
 	s.apiRoutes(mux, nil)
 	s.instanceRoutes(mux)
-	return mux
+	return refuseCrossOrigin(s.logger, mux)
 }
 
 // NewTLSServer is the rep's HTTP API for a rep that serves TLS and
@@ -78,7 +78,7 @@ func NewTLSServer(logger lager.Logger, agent *Agent, executor *Executor) http.Ha
 	s := newServer(logger, agent, executor)
 	mux := http.NewServeMux()
 	s.apiRoutes(mux, s.authorize)
-	return mux
+	return refuseCrossOrigin(s.logger, mux)
 }
 
 // NewInstanceServer is the local instance endpoint alone,
@@ -93,7 +93,21 @@ func NewInstanceServer(logger lager.Logger, agent *Agent) http.Handler {
 	s := newServer(logger, agent, nil)
 	mux := http.NewServeMux()
 	s.instanceRoutes(mux)
-	return mux
+	return refuseCrossOrigin(s.logger, mux)
+}
+
+// refuseCrossOrigin answers 403 to a POST a browser sends from another
+// origin (http.CrossOriginProtection): a page elsewhere could otherwise
+// drain the cell — a POST with no body — through a browser that holds an
+// operator certificate, or a rep on loopback in development. Programs
+// (the board, cork, instances) send no such headers.
+func refuseCrossOrigin(logger lager.Logger, next http.Handler) http.Handler {
+	protection := http.NewCrossOriginProtection()
+	protection.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logger.Info("cross-origin-refused", lager.Data{"route": r.Method + " " + r.URL.Path, "origin": r.Header.Get("Origin")})
+		http.Error(w, fmt.Sprintf("forbidden: a cross-origin request from a browser (Origin %q)", r.Header.Get("Origin")), http.StatusForbidden)
+	}))
+	return protection.Handler(next)
 }
 
 func newServer(logger lager.Logger, agent *Agent, executor *Executor) *server {

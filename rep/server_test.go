@@ -23,6 +23,7 @@ var _ = Describe("the rep's HTTP server", func() {
 	var (
 		executor *rep.Executor
 		url      string
+		logger   *lagertest.TestLogger
 	)
 
 	BeforeEach(func() {
@@ -36,7 +37,8 @@ var _ = Describe("the rep's HTTP server", func() {
 			Executor:   executor,
 		})
 		Expect(err).NotTo(HaveOccurred())
-		server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, executor))
+		logger = lagertest.NewTestLogger("rep")
+		server := httptest.NewServer(rep.NewServer(logger, agent, executor))
 		DeferCleanup(server.Close)
 		url = server.URL
 	})
@@ -200,5 +202,25 @@ var _ = Describe("the rep's HTTP server", func() {
 		code, body := post("/v1/drain", "")
 		Expect(code).To(Equal(http.StatusAccepted))
 		Expect(body).To(MatchJSON(`{"draining":true}`))
+	})
+
+	It("refuses a drain a browser sends from another origin, before the drain is asked of the agent", func() {
+		req, err := http.NewRequest(http.MethodPost, url+"/v1/drain", nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		answer, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+		Expect(string(answer)).To(ContainSubstring("cross-origin request from a browser"))
+		Expect(logger.LogMessages()).To(ContainElement("rep.server.cross-origin-refused"))
+		Expect(logger.LogMessages()).NotTo(ContainElement("rep.server.drain-requested"))
+
+		code, _ := post("/v1/drain", "")
+		Expect(code).To(Equal(http.StatusAccepted), "a program's drain goes through")
+		Expect(logger.LogMessages()).To(ContainElement("rep.server.drain-requested"))
 	})
 })
