@@ -68,14 +68,9 @@ func runLifecycle(ctx context.Context, args []string) error {
 	if len(placement.plan.Writes.Place) != l.total() {
 		return fmt.Errorf("placement pass planned %s, want %d places", describeWrites(&placement.plan.Writes), l.total())
 	}
-	assigned := 0
-	for _, c := range cells {
-		result, err := c.client.BulkReport(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("bulk report of %s: %w", c.client.CellID(), err)
-		}
-		c.assigned = result.Assigned
-		assigned += len(c.assigned)
+	assigned, err := collectAssignments(ctx, cells)
+	if err != nil {
+		return err
 	}
 	if assigned != l.total() {
 		return fmt.Errorf("cells were assigned %d instances, want %d", assigned, l.total())
@@ -129,6 +124,21 @@ type simulatedCell struct {
 
 // registerSimulatedCells registers the layout's cells through the API,
 // each with room for slots instances.
+// collectAssignments has every cell bulk-report running nothing, keeps
+// what the board assigns it, and counts the assignments.
+func collectAssignments(ctx context.Context, cells []*simulatedCell) (int, error) {
+	assigned := 0
+	for _, c := range cells {
+		result, err := c.client.BulkReport(ctx, nil)
+		if err != nil {
+			return 0, fmt.Errorf("bulk report of %s: %w", c.client.CellID(), err)
+		}
+		c.assigned = result.Assigned
+		assigned += len(c.assigned)
+	}
+	return assigned, nil
+}
+
 func registerSimulatedCells(ctx context.Context, url string, l layout, slots int) ([]*simulatedCell, error) {
 	cells := cellClients(url, l)
 	for _, c := range cells {

@@ -96,14 +96,9 @@ func runLists(ctx context.Context, args []string) error {
 	step("seeded %s, all RUNNING, run_infos definitions %.1f MB (%d bytes each), in %s (set-up, not measured)",
 		l.describe(), definitionsMB, definitionBytes/l.lrps, seconds(time.Since(seedStart)))
 
-	dir, err := os.MkdirTemp("", "bbs-load-lists")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	// An hour between passes: after the first one, at start-up, no
 	// convergence pass reads the database while the lists are measured.
-	board, err := startBBS(rssConfig{bbs: cfg.bbs, interval: time.Hour}, dir, d)
+	board, err := startBBS(rssConfig{bbs: cfg.bbs, interval: time.Hour}, d)
 	if err != nil {
 		return err
 	}

@@ -88,14 +88,9 @@ func runPeer(ctx context.Context, args []string) error {
 	fmt.Printf("# bbs-load peer of %s on %s, %d one-instance LRPs of %d bytes, %d cells in %d zones, %d clients, %d cores, load %s\n",
 		cfg.bbs, d.driver, cfg.lrps, lrpBytes, cfg.cells, cfg.zones, cfg.clients, numCPU(), loadAverage())
 
-	dir, err := os.MkdirTemp("", "bbs-load-peer")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	// An hour between full passes: the desires trigger the placing passes,
 	// and no full pass runs while the figures are measured.
-	board, err := startBBS(rssConfig{bbs: cfg.bbs, interval: time.Hour}, dir, d)
+	board, err := startBBS(rssConfig{bbs: cfg.bbs, interval: time.Hour}, d)
 	if err != nil {
 		return err
 	}
@@ -128,14 +123,9 @@ func runPeer(ctx context.Context, args []string) error {
 		return err
 	}
 	step("the board placed all %d instances %s after the last desire", cfg.lrps, seconds(placed))
-	assigned := 0
-	for _, c := range cells {
-		result, err := c.client.BulkReport(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("bulk report of %s: %w", c.client.CellID(), err)
-		}
-		c.assigned = result.Assigned
-		assigned += len(c.assigned)
+	assigned, err := collectAssignments(ctx, cells)
+	if err != nil {
+		return err
 	}
 	if assigned != cfg.lrps {
 		return fmt.Errorf("cells were assigned %d instances, want %d", assigned, cfg.lrps)

@@ -68,12 +68,7 @@ func runRSS(ctx context.Context, args []string) error {
 	}
 	step("seeded %s, all RUNNING (set-up)", l.describe())
 
-	dir, err := os.MkdirTemp("", "bbs-load-rss")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	board, err := startBBS(cfg, dir, d)
+	board, err := startBBS(cfg, d)
 	if err != nil {
 		return err
 	}
@@ -121,8 +116,10 @@ func runRSS(ctx context.Context, args []string) error {
 
 // bbsProcess is bin/bbs running on the seeded database.
 type bbsProcess struct {
-	cmd    *exec.Cmd
-	url    string
+	cmd *exec.Cmd
+	url string
+	// dir is the board's data dir and config, removed by stop.
+	dir    string
 	stderr *lockedBuffer
 	exited chan error
 
@@ -130,9 +127,23 @@ type bbsProcess struct {
 	stopErr  error
 }
 
-// startBBS writes a config for the database and starts the board, waiting
-// for the log line that carries its URL.
-func startBBS(cfg rssConfig, dir string, d *database) (*bbsProcess, error) {
+// startBBS writes a config for the database in a temporary data dir and
+// starts the board, waiting for the log line that carries its URL. stop
+// removes the dir.
+func startBBS(cfg rssConfig, d *database) (*bbsProcess, error) {
+	dir, err := os.MkdirTemp("", "bbs-load-board")
+	if err != nil {
+		return nil, err
+	}
+	p, err := startBBSIn(cfg, dir, d)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return p, nil
+}
+
+func startBBSIn(cfg rssConfig, dir string, d *database) (*bbsProcess, error) {
 	config := map[string]any{
 		"listen_address":       "127.0.0.1:0",
 		"database_driver":      d.driver,
@@ -156,7 +167,7 @@ func startBBS(cfg rssConfig, dir string, d *database) (*bbsProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &bbsProcess{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	p := &bbsProcess{cmd: cmd, dir: dir, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -266,6 +277,7 @@ func (p *bbsProcess) stop() error {
 			p.cmd.Process.Kill()
 			p.stopErr = errors.New("bbs did not exit within 1m of SIGTERM; killed")
 		}
+		os.RemoveAll(p.dir)
 	})
 	return p.stopErr
 }
