@@ -184,7 +184,7 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 			if update.Staged != nil {
 				stage = models.NewRolloutStage(update.Staged, guid, to, now)
 			}
-			record := db.StartedRollout(guid, to, fmt.Sprintf("rolling from %s to %s", before.ActiveDefinitionID, to), "", stage, now)
+			record := db.StartedRollout(guid, to, db.RollingReason(before.ActiveDefinitionID, to), "", stage, now)
 			s.Rollouts = nil
 			for _, rec := range in.Snapshot.Rollouts {
 				if rec.ProcessGuid == guid {

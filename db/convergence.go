@@ -118,6 +118,12 @@ func StartedRollout(processGuid, to, reason, operationID string, stage *models.R
 	}
 }
 
+// RollingReason is the reason of a rollout that an update starts, moving
+// the instances from definition from to definition to.
+func RollingReason(from, to string) string {
+	return "rolling from " + from + " to " + to
+}
+
 // DefinitionRow is one stored definition as cleanup and staged phases see
 // it: a staged phase creates the instances outside its cohort on the
 // healthy definition, with that definition's resources.
