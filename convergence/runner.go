@@ -48,6 +48,7 @@ const maxLoggedReasons = 1000
 // Store is what the runner reads and writes.
 type Store interface {
 	db.ConvergenceDB
+	db.ConvergenceFeedDB
 	db.LeaseDB
 	PruneOperations(ctx context.Context, before time.Time, keepPerLRP, limit int) (int, error)
 }
@@ -80,10 +81,15 @@ type RunnerConfig struct {
 	// PresenceGrace, when set, says each pass what the board saw of its
 	// last database outage (see PresenceGrace).
 	PresenceGrace func() PresenceGrace
+	// FullReadInterval is how often passes read every row again rather
+	// than what the event log says changed (DefaultFullReadInterval); see
+	// Mirror.
+	FullReadInterval time.Duration
 }
 
 // Runner converges the board: while it holds the convergence lease it
-// runs a pass (load a snapshot, Compute a plan, apply it) every Interval,
+// runs a pass (bring its Mirror of the snapshot up to date, Compute a
+// plan, apply it) every Interval,
 // again when the previous plan's NextWake comes, and for particular LRPs
 // as soon as Trigger names them. Passes run one at a time. The store emits
 // the events of every write it applies, after commit.
@@ -101,6 +107,9 @@ type Runner struct {
 	cfg     RunnerConfig
 	metrics *metrics
 	lease   *leaseKeeper
+	// mirror is the snapshot kept between passes; only the converging
+	// goroutine touches it.
+	mirror *Mirror
 
 	triggerMu sync.Mutex
 	// pending are the LRPs triggered since the last pass that covered them.
@@ -130,6 +139,8 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 		triggered: make(chan struct{}, 1),
 		rolling:   map[string]struct{}{},
 	}
+	r.mirror = NewMirror(store, cfg.Now)
+	r.mirror.FullReadInterval = cfg.FullReadInterval
 	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseHeld)
 	return r
 }
@@ -247,8 +258,9 @@ func (r *Runner) converge(ctx context.Context) {
 // each plan's NextWake, and targeted passes as triggers come.
 func (r *Runner) convergeDuring(tenure context.Context) {
 	// A new holder starts from a full pass, which covers every trigger so
-	// far.
+	// far, on everything read again: another board converged meanwhile.
 	r.takeTriggered()
+	r.mirror.Reset()
 	s := newSchedule(r.cfg.Interval, r.cfg.Now)
 	defer s.stop()
 	rollouts := time.NewTimer(r.cfg.RolloutInterval)
@@ -333,7 +345,8 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 	}
 	logger := r.logger.Session("pass", data)
 
-	snapshot, err := r.store.ConvergenceSnapshot(ctx, guids)
+	fullReads, lrpsRead := r.mirror.FullReads, r.mirror.LRPsRead
+	snapshot, err := r.mirror.Snapshot(ctx, guids)
 	if err != nil {
 		return nil, r.failed(ctx, logger, kind, "load-snapshot", err)
 	}
@@ -352,6 +365,7 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 	result := &db.ConvergenceResult{}
 	if !plan.Writes.Empty() {
 		result, err = r.store.ApplyConvergence(ctx, &plan.Writes)
+		r.mirror.Applied(&plan.Writes, result, err)
 		if err != nil {
 			return nil, r.failed(ctx, logger, kind, "apply", err)
 		}
@@ -370,6 +384,8 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 		"compute_ms":  milliseconds(computed.Sub(loaded)),
 		"apply_ms":    milliseconds(finished.Sub(computed)),
 		"rows":        len(snapshot.Actual),
+		"read_all":    r.mirror.FullReads > fullReads,
+		"lrps_read":   r.mirror.LRPsRead - lrpsRead,
 		"counts":      countsData(&plan.Counts),
 		"writes":      writeCounts(&plan.Writes),
 		"applied":     result.Applied,

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -24,6 +25,36 @@ type ConvergenceDB interface {
 	// (and state) the snapshot saw; a row that changed since is skipped and
 	// counted, left for the next pass. Events are emitted after commit.
 	ApplyConvergence(ctx context.Context, writes *ConvergenceWrites) (*ConvergenceResult, error)
+}
+
+// ConvergenceFeedDB lets the convergence lease holder keep a snapshot in
+// memory and read only what changed: where the database stands (a mark),
+// which LRPs the event log says changed since the last mark, those LRPs'
+// rows, and the cells.
+type ConvergenceFeedDB interface {
+	// ConvergenceMark first moves every committed write's events into the
+	// log, then reads the placement epoch and the log's head: every write
+	// committed before the call is at a position at or below LogHead.
+	ConvergenceMark(ctx context.Context) (Mark, error)
+	// ConvergenceChanges lists the process guids named by the log's events
+	// at positions after..upTo (cell events excluded), sorted, each once.
+	// Lost is true when the log no longer keeps all of those positions
+	// (trimmed): the caller must read everything again.
+	ConvergenceChanges(ctx context.Context, after, upTo uint64) (guids []string, lost bool, err error)
+	// ConvergenceRows reads the given LRPs' desired, actual, rollout,
+	// definition and operation rows as ConvergenceSnapshot does, each LRP in
+	// one transaction, without cells: a Partial snapshot whose Cells and
+	// FreshDomains are empty and whose PlacementEpoch is 0.
+	ConvergenceRows(ctx context.Context, processGuids []string) (*Snapshot, error)
+	// ConvergenceCells reads every cell (in cell id order, UnreadUse zero)
+	// and the fresh domains (sorted).
+	ConvergenceCells(ctx context.Context) ([]CellRow, []string, error)
+}
+
+// Mark is where the database stood at one moment, for ConvergenceFeedDB.
+type Mark struct {
+	PlacementEpoch int64
+	LogHead        uint64
 }
 
 // Snapshot is the board's state as convergence reads it.
@@ -392,4 +423,53 @@ type PlacementFailure struct {
 type ConvergenceResult struct {
 	Applied int
 	Skipped int
+	// PlacementEpoch is the epoch after this apply's placements, when the
+	// plan placed and no other writer placed meanwhile; 0 when unknown (the
+	// plan carried no epoch, or another writer's placement refused it).
+	PlacementEpoch int64
+}
+
+// ProcessGuids lists the LRPs the writes touch, sorted, each once.
+func (w *ConvergenceWrites) ProcessGuids() []string {
+	var guids []string
+	rows := func(versions ...RowVersion) {
+		for _, v := range versions {
+			guids = append(guids, v.Key.ProcessGuid)
+		}
+	}
+	rows(w.Delete...)
+	rows(w.Promote...)
+	rows(w.MarkSuspect...)
+	rows(w.RequestStop...)
+	rows(w.Restart...)
+	rows(w.Unassign...)
+	for _, r := range w.Retire {
+		rows(r.Row)
+	}
+	for _, r := range w.Redefine {
+		rows(r.Row)
+	}
+	for _, p := range w.Place {
+		rows(p.Row)
+	}
+	for _, p := range w.PlacementFailed {
+		rows(p.Row)
+	}
+	for _, c := range w.Create {
+		guids = append(guids, c.ProcessGuid)
+	}
+	for _, a := range w.Autoscale {
+		guids = append(guids, a.ProcessGuid)
+	}
+	for _, r := range w.Rollouts {
+		guids = append(guids, r.ProcessGuid)
+	}
+	for _, d := range w.DeleteDefinitions {
+		guids = append(guids, d.ProcessGuid)
+	}
+	for _, o := range w.Operations {
+		guids = append(guids, o.ProcessGuid)
+	}
+	slices.Sort(guids)
+	return slices.Compact(guids)
 }

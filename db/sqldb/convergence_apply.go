@@ -92,6 +92,9 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 	if err == nil {
 		err = a.operations(ctx, writes.Operations)
 	}
+	if !a.guard.stale {
+		result.PlacementEpoch = a.guard.expected
+	}
 	return result, err
 }
 

@@ -1,0 +1,320 @@
+package convergence
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+)
+
+// MirrorStore is what a Mirror reads.
+type MirrorStore interface {
+	db.ConvergenceDB
+	db.ConvergenceFeedDB
+}
+
+// DefaultFullReadInterval is how often a Mirror reads everything again
+// although the log said what changed: a safety net for a write that
+// changed rows without an event.
+const DefaultFullReadInterval = 10 * time.Minute
+
+// fullReadShare: when more than one LRP in fullReadShare changed since the
+// last pass (and more than maxTargeted), reading them by name costs more
+// than reading everything.
+const fullReadShare = 4
+
+// Mirror is the convergence lease holder's copy of the snapshot, kept in
+// memory and brought up to date before each pass from the event log: only
+// the LRPs the log names since the last pass (and those the last pass
+// wrote, or a trigger names) are read again, with the cells, which are few.
+// Passes then plan from memory as from a full read.
+//
+// A pass that changed nothing costs two small queries (the mark, the
+// cells) instead of reading every row:
+//
+//  1. Pass 1 (taking over): the mark says log head 900, placement epoch 7;
+//     everything is read (1,000,000 rows); the mirror is at position 900.
+//  2. Pass 2: the mark says head 900, epoch 7. Nothing changed: only the
+//     cells are read; the plan is computed over the 1,000,000 rows in
+//     memory.
+//  3. A rep crashes web/3, a client updates api: events 901–904 name
+//     "web" and "api". Pass 3's mark says head 904, epoch 7; the rows of
+//     web and api are read (in one transaction) and replace theirs in
+//     memory; the mirror is at 904.
+//  4. Pass 3 placed web/3 (epoch 7 → 8, as its apply reports). Pass 4's
+//     mark says epoch 8: no one else placed, the mirror's usage of every
+//     cell is still exact. Had it said 9, another board placed behind the
+//     mirror's back, and everything is read again.
+//
+// Everything is also read again at takeover (Reset), when the log no
+// longer keeps the positions since the last pass (trimmed), after a failed
+// read or apply, when too many LRPs changed, and every FullReadInterval.
+//
+// A Mirror is used by one goroutine at a time.
+type Mirror struct {
+	store MirrorStore
+	now   func() time.Time
+	// FullReadInterval is how often everything is read again
+	// (DefaultFullReadInterval when zero).
+	FullReadInterval time.Duration
+
+	loaded   bool
+	readAt   time.Time
+	position uint64 // the log position the rows are complete up to
+	epoch    int64  // the placement epoch the rows are complete for; 0: unknown
+
+	desired     []db.DesiredSchedule
+	actual      []db.ActualRow
+	rollouts    []db.RolloutRow
+	definitions []db.DefinitionRow
+	operations  []db.OperationRow
+	// usage is what the rows use on each cell (every row naming it, any
+	// state, any presence), kept in step with actual.
+	usage map[string]db.Resources
+	// written are the LRPs the last pass wrote, read again at the next
+	// refresh whatever the log says.
+	written []string
+
+	// FullReads and RowsRead count what the mirror read, for tests and
+	// benchmarks: full reads, and LRPs read by name.
+	FullReads int
+	LRPsRead  int
+}
+
+// NewMirror returns an empty mirror over store: its first Snapshot reads
+// everything. now is the clock of FullReadInterval.
+func NewMirror(store MirrorStore, now func() time.Time) *Mirror {
+	if now == nil {
+		now = time.Now
+	}
+	return &Mirror{store: store, now: now}
+}
+
+// Reset makes the next Snapshot read everything, as after a takeover:
+// another board may have converged meanwhile.
+func (m *Mirror) Reset() {
+	m.loaded = false
+}
+
+// Applied records the outcome of applying a plan made from this mirror:
+// the LRPs written are read again at the next refresh, and the placement
+// epoch moves on with the plan's own placements. A failed apply, or one
+// whose placements another writer refused, leaves the mirror to read
+// everything again.
+func (m *Mirror) Applied(writes *db.ConvergenceWrites, result *db.ConvergenceResult, err error) {
+	if err != nil || result == nil {
+		m.Reset()
+		return
+	}
+	m.written = append(m.written, writes.ProcessGuids()...)
+	if len(writes.Place) > 0 {
+		if result.PlacementEpoch == 0 {
+			m.Reset()
+			return
+		}
+		m.epoch = result.PlacementEpoch
+	}
+}
+
+// Snapshot brings the mirror up to date and returns the snapshot a pass
+// plans from: every LRP when guids is nil, a Partial snapshot of guids
+// otherwise (each cell's UnreadUse then holds what the other LRPs' rows
+// use on it). The snapshot shares the mirror's memory: it is valid until
+// the next call, and nobody may change it.
+func (m *Mirror) Snapshot(ctx context.Context, guids []string) (*db.Snapshot, error) {
+	snapshot, err := m.refresh(ctx, guids)
+	if err != nil {
+		m.Reset()
+		return nil, err
+	}
+	if guids == nil {
+		return snapshot, nil
+	}
+	return m.partial(snapshot, guids), nil
+}
+
+// refresh updates the rows and returns a full snapshot over them with the
+// cells just read.
+func (m *Mirror) refresh(ctx context.Context, targeted []string) (*db.Snapshot, error) {
+	mark, err := m.store.ConvergenceMark(ctx)
+	if err != nil {
+		return nil, err
+	}
+	interval := m.FullReadInterval
+	if interval <= 0 {
+		interval = DefaultFullReadInterval
+	}
+	if !m.loaded || m.epoch == 0 || mark.PlacementEpoch != m.epoch || m.now().Sub(m.readAt) >= interval {
+		return m.readAll(ctx, mark)
+	}
+	changed, lost, err := m.store.ConvergenceChanges(ctx, m.position, mark.LogHead)
+	if err != nil {
+		return nil, err
+	}
+	changed = unionSorted(changed, m.written, targeted)
+	if lost || (len(changed) > maxTargeted && len(changed) > len(m.desired)/fullReadShare) {
+		return m.readAll(ctx, mark)
+	}
+	if len(changed) > 0 {
+		fresh, err := m.store.ConvergenceRows(ctx, changed)
+		if err != nil {
+			return nil, err
+		}
+		m.replace(changed, fresh)
+		m.LRPsRead += len(changed)
+	}
+	cells, fresh, err := m.store.ConvergenceCells(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.position = mark.LogHead
+	m.written = nil
+	return m.full(cells, fresh, mark.PlacementEpoch), nil
+}
+
+// readAll reads everything. The mark was taken before: whatever is logged
+// after it is read again at the next refresh, whether or not this read
+// saw it.
+func (m *Mirror) readAll(ctx context.Context, mark db.Mark) (*db.Snapshot, error) {
+	m.loaded = false
+	s, err := m.store.ConvergenceSnapshot(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	m.desired, m.actual, m.rollouts, m.definitions, m.operations = s.Desired, s.Actual, s.Rollouts, s.Definitions, s.Operations
+	m.usage = make(map[string]db.Resources, len(s.Cells))
+	addUsage(m.usage, m.actual, 1)
+	m.position, m.epoch, m.readAt, m.loaded = mark.LogHead, s.PlacementEpoch, m.now(), true
+	m.written = nil
+	m.FullReads++
+	return s, nil
+}
+
+// replace puts fresh's rows in place of those of the changed LRPs (sorted),
+// keeping every slice in process guid order.
+func (m *Mirror) replace(changed []string, fresh *db.Snapshot) {
+	addUsage(m.usage, runsOf(m.actual, changed, actualGuid), -1)
+	addUsage(m.usage, fresh.Actual, 1)
+	m.desired = spliceRuns(m.desired, fresh.Desired, changed, desiredGuid)
+	m.actual = spliceRuns(m.actual, fresh.Actual, changed, actualGuid)
+	m.rollouts = spliceRuns(m.rollouts, fresh.Rollouts, changed, rolloutGuid)
+	m.definitions = spliceRuns(m.definitions, fresh.Definitions, changed, definitionGuid)
+	m.operations = spliceRuns(m.operations, fresh.Operations, changed, operationGuid)
+}
+
+func (m *Mirror) full(cells []db.CellRow, fresh []string, epoch int64) *db.Snapshot {
+	return &db.Snapshot{
+		Desired: m.desired, Actual: m.actual, Rollouts: m.rollouts, Definitions: m.definitions,
+		Operations: m.operations, Cells: cells, FreshDomains: fresh, PlacementEpoch: epoch,
+	}
+}
+
+// partial narrows a full snapshot to guids; each cell's UnreadUse is what
+// the rows left out use on it.
+func (m *Mirror) partial(s *db.Snapshot, guids []string) *db.Snapshot {
+	guids = unionSorted(guids)
+	p := &db.Snapshot{
+		Desired:        runsOf(s.Desired, guids, desiredGuid),
+		Actual:         runsOf(s.Actual, guids, actualGuid),
+		Rollouts:       runsOf(s.Rollouts, guids, rolloutGuid),
+		Definitions:    runsOf(s.Definitions, guids, definitionGuid),
+		Operations:     runsOf(s.Operations, guids, operationGuid),
+		FreshDomains:   s.FreshDomains,
+		PlacementEpoch: s.PlacementEpoch,
+		Partial:        true,
+	}
+	read := map[string]db.Resources{}
+	addUsage(read, p.Actual, 1)
+	p.Cells = make([]db.CellRow, len(s.Cells))
+	for i, c := range s.Cells {
+		all, mine := m.usage[c.CellID], read[c.CellID]
+		c.UnreadUse = db.Resources{
+			MemoryMB:  all.MemoryMB - mine.MemoryMB,
+			DiskMB:    all.DiskMB - mine.DiskMB,
+			Instances: all.Instances - mine.Instances,
+		}
+		p.Cells[i] = c
+	}
+	return p
+}
+
+// addUsage adds (sign 1) or takes away (sign -1) what rows use on their
+// cells.
+func addUsage(usage map[string]db.Resources, rows []db.ActualRow, sign int32) {
+	for i := range rows {
+		r := &rows[i]
+		if r.CellID == "" {
+			continue
+		}
+		u := usage[r.CellID]
+		u.MemoryMB += sign * r.MemoryMB
+		u.DiskMB += sign * r.DiskMB
+		u.Instances += sign
+		usage[r.CellID] = u
+	}
+}
+
+// spliceRuns returns rows (in guid order) with the run of each guid of
+// changed (sorted) replaced by fresh's run of it (fresh holds only those
+// guids, in order). Runs of other guids are copied in blocks.
+//
+// Example: rows a a b c c d, changed [b c e], fresh b b e. Out: a a (block
+// before b), b b (fresh's b; rows' b dropped), nothing for c (rows' c c
+// dropped, fresh has none: the LRP is gone), e (fresh's, new), then d.
+func spliceRuns[T any](rows, fresh []T, changed []string, guid func(*T) string) []T {
+	out := make([]T, 0, len(rows)+len(fresh))
+	from, f := 0, 0
+	for _, g := range changed {
+		at := from + sort.Search(len(rows)-from, func(i int) bool { return guid(&rows[from+i]) >= g })
+		out = append(out, rows[from:at]...)
+		for at < len(rows) && guid(&rows[at]) == g {
+			at++
+		}
+		end := f
+		for end < len(fresh) && guid(&fresh[end]) == g {
+			end++
+		}
+		out = append(out, fresh[f:end]...)
+		from, f = at, end
+	}
+	return append(out, rows[from:]...)
+}
+
+// runsOf copies the runs of guids (sorted) out of rows (in guid order).
+func runsOf[T any](rows []T, guids []string, guid func(*T) string) []T {
+	var out []T
+	from := 0
+	for _, g := range guids {
+		at := from + sort.Search(len(rows)-from, func(i int) bool { return guid(&rows[from+i]) >= g })
+		end := at
+		for end < len(rows) && guid(&rows[end]) == g {
+			end++
+		}
+		out = append(out, rows[at:end]...)
+		from = end
+	}
+	return out
+}
+
+// unionSorted merges lists of guids into one sorted list without repeats.
+func unionSorted(lists ...[]string) []string {
+	seen := map[string]struct{}{}
+	var out []string
+	for _, list := range lists {
+		for _, g := range list {
+			if _, ok := seen[g]; !ok {
+				seen[g] = struct{}{}
+				out = append(out, g)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func desiredGuid(d *db.DesiredSchedule) string  { return d.ProcessGuid }
+func actualGuid(r *db.ActualRow) string         { return r.ProcessGuid }
+func rolloutGuid(r *db.RolloutRow) string       { return r.ProcessGuid }
+func definitionGuid(d *db.DefinitionRow) string { return d.ProcessGuid }
+func operationGuid(o *db.OperationRow) string   { return o.ProcessGuid }

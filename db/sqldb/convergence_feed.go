@@ -1,0 +1,107 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ db.ConvergenceFeedDB = (*SQLDB)(nil)
+
+// ConvergenceMark sequences what is committed, then reads the placement
+// epoch and the log's head together.
+//
+// Sequencing first is what makes the mark a bound: a write that committed
+// before this call, but whose events were still in the outbox, gets its
+// positions now, at or below the head read next. The epoch comes before
+// any row the caller reads after the mark, as ConvergenceSnapshot reads
+// it first.
+func (s *SQLDB) ConvergenceMark(ctx context.Context) (db.Mark, error) {
+	if err := s.logCommitted(ctx); err != nil {
+		return db.Mark{}, asModelError("read convergence mark", err)
+	}
+	var epoch, head int64
+	err := s.queryRow(ctx, s.conn, `SELECT e.epoch, h.position FROM placement_epoch e, event_log_head h
+ WHERE e.id = 1 AND h.id = 1`).Scan(&epoch, &head)
+	if err == sql.ErrNoRows {
+		return db.Mark{}, errInvalidRecord("placement_epoch or event_log_head has no row: the database was not migrated by this version")
+	}
+	if err != nil {
+		return db.Mark{}, asModelError("read convergence mark", err)
+	}
+	return db.Mark{PlacementEpoch: epoch, LogHead: uint64(head)}, nil
+}
+
+// ConvergenceChanges reads the keys of the events at positions
+// after+1..upTo. The log has no holes, so it holds all of them exactly
+// when its first position past after is after+1.
+func (s *SQLDB) ConvergenceChanges(ctx context.Context, after, upTo uint64) ([]string, bool, error) {
+	if upTo <= after {
+		return nil, false, nil
+	}
+	var first sql.NullInt64
+	err := s.queryRow(ctx, s.conn, "SELECT MIN(position) FROM event_log WHERE position > ?", int64(after)).Scan(&first)
+	if err != nil {
+		return nil, false, asModelError("read convergence changes", err)
+	}
+	if !first.Valid || uint64(first.Int64) != after+1 {
+		return nil, true, nil
+	}
+	var guids []string
+	err = s.eachRow(ctx, s.conn, `SELECT DISTINCT event_key FROM event_log
+ WHERE position > ? AND position <= ? AND event_type <> ?`, []any{int64(after), int64(upTo), models.EventCellChanged},
+		func(rows *sql.Rows) error {
+			var guid string
+			if err := rows.Scan(&guid); err != nil {
+				return err
+			}
+			guids = append(guids, guid)
+			return nil
+		})
+	if err != nil {
+		return nil, false, asModelError("read convergence changes", err)
+	}
+	// Sorted here, as bytes, so every dialect's collation gives one order.
+	slices.Sort(guids)
+	return guids, false, nil
+}
+
+// ConvergenceRows reads the LRPs' rows in one read-only transaction, as
+// ConvergenceSnapshot reads a targeted snapshot, without the cells or
+// what the other LRPs use on them.
+func (s *SQLDB) ConvergenceRows(ctx context.Context, processGuids []string) (*db.Snapshot, error) {
+	if len(processGuids) == 0 {
+		return &db.Snapshot{Partial: true}, nil
+	}
+	parts, err := s.snapshotParts(ctx, processGuids)
+	if err != nil {
+		return nil, asModelError("load convergence rows", err)
+	}
+	r := newSnapshotReader(s)
+	err = s.readConsistently(ctx, func(tx *sql.Tx) error { return r.readLRPs(ctx, tx, parts[0]) })
+	if err != nil {
+		return nil, asModelError("load convergence rows", err)
+	}
+	snap := joinSnapshotParts([]*snapshotReader{r})
+	snap.Partial = true
+	return snap, nil
+}
+
+// ConvergenceCells reads the cells and the fresh domains in one read-only
+// transaction.
+func (s *SQLDB) ConvergenceCells(ctx context.Context) ([]db.CellRow, []string, error) {
+	r := newSnapshotReader(s)
+	err := s.readConsistently(ctx, func(tx *sql.Tx) error {
+		if err := r.readCells(ctx, tx); err != nil {
+			return err
+		}
+		return r.readFreshDomains(ctx, tx)
+	})
+	if err != nil {
+		return nil, nil, asModelError("load convergence cells", err)
+	}
+	return r.cells, r.freshDomains, nil
+}
