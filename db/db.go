@@ -23,6 +23,7 @@ type DB interface {
 	ActualLRPLifecycleDB
 	LeaseDB
 	ConvergenceDB
+	ConvergenceFeedDB
 	RolloutDB
 	OperationDB
 }

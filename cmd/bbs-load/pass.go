@@ -25,12 +25,23 @@ func convergeOnce(ctx context.Context, s db.DB) (pass, error) {
 	return convergeFor(ctx, s, nil)
 }
 
-// convergeFor runs one pass over the LRPs named (all when nil), as the
-// runner's targeted passes do.
+// convergeFor runs one pass over the LRPs named (all when nil), reading
+// them whole, as a runner does at takeover.
 func convergeFor(ctx context.Context, s db.DB, guids []string) (pass, error) {
+	return convergeWith(ctx, s, func() (*db.Snapshot, error) { return s.ConvergenceSnapshot(ctx, guids) }, nil)
+}
+
+// convergeMirrored runs one pass over the LRPs named (all when nil) from
+// a mirror, as the lease holder's runner does between takeovers.
+func convergeMirrored(ctx context.Context, s db.DB, m *convergence.Mirror, guids []string) (pass, error) {
+	return convergeWith(ctx, s, func() (*db.Snapshot, error) { return m.Snapshot(ctx, guids) }, m.Applied)
+}
+
+func convergeWith(ctx context.Context, s db.DB, read func() (*db.Snapshot, error),
+	applied func(*db.ConvergenceWrites, *db.ConvergenceResult, error)) (pass, error) {
 	var p pass
 	began := time.Now()
-	snapshot, err := s.ConvergenceSnapshot(ctx, guids)
+	snapshot, err := read()
 	if err != nil {
 		return p, fmt.Errorf("convergence snapshot: %w", err)
 	}
@@ -41,7 +52,11 @@ func convergeFor(ctx context.Context, s db.DB, guids []string) (pass, error) {
 	p.compute = computed.Sub(loaded)
 	p.result = &db.ConvergenceResult{}
 	if !p.plan.Writes.Empty() {
-		if p.result, err = s.ApplyConvergence(ctx, &p.plan.Writes); err != nil {
+		p.result, err = s.ApplyConvergence(ctx, &p.plan.Writes)
+		if applied != nil {
+			applied(&p.plan.Writes, p.result, err)
+		}
+		if err != nil {
 			return p, fmt.Errorf("apply convergence: %w", err)
 		}
 	}

@@ -37,6 +37,7 @@ import (
 //	  "cell_presence_ttl": "30s",
 //	  "convergence_interval": "30s",
 //	  "convergence_lease_ttl": "15s",
+//	  "convergence_full_read_interval": "10m",
 //	  "stale_unclaimed": "60s",
 //	  "scale_down_stabilization": "2m",
 //	  "event_retention": "1h",
@@ -86,6 +87,9 @@ type Config struct {
 	// the holder renews it ("15s", at least 1s): after the holder dies,
 	// another board takes over within about this long.
 	ConvergenceLeaseTTL string `json:"convergence_lease_ttl"`
+	// ConvergenceFullReadInterval is how often the lease holder reads every
+	// row again rather than what the event log says changed ("10m").
+	ConvergenceFullReadInterval string `json:"convergence_full_read_interval"`
 	// StaleUnclaimed is how long an instance placed on a cell may wait to
 	// be claimed before it is placed again ("60s").
 	StaleUnclaimed string `json:"stale_unclaimed"`
@@ -198,6 +202,9 @@ func (c *Config) applyDefaults() {
 	if c.ConvergenceLeaseTTL == "" {
 		c.ConvergenceLeaseTTL = convergence.DefaultLeaseTTL.String()
 	}
+	if c.ConvergenceFullReadInterval == "" {
+		c.ConvergenceFullReadInterval = convergence.DefaultFullReadInterval.String()
+	}
 	if c.OperationRetention == "" {
 		c.OperationRetention = convergence.DefaultOperationRetention.String()
 	}
@@ -306,6 +313,7 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "cell_presence_ttl", Value: c.CellPresenceTTL, Least: minimumTTL},
 		configfile.Duration{Key: "convergence_interval", Value: c.ConvergenceInterval},
 		configfile.Duration{Key: "convergence_lease_ttl", Value: c.ConvergenceLeaseTTL, Least: minimumTTL},
+		configfile.Duration{Key: "convergence_full_read_interval", Value: c.ConvergenceFullReadInterval},
 		configfile.Duration{Key: "stale_unclaimed", Value: c.StaleUnclaimed},
 		configfile.Duration{Key: "operation_retention", Value: c.OperationRetention},
 		configfile.Duration{Key: "scale_down_stabilization", Value: c.ScaleDownStabilization},
@@ -375,6 +383,7 @@ func (c Config) runnerConfig() convergence.RunnerConfig {
 		LeaseTTL:           configfile.MustDuration(c.ConvergenceLeaseTTL),
 		Planner:            planner,
 		OperationRetention: configfile.MustDuration(c.OperationRetention),
+		FullReadInterval:   configfile.MustDuration(c.ConvergenceFullReadInterval),
 	}
 }
 
