@@ -127,7 +127,7 @@ func (w *randomWriter) desireNew() {
 // (the row moved on) are allowed to fail: what matters is what they did.
 func (w *randomWriter) step(mirror *convergence.Mirror) {
 	GinkgoHelper()
-	switch w.r.IntN(10) {
+	switch w.r.IntN(12) {
 	case 0:
 		w.desireNew()
 	case 1:
@@ -149,8 +149,51 @@ func (w *randomWriter) step(mirror *convergence.Mirror) {
 		}
 	case 5, 6:
 		w.repActs()
+	case 7:
+		w.controlRollout()
+	case 8:
+		w.reportOccupancy()
 	default:
 		w.pass(mirror)
+	}
+}
+
+// controlRollout pauses, resumes, aborts or rolls back an LRP's rollout,
+// or cancels its newest operation; most are refused when nothing is under
+// way.
+func (w *randomWriter) controlRollout() {
+	guid := w.pick()
+	switch w.r.IntN(5) {
+	case 0:
+		_, _ = w.store.PauseRollout(w.ctx, guid)
+	case 1:
+		_, _ = w.store.ResumeRollout(w.ctx, guid)
+	case 2:
+		_, _ = w.store.AbortRollout(w.ctx, guid)
+	case 3:
+		_, _ = w.store.Rollback(w.ctx, guid, "v1")
+	default:
+		ops, _, err := w.store.Operations(w.ctx, db.OperationFilter{ProcessGuid: guid})
+		if err == nil && len(ops) > 0 {
+			_, _ = w.store.CancelOperation(w.ctx, ops[len(ops)-1].GetId())
+		}
+	}
+}
+
+// reportOccupancy has a cell report one of its running instances
+// occupied or free.
+func (w *randomWriter) reportOccupancy() {
+	GinkgoHelper()
+	lrps, err := w.store.ActualLRPs(w.ctx, db.ActualLRPFilter{ProcessGuid: w.pick()})
+	Expect(err).NotTo(HaveOccurred())
+	for _, lrp := range lrps {
+		if lrp.GetState() != models.ActualLRP_RUNNING {
+			continue
+		}
+		_, _ = w.store.ReportOccupancy(w.ctx, lrp.GetCellId(), []*models.OccupancyChange{{
+			ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence(),
+			InstanceGuid: lrp.GetInstanceGuid(), Occupied: w.r.IntN(2) == 0,
+		}})
 	}
 }
 

@@ -21,6 +21,7 @@ ROLLOUT_FLAGS=(${BENCH_ROLLOUT_FLAGS:-})
 OPERATIONS_FLAGS=(${BENCH_OPERATIONS_FLAGS:-})
 LISTS_FLAGS=(${BENCH_LISTS_FLAGS:-})
 PEER_FLAGS=(${BENCH_PEER_FLAGS:-})
+MILLION_FLAGS=(${BENCH_MILLION_FLAGS:-})
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -54,6 +55,12 @@ scenarios() {
   run operations "$driver" bin/bbs-load operations -driver "$driver" "$@" "${OPERATIONS_FLAGS[@]}"
   run lists "$driver" bin/bbs-load lists -driver "$driver" "$@" "${LISTS_FLAGS[@]}"
   run peer "$driver" bin/bbs-load peer -driver "$driver" "$@" "${PEER_FLAGS[@]}"
+  # The issue 18 scale: 1,000,000 instances (200,000 LRPs × 5) on 5,000
+  # cells — steady passes from the lease holder's mirror, a few full
+  # reads beside them — and the board's memory holding them.
+  run converge-1m "$driver" bin/bbs-load converge -driver "$driver" "$@" -lrps 200000 -cells 5000 \
+    -passes 10 -full-passes 3 -repairs=false -place-lrps 0 "${MILLION_FLAGS[@]}"
+  run rss-1m "$driver" bin/bbs-load rss -driver "$driver" "$@" -lrps 200000 -cells 5000 -passes 3 -timeout 15m
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -77,7 +84,7 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout operations lists peer; do
+  for name in converge lifecycle report rss rollout operations lists peer converge-1m rss-1m; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done

@@ -22,14 +22,18 @@ import (
 //     no cell), one pass that must place them all on the now empty cells.
 
 type convergeConfig struct {
-	target    target
-	layout    layout
-	slots     int
-	passes    int
-	missing   float64
-	crashed   float64
-	extra     float64
-	placeLRPs int
+	target target
+	layout layout
+	slots  int
+	passes int
+	// fullPasses is how many full-read passes are measured (passes when
+	// negative).
+	fullPasses int
+	repairs    bool
+	missing    float64
+	crashed    float64
+	extra      float64
+	placeLRPs  int
 }
 
 func runConverge(ctx context.Context, args []string) error {
@@ -42,6 +46,8 @@ func runConverge(ctx context.Context, args []string) error {
 	flags.IntVar(&cfg.layout.zones, "zones", 4, "zones the cells are spread over")
 	flags.IntVar(&cfg.slots, "cell-slots", 300, "instances each cell has room for (256 MB, 512 MB disk each)")
 	flags.IntVar(&cfg.passes, "passes", 20, "measured steady-state passes")
+	flags.IntVar(&cfg.fullPasses, "full-passes", -1, "measured full-read passes (-passes when negative)")
+	flags.BoolVar(&cfg.repairs, "repairs", true, "run the repair pass")
 	flags.Float64Var(&cfg.missing, "missing", 0.05, "fraction of instances deleted for the repair pass")
 	flags.Float64Var(&cfg.crashed, "crashed", 0.01, "fraction of instances crashed for the repair pass")
 	flags.Float64Var(&cfg.extra, "extra", 0.01, "fraction of instances made extra (their LRP lowered by one) for the repair pass")
@@ -69,8 +75,10 @@ func runConverge(ctx context.Context, args []string) error {
 	if err := convergeSteady(ctx, d, cfg); err != nil {
 		return err
 	}
-	if err := convergeRepairs(ctx, d, seed, cfg); err != nil {
-		return err
+	if cfg.repairs {
+		if err := convergeRepairs(ctx, d, seed, cfg); err != nil {
+			return err
+		}
 	}
 	return convergePlacement(ctx, d, seed, cfg)
 }
@@ -100,12 +108,16 @@ func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error 
 		fmt.Sprintf("%s, all RUNNING, nothing to fix, from the lease holder's mirror, %d passes after 1 warm-up", l.describe(), cfg.passes),
 		steady.summary(), target, limit > 0 && p99 < limit)
 
-	full, err := measurePasses(cfg.passes, func() (pass, error) { return convergeOnce(ctx, d.store) }, nothingToDo)
+	fullPasses := cfg.fullPasses
+	if fullPasses < 0 {
+		fullPasses = cfg.passes
+	}
+	full, err := measurePasses(fullPasses, func() (pass, error) { return convergeOnce(ctx, d.store) }, nothingToDo)
 	if err != nil {
 		return err
 	}
 	figure("converge.full-read-pass", d.driver,
-		fmt.Sprintf("%s, all RUNNING, nothing to fix, every row read (as at takeover and every full_read_interval), %d passes after 1 warm-up", l.describe(), cfg.passes),
+		fmt.Sprintf("%s, all RUNNING, nothing to fix, every row read (as at takeover and every full_read_interval), %d passes after 1 warm-up", l.describe(), fullPasses),
 		full.summary(), "", false)
 	return convergeTargeted(ctx, d, mirror, cfg)
 }
