@@ -257,26 +257,47 @@ func addUsage(usage map[string]db.Resources, rows []db.ActualRow, sign int32) {
 
 // spliceRuns returns rows (in guid order) with the run of each guid of
 // changed (sorted) replaced by fresh's run of it (fresh holds only those
-// guids, in order). Runs of other guids are copied in blocks.
+// guids, in order). When every run keeps its length — an LRP whose
+// instances changed state, the common case — the runs are overwritten in
+// place; otherwise the rows are copied once, runs of other guids in
+// blocks.
 //
-// Example: rows a a b c c d, changed [b c e], fresh b b e. Out: a a (block
-// before b), b b (fresh's b; rows' b dropped), nothing for c (rows' c c
-// dropped, fresh has none: the LRP is gone), e (fresh's, new), then d.
+// Example: rows a a b c c d, changed [b c e], fresh b b e. Out: a a (the
+// block before b), b b (fresh's b; rows' b dropped), nothing for c (rows'
+// c c dropped, fresh has none: the LRP is gone), d (the block before e),
+// e (fresh's, new): a a b b d e.
+// With changed [b c] and fresh b c c, b and c are overwritten in place.
 func spliceRuns[T any](rows, fresh []T, changed []string, guid func(*T) string) []T {
-	out := make([]T, 0, len(rows)+len(fresh))
+	type span struct{ at, end, f, fEnd int }
+	spans := make([]span, 0, len(changed))
+	inPlace := true
 	from, f := 0, 0
 	for _, g := range changed {
 		at := from + sort.Search(len(rows)-from, func(i int) bool { return guid(&rows[from+i]) >= g })
-		out = append(out, rows[from:at]...)
-		for at < len(rows) && guid(&rows[at]) == g {
-			at++
-		}
-		end := f
-		for end < len(fresh) && guid(&fresh[end]) == g {
+		end := at
+		for end < len(rows) && guid(&rows[end]) == g {
 			end++
 		}
-		out = append(out, fresh[f:end]...)
-		from, f = at, end
+		fEnd := f
+		for fEnd < len(fresh) && guid(&fresh[fEnd]) == g {
+			fEnd++
+		}
+		spans = append(spans, span{at, end, f, fEnd})
+		inPlace = inPlace && end-at == fEnd-f
+		from, f = end, fEnd
+	}
+	if inPlace {
+		for _, s := range spans {
+			copy(rows[s.at:s.end], fresh[s.f:s.fEnd])
+		}
+		return rows
+	}
+	out := make([]T, 0, len(rows)+len(fresh))
+	from = 0
+	for _, s := range spans {
+		out = append(out, rows[from:s.at]...)
+		out = append(out, fresh[s.f:s.fEnd]...)
+		from = s.end
 	}
 	return append(out, rows[from:]...)
 }

@@ -94,7 +94,7 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`the board placed all 200 instances`))
 				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
 				Expect(session).To(gbytes.Say(`figure peer.claim-start \[` + driver + `.*\]: \d+ ops/s \(200 claims \+ 200 starts in `))
-				Expect(session).To(gbytes.Say(`figure peer.steady-pass \[` + driver + `.*in-process on the same database, 2 passes after 1 warm-up`))
+				Expect(session).To(gbytes.Say(`figure peer.steady-pass \[` + driver + `.*in-process on the same database, from a mirror, 2 passes after 1 warm-up`))
 				Expect(session).To(gbytes.Say(`figure peer.list-desired \[` + driver + `.*2 whole lists.*\]: p50 `))
 				Expect(session).To(gbytes.Say(`figure peer.list-scheduling-infos \[` + driver))
 				Expect(session).To(gbytes.Say(`figure peer.list-actual \[` + driver))
