@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -81,24 +82,28 @@ func runRollout(ctx context.Context, args []string) error {
 	}
 	cells := seededCells(l)
 	// A first pass over the seeded state must find nothing to do: what
-	// follows is the rollout's work only.
-	if p, err := convergeOnce(ctx, d.store); err != nil {
+	// follows is the rollout's work only. It fills the mirror the passes
+	// plan from, as the lease holder's runner does.
+	mirror := convergence.NewMirror(d.store, nil)
+	if p, err := convergeMirrored(ctx, d.store, mirror, nil); err != nil {
 		return err
 	} else if !p.plan.Writes.Empty() {
 		return fmt.Errorf("the seeded state is not at rest: a pass planned %s", describeWrites(&p.plan.Writes))
 	}
 	step("seeded %s, all RUNNING on v1, %d slots per cell, in %s (set-up, not measured)", l.describe(), cfg.slots, seconds(time.Since(began)))
 
-	run := &rolloutRun{cfg: cfg, d: d, seed: seed, cells: cells}
+	run := &rolloutRun{cfg: cfg, d: d, seed: seed, cells: cells, mirror: mirror}
 	return run.measure(ctx)
 }
 
 // rolloutRun is one measured rollout.
 type rolloutRun struct {
-	cfg   rolloutConfig
-	d     *database
-	seed  *seeder
-	cells []*rolloutCell
+	cfg  rolloutConfig
+	d    *database
+	seed *seeder
+	// mirror is the lease holder's snapshot the passes plan from.
+	mirror *convergence.Mirror
+	cells  []*rolloutCell
 
 	target string // the new definition's id
 	// Per pass: compute + apply, each alone, snapshot, and writes planned.
@@ -191,7 +196,7 @@ func (r *rolloutRun) update(ctx context.Context) error {
 }
 
 func (r *rolloutRun) pass(ctx context.Context) error {
-	p, err := convergeOnce(ctx, r.d.store)
+	p, err := convergeMirrored(ctx, r.d.store, r.mirror, nil)
 	if err != nil {
 		return err
 	}
@@ -265,7 +270,7 @@ func (r *rolloutRun) verify(ctx context.Context) error {
 		if err := r.round(ctx); err != nil {
 			return err
 		}
-		p, err := convergeOnce(ctx, r.d.store)
+		p, err := convergeMirrored(ctx, r.d.store, r.mirror, nil)
 		if err != nil {
 			return err
 		}
