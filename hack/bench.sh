@@ -60,7 +60,8 @@ scenarios() {
   # reads beside them — and the board's memory holding them.
   run converge-1m "$driver" bin/bbs-load converge -driver "$driver" "$@" -lrps 200000 -cells 5000 \
     -passes 10 -full-passes 3 -repairs=false -place-lrps 0 "${MILLION_FLAGS[@]}"
-  run rss-1m "$driver" bin/bbs-load rss -driver "$driver" "$@" -lrps 200000 -cells 5000 -passes 3 -timeout 15m
+  run rss-1m "$driver" bin/bbs-load rss -driver "$driver" "$@" -lrps 200000 -cells 5000 -passes 3 -timeout 15m \
+    -report-window 30s
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"

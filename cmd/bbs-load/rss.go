@@ -32,6 +32,9 @@ type rssConfig struct {
 	interval time.Duration
 	passes   int
 	timeout  time.Duration
+	// reportWindow is how long the cells take to send their one round of
+	// bulk reports, spread evenly over it.
+	reportWindow time.Duration
 }
 
 func runRSS(ctx context.Context, args []string) error {
@@ -46,6 +49,7 @@ func runRSS(ctx context.Context, args []string) error {
 	flags.DurationVar(&cfg.interval, "interval", 2*time.Second, "the board's convergence_interval")
 	flags.IntVar(&cfg.passes, "passes", 5, "convergence passes to wait for after the traffic")
 	flags.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "give up when the board has not made the passes by then")
+	flags.DurationVar(&cfg.reportWindow, "report-window", time.Second, "the cells' one round of bulk reports is spread over this")
 	flags.Parse(args)
 	l := cfg.layout
 	if _, err := os.Stat(cfg.bbs); err != nil {
@@ -78,7 +82,7 @@ func runRSS(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sendReports(ctx, cells, cellReports(l), time.Second, time.Second); err != nil {
+	if _, err := sendReports(ctx, cells, cellReports(l), cfg.reportWindow, cfg.reportWindow); err != nil {
 		return err
 	}
 	step("sent %d heartbeats and %d bulk reports", l.cells, l.cells)
@@ -102,6 +106,11 @@ func runRSS(ctx context.Context, args []string) error {
 		return err
 	}
 	perHundredThousand := hwm / (float64(l.total()) / 100000)
+	// Issue 3's target, and issue 18's for a million instances.
+	target, limit := "< 150 MB per 100,000 instances", 150.0
+	if l.total() >= 1_000_000 {
+		target, limit = "< 100 MB per 100,000 instances", 100
+	}
 	meanPass := "none"
 	if passCount > 0 {
 		meanPass = seconds(time.Duration(passSum / passCount * float64(time.Second)))
@@ -110,7 +119,7 @@ func runRSS(ctx context.Context, args []string) error {
 		fmt.Sprintf("bin/bbs with %s RUNNING, convergence every %s, after %.0f full passes (mean %s), %d heartbeats and %d bulk reports",
 			l.describe(), cfg.interval, passCount, meanPass, l.cells, l.cells),
 		fmt.Sprintf("VmHWM %.0f MB, VmRSS %.0f MB: %.0f MB peak per 100,000 instances", hwm, rss, perHundredThousand),
-		"< 150 MB per 100,000 instances", perHundredThousand < 150)
+		target, perHundredThousand < limit)
 	return nil
 }
 
