@@ -21,6 +21,7 @@ ROLLOUT_FLAGS=(${BENCH_ROLLOUT_FLAGS:-})
 OPERATIONS_FLAGS=(${BENCH_OPERATIONS_FLAGS:-})
 LISTS_FLAGS=(${BENCH_LISTS_FLAGS:-})
 PEER_FLAGS=(${BENCH_PEER_FLAGS:-})
+BUSY_FLAGS=(${BENCH_BUSY_FLAGS:-})
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -54,6 +55,7 @@ scenarios() {
   run operations "$driver" bin/bbs-load operations -driver "$driver" "$@" "${OPERATIONS_FLAGS[@]}"
   run lists "$driver" bin/bbs-load lists -driver "$driver" "$@" "${LISTS_FLAGS[@]}"
   run peer "$driver" bin/bbs-load peer -driver "$driver" "$@" "${PEER_FLAGS[@]}"
+  run busy "$driver" bin/bbs-load busy -driver "$driver" "$@" "${BUSY_FLAGS[@]}"
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -77,7 +79,7 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout operations lists peer; do
+  for name in converge lifecycle report rss rollout operations lists peer busy; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done
