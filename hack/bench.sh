@@ -22,6 +22,7 @@ OPERATIONS_FLAGS=(${BENCH_OPERATIONS_FLAGS:-})
 LISTS_FLAGS=(${BENCH_LISTS_FLAGS:-})
 PEER_FLAGS=(${BENCH_PEER_FLAGS:-})
 MILLION_FLAGS=(${BENCH_MILLION_FLAGS:-})
+BUSY_FLAGS=(${BENCH_BUSY_FLAGS:-})
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -55,6 +56,7 @@ scenarios() {
   run operations "$driver" bin/bbs-load operations -driver "$driver" "$@" "${OPERATIONS_FLAGS[@]}"
   run lists "$driver" bin/bbs-load lists -driver "$driver" "$@" "${LISTS_FLAGS[@]}"
   run peer "$driver" bin/bbs-load peer -driver "$driver" "$@" "${PEER_FLAGS[@]}"
+  run busy "$driver" bin/bbs-load busy -driver "$driver" "$@" "${BUSY_FLAGS[@]}"
   # The issue 18 scale: 1,000,000 instances (200,000 LRPs × 5) on 5,000
   # cells — steady passes from the lease holder's mirror, a few full
   # reads beside them — and the board's memory holding them.
@@ -85,7 +87,7 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout operations lists peer converge-1m rss-1m; do
+  for name in converge lifecycle report rss rollout operations lists peer busy converge-1m rss-1m; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done

@@ -20,6 +20,12 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
+func (l *latencies) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.samples)
+}
+
 func (l *latencies) percentile(p float64) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()

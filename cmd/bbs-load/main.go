@@ -19,6 +19,11 @@
 //	                          ~1 KB, 100 cells, 16 clients; desire, claim +
 //	                          start, a steady pass, whole lists, annotation
 //	                          updates, peak RSS
+//	bbs-load busy ...         desire / update / get latency through the
+//	                          HTTP API while the lease holder converges
+//	                          250,000 instances back to back, full-read
+//	                          passes run beside it and 1,000 cells send
+//	                          bulk reports
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
@@ -53,6 +58,7 @@ var scenarios = []scenario{
 	{"operations", runOperations},
 	{"lists", runLists},
 	{"peer", runPeer},
+	{"busy", runBusy},
 }
 
 func main() {

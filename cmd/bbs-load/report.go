@@ -161,6 +161,21 @@ func cellClients(url string, l layout) []*simulatedCell {
 // waits for every answer; an error, or an answer that asks a cell to stop
 // an instance or claim one, fails the run.
 func sendReports(ctx context.Context, cells []*simulatedCell, reports [][]*models.ReportedInstance, period, duration time.Duration) (runResult, error) {
+	return sendReportsChecked(ctx, cells, reports, period, duration, func(result *client.BulkReportResult, err error) error {
+		if err != nil {
+			return err
+		}
+		if len(result.Stop) > 0 || len(result.Assigned) > 0 {
+			return fmt.Errorf("told to stop %d and claim %d instances, want none", len(result.Stop), len(result.Assigned))
+		}
+		return nil
+	})
+}
+
+// sendReportsChecked is sendReports with the check of each answer, or of
+// the error instead, given: an error from check fails the run.
+func sendReportsChecked(ctx context.Context, cells []*simulatedCell, reports [][]*models.ReportedInstance, period, duration time.Duration,
+	check func(*client.BulkReportResult, error) error) (runResult, error) {
 	type send struct {
 		at   time.Duration
 		cell int
@@ -189,12 +204,8 @@ func sendReports(ctx context.Context, cells []*simulatedCell, reports [][]*model
 			sent := time.Now()
 			result, err := c.client.BulkReport(ctx, reports[s.cell])
 			lat.add(time.Since(sent))
-			switch {
-			case err != nil:
+			if err := check(result, err); err != nil {
 				failed.set(fmt.Errorf("bulk report of %s: %w", c.client.CellID(), err))
-			case len(result.Stop) > 0 || len(result.Assigned) > 0:
-				failed.set(fmt.Errorf("bulk report of %s: told to stop %d and claim %d instances, want none",
-					c.client.CellID(), len(result.Stop), len(result.Assigned)))
 			}
 		}()
 	}

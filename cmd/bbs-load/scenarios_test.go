@@ -102,6 +102,19 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure peer.board-rss \[` + driver + `.*\]: VmHWM \d+ MiB`))
 			})
 
+			It("busy: desire, update and get while passes run and cells report", func() {
+				session := run("busy", "-cells", "20", "-per-cell", "10", "-duration", "2s", "-period", "1s", "-clients", "4")
+				Expect(session).To(gbytes.Say(`the lease holder's first pass read everything into its mirror`))
+				Expect(session).To(gbytes.Say(`the lease holder's passes from its mirror, (back to back|every [0-9.]+m?s): \d+ in the window, .*; \d+ writes, all to the clients' LRPs .*; 1 full reads in all`))
+				Expect(session).To(gbytes.Say(`full-read passes .*: \d+ in the window`))
+				Expect(session).To(gbytes.Say(`bulk reports: 40 of 20 cells' 10 instances every 1s`))
+				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
+				conditions := `, 200 RUNNING instances = 40 LRPs × 5, 20 cells bulk-reporting every 1s, .* 4 clients closed loop over HTTP for 2s`
+				Expect(session).To(gbytes.Say(`figure busy.desire \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed, .*\(target p99 < 20ms: (met|MISSED)\)`))
+				Expect(session).To(gbytes.Say(`figure busy.update \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
+				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
+			})
+
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
 				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "12")
 				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
@@ -116,7 +129,7 @@ var _ = Describe("scenarios", func() {
 		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(session).Should(gexec.Exit(2))
-		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists, peer)`))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists, peer, busy)`))
 	})
 
 	It("needs -dsn for a server database, and creates nothing without it", func() {
