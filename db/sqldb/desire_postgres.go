@@ -28,10 +28,12 @@ import (
 //
 // The definition, instance, operation and event inserts select from the
 // desired insert's RETURNING, so they store nothing when it stored nothing.
-// The operation is number 1, as on the transactional path (firstOperation):
-// a guid desired before still has the operations of its earlier LRP, the
-// unique index on (process_guid, sequence) refuses the 1, and the
-// transactional path takes over. A concurrent
+// The operation is number 1, so its event can be encoded before the
+// statement runs: a guid with operations (those of an earlier LRP outlive
+// it, and pruning may have left only its newest, say number 7) stores
+// nothing here and goes to the transactional path, which numbers it on
+// from them; the unique index on (process_guid, sequence) refuses a 1
+// stored meanwhile, and the transactional path takes over. A concurrent
 // desire of the same guid makes ON CONFLICT wait for it and then store
 // nothing. Instances skip an index that already has an ORDINARY instance,
 // as insertUnclaimed does, so one left over from a removed LRP is kept.
@@ -59,6 +61,7 @@ const desireNewPostgres = `WITH taken AS (
 		modification_tag_epoch, modification_tag_index, created_at, updated_at, autoscaling, autoscaler)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
 	WHERE NOT EXISTS (SELECT 1 FROM run_infos WHERE process_guid = $1::varchar AND definition_id = $7::varchar)
+		AND NOT EXISTS (SELECT 1 FROM operations WHERE process_guid = $1::varchar)
 		AND NOT EXISTS (SELECT 1 FROM taken) AND (SELECT count(*) FROM left_over) >= 0
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
