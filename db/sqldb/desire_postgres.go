@@ -3,7 +3,6 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-	"slices"
 
 	"github.com/lib/pq"
 
@@ -19,24 +18,35 @@ import (
 // round trips are in-process, so both keep the transactional path only.
 //
 // The statement stores the desired row, its definition, its instances and
-// the desire's operation (db.OperationDB), auto-committed, but only when no definition with that id is stored for
+// the desire's operation (db.OperationDB), and appends its events to the
+// log's outbox, auto-committed, but only when no definition with that id is stored for
 // the guid yet: then there is no content to compare, and the writes are
 // those of the transactional path. Otherwise, or when the guid is already
 // desired, it stores nothing and returns 0, and the caller runs the
 // transactional path, which tells ResourceExists from a reusable or
 // conflicting definition.
 //
-// The definition, instance and operation inserts select from the desired
-// insert's RETURNING, so they store nothing when it stored nothing. The
-// operation's sequence is the guid's highest + 1: 1, unless the guid was
-// desired before (operations outlive their LRP). The unique index on
-// (process_guid, sequence) refuses a number taken meanwhile, and the
-// transactional path takes over. A concurrent
+// The definition, instance, operation and event inserts select from the
+// desired insert's RETURNING, so they store nothing when it stored nothing.
+// The operation is number 1, so its event can be encoded before the
+// statement runs: a guid with operations (those of an earlier LRP outlive
+// it, and pruning may have left only its newest, say number 7) stores
+// nothing here and goes to the transactional path, which numbers it on
+// from them; the unique index on (process_guid, sequence) refuses a 1
+// stored meanwhile, and the transactional path takes over. A concurrent
 // desire of the same guid makes ON CONFLICT wait for it and then store
 // nothing. Instances skip an index that already has an ORDINARY instance,
 // as insertUnclaimed does, so one left over from a removed LRP is kept.
+//
+// The events go to the outbox in the same statement (logged), so that a
+// desire is one auto-committed round trip rather than four (BEGIN, this,
+// the outbox insert, COMMIT): $30 to $33 are every event the desire can
+// have, in order (the LRP, its instances by index, the operation), with
+// the instance index each is about, or -1. Only the events of what the
+// statement stored are inserted: all of them when the LRP was stored,
+// less the ActualLRPCreated of an index whose left-over instance was kept.
 // The statement answers whether it stored the LRP, the indices of the
-// instances it stored and the operation's sequence, for the events.
+// instances it stored and the operation's sequence.
 // $1 to $15 are the desired row (desiredLRPColumns); $12 (now) is also the
 // definition's created_at, the instances' since and the operation's times.
 // The casts in NOT EXISTS give $1 and $7 the type of their columns, which
@@ -51,6 +61,7 @@ const desireNewPostgres = `WITH taken AS (
 		modification_tag_epoch, modification_tag_index, created_at, updated_at, autoscaling, autoscaler)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
 	WHERE NOT EXISTS (SELECT 1 FROM run_infos WHERE process_guid = $1::varchar AND definition_id = $7::varchar)
+		AND NOT EXISTS (SELECT 1 FROM operations WHERE process_guid = $1::varchar)
 		AND NOT EXISTS (SELECT 1 FROM taken) AND (SELECT count(*) FROM left_over) >= 0
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
@@ -70,10 +81,17 @@ const desireNewPostgres = `WITH taken AS (
 		requested_by, created_at, started_at, finished_at, lease_owner, lease_expires_at, history, ended,
 		modification_index)
 	SELECT $23, d.process_guid,
-		COALESCE((SELECT MAX(sequence) FROM operations WHERE process_guid = $1::varchar), 0) + 1,
+		1,
 		$24, $25, '', $26, d.active_definition_id, $27, $12, $12, $12, '', 0, $28, TRUE, 1
 	FROM desired d
 	RETURNING sequence
+), logged AS (
+	INSERT INTO event_outbox (event_type, event_key, payload)
+	SELECT e.event_type, e.event_key, e.payload
+	FROM unnest($30::text[], $31::text[], $32::bytea[], $33::int[]) WITH ORDINALITY AS e(event_type, event_key, payload, instance_index, n)
+	WHERE EXISTS (SELECT 1 FROM desired)
+		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
+	ORDER BY e.n
 )
 SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances),
 	COALESCE((SELECT sequence FROM operation), 0)`
@@ -81,12 +99,12 @@ SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instance
 // desireNew runs desireNewPostgres for stored, whose definition carries its
 // id and created_at, desiredRow, the desired_lrps row in desiredLRPColumns
 // order, and request, the desire as asked. It returns the operation it
-// recorded when it stored the LRP, nil otherwise, and then publishes its
-// events. A unique violation or a transient conflict rolled the statement
-// back and is reported as nil, for the transactional path to sort out.
+// recorded when it stored the LRP, nil otherwise. A unique violation or a
+// transient conflict rolled the statement back and is reported as nil, for
+// the transactional path to sort out.
 //
-// The statement runs in a transaction of its own with the event log's
-// append (writeAlone). It waits for no row lock: the first two WITH parts
+// The statement commits on its own, events included. It waits for no row
+// lock: the first two WITH parts
 // lock the guid's existing rows NOWAIT (taken, left_over; count(*) makes
 // Postgres lock every left-over row, not just the first), and a locked
 // one — say, a remove in progress — fails the statement with
@@ -110,6 +128,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	if err != nil {
 		return nil, err
 	}
+	op.Sequence = 1
 	finishDesire(op, stored, stored.CreatedAt)
 	parameters, history, err := s.encodeOperationBlobs(op)
 	if err != nil {
@@ -119,36 +138,42 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	if err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, len(desiredRow)+14)
+	// Every event the desire can have, as the transactional path would
+	// publish them with every instance stored; the statement drops those
+	// of instances it kept a left-over row for.
+	created := make([]*models.ActualLRP, len(epochs))
+	instanceOf := make([]int32, 0, len(epochs)+2)
+	instanceOf = append(instanceOf, -1)
+	for i := range created {
+		created[i] = newUnclaimed(stored.ProcessGuid, int32(i), stored.Domain, stored.ActiveDefinitionId,
+			epochs[i], stored.CreatedAt)
+		instanceOf = append(instanceOf, int32(i))
+	}
+	instanceOf = append(instanceOf, -1)
+	types, keys, payloads, err := encodeEvents(append(desiredEvents(stored, created), models.OperationChanged(op)))
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, len(desiredRow)+18)
 	args = append(args, desiredRow...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
-		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports)
+		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
+		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf))
 
 	stmt, err := s.desireNewStatement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var recorded *models.Operation
-	err = s.writeAlone(ctx, func(tx *sql.Tx) ([]models.Event, error) {
-		var desired int
-		var indices pq.Int64Array
-		err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
-		if err != nil || desired != 1 {
-			return nil, err
-		}
-		recorded = op
-		slices.Sort(indices)
-		created := make([]*models.ActualLRP, len(indices))
-		for i, index := range indices {
-			created[i] = newUnclaimed(stored.ProcessGuid, int32(index), stored.Domain, stored.ActiveDefinitionId,
-				epochs[index], stored.CreatedAt)
-		}
-		return append(desiredEvents(stored, created), models.OperationChanged(op)), nil
-	})
+	var desired int
+	var indices pq.Int64Array
+	err = stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
 	switch {
+	case err == nil && desired == 1:
+		s.eventsCommitted()
+		return op, nil
 	case err == nil:
-		return recorded, nil
+		return nil, nil
 	case isUniqueViolation(err) || isLockNotAvailable(err) || isRetryable(err):
 		return nil, nil
 	default:

@@ -145,3 +145,12 @@ func (d dialect) lockForUpdate() string {
 func (d dialect) joinsStatements() bool {
 	return d == MySQL
 }
+
+// dataModifyingWith reports whether the dialect takes arrays as statement
+// parameters and INSERT, UPDATE or DELETE … RETURNING inside WITH, so that
+// one statement can write many rows from one set of parameters or move
+// rows from one table to another without them leaving the database:
+// Postgres. The others write and move rows with plain statements.
+func (d dialect) dataModifyingWith() bool {
+	return d == Postgres
+}

@@ -1,6 +1,8 @@
 package sqldb_test
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -161,6 +163,41 @@ var _ = forEachDialect("the event log", func(b *board) {
 		expectContiguous(late, before+1)
 		Expect(eventTypes(eventsOf(late))).To(Equal([]string{"cell_changed"}))
 		Expect(late[0].Key).To(Equal("late"))
+	})
+
+	It("leaves an uncommitted row between two committed ones for a later run, and logs it once it commits", func() {
+		if b.dialect == sqldb.SQLite {
+			Skip("SQLite has one writer at a time: no commit lands while a write is open")
+		}
+		_, before := bounds()
+		appendCell := func(q interface {
+			ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		}, cell string) {
+			GinkgoHelper()
+			raw, err := proto.Marshal(&models.CellChangedEvent{After: &models.Cell{CellId: cell}})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = q.ExecContext(b.ctx, sqldb.Rebind(b.dialect, "INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('cell_changed', ?, ?)"), cell, raw)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// Outbox ids in order: first (committed), middle (open), last
+		// (committed). A run moving "first to last" must not take middle.
+		appendCell(b.conn, "first")
+		tx, err := b.conn.BeginTx(b.ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer tx.Rollback()
+		appendCell(tx, "middle")
+		appendCell(b.conn, "last")
+
+		logged := readAll(b, b.store, before)
+		expectContiguous(logged, before+1)
+		Expect([]string{logged[0].Key, logged[1].Key}).To(Equal([]string{"first", "last"}))
+		Expect(logged).To(HaveLen(2))
+
+		Expect(tx.Commit()).To(Succeed())
+		late := readAll(b, b.store, before+2)
+		expectContiguous(late, before+3)
+		Expect(late).To(HaveLen(1))
+		Expect(late[0].Key).To(Equal("middle"))
 	})
 
 	Describe("trimming", func() {

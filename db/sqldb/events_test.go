@@ -122,7 +122,9 @@ var _ = forEachDialect("events of desired LRP writes", func(b *board) {
 			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
 			sink.take()
 
-			// A definition id not stored yet: Postgres's one-statement path.
+			// A definition id not stored yet; the guid has the operations
+			// of its earlier LRP, so Postgres too takes the transactional
+			// path.
 			again := newLRP("web", "apps", 3)
 			again.Definition = newDefinition("v2", "/bin/web-2")
 			_, err = b.store.DesireLRP(b.ctx, again)
