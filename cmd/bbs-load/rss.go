@@ -78,6 +78,12 @@ func runRSS(ctx context.Context, args []string) error {
 	}
 	defer board.stop()
 
+	// The cells report once the board has read everything (its first
+	// pass, as at takeover): at a million instances that read takes
+	// seconds, and reports arriving meanwhile only queue.
+	if err := board.waitForPassCount(ctx, 0, 1, cfg.timeout); err != nil {
+		return err
+	}
 	cells, err := registerSimulatedCells(ctx, board.url, l, slots)
 	if err != nil {
 		return err
@@ -231,6 +237,12 @@ func (p *bbsProcess) waitForPasses(ctx context.Context, n int, timeout time.Dura
 	if err != nil {
 		return err
 	}
+	return p.waitForPassCount(ctx, start, n, timeout)
+}
+
+// waitForPassCount waits until the board has made n full passes more than
+// start.
+func (p *bbsProcess) waitForPassCount(ctx context.Context, start float64, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		now, err := p.metric(fullPasses)

@@ -101,11 +101,10 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	}
 
 	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
-	// Until the guid turns out to have operations from an earlier LRP, the
-	// desire is its operation number 1 (see firstOperation), and where the
-	// dialect joins statements that operation goes in one round trip with
-	// the desired row.
-	numberOperation := s.firstOperation
+	// The desire's operation is numbered after the guid's highest (an
+	// earlier LRP of the guid keeps its operations, the oldest perhaps
+	// pruned); where the dialect joins statements it goes in one round
+	// trip with the desired row.
 	joined := s.dialect.joinsStatements()
 	err = s.transactOperation(ctx, "desire lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		var rec *operationRecord
@@ -113,9 +112,9 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 			var err error
 			if rec, err = s.insertDesiredWithOperation(ctx, tx, insertDesired, row, stored, request, now); err != nil {
 				if isUniqueViolation(err) {
-					// The desired row or operation number 1 exists: the
+					// The desired row or the operation's number exists: the
 					// next attempt tells which, one statement at a time.
-					joined, numberOperation = false, s.newOperation
+					joined = false
 					return nil, nil, errLostRace
 				}
 				return nil, nil, err
@@ -137,14 +136,11 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 			return nil, nil, err
 		}
 		if rec == nil {
-			if rec, err = numberOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now); err != nil {
+			if rec, err = s.newOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now); err != nil {
 				return nil, nil, err
 			}
 			finishDesire(rec.op, stored, now)
 			if err := s.insertOperation(ctx, tx, rec); err != nil {
-				if errors.Is(err, errLostRace) {
-					numberOperation = s.newOperation
-				}
 				return nil, nil, err
 			}
 		}
@@ -157,11 +153,12 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 }
 
 // insertDesiredWithOperation inserts the desired row and the desire's
-// operation, numbered 1, in one round trip (dialect.joinsStatements). A
-// unique violation does not say which of the two exists.
+// operation in one round trip (dialect.joinsStatements), after reading
+// the guid's highest operation number. A unique violation does not say
+// which of the two exists.
 func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, insertDesired string, row []any,
 	stored *models.DesiredLRP, request *models.DesireLRPRequest, now int64) (*operationRecord, error) {
-	rec, err := s.firstOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
+	rec, err := s.newOperation(ctx, tx, stored.ProcessGuid, models.Operation_DESIRE, request, now)
 	if err != nil {
 		return nil, err
 	}

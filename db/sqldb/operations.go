@@ -242,23 +242,6 @@ func (s *SQLDB) newOperation(ctx context.Context, tx *sql.Tx, processGuid string
 	return &operationRecord{op: op, modificationIndex: 1}, nil
 }
 
-// firstOperation drafts an operation numbered 1 without reading the
-// guid's operations, for the desire of a guid never desired before: nearly
-// every desire, spared a round trip. A guid desired before still has the
-// operations of its earlier LRP (they outlive it): the unique index
-// refuses the 1, insertOperation answers errLostRace, and the caller runs
-// its transaction again numbering with newOperation.
-// It takes newOperation's arguments, tx unused, so that the two can stand
-// for each other.
-func (s *SQLDB) firstOperation(ctx context.Context, _ *sql.Tx, processGuid string, kind models.Operation_Kind, request proto.Message, now int64) (*operationRecord, error) {
-	op, err := s.draftOperation(ctx, processGuid, kind, request, now)
-	if err != nil {
-		return nil, err
-	}
-	op.Sequence = 1
-	return &operationRecord{op: op, modificationIndex: 1}, nil
-}
-
 // draftOperation is newOperation without the sequence, which the caller
 // reads itself.
 func (s *SQLDB) draftOperation(ctx context.Context, processGuid string, kind models.Operation_Kind, request proto.Message, now int64) (*models.Operation, error) {

@@ -725,14 +725,11 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 			Expect(update(&models.DesiredLRPUpdate{}).Sequence).To(BeEquivalentTo(9))
 		})
 
-		// Pending: a known bug of the transactional desire, on every
-		// dialect. firstOperation numbers a desire 1 and counts on the
-		// unique index to refuse the 1 when the guid has operations; once
-		// pruning deleted number 1 but kept the newest (here 3), nothing
-		// refuses it, and the desire is number 1 again ([3, 1], not
-		// [4, 3]). Postgres's one-statement desire leaves guids with
-		// operations to that path.
-		PIt("numbers a desire of a guid whose first operations were pruned on from its newest", func() {
+		// A desire numbered 1 on the guess that the guid is new, counting
+		// on the unique index to refuse the 1 otherwise, was number 1
+		// again once pruning had deleted number 1 but kept the newest
+		// ([3, 1], not [4, 3]).
+		It("numbers a desire of a guid whose first operations were pruned on from its newest", func() {
 			desire("web", 1)
 			b.clock.Advance(time.Second)
 			_, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("a")})
