@@ -11,6 +11,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# BENCH_ONLY="peer converge-1m" runs only the named runs (scenario names,
+# operations-cost, go-bench); every run when unset.
+ONLY=" ${BENCH_ONLY:-} "
+
 # Extra flags per scenario, e.g. BENCH_CONVERGE_FLAGS='-lrps 10000'.
 API_FLAGS=(${BENCH_API_FLAGS:-})
 CONVERGE_FLAGS=(${BENCH_CONVERGE_FLAGS:-})
@@ -33,6 +37,9 @@ failures=0
 run() {
   local name="$1" driver="$2"
   shift 2
+  if [ "$ONLY" != "  " ] && [[ "$ONLY" != *" $name "* ]]; then
+    return 0
+  fi
   echo
   echo "### $name on $driver ($(date -u +%T), load $(cut -d' ' -f1 /proc/loadavg))"
   local began=$SECONDS
