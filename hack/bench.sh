@@ -99,7 +99,7 @@ for driver in "${drivers[@]}"; do
   done
 done
 grep -h '^figure ' "$out/operations-cost-all.log" 2>/dev/null | sed 's/^figure //'
-cat "$out"/go-bench-*.log | grep -E '^Benchmark' || true
+cat "$out"/go-bench-*.log 2>/dev/null | grep -E "^Benchmark" || true
 if [ "$failures" -gt 0 ]; then
   echo
   cat "$out/failures"
