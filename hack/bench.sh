@@ -6,7 +6,7 @@
 # the issue's unless overridden below; every scenario takes -h.
 #
 # A scenario that fails is reported and the others still run; the script
-# then exits non-zero. Budget: about 15 minutes on 2 cores with all three
+# then exits non-zero. Budget: about 45 minutes on 2 cores with all three
 # databases.
 set -uo pipefail
 cd "$(dirname "$0")/.."
