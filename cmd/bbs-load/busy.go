@@ -86,10 +86,9 @@ func runBusy(ctx context.Context, args []string) error {
 	flags.BoolVar(&cfg.noFullReads, "no-full-reads", false, "run no full-read passes in the window")
 	flags.Parse(args)
 	l := &cfg.layout
-	if l.cells*cfg.perCell%l.instances != 0 {
-		return fmt.Errorf("-cells × -per-cell (%d) must be a multiple of -instances (%d)", l.cells*cfg.perCell, l.instances)
+	if err := l.fillCells(cfg.perCell); err != nil {
+		return err
 	}
-	l.lrps = l.cells * cfg.perCell / l.instances
 
 	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
 	if err != nil {

@@ -52,10 +52,9 @@ func runReport(ctx context.Context, args []string) error {
 	flags.Float64Var(&cfg.restartClaimed, "restart-claimed", 0.1, "fraction of instances left CLAIMED across the restart, for the reports to reconcile")
 	flags.Parse(args)
 	l := &cfg.layout
-	if l.cells*cfg.perCell%l.instances != 0 {
-		return fmt.Errorf("-cells × -per-cell (%d) must be a multiple of -instances (%d)", l.cells*cfg.perCell, l.instances)
+	if err := l.fillCells(cfg.perCell); err != nil {
+		return err
 	}
-	l.lrps = l.cells * cfg.perCell / l.instances
 
 	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
 	if err != nil {

@@ -50,6 +50,16 @@ func (l layout) guid(lrp int) string { return fmt.Sprintf("%s-%06d", l.prefix, l
 
 func (l layout) cellOf(lrp, index int) int { return (lrp*l.instances + index) % l.cells }
 
+// fillCells sets the number of LRPs so that each of the cells runs
+// perCell instances: 1,000 cells × 250 instances, 5 per LRP, is 50,000 LRPs.
+func (l *layout) fillCells(perCell int) error {
+	if l.cells*perCell%l.instances != 0 {
+		return fmt.Errorf("-cells × -per-cell (%d) must be a multiple of -instances (%d)", l.cells*perCell, l.instances)
+	}
+	l.lrps = l.cells * perCell / l.instances
+	return nil
+}
+
 func (l layout) describe() string {
 	return fmt.Sprintf("%d instances = %d LRPs × %d, %d cells in %d zones", l.total(), l.lrps, l.instances, l.cells, l.zones)
 }
