@@ -37,15 +37,11 @@ func runAPI(ctx context.Context, args []string) error {
 
 	url := cfg.url
 	if url == "" {
-		d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
+		d, b, err := openServedDatabase(ctx, cfg.target)
 		if err != nil {
 			return err
 		}
 		defer d.close()
-		b, err := startBoard(d.store, d.hub)
-		if err != nil {
-			return err
-		}
 		defer b.stop()
 		url = b.url
 	}

@@ -117,6 +117,21 @@ type board struct {
 	server *http.Server
 }
 
+// openServedDatabase opens a fresh database of t and serves it from an
+// in-process board; the caller closes the database and stops the board.
+func openServedDatabase(ctx context.Context, t target) (*database, *board, error) {
+	d, err := openFreshDatabase(ctx, t.driver, t.dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := startBoard(d.store, d.hub)
+	if err != nil {
+		d.close()
+		return nil, nil, err
+	}
+	return d, b, nil
+}
+
 func startBoard(s db.DB, hub *events.Hub) (*board, error) {
 	logger := lager.NewLogger("bbs-load")
 	logger.RegisterSink(lager.NewWriterSink(io.Discard, lager.ERROR))

@@ -90,15 +90,11 @@ func runBusy(ctx context.Context, args []string) error {
 		return err
 	}
 
-	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
+	d, b, err := openServedDatabase(ctx, cfg.target)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	b, err := startBoard(d.store, d.hub)
-	if err != nil {
-		return err
-	}
 	defer b.stop()
 	fmt.Printf("# bbs-load busy against an in-process board on %s, %s, %d cores\n", d.driver, l.describe(), numCPU())
 

@@ -39,15 +39,11 @@ func runLifecycle(ctx context.Context, args []string) error {
 	flags.BoolVar(&cfg.convergeDuring, "converge-during", false, "run convergence passes back to back while the cells claim and start")
 	flags.Parse(args)
 
-	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
+	d, b, err := openServedDatabase(ctx, cfg.target)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	b, err := startBoard(d.store, d.hub)
-	if err != nil {
-		return err
-	}
 	defer b.stop()
 	l := cfg.layout
 	fmt.Printf("# bbs-load lifecycle against an in-process board on %s, %d cells, %d instances, %d cores\n",

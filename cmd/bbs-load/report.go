@@ -56,15 +56,11 @@ func runReport(ctx context.Context, args []string) error {
 		return err
 	}
 
-	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
+	d, b, err := openServedDatabase(ctx, cfg.target)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	b, err := startBoard(d.store, d.hub)
-	if err != nil {
-		return err
-	}
 	defer func() { b.stop() }()
 	fmt.Printf("# bbs-load report against an in-process board on %s, %s, %d cores\n", d.driver, l.describe(), numCPU())
 
