@@ -194,8 +194,8 @@ func runBusyWindow(ctx context.Context, store db.DB, mirror *convergence.Mirror,
 	reports [][]*models.ReportedInstance, url string, cfg busyConfig) *busyWindow {
 	w := &busyWindow{
 		desires: &requests{}, updates: &requests{}, gets: &requests{},
-		mirrored: passTimes{&latencies{}, &latencies{}, &latencies{}},
-		full:     passTimes{&latencies{}, &latencies{}, &latencies{}},
+		mirrored: newPassTimes(),
+		full:     newPassTimes(),
 	}
 	end := time.Now().Add(cfg.duration)
 	open := func() bool { return time.Now().Before(end) && w.failed.get() == nil }
@@ -211,40 +211,38 @@ func runBusyWindow(ctx context.Context, store db.DB, mirror *convergence.Mirror,
 		return open()
 	}
 
-	wg.Add(1)
-	go func() {
+	// passes runs one kind of pass every interval, each checked and
+	// recorded, until the window closes or one fails.
+	passes := func(what string, interval time.Duration, run func() (pass, error), record func(pass)) {
 		defer wg.Done()
 		var last time.Time
-		for every(cfg.passEvery, &last) {
-			p, err := convergeMirrored(ctx, store, mirror, nil)
+		for every(interval, &last) {
+			p, err := run()
 			if err == nil {
-				err = onlyClientWrites("a pass from the mirror", &p.plan.Writes)
+				err = onlyClientWrites(what, &p.plan.Writes)
 			}
 			if err != nil {
 				w.failed.set(err)
 				return
 			}
+			record(p)
+		}
+	}
+	wg.Add(1)
+	go passes("a pass from the mirror", cfg.passEvery,
+		func() (pass, error) { return convergeMirrored(ctx, store, mirror, nil) },
+		func(p pass) {
 			w.mirrored.add(p)
 			w.mirroredWrites.add(&p.plan.Writes)
-		}
-	}()
-
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var last time.Time
-		for !cfg.noFullReads && every(cfg.fullReadEvery, &last) {
-			p, err := planFromFullRead(ctx, store)
-			if err == nil {
-				err = onlyClientWrites("a full-read pass", &p.plan.Writes)
-			}
-			if err != nil {
-				w.failed.set(err)
-				return
-			}
-			w.full.add(p)
-		}
-	}()
+		})
+	if !cfg.noFullReads {
+		wg.Add(1)
+		go passes("a full-read pass", cfg.fullReadEvery,
+			func() (pass, error) {
+				return planWith(func() (*db.Snapshot, error) { return store.ConvergenceSnapshot(ctx, nil) })
+			},
+			w.full.add)
+	}
 
 	wg.Add(1)
 	go func() {
@@ -355,22 +353,6 @@ func (r *requests) time(call func() error) bool {
 	return true
 }
 
-// planFromFullRead reads every row and plans a pass over them, without
-// applying it (see the scenario's comment).
-func planFromFullRead(ctx context.Context, s db.DB) (pass, error) {
-	var p pass
-	began := time.Now()
-	snapshot, err := s.ConvergenceSnapshot(ctx, nil)
-	if err != nil {
-		return p, fmt.Errorf("convergence snapshot: %w", err)
-	}
-	loaded := time.Now()
-	p.snapshot = loaded.Sub(began)
-	p.plan = convergence.Compute(snapshot, loaded, convergence.DefaultConfig())
-	p.compute = time.Since(loaded)
-	return p, nil
-}
-
 // onlyClientWrites fails when a plan writes to a seeded LRP: nothing but
 // the clients changes anything in the window, so a pass has nothing to do
 // except for the LRPs they desired or updated.
@@ -381,13 +363,6 @@ func onlyClientWrites(what string, w *db.ConvergenceWrites) error {
 		}
 	}
 	return nil
-}
-
-// add records the durations of one pass.
-func (t passTimes) add(p pass) {
-	t.total.add(p.total())
-	t.snapshots.add(p.snapshot)
-	t.computes.add(p.compute)
 }
 
 // writeTally adds up the writes of many passes, by kind.

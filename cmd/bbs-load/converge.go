@@ -141,6 +141,17 @@ type passTimes struct {
 	total, snapshots, computes *latencies
 }
 
+func newPassTimes() passTimes {
+	return passTimes{&latencies{}, &latencies{}, &latencies{}}
+}
+
+// add records the durations of one pass.
+func (t passTimes) add(p pass) {
+	t.total.add(p.total())
+	t.snapshots.add(p.snapshot)
+	t.computes.add(p.compute)
+}
+
 func (t passTimes) summary() string {
 	return fmt.Sprintf("p50 %s p99 %s max %s (snapshot p50 %s, compute p50 %s)",
 		seconds(t.total.percentile(0.5)), seconds(t.total.percentile(0.99)), seconds(t.total.percentile(1)),
@@ -149,7 +160,7 @@ func (t passTimes) summary() string {
 
 // measurePasses runs a warm-up pass and n measured ones, each checked.
 func measurePasses(n int, run func() (pass, error), check func(pass) error) (passTimes, error) {
-	t := passTimes{&latencies{}, &latencies{}, &latencies{}}
+	t := newPassTimes()
 	for i := 0; i <= n; i++ {
 		p, err := run()
 		if err != nil {
@@ -161,9 +172,7 @@ func measurePasses(n int, run func() (pass, error), check func(pass) error) (pas
 		if i == 0 {
 			continue // warm-up
 		}
-		t.total.add(p.total())
-		t.snapshots.add(p.snapshot)
-		t.computes.add(p.compute)
+		t.add(p)
 	}
 	return t, nil
 }

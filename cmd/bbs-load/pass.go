@@ -37,19 +37,15 @@ func convergeMirrored(ctx context.Context, s db.DB, m *convergence.Mirror, guids
 	return convergeWith(ctx, s, func() (*db.Snapshot, error) { return m.Snapshot(ctx, guids) }, m.Applied)
 }
 
+// convergeWith plans from the snapshot read gives and applies the plan,
+// telling applied (when set) how that went.
 func convergeWith(ctx context.Context, s db.DB, read func() (*db.Snapshot, error),
 	applied func(*db.ConvergenceWrites, *db.ConvergenceResult, error)) (pass, error) {
-	var p pass
-	began := time.Now()
-	snapshot, err := read()
+	p, err := planWith(read)
 	if err != nil {
-		return p, fmt.Errorf("convergence snapshot: %w", err)
+		return p, err
 	}
-	loaded := time.Now()
-	p.snapshot = loaded.Sub(began)
-	p.plan = convergence.Compute(snapshot, loaded, convergence.DefaultConfig())
 	computed := time.Now()
-	p.compute = computed.Sub(loaded)
 	p.result = &db.ConvergenceResult{}
 	if !p.plan.Writes.Empty() {
 		p.result, err = s.ApplyConvergence(ctx, &p.plan.Writes)
@@ -61,6 +57,21 @@ func convergeWith(ctx context.Context, s db.DB, read func() (*db.Snapshot, error
 		}
 	}
 	p.apply = time.Since(computed)
+	return p, nil
+}
+
+// planWith reads a snapshot and computes its plan, applying nothing.
+func planWith(read func() (*db.Snapshot, error)) (pass, error) {
+	var p pass
+	began := time.Now()
+	snapshot, err := read()
+	if err != nil {
+		return p, fmt.Errorf("convergence snapshot: %w", err)
+	}
+	loaded := time.Now()
+	p.snapshot = loaded.Sub(began)
+	p.plan = convergence.Compute(snapshot, loaded, convergence.DefaultConfig())
+	p.compute = time.Since(loaded)
 	return p, nil
 }
 
