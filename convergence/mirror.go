@@ -59,10 +59,11 @@ type Mirror struct {
 	// (DefaultFullReadInterval when zero).
 	FullReadInterval time.Duration
 
-	loaded   bool
 	readAt   time.Time
 	position uint64 // the log position the rows are complete up to
-	epoch    int64  // the placement epoch the rows are complete for; 0: unknown
+	// epoch is the placement epoch the rows are complete for; 0 (nothing
+	// read yet, or reset) makes the next refresh read everything.
+	epoch int64
 
 	desired     []db.DesiredSchedule
 	actual      []db.ActualRow
@@ -76,7 +77,7 @@ type Mirror struct {
 	// refresh whatever the log says.
 	written []string
 
-	// FullReads and RowsRead count what the mirror read, for tests and
+	// FullReads and LRPsRead count what the mirror read, for tests and
 	// benchmarks: full reads, and LRPs read by name.
 	FullReads int
 	LRPsRead  int
@@ -94,7 +95,7 @@ func NewMirror(store MirrorStore, now func() time.Time) *Mirror {
 // Reset makes the next Snapshot read everything, as after a takeover:
 // another board may have converged meanwhile.
 func (m *Mirror) Reset() {
-	m.loaded = false
+	m.epoch = 0
 }
 
 // Applied records the outcome of applying a plan made from this mirror:
@@ -145,7 +146,7 @@ func (m *Mirror) refresh(ctx context.Context, targeted []string) (*db.Snapshot, 
 	if interval <= 0 {
 		interval = DefaultFullReadInterval
 	}
-	if !m.loaded || m.epoch == 0 || mark.PlacementEpoch != m.epoch || m.now().Sub(m.readAt) >= interval {
+	if m.epoch == 0 || mark.PlacementEpoch != m.epoch || m.now().Sub(m.readAt) >= interval {
 		return m.readAll(ctx, mark)
 	}
 	changed, lost, err := m.store.ConvergenceChanges(ctx, m.position, mark.LogHead)
@@ -177,7 +178,7 @@ func (m *Mirror) refresh(ctx context.Context, targeted []string) (*db.Snapshot, 
 // after it is read again at the next refresh, whether or not this read
 // saw it.
 func (m *Mirror) readAll(ctx context.Context, mark db.Mark) (*db.Snapshot, error) {
-	m.loaded = false
+	m.Reset()
 	s, err := m.store.ConvergenceSnapshot(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func (m *Mirror) readAll(ctx context.Context, mark db.Mark) (*db.Snapshot, error
 	m.desired, m.actual, m.rollouts, m.definitions, m.operations = s.Desired, s.Actual, s.Rollouts, s.Definitions, s.Operations
 	m.usage = make(map[string]db.Resources, len(s.Cells))
 	addUsage(m.usage, m.actual, 1)
-	m.position, m.epoch, m.readAt, m.loaded = mark.LogHead, s.PlacementEpoch, m.now(), true
+	m.position, m.epoch, m.readAt = mark.LogHead, s.PlacementEpoch, m.now()
 	m.written = nil
 	m.FullReads++
 	return s, nil

@@ -94,13 +94,7 @@ func (s *SQLDB) ConvergenceRows(ctx context.Context, processGuids []string) (*db
 // transaction.
 func (s *SQLDB) ConvergenceCells(ctx context.Context) ([]db.CellRow, []string, error) {
 	r := newSnapshotReader(s)
-	err := s.readConsistently(ctx, func(tx *sql.Tx) error {
-		if err := r.readCells(ctx, tx); err != nil {
-			return err
-		}
-		return r.readFreshDomains(ctx, tx)
-	})
-	if err != nil {
+	if err := s.readCells(ctx, r); err != nil {
 		return nil, nil, asModelError("load convergence cells", err)
 	}
 	return r.cells, r.freshDomains, nil

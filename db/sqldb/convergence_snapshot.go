@@ -130,14 +130,7 @@ func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) 
 		}
 	}
 	snap := joinSnapshotParts(readers)
-	err = s.readConsistently(ctx, func(tx *sql.Tx) error {
-		r := readers[0]
-		if err := r.readCells(ctx, tx); err != nil {
-			return err
-		}
-		return r.readFreshDomains(ctx, tx)
-	})
-	if err != nil {
+	if err := s.readCells(ctx, readers[0]); err != nil {
 		return nil, asModelError("load convergence snapshot", err)
 	}
 	snap.Cells, snap.FreshDomains = readers[0].cells, readers[0].freshDomains
@@ -648,6 +641,17 @@ func compareDefinitionRows(a, b db.DefinitionRow) int {
 		cmp.Compare(b.CreatedAt, a.CreatedAt),
 		strings.Compare(b.DefinitionID, a.DefinitionID),
 	)
+}
+
+// readCells reads every cell and the fresh domains into r, in one
+// read-only transaction.
+func (s *SQLDB) readCells(ctx context.Context, r *snapshotReader) error {
+	return s.readConsistently(ctx, func(tx *sql.Tx) error {
+		if err := r.readCells(ctx, tx); err != nil {
+			return err
+		}
+		return r.readFreshDomains(ctx, tx)
+	})
 }
 
 func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {

@@ -246,9 +246,9 @@ func (s *SQLDB) moveEventsPostgres(ctx context.Context, tx *sql.Tx, head int64, 
 // Example: the snapshot sees ids 7, 9, 12, 15 and $2 is 3: picked is 7, 9,
 // 12; the DELETE takes 7 to 12, which it sees as 7, 9 and 12 even if 8
 // commits meanwhile. A range rather than an id list: the index is walked
-// once, not descended per id. The head moves only when rows moved. Every listening board is notified
-// on commit when rows moved (pg_notify returns void, which is not NULL:
-// the column is only there to call it).
+// once, not descended per id. The head moves only when rows moved, and
+// then every listening board is notified on commit (pg_notify returns
+// void, which is not NULL: the column is only there to call it).
 var moveEventsPostgresSQL = `WITH picked AS (
 	SELECT id FROM event_outbox ORDER BY id LIMIT $2
 ), moved AS (
