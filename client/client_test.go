@@ -249,9 +249,9 @@ var _ = Describe("Client against a real board", func() {
 			Expect(status.GetActiveDefinitionId()).To(Equal("v2"))
 			Expect(status.GetReason()).To(Equal("rolling from " + v1 + " to v2"))
 
-			_, err = c.Rollback(ctx, "hello", "nope")
+			_, _, err = c.Rollback(ctx, "hello", "nope")
 			Expect(err).To(errorOfType(models.Error_ResourceNotFound))
-			_, err = c.Rollback(ctx, "hello", "bad id!")
+			_, _, err = c.Rollback(ctx, "hello", "bad id!")
 			Expect(err).To(errorOfType(models.Error_InvalidRequest))
 			Expect(err.Error()).To(ContainSubstring("definition_id"))
 
@@ -262,9 +262,11 @@ var _ = Describe("Client against a real board", func() {
 			_, err = c.AbortRollout(ctx, "hello")
 			Expect(err).To(errorOfType(models.Error_InvalidStateTransition), "the healthy definition is active again")
 
-			status, err = c.Rollback(ctx, "hello", "v2")
+			var warning string
+			status, warning, err = c.Rollback(ctx, "hello", "v2")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(status.GetActiveDefinitionId()).To(Equal("v2"))
+			Expect(warning).To(HavePrefix("v2 never became healthy"), "its rollout was aborted: the answer warns")
 			_, err = c.RolloutStatus(ctx, "missing")
 			Expect(err).To(errorOfType(models.Error_ResourceNotFound))
 		})

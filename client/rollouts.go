@@ -19,15 +19,18 @@ func (c *Client) RolloutStatus(ctx context.Context, processGuid string) (*models
 
 // Rollback re-activates a kept definition (definitionID; empty lets the
 // board choose, see models.RollbackRequest) and rolls the instances back
-// to it. It is not repeated after a lost answer: a second rollback to the
-// definition it made active is refused.
-func (c *Client) Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error) {
+// to it. The warning is set when the named definition failed validation
+// or never became healthy (the rollback went ahead). It is not repeated
+// after a lost answer: a second rollback to the definition it made active
+// is refused.
+func (c *Client) Rollback(ctx context.Context, processGuid, definitionID string) (status *models.RolloutStatus, warning string, err error) {
 	var resp models.RollbackResponse
 	req := &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID}
 	if err := c.call(ctx, models.RouteRollback, req, &resp, sendOnce); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return required(models.RouteRollback, resp.GetStatus())
+	status, err = required(models.RouteRollback, resp.GetStatus())
+	return status, resp.GetWarning(), err
 }
 
 // AbortRollout rolls the instances back to the healthy definition. Like

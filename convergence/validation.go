@@ -45,6 +45,7 @@ const maxValidationAttempts = 3
 // operation: to start it (validated), to end it, and history lines.
 type validationOutcome struct {
 	start   bool
+	failed  bool // validation refused the definition
 	status  models.Operation_Status
 	reason  string
 	history []string
@@ -119,7 +120,7 @@ func (p *planner) reconcileValidation(d *db.DesiredSchedule, rows []row) {
 		out.history = append(out.history, fmt.Sprintf("validated: an instance of %s became healthy on cell %s", op.DefinitionID, v.CellID))
 	case v.State == crashed && v.CrashCount >= maxValidationAttempts:
 		p.delete(v, "its validation failed")
-		out.status = models.Operation_ERROR
+		out.status, out.failed = models.Operation_ERROR, true
 		out.reason = fmt.Sprintf("validation of %s failed: its instance crashed %d times, last: %s", op.DefinitionID, v.CrashCount, v.CrashReason)
 	case v.State == crashed:
 		why := fmt.Sprintf("attempt %d of %d crashed: %s", v.CrashCount, maxValidationAttempts, v.CrashReason)
@@ -142,5 +143,6 @@ func (p *planner) carryValidation(op *db.OperationRow) (w db.OperationWrite, ok 
 	w.History = out.history
 	w.Start = out.start
 	w.Status, w.Reason = out.status, out.reason
+	w.FailedValidation = out.failed
 	return w, true
 }

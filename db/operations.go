@@ -79,6 +79,9 @@ type OperationNote struct {
 	RequestedBy string
 	// Operation is the operation the write recorded, once it committed.
 	Operation *models.Operation
+	// Warning, set by the store, is what the caller should be told about
+	// a write that went ahead: a rollback to a definition not known to run.
+	Warning string
 }
 
 type operationNoteKey struct{}
@@ -150,4 +153,9 @@ type OperationWrite struct {
 	// once validated, a Start of the IN_PROGRESS operation applies it.
 	// Status is ignored with Start.
 	Start bool
+	// FailedValidation says the write ends a VALIDATE operation in ERROR
+	// because validation refused its definition: the store records that
+	// the definition failed validation (models.DefinitionSummary), so that
+	// a plain rollback never goes to it (models.RollbackTarget).
+	FailedValidation bool
 }

@@ -16,15 +16,16 @@ func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutSt
 
 // rollback re-activates a kept definition and asks convergence to start
 // rolling to it at once, as an update does. Like abort, it records an
-// operation naming the caller; the store puts its id in the status.
+// operation naming the caller; the store puts its id in the status, and
+// in the note the warning about a definition not known to run.
 func (h *storeHandlers) rollback(ctx context.Context, req *models.RollbackRequest) (*models.RollbackResponse, error) {
-	ctx, _ = noteOperation(ctx)
+	ctx, note := noteOperation(ctx)
 	status, err := h.store.Rollback(ctx, req.GetProcessGuid(), req.GetDefinitionId())
 	if err != nil {
 		return nil, err
 	}
 	h.converge(req.GetProcessGuid())
-	return &models.RollbackResponse{Status: status}, nil
+	return &models.RollbackResponse{Status: status, Warning: note.Warning}, nil
 }
 
 func (h *storeHandlers) abortRollout(ctx context.Context, req *models.AbortRolloutRequest) (*models.AbortRolloutResponse, error) {

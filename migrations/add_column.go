@@ -133,3 +133,11 @@ func nullText(dialect string) string {
 // actual_lrps.route_ports, the protobuf of the models.RoutePorts of the
 // definition an instance runs, set when it starts.
 var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_lrps", "route_ports", nullBlob)
+
+// addDefinitionHistory is migration 0014's Go half: run_infos.became_healthy
+// (the definition is, or was, its LRP's healthy definition) and
+// run_infos.failed_validation (a VALIDATE operation for it ended in ERROR
+// before it became active), both false for the rows already there until
+// the migration's SQL sets what those rows can tell.
+var addDefinitionHistory = addColumns("add_run_infos_history", 1, "run_infos",
+	columnDef{"became_healthy", booleanFalse}, columnDef{"failed_validation", booleanFalse})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/corkboard/corkboard/internal/testdb"
@@ -270,6 +271,8 @@ func expectImported(conn *sql.DB, dialect string) {
 	Expect(rows.Err()).NotTo(HaveOccurred())
 	rows.Close()
 	Expect(runInfos).To(HaveLen(len(fixtureLRPs)), "one definition per classic LRP")
+	Expect(strings1(conn, "SELECT COUNT(*) FROM run_infos WHERE became_healthy AND NOT failed_validation")).
+		To(Equal([]string{fmt.Sprint(len(fixtureLRPs))}), "an imported definition ran: it counts as having become healthy (0014)")
 
 	rows, err = conn.Query(`SELECT process_guid, domain, instances, placement_tags, routes, annotation,
 	                               active_definition_id, healthy_definition_id, modification_tag_epoch, modification_tag_index

@@ -507,15 +507,22 @@ func (x *Asset) GetDestination() string {
 
 // DefinitionSummary describes a stored definition without its run action.
 type DefinitionSummary struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DefinitionId  string                 `protobuf:"bytes,1,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
-	CreatedAt     int64                  `protobuf:"varint,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	Active        bool                   `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
-	Healthy       bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
-	MemoryMb      int32                  `protobuf:"varint,5,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
-	DiskMb        int32                  `protobuf:"varint,6,opt,name=disk_mb,json=diskMb,proto3" json:"disk_mb,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	DefinitionId string                 `protobuf:"bytes,1,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
+	CreatedAt    int64                  `protobuf:"varint,2,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Active       bool                   `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
+	Healthy      bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	MemoryMb     int32                  `protobuf:"varint,5,opt,name=memory_mb,json=memoryMb,proto3" json:"memory_mb,omitempty"`
+	DiskMb       int32                  `protobuf:"varint,6,opt,name=disk_mb,json=diskMb,proto3" json:"disk_mb,omitempty"`
+	// Whether the definition ever was the LRP's healthy definition: its
+	// first definition (the baseline), or one whose rollout completed. A
+	// definition imported from a classic BBS counts (it was running).
+	BecameHealthy bool `protobuf:"varint,7,opt,name=became_healthy,json=becameHealthy,proto3" json:"became_healthy,omitempty"`
+	// Whether a validated update to it failed validation (VALIDATE ended
+	// in ERROR before it became active): it never ran as the LRP.
+	FailedValidation bool `protobuf:"varint,8,opt,name=failed_validation,json=failedValidation,proto3" json:"failed_validation,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DefinitionSummary) Reset() {
@@ -588,6 +595,20 @@ func (x *DefinitionSummary) GetDiskMb() int32 {
 		return x.DiskMb
 	}
 	return 0
+}
+
+func (x *DefinitionSummary) GetBecameHealthy() bool {
+	if x != nil {
+		return x.BecameHealthy
+	}
+	return false
+}
+
+func (x *DefinitionSummary) GetFailedValidation() bool {
+	if x != nil {
+		return x.FailedValidation
+	}
+	return false
 }
 
 type DefinitionsRequest struct {
@@ -834,7 +855,7 @@ const file_definition_proto_rawDesc = "" +
 	"\x05Asset\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12 \n" +
-	"\vdestination\x18\x03 \x01(\tR\vdestination\"\xbf\x01\n" +
+	"\vdestination\x18\x03 \x01(\tR\vdestination\"\x93\x02\n" +
 	"\x11DefinitionSummary\x12#\n" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x12\x1d\n" +
 	"\n" +
@@ -842,7 +863,9 @@ const file_definition_proto_rawDesc = "" +
 	"\x06active\x18\x03 \x01(\bR\x06active\x12\x18\n" +
 	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12\x1b\n" +
 	"\tmemory_mb\x18\x05 \x01(\x05R\bmemoryMb\x12\x17\n" +
-	"\adisk_mb\x18\x06 \x01(\x05R\x06diskMb\"7\n" +
+	"\adisk_mb\x18\x06 \x01(\x05R\x06diskMb\x12%\n" +
+	"\x0ebecame_healthy\x18\a \x01(\bR\rbecameHealthy\x12+\n" +
+	"\x11failed_validation\x18\b \x01(\bR\x10failedValidation\"7\n" +
 	"\x12DefinitionsRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\x8b\x01\n" +
 	"\x13DefinitionsResponse\x12-\n" +

@@ -1055,9 +1055,11 @@ func (x *RolloutStatusResponse) GetStatus() *RolloutStatus {
 }
 
 // RollbackRequest re-activates a kept definition; instances roll to it the
-// same start-before-stop way. Without definition_id: the healthy
-// definition when a rollout is under way or failed, otherwise the newest
-// kept definition older than the active one.
+// same start-before-stop way. Without definition_id the board chooses
+// (models.RollbackTarget): the healthy definition when it is not the
+// active one, otherwise the newest kept definition that became healthy;
+// never one that failed validation or never became healthy. With
+// definition_id any kept definition but the active one.
 type RollbackRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
@@ -1111,9 +1113,13 @@ func (x *RollbackRequest) GetDefinitionId() string {
 }
 
 type RollbackResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
-	Status        *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Error  *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Status *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// Set when the definition named by definition_id failed validation or
+	// never became healthy: the rollback happened, but to a definition
+	// that is not known to run.
+	Warning       string `protobuf:"bytes,3,opt,name=warning,proto3" json:"warning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1160,6 +1166,13 @@ func (x *RollbackResponse) GetStatus() *RolloutStatus {
 		return x.Status
 	}
 	return nil
+}
+
+func (x *RollbackResponse) GetWarning() string {
+	if x != nil {
+		return x.Warning
+	}
+	return ""
 }
 
 // AbortRolloutRequest rolls back to the healthy definition. Only while the
@@ -1351,10 +1364,11 @@ const file_rollout_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"Y\n" +
 	"\x0fRollbackRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12#\n" +
-	"\rdefinition_id\x18\x02 \x01(\tR\fdefinitionId\"z\n" +
+	"\rdefinition_id\x18\x02 \x01(\tR\fdefinitionId\"\x94\x01\n" +
 	"\x10RollbackResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
-	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"8\n" +
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12\x18\n" +
+	"\awarning\x18\x03 \x01(\tR\awarning\"8\n" +
 	"\x13AbortRolloutRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"~\n" +
 	"\x14AbortRolloutResponse\x12-\n" +

@@ -174,9 +174,11 @@ var _ = Describe("cork", func() {
 
 			table := succeed("definitions", "hello", "-o", "table").lines()
 			Expect(table).To(HaveLen(3))
-			Expect(strings.Fields(table[0])).To(Equal([]string{"DEFINITION_ID", "CREATED", "ACTIVE", "HEALTHY", "MEMORY_MB", "DISK_MB"}))
+			Expect(strings.Fields(table[0])).To(Equal([]string{"DEFINITION_ID", "CREATED", "ACTIVE", "HEALTHY", "EVER_HEALTHY", "FAILED_VALIDATION", "MEMORY_MB", "DISK_MB"}))
 			Expect(strings.Fields(table[1])[0:3]).To(Equal([]string{"v2", strings.Fields(table[1])[1], "yes"}))
 			Expect(strings.Fields(table[2])[2]).To(Equal("no"))
+			Expect(strings.Fields(table[1])[4:6]).To(Equal([]string{"no", "no"}), "v2 is rolling out: not healthy yet")
+			Expect(strings.Fields(table[2])[4:6]).To(Equal([]string{"yes", "no"}), "the first definition is the healthy baseline")
 
 			var full models.LRPDefinition
 			parseLines(succeed("definition", "hello", "v2"), &full)

@@ -11,10 +11,11 @@ import (
 )
 
 var definitionSummaryTable = table[*models.DefinitionSummary]{
-	headers: []string{"DEFINITION_ID", "CREATED", "ACTIVE", "HEALTHY", "MEMORY_MB", "DISK_MB"},
+	headers: []string{"DEFINITION_ID", "CREATED", "ACTIVE", "HEALTHY", "EVER_HEALTHY", "FAILED_VALIDATION", "MEMORY_MB", "DISK_MB"},
 	row: func(d *models.DefinitionSummary) []string {
 		return []string{
 			d.GetDefinitionId(), timestamp(d.GetCreatedAt()), yesNo(d.GetActive()), yesNo(d.GetHealthy()),
+			yesNo(d.GetBecameHealthy()), yesNo(d.GetFailedValidation()),
 			itoa(d.GetMemoryMb()), itoa(d.GetDiskMb()),
 		}
 	},
@@ -23,7 +24,7 @@ var definitionSummaryTable = table[*models.DefinitionSummary]{
 func (a *app) definitionsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "definitions GUID",
-		Short: "List the stored definitions of an LRP, newest first, with active and healthy marks",
+		Short: "List the stored definitions of an LRP, newest first: active and healthy marks, whether each ever became healthy or failed validation",
 		Args:  exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			definitions, err := a.client().Definitions(ctx, args[0])

@@ -37,6 +37,7 @@ func main() {
 // run executes one cork invocation and returns its exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout)
+	app.errOut = stderr
 	root := app.rootCommand()
 	root.SetArgs(args)
 	err := root.Execute()

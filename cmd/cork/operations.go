@@ -313,6 +313,13 @@ func requestedBy() string {
 // printOperationID follows the table of a write with the id of the
 // operation that recorded it, for 'cork operation ID'. JSON output stays
 // what the board answered.
+// warn prints a warning from the board, if any, to stderr.
+func (a *app) warn(warning string) {
+	if warning != "" && a.errOut != nil {
+		fmt.Fprintf(a.errOut, "cork: warning: %s\n", warning)
+	}
+}
+
 func (a *app) printOperationID(id string) {
 	if a.format == formatTable && id != "" {
 		fmt.Fprintf(a.out, "operation: %s\n", id)

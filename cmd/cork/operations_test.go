@@ -229,8 +229,10 @@ var _ = Describe("cork operations", func() {
 		Expect(desired.lines()).To(HaveLen(3))
 		updated := succeed("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2", "-o", "table")
 		aborted := succeed("rollout", "abort", "hello", "-o", "table")
-		rolledBack := succeed("rollback", "hello", "--to", "v2", "-o", "table")
-		Expect(rolledBack.lines()).To(HaveLen(3))
+		rolledBack := cork("rollback", "hello", "--to", "v2", "-o", "table")
+		Expect(rolledBack.code).To(Equal(0))
+		Expect(rolledBack.stderr).To(HavePrefix("cork: warning: v2 never became healthy"), "its rollout was aborted")
+		Expect(rolledBack.lines()).To(HaveLen(3), "the warning is not in the output")
 		removed := succeed("remove", "hello", "-o", "table")
 		Expect(removed.lines()).To(HaveLen(1))
 

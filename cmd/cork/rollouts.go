@@ -355,15 +355,19 @@ func (a *app) rollbackCommand() *cobra.Command {
 		Use:   "rollback GUID [--to DEFINITION_ID]",
 		Short: "Re-activate a kept definition; instances roll back to it start-before-stop",
 		Long: `Re-activate a kept definition (see 'cork definitions GUID'); the instances
-roll back to it the same start-before-stop way as any rollout. Without --to:
-the healthy definition while a rollout is under way or failed, otherwise the
-newest kept definition older than the active one.`,
+roll back to it the same start-before-stop way as any rollout. Without --to,
+only a definition known to run: the healthy definition while a rollout is
+under way or failed, otherwise the newest kept definition that became
+healthy; never one that failed validation. --to may name any kept definition
+but the active one; one that failed validation or never became healthy is
+rolled back to with a warning on stderr.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			status, err := a.client().Rollback(ctx, args[0], to)
+			status, warning, err := a.client().Rollback(ctx, args[0], to)
 			if err != nil {
 				return err
 			}
+			a.warn(warning)
 			if err := a.emitRolloutStatus(ctx, status); err != nil {
 				return err
 			}

@@ -83,8 +83,10 @@ var _ = Describe("cork rollout", func() {
 		Expect(r.code).To(Equal(1))
 		Expect(r.stderr).To(HavePrefix("cork: InvalidStateTransition: "))
 
-		s = status(cork("rollback", "hello", "--to", "v2"))
+		r = cork("rollback", "hello", "--to", "v2")
+		s = status(r)
 		Expect(s.GetActiveDefinitionId()).To(Equal("v2"))
+		Expect(r.stderr).To(HavePrefix("cork: warning: v2 never became healthy"), "named, and not known to run: allowed with a warning")
 		s = status(cork("rollout", "rollback", "hello"))
 		Expect(s.GetActiveDefinitionId()).To(Equal(v1), "without --to: the healthy definition while a rollout is under way")
 

@@ -32,6 +32,9 @@ type app struct {
 
 	stdin io.Reader
 	out   *bufio.Writer
+	// errOut takes warnings ("cork: warning: …"), which do not belong in
+	// the output a script parses; nil discards them.
+	errOut io.Writer
 	// terminal says whether out goes to a terminal, and how wide it is:
 	// a rollout watch draws one updating line there.
 	terminal terminalFunc
@@ -52,7 +55,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `cork talks to a Corkboard board (the BBS) over its HTTP API.
 
 Output is one JSON object per line (snake_case field names) unless -o table
-asks for a table. Errors go to stderr as "cork: <error>".
+asks for a table. Errors go to stderr as "cork: <error>", warnings about
+something done as asked as "cork: warning: <warning>".
 
 Exit codes: 0 success; 1 the command failed (an error from the board, the board
 unreachable, an unreadable or invalid spec file); 2 a usage error (unknown

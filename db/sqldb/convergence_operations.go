@@ -172,6 +172,11 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w d
 			return nil, errInvalid("writes.operations.status", fmt.Sprintf("operation %s: %v", w.ID, err))
 		}
 		setOperationStatus(op, w.Status, w.Reason, a.now)
+		if w.FailedValidation && op.Kind == models.Operation_VALIDATE && w.Status == models.Operation_ERROR {
+			if err := s.markFailedValidation(ctx, tx, op.ProcessGuid, op.DefinitionId); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if w.LeaseOwner != "" {
 		op.LeaseOwner, op.LeaseExpiresAt = w.LeaseOwner, w.LeaseExpiresAt

@@ -126,7 +126,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 			return nil, nil, err
 		}
 		def.CreatedAt = now
-		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def, stored.Routes)
+		createdAt, err := s.putDefinition(ctx, tx, stored.ProcessGuid, def, stored.Routes, true)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -267,8 +267,11 @@ func checkEncodable(def *models.LRPDefinition) error {
 // putDefinition stores def (with its id set), serving routes, unless a
 // definition with that id is already stored for the guid. An existing one
 // with the same content is kept, now serving routes, and its created_at
-// returned; one with other content is ResourceConflict.
-func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid string, def *models.LRPDefinition, routes *structpb.Struct) (int64, error) {
+// returned; one with other content is ResourceConflict. healthy says the
+// definition becomes the LRP's healthy one (a desire's first definition):
+// it is then marked as having become healthy, stored or kept.
+func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid string, def *models.LRPDefinition, routes *structpb.Struct,
+	healthy bool) (int64, error) {
 	hash := models.DefinitionContentHash(def)
 	// The blob may be sealed (a fresh nonce each time), so reuse compares
 	// content hashes, never blobs.
@@ -282,7 +285,7 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 	}
 	insert := s.dialect.insertMissing("run_infos", runInfoColumns, runInfoKey, 1)
 	res, err := s.exec(ctx, tx, insert,
-		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt, served.ports, served.routes)
+		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt, served.ports, served.routes, healthy)
 	if err != nil {
 		return 0, err
 	}
@@ -311,6 +314,11 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 	}
 	if err := s.setDefinitionRoutes(ctx, tx, processGuid, def.DefinitionId, routes); err != nil {
 		return 0, err
+	}
+	if healthy {
+		if err := s.markBecameHealthy(ctx, tx, processGuid, def.DefinitionId); err != nil {
+			return 0, err
+		}
 	}
 	return createdAt, nil
 }

@@ -66,8 +66,9 @@ const desireNewPostgres = `WITH taken AS (
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
 ), definition AS (
-	INSERT INTO run_infos (process_guid, definition_id, content_hash, memory_mb, disk_mb, definition, created_at, route_ports, routes)
-	SELECT process_guid, active_definition_id, $16, $17, $18, $19, $12, $29, $5 FROM desired
+	INSERT INTO run_infos (process_guid, definition_id, content_hash, memory_mb, disk_mb, definition, created_at, route_ports, routes,
+		became_healthy)
+	SELECT process_guid, active_definition_id, $16, $17, $18, $19, $12, $29, $5, TRUE FROM desired
 ), instances AS (
 	INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, definition_id, state,
 		since, crash_reason, placement_error, modification_tag_epoch, modification_tag_index)

@@ -38,6 +38,7 @@ var (
 	}
 	runInfoColumns = []string{
 		"process_guid", "definition_id", "content_hash", "memory_mb", "disk_mb", "definition", "created_at", "route_ports", "routes",
+		"became_healthy",
 	}
 	runInfoKey = []string{"process_guid", "definition_id"}
 

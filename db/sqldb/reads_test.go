@@ -127,17 +127,20 @@ var _ = forEachDialect("reading desired LRPs and definitions", func(b *board) {
 	})
 
 	Describe("Definitions", func() {
-		It("lists summaries newest first with the active and healthy marks", func() {
+		It("lists summaries newest first with the active and healthy marks and each one's history", func() {
 			b.exec("UPDATE desired_lrps SET healthy_definition_id = ? WHERE process_guid = ?", "v1", "web")
+			b.exec("UPDATE run_infos SET failed_validation = ? WHERE process_guid = ? AND definition_id = ?", true, "web", "v2")
 			summaries, err := b.store.Definitions(b.ctx, "web")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(summaries).To(HaveLen(2))
 			Expect(summaries[0]).To(EqualProto(&models.DefinitionSummary{
 				DefinitionId: "v2", CreatedAt: web.Definition.CreatedAt, Active: true, MemoryMb: 2048, DiskMb: 4096,
+				FailedValidation: true,
 			}))
 			Expect(summaries[1]).To(EqualProto(&models.DefinitionSummary{
 				DefinitionId: "v1", CreatedAt: web.Definition.CreatedAt - 1000, Healthy: true, MemoryMb: 256, DiskMb: 1024,
-			}))
+				BecameHealthy: true,
+			}), "the desired definition is the healthy baseline")
 		})
 
 		It("is ResourceNotFound for an LRP without definitions", func() {

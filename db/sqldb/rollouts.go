@@ -309,12 +309,14 @@ func (s *SQLDB) RolloutStatus(ctx context.Context, processGuid string) (*models.
 	return status, nil
 }
 
-// Rollback re-activates a kept definition: definitionID, or by default the
-// healthy definition when it is not the active one, else the newest kept
-// definition older than the active one. It moves the LRP's modification
+// Rollback re-activates a kept definition: definitionID, or by default one
+// known to run, as models.RollbackTarget chooses from the LRP's kept
+// definitions read under its row lock. It moves the LRP's modification
 // tag on and starts a rollout to the definition under a ROLLBACK
 // operation, which supersedes the LRP's operations that have not ended
-// (see rollBackTo).
+// (see rollBackTo). A named definition not known to run is rolled back to
+// with a warning: the operation's first history line carries it, and so
+// does the context's db.OperationNote (Warning), for the answer.
 func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error) {
 	if err := checkRolloutGuid(processGuid); err != nil {
 		return nil, err
@@ -329,28 +331,21 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 		if err != nil {
 			return nil, nil, err
 		}
-		active := before.ActiveDefinitionId
-		target := definitionID
-		switch {
-		case target != "":
-			if err := s.checkDefinitionStored(ctx, tx, processGuid, target); err != nil {
-				return nil, nil, err
-			}
-			if target == active {
-				return nil, nil, models.NewError(models.Error_InvalidStateTransition,
-					"definition_id %q is already the active definition of desired_lrp %q: nothing to roll back", target, processGuid)
-			}
-		case before.HealthyDefinitionId != "" && before.HealthyDefinitionId != active:
-			target = before.HealthyDefinitionId
-			if err := s.checkDefinitionStored(ctx, tx, processGuid, target); err != nil {
-				return nil, nil, err
-			}
-		default:
-			if target, err = s.previousDefinition(ctx, tx, processGuid, active); err != nil {
-				return nil, nil, err
+		kept, err := s.keptDefinitions(ctx, tx, processGuid)
+		if err != nil {
+			return nil, nil, err
+		}
+		target, warning, err := models.RollbackTarget(processGuid, kept, definitionID)
+		if err != nil {
+			return nil, nil, err
+		}
+		line := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
+		if warning != "" {
+			line += " (warning: " + warning + ")"
+			if note := db.OperationNoteFrom(ctx); note != nil {
+				note.Warning = warning
 			}
 		}
-		line := fmt.Sprintf("rolling back from %s to %s", active, target)
 		var op *models.Operation
 		var events []models.Event
 		op, status, events, err = s.rollBackTo(ctx, tx, before, target, models.Operation_ROLLBACK, request, line, nil, s.now().UnixNano())
@@ -467,8 +462,15 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 // (after's too): the LRP's routes are always its active definition's, so
 // after a rollback from 9090 to a definition on 8080 they send to 8080
 // again. (A definition stored before definitions kept their routes
-// leaves the LRP's routes as they are.)
+// leaves the LRP's routes as they are.) A definition that becomes the
+// healthy one is marked as having become healthy, for good: a plain
+// rollback may go back to it (models.RollbackTarget).
 func (s *SQLDB) writeDefinitionIDs(ctx context.Context, tx *sql.Tx, before, after *models.DesiredLRP, now int64) error {
+	if after.HealthyDefinitionId != "" && after.HealthyDefinitionId != before.HealthyDefinitionId {
+		if err := s.markBecameHealthy(ctx, tx, after.ProcessGuid, after.HealthyDefinitionId); err != nil {
+			return err
+		}
+	}
 	set := "active_definition_id = ?, healthy_definition_id = ?, modification_tag_index = ?, updated_at = ?"
 	args := []any{after.ActiveDefinitionId, after.HealthyDefinitionId, int64(after.ModificationTag.Index), now}
 	if after.ActiveDefinitionId != before.ActiveDefinitionId {
@@ -541,35 +543,6 @@ func (s *SQLDB) checkDefinitionStored(ctx context.Context, q queryer, processGui
 		return errNotFound("definition_id %q: desired_lrp %q has no such definition (it was never stored, or cleaned up)", definitionID, processGuid)
 	}
 	return err
-}
-
-// previousDefinition is the newest kept definition older than the active
-// one (created_at, then definition id, as Definitions orders them), or
-// InvalidStateTransition when there is none.
-func (s *SQLDB) previousDefinition(ctx context.Context, q queryer, processGuid, activeID string) (string, error) {
-	created, err := s.definitionTimes(ctx, q, processGuid)
-	if err != nil {
-		return "", err
-	}
-	activeAt, stored := created[activeID]
-	older := func(id string, at int64) bool {
-		return !stored || at < activeAt || at == activeAt && id < activeID
-	}
-	var best string
-	var bestAt int64
-	for id, at := range created {
-		if id == activeID || !older(id, at) {
-			continue
-		}
-		if best == "" || at > bestAt || at == bestAt && id > best {
-			best, bestAt = id, at
-		}
-	}
-	if best == "" {
-		return "", models.NewError(models.Error_InvalidStateTransition,
-			"desired_lrp %q has no kept definition older than its active definition %q to roll back to", processGuid, activeID)
-	}
-	return best, nil
 }
 
 func checkRolloutGuid(processGuid string) error {

@@ -62,10 +62,13 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 		return lrp
 	}
 	// completeRollout settles the record and makes the active definition
-	// healthy, as convergence does when a rollout completes.
+	// healthy, as convergence does when a rollout completes (it then
+	// became healthy, for good).
 	completeRollout := func() {
 		GinkgoHelper()
 		b.exec("UPDATE desired_lrps SET healthy_definition_id = active_definition_id WHERE process_guid = 'web'")
+		b.exec(`UPDATE run_infos SET became_healthy = ? WHERE process_guid = 'web'
+ AND definition_id = (SELECT active_definition_id FROM desired_lrps WHERE process_guid = 'web')`, true)
 		b.exec("UPDATE rollouts SET state = 'COMPLETE', settled = ?, finished_at = 1 WHERE process_guid = 'web'", true)
 	}
 	// expectRefused checks that a refused call wrote and announced nothing.
@@ -240,22 +243,39 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			expectEvent(events[1], models.EventRolloutChanged, "web", &models.RolloutChangedEvent{Status: st})
 		})
 
-		It("goes back to the newest kept definition older than the active one when the active one is healthy", func() {
+		It("goes back to the newest kept definition that became healthy when the active one is healthy", func() {
+			v1 := get().ActiveDefinitionId
 			update("v2")
+			completeRollout()
 			b.clock.Advance(time.Second)
 			update("v3")
 			b.clock.Advance(time.Second)
 			update("v4")
 			b.clock.Advance(time.Second)
-			// Back to v3: v2 would be older, v4 is newer than the target.
-			_, err := b.store.Rollback(b.ctx, "web", "v3")
+			// Back to v3, which never became healthy: allowed, with a warning.
+			note := &db.OperationNote{}
+			_, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "v3")
 			Expect(err).NotTo(HaveOccurred())
+			Expect(note.Warning).To(HavePrefix("v3 never became healthy"))
 			completeRollout()
 
-			st, err := b.store.Rollback(b.ctx, "web", "")
+			// v4 is newer but never became healthy; v1 ran too, but is older.
+			note = &db.OperationNote{}
+			st, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(st.ActiveDefinitionId).To(Equal("v2"))
 			Expect(st.Reason).To(Equal("rolling back from v3 to v2"))
+			Expect(note.Warning).To(BeEmpty())
+
+			defs, err := b.store.Definitions(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			var ran []string
+			for _, d := range defs {
+				if d.BecameHealthy {
+					ran = append(ran, d.DefinitionId)
+				}
+			}
+			Expect(ran).To(Equal([]string{"v3", "v2", v1}), "v4 never did")
 		})
 
 		It("goes back to the definition asked for, also a newer one", func() {
@@ -289,12 +309,12 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			Expect(err.Error()).To(ContainSubstring(`"v2"`))
 		})
 
-		It("refuses when there is no older definition to go back to", func() {
+		It("refuses when there is no other definition that ran to go back to", func() {
 			err := expectRefused(models.Error_InvalidStateTransition, func() error {
 				_, err := b.store.Rollback(b.ctx, "web", "")
 				return err
 			})
-			Expect(err.Error()).To(ContainSubstring("older"))
+			Expect(err.Error()).To(ContainSubstring("became healthy"))
 		})
 
 		It("refuses an unknown LRP and bad input", func() {

@@ -213,7 +213,7 @@ func (s *SQLDB) holdUpdate(ctx context.Context, tx *sql.Tx, rec *operationRecord
 	}
 	def := proto.Clone(c.definition).(*models.LRPDefinition)
 	def.CreatedAt = now
-	if _, err := s.putDefinition(ctx, tx, rec.op.ProcessGuid, def, c.routesFor(current)); err != nil {
+	if _, err := s.putDefinition(ctx, tx, rec.op.ProcessGuid, def, c.routesFor(current), false); err != nil {
 		return nil, nil, err
 	}
 	rec.op.DefinitionId = def.DefinitionId
@@ -410,7 +410,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 	if c.definition != nil {
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
-		if _, err := s.putDefinition(ctx, tx, processGuid, def, c.routesFor(before)); err != nil {
+		if _, err := s.putDefinition(ctx, tx, processGuid, def, c.routesFor(before), false); err != nil {
 			return nil, err
 		}
 		if activeID != before.ActiveDefinitionId {

@@ -140,6 +140,77 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(operationLRP(b).ActiveDefinitionId).NotTo(Equal("v3"), "back on the healthy definition")
 	})
 
+	// Issue 26: a plain rollback never goes to a definition that failed
+	// validation (models.RollbackTarget), and the store records what it
+	// needs where convergence writes it.
+	It("records a failed validation and a completed rollout; a plain rollback then goes to the last definition that ran", func() {
+		v1 := operationLRP(b).ActiveDefinitionId
+		failing := update(validated("v2"))
+		// Convergence: its instance crashed three times.
+		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+			ID: failing.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, failing.Id),
+			Status: models.Operation_ERROR, Reason: "validation of v2 failed: its instance crashed 3 times, last: exited with code 3",
+			FailedValidation: true,
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Applied).To(Equal(1))
+		Expect(operationLRP(b).ActiveDefinitionId).To(Equal(v1), "nothing else changed")
+
+		b.clock.Advance(time.Second)
+		update(&models.DesiredLRPUpdate{Definition: newDefinition("", "/bin/web-v3"), UpdateIdentifier: "v3"})
+		// Convergence: v3's rollout completed.
+		snapshot, err := b.store.ConvergenceSnapshot(b.ctx, []string{"web"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(snapshot.Rollouts).To(HaveLen(1))
+		complete := snapshot.Rollouts[0]
+		complete.State, complete.FinishedAt = models.RolloutStatus_COMPLETE, b.clock.Now().UnixNano()
+		result, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			ProcessGuid: "web", ExpectModificationIndex: complete.ModificationIndex, ExpectActiveDefinitionID: "v3",
+			Record: complete, Settled: true, SetHealthyDefinitionID: "v3",
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Applied).To(Equal(1))
+
+		defs, err := b.store.Definitions(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		type history struct {
+			id                     string
+			becameHealthy, failed bool
+		}
+		var got []history
+		for _, d := range defs {
+			got = append(got, history{d.DefinitionId, d.BecameHealthy, d.FailedValidation})
+		}
+		Expect(got).To(Equal([]history{{"v3", true, false}, {"v2", false, true}, {v1, true, false}}))
+
+		note := &db.OperationNote{}
+		st, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.ActiveDefinitionId).To(Equal(v1), "the last definition that ran, not v2, newer, which failed validation")
+		Expect(note.Warning).To(BeEmpty())
+
+		note = &db.OperationNote{}
+		st, err = b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "v2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.ActiveDefinitionId).To(Equal("v2"), "named, it is allowed")
+		Expect(note.Warning).To(HavePrefix("v2 failed validation"))
+		Expect(messages(operation(st.OperationId))[0]).To(Equal("rolling back from " + v1 + " to v2 (warning: " + note.Warning + ")"))
+	})
+
+	It("refuses a plain rollback when the only other definition failed validation, changing nothing", func() {
+		failing := update(validated("v2"))
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+			ID: failing.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, failing.Id),
+			Status: models.Operation_ERROR, Reason: "validation of v2 failed", FailedValidation: true,
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		before := operationLRP(b)
+		_, err = b.store.Rollback(b.ctx, "web", "")
+		Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
+		Expect(err.Error()).To(ContainSubstring("did not fail validation"))
+		Expect(operationLRP(b)).To(EqualProto(before))
+	})
+
 	It("never makes a validation instance routable, whatever its rep says", func() {
 		update(validated("v2"))
 		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Create: []db.NewActualLRP{{
