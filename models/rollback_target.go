@@ -28,12 +28,9 @@ import "fmt"
 //
 // Worked example: hello desired at v1; v2 rolled out and completed; v3
 // asked with validate failed validation (VALIDATE ended in ERROR, v2 kept
-// running); v4 rolled out and completed. Kept, newest first:
-//
-//	v4 active healthy  became healthy
-//	v3                 failed validation
-//	v2                 became healthy
-//	v1                 became healthy
+// running); v4 rolled out and completed. Kept, newest first: v4 (active,
+// healthy, became healthy), v3 (failed validation), v2 (became healthy),
+// v1 (became healthy).
 //
 //  1. Plain rollback: the healthy definition is v4, the active one, so
 //     the newest other that became healthy and did not fail validation:

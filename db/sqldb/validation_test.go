@@ -174,7 +174,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		defs, err := b.store.Definitions(b.ctx, "web")
 		Expect(err).NotTo(HaveOccurred())
 		type history struct {
-			id                     string
+			id                    string
 			becameHealthy, failed bool
 		}
 		var got []history
