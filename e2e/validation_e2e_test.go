@@ -131,4 +131,39 @@ var _ = Describe("updates validated by one instance before they apply", Ordered,
 		rows := steady(b, guid, instances, "cell-z1", "cell-z2")
 		expectVersion(rows, "v2", "v2")
 	})
+
+	// Issue 26: bad failed validation and v2 completed since; a plain
+	// rollback used to pick bad, the newest definition older than v2.
+	It("rolls back plainly to the last healthy definition, not the one that failed validation; --to it warns", func() {
+		Eventually(func() (string, error) {
+			st, err := b.client().RolloutStatus(ctx, guid)
+			return st.GetHealthyDefinitionId(), err
+		}).WithTimeout(time.Minute).Should(Equal("v2"))
+		defs, err := b.client().Definitions(ctx, guid)
+		Expect(err).NotTo(HaveOccurred())
+		history := map[string][2]bool{}
+		for _, d := range defs {
+			history[d.GetDefinitionId()] = [2]bool{d.GetBecameHealthy(), d.GetFailedValidation()}
+		}
+		v1 := before[0].GetDefinitionId()
+		Expect(history).To(Equal(map[string][2]bool{"v2": {true, false}, "bad": {false, true}, v1: {true, false}}))
+		table := b.cork("definitions", guid, "-o", "table")
+		Expect(table).To(MatchRegexp(`(?m)^bad\s+\S+\s+no\s+no\s+no\s+yes\s`), "cork definitions shows it:\n%s", table)
+
+		stdout, stderr, code := b.corkResult("rollback", guid)
+		Expect(code).To(Equal(0), stderr)
+		Expect(stderr).To(BeEmpty(), "no warning")
+		var status models.RolloutStatus
+		Expect(protojson.Unmarshal([]byte(strings.TrimSpace(stdout)), &status)).To(Succeed())
+		Expect(status.GetActiveDefinitionId()).To(Equal(v1), "the last definition that ran, not bad")
+		waitForRollout(b, guid, 2*time.Minute, complete())
+		rows := steady(b, guid, instances, "cell-z1", "cell-z2")
+		expectVersion(rows, v1, "v1")
+
+		stdout, stderr, code = b.corkResult("rollback", guid, "--to", "bad")
+		Expect(code).To(Equal(0), stderr)
+		Expect(stderr).To(HavePrefix("cork: warning: bad failed validation"))
+		Expect(protojson.Unmarshal([]byte(strings.TrimSpace(stdout)), &status)).To(Succeed())
+		Expect(status.GetActiveDefinitionId()).To(Equal("bad"), "named, it is allowed")
+	})
 })

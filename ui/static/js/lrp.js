@@ -101,7 +101,7 @@ export function lrpPage(guid) {
       act('Resume', `Resume the rollout of ${guid}?`, 'The staged phase grows again from where it stood.', '/v1/rollouts/resume', () => ({ process_guid: guid })),
       h('span', { class: 'group' }, promoteTo, promote),
       act('Abort', `Abort the rollout of ${guid}?`, 'The rollout stops and the healthy definition is made active again, rolled back start-before-stop.', '/v1/rollouts/abort', () => ({ process_guid: guid }), true),
-      act('Rollback', `Roll ${guid} back?`, 'The healthy definition becomes active again and the instances roll over to it.', '/v1/rollouts/rollback', () => ({ process_guid: guid }), true));
+      act('Rollback', `Roll ${guid} back?`, 'The healthy definition (or else the newest definition that ran; never one that failed validation) becomes active again and the instances roll over to it.', '/v1/rollouts/rollback', () => ({ process_guid: guid }), true));
   }
 
   function renderInstances() {
@@ -167,7 +167,9 @@ export function lrpPage(guid) {
         h('td', { class: 'small' }, fmtTime(d.created_at)),
         h('td', { class: 'num' }, d.memory_mb || 0),
         h('td', { class: 'num' }, d.disk_mb || 0),
-        h('td', null, d.active ? badge('active', 'running') : null, ' ', d.healthy ? badge('healthy', 'finished') : null),
+        h('td', null, d.active ? badge('active', 'running') : null, ' ', d.healthy ? badge('healthy', 'finished') : null,
+          ' ', d.failed_validation ? badge('failed validation', 'crashed') : null,
+          ' ', !d.became_healthy && !d.failed_validation ? badge('never healthy', 'retiring') : null),
         h('td', null, rollback));
     }));
     renderDiff();
