@@ -55,6 +55,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -106,8 +107,11 @@ func WithHTTPClient(httpClient *http.Client) Option {
 // WithTLSConfig talks to the board over TLS with config: for a board that
 // requires client certificates, one with the caller's certificate and the
 // board's CA (internal/certs.Files.ClientConfig makes one from PEM files).
-// It applies to the client's own HTTP client; one given WithHTTPClient
-// keeps its own TLS settings.
+// The board's certificate must then name the board's role
+// (corkboard://role/board), not only chain to the CA: a handshake with
+// anything else fails with a *certs.PeerIdentityError. It applies to the
+// client's own HTTP client; one given WithHTTPClient keeps its own TLS
+// settings.
 func WithTLSConfig(config *tls.Config) Option {
 	return func(c *transport) { c.tlsConfig = config }
 }
@@ -176,7 +180,7 @@ func defaultHTTPClient(tlsConfig *tls.Config) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
 	if tlsConfig != nil {
-		transport.TLSClientConfig = tlsConfig
+		transport.TLSClientConfig = certs.ExpectPeer(tlsConfig, models.RoleIdentity(models.RoleBoard))
 	}
 	return &http.Client{Transport: transport}
 }

@@ -3,8 +3,11 @@ package client_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -69,6 +72,50 @@ var _ = Describe("TLS", func() {
 			Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 4},
 		})
 		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("refuses a board whose certificate names a cell or another role, at once and naming both identities", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ca, err := certs.LoadCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
+		Expect(err).NotTo(HaveOccurred())
+		for name, names := range map[string]string{
+			"cell-z1":    `cell "cell-z1"`,
+			"api-client": "api-client",
+		} {
+			// The CA signed it, so only the identity check stands between.
+			id := models.CellIdentity(name)
+			if name == "api-client" {
+				id = models.RoleIdentity(models.RoleAPIClient)
+			}
+			leaf, err := ca.Issue(certs.LeafRequest{Identity: id, Server: true})
+			Expect(err).NotTo(HaveOccurred())
+			keyPEM, err := leaf.KeyPEM()
+			Expect(err).NotTo(HaveOccurred())
+			pair, err := tls.X509KeyPair(leaf.CertPEM(), keyPEM)
+			Expect(err).NotTo(HaveOccurred())
+			pool := ca.Pool()
+			var served atomic.Int64
+			impostor := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served.Add(1) }))
+			impostor.TLS = certs.ServerConfig(pair, pool)
+			impostor.StartTLS()
+			DeferCleanup(impostor.Close)
+
+			api := client.New(impostor.URL, client.WithTLSConfig(clientConfig("operator")), client.WithRetryBackoff(5*time.Second))
+			began := time.Now()
+			_, err = api.Ping(ctx)
+			var mismatch *certs.PeerIdentityError
+			Expect(errors.As(err, &mismatch)).To(BeTrue(), "%s: %v", name, err)
+			Expect(mismatch.Expected).To(Equal(models.RoleIdentity(models.RoleBoard)))
+			Expect(err.Error()).To(ContainSubstring("the peer's certificate names " + names + ", but this connection expects board"))
+			Expect(time.Since(began)).To(BeNumerically("<", 5*time.Second), "no retry")
+
+			cell := client.NewCellClient(impostor.URL, "cell-z1", client.WithTLSConfig(clientConfig("cell-z1")))
+			_, err = cell.RegisterCell(ctx, &models.Cell{CellId: "cell-z1", Zone: "z1", RepUrl: "https://127.0.0.1:1800",
+				Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 4}})
+			Expect(errors.As(err, &mismatch)).To(BeTrue(), "a rep refuses it too: %v", err)
+			Expect(served.Load()).To(BeZero(), "%s: no request went out", name)
+		}
 	})
 
 	It("fails at once, without retrying, when the handshake does", func() {

@@ -62,7 +62,11 @@ board_url="$scheme://127.0.0.1:$bbs_port"
 asset_port="${ASSET_PORT:-8890}"
 asset_url="http://127.0.0.1:$asset_port"
 droplets="$data/droplets"
-mkdir -p "$logs"
+# The state is the user's alone: directories 0700, configs 0600 (they
+# name the cells' keys; the board's holds the encryption key). The umask
+# is set for what this script writes, not for what it starts.
+(umask 077 && mkdir -p "$logs")
+chmod 0700 "$data" "$state" "$logs"
 
 board_pid=""
 rep_pids=()
@@ -219,7 +223,8 @@ for cell in cell-z1:z1 cell-z2:z2; do
   n=$((n + 1))
   id="${cell%%:*}"
   zone="${cell##*:}"
-  rep_config "$id" "$zone" "$n" >"$state/rep-$id.json"
+  rm -f "$state/rep-$id.json"
+  (umask 077 && rep_config "$id" "$zone" "$n" >"$state/rep-$id.json")
   start "rep-$id" bin/rep -config "$state/rep-$id.json"
   rep_pids+=($!)
   wait_for_log "rep-$id" 'rep\.agent\.registered' "register its cell" "$!"

@@ -55,7 +55,9 @@ type Config struct {
 	// DatabaseDSN is the driver's DSN; for sqlite, a file path. Required for
 	// postgres and mysql; for sqlite it defaults to board.db in DataDir.
 	DatabaseDSN string `json:"database_dsn"`
-	// DataDir holds the SQLite database when DatabaseDSN is empty.
+	// DataDir holds the SQLite database when DatabaseDSN is empty. The
+	// board makes it 0700 (tightening it if it was looser), the database
+	// file 0600.
 	DataDir string `json:"data_dir"`
 	// LogLevel is debug, info (the default), error or fatal.
 	LogLevel string `json:"log_level"`

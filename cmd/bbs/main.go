@@ -137,6 +137,9 @@ func newLogger(level string) lager.Logger {
 func serve(logger lager.Logger, cfg Config, dev bool) error {
 	dsn := cfg.dsn()
 	databaseData := lager.Data{"driver": cfg.DatabaseDriver}
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return err
+	}
 	if cfg.DatabaseDriver == driverSQLite {
 		// Other DSNs may carry a password; a file path does not.
 		absolute, err := filepath.Abs(dsn)

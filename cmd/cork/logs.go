@@ -107,7 +107,7 @@ func (a *app) printLogs(ctx context.Context, guid string, index int32, lines int
 		return fmt.Errorf("%s runs on cell %s, which the board has no rep URL for", ref, lrp.GetCellId())
 	}
 	query := url.Values{"instance_guid": {lrp.GetInstanceGuid()}, "lines": {strconv.Itoa(lines)}}
-	answer := fetchLog(ctx, a.repHTTPClient(), lrp.GetCellId(), repURL, query)
+	answer := fetchLog(ctx, a.repHTTPClient(lrp.GetCellId()), lrp.GetCellId(), repURL, query)
 	if answer.err != nil {
 		return fmt.Errorf("%s: %w", ref, answer.err)
 	}
@@ -131,7 +131,6 @@ func (a *app) printKeptLog(ctx context.Context, cells []*models.Cell, lrp *model
 		"lines":        {strconv.Itoa(lines)},
 	}
 	answers := make([]logAnswer, len(cells))
-	repClient := a.repHTTPClient()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, repAskers)
 	for i, cell := range cells {
@@ -142,7 +141,7 @@ func (a *app) printKeptLog(ctx context.Context, cells []*models.Cell, lrp *model
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			answers[i] = fetchLog(ctx, repClient, cell.GetCellId(), cell.GetRepUrl(), query)
+			answers[i] = fetchLog(ctx, a.repHTTPClient(cell.GetCellId()), cell.GetCellId(), cell.GetRepUrl(), query)
 		})
 	}
 	wg.Wait()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/internal/certs"
+	"github.com/corkboard/corkboard/models"
 )
 
 const defaultBBSURL = "http://127.0.0.1:8889"
@@ -183,14 +184,15 @@ func (a *app) loadTLS() error {
 	return nil
 }
 
-// repHTTPClient is how cork reaches reps (cork logs): with the same
-// certificate and CA as the board, since a rep with TLS wants them too.
-func (a *app) repHTTPClient() *http.Client {
+// repHTTPClient is how cork reaches the rep of cellID (cork logs): with
+// the same certificate and CA as the board, since a rep with TLS wants
+// them too, and requiring the rep's certificate to name that cell.
+func (a *app) repHTTPClient(cellID string) *http.Client {
 	if a.tlsConfig == nil {
 		return http.DefaultClient
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = a.tlsConfig
+	transport.TLSClientConfig = certs.ExpectPeer(a.tlsConfig, models.CellIdentity(cellID))
 	return &http.Client{Transport: transport}
 }
 

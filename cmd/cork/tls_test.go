@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -45,7 +48,7 @@ var _ = Describe("cork with TLS", func() {
 
 	BeforeEach(func() {
 		dir = GinkgoT().TempDir()
-		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-a"}})
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-a", "cell-b"}})
 		Expect(err).NotTo(HaveOccurred())
 
 		database, err := testdb.Create(testdb.SQLite)
@@ -154,6 +157,63 @@ var _ = Describe("cork with TLS", func() {
 		r := cork([]string{"BBS_CA_CERT=" + path("ca.crt"), "BBS_CERT=" + filepath.Join(other, "operator.crt"), "BBS_KEY=" + filepath.Join(other, "operator.key")}, "ping")
 		Expect(r.code).To(Equal(1), r.stderr)
 		Expect(r.stderr).To(MatchRegexp(`remote error: tls: (bad certificate|unknown certificate authority)`))
+	})
+
+	It("refuses a board whose certificate names a cell, naming both identities", func() {
+		// A rep's key serving the board's API: the CA signed it, but it
+		// is not the board.
+		impostorTLS, err := files("cell-a").ServerConfig()
+		Expect(err).NotTo(HaveOccurred())
+		impostor := httptest.NewUnstartedServer(handlers.New(lager.NewLogger("impostor"), store, prometheus.NewRegistry()))
+		impostor.TLS = impostorTLS
+		impostor.StartTLS()
+		DeferCleanup(impostor.Close)
+		r := cork(append(operatorEnv(), "BBS_URL="+impostor.URL), "ping")
+		Expect(r.code).To(Equal(1), r.stderr)
+		Expect(r.stderr).To(ContainSubstring(`the peer's certificate names cell "cell-a", but this connection expects board (corkboard://role/board)`))
+	})
+
+	It("refuses a rep whose certificate names another cell than the one the instance runs on", func() {
+		r := cork(operatorEnv(), "desire", fixture("hello-local.json"))
+		Expect(r.code).To(Equal(0), r.stderr)
+		// cell-b's rep key serving at the URL cell-a registered.
+		impostorTLS, err := files("cell-b").ServerConfig()
+		Expect(err).NotTo(HaveOccurred())
+		var asked atomic.Int64
+		impostor := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			asked.Add(1)
+			fmt.Fprintln(w, "a log cell-b made up")
+		}))
+		impostor.TLS = impostorTLS
+		impostor.StartTLS()
+		DeferCleanup(impostor.Close)
+
+		cellTLS, err := files("cell-a").ClientConfig()
+		Expect(err).NotTo(HaveOccurred())
+		cell := client.NewCellClient(board, "cell-a", client.WithTLSConfig(cellTLS))
+		ctx := context.Background()
+		_, err = cell.RegisterCell(ctx, &models.Cell{
+			CellId: "cell-a", RepUrl: impostor.URL, Zone: "z1",
+			Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(0)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rows).To(HaveLen(1))
+		version := db.RowVersion{
+			Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
+			State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
+		}
+		_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: "cell-a"}}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0"})
+		Expect(err).NotTo(HaveOccurred())
+
+		r = cork(operatorEnv(), "logs", "hello/0")
+		Expect(r.code).To(Equal(1), r.stderr)
+		Expect(r.stderr).To(ContainSubstring(`the peer's certificate names cell "cell-b", but this connection expects cell "cell-a" (corkboard://cell/cell-a)`))
+		Expect(r.stdout).NotTo(ContainSubstring("made up"))
+		Expect(asked.Load()).To(BeZero(), "no request went out")
 	})
 
 	It("reads an instance's log from a rep that serves TLS, with the same certificate", func() {

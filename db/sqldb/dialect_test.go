@@ -2,6 +2,8 @@ package sqldb_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -76,6 +78,31 @@ var _ = Describe("Open's DSN defaults", func() {
 	It("refuses a MySQL DSN that runs one statement per round trip", func() {
 		_, err := sqldb.Open(context.Background(), sqldb.MySQL, "root@tcp(127.0.0.1:1)/db?multiStatements=false")
 		Expect(err).To(MatchError(ContainSubstring("multiStatements")))
+	})
+
+	It("makes a SQLite database 0600 in a 0700 folder, its WAL files too, and tightens a looser one", func() {
+		dir := filepath.Join(GinkgoT().TempDir(), "data")
+		path := filepath.Join(dir, "board.db")
+		conn, err := sqldb.Open(context.Background(), sqldb.SQLite, path)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = conn.Exec("CREATE TABLE t (x INTEGER)")
+		Expect(err).NotTo(HaveOccurred())
+		mode := func(name string) os.FileMode {
+			GinkgoHelper()
+			info, err := os.Stat(name)
+			Expect(err).NotTo(HaveOccurred())
+			return info.Mode().Perm()
+		}
+		Expect(mode(dir)).To(Equal(os.FileMode(0o700)))
+		Expect(mode(path)).To(Equal(os.FileMode(0o600)))
+		Expect(mode(path+"-wal")).To(Equal(os.FileMode(0o600)), "SQLite gives it the database file's mode")
+		Expect(conn.Close()).To(Succeed())
+
+		Expect(os.Chmod(path, 0o644)).To(Succeed())
+		conn, err = sqldb.Open(context.Background(), sqldb.SQLite, path)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(conn.Close)
+		Expect(mode(path)).To(Equal(os.FileMode(0o600)))
 	})
 
 	It("refuses a MySQL DSN that makes affected rows count matched rows", func() {

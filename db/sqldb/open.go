@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -43,10 +44,14 @@ func WithIOTimeout(timeout time.Duration) OpenOption {
 
 // Open connects to a database of the given dialect and checks it answers.
 //
-// For SQLite the DSN is a file path (its folder is created). The file is
-// opened in WAL mode with a busy timeout, foreign keys on, synchronous=FULL
-// for durability, and write transactions that take the write lock at BEGIN
-// (IMMEDIATE), so two writers queue instead of failing mid-transaction.
+// For SQLite the DSN is a file path (its folder is created, 0700). The
+// file is 0600, made so before SQLite opens it (SQLite gives its -wal and
+// -shm files the database file's mode), and tightened to 0600 if it was
+// looser: it holds every definition and, without encryption at rest, every
+// secret in them. It is opened in WAL mode with a busy timeout, foreign
+// keys on, synchronous=FULL for durability, and write transactions that
+// take the write lock at BEGIN (IMMEDIATE), so two writers queue instead
+// of failing mid-transaction.
 func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB, error) {
 	var o openOptions
 	for _, opt := range opts {
@@ -54,7 +59,7 @@ func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB
 	}
 	switch dialect {
 	case SQLite:
-		if err := os.MkdirAll(filepath.Dir(dsn), 0o755); err != nil {
+		if err := prepareSQLiteFile(dsn); err != nil {
 			return nil, err
 		}
 		dsn = sqliteURI(dsn)
@@ -94,6 +99,41 @@ func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB
 		return nil, fmt.Errorf("connect to %s: %w", dialect, err)
 	}
 	return conn, nil
+}
+
+// prepareSQLiteFile makes the folder of a SQLite file path (0700) and the
+// file (0600), or tightens the modes of the file and its -wal and -shm
+// files to 0600 when they are looser. A "file:" URI or ":memory:" is left
+// to SQLite.
+func prepareSQLiteFile(path string) error {
+	if strings.HasPrefix(path, "file:") || path == ":memory:" || path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(name, 0o600); err != nil {
+				return fmt.Errorf("make %s 0600: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func sqliteURI(path string) string {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -141,6 +142,12 @@ var _ = Describe("WriteSet", func() {
 			Expect(models.IdentityFromCertificate(cert)).To(Equal(want), name)
 			_, err = cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 			Expect(err).NotTo(HaveOccurred(), name)
+			if want.Role == models.RoleBoard || want.Role == models.RoleCell {
+				// What a server serves: the board's role, or the cell's id,
+				// is what its clients check (ExpectPeer).
+				_, err = cert.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+				Expect(err).NotTo(HaveOccurred(), name)
+			}
 		}
 	})
 
@@ -159,6 +166,26 @@ var _ = Describe("WriteSet", func() {
 		}
 		for name, raw := range before {
 			Expect(bytes.Equal(read(name), raw)).To(BeTrue(), name)
+		}
+	})
+
+	It("tightens a key it keeps that is readable by others to 0600", func() {
+		_, _, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1"}})
+		Expect(err).NotTo(HaveOccurred())
+		for _, name := range []string{"ca.key", "cell-z1.key"} {
+			Expect(os.Chmod(filepath.Join(dir, name), 0o644)).To(Succeed())
+		}
+		before := read("cell-z1.key")
+		_, entries, err := certs.WriteSet(dir, certs.SetOptions{Cells: []string{"cell-z1"}})
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range entries {
+			Expect(e.Written).To(BeFalse(), e.Name)
+		}
+		Expect(read("cell-z1.key")).To(Equal(before), "kept")
+		for _, name := range []string{"ca.key", "cell-z1.key"} {
+			info, err := os.Stat(filepath.Join(dir, name))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o600)), name)
 		}
 	})
 
@@ -268,6 +295,52 @@ var _ = Describe("mutual TLS with a set", func() {
 		defer conn.Close()
 		Eventually(identities).Should(Receive(Equal(models.CellIdentity("cell-z1"))))
 		Expect(conn.ConnectionState().PeerCertificates[0].URIs[0].String()).To(Equal("corkboard://role/board"))
+	})
+
+	Describe("ExpectPeer", func() {
+		dial := func(config *tls.Config) error {
+			GinkgoHelper()
+			address, _, _ := serve()
+			conn, err := tls.Dial("tcp", address, config)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		}
+		operator := func() *tls.Config {
+			GinkgoHelper()
+			config, err := files("operator").ClientConfig()
+			Expect(err).NotTo(HaveOccurred())
+			config.ServerName = "127.0.0.1"
+			return config
+		}
+
+		It("reaches the board when the board is expected", func() {
+			Expect(dial(certs.ExpectPeer(operator(), models.RoleIdentity(models.RoleBoard)))).To(Succeed())
+		})
+
+		It("refuses the board when a cell is expected, naming both identities", func() {
+			config := operator()
+			err := dial(certs.ExpectPeer(config, models.CellIdentity("cell-z1")))
+			var mismatch *certs.PeerIdentityError
+			Expect(errors.As(err, &mismatch)).To(BeTrue(), "%v", err)
+			Expect(*mismatch).To(Equal(certs.PeerIdentityError{Expected: models.CellIdentity("cell-z1"), Actual: models.RoleIdentity(models.RoleBoard)}))
+			Expect(err.Error()).To(ContainSubstring(`the peer's certificate names board, but this connection expects cell "cell-z1" (corkboard://cell/cell-z1)`))
+			Expect(config.VerifyConnection).To(BeNil(), "the config given is left alone")
+			Expect(dial(config)).To(Succeed())
+		})
+
+		It("still verifies the chain first", func() {
+			other := filepath.Join(GinkgoT().TempDir(), "other")
+			_, _, err := certs.WriteSet(other, certs.SetOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			pool, err := certs.LoadPool(filepath.Join(other, "ca.crt"))
+			Expect(err).NotTo(HaveOccurred())
+			config := operator()
+			config.RootCAs = pool
+			err = dial(certs.ExpectPeer(config, models.RoleIdentity(models.RoleBoard)))
+			Expect(err).To(MatchError(ContainSubstring("unknown authority")))
+		})
 	})
 
 	It("refuses a client without a certificate, and one from another CA", func() {

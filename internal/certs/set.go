@@ -63,9 +63,10 @@ type SetEntry struct {
 //	client.crt, client.key         corkboard://role/api-client
 //	operator.crt, operator.key     corkboard://role/operator
 //
-// Keys are 0600. It is idempotent: a leaf already there that the CA
-// signed, for the same identity, covering the hosts asked for and valid
-// for RenewWithin more is kept; anything else is issued anew.
+// Keys are 0600, those it keeps too (a looser one is tightened). It is
+// idempotent: a leaf already there that the CA signed, for the same
+// identity, covering the hosts asked for and valid for RenewWithin more is
+// kept; anything else is issued anew.
 func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, nil, err
@@ -85,6 +86,11 @@ func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, 
 			return false, nil, fmt.Errorf("existing CA: %w (make a new one with -force)", err)
 		case err != nil:
 			ca = nil
+		}
+	}
+	if ca != nil {
+		if err := tightenKey(caKey); err != nil {
+			return false, nil, err
 		}
 	}
 	if ca == nil {
@@ -137,6 +143,9 @@ func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, 
 		if !caWritten {
 			reason = keepable(ca, certPath, keyPath, w.id, w.server, opts.Hosts, renewWithin)
 			if reason == "" {
+				if err := tightenKey(keyPath); err != nil {
+					return caWritten, entries, err
+				}
 				entries = append(entries, SetEntry{Name: w.name, Identity: w.id})
 				continue
 			}
@@ -158,6 +167,21 @@ func WriteSet(dir string, opts SetOptions) (caWritten bool, entries []SetEntry, 
 		entries = append(entries, SetEntry{Name: w.name, Identity: w.id, Written: true, Reason: reason})
 	}
 	return caWritten, entries, nil
+}
+
+// tightenKey makes a key file kept from an earlier run 0600 when it is
+// readable by anyone else.
+func tightenKey(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm() != 0o600 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("make %s 0600: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // keepable says why the leaf at certPath must be issued again, or "" when

@@ -101,6 +101,61 @@ func ClientConfig(pair tls.Certificate, rootCAs *x509.CertPool) *tls.Config {
 	}
 }
 
+// ExpectPeer is config (cloned) for a client that must reach want: after
+// the usual verification of the server's chain against the CA, the
+// server's certificate must name want (models.IdentityFromCertificate),
+// or the handshake fails with a *PeerIdentityError. The CA alone says
+// only that the peer is one of ours; any rep holds a certificate the CA
+// signed, so without this a rep's key would let it pose as the board, or
+// as another cell's rep. Every client that dials a Corkboard component
+// over TLS goes through here: client.Client and client.CellClient (the
+// board), cork logs (a cell's rep).
+func ExpectPeer(config *tls.Config, want models.Identity) *tls.Config {
+	c := config.Clone()
+	previous := config.VerifyConnection
+	c.VerifyConnection = func(state tls.ConnectionState) error {
+		if previous != nil {
+			if err := previous(state); err != nil {
+				return err
+			}
+		}
+		return checkPeer(state, want)
+	}
+	return c
+}
+
+// PeerIdentityError is a handshake refused because the peer's
+// certificate, though the CA signed it, names someone else.
+type PeerIdentityError struct {
+	Expected, Actual models.Identity
+}
+
+func (e *PeerIdentityError) Error() string {
+	actual := e.Actual.String()
+	if e.Actual.Role == models.RoleNone {
+		actual = "no corkboard identity"
+	}
+	return fmt.Sprintf("tls: the peer's certificate names %s, but this connection expects %s (%s)",
+		actual, e.Expected, e.Expected.URI())
+}
+
+// checkPeer requires the peer's certificate to name want. The chain was
+// verified before (VerifyConnection runs after it); a config that skips
+// verification still gets the identity checked on the leaf presented.
+func checkPeer(state tls.ConnectionState, want models.Identity) error {
+	var leaf *x509.Certificate
+	switch {
+	case len(state.VerifiedChains) > 0 && len(state.VerifiedChains[0]) > 0:
+		leaf = state.VerifiedChains[0][0]
+	case len(state.PeerCertificates) > 0:
+		leaf = state.PeerCertificates[0]
+	}
+	if got := models.IdentityFromCertificate(leaf); got != want {
+		return &PeerIdentityError{Expected: want, Actual: got}
+	}
+	return nil
+}
+
 // LoadKeyPair reads a certificate and its key, with errors naming the
 // files.
 func LoadKeyPair(certPath, keyPath string) (tls.Certificate, error) {
