@@ -10,8 +10,12 @@
 //	corkboard://role/board         the board, when it calls reps
 //
 // Every certificate is signed by one CA, which both sides of every
-// connection trust and nothing else: the CA is the whole trust decision,
-// and the URI is the whole identity. Development certificates come from
+// connection trust and nothing else, and the URI is the whole identity.
+// Servers act on the client's identity (the board's authorization table,
+// the rep's routes); clients check the server's (ExpectPeer): the board's
+// role when they call the board, the cell's id when they call its rep, so
+// that a certificate the CA signed for one holder cannot stand in for
+// another. Development certificates come from
 // cmd/corkboard-certs (WriteSet); production ones may come from any CA
 // that puts the same URIs in.
 package certs
