@@ -173,6 +173,9 @@ func renderOperationWrite(w db.OperationWrite, now time.Time) string {
 	if w.Status != models.Operation_STATUS_UNKNOWN {
 		out += fmt.Sprintf(" status=%s reason=%s", w.Status, strconv.Quote(w.Reason))
 	}
+	if w.FailedValidation {
+		out += " failed_validation"
+	}
 	for _, line := range w.History {
 		out += " history=" + strconv.Quote(line)
 	}

@@ -236,9 +236,16 @@ var _ = forEachDialect("DesireLRP", func(b *board) {
 		})
 
 		It("reuses the kept definition of the same content and keeps the running instance at its index", func() {
+			// As if it had never been healthy: a desire makes it the
+			// healthy baseline again, and so marks it.
+			b.exec("UPDATE run_infos SET became_healthy = ? WHERE process_guid = 'web'", false)
 			stored, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(stored.Definition.CreatedAt).To(Equal(b.clock.Now().UnixNano() - 1000))
+			definitions, err := b.store.Definitions(b.ctx, "web")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(definitions).To(HaveLen(1))
+			Expect(definitions[0].BecameHealthy).To(BeTrue())
 
 			instances := b.instances("web")
 			Expect(instances).To(HaveLen(3))

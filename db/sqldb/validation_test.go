@@ -197,6 +197,21 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(messages(operation(st.OperationId))[0]).To(Equal("rolling back from " + v1 + " to v2 (warning: " + note.Warning + ")"))
 	})
 
+	It("records a failed validation only when convergence says validation refused the definition", func() {
+		ended := update(validated("v2"))
+		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+			ID: ended.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, ended.Id),
+			Status: models.Operation_ERROR, Reason: "its definition v2 was cleaned up",
+		}}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(operation(ended.Id).Status).To(Equal(models.Operation_ERROR))
+		defs, err := b.store.Definitions(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		for _, d := range defs {
+			Expect(d.FailedValidation).To(BeFalse(), d.DefinitionId)
+		}
+	})
+
 	It("refuses a plain rollback when the only other definition failed validation, changing nothing", func() {
 		failing := update(validated("v2"))
 		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
