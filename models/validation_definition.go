@@ -36,7 +36,7 @@ func (d *LRPDefinition) validate(path string) error {
 			return err
 		}
 	}
-	if err := validateNotNegative(child(path, "start_timeout_ms"), d.GetStartTimeoutMs()); err != nil {
+	if err := validateMillis(child(path, "start_timeout_ms"), d.GetStartTimeoutMs(), MaxStartTimeoutMs); err != nil {
 		return err
 	}
 	if err := validateNotNegative(child(path, "memory_mb"), int64(d.GetMemoryMb())); err != nil {
@@ -120,8 +120,12 @@ func (h *HealthCheck) validate(path string, ports []uint32) error {
 	switch h.GetType() {
 	case HealthCheck_PROCESS:
 		// The process running is the check; port, path and the check's
-		// timing mean nothing.
-		return nil
+		// timing mean nothing. The timing is still a duration, bounded
+		// wherever it is written (see durations.go).
+		if err := validateMillisAtMost(child(path, "interval_ms"), h.GetIntervalMs(), MaxHealthCheckIntervalMs); err != nil {
+			return err
+		}
+		return validateMillisAtMost(child(path, "timeout_ms"), h.GetTimeoutMs(), MaxHealthCheckTimeoutMs)
 	case HealthCheck_TCP:
 		if err := validateCheckPort(child(path, "port"), h, ports); err != nil {
 			return err

@@ -700,7 +700,7 @@ func validateSpec(spec InstanceSpec) error {
 
 func startTimeout(def *models.LRPDefinition) time.Duration {
 	if ms := def.GetStartTimeoutMs(); ms > 0 {
-		return time.Duration(ms) * time.Millisecond
+		return models.Millis(ms)
 	}
 	return DefaultStartTimeout
 }
