@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"math"
 	"regexp"
 	"strings"
 
@@ -62,6 +63,22 @@ var _ = Describe("Bad input", func() {
 						Entry("nine ports", "desired_lrp.definition.ports", func(l *models.DesiredLRP) { l.Definition.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }),
 						Entry("negative memory", "desired_lrp.definition.memory_mb", func(l *models.DesiredLRP) { l.Definition.MemoryMb = -1 }),
 						Entry("negative disk", "desired_lrp.definition.disk_mb", func(l *models.DesiredLRP) { l.Definition.DiskMb = -1 }),
+						Entry("a min_ready of the largest int64", "desired_lrp.update_strategy.min_ready_ms", func(l *models.DesiredLRP) {
+							l.UpdateStrategy = &models.UpdateStrategy{MinReadyMs: math.MaxInt64}
+						}),
+						Entry("a progress deadline over a day", "desired_lrp.update_strategy.progress_deadline_ms", func(l *models.DesiredLRP) {
+							l.UpdateStrategy = &models.UpdateStrategy{ProgressDeadlineMs: models.MaxProgressDeadlineMs + 1}
+						}),
+						Entry("a start timeout of the largest int64", "desired_lrp.definition.start_timeout_ms", func(l *models.DesiredLRP) { l.Definition.StartTimeoutMs = math.MaxInt64 }),
+						Entry("NUL in the action path", "desired_lrp.definition.action.path", func(l *models.DesiredLRP) { l.Definition.Action.Path = "/bin/app\x00" }),
+						Entry("NUL in an argument", "desired_lrp.definition.action.args[0]", func(l *models.DesiredLRP) { l.Definition.Action.Args = []string{"a\x00b"} }),
+						Entry("NUL in an env name", "desired_lrp.definition.action.env[0].name", func(l *models.DesiredLRP) {
+							l.Definition.Action.Env = []*models.EnvironmentVariable{{Name: "A\x00B", Value: "x"}}
+						}),
+						Entry("NUL in an env value", "desired_lrp.definition.action.env[0].value", func(l *models.DesiredLRP) {
+							l.Definition.Action.Env = []*models.EnvironmentVariable{{Name: "A", Value: "x\x00"}}
+						}),
+						Entry("an escape in the directory", "desired_lrp.definition.action.dir", func(l *models.DesiredLRP) { l.Definition.Action.Dir = "/srv\x1b[2J" }),
 					)
 
 					It("a desire without an LRP is InvalidRequest naming desired_lrp", func() {
@@ -94,6 +111,11 @@ var _ = Describe("Bad input", func() {
 							Entry("too many ports", "update.definition.ports", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }), UpdateIdentifier: "v2"}),
 							Entry("negative memory", "update.definition.memory_mb", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.MemoryMb = -256 }), UpdateIdentifier: "v2"}),
 							Entry("a bad update_identifier", "update.update_identifier", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateIdentifier: "v2 with spaces"}),
+							Entry("a min_ready of the largest int64", "update.update_strategy.min_ready_ms", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateStrategy: &models.UpdateStrategy{MinReadyMs: math.MaxInt64}}),
+							Entry("a start timeout over an hour", "update.definition.start_timeout_ms", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.StartTimeoutMs = models.MaxStartTimeoutMs + 1 })}),
+							Entry("NUL in the setup's argument", "update.definition.setup.args[0]", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) {
+								d.Setup = &models.RunAction{Path: "./setup.sh", Args: []string{"\x00"}}
+							})}),
 						)
 
 						It("with a bad guid is InvalidRequest naming process_guid", func() {

@@ -53,7 +53,7 @@ func (a *Asset) validate(p string) error {
 	if len(raw) > MaxAssetURLLength {
 		return ErrInvalidField(child(p, "url"), fmt.Sprintf("must be at most %d bytes, got %d", MaxAssetURLLength, len(raw)))
 	}
-	if err := validateUTF8(child(p, "url"), raw); err != nil {
+	if err := validateNoControl(child(p, "url"), raw); err != nil {
 		return err
 	}
 	u, err := url.Parse(raw)
@@ -91,7 +91,7 @@ func validateAssetDestination(p, dest string, archive bool) error {
 	if len(dest) > MaxAssetDestinationLength {
 		return ErrInvalidField(p, fmt.Sprintf("must be at most %d bytes, got %d", MaxAssetDestinationLength, len(dest)))
 	}
-	if err := validateUTF8(p, dest); err != nil {
+	if err := validateNoControl(p, dest); err != nil {
 		return err
 	}
 	if strings.HasPrefix(dest, "/") {
