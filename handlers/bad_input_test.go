@@ -173,6 +173,29 @@ var _ = Describe("Bad input", func() {
 						lrp = protowire.AppendString(protowire.AppendTag(lrp, 77, protowire.BytesType), "surprise")
 						return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), lrp)
 					}),
+					// protobuf-go keeps the low 32 bits of a varint in a 32-bit
+					// field: these would be desired as 2 instances, and port 8080.
+					Entry("protobuf instances of 2^32+2", protobufWire, "invalid value for int32 field desired_lrp.instances: 4294967298", func(guid, domain string) []byte {
+						valid := encodeDesire(proto.Marshal, guid, domain)
+						lrp := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 1<<32+2)
+						return protowire.AppendBytes(protowire.AppendTag(valid, 1, protowire.BytesType), lrp)
+					}),
+					Entry("JSON instances of 2^32+2", jsonWire, "invalid value for int32 field instances: 4294967298", func(guid, domain string) []byte {
+						return desireJSON(guid, domain, `"instances": 4294967298`)
+					}),
+					Entry("protobuf port of 2^32+8080", protobufWire, "invalid value for uint32 field desired_lrp.definition.ports[0]: 4294975376", func(guid, domain string) []byte {
+						lrp := newLRP(guid, domain, 1)
+						lrp.Definition.Ports = nil
+						lrp.Definition.HealthCheck = nil
+						body, err := proto.Marshal(&models.DesireLRPRequest{DesiredLrp: lrp})
+						Expect(err).NotTo(HaveOccurred())
+						ports := protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), protowire.AppendVarint(nil, 1<<32+8080))
+						definition := protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), ports)
+						return protowire.AppendBytes(protowire.AppendTag(body, 1, protowire.BytesType), definition)
+					}),
+					Entry("JSON port of 2^32+8080", jsonWire, "invalid value for uint32 field ports: 4294975376", func(guid, domain string) []byte {
+						return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", "instances": 1, "definition": {"action": {"path": "/bin/app"}, "ports": [4294975376]}}}`)
+					}),
 					Entry("random bytes as protobuf", protobufWire, "", func(_, _ string) []byte {
 						return []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}
 					}),
