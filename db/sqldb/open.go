@@ -3,7 +3,9 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -43,8 +45,9 @@ func WithIOTimeout(timeout time.Duration) OpenOption {
 
 // Open connects to a database of the given dialect and checks it answers.
 //
-// For SQLite the DSN is a file path (its folder is created). The file is
-// opened in WAL mode with a busy timeout, foreign keys on, synchronous=FULL
+// For SQLite the DSN is a file path (its folder is created, 0700). The
+// file, and its -wal and -shm, are the owner's alone (0600; see
+// privateSQLiteFiles). The file is opened in WAL mode with a busy timeout, foreign keys on, synchronous=FULL
 // for durability, and write transactions that take the write lock at BEGIN
 // (IMMEDIATE), so two writers queue instead of failing mid-transaction.
 func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB, error) {
@@ -54,8 +57,13 @@ func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB
 	}
 	switch dialect {
 	case SQLite:
-		if err := os.MkdirAll(filepath.Dir(dsn), 0o755); err != nil {
-			return nil, err
+		if !strings.HasPrefix(dsn, "file:") {
+			if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
+				return nil, err
+			}
+			if err := privateSQLiteFiles(dsn); err != nil {
+				return nil, err
+			}
 		}
 		dsn = sqliteURI(dsn)
 	case Postgres:
@@ -94,6 +102,32 @@ func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB
 		return nil, fmt.Errorf("connect to %s: %w", dialect, err)
 	}
 	return conn, nil
+}
+
+// sqliteFileMode is the mode of the board's SQLite files: the database
+// holds every definition (environment, asset URLs) and the encryption
+// metadata, so no other user of the machine reads it.
+const sqliteFileMode = 0o600
+
+// privateSQLiteFiles creates the database file at path with
+// sqliteFileMode unless it exists, and brings an existing one (from a
+// board before this rule) and its -wal and -shm down to it. SQLite gives
+// the -wal and -shm it creates the mode of the database file, so they
+// follow.
+func privateSQLiteFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, sqliteFileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, sqliteFileMode); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func sqliteURI(path string) string {
