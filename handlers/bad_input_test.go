@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -79,7 +80,23 @@ var _ = Describe("Bad input", func() {
 							l.Definition.Action.Env = []*models.EnvironmentVariable{{Name: "A", Value: "x\x00"}}
 						}),
 						Entry("an escape in the directory", "desired_lrp.definition.action.dir", func(l *models.DesiredLRP) { l.Definition.Action.Dir = "/srv\x1b[2J" }),
+						Entry("an asset URL with credentials", "desired_lrp.definition.assets[0].url", func(l *models.DesiredLRP) {
+							l.Definition.Assets = []*models.Asset{{Url: "http://user:secret@blobs.example/app", Sha256: strings.Repeat("ab", 32), Destination: "app"}}
+						}),
+						Entry("an asset URL naming the metadata address", "desired_lrp.definition.assets[0].url", func(l *models.DesiredLRP) {
+							l.Definition.Assets = []*models.Asset{{Url: "http://169.254.169.254/latest/meta-data/iam/", Sha256: strings.Repeat("ab", 32), Destination: "creds"}}
+						}),
+						Entry("an asset URL naming GCP's metadata service", "desired_lrp.definition.assets[0].url", func(l *models.DesiredLRP) {
+							l.Definition.Assets = []*models.Asset{{Url: "http://metadata.google.internal/computeMetadata/v1/", Sha256: strings.Repeat("ab", 32), Destination: "creds"}}
+						}),
 					)
+
+					It("an asset URL naming a link-local host is taken when the board allows them", func() {
+						allowing := newBoardWith(stores[dialect], wire, handlers.WithLinkLocalAssetHosts(true))
+						lrp := newLRP(guid, domain, 1)
+						lrp.Definition.Assets = []*models.Asset{{Url: "http://169.254.169.254/blob", Sha256: strings.Repeat("ab", 32), Destination: "blob"}}
+						Expect(allowing.desire(lrp).GetError()).To(BeNil())
+					})
 
 					It("a desire without an LRP is InvalidRequest naming desired_lrp", func() {
 						resp := &models.DesireLRPResponse{}
@@ -113,6 +130,9 @@ var _ = Describe("Bad input", func() {
 							Entry("a bad update_identifier", "update.update_identifier", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateIdentifier: "v2 with spaces"}),
 							Entry("a min_ready of the largest int64", "update.update_strategy.min_ready_ms", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateStrategy: &models.UpdateStrategy{MinReadyMs: math.MaxInt64}}),
 							Entry("a start timeout over an hour", "update.definition.start_timeout_ms", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.StartTimeoutMs = models.MaxStartTimeoutMs + 1 })}),
+							Entry("an asset URL naming a link-local IPv6 host", "update.definition.assets[0].url", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) {
+								d.Assets = []*models.Asset{{Url: "http://[fe80::1]/app", Sha256: strings.Repeat("ab", 32), Destination: "app"}}
+							})}),
 							Entry("NUL in the setup's argument", "update.definition.setup.args[0]", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) {
 								d.Setup = &models.RunAction{Path: "./setup.sh", Args: []string{"\x00"}}
 							})}),

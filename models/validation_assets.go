@@ -58,7 +58,17 @@ func (a *Asset) validate(p string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
+		// The parser's own error quotes the URL, credentials and all.
+		if urlErr, ok := err.(*url.Error); ok {
+			err = urlErr.Err
+		}
 		return ErrInvalidField(child(p, "url"), "must be a URL: "+err.Error())
+	}
+	// Every API client reads a definition's asset URLs: credentials in
+	// one would be handed to all of them. The error does not quote the
+	// URL, so as not to hand them out either.
+	if u.User != nil {
+		return ErrInvalidField(child(p, "url"), "must not hold credentials (user:password@host): every API client reads a definition's asset URLs")
 	}
 	switch u.Scheme {
 	case "http", "https":
