@@ -135,6 +135,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		StopTimeout:     configfile.MustDuration(cfg.StopTimeout),
 		LogLimit:        cfg.instanceLogLimit(),
 		AssetCacheBytes: cfg.assetCacheBytes(),
+		AllowLinkLocal:  cfg.AllowLinkLocalAssetHosts,
 		Logger:          logger,
 	})
 	if err != nil {
