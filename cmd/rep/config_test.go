@@ -149,6 +149,8 @@ var _ = Describe("rep -config", func() {
 	It("refuses link-local asset hosts by default, takes allow_link_local_asset_hosts, and says which", func() {
 		session := start(validConfig())
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"allow_link_local_asset_hosts":false`))
+		// Interrupted once it listens: before, SIGINT is not yet its own.
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
 		session.Interrupt()
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 
@@ -156,6 +158,7 @@ var _ = Describe("rep -config", func() {
 		cfg["allow_link_local_asset_hosts"] = true
 		session = start(cfg)
 		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"allow_link_local_asset_hosts":true`))
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
 		session.Interrupt()
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 
