@@ -93,7 +93,7 @@ func (c *CellClient) Heartbeat(ctx context.Context, cell *models.Cell, freshStar
 		return nil, err
 	}
 	return &HeartbeatResult{
-		PresenceTTL: time.Duration(resp.GetPresenceTtlMs()) * time.Millisecond,
+		PresenceTTL: models.Millis(resp.GetPresenceTtlMs()),
 		Draining:    resp.GetDraining(),
 	}, nil
 }

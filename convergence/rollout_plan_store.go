@@ -2,7 +2,6 @@ package convergence
 
 import (
 	"context"
-	"time"
 
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -59,7 +58,7 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 	}
 	return PlanRollout(DryRun{
 		Snapshot: snapshot, ProcessGuid: guid, Definitions: definitions, Update: req.GetUpdate(),
-		ReadyAfter: time.Duration(req.GetReadyAfterMs()) * time.Millisecond,
+		ReadyAfter: models.Millis(req.GetReadyAfterMs()),
 		Now:        p.cfg.Now(), Config: planner, RolloutInterval: p.cfg.RolloutInterval,
 	})
 }

@@ -103,7 +103,7 @@ func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (RolloutS
 		Instances:        n,
 		MaxSurge:         1,
 		MaxUnavailable:   0,
-		MinReady:         time.Duration(s.GetMinReadyMs()) * time.Millisecond,
+		MinReady:         models.Millis(s.GetMinReadyMs()),
 		ProgressDeadline: DefaultProgressDeadline,
 		AutoRevert:       s.GetAutoRevert(),
 		HistoryLimit:     DefaultHistoryLimit,
@@ -118,7 +118,7 @@ func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (RolloutS
 		resolved.MaxSurge = 1
 	}
 	if ms := s.GetProgressDeadlineMs(); ms > 0 {
-		resolved.ProgressDeadline = time.Duration(ms) * time.Millisecond
+		resolved.ProgressDeadline = models.Millis(ms)
 	}
 	if limit := s.GetHistoryLimit(); limit > 0 {
 		resolved.HistoryLimit = limit

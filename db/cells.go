@@ -74,6 +74,8 @@ type ActualLRPLifecycleDB interface {
 	//     row already is the caller's) writes nothing and answers true.
 	//   - the ORDINARY row is CLAIMED by the caller, or UNCLAIMED placed on
 	//     its cell: it becomes UNCLAIMED on no cell; keepRunning is false.
+	//   - either row holds the caller's instance guid on another cell: the
+	//     call is refused with InvalidStateTransition and writes nothing.
 	//   - anything else writes nothing; keepRunning is false.
 	// An index whose EVACUATING row belongs to another instance is
 	// ResourceConflict for a RUNNING caller: the earlier evacuation must
@@ -98,7 +100,10 @@ type ActualLRPLifecycleDB interface {
 	// that row is RUNNING and its instance guid's on cellID, and is written
 	// (tag bumped, actual_lrp_changed emitted after commit) only when that
 	// changes the row. A change that matches no such row is ignored, not
-	// an error: the instance may have stopped or moved since.
+	// an error: the instance may have stopped or moved since. A change
+	// naming an instance that runs on another cell (its row holds the
+	// change's instance guid on a cell not cellID) refuses the whole batch
+	// with InvalidStateTransition, and nothing of it is applied.
 	ReportOccupancy(ctx context.Context, cellID string, changes []*models.OccupancyChange) (*OccupancyResult, error)
 }
 

@@ -18,6 +18,7 @@ duration="${1:-3s}"
 targets=(
   "./models FuzzDecodeValidate"
   "./models FuzzBulkReport"
+  "./models FuzzWireRanges"
   "./handlers FuzzAPIRequest"
   "./db/sqldb FuzzRoutesJSON"
   "./cmd/cork FuzzSpecFile"

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"math"
 	"regexp"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -62,7 +64,39 @@ var _ = Describe("Bad input", func() {
 						Entry("nine ports", "desired_lrp.definition.ports", func(l *models.DesiredLRP) { l.Definition.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }),
 						Entry("negative memory", "desired_lrp.definition.memory_mb", func(l *models.DesiredLRP) { l.Definition.MemoryMb = -1 }),
 						Entry("negative disk", "desired_lrp.definition.disk_mb", func(l *models.DesiredLRP) { l.Definition.DiskMb = -1 }),
+						Entry("a min_ready of the largest int64", "desired_lrp.update_strategy.min_ready_ms", func(l *models.DesiredLRP) {
+							l.UpdateStrategy = &models.UpdateStrategy{MinReadyMs: math.MaxInt64}
+						}),
+						Entry("a progress deadline over a day", "desired_lrp.update_strategy.progress_deadline_ms", func(l *models.DesiredLRP) {
+							l.UpdateStrategy = &models.UpdateStrategy{ProgressDeadlineMs: models.MaxProgressDeadlineMs + 1}
+						}),
+						Entry("a start timeout of the largest int64", "desired_lrp.definition.start_timeout_ms", func(l *models.DesiredLRP) { l.Definition.StartTimeoutMs = math.MaxInt64 }),
+						Entry("NUL in the action path", "desired_lrp.definition.action.path", func(l *models.DesiredLRP) { l.Definition.Action.Path = "/bin/app\x00" }),
+						Entry("NUL in an argument", "desired_lrp.definition.action.args[0]", func(l *models.DesiredLRP) { l.Definition.Action.Args = []string{"a\x00b"} }),
+						Entry("NUL in an env name", "desired_lrp.definition.action.env[0].name", func(l *models.DesiredLRP) {
+							l.Definition.Action.Env = []*models.EnvironmentVariable{{Name: "A\x00B", Value: "x"}}
+						}),
+						Entry("NUL in an env value", "desired_lrp.definition.action.env[0].value", func(l *models.DesiredLRP) {
+							l.Definition.Action.Env = []*models.EnvironmentVariable{{Name: "A", Value: "x\x00"}}
+						}),
+						Entry("an escape in the directory", "desired_lrp.definition.action.dir", func(l *models.DesiredLRP) { l.Definition.Action.Dir = "/srv\x1b[2J" }),
+						Entry("an asset URL with credentials", "desired_lrp.definition.assets[0].url", func(l *models.DesiredLRP) {
+							l.Definition.Assets = []*models.Asset{{Url: "http://user:secret@blobs.example/app", Sha256: strings.Repeat("ab", 32), Destination: "app"}}
+						}),
+						Entry("an asset URL naming the metadata address", "desired_lrp.definition.assets[0].url", func(l *models.DesiredLRP) {
+							l.Definition.Assets = []*models.Asset{{Url: "http://169.254.169.254/latest/meta-data/iam/", Sha256: strings.Repeat("ab", 32), Destination: "creds"}}
+						}),
+						Entry("an asset URL naming GCP's metadata service", "desired_lrp.definition.assets[0].url", func(l *models.DesiredLRP) {
+							l.Definition.Assets = []*models.Asset{{Url: "http://metadata.google.internal/computeMetadata/v1/", Sha256: strings.Repeat("ab", 32), Destination: "creds"}}
+						}),
 					)
+
+					It("an asset URL naming a link-local host is taken when the board allows them", func() {
+						allowing := newBoardWith(stores[dialect], wire, handlers.WithLinkLocalAssetHosts(true))
+						lrp := newLRP(guid, domain, 1)
+						lrp.Definition.Assets = []*models.Asset{{Url: "http://169.254.169.254/blob", Sha256: strings.Repeat("ab", 32), Destination: "blob"}}
+						Expect(allowing.desire(lrp).GetError()).To(BeNil())
+					})
 
 					It("a desire without an LRP is InvalidRequest naming desired_lrp", func() {
 						resp := &models.DesireLRPResponse{}
@@ -94,6 +128,14 @@ var _ = Describe("Bad input", func() {
 							Entry("too many ports", "update.definition.ports", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }), UpdateIdentifier: "v2"}),
 							Entry("negative memory", "update.definition.memory_mb", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.MemoryMb = -256 }), UpdateIdentifier: "v2"}),
 							Entry("a bad update_identifier", "update.update_identifier", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateIdentifier: "v2 with spaces"}),
+							Entry("a min_ready of the largest int64", "update.update_strategy.min_ready_ms", &models.DesiredLRPUpdate{Definition: newDefinition("/bin/app-v2"), UpdateStrategy: &models.UpdateStrategy{MinReadyMs: math.MaxInt64}}),
+							Entry("a start timeout over an hour", "update.definition.start_timeout_ms", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.StartTimeoutMs = models.MaxStartTimeoutMs + 1 })}),
+							Entry("an asset URL naming a link-local IPv6 host", "update.definition.assets[0].url", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) {
+								d.Assets = []*models.Asset{{Url: "http://[fe80::1]/app", Sha256: strings.Repeat("ab", 32), Destination: "app"}}
+							})}),
+							Entry("NUL in the setup's argument", "update.definition.setup.args[0]", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) {
+								d.Setup = &models.RunAction{Path: "./setup.sh", Args: []string{"\x00"}}
+							})}),
 						)
 
 						It("with a bad guid is InvalidRequest naming process_guid", func() {
@@ -150,6 +192,29 @@ var _ = Describe("Bad input", func() {
 						Expect(err).NotTo(HaveOccurred())
 						lrp = protowire.AppendString(protowire.AppendTag(lrp, 77, protowire.BytesType), "surprise")
 						return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), lrp)
+					}),
+					// protobuf-go keeps the low 32 bits of a varint in a 32-bit
+					// field: these would be desired as 2 instances, and port 8080.
+					Entry("protobuf instances of 2^32+2", protobufWire, "invalid value for int32 field desired_lrp.instances: 4294967298", func(guid, domain string) []byte {
+						valid := encodeDesire(proto.Marshal, guid, domain)
+						lrp := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 1<<32+2)
+						return protowire.AppendBytes(protowire.AppendTag(valid, 1, protowire.BytesType), lrp)
+					}),
+					Entry("JSON instances of 2^32+2", jsonWire, "invalid value for int32 field instances: 4294967298", func(guid, domain string) []byte {
+						return desireJSON(guid, domain, `"instances": 4294967298`)
+					}),
+					Entry("protobuf port of 2^32+8080", protobufWire, "invalid value for uint32 field desired_lrp.definition.ports[0]: 4294975376", func(guid, domain string) []byte {
+						lrp := newLRP(guid, domain, 1)
+						lrp.Definition.Ports = nil
+						lrp.Definition.HealthCheck = nil
+						body, err := proto.Marshal(&models.DesireLRPRequest{DesiredLrp: lrp})
+						Expect(err).NotTo(HaveOccurred())
+						ports := protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), protowire.AppendVarint(nil, 1<<32+8080))
+						definition := protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), ports)
+						return protowire.AppendBytes(protowire.AppendTag(body, 1, protowire.BytesType), definition)
+					}),
+					Entry("JSON port of 2^32+8080", jsonWire, "invalid value for uint32 field ports: 4294975376", func(guid, domain string) []byte {
+						return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", "instances": 1, "definition": {"action": {"path": "/bin/app"}, "ports": [4294975376]}}}`)
 					}),
 					Entry("random bytes as protobuf", protobufWire, "", func(_, _ string) []byte {
 						return []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}

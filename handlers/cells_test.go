@@ -200,7 +200,7 @@ var _ = Describe("The cell side", func() {
 						Expect(missing.GetError().GetType()).To(Equal(models.Error_ResourceNotFound))
 					})
 
-					It("takes a batch of occupancy changes for the caller's RUNNING row, and ignores another cell's", func() {
+					It("takes a batch of occupancy changes for the caller's RUNNING row, and refuses one naming another cell's instance", func() {
 						Expect(claim().GetError()).To(BeNil())
 						Expect(start(nil).GetError()).To(BeNil())
 						occupancy := func(cellID string, occupied bool) *models.ReportOccupancyResponse {
@@ -210,18 +210,37 @@ var _ = Describe("The cell side", func() {
 								{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: occupied},
 								{ProcessGuid: randomName("gone"), Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: occupied},
 							}}, resp)
-							Expect(resp.GetError()).To(BeNil())
 							return resp
 						}
 						other := randomName("cell")
 						register(b, other)
-						Expect(occupancy(other, true).GetApplied()).To(BeZero())
-						Expect(b.actualLRPs(&models.ActualLRPsRequest{ProcessGuid: guid})[0].GetOccupied()).To(BeFalse())
+						before := b.snapshot(guid)
+						refused := occupancy(other, true)
+						Expect(refused.GetError().GetType()).To(Equal(models.Error_InvalidStateTransition), "issue 26: it answered success")
+						Expect(refused.GetError().GetMessage()).To(SatisfyAll(HavePrefix("changes[0]: "), ContainSubstring(cell), ContainSubstring(other)))
+						Expect(refused.GetApplied()).To(BeZero())
+						b.expectUnchanged(guid, before)
 
 						Expect(occupancy(cell, true).GetApplied()).To(BeEquivalentTo(1))
 						Expect(b.actualLRPs(&models.ActualLRPsRequest{ProcessGuid: guid})[0].GetOccupied()).To(BeTrue())
 						Expect(occupancy(cell, true).GetApplied()).To(BeZero(), "a repeat changes nothing")
-						Expect(b.counter(models.RouteReportOccupancy, "success")).To(BeEquivalentTo(3))
+						Expect(b.counter(models.RouteReportOccupancy, "success")).To(BeEquivalentTo(2))
+						Expect(b.counter(models.RouteReportOccupancy, "InvalidStateTransition")).To(BeEquivalentTo(1))
+					})
+
+					It("refuses an evacuation naming another cell's instance, and changes nothing", func() {
+						Expect(claim().GetError()).To(BeNil())
+						Expect(start(nil).GetError()).To(BeNil())
+						other := randomName("cell")
+						register(b, other)
+						before := b.snapshot(guid)
+						resp := &models.EvacuateActualLRPResponse{}
+						b.call(models.RouteEvacuateActualLRP, &models.EvacuateActualLRPRequest{ProcessGuid: guid, InstanceGuid: instanceGuid, CellId: other}, resp)
+						Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidStateTransition), "issue 26: it answered success")
+						Expect(resp.GetError().GetMessage()).To(SatisfyAll(ContainSubstring(instanceGuid), ContainSubstring(cell), ContainSubstring(other)))
+						Expect(resp.GetKeepRunning()).To(BeFalse())
+						b.expectUnchanged(guid, before)
+						Expect(b.counter(models.RouteEvacuateActualLRP, "InvalidStateTransition")).To(BeEquivalentTo(1))
 					})
 
 					It("comes back in a bulk report as assigned, and what the board has no row for as stop", func() {

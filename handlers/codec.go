@@ -99,9 +99,15 @@ func unmarshalJSON(body []byte, msg proto.Message) error {
 
 // unmarshalProtobuf rejects fields this board does not know, like the JSON
 // decoder does: silently dropping a field a newer client relies on would
-// apply a different request than the one sent.
+// apply a different request than the one sent. It also rejects a varint
+// too large for its 32-bit field (see models.CheckWireRanges), which
+// protobuf-go would cut to its low 32 bits where JSON refuses it.
 func unmarshalProtobuf(body []byte, msg proto.Message) error {
 	if err := proto.Unmarshal(body, msg); err != nil {
+		return err
+	}
+	if err := models.CheckWireRanges(body, msg.ProtoReflect().Descriptor()); err != nil {
+		proto.Reset(msg)
 		return err
 	}
 	return unknownFields(msg.ProtoReflect(), "")

@@ -11,6 +11,9 @@ import (
 // noteOperation) and answers its id.
 
 func (h *storeHandlers) desireLRP(ctx context.Context, req *models.DesireLRPRequest) (*models.DesireLRPResponse, error) {
+	if err := h.checkAssetHosts("desired_lrp.definition", req.GetDesiredLrp().GetDefinition()); err != nil {
+		return nil, err
+	}
 	ctx, note := noteOperation(ctx)
 	lrp, err := h.store.DesireLRP(ctx, req.GetDesiredLrp())
 	if err != nil {
@@ -47,6 +50,9 @@ func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *mode
 }
 
 func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {
+	if err := h.checkAssetHosts("update.definition", req.GetUpdate().GetDefinition()); err != nil {
+		return nil, err
+	}
 	ctx, note := noteOperation(ctx)
 	lrp, err := h.store.UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
 	if err != nil {

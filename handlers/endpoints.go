@@ -10,7 +10,8 @@ import (
 // endpoints lists every API route with the call that serves it, except the
 // event stream (see serveEvents).
 func endpoints(store db.DB, o options) []endpoint {
-	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge, planRollout: o.planRollout}
+	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge, planRollout: o.planRollout,
+		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -65,4 +66,13 @@ type storeHandlers struct {
 	converge func(processGuid string)
 	// planRollout answers dry runs of updates (nil: not served).
 	planRollout RolloutPlanner
+	// allowLinkLocalAssetHosts: see WithLinkLocalAssetHosts.
+	allowLinkLocalAssetHosts bool
+}
+
+// checkAssetHosts refuses a definition whose asset URLs name link-local
+// or metadata hosts, unless the board allows them; path is where the
+// request holds the definition. Nothing has been written yet.
+func (h *storeHandlers) checkAssetHosts(path string, def *models.LRPDefinition) error {
+	return models.ValidateAssetHosts(path, def, h.allowLinkLocalAssetHosts)
 }

@@ -45,6 +45,9 @@ type options struct {
 
 	maxRequestsInFlight int
 	maxEventSubscribers int
+	// allowLinkLocalAssetHosts lets a definition's asset URLs name
+	// link-local and metadata hosts (see WithLinkLocalAssetHosts).
+	allowLinkLocalAssetHosts bool
 	// requireCertificates refuses a request without a verified client
 	// certificate (see WithRequiredClientCertificates).
 	requireCertificates bool
@@ -101,6 +104,14 @@ func WithEventsWriteTimeout(timeout time.Duration) Option {
 			o.eventsWriteTimeout = timeout
 		}
 	}
+}
+
+// WithLinkLocalAssetHosts lets definitions' asset URLs name link-local
+// and cloud metadata hosts (models.ValidateAssetHosts), which are refused
+// by default: an asset URL makes a cell fetch it, from inside the cell's
+// network.
+func WithLinkLocalAssetHosts(allow bool) Option {
+	return func(o *options) { o.allowLinkLocalAssetHosts = allow }
 }
 
 // WithDatabaseTimeout bounds how long an API call may wait for the

@@ -88,6 +88,10 @@ func (h *storeHandlers) rolloutPlan(ctx context.Context, req *models.RolloutPlan
 	if h.planRollout == nil {
 		return nil, models.NewError(models.Error_Unavailable, "this board does not plan rollouts")
 	}
+	// Refused as the update itself would be.
+	if err := h.checkAssetHosts("update.definition", req.GetUpdate().GetDefinition()); err != nil {
+		return nil, err
+	}
 	plan, err := h.planRollout(ctx, req)
 	if err != nil {
 		return nil, err

@@ -100,3 +100,18 @@ func (p ActualLRP_Presence) IsValid() bool {
 	}
 	return false
 }
+
+// CheckInstanceCell refuses a cell's call that names, as its own, an
+// instance that runs on another cell: row holds instanceGuid, on a cell
+// other than cellID. A rep makes the guids of the instances it claims, so
+// an honest rep never names one of another cell's; it is refused rather
+// than ignored so that the caller hears it, and it changes nothing. A row
+// that holds another instance (or none) is not refused here: that is a
+// stale call, which each call answers in its own way.
+func CheckInstanceCell(row *ActualLRP, verb, instanceGuid, cellID string) error {
+	if row == nil || row.GetInstanceGuid() == "" || row.GetInstanceGuid() != instanceGuid || row.GetCellId() == cellID {
+		return nil
+	}
+	return NewError(Error_InvalidStateTransition, "cannot %s actual LRP %s (%s): instance %q runs on cell %q, not on cell %q",
+		verb, describeLRP(row), row.GetPresence(), instanceGuid, row.GetCellId(), cellID)
+}

@@ -198,3 +198,23 @@ var _ = Describe("ActualLRP state transitions", func() {
 		Entry(nil, models.ActualLRP_Presence(5), false),
 	)
 })
+
+var _ = DescribeTable("CheckInstanceCell",
+	func(row *models.ActualLRP, instanceGuid, cellID, want string) {
+		err := models.CheckInstanceCell(row, "evacuate", instanceGuid, cellID)
+		if want == "" {
+			Expect(err).NotTo(HaveOccurred())
+			return
+		}
+		Expect(err).To(HaveOccurred())
+		Expect(models.ConvertError(err).GetType()).To(Equal(models.Error_InvalidStateTransition))
+		Expect(models.ConvertError(err).GetMessage()).To(Equal(want))
+	},
+	Entry("no row", nil, "ig-1", "cell-a", ""),
+	Entry("the caller's instance on its cell", &models.ActualLRP{ProcessGuid: "web", InstanceGuid: "ig-1", CellId: "cell-a"}, "ig-1", "cell-a", ""),
+	Entry("another instance on another cell: stale, not refused here", &models.ActualLRP{ProcessGuid: "web", InstanceGuid: "ig-2", CellId: "cell-b"}, "ig-1", "cell-a", ""),
+	Entry("a row with no instance", &models.ActualLRP{ProcessGuid: "web", CellId: "cell-b"}, "", "cell-a", ""),
+	Entry("the named instance on another cell",
+		&models.ActualLRP{ProcessGuid: "web", Index: 2, Presence: models.ActualLRP_ORDINARY, InstanceGuid: "ig-1", CellId: "cell-b"}, "ig-1", "cell-a",
+		`cannot evacuate actual LRP web/2 (ORDINARY): instance "ig-1" runs on cell "cell-b", not on cell "cell-a"`),
+)

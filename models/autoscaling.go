@@ -47,7 +47,7 @@ func (a *Autoscaling) ClampInstances(n int32) int32 {
 // none.
 func (a *Autoscaling) ScaleDownStabilization(fallback time.Duration) time.Duration {
 	if ms := a.GetScaleDownStabilizationMs(); ms > 0 {
-		return time.Duration(ms) * time.Millisecond
+		return Millis(ms)
 	}
 	return fallback
 }
@@ -68,7 +68,10 @@ func (a *Autoscaling) ValidateIn(parent string) error {
 
 func (a *Autoscaling) validate(path string) error {
 	if !a.GetEnabled() {
-		return nil
+		// The window is a duration, bounded wherever it is written, so
+		// that a stored one never surprises when autoscaling is turned
+		// on again.
+		return a.validateWindow(path)
 	}
 	switch least := a.GetMin(); {
 	case least == 0:
@@ -90,6 +93,10 @@ func (a *Autoscaling) validate(path string) error {
 		return ErrInvalidField(child(policy, "parameters.room_occupancy.ready_target"),
 			fmt.Sprintf("must be between %g and %g, got %g", MinReadyTarget, MaxReadyTarget, target))
 	}
+	return a.validateWindow(path)
+}
+
+func (a *Autoscaling) validateWindow(path string) error {
 	ms := a.GetScaleDownStabilizationMs()
 	if ms < 0 || ms > MaxScaleDownStabilization.Milliseconds() {
 		return ErrInvalidField(child(path, "scale_down_stabilization_ms"),

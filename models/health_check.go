@@ -50,7 +50,7 @@ func (h *HealthCheck) Threshold() int {
 
 func millisOr(ms, defaultMs int64) time.Duration {
 	if ms > 0 {
-		return time.Duration(ms) * time.Millisecond
+		return Millis(ms)
 	}
-	return time.Duration(defaultMs) * time.Millisecond
+	return Millis(defaultMs)
 }

@@ -76,5 +76,5 @@ func WriteRolloutPlan(w io.Writer, plan *RolloutPlan, reasons bool) error {
 }
 
 func millis(ms int64) time.Duration {
-	return time.Duration(ms) * time.Millisecond
+	return Millis(ms)
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -59,7 +58,7 @@ func StageShare(s *RolloutStage, now int64) float64 {
 		return target
 	}
 	rate := s.GetSafeRate()
-	grown := rate.GetPercent() * float64(stageElapsed(s, now)) / float64(rate.GetPerMs()*int64(time.Millisecond))
+	grown := rate.GetPercent() * float64(stageElapsed(s, now)) / float64(Millis(rate.GetPerMs()))
 	return math.Min(target, s.GetPriorPercent()+grown)
 }
 
@@ -151,8 +150,10 @@ func shareAbove(count, instances int32) float64 {
 // rate (which it must have) and not paused from now on, reaches share.
 func stageReaches(s *RolloutStage, share float64) int64 {
 	rate := s.GetSafeRate()
-	per := float64(rate.GetPerMs() * int64(time.Millisecond))
-	return s.GetPhaseStartedAt() + s.GetPausedNanos() + int64(math.Ceil((share-s.GetPriorPercent())/rate.GetPercent()*per))
+	per := float64(Millis(rate.GetPerMs()))
+	// Saturated: a tiny percent per period puts the share's arrival
+	// beyond what int64 nanoseconds hold.
+	return s.GetPhaseStartedAt() + s.GetPausedNanos() + saturatingNanos(math.Ceil((share-s.GetPriorPercent())/rate.GetPercent()*per))
 }
 
 // DefaultStageSeed is the seed of a phase that names none: the LRP and the

@@ -53,12 +53,22 @@ func (a *Asset) validate(p string) error {
 	if len(raw) > MaxAssetURLLength {
 		return ErrInvalidField(child(p, "url"), fmt.Sprintf("must be at most %d bytes, got %d", MaxAssetURLLength, len(raw)))
 	}
-	if err := validateUTF8(child(p, "url"), raw); err != nil {
+	if err := validateNoControl(child(p, "url"), raw); err != nil {
 		return err
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
+		// The parser's own error quotes the URL, credentials and all.
+		if urlErr, ok := err.(*url.Error); ok {
+			err = urlErr.Err
+		}
 		return ErrInvalidField(child(p, "url"), "must be a URL: "+err.Error())
+	}
+	// Every API client reads a definition's asset URLs: credentials in
+	// one would be handed to all of them. The error does not quote the
+	// URL, so as not to hand them out either.
+	if u.User != nil {
+		return ErrInvalidField(child(p, "url"), "must not hold credentials (user:password@host): every API client reads a definition's asset URLs")
 	}
 	switch u.Scheme {
 	case "http", "https":
@@ -91,7 +101,7 @@ func validateAssetDestination(p, dest string, archive bool) error {
 	if len(dest) > MaxAssetDestinationLength {
 		return ErrInvalidField(p, fmt.Sprintf("must be at most %d bytes, got %d", MaxAssetDestinationLength, len(dest)))
 	}
-	if err := validateUTF8(p, dest); err != nil {
+	if err := validateNoControl(p, dest); err != nil {
 		return err
 	}
 	if strings.HasPrefix(dest, "/") {

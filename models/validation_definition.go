@@ -36,7 +36,7 @@ func (d *LRPDefinition) validate(path string) error {
 			return err
 		}
 	}
-	if err := validateNotNegative(child(path, "start_timeout_ms"), d.GetStartTimeoutMs()); err != nil {
+	if err := validateMillis(child(path, "start_timeout_ms"), d.GetStartTimeoutMs(), MaxStartTimeoutMs); err != nil {
 		return err
 	}
 	if err := validateNotNegative(child(path, "memory_mb"), int64(d.GetMemoryMb())); err != nil {
@@ -64,11 +64,11 @@ func (a *RunAction) validate(path string) error {
 	if a.GetPath() == "" {
 		return ErrInvalidField(child(path, "path"), "required")
 	}
-	if err := validateUTF8(child(path, "path"), a.GetPath()); err != nil {
+	if err := validateNoControl(child(path, "path"), a.GetPath()); err != nil {
 		return err
 	}
 	for i, arg := range a.GetArgs() {
-		if err := validateUTF8(indexed(child(path, "args"), i), arg); err != nil {
+		if err := validateTextLines(indexed(child(path, "args"), i), arg); err != nil {
 			return err
 		}
 	}
@@ -77,7 +77,7 @@ func (a *RunAction) validate(path string) error {
 			return err
 		}
 	}
-	return validateUTF8(child(path, "dir"), a.GetDir())
+	return validateNoControl(child(path, "dir"), a.GetDir())
 }
 
 func (e *EnvironmentVariable) validate(path string) error {
@@ -90,10 +90,10 @@ func (e *EnvironmentVariable) validate(path string) error {
 	if strings.Contains(name, "=") {
 		return ErrInvalidField(child(path, "name"), "must not contain \"=\", got "+quoteShort(name))
 	}
-	if err := validateUTF8(child(path, "name"), name); err != nil {
+	if err := validateNoControl(child(path, "name"), name); err != nil {
 		return err
 	}
-	return validateUTF8(child(path, "value"), e.GetValue())
+	return validateTextLines(child(path, "value"), e.GetValue())
 }
 
 func validatePorts(path string, ports []uint32) error {
@@ -120,8 +120,12 @@ func (h *HealthCheck) validate(path string, ports []uint32) error {
 	switch h.GetType() {
 	case HealthCheck_PROCESS:
 		// The process running is the check; port, path and the check's
-		// timing mean nothing.
-		return nil
+		// timing mean nothing. The timing is still a duration, bounded
+		// wherever it is written (see durations.go).
+		if err := validateMillisAtMost(child(path, "interval_ms"), h.GetIntervalMs(), MaxHealthCheckIntervalMs); err != nil {
+			return err
+		}
+		return validateMillisAtMost(child(path, "timeout_ms"), h.GetTimeoutMs(), MaxHealthCheckTimeoutMs)
 	case HealthCheck_TCP:
 		if err := validateCheckPort(child(path, "port"), h, ports); err != nil {
 			return err
@@ -133,7 +137,7 @@ func (h *HealthCheck) validate(path string, ports []uint32) error {
 		if !strings.HasPrefix(h.GetPath(), "/") {
 			return ErrInvalidField(child(path, "path"), "must start with \"/\" when type is HTTP, got "+quoteShort(h.GetPath()))
 		}
-		if err := validateUTF8(child(path, "path"), h.GetPath()); err != nil {
+		if err := validateNoControl(child(path, "path"), h.GetPath()); err != nil {
 			return err
 		}
 	default:

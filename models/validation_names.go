@@ -98,3 +98,48 @@ func PrintableText(text string) string {
 	}
 	return b.String()
 }
+
+// Text a process is given: what the rep passes to exec and writes to
+// disk for an instance. The kernel cannot pass NUL in a path, an argument
+// or an environment entry (every start would fail), and a control
+// character (C0, DEL, C1) in a path, a directory, an environment name or a
+// file name is never meant and garbles every log and table that shows it.
+// Two rules, each a function here:
+//
+//   - validateNoControl, for paths, directories, environment names, asset
+//     destinations and URLs, and the HTTP health check path: valid UTF-8
+//     and no control character at all;
+//   - validateTextLines, for arguments and environment values, which hold
+//     scripts, JSON and certificates: the same, but tab, line feed and
+//     carriage return are allowed.
+//
+// Both report invalid UTF-8 first, as "must be valid UTF-8".
+
+func validateNoControl(path, value string) error {
+	return validateControl(path, value, false)
+}
+
+func validateTextLines(path, value string) error {
+	return validateControl(path, value, true)
+}
+
+func validateControl(path, value string, lines bool) error {
+	if err := validateUTF8(path, value); err != nil {
+		return err
+	}
+	at := strings.IndexFunc(value, func(r rune) bool {
+		if lines && (r == '\t' || r == '\n' || r == '\r') {
+			return false
+		}
+		return unicode.IsControl(r)
+	})
+	if at < 0 {
+		return nil
+	}
+	_, size := utf8.DecodeRuneInString(value[at:])
+	reason := "must not hold control characters"
+	if lines {
+		reason = "must not hold control characters other than tab, line feed and carriage return"
+	}
+	return ErrInvalidField(path, fmt.Sprintf("%s, got %q at byte %d", reason, value[at:at+size], at))
+}

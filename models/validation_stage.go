@@ -36,7 +36,7 @@ func (r *SafeRate) validate(path string) error {
 	if r.GetPerMs() <= 0 {
 		return ErrInvalidField(child(path, "per_ms"), fmt.Sprintf("must be above 0, got %d", r.GetPerMs()))
 	}
-	return nil
+	return validateMillisAtMost(child(path, "per_ms"), r.GetPerMs(), MaxSafeRatePerMs)
 }
 
 // validateStagePercent requires a share in (0, 100].

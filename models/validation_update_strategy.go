@@ -20,10 +20,10 @@ func (s *UpdateStrategy) validate(path string) error {
 	if err := validateCountOrPercent(child(path, "max_unavailable"), s.GetMaxUnavailable()); err != nil {
 		return err
 	}
-	if err := validateNotNegative(child(path, "min_ready_ms"), s.GetMinReadyMs()); err != nil {
+	if err := validateMillis(child(path, "min_ready_ms"), s.GetMinReadyMs(), MaxMinReadyMs); err != nil {
 		return err
 	}
-	if err := validateNotNegative(child(path, "progress_deadline_ms"), s.GetProgressDeadlineMs()); err != nil {
+	if err := validateMillis(child(path, "progress_deadline_ms"), s.GetProgressDeadlineMs(), MaxProgressDeadlineMs); err != nil {
 		return err
 	}
 	return validateNotNegative(child(path, "history_limit"), int64(s.GetHistoryLimit()))

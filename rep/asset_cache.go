@@ -124,7 +124,10 @@ var errNoWaiters = errors.New("no start waits for it any more")
 // unfinished, and takes the files it left finished as entries to verify
 // on their first use, the most recently used last, evicting the oldest
 // if they are past the limit.
-func openAssetCache(ctx context.Context, dir string, limit int64, logger lager.Logger) (*assetCache, error) {
+//
+// Its downloads connect to no link-local or metadata address unless
+// allowLinkLocal (see assetDialer).
+func openAssetCache(ctx context.Context, dir string, limit int64, allowLinkLocal bool, logger lager.Logger) (*assetCache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("ExecutorConfig.AssetCacheDir: %w", err)
 	}
@@ -133,6 +136,9 @@ func openAssetCache(ctx context.Context, dir string, limit int64, logger lager.L
 		return nil, fmt.Errorf("ExecutorConfig.AssetCacheDir: %w", err)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if !allowLinkLocal {
+		transport.DialContext = assetDialer().DialContext
+	}
 	c := &assetCache{
 		dir:      dir,
 		limit:    limit,

@@ -7,9 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"syscall"
+	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // fetchURL copies what url names into w, counting the bytes in dl as they
@@ -66,6 +70,42 @@ func fetchURL(ctx context.Context, client *http.Client, rawURL string, w io.Writ
 	return n, nil
 }
 
+// assetDialer dials as http.DefaultTransport does, but refuses to connect
+// to a link-local or cloud metadata address (models.IsLinkLocalOrMetadata):
+// the board refuses asset URLs naming one, and this catches the rest — a
+// name that resolves to one, a redirect to one. The check runs on the
+// address about to be connected to, after resolution, so no DNS answer
+// can slip past it. (Through an HTTP proxy, the proxy connects, not the
+// rep.)
+func assetDialer() *net.Dialer {
+	return &net.Dialer{
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+		Control:   refuseLinkLocal,
+	}
+}
+
+// errLinkLocalAsset is why a download to a link-local or metadata address
+// fails.
+var errLinkLocalAsset = errors.New("refusing to fetch an asset from a link-local or cloud metadata address (the rep's allow_link_local_asset_hosts allows it)")
+
+// refuseLinkLocal is a net.Dialer Control: address is the IP and port
+// about to be connected to.
+func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return err
+	}
+	if models.IsLinkLocalOrMetadata(addr) {
+		return fmt.Errorf("%s: %w", addr, errLinkLocalAsset)
+	}
+	return nil
+}
+
 // describeFetchError shortens the usual network failures to what a person
 // needs; anything else keeps Go's wording.
 func describeFetchError(err error) string {
@@ -74,7 +114,10 @@ func describeFetchError(err error) string {
 		err = urlErr.Err
 	}
 	var dnsErr *net.DNSError
+	var opErr *net.OpError
 	switch {
+	case errors.Is(err, errLinkLocalAsset) && errors.As(err, &opErr):
+		return opErr.Err.Error()
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):

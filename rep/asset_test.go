@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,6 +182,22 @@ var _ = Describe("Executor assets", func() {
 			_, err = executor.Run(spec("unreachable", assetDefinition("sh", touchStarted, asset)))
 			Expect(err).To(MatchError(fmt.Sprintf("asset %s: download failed: GET %s: connection refused", url, url)))
 			expectFailedStart("unreachable", err, "crashed: ")
+		})
+
+		// Issue 26: reps fetched 169.254.169.254. The board refuses such
+		// URLs; the rep refuses to connect to such an address whatever
+		// led there, before any packet is sent.
+		It("refuses to connect to a link-local or metadata address, named or redirected to", func() {
+			direct := &models.Asset{Url: "http://169.254.169.254:1/latest/meta-data/", Sha256: sha256Hex([]byte("x")), Destination: "creds"}
+			_, err := executor.Run(spec("metadata", assetDefinition("sh", touchStarted, direct)))
+			Expect(err).To(MatchError(fmt.Sprintf("asset %s: download failed: GET %s: 169.254.169.254: refusing to fetch an asset from a link-local or cloud metadata address (the rep's allow_link_local_asset_hosts allows it)", direct.Url, direct.Url)))
+			expectFailedStart("metadata", err, "crashed: ")
+
+			redirector := httptest.NewServer(http.RedirectHandler("http://[fe80::1]:1/creds", http.StatusFound))
+			DeferCleanup(redirector.Close)
+			redirected := &models.Asset{Url: redirector.URL + "/app", Sha256: sha256Hex([]byte("x")), Destination: "app"}
+			_, err = executor.Run(spec("redirected", assetDefinition("sh", touchStarted, redirected)))
+			Expect(err).To(MatchError(ContainSubstring("fe80::1: refusing to fetch an asset from a link-local or cloud metadata address")))
 		})
 
 		It("reports an HTTP error", func() {

@@ -59,6 +59,10 @@ type ExecutorConfig struct {
 	// recently used entries that no start uses go. Zero means
 	// DefaultAssetCacheBytes.
 	AssetCacheBytes int64
+	// AllowLinkLocal lets asset downloads connect to link-local and cloud
+	// metadata addresses (models.IsLinkLocalOrMetadata), which are
+	// refused by default, whatever name or redirect led there.
+	AllowLinkLocal bool
 	// Address is the host address in net info and the address health
 	// checks connect to. Empty means 127.0.0.1.
 	Address string
@@ -264,7 +268,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	assets, err := openAssetCache(ctx, cfg.AssetCacheDir, cfg.AssetCacheBytes, logger)
+	assets, err := openAssetCache(ctx, cfg.AssetCacheDir, cfg.AssetCacheBytes, cfg.AllowLinkLocal, logger)
 	if err != nil {
 		cancel(nil)
 		return nil, err
@@ -700,7 +704,7 @@ func validateSpec(spec InstanceSpec) error {
 
 func startTimeout(def *models.LRPDefinition) time.Duration {
 	if ms := def.GetStartTimeoutMs(); ms > 0 {
-		return time.Duration(ms) * time.Millisecond
+		return models.Millis(ms)
 	}
 	return DefaultStartTimeout
 }

@@ -49,7 +49,7 @@ func (e *Executor) runSetup(ctx context.Context, inst *instance, run setupRun) e
 		return err
 	}
 	if ms := def.GetSetupTimeoutMs(); ms > 0 {
-		timeout := time.Duration(ms) * time.Millisecond
+		timeout := models.Millis(ms)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, setupTimeoutError{timeout})
 		defer cancel()

@@ -113,6 +113,14 @@ type Config struct {
 	// what other boards wrote ("100ms"); on Postgres a notification wakes
 	// it sooner, and its own writes always do.
 	EventPollInterval string `json:"event_poll_interval"`
+	// AllowLinkLocalAssetHosts lets definitions' asset URLs name
+	// link-local addresses (169.254.0.0/16, fe80::/10) and the cloud
+	// metadata services (100.100.100.200, fd00:ec2::254,
+	// metadata.google.internal, ...; see models/asset_hosts.go). Off by
+	// default: an asset URL makes a cell fetch it from inside its
+	// network, where those serve instance credentials. Reps have their
+	// own setting of the same name.
+	AllowLinkLocalAssetHosts bool `json:"allow_link_local_asset_hosts"`
 	// TLS, when set, makes the API listener (and /metrics) serve TLS 1.2
 	// or later and require a client certificate signed by tls.ca_cert;
 	// the certificate's identity (corkboard://role/..., corkboard://cell/...)

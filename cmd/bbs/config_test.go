@@ -53,6 +53,17 @@ var _ = Describe("Config", func() {
 		Expect(cfg.shutdownTimeout()).To(Equal(45 * time.Second))
 	})
 
+	It("refuses link-local asset hosts unless allow_link_local_asset_hosts is true", func() {
+		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/d"}`), false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.AllowLinkLocalAssetHosts).To(BeFalse())
+		cfg, err = buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "allow_link_local_asset_hosts": true}`), false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.AllowLinkLocalAssetHosts).To(BeTrue())
+		_, err = buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "allow_link_local_asset_hosts": "yes"}`), false, "", "")
+		Expect(err).To(MatchError(ContainSubstring("allow_link_local_asset_hosts")))
+	})
+
 	It("defaults to SQLite in the data dir, info logs and a 30 s drain", func() {
 		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/var/lib/corkboard"}`), false, "", "")
 		Expect(err).NotTo(HaveOccurred())

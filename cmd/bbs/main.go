@@ -236,6 +236,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithConvergenceTrigger(runner.Trigger),
 		// Dry runs of updates plan with the runner's own configuration.
 		handlers.WithRolloutPlanner(convergence.NewRolloutPlanner(store, runnerConfig).Plan),
+		handlers.WithLinkLocalAssetHosts(cfg.AllowLinkLocalAssetHosts),
 		handlers.WithMaxRequestsInFlight(cfg.MaxRequestsInFlight),
 		handlers.WithMaxEventSubscribers(cfg.MaxEventSubscribers),
 		handlers.WithDatabaseTimeout(cfg.databaseTimeout()),

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -84,7 +83,7 @@ func autoscalingLine(s *models.Autoscaling) string {
 	}
 	window := "the board's default"
 	if ms := s.GetScaleDownStabilizationMs(); ms > 0 {
-		window = (time.Duration(ms) * time.Millisecond).String()
+		window = models.Millis(ms).String()
 	}
 	return strings.Join([]string{
 		state,

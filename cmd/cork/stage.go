@@ -65,7 +65,7 @@ func formatPercent(percent float64) string {
 
 // formatRate writes a rate the way --safe-rate reads it: 5%/6h0m0s.
 func formatRate(r *models.SafeRate) string {
-	return formatPercent(r.GetPercent()) + "/" + (time.Duration(r.GetPerMs()) * time.Millisecond).String()
+	return formatPercent(r.GetPercent()) + "/" + models.Millis(r.GetPerMs()).String()
 }
 
 // stageCell is the STAGE column of a rollout status: "" without a staged

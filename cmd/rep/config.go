@@ -116,6 +116,12 @@ type Config struct {
 	// recently used downloads that no start uses go. A pointer, so that an
 	// explicit 0 is refused rather than taken for the default.
 	AssetCacheMB *int32 `json:"asset_cache_mb"`
+	// AllowLinkLocalAssetHosts lets asset downloads connect to link-local
+	// addresses (169.254.0.0/16, fe80::/10) and the cloud metadata
+	// services (100.100.100.200, fd00:ec2::254). Off by default: the rep
+	// refuses such a connection whatever name or redirect led to it. The
+	// board has its own setting of the same name for the URLs it takes.
+	AllowLinkLocalAssetHosts bool `json:"allow_link_local_asset_hosts"`
 	// LogLevel is debug, info (the default), error or fatal.
 	LogLevel string `json:"log_level"`
 	// TLS, when set, is the cell's certificate (corkboard://cell/<cell_id>)

@@ -146,6 +146,28 @@ var _ = Describe("rep -config", func() {
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 	})
 
+	It("refuses link-local asset hosts by default, takes allow_link_local_asset_hosts, and says which", func() {
+		session := start(validConfig())
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"allow_link_local_asset_hosts":false`))
+		// Interrupted once it listens: before, SIGINT is not yet its own.
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+
+		cfg := validConfig()
+		cfg["allow_link_local_asset_hosts"] = true
+		session = start(cfg)
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"allow_link_local_asset_hosts":true`))
+		Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
+		session.Interrupt()
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+
+		cfg["allow_link_local_asset_hosts"] = "yes"
+		session = start(cfg)
+		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(2))
+		Expect(string(session.Err.Contents())).To(ContainSubstring("allow_link_local_asset_hosts"))
+	})
+
 	It("takes event_stream false: the rep then only polls, and opens no stream", func() {
 		cfg := validConfig()
 		cfg["event_stream"] = false

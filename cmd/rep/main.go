@@ -135,6 +135,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		StopTimeout:     configfile.MustDuration(cfg.StopTimeout),
 		LogLimit:        cfg.instanceLogLimit(),
 		AssetCacheBytes: cfg.assetCacheBytes(),
+		AllowLinkLocal:  cfg.AllowLinkLocalAssetHosts,
 		Logger:          logger,
 	})
 	if err != nil {
@@ -172,6 +173,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		"instance_log_limit_mb": *cfg.InstanceLogLimitMB, "asset_cache_mb": *cfg.AssetCacheMB,
 		"tls": cfg.TLS != nil, "instance_url": localURL,
 		"poll_interval": cfg.PollInterval, "event_stream": *cfg.EventStream,
+		"allow_link_local_asset_hosts": cfg.AllowLinkLocalAssetHosts,
 	})
 
 	server := &httpserver.Server{

@@ -23,6 +23,10 @@ import (
 // ORDINARY row becomes UNCLAIMED on no cell, since now, crash count kept,
 // for convergence to place elsewhere; placement never picks the draining
 // cell.
+//
+// A call naming an instance that runs on another cell (either row holds
+// the caller's instance guid on a cell not the caller's) is refused with
+// InvalidStateTransition (models.CheckInstanceCell) and changes nothing.
 func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller db.Caller) (bool, error) {
 	ordinaryKey := db.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
 	if err := checkLifecycleCall(ordinaryKey, caller); err != nil {
@@ -40,6 +44,11 @@ func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index
 		evacuating, err := s.lockActualLRP(ctx, tx, evacuatingKey)
 		if err != nil {
 			return nil, err
+		}
+		for _, row := range []*models.ActualLRP{ordinary, evacuating} {
+			if err := models.CheckInstanceCell(row, "evacuate", caller.InstanceGuid, caller.CellID); err != nil {
+				return nil, err
+			}
 		}
 		if evacuating != nil && evacuating.BelongsTo(caller.InstanceGuid, caller.CellID) {
 			// Evacuated already: a repeat.

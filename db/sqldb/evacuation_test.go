@@ -279,7 +279,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 				caller db.Caller
 			}{
 				{0, db.Caller{InstanceGuid: "ig-other", CellID: "cell-1"}}, // another instance
-				{0, db.Caller{InstanceGuid: "ig-0", CellID: "cell-2"}},     // another cell
+				{0, db.Caller{InstanceGuid: "ig-other", CellID: "cell-2"}}, // another instance, on another cell
 				{1, db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}},     // crashed
 				{2, db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}},     // placed elsewhere
 				{7, rep}, // no row
@@ -287,6 +287,31 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 				keep, err := expectUnchanged(func() (bool, error) { return evacuate(c.index, c.caller) })
 				Expect(err).NotTo(HaveOccurred(), "web/%d by %+v", c.index, c.caller)
 				Expect(keep).To(BeFalse(), "web/%d by %+v", c.index, c.caller)
+			}
+		})
+
+		// Issue 26: naming another cell's instance was answered as if
+		// nothing were wrong (keep_running false, nothing written).
+		It("refuses a call naming another cell's instance, ORDINARY or EVACUATING, and writes nothing", func() {
+			run(0, rep, true)
+			owner1 := db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}
+			run(1, owner1, true)
+			_, err := evacuate(1, owner1)
+			Expect(err).NotTo(HaveOccurred())
+
+			for _, c := range []struct {
+				index int32
+				guid  string
+				want  string
+			}{
+				{0, "ig-0", `cannot evacuate actual LRP web/0 (ORDINARY): instance "ig-0" runs on cell "cell-1", not on cell "cell-2"`},
+				{1, "ig-1", `cannot evacuate actual LRP web/1 (EVACUATING): instance "ig-1" runs on cell "cell-1", not on cell "cell-2"`},
+			} {
+				_, err := expectUnchanged(func() (bool, error) {
+					return evacuate(c.index, db.Caller{InstanceGuid: c.guid, CellID: "cell-2"})
+				})
+				Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
+				Expect(err.Error()).To(ContainSubstring(c.want))
 			}
 		})
 

@@ -21,6 +21,13 @@ import (
 // The rows are read by key, not the cell's every row: a batch of changes
 // costs what it touches. When nothing changes that read is all; a lost
 // race reads again, locking the rows.
+//
+// A change naming an instance that runs on another cell (its row holds the
+// change's instance guid on a cell not cellID) refuses the whole call with
+// InvalidStateTransition naming the change (models.CheckInstanceCell):
+// nothing of the batch is applied. A rep never sends one, so refusing the
+// batch cannot hold up an honest rep's reports; an error per change would
+// need an answer the rep does not read.
 func (s *SQLDB) ReportOccupancy(ctx context.Context, cellID string, changes []*models.OccupancyChange) (*db.OccupancyResult, error) {
 	if cellID == "" {
 		return nil, errInvalid("cell_id", "required")
@@ -35,7 +42,10 @@ func (s *SQLDB) ReportOccupancy(ctx context.Context, cellID string, changes []*m
 	if err != nil {
 		return nil, asModelError("report occupancy", err)
 	}
-	writes := occupancyWrites(cellID, changes, rows)
+	writes, err := occupancyWrites(cellID, changes, rows)
+	if err != nil {
+		return nil, err
+	}
 	if len(writes) == 0 {
 		return &db.OccupancyResult{}, nil
 	}
@@ -46,7 +56,9 @@ func (s *SQLDB) ReportOccupancy(ctx context.Context, cellID string, changes []*m
 			if err != nil {
 				return nil, err
 			}
-			next = occupancyWrites(cellID, changes, rows)
+			if next, err = occupancyWrites(cellID, changes, rows); err != nil {
+				return nil, err
+			}
 		}
 		writes, next = next, nil
 		if err := s.writeActualLRPs(ctx, tx, writes); err != nil {
@@ -90,16 +102,20 @@ func occupancyKey(c *models.OccupancyChange) db.ActualLRPKey {
 
 // occupancyWrites applies the changes, in order, to the rows as read and
 // returns a write for each row whose occupied flag ends up changed, in key
-// order. A change applies to a RUNNING row of its instance guid on cellID.
-func occupancyWrites(cellID string, changes []*models.OccupancyChange, read []*models.ActualLRP) []rowWrite {
+// order. A change applies to a RUNNING row of its instance guid on cellID;
+// one whose row holds its instance guid on another cell is an error.
+func occupancyWrites(cellID string, changes []*models.OccupancyChange, read []*models.ActualLRP) ([]rowWrite, error) {
 	before := make(map[db.ActualLRPKey]*models.ActualLRP, len(read))
 	for _, lrp := range read {
 		before[keyOf(lrp)] = lrp
 	}
 	after := map[db.ActualLRPKey]*models.ActualLRP{}
-	for _, c := range changes {
+	for i, c := range changes {
 		key := occupancyKey(c)
 		row := before[key]
+		if err := models.CheckInstanceCell(row, "report occupancy of", c.GetInstanceGuid(), cellID); err != nil {
+			return nil, models.NewError(models.Error_InvalidStateTransition, "changes[%d]: %s", i, models.ConvertError(err).GetMessage())
+		}
 		if row == nil || row.State != models.ActualLRP_RUNNING || !row.BelongsTo(c.GetInstanceGuid(), cellID) {
 			continue
 		}
@@ -116,5 +132,5 @@ func occupancyWrites(cellID string, changes []*models.OccupancyChange, read []*m
 	}
 	// Key order, so that writers of many rows lock them in one order.
 	slices.SortFunc(writes, func(a, b rowWrite) int { return compareActualLRPs(a.before, b.before) })
-	return writes
+	return writes, nil
 }

@@ -83,7 +83,7 @@ var _ = forEachDialect("ReportOccupancy", func(b *board) {
 		expectEvent(events[0], "actual_lrp_changed", "web", &models.ActualLRPChangedEvent{Before: occupied, After: ready})
 	})
 
-	It("leaves alone another cell's row, another instance's, a CLAIMED row, a missing row and a change that changes nothing", func() {
+	It("leaves alone another instance's row, a CLAIMED row, a missing row and a change that changes nothing", func() {
 		run("web", 0, "ig-0", "cell-2", true)
 		run("web", 1, "ig-1", "cell-1", true)
 		run("web", 2, "ig-2", "cell-1", false)
@@ -95,7 +95,7 @@ var _ = forEachDialect("ReportOccupancy", func(b *board) {
 		evacuating := change("web", 1, "ig-1", true)
 		evacuating.Presence = models.ActualLRP_EVACUATING
 		result := report(
-			change("web", 0, "ig-0", true),        // cell-2's
+			change("web", 0, "ig-other", true),    // cell-2's row, another instance
 			change("web", 1, "ig-impostor", true), // another instance
 			evacuating,                            // no such row
 			change("web", 2, "ig-2", true),        // CLAIMED
@@ -191,6 +191,32 @@ var _ = forEachDialect("ReportOccupancy", func(b *board) {
 		for i := range int32(5) {
 			Expect(last[i]).To(Equal(row("web", i).ModificationTag.Index), "every stored change was announced")
 		}
+	})
+
+	// Issue 26: a cell naming another cell's instance was answered as if
+	// nothing were wrong. The whole batch is refused, so that nothing of
+	// it applies and the caller hears why.
+	It("refuses a batch naming another cell's instance, applying none of it", func() {
+		run("web", 0, "ig-0", "cell-2", true)
+		run("web", 1, "ig-1", "cell-1", true)
+		before := b.instances("web")
+		sink.take()
+
+		_, err := b.store.ReportOccupancy(b.ctx, "cell-1", []*models.OccupancyChange{
+			change("web", 1, "ig-1", true), // cell-1's own: not applied either
+			change("web", 0, "ig-0", true), // cell-2's instance
+		})
+		Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
+		Expect(err.Error()).To(ContainSubstring(`changes[1]: cannot report occupancy of actual LRP web/0 (ORDINARY): instance "ig-0" runs on cell "cell-2", not on cell "cell-1"`))
+		for i, lrp := range b.instances("web") {
+			Expect(lrp).To(EqualProto(before[i]))
+		}
+		Expect(sink.take()).To(BeEmpty())
+
+		// The owner's report goes through.
+		result, err := b.store.ReportOccupancy(b.ctx, "cell-2", []*models.OccupancyChange{change("web", 0, "ig-0", true)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(result.Applied).To(Equal(1))
 	})
 
 	It("refuses a report without a cell or with a nil change", func() {

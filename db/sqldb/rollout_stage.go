@@ -90,7 +90,7 @@ func describeRate(rate *models.SafeRate) string {
 	if rate == nil {
 		return "at once"
 	}
-	return fmt.Sprintf("at %s%% per %s", formatPercent(rate.GetPercent()), time.Duration(rate.GetPerMs())*time.Millisecond)
+	return fmt.Sprintf("at %s%% per %s", formatPercent(rate.GetPercent()), models.Millis(rate.GetPerMs()))
 }
 
 // describeStaged is what an update's history says of its staged request.

@@ -217,7 +217,7 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 // unset (see defaultProgressDeadline).
 func progressDeadline(strategy *models.UpdateStrategy) time.Duration {
 	if ms := strategy.GetProgressDeadlineMs(); ms > 0 {
-		return time.Duration(ms) * time.Millisecond
+		return models.Millis(ms)
 	}
 	return defaultProgressDeadline
 }

@@ -1,0 +1,200 @@
+package models_test
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// narrowField is a 32-bit varint field reachable from a validated message:
+// the fields on the way (messages, lists of them, maps) and the field.
+type narrowField struct {
+	path  []protoreflect.FieldDescriptor
+	field protoreflect.FieldDescriptor
+}
+
+func isNarrow(fd protoreflect.FieldDescriptor) bool {
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Uint32Kind, protoreflect.Sint32Kind, protoreflect.EnumKind:
+		return true
+	}
+	return false
+}
+
+// narrowFields walks md to every narrow field, through every message field
+// (a map's values too), once per message type on a path (Struct's values
+// hold lists of values).
+func narrowFields(md protoreflect.MessageDescriptor) []narrowField {
+	var found []narrowField
+	var walk func(md protoreflect.MessageDescriptor, path []protoreflect.FieldDescriptor, seen map[protoreflect.FullName]bool)
+	walk = func(md protoreflect.MessageDescriptor, path []protoreflect.FieldDescriptor, seen map[protoreflect.FullName]bool) {
+		if seen[md.FullName()] {
+			return
+		}
+		seen[md.FullName()] = true
+		defer delete(seen, md.FullName())
+		fields := md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			switch {
+			case fd.IsMap():
+				if v := fd.MapValue(); v.Message() != nil {
+					walk(v.Message(), append(path[:len(path):len(path)], fd), seen)
+				} else if isNarrow(v) {
+					found = append(found, narrowField{path: append(path[:len(path):len(path)], fd), field: v})
+				}
+			case fd.Message() != nil:
+				walk(fd.Message(), append(path[:len(path):len(path)], fd), seen)
+			case isNarrow(fd):
+				found = append(found, narrowField{path: path, field: fd})
+			}
+		}
+	}
+	walk(md, nil, map[protoreflect.FullName]bool{})
+	return found
+}
+
+// encode is the encoding of a message holding only f set to v, unpacked or
+// packed when f is a list, with one element (or entry, keyed "k" or 7) of
+// each list (or map) on the way, and the path the error should name.
+func (f narrowField) encode(v uint64, packed bool) ([]byte, string) {
+	var b []byte
+	name := string(f.field.Name())
+	switch {
+	case f.field.IsList() && packed:
+		b = protowire.AppendBytes(protowire.AppendTag(nil, f.field.Number(), protowire.BytesType), protowire.AppendVarint(nil, v))
+		name += "[0]"
+	case f.field.IsList():
+		b = protowire.AppendVarint(protowire.AppendTag(nil, f.field.Number(), protowire.VarintType), v)
+		name += "[0]"
+	default:
+		b = protowire.AppendVarint(protowire.AppendTag(nil, f.field.Number(), protowire.VarintType), v)
+	}
+	for i := len(f.path) - 1; i >= 0; i-- {
+		fd := f.path[i]
+		if fd.IsMap() {
+			entry, key := mapKey(fd.MapKey())
+			value := f.field
+			if i < len(f.path)-1 || value.ContainingMessage() != fd.Message() {
+				// A message value: the inner bytes are its encoding.
+				entry = protowire.AppendBytes(protowire.AppendTag(entry, 2, protowire.BytesType), b)
+				name = fmt.Sprintf("%s[%s].value.%s", fd.Name(), key, name)
+			} else {
+				// The map's value is the field itself.
+				entry = append(entry, b...)
+				name = fmt.Sprintf("%s[%s].%s", fd.Name(), key, name)
+			}
+			b = protowire.AppendBytes(protowire.AppendTag(nil, fd.Number(), protowire.BytesType), entry)
+			continue
+		}
+		b = protowire.AppendBytes(protowire.AppendTag(nil, fd.Number(), protowire.BytesType), b)
+		if fd.IsList() {
+			name = fmt.Sprintf("%s[0].%s", fd.Name(), name)
+		} else {
+			name = fmt.Sprintf("%s.%s", fd.Name(), name)
+		}
+	}
+	return b, name
+}
+
+func mapKey(key protoreflect.FieldDescriptor) ([]byte, string) {
+	if key.Kind() == protoreflect.StringKind {
+		return protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "k"), strconv.Quote("k")
+	}
+	return protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 7), "7"
+}
+
+// signExtended is n as a varint carries a negative int32: its 64-bit two's
+// complement.
+func signExtended(n int64) uint64 {
+	return uint64(n)
+}
+
+func kindName(fd protoreflect.FieldDescriptor) string {
+	if fd.Kind() == protoreflect.EnumKind {
+		return "enum " + string(fd.Enum().FullName())
+	}
+	return fd.Kind().String()
+}
+
+var _ = Describe("CheckWireRanges", func() {
+	// Every validated message, every 32-bit varint field in it however
+	// deep: the value protobuf-go would truncate is refused naming the
+	// field, and the extremes that fit pass and decode.
+	It("refuses every 32-bit varint field's out-of-range values and passes its in-range ones, by construction", func() {
+		names := map[string]bool{}
+		for _, mt := range validatedTypes() {
+			md := mt.Descriptor()
+			for _, f := range narrowFields(md) {
+				signed := f.field.Kind() == protoreflect.Int32Kind || f.field.Kind() == protoreflect.EnumKind
+				out := []uint64{1<<32 + 2, math.MaxUint64 >> 1}
+				in := []uint64{0, 2, math.MaxInt32}
+				if signed {
+					out = append(out, signExtended(math.MinInt32-1))
+					in = append(in, signExtended(math.MinInt32), signExtended(-5))
+				} else {
+					out = append(out, uint64(math.MaxUint32)+1, math.MaxUint64)
+					in = append(in, math.MaxUint32)
+				}
+				for _, packed := range []bool{false, true} {
+					if packed && !f.field.IsList() {
+						continue
+					}
+					for _, v := range out {
+						b, name := f.encode(v, packed)
+						names[string(md.Name())+" "+name] = true
+						// The hole: protobuf-go decodes it without a word.
+						Expect(proto.Unmarshal(b, mt.New().Interface())).To(Succeed(), "%s %s = %d", md.Name(), name, v)
+						shown := strconv.FormatUint(v, 10)
+						if signed {
+							shown = strconv.FormatInt(int64(v), 10)
+						}
+						err := models.CheckWireRanges(b, md)
+						Expect(err).To(MatchError(fmt.Sprintf("invalid value for %s field %s: %s", kindName(f.field), name, shown)),
+							"%s %s = %d (packed %v)", md.Name(), name, v, packed)
+					}
+					for _, v := range in {
+						b, name := f.encode(v, packed)
+						Expect(models.CheckWireRanges(b, md)).To(Succeed(), "%s %s = %d (packed %v)", md.Name(), name, v, packed)
+						Expect(proto.Unmarshal(b, mt.New().Interface())).To(Succeed(), "%s %s = %d", md.Name(), name, v)
+					}
+				}
+			}
+		}
+		for _, want := range []string{
+			"DesireLRPRequest desired_lrp.instances",
+			"DesireLRPRequest desired_lrp.definition.ports[0]",
+			"DesireLRPRequest desired_lrp.definition.health_check.type",
+			`DesireLRPRequest desired_lrp.routes.fields["k"].value.null_value`,
+			"UpdateDesiredLRPRequest update.instances",
+			"RegisterCellRequest cell.capacity.memory_mb",
+		} {
+			Expect(names).To(HaveKey(want))
+		}
+	})
+
+	It("passes every message's own encoding", func() {
+		lrp := validDesiredLRP()
+		lrp.Instances = math.MaxInt32
+		lrp.Definition.MemoryMb = -1
+		b, err := proto.Marshal(&models.DesireLRPRequest{DesiredLrp: lrp})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(models.CheckWireRanges(b, (&models.DesireLRPRequest{}).ProtoReflect().Descriptor())).To(Succeed())
+	})
+
+	It("skips fields it does not know, and refuses bytes that are not an encoding", func() {
+		md := (&models.DesireLRPRequest{}).ProtoReflect().Descriptor()
+		unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), math.MaxUint64)
+		Expect(models.CheckWireRanges(unknown, md)).To(Succeed())
+		Expect(models.CheckWireRanges([]byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}, md)).To(HaveOccurred())
+		Expect(models.CheckWireRanges([]byte{0x0a, 0x05, 0x18}, md)).To(HaveOccurred())
+	})
+})
