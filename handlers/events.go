@@ -50,11 +50,15 @@ func (a *api) serveEvents(o options) http.Handler {
 		// A subscriber holds its place for as long as its stream lasts;
 		// the request that would be one too many is refused before its
 		// body is read. 503, not 200: a 200 would say a stream follows.
-		if !a.subscribers.acquire() {
+		if !a.subscribers.acquire(call.class) {
+			w.Header().Set("Connection", "close")
 			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted())
 			return
 		}
-		defer a.subscribers.release()
+		defer a.subscribers.release(call.class)
+		if !call.readBodyFirst(w, r, http.StatusServiceUnavailable, errorOnlyResponse) {
+			return
+		}
 
 		req := &models.EventsRequest{}
 		cd, ok := call.decode(w, r, req, errorOnlyResponse)

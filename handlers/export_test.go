@@ -39,3 +39,17 @@ func SetStreamPage(n int) (restore func()) {
 	streamPage = n
 	return func() { streamPage = was }
 }
+
+// StreamPage is how many items a streamed list reads at once.
+func StreamPage() int { return streamPage }
+
+// CellsOnlyRoutes lists the routes the policy lets only cells call.
+func CellsOnlyRoutes() []string {
+	var routes []string
+	for route, rule := range routePolicy {
+		if !rule.anyone && !rule.apiClient && !rule.operator {
+			routes = append(routes, route)
+		}
+	}
+	return routes
+}
