@@ -275,6 +275,31 @@ var _ = Describe("Admission", func() {
 		})
 	})
 
+	It("ends a streamed list's page at its byte budget, and the list stays whole", func() {
+		for _, dialect := range testdb.MustDialects() {
+			By(dialect)
+			b := newBoard(stores[dialect], protobufWire)
+			DeferCleanup(handlers.SetStreamPageBytes(4000))
+			domain := randomName("apps")
+			var guids []string
+			for range 30 {
+				lrp := newLRP(randomName("web"), domain, 1)
+				lrp.Annotation = strings.Repeat("a", 1000)
+				guids = append(guids, b.mustDesire(lrp).GetProcessGuid())
+			}
+			var got []string
+			for _, lrp := range b.list(&models.DesiredLRPsRequest{Domain: domain}) {
+				got = append(got, lrp.GetProcessGuid())
+			}
+			Expect(got).To(ConsistOf(guids))
+			served := logsWith(b.logger.Logs(), "route", models.RouteDesiredLRPs)
+			Expect(served).NotTo(BeEmpty())
+			// At most 4 items of over 1,000 bytes fit 4,000 bytes.
+			Expect(served[len(served)-1].Data).To(HaveKeyWithValue("items_sent", BeEquivalentTo(30)))
+			Expect(served[len(served)-1].Data).To(HaveKeyWithValue("pages", BeNumerically(">=", 8)))
+		}
+	})
+
 	Describe("of whole-list streams to slow readers", func() {
 		var (
 			b      *board

@@ -53,3 +53,11 @@ func CellsOnlyRoutes() []string {
 	}
 	return routes
 }
+
+// SetStreamPageBytes sets how many bytes of items end a streamed list's
+// page, until restore.
+func SetStreamPageBytes(n int) (restore func()) {
+	was := streamPageBytes
+	streamPageBytes = n
+	return func() { streamPageBytes = was }
+}

@@ -15,7 +15,8 @@ import (
 // Lists (desired LRPs, scheduling infos, actual LRPs, cells) come in
 // pages or whole, as models/list_page.go describes. A request with a limit
 // gets that page and a next_cursor, read with one query. One without gets
-// the whole list, streamed a page (streamPage items) at a time: each page
+// the whole list, streamed a page (streamPage items, or fewer that reach
+// streamPageBytes) at a time: each page
 // is one short keyset query after the last item sent (the same cursor a
 // paging client would pass), read into memory, its connection given back
 // to the pool, and only then written to the client, within the list write
@@ -36,8 +37,19 @@ import (
 // depending on whether its place in the order was passed, as with a
 // client paging by hand.
 
-// streamPage is how many items a streamed list reads and writes at once.
-var streamPage = 500
+// streamPage is how many items a streamed list reads and writes at once,
+// unless they reach streamPageBytes first: 500 items of the largest kind
+// (a desired LRP may carry 128 KiB of routes and 10 KiB of annotation)
+// could be tens of megabytes, and a hundred slow readers would hold a
+// hundred pages.
+var (
+	streamPage      = 500
+	streamPageBytes = 256 << 10
+)
+
+// errPageFull stops a page's read once it holds streamPageBytes. A
+// models.Error, so that the store hands it back as it is.
+var errPageFull = &models.Error{Type: models.Error_UnknownError, Message: "list page full"}
 
 // pagedRequest is a list request: filters, a cursor and a limit.
 type pagedRequest interface {
@@ -159,7 +171,8 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 	var err, writeErr error
 	for {
 		page = page[:0]
-		if err = c.readPage(ctx, l, req, cursor, &page); err != nil {
+		var full bool
+		if full, err = c.readPage(ctx, l, req, cursor, &page); err != nil {
 			break
 		}
 		if writeErr = out.add(page); writeErr != nil {
@@ -167,7 +180,7 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 		}
 		sent += len(page)
 		pages++
-		if len(page) < streamPage {
+		if !full {
 			break
 		}
 		cursor = page[len(page)-1].ListCursor()
@@ -194,14 +207,23 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 	c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "pages": pages})
 }
 
-// readPage reads the streamPage items after cursor into page, with one
-// query bounded by the database timeout, which holds a connection only
-// while it runs.
-func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, cursor string, page *[]listItem) error {
+// readPage reads the items after cursor into page, streamPage of them or
+// as many as reach streamPageBytes, with one query bounded by the
+// database timeout, which holds a connection only while it runs. full
+// says the page is full: more may follow.
+func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, cursor string, page *[]listItem) (full bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.api.databaseTimeout)
 	defer cancel()
-	return l.read(ctx, req, cursor, streamPage, func(item listItem) error {
+	size := 0
+	err = l.read(ctx, req, cursor, streamPage, func(item listItem) error {
 		*page = append(*page, item)
+		if size += proto.Size(item); size >= streamPageBytes {
+			return errPageFull
+		}
 		return nil
 	})
+	if errors.Is(err, errPageFull) {
+		return true, nil
+	}
+	return err == nil && len(*page) == streamPage, err
 }
