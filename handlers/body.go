@@ -36,13 +36,25 @@ func bodyTooLarge() *models.Error {
 // it.
 //
 // A body in an encoding the API does not speak is left unread: decode
-// answers 415 without reading it.
+// answers 415 without reading it, and the connection is closed.
 func (c *call) readBodyFirst(w http.ResponseWriter, r *http.Request, status int, errorResponse func(*models.Error) proto.Message) bool {
+	controller := http.NewResponseController(w)
+	// abandon gives up what is left of the body: the connection closes
+	// after the answer, and the server, which would otherwise read a
+	// small remainder before closing (blocking on a slow one), stops at
+	// once. Not every ResponseWriter can move its deadline (a test
+	// recorder); the server's read timeout holds there.
+	abandon := func() {
+		w.Header().Set("Connection", "close")
+		controller.SetReadDeadline(time.Now()) //nolint:errcheck // see above
+	}
 	if _, err := codecFor(r); err != nil {
+		// decode answers 415 without reading the body.
+		abandon()
 		return true
 	}
 	refuse := func(err *models.Error, status int) bool {
-		w.Header().Set("Connection", "close")
+		abandon()
 		c.fail(w, requestCodec(r), status, errorResponse, err)
 		return false
 	}
@@ -55,16 +67,8 @@ func (c *call) readBodyFirst(w http.ResponseWriter, r *http.Request, status int,
 	}
 	defer reading.release()
 
-	controller := http.NewResponseController(w)
-	// Not every ResponseWriter can move its deadline (a test recorder);
-	// the server's read timeout holds there.
 	deadlineSet := controller.SetReadDeadline(time.Now().Add(c.api.requestBodyTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, models.MaxRequestBodyBytes))
-	if deadlineSet {
-		// The body is in: lift the deadline, or the server's watch for
-		// the client going away would end a long answer when it passes.
-		controller.SetReadDeadline(time.Time{}) //nolint:errcheck // set once already
-	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		var netErr net.Error
@@ -75,6 +79,11 @@ func (c *call) readBodyFirst(w http.ResponseWriter, r *http.Request, status int,
 			return refuse(models.ErrInvalidField("request body", fmt.Sprintf("not received within %s", c.api.requestBodyTimeout)), http.StatusOK)
 		}
 		return refuse(models.ErrInvalidField("request body", err.Error()), http.StatusOK)
+	}
+	if deadlineSet {
+		// The body is in: lift the deadline, or the server's watch for
+		// the client going away would end a long answer when it passes.
+		controller.SetReadDeadline(time.Time{}) //nolint:errcheck // set once already
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return true

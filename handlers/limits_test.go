@@ -45,7 +45,8 @@ func (b *board) limitRejectionsOf(limit, class string) float64 {
 }
 
 // heldRequest is a request whose body the client has not finished
-// sending, so the board holds it in flight.
+// sending: the board holds one of the client's body-reader places for it
+// (never a place in flight) until the body ends or its timeout passes.
 type heldRequest struct {
 	body *io.PipeWriter
 	done chan *http.Response
@@ -54,10 +55,16 @@ type heldRequest struct {
 // hold starts a request to route whose body stays open until release.
 func (b *board) hold(route string) *heldRequest {
 	GinkgoHelper()
+	return b.holdAs(route, models.ContentTypeJSON)
+}
+
+// holdAs is hold with the Content-Type given.
+func (b *board) holdAs(route, contentType string) *heldRequest {
+	GinkgoHelper()
 	reader, writer := io.Pipe()
 	req, err := http.NewRequest(http.MethodPost, b.server.URL+route, reader)
 	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Content-Type", models.ContentTypeJSON)
+	req.Header.Set("Content-Type", contentType)
 	held := &heldRequest{body: writer, done: make(chan *http.Response, 1)}
 	go func() {
 		defer GinkgoRecover()
