@@ -2,8 +2,10 @@
 # make chaos: the fault scenarios, on real binaries and real databases —
 # the specs labelled "chaos" in cmd/bbs (the board SIGKILLed at random
 # moments of rollouts, 20 times; a private Postgres and a private MariaDB
-# frozen and stopped under a board; two boards with skewed clocks; with
-# simulated cells) and in
+# frozen and stopped under a board; two boards with skewed clocks; 1,100
+# slow request bodies and 100 slow whole-list readers against a board
+# with two presence TTLs of 10 s on every dialect; with simulated cells)
+# and in
 # e2e (real reps running hello behind a router-like client: a rep
 # SIGKILLed mid-rollout, a rep partitioned from the board and healed, the
 # board's private Postgres restarted and frozen under rollouts). Prints

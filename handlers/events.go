@@ -47,14 +47,19 @@ var eventData = protojson.MarshalOptions{UseProtoNames: true}
 func (a *api) serveEvents(o options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, models.RouteEvents)
-		// A subscriber holds its place for as long as its stream lasts;
-		// the request that would be one too many is refused before its
-		// body is read. 503, not 200: a 200 would say a stream follows.
-		if !a.subscribers.acquire() {
+		// The body first, so that one still arriving holds no
+		// subscriber's place. A subscriber holds its place for as long as
+		// its stream lasts; the request that would be one too many is
+		// refused before anything else. 503, not 200: a 200 would say a
+		// stream follows.
+		if !call.readBodyFirst(w, r, http.StatusServiceUnavailable, errorOnlyResponse) {
+			return
+		}
+		if !a.subscribers.acquire(call.class) {
 			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted())
 			return
 		}
-		defer a.subscribers.release()
+		defer a.subscribers.release(call.class)
 
 		req := &models.EventsRequest{}
 		cd, ok := call.decode(w, r, req, errorOnlyResponse)

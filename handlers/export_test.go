@@ -39,3 +39,25 @@ func SetStreamPage(n int) (restore func()) {
 	streamPage = n
 	return func() { streamPage = was }
 }
+
+// StreamPage is how many items a streamed list reads at once.
+func StreamPage() int { return streamPage }
+
+// CellsOnlyRoutes lists the routes the policy lets only cells call.
+func CellsOnlyRoutes() []string {
+	var routes []string
+	for route, rule := range routePolicy {
+		if !rule.anyone && !rule.apiClient && !rule.operator {
+			routes = append(routes, route)
+		}
+	}
+	return routes
+}
+
+// SetStreamPageBytes sets how many bytes of items end a streamed list's
+// page, until restore.
+func SetStreamPageBytes(n int) (restore func()) {
+	was := streamPageBytes
+	streamPageBytes = n
+	return func() { streamPageBytes = was }
+}

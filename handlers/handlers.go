@@ -35,10 +35,19 @@
 //     identity, else what the request says of it; see requestedBy), and
 //     answers the operation's id (operation_id; in the RolloutStatus for
 //     rollback and abort, which start a rollout).
-//   - At most WithMaxRequestsInFlight calls are served at once, and at most
-//     WithMaxEventSubscribers event streams; beyond either a request is
-//     answered at once with a ResourceExhausted error (200, or 503 on the
-//     events route, which answers 200 only with a stream).
+//   - A body is read whole (at most models.MaxRequestBodyBytes, within
+//     WithRequestBodyTimeout) before the request counts as in flight; a
+//     Content-Length over the cap is refused at once, unread, and a body
+//     that does not arrive in time is an InvalidRequest; both close the
+//     connection.
+//   - At most WithMaxRequestsInFlight calls are served at once, of which
+//     WithReservedForCells are kept for cells' own calls, and at most
+//     WithMaxEventSubscribers event streams; each client (certificate, or
+//     address on plain HTTP) has its own caps on bodies being read,
+//     requests in flight and whole lists streaming (see
+//     internal/admission). Beyond any of them a request is answered at
+//     once with a ResourceExhausted error naming the limit (200, or 503
+//     on the events route, which answers 200 only with a stream).
 //   - A call waits at most WithDatabaseTimeout for the database; past it,
 //     or when the database cannot be reached, it is answered Unavailable
 //     ("database unreachable: …"), never left hanging.
@@ -64,6 +73,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/internal/admission"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -97,9 +107,11 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 		metrics:             m,
 		requireCertificates: o.requireCertificates,
 		instances:           store,
-		inFlight:            newLimit(limitRequestsInFlight, "requests (event streams aside)", o.maxRequestsInFlight, m),
+		admissions:          newAdmissions(o.admissionLimits(), m),
 		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m),
 		databaseTimeout:     o.databaseTimeout,
+		requestBodyTimeout:  o.requestBodyTimeout,
+		listWriteTimeout:    o.listWriteTimeout,
 	}
 	routes := []string{models.RouteEvents}
 	mux := http.NewServeMux()
@@ -146,12 +158,17 @@ type api struct {
 	instances db.ActualLRPDB
 	// requireCertificates: see WithRequiredClientCertificates.
 	requireCertificates bool
-	// inFlight bounds the API calls served at once, subscribers the
-	// event streams.
-	inFlight    *limit
+	// admissions bounds the bodies read, the API calls served and the
+	// lists streamed at once, on the board and by each client;
+	// subscribers bounds the event streams.
+	admissions  *admissions
 	subscribers *limit
 	// databaseTimeout bounds each call's store work (WithDatabaseTimeout).
 	databaseTimeout time.Duration
+	// requestBodyTimeout bounds a body's arrival, listWriteTimeout a
+	// streamed list's page (WithRequestBodyTimeout, WithListWriteTimeout).
+	requestBodyTimeout time.Duration
+	listWriteTimeout   time.Duration
 }
 
 // endpoint binds a route to its request type, the shape of its response,
@@ -201,13 +218,17 @@ func route[Req any, PReq interface {
 func (a *api) serve(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, e.path)
-		// Before the body is read: a board at its limit does no work for
-		// the call, not even reading it.
-		if !a.inFlight.acquire() {
-			call.fail(w, requestCodec(r), http.StatusOK, e.errorResponse, a.inFlight.exhausted())
+		// The body first, under the caller's own body-reader places: only
+		// a request that has arrived takes a place in flight.
+		if !call.readBodyFirst(w, r, http.StatusOK, e.errorResponse) {
 			return
 		}
-		defer a.inFlight.release()
+		serving, refused := a.admissions.take(admission.Request, call.client, call.class, cellCall(e.path, call.who))
+		if refused != nil {
+			call.fail(w, requestCodec(r), http.StatusOK, e.errorResponse, refused)
+			return
+		}
+		defer serving.release()
 
 		req := e.newRequest()
 		c, ok := call.decode(w, r, req, e.errorResponse)
@@ -219,6 +240,12 @@ func (a *api) serve(e endpoint) http.Handler {
 		}
 
 		if e.listing != nil && e.listing.streams(req) {
+			streaming, refused := a.admissions.take(admission.ListStream, call.client, call.class, false)
+			if refused != nil {
+				call.fail(w, c, http.StatusOK, e.errorResponse, refused)
+				return
+			}
+			defer streaming.release()
 			call.stream(call.context(r), w, c, e.listing, req.(pagedRequest), e.errorResponse)
 			return
 		}
@@ -328,10 +355,14 @@ func errorOnlyResponse(err *models.Error) proto.Message {
 // call is one request in flight: its id, its caller, its logger and its
 // clock.
 type call struct {
-	api     *api
-	route   string
-	id      string
-	who     caller
+	api   *api
+	route string
+	id    string
+	who   caller
+	// client is the key of the caller's places, class its class in
+	// metrics (see clientOf, classOf).
+	client  string
+	class   string
 	logger  lager.Logger
 	started time.Time
 }
@@ -354,6 +385,8 @@ func (a *api) begin(w http.ResponseWriter, r *http.Request, route string) *call 
 		route:   route,
 		id:      id,
 		who:     who,
+		client:  clientOf(r, who),
+		class:   classOf(who),
 		logger:  a.logger.Session("request", data),
 		started: time.Now(),
 	}

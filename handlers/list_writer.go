@@ -30,6 +30,10 @@ type listWriter struct {
 	// `"name":[` is.
 	started, inArray bool
 	buf              []byte
+	// writeTimeout bounds the writing of one page, instead of the
+	// server's bound on the whole answer: a long list to a client that
+	// keeps reading is not cut, a client that stops is.
+	writeTimeout time.Duration
 }
 
 // errorFieldNumber is the number of every response's error field (see
@@ -42,8 +46,8 @@ type encodeError struct{ err error }
 
 func (e encodeError) Error() string { return "encode response: " + e.err.Error() }
 
-func newListWriter(w http.ResponseWriter, cd codec, items protoreflect.FieldDescriptor) *listWriter {
-	return &listWriter{w: w, controller: http.NewResponseController(w), cd: cd, items: items}
+func newListWriter(w http.ResponseWriter, cd codec, items protoreflect.FieldDescriptor, writeTimeout time.Duration) *listWriter {
+	return &listWriter{w: w, controller: http.NewResponseController(w), cd: cd, items: items, writeTimeout: writeTimeout}
 }
 
 // add writes one page of items. An encodeError writes nothing; the
@@ -117,7 +121,7 @@ func (lw *listWriter) end(failed *models.Error) error {
 }
 
 // write sends buf, the headers first when they are not out yet, within
-// listWriteTimeout.
+// writeTimeout.
 func (lw *listWriter) write() error {
 	if !lw.started {
 		lw.started = true
@@ -129,7 +133,7 @@ func (lw *listWriter) write() error {
 	}
 	// Not every ResponseWriter can move its deadline (a test recorder,
 	// HTTP/2 before Go 1.20); the server's write timeout holds there.
-	if err := lw.controller.SetWriteDeadline(time.Now().Add(listWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := lw.controller.SetWriteDeadline(time.Now().Add(lw.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	if _, err := lw.w.Write(lw.buf); err != nil {

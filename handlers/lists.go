@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"google.golang.org/protobuf/proto"
@@ -16,14 +15,16 @@ import (
 // Lists (desired LRPs, scheduling infos, actual LRPs, cells) come in
 // pages or whole, as models/list_page.go describes. A request with a limit
 // gets that page and a next_cursor, read with one query. One without gets
-// the whole list, streamed: the store hands over the rows of one query as
-// it reads them and they are written streamPage at a time, so that eight
-// clients listing a large board at once hold eight pages, not eight
-// copies of the database. (One query rather than a query per page: a
-// page query by a filter can cost a sort of every match when the
-// database's statistics are stale, and a whole list read as pages would
-// pay it every page.) The query's connection is held while the client
-// reads, for at most listWriteTimeout per page.
+// the whole list, streamed a page (streamPage items, or fewer that reach
+// streamPageBytes) at a time: each page
+// is one short keyset query after the last item sent (the same cursor a
+// paging client would pass), read into memory, its connection given back
+// to the pool, and only then written to the client, within the list write
+// timeout. So a client that reads slowly holds one page of memory and its
+// own request's place, never a database connection, and one that stops
+// reading is cut off; eight clients listing a large board at once hold
+// eight pages, not eight copies of the database. Each page query is
+// bounded by the database timeout, as any call is.
 //
 // A streamed answer is the same message a buffered one would be, so
 // clients decode it unchanged: in protobuf, a message is the
@@ -31,15 +32,24 @@ import (
 // at a time; in JSON, the items are written into the array as they come.
 // An error after the first page went out (the database went away) cannot
 // change the status any more: it is appended as the message's error
-// field, which the client reads as it would any error answer.
+// field, which the client reads as it would any error answer. Pages are
+// not one snapshot: a row written while the list streams is in it or not
+// depending on whether its place in the order was passed, as with a
+// client paging by hand.
 
-// streamPage is how many items a streamed list writes at once.
-var streamPage = 500
+// streamPage is how many items a streamed list reads and writes at once,
+// unless they reach streamPageBytes first: 500 items of the largest kind
+// (a desired LRP may carry 128 KiB of routes and 10 KiB of annotation)
+// could be tens of megabytes, and a hundred slow readers would hold a
+// hundred pages.
+var (
+	streamPage      = 500
+	streamPageBytes = 256 << 10
+)
 
-// listWriteTimeout bounds the writing of one page of a streamed list,
-// instead of the server's bound on the whole answer: a long list to a
-// client that keeps reading is not cut, a client that stops is.
-const listWriteTimeout = time.Minute
+// errPageFull stops a page's read once it holds streamPageBytes. A
+// models.Error, so that the store hands it back as it is.
+var errPageFull = &models.Error{Type: models.Error_UnknownError, Message: "list page full"}
 
 // pagedRequest is a list request: filters, a cursor and a limit.
 type pagedRequest interface {
@@ -147,35 +157,36 @@ func (l *listing) streams(req request) bool {
 	return req.(pagedRequest).GetLimit() == 0
 }
 
-// stream answers the whole list after the request's cursor. An error
-// before the first page went out is an ordinary error answer; a later one
-// ends the message with its error field.
+// stream answers the whole list after the request's cursor, a page at a
+// time (see the top of this file). An error before the first page went
+// out is an ordinary error answer; a later one ends the message with its
+// error field.
 func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *listing, req pagedRequest, errorResponse func(*models.Error) proto.Message) {
-	out := newListWriter(w, cd, l.items)
+	out := newListWriter(w, cd, l.items, c.api.listWriteTimeout)
 	page := make([]listItem, 0, streamPage)
-	sent := 0
-	// writeErr is the client's failure to take a page, as opposed to the
-	// store's failure to read one.
-	var writeErr error
-	flush := func() error {
+	sent, pages := 0, 0
+	cursor := req.GetCursor()
+	// err is the store's failure to read a page or the codec's to encode
+	// one; writeErr the client's failure to take one.
+	var err, writeErr error
+	for {
+		page = page[:0]
+		var full bool
+		if full, err = c.readPage(ctx, l, req, cursor, &page); err != nil {
+			break
+		}
 		if writeErr = out.add(page); writeErr != nil {
-			return writeErr
+			break
 		}
 		sent += len(page)
-		page = page[:0]
-		return nil
-	}
-	err := l.read(ctx, req, req.GetCursor(), 0, func(item listItem) error {
-		if page = append(page, item); len(page) == streamPage {
-			return flush()
+		pages++
+		if !full {
+			break
 		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
+		cursor = page[len(page)-1].ListCursor()
 	}
 	if writeErr != nil && !errors.As(writeErr, new(encodeError)) {
-		c.record(http.StatusOK, nil, lager.Data{"items_sent": sent, "ended": "write failed: " + writeErr.Error()})
+		c.record(http.StatusOK, nil, lager.Data{"items_sent": sent, "pages": pages, "ended": "write failed: " + writeErr.Error()})
 		return
 	}
 	if writeErr != nil {
@@ -190,8 +201,29 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 		failed = safeError(models.ConvertError(err))
 	}
 	if endErr := out.end(failed); endErr != nil {
-		c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "ended": "write failed: " + endErr.Error()})
+		c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "pages": pages, "ended": "write failed: " + endErr.Error()})
 		return
 	}
-	c.record(http.StatusOK, failed, lager.Data{"items_sent": sent})
+	c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "pages": pages})
+}
+
+// readPage reads the items after cursor into page, streamPage of them or
+// as many as reach streamPageBytes, with one query bounded by the
+// database timeout, which holds a connection only while it runs. full
+// says the page is full: more may follow.
+func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, cursor string, page *[]listItem) (full bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.api.databaseTimeout)
+	defer cancel()
+	size := 0
+	err = l.read(ctx, req, cursor, streamPage, func(item listItem) error {
+		*page = append(*page, item)
+		if size += proto.Size(item); size >= streamPageBytes {
+			return errPageFull
+		}
+		return nil
+	})
+	if errors.Is(err, errPageFull) {
+		return true, nil
+	}
+	return err == nil && len(*page) == streamPage, err
 }

@@ -22,8 +22,9 @@ type metrics struct {
 	// unauthorized counts refusals by route and the caller's role (never
 	// its cell id, which would make a series per cell).
 	unauthorized *prometheus.CounterVec
-	// inUse and limitRejections are about the limits (see limit): how much
-	// of each is in use, and how many requests each refused.
+	// inUse and limitRejections are about the limits (see limits.go): how
+	// much of each is in use, and how many requests each refused, by the
+	// callers' class (never a cell id or certificate).
 	inUse           *prometheus.GaugeVec
 	limitRejections *prometheus.CounterVec
 }
@@ -46,12 +47,12 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 		}, []string{"route", "identity"}),
 		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "corkboard_http_limit_in_use",
-			Help: "How much of each limit is in use: requests in flight (event streams aside), event subscribers.",
-		}, []string{"limit"}),
+			Help: "How much of each limit is in use, by limit (requests_in_flight: requests served, event streams aside; body_readers: request bodies being read; list_streams: whole lists being streamed; event_subscribers) and the callers' class (cell, api-client, operator, board, none, anonymous).",
+		}, []string{"limit", "class"}),
 		limitRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corkboard_http_limit_rejections_total",
-			Help: "API requests answered ResourceExhausted because a limit was reached, by limit (requests_in_flight, event_subscribers).",
-		}, []string{"limit"}),
+			Help: "API requests answered ResourceExhausted because a limit was reached, by limit (requests_in_flight, requests_per_client, list_streams_per_client, body_readers_per_client, event_subscribers) and the caller's class (cell, api-client, operator, board, none, anonymous).",
+		}, []string{"limit", "class"}),
 	}
 	if registry != nil {
 		m.requests = register(registry, m.requests)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/events"
+	"github.com/corkboard/corkboard/internal/admission"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -23,8 +24,19 @@ const (
 	DefaultEventsWriteTimeout = 30 * time.Second
 	// DefaultMaxRequestsInFlight bounds the API calls (event streams
 	// aside) the board serves at once; beyond it a call is answered
-	// ResourceExhausted at once.
-	DefaultMaxRequestsInFlight = 1000
+	// ResourceExhausted at once. Of them, DefaultReservedForCells are
+	// kept for cells' own calls (see internal/admission, which also has
+	// the per-client defaults).
+	DefaultMaxRequestsInFlight = admission.DefaultRequestsInFlight
+	DefaultReservedForCells    = admission.DefaultReservedForCells
+	// DefaultRequestBodyTimeout bounds the arrival of a request's body,
+	// from the end of its headers: 1 MiB (the most a body may be) in 10s
+	// is 100 KiB/s, which any client that is not stalling sends.
+	DefaultRequestBodyTimeout = 10 * time.Second
+	// DefaultListWriteTimeout bounds the writing of one page of a
+	// streamed list: a client that takes longer to accept 500 items is
+	// cut off.
+	DefaultListWriteTimeout = time.Minute
 	// DefaultDatabaseTimeout bounds how long an API call (a streamed list
 	// aside) may wait for the database before it fails as Unavailable.
 	DefaultDatabaseTimeout = 10 * time.Second
@@ -43,8 +55,12 @@ type options struct {
 	planRollout        RolloutPlanner
 	databaseTimeout    time.Duration
 
-	maxRequestsInFlight int
+	// limits are the admission limits (internal/admission); see
+	// admissionLimits for how the options combine into them.
+	limits              admission.Limits
 	maxEventSubscribers int
+	requestBodyTimeout  time.Duration
+	listWriteTimeout    time.Duration
 	// allowLinkLocalAssetHosts lets a definition's asset URLs name
 	// link-local and metadata hosts (see WithLinkLocalAssetHosts).
 	allowLinkLocalAssetHosts bool
@@ -61,9 +77,22 @@ func defaultOptions() options {
 		converge:           func(string) {},
 		databaseTimeout:    DefaultDatabaseTimeout,
 
-		maxRequestsInFlight: DefaultMaxRequestsInFlight,
+		limits:              admission.DefaultLimits(),
 		maxEventSubscribers: DefaultMaxEventSubscribers,
+		requestBodyTimeout:  DefaultRequestBodyTimeout,
+		listWriteTimeout:    DefaultListWriteTimeout,
 	}
+}
+
+// admissionLimits are the limits the options set. A reservation for cells
+// that leaves API clients nothing (one set, or the default, at or above
+// the requests in flight) becomes a fifth of them, as the defaults have.
+func (o options) admissionLimits() admission.Limits {
+	l := o.limits
+	if l.ReservedForCells >= l.RequestsInFlight {
+		l.ReservedForCells = l.RequestsInFlight / 5
+	}
+	return l
 }
 
 // Option configures the API handler.
@@ -164,7 +193,74 @@ func WithRolloutPlanner(plan RolloutPlanner) Option {
 func WithMaxRequestsInFlight(max int) Option {
 	return func(o *options) {
 		if max > 0 {
-			o.maxRequestsInFlight = max
+			o.limits.RequestsInFlight = max
+		}
+	}
+}
+
+// WithReservedForCells keeps reserved of the requests in flight for
+// cells' own calls (models.IsCellRoute, from a cell's certificate with
+// TLS): API clients are refused once only those are left. 0 reserves
+// none; values < 0 keep the default. A reservation of every place
+// becomes a fifth of them.
+func WithReservedForCells(reserved int) Option {
+	return func(o *options) {
+		if reserved >= 0 {
+			o.limits.ReservedForCells = reserved
+		}
+	}
+}
+
+// WithMaxRequestsPerClient bounds the requests one client (its
+// certificate, or its address on plain HTTP) has in flight. Values ≤ 0
+// keep the default.
+func WithMaxRequestsPerClient(max int) Option {
+	return func(o *options) {
+		if max > 0 {
+			o.limits.RequestsPerClient = max
+		}
+	}
+}
+
+// WithMaxListStreamsPerClient bounds the whole lists (list calls without
+// a limit) one client has streaming at once. Values ≤ 0 keep the
+// default.
+func WithMaxListStreamsPerClient(max int) Option {
+	return func(o *options) {
+		if max > 0 {
+			o.limits.ListStreamsPerClient = max
+		}
+	}
+}
+
+// WithMaxBodyReadersPerClient bounds the requests of one client whose
+// bodies are still arriving. Values ≤ 0 keep the default.
+func WithMaxBodyReadersPerClient(max int) Option {
+	return func(o *options) {
+		if max > 0 {
+			o.limits.BodyReadersPerClient = max
+		}
+	}
+}
+
+// WithRequestBodyTimeout bounds how long a request's body may take to
+// arrive; past it the request is answered InvalidRequest and its
+// connection closed. Values ≤ 0 keep the default.
+func WithRequestBodyTimeout(timeout time.Duration) Option {
+	return func(o *options) {
+		if timeout > 0 {
+			o.requestBodyTimeout = timeout
+		}
+	}
+}
+
+// WithListWriteTimeout bounds how long the client of a streamed list may
+// take to accept one page; past it the stream is cut. Values ≤ 0 keep
+// the default.
+func WithListWriteTimeout(timeout time.Duration) Option {
+	return func(o *options) {
+		if timeout > 0 {
+			o.listWriteTimeout = timeout
 		}
 	}
 }

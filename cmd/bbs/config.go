@@ -17,6 +17,7 @@ import (
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/admission"
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
 )
@@ -43,6 +44,13 @@ import (
 //	  "event_retention": "1h",
 //	  "event_retention_max": 1000000,
 //	  "event_poll_interval": "100ms",
+//	  "max_requests_in_flight": 1000,
+//	  "reserved_cell_requests": 200,
+//	  "max_requests_per_client": 250,
+//	  "max_list_streams_per_client": 10,
+//	  "max_body_readers_per_client": 100,
+//	  "request_body_timeout": "10s",
+//	  "list_write_timeout": "1m",
 //	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"},
 //	  "encryption_keys": {"k1": "<base64 of 32 random bytes>"},
 //	  "active_key_label": "k1"
@@ -139,6 +147,22 @@ type Config struct {
 	// ResourceExhausted at once rather than queued.
 	MaxRequestsInFlight int `json:"max_requests_in_flight"`
 	MaxEventSubscribers int `json:"max_event_subscribers"`
+	// ReservedCellRequests of the requests in flight are kept for cells'
+	// own calls (registration and heartbeat, bulk report, lifecycle,
+	// occupancy), which API clients can never use (0: 200; below
+	// max_requests_in_flight).
+	ReservedCellRequests int `json:"reserved_cell_requests"`
+	// The caps on one client — its certificate with TLS, its address on
+	// plain HTTP: requests in flight (0: 250), whole-list streams (0: 10)
+	// and requests whose bodies are still arriving (0: 100).
+	MaxRequestsPerClient    int `json:"max_requests_per_client"`
+	MaxListStreamsPerClient int `json:"max_list_streams_per_client"`
+	MaxBodyReadersPerClient int `json:"max_body_readers_per_client"`
+	// RequestBodyTimeout bounds the arrival of a request's body ("10s");
+	// ListWriteTimeout how long a client may take to accept one page of
+	// a streamed list before it is cut off ("1m").
+	RequestBodyTimeout string `json:"request_body_timeout"`
+	ListWriteTimeout   string `json:"list_write_timeout"`
 }
 
 const (
@@ -160,6 +184,10 @@ const (
 	// minimumEventPollInterval keeps an idle board's reads of the log
 	// cheap: at most 100 a second.
 	minimumEventPollInterval = 10 * time.Millisecond
+	// minimumRequestBodyTimeout leaves a client on a slow link time for
+	// a small body; minimumListWriteTimeout for a page of a list.
+	minimumRequestBodyTimeout = 100 * time.Millisecond
+	minimumListWriteTimeout   = time.Second
 	// minimumTTL keeps presence and the lease from expiring between two
 	// renewals that are each a database round trip.
 	minimumTTL     = time.Second
@@ -232,6 +260,27 @@ func (c *Config) applyDefaults() {
 	}
 	if c.EventPollInterval == "" {
 		c.EventPollInterval = defaultEventPollInterval.String()
+	}
+	if c.MaxRequestsInFlight == 0 {
+		c.MaxRequestsInFlight = handlers.DefaultMaxRequestsInFlight
+	}
+	if c.ReservedCellRequests == 0 {
+		c.ReservedCellRequests = handlers.DefaultReservedForCells
+	}
+	if c.MaxRequestsPerClient == 0 {
+		c.MaxRequestsPerClient = admission.DefaultRequestsPerClient
+	}
+	if c.MaxListStreamsPerClient == 0 {
+		c.MaxListStreamsPerClient = admission.DefaultListStreamsPerClient
+	}
+	if c.MaxBodyReadersPerClient == 0 {
+		c.MaxBodyReadersPerClient = admission.DefaultBodyReadersPerClient
+	}
+	if c.RequestBodyTimeout == "" {
+		c.RequestBodyTimeout = handlers.DefaultRequestBodyTimeout.String()
+	}
+	if c.ListWriteTimeout == "" {
+		c.ListWriteTimeout = handlers.DefaultListWriteTimeout.String()
 	}
 }
 
@@ -329,6 +378,8 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "scale_down_stabilization", Value: c.ScaleDownStabilization},
 		configfile.Duration{Key: "event_retention", Value: c.EventRetention, Least: time.Minute},
 		configfile.Duration{Key: "event_poll_interval", Value: c.EventPollInterval, Least: minimumEventPollInterval},
+		configfile.Duration{Key: "request_body_timeout", Value: c.RequestBodyTimeout, Least: minimumRequestBodyTimeout},
+		configfile.Duration{Key: "list_write_timeout", Value: c.ListWriteTimeout, Least: minimumListWriteTimeout},
 	); err != nil {
 		return err
 	}
@@ -340,6 +391,22 @@ func (c Config) validate() error {
 	}
 	if c.MaxRequestsInFlight < 0 {
 		return configfile.Invalid("max_requests_in_flight", "must be 0 (the default, 1000) or more")
+	}
+	if c.ReservedCellRequests < 0 || c.ReservedCellRequests >= c.MaxRequestsInFlight {
+		return configfile.Invalid("reserved_cell_requests", fmt.Sprintf("must be 0 (the default, %d) to max_requests_in_flight-1 (%d), got %d", handlers.DefaultReservedForCells, c.MaxRequestsInFlight-1, c.ReservedCellRequests))
+	}
+	for _, cap := range []struct {
+		key   string
+		value int
+		def   int
+	}{
+		{"max_requests_per_client", c.MaxRequestsPerClient, admission.DefaultRequestsPerClient},
+		{"max_list_streams_per_client", c.MaxListStreamsPerClient, admission.DefaultListStreamsPerClient},
+		{"max_body_readers_per_client", c.MaxBodyReadersPerClient, admission.DefaultBodyReadersPerClient},
+	} {
+		if cap.value < 0 {
+			return configfile.Invalid(cap.key, fmt.Sprintf("must be 0 (the default, %d) or more", cap.def))
+		}
 	}
 	if c.EventRetentionMax < minimumEventRetentionMax {
 		return configfile.Invalid("event_retention_max", fmt.Sprintf("must be at least %d (the default is %d)", minimumEventRetentionMax, defaultEventRetentionMax))
@@ -372,6 +439,12 @@ func (c Config) shutdownTimeout() time.Duration { return configfile.MustDuration
 func (c Config) cellPresenceTTL() time.Duration { return configfile.MustDuration(c.CellPresenceTTL) }
 
 func (c Config) databaseTimeout() time.Duration { return configfile.MustDuration(c.DatabaseTimeout) }
+
+func (c Config) requestBodyTimeout() time.Duration {
+	return configfile.MustDuration(c.RequestBodyTimeout)
+}
+
+func (c Config) listWriteTimeout() time.Duration { return configfile.MustDuration(c.ListWriteTimeout) }
 
 func (c Config) eventRetention() time.Duration { return configfile.MustDuration(c.EventRetention) }
 

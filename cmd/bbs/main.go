@@ -239,6 +239,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithLinkLocalAssetHosts(cfg.AllowLinkLocalAssetHosts),
 		handlers.WithMaxRequestsInFlight(cfg.MaxRequestsInFlight),
 		handlers.WithMaxEventSubscribers(cfg.MaxEventSubscribers),
+		handlers.WithReservedForCells(cfg.ReservedCellRequests),
+		handlers.WithMaxRequestsPerClient(cfg.MaxRequestsPerClient),
+		handlers.WithMaxListStreamsPerClient(cfg.MaxListStreamsPerClient),
+		handlers.WithMaxBodyReadersPerClient(cfg.MaxBodyReadersPerClient),
+		handlers.WithRequestBodyTimeout(cfg.requestBodyTimeout()),
+		handlers.WithListWriteTimeout(cfg.listWriteTimeout()),
 		handlers.WithDatabaseTimeout(cfg.databaseTimeout()),
 	}
 	if serverTLS != nil {

@@ -88,6 +88,7 @@ func (s *Server) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 			return fmt.Errorf("listen on %s: %w", s.Address, err)
 		}
 	}
+	listener = unsentBoundListener{listener}
 	scheme := "http"
 	if s.TLSConfig != nil {
 		// The handshake happens in the server's connection goroutine,

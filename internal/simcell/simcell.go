@@ -51,6 +51,9 @@ type Config struct {
 	StartByReport bool
 	// Logf, when set, is told about every call that failed.
 	Logf func(format string, args ...any)
+	// OnHeartbeat, when set, is told how long each heartbeat after the
+	// first registration took and how it ended (nil: renewed).
+	OnHeartbeat func(took time.Duration, err error)
 }
 
 // Instance is an instance the cell runs.
@@ -283,7 +286,11 @@ func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
 		if c.isSilent() {
 			continue
 		}
+		began := time.Now()
 		result, err := c.client.Heartbeat(ctx, c.cfg.Cell, false)
+		if c.cfg.OnHeartbeat != nil && ctx.Err() == nil {
+			c.cfg.OnHeartbeat(time.Since(began), err)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				c.cfg.Logf("simcell %s: heartbeat: %v", c.ID(), err)
