@@ -133,3 +133,14 @@ func nullText(dialect string) string {
 // actual_lrps.route_ports, the protobuf of the models.RoutePorts of the
 // definition an instance runs, set when it starts.
 var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_lrps", "route_ports", nullBlob)
+
+// addCellIsolation is migration 0014's Go half: cells.isolation, how the
+// cell's rep runs instances as it registered it ("full", "none"; empty for
+// a rep that does not say, and for cells registered before).
+var addCellIsolation = addColumn("add_cells_isolation", 1, "cells", "isolation",
+	func(dialect string) string {
+		if dialect == SQLite {
+			return "TEXT NOT NULL DEFAULT ''"
+		}
+		return "VARCHAR(16) NOT NULL DEFAULT ''"
+	})

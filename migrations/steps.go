@@ -35,4 +35,5 @@ var registeredSteps = map[int]*goStep{
 	10: addDefinitionRoutePorts,
 	11: addInstanceRoutePorts,
 	12: replaceListIndexes,
+	14: addCellIsolation,
 }
