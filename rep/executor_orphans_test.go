@@ -52,7 +52,10 @@ var _ = Describe("instances of a rep that dies", func() {
 	})
 
 	It("are reaped by the next executor on the same data dir when the instance's own children outlive it", func() {
-		parent, pid := startParent("-path", "sh", "--", "-c", "sleep 1000 & echo $! > child.pid; wait")
+		// Without isolation: isolated, a child's $! is its pid in the
+		// instance's namespace, and it dies with the instance's init
+		// (see executor_isolation_test.go).
+		parent, pid := startParent("-isolation", "none", "-path", "sh", "--", "-c", "sleep 1000 & echo $! > child.pid; wait")
 		childPidFile := filepath.Join(dataDir, "instances", "orphan-test-0", "child.pid")
 		Eventually(childPidFile).Should(BeAnExistingFile())
 		var child int
@@ -82,7 +85,8 @@ var _ = Describe("instances of a rep that dies", func() {
 		// The background loop writes without pause; once the rep is gone
 		// nobody reads the pipe, and it must die of that rather than block
 		// on a full pipe until the next executor comes.
-		parent, pid := startParent("-path", "sh", "--", "-c", `while :; do echo spam; done & echo $! > writer.pid; wait`)
+		// Without isolation, as above.
+		parent, pid := startParent("-isolation", "none", "-path", "sh", "--", "-c", `while :; do echo spam; done & echo $! > writer.pid; wait`)
 		writerPidFile := filepath.Join(dataDir, "instances", "orphan-test-0", "writer.pid")
 		var writer int
 		Eventually(func() error {

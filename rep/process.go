@@ -118,7 +118,7 @@ const pidFileName = "pid"
 
 func writePidFile(dir string, pid int) {
 	start, _ := processStartTime(pid)
-	_ = os.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d %d\n", pid, start), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d %d\n", pid, start), 0o600)
 }
 
 func removePidFile(dir string) {
