@@ -14,8 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
+	"unsafe"
 )
 
 // initArg0 is the argv[0] that makes a binary linking this package act as
@@ -132,11 +131,11 @@ func runInit() int {
 // root.
 func enterRoot(cfg initConfig) error {
 	// Nothing mounted here reaches the host's namespace.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
 	root := cfg.NewRoot
-	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+	if err := syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,size=1m"); err != nil {
 		return fmt.Errorf("mounting the new root on %s: %w", root, err)
 	}
 	for _, m := range cfg.Mounts {
@@ -149,17 +148,17 @@ func enterRoot(cfg initConfig) error {
 	}
 	// pivot_root with the same directory twice stacks the old root under
 	// the new one; unmounting "." then drops it.
-	if err := unix.PivotRoot(".", "."); err != nil {
+	if err := syscall.PivotRoot(".", "."); err != nil {
 		return fmt.Errorf("pivot_root to %s: %w", root, err)
 	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+	if err := syscall.Unmount(".", syscall.MNT_DETACH); err != nil {
 		return fmt.Errorf("unmounting the old root: %w", err)
 	}
 	if err := os.Chdir("/"); err != nil {
 		return err
 	}
 	// The root's own tmpfs holds only mount points.
-	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+	if err := syscall.Mount("", "/", "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("making the new root read-only: %w", err)
 	}
 	return nil
@@ -178,30 +177,30 @@ func apply(root string, m Mount) error {
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
-		if err := unix.Mount(m.Source, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if err := syscall.Mount(m.Source, target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return err
 		}
-		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		attrs := uint64(mountAttrNosuid | mountAttrNodev)
 		if m.Kind == BindReadOnly {
-			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+			attrs |= mountAttrRdonly
 		}
-		return unix.MountSetattr(unix.AT_FDCWD, target, unix.AT_RECURSIVE, attr)
+		return mountSetattrRecursive(target, attrs)
 	case MaskDir:
 		// Writable by root alone (the init makes mount points in it, for
 		// an instance's directory under the rep's data dir).
-		return unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=4k")
+		return syscall.Mount("tmpfs", target, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "mode=0755,size=4k")
 	case MaskFile:
-		return unix.Mount("/dev/null", target, "", unix.MS_BIND, "")
+		return syscall.Mount("/dev/null", target, "", syscall.MS_BIND, "")
 	case Tmpfs:
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
-		return unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, m.Source)
+		return syscall.Mount("tmpfs", target, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, m.Source)
 	case Proc:
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
-		return unix.Mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		return syscall.Mount("proc", target, "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, "")
 	case Device:
 		if _, err := os.Stat(m.Source); err != nil {
 			// A device the host lacks is left out.
@@ -212,7 +211,7 @@ func apply(root string, m Mount) error {
 			return err
 		}
 		f.Close()
-		return unix.Mount(m.Source, target, "", unix.MS_BIND, "")
+		return syscall.Mount(m.Source, target, "", syscall.MS_BIND, "")
 	}
 	return fmt.Errorf("unknown mount kind %q", m.Kind)
 }
@@ -222,16 +221,16 @@ func apply(root string, m Mount) error {
 // capability bounding set, for this thread and so for the action.
 func restrict(limits []Rlimit) error {
 	for _, l := range limits {
-		if err := unix.Setrlimit(l.Resource, &unix.Rlimit{Cur: l.Value, Max: l.Value}); err != nil {
+		if err := syscall.Setrlimit(l.Resource, &syscall.Rlimit{Cur: l.Value, Max: l.Value}); err != nil {
 			return fmt.Errorf("setting rlimit %d to %d: %w", l.Resource, l.Value, err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := prctl(prSetNoNewPrivs, 1); err != nil {
 		return fmt.Errorf("setting no_new_privs: %w", err)
 	}
 	for c := 0; ; c++ {
-		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) {
+		err := prctl(syscall.PR_CAPBSET_DROP, uintptr(c))
+		if errors.Is(err, syscall.EINVAL) {
 			// Past the last capability the kernel knows.
 			if c == 0 {
 				return errors.New("dropping the capability bounding set: the kernel knows no capability")
@@ -309,4 +308,47 @@ func readStatusLine(r *bufio.Reader) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(line, "\n"), nil
+}
+
+// What the syscall package lacks, so that the package needs nothing
+// beyond the standard library.
+const (
+	prSetNoNewPrivs  = 38     // PR_SET_NO_NEW_PRIVS
+	sysMountSetattr  = 442    // mount_setattr(2), the same number on every architecture
+	atRecursive      = 0x8000 // AT_RECURSIVE
+	atFdcwd          = -100   // AT_FDCWD
+	mountAttrRdonly  = 0x1    // MOUNT_ATTR_RDONLY
+	mountAttrNosuid  = 0x2    // MOUNT_ATTR_NOSUID
+	mountAttrNodev   = 0x4    // MOUNT_ATTR_NODEV
+	rlimitNproc      = 6      // RLIMIT_NPROC
+	mountAttrSizeVer = 32     // sizeof(struct mount_attr), MOUNT_ATTR_SIZE_VER0
+)
+
+func prctl(option int, arg uintptr) error {
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, uintptr(option), arg, 0, 0, 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// mountAttr is struct mount_attr.
+type mountAttr struct {
+	attrSet, attrClr, propagation, usernsFd uint64
+}
+
+// mountSetattrRecursive sets attrs on the mount at path and every mount
+// under it (a bind of /etc may hold more binds).
+func mountSetattrRecursive(path string, attrs uint64) error {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	attr := mountAttr{attrSet: attrs}
+	fd := atFdcwd
+	_, _, errno := syscall.Syscall6(sysMountSetattr, uintptr(fd), uintptr(unsafe.Pointer(p)), atRecursive,
+		uintptr(unsafe.Pointer(&attr)), mountAttrSizeVer, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }

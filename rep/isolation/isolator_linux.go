@@ -14,8 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // systemDirs are the host directories every instance sees, read-only,
@@ -184,8 +182,8 @@ func (iso *Isolator) initConfig(instanceDir string) initConfig {
 		NewRoot: iso.newRoot,
 		Mounts:  plan,
 		Rlimits: []Rlimit{
-			{Resource: unix.RLIMIT_NPROC, Value: iso.cfg.MaxProcesses},
-			{Resource: unix.RLIMIT_NOFILE, Value: OpenFilesLimit(iso.cfg.MaxOpenFiles)},
+			{Resource: rlimitNproc, Value: iso.cfg.MaxProcesses},
+			{Resource: syscall.RLIMIT_NOFILE, Value: OpenFilesLimit(iso.cfg.MaxOpenFiles)},
 		},
 	}
 }
@@ -194,8 +192,8 @@ func (iso *Isolator) initConfig(instanceDir string) initConfig {
 // limit: it, or the rep's own hard limit when that is lower (raising it
 // takes CAP_SYS_RESOURCE, which a rep in a container may lack).
 func OpenFilesLimit(configured uint64) uint64 {
-	var own unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &own); err == nil && own.Max < configured {
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err == nil && own.Max < configured {
 		return own.Max
 	}
 	return configured
