@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -279,6 +280,8 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	}
 	isoCfg := cfg.Isolation
 	isoCfg.DataDir, isoCfg.AppsDir = cfg.DataDir, cfg.AppsDir
+	// The cache holds every app's downloads, not only the instance's.
+	isoCfg.HideDirs = append(slices.Clone(isoCfg.HideDirs), cfg.AssetCacheDir)
 	iso, err := isolation.New(isoCfg)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package rep_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -116,7 +118,8 @@ var _ = Describe("instances of a rep that dies", func() {
 		dir := filepath.Join(dataDir, "instances", "old-instance")
 		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 		// The recorded start time is not the stranger's.
-		Expect(os.WriteFile(filepath.Join(dir, "pid"), fmt.Appendf(nil, "%d 1\n", stranger.Process.Pid), 0o644)).To(Succeed())
+		pidFile := filepath.Join(dataDir, "instances", ".old-instance.pid")
+		Expect(os.WriteFile(pidFile, fmt.Appendf(nil, "%d 1\n", stranger.Process.Pid), 0o644)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(dir, "output.log"), []byte("old news\n"), 0o644)).To(Succeed())
 
 		cfg := newConfig()
@@ -125,6 +128,27 @@ var _ = Describe("instances of a rep that dies", func() {
 		Expect(processGone(stranger.Process.Pid)).To(BeFalse())
 		// The old instance's log stays readable.
 		Expect(executor.LogTail("old-instance", 1)).To(Equal([]byte("old news\n")))
-		Expect(filepath.Join(dir, "pid")).NotTo(BeAnExistingFile())
+		Expect(pidFile).NotTo(BeAnExistingFile())
+	})
+
+	It("ignores a pid file in an instance's own directory, which an isolated instance may write", func() {
+		// A group leader, as the group a forged file could name.
+		stranger := exec.Command("sleep", "1000")
+		stranger.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		Expect(stranger.Start()).To(Succeed())
+		DeferCleanup(func() { _ = stranger.Process.Kill(); _ = stranger.Wait() })
+		dir := filepath.Join(dataDir, "instances", "forger")
+		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+		// The stranger's true start time: were this file read, the
+		// stranger's group would be killed.
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", stranger.Process.Pid))
+		Expect(err).NotTo(HaveOccurred())
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		Expect(os.WriteFile(filepath.Join(dir, "pid"), fmt.Appendf(nil, "%d %s\n", stranger.Process.Pid, fields[19]), 0o644)).To(Succeed())
+
+		cfg := newConfig()
+		cfg.DataDir = dataDir
+		startExecutor(cfg)
+		Consistently(func() bool { return processGone(stranger.Process.Pid) }, 500*time.Millisecond).Should(BeFalse())
 	})
 })

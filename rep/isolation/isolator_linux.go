@@ -277,10 +277,10 @@ func (ident *Identity) Own() error {
 }
 
 // isRepFile names the files the rep keeps in an instance's directory:
-// its log (written by the rep only, so an instance cannot forge the
-// rep's lines) and its pid file.
+// its log, written by the rep only, so that an instance cannot rewrite
+// the rep's lines in it.
 func isRepFile(name string) bool {
-	return strings.HasPrefix(name, "output.log") || name == "pid"
+	return strings.HasPrefix(name, "output.log")
 }
 
 // Release frees the uid and removes the pids cgroup, once nothing of the
