@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -185,6 +186,13 @@ func apply(root string, m Mount) error {
 			attrs |= mountAttrRdonly
 		}
 		return mountSetattrRecursive(target, attrs)
+	case MaskDir, MaskFile:
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			// Not there (yet): nothing to hide.
+			return nil
+		}
+	}
+	switch m.Kind {
 	case MaskDir:
 		// Writable by root alone (the init makes mount points in it, for
 		// an instance's directory under the rep's data dir).
