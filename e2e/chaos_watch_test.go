@@ -245,7 +245,9 @@ func processesUnder(dir string) []int {
 
 // orphansOf lists the processes under a rep's data dir that the rep does
 // not account for: any at all once it has exited, otherwise those that
-// are not among its instances.
+// are not among its instances. An instance is its process group, led by
+// the pid the rep reports: an isolated instance's action runs under its
+// init, in the init's group.
 func orphansOf(r *runningRep) []int {
 	GinkgoHelper()
 	running := processesUnder(repDataDir(r))
@@ -255,15 +257,44 @@ func orphansOf(r *runningRep) []int {
 	known := r.pids()
 	var orphans []int
 	for _, pid := range running {
-		if !slices.Contains(known, pid) {
+		if !slices.Contains(known, pid) && !slices.Contains(known, processGroup(pid)) {
 			orphans = append(orphans, pid)
 		}
 	}
 	return orphans
 }
 
+// instancesUnder counts the process groups of the processes under dir:
+// one per instance, isolated (init and action) or not.
+func instancesUnder(dir string) int {
+	groups := map[int]bool{}
+	for _, pid := range processesUnder(dir) {
+		groups[processGroup(pid)] = true
+	}
+	return len(groups)
+}
+
+// processGroup is pid's process group (field 5 of /proc/<pid>/stat), or
+// pid itself when it cannot be read (gone meanwhile).
+func processGroup(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return pid
+	}
+	end := strings.LastIndexByte(string(data), ')')
+	fields := strings.Fields(string(data[end+1:]))
+	if end < 0 || len(fields) < 3 {
+		return pid
+	}
+	pgid, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return pid
+	}
+	return pgid
+}
+
 // expectNoOrphans waits until no rep has a process under its data dir it
-// does not account for, and the reps run want processes in all (a stop
+// does not account for, and the reps run want instances in all (a stop
 // may be under way, or a stopped instance's row removed a moment before
 // its process is reaped).
 func expectNoOrphans(want int, reps ...*runningRep) {
@@ -274,7 +305,7 @@ func expectNoOrphans(want int, reps ...*runningRep) {
 			if orphans := orphansOf(r); len(orphans) > 0 {
 				return fmt.Errorf("processes under %s's data dir it does not run: %v", r.cellID, orphans)
 			}
-			total += len(processesUnder(repDataDir(r)))
+			total += instancesUnder(repDataDir(r))
 		}
 		if total != want {
 			return fmt.Errorf("the reps run %d processes, want %d", total, want)

@@ -50,6 +50,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(filepath.Base(hello)).To(Equal("hello"))
 	appsDir = filepath.Dir(hello)
+	// The reps run isolated as root, their instances as uids of their
+	// own: the apps dir must let them in, as an operator's must.
+	Expect(os.Chmod(appsDir, 0o755)).To(Succeed())
 })
 
 var _ = AfterSuite(func() {

@@ -141,3 +141,14 @@ var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_
 // the migration's SQL sets what those rows can tell.
 var addDefinitionHistory = addColumns("add_run_infos_history", 1, "run_infos",
 	columnDef{"became_healthy", booleanFalse}, columnDef{"failed_validation", booleanFalse})
+
+// addCellIsolation is migration 0015's Go half: cells.isolation, how the
+// cell's rep runs instances as it registered it ("full", "none"; empty for
+// a rep that does not say, and for cells registered before).
+var addCellIsolation = addColumn("add_cells_isolation", 1, "cells", "isolation",
+	func(dialect string) string {
+		if dialect == SQLite {
+			return "TEXT NOT NULL DEFAULT ''"
+		}
+		return "VARCHAR(16) NOT NULL DEFAULT ''"
+	})

@@ -36,4 +36,5 @@ var registeredSteps = map[int]*goStep{
 	11: addInstanceRoutePorts,
 	12: replaceListIndexes,
 	14: addDefinitionHistory,
+	15: addCellIsolation,
 }

@@ -102,7 +102,12 @@ type Cell struct {
 	// drained. Placement puts nothing new on it, but it stays present, so its
 	// instances are not SUSPECT; its rep evacuates them. A registration with
 	// fresh_start (a rep that just started) clears it.
-	Draining      bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
+	Draining bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
+	// How the cell runs its instances, as its rep registers it: "full"
+	// (each in its own namespaces as an unprivileged uid of its own) or
+	// "none" (plain processes with the rep's uid); empty from a rep that
+	// does not say.
+	Isolation     string `protobuf:"bytes,10,opt,name=isolation,proto3" json:"isolation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -198,6 +203,13 @@ func (x *Cell) GetDraining() bool {
 		return x.Draining
 	}
 	return false
+}
+
+func (x *Cell) GetIsolation() string {
+	if x != nil {
+		return x.Isolation
+	}
+	return ""
 }
 
 // RegisterCellRequest registers a cell or renews its presence (heartbeat).
@@ -533,7 +545,7 @@ const file_cell_proto_rawDesc = "" +
 	"\fCellCapacity\x12\x1b\n" +
 	"\tmemory_mb\x18\x01 \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\x02 \x01(\x05R\x06diskMb\x12\x1c\n" +
-	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xb8\x02\n" +
+	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xd6\x02\n" +
 	"\x04Cell\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x17\n" +
 	"\arep_url\x18\x02 \x01(\tR\x06repUrl\x12\x12\n" +
@@ -544,7 +556,9 @@ const file_cell_proto_rawDesc = "" +
 	"expires_at\x18\x06 \x01(\x03R\texpiresAt\x12\x18\n" +
 	"\apresent\x18\a \x01(\bR\apresent\x122\n" +
 	"\x04free\x18\b \x01(\v2\x1e.corkboard.models.CellCapacityR\x04free\x12\x1a\n" +
-	"\bdraining\x18\t \x01(\bR\bdraining\"b\n" +
+	"\bdraining\x18\t \x01(\bR\bdraining\x12\x1c\n" +
+	"\tisolation\x18\n" +
+	" \x01(\tR\tisolation\"b\n" +
 	"\x13RegisterCellRequest\x12*\n" +
 	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x1f\n" +
 	"\vfresh_start\x18\x02 \x01(\bR\n" +

@@ -137,8 +137,25 @@ func (c *Cell) validate(path string) error {
 	if err := c.GetCapacity().validate(child(path, "capacity")); err != nil {
 		return err
 	}
-	return validatePlacementTags(child(path, "placement_tags"), c.GetPlacementTags())
+	if err := validatePlacementTags(child(path, "placement_tags"), c.GetPlacementTags()); err != nil {
+		return err
+	}
+	switch c.GetIsolation() {
+	case "", CellIsolationFull, CellIsolationNone:
+		return nil
+	}
+	return ErrInvalidField(child(path, "isolation"), fmt.Sprintf("must be %q or %q (or empty), got %s",
+		CellIsolationFull, CellIsolationNone, quoteShort(c.GetIsolation())))
 }
+
+// A cell's isolation (Cell.isolation): how its rep runs instances.
+const (
+	// CellIsolationFull: each instance in its own PID, mount and IPC
+	// namespaces, as an unprivileged uid of its own.
+	CellIsolationFull = "full"
+	// CellIsolationNone: plain child processes with the rep's uid.
+	CellIsolationNone = "none"
+)
 
 func validateRepURL(path, raw string) error {
 	if raw == "" {

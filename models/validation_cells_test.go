@@ -91,6 +91,13 @@ var _ = Describe("Validation of the cell side", func() {
 			"cell.zone: must be at most 255 bytes, got 256"),
 		Entry("zone not UTF-8", func(c *models.Cell) { c.Zone = "z\xff" }, `cell.zone: must be valid UTF-8, got "z\xff"`),
 
+		Entry("isolation full", func(c *models.Cell) { c.Isolation = models.CellIsolationFull }, ""),
+		Entry("isolation none", func(c *models.Cell) { c.Isolation = models.CellIsolationNone }, ""),
+		Entry("isolation unknown", func(c *models.Cell) { c.Isolation = "partial" },
+			`cell.isolation: must be "full" or "none" (or empty), got "partial"`),
+		Entry("isolation in capitals", func(c *models.Cell) { c.Isolation = "FULL" },
+			`cell.isolation: must be "full" or "none" (or empty), got "FULL"`),
+
 		Entry("no capacity", func(c *models.Cell) { c.Capacity = nil }, "cell.capacity: required"),
 		Entry("no memory", func(c *models.Cell) { c.Capacity.MemoryMb = 0 },
 			"cell.capacity.memory_mb: must be greater than 0, got 0"),

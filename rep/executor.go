@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/isolation"
 )
 
 // Defaults of ExecutorConfig and of definitions that leave a field out.
@@ -94,6 +96,10 @@ type ExecutorConfig struct {
 	// CgroupRoot is where cgroup v2 is mounted: "" finds out
 	// (/sys/fs/cgroup), "-" never uses cgroups (the watchdog alone).
 	CgroupRoot string
+	// Isolation keeps instances apart from the rep and from each other
+	// (see package isolation); its Mode "" is "auto". Its DataDir and
+	// AppsDir are this config's.
+	Isolation isolation.Config
 	// Logger may be nil (logs nothing).
 	Logger lager.Logger
 }
@@ -190,6 +196,7 @@ type Executor struct {
 	workDir *workDirs
 	assets  *assetCache
 	memory  *memoryGuard
+	iso     *isolation.Isolator
 	// ctx ends when Shutdown begins, with errShuttingDown: starts that
 	// are still downloading or running setup stop at once.
 	ctx    context.Context
@@ -263,9 +270,42 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	}
 	logger := cfg.Logger.Session("executor")
 
+	// The data dir holds every instance's directory and log, and the
+	// asset cache: the rep's alone.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("ExecutorConfig.DataDir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("ExecutorConfig.DataDir: %w", err)
+	}
 	dirs, err := openWorkDirs(filepath.Join(cfg.DataDir, "instances"), logger)
 	if err != nil {
 		return nil, err
+	}
+	isoCfg := cfg.Isolation
+	isoCfg.DataDir, isoCfg.AppsDir = cfg.DataDir, cfg.AppsDir
+	// The cache holds every app's downloads, not only the instance's.
+	isoCfg.HideDirs = append(slices.Clone(isoCfg.HideDirs), cfg.AssetCacheDir)
+	iso, err := isolation.New(isoCfg)
+	if err != nil {
+		return nil, err
+	}
+	if iso.Mode() == isolation.Full {
+		logger.Info("instances-isolated", lager.Data{"processes": iso.PidsLimit()})
+		// Instances run as uids of their own: an apps dir only the rep's
+		// user may enter runs nothing.
+		if info, err := os.Stat(cfg.AppsDir); err == nil && info.Mode().Perm()&0o005 != 0o005 {
+			logger.Info("apps-dir-closed-to-instances", lager.Data{
+				"apps_dir": cfg.AppsDir, "mode": info.Mode().Perm().String(),
+				"consequence": "isolated instances cannot run what it holds: make it readable and searchable by others (o+rx)",
+			})
+		}
+	} else {
+		why := "isolation is \"none\""
+		if err := iso.Unavailable(); err != nil {
+			why = err.Error()
+		}
+		logger.Info("instances-not-isolated", lager.Data{"reason": why, "consequence": "instances run as the rep's own user and see what it sees"})
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	assets, err := openAssetCache(ctx, cfg.AssetCacheDir, cfg.AssetCacheBytes, cfg.AllowLinkLocal, logger)
@@ -283,10 +323,17 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		memory: newMemoryGuard(memoryGuardConfig{
 			Interval: cfg.MemoryCheckInterval, CgroupRoot: cfg.CgroupRoot, Logger: logger,
 		}),
+		iso:       iso,
 		ctx:       ctx,
 		cancel:    cancel,
 		instances: map[string]*instance{},
 	}, nil
+}
+
+// Isolation is how the executor runs instances: isolation.Full or
+// isolation.None.
+func (e *Executor) Isolation() isolation.Mode {
+	return e.iso.Mode()
 }
 
 // AssetCacheStats says what the cell's asset cache did and holds.
@@ -408,6 +455,11 @@ func (e *Executor) start(ctx context.Context, inst *instance, spec InstanceSpec,
 		return nil, err
 	}
 	undo = append(undo, func() { e.workDir.remove(spec.InstanceGuid) })
+	inst.ident, err = e.iso.Acquire(spec.InstanceGuid, inst.dir)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", spec.InstanceGuid, err)
+	}
+	undo = append(undo, inst.ident.Release)
 	processDir := ""
 	if len(def.GetAssets()) == 0 {
 		processDir, err = resolveDir("action.dir", e.cfg.AppsDir, inst.dir, def.GetAction().GetDir())
@@ -439,6 +491,10 @@ func (e *Executor) launch(ctx context.Context, inst *instance, spec InstanceSpec
 	base, baseName := e.cfg.AppsDir, appsDirName
 	if assets {
 		if err := e.fetchAssets(ctx, inst, def.GetAssets()); err != nil {
+			return err
+		}
+		// The rep wrote them; the instance runs them, and may change them.
+		if err := inst.ident.Own(); err != nil {
 			return err
 		}
 		base, baseName = inst.dir, "the instance's directory"
@@ -495,6 +551,9 @@ func (e *Executor) launch(ctx context.Context, inst *instance, spec InstanceSpec
 	}
 	// Written before the start so the app's first lines follow it.
 	inst.log.repLine("starting " + path)
+	if inst.ident != nil {
+		return e.launchIsolated(inst, isolation.Action{Path: path, Args: def.GetAction().GetArgs(), Env: env, Dir: processDir}, def.GetMemoryMb())
+	}
 	cmd, err := startCommand(newCmd)
 	if err != nil {
 		inst.output.abort()
@@ -507,6 +566,32 @@ func (e *Executor) launch(ctx context.Context, inst *instance, spec InstanceSpec
 	inst.startedAt = time.Now()
 	writePidFile(inst.dir, inst.pid)
 	e.limitMemory(inst, def.GetMemoryMb())
+	return nil
+}
+
+// launchIsolated starts the action through the instance's init. The pid
+// file and the memory limit are in place before the action starts, so
+// the action and all it starts are under them from the first instruction.
+func (e *Executor) launchIsolated(inst *instance, action isolation.Action, memoryMB int32) error {
+	proc, err := inst.ident.Start(action, inst.output.w, inst.output.w, childProcAttr(), func(pid int) error {
+		inst.pid = pid
+		writePidFile(inst.dir, pid)
+		e.limitMemory(inst, memoryMB)
+		return nil
+	})
+	if err != nil {
+		if inst.memory != nil {
+			inst.memory.Stop()
+			inst.memory = nil
+		}
+		removePidFile(inst.dir)
+		inst.output.abort()
+		return fmt.Errorf("instance %s: starting %s: %w", inst.instanceGuid, action.Path, err)
+	}
+	inst.output.start(inst.log)
+	inst.proc = proc
+	inst.cmd = proc.Cmd()
+	inst.startedAt = time.Now()
 	return nil
 }
 
@@ -535,6 +620,7 @@ func (e *Executor) failStart(inst *instance, err error) {
 	inst.logLine("could not start: %v", err)
 	inst.closeLog()
 	e.ports.release(inst.hostPorts)
+	inst.ident.Release()
 	ending := "crashed: " + err.Error()
 	if errors.Is(err, context.Canceled) {
 		ending = "stopped: " + err.Error()
@@ -871,6 +957,13 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 	}
 	removePidFile(inst.dir)
 	exitReason := describeExit(inst.cmd.ProcessState, waitErr)
+	if inst.proc != nil {
+		// The init reports how the action ended; killed itself, it
+		// took the action with it and describeExit says how.
+		if reason, ok := inst.proc.Exit(); ok {
+			exitReason = reason
+		}
+	}
 	stopping, crashReason, unhealthyReason := inst.markExited()
 	if inst.memory != nil {
 		// Killed for its memory, it says so rather than "killed by
@@ -880,6 +973,7 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 		}
 		inst.memory.Stop()
 	}
+	inst.ident.Release()
 	close(inst.exited)
 
 	inst.cancelHealth()

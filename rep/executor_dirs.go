@@ -55,7 +55,10 @@ type workDirs struct {
 // it: processes still running are killed, their directories count as
 // finished.
 func openWorkDirs(root string, logger lager.Logger) (*workDirs, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("ExecutorConfig.DataDir: %w", err)
+	}
+	if err := os.Chmod(root, 0o700); err != nil {
 		return nil, fmt.Errorf("ExecutorConfig.DataDir: %w", err)
 	}
 	entries, err := os.ReadDir(root)
@@ -103,7 +106,12 @@ func (w *workDirs) create(instanceGuid string) (string, error) {
 	defer w.mu.Unlock()
 	w.kept = slices.DeleteFunc(w.kept, func(k keptDir) bool { return k.guid == instanceGuid })
 	dir := w.path(instanceGuid)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The instance's own (an isolated instance's uid owns it, see
+	// isolation.Identity.Own), like its log.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("making the working dir of instance %s: %w", instanceGuid, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return "", fmt.Errorf("making the working dir of instance %s: %w", instanceGuid, err)
 	}
 	return dir, nil

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/isolation"
 )
 
 // instance is one process the executor started. Its fields up to mu are
@@ -27,6 +28,10 @@ type instance struct {
 	output    *outputPipe
 	cmd       *exec.Cmd
 	pid       int
+	// ident is the instance's own uid, gid and cgroup when instances are
+	// isolated, nil otherwise; proc is its init once started.
+	ident     *isolation.Identity
+	proc      *isolation.Process
 	startedAt time.Time
 	// memory enforces memory_mb once the process started; nil without a
 	// limit.

@@ -1,6 +1,7 @@
 package rep_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -52,7 +54,10 @@ var _ = Describe("instances of a rep that dies", func() {
 	})
 
 	It("are reaped by the next executor on the same data dir when the instance's own children outlive it", func() {
-		parent, pid := startParent("-path", "sh", "--", "-c", "sleep 1000 & echo $! > child.pid; wait")
+		// Without isolation: isolated, a child's $! is its pid in the
+		// instance's namespace, and it dies with the instance's init
+		// (see executor_isolation_test.go).
+		parent, pid := startParent("-isolation", "none", "-path", "sh", "--", "-c", "sleep 1000 & echo $! > child.pid; wait")
 		childPidFile := filepath.Join(dataDir, "instances", "orphan-test-0", "child.pid")
 		Eventually(childPidFile).Should(BeAnExistingFile())
 		var child int
@@ -82,7 +87,8 @@ var _ = Describe("instances of a rep that dies", func() {
 		// The background loop writes without pause; once the rep is gone
 		// nobody reads the pipe, and it must die of that rather than block
 		// on a full pipe until the next executor comes.
-		parent, pid := startParent("-path", "sh", "--", "-c", `while :; do echo spam; done & echo $! > writer.pid; wait`)
+		// Without isolation, as above.
+		parent, pid := startParent("-isolation", "none", "-path", "sh", "--", "-c", `while :; do echo spam; done & echo $! > writer.pid; wait`)
 		writerPidFile := filepath.Join(dataDir, "instances", "orphan-test-0", "writer.pid")
 		var writer int
 		Eventually(func() error {
@@ -112,7 +118,8 @@ var _ = Describe("instances of a rep that dies", func() {
 		dir := filepath.Join(dataDir, "instances", "old-instance")
 		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 		// The recorded start time is not the stranger's.
-		Expect(os.WriteFile(filepath.Join(dir, "pid"), fmt.Appendf(nil, "%d 1\n", stranger.Process.Pid), 0o644)).To(Succeed())
+		pidFile := filepath.Join(dataDir, "instances", ".old-instance.pid")
+		Expect(os.WriteFile(pidFile, fmt.Appendf(nil, "%d 1\n", stranger.Process.Pid), 0o644)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(dir, "output.log"), []byte("old news\n"), 0o644)).To(Succeed())
 
 		cfg := newConfig()
@@ -121,6 +128,27 @@ var _ = Describe("instances of a rep that dies", func() {
 		Expect(processGone(stranger.Process.Pid)).To(BeFalse())
 		// The old instance's log stays readable.
 		Expect(executor.LogTail("old-instance", 1)).To(Equal([]byte("old news\n")))
-		Expect(filepath.Join(dir, "pid")).NotTo(BeAnExistingFile())
+		Expect(pidFile).NotTo(BeAnExistingFile())
+	})
+
+	It("ignores a pid file in an instance's own directory, which an isolated instance may write", func() {
+		// A group leader, as the group a forged file could name.
+		stranger := exec.Command("sleep", "1000")
+		stranger.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		Expect(stranger.Start()).To(Succeed())
+		DeferCleanup(func() { _ = stranger.Process.Kill(); _ = stranger.Wait() })
+		dir := filepath.Join(dataDir, "instances", "forger")
+		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+		// The stranger's true start time: were this file read, the
+		// stranger's group would be killed.
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", stranger.Process.Pid))
+		Expect(err).NotTo(HaveOccurred())
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		Expect(os.WriteFile(filepath.Join(dir, "pid"), fmt.Appendf(nil, "%d %s\n", stranger.Process.Pid, fields[19]), 0o644)).To(Succeed())
+
+		cfg := newConfig()
+		cfg.DataDir = dataDir
+		startExecutor(cfg)
+		Consistently(func() bool { return processGone(stranger.Process.Pid) }, 500*time.Millisecond).Should(BeFalse())
 	})
 })

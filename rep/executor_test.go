@@ -172,6 +172,8 @@ var _ = Describe("Executor.Run", func() {
 
 		It("is the action's dir when it names one, relative to the apps dir", func() {
 			cfg.AppsDir = GinkgoT().TempDir()
+			// Open to an isolated instance's uid, as an operator's is.
+			Expect(os.Chmod(cfg.AppsDir, 0o755)).To(Succeed())
 			Expect(os.Mkdir(filepath.Join(cfg.AppsDir, "site"), 0o755)).To(Succeed())
 			executor = startExecutor(cfg)
 			def := shellDefinition("pwd")

@@ -57,7 +57,7 @@ type instanceLog struct {
 func openInstanceLog(dir string, limit int64, logger lager.Logger) (*instanceLog, error) {
 	path := instanceLogPath(dir)
 	// Read-write, to look at the last byte of a log kept from before.
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening instance log: %w", err)
 	}
@@ -176,7 +176,7 @@ func (l *instanceLog) rotate() {
 
 // openFresh needs l.mu held; on an error l.file stays nil.
 func (l *instanceLog) openFresh() {
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
 	l.noteResult("opening", err)
 	if err == nil {
 		l.file = f

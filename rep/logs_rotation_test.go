@@ -15,6 +15,7 @@ import (
 	"github.com/onsi/gomega/gleak"
 
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/isolation"
 )
 
 var _ = Describe("instance logs with a limit", func() {
@@ -172,6 +173,11 @@ var _ = Describe("instance logs with a limit", func() {
 	})
 
 	Context("with an app that leaves its process group and keeps the output pipe", func() {
+		// Only without isolation can a process outlive its instance:
+		// isolated, it dies with the instance's namespace (see
+		// executor_isolation_test.go).
+		BeforeEach(func() { cfg.Isolation.Mode = isolation.None })
+
 		It("still ends the instance, closes the pipe, and says so in the log", func() {
 			before := gleak.Goroutines()
 			// The inner sh leaves the group, so the group kill after the

@@ -40,7 +40,12 @@ func buildMemhog() {
 	}
 	path, err := gexec.Build("github.com/corkboard/corkboard/rep/internal/memhog")
 	Expect(err).NotTo(HaveOccurred())
-	memhogPath = path
+	// In the apps dir, which isolated instances see (gexec's own
+	// directory they do not).
+	memhogPath = filepath.Join(appsDir, "memhog")
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(memhogPath, data, 0o755)).To(Succeed())
 }
 
 // hog is a running memhog, in a process group of its own as an instance

@@ -110,19 +110,24 @@ func signalGroup(pid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pid, sig)
 }
 
-// pidFileName records, in an instance's working directory, the pid of its
-// process and when that process started, so a rep restarted on the same
-// data dir can kill what its predecessor left running without killing a
-// stranger that got the same pid.
-const pidFileName = "pid"
+// pidFile records the pid of the process of the instance whose working
+// directory is dir, and when that process started, so a rep restarted on
+// the same data dir can kill what its predecessor left running without
+// killing a stranger that got the same pid. It is beside the directory,
+// not in it: an isolated instance owns its directory, and a pid file it
+// wrote would have the next rep kill whatever process group it names.
+// (Instance guids never start with a dot, so no directory is named so.)
+func pidFile(dir string) string {
+	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".pid")
+}
 
 func writePidFile(dir string, pid int) {
 	start, _ := processStartTime(pid)
-	_ = os.WriteFile(filepath.Join(dir, pidFileName), fmt.Appendf(nil, "%d %d\n", pid, start), 0o644)
+	_ = os.WriteFile(pidFile(dir), fmt.Appendf(nil, "%d %d\n", pid, start), 0o600)
 }
 
 func removePidFile(dir string) {
-	_ = os.Remove(filepath.Join(dir, pidFileName))
+	_ = os.Remove(pidFile(dir))
 }
 
 // reapLeftover kills the process group recorded in dir's pid file, if it
@@ -131,12 +136,13 @@ func removePidFile(dir string) {
 // remain, the group is still ours; when another process holds the pid now
 // (its start time differs), our group is long gone.
 func reapLeftover(dir string) (pid int, killed bool) {
-	data, err := os.ReadFile(filepath.Join(dir, pidFileName))
+	data, err := os.ReadFile(pidFile(dir))
 	if err != nil {
 		return 0, false
 	}
 	var recordedStart uint64
-	if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &recordedStart); err != nil || pid <= 0 || recordedStart == 0 {
+	// Never pid 1: kill(-1) is every process.
+	if _, err := fmt.Sscanf(string(data), "%d %d", &pid, &recordedStart); err != nil || pid <= 1 || recordedStart == 0 {
 		return 0, false
 	}
 	start, err := processStartTime(pid)

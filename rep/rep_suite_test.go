@@ -38,6 +38,9 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	appsDir = filepath.Dir(hello)
 	Expect(filepath.Base(hello)).To(Equal("hello"))
+	// Isolated instances run as uids of their own: the apps dir must let
+	// them in, as an operator's must.
+	Expect(os.Chmod(appsDir, 0o755)).To(Succeed())
 
 	testParentPath, err = gexec.Build("github.com/corkboard/corkboard/rep/internal/testparent")
 	Expect(err).NotTo(HaveOccurred())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/isolation"
 )
 
 // Bounds of the output a failed setup's reason quotes: its last lines,
@@ -85,8 +86,23 @@ func (e *Executor) runSetup(ctx context.Context, inst *instance, run setupRun) e
 
 	inst.logLine("running setup %s", strings.Join(append([]string{path}, setup.GetArgs()...), " "))
 	began := time.Now()
-	cmd, err := startCommand(newCmd)
+	var cmd *exec.Cmd
+	var proc *isolation.Process
+	if inst.ident != nil {
+		// Setup is the app's code too: it runs isolated like the action.
+		proc, err = inst.ident.Start(isolation.Action{Path: path, Args: setup.GetArgs(), Env: env, Dir: dir, WaitDelay: outputDrainTimeout},
+			output, output, childProcAttr(), func(pid int) error {
+				writePidFile(inst.dir, pid)
+				return nil
+			})
+		if proc != nil {
+			cmd = proc.Cmd()
+		}
+	} else {
+		cmd, err = startCommand(newCmd)
+	}
 	if err != nil {
+		removePidFile(inst.dir)
 		return fmt.Errorf("setup: starting %s: %w", path, err)
 	}
 	pid := cmd.Process.Pid
@@ -109,8 +125,15 @@ func (e *Executor) runSetup(ctx context.Context, inst *instance, run setupRun) e
 	if errors.Is(waitErr, exec.ErrWaitDelay) {
 		inst.logLine("setup's output still held open %s after it exited, by a process that left its group: closed the rep's end", outputDrainTimeout)
 	}
-	if state := cmd.ProcessState; state == nil || !state.Success() {
-		return withOutput(errors.New("setup "+describeExit(state, waitErr)), tail)
+	reason, ok := "", false
+	if proc != nil {
+		reason, ok = proc.Exit()
+	}
+	if state := cmd.ProcessState; state == nil || !state.Success() || (ok && reason != "exited with code 0") {
+		if !ok {
+			reason = describeExit(state, waitErr)
+		}
+		return withOutput(errors.New("setup "+reason), tail)
 	}
 	inst.logLine("setup finished in %s", formatDuration(time.Since(began)))
 	return nil

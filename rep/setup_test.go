@@ -102,15 +102,16 @@ var _ = Describe("Executor setup", func() {
 	})
 
 	It("kills setup's process group when it runs past setup_timeout_ms", func() {
-		def := withSetup("echo $$ > setup.pid; echo waiting for ever; sleep 60 & echo $! > child.pid; wait")
+		// Found by their command lines: the pids an isolated setup sees
+		// ($$, $!) are those of its own namespace, not the host's.
+		marker := "60." + strconv.Itoa(os.Getpid())
+		def := withSetup("echo waiting for ever; sleep " + marker + " & sleep " + marker + "1 & touch children-started; wait")
 		def.SetupTimeoutMs = 500
 		_, err := executor.Run(spec("setup-slow", def))
 		Expect(err).To(MatchError("setup did not finish within 500ms: waiting for ever"))
 		Expect(err).To(MatchError(context.DeadlineExceeded))
-		pid := readPid(filepath.Join(instanceDir("setup-slow"), "setup.pid"))
-		child := readPid(filepath.Join(instanceDir("setup-slow"), "child.pid"))
-		Eventually(func() bool { return groupGone(pid) }).Should(BeTrue())
-		Eventually(func() bool { return processGone(child) }).Should(BeTrue())
+		Expect(filepath.Join(instanceDir("setup-slow"), "children-started")).To(BeAnExistingFile())
+		Eventually(func() []string { return hostCommands("sleep " + marker) }).Should(BeEmpty())
 		Expect(executor.Instances()).To(BeEmpty())
 	})
 

@@ -10,12 +10,14 @@ import (
 )
 
 // cellTable puts what is free first: that is what placement goes by.
+// ISOLATION is how the cell's rep runs instances: "full", "none" (as the
+// rep's own user), or "-" from a rep that does not say.
 var cellTable = table[*models.Cell]{
-	headers: []string{"CELL_ID", "ZONE", "PRESENT", "DRAINING", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"},
+	headers: []string{"CELL_ID", "ZONE", "PRESENT", "DRAINING", "ISOLATION", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"},
 	row: func(c *models.Cell) []string {
 		free, capacity := c.GetFree(), c.GetCapacity()
 		return []string{
-			c.GetCellId(), c.GetZone(), yesNo(c.GetPresent()), yesNo(c.GetDraining()),
+			c.GetCellId(), c.GetZone(), yesNo(c.GetPresent()), yesNo(c.GetDraining()), c.GetIsolation(),
 			itoa(free.GetMemoryMb()), itoa(free.GetDiskMb()), itoa(free.GetInstances()),
 			itoa(capacity.GetMemoryMb()), itoa(capacity.GetDiskMb()), itoa(capacity.GetInstances()),
 			strings.Join(c.GetPlacementTags(), ","), timestamp(c.GetExpiresAt()),

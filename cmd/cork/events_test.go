@@ -200,7 +200,7 @@ var _ = Describe("cork cells", func() {
 			CellId: "cell-a", RepUrl: "http://10.0.0.5:1800", Zone: "z1", PlacementTags: []string{"gpu", "linux"},
 			Capacity: &models.CellCapacity{MemoryMb: 4096, DiskMb: 10240, Instances: 50},
 			Free:     &models.CellCapacity{MemoryMb: 3072, DiskMb: 9216, Instances: 46},
-			Present:  true, ExpiresAt: expiresA.UnixNano(),
+			Present:  true, ExpiresAt: expiresA.UnixNano(), Isolation: models.CellIsolationFull,
 		},
 		{
 			CellId: "cell-b", RepUrl: "http://10.0.0.6:1800", Zone: "z2",
@@ -260,8 +260,8 @@ var _ = Describe("cork cells", func() {
 		Expect(r.code).To(Equal(0), r.stderr)
 		lines := r.lines()
 		Expect(lines).To(HaveLen(3))
-		Expect(strings.Fields(lines[0])).To(Equal([]string{"CELL_ID", "ZONE", "PRESENT", "DRAINING", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"}))
-		Expect(strings.Fields(lines[1])).To(Equal([]string{"cell-a", "z1", "yes", "no", "3072", "9216", "46", "4096", "10240", "50", "gpu,linux", "2030-01-02T03:04:05Z"}))
-		Expect(strings.Fields(lines[2])).To(Equal([]string{"cell-b", "z2", "no", "no", "2048", "4096", "20", "2048", "4096", "20", "-", "2030-01-02T02:04:05Z"}))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"CELL_ID", "ZONE", "PRESENT", "DRAINING", "ISOLATION", "FREE_MEMORY_MB", "FREE_DISK_MB", "FREE_INSTANCES", "MEMORY_MB", "DISK_MB", "INSTANCES", "TAGS", "EXPIRES"}))
+		Expect(strings.Fields(lines[1])).To(Equal([]string{"cell-a", "z1", "yes", "no", "full", "3072", "9216", "46", "4096", "10240", "50", "gpu,linux", "2030-01-02T03:04:05Z"}))
+		Expect(strings.Fields(lines[2])).To(Equal([]string{"cell-b", "z2", "no", "no", "-", "2048", "4096", "20", "2048", "4096", "20", "-", "2030-01-02T02:04:05Z"}))
 	})
 })

@@ -14,6 +14,7 @@ import (
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/isolation"
 )
 
 // Config is the rep's JSON config file (-config FILE). Keys are
@@ -43,6 +44,10 @@ import (
 //	  "instance_log_limit_mb": 10,
 //	  "asset_cache_mb": 1024,
 //	  "log_level": "info",
+//	  "isolation": "auto",
+//	  "instance_uid_range": {"first": 200000, "count": 65536},
+//	  "instance_max_processes": 1024,
+//	  "instance_max_open_files": 65536,
 //	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/cell-z1.crt", "key": "/etc/corkboard/cell-z1.key"}
 //	}
 type Config struct {
@@ -132,6 +137,29 @@ type Config struct {
 	// of its own on 127.0.0.1 (instances have no certificates). ca_cert,
 	// cert and key are PEM file paths, all three required.
 	TLS *certs.Files `json:"tls"`
+	// Isolation is how instances are kept apart from the rep and from
+	// each other (see package rep/isolation): "auto" (the default) isolates
+	// them where the rep can (Linux, root, namespaces) and otherwise runs
+	// them as the rep's own user, which the rep logs at start and
+	// registers; "full" isolates them or the rep exits, naming what is
+	// missing; "none" never isolates them.
+	Isolation string `json:"isolation"`
+	// InstanceUIDRange is the uids (and gids) isolated instances run as,
+	// one of its own per running instance: {"first": 200000, "count":
+	// 65536} by default, above the ids of people, system services and
+	// rootless containers' subordinate ids.
+	InstanceUIDRange *isolation.UIDRange `json:"instance_uid_range"`
+	// InstanceMaxProcesses bounds the processes and threads of each
+	// isolated instance (1024): RLIMIT_NPROC of its uid, and pids.max
+	// where the cgroup v1 pids controller is mounted.
+	InstanceMaxProcesses *uint64 `json:"instance_max_processes"`
+	// InstanceMaxOpenFiles is each isolated instance process's
+	// RLIMIT_NOFILE (65536, at most the rep's own hard limit).
+	InstanceMaxOpenFiles *uint64 `json:"instance_max_open_files"`
+
+	// path is the config file's: hidden from instances, like the
+	// certificate and key.
+	path string
 }
 
 // Capacity is the cell's capacity.
@@ -159,6 +187,7 @@ func loadConfig(path string) (Config, error) {
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
 	}
+	cfg.path = path
 	return cfg, nil
 }
 
@@ -301,7 +330,49 @@ func (c Config) validate() error {
 	if _, err := lager.LogLevelFromString(c.LogLevel); err != nil {
 		return configfile.Invalid("log_level", fmt.Sprintf("%q is not one of debug, info, error, fatal", c.LogLevel))
 	}
+	if _, err := isolation.ParseMode(c.Isolation); err != nil {
+		return configfile.Invalid("isolation", err.Error())
+	}
+	if c.InstanceUIDRange != nil {
+		if err := c.InstanceUIDRange.Validate(); err != nil {
+			return configfile.Invalid("instance_uid_range", err.Error())
+		}
+	}
+	for _, f := range []struct {
+		key   string
+		value *uint64
+	}{
+		{"instance_max_processes", c.InstanceMaxProcesses},
+		{"instance_max_open_files", c.InstanceMaxOpenFiles},
+	} {
+		if f.value != nil && *f.value < 1 {
+			return configfile.Invalid(f.key, fmt.Sprintf("must be 1 or more, got %d", *f.value))
+		}
+	}
 	return nil
+}
+
+// isolationConfig is the executor's isolation: the mode, the uid range
+// and limits, and the rep's own files for instances not to see.
+func (c Config) isolationConfig() isolation.Config {
+	mode, _ := isolation.ParseMode(c.Isolation) // validated
+	cfg := isolation.Config{Mode: mode}
+	if c.InstanceUIDRange != nil {
+		cfg.UIDs = *c.InstanceUIDRange
+	}
+	if c.InstanceMaxProcesses != nil {
+		cfg.MaxProcesses = *c.InstanceMaxProcesses
+	}
+	if c.InstanceMaxOpenFiles != nil {
+		cfg.MaxOpenFiles = *c.InstanceMaxOpenFiles
+	}
+	if c.path != "" {
+		cfg.HideFiles = append(cfg.HideFiles, c.path)
+	}
+	if c.TLS != nil {
+		cfg.HideFiles = append(cfg.HideFiles, c.TLS.CACert, c.TLS.Cert, c.TLS.Key)
+	}
+	return cfg
 }
 
 func validateURL(key, value string) error {

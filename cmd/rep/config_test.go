@@ -2,9 +2,11 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -88,6 +90,18 @@ var _ = Describe("rep -config", func() {
 			"asset_cache_mb: must be 1 or more, got -1"),
 		Entry("a placement tag that is empty", func(c map[string]any) { c["placement_tags"] = []string{"ssd", " "} },
 			"placement_tags[1]: must not be empty"),
+		Entry("an unknown isolation", func(c map[string]any) { c["isolation"] = "some" },
+			`isolation: must be "auto", "full" or "none", got "some"`),
+		Entry("an instance_uid_range holding root", func(c map[string]any) {
+			c["instance_uid_range"] = map[string]any{"first": 0, "count": 100}
+		}, "instance_uid_range: first must be at least 1000 (ids below are root and system users), got 0"),
+		Entry("an empty instance_uid_range", func(c map[string]any) {
+			c["instance_uid_range"] = map[string]any{"first": 200000, "count": 0}
+		}, "instance_uid_range: count must be at least 1"),
+		Entry("a zero instance_max_processes", func(c map[string]any) { c["instance_max_processes"] = 0 },
+			"instance_max_processes: must be 1 or more, got 0"),
+		Entry("a zero instance_max_open_files", func(c map[string]any) { c["instance_max_open_files"] = 0 },
+			"instance_max_open_files: must be 1 or more, got 0"),
 	)
 
 	It("refuses an unknown key and a value of the wrong type, naming the key", func() {
@@ -196,4 +210,77 @@ var _ = Describe("rep -config", func() {
 		session.Interrupt()
 		Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
 	})
+
+	Describe("isolation", func() {
+		// unprivileged runs the rep as a user that is not root: as nobody
+		// when the suite runs as root (CI), as itself otherwise. The rep,
+		// its config and its data dir are where that user can reach them.
+		unprivileged := func(cfg map[string]any) *gexec.Session {
+			GinkgoHelper()
+			// Right under the temp dir: a test's TempDir is under a
+			// directory only its owner may enter.
+			dir, err := os.MkdirTemp("", "rep-unprivileged-")
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(os.RemoveAll, dir)
+			Expect(os.Chmod(dir, 0o755)).To(Succeed())
+			bin := filepath.Join(dir, "rep")
+			data, err := os.ReadFile(repPath)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.WriteFile(bin, data, 0o755)).To(Succeed())
+			dataDir := filepath.Join(dir, "data")
+			Expect(os.Mkdir(dataDir, 0o755)).To(Succeed())
+			cfg["data_dir"] = dataDir
+			raw, err := json.Marshal(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			path := filepath.Join(dir, "rep.json")
+			Expect(os.WriteFile(path, raw, 0o644)).To(Succeed())
+			cmd := exec.Command(bin, "-config", path)
+			cmd.Dir = dir
+			if os.Geteuid() == 0 {
+				Expect(os.Chown(dataDir, nobody, nobody)).To(Succeed())
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+			}
+			session, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { session.Kill().Wait(time.Minute) })
+			return session
+		}
+
+		It(`refuses to start with "full" where it cannot isolate, naming what is missing`, func() {
+			cfg := validConfig()
+			cfg["isolation"] = "full"
+			session := unprivileged(cfg)
+			Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(1))
+			uid := os.Geteuid()
+			if uid == 0 {
+				uid = nobody
+			}
+			Expect(string(session.Err.Contents())).To(Equal(fmt.Sprintf(
+				"rep: isolation \"full\" is not possible here: the rep runs as uid %d, not root: instances need a uid of their own, namespaces and mounts\n", uid)))
+		})
+
+		It(`falls back with "auto" where it cannot isolate, and says so at start`, func() {
+			session := unprivileged(validConfig())
+			Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.executor\.instances-not-isolated.*"reason":"the rep runs as uid \d+, not root`))
+			Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"isolation":"none"`))
+			Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
+			session.Interrupt()
+			Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+		})
+
+		It(`isolates with "auto" as root`, func() {
+			if os.Geteuid() != 0 {
+				Skip("isolating instances needs root; CI runs this suite as root")
+			}
+			session := start(validConfig())
+			Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.executor\.instances-isolated`))
+			Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`"isolation":"full"`))
+			Eventually(session.Out).WithTimeout(time.Minute).Should(gbytes.Say(`rep\.server\.listening`))
+			session.Interrupt()
+			Eventually(session).WithTimeout(time.Minute).Should(gexec.Exit(0))
+		})
+	})
 })
+
+// nobody is the uid and gid an unprivileged rep runs as.
+const nobody = 65534

@@ -136,6 +136,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		LogLimit:        cfg.instanceLogLimit(),
 		AssetCacheBytes: cfg.assetCacheBytes(),
 		AllowLinkLocal:  cfg.AllowLinkLocalAssetHosts,
+		Isolation:       cfg.isolationConfig(),
 		Logger:          logger,
 	})
 	if err != nil {
@@ -148,6 +149,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		Zone:          cfg.Zone,
 		Capacity:      &models.CellCapacity{MemoryMb: cfg.Capacity.MemoryMB, DiskMb: cfg.Capacity.DiskMB, Instances: cfg.Capacity.Instances},
 		PlacementTags: cfg.PlacementTags,
+		Isolation:     string(executor.Isolation()),
 	}
 	agent, err := rep.NewAgent(rep.AgentConfig{
 		Cell:                   cell,
@@ -171,7 +173,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		"cell_id": cfg.CellID, "zone": cfg.Zone, "board_url": cfg.BoardURL, "rep_url": repURL,
 		"data_dir": cfg.DataDir, "apps_dir": cfg.AppsDir, "port_range": cfg.PortRange,
 		"instance_log_limit_mb": *cfg.InstanceLogLimitMB, "asset_cache_mb": *cfg.AssetCacheMB,
-		"tls": cfg.TLS != nil, "instance_url": localURL,
+		"tls": cfg.TLS != nil, "instance_url": localURL, "isolation": executor.Isolation(),
 		"poll_interval": cfg.PollInterval, "event_stream": *cfg.EventStream,
 		"allow_link_local_asset_hosts": cfg.AllowLinkLocalAssetHosts,
 	})

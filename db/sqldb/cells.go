@@ -44,13 +44,13 @@ func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.D
 	if err != nil {
 		return false, errInvalid("cell.placement_tags", err.Error())
 	}
-	fields := []any{after.RepUrl, after.Zone, after.Capacity.MemoryMb, after.Capacity.DiskMb, after.Capacity.Instances, tags}
+	fields := []any{after.RepUrl, after.Zone, after.Capacity.MemoryMb, after.Capacity.DiskMb, after.Capacity.Instances, tags, after.Isolation}
 
 	var renewed bool
 	err = s.autocommit(ctx, "register cell", func() error {
 		res, err := s.exec(ctx, s.conn, `UPDATE cells SET expires_at = ?
  WHERE cell_id = ? AND rep_url = ? AND zone = ? AND memory_mb = ? AND disk_mb = ? AND max_instances = ? AND placement_tags = ?
- AND expires_at > ? AND draining = ?`, slices.Concat([]any{after.ExpiresAt, after.CellId}, fields, []any{now, false})...)
+ AND isolation = ? AND expires_at > ? AND draining = ?`, slices.Concat([]any{after.ExpiresAt, after.CellId}, fields, []any{now, false})...)
 		if err != nil {
 			return err
 		}
@@ -69,8 +69,8 @@ func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.D
 		}
 		if before == nil {
 			after.Draining = false
-			_, err := s.exec(ctx, tx, `INSERT INTO cells (rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags,
- cell_id, expires_at, registered_at, draining) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			_, err := s.exec(ctx, tx, `INSERT INTO cells (rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, isolation,
+ cell_id, expires_at, registered_at, draining) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				slices.Concat(fields, []any{after.CellId, after.ExpiresAt, now, false})...)
 			if isUniqueViolation(err) {
 				// Registered concurrently: run again to see it.
@@ -83,7 +83,7 @@ func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.D
 		}
 		after.Draining = before.Draining && !freshStart
 		_, err = s.exec(ctx, tx, `UPDATE cells SET rep_url = ?, zone = ?, memory_mb = ?, disk_mb = ?, max_instances = ?,
- placement_tags = ?, expires_at = ?, draining = ? WHERE cell_id = ?`,
+ placement_tags = ?, isolation = ?, expires_at = ?, draining = ? WHERE cell_id = ?`,
 			slices.Concat(fields, []any{after.ExpiresAt, after.Draining, after.CellId})...)
 		if err != nil {
 			return nil, err
@@ -163,6 +163,7 @@ func storedCell(cell *models.Cell, expiresAt, now int64) *models.Cell {
 		Zone:          cell.Zone,
 		Capacity:      &models.CellCapacity{},
 		PlacementTags: slices.Clone(cell.PlacementTags),
+		Isolation:     cell.Isolation,
 		ExpiresAt:     expiresAt,
 		Present:       expiresAt > now,
 	}
@@ -174,11 +175,11 @@ func storedCell(cell *models.Cell, expiresAt, now int64) *models.Cell {
 
 // sameCellFields compares what a rep registers, not the presence.
 func sameCellFields(a, b *models.Cell) bool {
-	return a.RepUrl == b.RepUrl && a.Zone == b.Zone &&
+	return a.RepUrl == b.RepUrl && a.Zone == b.Zone && a.Isolation == b.Isolation &&
 		proto.Equal(a.Capacity, b.Capacity) && slices.Equal(a.PlacementTags, b.PlacementTags)
 }
 
-const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining FROM cells`
+const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining, isolation FROM cells`
 
 // lockCell reads a cell for update; nil when it is not registered.
 func (s *SQLDB) lockCell(ctx context.Context, tx *sql.Tx, cellID string, now int64) (*models.Cell, error) {
@@ -193,7 +194,7 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 	cell := &models.Cell{Capacity: &models.CellCapacity{}}
 	var tags string
 	dest := []any{&cell.CellId, &cell.RepUrl, &cell.Zone, &cell.Capacity.MemoryMb, &cell.Capacity.DiskMb,
-		&cell.Capacity.Instances, &tags, &cell.ExpiresAt, &cell.Draining}
+		&cell.Capacity.Instances, &tags, &cell.ExpiresAt, &cell.Draining, &cell.Isolation}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ const selectUsageByCell = usageByCell + `<> '' GROUP BY a.cell_id`
 // aggregate query; the caller completes the usage's condition (see
 // cellsWithUsage).
 const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
- c.placement_tags, c.expires_at, c.draining, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
+ c.placement_tags, c.expires_at, c.draining, c.isolation, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
  FROM cells c LEFT JOIN (` + usageByCell
 
 // Cells lists every registered cell, present or not, ordered by cell id,

@@ -20,6 +20,7 @@ var _ = forEachDialect("CellDB", func(b *board) {
 			CellId: id, RepUrl: "http://10.0.0.5:1800", Zone: zone,
 			Capacity:      &models.CellCapacity{MemoryMb: 4096, DiskMb: 16384, Instances: 50},
 			PlacementTags: []string{"ssd"},
+			Isolation:     models.CellIsolationFull,
 		}
 	}
 	// stored is cell as Cells lists it, without free capacity.
@@ -86,6 +87,7 @@ var _ = forEachDialect("CellDB", func(b *board) {
 				func(c *models.Cell) { c.Capacity.DiskMb = 1 },
 				func(c *models.Cell) { c.Capacity.Instances = 1 },
 				func(c *models.Cell) { c.PlacementTags = []string{"ssd", "gpu"} },
+				func(c *models.Cell) { c.Isolation = models.CellIsolationNone },
 			}
 			for _, change := range changes {
 				b.clock.Advance(time.Second)

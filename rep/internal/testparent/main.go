@@ -13,6 +13,7 @@ import (
 
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/isolation"
 )
 
 func main() {
@@ -21,14 +22,16 @@ func main() {
 	portMin := flag.Uint("port-min", 0, "first host port")
 	portMax := flag.Uint("port-max", 0, "last host port")
 	path := flag.String("path", "./hello", "action path")
+	mode := flag.String("isolation", "auto", "isolation: auto, full or none")
 	flag.Parse()
 
 	executor, err := rep.NewExecutor(rep.ExecutorConfig{
-		CellID:  "test-parent",
-		DataDir: *dataDir,
-		AppsDir: *appsDir,
-		PortMin: uint32(*portMin),
-		PortMax: uint32(*portMax),
+		CellID:    "test-parent",
+		DataDir:   *dataDir,
+		AppsDir:   *appsDir,
+		PortMin:   uint32(*portMin),
+		PortMax:   uint32(*portMax),
+		Isolation: isolation.Config{Mode: isolation.Mode(*mode)},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -1,0 +1,6 @@
+-- Isolated instances (issue 26): each cell says how its rep runs
+-- instances. The column
+--   cells.isolation ("full", "none"; empty: not said, or registered before)
+-- is added by this migration's Go step (add_cells_isolation, in
+-- migrations/add_column.go) only where it is missing, so the migration is
+-- safe to run again on every dialect; there is no SQL statement here.
