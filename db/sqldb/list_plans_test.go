@@ -36,13 +36,17 @@ var _ = forEachDialect("planning list pages", func(b *board) {
 
 	// planOf returns query's plan, a line a row, and its lines that sort
 	// (none when the plan reads in index order).
-	planOf := func(query string, args []any) (plan, sorting []string) {
+	planOf := func(query string, args []any, settings ...string) (plan, sorting []string) {
 		GinkgoHelper()
 		tx, err := b.conn.BeginTx(b.ctx, &sql.TxOptions{ReadOnly: true})
 		Expect(err).NotTo(HaveOccurred())
 		defer tx.Rollback()
 		if planning := sqldb.PagePlanning(b.dialect); planning != "" {
 			_, err := tx.ExecContext(b.ctx, planning)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for _, setting := range settings {
+			_, err := tx.ExecContext(b.ctx, setting)
 			Expect(err).NotTo(HaveOccurred())
 		}
 		explain, sorts := "EXPLAIN ", "Sort"
@@ -97,6 +101,24 @@ var _ = forEachDialect("planning list pages", func(b *board) {
 			Expect(sortsIn(query, args)).To(BeEmpty(), "desired LRPs %+v: %s", filter, query)
 			query, args = sqldb.SchedulingInfoPageQuery(filter)
 			Expect(sortsIn(query, args)).To(BeEmpty(), "scheduling infos %+v: %s", filter, query)
+		}
+	})
+
+	It("reads the definitions of a page of desired LRPs from the cursor on, even in a merge join", func() {
+		if b.dialect != sqldb.Postgres {
+			Skip("a merge join is Postgres's plan; MySQL and SQLite look each definition up")
+		}
+		// Without nested loops and sorts, Postgres can only merge the
+		// join, reading run_infos in key order: it must start at the
+		// cursor, or each page reads every definition before it.
+		for _, filter := range []db.DesiredLRPFilter{{Limit: 500, After: "b"}, {Limit: 500, After: "b", Domain: "jobs"}} {
+			for _, query := range []func(db.DesiredLRPFilter) (string, []any){sqldb.DesiredPageQuery, sqldb.SchedulingInfoPageQuery} {
+				q, args := query(filter)
+				plan, _ := planOf(q, args, "SELECT set_config('enable_nestloop', 'off', true)")
+				text := strings.Join(plan, "\n")
+				Expect(text).To(ContainSubstring("Merge"), "%s", text)
+				Expect(text).To(MatchRegexp(`on run_infos r .*\n\s+Index Cond: \(\(?\(?process_guid\)::text > `), "%s", text)
+			}
 		}
 	})
 
