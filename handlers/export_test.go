@@ -61,3 +61,6 @@ func SetStreamPageBytes(n int) (restore func()) {
 	streamPageBytes = n
 	return func() { streamPageBytes = was }
 }
+
+// NextPageLimit is nextPageLimit, for its table test.
+var NextPageLimit = nextPageLimit

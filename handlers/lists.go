@@ -169,12 +169,14 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 	// err is the store's failure to read a page or the codec's to encode
 	// one; writeErr the client's failure to take one.
 	var err, writeErr error
+	limit := streamPage
 	for {
 		page = page[:0]
 		var full bool
-		if full, err = c.readPage(ctx, l, req, cursor, &page); err != nil {
+		if full, err = c.readPage(ctx, l, req, cursor, limit, &page); err != nil {
 			break
 		}
+		limit = nextPageLimit(len(page), limit, streamPage)
 		if writeErr = out.add(page); writeErr != nil {
 			break
 		}
@@ -207,15 +209,30 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 	c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "pages": pages})
 }
 
-// readPage reads the items after cursor into page, streamPage of them or
-// as many as reach streamPageBytes, with one query bounded by the
-// database timeout, which holds a connection only while it runs. full
-// says the page is full: more may follow.
-func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, cursor string, page *[]listItem) (full bool, err error) {
+// nextPageLimit is how many items a streamed list asks the store for
+// after a page that asked for asked and got read, at most max. The
+// database sends every row a page query asks for, and rows past
+// streamPageBytes are read only to be dropped: after a page that ended on
+// its bytes, the next asks for half as many again as fitted (items of a
+// list are of similar sizes), and after one that ended on its count, for
+// twice as many.
+func nextPageLimit(read, asked, max int) int {
+	next := 2 * asked
+	if read < asked {
+		next = read + read/2 + 1
+	}
+	return min(next, max)
+}
+
+// readPage reads the items after cursor into page, limit of them or as
+// many as reach streamPageBytes, with one query bounded by the database
+// timeout, which holds a connection only while it runs. full says the
+// page is full: more may follow.
+func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, cursor string, limit int, page *[]listItem) (full bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.api.databaseTimeout)
 	defer cancel()
 	size := 0
-	err = l.read(ctx, req, cursor, streamPage, func(item listItem) error {
+	err = l.read(ctx, req, cursor, limit, func(item listItem) error {
 		*page = append(*page, item)
 		if size += proto.Size(item); size >= streamPageBytes {
 			return errPageFull
@@ -225,5 +242,5 @@ func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, curso
 	if errors.Is(err, errPageFull) {
 		return true, nil
 	}
-	return err == nil && len(*page) == streamPage, err
+	return err == nil && len(*page) == limit, err
 }

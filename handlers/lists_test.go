@@ -209,3 +209,15 @@ var _ = Describe("Lists", func() {
 		}
 	}
 })
+
+var _ = DescribeTable("a streamed list's next page limit",
+	func(read, asked, max, want int) {
+		Expect(handlers.NextPageLimit(read, asked, max)).To(Equal(want))
+	},
+	Entry("a page that ended on its count asks for twice as many", 100, 100, 500, 200),
+	Entry("up to the largest page", 300, 300, 500, 500),
+	Entry("the largest page stays", 500, 500, 500, 500),
+	Entry("a page that ended on its bytes asks for half as many again as fitted", 230, 500, 500, 346),
+	Entry("one item that filled a page alone: two next", 1, 500, 500, 2),
+	Entry("never more than the largest page", 400, 450, 500, 500),
+)

@@ -48,6 +48,61 @@ func (s *SQLDB) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn
 	if err := checkFilterNames(filter); err != nil {
 		return err
 	}
+	query, args := actualListQuery(filter)
+
+	var chunk []models.ActualLRP
+	var tags []models.ModificationTag
+	// Presence, state and net_info are only looked at, never kept, so
+	// they are read without copying.
+	var presence, state, netInfo, routePorts sql.RawBytes
+	// Integers are read as int64, the type every driver returns: scanning
+	// into an int32 goes through a string conversion in database/sql.
+	var index, crashCount, tagIndex int64
+	scan := func(rows *sql.Rows) error {
+		if len(chunk) == 0 {
+			chunk = make([]models.ActualLRP, allocChunk)
+			tags = make([]models.ModificationTag, allocChunk)
+		}
+		lrp, tag := &chunk[0], &tags[0]
+		chunk, tags = chunk[1:], tags[1:]
+		err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
+			&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
+			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex, &routePorts)
+		if err != nil {
+			return err
+		}
+		lrp.Index, lrp.CrashCount = int32(index), int32(crashCount)
+		lrp.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[string(presence)])
+		lrp.State = models.ActualLRP_State(models.ActualLRP_State_value[string(state)])
+		tag.Index = uint32(tagIndex)
+		lrp.ModificationTag = tag
+		if netInfo != nil {
+			lrp.NetInfo = &models.NetInfo{}
+			if err := proto.Unmarshal(netInfo, lrp.NetInfo); err != nil {
+				return errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
+			}
+		}
+		if routePorts != nil && lrp.NetInfo != nil {
+			ports, err := decodeRoutePorts(routePorts)
+			if err != nil {
+				return errInvalidRecord("actual_lrp %q index %d: route_ports: %v", lrp.ProcessGuid, lrp.Index, err)
+			}
+			lrp.RoutePorts = models.InstanceRoutePorts(ports, lrp.NetInfo)
+		}
+		return fn(lrp)
+	}
+	var err error
+	if filter.Limit > 0 {
+		err = s.eachPageRow(ctx, query, args, scan)
+	} else {
+		err = s.eachRow(ctx, s.conn, query, args, scan)
+	}
+	return asModelError("list actual lrps", err)
+}
+
+// actualListQuery reads the instances filter matches in the list's order,
+// filter.Limit of them at most (0: every one).
+func actualListQuery(filter db.ActualLRPFilter) (string, []any) {
 	var where []string
 	var args []any
 	if filter.Domain != "" {
@@ -82,47 +137,5 @@ func (s *SQLDB) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn
 	if filter.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", filter.Limit)
 	}
-
-	var chunk []models.ActualLRP
-	var tags []models.ModificationTag
-	// Presence, state and net_info are only looked at, never kept, so
-	// they are read without copying.
-	var presence, state, netInfo, routePorts sql.RawBytes
-	// Integers are read as int64, the type every driver returns: scanning
-	// into an int32 goes through a string conversion in database/sql.
-	var index, crashCount, tagIndex int64
-	err := s.eachRow(ctx, s.conn, query, args, func(rows *sql.Rows) error {
-		if len(chunk) == 0 {
-			chunk = make([]models.ActualLRP, allocChunk)
-			tags = make([]models.ModificationTag, allocChunk)
-		}
-		lrp, tag := &chunk[0], &tags[0]
-		chunk, tags = chunk[1:], tags[1:]
-		err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
-			&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
-			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex, &routePorts)
-		if err != nil {
-			return err
-		}
-		lrp.Index, lrp.CrashCount = int32(index), int32(crashCount)
-		lrp.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[string(presence)])
-		lrp.State = models.ActualLRP_State(models.ActualLRP_State_value[string(state)])
-		tag.Index = uint32(tagIndex)
-		lrp.ModificationTag = tag
-		if netInfo != nil {
-			lrp.NetInfo = &models.NetInfo{}
-			if err := proto.Unmarshal(netInfo, lrp.NetInfo); err != nil {
-				return errInvalidRecord("actual_lrp %q index %d: net_info: %v", lrp.ProcessGuid, lrp.Index, err)
-			}
-		}
-		if routePorts != nil && lrp.NetInfo != nil {
-			ports, err := decodeRoutePorts(routePorts)
-			if err != nil {
-				return errInvalidRecord("actual_lrp %q index %d: route_ports: %v", lrp.ProcessGuid, lrp.Index, err)
-			}
-			lrp.RoutePorts = models.InstanceRoutePorts(ports, lrp.NetInfo)
-		}
-		return fn(lrp)
-	})
-	return asModelError("list actual lrps", err)
+	return query, args
 }

@@ -240,10 +240,8 @@ func (s *SQLDB) CellsAfter(ctx context.Context, after string, limit int) ([]*mod
 	if limit <= 0 {
 		return nil, errInvalid("limit", fmt.Sprintf("must be greater than 0, got %d", limit))
 	}
-	cellID := s.dialect.bytewise("cell_id")
-	query := fmt.Sprintf("SELECT cell_id FROM cells WHERE %s > ? ORDER BY %s LIMIT %d", cellID, cellID, limit)
 	var ids []string
-	err := s.eachRow(ctx, s.conn, query, []any{after}, func(rows *sql.Rows) error {
+	err := s.eachPageRow(ctx, s.dialect.cellPageQuery(limit), []any{after}, func(rows *sql.Rows) error {
 		var id string
 		err := rows.Scan(&id)
 		ids = append(ids, id)
@@ -254,6 +252,15 @@ func (s *SQLDB) CellsAfter(ctx context.Context, after string, limit int) ([]*mod
 	}
 	cells, err := s.cellsWithUsage(ctx, ids)
 	return cells, asModelError("list cells", err)
+}
+
+// cellPageQuery reads the ids of the limit cells after a cell id, in
+// byte order. On Postgres cells.cell_id has the database's collation, so
+// no index gives that order and the page sorts the cells after the cursor
+// (a board has thousands at most, each row small).
+func (d dialect) cellPageQuery(limit int) string {
+	cellID := d.bytewise("cell_id")
+	return fmt.Sprintf("SELECT cell_id FROM cells WHERE %s > ? ORDER BY %s LIMIT %d", cellID, cellID, limit)
 }
 
 // cellsWithUsage reads the cells with these ids (every cell when ids is

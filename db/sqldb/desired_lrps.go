@@ -16,6 +16,7 @@ import (
 
 // selectDesiredLRP reads a desired row with its active definition's blob.
 // The join is LEFT so that a row whose definition went missing still shows.
+// It ends with the join's ON condition, which desiredListQuery extends.
 const selectDesiredLRP = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
  d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, r.definition
@@ -24,7 +25,7 @@ const selectDesiredLRP = `SELECT d.process_guid, d.domain, d.instances, d.placem
 
 // selectSchedulingInfo reads plain columns only (and the small autoscaling
 // settings); the resources come from the active definition's row, not its
-// blob.
+// blob. It ends with the join's ON condition, as selectDesiredLRP does.
 const selectSchedulingInfo = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id,
  d.modification_tag_epoch, d.modification_tag_index,
@@ -98,18 +99,9 @@ func collect[Filter, Item any](each func(context.Context, Filter, func(Item) err
 // every row, in process guid order: the guid columns compare as bytes on
 // every dialect (see ConvergenceSnapshot), so SQL's order is the list's. A
 // guid filter is split into IN lists of at most batchSize, taken in guid
-// order, so that the batches' rows follow each other in order too.
+// order, so that the batches' rows follow each other in order too. A
+// filter with a limit is a page (see eachPageRow).
 func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter db.DesiredLRPFilter, scan func(*sql.Rows) error) error {
-	var where []string
-	var args []any
-	if filter.Domain != "" {
-		where = append(where, "d.domain = ?")
-		args = append(args, filter.Domain)
-	}
-	if filter.After != "" {
-		where = append(where, "d.process_guid > ?")
-		args = append(args, filter.After)
-	}
 	guidBatches := [][]string{nil}
 	if len(filter.ProcessGuids) > 0 {
 		guids := uniqueStrings(filter.ProcessGuids)
@@ -118,24 +110,18 @@ func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter
 	}
 	remaining := filter.Limit
 	for _, guids := range guidBatches {
-		clauses, batchArgs := where, args
-		if guids != nil {
-			clauses = append(slices.Clip(where), "d.process_guid IN "+inList(len(guids)))
-			batchArgs = append(slices.Clip(args), stringArgs(guids)...)
-		}
-		query := selectQuery
-		if len(clauses) > 0 {
-			query += " WHERE " + strings.Join(clauses, " AND ")
-		}
-		query += " ORDER BY d.process_guid"
-		if filter.Limit > 0 {
-			query += fmt.Sprintf(" LIMIT %d", remaining)
-		}
+		query, args := desiredListQuery(selectQuery, filter, guids, remaining)
 		read := 0
-		err := s.eachRow(ctx, s.conn, query, batchArgs, func(rows *sql.Rows) error {
+		count := func(rows *sql.Rows) error {
 			read++
 			return scan(rows)
-		})
+		}
+		var err error
+		if filter.Limit > 0 {
+			err = s.eachPageRow(ctx, query, args, count)
+		} else {
+			err = s.eachRow(ctx, s.conn, query, args, count)
+		}
 		if err != nil {
 			return err
 		}
@@ -146,6 +132,70 @@ func (s *SQLDB) eachDesiredBatch(ctx context.Context, selectQuery string, filter
 		}
 	}
 	return nil
+}
+
+// desiredListQuery is selectQuery narrowed by filter's domain and cursor
+// and to guids (none: no guid filter), in process guid order, limit rows
+// at most (0: every row).
+//
+// selectQuery ends with the run_infos join's ON condition, which the
+// cursor bounds too: a row's definitions share its guid, so they are
+// after the cursor as well, and saying so lets a merge join (Postgres's
+// choice once it has statistics) start reading run_infos at the cursor.
+// Without it, each page read the definitions of every LRP before it:
+// 12 ms for a page at the 15,000th of 20,000 LRPs, against 0.6 ms.
+func desiredListQuery(selectQuery string, filter db.DesiredLRPFilter, guids []string, limit int) (string, []any) {
+	query := selectQuery
+	var where []string
+	var args []any
+	if filter.After != "" {
+		query += " AND r.process_guid > ?"
+		args = append(args, filter.After)
+	}
+	if filter.Domain != "" {
+		where = append(where, "d.domain = ?")
+		args = append(args, filter.Domain)
+	}
+	if filter.After != "" {
+		where = append(where, "d.process_guid > ?")
+		args = append(args, filter.After)
+	}
+	if guids != nil {
+		where = append(where, "d.process_guid IN "+inList(len(guids)))
+		args = append(args, stringArgs(guids)...)
+	}
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY d.process_guid"
+	if limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	return query, args
+}
+
+// eachPageRow is eachRow for one page of a list, a query ending ORDER BY
+// the list's key LIMIT n: on a dialect with a pagePlanning statement, it
+// runs in a read-only transaction that runs that statement first.
+func (s *SQLDB) eachPageRow(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
+	planning := s.dialect.pagePlanning()
+	if planning == "" {
+		return s.eachRow(ctx, s.conn, query, args, scan)
+	}
+	tx, err := s.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	// After a commit, a no-op; after a failure, the end of the
+	// transaction, which wrote nothing.
+	defer tx.Rollback()
+	if _, err := s.exec(ctx, tx, planning); err != nil {
+		return err
+	}
+	if err := s.eachRow(ctx, tx, query, args, scan); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // eachRow runs query on q and calls scan for every row.

@@ -3,6 +3,9 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"slices"
+
+	"github.com/corkboard/corkboard/db"
 )
 
 // Seams for the external test package.
@@ -37,3 +40,32 @@ var (
 
 // IsUnreachable is isUnreachable, for its table test.
 var IsUnreachable = isUnreachable
+
+// PagePlanning is the statement a dialect's list pages run first ("" for
+// none), for the spec that explains their plans.
+func PagePlanning(dialectName string) string { return dialect(dialectName).pagePlanning() }
+
+// DesiredPageQuery and the others are the queries of one page of each
+// list, as the store runs them.
+func DesiredPageQuery(filter db.DesiredLRPFilter) (string, []any) {
+	return desiredListQuery(selectDesiredLRP, filter, sortedGuids(filter), filter.Limit)
+}
+
+func SchedulingInfoPageQuery(filter db.DesiredLRPFilter) (string, []any) {
+	return desiredListQuery(selectSchedulingInfo, filter, sortedGuids(filter), filter.Limit)
+}
+
+func sortedGuids(filter db.DesiredLRPFilter) []string {
+	if len(filter.ProcessGuids) == 0 {
+		return nil
+	}
+	guids := uniqueStrings(filter.ProcessGuids)
+	slices.Sort(guids)
+	return guids
+}
+
+func ActualPageQuery(filter db.ActualLRPFilter) (string, []any) { return actualListQuery(filter) }
+
+func CellPageQuery(dialectName string, limit int) string {
+	return dialect(dialectName).cellPageQuery(limit)
+}

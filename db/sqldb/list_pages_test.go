@@ -1,6 +1,7 @@
 package sqldb_test
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -125,6 +126,57 @@ var _ = forEachDialect("reading lists a page at a time", func(b *board) {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(keys(page)).To(Equal([]key{{"a", 1, models.ActualLRP_EVACUATING}}), "after a key, within a filter")
+	})
+
+	It("pages through a domain's and a cell's items across the items of others", func() {
+		// Domains and cells alternate in key order, so each page of a
+		// filtered list skips the others' items between its own.
+		for i, guid := range []string{"c", "d", "e"} {
+			_, err := b.store.DesireLRP(b.ctx, newLRP(guid+"-jobs", "jobs", 1))
+			Expect(err).NotTo(HaveOccurred())
+			b.setState(guid+"-jobs", 0, models.ActualLRP_RUNNING, fmt.Sprintf("cell-%d", i%2))
+		}
+		for i, guid := range guids {
+			b.setState(guid, 1, models.ActualLRP_RUNNING, fmt.Sprintf("cell-%d", i%2))
+		}
+		jobs := []string{"c-jobs", "d-jobs", "e-jobs"}
+		for _, limit := range []int{1, 2, 4} {
+			Expect(desiredPages(db.DesiredLRPFilter{Domain: "jobs"}, limit)).To(Equal(jobs), "pages of %d", limit)
+			Expect(desiredPages(db.DesiredLRPFilter{Domain: "apps"}, limit)).To(Equal(guids), "pages of %d", limit)
+		}
+
+		actualKey := func(l *models.ActualLRP) string { return fmt.Sprintf("%s/%d/%s", l.ProcessGuid, l.Index, l.Presence) }
+		for _, filter := range []db.ActualLRPFilter{{Domain: "jobs"}, {Domain: "apps"}, {CellID: "cell-0"}, {CellID: "cell-1"}, {Domain: "apps", CellID: "cell-1"}} {
+			whole, err := b.store.ActualLRPs(b.ctx, filter)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(whole).NotTo(BeEmpty())
+			var want []string
+			for _, l := range whole {
+				Expect(filter.Domain == "" || l.Domain == filter.Domain).To(BeTrue())
+				Expect(filter.CellID == "" || l.CellId == filter.CellID).To(BeTrue())
+				want = append(want, actualKey(l))
+			}
+			for _, limit := range []int{1, 2, 3} {
+				var read []string
+				paged := filter
+				paged.Limit = limit
+				for pages := 0; ; pages++ {
+					Expect(pages).To(BeNumerically("<", 40), "paging does not end")
+					page, err := b.store.ActualLRPs(b.ctx, paged)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(len(page)).To(BeNumerically("<=", limit))
+					for _, l := range page {
+						read = append(read, actualKey(l))
+					}
+					if len(page) < limit {
+						break
+					}
+					last := page[len(page)-1]
+					paged.After = &db.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
+				}
+				Expect(read).To(Equal(want), "%+v in pages of %d", filter, limit)
+			}
+		}
 	})
 
 	It("pages through cells in byte order, each with the usage Cells gives it", func() {
