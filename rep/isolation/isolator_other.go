@@ -13,22 +13,6 @@ import (
 // Elsewhere than Linux there is no isolation: Auto runs instances as the
 // rep's user, Full refuses.
 
-type Config struct {
-	Mode         Mode
-	UIDs         UIDRange
-	DataDir      string
-	AppsDir      string
-	HideFiles    []string
-	HideDirs     []string
-	MaxProcesses uint64
-	MaxOpenFiles uint64
-}
-
-const (
-	DefaultMaxProcesses = 1024
-	DefaultMaxOpenFiles = 65536
-)
-
 type Isolator struct {
 	mode        Mode
 	unavailable error
