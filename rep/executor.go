@@ -322,6 +322,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		assets:  assets,
 		memory: newMemoryGuard(memoryGuardConfig{
 			Interval: cfg.MemoryCheckInterval, CgroupRoot: cfg.CgroupRoot, Logger: logger,
+			MaxProcesses: iso.MaxProcesses(),
 		}),
 		iso:       iso,
 		ctx:       ctx,

@@ -71,6 +71,9 @@ type memoryGuard struct {
 	// cgroups of their own; "" when they do not, for the reason in
 	// noCgroup. Set once by newMemoryGuard.
 	cgroupParent string
+	// maxProcesses is pids.max of each instance's cgroup; 0 when there is
+	// none to write (no limit asked, or no pids controller there).
+	maxProcesses uint64
 	noCgroup     string
 
 	mu     sync.Mutex
@@ -93,6 +96,12 @@ type memoryGuardConfig struct {
 	CgroupRoot string
 	// Logger may be nil (logs nothing).
 	Logger lager.Logger
+	// MaxProcesses, when above 0, is written as pids.max of each
+	// instance's cgroup v2 where the pids controller is enabled for the
+	// children of the rep's cgroup: isolated instances' process limit on
+	// a cgroup v2 host (a hybrid host enforces it in its v1 pids
+	// controller instead, see rep/isolation).
+	MaxProcesses uint64
 
 	// selfCgroup is the file that names the rep's own cgroup; "" means
 	// /proc/self/cgroup. Tests point it at a fake.
@@ -130,7 +139,10 @@ func newMemoryGuard(cfg memoryGuardConfig) *memoryGuard {
 		g.logger.Info("using-watchdog", lager.Data{"why_no_cgroups": g.noCgroup, "interval": g.interval.String()})
 	} else {
 		g.cgroupParent = parent
-		g.logger.Info("using-cgroups", lager.Data{"parent": parent})
+		if cfg.MaxProcesses > 0 && cgroupControllerEnabled(parent, "pids") {
+			g.maxProcesses = cfg.MaxProcesses
+		}
+		g.logger.Info("using-cgroups", lager.Data{"parent": parent, "pids_max": g.maxProcesses})
 	}
 	go g.watchdog()
 	return g
@@ -186,7 +198,7 @@ func (g *memoryGuard) Watch(instanceGuid string, pgid int, limitMB int32) (*memo
 	}
 
 	if g.cgroupParent != "" {
-		dir, err := createInstanceCgroup(g.cgroupParent, instanceGuid, pgid, w.limitBytes)
+		dir, err := createInstanceCgroup(g.cgroupParent, instanceGuid, pgid, w.limitBytes, g.maxProcesses)
 		if err == nil {
 			w.cgroupDir = dir
 			w.mechanism = "cgroup v2 memory.max"

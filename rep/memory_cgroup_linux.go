@@ -92,10 +92,18 @@ func ownCgroup(selfCgroupFile string) (string, error) {
 	return "", fmt.Errorf("%s has no cgroup v2 line (0::/path)", selfCgroupFile)
 }
 
+// cgroupControllerEnabled reports whether controller is enabled for the
+// children of the cgroup dir (listed in its cgroup.subtree_control).
+func cgroupControllerEnabled(dir, controller string) bool {
+	subtree, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+	return err == nil && slices.Contains(strings.Fields(string(subtree)), controller)
+}
+
 // createInstanceCgroup makes parent/corkboard-<instanceGuid> with a limit
-// of limitBytes and moves the process pgid into it. On an error it leaves
-// nothing behind and the process where it was.
-func createInstanceCgroup(parent, instanceGuid string, pgid int, limitBytes int64) (dir string, err error) {
+// of limitBytes, and of maxProcesses processes unless it is 0, and moves
+// the process pgid into it. On an error it leaves nothing behind and the
+// process where it was.
+func createInstanceCgroup(parent, instanceGuid string, pgid int, limitBytes int64, maxProcesses uint64) (dir string, err error) {
 	if instanceGuid == "" || strings.ContainsAny(instanceGuid, "/\x00") || instanceGuid == "." || instanceGuid == ".." {
 		return "", fmt.Errorf("instance guid %q cannot name a cgroup", instanceGuid)
 	}
@@ -130,7 +138,12 @@ func createInstanceCgroup(parent, instanceGuid string, pgid int, limitBytes int6
 	if err := writeCgroupFileIfPresent(dir, "memory.oom.group", "1"); err != nil {
 		return "", err
 	}
-	// Last, so the process is never in the cgroup before its limit is.
+	if maxProcesses > 0 {
+		if err := writeCgroupFile(dir, "pids.max", strconv.FormatUint(maxProcesses, 10)); err != nil {
+			return "", err
+		}
+	}
+	// Last, so the process is never in the cgroup before its limits are.
 	if err := writeCgroupFile(dir, "cgroup.procs", strconv.Itoa(pgid)); err != nil {
 		return "", err
 	}

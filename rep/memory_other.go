@@ -13,7 +13,9 @@ func detectMemoryCgroup(root, selfCgroupFile string) (string, error) {
 	return "", errNoCgroups
 }
 
-func createInstanceCgroup(parent, instanceGuid string, pgid int, limitBytes int64) (string, error) {
+func cgroupControllerEnabled(dir, controller string) bool { return false }
+
+func createInstanceCgroup(parent, instanceGuid string, pgid int, limitBytes int64, maxProcesses uint64) (string, error) {
 	return "", errNoCgroups
 }
 

@@ -473,6 +473,44 @@ var _ = Describe("memory guard", func() {
 			Expect(guard.Passes()).To(BeZero())
 		})
 
+		It("limits an instance's processes in its cgroup (pids.max) when asked and the pids controller is enabled, and only then", func() {
+			for _, c := range []struct {
+				subtree      string
+				maxProcesses uint64
+				pidsMax      string // "" for none written
+			}{
+				{"cpu memory pids", 1024, "1024"},
+				{"cpu memory", 1024, ""},   // no pids controller for the children
+				{"cpu memory pids", 0, ""}, // no limit asked (instances not isolated)
+			} {
+				fakeTree(c.subtree)
+				logger = lagertest.NewTestLogger("rep")
+				guard := rep.NewMemoryGuardWithSelfCgroup(rep.MemoryGuardConfig{
+					Interval: testMemoryInterval, CgroupRoot: root, Logger: logger, MaxProcesses: c.maxProcesses,
+				}, selfCgroup)
+				h := startHog(memhogPath, "-mb", "0")
+				w, err := guard.Watch("guid-1", h.pgid, 64)
+				Expect(err).NotTo(HaveOccurred())
+				cgroup := filepath.Join(own, "corkboard-guid-1")
+				Expect(w.CgroupDir()).To(Equal(cgroup))
+				pidsMax, err := os.ReadFile(filepath.Join(cgroup, "pids.max"))
+				if c.pidsMax == "" {
+					Expect(err).To(MatchError(os.ErrNotExist), "%+v", c)
+				} else {
+					Expect(err).NotTo(HaveOccurred(), "%+v", c)
+					Expect(string(pidsMax)).To(Equal(c.pidsMax), "%+v", c)
+				}
+				// rmdir takes a real cgroup's files with it; here the test does.
+				entries, err := os.ReadDir(cgroup)
+				Expect(err).NotTo(HaveOccurred())
+				for _, e := range entries {
+					Expect(os.Remove(filepath.Join(cgroup, e.Name()))).To(Succeed())
+				}
+				w.Stop()
+				guard.Close()
+			}
+		})
+
 		It("falls back to the watchdog when the root is not a cgroup v2 mount", func() {
 			fakeTree("cpu memory pids")
 			Expect(os.Remove(filepath.Join(root, "cgroup.controllers"))).To(Succeed())

@@ -86,6 +86,17 @@ func (iso *Isolator) PidsLimit() string {
 	return fmt.Sprintf("RLIMIT_NPROC %d (no pids cgroup: %s)", iso.cfg.MaxProcesses, iso.pidsIssue)
 }
 
+// MaxProcesses is how many processes an isolated instance may have, or 0
+// when instances are not isolated. RLIMIT_NPROC and a cgroup v1 pids
+// controller enforce it here; on a cgroup v2 host the rep's memory guard
+// writes it as the instance cgroup's pids.max.
+func (iso *Isolator) MaxProcesses() uint64 {
+	if iso.mode != Full {
+		return 0
+	}
+	return iso.cfg.MaxProcesses
+}
+
 // Unavailable says why this host cannot isolate instances (in Auto mode
 // on such a host); nil otherwise.
 func (iso *Isolator) Unavailable() error { return iso.unavailable }

@@ -37,6 +37,8 @@ func (iso *Isolator) Unavailable() error { return iso.unavailable }
 func (iso *Isolator) Mode() Mode        { return iso.mode }
 func (iso *Isolator) PidsLimit() string { return "none" }
 
+func (iso *Isolator) MaxProcesses() uint64 { return 0 }
+
 type Identity struct{ UID, GID uint32 }
 
 func (iso *Isolator) Acquire(string, string) (*Identity, error) { return nil, nil }
