@@ -50,20 +50,6 @@ var _ = Describe("Executor setup", func() {
 		return def
 	}
 
-	readPid := func(path string) int {
-		GinkgoHelper()
-		var pid int
-		Eventually(func() error {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
-			return err
-		}).Should(Succeed())
-		return pid
-	}
-
 	It("runs before the action, in the instance's directory, its output in the instance's log", func() {
 		_, err := executor.Run(spec("setup-ok", withSetup("echo preparing; pwd; touch prepared")))
 		Expect(err).NotTo(HaveOccurred())
@@ -123,30 +109,38 @@ var _ = Describe("Executor setup", func() {
 	})
 
 	It("is killed when the start is cancelled or the executor shuts down", func() {
+		// Each setup's sleep has a length of its own, by which the host's
+		// /proc finds it: an isolated setup's $$ is a pid of its own PID
+		// namespace, which names another process (or none) on the host.
+		cancelledSleep := "sleep 61." + strconv.Itoa(os.Getpid())
+		shutDownSleep := "sleep 62." + strconv.Itoa(os.Getpid())
 		errs := make(chan error, 2)
 		go func() {
-			_, err := executor.Run(spec("setup-cancelled", withSetup("echo $$ > setup.pid; sleep 60")))
+			_, err := executor.Run(spec("setup-cancelled", withSetup(cancelledSleep)))
 			errs <- err
 		}()
 		go func() {
-			_, err := executor.Run(spec("setup-shut-down", withSetup("echo $$ > setup.pid; sleep 60")))
+			_, err := executor.Run(spec("setup-shut-down", withSetup(shutDownSleep)))
 			errs <- err
 		}()
-		cancelled := readPid(filepath.Join(instanceDir("setup-cancelled"), "setup.pid"))
-		shutDown := readPid(filepath.Join(instanceDir("setup-shut-down"), "setup.pid"))
+		running := func(command string) func() []string {
+			return func() []string { return hostCommands(command) }
+		}
+		Eventually(running(cancelledSleep)).ShouldNot(BeEmpty())
+		Eventually(running(shutDownSleep)).ShouldNot(BeEmpty())
 
 		executor.CancelStart("setup-cancelled")
 		var err error
 		Eventually(errs).Should(Receive(&err))
 		Expect(err).To(MatchError("setup stopped: the start was cancelled"))
 		Expect(err).To(MatchError(context.Canceled))
-		Eventually(func() bool { return groupGone(cancelled) }).Should(BeTrue())
-		Expect(processGone(shutDown)).To(BeFalse())
+		Eventually(running(cancelledSleep)).Should(BeEmpty())
+		Expect(running(shutDownSleep)()).NotTo(BeEmpty())
 
 		executor.Shutdown()
 		Eventually(errs).Should(Receive(&err))
 		Expect(err).To(MatchError("setup stopped: the executor is shutting down"))
-		Eventually(func() bool { return groupGone(shutDown) }).Should(BeTrue())
+		Eventually(running(shutDownSleep)).Should(BeEmpty())
 	})
 
 	It("takes its share of the start timeout, which counts from the start of Run", func() {
