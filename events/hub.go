@@ -94,6 +94,9 @@ type Hub struct {
 	done chan struct{}
 	// log backs the ring, nil for a hub that numbers events itself.
 	log Log
+	// advanced is closed, and replaced, whenever events are appended:
+	// CatchUp waits on it.
+	advanced chan struct{}
 }
 
 // Option configures a Hub.
@@ -122,6 +125,7 @@ func NewHub(opts ...Option) *Hub {
 	h := &Hub{
 		subscribers: map[*Subscription]struct{}{},
 		done:        make(chan struct{}),
+		advanced:    make(chan struct{}),
 	}
 	for _, opt := range opts {
 		opt(h)
@@ -179,6 +183,40 @@ func (h *Hub) appendLocked(events []Event) {
 	}
 	for s := range h.subscribers {
 		s.wakeUp()
+	}
+	close(h.advanced)
+	h.advanced = make(chan struct{})
+}
+
+// CatchUp returns once the hub has published every event its log held
+// when it was called — so every subscriber of this board has it queued —
+// or ctx's error. A hub without a log publishes as it is told: nothing to
+// wait for. The board answers a call that makes an instance unroutable
+// only after it (see handlers' startActualLRP): a database that freezes
+// between the write and the tailer's read must not leave this board's
+// routers sending requests to an instance its rep already stops.
+func (h *Hub) CatchUp(ctx context.Context) error {
+	if h.log == nil {
+		return nil
+	}
+	_, last, err := h.log.EventLogBounds(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		h.mu.RLock()
+		published, advanced := h.next-1, h.advanced
+		h.mu.RUnlock()
+		if published >= last {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-h.done:
+			return errors.New("the event hub is closed")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -11,7 +12,7 @@ import (
 // event stream (see serveEvents).
 func endpoints(store db.DB, o options) []endpoint {
 	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge, planRollout: o.planRollout,
-		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts}
+		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts, hub: o.hub}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -68,6 +69,9 @@ type storeHandlers struct {
 	planRollout RolloutPlanner
 	// allowLinkLocalAssetHosts: see WithLinkLocalAssetHosts.
 	allowLinkLocalAssetHosts bool
+	// hub is the board's event hub (nil: no events served), which an
+	// unroutable start waits for (see startActualLRP).
+	hub *events.Hub
 }
 
 // checkAssetHosts refuses a definition whose asset URLs name link-local

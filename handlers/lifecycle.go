@@ -40,6 +40,21 @@ func (h *storeHandlers) startActualLRP(ctx context.Context, req *models.StartAct
 	if err != nil {
 		return nil, err
 	}
+	if !routable && h.hub != nil {
+		// The rep stops the instance once this answers: routers following
+		// this board must have been handed the event first. The store
+		// answered once the event is in the log; should the database
+		// freeze before this board's tailer read it, the rep hears
+		// Unavailable, asks again, and the instance serves on meanwhile.
+		if err := h.hub.CatchUp(ctx); err != nil {
+			if models.IsErrorType(err, models.Error_Unavailable) {
+				return nil, err
+			}
+			return nil, models.NewError(models.Error_Unavailable,
+				"actual LRP %s/%d is unroutable in the log, but this board's event subscribers were not yet given it: %v",
+				req.GetProcessGuid(), req.GetIndex(), err)
+		}
+	}
 	return &models.ActualLRPLifecycleResponse{ActualLrp: lrp}, nil
 }
 
