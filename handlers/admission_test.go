@@ -183,14 +183,14 @@ var _ = Describe("Admission", func() {
 	})
 
 	Describe("of cells' calls", func() {
-		It("takes the cells' calls to be exactly the routes only cells may call", func() {
-			var cellRoutes []string
-			for _, route := range handlers.PolicyRoutes() {
-				if models.IsCellRoute(route) {
-					cellRoutes = append(cellRoutes, route)
-				}
-			}
-			Expect(cellRoutes).To(ConsistOf(handlers.CellsOnlyRoutes()))
+		It("takes the cells' calls to be exactly the routes only cells may call: presence, report, lifecycle, occupancy", func() {
+			cellRoutes := handlers.CellsOnlyRoutes()
+			Expect(cellRoutes).To(ConsistOf(
+				models.RouteRegisterCell, models.RouteBulkReport,
+				models.RouteClaimActualLRP, models.RouteStartActualLRP, models.RouteCrashActualLRP,
+				models.RouteFailActualLRP, models.RouteRemoveActualLRP, models.RouteEvacuateActualLRP,
+				models.RouteReportOccupancy,
+			))
 			Expect(cellRoutes).To(ContainElements(models.RouteRegisterCell, models.RouteBulkReport, models.RouteReportOccupancy))
 		})
 

@@ -148,6 +148,14 @@ func cellsOnly(rule cellRule) access {
 	return access{cell: rule}
 }
 
+// onlyCells says a's route is one of a cell's own calls — its presence
+// (register, heartbeat), bulk report, instances' lifecycle, occupancy —
+// which only cells may make: the calls the board keeps room for that API
+// clients cannot use (see cellCall).
+func (a access) onlyCells() bool {
+	return !a.anyone && !a.apiClient && !a.operator
+}
+
 var everyCell = cellRule{anyCell: true}
 
 // ownCell is the rule "for itself", cellID being where a request of type R

@@ -78,7 +78,7 @@ func readBody(w http.ResponseWriter, r *http.Request, c codec, msg proto.Message
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return models.ErrInvalidField("request body", fmt.Sprintf("larger than the limit of %d bytes", tooLarge.Limit))
+			return bodyTooLarge()
 		}
 		return models.ErrInvalidField("request body", err.Error())
 	}

@@ -47,7 +47,7 @@ func StreamPage() int { return streamPage }
 func CellsOnlyRoutes() []string {
 	var routes []string
 	for route, rule := range routePolicy {
-		if !rule.anyone && !rule.apiClient && !rule.operator {
+		if rule.onlyCells() {
 			routes = append(routes, route)
 		}
 	}

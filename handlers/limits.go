@@ -66,7 +66,7 @@ func clientOf(r *http.Request, who caller) string {
 // — or by anyone in development mode, where no certificate says who
 // calls (and a board that requires certificates refuses the call anyway).
 func cellCall(route string, who caller) bool {
-	if !models.IsCellRoute(route) {
+	if !routePolicy[route].onlyCells() {
 		return false
 	}
 	if who.certificate != nil {

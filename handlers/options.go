@@ -199,8 +199,9 @@ func WithMaxRequestsInFlight(max int) Option {
 }
 
 // WithReservedForCells keeps reserved of the requests in flight for
-// cells' own calls (models.IsCellRoute, from a cell's certificate with
-// TLS): API clients are refused once only those are left. 0 reserves
+// cells' own calls (the routes only cells may call in the policy table,
+// from a cell's certificate with TLS): API clients are refused once only
+// those are left. 0 reserves
 // none; values < 0 keep the default. A reservation of every place
 // becomes a fifth of them.
 func WithReservedForCells(reserved int) Option {

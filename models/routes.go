@@ -57,26 +57,6 @@ const (
 	RouteEvents = "/v1/events"
 )
 
-// cellRoutes are the calls a rep makes for its own cell: its presence
-// (register, heartbeat), its bulk report and its instances' lifecycle and
-// occupancy. The board keeps room for them that API clients cannot use,
-// so that no flood of API calls stops a heartbeat.
-var cellRoutes = map[string]bool{
-	RouteRegisterCell:      true,
-	RouteBulkReport:        true,
-	RouteClaimActualLRP:    true,
-	RouteStartActualLRP:    true,
-	RouteCrashActualLRP:    true,
-	RouteFailActualLRP:     true,
-	RouteRemoveActualLRP:   true,
-	RouteEvacuateActualLRP: true,
-	RouteReportOccupancy:   true,
-}
-
-// IsCellRoute says whether route is one of a cell's own calls (see
-// cellRoutes).
-func IsCellRoute(route string) bool { return cellRoutes[route] }
-
 // Content types the API speaks. A request is answered in its own type.
 const (
 	ContentTypeProtobuf = "application/x-protobuf"
