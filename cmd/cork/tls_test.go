@@ -191,23 +191,7 @@ var _ = Describe("cork with TLS", func() {
 		cellTLS, err := files("cell-a").ClientConfig()
 		Expect(err).NotTo(HaveOccurred())
 		cell := client.NewCellClient(board, "cell-a", client.WithTLSConfig(cellTLS))
-		ctx := context.Background()
-		_, err = cell.RegisterCell(ctx, &models.Cell{
-			CellId: "cell-a", RepUrl: impostor.URL, Zone: "z1",
-			Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(0)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(rows).To(HaveLen(1))
-		version := db.RowVersion{
-			Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
-			State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
-		}
-		_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: "cell-a"}}})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0"})
-		Expect(err).NotTo(HaveOccurred())
+		claimOnCellA(store, cell, impostor.URL)
 
 		r = cork(operatorEnv(), "logs", "hello/0")
 		Expect(r.code).To(Equal(1), r.stderr)
@@ -243,23 +227,7 @@ var _ = Describe("cork with TLS", func() {
 		repServer.StartTLS()
 		DeferCleanup(repServer.Close)
 
-		ctx := context.Background()
-		_, err = cell.RegisterCell(ctx, &models.Cell{
-			CellId: "cell-a", RepUrl: repServer.URL, Zone: "z1",
-			Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(0)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(rows).To(HaveLen(1))
-		version := db.RowVersion{
-			Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
-			State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
-		}
-		_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: "cell-a"}}})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0"})
-		Expect(err).NotTo(HaveOccurred())
+		claimOnCellA(store, cell, repServer.URL)
 		_, err = executor.Run(rep.InstanceSpec{
 			ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0",
 			Definition: &models.LRPDefinition{
@@ -283,4 +251,28 @@ func withoutTLSEnv(env []string) []string {
 		}
 	}
 	return kept
+}
+
+// claimOnCellA registers cell-a (its rep at repURL), places hello/0 there
+// as a pass would, and claims it as instance ig-0, so that the board names
+// cell-a's rep as where hello/0's log is.
+func claimOnCellA(store *sqldb.SQLDB, cell *client.CellClient, repURL string) {
+	GinkgoHelper()
+	ctx := context.Background()
+	_, err := cell.RegisterCell(ctx, &models.Cell{
+		CellId: "cell-a", RepUrl: repURL, Zone: "z1",
+		Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(0)})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(rows).To(HaveLen(1))
+	version := db.RowVersion{
+		Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
+		State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
+	}
+	_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: "cell-a"}}})
+	Expect(err).NotTo(HaveOccurred())
+	_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0"})
+	Expect(err).NotTo(HaveOccurred())
 }
