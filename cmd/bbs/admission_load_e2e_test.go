@@ -213,28 +213,36 @@ func desireInParallel(api *client.Client, domain string, n, annotation int) {
 // trickleBody keeps a connection from ip sending a desire's body a byte a
 // second, opening another when the board closes it, until ctx ends.
 func trickleBody(ctx context.Context, address, ip string, opened *atomic.Int64) {
-	for ctx.Err() == nil {
-		conn, err := dialFrom(ctx, ip, address)
-		if err != nil {
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		opened.Add(1)
-		stop := context.AfterFunc(ctx, func() { conn.Close() })
-		_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: board\r\nContent-Type: %s\r\nContent-Length: 4096\r\n\r\n", models.RouteDesireDesiredLRP, models.ContentTypeJSON)
-		for err == nil && ctx.Err() == nil {
-			_, err = conn.Write([]byte{' '})
-			sleep(ctx, time.Second)
-		}
-		stop()
-		conn.Close()
-	}
+	holdConnections(ctx, address, ip, opened, func(conn net.Conn) error {
+		_, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: board\r\nContent-Type: %s\r\nContent-Length: 4096\r\n\r\n", models.RouteDesireDesiredLRP, models.ContentTypeJSON)
+		return err
+	}, func(conn net.Conn) error {
+		_, err := conn.Write([]byte{' '})
+		return err
+	})
 }
 
 // readSlowly keeps a connection from ip reading a whole list a kilobyte a
 // second, asking again when the board closes it, until ctx ends.
 func readSlowly(ctx context.Context, address, ip, body string, opened *atomic.Int64) {
 	buf := make([]byte, 1024)
+	holdConnections(ctx, address, ip, opened, func(conn net.Conn) error {
+		// A small receive buffer, as a reader far away has: the board's
+		// writes stand once it and the board's send buffer are full.
+		conn.(*net.TCPConn).SetReadBuffer(4096) //nolint:errcheck // best effort
+		_, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: board\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", models.RouteDesiredLRPs, models.ContentTypeJSON, len(body), body)
+		return err
+	}, func(conn net.Conn) error {
+		_, err := conn.Read(buf)
+		return err
+	})
+}
+
+// holdConnections keeps one connection from ip to address open until ctx
+// ends: it dials (counting each connection in opened), starts a request,
+// then takes one step a second until a step fails (the board closed it),
+// and dials again.
+func holdConnections(ctx context.Context, address, ip string, opened *atomic.Int64, start, step func(net.Conn) error) {
 	for ctx.Err() == nil {
 		conn, err := dialFrom(ctx, ip, address)
 		if err != nil {
@@ -243,12 +251,9 @@ func readSlowly(ctx context.Context, address, ip, body string, opened *atomic.In
 		}
 		opened.Add(1)
 		stop := context.AfterFunc(ctx, func() { conn.Close() })
-		// A small receive buffer, as a reader far away has: the board's
-		// writes stand once it and the board's send buffer are full.
-		conn.(*net.TCPConn).SetReadBuffer(4096) //nolint:errcheck // best effort
-		_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: board\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", models.RouteDesiredLRPs, models.ContentTypeJSON, len(body), body)
+		err = start(conn)
 		for err == nil && ctx.Err() == nil {
-			_, err = conn.Read(buf)
+			err = step(conn)
 			sleep(ctx, time.Second)
 		}
 		stop()
