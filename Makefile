@@ -75,5 +75,11 @@ generate:
 bench: build
 	hack/bench.sh
 
+# bench-compare OLD=<commit>: peer and converge, this tree against OLD,
+# alternated in one run (ROUNDS, default 2); see hack/bench-compare.sh.
+.PHONY: bench-compare
+bench-compare:
+	hack/bench-compare.sh
+
 clean:
 	rm -rf $(BIN)
