@@ -189,15 +189,16 @@ func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, insta
 	return ro
 }
 
-// storedStrategy resolves d's stored strategy at instances. One that no
-// longer validates (the API checks it on the way in) falls back to every
-// default.
-func storedStrategy(d *db.DesiredSchedule, instances int32) RolloutStrategy {
-	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
-	if err != nil {
-		strategy, _ = ResolveRolloutStrategy(instances, nil)
-	}
-	return strategy
+// storedStrategy resolves d's stored strategy at instances
+// (models.StoredRolloutStrategy).
+func storedStrategy(d *db.DesiredSchedule, instances int32) models.RolloutStrategy {
+	return models.StoredRolloutStrategy(instances, d.UpdateStrategy)
+}
+
+// ResolveRolloutStrategy is models.ResolveRolloutStrategy, for the dry run
+// (rollout_plan.go), which calls it by this name.
+func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (models.RolloutStrategy, error) {
+	return models.ResolveRolloutStrategy(instances, s)
 }
 
 // wantedSlots gathers the ORDINARY, SUSPECT and RETIRING rows of indices

@@ -20,7 +20,7 @@ type rolloutLRP struct {
 	d        *db.DesiredSchedule
 	record   *db.RolloutRow
 	defs     []db.DefinitionRow
-	strategy RolloutStrategy
+	strategy models.RolloutStrategy
 	// step is PlanRolloutStep's decision, by index: the replacement that
 	// starts at each index this pass (started), and the RETIRING rows told
 	// to stop (stopping).
@@ -450,8 +450,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			Reason:       "rolling to " + d.ActiveDefinitionID,
 			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now,
 		}
-	case rec.State == models.RolloutStatus_PROGRESSING || rec.State == models.RolloutStatus_HOLDING ||
-		(rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0):
+	case models.RolloutUnderWay(rec.State, rec.FinishedAt):
 		deadlineFrom, deadlineRuns := ro.deadlineFrom(rec, instances, p.now)
 		switch {
 		case done:
@@ -512,10 +511,11 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		next.UpdatedInstances = ro.updated
 		next.InFlight = ro.step.InFlight
 	}
-	if next.State == models.RolloutStatus_PROGRESSING || (next.State == models.RolloutStatus_REVERTED && next.FinishedAt == 0) {
+	if models.RolloutDeadlineRuns(next.State, next.FinishedAt, next.Stage) {
 		// The deadline counts from the progress this pass recorded (or
 		// the start of a new or reverted rollout), not only from the last
-		// one stored; a staged phase's from when its share last grew.
+		// one stored; a staged phase's from when its share last grew, and
+		// not while it waits for its share to grow (deadlineFrom).
 		if from, runs := ro.deadlineFrom(&next, instances, p.now); runs {
 			p.wakeAt(from + int64(deadline))
 		}

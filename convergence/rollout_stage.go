@@ -74,7 +74,7 @@ func (p *planner) newStagedPhase(ro *rolloutLRP, instances int32) *stagedPhase {
 	if rec == nil || rec.Stage == nil || rec.DefinitionID != d.ActiveDefinitionID {
 		return nil
 	}
-	if rec.State != models.RolloutStatus_PROGRESSING && rec.State != models.RolloutStatus_HOLDING {
+	if !models.RolloutAdvancing(rec.State) {
 		return nil
 	}
 	share := models.StageShare(rec.Stage, p.now)

@@ -132,7 +132,7 @@ func (s *SQLDB) lockStagedRollout(ctx context.Context, tx *sql.Tx, processGuid s
 		// a phase of a definition that is no longer rolling out.
 		return nil, models.NewError(models.Error_InvalidStateTransition,
 			"%s: its staged rollout is to %s, but the active definition is %s", none, rec.DefinitionID, desired.ActiveDefinitionId)
-	case rec.State != models.RolloutStatus_PROGRESSING && rec.State != models.RolloutStatus_HOLDING:
+	case !models.RolloutAdvancing(rec.State):
 		return nil, models.NewError(models.Error_InvalidStateTransition,
 			"%s: its staged rollout to %s is %s, not PROGRESSING or HOLDING", none, rec.DefinitionID, rec.State)
 	}

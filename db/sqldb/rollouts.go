@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -29,13 +28,6 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 //
 // Each of those writes emits rollout_changed with the status as
 // rolloutStatus builds it, which is also what RolloutStatus answers.
-
-// defaultProgressDeadline is how long a rollout may go without an index
-// completing when the LRP's update strategy leaves progress_deadline_ms
-// at 0. It must equal convergence.DefaultProgressDeadline, which fails the
-// rollout: db cannot import the planner, so the default is repeated here
-// for deadline_at.
-const defaultProgressDeadline = 10 * time.Minute
 
 // rolloutColumnList is the record's columns (table alias o) in the order
 // scanRollout reads them. stage (migration 0008) is NULL unless the
@@ -178,10 +170,9 @@ func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string
 // instances per definition as they are now, and activeOrdinary the
 // ORDINARY ones of them on the active definition.
 //
-// deadline_at is progress_at plus the strategy's progress deadline while
-// the rollout still moves: PROGRESSING, or REVERTED and not finished. A
-// paused staged phase does not move: its deadline does not run (a resume
-// shifts progress_at by the paused time), so deadline_at is 0 meanwhile.
+// deadline_at is progress_at plus the progress deadline of the strategy as
+// the planner resolves it (models.StoredRolloutStrategy) while the
+// deadline runs (models.RolloutDeadlineRuns), else 0.
 //
 // A staged record's stage comes with its computed fields at now (see
 // stageStatus).
@@ -202,24 +193,14 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.InFlight = rec.InFlight
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
 	status.OperationId = rec.OperationID
-	moving := rec.State == models.RolloutStatus_PROGRESSING && !rec.Stage.GetPaused() ||
-		rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0
-	if desired != nil && moving {
-		status.DeadlineAt = rec.ProgressAt + int64(progressDeadline(desired.UpdateStrategy))
+	if desired != nil && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
+		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
+		status.DeadlineAt = rec.ProgressAt + int64(deadline)
 	}
 	if rec.Stage != nil {
 		status.Stage = stageStatus(rec.Stage, status.Instances, activeOrdinary, now)
 	}
 	return status
-}
-
-// progressDeadline is the strategy's progress deadline, the default when
-// unset (see defaultProgressDeadline).
-func progressDeadline(strategy *models.UpdateStrategy) time.Duration {
-	if ms := strategy.GetProgressDeadlineMs(); ms > 0 {
-		return models.Millis(ms)
-	}
-	return defaultProgressDeadline
 }
 
 // definitionInstances counts the LRP's rows per definition — every
