@@ -465,8 +465,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 				ro.outcome.end(models.Operation_ERROR, next.Reason)
 			}
 		case ro.phase != nil && ro.phase.pause != "":
-			next.Stage = ro.phase.pausedStage(p.now, ro.phase.pause)
-			next.Reason = ro.phase.pause
+			ro.phase.crashPause(&next, d.ActiveDefinitionID, p.now)
 			ro.outcome.note(ro.phase.pause)
 		case ro.updated > rec.UpdatedInstances:
 			next.ProgressAt = p.now
