@@ -4,8 +4,8 @@ import "time"
 
 // Defaults of an UpdateStrategy field left empty or zero (DESIGN §5).
 const (
-	DefaultProgressDeadline = 10 * time.Minute
-	DefaultHistoryLimit     = 10
+	DefaultProgressDeadline       = 10 * time.Minute
+	DefaultHistoryLimit     int32 = 10
 )
 
 // RolloutStrategy is a DesiredLRP's UpdateStrategy resolved against its
