@@ -52,12 +52,12 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 
 	all := rows
 	rows, validation := withoutValidation(rows)
-	var held heldIndices
+	var covered coveredIndices
 	idleExtrasKept := int32(0)
 	if d.Autoscaling.IsEnabled() {
 		d = p.autoscale(d, rows)
-		rows, held = p.holdIndices(d, rows)
-		idleExtrasKept = p.unservedIndices(d, rows, held)
+		rows, covered = p.coverIndices(d, rows)
+		idleExtrasKept = p.unservedIndices(d, rows, covered)
 	}
 	instances := max(d.Instances, 0)
 	p.placer.beginLRP()
@@ -70,14 +70,14 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	var slots []indexRows
 	if record := p.rollouts[d.ProcessGuid]; needsRollout(d, record, rows) {
 		ro = p.newRollout(d, record, instances)
-		ro.held = held
+		ro.covered = covered
 		slots = wantedSlots(rows[first:], instances)
 		p.planRollout(ro, slots)
 	}
 	i := first
 	for index := int32(0); index < instances; index++ {
-		if held[index] {
-			continue // its rows are gone from rows: see holdIndices
+		if covered[index] {
+			continue // its rows are gone from rows: see coverIndices
 		}
 		var ord, sus, evac *row
 		for ; i < len(rows) && rows[i].Index == index; i++ {

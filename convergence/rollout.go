@@ -36,11 +36,11 @@ type rolloutLRP struct {
 	// phase is the staged phase the rollout is in, nil when it is not
 	// staged (rollout_stage.go).
 	phase *stagedPhase
-	// held are the indices an occupied instance above the count stands
+	// covered are the indices an occupied instance above the count stands
 	// for (autoscale_plan.go): they count as serving, roll nothing, and do
 	// not keep the rollout from completing; the stand-in's own successor
 	// starts on the active definition once it is idle.
-	held heldIndices
+	covered coveredIndices
 	// reverting: this pass fails the rollout and re-activates the healthy
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
@@ -147,7 +147,7 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		}
 		p.promoteBack(ro, slot)
 		x := RolloutIndex{Index: slot.index, Current: true}
-		if ro.held[slot.index] {
+		if ro.covered[slot.index] {
 			x.Serving = true
 			indices = append(indices, x)
 			continue
@@ -407,7 +407,7 @@ type indexRows struct {
 }
 
 // finishRollout writes the LRP's rollout record when this pass changes
-// what it holds, and deletes the definitions cleanup no longer keeps. rows
+// what it records, and deletes the definitions cleanup no longer keeps. rows
 // are all the LRP's rows (any index, presence, state).
 func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	d, rec := ro.d, ro.record
@@ -420,7 +420,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		write.ExpectModificationIndex = rec.ModificationIndex
 	}
 	deadline := ro.strategy.ProgressDeadline
-	done := ro.outdated == 0 && ro.updated+int32(len(ro.held)) == instances && ro.retiringKept == 0
+	done := ro.outdated == 0 && ro.updated+int32(len(ro.covered)) == instances && ro.retiringKept == 0
 
 	switch {
 	case rec == nil || rec.DefinitionID != d.ActiveDefinitionID || rec.State == models.RolloutStatus_NONE:
