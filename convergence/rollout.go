@@ -308,8 +308,7 @@ func (p *planner) revertsNow(ro *rolloutLRP, instances int32) bool {
 	if from, runs := ro.deadlineFrom(rec, instances, p.now); !runs || p.now-from < int64(ro.strategy.ProgressDeadline) {
 		return false
 	}
-	healthy := d.HealthyDefinitionID
-	return ro.strategy.AutoRevert && healthy != "" && healthy != d.ActiveDefinitionID
+	return ro.strategy.AutoRevert && models.Abortable(d.ActiveDefinitionID, d.HealthyDefinitionID)
 }
 
 // retiringGone deletes the RETIRING row r of a wanted index, and reports

@@ -107,12 +107,13 @@ func newerDefinition(a, b *DefinitionSummary) bool {
 	return a.DefinitionId > b.DefinitionId
 }
 
-// Abortable reports whether the LRP's rollout can be aborted: it has a
-// healthy definition other than its active one to go back to. Canceling
-// an operation that changes the definition aborts its rollout only then.
-func Abortable(lrp *DesiredLRP) bool {
-	healthy := lrp.GetHealthyDefinitionId()
-	return healthy != "" && healthy != lrp.GetActiveDefinitionId()
+// Abortable reports whether the rollout of an LRP whose active and healthy
+// definitions are activeID and healthyID can be aborted: it has a healthy
+// definition other than its active one to go back to. An abort, the abort
+// that canceling a change of definition starts, and the planner's
+// auto-revert each go back only then.
+func Abortable(activeID, healthyID string) bool {
+	return healthyID != "" && healthyID != activeID
 }
 
 // AbortTarget decides where an abort of the LRP's rollout goes: its
@@ -133,7 +134,7 @@ func Abortable(lrp *DesiredLRP) bool {
 //     instead.
 func AbortTarget(lrp *DesiredLRP, kept []*DefinitionSummary) (string, error) {
 	healthy := lrp.GetHealthyDefinitionId()
-	if !Abortable(lrp) {
+	if !Abortable(lrp.GetActiveDefinitionId(), healthy) {
 		if healthy == "" {
 			return "", NewError(Error_InvalidStateTransition,
 				"desired_lrp %q has no healthy_definition_id to go back to: no rollout of it has completed yet; roll back to a definition_id instead",

@@ -100,7 +100,7 @@ var _ = Describe("RollbackTarget", func() {
 
 		DescribeTable("the healthy definition, or why not (the worked example in rollback_target.go)",
 			func(d *models.DesiredLRP, kept []*models.DefinitionSummary, target string, abortable bool, errType models.Error_Type, message string) {
-				Expect(models.Abortable(d)).To(Equal(abortable))
+				Expect(models.Abortable(d.GetActiveDefinitionId(), d.GetHealthyDefinitionId())).To(Equal(abortable))
 				got, err := models.AbortTarget(d, kept)
 				Expect(got).To(Equal(target))
 				if errType == models.Error_UnknownError {

@@ -593,7 +593,8 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 			who = " by " + note.RequestedBy
 		}
 		changing := changesDefinition(rec.op, before)
-		abort := rec.op.Status == models.Operation_IN_PROGRESS && changing && models.Abortable(before)
+		abort := rec.op.Status == models.Operation_IN_PROGRESS && changing &&
+			models.Abortable(before.GetActiveDefinitionId(), before.GetHealthyDefinitionId())
 		if !abort {
 			reason := "canceled" + who
 			switch {
