@@ -37,7 +37,7 @@ var _ = Describe("Autoscaling over many passes", func() {
 					after, err := convergence.ApplyPlan(s, plan, now)
 					Expect(err).NotTo(HaveOccurred(), "seed %d pass %d", seed, pass)
 					d := after.Desired[0]
-					st, err := convergence.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
+					st, err := models.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(liveRooms(after)).To(BeNumerically("<=", int(d.Instances+st.MaxSurge)),
 						"seed %d pass %d: more rooms than %d wanted + %d surge: %v", seed, pass, d.Instances, st.MaxSurge, plan.Reasons)

@@ -35,7 +35,7 @@ import (
 //  2. 12:00:05, 4 occupied: up to 8.
 //  3. 12:01:00, 1 occupied (index 7): wanted 2, but 8 was wanted within
 //     the window: stay at 8 and wake at 12:03:00.
-//  4. 12:03:00: down to 2, and index 7, occupied, stays (see holdIndices):
+//  4. 12:03:00: down to 2, and index 7, occupied, stays (see coverIndices):
 //     it stands for index 1, whose idle instance is stopped instead.
 
 // AutoscaleGauge is one autoscaled LRP's figures of a pass, for metrics.
@@ -147,19 +147,19 @@ func recommendations(s *models.AutoscalerStatus) []Recommendation {
 // Scale-down never stops an occupied instance while an idle one could go
 // instead. Indices are what instances are named by, and scaling down to n
 // leaves indices 0..n-1; an occupied instance at index n or above keeps
-// running and stands for one of them: that index is held — its instance
+// running and stands for one of them: that index is covered — its instance
 // (idle, or not started) is stopped instead and nothing is created for it
 // — for as long as the stand-in stays occupied. The LRP keeps n instances.
-// Once the stand-in is idle it is an extra like any other, and the held
+// Once the stand-in is idle it is an extra like any other, and the covered
 // index is created again; the idle extra keeps serving until every index
 // below n serves (start before stop), then goes — as far as max_surge
 // allows beside a rollout's own surge (surgeLeft); beyond it, at once.
 //
-// Held are, in this order, indices without an instance, indices whose
+// Covered are, in this order, indices without an instance, indices whose
 // instance is not RUNNING, then RUNNING idle ones from the highest down;
 // never an index with an occupied instance or a replacement, suspect or
-// evacuation under way. Each stand-in (lowest index first) holds one; a
-// stand-in left without an index to hold goes as an extra: nothing idle
+// evacuation under way. Each stand-in (lowest index first) covers one; a
+// stand-in left without an index to cover goes as an extra: nothing idle
 // could go instead.
 //
 // Worked example: web scales down from 25 to 10 (ready_target 0.5) with 5
@@ -167,22 +167,22 @@ func recommendations(s *models.AutoscalerStatus) []Recommendation {
 //
 //  1. Stand-ins: 14, 20 and 24, above 9 and occupied. Candidates below
 //     10: every index but 3 and 9 (occupied), RUNNING and idle.
-//  2. Held: 8, 7 and 6 (the highest idle): their instances are stopped.
+//  2. Covered: 8, 7 and 6 (the highest idle): their instances are stopped.
 //  3. The 12 idle extras (10–13, 15–19, 21–23) are stopped.
 //  4. Running: 0–5 and 9 (7 instances), and 14, 20, 24 standing for 6, 7,
 //     8: 10 in all, every occupied instance still running.
 //  5. Later, 20 turns idle: it no longer stands for anything; index 6 is
 //     created, and 20 stops once 6 serves.
 
-// heldIndices is a scale-down's indices below the count that an occupied
+// coveredIndices is a scale-down's indices below the count that an occupied
 // instance above it stands for.
-type heldIndices map[int32]bool
+type coveredIndices map[int32]bool
 
-// holdIndices applies the rule above to the autoscaled LRP d at its new
-// count: it stops the held indices' instances, keeps the stand-ins, and
+// coverIndices applies the rule above to the autoscaled LRP d at its new
+// count: it stops the covered indices' instances, keeps the stand-ins, and
 // returns the rows left for the rest of the pass (neither the stand-ins'
-// nor the held indices') with the held indices.
-func (p *planner) holdIndices(d *db.DesiredSchedule, rows []row) ([]row, heldIndices) {
+// nor the covered indices') with the covered indices.
+func (p *planner) coverIndices(d *db.DesiredSchedule, rows []row) ([]row, coveredIndices) {
 	n := max(d.Instances, 0)
 	var standIns []*row
 	for i := range rows {
@@ -194,16 +194,18 @@ func (p *planner) holdIndices(d *db.DesiredSchedule, rows []row) ([]row, heldInd
 	if len(standIns) == 0 {
 		return rows, nil
 	}
-	candidates := holdCandidates(rows, n)
-	held := heldIndices{}
+	candidates := coverCandidates(rows, n)
+	covered := coveredIndices{}
 	standing := make(map[*db.ActualRow]bool, len(standIns))
 	for k, standIn := range standIns {
 		if k == len(candidates) {
 			break
 		}
 		index := candidates[k].index
-		held[index] = true
+		covered[index] = true
 		if o := candidates[k].ord; o != nil {
+			// The reason says "held", as DESIGN §7 does (and the golden
+			// plans): a word the rollout's HOLDING state also uses.
 			p.delete(o, fmt.Sprintf("index %d is held by occupied index %d above instances %d: an idle instance goes instead", index, standIn.Index, n))
 		}
 		p.placer.keep(standIn.cell)
@@ -213,26 +215,26 @@ func (p *planner) holdIndices(d *db.DesiredSchedule, rows []row) ([]row, heldInd
 	kept := make([]row, 0, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		if (r.Index >= 0 && r.Index < n && held[r.Index]) || standing[r.ActualRow] {
+		if (r.Index >= 0 && r.Index < n && covered[r.Index]) || standing[r.ActualRow] {
 			continue
 		}
 		kept = append(kept, *r)
 	}
-	return kept, held
+	return kept, covered
 }
 
-// holdCandidate is an index below the count that a stand-in may hold, and
+// coverCandidate is an index below the count that a stand-in may cover, and
 // its ORDINARY row (nil when it has none).
-type holdCandidate struct {
+type coverCandidate struct {
 	index int32
 	ord   *row
 	rank  int
 }
 
-// holdCandidates lists the indices below n that may be held, in the order
+// coverCandidates lists the indices below n that may be covered, in the order
 // they are taken: no instance, an instance that is not RUNNING, then an
 // idle RUNNING one from the highest index down.
-func holdCandidates(rows []row, n int32) []holdCandidate {
+func coverCandidates(rows []row, n int32) []coverCandidate {
 	type slot struct {
 		ord      *row
 		excluded bool
@@ -250,13 +252,13 @@ func holdCandidates(rows []row, n int32) []holdCandidate {
 		}
 		s.ord = r
 	}
-	var out []holdCandidate
+	var out []coverCandidate
 	for index := range slots {
 		s := &slots[index]
 		if s.excluded {
 			continue
 		}
-		c := holdCandidate{index: int32(index), ord: s.ord}
+		c := coverCandidate{index: int32(index), ord: s.ord}
 		switch {
 		case s.ord == nil:
 			c.rank = 0
@@ -267,7 +269,7 @@ func holdCandidates(rows []row, n int32) []holdCandidate {
 		}
 		out = append(out, c)
 	}
-	slices.SortStableFunc(out, func(a, b holdCandidate) int {
+	slices.SortStableFunc(out, func(a, b coverCandidate) int {
 		if a.rank != b.rank {
 			return a.rank - b.rank
 		}
@@ -279,20 +281,20 @@ func holdCandidates(rows []row, n int32) []holdCandidate {
 	return out
 }
 
-// unservedIndices counts the indices below d's count, held ones aside,
+// unservedIndices counts the indices below d's count, covered ones aside,
 // whose ORDINARY instance is not RUNNING and routable on a present cell:
 // as many idle extras keep serving meanwhile.
-func (p *planner) unservedIndices(d *db.DesiredSchedule, rows []row, held heldIndices) int32 {
+func (p *planner) unservedIndices(d *db.DesiredSchedule, rows []row, covered coveredIndices) int32 {
 	n := max(d.Instances, 0)
 	serving := int32(0)
 	for i := range rows {
 		r := &rows[i]
-		if r.Index >= 0 && r.Index < n && !held[r.Index] && r.Presence == ordinary &&
+		if r.Index >= 0 && r.Index < n && !covered[r.Index] && r.Presence == ordinary &&
 			r.State == running && r.Routable && p.cells.isPresent(r.cell) {
 			serving++
 		}
 	}
-	return n - int32(len(held)) - serving
+	return n - int32(len(covered)) - serving
 }
 
 // surgeLeft is how many instances above d's count its strategy's

@@ -286,7 +286,7 @@
 // the LRP's active one. An LRP takes part in the rollout rules when it has
 // an outdated row, a RETIRING row, or a rollout record that is not settled
 // (Snapshot.Rollouts); every other LRP costs one scan of its rows.
-// ResolveRolloutStrategy turns its UpdateStrategy into S (max_surge) and U
+// models.ResolveRolloutStrategy turns its UpdateStrategy into S (max_surge) and U
 // (max_unavailable) counts, and PlanRolloutStep (rollout_step.go) picks the
 // replacements of the pass; rollout.go turns them into writes:
 //

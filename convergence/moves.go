@@ -84,11 +84,7 @@ func (p *planner) considerMoves(d *db.DesiredSchedule, ro *rolloutLRP, rows []ro
 	if !onFullCell && !uneven {
 		return
 	}
-	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
-	if err != nil {
-		strategy, _ = ResolveRolloutStrategy(instances, nil)
-	}
-	p.placer.noteMovable(found, uneven, max(strategy.MaxSurge, 1))
+	p.placer.noteMovable(found, uneven, max(storedStrategy(d, instances).MaxSurge, 1))
 }
 
 func hasRetiring(rows []row) bool {

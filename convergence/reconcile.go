@@ -52,12 +52,12 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 
 	all := rows
 	rows, validation := withoutValidation(rows)
-	var held heldIndices
+	var covered coveredIndices
 	idleExtrasKept := int32(0)
 	if d.Autoscaling.IsEnabled() {
 		d = p.autoscale(d, rows)
-		rows, held = p.holdIndices(d, rows)
-		idleExtrasKept = p.unservedIndices(d, rows, held)
+		rows, covered = p.coverIndices(d, rows)
+		idleExtrasKept = p.unservedIndices(d, rows, covered)
 	}
 	instances := max(d.Instances, 0)
 	p.placer.beginLRP()
@@ -70,14 +70,14 @@ func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
 	var slots []indexRows
 	if record := p.rollouts[d.ProcessGuid]; needsRollout(d, record, rows) {
 		ro = p.newRollout(d, record, instances)
-		ro.held = held
+		ro.covered = covered
 		slots = wantedSlots(rows[first:], instances)
 		p.planRollout(ro, slots)
 	}
 	i := first
 	for index := int32(0); index < instances; index++ {
-		if held[index] {
-			continue // its rows are gone from rows: see holdIndices
+		if covered[index] {
+			continue // its rows are gone from rows: see coverIndices
 		}
 		var ord, sus, evac *row
 		for ; i < len(rows) && rows[i].Index == index; i++ {
@@ -189,15 +189,16 @@ func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, insta
 	return ro
 }
 
-// storedStrategy resolves d's stored strategy at instances. One that no
-// longer validates (the API checks it on the way in) falls back to every
-// default.
-func storedStrategy(d *db.DesiredSchedule, instances int32) RolloutStrategy {
-	strategy, err := ResolveRolloutStrategy(instances, d.UpdateStrategy)
-	if err != nil {
-		strategy, _ = ResolveRolloutStrategy(instances, nil)
-	}
-	return strategy
+// storedStrategy resolves d's stored strategy at instances
+// (models.StoredRolloutStrategy).
+func storedStrategy(d *db.DesiredSchedule, instances int32) models.RolloutStrategy {
+	return models.StoredRolloutStrategy(instances, d.UpdateStrategy)
+}
+
+// ResolveRolloutStrategy is models.ResolveRolloutStrategy, for the dry run
+// (rollout_plan.go), which calls it by this name.
+func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (models.RolloutStrategy, error) {
+	return models.ResolveRolloutStrategy(instances, s)
 }
 
 // wantedSlots gathers the ORDINARY, SUSPECT and RETIRING rows of indices

@@ -20,7 +20,7 @@ type rolloutLRP struct {
 	d        *db.DesiredSchedule
 	record   *db.RolloutRow
 	defs     []db.DefinitionRow
-	strategy RolloutStrategy
+	strategy models.RolloutStrategy
 	// step is PlanRolloutStep's decision, by index: the replacement that
 	// starts at each index this pass (started), and the RETIRING rows told
 	// to stop (stopping).
@@ -36,11 +36,11 @@ type rolloutLRP struct {
 	// phase is the staged phase the rollout is in, nil when it is not
 	// staged (rollout_stage.go).
 	phase *stagedPhase
-	// held are the indices an occupied instance above the count stands
+	// covered are the indices an occupied instance above the count stands
 	// for (autoscale_plan.go): they count as serving, roll nothing, and do
 	// not keep the rollout from completing; the stand-in's own successor
 	// starts on the active definition once it is idle.
-	held heldIndices
+	covered coveredIndices
 	// reverting: this pass fails the rollout and re-activates the healthy
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
@@ -147,7 +147,7 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		}
 		p.promoteBack(ro, slot)
 		x := RolloutIndex{Index: slot.index, Current: true}
-		if ro.held[slot.index] {
+		if ro.covered[slot.index] {
 			x.Serving = true
 			indices = append(indices, x)
 			continue
@@ -308,8 +308,7 @@ func (p *planner) revertsNow(ro *rolloutLRP, instances int32) bool {
 	if from, runs := ro.deadlineFrom(rec, instances, p.now); !runs || p.now-from < int64(ro.strategy.ProgressDeadline) {
 		return false
 	}
-	healthy := d.HealthyDefinitionID
-	return ro.strategy.AutoRevert && healthy != "" && healthy != d.ActiveDefinitionID
+	return ro.strategy.AutoRevert && models.Abortable(d.ActiveDefinitionID, d.HealthyDefinitionID)
 }
 
 // retiringGone deletes the RETIRING row r of a wanted index, and reports
@@ -407,7 +406,7 @@ type indexRows struct {
 }
 
 // finishRollout writes the LRP's rollout record when this pass changes
-// what it holds, and deletes the definitions cleanup no longer keeps. rows
+// what it records, and deletes the definitions cleanup no longer keeps. rows
 // are all the LRP's rows (any index, presence, state).
 func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	d, rec := ro.d, ro.record
@@ -420,7 +419,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		write.ExpectModificationIndex = rec.ModificationIndex
 	}
 	deadline := ro.strategy.ProgressDeadline
-	done := ro.outdated == 0 && ro.updated+int32(len(ro.held)) == instances && ro.retiringKept == 0
+	done := ro.outdated == 0 && ro.updated+int32(len(ro.covered)) == instances && ro.retiringKept == 0
 
 	switch {
 	case rec == nil || rec.DefinitionID != d.ActiveDefinitionID || rec.State == models.RolloutStatus_NONE:
@@ -450,8 +449,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			Reason:       "rolling to " + d.ActiveDefinitionID,
 			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now,
 		}
-	case rec.State == models.RolloutStatus_PROGRESSING || rec.State == models.RolloutStatus_HOLDING ||
-		(rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0):
+	case models.RolloutUnderWay(rec.State, rec.FinishedAt):
 		deadlineFrom, deadlineRuns := ro.deadlineFrom(rec, instances, p.now)
 		switch {
 		case done:
@@ -466,8 +464,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 				ro.outcome.end(models.Operation_ERROR, next.Reason)
 			}
 		case ro.phase != nil && ro.phase.pause != "":
-			next.Stage = ro.phase.pausedStage(p.now, ro.phase.pause)
-			next.Reason = ro.phase.pause
+			ro.phase.crashPause(&next, d.ActiveDefinitionID, p.now)
 			ro.outcome.note(ro.phase.pause)
 		case ro.updated > rec.UpdatedInstances:
 			next.ProgressAt = p.now
@@ -512,10 +509,11 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		next.UpdatedInstances = ro.updated
 		next.InFlight = ro.step.InFlight
 	}
-	if next.State == models.RolloutStatus_PROGRESSING || (next.State == models.RolloutStatus_REVERTED && next.FinishedAt == 0) {
+	if models.RolloutDeadlineRuns(next.State, next.FinishedAt, next.Stage) {
 		// The deadline counts from the progress this pass recorded (or
 		// the start of a new or reverted rollout), not only from the last
-		// one stored; a staged phase's from when its share last grew.
+		// one stored; a staged phase's from when its share last grew, and
+		// not while it waits for its share to grow (deadlineFrom).
 		if from, runs := ro.deadlineFrom(&next, instances, p.now); runs {
 			p.wakeAt(from + int64(deadline))
 		}

@@ -27,7 +27,7 @@ var _ = Describe("Rollouts over many passes", func() {
 			s := rolloutSnapshot(r, now)
 			floors := map[string]int{}
 			for _, d := range s.Desired {
-				st, err := convergence.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
+				st, err := models.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
 				Expect(err).NotTo(HaveOccurred())
 				floors[d.ProcessGuid] = int(st.MinAvailable())
 			}

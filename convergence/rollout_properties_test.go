@@ -25,7 +25,7 @@ var _ = Describe("Rollout steps for random states", func() {
 			r := rand.New(rand.NewPCG(seed, 11))
 			indices := randomRolloutIndices(r, now)
 			in := randomUpdateStrategy(r)
-			s, err := convergence.ResolveRolloutStrategy(int32(len(indices)), in)
+			s, err := models.ResolveRolloutStrategy(int32(len(indices)), in)
 			Expect(err).NotTo(HaveOccurred(), "seed %d", seed)
 			step := convergence.PlanRolloutStep(indices, s, now)
 			checkRolloutStep(indices, s, now, step, seed)
@@ -78,7 +78,7 @@ func randomUpdateStrategy(r *rand.Rand) *models.UpdateStrategy {
 	}
 }
 
-func checkRolloutStep(indices []convergence.RolloutIndex, s convergence.RolloutStrategy, now time.Time, step convergence.RolloutStep, seed uint64) {
+func checkRolloutStep(indices []convergence.RolloutIndex, s models.RolloutStrategy, now time.Time, step convergence.RolloutStep, seed uint64) {
 	ready := func(x convergence.RolloutIndex) bool {
 		return x.Serving && !now.Before(x.ServingSince.Add(s.MinReady))
 	}
@@ -369,9 +369,9 @@ func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Ti
 
 	// Invariant 2.
 	for _, d := range s.Desired {
-		st, err := convergence.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
+		st, err := models.ResolveRolloutStrategy(d.Instances, d.UpdateStrategy)
 		if err != nil {
-			st, _ = convergence.ResolveRolloutStrategy(d.Instances, nil)
+			st, _ = models.ResolveRolloutStrategy(d.Instances, nil)
 		}
 		floor := min(int(st.MinAvailable()), serving(s.Actual, d))
 		Expect(serving(after.Actual, d)).To(BeNumerically(">=", floor),

@@ -4,15 +4,14 @@ import (
 	"fmt"
 	"strconv"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
 // Staged phases (DESIGN §5, "Staged rollout"; the arithmetic of the share
 // and the cohort order is in models/rollout_stage.go). While a staged
-// rollout to the active definition is PROGRESSING or HOLDING, the phase
+// rollout to the active definition is under way (models.StageUnderWay:
+// PROGRESSING or HOLDING), the phase
 // decides which indices take part in it this pass — its members — and the
 // rolling update runs on those alone, start before stop under max_surge
 // and max_unavailable as usual. Every other index keeps the healthy
@@ -47,7 +46,8 @@ import (
 //
 // Health gate: an instance of a member index on the active definition that
 // is CRASHED since the phase was watching (its start, or its last resume)
-// pauses the phase, with the crash in its reason. A paused phase starts no
+// pauses the phase, with the crash in its reason (models.DecideStage's
+// crash pause, the state machine the operator's commands go through). A paused phase starts no
 // replacement (those under way go on), its share stands still, and its
 // progress deadline does not run; a resume continues it.
 
@@ -71,10 +71,7 @@ type stagedPhase struct {
 // staged or not under way toward the active definition.
 func (p *planner) newStagedPhase(ro *rolloutLRP, instances int32) *stagedPhase {
 	rec, d := ro.record, ro.d
-	if rec == nil || rec.Stage == nil || rec.DefinitionID != d.ActiveDefinitionID {
-		return nil
-	}
-	if rec.State != models.RolloutStatus_PROGRESSING && rec.State != models.RolloutStatus_HOLDING {
+	if rec == nil || !models.StageUnderWay(stageRecord(rec), d.ActiveDefinitionID) {
 		return nil
 	}
 	share := models.StageShare(rec.Stage, p.now)
@@ -171,11 +168,28 @@ func (ph *stagedPhase) reachedTarget() bool {
 	return ph.share >= ph.stage.GetTargetPercent()
 }
 
-// pausedStage is the phase's stage paused at now for reason.
-func (ph *stagedPhase) pausedStage(now int64, reason string) *models.RolloutStage {
-	stage := proto.Clone(ph.stage).(*models.RolloutStage)
-	stage.Paused, stage.PausedAt, stage.PauseReason = true, now, reason
-	return stage
+// crashPause pauses the phase in next, the record this pass writes (the
+// record read, unchanged so far), for the health gate's reason, as
+// models.DecideStage decides a crash pause.
+func (ph *stagedPhase) crashPause(next *db.RolloutRow, activeID string, now int64) {
+	after, _, err := models.DecideStage(next.ProcessGuid, activeID, stageRecord(next),
+		models.StageCommand{Kind: models.StageCrashPause, Reason: ph.pause}, now)
+	if err != nil {
+		// Cannot happen: a phase exists only while its rollout is a staged
+		// one under way (newStagedPhase), and watch does not pause a phase
+		// that is paused already.
+		return
+	}
+	next.State, next.Reason, next.DefinitionID = after.State, after.Reason, after.DefinitionID
+	next.ProgressAt, next.FinishedAt, next.Stage = after.ProgressAt, after.FinishedAt, after.Stage
+}
+
+// stageRecord is rec as models.DecideStage reads it.
+func stageRecord(rec *db.RolloutRow) models.StageRecord {
+	return models.StageRecord{
+		State: rec.State, Reason: rec.Reason, DefinitionID: rec.DefinitionID,
+		ProgressAt: rec.ProgressAt, FinishedAt: rec.FinishedAt, Stage: rec.Stage,
+	}
 }
 
 // describe is "50% (10 of 20 on v2)", for reasons and history.

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // RolloutIndex is what PlanRolloutStep needs to know about one wanted
@@ -124,7 +126,7 @@ type RolloutStep struct {
 //
 // Once a replacement is ready and its predecessor stopped, its slot frees
 // up for the next outdated index on a later pass.
-func PlanRolloutStep(indices []RolloutIndex, s RolloutStrategy, now time.Time) RolloutStep {
+func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, now time.Time) RolloutStep {
 	var step RolloutStep
 	var candidates []*RolloutIndex
 	for i := range indices {

@@ -96,7 +96,7 @@ var _ = Describe("PlanRolloutStep", func() {
 
 	DescribeTable("which replacements start and which predecessors stop",
 		func(st strategy, indices []convergence.RolloutIndex, wantStart []convergence.Replacement, wantStop []int32, wantAvailable int) {
-			s, err := convergence.ResolveRolloutStrategy(int32(len(indices)), &models.UpdateStrategy{
+			s, err := models.ResolveRolloutStrategy(int32(len(indices)), &models.UpdateStrategy{
 				MaxSurge: st.surge, MaxUnavailable: st.unavailable, MinReadyMs: st.minReadyMs,
 			})
 			Expect(err).NotTo(HaveOccurred())
@@ -191,7 +191,7 @@ var _ = Describe("PlanRolloutStep", func() {
 	)
 
 	It("wakes when the first serving replacement becomes ready", func() {
-		s, err := convergence.ResolveRolloutStrategy(5, &models.UpdateStrategy{MaxSurge: "3", MinReadyMs: 30_000})
+		s, err := models.ResolveRolloutStrategy(5, &models.UpdateStrategy{MaxSurge: "3", MinReadyMs: 30_000})
 		Expect(err).NotTo(HaveOccurred())
 		indices := outdated(5, started(0, 1, 2), runningFor(10*time.Second, 0), runningFor(20*time.Second, 1))
 		step := convergence.PlanRolloutStep(indices, s, now)
@@ -204,7 +204,7 @@ var _ = Describe("PlanRolloutStep", func() {
 	})
 
 	It("counts in flight and surging after the step", func() {
-		s, err := convergence.ResolveRolloutStrategy(10, &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "25%"})
+		s, err := models.ResolveRolloutStrategy(10, &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "25%"})
 		Expect(err).NotTo(HaveOccurred())
 		step := convergence.PlanRolloutStep(outdated(10), s, now)
 		Expect(step.InFlight).To(Equal(int32(5)))

@@ -87,7 +87,7 @@ type RolloutDB interface {
 	// is ResourceNotFound; the active one, or no older one to go back to,
 	// is InvalidStateTransition. Nothing is written then.
 	Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error)
-	// AbortRollout rolls back to the healthy definition;
+	// AbortRollout rolls back to the healthy definition (models.AbortTarget);
 	// InvalidStateTransition when it is already active.
 	AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
 
@@ -98,9 +98,10 @@ type RolloutDB interface {
 	// watching since the update. A rollback or an abort stores no stage
 	// (going back is never staged). The three calls below each record an
 	// operation (PROMOTE, PAUSE, RESUME; FINISHED), write the record
-	// compare-and-set, emit rollout_changed, and answer the status. Each is
-	// InvalidStateTransition, writing nothing, when the LRP has no staged
-	// rollout to its active definition that is PROGRESSING or HOLDING.
+	// compare-and-set, emit rollout_changed, and answer the status, as
+	// models.DecideStage decides. Each is InvalidStateTransition, writing
+	// nothing, when the LRP has no staged rollout to its active definition
+	// that is PROGRESSING or HOLDING (models.StageUnderWay).
 
 	// PromoteRollout starts the next phase from the share that stands now
 	// (models.StageShare): prior that share, target toPercent (not below

@@ -106,3 +106,48 @@ func newerDefinition(a, b *DefinitionSummary) bool {
 	}
 	return a.DefinitionId > b.DefinitionId
 }
+
+// Abortable reports whether the rollout of an LRP whose active and healthy
+// definitions are activeID and healthyID can be aborted: it has a healthy
+// definition other than its active one to go back to. An abort, the abort
+// that canceling a change of definition starts, and the planner's
+// auto-revert each go back only then.
+func Abortable(activeID, healthyID string) bool {
+	return healthyID != "" && healthyID != activeID
+}
+
+// AbortTarget decides where an abort of the LRP's rollout goes: its
+// healthy definition, which kept (the LRP's kept definitions, as
+// RollbackTarget takes them) must hold. Not Abortable is
+// InvalidStateTransition, saying why; a healthy definition that is not
+// kept (cleanup never deletes it, so only a damaged store lacks it) is
+// ResourceNotFound, as a named rollback to it would be.
+//
+// Worked example: hello desired at v1 (healthy); v2 rolled out and
+// completed (healthy v2); v3 is rolling out.
+//
+//  1. Abort: v2, the healthy definition.
+//  2. Had v3 completed (active and healthy v3): InvalidStateTransition,
+//     "runs its healthy_definition_id "v3" already".
+//  3. Had no rollout of hello ever completed (a legacy row with no healthy
+//     definition): InvalidStateTransition, roll back to a definition_id
+//     instead.
+func AbortTarget(lrp *DesiredLRP, kept []*DefinitionSummary) (string, error) {
+	healthy := lrp.GetHealthyDefinitionId()
+	if !Abortable(lrp.GetActiveDefinitionId(), healthy) {
+		if healthy == "" {
+			return "", NewError(Error_InvalidStateTransition,
+				"desired_lrp %q has no healthy_definition_id to go back to: no rollout of it has completed yet; roll back to a definition_id instead",
+				lrp.GetProcessGuid())
+		}
+		return "", NewError(Error_InvalidStateTransition,
+			"desired_lrp %q runs its healthy_definition_id %q already: there is no rollout to abort", lrp.GetProcessGuid(), healthy)
+	}
+	for _, d := range kept {
+		if d.DefinitionId == healthy {
+			return healthy, nil
+		}
+	}
+	return "", NewError(Error_ResourceNotFound,
+		"definition_id %q: desired_lrp %q has no such definition (it was never stored, or cleaned up)", healthy, lrp.GetProcessGuid())
+}

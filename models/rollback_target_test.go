@@ -91,4 +91,34 @@ var _ = Describe("RollbackTarget", func() {
 		_, _, err := models.RollbackTarget("hello", []*models.DefinitionSummary{def("v2", 2, "AHB"), def("v1", 1, "F")}, "")
 		Expect(err).To(MatchError(ContainSubstring(`its active definition "v2" that became healthy and did not fail validation`)))
 	})
+
+	Describe("AbortTarget", func() {
+		lrp := func(active, healthy string) *models.DesiredLRP {
+			return &models.DesiredLRP{ProcessGuid: "hello", ActiveDefinitionId: active, HealthyDefinitionId: healthy}
+		}
+		kept := []*models.DefinitionSummary{def("v3", 3, "A"), def("v2", 2, "HB"), def("v1", 1, "B")}
+
+		DescribeTable("the healthy definition, or why not (the worked example in rollback_target.go)",
+			func(d *models.DesiredLRP, kept []*models.DefinitionSummary, target string, abortable bool, errType models.Error_Type, message string) {
+				Expect(models.Abortable(d.GetActiveDefinitionId(), d.GetHealthyDefinitionId())).To(Equal(abortable))
+				got, err := models.AbortTarget(d, kept)
+				Expect(got).To(Equal(target))
+				if errType == models.Error_UnknownError {
+					Expect(err).NotTo(HaveOccurred())
+					return
+				}
+				Expect(models.IsErrorType(err, errType)).To(BeTrue(), "error %v", err)
+				Expect(err).To(MatchError(ContainSubstring(message)))
+			},
+			Entry("1. a rollout under way goes back to the healthy definition", lrp("v3", "v2"), kept,
+				"v2", true, models.Error_UnknownError, ""),
+			Entry("2. the healthy definition is active: nothing to abort", lrp("v3", "v3"), kept,
+				"", false, models.Error_InvalidStateTransition, `desired_lrp "hello" runs its healthy_definition_id "v3" already`),
+			Entry("3. no healthy definition", lrp("v3", ""), kept,
+				"", false, models.Error_InvalidStateTransition, `desired_lrp "hello" has no healthy_definition_id to go back to`),
+			Entry("the healthy definition is not kept", lrp("v3", "v0"), kept,
+				"", true, models.Error_ResourceNotFound, `definition_id "v0": desired_lrp "hello" has no such definition`),
+			Entry("no LRP", nil, kept, "", false, models.Error_InvalidStateTransition, "no healthy_definition_id"),
+		)
+	})
 })

@@ -3,9 +3,11 @@ package models
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -216,4 +218,205 @@ func NewRolloutStage(staged *StagedRollout, processGuid, definitionID string, no
 		stage.SafeRate = proto.Clone(rate).(*SafeRate)
 	}
 	return stage
+}
+
+// Stage commands: what may happen to a staged phase once it runs. An
+// operator promotes, pauses or resumes it; the planner pauses it when a
+// member crashes (the health gate). DecideStage is the one state machine
+// for all four; the store and the planner only write what it decides.
+//
+//	command      from                 to
+//	promote      advancing (any)      PROGRESSING, a new phase from the share that stands
+//	pause        not paused           paused at now, "paused by <who>"
+//	resume       paused               running, the paused time left out of share and deadline
+//	crash pause  not paused           paused at now, the crash as the record's reason
+//
+// Every command needs a staged rollout under way to the active definition
+// (StageUnderWay); otherwise, and from the wrong "from", it is refused with
+// InvalidStateTransition saying what there is instead (a promote below the
+// share that stands is InvalidRequest on to_percent).
+//
+// Worked example, continuing the one above (16 instances, v1 → v2, the
+// first phase to 6.25% at 5%/6h since 00:00, HOLDING since 07:30):
+//
+//  1. Promote to 12.5 at 5%/6h at 10:00: the share stands at 6.25, so the
+//     new phase grows from prior 6.25 to 12.5, starts and watches for
+//     crashes from 10:00, keeps the seed; the record turns PROGRESSING,
+//     progress_at 10:00, reason "staged rollout to v2 promoted from 6.25%
+//     to 12.5% at 5% per 6h0m0s". A promote to 5 is refused: 5 is below
+//     the 6.25 that stands.
+//  2. alice pauses at 11:00: paused at 11:00, pause reason "paused by
+//     alice"; the record's state and reason stay. A second pause is
+//     refused ("paused already (paused by alice)").
+//  3. Resume at 13:00: paused_nanos 2h, progress_at 10:00 → 12:00 (the
+//     deadline did not run while paused), watching from 13:00; the line
+//     is "resumed after 2h0m0s".
+//  4. A member crashes at 14:00: the planner's crash pause, paused at
+//     14:00 with "paused: v2 instance 3 crashed" as both the pause reason
+//     and the record's reason. A resume continues it as in 3.
+
+// StageRecord is a rollout record as the stage commands read and write it.
+type StageRecord struct {
+	State RolloutStatus_State
+	// Reason is the record's reason (RolloutStatus.reason).
+	Reason string
+	// DefinitionID is the definition the rollout moves to.
+	DefinitionID string
+	// ProgressAt (the progress deadline counts from it) and FinishedAt,
+	// Unix nanoseconds.
+	ProgressAt int64
+	FinishedAt int64
+	// Stage is the phase's stored fields, nil when not staged. It is never
+	// changed in place: a decision makes a new message.
+	Stage *RolloutStage
+}
+
+// StageCommandKind is what a StageCommand does.
+type StageCommandKind int
+
+const (
+	// StagePromote starts the next phase (ToPercent, Rate).
+	StagePromote StageCommandKind = iota + 1
+	// StagePause freezes the phase's clock at an operator's request (By).
+	StagePause
+	// StageResume starts the phase's clock again.
+	StageResume
+	// StageCrashPause is the health gate's pause (Reason): a member on the
+	// active definition crashed.
+	StageCrashPause
+)
+
+// StageCommand is one command to a staged phase.
+type StageCommand struct {
+	Kind StageCommandKind
+	// ToPercent and Rate (nil: at once): the next phase of a promote.
+	ToPercent float64
+	Rate      *SafeRate
+	// By is who asked for a pause (requested_by), "" when unknown.
+	By string
+	// Reason is why the planner pauses (StageCrashPause).
+	Reason string
+}
+
+// StageUnderWay reports whether rec is a staged rollout under way to the
+// LRP's active definition activeID: staged, to activeID, and advancing
+// (RolloutAdvancing). Only then does the planner follow its phase, and only
+// then may a command change it.
+func StageUnderWay(rec StageRecord, activeID string) bool {
+	return rec.Stage != nil && rec.DefinitionID == activeID && RolloutAdvancing(rec.State)
+}
+
+// DecideStage decides cmd on the LRP processGuid's record before, whose
+// active definition is activeID, at now (Unix nanoseconds): the record
+// after and the line the command's operation records, or a refusal (a
+// models.Error) and nothing changes. See the table and the worked example
+// above.
+func DecideStage(processGuid, activeID string, before StageRecord, cmd StageCommand, now int64) (StageRecord, string, error) {
+	if err := stageRefusal(processGuid, activeID, before); err != nil {
+		return StageRecord{}, "", err
+	}
+	current := before.Stage
+	after := before
+	switch cmd.Kind {
+	case StagePromote:
+		share := StageShare(current, now)
+		if cmd.ToPercent < share {
+			return StageRecord{}, "", ErrInvalidField("to_percent", "must not be below the share that stands, "+
+				FormatPercent(share)+" (got "+strconv.FormatFloat(cmd.ToPercent, 'f', -1, 64)+")")
+		}
+		// A new phase: it grows from the share that stands, is not
+		// paused, and its crash watch starts over. The seed stays, so the
+		// cohort only grows.
+		stage := &RolloutStage{
+			PriorPercent:   share,
+			TargetPercent:  cmd.ToPercent,
+			Seed:           current.GetSeed(),
+			PhaseStartedAt: now,
+			WatchingSince:  now,
+		}
+		if cmd.Rate != nil {
+			stage.SafeRate = proto.Clone(cmd.Rate).(*SafeRate)
+		}
+		line := "promoted from " + FormatPercent(share) + "% to " + FormatPercent(cmd.ToPercent) + "% " + DescribeRate(cmd.Rate)
+		after.Stage = stage
+		after.State = RolloutStatus_PROGRESSING
+		after.Reason = "staged rollout to " + activeID + " " + line
+		after.ProgressAt = now
+		after.FinishedAt = 0
+		return after, line, nil
+	case StagePause, StageCrashPause:
+		if current.GetPaused() {
+			return StageRecord{}, "", NewError(Error_InvalidStateTransition,
+				"desired_lrp %q: its staged rollout is paused already (%s)", processGuid, current.GetPauseReason())
+		}
+		reason := cmd.Reason
+		if cmd.Kind == StagePause {
+			reason = "paused"
+			if cmd.By != "" {
+				reason = "paused by " + cmd.By
+			}
+		} else {
+			// The crash is why the rollout stands still: the record says so.
+			after.Reason = reason
+		}
+		stage := proto.Clone(current).(*RolloutStage)
+		stage.Paused, stage.PausedAt, stage.PauseReason = true, now, reason
+		after.Stage = stage
+		return after, reason, nil
+	case StageResume:
+		if !current.GetPaused() {
+			return StageRecord{}, "", NewError(Error_InvalidStateTransition,
+				"desired_lrp %q: its staged rollout is not paused", processGuid)
+		}
+		// A clock that stepped back since the pause counts as no pause.
+		paused := max(0, now-current.GetPausedAt())
+		stage := proto.Clone(current).(*RolloutStage)
+		stage.PausedNanos += paused
+		stage.Paused, stage.PausedAt, stage.PauseReason = false, 0, ""
+		stage.WatchingSince = now
+		after.Stage = stage
+		after.ProgressAt += paused
+		return after, "resumed after " + time.Duration(paused).Round(time.Millisecond).String(), nil
+	}
+	return StageRecord{}, "", NewError(Error_InvalidRequest, "unknown stage command %d", cmd.Kind)
+}
+
+// stageRefusal is nil when a command may change rec (StageUnderWay), else
+// InvalidStateTransition saying what there is instead.
+func stageRefusal(processGuid, activeID string, rec StageRecord) error {
+	if StageUnderWay(rec, activeID) {
+		return nil
+	}
+	none := fmt.Sprintf("desired_lrp %q has no staged rollout under way", processGuid)
+	switch {
+	case rec.State == RolloutStatus_NONE:
+		return NewError(Error_InvalidStateTransition, "%s: it has no rollout", none)
+	case rec.Stage == nil:
+		return NewError(Error_InvalidStateTransition,
+			"%s: its rollout to %s is not staged (an update with staged starts one)", none, rec.DefinitionID)
+	case rec.DefinitionID != activeID:
+		// Cannot happen while every change of the active definition
+		// writes the record in its transaction; refuse rather than move a
+		// phase of a definition that is no longer rolling out.
+		return NewError(Error_InvalidStateTransition,
+			"%s: its staged rollout is to %s, but the active definition is %s", none, rec.DefinitionID, activeID)
+	}
+	return NewError(Error_InvalidStateTransition,
+		"%s: its staged rollout to %s is %s, not PROGRESSING or HOLDING", none, rec.DefinitionID, rec.State)
+}
+
+// FormatPercent writes a share for people: at most four decimals, rounded
+// up, so that a share quoted back in a request (to_percent) is never below
+// the share it was quoted from. The small slack keeps an exact share such
+// as 12.5 from rounding up on floating-point noise.
+func FormatPercent(p float64) string {
+	return strconv.FormatFloat(math.Ceil(p*1e4-1e-6)/1e4, 'f', -1, 64)
+}
+
+// DescribeRate writes a rate for people: "at 5% per 6h0m0s", or "at once".
+func DescribeRate(rate *SafeRate) string {
+	if rate == nil {
+		return "at once"
+	}
+	return "at " + FormatPercent(rate.GetPercent()) + "% per " + Millis(rate.GetPerMs()).String()
 }

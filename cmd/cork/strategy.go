@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -21,11 +20,10 @@ func effectiveStrategy(instances int32, s *models.UpdateStrategy) string {
 // effectiveStrategyFields are the fields of effectiveStrategy, each
 // "name=value", for a page that shows them apart (cork describe).
 func effectiveStrategyFields(instances int32, s *models.UpdateStrategy) []string {
-	resolved, err := convergence.ResolveRolloutStrategy(instances, s)
-	if err != nil {
-		// The planner, too, falls back to every default for a stored
-		// strategy that no longer validates.
-		resolved, _ = convergence.ResolveRolloutStrategy(instances, nil)
+	resolved := models.StoredRolloutStrategy(instances, s)
+	if s.Validate() != nil {
+		// Resolved as the board runs it: every default (see
+		// models.StoredRolloutStrategy), so none of s is shown.
 		s = nil
 	}
 	return []string{

@@ -272,9 +272,9 @@ func (s *strategyFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&s.maxSurge, "max-surge", "", `replacements beside their predecessor at once: a count ("2") or a percent ("25%")`)
 	flags.StringVar(&s.maxUnavailable, "max-unavailable", "", "indices that may be without a serving instance: a count or a percent")
 	flags.DurationVar(&s.minReady, "min-ready", 0, "how long a new instance must run before its predecessor stops")
-	flags.DurationVar(&s.progressDeadline, "progress-deadline", 0, "a rollout fails when no index completes for this long (0: 10m)")
+	flags.DurationVar(&s.progressDeadline, "progress-deadline", 0, "a rollout fails when no index completes for this long (0: "+shortDuration(models.DefaultProgressDeadline)+")")
 	flags.BoolVar(&s.autoRevert, "auto-revert", false, "roll back to the healthy definition when a rollout fails")
-	flags.Int32Var(&s.historyLimit, "history-limit", 0, "definitions kept besides those in use (0: 10)")
+	flags.Int32Var(&s.historyLimit, "history-limit", 0, "definitions kept besides those in use (0: "+itoa(models.DefaultHistoryLimit)+")")
 }
 
 func (s *strategyFlags) changed(flags *pflag.FlagSet) bool {

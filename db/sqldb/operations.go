@@ -592,10 +592,9 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 		if note := db.OperationNoteFrom(ctx); note != nil && note.RequestedBy != "" {
 			who = " by " + note.RequestedBy
 		}
-		healthy := before.GetHealthyDefinitionId()
 		changing := changesDefinition(rec.op, before)
 		abort := rec.op.Status == models.Operation_IN_PROGRESS && changing &&
-			before != nil && healthy != "" && healthy != before.ActiveDefinitionId
+			models.Abortable(before.GetActiveDefinitionId(), before.GetHealthyDefinitionId())
 		if !abort {
 			reason := "canceled" + who
 			switch {
@@ -609,6 +608,14 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 				return nil, nil, err
 			}
 			return nil, operationEvents(rec.op), nil
+		}
+		kept, err := s.keptDefinitions(ctx, tx, before.ProcessGuid)
+		if err != nil {
+			return nil, nil, err
+		}
+		healthy, err := models.AbortTarget(before, kept)
+		if err != nil {
+			return nil, nil, err
 		}
 		request := &models.CancelOperationRequest{Id: id}
 		line := fmt.Sprintf("canceling %s: rolling back from %s to %s", operationName(rec.op), before.ActiveDefinitionId, healthy)

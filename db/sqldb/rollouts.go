@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -29,13 +28,6 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 //
 // Each of those writes emits rollout_changed with the status as
 // rolloutStatus builds it, which is also what RolloutStatus answers.
-
-// defaultProgressDeadline is how long a rollout may go without an index
-// completing when the LRP's update strategy leaves progress_deadline_ms
-// at 0. It must equal convergence.DefaultProgressDeadline, which fails the
-// rollout: db cannot import the planner, so the default is repeated here
-// for deadline_at.
-const defaultProgressDeadline = 10 * time.Minute
 
 // rolloutColumnList is the record's columns (table alias o) in the order
 // scanRollout reads them. stage (migration 0008) is NULL unless the
@@ -178,10 +170,9 @@ func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string
 // instances per definition as they are now, and activeOrdinary the
 // ORDINARY ones of them on the active definition.
 //
-// deadline_at is progress_at plus the strategy's progress deadline while
-// the rollout still moves: PROGRESSING, or REVERTED and not finished. A
-// paused staged phase does not move: its deadline does not run (a resume
-// shifts progress_at by the paused time), so deadline_at is 0 meanwhile.
+// deadline_at is progress_at plus the progress deadline of the strategy as
+// the planner resolves it (models.StoredRolloutStrategy) while the
+// deadline runs (models.RolloutDeadlineRuns), else 0.
 //
 // A staged record's stage comes with its computed fields at now (see
 // stageStatus).
@@ -202,24 +193,14 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.InFlight = rec.InFlight
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
 	status.OperationId = rec.OperationID
-	moving := rec.State == models.RolloutStatus_PROGRESSING && !rec.Stage.GetPaused() ||
-		rec.State == models.RolloutStatus_REVERTED && rec.FinishedAt == 0
-	if desired != nil && moving {
-		status.DeadlineAt = rec.ProgressAt + int64(progressDeadline(desired.UpdateStrategy))
+	if desired != nil && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
+		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
+		status.DeadlineAt = rec.ProgressAt + int64(deadline)
 	}
 	if rec.Stage != nil {
 		status.Stage = stageStatus(rec.Stage, status.Instances, activeOrdinary, now)
 	}
 	return status
-}
-
-// progressDeadline is the strategy's progress deadline, the default when
-// unset (see defaultProgressDeadline).
-func progressDeadline(strategy *models.UpdateStrategy) time.Duration {
-	if ms := strategy.GetProgressDeadlineMs(); ms > 0 {
-		return models.Millis(ms)
-	}
-	return defaultProgressDeadline
 }
 
 // definitionInstances counts the LRP's rows per definition — every
@@ -324,31 +305,95 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 	if err := checkWidth("definition_id", definitionID, maxDefinitionID); err != nil {
 		return nil, err
 	}
-	request := &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID}
+	return s.runRolloutCommand(ctx, processGuid, rolloutCommand{name: "roll back", kind: models.Operation_ROLLBACK,
+		request: &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID},
+		target: func(before *models.DesiredLRP, kept []*models.DefinitionSummary) (string, string, error) {
+			target, warning, err := models.RollbackTarget(processGuid, kept, definitionID)
+			if err != nil {
+				return "", "", err
+			}
+			line := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
+			if warning != "" {
+				line += " (warning: " + warning + ")"
+				if note := db.OperationNoteFrom(ctx); note != nil {
+					note.Warning = warning
+				}
+			}
+			return target, line, nil
+		}})
+}
+
+// AbortRollout re-activates the healthy definition, as Rollback does, under
+// an ABORT operation (models.AbortTarget).
+func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
+	if err := checkRolloutGuid(processGuid); err != nil {
+		return nil, err
+	}
+	return s.runRolloutCommand(ctx, processGuid, rolloutCommand{name: "abort rollout", kind: models.Operation_ABORT,
+		request: &models.AbortRolloutRequest{ProcessGuid: processGuid},
+		target: func(before *models.DesiredLRP, kept []*models.DefinitionSummary) (string, string, error) {
+			healthy, err := models.AbortTarget(before, kept)
+			if err != nil {
+				return "", "", err
+			}
+			return healthy, fmt.Sprintf("aborting the rollout to %s: rolling back to %s", before.ActiveDefinitionId, healthy), nil
+		}})
+}
+
+// rolloutCommand is an operator's command on an LRP's rollout, for
+// runRolloutCommand: an operation kind made by request, and either a stage
+// command (promote, pause, resume) or a target (rollback, abort).
+type rolloutCommand struct {
+	// name names the call in its errors.
+	name    string
+	kind    models.Operation_Kind
+	request proto.Message
+	// stage is decided by models.DecideStage on the LRP's record.
+	stage *models.StageCommand
+	// target decides, from the LRP as read (locked) and its kept
+	// definitions, the definition to go back to and the operation's first
+	// history line, or refuses.
+	target func(before *models.DesiredLRP, kept []*models.DefinitionSummary) (target, line string, err error)
+}
+
+// runRolloutCommand runs cmd on the LRP processGuid in one transaction:
+// it locks the LRP's desired row (as every writer of the LRP does first),
+// reads what the decision needs (the rollout record, locked, for a stage
+// command; the kept definitions for a target), decides, writes the
+// difference with its operation (changeStage, rollBackTo), and logs their
+// events. A refusal writes nothing. It answers the rollout's status after
+// the command.
+func (s *SQLDB) runRolloutCommand(ctx context.Context, processGuid string, cmd rolloutCommand) (*models.RolloutStatus, error) {
 	var status *models.RolloutStatus
-	err := s.transactOperation(ctx, "roll back", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+	err := s.transactOperation(ctx, cmd.name, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if err != nil {
 			return nil, nil, err
+		}
+		var op *models.Operation
+		var events []models.Event
+		if cmd.stage != nil {
+			rec, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+			if err != nil {
+				return nil, nil, err
+			}
+			now := s.now().UnixNano()
+			after, line, err := models.DecideStage(processGuid, before.ActiveDefinitionId, stageRecord(rec), *cmd.stage, now)
+			if err != nil {
+				return nil, nil, err
+			}
+			op, status, events, err = s.changeStage(ctx, tx, before, rec, after, cmd.kind, cmd.request, line, now)
+			return op, events, err
 		}
 		kept, err := s.keptDefinitions(ctx, tx, processGuid)
 		if err != nil {
 			return nil, nil, err
 		}
-		target, warning, err := models.RollbackTarget(processGuid, kept, definitionID)
+		target, line, err := cmd.target(before, kept)
 		if err != nil {
 			return nil, nil, err
 		}
-		line := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
-		if warning != "" {
-			line += " (warning: " + warning + ")"
-			if note := db.OperationNoteFrom(ctx); note != nil {
-				note.Warning = warning
-			}
-		}
-		var op *models.Operation
-		var events []models.Event
-		op, status, events, err = s.rollBackTo(ctx, tx, before, target, models.Operation_ROLLBACK, request, line, nil, s.now().UnixNano())
+		op, status, events, err = s.rollBackTo(ctx, tx, before, target, cmd.kind, cmd.request, line, nil, s.now().UnixNano())
 		return op, events, err
 	})
 	if err != nil {
@@ -357,51 +402,8 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 	return status, nil
 }
 
-// AbortRollout re-activates the healthy definition, as Rollback does, under
-// an ABORT operation.
-func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
-	if err := checkRolloutGuid(processGuid); err != nil {
-		return nil, err
-	}
-	request := &models.AbortRolloutRequest{ProcessGuid: processGuid}
-	var status *models.RolloutStatus
-	err := s.transactOperation(ctx, "abort rollout", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
-		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := checkAbortable(before); err != nil {
-			return nil, nil, err
-		}
-		healthy := before.HealthyDefinitionId
-		line := fmt.Sprintf("aborting the rollout to %s: rolling back to %s", before.ActiveDefinitionId, healthy)
-		var op *models.Operation
-		var events []models.Event
-		op, status, events, err = s.rollBackTo(ctx, tx, before, healthy, models.Operation_ABORT, request, line, nil, s.now().UnixNano())
-		return op, events, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return status, nil
-}
-
-// checkAbortable is InvalidStateTransition when the LRP has no healthy
-// definition other than its active one to go back to.
-func checkAbortable(lrp *models.DesiredLRP) error {
-	switch lrp.HealthyDefinitionId {
-	case "":
-		return models.NewError(models.Error_InvalidStateTransition,
-			"desired_lrp %q has no healthy_definition_id to go back to: no rollout of it has completed yet; roll back to a definition_id instead",
-			lrp.ProcessGuid)
-	case lrp.ActiveDefinitionId:
-		return models.NewError(models.Error_InvalidStateTransition,
-			"desired_lrp %q runs its healthy_definition_id %q already: there is no rollout to abort", lrp.ProcessGuid, lrp.HealthyDefinitionId)
-	}
-	return nil
-}
-
-// rollBackTo makes target, a stored definition, the active definition of
+// rollBackTo makes target, a kept definition (models.RollbackTarget and
+// models.AbortTarget choose only those), the active definition of
 // the LRP before (read locked) under a new operation of kind (ROLLBACK or
 // ABORT) made by request, whose history starts with line: it moves the
 // LRP's modification tag on, starts the rollout to target ("rolling back
@@ -412,9 +414,6 @@ func checkAbortable(lrp *models.DesiredLRP) error {
 func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, target string, kind models.Operation_Kind,
 	request proto.Message, line string, reasonFor func(recorded *models.Operation) func(*models.Operation) string, now int64,
 ) (*models.Operation, *models.RolloutStatus, []models.Event, error) {
-	if err := s.checkDefinitionStored(ctx, tx, before.ProcessGuid, target); err != nil {
-		return nil, nil, nil, err
-	}
 	unfinished, err := s.unfinishedOperations(ctx, tx, before.ProcessGuid)
 	if err != nil {
 		return nil, nil, nil, err
@@ -532,17 +531,6 @@ func copyDesiredLRP(lrp *models.DesiredLRP) *models.DesiredLRP {
 		c.ModificationTag = &models.ModificationTag{Epoch: lrp.ModificationTag.Epoch, Index: lrp.ModificationTag.Index}
 	}
 	return c
-}
-
-// checkDefinitionStored is ResourceNotFound, naming the definition, when
-// the LRP has no stored definition with that id.
-func (s *SQLDB) checkDefinitionStored(ctx context.Context, q queryer, processGuid, definitionID string) error {
-	var one int
-	err := s.queryRow(ctx, q, "SELECT 1 FROM run_infos WHERE process_guid = ? AND definition_id = ?", processGuid, definitionID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNotFound("definition_id %q: desired_lrp %q has no such definition (it was never stored, or cleaned up)", definitionID, processGuid)
-	}
-	return err
 }
 
 func checkRolloutGuid(processGuid string) error {

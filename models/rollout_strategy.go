@@ -1,20 +1,17 @@
-package convergence
+package models
 
-import (
-	"time"
-
-	"github.com/corkboard/corkboard/models"
-)
+import "time"
 
 // Defaults of an UpdateStrategy field left empty or zero (DESIGN §5).
 const (
-	DefaultProgressDeadline = 10 * time.Minute
-	DefaultHistoryLimit     = 10
+	DefaultProgressDeadline       = 10 * time.Minute
+	DefaultHistoryLimit     int32 = 10
 )
 
 // RolloutStrategy is a DesiredLRP's UpdateStrategy resolved against its
 // instance count: every percent turned into a count, every default filled
-// in. PlanRolloutStep works on it.
+// in. The planner's PlanRolloutStep works on it; the store takes the progress
+// deadline of a rollout status from it.
 type RolloutStrategy struct {
 	// Instances is the instance count the strategy was resolved for
 	// (negative counts as 0).
@@ -92,7 +89,7 @@ func (s RolloutStrategy) MinAvailable() int32 {
 //
 // The strategy is checked with UpdateStrategy.Validate first; a bad field
 // comes back as its error, naming the field.
-func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (RolloutStrategy, error) {
+func ResolveRolloutStrategy(instances int32, s *UpdateStrategy) (RolloutStrategy, error) {
 	if s != nil {
 		if err := s.Validate(); err != nil {
 			return RolloutStrategy{}, err
@@ -103,7 +100,7 @@ func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (RolloutS
 		Instances:        n,
 		MaxSurge:         1,
 		MaxUnavailable:   0,
-		MinReady:         models.Millis(s.GetMinReadyMs()),
+		MinReady:         Millis(s.GetMinReadyMs()),
 		ProgressDeadline: DefaultProgressDeadline,
 		AutoRevert:       s.GetAutoRevert(),
 		HistoryLimit:     DefaultHistoryLimit,
@@ -118,7 +115,7 @@ func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (RolloutS
 		resolved.MaxSurge = 1
 	}
 	if ms := s.GetProgressDeadlineMs(); ms > 0 {
-		resolved.ProgressDeadline = models.Millis(ms)
+		resolved.ProgressDeadline = Millis(ms)
 	}
 	if limit := s.GetHistoryLimit(); limit > 0 {
 		resolved.HistoryLimit = limit
@@ -126,11 +123,23 @@ func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (RolloutS
 	return resolved, nil
 }
 
+// StoredRolloutStrategy resolves a stored strategy for instances as the
+// board runs it: one that no longer validates (the API checks every
+// strategy on the way in, so only a stored row can hold one) falls back to
+// every default, rather than stopping the LRP's rollouts.
+func StoredRolloutStrategy(instances int32, s *UpdateStrategy) RolloutStrategy {
+	resolved, err := ResolveRolloutStrategy(instances, s)
+	if err != nil {
+		resolved, _ = ResolveRolloutStrategy(instances, nil)
+	}
+	return resolved
+}
+
 // scaleCountOrPercent resolves a validated count ("3") or percent ("25%")
 // of instances, rounding a percent up or down, and caps it at instances.
 func scaleCountOrPercent(value string, instances int32, roundUp bool) int32 {
 	// Validate accepted the value, so it parses.
-	parsed, percent, _ := models.ParseCountOrPercent(value)
+	parsed, percent, _ := ParseCountOrPercent(value)
 	n := int64(parsed)
 	if percent {
 		scaled := int64(instances) * n

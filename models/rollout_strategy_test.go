@@ -1,4 +1,4 @@
-package convergence_test
+package models_test
 
 import (
 	"errors"
@@ -7,14 +7,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
 var _ = Describe("ResolveRolloutStrategy", func() {
 	DescribeTable("max_surge and max_unavailable as counts",
 		func(instances int32, surge, unavailable string, wantSurge, wantUnavailable int32) {
-			s, err := convergence.ResolveRolloutStrategy(instances,
+			s, err := models.ResolveRolloutStrategy(instances,
 				&models.UpdateStrategy{MaxSurge: surge, MaxUnavailable: unavailable})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(s.MaxSurge).To(Equal(wantSurge), "surge")
@@ -50,9 +49,9 @@ var _ = Describe("ResolveRolloutStrategy", func() {
 	)
 
 	It("resolves a nil strategy to every default", func() {
-		s, err := convergence.ResolveRolloutStrategy(10, nil)
+		s, err := models.ResolveRolloutStrategy(10, nil)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(s).To(Equal(convergence.RolloutStrategy{
+		Expect(s).To(Equal(models.RolloutStrategy{
 			Instances:        10,
 			MaxSurge:         1,
 			MaxUnavailable:   0,
@@ -66,39 +65,39 @@ var _ = Describe("ResolveRolloutStrategy", func() {
 	})
 
 	It("gives the bounds of the worked example: 10 instances, 25%/25%", func() {
-		s, err := convergence.ResolveRolloutStrategy(10, &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "25%"})
+		s, err := models.ResolveRolloutStrategy(10, &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "25%"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(s.MaxInstances()).To(Equal(int32(13)))
 		Expect(s.MinAvailable()).To(Equal(int32(8)))
 	})
 
 	DescribeTable("the other fields",
-		func(in *models.UpdateStrategy, check func(convergence.RolloutStrategy)) {
-			s, err := convergence.ResolveRolloutStrategy(5, in)
+		func(in *models.UpdateStrategy, check func(models.RolloutStrategy)) {
+			s, err := models.ResolveRolloutStrategy(5, in)
 			Expect(err).NotTo(HaveOccurred())
 			check(s)
 		},
 		Entry("min_ready in milliseconds", &models.UpdateStrategy{MinReadyMs: 1500},
-			func(s convergence.RolloutStrategy) { Expect(s.MinReady).To(Equal(1500 * time.Millisecond)) }),
+			func(s models.RolloutStrategy) { Expect(s.MinReady).To(Equal(1500 * time.Millisecond)) }),
 		Entry("min_ready 0 is 0", &models.UpdateStrategy{},
-			func(s convergence.RolloutStrategy) { Expect(s.MinReady).To(BeZero()) }),
+			func(s models.RolloutStrategy) { Expect(s.MinReady).To(BeZero()) }),
 		Entry("progress_deadline 0 is the default 10 min", &models.UpdateStrategy{},
-			func(s convergence.RolloutStrategy) { Expect(s.ProgressDeadline).To(Equal(10 * time.Minute)) }),
+			func(s models.RolloutStrategy) { Expect(s.ProgressDeadline).To(Equal(10 * time.Minute)) }),
 		Entry("progress_deadline given", &models.UpdateStrategy{ProgressDeadlineMs: 90_000},
-			func(s convergence.RolloutStrategy) { Expect(s.ProgressDeadline).To(Equal(90 * time.Second)) }),
+			func(s models.RolloutStrategy) { Expect(s.ProgressDeadline).To(Equal(90 * time.Second)) }),
 		Entry("auto_revert given", &models.UpdateStrategy{AutoRevert: true},
-			func(s convergence.RolloutStrategy) { Expect(s.AutoRevert).To(BeTrue()) }),
+			func(s models.RolloutStrategy) { Expect(s.AutoRevert).To(BeTrue()) }),
 		Entry("history_limit 0 is the default 10", &models.UpdateStrategy{},
-			func(s convergence.RolloutStrategy) { Expect(s.HistoryLimit).To(Equal(int32(10))) }),
+			func(s models.RolloutStrategy) { Expect(s.HistoryLimit).To(Equal(int32(10))) }),
 		Entry("history_limit given", &models.UpdateStrategy{HistoryLimit: 3},
-			func(s convergence.RolloutStrategy) { Expect(s.HistoryLimit).To(Equal(int32(3))) }),
+			func(s models.RolloutStrategy) { Expect(s.HistoryLimit).To(Equal(int32(3))) }),
 		Entry("instances kept", &models.UpdateStrategy{},
-			func(s convergence.RolloutStrategy) { Expect(s.Instances).To(Equal(int32(5))) }),
+			func(s models.RolloutStrategy) { Expect(s.Instances).To(Equal(int32(5))) }),
 	)
 
 	DescribeTable("rejects a bad strategy, naming the field",
 		func(in *models.UpdateStrategy, field string) {
-			_, err := convergence.ResolveRolloutStrategy(10, in)
+			_, err := models.ResolveRolloutStrategy(10, in)
 			var modelErr *models.Error
 			Expect(errors.As(err, &modelErr)).To(BeTrue(), "a models.Error: %v", err)
 			Expect(modelErr.GetType()).To(Equal(models.Error_InvalidRequest))
@@ -112,5 +111,18 @@ var _ = Describe("ResolveRolloutStrategy", func() {
 		Entry("a negative min_ready", &models.UpdateStrategy{MinReadyMs: -1}, "min_ready_ms"),
 		Entry("a negative progress_deadline", &models.UpdateStrategy{ProgressDeadlineMs: -1}, "progress_deadline_ms"),
 		Entry("a negative history_limit", &models.UpdateStrategy{HistoryLimit: -1}, "history_limit"),
+	)
+
+	DescribeTable("StoredRolloutStrategy: as ResolveRolloutStrategy, every default for a strategy that no longer validates",
+		func(in *models.UpdateStrategy, want models.RolloutStrategy) {
+			Expect(models.StoredRolloutStrategy(10, in)).To(Equal(want))
+		},
+		Entry("nil: every default", nil, models.RolloutStrategy{
+			Instances: 10, MaxSurge: 1, ProgressDeadline: 10 * time.Minute, HistoryLimit: 10,
+		}),
+		Entry("a valid strategy as resolved", &models.UpdateStrategy{MaxSurge: "25%", ProgressDeadlineMs: 90_000, AutoRevert: true},
+			models.RolloutStrategy{Instances: 10, MaxSurge: 3, ProgressDeadline: 90 * time.Second, AutoRevert: true, HistoryLimit: 10}),
+		Entry("an invalid one: every default, its valid fields too", &models.UpdateStrategy{MaxSurge: "lots", ProgressDeadlineMs: 90_000},
+			models.RolloutStrategy{Instances: 10, MaxSurge: 1, ProgressDeadline: 10 * time.Minute, HistoryLimit: 10}),
 	)
 })
