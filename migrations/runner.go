@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 )
 
 // Runner applies and inspects the migrations of one dialect on one database.
@@ -173,7 +175,7 @@ func (r *Runner) apply(ctx context.Context, s *session, m Migration) error {
 			return fail(stmt, err)
 		}
 	}
-	if _, err := s.q.ExecContext(ctx, rebind(r.dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?"), false, m.Version); err != nil {
+	if _, err := s.q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(r.dialect), "UPDATE schema_migrations SET dirty = ? WHERE version = ?"), false, m.Version); err != nil {
 		return fail("", err)
 	}
 	return nil
@@ -196,10 +198,10 @@ func (r *Runner) runStep(ctx context.Context, s *session, m Migration) error {
 }
 
 func (r *Runner) markDirty(ctx context.Context, q querier, m Migration) error {
-	if _, err := q.ExecContext(ctx, rebind(r.dialect, "DELETE FROM schema_migrations WHERE version = ?"), m.Version); err != nil {
+	if _, err := q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(r.dialect), "DELETE FROM schema_migrations WHERE version = ?"), m.Version); err != nil {
 		return err
 	}
-	_, err := q.ExecContext(ctx, rebind(r.dialect,
+	_, err := q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(r.dialect),
 		"INSERT INTO schema_migrations (version, name, checksum, applied_at, dirty) VALUES (?, ?, ?, ?, ?)"),
 		m.Version, m.Name, m.Checksum, r.now().UnixNano(), true)
 	return err

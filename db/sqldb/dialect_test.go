@@ -13,19 +13,6 @@ import (
 )
 
 var _ = Describe("the dialect helper", func() {
-	DescribeTable("Rebind",
-		func(dialect, query, want string) {
-			Expect(sqldb.Rebind(dialect, query)).To(Equal(want))
-		},
-		Entry("Postgres numbers placeholders", sqldb.Postgres,
-			"SELECT a FROM t WHERE b = ? AND c IN (?, ?)", "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)"),
-		Entry("Postgres counts past nine", sqldb.Postgres,
-			"(?,?,?,?,?,?,?,?,?,?,?)", "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"),
-		Entry("Postgres without placeholders", sqldb.Postgres, "SELECT 1", "SELECT 1"),
-		Entry("SQLite keeps ?", sqldb.SQLite, "DELETE FROM t WHERE a = ?", "DELETE FROM t WHERE a = ?"),
-		Entry("MySQL keeps ?", sqldb.MySQL, "DELETE FROM t WHERE a = ?", "DELETE FROM t WHERE a = ?"),
-	)
-
 	DescribeTable("Upsert",
 		func(dialect, want string) {
 			Expect(sqldb.Upsert(dialect, "domains", []string{"domain", "expires_at"}, []string{"domain"}, []string{"expires_at"})).

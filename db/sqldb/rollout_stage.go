@@ -115,7 +115,7 @@ func (s *SQLDB) lockStagedRollout(ctx context.Context, tx *sql.Tx, processGuid s
 	if err != nil {
 		return nil, err
 	}
-	rec, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+	rec, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
 		return nil, err
 	}
