@@ -120,9 +120,7 @@ func (im importer) exec(ctx context.Context, query string, args ...any) error {
 func (im importer) insertOnce(ctx context.Context, table string, cols []string, args ...any) error {
 	query := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ", "),
 		strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "))
-	if im.env.dialect == MySQL {
-		query += fmt.Sprintf(" ON DUPLICATE KEY UPDATE %s = %s", cols[0], cols[0])
-	}
+	query += driverOf(im.env.dialect).insertOnceSuffix(cols[0])
 	return im.exec(ctx, query, args...)
 }
 

@@ -101,8 +101,8 @@ func (r *Runner) Up(ctx context.Context, opts UpOptions) ([]Migration, error) {
 	var done []Migration
 	for _, m := range r.migrations[current:target] {
 		if err := r.apply(ctx, s, m); err != nil {
-			if r.dialect == MySQL {
-				return done, err // these stay applied; elsewhere the run rolls back
+			if !driverOf(r.dialect).transactionalDDL() {
+				return done, err // these stay applied (MySQL); elsewhere the run rolls back
 			}
 			return nil, err
 		}
@@ -184,7 +184,7 @@ func (r *Runner) apply(ctx context.Context, s *session, m Migration) error {
 // runStep runs a migration's Go code. On MySQL it gets a transaction of its
 // own, so its row changes land together; elsewhere it is part of the run's.
 func (r *Runner) runStep(ctx context.Context, s *session, m Migration) error {
-	if r.dialect != MySQL {
+	if driverOf(r.dialect).transactionalDDL() {
 		return m.Step.Run(ctx, stepEnv{q: s.q, dialect: r.dialect, now: r.now})
 	}
 	tx, err := s.conn.BeginTx(ctx, nil)
