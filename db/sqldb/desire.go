@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/models"
+
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // DesireLRP stores lrp, its definition as the first (active) version, and
@@ -100,7 +102,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		}
 	}
 
-	insertDesired := s.driver.rebind(insertStatement("desired_lrps", desiredLRPColumns))
+	insertDesired := dialect.Rebind(s.driver.name(), insertStatement("desired_lrps", desiredLRPColumns))
 	// The desire's operation is numbered after the guid's highest (an
 	// earlier LRP of the guid keeps its operations, the oldest perhaps
 	// pruned); where the dialect joins statements it goes in one round
@@ -167,7 +169,7 @@ func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, inse
 	if err != nil {
 		return nil, err
 	}
-	insertOperation := s.driver.rebind(insertStatement("operations", operationColumns))
+	insertOperation := dialect.Rebind(s.driver.name(), insertStatement("operations", operationColumns))
 	_, err = tx.ExecContext(ctx, insertDesired+";\n"+insertOperation, append(slices.Clip(row), values...)...)
 	return rec, err
 }

@@ -15,8 +15,9 @@ import (
 // driver holds every place where the three databases differ: how a
 // connection is opened and sized, the few pieces of SQL they spell
 // differently, and the optional fast paths one of them has. Queries
-// elsewhere in this package are written once, with ? placeholders, and ask
-// the driver only for these pieces; no other file compares dialect names.
+// elsewhere in this package are written once, with ? placeholders
+// (dialect.Rebind turns them into the database's own), and ask the driver
+// only for these pieces; no other file compares dialect names.
 //
 // There is one driver per database (driver_sqlite.go, driver_postgres.go,
 // driver_mysql.go). Each embeds general, which gives the form most of them
@@ -54,8 +55,6 @@ type driver interface {
 
 	// SQL the databases spell differently.
 
-	// rebind turns the ? placeholders of a query into the database's own.
-	rebind(query string) string
 	// bytewise is column compared and ordered as bytes.
 	bytewise(column string) string
 	// pagePlanning is the statement a page of a list runs first, in its
@@ -150,9 +149,6 @@ func (general) sizePool(conn *sql.DB) {
 func (general) oneWriter() bool                       { return false }
 func (general) inProcess() bool                       { return false }
 func (general) snapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
-
-// rebind keeps ? placeholders, which the database takes as they are.
-func (general) rebind(query string) string { return query }
 
 // bytewise is the column itself where it is byte-collated already.
 func (general) bytewise(column string) string { return column }

@@ -39,8 +39,6 @@ func (postgresDriver) openPool(name dialect.Name, dsn string, ioTimeout time.Dur
 	return sql.OpenDB(connector), nil
 }
 
-func (postgresDriver) rebind(query string) string { return dialect.Rebind(dialect.Postgres, query) }
-
 // bytewise is column compared and ordered as bytes. The guid and presence
 // columns are byte-collated on every dialect (see ConvergenceSnapshot);
 // cells.cell_id is on SQLite (BINARY) and MySQL (utf8mb4_bin) but has the

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
+
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // queryer is what *sql.DB and *sql.Tx share, so reads run inside or outside
@@ -18,15 +20,15 @@ type queryer interface {
 // Every statement goes through these three, so each is rebound for its dialect.
 
 func (s *SQLDB) exec(ctx context.Context, q queryer, query string, args ...any) (sql.Result, error) {
-	return q.ExecContext(ctx, s.driver.rebind(query), args...)
+	return q.ExecContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
 func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any) (*sql.Rows, error) {
-	return q.QueryContext(ctx, s.driver.rebind(query), args...)
+	return q.QueryContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
 func (s *SQLDB) queryRow(ctx context.Context, q queryer, query string, args ...any) *sql.Row {
-	return q.QueryRowContext(ctx, s.driver.rebind(query), args...)
+	return q.QueryRowContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
 // Table columns written by inserts, in the order their values are passed.
