@@ -11,9 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/corkboard/corkboard/models"
-
 	"github.com/corkboard/corkboard/db/dialect"
+	"github.com/corkboard/corkboard/models"
 )
 
 // DesireLRP stores lrp, its definition as the first (active) version, and

@@ -66,3 +66,13 @@ func ActualPageQuery(filter db.ActualLRPFilter) (string, []any) { return actualL
 func CellPageQuery(dialectName string, limit int) string {
 	return cellPageQuery(mustDriver(dialectName), limit)
 }
+
+// SelectActualByKeys is the driver's read of n actual LRP rows by key.
+func SelectActualByKeys(dialectName string, n int, lock bool) string {
+	return mustDriver(dialectName).selectByKeys(actualLRPKeys, "state", n, lock)
+}
+
+// DeleteActualByKeys is the driver's delete of n actual LRP rows by key.
+func DeleteActualByKeys(dialectName string, n int) string {
+	return mustDriver(dialectName).deleteByKeys(actualLRPKeys, n)
+}
