@@ -15,7 +15,7 @@ import (
 //
 // name and revision are part of the migration's checksum: a step keeps
 // them for as long as what it does stays the same.
-func addColumn(name string, revision int, table, column string, definition func(dialect string) string) *goStep {
+func addColumn(name string, revision int, table, column string, definition func(driver) string) *goStep {
 	return addColumns(name, revision, table, columnDef{column, definition})
 }
 
@@ -23,7 +23,7 @@ func addColumn(name string, revision int, table, column string, definition func(
 // and constraints in the dialect's words.
 type columnDef struct {
 	name       string
-	definition func(dialect string) string
+	definition func(driver) string
 }
 
 // addColumns is addColumn for several columns of one table, each added
@@ -31,7 +31,7 @@ type columnDef struct {
 // them (MySQL commits each ALTER) adds the rest when it runs again.
 func addColumns(name string, revision int, table string, columns ...columnDef) *goStep {
 	ddl := func(dialect string, c columnDef) string {
-		return "ALTER TABLE " + table + " ADD COLUMN " + c.name + " " + c.definition(dialect)
+		return "ALTER TABLE " + table + " ADD COLUMN " + c.name + " " + c.definition(driverOf(dialect))
 	}
 	return &goStep{
 		Name:     name,
@@ -70,69 +70,38 @@ func addColumns(name string, revision int, table string, columns ...columnDef) *
 	}
 }
 
-// booleanFalse is a BOOLEAN column that starts false; SQLite spells false 0.
-func booleanFalse(dialect string) string {
-	if dialect == SQLite {
-		return "BOOLEAN NOT NULL DEFAULT 0"
-	}
-	return "BOOLEAN NOT NULL DEFAULT FALSE"
-}
+// The column definitions below are the driver's column types, as
+// method expressions (driver.booleanFalse is a func(driver) string).
 
 // addRolloutsOperationID is migration 0007's Go half: rollouts.operation_id
 // names the operation that started the rollout (empty for a rollout older
 // than operations).
 var addRolloutsOperationID = addColumn("add_rollouts_operation_id", 1, "rollouts", "operation_id",
-	func(dialect string) string {
-		if dialect == SQLite {
-			return "TEXT NOT NULL DEFAULT ''"
-		}
-		return "VARCHAR(24) NOT NULL DEFAULT ''"
-	})
+	func(d driver) string { return d.boundedText(24) })
 
 // addRolloutsStage is migration 0008's Go half: rollouts.stage, the
 // protobuf of a staged rollout's models.RolloutStage (stored fields only),
 // NULL while the rollout is not staged.
-var addRolloutsStage = addColumn("add_rollouts_stage", 1, "rollouts", "stage", nullBlob)
-
-// nullBlob is a blob column, NULL by default. MySQL's BLOB stops at 64
-// KiB; MEDIUMBLOB matches the other blob columns there.
-func nullBlob(dialect string) string {
-	switch dialect {
-	case Postgres:
-		return "BYTEA"
-	case MySQL:
-		return "MEDIUMBLOB"
-	}
-	return "BLOB"
-}
+var addRolloutsStage = addColumn("add_rollouts_stage", 1, "rollouts", "stage", driver.nullBlob)
 
 // addAutoscaling is migration 0009's Go half: desired_lrps.autoscaling,
 // the protobuf of the LRP's models.Autoscaling (NULL: never set), and
 // desired_lrps.autoscaler, the protobuf of its models.AutoscalerStatus
 // (NULL while autoscaling is not enabled).
 var addAutoscaling = addColumns("add_desired_lrps_autoscaling", 1, "desired_lrps",
-	columnDef{"autoscaling", nullBlob}, columnDef{"autoscaler", nullBlob})
+	columnDef{"autoscaling", driver.nullBlob}, columnDef{"autoscaler", driver.nullBlob})
 
 // addDefinitionRoutePorts is migration 0010's Go half: the routes a
 // definition serves, as run_infos.routes (their protojson, as
 // desired_lrps.routes) and run_infos.route_ports (the protobuf of the
 // models.RoutePorts they name); NULL for definitions stored before it.
 var addDefinitionRoutePorts = addColumns("add_run_infos_routes", 1, "run_infos",
-	columnDef{"route_ports", nullBlob}, columnDef{"routes", nullText})
-
-// nullText is a text column, NULL by default; MySQL's TEXT stops at 64
-// KiB, and routes may take 128.
-func nullText(dialect string) string {
-	if dialect == MySQL {
-		return "MEDIUMTEXT"
-	}
-	return "TEXT"
-}
+	columnDef{"route_ports", driver.nullBlob}, columnDef{"routes", driver.nullText})
 
 // addInstanceRoutePorts is migration 0011's Go half:
 // actual_lrps.route_ports, the protobuf of the models.RoutePorts of the
 // definition an instance runs, set when it starts.
-var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_lrps", "route_ports", nullBlob)
+var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_lrps", "route_ports", driver.nullBlob)
 
 // addDefinitionHistory is migration 0014's Go half: run_infos.became_healthy
 // (the definition is, or was, its LRP's healthy definition) and
@@ -140,15 +109,10 @@ var addInstanceRoutePorts = addColumn("add_actual_lrps_route_ports", 1, "actual_
 // before it became active), both false for the rows already there until
 // the migration's SQL sets what those rows can tell.
 var addDefinitionHistory = addColumns("add_run_infos_history", 1, "run_infos",
-	columnDef{"became_healthy", booleanFalse}, columnDef{"failed_validation", booleanFalse})
+	columnDef{"became_healthy", driver.booleanFalse}, columnDef{"failed_validation", driver.booleanFalse})
 
 // addCellIsolation is migration 0015's Go half: cells.isolation, how the
 // cell's rep runs instances as it registered it ("full", "none"; empty for
 // a rep that does not say, and for cells registered before).
 var addCellIsolation = addColumn("add_cells_isolation", 1, "cells", "isolation",
-	func(dialect string) string {
-		if dialect == SQLite {
-			return "TEXT NOT NULL DEFAULT ''"
-		}
-		return "VARCHAR(16) NOT NULL DEFAULT ''"
-	})
+	func(d driver) string { return d.boundedText(16) })

@@ -5,9 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -37,26 +36,8 @@ func newRunner(conn *sql.DB, dialect string) *migrations.Runner {
 	return r
 }
 
-// rebind turns ? into $n for Postgres in the tests' own queries.
-func rebind(dialect, q string) string {
-	if dialect != testdb.Postgres {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func execSQL(conn *sql.DB, dialect, q string, args ...any) {
-	_, err := conn.Exec(rebind(dialect, q), args...)
+	_, err := conn.Exec(sqldialect.Rebind(sqldialect.Name(dialect), q), args...)
 	Expect(err).NotTo(HaveOccurred(), q)
 }
 

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 )
 
 // LegacyDefinitionID names the definition the import makes from a classic
@@ -106,7 +108,7 @@ type importer struct {
 }
 
 func (im importer) exec(ctx context.Context, query string, args ...any) error {
-	_, err := im.env.q.ExecContext(ctx, rebind(im.env.dialect, query), args...)
+	_, err := im.env.q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(im.env.dialect), query), args...)
 	return err
 }
 
@@ -118,9 +120,7 @@ func (im importer) exec(ctx context.Context, query string, args ...any) error {
 func (im importer) insertOnce(ctx context.Context, table string, cols []string, args ...any) error {
 	query := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ", "),
 		strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", "))
-	if im.env.dialect == MySQL {
-		query += fmt.Sprintf(" ON DUPLICATE KEY UPDATE %s = %s", cols[0], cols[0])
-	}
+	query += driverOf(im.env.dialect).insertOnceSuffix(cols[0])
 	return im.exec(ctx, query, args...)
 }
 
@@ -197,7 +197,7 @@ type classicDesired struct {
 }
 
 func (im importer) desired(ctx context.Context, guids []string) error {
-	rows, err := im.env.q.QueryContext(ctx, rebind(im.env.dialect,
+	rows, err := im.env.q.QueryContext(ctx, sqldialect.Rebind(sqldialect.Name(im.env.dialect),
 		`SELECT process_guid, domain, instances, annotation, routes, memory_mb, disk_mb, placement_tags,
 		        modification_tag_epoch, modification_tag_index, run_info
 		   FROM legacy_desired_lrps WHERE process_guid IN `+inClause(len(guids))), anyArgs(guids)...)
@@ -293,7 +293,7 @@ type classicActual struct {
 var classicStates = map[string]bool{"UNCLAIMED": true, "CLAIMED": true, "RUNNING": true, "CRASHED": true}
 
 func (im importer) actual(ctx context.Context, guids []string) error {
-	rows, err := im.env.q.QueryContext(ctx, rebind(im.env.dialect,
+	rows, err := im.env.q.QueryContext(ctx, sqldialect.Rebind(sqldialect.Name(im.env.dialect),
 		`SELECT process_guid, instance_index, evacuating, domain, instance_guid, cell_id, state, net_info,
 		        crash_count, crash_reason, since, placement_error, modification_tag_epoch, modification_tag_index
 		   FROM legacy_actual_lrps WHERE process_guid IN `+inClause(len(guids))), anyArgs(guids)...)

@@ -32,6 +32,7 @@ func moveAsideStatements(ctx context.Context, q querier, dialect string) ([]stri
 	if err != nil || !classic {
 		return nil, err
 	}
+	d := driverOf(dialect)
 	var stmts, renames []string
 	for _, table := range classicTables {
 		ok, err := tableExists(ctx, q, dialect, table)
@@ -43,30 +44,26 @@ func moveAsideStatements(ctx context.Context, q querier, dialect string) ([]stri
 		}
 		// Index names are per schema in Postgres and SQLite and survive a
 		// table rename, so a classic index named like one of ours would make
-		// 0001's CREATE INDEX IF NOT EXISTS silently skip ours.
+		// 0001's CREATE INDEX IF NOT EXISTS silently skip ours: the driver
+		// renames or drops it (moveIndexAside).
 		indexes, err := explicitIndexes(ctx, q, dialect, table)
 		if err != nil {
 			return nil, err
 		}
 		for _, idx := range indexes {
-			switch dialect {
-			case Postgres:
-				if !strings.HasPrefix(idx, legacyPrefix) {
-					stmts = append(stmts, fmt.Sprintf(`ALTER INDEX "%s" RENAME TO "%s"`, idx, legacyPrefix+idx))
-				}
-			case SQLite:
-				stmts = append(stmts, fmt.Sprintf(`DROP INDEX "%s"`, idx))
+			if stmt := d.moveIndexAside(idx); stmt != "" {
+				stmts = append(stmts, stmt)
 			}
 		}
 		renames = append(renames, fmt.Sprintf("%s TO %s", table, legacyPrefix+table))
-		if dialect != MySQL {
+		if d.transactionalDDL() {
 			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s RENAME TO %s", table, legacyPrefix+table))
 		}
 	}
-	if dialect == MySQL {
-		// One statement renames them all atomically: MySQL commits each DDL
-		// statement, and a half-renamed classic schema would not be
-		// recognised as classic again.
+	if !d.transactionalDDL() {
+		// One statement renames them all atomically: the database commits
+		// each DDL statement (MySQL), and a half-renamed classic schema
+		// would not be recognised as classic again.
 		stmts = append(stmts, "RENAME TABLE "+strings.Join(renames, ", "))
 	}
 	return stmts, nil
@@ -77,13 +74,8 @@ func moveAsideStatements(ctx context.Context, q querier, dialect string) ([]stri
 // schema-wide too), in SQLite the ones made by CREATE INDEX. MySQL index
 // names are per table and need nothing.
 func explicitIndexes(ctx context.Context, q querier, dialect, table string) ([]string, error) {
-	var query string
-	switch dialect {
-	case Postgres:
-		query = "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1 ORDER BY indexname"
-	case SQLite:
-		query = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL ORDER BY name"
-	default:
+	query := driverOf(dialect).explicitIndexesQuery()
+	if query == "" {
 		return nil, nil
 	}
 	rows, err := q.QueryContext(ctx, query, table)

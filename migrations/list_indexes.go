@@ -88,25 +88,10 @@ func (ix listIndex) create() string {
 	return "CREATE INDEX " + ix.name + " ON " + ix.table + " (" + strings.Join(ix.columns, ", ") + ")"
 }
 
-func dropIndex(dialect, table, name string) string {
-	if dialect == MySQL {
-		return "DROP INDEX " + name + " ON " + table
-	}
-	return "DROP INDEX " + name
-}
+func dropIndex(dialect, table, name string) string { return driverOf(dialect).dropIndex(table, name) }
 
 func indexExists(ctx context.Context, q querier, dialect, table, name string) (bool, error) {
-	var query string
-	args := []any{name}
-	switch dialect {
-	case SQLite:
-		query = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?"
-	case Postgres:
-		query = "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
-	case MySQL:
-		query = "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?"
-		args = []any{table, name}
-	}
+	query, args := driverOf(dialect).indexExists(table, name)
 	var n int
 	if err := q.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up index %s: %w", name, err)

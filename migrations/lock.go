@@ -3,7 +3,6 @@ package migrations
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -11,7 +10,7 @@ import (
 // session is one connection that holds the migration lock. Everything the
 // runner reads or writes while migrating goes through it.
 //
-// The lock differs per dialect:
+// The lock differs per dialect (driver.lock, in driver_<dialect>.go):
 //   - Postgres: pg_advisory_lock on a fixed key. Advisory locks are scoped to
 //     the current database and released when the session ends, so a board
 //     that dies mid-migration does not leave the lock behind.
@@ -32,10 +31,8 @@ type session struct {
 	release func() error
 }
 
-const (
-	postgresLockKey = 7_316_002_417_830_113 // arbitrary, fixed: "corkboard migrations"
-	lockPoll        = 50 * time.Millisecond
-)
+// lockPoll is how often a waiting SQLite run tries for the lock again.
+const lockPoll = 50 * time.Millisecond
 
 func lock(ctx context.Context, db *sql.DB, dialect string) (*session, error) {
 	conn, err := db.Conn(ctx)
@@ -43,14 +40,9 @@ func lock(ctx context.Context, db *sql.DB, dialect string) (*session, error) {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
 	s := &session{dialect: dialect, conn: conn, q: conn}
-	switch dialect {
-	case Postgres:
-		err = lockPostgres(ctx, s)
-	case MySQL:
-		err = lockMySQL(ctx, s)
-	case SQLite:
-		err = lockSQLite(ctx, s)
-	default:
+	if d, ok := drivers[dialect]; ok {
+		err = d.lock(ctx, s)
+	} else {
 		err = fmt.Errorf("unknown database dialect %q", dialect)
 	}
 	if err != nil {
@@ -60,97 +52,6 @@ func lock(ctx context.Context, db *sql.DB, dialect string) (*session, error) {
 	return s, nil
 }
 
-func lockPostgres(ctx context.Context, s *session) error {
-	if _, err := s.conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", postgresLockKey); err != nil {
-		return err
-	}
-	unlock := func() error {
-		_, err := s.conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", postgresLockKey)
-		return errors.Join(err, s.conn.Close())
-	}
-	tx, err := s.conn.BeginTx(ctx, nil)
-	if err != nil {
-		return errors.Join(err, unlock())
-	}
-	s.tx, s.q = tx, tx
-	s.release = func() error {
-		// Rollback after a commit is a no-op (sql.ErrTxDone).
-		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-			return errors.Join(err, unlock())
-		}
-		return unlock()
-	}
-	return nil
-}
-
-func lockMySQL(ctx context.Context, s *session) error {
-	const name = "CONCAT('corkboard_migrations:', DATABASE())"
-	for {
-		var got sql.NullInt64
-		// A short server-side wait, repeated, so a cancelled context is noticed.
-		if err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", 2)").Scan(&got); err != nil {
-			return err
-		}
-		if !got.Valid {
-			return errors.New("GET_LOCK returned NULL")
-		}
-		if got.Int64 == 1 {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	s.release = func() error {
-		_, err := s.conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK("+name+")")
-		return errors.Join(err, s.conn.Close())
-	}
-	return nil
-}
-
-func lockSQLite(ctx context.Context, s *session) error {
-	for {
-		_, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE")
-		if err == nil {
-			break
-		}
-		if !isSQLiteBusy(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(lockPoll):
-		}
-	}
-	s.release = func() error {
-		// After a successful commit there is no transaction and this is a
-		// harmless error; after a failure it undoes everything.
-		s.conn.ExecContext(context.Background(), "ROLLBACK")
-		return s.conn.Close()
-	}
-	return nil
-}
-
 // finish commits the run's transaction; on MySQL every migration has
 // already committed its own changes.
-func (s *session) finish(ctx context.Context) error {
-	switch s.dialect {
-	case Postgres:
-		return s.tx.Commit()
-	case SQLite:
-		_, err := s.conn.ExecContext(ctx, "COMMIT")
-		return err
-	}
-	return nil
-}
-
-func isSQLiteBusy(err error) bool {
-	var coded interface{ Code() int }
-	if errors.As(err, &coded) {
-		const sqliteBusy, sqliteLocked = 5, 6
-		code := coded.Code() & 0xff // extended codes keep the primary in the low byte
-		return code == sqliteBusy || code == sqliteLocked
-	}
-	return false
-}
+func (s *session) finish(ctx context.Context) error { return driverOf(s.dialect).finish(ctx, s) }

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
 )
@@ -32,7 +33,7 @@ var _ = Describe("0007_operations", func() {
 			})
 
 			insertOperation := func(id, guid string, sequence int64, status string, ended bool) error {
-				_, err := conn.Exec(rebind(dialect, `INSERT INTO operations (id, process_guid, sequence, kind, status, reason,
+				_, err := conn.Exec(sqldialect.Rebind(sqldialect.Name(dialect), `INSERT INTO operations (id, process_guid, sequence, kind, status, reason,
  parameters, definition_id, requested_by, created_at, history, ended, modification_index)
  VALUES (?, ?, ?, 'UPDATE_DEFINITION', ?, '', ?, 'v2', 'cork from 127.0.0.1:5000', 7, ?, ?, 1)`),
 					id, guid, sequence, status, []byte{1, 2}, []byte{3}, ended)
@@ -44,7 +45,7 @@ var _ = Describe("0007_operations", func() {
 				Expect(insertOperation("0000000000000001aaaaaaaa", "web", 1, "FINISHED", true)).To(Succeed())
 				Expect(insertOperation("0000000000000002aaaaaaaa", "web", 2, "IN_PROGRESS", false)).To(Succeed())
 				Expect(insertOperation("0000000000000003aaaaaaaa", "api", 1, "PENDING", false)).To(Succeed())
-				Expect(strings1(conn, rebind(dialect, "SELECT id FROM operations WHERE ended = ? ORDER BY process_guid, sequence"), false)).
+				Expect(strings1(conn, sqldialect.Rebind(sqldialect.Name(dialect), "SELECT id FROM operations WHERE ended = ? ORDER BY process_guid, sequence"), false)).
 					To(Equal([]string{"0000000000000003aaaaaaaa", "0000000000000002aaaaaaaa"}))
 				Expect(strings1(conn, "SELECT id FROM operations ORDER BY id DESC")).
 					To(Equal([]string{"0000000000000003aaaaaaaa", "0000000000000002aaaaaaaa", "0000000000000001aaaaaaaa"}))

@@ -58,7 +58,7 @@ func (r *Runner) Plan(ctx context.Context, opts UpOptions) (*Plan, error) {
 		return nil, err
 	}
 	if !hasTable {
-		p.CreateTable = versionTableDDL[r.dialect]
+		p.CreateTable = driverOf(r.dialect).versionTableDDL()
 	}
 	if p.From == 0 {
 		if p.MoveClassicAway, err = moveAsideStatements(ctx, r.db, r.dialect); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
 	. "github.com/onsi/ginkgo/v2"
@@ -36,7 +37,7 @@ var _ = Describe("0005_rollouts", func() {
 			rolloutsWork := func() {
 				execSQL(conn, dialect, `INSERT INTO rollouts (process_guid, state, reason, definition_id, started_at,
  progress_at, settled, modification_index) VALUES ('web', 'PROGRESSING', 'rolling from v1 to v2', 'v2', 5, 5, ?, 1)`, false)
-				Expect(strings1(conn, rebind(dialect, "SELECT state FROM rollouts WHERE process_guid = ? AND settled = ?"), "web", false)).
+				Expect(strings1(conn, sqldialect.Rebind(sqldialect.Name(dialect), "SELECT state FROM rollouts WHERE process_guid = ? AND settled = ?"), "web", false)).
 					To(Equal([]string{"PROGRESSING"}))
 				execSQL(conn, dialect, `INSERT INTO actual_lrps (process_guid, instance_index, presence, domain,
  definition_id, state, crash_reason, since, placement_error, modification_tag_epoch, stop_requested)

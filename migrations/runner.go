@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 )
 
 // Runner applies and inspects the migrations of one dialect on one database.
@@ -99,8 +101,8 @@ func (r *Runner) Up(ctx context.Context, opts UpOptions) ([]Migration, error) {
 	var done []Migration
 	for _, m := range r.migrations[current:target] {
 		if err := r.apply(ctx, s, m); err != nil {
-			if r.dialect == MySQL {
-				return done, err // these stay applied; elsewhere the run rolls back
+			if !driverOf(r.dialect).transactionalDDL() {
+				return done, err // these stay applied (MySQL); elsewhere the run rolls back
 			}
 			return nil, err
 		}
@@ -173,7 +175,7 @@ func (r *Runner) apply(ctx context.Context, s *session, m Migration) error {
 			return fail(stmt, err)
 		}
 	}
-	if _, err := s.q.ExecContext(ctx, rebind(r.dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?"), false, m.Version); err != nil {
+	if _, err := s.q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(r.dialect), "UPDATE schema_migrations SET dirty = ? WHERE version = ?"), false, m.Version); err != nil {
 		return fail("", err)
 	}
 	return nil
@@ -182,7 +184,7 @@ func (r *Runner) apply(ctx context.Context, s *session, m Migration) error {
 // runStep runs a migration's Go code. On MySQL it gets a transaction of its
 // own, so its row changes land together; elsewhere it is part of the run's.
 func (r *Runner) runStep(ctx context.Context, s *session, m Migration) error {
-	if r.dialect != MySQL {
+	if driverOf(r.dialect).transactionalDDL() {
 		return m.Step.Run(ctx, stepEnv{q: s.q, dialect: r.dialect, now: r.now})
 	}
 	tx, err := s.conn.BeginTx(ctx, nil)
@@ -196,10 +198,10 @@ func (r *Runner) runStep(ctx context.Context, s *session, m Migration) error {
 }
 
 func (r *Runner) markDirty(ctx context.Context, q querier, m Migration) error {
-	if _, err := q.ExecContext(ctx, rebind(r.dialect, "DELETE FROM schema_migrations WHERE version = ?"), m.Version); err != nil {
+	if _, err := q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(r.dialect), "DELETE FROM schema_migrations WHERE version = ?"), m.Version); err != nil {
 		return err
 	}
-	_, err := q.ExecContext(ctx, rebind(r.dialect,
+	_, err := q.ExecContext(ctx, sqldialect.Rebind(sqldialect.Name(r.dialect),
 		"INSERT INTO schema_migrations (version, name, checksum, applied_at, dirty) VALUES (?, ?, ?, ?, ?)"),
 		m.Version, m.Name, m.Checksum, r.now().UnixNano(), true)
 	return err

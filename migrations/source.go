@@ -13,13 +13,17 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+
+	sqldialect "github.com/corkboard/corkboard/db/dialect"
 )
 
-// Dialect names, the same strings sqldb.Open takes.
+// Dialect names, the same strings sqldb.Open takes (package dialect has
+// them; these are for callers that pass them as strings). This package
+// imports that one as sqldialect: here dialect names a string everywhere.
 const (
-	SQLite   = "sqlite"
-	Postgres = "postgres"
-	MySQL    = "mysql"
+	SQLite   = string(sqldialect.SQLite)
+	Postgres = string(sqldialect.Postgres)
+	MySQL    = string(sqldialect.MySQL)
 )
 
 //go:embed sql
@@ -47,8 +51,8 @@ var fileName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
 // load reads the migrations of one dialect from fsys (laid out as
 // sql/<dialect>/NNNN_name.sql) and attaches the registered Go steps.
 func load(fsys fs.FS, dialect string, steps map[int]*goStep) ([]Migration, error) {
-	if !knownDialect(dialect) {
-		return nil, fmt.Errorf("unknown database dialect %q (want sqlite, postgres or mysql)", dialect)
+	if _, err := sqldialect.Parse(dialect); err != nil {
+		return nil, err
 	}
 	dir := path.Join("sql", dialect)
 	entries, err := fs.ReadDir(fsys, dir)
@@ -104,5 +108,3 @@ func checksum(m Migration) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-func knownDialect(d string) bool { return d == SQLite || d == Postgres || d == MySQL }

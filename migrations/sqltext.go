@@ -2,7 +2,6 @@ package migrations
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -71,23 +70,4 @@ func splitStatements(text string) ([]string, error) {
 	}
 	flush()
 	return out, nil
-}
-
-// rebind turns ? placeholders into Postgres's $1, $2, … The runner's own
-// queries are short and never carry a literal question mark.
-func rebind(dialect, query string) string {
-	if dialect != Postgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

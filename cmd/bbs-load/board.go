@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
@@ -36,7 +37,7 @@ type database struct {
 // openFreshDatabase creates a database (a temporary SQLite file, or a new
 // database on the server behind adminDSN), migrates it and opens the store.
 func openFreshDatabase(ctx context.Context, driver, adminDSN string) (*database, error) {
-	if driver != testdb.SQLite && adminDSN == "" {
+	if driver != string(dialect.SQLite) && adminDSN == "" {
 		return nil, fmt.Errorf("-dsn is required for driver %s", driver)
 	}
 	created, err := testdb.CreateOn(driver, adminDSN)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // breakInstances makes b's instances missing, crashed and extra with bulk
@@ -21,7 +23,7 @@ func (s *seeder) breakInstances(ctx context.Context, b breakage) error {
 	for index, guids := range byIndex(b.missing) {
 		for batch := range slices.Chunk(guids, 1000) {
 			query := "DELETE FROM actual_lrps WHERE presence = 'ORDINARY' AND instance_index = ? AND process_guid IN " + inList(len(batch))
-			if _, err := tx.ExecContext(ctx, s.rebind(query), append([]any{index}, stringArgs(batch)...)...); err != nil {
+			if _, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(s.driver), query), append([]any{index}, stringArgs(batch)...)...); err != nil {
 				return fmt.Errorf("delete missing instances: %w", err)
 			}
 		}
@@ -33,7 +35,7 @@ func (s *seeder) breakInstances(ctx context.Context, b breakage) error {
 				"since = ?, routable = ?, net_info = NULL, modification_tag_index = modification_tag_index + 1 " +
 				"WHERE presence = 'ORDINARY' AND instance_index = ? AND process_guid IN " + inList(len(batch))
 			args := append([]any{now, false, index}, stringArgs(batch)...)
-			if _, err := tx.ExecContext(ctx, s.rebind(query), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(s.driver), query), args...); err != nil {
 				return fmt.Errorf("crash instances: %w", err)
 			}
 		}
@@ -41,7 +43,7 @@ func (s *seeder) breakInstances(ctx context.Context, b breakage) error {
 	for batch := range slices.Chunk(b.extraLRPs, 1000) {
 		query := "UPDATE desired_lrps SET instances = instances - 1, modification_tag_index = modification_tag_index + 1 " +
 			"WHERE process_guid IN " + inList(len(batch))
-		if _, err := tx.ExecContext(ctx, s.rebind(query), stringArgs(batch)...); err != nil {
+		if _, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(s.driver), query), stringArgs(batch)...); err != nil {
 			return fmt.Errorf("lower instances: %w", err)
 		}
 	}

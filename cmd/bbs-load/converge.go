@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // The converge scenario measures convergence passes (snapshot, plan,
@@ -126,7 +127,7 @@ func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error 
 // instances: 1,000,000 within 1 s (2 s on SQLite), 250,000 within 250 ms.
 func steadyTarget(driver string, total int) (string, time.Duration) {
 	switch {
-	case total >= 1_000_000 && driver == "sqlite":
+	case total >= 1_000_000 && driver == string(dialect.SQLite):
 		return "p99 < 2s", 2 * time.Second
 	case total >= 1_000_000:
 		return "p99 < 1s", time.Second

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // target is the database a scenario runs on.
@@ -15,7 +17,7 @@ type target struct {
 }
 
 func (t *target) register(flags *flag.FlagSet) {
-	flags.StringVar(&t.driver, "driver", "sqlite", "database: sqlite, postgres or mysql")
+	flags.StringVar(&t.driver, "driver", string(dialect.SQLite), "database: "+dialect.Choices())
 	flags.StringVar(&t.dsn, "dsn", "", "admin DSN of the postgres or mysql server (a fresh database is created on it)")
 }
 

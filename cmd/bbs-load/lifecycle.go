@@ -10,6 +10,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -101,7 +102,7 @@ func runLifecycle(ctx context.Context, args []string) error {
 	ops := 2 * l.total()
 	perSecond := float64(ops) / elapsed.Seconds()
 	target, met := "", true
-	if d.driver == "postgres" && !cfg.convergeDuring {
+	if d.driver == string(dialect.Postgres) && !cfg.convergeDuring {
 		target, met = "≥ 5000 ops/s on postgres", perSecond >= 5000
 	}
 	figure("lifecycle.claim-start", d.driver,

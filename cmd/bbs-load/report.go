@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -224,7 +225,7 @@ func (s *seeder) markClaimed(ctx context.Context, keys []instanceKey) error {
 			query := "UPDATE actual_lrps SET state = 'CLAIMED', net_info = NULL, routable = ?, " +
 				"modification_tag_index = modification_tag_index + 1 " +
 				"WHERE presence = 'ORDINARY' AND instance_index = ? AND process_guid IN " + inList(len(batch))
-			if _, err := tx.ExecContext(ctx, s.rebind(query), append([]any{false, index}, stringArgs(batch)...)...); err != nil {
+			if _, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(s.driver), query), append([]any{false, index}, stringArgs(batch)...)...); err != nil {
 				return fmt.Errorf("mark instances CLAIMED: %w", err)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -247,7 +247,7 @@ func (s *seeder) checkSeeded(ctx context.Context, l layout, running bool) error 
 func (s *seeder) analyze(ctx context.Context) error {
 	for _, table := range []string{"desired_lrps", "run_infos", "actual_lrps", "cells", "domains"} {
 		stmt := "ANALYZE " + table
-		if s.driver == "mysql" {
+		if s.driver == string(dialect.MySQL) {
 			stmt = "ANALYZE TABLE " + table
 		}
 		if _, err := s.conn.ExecContext(ctx, stmt); err != nil {
@@ -279,7 +279,7 @@ func (s *seeder) insertRows(ctx context.Context, table string, columns []string,
 		return err
 	}
 	defer tx.Rollback()
-	if s.driver == "postgres" {
+	if s.driver == string(dialect.Postgres) {
 		if err := copyRows(ctx, tx, table, columns, count, row); err != nil {
 			return err
 		}
@@ -317,55 +317,22 @@ func copyRows(ctx context.Context, tx *sql.Tx, table string, columns []string, c
 }
 
 func (s *seeder) insertStatement(table string, columns []string, rows int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
 	var b strings.Builder
 	b.WriteString("INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES ")
-	n := 0
 	for r := range rows {
 		if r > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteByte('(')
-		for c := range columns {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			n++
-			b.WriteString(s.placeholder(n))
-		}
-		b.WriteByte(')')
+		b.WriteString(row)
 	}
-	return b.String()
-}
-
-func (s *seeder) placeholder(n int) string {
-	if s.driver == "postgres" {
-		return "$" + strconv.Itoa(n)
-	}
-	return "?"
-}
-
-// rebind rewrites ? placeholders as $1, $2, … on Postgres.
-func (s *seeder) rebind(query string) string {
-	if s.driver != "postgres" {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString(s.placeholder(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return dialect.Rebind(dialect.Name(s.driver), b.String())
 }
 
 // count runs a SELECT COUNT(*) query.
 func (s *seeder) count(ctx context.Context, query string, args ...any) (int, error) {
 	var n int
-	err := s.conn.QueryRowContext(ctx, s.rebind(query), args...).Scan(&n)
+	err := s.conn.QueryRowContext(ctx, dialect.Rebind(dialect.Name(s.driver), query), args...).Scan(&n)
 	return n, err
 }
 

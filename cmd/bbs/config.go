@@ -15,6 +15,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/admission"
@@ -166,9 +167,10 @@ type Config struct {
 }
 
 const (
-	driverSQLite   = "sqlite"
-	driverPostgres = "postgres"
-	driverMySQL    = "mysql"
+	// driverSQLite and driverPostgres are the database_driver values the
+	// board treats specially (a data dir; the event listener).
+	driverSQLite   = string(dialect.SQLite)
+	driverPostgres = string(dialect.Postgres)
 
 	defaultShutdownTimeout = 30 * time.Second
 	defaultDatabaseTimeout = 10 * time.Second
@@ -348,17 +350,19 @@ func (c Config) validate() error {
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return configfile.Invalid("listen_address", fmt.Sprintf("port %q is not a number from 0 to 65535", port))
 	}
-	switch c.DatabaseDriver {
-	case driverSQLite:
+	if !dialect.Known(c.DatabaseDriver) {
+		names := make([]string, 0, 3)
+		for _, d := range dialect.All() {
+			names = append(names, string(d))
+		}
+		return configfile.Invalid("database_driver", fmt.Sprintf("%q is not one of %s", c.DatabaseDriver, strings.Join(names, ", ")))
+	}
+	if c.DatabaseDriver == driverSQLite {
 		if c.DatabaseDSN == "" && c.DataDir == "" {
 			return configfile.Invalid("data_dir", "required when database_driver is sqlite and database_dsn is empty")
 		}
-	case driverPostgres, driverMySQL:
-		if c.DatabaseDSN == "" {
-			return configfile.Invalid("database_dsn", "required when database_driver is "+c.DatabaseDriver)
-		}
-	default:
-		return configfile.Invalid("database_driver", fmt.Sprintf("%q is not one of sqlite, postgres, mysql", c.DatabaseDriver))
+	} else if c.DatabaseDSN == "" {
+		return configfile.Invalid("database_dsn", "required when database_driver is "+c.DatabaseDriver)
 	}
 	if _, err := lager.LogLevelFromString(c.LogLevel); err != nil {
 		return configfile.Invalid("log_level", fmt.Sprintf("%q is not one of debug, info, error, fatal", c.LogLevel))

@@ -101,7 +101,7 @@ func (s *SQLDB) selectActualLRPs(ctx context.Context, q queryer, where string, a
 // when there is none.
 func (s *SQLDB) lockActualLRP(ctx context.Context, tx *sql.Tx, key db.ActualLRPKey) (*models.ActualLRP, error) {
 	lrp, err := scanActualLRP(s.queryRow(ctx, tx, selectActualLRP+
-		" WHERE process_guid = ? AND instance_index = ? AND presence = ?"+s.dialect.lockForUpdate(),
+		" WHERE process_guid = ? AND instance_index = ? AND presence = ?"+s.driver.lockForUpdate(),
 		key.ProcessGuid, key.Index, key.Presence.String()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -114,7 +114,7 @@ func (s *SQLDB) lockActualLRP(ctx context.Context, tx *sql.Tx, key db.ActualLRPK
 // events show them as deleted; should the delete meet a row the read did
 // not (one inserted in between), the transaction runs again.
 func (s *SQLDB) deleteActualLRPs(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]models.Event, error) {
-	doomed, err := s.selectActualLRPs(ctx, tx, where+s.dialect.lockForUpdate(), args...)
+	doomed, err := s.selectActualLRPs(ctx, tx, where+s.driver.lockForUpdate(), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +229,12 @@ type rowWrite struct {
 }
 
 // writeActualLRPs stores each write's after over its before, like
-// writeActualLRP; on Postgres in statements of many rows. Any row that
-// changed since it was read makes it errLostRace.
+// writeActualLRP, or in statements of many rows where the driver has a
+// batched write (Postgres). Any row that changed since it was read makes
+// it errLostRace.
 func (s *SQLDB) writeActualLRPs(ctx context.Context, q queryer, writes []rowWrite) error {
-	if s.dialect != Postgres {
+	batched := s.driver.writeActualLRPs()
+	if batched == nil {
 		for _, w := range writes {
 			if err := s.writeActualLRP(ctx, q, w.before, w.after); err != nil {
 				return err
@@ -241,54 +243,9 @@ func (s *SQLDB) writeActualLRPs(ctx context.Context, q queryer, writes []rowWrit
 		return nil
 	}
 	for batch := range slices.Chunk(writes, batchSize/2) {
-		if err := s.writeActualLRPsPostgres(ctx, q, batch); err != nil {
+		if err := batched(s, ctx, q, batch); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// writeActualLRPsPostgres is one UPDATE of many rows, joined to the new
-// values; the first row of VALUES gives the columns their types.
-func (s *SQLDB) writeActualLRPsPostgres(ctx context.Context, q queryer, writes []rowWrite) error {
-	const first = `(?::varchar, ?::integer, ?::varchar, ?::varchar, ?::bigint, ?::varchar, ?::varchar, ?::varchar,
- ?::bytea, ?::integer, ?::text, ?::bigint, ?::text, ?::boolean, ?::boolean, ?::bigint, ?::bytea)`
-	const more = `, (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	var query strings.Builder
-	query.WriteString(`UPDATE actual_lrps a SET instance_guid = v.instance_guid, cell_id = v.cell_id, state = v.state,
- net_info = v.net_info, crash_count = v.crash_count, crash_reason = v.crash_reason, since = v.since,
- placement_error = v.placement_error, routable = v.routable, occupied = v.occupied, modification_tag_index = v.new_index,
- route_ports = v.route_ports
- FROM (VALUES ` + first)
-	query.WriteString(strings.Repeat(more, len(writes)-1))
-	query.WriteString(`) AS v(process_guid, instance_index, presence, epoch, old_index, instance_guid, cell_id, state,
- net_info, crash_count, crash_reason, since, placement_error, routable, occupied, new_index, route_ports)
- WHERE a.process_guid = v.process_guid AND a.instance_index = v.instance_index AND a.presence = v.presence
- AND a.modification_tag_epoch = v.epoch AND a.modification_tag_index = v.old_index`)
-	args := make([]any, 0, 17*len(writes))
-	for _, w := range writes {
-		netInfo, err := encodeNetInfo(w.after.NetInfo)
-		if err != nil {
-			return errInvalid("net_info", err.Error())
-		}
-		before, after := w.before, w.after
-		routePorts, err := storedRoutePorts(after)
-		if err != nil {
-			return err
-		}
-		args = append(args, before.ProcessGuid, before.Index, before.Presence.String(),
-			before.ModificationTag.Epoch, int64(before.ModificationTag.Index),
-			after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
-			after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index), routePorts)
-	}
-	res, err := s.exec(ctx, q, query.String(), args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if int(n) != len(writes) {
-		return errLostRace
 	}
 	return nil
 }

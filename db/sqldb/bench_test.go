@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -76,7 +77,7 @@ func BenchmarkListActualLRPs(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := env.conn.Exec(sqldb.Rebind(env.dialect,
+		if _, err := env.conn.Exec(dialect.Rebind(dialect.Name(env.dialect),
 			"UPDATE actual_lrps SET state = 'RUNNING', cell_id = 'cell-1', instance_guid = 'ig', routable = ?, net_info = ?"),
 			true, netInfo); err != nil {
 			b.Fatal(err)

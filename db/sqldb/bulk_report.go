@@ -84,7 +84,7 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 	err = s.transactPublishing(ctx, "bulk report", func(tx *sql.Tx) ([]models.Event, error) {
 		rec, next = next, nil
 		if rec == nil {
-			rows, err := s.reportRows(ctx, tx, cellID, instances, s.dialect.lockForUpdate())
+			rows, err := s.reportRows(ctx, tx, cellID, instances, s.driver.lockForUpdate())
 			if err != nil {
 				return nil, err
 			}

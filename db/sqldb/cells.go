@@ -183,7 +183,7 @@ const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_insta
 
 // lockCell reads a cell for update; nil when it is not registered.
 func (s *SQLDB) lockCell(ctx context.Context, tx *sql.Tx, cellID string, now int64) (*models.Cell, error) {
-	cell, err := scanCell(s.queryRow(ctx, tx, selectCell+" WHERE cell_id = ?"+s.dialect.lockForUpdate(), cellID), now)
+	cell, err := scanCell(s.queryRow(ctx, tx, selectCell+" WHERE cell_id = ?"+s.driver.lockForUpdate(), cellID), now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -241,7 +241,7 @@ func (s *SQLDB) CellsAfter(ctx context.Context, after string, limit int) ([]*mod
 		return nil, errInvalid("limit", fmt.Sprintf("must be greater than 0, got %d", limit))
 	}
 	var ids []string
-	err := s.eachPageRow(ctx, s.dialect.cellPageQuery(limit), []any{after}, func(rows *sql.Rows) error {
+	err := s.eachPageRow(ctx, cellPageQuery(s.driver, limit), []any{after}, func(rows *sql.Rows) error {
 		var id string
 		err := rows.Scan(&id)
 		ids = append(ids, id)
@@ -258,7 +258,7 @@ func (s *SQLDB) CellsAfter(ctx context.Context, after string, limit int) ([]*mod
 // byte order. On Postgres cells.cell_id has the database's collation, so
 // no index gives that order and the page sorts the cells after the cursor
 // (a board has thousands at most, each row small).
-func (d dialect) cellPageQuery(limit int) string {
+func cellPageQuery(d driver, limit int) string {
 	cellID := d.bytewise("cell_id")
 	return fmt.Sprintf("SELECT cell_id FROM cells WHERE %s > ? ORDER BY %s LIMIT %d", cellID, cellID, limit)
 }

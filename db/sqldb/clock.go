@@ -13,10 +13,8 @@ import (
 // other times on it through internal/dbclock, which reads it here.
 // Postgres and MySQL give microseconds, SQLite milliseconds.
 func DatabaseTime(ctx context.Context, conn *sql.DB, dialectName string) (time.Time, error) {
-	d := dialect(dialectName)
-	switch d {
-	case SQLite, Postgres, MySQL:
-	default:
+	d, err := newDriver(dialectName)
+	if err != nil {
 		return time.Time{}, fmt.Errorf("sqldb: unknown dialect %q", dialectName)
 	}
 	var nanos int64

@@ -425,15 +425,15 @@ func (s *SQLDB) writeConvergenceChanges(ctx context.Context, tx *sql.Tx, kind *c
 	rowsPerChange := 1
 	switch {
 	case kind.deletes:
-		query, args = s.dialect.deleteByKeys(actualLRPKeys, len(keys)), actualKeyArgs(keys)
+		query, args = s.driver.deleteByKeys(actualLRPKeys, len(keys)), actualKeyArgs(keys)
 	case kind.column != "":
 		changes := make([]valueChange, len(matched))
 		for i, c := range matched {
 			changes[i] = valueChange{row: before[i], value: c.value}
 		}
-		query, args, rowsPerChange = s.dialect.updateEachByKey(kind.column, kind.set+", "+bumpModificationIndex, kind.setArgs(now), changes)
+		query, args, rowsPerChange = s.driver.updateEachByKey(kind.column, kind.set+", "+bumpModificationIndex, kind.setArgs(now), changes)
 	default:
-		query, args = s.dialect.updateByKeys(actualLRPKeys, kind.set+", "+bumpModificationIndex, kind.setArgs(now), actualKeyArgs(keys))
+		query, args = s.driver.updateByKeys(actualLRPKeys, kind.set+", "+bumpModificationIndex, kind.setArgs(now), actualKeyArgs(keys))
 	}
 	res, err := s.exec(ctx, tx, query, args...)
 	if err != nil {
@@ -467,7 +467,7 @@ type lockedRow struct {
 // lockConvergenceRows reads the rows with these keys, locking them for the
 // rest of the transaction, by key; keys without a row are absent.
 func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []db.ActualLRPKey) (map[db.ActualLRPKey]lockedRow, error) {
-	query := s.dialect.selectByKeys(actualLRPKeys, strings.Join(actualLRPColumns, ", "), len(keys), true)
+	query := s.driver.selectByKeys(actualLRPKeys, strings.Join(actualLRPColumns, ", "), len(keys), true)
 	rows, err := s.query(ctx, tx, query, actualKeyArgs(keys)...)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"slices"
 
-	"github.com/lib/pq"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
@@ -114,38 +113,15 @@ func withoutCells(rows []*models.ActualLRP) []*models.ActualLRP {
 // unless its key is taken, so that the affected row count is the number
 // inserted.
 func (s *SQLDB) insertCreated(rows []*models.ActualLRP, now int64) (string, []any) {
-	if s.dialect == Postgres {
-		return insertCreatedPostgres(rows, now)
+	if insert := s.driver.insertCreated(); insert != nil {
+		return insert(rows, now)
 	}
 	args := make([]any, 0, len(rows)*len(createdActualLRPColumns))
 	for _, lrp := range rows {
 		args = append(args, lrp.ProcessGuid, lrp.Index, presenceOrdinary, lrp.Domain, lrp.CellId,
 			lrp.DefinitionId, stateUnclaimed, now, "", lrp.PlacementError, lrp.ModificationTag.Epoch, int64(0))
 	}
-	return s.dialect.insertMissing("actual_lrps", createdActualLRPColumns, actualLRPKey, len(rows)), args
-}
-
-// insertCreatedPostgres binds one array per column instead of twelve
-// parameters per row: Postgres then parses and plans a short statement
-// rather than a thousand-row VALUES list, which makes a batch of creates
-// several times faster.
-func insertCreatedPostgres(rows []*models.ActualLRP, now int64) (string, []any) {
-	n := len(rows)
-	guids, domains, cells, definitions, placementErrors, epochs := make([]string, n), make([]string, n),
-		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	indices := make([]int64, n)
-	for i, lrp := range rows {
-		guids[i], indices[i], domains[i], cells[i] = lrp.ProcessGuid, int64(lrp.Index), lrp.Domain, lrp.CellId
-		definitions[i], placementErrors[i], epochs[i] = lrp.DefinitionId, lrp.PlacementError, lrp.ModificationTag.Epoch
-	}
-	const insert = `INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, cell_id,
- definition_id, state, since, crash_reason, placement_error, modification_tag_epoch, modification_tag_index)
- SELECT process_guid, instance_index, $1, domain, cell_id, definition_id, $2, $3, '', placement_error, epoch, 0
- FROM unnest($4::text[], $5::integer[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
- AS created (process_guid, instance_index, domain, cell_id, definition_id, placement_error, epoch)
- ON CONFLICT (process_guid, instance_index, presence) DO NOTHING`
-	return insert, []any{presenceOrdinary, stateUnclaimed, now, pq.Array(guids), pq.Array(indices),
-		pq.Array(domains), pq.Array(cells), pq.Array(definitions), pq.Array(placementErrors), pq.Array(epochs)}
+	return s.driver.insertMissing("actual_lrps", createdActualLRPColumns, actualLRPKey, len(rows)), args
 }
 
 // ownRows tells which of rows, just offered to an insert that skips taken
@@ -156,7 +132,7 @@ func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLR
 	for i, lrp := range rows {
 		keys[i] = db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: models.ActualLRP_ORDINARY}
 	}
-	query := s.dialect.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", len(keys), false)
+	query := s.driver.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", len(keys), false)
 	epochs := make(map[db.ActualLRPKey]string, len(rows))
 	err := s.eachRow(ctx, tx, query, actualKeyArgs(keys), func(result *sql.Rows) error {
 		var guid, epoch string

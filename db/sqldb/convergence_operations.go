@@ -139,7 +139,7 @@ func (a *convergenceApplier) operations(ctx context.Context, writes []db.Operati
 // is skipped.
 func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w db.OperationWrite) ([]models.Event, error) {
 	s := a.s
-	lock := s.dialect.lockForUpdate()
+	lock := s.driver.lockForUpdate()
 	desired, err := s.readDesiredLRPOnly(ctx, tx, w.ProcessGuid, lock)
 	if models.IsErrorType(err, models.Error_ResourceNotFound) {
 		desired, err = nil, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -217,11 +218,11 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 // modification index on, as a lifecycle call does; a write the database
 // chose as a deadlock victim is read again and retried, as a lifecycle
 // call's transaction is.
-func simulateCells(ctx context.Context, conn *sql.DB, dialect string, instances int) error {
-	claim := sqldb.Rebind(dialect, `UPDATE actual_lrps SET state = 'CLAIMED', instance_guid = ?,
+func simulateCells(ctx context.Context, conn *sql.DB, dialectName string, instances int) error {
+	claim := dialect.Rebind(dialect.Name(dialectName), `UPDATE actual_lrps SET state = 'CLAIMED', instance_guid = ?,
  modification_tag_index = modification_tag_index + 1
  WHERE process_guid = 'web' AND instance_index = ? AND presence = 'ORDINARY' AND state = 'UNCLAIMED' AND cell_id = ?`)
-	start := sqldb.Rebind(dialect, `UPDATE actual_lrps SET state = 'RUNNING', routable = ?,
+	start := dialect.Rebind(dialect.Name(dialectName), `UPDATE actual_lrps SET state = 'RUNNING', routable = ?,
  modification_tag_index = modification_tag_index + 1
  WHERE process_guid = 'web' AND instance_index = ? AND presence = 'ORDINARY' AND state = 'CLAIMED' AND cell_id = ?`)
 	type pending struct {

@@ -94,7 +94,7 @@ func applyEach[W any](ctx context.Context, s *SQLDB, what string, batch []W,
 // skipped.
 func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w db.RolloutWrite) ([]models.Event, error) {
 	s := a.s
-	lock := s.dialect.lockForUpdate()
+	lock := s.driver.lockForUpdate()
 	desired, err := s.scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, w.ProcessGuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		desired, err = nil, nil
@@ -206,14 +206,16 @@ func (a *convergenceApplier) deleteDefinitionBatch(ctx context.Context, batch []
 		locked := map[string]bool{}
 		for _, ref := range batch {
 			guid, id := ref.ProcessGuid, ref.DefinitionID
-			if s.dialect != SQLite {
+			// No row locks to take where the database has none (SQLite,
+			// whose write transactions run one at a time).
+			if lock := s.driver.lockForUpdate(); lock != "" {
 				if !locked[guid] {
 					locked[guid] = true
-					if err := s.lockRows(ctx, tx, "SELECT 1 FROM desired_lrps WHERE process_guid = ? FOR UPDATE", guid); err != nil {
+					if err := s.lockRows(ctx, tx, "SELECT 1 FROM desired_lrps WHERE process_guid = ?"+lock, guid); err != nil {
 						return err
 					}
 				}
-				if err := s.lockRows(ctx, tx, "SELECT 1 FROM run_infos WHERE process_guid = ? AND definition_id = ? FOR UPDATE", guid, id); err != nil {
+				if err := s.lockRows(ctx, tx, "SELECT 1 FROM run_infos WHERE process_guid = ? AND definition_id = ?"+lock, guid, id); err != nil {
 					return err
 				}
 			}

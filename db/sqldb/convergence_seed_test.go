@@ -9,6 +9,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 )
 
@@ -160,7 +161,7 @@ func (s seeder) insert(ctx context.Context, table string, columns []string, n in
 		for i := start; i < end; i++ {
 			args = row(i, args)
 		}
-		if _, err := tx.ExecContext(ctx, sqldb.Rebind(s.dialect, multiRowInsert(table, columns, end-start)), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(s.dialect), multiRowInsert(table, columns, end-start)), args...); err != nil {
 			return fmt.Errorf("seed %s: %w", table, err)
 		}
 	}

@@ -255,12 +255,9 @@ func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
 // readConsistently runs fn in a read-only transaction whose reads all see
 // one snapshot of the database: REPEATABLE READ on Postgres and MySQL, and
 // on SQLite a deferred transaction, which in WAL mode reads one snapshot
-// without holding the write lock.
+// without holding the write lock (driver.snapshotIsolation).
 func (s *SQLDB) readConsistently(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	opts := &sql.TxOptions{ReadOnly: true}
-	if s.dialect != SQLite {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
+	opts := &sql.TxOptions{ReadOnly: true, Isolation: s.driver.snapshotIsolation()}
 	tx, err := s.conn.BeginTx(ctx, opts)
 	if err != nil {
 		return err
@@ -485,7 +482,7 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 		for _, k := range batch {
 			args = append(args, k.processGuid, k.definitionID)
 		}
-		query := r.s.dialect.selectByKeys(runInfoKeys, "process_guid, definition_id, memory_mb, disk_mb", len(batch), false)
+		query := r.s.driver.selectByKeys(runInfoKeys, "process_guid, definition_id, memory_mb, disk_mb", len(batch), false)
 		err := r.s.eachRow(ctx, tx, query, args, func(rows *sql.Rows) error {
 			if err := rows.Scan(&guid, &definitionID, &memory, &disk); err != nil {
 				return err

@@ -44,45 +44,23 @@ var (
 	}
 )
 
-// selectByKeys reads columns (of t, unqualified) of the rows with n keys,
-// locking them for the transaction when lock is set.
-func (d dialect) selectByKeys(t keyTable, columns string, n int, lock bool) string {
-	if d == MySQL {
-		query := "SELECT " + columns + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
-		if lock {
-			query += " FOR UPDATE"
-		}
-		return query
-	}
-	query := d.withKeys(t, n, 0) + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV()
-	if lock && d == Postgres {
-		query += " FOR UPDATE OF " + t.name
-	}
-	// SQLite needs no lock: its write transactions run one at a time.
-	return query
+// selectByKeys, deleteByKeys, updateByKeys and updateEachByKey are
+// driver verbs (driver.go): MySQL's forms are in driver_mysql.go; SQLite
+// and Postgres join the table with the keys as a VALUES table, built by
+// the functions below. typed gives the first row of VALUES casts, which
+// Postgres types the table's columns by.
+
+// selectJoiningKeys reads columns (of t, unqualified) of the rows with n
+// keys, joined to the VALUES table of the keys.
+func selectJoiningKeys(t keyTable, columns string, n int, typed bool) string {
+	return withKeys(t, n, 0, typed) + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV()
 }
 
-// deleteByKeys deletes the rows with n keys.
-func (d dialect) deleteByKeys(t keyTable, n int) string {
-	switch d {
-	case MySQL:
-		return "DELETE " + t.name + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
-	case SQLite:
-		return d.withKeys(t, n, 0) + " DELETE FROM " + t.name + " WHERE rowid IN (SELECT " + t.name +
-			".rowid FROM v JOIN " + t.name + " ON " + t.joinV() + ")"
-	}
-	return d.withKeys(t, n, 0) + " DELETE FROM " + t.name + " USING v WHERE " + t.joinV()
-}
-
-// updateByKeys sets set (whose ? take setArgs) in the rows whose keys
+// updateJoiningKeys sets set (whose ? take setArgs) in the rows whose keys
 // keyArgs holds, and returns the statement with its arguments in order.
-func (d dialect) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
+func updateJoiningKeys(t keyTable, set string, setArgs, keyArgs []any, typed bool) (string, []any) {
 	n := len(keyArgs) / len(t.columns)
-	if d == MySQL {
-		query := "UPDATE " + t.name + " USE INDEX (PRIMARY) SET " + set + " WHERE " + t.inTuples(n)
-		return query, append(setArgs[:len(setArgs):len(setArgs)], keyArgs...)
-	}
-	query := d.withKeys(t, n, 0) + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
+	query := withKeys(t, n, 0, typed) + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
 	return query, append(keyArgs[:len(keyArgs):len(keyArgs)], setArgs...)
 }
 
@@ -93,53 +71,23 @@ type valueChange struct {
 	value string
 }
 
-// updateEachByKey sets column (cell_id, placement_error or definition_id) to each row's
-// own value, and set (whose ? take setArgs) in every row. rowsPerChange is how many affected rows the
-// database reports for each row changed.
-//
-// MySQL does it as an insert of the rows that all exist (they are locked)
-// and so all update: a join with a UNION ALL of a thousand SELECTs takes
-// ten times longer.
-func (d dialect) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int) {
+// updateEachJoiningKeys sets column (cell_id, placement_error or
+// definition_id) to each row's own value, and set (whose ? take setArgs)
+// in every row; the database reports one affected row per row changed.
+func updateEachJoiningKeys(column, set string, setArgs []any, changes []valueChange, typed bool) (query string, args []any, rowsPerChange int) {
 	t := actualLRPKeys
-	if d == MySQL {
-		columns := []string{
-			"process_guid", "instance_index", "presence", "domain", "definition_id", "state",
-			"crash_reason", "since", "modification_tag_epoch", "cell_id", "placement_error",
-		}
-		args = make([]any, 0, len(changes)*len(columns)+len(setArgs))
-		for _, c := range changes {
-			r := c.row
-			cellID, placementError, definitionID := r.CellId, r.PlacementError, r.DefinitionId
-			switch column {
-			case "cell_id":
-				cellID = c.value
-			case "placement_error":
-				placementError = c.value
-			case "definition_id":
-				definitionID = c.value
-			}
-			args = append(args, r.ProcessGuid, r.Index, r.Presence.String(), r.Domain, definitionID, r.State.String(),
-				r.CrashReason, r.Since, r.GetModificationTag().GetEpoch(), cellID, placementError)
-		}
-		var b strings.Builder
-		writeInsert(&b, t.name, columns, len(changes))
-		b.WriteString(" ON DUPLICATE KEY UPDATE " + column + " = VALUES(" + column + "), " + set)
-		// MySQL counts an insert that updates an existing row twice.
-		return b.String(), append(args, setArgs...), 2
-	}
 	args = make([]any, 0, len(changes)*4+len(setArgs))
 	for _, c := range changes {
 		args = append(args, c.row.ProcessGuid, c.row.Index, c.row.Presence.String(), c.value)
 	}
-	query = d.withKeys(t, len(changes), 1) + " UPDATE " + t.name + " SET " + column + " = v.value, " + set +
+	query = withKeys(t, len(changes), 1, typed) + " UPDATE " + t.name + " SET " + column + " = v.value, " + set +
 		" FROM v WHERE " + t.joinV()
 	return query, append(args, setArgs...), 1
 }
 
 // withKeys is "WITH v (k1, …[, value]) AS (VALUES …)" for n keys, each
-// followed by values extra columns.
-func (d dialect) withKeys(t keyTable, n, values int) string {
+// followed by values extra columns; typed casts the first row's values.
+func withKeys(t keyTable, n, values int, typed bool) string {
 	names := make([]string, len(t.columns), len(t.columns)+values)
 	first := make([]string, len(t.columns), len(t.columns)+values)
 	for i := range t.columns {
@@ -158,7 +106,7 @@ func (d dialect) withKeys(t keyTable, n, values int) string {
 		switch {
 		case i > 0:
 			b.WriteString(", " + row)
-		case d == Postgres:
+		case typed:
 			b.WriteString("(" + strings.Join(first, ", ") + ")")
 		default:
 			b.WriteString(row)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -89,8 +90,8 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	def.CreatedAt = now
 	request := &models.DesireLRPRequest{DesiredLrp: lrp}
 
-	if s.dialect == Postgres {
-		op, err := s.desireNew(ctx, stored, row, request)
+	if desireNew := s.driver.desireNew(); desireNew != nil {
+		op, err := desireNew(s, ctx, stored, row, request)
 		if err != nil {
 			return nil, asModelError("desire lrp", err)
 		}
@@ -100,12 +101,12 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		}
 	}
 
-	insertDesired := s.dialect.rebind(insertStatement("desired_lrps", desiredLRPColumns))
+	insertDesired := dialect.Rebind(s.driver.name(), insertStatement("desired_lrps", desiredLRPColumns))
 	// The desire's operation is numbered after the guid's highest (an
 	// earlier LRP of the guid keeps its operations, the oldest perhaps
 	// pruned); where the dialect joins statements it goes in one round
 	// trip with the desired row.
-	joined := s.dialect.joinsStatements()
+	joined := s.driver.joinsStatements()
 	err = s.transactOperation(ctx, "desire lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		var rec *operationRecord
 		if joined {
@@ -153,7 +154,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 }
 
 // insertDesiredWithOperation inserts the desired row and the desire's
-// operation in one round trip (dialect.joinsStatements), after reading
+// operation in one round trip (driver.joinsStatements), after reading
 // the guid's highest operation number. A unique violation does not say
 // which of the two exists.
 func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, insertDesired string, row []any,
@@ -167,7 +168,7 @@ func (s *SQLDB) insertDesiredWithOperation(ctx context.Context, tx *sql.Tx, inse
 	if err != nil {
 		return nil, err
 	}
-	insertOperation := s.dialect.rebind(insertStatement("operations", operationColumns))
+	insertOperation := dialect.Rebind(s.driver.name(), insertStatement("operations", operationColumns))
 	_, err = tx.ExecContext(ctx, insertDesired+";\n"+insertOperation, append(slices.Clip(row), values...)...)
 	return rec, err
 }
@@ -283,7 +284,7 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 	if err != nil {
 		return 0, err
 	}
-	insert := s.dialect.insertMissing("run_infos", runInfoColumns, runInfoKey, 1)
+	insert := s.driver.insertMissing("run_infos", runInfoColumns, runInfoKey, 1)
 	res, err := s.exec(ctx, tx, insert,
 		processGuid, def.DefinitionId, hash, def.MemoryMb, def.DiskMb, blob, def.CreatedAt, served.ports, served.routes, healthy)
 	if err != nil {
@@ -300,7 +301,7 @@ func (s *SQLDB) putDefinition(ctx context.Context, tx *sql.Tx, processGuid strin
 	var storedHash string
 	var createdAt int64
 	err = s.queryRow(ctx, tx, "SELECT content_hash, created_at FROM run_infos WHERE process_guid = ? AND definition_id = ?"+
-		s.dialect.lockForUpdate(), processGuid, def.DefinitionId).Scan(&storedHash, &createdAt)
+		s.driver.lockForUpdate(), processGuid, def.DefinitionId).Scan(&storedHash, &createdAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, errLostRace
 	}
@@ -340,7 +341,7 @@ func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, do
 			args = append(args, processGuid, int32(index), presenceOrdinary, domain, definitionID, stateUnclaimed,
 				now, "", "", lrp.ModificationTag.Epoch, int64(0))
 		}
-		insert := s.dialect.insertMissing("actual_lrps", unclaimedActualLRPColumns, actualLRPKey, rows)
+		insert := s.driver.insertMissing("actual_lrps", unclaimedActualLRPColumns, actualLRPKey, rows)
 		res, err := s.exec(ctx, tx, insert, args...)
 		if err != nil {
 			return nil, err

@@ -178,7 +178,7 @@ func desiredListQuery(selectQuery string, filter db.DesiredLRPFilter, guids []st
 // the list's key LIMIT n: on a dialect with a pagePlanning statement, it
 // runs in a read-only transaction that runs that statement first.
 func (s *SQLDB) eachPageRow(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
-	planning := s.dialect.pagePlanning()
+	planning := s.driver.pagePlanning()
 	if planning == "" {
 		return s.eachRow(ctx, s.conn, query, args, scan)
 	}

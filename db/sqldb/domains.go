@@ -21,7 +21,7 @@ func (s *SQLDB) UpsertDomain(ctx context.Context, domain string, ttl time.Durati
 		return err
 	}
 	expiresAt := expiry(s.now().UnixNano(), ttl)
-	upsert := s.dialect.upsert("domains", []string{"domain", "expires_at"}, []string{"domain"}, []string{"expires_at"})
+	upsert := s.driver.upsert("domains", []string{"domain", "expires_at"}, []string{"domain"}, []string{"expires_at"})
 	return s.transact(ctx, "upsert domain", func(tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, upsert, domain, expiresAt)
 		return err

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -426,11 +427,11 @@ var _ = forEachDialect("encryption at rest", func(b *board) {
 			changed = true
 			// As a board with no keys would write it, between the batch's
 			// read and its write; and one row of the batch deleted.
-			if _, err := tx.ExecContext(ctx, sqldb.Rebind(b.dialect,
+			if _, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(b.dialect),
 				"UPDATE run_infos SET definition = ? WHERE process_guid = 'lrp-1'"), plain); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, sqldb.Rebind(b.dialect, "DELETE FROM run_infos WHERE process_guid = 'lrp-0'"))
+			_, err := tx.ExecContext(ctx, dialect.Rebind(dialect.Name(b.dialect), "DELETE FROM run_infos WHERE process_guid = 'lrp-0'"))
 			return err
 		})
 		progress, err := k2.RotateKeys(b.ctx, opts)

@@ -3,7 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +132,7 @@ const mysqlServerShutdown = 1053
 func isUnreachable(err error) bool {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sqldriver.ErrBadConn),
 		errors.Is(err, sql.ErrConnDone),
 		errors.Is(err, mysql.ErrInvalidConn),
 		errors.Is(err, io.EOF),

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/models"
@@ -176,7 +177,7 @@ var _ = forEachDialect("the event log", func(b *board) {
 			GinkgoHelper()
 			raw, err := proto.Marshal(&models.CellChangedEvent{After: &models.Cell{CellId: cell}})
 			Expect(err).NotTo(HaveOccurred())
-			_, err = q.ExecContext(b.ctx, sqldb.Rebind(b.dialect, "INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('cell_changed', ?, ?)"), cell, raw)
+			_, err = q.ExecContext(b.ctx, dialect.Rebind(dialect.Name(b.dialect), "INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('cell_changed', ?, ?)"), cell, raw)
 			Expect(err).NotTo(HaveOccurred())
 		}
 		// Outbox ids in order: first (committed), middle (open), last

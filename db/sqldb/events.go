@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lib/pq"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -67,16 +66,8 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	if err != nil {
 		return err
 	}
-	if s.dialect.dataModifyingWith() {
-		// One statement however many events, prepared once per pooled
-		// connection: parsing and planning it cost Postgres more than
-		// running it, on every write.
-		stmt, err := s.prepared.get(ctx, s.conn, appendEventsPostgres)
-		if err != nil {
-			return err
-		}
-		_, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads))
-		return err
+	if appendAll := s.driver.appendEvents(); appendAll != nil {
+		return appendAll(s, ctx, tx, types, keys, payloads)
 	}
 	for start := 0; start < len(changes); start += batchSize {
 		end := min(start+batchSize, len(changes))
@@ -92,12 +83,6 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	}
 	return nil
 }
-
-// appendEventsPostgres inserts events given as three arrays of one length;
-// ORDINALITY keeps their order, and with it their ids'.
-const appendEventsPostgres = `INSERT INTO event_outbox (event_type, event_key, payload)
- SELECT e.event_type, e.event_key, e.payload
- FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n) ORDER BY e.n`
 
 // encodeEvents is changes as the outbox's columns, in order.
 func encodeEvents(changes []models.Event) (types, keys []string, payloads [][]byte, err error) {
@@ -144,15 +129,15 @@ func (s *SQLDB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 	moved := 0
 	err = s.transact(ctx, "sequence events", func(tx *sql.Tx) error {
 		var head int64
-		err := s.queryRow(ctx, tx, "SELECT position FROM event_log_head WHERE id = 1"+s.dialect.lockForUpdate()).Scan(&head)
+		err := s.queryRow(ctx, tx, "SELECT position FROM event_log_head WHERE id = 1"+s.driver.lockForUpdate()).Scan(&head)
 		if err == sql.ErrNoRows {
 			return errInvalidRecord("event_log_head has no row: the database was not migrated by this version")
 		}
 		if err != nil {
 			return err
 		}
-		if s.dialect.dataModifyingWith() {
-			moved, err = s.moveEventsPostgres(ctx, tx, head, limit)
+		if moveAll := s.driver.moveEvents(); moveAll != nil {
+			moved, err = moveAll(s, ctx, tx, head, limit)
 		} else {
 			moved, err = s.moveEvents(ctx, tx, head, limit)
 		}
@@ -198,7 +183,7 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 			if i > start {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, " + s.dialect.nowNanos() + ")")
+			b.WriteString("(?, ?, ?, ?, " + s.driver.nowNanos() + ")")
 		}
 		if _, err := s.exec(ctx, tx, b.String(), logged[start*perRow:end*perRow]...); err != nil {
 			return 0, err
@@ -212,59 +197,6 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 	}
 	return len(ids), nil
 }
-
-// moveEventsPostgres is moveEvents in one statement that moves the rows
-// inside the database: they never travel to the board and back, and the
-// head's lock is held for one round trip instead of four. It is prepared:
-// planning it costs Postgres about a millisecond, more than moving a few
-// dozen rows. The plan reads the outbox by its index whatever the
-// outbox's size: "ORDER BY id LIMIT $2" with the limit a parameter is
-// planned as a tenth of the table, which the index serves best (with the
-// limit a constant and the table small, Postgres would sort its heap,
-// which grows with every row it ever held until it is vacuumed), and
-// the range between two subquery values counts as a sliver.
-func (s *SQLDB) moveEventsPostgres(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error) {
-	stmt, err := s.prepared.get(ctx, s.conn, moveEventsPostgresSQL)
-	if err != nil {
-		return 0, err
-	}
-	var moved int
-	var notified sql.NullBool
-	if err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, head, limit).Scan(&moved, &notified); err != nil {
-		return 0, err
-	}
-	return moved, nil
-}
-
-// moveEventsPostgresSQL deletes the oldest $2 outbox rows and logs what the
-// DELETE returned, numbered $1+1, $1+2, … in id order, so that exactly the
-// rows deleted are logged. Every part reads the outbox with the statement's
-// one snapshot, taken after the caller locked the head (no other sequencer
-// deletes meanwhile), so the rows it sees with ids from the lowest to the
-// highest picked are the picked ones: a row committed since is not seen,
-// and one not committed yet stays for a later run, as with moveEvents.
-// Example: the snapshot sees ids 7, 9, 12, 15 and $2 is 3: picked is 7, 9,
-// 12; the DELETE takes 7 to 12, which it sees as 7, 9 and 12 even if 8
-// commits meanwhile. A range rather than an id list: the index is walked
-// once, not descended per id. The head moves only when rows moved, and
-// then every listening board is notified on commit (pg_notify returns
-// void, which is not NULL: the column is only there to call it).
-var moveEventsPostgresSQL = `WITH picked AS (
-	SELECT id FROM event_outbox ORDER BY id LIMIT $2
-), moved AS (
-	DELETE FROM event_outbox
-	WHERE id BETWEEN (SELECT min(id) FROM picked) AND (SELECT max(id) FROM picked)
-	RETURNING id, event_type, event_key, payload
-), logged AS (
-	INSERT INTO event_log (position, event_type, event_key, payload, created_at)
-	SELECT $1 + row_number() OVER (ORDER BY id), event_type, event_key, payload, ` + dialect(Postgres).nowNanos() + `
-	FROM moved
-), head AS (
-	UPDATE event_log_head SET position = $1 + (SELECT count(*) FROM moved)
-	WHERE id = 1 AND EXISTS (SELECT 1 FROM moved)
-)
-SELECT n, CASE WHEN n > 0 THEN pg_notify('` + eventNotifyChannel + `', '') IS NULL END
-FROM (SELECT count(*) AS n FROM moved) c`
 
 // ReadEvents returns up to limit events of the log after position after,
 // in order. An event of a type this version does not know (written by a
@@ -348,7 +280,7 @@ func (s *SQLDB) TrimEventLog(ctx context.Context, maxAge time.Duration, maxEvent
 	deleted := int64(0)
 	for range maxBatches {
 		end := first + uint64(batch) // this statement looks at [first, end)
-		res, err := s.exec(ctx, s.conn, "DELETE FROM event_log WHERE position >= ? AND position < ? AND (position < ? OR created_at < "+s.dialect.nowNanos()+" - ?)",
+		res, err := s.exec(ctx, s.conn, "DELETE FROM event_log WHERE position >= ? AND position < ? AND (position < ? OR created_at < "+s.driver.nowNanos()+" - ?)",
 			int64(first), int64(end), int64(keepFrom), maxAge.Nanoseconds())
 		if err != nil {
 			return deleted, asModelError("trim event log", err)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -347,6 +348,6 @@ func newestOperation(b *board, guid string) *models.Operation {
 
 // execIn runs one statement written with ? placeholders in tx.
 func execIn(b *board, tx *sql.Tx, query string, args ...any) error {
-	_, err := tx.ExecContext(b.ctx, sqldb.Rebind(b.dialect, query), args...)
+	_, err := tx.ExecContext(b.ctx, dialect.Rebind(dialect.Name(b.dialect), query), args...)
 	return err
 }

@@ -17,15 +17,12 @@ var (
 	IsUniqueViolation = isUniqueViolation
 )
 
-// Rebind lets the suite write its own SQL with ? placeholders.
-func Rebind(dialectName, query string) string { return dialect(dialectName).rebind(query) }
-
 func Upsert(dialectName, table string, columns, key, update []string) string {
-	return dialect(dialectName).upsert(table, columns, key, update)
+	return mustDriver(dialectName).upsert(table, columns, key, update)
 }
 
 func InsertMissing(dialectName, table string, columns, key []string, rows int) string {
-	return dialect(dialectName).insertMissing(table, columns, key, rows)
+	return mustDriver(dialectName).insertMissing(table, columns, key, rows)
 }
 
 // Transact runs fn through the retrying transaction runner.
@@ -43,7 +40,7 @@ var IsUnreachable = isUnreachable
 
 // PagePlanning is the statement a dialect's list pages run first ("" for
 // none), for the spec that explains their plans.
-func PagePlanning(dialectName string) string { return dialect(dialectName).pagePlanning() }
+func PagePlanning(dialectName string) string { return mustDriver(dialectName).pagePlanning() }
 
 // DesiredPageQuery and the others are the queries of one page of each
 // list, as the store runs them.
@@ -67,5 +64,15 @@ func sortedGuids(filter db.DesiredLRPFilter) []string {
 func ActualPageQuery(filter db.ActualLRPFilter) (string, []any) { return actualListQuery(filter) }
 
 func CellPageQuery(dialectName string, limit int) string {
-	return dialect(dialectName).cellPageQuery(limit)
+	return cellPageQuery(mustDriver(dialectName), limit)
+}
+
+// SelectActualByKeys is the driver's read of n actual LRP rows by key.
+func SelectActualByKeys(dialectName string, n int, lock bool) string {
+	return mustDriver(dialectName).selectByKeys(actualLRPKeys, "state", n, lock)
+}
+
+// DeleteActualByKeys is the driver's delete of n actual LRP rows by key.
+func DeleteActualByKeys(dialectName string, n int) string {
+	return mustDriver(dialectName).deleteByKeys(actualLRPKeys, n)
 }

@@ -2,27 +2,9 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
 	"net"
 	"time"
-
-	"github.com/lib/pq"
 )
-
-// openPool opens the database/sql pool. With an I/O timeout, Postgres
-// connections are dialled through deadlineDialer; MySQL's driver takes
-// the timeout from its DSN (mysqlDSN) and SQLite has no network.
-func openPool(dialect, dsn string, ioTimeout time.Duration) (*sql.DB, error) {
-	if dialect != Postgres || ioTimeout <= 0 {
-		return sql.Open(dialect, dsn)
-	}
-	connector, err := pq.NewConnector(dsn)
-	if err != nil {
-		return nil, err
-	}
-	connector.Dialer(deadlineDialer{timeout: ioTimeout})
-	return sql.OpenDB(connector), nil
-}
 
 // deadlineDialer dials Postgres connections whose every read and write
 // must complete within timeout (see WithIOTimeout).

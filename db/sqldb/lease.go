@@ -15,7 +15,7 @@ var _ db.LeaseDB = (*SQLDB)(nil)
 // owner's lease runs. It is one conditional upsert, so that any number of
 // boards racing for a free lease leave exactly one owner.
 //
-// Now is the database's clock (dialect.nowNanos), never the board's: a
+// Now is the database's clock (driver.nowNanos), never the board's: a
 // board whose clock runs behind would write an expiry that the others read
 // as long past and take the lease while it still converges, and one whose
 // clock runs ahead would read every other board's lease as expired. With
@@ -27,12 +27,12 @@ func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	if ttl <= 0 {
 		return false, errInvalid("ttl", "must be positive")
 	}
-	now := s.dialect.nowNanos()
+	now := s.driver.nowNanos()
 	var acquired bool
 	err := s.autocommit(ctx, "acquire lease", func() error {
-		if s.dialect == MySQL {
+		if acquire := s.driver.acquireLease(); acquire != nil {
 			var err error
-			acquired, err = s.acquireLeaseMySQL(ctx, name, owner, ttl)
+			acquired, err = acquire(s, ctx, name, owner, ttl)
 			return err
 		}
 		res, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
@@ -46,27 +46,6 @@ func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 		return err
 	})
 	return acquired, err
-}
-
-// acquireLeaseMySQL is the upsert in MySQL's words. Its assignments run in
-// order, each seeing the ones before: owner changes only when the lease is
-// free or owner's, and expires_at then follows the owner. Affected-row
-// counts cannot tell a renewal that changed nothing from a refusal, so the
-// owner is read back.
-func (s *SQLDB) acquireLeaseMySQL(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	now := s.dialect.nowNanos()
-	_, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
- ON DUPLICATE KEY UPDATE
- owner = IF(owner = VALUES(owner) OR expires_at <= `+now+`, VALUES(owner), owner),
- expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`, name, owner, int64(ttl))
-	if err != nil {
-		return false, err
-	}
-	var holder string
-	if err := s.queryRow(ctx, s.conn, "SELECT owner FROM leases WHERE name = ?", name).Scan(&holder); err != nil {
-		return false, err
-	}
-	return holder == owner, nil
 }
 
 // ReleaseLease gives the lease up if owner holds it, so another board can

@@ -215,8 +215,8 @@ func (s *SQLDB) RemoveActualLRP(ctx context.Context, key db.ActualLRPKey, caller
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return err
 	}
-	if s.dialect == Postgres {
-		done, err := s.removePostgres(ctx, key, caller)
+	if remove := s.driver.remove(); remove != nil {
+		done, err := remove(s, ctx, key, caller)
 		if err != nil || done {
 			return asModelError("remove actual lrp", err)
 		}
@@ -266,8 +266,8 @@ type lifecycleOp struct {
 
 func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLRP, error) {
 	opName := op.verb + " actual lrp"
-	if s.dialect == Postgres && op.fast != nil {
-		after, err := s.lifecyclePostgres(ctx, op)
+	if fast := s.driver.lifecycle(); fast != nil && op.fast != nil {
+		after, err := fast(s, ctx, op)
 		if err != nil || after != nil {
 			return after, asModelError(opName, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -37,7 +38,7 @@ func BenchmarkClaimStart(b *testing.B) {
 		work := make([][]db.ActualLRPKey, cells)
 		for i, lrp := range all {
 			cell := i % cells
-			if _, err := env.conn.Exec(sqldb.Rebind(env.dialect,
+			if _, err := env.conn.Exec(dialect.Rebind(dialect.Name(env.dialect),
 				"UPDATE actual_lrps SET cell_id = ? WHERE process_guid = ? AND instance_index = ?"),
 				fmt.Sprintf("cell-%02d", cell), lrp.ProcessGuid, lrp.Index); err != nil {
 				b.Fatal(err)
@@ -117,7 +118,7 @@ func BenchmarkBulkReport(b *testing.B) {
 		if env.dialect == sqldb.MySQL {
 			instanceGuid, cellID = "CONCAT(process_guid, '-', instance_index)", "CONCAT('cell-', instance_index % 40)"
 		}
-		if _, err := env.conn.Exec(sqldb.Rebind(env.dialect, `UPDATE actual_lrps SET state = 'RUNNING', routable = ?, net_info = ?,
+		if _, err := env.conn.Exec(dialect.Rebind(dialect.Name(env.dialect), `UPDATE actual_lrps SET state = 'RUNNING', routable = ?, net_info = ?,
  instance_guid = `+instanceGuid+`, cell_id = `+cellID), true, encoded); err != nil {
 			b.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -56,7 +57,7 @@ var _ = forEachDialect("planning list pages", func(b *board) {
 		case sqldb.MySQL:
 			sorts = "filesort"
 		}
-		rows, err := tx.QueryContext(b.ctx, sqldb.Rebind(b.dialect, explain+query), args...)
+		rows, err := tx.QueryContext(b.ctx, dialect.Rebind(dialect.Name(b.dialect), explain+query), args...)
 		Expect(err).NotTo(HaveOccurred())
 		defer rows.Close()
 		columns, err := rows.Columns()

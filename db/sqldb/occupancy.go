@@ -52,7 +52,7 @@ func (s *SQLDB) ReportOccupancy(ctx context.Context, cellID string, changes []*m
 	next := writes
 	err = s.transactPublishing(ctx, "report occupancy", func(tx *sql.Tx) ([]models.Event, error) {
 		if next == nil {
-			rows, err := s.selectActualLRPsByKey(ctx, tx, keys, s.dialect.lockForUpdate())
+			rows, err := s.selectActualLRPsByKey(ctx, tx, keys, s.driver.lockForUpdate())
 			if err != nil {
 				return nil, err
 			}

@@ -3,24 +3,22 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/lib/pq"
 	_ "modernc.org/sqlite"
+
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
-// Dialect names, also used as database/sql driver names.
+// Dialect names, also used as database/sql driver names (package dialect
+// has them; these are for the callers that pass them as strings).
 const (
-	SQLite   = "sqlite"
-	Postgres = "postgres"
-	MySQL    = "mysql"
+	SQLite   = string(dialect.SQLite)
+	Postgres = string(dialect.Postgres)
+	MySQL    = string(dialect.MySQL)
 )
 
 // OpenOption configures Open.
@@ -52,142 +50,30 @@ func WithIOTimeout(timeout time.Duration) OpenOption {
 // keys on, synchronous=FULL for durability, and write transactions that
 // take the write lock at BEGIN (IMMEDIATE), so two writers queue instead
 // of failing mid-transaction.
-func Open(ctx context.Context, dialect, dsn string, opts ...OpenOption) (*sql.DB, error) {
+func Open(ctx context.Context, dialectName, dsn string, opts ...OpenOption) (*sql.DB, error) {
 	var o openOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	switch dialect {
-	case SQLite:
-		if err := prepareSQLiteFile(dsn); err != nil {
-			return nil, err
-		}
-		dsn = sqliteURI(dsn)
-	case Postgres:
-		dsn = postgresDSN(dsn)
-	case MySQL:
-		if strings.Contains(dsn, "clientFoundRows=true") {
-			// Affected-row counts must mean rows changed, not rows matched:
-			// the dialect helper's insert-if-missing relies on it.
-			return nil, fmt.Errorf("mysql: clientFoundRows=true is not supported")
-		}
-		if strings.Contains(dsn, "multiStatements=false") {
-			// Some writes send two statements in one round trip
-			// (dialect.joinsStatements).
-			return nil, fmt.Errorf("mysql: multiStatements=false is not supported")
-		}
-		dsn = mysqlDSN(dsn, o.ioTimeout)
-	default:
-		return nil, fmt.Errorf("unknown database driver %q (want sqlite, postgres or mysql)", dialect)
+	d, err := newDriver(dialectName)
+	if err != nil {
+		return nil, fmt.Errorf("unknown database driver %q (want %s)", dialectName, dialect.Choices())
 	}
-	conn, err := openPool(dialect, dsn, o.ioTimeout)
+	dsn, err = d.dataSource(dsn, o.ioTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if dialect == SQLite {
-		// One writer at a time is SQLite's rule; extra connections serve reads.
-		conn.SetMaxOpenConns(8)
-	} else {
-		conn.SetMaxOpenConns(64)
-		conn.SetMaxIdleConns(64)
+	conn, err := d.openPool(d.name(), dsn, o.ioTimeout)
+	if err != nil {
+		return nil, err
 	}
+	d.sizePool(conn)
 	conn.SetConnMaxIdleTime(5 * time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := conn.PingContext(pingCtx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("connect to %s: %w", dialect, err)
+		return nil, fmt.Errorf("connect to %s: %w", dialectName, err)
 	}
 	return conn, nil
-}
-
-// prepareSQLiteFile makes the folder of a SQLite file path (0700) and the
-// file (0600), or tightens the modes of the file and its -wal and -shm
-// files to 0600 when they are looser. A "file:" URI or ":memory:" is left
-// to SQLite.
-func prepareSQLiteFile(path string) error {
-	if strings.HasPrefix(path, "file:") || path == ":memory:" || path == "" {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	for _, name := range []string{path, path + "-wal", path + "-shm"} {
-		info, err := os.Stat(name)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if info.Mode().Perm()&0o077 != 0 {
-			if err := os.Chmod(name, 0o600); err != nil {
-				return fmt.Errorf("make %s 0600: %w", name, err)
-			}
-		}
-	}
-	return nil
-}
-
-func sqliteURI(path string) string {
-	if strings.HasPrefix(path, "file:") {
-		return path
-	}
-	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	return "file:" + path + "?" + q.Encode()
-}
-
-// postgresDSN turns on binary_parameters unless the operator set it: lib/pq
-// then sends a statement with its arguments in one round trip instead of
-// two, and bytea arguments as raw bytes. DSNs come as URLs or as
-// keyword=value lists.
-func postgresDSN(dsn string) string {
-	if strings.Contains(dsn, "binary_parameters=") {
-		return dsn
-	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if strings.Contains(dsn, "?") {
-			return dsn + "&binary_parameters=yes"
-		}
-		return dsn + "?binary_parameters=yes"
-	}
-	return strings.TrimSpace(dsn + " binary_parameters=yes")
-}
-
-// mysqlDSN adds the parameters the board relies on unless the operator set them.
-// interpolateParams sends a statement with its arguments in one round trip
-// instead of three (prepare, execute, close); the driver refuses it for
-// character sets where client-side escaping would be unsafe.
-//
-// An I/O timeout becomes the driver's readTimeout and writeTimeout (per
-// read and write, as WithIOTimeout means) and its dial timeout, unless the
-// DSN sets them.
-func mysqlDSN(dsn string, ioTimeout time.Duration) string {
-	params := []string{"multiStatements=true", "parseTime=false", "interpolateParams=true"}
-	if ioTimeout > 0 {
-		for _, name := range []string{"readTimeout", "writeTimeout", "timeout"} {
-			params = append(params, name+"="+ioTimeout.String())
-		}
-	}
-	for _, p := range params {
-		if !strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
-			if strings.Contains(dsn, "?") {
-				dsn += "&" + p
-			} else {
-				dsn += "?" + p
-			}
-		}
-	}
-	return dsn
 }

@@ -329,7 +329,7 @@ func addHistory(op *models.Operation, at int64, lines ...string) {
 func (s *SQLDB) leaseOfTheMoment(ctx context.Context, tx *sql.Tx, now int64) (string, int64, error) {
 	var owner string
 	var left int64
-	dbNow := s.dialect.nowNanos()
+	dbNow := s.driver.nowNanos()
 	err := s.queryRow(ctx, tx, "SELECT owner, expires_at - "+dbNow+" FROM leases WHERE name = ? AND expires_at > "+dbNow,
 		convergenceLease).Scan(&owner, &left)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -574,7 +574,7 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 		if err != nil {
 			return nil, nil, err
 		}
-		rec, err := s.readOperation(ctx, tx, id, s.dialect.lockForUpdate())
+		rec, err := s.readOperation(ctx, tx, id, s.driver.lockForUpdate())
 		if err != nil {
 			return nil, nil, err
 		}

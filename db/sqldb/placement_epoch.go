@@ -44,7 +44,7 @@ func (g *placementGuard) claim(ctx context.Context, s *SQLDB, tx *sql.Tx) (bool,
 		return false, nil
 	}
 	var epoch int64
-	err := s.queryRow(ctx, tx, "SELECT epoch FROM placement_epoch WHERE id = 1"+s.dialect.lockForUpdate()).Scan(&epoch)
+	err := s.queryRow(ctx, tx, "SELECT epoch FROM placement_epoch WHERE id = 1"+s.driver.lockForUpdate()).Scan(&epoch)
 	if err != nil {
 		return false, err
 	}

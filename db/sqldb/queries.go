@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strings"
+
+	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // queryer is what *sql.DB and *sql.Tx share, so reads run inside or outside
@@ -17,15 +20,15 @@ type queryer interface {
 // Every statement goes through these three, so each is rebound for its dialect.
 
 func (s *SQLDB) exec(ctx context.Context, q queryer, query string, args ...any) (sql.Result, error) {
-	return q.ExecContext(ctx, s.dialect.rebind(query), args...)
+	return q.ExecContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
 func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any) (*sql.Rows, error) {
-	return q.QueryContext(ctx, s.dialect.rebind(query), args...)
+	return q.QueryContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
 func (s *SQLDB) queryRow(ctx context.Context, q queryer, query string, args ...any) *sql.Row {
-	return q.QueryRowContext(ctx, s.dialect.rebind(query), args...)
+	return q.QueryRowContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
 // Table columns written by inserts, in the order their values are passed.
@@ -78,4 +81,33 @@ func stringArgs(values []string) []any {
 		args[i] = v
 	}
 	return args
+}
+
+// batchSize bounds the rows of one multi-row insert and the values of one IN
+// list, well under every dialect's limit (Postgres 65,535 parameters, SQLite
+// 32,766, MySQL's packet size) even with a dozen columns per row.
+const batchSize = 1000
+
+// writeInsert writes INSERT INTO table (columns) VALUES (?, …), … for rows rows.
+func writeInsert(b *strings.Builder, table string, columns []string, rows int) {
+	b.WriteString("INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES ")
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+}
+
+// inList is "(?, ?, …)" with n placeholders.
+func inList(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+}
+
+// insertStatement is a plain one-row INSERT.
+func insertStatement(table string, columns []string) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, 1)
+	return b.String()
 }

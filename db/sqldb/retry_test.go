@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -50,7 +51,7 @@ var _ = Describe("classifying driver errors", func() {
 var _ = forEachDialect("transactions", func(b *board) {
 	domainCount := func() int { return b.count("SELECT COUNT(*) FROM domains") }
 	insertDomain := func(tx *sql.Tx, name string) error {
-		_, err := tx.Exec(sqldb.Rebind(b.dialect, "INSERT INTO domains (domain, expires_at) VALUES (?, 0)"), name)
+		_, err := tx.Exec(dialect.Rebind(dialect.Name(b.dialect), "INSERT INTO domains (domain, expires_at) VALUES (?, 0)"), name)
 		return err
 	}
 
@@ -148,7 +149,7 @@ func provokeLockConflict(b *board) error {
 		}
 	}
 	lock := func(tx *sql.Tx, name string) error {
-		_, err := tx.Exec(sqldb.Rebind(b.dialect, "UPDATE domains SET expires_at = 1 WHERE domain = ?"), name)
+		_, err := tx.Exec(dialect.Rebind(dialect.Name(b.dialect), "UPDATE domains SET expires_at = 1 WHERE domain = ?"), name)
 		return err
 	}
 	Expect(lock(tx1, "a")).To(Succeed())

@@ -121,7 +121,7 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 // counted, not settled, started by operation operationID, in the staged
 // phase stage (nil: not staged; see models.NewRolloutStage).
 func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, now int64) (*rolloutRecord, error) {
-	current, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+	current, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 // one (state NONE) when it has none, so that convergence cleans up the
 // LRP's definitions and then deletes the record.
 func (s *SQLDB) markRolloutUnsettled(ctx context.Context, tx *sql.Tx, processGuid string) (*rolloutRecord, error) {
-	rec, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+	rec, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +373,7 @@ func (s *SQLDB) runRolloutCommand(ctx context.Context, processGuid string, cmd r
 		var op *models.Operation
 		var events []models.Event
 		if cmd.stage != nil {
-			rec, err := s.readRollout(ctx, tx, processGuid, s.dialect.lockForUpdate())
+			rec, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 			if err != nil {
 				return nil, nil, err
 			}

@@ -231,12 +231,12 @@ func (s *SQLDB) rotateBatch(ctx context.Context, table rotatedTable, after, upTo
 		if len(rewrites) == 0 {
 			return nil
 		}
-		if s.dialect == SQLite {
+		if s.driver.inProcess() {
 			// In-process round trips cost nothing, and one statement for
 			// the batch would be slower, and deeper than SQLite's
 			// expression limit (1000) for large batches.
 			for _, r := range rewrites {
-				update, updateArgs := rotationUpdate(s.dialect, table, [][]string{r.key}, [][]byte{r.old}, [][]byte{r.next})
+				update, updateArgs := rotationUpdate(s.driver, table, [][]string{r.key}, [][]byte{r.old}, [][]byte{r.next})
 				n, err := s.execCount(ctx, tx, update, updateArgs)
 				if err != nil {
 					return err
@@ -252,7 +252,7 @@ func (s *SQLDB) rotateBatch(ctx context.Context, table rotatedTable, after, upTo
 		for i, r := range rewrites {
 			keys[i], olds[i], nexts[i] = r.key, r.old, r.next
 		}
-		update, updateArgs := rotationUpdate(s.dialect, table, keys, olds, nexts)
+		update, updateArgs := rotationUpdate(s.driver, table, keys, olds, nexts)
 		n, err := s.execCount(ctx, tx, update, updateArgs)
 		if err != nil {
 			return err
@@ -318,8 +318,8 @@ func (s *SQLDB) execCount(ctx context.Context, tx *sql.Tx, query string, args []
 //
 // The new blobs are cast to the column's type, which Postgres cannot infer
 // for a CASE of parameters.
-func rotationUpdate(d dialect, table rotatedTable, keys [][]string, olds, nexts [][]byte) (string, []any) {
-	blobType := map[dialect]string{Postgres: "BYTEA", MySQL: "BINARY", SQLite: "BLOB"}[d]
+func rotationUpdate(d driver, table rotatedTable, keys [][]string, olds, nexts [][]byte) (string, []any) {
+	blobType := d.blobType()
 	matchKey := make([]string, len(table.key))
 	for i, k := range table.key {
 		matchKey[i] = k + " = ?"

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -91,7 +92,7 @@ func seedRotation(b *testing.B, env benchEnv, n int) {
 				args = append(args, row(i)...)
 			}
 			query := "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES " + strings.Join(values, ", ")
-			if _, err := env.conn.Exec(sqldb.Rebind(env.dialect, query), args...); err != nil {
+			if _, err := env.conn.Exec(dialect.Rebind(dialect.Name(env.dialect), query), args...); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -175,7 +175,7 @@ func (s *SQLDB) applyRoutes(ctx context.Context, tx *sql.Tx, processGuid string,
 	if _, err := s.exec(ctx, tx, "UPDATE run_infos SET route_ports = ?, routes = ? WHERE process_guid = ? AND definition_id IN "+ids, args...); err != nil {
 		return nil, err
 	}
-	rows, err := s.selectActualLRPs(ctx, tx, "process_guid = ? AND definition_id IN "+ids+s.dialect.lockForUpdate(),
+	rows, err := s.selectActualLRPs(ctx, tx, "process_guid = ? AND definition_id IN "+ids+s.driver.lockForUpdate(),
 		append([]any{processGuid}, serving...)...)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 // SQLDB implements db.DB on one database connection pool.
 type SQLDB struct {
 	conn        *sql.DB
-	dialect     dialect
+	driver      driver
 	now         func() time.Time
 	maxAttempts int
 
@@ -79,19 +79,18 @@ func WithMaxAttempts(n int) Option {
 // New wraps a connection opened by Open. The dialect must be SQLite,
 // Postgres or MySQL; anything else is a programming error and panics.
 func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
-	switch dialectName {
-	case SQLite, Postgres, MySQL:
-	default:
+	d, err := newDriver(dialectName)
+	if err != nil {
 		panic(fmt.Sprintf("sqldb: unknown dialect %q", dialectName))
 	}
 	s := &SQLDB{
 		conn:            conn,
-		dialect:         dialect(dialectName),
+		driver:          d,
 		now:             time.Now,
 		maxAttempts:     5,
 		eventsCommitted: func() {},
 	}
-	if dialectName == SQLite {
+	if d.oneWriter() {
 		s.writeLock = &sync.Mutex{}
 	}
 	for _, opt := range opts {

@@ -14,6 +14,7 @@ import (
 	"github.com/onsi/gomega/types"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -97,7 +98,7 @@ func (b *board) reset() {
 }
 
 func (b *board) exec(query string, args ...any) int64 {
-	res, err := b.conn.Exec(sqldb.Rebind(b.dialect, query), args...)
+	res, err := b.conn.Exec(dialect.Rebind(dialect.Name(b.dialect), query), args...)
 	Expect(err).NotTo(HaveOccurred())
 	n, err := res.RowsAffected()
 	Expect(err).NotTo(HaveOccurred())
@@ -106,7 +107,7 @@ func (b *board) exec(query string, args ...any) int64 {
 
 func (b *board) count(query string, args ...any) int {
 	var n int
-	Expect(b.conn.QueryRow(sqldb.Rebind(b.dialect, query), args...).Scan(&n)).To(Succeed())
+	Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), query), args...).Scan(&n)).To(Succeed())
 	return n
 }
 

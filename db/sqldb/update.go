@@ -459,7 +459,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 // lockDesiredLRP reads the LRP without its definition, locking its row so
 // that concurrent writers of the LRP queue behind this transaction.
 func (s *SQLDB) lockDesiredLRP(ctx context.Context, tx *sql.Tx, processGuid string) (*models.DesiredLRP, error) {
-	return s.readDesiredLRPOnly(ctx, tx, processGuid, s.dialect.lockForUpdate())
+	return s.readDesiredLRPOnly(ctx, tx, processGuid, s.driver.lockForUpdate())
 }
 
 // readDesiredLRPOnly reads the LRP without its definition; lock is "" or

@@ -19,13 +19,18 @@ import (
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/lib/pq"
 	_ "modernc.org/sqlite"
+
+	"github.com/corkboard/corkboard/db/dialect"
+)
+
+// Dialect names, as sqldb.Open takes them (from package dialect).
+const (
+	SQLite   = string(dialect.SQLite)
+	Postgres = string(dialect.Postgres)
+	MySQL    = string(dialect.MySQL)
 )
 
 const (
-	SQLite   = "sqlite"
-	Postgres = "postgres"
-	MySQL    = "mysql"
-
 	PostgresDSNEnv = "CORKBOARD_POSTGRES_DSN"
 	MySQLDSNEnv    = "CORKBOARD_MYSQL_DSN"
 	RequireEnv     = "CORKBOARD_REQUIRE_DBS"
@@ -34,13 +39,14 @@ const (
 // Dialects lists the dialects this run tests. It fails when
 // CORKBOARD_REQUIRE_DBS=1 and a server DSN is missing.
 func Dialects() ([]string, error) {
-	dialects := []string{SQLite}
+	var dialects []string
 	required := os.Getenv(RequireEnv) == "1"
-	for _, d := range []struct{ name, env string }{{Postgres, PostgresDSNEnv}, {MySQL, MySQLDSNEnv}} {
-		if os.Getenv(d.env) != "" {
-			dialects = append(dialects, d.name)
+	for _, d := range dialect.All() {
+		env := adminDSNEnv(string(d))
+		if env == "" || os.Getenv(env) != "" {
+			dialects = append(dialects, string(d))
 		} else if required {
-			return nil, fmt.Errorf("%s=1 but %s is not set", RequireEnv, d.env)
+			return nil, fmt.Errorf("%s=1 but %s is not set", RequireEnv, env)
 		}
 	}
 	return dialects, nil
@@ -67,69 +73,85 @@ type Database struct {
 // Drop deletes the database and everything in it.
 func (d *Database) Drop() error { return d.drop() }
 
-// Create makes a new empty database of the dialect, on the server named by
-// the dialect's DSN environment variable.
-func Create(dialect string) (*Database, error) {
-	switch dialect {
-	case Postgres:
-		return CreateOn(dialect, os.Getenv(PostgresDSNEnv))
-	case MySQL:
-		return CreateOn(dialect, os.Getenv(MySQLDSNEnv))
-	}
-	return CreateOn(dialect, "")
+// server is how a dialect that runs on a database server differs from the
+// others, here: SQLite has none and gets a temporary file instead.
+type server struct {
+	// adminDSNEnv names the environment variable holding the admin DSN.
+	adminDSNEnv string
+	// createOptions and dropOptions end CREATE DATABASE and DROP DATABASE.
+	createOptions, dropOptions string
+	// dsnFor points the admin DSN at another database.
+	dsnFor func(adminDSN, name string) (string, error)
 }
 
-// CreateOn makes a new empty database of the dialect on the server that
-// adminDSN reaches (ignored for SQLite, which gets a temporary file).
-func CreateOn(dialect, adminDSN string) (*Database, error) {
-	name := "corkboard_test_" + randomSuffix()
-	switch dialect {
-	case SQLite:
-		dir, err := os.MkdirTemp("", name)
-		if err != nil {
-			return nil, err
-		}
-		return &Database{Dialect: SQLite, DSN: filepath.Join(dir, "board.db"), drop: func() error { return os.RemoveAll(dir) }}, nil
-	case Postgres:
-		return createOnServer(dialect, "postgres", adminDSN, name, postgresDSNFor)
-	case MySQL:
-		return createOnServer(dialect, "mysql", adminDSN, name, mysqlDSNFor)
-	}
-	return nil, fmt.Errorf("unknown dialect %q", dialect)
-}
-
-func createOnServer(dialect, driver, adminDSN, name string, dsnFor func(string, string) (string, error)) (*Database, error) {
-	if adminDSN == "" {
-		return nil, fmt.Errorf("%s: no admin DSN set", dialect)
-	}
-	admin, err := sql.Open(driver, adminDSN)
-	if err != nil {
-		return nil, err
-	}
-	create := "CREATE DATABASE " + name
-	if dialect == Postgres {
+// servers holds every dialect but SQLite.
+var servers = map[string]server{
+	Postgres: {
+		adminDSNEnv: PostgresDSNEnv,
 		// A locale that orders "a" before "B" and "é" before "z", as
 		// production databases often have: code that leans on the server's
 		// default collation for an order, or for two names being
 		// different, fails here rather than only in production.
-		create += " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+		createOptions: " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'",
+		dropOptions:   " WITH (FORCE)",
+		dsnFor:        postgresDSNFor,
+	},
+	MySQL: {adminDSNEnv: MySQLDSNEnv, dsnFor: mysqlDSNFor},
+}
+
+// adminDSNEnv is the environment variable naming the admin DSN of the
+// dialect's server, or "" for SQLite, which needs no server.
+func adminDSNEnv(dialect string) string { return servers[dialect].adminDSNEnv }
+
+// Create makes a new empty database of the dialect, on the server named by
+// the dialect's DSN environment variable.
+func Create(dialect string) (*Database, error) {
+	adminDSN := ""
+	if env := adminDSNEnv(dialect); env != "" {
+		adminDSN = os.Getenv(env)
 	}
-	if _, err := admin.Exec(create); err != nil {
+	return CreateOn(dialect, adminDSN)
+}
+
+// CreateOn makes a new empty database of the dialect on the server that
+// adminDSN reaches (ignored for SQLite, which gets a temporary file).
+func CreateOn(dialectName, adminDSN string) (*Database, error) {
+	if !dialect.Known(dialectName) {
+		return nil, fmt.Errorf("unknown dialect %q", dialectName)
+	}
+	name := "corkboard_test_" + randomSuffix()
+	srv, onServer := servers[dialectName]
+	if !onServer {
+		dir, err := os.MkdirTemp("", name)
+		if err != nil {
+			return nil, err
+		}
+		return &Database{Dialect: dialectName, DSN: filepath.Join(dir, "board.db"), drop: func() error { return os.RemoveAll(dir) }}, nil
+	}
+	return createOnServer(dialectName, srv, adminDSN, name)
+}
+
+func createOnServer(dialect string, srv server, adminDSN, name string) (*Database, error) {
+	if adminDSN == "" {
+		return nil, fmt.Errorf("%s: no admin DSN set", dialect)
+	}
+	// The dialect names are the database/sql driver names.
+	admin, err := sql.Open(dialect, adminDSN)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := admin.Exec("CREATE DATABASE " + name + srv.createOptions); err != nil {
 		admin.Close()
 		return nil, fmt.Errorf("%s: create database %s: %w", dialect, name, err)
 	}
-	dsn, err := dsnFor(adminDSN, name)
+	dsn, err := srv.dsnFor(adminDSN, name)
 	if err != nil {
 		admin.Close()
 		return nil, err
 	}
 	drop := func() error {
 		defer admin.Close()
-		stmt := "DROP DATABASE IF EXISTS " + name
-		if dialect == Postgres {
-			stmt += " WITH (FORCE)"
-		}
-		_, err := admin.Exec(stmt)
+		_, err := admin.Exec("DROP DATABASE IF EXISTS " + name + srv.dropOptions)
 		return err
 	}
 	return &Database{Dialect: dialect, DSN: dsn, drop: drop}, nil

@@ -12,20 +12,7 @@ import (
 	"github.com/corkboard/corkboard/db/sqldb"
 )
 
-var _ = Describe("the dialect helper", func() {
-	DescribeTable("Rebind",
-		func(dialect, query, want string) {
-			Expect(sqldb.Rebind(dialect, query)).To(Equal(want))
-		},
-		Entry("Postgres numbers placeholders", sqldb.Postgres,
-			"SELECT a FROM t WHERE b = ? AND c IN (?, ?)", "SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)"),
-		Entry("Postgres counts past nine", sqldb.Postgres,
-			"(?,?,?,?,?,?,?,?,?,?,?)", "($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)"),
-		Entry("Postgres without placeholders", sqldb.Postgres, "SELECT 1", "SELECT 1"),
-		Entry("SQLite keeps ?", sqldb.SQLite, "DELETE FROM t WHERE a = ?", "DELETE FROM t WHERE a = ?"),
-		Entry("MySQL keeps ?", sqldb.MySQL, "DELETE FROM t WHERE a = ?", "DELETE FROM t WHERE a = ?"),
-	)
-
+var _ = Describe("the driver", func() {
 	DescribeTable("Upsert",
 		func(dialect, want string) {
 			Expect(sqldb.Upsert(dialect, "domains", []string{"domain", "expires_at"}, []string{"domain"}, []string{"expires_at"})).
@@ -46,6 +33,37 @@ var _ = Describe("the dialect helper", func() {
 		Entry("SQLite", sqldb.SQLite, "INSERT INTO t (k, v) VALUES (?, ?), (?, ?) ON CONFLICT (k) DO NOTHING"),
 		Entry("Postgres", sqldb.Postgres, "INSERT INTO t (k, v) VALUES (?, ?), (?, ?) ON CONFLICT (k) DO NOTHING"),
 		Entry("MySQL", sqldb.MySQL, "INSERT INTO t (k, v) VALUES (?, ?), (?, ?) ON DUPLICATE KEY UPDATE k = k"),
+	)
+
+	DescribeTable("reads rows by key",
+		func(dialect string, lock bool, want string) {
+			Expect(sqldb.SelectActualByKeys(dialect, 2, lock)).To(Equal(want))
+		},
+		Entry("SQLite joins a VALUES table and never locks", sqldb.SQLite, true,
+			"WITH v (k1, k2, k3) AS (VALUES (?, ?, ?), (?, ?, ?)) SELECT state FROM v JOIN actual_lrps ON "+
+				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3"),
+		Entry("Postgres types the first row and locks the table's rows", sqldb.Postgres, true,
+			"WITH v (k1, k2, k3) AS (VALUES (?::text, ?::integer, ?::text), (?, ?, ?)) SELECT state FROM v JOIN actual_lrps ON "+
+				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3 FOR UPDATE OF actual_lrps"),
+		Entry("Postgres without a lock", sqldb.Postgres, false,
+			"WITH v (k1, k2, k3) AS (VALUES (?::text, ?::integer, ?::text), (?, ?, ?)) SELECT state FROM v JOIN actual_lrps ON "+
+				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3"),
+		Entry("MySQL names the keys in a tuple list on the primary key", sqldb.MySQL, true,
+			"SELECT state FROM actual_lrps USE INDEX (PRIMARY) WHERE (process_guid, instance_index, presence) IN ((?, ?, ?), (?, ?, ?)) FOR UPDATE"),
+	)
+
+	DescribeTable("deletes rows by key",
+		func(dialect, want string) {
+			Expect(sqldb.DeleteActualByKeys(dialect, 1)).To(Equal(want))
+		},
+		Entry("SQLite by rowid", sqldb.SQLite,
+			"WITH v (k1, k2, k3) AS (VALUES (?, ?, ?)) DELETE FROM actual_lrps WHERE rowid IN (SELECT actual_lrps.rowid FROM v JOIN actual_lrps ON "+
+				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3)"),
+		Entry("Postgres with USING", sqldb.Postgres,
+			"WITH v (k1, k2, k3) AS (VALUES (?::text, ?::integer, ?::text)) DELETE FROM actual_lrps USING v WHERE "+
+				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3"),
+		Entry("MySQL with a tuple list", sqldb.MySQL,
+			"DELETE actual_lrps FROM actual_lrps USE INDEX (PRIMARY) WHERE (process_guid, instance_index, presence) IN ((?, ?, ?))"),
 	)
 
 	It("refuses an unknown dialect", func() {

@@ -1,0 +1,80 @@
+// Package dialect names the three databases the board runs on and holds
+// the one thing every user of raw SQL needs from them: turning the ?
+// placeholders queries are written with into the database's own. Storage
+// (db/sqldb), migrations, the load tool, the test databases and the board's
+// configuration all take their dialect names from here. It imports only the
+// standard library so that any of them can.
+package dialect
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Name is a dialect's name, also its database/sql driver name and the
+// database_driver a board is configured with.
+type Name string
+
+// The dialects. The strings are on disk (configs, the migrations' sql/<name>
+// folders) and are the database/sql driver names, so they never change.
+const (
+	SQLite   Name = "sqlite"
+	Postgres Name = "postgres"
+	MySQL    Name = "mysql"
+)
+
+// all is every dialect, SQLite first: the order choices are listed in.
+var all = []Name{SQLite, Postgres, MySQL}
+
+// All returns every dialect, SQLite first.
+func All() []Name { return append([]Name(nil), all...) }
+
+// Choices lists the dialect names for a message: "sqlite, postgres or mysql".
+func Choices() string {
+	names := make([]string, len(all))
+	for i, n := range all {
+		names[i] = string(n)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Parse returns the dialect named s, or an error naming s when it is none
+// of them. Names are matched exactly: "SQLite" is not a dialect.
+func Parse(s string) (Name, error) {
+	for _, n := range all {
+		if string(n) == s {
+			return n, nil
+		}
+	}
+	return "", fmt.Errorf("unknown database dialect %q (want %s)", s, Choices())
+}
+
+// Known reports whether s names a dialect.
+func Known(s string) bool {
+	_, err := Parse(s)
+	return err == nil
+}
+
+// Rebind rewrites the ? placeholders of query as $1, $2, … for Postgres and
+// returns it unchanged for the others, which take ? as they are. Every ? is
+// taken for a placeholder: queries given here never hold a literal question
+// mark (in a string or a comment).
+func Rebind(name Name, query string) string {
+	if name != Postgres || !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] != '?' {
+			b.WriteByte(query[i])
+			continue
+		}
+		n++
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}

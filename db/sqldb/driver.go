@@ -1,0 +1,223 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
+	"github.com/corkboard/corkboard/models"
+)
+
+// driver holds every place where the three databases differ: how a
+// connection is opened and sized, the few pieces of SQL they spell
+// differently, and the optional fast paths one of them has. Queries
+// elsewhere in this package are written once, with ? placeholders
+// (dialect.Rebind turns them into the database's own), and ask the driver
+// only for these pieces; no other file compares dialect names.
+//
+// There is one driver per database (driver_sqlite.go, driver_postgres.go,
+// driver_mysql.go). Each embeds general, which gives the form most of them
+// share, and overrides what its database says otherwise. A general method
+// never calls another driver method: embedding does not dispatch back to
+// the database's override, so a form built from other verbs is a function
+// taking the driver (cellPageQuery).
+//
+// The fast verbs (the ones returning a function) are optional: a driver
+// returns nil when its database has no faster way, and the store then runs
+// the general transactional path, which every database supports. A fast
+// path that declines (returns "not done") also leaves the call to it.
+type driver interface {
+	// name is the dialect, also the database/sql driver name.
+	name() dialect.Name
+
+	// Connecting (open.go).
+
+	// dataSource turns an operator's DSN into the one Open connects with,
+	// adding the parameters the board relies on or refusing ones it
+	// cannot work with; it may prepare files the DSN names.
+	dataSource(dsn string, ioTimeout time.Duration) (string, error)
+	// openPool opens the database/sql pool for a prepared DSN.
+	openPool(name dialect.Name, dsn string, ioTimeout time.Duration) (*sql.DB, error)
+	// sizePool sets how many connections the pool opens and keeps.
+	sizePool(conn *sql.DB)
+	// oneWriter reports whether the database runs one write transaction at
+	// a time, so that the process queues its writers itself (SQLDB.writeLock).
+	oneWriter() bool
+	// inProcess reports whether a statement costs no network round trip.
+	inProcess() bool
+	// snapshotIsolation is the isolation level of a read-only transaction
+	// whose reads must all see one snapshot (readConsistently).
+	snapshotIsolation() sql.IsolationLevel
+
+	// SQL the databases spell differently.
+
+	// bytewise is column compared and ordered as bytes.
+	bytewise(column string) string
+	// pagePlanning is the statement a page of a list runs first, in its
+	// own read-only transaction, or "" when the database needs none.
+	pagePlanning() string
+	// nowNanos is the database's clock in Unix nanoseconds, as an SQL
+	// expression.
+	nowNanos() string
+	// upsert is an insert of one row that overwrites the update columns
+	// when a row with the same key exists.
+	upsert(table string, columns, key, update []string) string
+	// insertMissing is a multi-row insert that skips rows whose key
+	// exists, so that the result's RowsAffected counts only the rows added.
+	insertMissing(table string, columns, key []string, rows int) string
+	// lockForUpdate ends a SELECT of rows the transaction is about to
+	// change, so that concurrent writers queue on them instead of racing;
+	// "" where the database has no row locks.
+	lockForUpdate() string
+	// joinsStatements reports whether two statements sent as one,
+	// separated by a semicolon, run one after the other in one round
+	// trip, stopping at the first that fails.
+	joinsStatements() bool
+	// blobType is the type a byte parameter is cast to in a CASE.
+	blobType() string
+
+	// Convergence's statements on rows named by a list of keys
+	// (convergence_sql.go).
+
+	selectByKeys(t keyTable, columns string, n int, lock bool) string
+	deleteByKeys(t keyTable, n int) string
+	updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any)
+	updateEachByKey(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int)
+
+	// Differences in what a write does, not only in how it is spelt.
+
+	// acquireLease is AcquireLease's write, or nil for the upsert that
+	// takes a free or own lease (lease.go).
+	acquireLease() func(s *SQLDB, ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+
+	// Optional fast paths.
+
+	// desireNew stores a new LRP in one statement, or returns a nil
+	// operation to leave it to DesireLRP's transactional path.
+	desireNew() func(s *SQLDB, ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error)
+	// lifecycle runs a lifecycle call that has a one-statement form, or
+	// returns a nil ActualLRP to leave it to the transactional path.
+	lifecycle() func(s *SQLDB, ctx context.Context, op lifecycleOp) (*models.ActualLRP, error)
+	// remove runs RemoveActualLRP in one statement, or returns false to
+	// leave it to the transactional path.
+	remove() func(s *SQLDB, ctx context.Context, key db.ActualLRPKey, caller db.Caller) (bool, error)
+	// appendEvents inserts encoded events into the outbox in one
+	// statement, however many there are.
+	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte) error
+	// moveEvents moves outbox rows into the log without reading them
+	// out of the database (SequenceEvents).
+	moveEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error)
+	// writeActualLRPs stores one batch of actual row writes (at most
+	// batchSize/2) in one statement.
+	writeActualLRPs() func(s *SQLDB, ctx context.Context, q queryer, writes []rowWrite) error
+	// insertCreated is the statement inserting convergence's created
+	// rows (see SQLDB.insertCreated).
+	insertCreated() func(rows []*models.ActualLRP, now int64) (string, []any)
+}
+
+// newDriver returns the driver of the named dialect.
+func newDriver(name string) (driver, error) {
+	d, err := dialect.Parse(name)
+	if err != nil {
+		return nil, err
+	}
+	switch d {
+	case dialect.Postgres:
+		return postgresDriver{}, nil
+	case dialect.MySQL:
+		return mysqlDriver{}, nil
+	}
+	return sqliteDriver{}, nil
+}
+
+// general is the form most databases share, embedded by each driver.
+type general struct{}
+
+func (general) openPool(name dialect.Name, dsn string, _ time.Duration) (*sql.DB, error) {
+	return sql.Open(string(name), dsn)
+}
+
+func (general) sizePool(conn *sql.DB) {
+	conn.SetMaxOpenConns(64)
+	conn.SetMaxIdleConns(64)
+}
+
+func (general) oneWriter() bool                       { return false }
+func (general) inProcess() bool                       { return false }
+func (general) snapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
+
+// bytewise is the column itself where it is byte-collated already.
+func (general) bytewise(column string) string { return column }
+
+// pagePlanning is none: the database walks a page's index as it is.
+func (general) pagePlanning() string { return "" }
+
+func (general) upsert(table string, columns, key, update []string) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, 1)
+	b.WriteString(" ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET ")
+	for i, c := range update {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = excluded." + c)
+	}
+	return b.String()
+}
+
+func (general) insertMissing(table string, columns, key []string, rows int) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, rows)
+	b.WriteString(" ON CONFLICT (" + strings.Join(key, ", ") + ") DO NOTHING")
+	return b.String()
+}
+
+func (general) lockForUpdate() string { return " FOR UPDATE" }
+
+// joinsStatements is false: a round trip per statement.
+func (general) joinsStatements() bool { return false }
+
+func (general) acquireLease() func(*SQLDB, context.Context, string, string, time.Duration) (bool, error) {
+	return nil
+}
+
+func (general) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []any, *models.DesireLRPRequest) (*models.Operation, error) {
+	return nil
+}
+
+func (general) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
+	return nil
+}
+
+func (general) remove() func(*SQLDB, context.Context, db.ActualLRPKey, db.Caller) (bool, error) {
+	return nil
+}
+
+func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte) error {
+	return nil
+}
+
+func (general) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, error) {
+	return nil
+}
+
+func (general) writeActualLRPs() func(*SQLDB, context.Context, queryer, []rowWrite) error {
+	return nil
+}
+
+func (general) insertCreated() func([]*models.ActualLRP, int64) (string, []any) {
+	return nil
+}
+
+// mustDriver is newDriver for a name the caller has checked.
+func mustDriver(name string) driver {
+	d, err := newDriver(name)
+	if err != nil {
+		panic(fmt.Sprintf("sqldb: %v", err))
+	}
+	return d
+}

@@ -1,0 +1,175 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corkboard/corkboard/db/dialect"
+)
+
+// mysqlDriver is MySQL and MariaDB: ON DUPLICATE KEY instead of ON
+// CONFLICT, no VALUES table both spell alike, and several statements in
+// one round trip (multiStatements, which Open requires).
+type mysqlDriver struct{ general }
+
+func (mysqlDriver) name() dialect.Name { return dialect.MySQL }
+
+func (mysqlDriver) dataSource(dsn string, ioTimeout time.Duration) (string, error) {
+	if strings.Contains(dsn, "clientFoundRows=true") {
+		// Affected-row counts must mean rows changed, not rows matched:
+		// insertMissing relies on it.
+		return "", fmt.Errorf("mysql: clientFoundRows=true is not supported")
+	}
+	if strings.Contains(dsn, "multiStatements=false") {
+		// Some writes send two statements in one round trip
+		// (joinsStatements).
+		return "", fmt.Errorf("mysql: multiStatements=false is not supported")
+	}
+	return mysqlDSN(dsn, ioTimeout), nil
+}
+
+// nowNanos is in microseconds (NOW(6)).
+func (mysqlDriver) nowNanos() string {
+	return "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)"
+}
+
+func (mysqlDriver) upsert(table string, columns, key, update []string) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, 1)
+	b.WriteString(" ON DUPLICATE KEY UPDATE ")
+	for i, c := range update {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = VALUES(" + c + ")")
+	}
+	return b.String()
+}
+
+func (mysqlDriver) insertMissing(table string, columns, key []string, rows int) string {
+	var b strings.Builder
+	writeInsert(&b, table, columns, rows)
+	// A no-op assignment: MySQL reports 0 affected rows for it.
+	b.WriteString(" ON DUPLICATE KEY UPDATE " + key[0] + " = " + key[0])
+	return b.String()
+}
+
+// joinsStatements reports whether two statements sent as one, separated by
+// a semicolon, run one after the other in one round trip, stopping at the
+// first that fails: MySQL with multiStatements (which Open requires). On
+// the others a round trip is cheap (SQLite runs in process) or a write
+// has a single-statement path of its own (Postgres).
+func (mysqlDriver) joinsStatements() bool { return true }
+
+func (mysqlDriver) blobType() string { return "BINARY" }
+
+// selectByKeys, deleteByKeys and updateByKeys name the keys as
+// "(key) IN ((…), …)" with USE INDEX (PRIMARY): MariaDB otherwise spends
+// most of a second per statement weighing the other index that starts
+// with process_guid (see convergence_sql.go).
+func (mysqlDriver) selectByKeys(t keyTable, columns string, n int, lock bool) string {
+	query := "SELECT " + columns + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
+	if lock {
+		query += " FOR UPDATE"
+	}
+	return query
+}
+
+func (mysqlDriver) deleteByKeys(t keyTable, n int) string {
+	return "DELETE " + t.name + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
+}
+
+func (mysqlDriver) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
+	n := len(keyArgs) / len(t.columns)
+	query := "UPDATE " + t.name + " USE INDEX (PRIMARY) SET " + set + " WHERE " + t.inTuples(n)
+	return query, append(setArgs[:len(setArgs):len(setArgs)], keyArgs...)
+}
+
+// updateEachByKey sets column (cell_id, placement_error or definition_id) to each row's
+// own value, and set (whose ? take setArgs) in every row. rowsPerChange is how many affected rows the
+// database reports for each row changed.
+//
+// MySQL does it as an insert of the rows that all exist (they are locked)
+// and so all update: a join with a UNION ALL of a thousand SELECTs takes
+// ten times longer.
+func (mysqlDriver) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int) {
+	t := actualLRPKeys
+	columns := []string{
+		"process_guid", "instance_index", "presence", "domain", "definition_id", "state",
+		"crash_reason", "since", "modification_tag_epoch", "cell_id", "placement_error",
+	}
+	args = make([]any, 0, len(changes)*len(columns)+len(setArgs))
+	for _, c := range changes {
+		r := c.row
+		cellID, placementError, definitionID := r.CellId, r.PlacementError, r.DefinitionId
+		switch column {
+		case "cell_id":
+			cellID = c.value
+		case "placement_error":
+			placementError = c.value
+		case "definition_id":
+			definitionID = c.value
+		}
+		args = append(args, r.ProcessGuid, r.Index, r.Presence.String(), r.Domain, definitionID, r.State.String(),
+			r.CrashReason, r.Since, r.GetModificationTag().GetEpoch(), cellID, placementError)
+	}
+	var b strings.Builder
+	writeInsert(&b, t.name, columns, len(changes))
+	b.WriteString(" ON DUPLICATE KEY UPDATE " + column + " = VALUES(" + column + "), " + set)
+	// MySQL counts an insert that updates an existing row twice.
+	return b.String(), append(args, setArgs...), 2
+}
+
+func (mysqlDriver) acquireLease() func(*SQLDB, context.Context, string, string, time.Duration) (bool, error) {
+	return (*SQLDB).acquireLeaseMySQL
+}
+
+// acquireLeaseMySQL is the upsert in MySQL's words. Its assignments run in
+// order, each seeing the ones before: owner changes only when the lease is
+// free or owner's, and expires_at then follows the owner. Affected-row
+// counts cannot tell a renewal that changed nothing from a refusal, so the
+// owner is read back.
+func (s *SQLDB) acquireLeaseMySQL(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	now := s.driver.nowNanos()
+	_, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
+ ON DUPLICATE KEY UPDATE
+ owner = IF(owner = VALUES(owner) OR expires_at <= `+now+`, VALUES(owner), owner),
+ expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`, name, owner, int64(ttl))
+	if err != nil {
+		return false, err
+	}
+	var holder string
+	if err := s.queryRow(ctx, s.conn, "SELECT owner FROM leases WHERE name = ?", name).Scan(&holder); err != nil {
+		return false, err
+	}
+	return holder == owner, nil
+}
+
+// mysqlDSN adds the parameters the board relies on unless the operator set them.
+// interpolateParams sends a statement with its arguments in one round trip
+// instead of three (prepare, execute, close); the driver refuses it for
+// character sets where client-side escaping would be unsafe.
+//
+// An I/O timeout becomes the driver's readTimeout and writeTimeout (per
+// read and write, as WithIOTimeout means) and its dial timeout, unless the
+// DSN sets them.
+func mysqlDSN(dsn string, ioTimeout time.Duration) string {
+	params := []string{"multiStatements=true", "parseTime=false", "interpolateParams=true"}
+	if ioTimeout > 0 {
+		for _, name := range []string{"readTimeout", "writeTimeout", "timeout"} {
+			params = append(params, name+"="+ioTimeout.String())
+		}
+	}
+	for _, p := range params {
+		if !strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
+			if strings.Contains(dsn, "?") {
+				dsn += "&" + p
+			} else {
+				dsn += "?" + p
+			}
+		}
+	}
+	return dsn
+}

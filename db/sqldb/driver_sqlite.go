@@ -1,0 +1,121 @@
+package sqldb
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/corkboard/corkboard/db/dialect"
+)
+
+// sqliteDriver is SQLite: a file in the board's process, written by one
+// transaction at a time, with no row locks.
+type sqliteDriver struct{ general }
+
+func (sqliteDriver) name() dialect.Name { return dialect.SQLite }
+
+// dataSource: the DSN is a file path (or a "file:" URI, left as it is).
+// See Open for the modes and settings.
+func (sqliteDriver) dataSource(dsn string, _ time.Duration) (string, error) {
+	if err := prepareSQLiteFile(dsn); err != nil {
+		return "", err
+	}
+	return sqliteURI(dsn), nil
+}
+
+// sizePool: one writer at a time is SQLite's rule; extra connections serve reads.
+func (sqliteDriver) sizePool(conn *sql.DB) { conn.SetMaxOpenConns(8) }
+
+// oneWriter: SQLite allows one writer at a time anyway, and waiting on a
+// Go mutex is cheaper than its sleeping busy handler.
+func (sqliteDriver) oneWriter() bool { return true }
+
+func (sqliteDriver) inProcess() bool { return true }
+
+// snapshotIsolation: a deferred transaction, which in WAL mode reads one
+// snapshot without holding the write lock.
+func (sqliteDriver) snapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
+
+// nowNanos is in milliseconds. julianday is a double: 'now' in whole
+// milliseconds can come out a hair below, and a truncating cast would
+// then read 1 ms early.
+func (sqliteDriver) nowNanos() string {
+	return "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000000)"
+}
+
+// lockForUpdate is none: SQLite has no row locks and needs none, its
+// write transactions already run one at a time.
+func (sqliteDriver) lockForUpdate() string { return "" }
+
+func (sqliteDriver) blobType() string { return "BLOB" }
+
+// selectByKeys never locks: SQLite's write transactions run one at a time.
+func (sqliteDriver) selectByKeys(t keyTable, columns string, n int, _ bool) string {
+	return selectJoiningKeys(t, columns, n, false)
+}
+
+// deleteByKeys deletes by rowid: SQLite's DELETE takes no join.
+func (sqliteDriver) deleteByKeys(t keyTable, n int) string {
+	return withKeys(t, n, 0, false) + " DELETE FROM " + t.name + " WHERE rowid IN (SELECT " + t.name +
+		".rowid FROM v JOIN " + t.name + " ON " + t.joinV() + ")"
+}
+
+func (sqliteDriver) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
+	return updateJoiningKeys(t, set, setArgs, keyArgs, false)
+}
+
+func (sqliteDriver) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (string, []any, int) {
+	return updateEachJoiningKeys(column, set, setArgs, changes, false)
+}
+
+// prepareSQLiteFile makes the folder of a SQLite file path (0700) and the
+// file (0600), or tightens the modes of the file and its -wal and -shm
+// files to 0600 when they are looser. A "file:" URI or ":memory:" is left
+// to SQLite.
+func prepareSQLiteFile(path string) error {
+	if strings.HasPrefix(path, "file:") || path == ":memory:" || path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		info, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(name, 0o600); err != nil {
+				return fmt.Errorf("make %s 0600: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func sqliteURI(path string) string {
+	if strings.HasPrefix(path, "file:") {
+		return path
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
