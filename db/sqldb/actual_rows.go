@@ -191,23 +191,12 @@ func storedOccupied(lrp *models.ActualLRP) bool {
 // back). It sets lrp's route ports as a read will return them, so that
 // the row in an event is the row a read returns.
 func storedRoutePorts(lrp *models.ActualLRP) ([]byte, error) {
-	if lrp.NetInfo == nil {
-		lrp.RoutePorts = nil
-	}
-	lrp.RoutePorts = models.InstanceRoutePorts(lrp.RoutePorts, lrp.NetInfo)
+	lrp.RoutePorts = models.RoutePortsAsStored(lrp.RoutePorts, lrp.NetInfo)
 	blob, err := encodeRoutePorts(lrp.RoutePorts)
 	if err != nil {
 		return nil, errInvalid("route_ports", err.Error())
 	}
 	return blob, nil
-}
-
-// nextVersion is a copy of lrp with its tag index moved on by one, the
-// starting point of every write.
-func nextVersion(lrp *models.ActualLRP) *models.ActualLRP {
-	next := proto.Clone(lrp).(*models.ActualLRP)
-	next.ModificationTag.Index++
-	return next
 }
 
 func sortActualLRPs(lrps []*models.ActualLRP) {

@@ -294,16 +294,16 @@ func reportedVersion(row *models.ActualLRP, r *models.ReportedInstance, now int6
 	routable := r.Routable && r.State == models.ActualLRP_RUNNING && !models.IsValidationIndex(row.Index)
 	occupied := r.Occupied && r.State == models.ActualLRP_RUNNING
 	if row.State == r.State && row.InstanceGuid == r.InstanceGuid &&
-		sameNetInfo(row.NetInfo, r.NetInfo) && row.Routable == routable && row.Occupied == occupied {
+		models.SameNetInfo(row.NetInfo, r.NetInfo) && row.Routable == routable && row.Occupied == occupied {
 		return nil
 	}
-	after := nextVersion(row)
+	after := models.NextVersion(row)
 	if row.State != r.State {
 		after.Since = now
 	}
 	after.State = r.State
 	after.InstanceGuid = r.InstanceGuid
-	after.NetInfo = cloneNetInfo(r.NetInfo)
+	after.NetInfo = models.CloneNetInfo(r.NetInfo)
 	after.Routable = routable
 	after.Occupied = occupied
 	after.PlacementError = ""
