@@ -1,7 +1,6 @@
 package sqldb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -205,11 +204,7 @@ func sortActualLRPs(lrps []*models.ActualLRP) {
 
 // compareActualLRPs orders rows by key.
 func compareActualLRPs(a, b *models.ActualLRP) int {
-	return cmp.Or(
-		strings.Compare(a.ProcessGuid, b.ProcessGuid),
-		cmp.Compare(a.Index, b.Index),
-		cmp.Compare(a.Presence, b.Presence),
-	)
+	return models.CompareActualLRPKeys(a, b)
 }
 
 // rowWrite is one row's next version over the version it was read at.
