@@ -16,11 +16,13 @@ import (
 //
 // Each is an UPDATE of the row joined to itself as it was: the subquery
 // old locks the row and the outer WHERE holds the call's conditions — the
-// cases in which lifecycle.go's decide writes — so the statement writes
+// cases in which models.DecideLifecycle writes — so the statement writes
 // exactly what the general path would, and RETURNING gives the row before
-// (old) and after (a) for the events. It matches nothing when the decider would
-// refuse the call or find it a repeat, or when the row is missing; the
-// caller then takes the general path, which tells these apart.
+// (old) and after (a) for the events. It matches nothing when the decider
+// would refuse the call or find it a repeat, or when the row is missing;
+// the caller then takes the general path, which tells these apart. The
+// oracle spec (lifecycle_oracle_test.go) holds each statement to the
+// decider over generated rows and calls.
 //
 // Each runs in a transaction of its own with the event log's append
 // (writeAlone). The lock is taken NOWAIT: a locked row fails the statement
