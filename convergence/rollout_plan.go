@@ -119,19 +119,20 @@ func findDesired(s *db.Snapshot, guid string) *db.DesiredSchedule {
 	return nil
 }
 
-// scheduleLRP is as much of a DesiredLRP as models.AutoscaledUpdate reads.
+// scheduleLRP is as much of a DesiredLRP as models.ApplyUpdate reads.
 func scheduleLRP(d *db.DesiredSchedule) *models.DesiredLRP {
-	return &models.DesiredLRP{ProcessGuid: d.ProcessGuid, Instances: d.Instances, Autoscaling: d.Autoscaling}
+	return &models.DesiredLRP{ProcessGuid: d.ProcessGuid, Instances: d.Instances, Autoscaling: d.Autoscaling,
+		ActiveDefinitionId: d.ActiveDefinitionID}
 }
 
 // applyUpdateInMemory is the state right after the update, as
-// UpdateDesiredLRP (db/sqldb/update.go) would leave it: the LRP with its
-// new strategy, instances and autoscaling, the new definition stored and
-// active with a fresh rollout record (db.StartedRollout, with the staged
-// phase models.NewRolloutStage starts), the instances a scale-up adds
-// (UNCLAIMED, on the new definition) and those a scale-down deletes
-// (UNCLAIMED ones at the indices beyond the count). It returns the plan's
-// header too.
+// UpdateDesiredLRP (db/sqldb/update.go) would leave it, both deciding with
+// models.ApplyUpdate: the LRP with its new strategy, instances and
+// autoscaling, the new definition stored and active with a fresh rollout
+// record (db.StartedRollout, in the staged phase the update starts), the
+// instances a scale-up adds (UNCLAIMED, on the new definition) and those a
+// scale-down deletes (UNCLAIMED ones at the indices beyond the count). It
+// returns the plan's header too.
 func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.DesiredLRPUpdate) (*db.Snapshot, *models.RolloutPlan) {
 	now := in.Now.UnixNano()
 	guid := before.ProcessGuid
@@ -147,44 +148,37 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 	d := *before
 	s.Desired = []db.DesiredSchedule{d}
 	lrp := &s.Desired[0]
+	change := models.ApplyUpdate(scheduleLRP(before), update, now)
 	if update.UpdateStrategy != nil {
 		lrp.UpdateStrategy = update.UpdateStrategy
 	}
-	instances, autoscaler := models.AutoscaledUpdate(scheduleLRP(before), update, now)
-	if instances != nil {
-		lrp.Instances = *instances
-	}
+	lrp.Instances = change.ScaleTo
 	if update.Autoscaling != nil {
 		lrp.Autoscaling = update.Autoscaling
 	}
 	switch {
-	case autoscaler.Clear:
+	case change.Autoscaler.Clear:
 		lrp.Autoscaler = nil
-	case autoscaler.Seed != nil:
-		lrp.Autoscaler = autoscaler.Seed
+	case change.Autoscaler.Seed != nil:
+		lrp.Autoscaler = change.Autoscaler.Seed
 	}
 	plan := &models.RolloutPlan{
 		ProcessGuid: guid, FromDefinitionId: before.ActiveDefinitionID,
-		ToDefinitionId: before.ActiveDefinitionID, Instances: lrp.Instances,
+		ToDefinitionId: change.ActiveDefinitionID, Instances: lrp.Instances,
 	}
 
 	s.Definitions = slices.DeleteFunc(slices.Clone(s.Definitions), func(def db.DefinitionRow) bool { return def.ProcessGuid == guid })
 	s.Definitions = append(s.Definitions, in.Definitions...)
 	if def := update.Definition; def != nil {
-		to := models.EffectiveDefinitionID(def, update.UpdateIdentifier)
-		plan.ToDefinitionId = to
+		to := change.DefinitionID
 		if !slices.ContainsFunc(s.Definitions, func(row db.DefinitionRow) bool { return row.DefinitionID == to }) {
 			s.Definitions = append([]db.DefinitionRow{{
 				ProcessGuid: guid, DefinitionID: to, CreatedAt: now, MemoryMB: def.MemoryMb, DiskMB: def.DiskMb,
 			}}, s.Definitions...)
 		}
-		if to != before.ActiveDefinitionID {
+		if change.Activated {
 			lrp.ActiveDefinitionID, lrp.MemoryMB, lrp.DiskMB = to, def.MemoryMb, def.DiskMb
-			var stage *models.RolloutStage
-			if update.Staged != nil {
-				stage = models.NewRolloutStage(update.Staged, guid, to, now)
-			}
-			record := db.StartedRollout(guid, to, db.RollingReason(before.ActiveDefinitionID, to), "", stage, now)
+			record := db.StartedRollout(guid, to, db.RollingReason(before.ActiveDefinitionID, to), "", change.Stage, now)
 			s.Rollouts = nil
 			for _, rec := range in.Snapshot.Rollouts {
 				if rec.ProcessGuid == guid {
@@ -198,12 +192,12 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 
 	s.Actual = nil
 	for _, r := range in.Snapshot.Actual {
-		if r.ProcessGuid == guid && r.Presence == ordinary && r.State == unclaimed && r.Index >= lrp.Instances {
+		if r.ProcessGuid == guid && r.Presence == ordinary && r.State == unclaimed && r.Index >= change.ScaleTo {
 			continue
 		}
 		s.Actual = append(s.Actual, r)
 	}
-	for index := before.Instances; index < lrp.Instances; index++ {
+	for index := change.ScaleFrom; index < change.ScaleTo; index++ {
 		s.Actual = append(s.Actual, db.ActualRow{
 			ProcessGuid: guid, Index: index, Presence: ordinary, State: unclaimed, Domain: lrp.Domain,
 			DefinitionID: lrp.ActiveDefinitionID, Since: now, ModificationIndex: 1,

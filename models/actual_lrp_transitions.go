@@ -11,14 +11,20 @@ import "fmt"
 //	UNCLAIMED   anyone      any cell    any cell    no
 //	CLAIMED     board/same  same        same        same
 //	RUNNING     board/same  same        same        same
-//	CRASHED     board/same  no          no          no
+//	CRASHED     board       no          no          no
 //
 // "any cell": any instance may claim or start an unclaimed row, and becomes
-// its owner. "same": only the instance that owns the row (the same
-// instance_guid and cell_id). "board/same": the board, or the owner giving
-// the row up; another instance may not. A CRASHED row is restarted by
-// making it UNCLAIMED again and placing it anew, never by claiming it where
-// it crashed. RUNNING → CLAIMED lets a running instance that fails its
+// its owner (the lifecycle calls add the cell rule: only the cell the row
+// is placed on; see DecideLifecycle). "same": only the instance that owns
+// the row (the same instance_guid and cell_id). "board/same": the board, or
+// the owner giving the row up; another instance may not. "board": the
+// board alone: a CRASHED row has no instance and no cell (DecideLifecycle
+// clears them), so it has no owner. A CRASHED row is restarted by making
+// it UNCLAIMED again and placing it anew, never by claiming it where it
+// crashed.
+//
+// The table is read by a test, against rows as DecideLifecycle leaves
+// them: keep it true. RUNNING → CLAIMED lets a running instance that fails its
 // health check go back to starting. Presence plays no part here: the rules
 // are the same for ORDINARY, EVACUATING, SUSPECT and RETIRING rows.
 //

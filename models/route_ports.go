@@ -195,6 +195,17 @@ func ServesRoutePorts(ports []uint32, routePorts []*RoutePort) bool {
 	return true
 }
 
+// RoutePortsAsStored are the route ports a row with net info net stores
+// and reads back: none without net info (it runs nothing a route could
+// reach; a start gives them back), else each at the host port net maps
+// (InstanceRoutePorts).
+func RoutePortsAsStored(routePorts []*RoutePort, net *NetInfo) []*RoutePort {
+	if net == nil {
+		return nil
+	}
+	return InstanceRoutePorts(routePorts, net)
+}
+
 // InstanceRoutePorts is where an instance answers each of its definition's
 // route ports: the host port net info maps the container port to, or 0
 // when it maps none (the instance does not run yet).

@@ -1,7 +1,6 @@
 package sqldb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -191,23 +190,12 @@ func storedOccupied(lrp *models.ActualLRP) bool {
 // back). It sets lrp's route ports as a read will return them, so that
 // the row in an event is the row a read returns.
 func storedRoutePorts(lrp *models.ActualLRP) ([]byte, error) {
-	if lrp.NetInfo == nil {
-		lrp.RoutePorts = nil
-	}
-	lrp.RoutePorts = models.InstanceRoutePorts(lrp.RoutePorts, lrp.NetInfo)
+	lrp.RoutePorts = models.RoutePortsAsStored(lrp.RoutePorts, lrp.NetInfo)
 	blob, err := encodeRoutePorts(lrp.RoutePorts)
 	if err != nil {
 		return nil, errInvalid("route_ports", err.Error())
 	}
 	return blob, nil
-}
-
-// nextVersion is a copy of lrp with its tag index moved on by one, the
-// starting point of every write.
-func nextVersion(lrp *models.ActualLRP) *models.ActualLRP {
-	next := proto.Clone(lrp).(*models.ActualLRP)
-	next.ModificationTag.Index++
-	return next
 }
 
 func sortActualLRPs(lrps []*models.ActualLRP) {
@@ -216,11 +204,7 @@ func sortActualLRPs(lrps []*models.ActualLRP) {
 
 // compareActualLRPs orders rows by key.
 func compareActualLRPs(a, b *models.ActualLRP) int {
-	return cmp.Or(
-		strings.Compare(a.ProcessGuid, b.ProcessGuid),
-		cmp.Compare(a.Index, b.Index),
-		cmp.Compare(a.Presence, b.Presence),
-	)
+	return models.CompareActualLRPKeys(a, b)
 }
 
 // rowWrite is one row's next version over the version it was read at.

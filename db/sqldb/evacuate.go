@@ -87,7 +87,7 @@ func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index
 // evacuateRunning inserts the EVACUATING copy of the RUNNING row ordinary
 // and makes ordinary UNCLAIMED for placement elsewhere.
 func (s *SQLDB) evacuateRunning(ctx context.Context, tx *sql.Tx, ordinary *models.ActualLRP, now int64) ([]models.Event, error) {
-	evacuating := nextVersion(ordinary)
+	evacuating := models.NextVersion(ordinary)
 	evacuating.Presence = models.ActualLRP_EVACUATING
 	evacuating.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
 	if err := s.insertActualLRP(ctx, tx, evacuating); err != nil {
@@ -106,7 +106,7 @@ func (s *SQLDB) evacuateRunning(ctx context.Context, tx *sql.Tx, ordinary *model
 // unassigned is row's next version UNCLAIMED on no cell, since now, for
 // placement to place anew; the crash count and definition stay.
 func unassigned(row *models.ActualLRP, now int64) *models.ActualLRP {
-	after := nextVersion(row)
+	after := models.NextVersion(row)
 	after.State = models.ActualLRP_UNCLAIMED
 	after.CellId, after.InstanceGuid = "", ""
 	after.NetInfo, after.Routable, after.Occupied = nil, false, false

@@ -16,11 +16,13 @@ import (
 //
 // Each is an UPDATE of the row joined to itself as it was: the subquery
 // old locks the row and the outer WHERE holds the call's conditions — the
-// cases in which lifecycle.go's decide writes — so the statement writes
+// cases in which models.DecideLifecycle writes — so the statement writes
 // exactly what the general path would, and RETURNING gives the row before
-// (old) and after (a) for the events. It matches nothing when decide would
-// refuse the call or find it a repeat, or when the row is missing; the
-// caller then takes the general path, which tells these apart.
+// (old) and after (a) for the events. It matches nothing when the decider
+// would refuse the call or find it a repeat, or when the row is missing;
+// the caller then takes the general path, which tells these apart. The
+// oracle spec (lifecycle_oracle_test.go) holds each statement to the
+// decider over generated rows and calls.
 //
 // Each runs in a transaction of its own with the event log's append
 // (writeAlone). The lock is taken NOWAIT: a locked row fails the statement
@@ -131,7 +133,7 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 		if after, err = updated.lrp(); err != nil {
 			return nil, err
 		}
-		return op.events(before, after), nil
+		return op.call.Verb.Events(before, after), nil
 	})
 	switch {
 	case err == nil:
@@ -157,7 +159,7 @@ func (s *SQLDB) removePostgres(ctx context.Context, key db.ActualLRPKey, caller 
 		if err != nil {
 			return nil, err
 		}
-		return []models.Event{models.ActualLRPRemoved(before)}, nil
+		return models.LifecycleRemove.Events(before, nil), nil
 	})
 	switch {
 	case err == nil:

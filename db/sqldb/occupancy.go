@@ -120,7 +120,7 @@ func occupancyWrites(cellID string, changes []*models.OccupancyChange, read []*m
 			continue
 		}
 		if after[key] == nil {
-			after[key] = nextVersion(row)
+			after[key] = models.NextVersion(row)
 		}
 		after[key].Occupied = c.GetOccupied()
 	}

@@ -187,7 +187,7 @@ func (s *SQLDB) applyRoutes(ctx context.Context, tx *sql.Tx, processGuid string,
 			// It takes its definition's routes when it starts.
 			continue
 		}
-		after := nextVersion(row)
+		after := models.NextVersion(row)
 		after.RoutePorts = models.InstanceRoutePorts(routePorts, row.NetInfo)
 		if sameRoutePorts(row.RoutePorts, after.RoutePorts) {
 			continue

@@ -370,32 +370,29 @@ type appliedUpdate struct {
 // operationID, the operation recording the update.
 func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, operationID string, now int64) (*appliedUpdate, error) {
 	processGuid := before.ProcessGuid
-	tagIndex := int64(before.ModificationTag.Index)
-	activeID := before.ActiveDefinitionId
+	change := models.ApplyUpdate(before, update, now)
 	columns := slices.Clone(c.columns)
 	args := slices.Clone(c.args)
-	instances, autoscaler := models.AutoscaledUpdate(before, update, now)
-	if instances != nil {
-		columns, args = append(columns, "instances = ?"), append(args, *instances)
+	if change.Instances != nil {
+		columns, args = append(columns, "instances = ?"), append(args, *change.Instances)
 	}
 	if update.Autoscaling != nil {
 		columns, args = append(columns, "autoscaling = ?"), append(args, c.autoscaling)
 	}
 	switch {
-	case autoscaler.Clear:
+	case change.Autoscaler.Clear:
 		columns = append(columns, "autoscaler = NULL")
-	case autoscaler.Seed != nil:
-		blob, err := encodeAutoscalerStatus(autoscaler.Seed)
+	case change.Autoscaler.Seed != nil:
+		blob, err := encodeAutoscalerStatus(change.Autoscaler.Seed)
 		if err != nil {
 			return nil, err
 		}
 		columns, args = append(columns, "autoscaler = ?"), append(args, blob)
 	}
-	columns, args = append(columns, "modification_tag_index = ?", "updated_at = ?"), append(args, tagIndex+1, now)
+	columns, args = append(columns, "modification_tag_index = ?", "updated_at = ?"), append(args, int64(before.ModificationTag.Index)+1, now)
 	if c.definition != nil {
-		activeID = c.definition.DefinitionId
 		columns = append(columns, "active_definition_id = ?")
-		args = append(args, activeID)
+		args = append(args, change.ActiveDefinitionID)
 	}
 	// The row is locked, so the compare-and-set cannot miss; if it did,
 	// the caller runs again rather than write blind.
@@ -413,16 +410,12 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		if _, err := s.putDefinition(ctx, tx, processGuid, def, c.routesFor(before), false); err != nil {
 			return nil, err
 		}
-		if activeID != before.ActiveDefinitionId {
-			reason := db.RollingReason(before.ActiveDefinitionId, activeID)
-			// staged starts the rollout in a phase; a queued update keeps
-			// its request (staged included) in its operation's parameters,
-			// so convergence starting it comes through here too.
-			var stage *models.RolloutStage
-			if update.Staged != nil {
-				stage = models.NewRolloutStage(update.Staged, processGuid, activeID, now)
-			}
-			if rollout, err = s.startRollout(ctx, tx, processGuid, activeID, reason, operationID, stage, now); err != nil {
+		if change.Activated {
+			// A queued update keeps its request (staged included) in its
+			// operation's parameters, so convergence starting it comes
+			// through here too.
+			reason := db.RollingReason(before.ActiveDefinitionId, change.ActiveDefinitionID)
+			if rollout, err = s.startRollout(ctx, tx, processGuid, change.ActiveDefinitionID, reason, operationID, change.Stage, now); err != nil {
 				return nil, err
 			}
 		}
@@ -434,8 +427,8 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		}
 	}
 	var scaled []models.Event
-	if instances != nil {
-		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, activeID, before.Instances, *instances, now)
+	if change.Instances != nil {
+		scaled, err = s.scale(ctx, tx, processGuid, before.Domain, change.ActiveDefinitionID, change.ScaleFrom, change.ScaleTo, now)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,67 @@
+package models
+
+// UpdateChange is what a DesiredLRPUpdate does to the LRP it applies to,
+// beyond replacing the fields it sets (routes, annotation,
+// update_strategy, autoscaling settings), which take the update's values
+// as sent.
+type UpdateChange struct {
+	// Instances is the instance count the update writes; nil leaves it
+	// (AutoscaledUpdate).
+	Instances *int32
+	// Autoscaler is what becomes of the autoscaler's state.
+	Autoscaler AutoscalerChange
+	// DefinitionID is the id the update's definition is stored under
+	// (EffectiveDefinitionID), "" when it sends none.
+	DefinitionID string
+	// ActiveDefinitionID is the active definition afterwards: the update's
+	// definition when it sends one, else before's.
+	ActiveDefinitionID string
+	// Activated: a definition other than before's active one becomes
+	// active, and a rollout to it starts.
+	Activated bool
+	// Stage is the staged phase that rollout starts in (update.staged);
+	// nil when it is not staged or nothing is activated.
+	Stage *RolloutStage
+	// ScaleFrom and ScaleTo are the instance count before and after. A
+	// scale up adds the indices [ScaleFrom, ScaleTo) as UNCLAIMED ORDINARY
+	// instances of ActiveDefinitionID; a scale down deletes the UNCLAIMED
+	// ORDINARY instances at indices ≥ ScaleTo and leaves claimed and
+	// running ones for convergence to retire.
+	ScaleFrom, ScaleTo int32
+}
+
+// ApplyUpdate decides what update does to before at now. Both the store
+// (UpdateDesiredLRP, and convergence starting a queued update) and the
+// rollout dry run apply an update through it. It checks nothing: the
+// callers refuse a malformed update first.
+//
+// Worked example: before has 4 instances on v1, autoscaling off; the
+// update sends definition v2 (update_identifier "v2"), instances 6 and
+// staged {percent 25}, at now = 1000:
+//
+//  1. Instances: autoscaling is not set and not enabled, so the update's
+//     6 (AutoscaledUpdate); the autoscaler's state is left alone.
+//  2. DefinitionID and ActiveDefinitionID: "v2" (the update identifier).
+//  3. Activated: v2 is not v1, so a rollout from v1 to v2 starts.
+//  4. Stage: NewRolloutStage({percent 25}, guid, "v2", 1000).
+//  5. ScaleFrom 4, ScaleTo 6: indices 4 and 5 are added UNCLAIMED on v2.
+//
+// The same update sent again finds v2 active: not Activated, no Stage,
+// and instances stay 6 (ScaleFrom = ScaleTo = 6).
+func ApplyUpdate(before *DesiredLRP, update *DesiredLRPUpdate, now int64) UpdateChange {
+	change := UpdateChange{ActiveDefinitionID: before.GetActiveDefinitionId()}
+	change.Instances, change.Autoscaler = AutoscaledUpdate(before, update, now)
+	change.ScaleFrom, change.ScaleTo = before.GetInstances(), before.GetInstances()
+	if change.Instances != nil {
+		change.ScaleTo = *change.Instances
+	}
+	if def := update.GetDefinition(); def != nil {
+		change.DefinitionID = EffectiveDefinitionID(def, update.GetUpdateIdentifier())
+		change.ActiveDefinitionID = change.DefinitionID
+		change.Activated = change.DefinitionID != before.GetActiveDefinitionId()
+		if change.Activated && update.GetStaged() != nil {
+			change.Stage = NewRolloutStage(update.GetStaged(), before.GetProcessGuid(), change.DefinitionID, now)
+		}
+	}
+	return change
+}
