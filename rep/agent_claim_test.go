@@ -23,6 +23,8 @@ import (
 	"github.com/corkboard/corkboard/migrations"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // meddlingBoard is a real board (the API over SQLite) behind a proxy that
@@ -97,7 +99,7 @@ func (b *meddlingBoard) count(route string) int {
 func (b *meddlingBoard) rollUnderTheCell(cellID string) {
 	defer GinkgoRecover()
 	ctx := context.Background()
-	def := helloDefinition(httpCheck(), "VERSION", "2")
+	def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "2")
 	def.DefinitionId = ""
 	updated, err := b.store.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: def})
 	Expect(err).NotTo(HaveOccurred())
@@ -178,14 +180,14 @@ func (b *meddlingBoard) servedVersion() string {
 
 var _ = Describe("the agent claiming, against a real board", func() {
 	var (
-		board    *meddlingBoard
-		executor *rep.Executor
-		cellID   string
+		board  *meddlingBoard
+		exe    *executor.Executor
+		cellID string
 	)
 
 	BeforeEach(func() {
 		board = startMeddlingBoard()
-		def := helloDefinition(httpCheck(), "VERSION", "1")
+		def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "1")
 		def.DefinitionId = ""
 		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
@@ -195,7 +197,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		GinkgoHelper()
 		executorConfig := newConfig()
 		cellID = executorConfig.CellID
-		executor = startExecutor(executorConfig)
+		exe = reptest.StartExecutor(executorConfig)
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{
 				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
@@ -203,7 +205,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 			},
 			Board:            client.New(board.url),
 			CellClient:       client.NewCellClient(board.url, cellID),
-			Executor:         executor,
+			Executor:         exe,
 			PollInterval:     100 * time.Millisecond,
 			BulkSyncInterval: time.Hour,
 			Logger:           lagertest.NewTestLogger("rep"),
@@ -225,8 +227,8 @@ var _ = Describe("the agent claiming, against a real board", func() {
 
 		Eventually(board.servedVersion).Should(Equal("2"), "the instance at the row's address serves the definition the row names")
 		Consistently(board.servedVersion).WithTimeout(time.Second).Should(Equal("2"))
-		Expect(executor.Instances()).To(HaveLen(1))
-		Expect(executor.Instances()[0].DefinitionId).To(Equal(board.row("hello", 0).GetDefinitionId()))
+		Expect(exe.Instances()).To(HaveLen(1))
+		Expect(exe.Instances()[0].DefinitionId).To(Equal(board.row("hello", 0).GetDefinitionId()))
 	})
 
 	It("stops the instance and removes its row when its start finds the row moved to another definition", func() {
@@ -237,7 +239,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		// rather than RUNNING on VERSION=2 with VERSION=1 answering at its
 		// address.
 		Eventually(board.describeRow).Should(Equal("none"))
-		Eventually(executor.Instances).Should(BeEmpty())
+		Eventually(exe.Instances).Should(BeEmpty())
 		Consistently(board.servedVersion).WithTimeout(time.Second).Should(BeEmpty())
 	})
 
@@ -246,7 +248,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		start()
 
 		Eventually(board.servedVersion).Should(Equal("1"), "the row is RUNNING, and its instance answers at its address")
-		Expect(executor.Instances()).To(HaveLen(1))
+		Expect(exe.Instances()).To(HaveLen(1))
 		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
 	})
 })
