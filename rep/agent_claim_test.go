@@ -252,3 +252,90 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
 	})
 })
+
+var _ = Describe("the agent claiming, on a fake executor", func() {
+	const cellID = "cell-a"
+	var (
+		board *meddlingBoard
+		exe   *fakeExecutor
+	)
+
+	BeforeEach(func() {
+		board = startMeddlingBoard()
+		def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "1")
+		def.DefinitionId = ""
+		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	start := func() {
+		GinkgoHelper()
+		exe = newFakeExecutor()
+		agent, err := rep.NewAgent(rep.AgentConfig{
+			Cell: &models.Cell{
+				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
+				Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 8192, Instances: 10},
+			},
+			Board:            client.New(board.url),
+			CellClient:       client.NewCellClient(board.url, cellID),
+			Executor:         exe,
+			PollInterval:     100 * time.Millisecond,
+			BulkSyncInterval: time.Hour,
+			Logger:           lagertest.NewTestLogger("rep"),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		signals, ready, done := make(chan os.Signal, 1), make(chan struct{}), make(chan error, 1)
+		go func() { done <- agent.Run(signals, ready) }()
+		<-ready
+		DeferCleanup(func() {
+			signals <- os.Interrupt
+			Eventually(done).Should(Receive(BeNil()))
+		})
+		board.place("hello", 0, cellID)
+	}
+
+	version := func(spec executor.InstanceSpec) string {
+		for _, env := range spec.Definition.GetAction().GetEnv() {
+			if env.GetName() == "VERSION" {
+				return env.GetValue()
+			}
+		}
+		return ""
+	}
+
+	It("runs the instance it claimed once, and reports it RUNNING where the executor says it listens", func() {
+		start()
+
+		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		row := board.row("hello", 0)
+		Expect(exe.Runs()).To(HaveLen(1))
+		Expect(exe.Runs()[0]).To(And(
+			HaveField("ProcessGuid", "hello"),
+			HaveField("Index", BeEquivalentTo(0)),
+			HaveField("InstanceGuid", row.GetInstanceGuid()),
+		))
+		Expect(exe.Runs()[0].Definition.GetDefinitionId()).To(Equal(row.GetDefinitionId()))
+		Expect(row.GetNetInfo().String()).To(Equal(fakeNetInfo(0).String()))
+		Expect(row.GetCellId()).To(Equal(cellID))
+	})
+
+	It("runs the definition of the row it claimed when a rolling update moved the row to another since it was listed", func() {
+		board.meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		start()
+
+		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		Consistently(exe.Runs).WithTimeout(500 * time.Millisecond).Should(HaveLen(1))
+		Expect(version(exe.Runs()[0])).To(Equal("2"))
+		Expect(exe.Runs()[0].Definition.GetDefinitionId()).To(Equal(board.row("hello", 0).GetDefinitionId()))
+	})
+
+	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it, and runs it once", func() {
+		board.meddle(models.RouteClaimActualLRP, nil, true)
+		start()
+
+		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+		Expect(exe.Runs()).To(HaveLen(1))
+		Expect(exe.Runs()[0].InstanceGuid).To(Equal(board.row("hello", 0).GetInstanceGuid()))
+	})
+})

@@ -121,6 +121,13 @@ func (f *fakeExecutor) Running(instanceGuid string) bool {
 	return ok
 }
 
+// Runs lists the specs Run was called with, in order.
+func (f *fakeExecutor) Runs() []executor.InstanceSpec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.runs)
+}
+
 // Stops lists the instance guids Stop was called with, in order.
 func (f *fakeExecutor) Stops() []string {
 	f.mu.Lock()
