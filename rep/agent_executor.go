@@ -8,10 +8,9 @@ import (
 )
 
 // Executor is what the agent needs of whatever runs its cell's instances:
-// on a real cell, rep/executor's Executor (child processes); in
-// internal/simcell, instances that only pretend to run; in the agent's
-// tests, a double that records what it was asked and sends the events a
-// spec wants. Its contract is rep/executor's:
+// on a real cell, rep/executor's Executor (child processes); in the
+// agent's specs, a double that runs nothing, records what it was asked
+// and sends the events a spec wants. Its contract is rep/executor's:
 //
 //   - Run returns once the instance's process started, or with an error,
 //     and then nothing of it runs and no event comes for it.
