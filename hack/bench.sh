@@ -89,7 +89,7 @@ run go-bench sqldb go test -run '^$' -bench . -benchtime 2s ./db/sqldb/
 run go-bench convergence go test -run '^$' -bench . -benchmem ./convergence/
 # Instance starts, isolated and not, alternated in one run (as root; the
 # benchmark skips itself otherwise).
-run go-bench rep go test -run '^$' -bench StartLatency -benchtime 50x ./rep/
+run go-bench rep go test -run '^$' -bench StartLatency -benchtime 50x ./rep/executor/
 
 echo
 echo "## Summary ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"

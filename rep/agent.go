@@ -60,7 +60,7 @@ type AgentConfig struct {
 	// CellClient speaks for Cell on the same board. Required.
 	CellClient *client.CellClient
 	// Executor runs the instances. Required.
-	Executor *Executor
+	Executor Executor
 	// PollInterval is how often the agent lists its cell's instances
 	// while it follows the board's event stream, a safety net: an event
 	// about its cell makes it list at once (see followEvents).
@@ -157,12 +157,12 @@ type Agent struct {
 	// staleRemovals are rows of an earlier rep on this cell being removed.
 	staleRemovals map[string]bool
 	definitions   map[definitionKey]*models.LRPDefinition
-	inReport      map[string]bool
-	inCall        map[string]bool
+	// calls keeps bulk reports and the lifecycle calls about an instance
+	// (by instance guid) apart.
+	calls *CallGate[string]
 	// pendingOccupancy holds the occupancy changes not sent yet: the
 	// latest flag of each instance, by instance guid.
 	pendingOccupancy map[string]bool
-	settled          *sync.Cond
 	evacuating       bool
 	shuttingDown     bool
 
@@ -248,12 +248,10 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		claiming:      map[instanceKey]bool{},
 		staleRemovals: map[string]bool{},
 		definitions:   map[definitionKey]*models.LRPDefinition{},
-		inReport:      map[string]bool{},
-		inCall:        map[string]bool{},
+		calls:         NewCallGate[string](),
 
 		pendingOccupancy: map[string]bool{},
 	}
-	a.settled = sync.NewCond(&a.mu)
 	return a, nil
 }
 
@@ -417,17 +415,12 @@ func (a *Agent) dispatchEvents() {
 // beginCall waits until no report in flight names the instance, then
 // keeps it out of reports until endCall.
 func (a *Agent) beginCall(guid string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for a.inReport[guid] {
-		a.settled.Wait()
-	}
-	a.inCall[guid] = true
+	a.calls.BeginCall(guid)
 }
 
 func (a *Agent) endCall(guid string) {
+	a.calls.EndCall(guid)
 	a.mu.Lock()
-	delete(a.inCall, guid)
 	_, pending := a.pendingOccupancy[guid]
 	a.mu.Unlock()
 	if pending {
@@ -488,19 +481,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// answered reports whether the board answered a call (with success or an
-// error of its own), as opposed to a transport failure. Unavailable is no
-// answer either: the board could not reach its database (or is shutting
-// down), so it decided nothing about the call, and the same call can
-// succeed once the database is back. Taken as an answer, a crash reported
-// during a database restart was dropped, and the instance's row stayed
-// RUNNING and routable, on a dead process, for good.
-func answered(err error) bool {
-	var modelErr *models.Error
-	if err == nil {
-		return true
-	}
-	return errors.As(err, &modelErr) && modelErr.GetType() != models.Error_Unavailable
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/corkboard/corkboard/migrations"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // meddlingBoard is a real board (the API over SQLite) behind a proxy that
@@ -97,7 +99,7 @@ func (b *meddlingBoard) count(route string) int {
 func (b *meddlingBoard) rollUnderTheCell(cellID string) {
 	defer GinkgoRecover()
 	ctx := context.Background()
-	def := helloDefinition(httpCheck(), "VERSION", "2")
+	def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "2")
 	def.DefinitionId = ""
 	updated, err := b.store.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: def})
 	Expect(err).NotTo(HaveOccurred())
@@ -178,14 +180,14 @@ func (b *meddlingBoard) servedVersion() string {
 
 var _ = Describe("the agent claiming, against a real board", func() {
 	var (
-		board    *meddlingBoard
-		executor *rep.Executor
-		cellID   string
+		board  *meddlingBoard
+		exe    *executor.Executor
+		cellID string
 	)
 
 	BeforeEach(func() {
 		board = startMeddlingBoard()
-		def := helloDefinition(httpCheck(), "VERSION", "1")
+		def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "1")
 		def.DefinitionId = ""
 		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
@@ -195,7 +197,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		GinkgoHelper()
 		executorConfig := newConfig()
 		cellID = executorConfig.CellID
-		executor = startExecutor(executorConfig)
+		exe = reptest.StartExecutor(executorConfig)
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{
 				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
@@ -203,7 +205,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 			},
 			Board:            client.New(board.url),
 			CellClient:       client.NewCellClient(board.url, cellID),
-			Executor:         executor,
+			Executor:         exe,
 			PollInterval:     100 * time.Millisecond,
 			BulkSyncInterval: time.Hour,
 			Logger:           lagertest.NewTestLogger("rep"),
@@ -225,8 +227,8 @@ var _ = Describe("the agent claiming, against a real board", func() {
 
 		Eventually(board.servedVersion).Should(Equal("2"), "the instance at the row's address serves the definition the row names")
 		Consistently(board.servedVersion).WithTimeout(time.Second).Should(Equal("2"))
-		Expect(executor.Instances()).To(HaveLen(1))
-		Expect(executor.Instances()[0].DefinitionId).To(Equal(board.row("hello", 0).GetDefinitionId()))
+		Expect(exe.Instances()).To(HaveLen(1))
+		Expect(exe.Instances()[0].DefinitionId).To(Equal(board.row("hello", 0).GetDefinitionId()))
 	})
 
 	It("stops the instance and removes its row when its start finds the row moved to another definition", func() {
@@ -237,7 +239,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		// rather than RUNNING on VERSION=2 with VERSION=1 answering at its
 		// address.
 		Eventually(board.describeRow).Should(Equal("none"))
-		Eventually(executor.Instances).Should(BeEmpty())
+		Eventually(exe.Instances).Should(BeEmpty())
 		Consistently(board.servedVersion).WithTimeout(time.Second).Should(BeEmpty())
 	})
 
@@ -246,7 +248,94 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		start()
 
 		Eventually(board.servedVersion).Should(Equal("1"), "the row is RUNNING, and its instance answers at its address")
-		Expect(executor.Instances()).To(HaveLen(1))
+		Expect(exe.Instances()).To(HaveLen(1))
 		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+	})
+})
+
+var _ = Describe("the agent claiming, on a fake executor", func() {
+	const cellID = "cell-a"
+	var (
+		board *meddlingBoard
+		exe   *fakeExecutor
+	)
+
+	BeforeEach(func() {
+		board = startMeddlingBoard()
+		def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "1")
+		def.DefinitionId = ""
+		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	start := func() {
+		GinkgoHelper()
+		exe = newFakeExecutor()
+		agent, err := rep.NewAgent(rep.AgentConfig{
+			Cell: &models.Cell{
+				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
+				Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 8192, Instances: 10},
+			},
+			Board:            client.New(board.url),
+			CellClient:       client.NewCellClient(board.url, cellID),
+			Executor:         exe,
+			PollInterval:     100 * time.Millisecond,
+			BulkSyncInterval: time.Hour,
+			Logger:           lagertest.NewTestLogger("rep"),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		signals, ready, done := make(chan os.Signal, 1), make(chan struct{}), make(chan error, 1)
+		go func() { done <- agent.Run(signals, ready) }()
+		<-ready
+		DeferCleanup(func() {
+			signals <- os.Interrupt
+			Eventually(done).Should(Receive(BeNil()))
+		})
+		board.place("hello", 0, cellID)
+	}
+
+	version := func(spec executor.InstanceSpec) string {
+		for _, env := range spec.Definition.GetAction().GetEnv() {
+			if env.GetName() == "VERSION" {
+				return env.GetValue()
+			}
+		}
+		return ""
+	}
+
+	It("runs the instance it claimed once, and reports it RUNNING where the executor says it listens", func() {
+		start()
+
+		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		row := board.row("hello", 0)
+		Expect(exe.Runs()).To(HaveLen(1))
+		Expect(exe.Runs()[0]).To(And(
+			HaveField("ProcessGuid", "hello"),
+			HaveField("Index", BeEquivalentTo(0)),
+			HaveField("InstanceGuid", row.GetInstanceGuid()),
+		))
+		Expect(exe.Runs()[0].Definition.GetDefinitionId()).To(Equal(row.GetDefinitionId()))
+		Expect(row.GetNetInfo().String()).To(Equal(fakeNetInfo(0).String()))
+		Expect(row.GetCellId()).To(Equal(cellID))
+	})
+
+	It("runs the definition of the row it claimed when a rolling update moved the row to another since it was listed", func() {
+		board.meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		start()
+
+		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		Consistently(exe.Runs).WithTimeout(500 * time.Millisecond).Should(HaveLen(1))
+		Expect(version(exe.Runs()[0])).To(Equal("2"))
+		Expect(exe.Runs()[0].Definition.GetDefinitionId()).To(Equal(board.row("hello", 0).GetDefinitionId()))
+	})
+
+	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it, and runs it once", func() {
+		board.meddle(models.RouteClaimActualLRP, nil, true)
+		start()
+
+		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+		Expect(exe.Runs()).To(HaveLen(1))
+		Expect(exe.Runs()[0].InstanceGuid).To(Equal(board.row("hello", 0).GetInstanceGuid()))
 	})
 })

@@ -62,7 +62,7 @@ func (a *Agent) evacuate(signals <-chan os.Signal, reason string) {
 			// Each stop takes at most the retries of its unroutable call,
 			// the grace period and the stop timeout; the board calls
 			// around them may hang on.
-			giveUp = time.After(a.cfg.UnroutableRetryTimeout + a.cfg.StopGracePeriod + a.cfg.Executor.cfg.StopTimeout + actorsExitTimeout)
+			giveUp = time.After(a.cfg.UnroutableRetryTimeout + a.cfg.StopGracePeriod + a.cfg.Executor.StopTimeout() + actorsExitTimeout)
 		case <-giveUp:
 			logger.Info("gave-up-waiting", lager.Data{"instances": left})
 			return

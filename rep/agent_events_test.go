@@ -30,6 +30,7 @@ import (
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // bbsPath is the built board, built by the first spec that runs one.
@@ -217,12 +218,11 @@ var _ = Describe("the agent following the board's event stream", func() {
 	})
 
 	// startAgent runs an agent of cellID against the proxy, waits for its
-	// cell to be registered and returns its executor.
-	startAgent := func(pollInterval, retryInterval time.Duration) *rep.Executor {
+	// cell to be registered and returns its executor, a fake: how the
+	// agent learns of its rows is all these specs look at.
+	startAgent := func(pollInterval, retryInterval time.Duration) *fakeExecutor {
 		GinkgoHelper()
-		executorConfig := newConfig()
-		executorConfig.CellID = cellID
-		executor := startExecutor(executorConfig)
+		exe := newFakeExecutor()
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{
 				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
@@ -230,7 +230,7 @@ var _ = Describe("the agent following the board's event stream", func() {
 			},
 			Board:           client.New(proxy.url),
 			CellClient:      client.NewCellClient(proxy.url, cellID),
-			Executor:        executor,
+			Executor:        exe,
 			PollInterval:    pollInterval,
 			RetryInterval:   retryInterval,
 			StopGracePeriod: 100 * time.Millisecond,
@@ -256,12 +256,12 @@ var _ = Describe("the agent following the board's event stream", func() {
 			}
 			return ids
 		}).Should(ContainElement(cellID))
-		return executor
+		return exe
 	}
 
 	desire := func(processGuid string, instances int32) {
 		GinkgoHelper()
-		def := helloDefinition(tcpCheck())
+		def := reptest.HelloDefinition(reptest.TCPCheck())
 		def.DefinitionId = ""
 		_, err := board.DesireLRP(context.Background(), &models.DesiredLRP{
 			ProcessGuid: processGuid, Domain: "rep-suite", Instances: instances, Definition: def,
@@ -290,7 +290,7 @@ var _ = Describe("the agent following the board's event stream", func() {
 	}
 
 	It("claims and runs what the board places on its cell at once, and stops what the board takes away, with polls an hour apart", func() {
-		executor := startAgent(time.Hour, time.Hour)
+		exe := startAgent(time.Hour, time.Hour)
 		Eventually(proxy.streams).Should(Equal(1))
 		Eventually(func() int { return proxy.count(models.RouteActualLRPs) }).Should(Equal(1), "one full sync once the stream is open")
 
@@ -303,13 +303,13 @@ var _ = Describe("the agent following the board's event stream", func() {
 		// Placements woke the agent; its own claims and starts did not.
 		AddReportEntry("lists of the cell's rows for the placement of 3 instances", proxy.count(models.RouteActualLRPs)-1)
 
-		Expect(executor.Instances()).To(HaveLen(3))
+		Expect(exe.Instances()).To(HaveLen(3))
 
 		By("a scale-down takes rows away, and the agent stops their instances")
 		one := int32(1)
 		_, err := board.UpdateDesiredLRP(context.Background(), "hello", &models.DesiredLRPUpdate{Instances: &one})
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(executor.Instances).Should(HaveLen(1))
+		Eventually(exe.Instances).Should(HaveLen(1))
 		Expect(states("hello")).To(Equal(running(1)))
 		Expect(proxy.streams()).To(Equal(1), "one stream all along")
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/executor"
 )
 
 // agentInstance is one instance the agent claimed. Its goroutine
@@ -21,7 +22,7 @@ type agentInstance struct {
 
 	// events gets the executor's events (at most three); stopRequests and
 	// evacuateRequests wake the goroutine for a stop or an evacuation.
-	events           chan Event
+	events           chan executor.Event
 	stopRequests     chan string
 	evacuateRequests chan struct{}
 
@@ -121,7 +122,7 @@ func (a *Agent) claimRow(key instanceKey, definitionID string) (*agentInstance, 
 		key:              key,
 		guid:             a.newInstanceGuid(),
 		definitionID:     definitionID,
-		events:           make(chan Event, 3),
+		events:           make(chan executor.Event, 3),
 		stopRequests:     make(chan string, 1),
 		evacuateRequests: make(chan struct{}, 1),
 		presence:         models.ActualLRP_ORDINARY,
@@ -173,7 +174,7 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 		a.removeRow(inst, models.ActualLRP_ORDINARY, "the rep is exiting")
 		return
 	}
-	_, err := a.cfg.Executor.Run(InstanceSpec{
+	_, err := a.cfg.Executor.Run(executor.InstanceSpec{
 		ProcessGuid: inst.key.processGuid, Index: inst.key.index, InstanceGuid: inst.guid, Definition: def,
 	})
 	if err != nil {
@@ -202,7 +203,7 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 		select {
 		case ev := <-inst.events:
 			switch ev.Kind {
-			case Healthy:
+			case executor.Healthy:
 				if moved := a.reportHealthy(inst, ev.NetInfo); moved != "" {
 					a.mu.Lock()
 					inst.stopping = true
@@ -210,10 +211,10 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 					a.stopInstance(inst, "its row moved to definition "+moved+" before its start")
 					return
 				}
-			case Unhealthy:
+			case executor.Unhealthy:
 				a.stopUnhealthy(inst, ev.Reason)
 				return
-			case Crashed:
+			case executor.Crashed:
 				a.mu.Lock()
 				stopping, presence := inst.stopping, inst.presence
 				a.mu.Unlock()
@@ -225,7 +226,7 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 					a.reportCrash(inst, ev.Reason)
 				}
 				return
-			case Exited:
+			case executor.Exited:
 				// Only Shutdown stops an instance its goroutine did not.
 				a.removeRow(inst, a.presenceOf(inst), "the rep is exiting")
 				return
@@ -343,7 +344,7 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 		a.markUnroutable(inst, presence, netInfo)
 		sleepCtx(a.ctx, a.cfg.StopGracePeriod)
 	}
-	if err := a.cfg.Executor.Stop(inst.guid); err != nil && !errors.Is(err, ErrInstanceNotFound) {
+	if err := a.cfg.Executor.Stop(inst.guid); err != nil && !errors.Is(err, executor.ErrInstanceNotFound) {
 		inst.logger.Error("stop-failed", err)
 	}
 	return presence
@@ -353,7 +354,7 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 // requests: routers learn it from the board, and an instance stopped while
 // they still send it requests fails those requests. A call that gets no
 // answer (a transport failure, or Unavailable: the board cannot reach its
-// database; see answered) is tried again every RetryInterval. When the
+// database; see Answered) is tried again every RetryInterval. When the
 // board has said nothing at all for UnroutableRetryTimeout (each attempt
 // is cut at what is left of it), the stop goes ahead anyway: the board may
 // be gone for good, and an instance it wants stopped must not run forever.
@@ -384,7 +385,7 @@ func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Pr
 		if a.ctx.Err() != nil {
 			return
 		}
-		if answered(err) {
+		if Answered(err) {
 			if err != nil {
 				inst.logger.Info("unroutable-call-refused", lager.Data{"error": err.Error()})
 			} else if attempt > 1 {
@@ -466,7 +467,7 @@ func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.C
 }
 
 // untilAnswered repeats a call after transport failures and Unavailable
-// answers (see answered), every retry interval, until the board answers.
+// answers (see Answered), every retry interval, until the board answers.
 // Once the agent is exiting it makes one last short attempt.
 func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
 	for {
@@ -476,7 +477,7 @@ func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.
 			return a.call(ctx, inst, fn)
 		}
 		err := a.call(a.ctx, inst, fn)
-		if answered(err) {
+		if Answered(err) {
 			return err
 		}
 		if a.ctx.Err() == nil {

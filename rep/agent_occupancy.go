@@ -88,7 +88,7 @@ func (a *Agent) takeOccupancyChanges(limit int) []*models.OccupancyChange {
 		case inst == nil || inst.stopping:
 			delete(a.pendingOccupancy, guid)
 			continue
-		case !inst.running || a.inCall[guid]:
+		case !inst.running || a.calls.InCall(guid):
 			continue
 		case len(changes) == limit:
 			return changes

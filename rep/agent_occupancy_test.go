@@ -20,6 +20,7 @@ import (
 	"github.com/corkboard/corkboard/migrations"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // countingBoard is a real board (the API over SQLite) behind a proxy that
@@ -99,17 +100,18 @@ var _ = Describe("the agent, against a real board", func() {
 
 	BeforeEach(func() {
 		board = startCountingBoard()
-		executorConfig := newConfig()
-		executor := startExecutor(executorConfig)
+		// What the instances say of themselves is the agent's business
+		// alone: nothing needs to run.
+		const cellID = "cell-a"
 		var err error
 		agent, err = rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{
-				CellId: executorConfig.CellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
+				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
 				Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 8192, Instances: 10},
 			},
 			Board:      client.New(board.url),
-			CellClient: client.NewCellClient(board.url, executorConfig.CellID),
-			Executor:   executor,
+			CellClient: client.NewCellClient(board.url, cellID),
+			Executor:   newFakeExecutor(),
 			// Claims come quickly; a bulk report only when asked for.
 			PollInterval:     100 * time.Millisecond,
 			BulkSyncInterval: time.Hour,
@@ -125,13 +127,13 @@ var _ = Describe("the agent, against a real board", func() {
 		})
 
 		ctx := context.Background()
-		def := helloDefinition(httpCheck())
+		def := reptest.HelloDefinition(reptest.HTTPCheck())
 		def.DefinitionId = ""
 		_, err = board.store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 4, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
 		var placements []db.Placement
 		for _, row := range board.rows("hello") {
-			placements = append(placements, db.Placement{CellID: executorConfig.CellID, Row: db.RowVersion{
+			placements = append(placements, db.Placement{CellID: cellID, Row: db.RowVersion{
 				Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
 				State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 			}})

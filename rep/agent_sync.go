@@ -74,7 +74,7 @@ func (a *Agent) reconcileRows(rows []*models.ActualLRP, began time.Time) {
 	for _, inst := range a.instances {
 		// An instance with a call in flight, or whose row changed after
 		// the poll began, is judged on the next poll.
-		if inst.stopping || a.inCall[inst.guid] || !inst.settledAt.Before(began) {
+		if inst.stopping || a.calls.InCall(inst.guid) || !inst.settledAt.Before(began) {
 			continue
 		}
 		if a.promotedBack(byKey, inst) {
@@ -239,7 +239,7 @@ func (a *Agent) bulkReport() {
 	a.mu.Lock()
 	reported := make([]*models.ReportedInstance, 0, len(a.instances))
 	for _, inst := range a.instances {
-		if !inst.launched || inst.stopping || a.inCall[inst.guid] {
+		if !inst.launched || inst.stopping || !a.calls.Report(inst.guid) {
 			continue
 		}
 		r := &models.ReportedInstance{
@@ -256,7 +256,6 @@ func (a *Agent) bulkReport() {
 			r.Routable = true
 			r.Occupied = inst.occupied
 		}
-		a.inReport[inst.guid] = true
 		reported = append(reported, r)
 	}
 	a.mu.Unlock()
@@ -264,10 +263,11 @@ func (a *Agent) bulkReport() {
 	result, err := a.cfg.CellClient.BulkReport(a.ctx, reported)
 
 	a.mu.Lock()
+	guids := make([]string, 0, len(reported))
 	for _, r := range reported {
-		delete(a.inReport, r.InstanceGuid)
+		guids = append(guids, r.GetInstanceGuid())
 	}
-	a.settled.Broadcast()
+	a.calls.ReportAnswered(guids...)
 	if err != nil {
 		a.mu.Unlock()
 		if a.ctx.Err() == nil {

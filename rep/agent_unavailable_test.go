@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
@@ -20,6 +19,7 @@ import (
 	"github.com/corkboard/corkboard/migrations"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // outageStore is a real board store (SQLite) whose actual LRP lifecycle
@@ -95,9 +95,9 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 		unroutableRetryTimeout = time.Second
 	)
 	var (
-		store    *outageStore
-		executor *rep.Executor
-		row      *models.ActualLRP
+		store *outageStore
+		exe   *fakeExecutor
+		row   *models.ActualLRP
 	)
 
 	BeforeEach(func() {
@@ -113,16 +113,18 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 		server := httptest.NewServer(handlers.New(lagertest.NewTestLogger("board"), store, nil))
 		DeferCleanup(server.Close)
 
-		executorConfig := newConfig()
-		executor = startExecutor(executorConfig)
+		// What the agent tells the board, and when, is all these specs
+		// look at: the executor is a fake, whose instances crash when told.
+		const cellID = "cell-a"
+		exe = newFakeExecutor()
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{
-				CellId: executorConfig.CellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
+				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
 				Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 8192, Instances: 10},
 			},
 			Board:                  client.New(server.URL),
-			CellClient:             client.NewCellClient(server.URL, executorConfig.CellID),
-			Executor:               executor,
+			CellClient:             client.NewCellClient(server.URL, cellID),
+			Executor:               exe,
 			PollInterval:           100 * time.Millisecond,
 			BulkSyncInterval:       time.Hour,
 			StopGracePeriod:        stopGracePeriod,
@@ -139,32 +141,21 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 			Eventually(done).Should(Receive(BeNil()))
 		})
 
-		def := helloDefinition(httpCheck())
+		def := reptest.HelloDefinition(reptest.HTTPCheck())
 		def.DefinitionId = ""
 		_, err = store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
 		placed := store.rows("hello")[0]
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{CellID: executorConfig.CellID, Row: versionOf(placed)}}})
+		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{CellID: cellID, Row: versionOf(placed)}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
 		Eventually(func() models.ActualLRP_State { return store.rows("hello")[0].GetState() }).Should(Equal(models.ActualLRP_RUNNING))
 		row = store.rows("hello")[0]
 	})
 
-	pidOf := func(instanceGuid string) int {
-		GinkgoHelper()
-		for _, inst := range executor.Instances() {
-			if inst.InstanceGuid == instanceGuid {
-				return inst.Pid
-			}
-		}
-		Fail("the executor does not run " + instanceGuid)
-		return 0
-	}
-
 	It("reports a crash that happened during the outage once the board can write it", func() {
 		store.setDown(true)
-		Expect(syscall.Kill(pidOf(row.GetInstanceGuid()), syscall.SIGKILL)).To(Succeed())
+		Expect(exe.Crash(row.GetInstanceGuid(), "killed by signal 9")).To(BeTrue())
 		Eventually(func() int { return store.refusedCalls("crash") }).Should(BeNumerically(">=", 3), "the crash call is tried again")
 		Expect(store.rows("hello")[0].GetState()).To(Equal(models.ActualLRP_RUNNING), "nothing was written yet")
 
@@ -182,10 +173,10 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(row), Stop: true}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
-		pid := pidOf(row.GetInstanceGuid())
+		Expect(exe.Running(row.GetInstanceGuid())).To(BeTrue())
 
 		Eventually(func() int { return store.refusedCalls("start") }).Should(BeNumerically(">=", 3), "the unroutable call is tried again")
-		Consistently(func() bool { return syscall.Kill(pid, 0) == nil }).WithTimeout(3*unroutableRetryTimeout).Should(BeTrue(),
+		Consistently(func() bool { return exe.Running(row.GetInstanceGuid()) }).WithTimeout(3*unroutableRetryTimeout).Should(BeTrue(),
 			"the instance serves on while routers may still send it requests, past the unroutable retry timeout")
 		Expect(store.rows("hello")).To(ConsistOf(And(
 			HaveField("Presence", models.ActualLRP_RETIRING),
@@ -194,7 +185,7 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 
 		store.setDown(false)
 		Eventually(func() []*models.ActualLRP { return store.rows("hello") }).Should(BeEmpty(), "stopped and removed")
-		Eventually(func() []rep.InstanceStatus { return executor.Instances() }).Should(BeEmpty())
+		Eventually(exe.Instances).Should(BeEmpty())
 	})
 })
 

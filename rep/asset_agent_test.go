@@ -13,22 +13,24 @@ import (
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 var _ = Describe("the agent, with an instance still downloading its assets", func() {
 	var (
-		board    *countingBoard
-		executor *rep.Executor
-		server   *assetServer
-		cellID   string
+		board  *countingBoard
+		exe    *executor.Executor
+		server *reptest.AssetServer
+		cellID string
 	)
 
 	BeforeEach(func() {
 		board = startCountingBoard()
-		server = newAssetServer()
+		server = reptest.NewAssetServer()
 		executorConfig := newConfig()
 		cellID = executorConfig.CellID
-		executor = startExecutor(executorConfig)
+		exe = reptest.StartExecutor(executorConfig)
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{
 				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
@@ -36,7 +38,7 @@ var _ = Describe("the agent, with an instance still downloading its assets", fun
 			},
 			Board:            client.New(board.url),
 			CellClient:       client.NewCellClient(board.url, cellID),
-			Executor:         executor,
+			Executor:         exe,
 			PollInterval:     100 * time.Millisecond,
 			BulkSyncInterval: time.Hour,
 			Logger:           lagertest.NewTestLogger("rep"),
@@ -52,9 +54,9 @@ var _ = Describe("the agent, with an instance still downloading its assets", fun
 	})
 
 	It("cancels the start when the board no longer wants the instance, and removes its row rather than report a crash", func() {
-		asset := server.add("/slow.tgz", make([]byte, 200_000), ".")
-		server.stall("/slow.tgz")
-		def := assetDefinition("sh", []string{"-c", "sleep 60"}, asset)
+		asset := server.Add("/slow.tgz", make([]byte, 200_000), ".")
+		server.Stall("/slow.tgz")
+		def := reptest.AssetDefinition("sh", []string{"-c", "sleep 60"}, asset)
 		def.DefinitionId = ""
 		def.StartTimeoutMs = 600_000
 		ctx := context.Background()
@@ -69,7 +71,7 @@ var _ = Describe("the agent, with an instance still downloading its assets", fun
 		Expect(result.Applied).To(Equal(1))
 
 		By("claiming it and downloading its asset")
-		Eventually(func() int { return server.count("/slow.tgz") }).Should(Equal(1))
+		Eventually(func() int { return server.Count("/slow.tgz") }).Should(Equal(1))
 		row = board.rows("slow")[0]
 		Expect(row.GetState()).To(Equal(models.ActualLRP_CLAIMED))
 		guid := row.GetInstanceGuid()
@@ -78,12 +80,12 @@ var _ = Describe("the agent, with an instance still downloading its assets", fun
 		Expect(board.store.RemoveActualLRP(ctx,
 			db.ActualLRPKey{ProcessGuid: "slow", Index: 0, Presence: models.ActualLRP_ORDINARY},
 			db.Caller{InstanceGuid: guid, CellID: cellID})).To(Succeed())
-		Eventually(server.gone).Should(Receive(Equal("/slow.tgz")), "the download stops")
+		Eventually(server.Gone).Should(Receive(Equal("/slow.tgz")), "the download stops")
 		Eventually(func() bool {
-			_, ok := executor.Ended(guid)
+			_, ok := exe.Ended(guid)
 			return ok
 		}).Should(BeTrue())
-		ended, _ := executor.Ended(guid)
+		ended, _ := exe.Ended(guid)
 		Expect(ended.Ending).To(HavePrefix("stopped: asset " + asset.Url + ": download stopped"))
 		Eventually(func() int { return board.count(models.RouteRemoveActualLRP) }).Should(BeNumerically(">=", 1))
 		Expect(board.count(models.RouteCrashActualLRP)).To(BeZero())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/executor"
 )
 
 // Defaults and bounds of GET /v1/logs.
@@ -52,8 +53,8 @@ func InstanceURL(baseURL, instanceGuid string) string {
 //
 // Errors are text/plain with a status: 400 for a bad request, 404 for an
 // unknown instance, 403 for a POST a browser sends from another origin.
-func NewServer(logger lager.Logger, agent *Agent, executor *Executor) http.Handler {
-	s := newServer(logger, agent, executor)
+func NewServer(logger lager.Logger, agent *Agent, exe *executor.Executor) http.Handler {
+	s := newServer(logger, agent, exe)
 	mux := http.NewServeMux()
 	s.apiRoutes(mux, nil)
 	s.instanceRoutes(mux)
@@ -74,8 +75,8 @@ func NewServer(logger lager.Logger, agent *Agent, executor *Executor) http.Handl
 // answered 403 Forbidden, naming who it is. Instances have no
 // certificates, so the instance endpoint is served apart, on plain HTTP
 // on loopback (NewInstanceServer).
-func NewTLSServer(logger lager.Logger, agent *Agent, executor *Executor) http.Handler {
-	s := newServer(logger, agent, executor)
+func NewTLSServer(logger lager.Logger, agent *Agent, exe *executor.Executor) http.Handler {
+	s := newServer(logger, agent, exe)
 	mux := http.NewServeMux()
 	s.apiRoutes(mux, s.authorize)
 	return refuseCrossOrigin(s.logger, mux)
@@ -110,8 +111,8 @@ func refuseCrossOrigin(logger lager.Logger, next http.Handler) http.Handler {
 	return protection.Handler(next)
 }
 
-func newServer(logger lager.Logger, agent *Agent, executor *Executor) *server {
-	return &server{logger: logger.Session("server"), agent: agent, executor: executor}
+func newServer(logger lager.Logger, agent *Agent, exe *executor.Executor) *server {
+	return &server{logger: logger.Session("server"), agent: agent, executor: exe}
 }
 
 // guard wraps a route's handler with who may call it; nil lets everyone.
@@ -158,7 +159,7 @@ func (s *server) authorize(allowed []models.Role, next http.HandlerFunc) http.Ha
 type server struct {
 	logger   lager.Logger
 	agent    *Agent
-	executor *Executor
+	executor *executor.Executor
 }
 
 // InstanceInfo is one entry of GET /v1/instances.
@@ -251,7 +252,7 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 
 	tail, err := s.executor.LogTail(guid, lines)
 	switch {
-	case errors.Is(err, ErrInstanceNotFound):
+	case errors.Is(err, executor.ErrInstanceNotFound):
 		http.Error(w, fmt.Sprintf("instance %s: no log on this cell", guid), http.StatusNotFound)
 		return
 	case err != nil:
@@ -273,7 +274,7 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 // newest one running on this cell, else one still downloading or running
 // its setup, or else the last one that ended here.
 func (s *server) instanceOfIndex(processGuid string, index int32) (string, bool) {
-	var newest *InstanceStatus
+	var newest *executor.InstanceStatus
 	for _, st := range s.executor.Instances() {
 		if st.ProcessGuid == processGuid && st.Index == index && (newest == nil || st.StartedAt.After(newest.StartedAt)) {
 			newest = &st
@@ -291,7 +292,7 @@ func (s *server) instanceOfIndex(processGuid string, index int32) (string, bool)
 
 // endedLine heads the log of an instance that has ended, so that a person
 // reading it does not take it for a running one.
-func endedLine(ended EndedInstance) string {
+func endedLine(ended executor.EndedInstance) string {
 	return fmt.Sprintf("--- previous instance %s of %s/%d, ended %s: %s ---\n",
 		ended.InstanceGuid, ended.ProcessGuid, ended.Index, ended.EndedAt.UTC().Format(time.RFC3339), ended.Ending)
 }

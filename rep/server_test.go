@@ -15,30 +15,32 @@ import (
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // The rep's HTTP API over a real executor. The agent behind it is not
 // running (no board here); what it does with a board is in e2e/.
 var _ = Describe("the rep's HTTP server", func() {
 	var (
-		executor *rep.Executor
-		url      string
-		logger   *lagertest.TestLogger
+		exe    *executor.Executor
+		url    string
+		logger *lagertest.TestLogger
 	)
 
 	BeforeEach(func() {
-		executor = startExecutor(newConfig())
+		exe = reptest.StartExecutor(newConfig())
 		// Nothing listens on port 1: the agent is never started here.
 		board := "http://127.0.0.1:1"
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell:       &models.Cell{CellId: "cell-a"},
 			Board:      client.New(board),
 			CellClient: client.NewCellClient(board, "cell-a"),
-			Executor:   executor,
+			Executor:   exe,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		logger = lagertest.NewTestLogger("rep")
-		server := httptest.NewServer(rep.NewServer(logger, agent, executor))
+		server := httptest.NewServer(rep.NewServer(logger, agent, exe))
 		DeferCleanup(server.Close)
 		url = server.URL
 	})
@@ -67,7 +69,7 @@ var _ = Describe("the rep's HTTP server", func() {
 		Expect(code).To(Equal(http.StatusOK))
 		Expect(strings.TrimSpace(body)).To(Equal("[]"))
 
-		st := runHealthy(executor, spec("ig-1", helloDefinition(httpCheck())))
+		st := reptest.RunHealthy(exe, reptest.Spec("ig-1", reptest.HelloDefinition(reptest.HTTPCheck())))
 		code, body = get("/v1/instances")
 		Expect(code).To(Equal(http.StatusOK))
 		var list []rep.InstanceInfo
@@ -76,7 +78,7 @@ var _ = Describe("the rep's HTTP server", func() {
 		Expect(list[0].InstanceGuid).To(Equal("ig-1"))
 		Expect(list[0].Pid).To(Equal(st.Pid))
 		Expect(list[0].Healthy).To(BeTrue())
-		Expect(list[0].Ports).To(Equal([]rep.PortMapping{{ContainerPort: 8080, HostPort: hostPort(st)}}))
+		Expect(list[0].Ports).To(Equal([]rep.PortMapping{{ContainerPort: 8080, HostPort: reptest.HostPort(st)}}))
 
 		Eventually(func() string { _, body := get("/v1/logs?instance_guid=ig-1&lines=50"); return body }).
 			Should(ContainSubstring("listening on"))
@@ -111,13 +113,13 @@ var _ = Describe("the rep's HTTP server", func() {
 			Expect(err).NotTo(HaveOccurred())
 			return resp.StatusCode, resp.Header.Get(rep.HeaderInstanceGuid), resp.Header.Get(rep.HeaderEndedAt), string(body)
 		}
-		indexSpec := func(guid string, index int32, def *models.LRPDefinition) rep.InstanceSpec {
-			return rep.InstanceSpec{ProcessGuid: "hello", Index: index, InstanceGuid: guid, Definition: def}
+		indexSpec := func(guid string, index int32, def *models.LRPDefinition) executor.InstanceSpec {
+			return executor.InstanceSpec{ProcessGuid: "hello", Index: index, InstanceGuid: guid, Definition: def}
 		}
 
 		It("serves the kept log of a crashed instance, headed by a line saying it crashed and why", func() {
-			runHealthy(executor, indexSpec("ig-crash", 1, helloDefinition(httpCheck(), "CRASH_AFTER", "1s")))
-			Eventually(executor.Events()).Should(Receive(HaveField("Kind", rep.Crashed)))
+			reptest.RunHealthy(exe, indexSpec("ig-crash", 1, reptest.HelloDefinition(reptest.HTTPCheck(), "CRASH_AFTER", "1s")))
+			Eventually(exe.Events()).Should(Receive(HaveField("Kind", executor.Crashed)))
 
 			code, guid, endedAt, body := getLog("process_guid=hello&index=1&lines=50")
 			Expect(code).To(Equal(http.StatusOK), body)
@@ -143,15 +145,15 @@ var _ = Describe("the rep's HTTP server", func() {
 		})
 
 		It("serves a running instance of the index rather than the kept one, and keeps only the last to end", func() {
-			runHealthy(executor, indexSpec("ig-first", 0, helloDefinition(httpCheck())))
-			Expect(executor.Stop("ig-first")).To(Succeed())
-			Expect(nextEvent(executor).Kind).To(Equal(rep.Exited))
+			reptest.RunHealthy(exe, indexSpec("ig-first", 0, reptest.HelloDefinition(reptest.HTTPCheck())))
+			Expect(exe.Stop("ig-first")).To(Succeed())
+			Expect(reptest.NextEvent(exe).Kind).To(Equal(executor.Exited))
 			code, guid, _, body := getLog("process_guid=hello&index=0")
 			Expect(code).To(Equal(http.StatusOK))
 			Expect(guid).To(Equal("ig-first"))
 			Expect(body).To(MatchRegexp(`^--- previous instance ig-first of hello/0, ended \S+: stopped: exited with code 0 ---\n`))
 
-			runHealthy(executor, indexSpec("ig-second", 0, helloDefinition(httpCheck())))
+			reptest.RunHealthy(exe, indexSpec("ig-second", 0, reptest.HelloDefinition(reptest.HTTPCheck())))
 			code, guid, endedAt, body := getLog("process_guid=hello&index=0")
 			Expect(code).To(Equal(http.StatusOK))
 			Expect(guid).To(Equal("ig-second"))
@@ -159,8 +161,8 @@ var _ = Describe("the rep's HTTP server", func() {
 			Expect(body).NotTo(ContainSubstring("--- previous instance"))
 
 			// The second one ending replaces the first one's kept log.
-			Expect(executor.Stop("ig-second")).To(Succeed())
-			Expect(nextEvent(executor).Kind).To(Equal(rep.Exited))
+			Expect(exe.Stop("ig-second")).To(Succeed())
+			Expect(reptest.NextEvent(exe).Kind).To(Equal(executor.Exited))
 			_, guid, _, _ = getLog("process_guid=hello&index=0")
 			Expect(guid).To(Equal("ig-second"))
 			code, _, _, body = getLog("instance_guid=ig-first")

@@ -16,6 +16,7 @@ import (
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
 // The rep's API with TLS: who may call what, by the identity in the
@@ -37,20 +38,20 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 			return certs.Files{CACert: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key")}
 		}
 
-		executor := startExecutor(newConfig())
+		exe := reptest.StartExecutor(newConfig())
 		board := "https://127.0.0.1:1"
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell:       &models.Cell{CellId: "cell-a"},
 			Board:      client.New(board),
 			CellClient: client.NewCellClient(board, "cell-a"),
-			Executor:   executor,
+			Executor:   exe,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		logger := lagertest.NewTestLogger("rep")
 
 		serverConfig, err := files("cell-a").ServerConfig()
 		Expect(err).NotTo(HaveOccurred())
-		api := httptest.NewUnstartedServer(rep.NewTLSServer(logger, agent, executor))
+		api := httptest.NewUnstartedServer(rep.NewTLSServer(logger, agent, exe))
 		api.TLS = serverConfig
 		api.StartTLS()
 		DeferCleanup(api.Close)

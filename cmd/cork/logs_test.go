@@ -15,6 +15,7 @@ import (
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
 )
 
 // The happy path, a log fetched from a real rep, is in e2e/; these are
@@ -109,7 +110,7 @@ var _ = Describe("cork logs", func() {
 	})
 
 	Context("when the instance crashed, so its row names no cell", func() {
-		var executor *rep.Executor
+		var exe *executor.Executor
 
 		BeforeEach(func() {
 			r := runCork(board, "", "desire", fixture("hello-local.json"))
@@ -118,18 +119,18 @@ var _ = Describe("cork logs", func() {
 			// A real rep's HTTP server over a real executor; its agent is
 			// never started (nothing here needs it).
 			var err error
-			executor, err = rep.NewExecutor(rep.ExecutorConfig{
+			exe, err = executor.NewExecutor(executor.ExecutorConfig{
 				CellID: "cell-a", DataDir: GinkgoT().TempDir(), PortMin: 40000, PortMax: 40009,
 				Logger: lagertest.NewTestLogger("rep"),
 			})
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(executor.Shutdown)
+			DeferCleanup(exe.Shutdown)
 			agent, err := rep.NewAgent(rep.AgentConfig{
 				Cell: &models.Cell{CellId: "cell-a"}, Board: client.New(board),
-				CellClient: client.NewCellClient(board, "cell-a"), Executor: executor,
+				CellClient: client.NewCellClient(board, "cell-a"), Executor: exe,
 			})
 			Expect(err).NotTo(HaveOccurred())
-			server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, executor))
+			server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, exe))
 			DeferCleanup(server.Close)
 			registerCell("cell-a", server.URL)
 			// A cell whose rep is gone is no reason to fail.
@@ -138,7 +139,7 @@ var _ = Describe("cork logs", func() {
 
 		It("finds the log its rep keeps and prints it, headed by how the instance ended", func() {
 			cell := claimOn("cell-a", 1, "ig-1")
-			_, err := executor.Run(rep.InstanceSpec{
+			_, err := exe.Run(executor.InstanceSpec{
 				ProcessGuid: "hello", Index: 1, InstanceGuid: "ig-1",
 				Definition: &models.LRPDefinition{
 					DefinitionId: "v1",
@@ -146,7 +147,7 @@ var _ = Describe("cork logs", func() {
 				},
 			})
 			Expect(err).NotTo(HaveOccurred())
-			Eventually(executor.Events()).WithTimeout(30 * time.Second).Should(Receive(HaveField("Kind", rep.Crashed)))
+			Eventually(exe.Events()).WithTimeout(30 * time.Second).Should(Receive(HaveField("Kind", executor.Crashed)))
 			_, err = cell.CrashActualLRP(context.Background(), client.Instance{ProcessGuid: "hello", Index: 1, InstanceGuid: "ig-1"}, "exited with code 3")
 			Expect(err).NotTo(HaveOccurred())
 

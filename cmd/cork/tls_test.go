@@ -29,6 +29,7 @@ import (
 	"github.com/corkboard/corkboard/migrations"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
 )
 
 // cork against a board and a rep that serve TLS and require client
@@ -206,29 +207,29 @@ var _ = Describe("cork with TLS", func() {
 
 		// A real rep's TLS server over a real executor; the agent is not
 		// started.
-		executor, err := rep.NewExecutor(rep.ExecutorConfig{
+		exe, err := executor.NewExecutor(executor.ExecutorConfig{
 			CellID: "cell-a", DataDir: GinkgoT().TempDir(), PortMin: 40010, PortMax: 40019,
 			Logger: lagertest.NewTestLogger("rep"),
 		})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(executor.Shutdown)
+		DeferCleanup(exe.Shutdown)
 		cellTLS, err := files("cell-a").ClientConfig()
 		Expect(err).NotTo(HaveOccurred())
 		cell := client.NewCellClient(board, "cell-a", client.WithTLSConfig(cellTLS))
 		agent, err := rep.NewAgent(rep.AgentConfig{
 			Cell: &models.Cell{CellId: "cell-a"}, Board: client.New(board, client.WithTLSConfig(cellTLS)),
-			CellClient: cell, Executor: executor,
+			CellClient: cell, Executor: exe,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		repTLS, err := files("cell-a").ServerConfig()
 		Expect(err).NotTo(HaveOccurred())
-		repServer := httptest.NewUnstartedServer(rep.NewTLSServer(lagertest.NewTestLogger("rep"), agent, executor))
+		repServer := httptest.NewUnstartedServer(rep.NewTLSServer(lagertest.NewTestLogger("rep"), agent, exe))
 		repServer.TLS = repTLS
 		repServer.StartTLS()
 		DeferCleanup(repServer.Close)
 
 		claimOnCellA(store, cell, repServer.URL)
-		_, err = executor.Run(rep.InstanceSpec{
+		_, err = exe.Run(executor.InstanceSpec{
 			ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0",
 			Definition: &models.LRPDefinition{
 				DefinitionId: "v1",

@@ -14,6 +14,7 @@ import (
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
 	"github.com/corkboard/corkboard/rep/isolation"
 )
 
@@ -172,8 +173,8 @@ type Capacity struct {
 const (
 	defaultAddress            = "127.0.0.1"
 	defaultPortRange          = "61000-61099"
-	defaultInstanceLogLimitMB = rep.DefaultLogLimit >> 20
-	defaultAssetCacheMB       = rep.DefaultAssetCacheBytes >> 20
+	defaultInstanceLogLimitMB = executor.DefaultLogLimit >> 20
+	defaultAssetCacheMB       = executor.DefaultAssetCacheBytes >> 20
 )
 
 // loadConfig reads a config file, fills in defaults and validates it.
@@ -221,7 +222,7 @@ func (c *Config) applyDefaults() {
 		c.UnroutableRetryTimeout = rep.DefaultUnroutableRetryTimeout.String()
 	}
 	if c.StopTimeout == "" {
-		c.StopTimeout = rep.DefaultStopTimeout.String()
+		c.StopTimeout = executor.DefaultStopTimeout.String()
 	}
 	if c.InstanceLogLimitMB == nil {
 		limit := int32(defaultInstanceLogLimitMB)

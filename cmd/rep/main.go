@@ -34,6 +34,7 @@ import (
 	"github.com/corkboard/corkboard/internal/httpserver"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
 )
 
 // serverShutdownTimeout bounds how long the rep's server waits for
@@ -124,7 +125,7 @@ func serve(logger lager.Logger, cfg Config) error {
 	}
 
 	portMin, portMax, _ := parsePortRange(cfg.PortRange) // validated
-	executor, err := rep.NewExecutor(rep.ExecutorConfig{
+	exe, err := executor.NewExecutor(executor.ExecutorConfig{
 		CellID:          cfg.CellID,
 		DataDir:         cfg.DataDir,
 		AppsDir:         cfg.AppsDir,
@@ -149,13 +150,13 @@ func serve(logger lager.Logger, cfg Config) error {
 		Zone:          cfg.Zone,
 		Capacity:      &models.CellCapacity{MemoryMb: cfg.Capacity.MemoryMB, DiskMb: cfg.Capacity.DiskMB, Instances: cfg.Capacity.Instances},
 		PlacementTags: cfg.PlacementTags,
-		Isolation:     string(executor.Isolation()),
+		Isolation:     string(exe.Isolation()),
 	}
 	agent, err := rep.NewAgent(rep.AgentConfig{
 		Cell:                   cell,
 		Board:                  client.New(cfg.BoardURL, clientOptions...),
 		CellClient:             client.NewCellClient(cfg.BoardURL, cfg.CellID, clientOptions...),
-		Executor:               executor,
+		Executor:               exe,
 		PollInterval:           configfile.MustDuration(cfg.PollInterval),
 		RetryInterval:          cfg.retryInterval(),
 		DisableEventStream:     !*cfg.EventStream,
@@ -173,7 +174,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		"cell_id": cfg.CellID, "zone": cfg.Zone, "board_url": cfg.BoardURL, "rep_url": repURL,
 		"data_dir": cfg.DataDir, "apps_dir": cfg.AppsDir, "port_range": cfg.PortRange,
 		"instance_log_limit_mb": *cfg.InstanceLogLimitMB, "asset_cache_mb": *cfg.AssetCacheMB,
-		"tls": cfg.TLS != nil, "instance_url": localURL, "isolation": executor.Isolation(),
+		"tls": cfg.TLS != nil, "instance_url": localURL, "isolation": exe.Isolation(),
 		"poll_interval": cfg.PollInterval, "event_stream": *cfg.EventStream,
 		"allow_link_local_asset_hosts": cfg.AllowLinkLocalAssetHosts,
 	})
@@ -182,7 +183,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		Logger:          logger.Session("server"),
 		Listener:        listener,
 		URL:             localURL,
-		Handler:         rep.NewServer(logger, agent, executor),
+		Handler:         rep.NewServer(logger, agent, exe),
 		ShutdownTimeout: serverShutdownTimeout,
 	}
 	// Signals reach the agent first (ordered groups stop in reverse): it
@@ -192,7 +193,7 @@ func serve(logger lager.Logger, cfg Config) error {
 	if cfg.TLS != nil {
 		server.URL = "https://" + reachable(listener.Addr().String(), "127.0.0.1")
 		server.TLSConfig = serverTLS
-		server.Handler = rep.NewTLSServer(logger, agent, executor)
+		server.Handler = rep.NewTLSServer(logger, agent, exe)
 		members = append(members, grouper.Member{Name: "instance-server", Runner: &httpserver.Server{
 			Logger:          logger.Session("instance-server"),
 			Listener:        instanceListener,
@@ -204,6 +205,6 @@ func serve(logger lager.Logger, cfg Config) error {
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	err = <-process.Wait()
 	// The agent stops its instances; this catches a failed start.
-	executor.Shutdown()
+	exe.Shutdown()
 	return err
 }

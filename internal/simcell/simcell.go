@@ -7,8 +7,11 @@
 // rolling update it keeps an instance the board replaced running as
 // RETIRING until told to stop. A claim, and the unroutable and remove
 // calls of a stopped instance, are repeated until the board answers (it
-// may be down, or the connection cut); a start is not: the instance runs
-// whether the board heard of it or not, and the next report says so.
+// may be down, the connection cut, or its database away); a start is not:
+// the instance runs whether the board heard of it or not, and the next
+// report says so. What counts as an answer, and how a report and the
+// calls about an instance stay apart, are the rep's agent's own rules
+// (rep.Answered, rep.CallGate), not a copy of them.
 // Tests make it crash an instance, go silent (a lost cell) and come back,
 // or ignore its assignments.
 //
@@ -27,6 +30,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep"
 )
 
 // Defaults of Config.
@@ -90,17 +94,11 @@ type Cell struct {
 	queue []*models.ActualLRP
 	// queued wakes idle workers when the queue fills.
 	queued chan struct{}
-	// A rep must not contradict itself: a report taken before a start
-	// and answered after it would tell the board the instance is still
-	// CLAIMED, and the board would believe it. So an instance in a report
-	// in flight gets no lifecycle call until the answer (inReport), and
-	// an instance with a call in flight is left out of reports (inCall).
-	// settled is signalled when a report is answered.
-	inReport map[key]bool
-	inCall   map[key]bool
-	settled  *sync.Cond
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// calls keeps reports and lifecycle calls about an index apart, as
+	// the rep's agent does (rep.CallGate).
+	calls  *rep.CallGate[key]
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // key names an ORDINARY instance; the cell claims nothing else.
@@ -135,12 +133,10 @@ func Start(ctx context.Context, boardURL string, cfg Config) (*Cell, error) {
 		evacuating: map[key]*Instance{},
 		retiring:   map[key]*Instance{},
 		busy:       map[key]bool{},
-		inReport:   map[key]bool{},
-		inCall:     map[key]bool{},
+		calls:      rep.NewCallGate[key](),
 		claiming:   true,
 		queued:     make(chan struct{}, cfg.Workers),
 	}
-	c.settled = sync.NewCond(&c.mu)
 	registered, err := c.client.Heartbeat(ctx, cfg.Cell, true)
 	if err != nil {
 		return nil, fmt.Errorf("simcell %s: register: %w", cfg.Cell.GetCellId(), err)
@@ -364,11 +360,13 @@ func (c *Cell) report(ctx context.Context) {
 		if c.isSilent() {
 			continue
 		}
-		result, err := c.client.BulkReport(ctx, c.reported())
-		c.mu.Lock()
-		clear(c.inReport)
-		c.settled.Broadcast()
-		c.mu.Unlock()
+		reported := c.reported()
+		result, err := c.client.BulkReport(ctx, reported)
+		keys := make([]key, 0, len(reported))
+		for _, r := range reported {
+			keys = append(keys, key{r.GetProcessGuid(), r.GetIndex()})
+		}
+		c.calls.ReportAnswered(keys...)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.cfg.Logf("simcell %s: bulk report: %v", c.ID(), err)
@@ -388,10 +386,9 @@ func (c *Cell) reported() []*models.ReportedInstance {
 	defer c.mu.Unlock()
 	out := make([]*models.ReportedInstance, 0, len(c.running))
 	for k, instance := range c.running {
-		if c.inCall[k] {
+		if !c.calls.Report(k) {
 			continue
 		}
-		c.inReport[k] = true
 		r := &models.ReportedInstance{
 			ProcessGuid:  instance.ProcessGuid,
 			Index:        instance.Index,
@@ -411,10 +408,9 @@ func (c *Cell) reported() []*models.ReportedInstance {
 		instances map[key]*Instance
 	}{{models.ActualLRP_EVACUATING, c.evacuating}, {models.ActualLRP_RETIRING, c.retiring}} {
 		for k, instance := range kept.instances {
-			if c.inCall[k] {
+			if !c.calls.Report(k) {
 				continue
 			}
-			c.inReport[k] = true
 			out = append(out, &models.ReportedInstance{
 				ProcessGuid:  instance.ProcessGuid,
 				Index:        instance.Index,
@@ -495,15 +491,14 @@ func (c *Cell) removeRows(ctx context.Context, rows []stopped) {
 }
 
 // untilAnswered makes call, and again every ReportInterval after a failure
-// that is no answer from the board (the board down, the connection cut),
-// until the board answers (with success or an error) or ctx ends. A
-// silent cell makes no call meanwhile.
+// that is no answer from the board (the board down, the connection cut,
+// or Unavailable: see rep.Answered), until the board answers (with
+// success or an error) or ctx ends. A silent cell makes no call meanwhile.
 func (c *Cell) untilAnswered(ctx context.Context, what string, instance client.Instance, call func() error) error {
 	for {
 		if !c.isSilent() {
 			err := call()
-			var answer *models.Error
-			if err == nil || errors.As(err, &answer) || ctx.Err() != nil {
+			if rep.Answered(err) || ctx.Err() != nil {
 				return err
 			}
 			c.cfg.Logf("simcell %s: %s %s/%d got no answer, trying again: %v", c.ID(), what, instance.ProcessGuid, instance.Index, err)
@@ -554,7 +549,7 @@ func (c *Cell) next() *models.ActualLRP {
 			// index has a RETIRING instance already, which has to go
 			// first.
 			_, taken := c.retiring[k]
-			if current.State != models.ActualLRP_RUNNING || current.DefinitionID == lrp.GetDefinitionId() || taken || c.inCall[k] || c.inReport[k] {
+			if current.State != models.ActualLRP_RUNNING || current.DefinitionID == lrp.GetDefinitionId() || taken || c.calls.InCall(k) || c.calls.InReport(k) {
 				continue
 			}
 			delete(c.running, k)
@@ -671,20 +666,9 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 
 // beginCall waits until no report in flight names k, then keeps k out of
 // reports until endCall.
-func (c *Cell) beginCall(k key) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for c.inReport[k] {
-		c.settled.Wait()
-	}
-	c.inCall[k] = true
-}
+func (c *Cell) beginCall(k key) { c.calls.BeginCall(k) }
 
-func (c *Cell) endCall(k key) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.inCall, k)
-}
+func (c *Cell) endCall(k key) { c.calls.EndCall(k) }
 
 func (c *Cell) keep(k key, instance *Instance) {
 	c.mu.Lock()

@@ -35,6 +35,31 @@ type claimBoard struct {
 	calls  map[string]int
 	before map[string]func()
 	cut    map[string]bool
+	// unavailableClaims is how many claims are still to be answered
+	// Unavailable; claimGuids are the instance guids every claim named.
+	unavailableClaims int
+	claimGuids        []string
+}
+
+// outageClaims is the board's store with claims that answer what a board
+// whose database is away answers, as many times as the board says.
+type outageClaims struct {
+	db.DB
+	board *claimBoard
+}
+
+func (s outageClaims) ClaimActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller) (*models.ActualLRP, error) {
+	s.board.mu.Lock()
+	s.board.claimGuids = append(s.board.claimGuids, caller.InstanceGuid)
+	refuse := s.board.unavailableClaims > 0
+	if refuse {
+		s.board.unavailableClaims--
+	}
+	s.board.mu.Unlock()
+	if refuse {
+		return nil, models.NewError(models.Error_Unavailable, "database unreachable: claim actual lrp: read tcp 127.0.0.1:5432: i/o timeout")
+	}
+	return s.DB.ClaimActualLRP(ctx, key, caller)
 }
 
 func startClaimBoard() *claimBoard {
@@ -49,7 +74,7 @@ func startClaimBoard() *claimBoard {
 	Expect(migrations.Up(ctx, conn, testdb.SQLite)).To(Succeed())
 
 	b := &claimBoard{store: sqldb.New(conn, testdb.SQLite), calls: map[string]int{}, before: map[string]func(){}, cut: map[string]bool{}}
-	api := handlers.New(lager.NewLogger("board"), b.store, nil)
+	api := handlers.New(lager.NewLogger("board"), outageClaims{DB: b.store, board: b}, nil)
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		b.calls[r.URL.Path]++
@@ -225,6 +250,19 @@ var _ = Describe("A simulated cell claiming", func() {
 		// behind it.
 		Eventually(rowAndCell(board, cell)).WithTimeout(5 * time.Second).Should(Equal("row none / cell nothing"))
 		Consistently(rowAndCell(board, cell)).WithTimeout(10 * reportInterval).Should(Equal("row none / cell nothing"))
+	})
+
+	It("claims again, under the same instance guid, while the board answers Unavailable, as the rep's agent does", func() {
+		board.mu.Lock()
+		board.unavailableClaims = 2
+		board.mu.Unlock()
+		start()
+
+		runsItsRow()
+		board.mu.Lock()
+		defer board.mu.Unlock()
+		Expect(board.claimGuids).To(HaveLen(3), "two claims answered Unavailable, then one the board applied")
+		Expect(board.claimGuids).To(HaveEach(board.claimGuids[0]), "an Unavailable answer decided nothing: the same instance claims again")
 	})
 
 	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it", func() {

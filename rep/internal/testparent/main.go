@@ -1,4 +1,4 @@
-// Command testparent is a stand-in rep for the rep package's tests: it
+// Command testparent is a stand-in rep for the executor package's tests: it
 // runs one instance with an Executor, prints "pid <n>" once it started,
 // and waits to be killed. The tests SIGKILL it and check that the instance
 // died with it.
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/models"
-	"github.com/corkboard/corkboard/rep"
+	"github.com/corkboard/corkboard/rep/executor"
 	"github.com/corkboard/corkboard/rep/isolation"
 )
 
@@ -25,7 +25,7 @@ func main() {
 	mode := flag.String("isolation", "auto", "isolation: auto, full or none")
 	flag.Parse()
 
-	executor, err := rep.NewExecutor(rep.ExecutorConfig{
+	exe, err := executor.NewExecutor(executor.ExecutorConfig{
 		CellID:    "test-parent",
 		DataDir:   *dataDir,
 		AppsDir:   *appsDir,
@@ -36,7 +36,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = executor.Run(rep.InstanceSpec{
+	_, err = exe.Run(executor.InstanceSpec{
 		ProcessGuid:  "orphan-test",
 		InstanceGuid: "orphan-test-0",
 		Definition: &models.LRPDefinition{
@@ -48,7 +48,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("pid %d\n", executor.Instances()[0].Pid)
+	fmt.Printf("pid %d\n", exe.Instances()[0].Pid)
 	os.Stdout.Sync()
 	for {
 		time.Sleep(time.Hour)

@@ -1,0 +1,130 @@
+package executor_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/executor"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
+)
+
+// Health checks of an instance that was healthy, against the real hello
+// app: its UNHEALTHY_AFTER, UNHEALTHY_CHECKS and SLOW_HEALTH knobs make
+// /health fail (with a 503, or with no answer in time) when a spec needs
+// it to. Intervals and timeouts are a second or more, so that a loaded
+// machine answers a passing check in time.
+var _ = Describe("Executor health checks after healthy", func() {
+	var (
+		cfg executor.ExecutorConfig
+		exe *executor.Executor
+	)
+
+	BeforeEach(func() {
+		cfg = newConfig()
+	})
+
+	JustBeforeEach(func() {
+		exe = reptest.StartExecutor(cfg)
+	})
+
+	// checked is an HTTP check with the given timing.
+	checked := func(intervalMs, timeoutMs int64, threshold int32) *models.HealthCheck {
+		check := reptest.HTTPCheck()
+		check.IntervalMs, check.TimeoutMs, check.FailureThreshold = intervalMs, timeoutMs, threshold
+		return check
+	}
+
+	logOf := func(guid string) func() string {
+		return func() string {
+			log, err := exe.LogTail(guid, 200)
+			Expect(err).NotTo(HaveOccurred())
+			return string(log)
+		}
+	}
+
+	It("keeps an instance whose checks fail fewer times in a row than the threshold, slow answers included", func() {
+		// Two checks get no answer within the 1s timeout, then /health
+		// answers again: two failures of the default three.
+		def := reptest.HelloDefinition(checked(1000, 1000, 0), "UNHEALTHY_AFTER", "1s", "UNHEALTHY_CHECKS", "2", "SLOW_HEALTH", "3s")
+		st := reptest.RunHealthy(exe, reptest.Spec("wobbly", def))
+
+		Eventually(logOf("wobbly")).Should(ContainSubstring("health check passed again after 2 failed"))
+		log := logOf("wobbly")()
+		Expect(log).To(ContainSubstring("health check failed (1 of 3 in a row before it is unhealthy): GET /health on port 8080: no answer within 1s"))
+		Expect(log).To(ContainSubstring("health check failed (2 of 3 in a row before it is unhealthy): GET /health on port 8080: no answer within 1s"))
+		Consistently(exe.Events(), 3*time.Second).ShouldNot(Receive())
+		Expect(processGone(st.Pid)).To(BeFalse())
+		Expect(reptest.Status(exe, "wobbly").Pid).To(Equal(st.Pid))
+	})
+
+	It("sends Unhealthy after failure_threshold failures in a row and leaves the process running until it is stopped", func() {
+		def := reptest.HelloDefinition(checked(1000, 1000, 0), "UNHEALTHY_AFTER", "1s")
+		st := reptest.RunHealthy(exe, reptest.Spec("sickly", def))
+
+		ev := reptest.NextEvent(exe)
+		Expect(ev.Kind).To(Equal(executor.Unhealthy))
+		Expect(ev.InstanceGuid).To(Equal("sickly"))
+		Expect(ev.ProcessGuid).To(Equal("hello"))
+		Expect(ev.Reason).To(Equal("health check failed 3 times in a row: GET /health on port 8080: 503"))
+		// The event comes before anything stops the process: it still
+		// runs, has not been signalled, and is still listed.
+		Expect(processGone(st.Pid)).To(BeFalse())
+		Expect(reptest.Status(exe, "sickly").Stopping).To(BeFalse())
+		log := logOf("sickly")()
+		Expect(log).To(ContainSubstring("health check failed (1 of 3 in a row before it is unhealthy): GET /health on port 8080: 503"))
+		Expect(log).To(ContainSubstring("health check failed (2 of 3 in a row before it is unhealthy): GET /health on port 8080: 503"))
+		Expect(log).To(ContainSubstring("unhealthy: health check failed 3 times in a row: GET /health on port 8080: 503"))
+		Expect(log).NotTo(ContainSubstring("SIGTERM"))
+		Expect(log).NotTo(ContainSubstring("SIGKILL"))
+		Consistently(exe.Events(), time.Second).ShouldNot(Receive())
+		Expect(processGone(st.Pid)).To(BeFalse())
+
+		Expect(exe.Stop("sickly")).To(Succeed())
+		Expect(reptest.NextEvent(exe).Kind).To(Equal(executor.Exited))
+		Expect(logOf("sickly")()).To(ContainSubstring("got SIGTERM: exiting"))
+		ended, ok := exe.Ended("sickly")
+		Expect(ok).To(BeTrue())
+		Expect(ended.Ending).To(Equal("unhealthy, then stopped: health check failed 3 times in a row: GET /health on port 8080: 503"))
+	})
+
+	It("honours the definition's failure_threshold", func() {
+		def := reptest.HelloDefinition(checked(1000, 1000, 1), "UNHEALTHY_AFTER", "1s")
+		reptest.RunHealthy(exe, reptest.Spec("touchy", def))
+		ev := reptest.NextEvent(exe)
+		Expect(ev.Kind).To(Equal(executor.Unhealthy))
+		Expect(ev.Reason).To(Equal("health check failed: GET /health on port 8080: 503"))
+		Expect(logOf("touchy")()).NotTo(ContainSubstring("in a row before it is unhealthy"))
+	})
+
+	It("honours the definition's timeout_ms", func() {
+		// The 503 comes after 3s; the default 2s timeout would see no
+		// answer either, so the timeout here is shorter and named.
+		def := reptest.HelloDefinition(checked(1500, 1500, 1), "UNHEALTHY_AFTER", "1s", "SLOW_HEALTH", "3s")
+		reptest.RunHealthy(exe, reptest.Spec("slow", def))
+		ev := reptest.NextEvent(exe)
+		Expect(ev.Kind).To(Equal(executor.Unhealthy))
+		Expect(ev.Reason).To(Equal("health check failed: GET /health on port 8080: no answer within 1.5s"))
+	})
+
+	It("honours the definition's interval_ms once healthy", func() {
+		// /health fails from 1s on, but the next check is ten minutes
+		// away; with the default interval it would be unhealthy within
+		// about 3s.
+		def := reptest.HelloDefinition(checked(600000, 1000, 1), "UNHEALTHY_AFTER", "1s")
+		st := reptest.RunHealthy(exe, reptest.Spec("patient", def))
+		Eventually(logOf("patient")).Should(ContainSubstring("UNHEALTHY_AFTER=1s passed"))
+		Consistently(exe.Events(), 4*time.Second).ShouldNot(Receive())
+		Expect(processGone(st.Pid)).To(BeFalse())
+	})
+
+	It("checks a starting instance more often than a long interval, so its start is not held up", func() {
+		// The first two checks get a 503; a start checked only every ten
+		// minutes would not be healthy within this spec.
+		def := reptest.HelloDefinition(checked(600000, 1000, 0), "UNHEALTHY", "1", "UNHEALTHY_CHECKS", "2")
+		reptest.RunHealthy(exe, reptest.Spec("eager", def))
+		Expect(logOf("eager")()).To(ContainSubstring("/health fails (0 more to fail after this one)"))
+	})
+})

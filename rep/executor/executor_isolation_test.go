@@ -1,0 +1,254 @@
+package executor_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/rep/executor"
+	"github.com/corkboard/corkboard/rep/internal/reptest"
+	"github.com/corkboard/corkboard/rep/isolation"
+)
+
+var _ = Describe("Executor isolation", func() {
+	var (
+		cfg executor.ExecutorConfig
+		exe *executor.Executor
+	)
+
+	BeforeEach(func() {
+		if os.Geteuid() != 0 {
+			Skip("isolating instances needs root; this suite runs as root on CI")
+		}
+		cfg = newConfig()
+		// An apps dir of its own, holding the rep's "secrets" and a set
+		// uid copy of id, so that what an instance may reach is known.
+		cfg.AppsDir = GinkgoT().TempDir()
+		Expect(os.Chmod(cfg.AppsDir, 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(cfg.AppsDir, "rep.key"), []byte("KEY-MATERIAL\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(cfg.AppsDir, "public.txt"), []byte("PUBLIC\n"), 0o644)).To(Succeed())
+		copyFile("/usr/bin/id", filepath.Join(cfg.AppsDir, "setuid-id"))
+		Expect(os.Chmod(filepath.Join(cfg.AppsDir, "setuid-id"), 0o4755|os.ModeSetuid)).To(Succeed())
+		cfg.Isolation.HideFiles = []string{filepath.Join(cfg.AppsDir, "rep.key")}
+	})
+
+	JustBeforeEach(func() {
+		exe = reptest.StartExecutor(cfg)
+	})
+
+	// runScript runs sh -c script to its end and returns its log.
+	runScript := func(guid, script string, env ...string) string {
+		GinkgoHelper()
+		def := reptest.ShellDefinition(script)
+		def.Action.Env = reptest.EnvVars(env...)
+		_, err := exe.Run(reptest.Spec(guid, def))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool {
+			_, ended := exe.Ended(guid)
+			return ended
+		}).Should(BeTrue())
+		log, err := exe.LogTail(guid, 200)
+		Expect(err).NotTo(HaveOccurred())
+		return string(log)
+	}
+
+	It("is full as root by default", func() {
+		Expect(exe.Isolation()).To(Equal(isolation.Full))
+	})
+
+	It("runs an instance as a uid of its own, without privileges, seeing only its own processes and files", func() {
+		// A neighbour with a secret in its env and its directory.
+		neighbour := reptest.ShellDefinition("echo secret > $HOME/secret.txt; exec sleep 100")
+		neighbour.Action.Env = reptest.EnvVars("SECRET", "neighbour-secret")
+		_, err := exe.Run(reptest.Spec("neighbour", neighbour))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reptest.NextEvent(exe).Kind).To(Equal(executor.Healthy))
+		neighbourDir := filepath.Join(cfg.DataDir, "instances", "neighbour")
+		Eventually(filepath.Join(neighbourDir, "secret.txt")).Should(BeAnExistingFile())
+		neighbourPid := reptest.Status(exe, "neighbour").Pid
+
+		log := runScript("probe", `
+echo "uid=$(id -u) gid=$(id -g) groups=$(id -G)"
+grep -E '^(NoNewPrivs|CapBnd|CapEff|CapPrm):' /proc/self/status
+echo "processes=$(ls /proc | grep -c '^[0-9]')"
+test -e /proc/$REP_PID && echo "sees-rep" || echo "rep-hidden"
+cat /proc/$NEIGHBOUR_PID/environ 2>/dev/null | tr '\0' '\n' | grep SECRET || echo "neighbour-environ-unreadable"
+cat $NEIGHBOUR_DIR/secret.txt 2>/dev/null || echo "neighbour-dir-unreadable"
+ls $DATA_DIR/instances 2>/dev/null | grep -q neighbour && echo "lists-data-dir" || echo "data-dir-hidden"
+cat $APPS_DIR/rep.key 2>/dev/null | grep -q KEY-MATERIAL && echo "read-key" || echo "key-hidden"
+cat $APPS_DIR/public.txt
+echo x > $APPS_DIR/new 2>/dev/null && echo "wrote-apps-dir" || echo "apps-dir-read-only"
+echo x > /usr/new 2>/dev/null && echo "wrote-usr" || echo "usr-read-only"
+echo x > /new 2>/dev/null && echo "wrote-root" || echo "root-read-only"
+echo "setuid=$($APPS_DIR/setuid-id -u)"
+echo mine > $HOME/mine.txt && cat $HOME/mine.txt
+echo temp > /tmp/t.txt && cat /tmp/t.txt
+`, "REP_PID", strconv.Itoa(os.Getpid()), "NEIGHBOUR_PID", strconv.Itoa(neighbourPid),
+			"NEIGHBOUR_DIR", neighbourDir, "DATA_DIR", cfg.DataDir, "APPS_DIR", cfg.AppsDir)
+
+		uid := uidOf(log)
+		Expect(uid).To(BeNumerically(">=", isolation.DefaultUIDFirst))
+		Expect(uid).To(BeNumerically("<", isolation.DefaultUIDFirst+isolation.DefaultUIDCount))
+		Expect(log).To(ContainSubstring("gid=%d groups=%d\n", uid, uid))
+		Expect(log).To(MatchRegexp(`NoNewPrivs:\s+1`))
+		Expect(log).To(MatchRegexp(`CapBnd:\s+0000000000000000`))
+		Expect(log).To(MatchRegexp(`CapEff:\s+0000000000000000`))
+		Expect(log).To(MatchRegexp(`CapPrm:\s+0000000000000000`))
+		// The init, sh, ls and grep.
+		Expect(log).To(MatchRegexp(`processes=[1-5]\n`))
+		for _, want := range []string{
+			"rep-hidden", "neighbour-environ-unreadable", "neighbour-dir-unreadable", "data-dir-hidden",
+			"key-hidden", "PUBLIC", "apps-dir-read-only", "usr-read-only", "root-read-only",
+			"setuid=" + strconv.Itoa(uid) + "\n", "mine\n", "temp\n",
+		} {
+			Expect(log).To(ContainSubstring(want))
+		}
+		Expect(log).NotTo(ContainSubstring("neighbour-secret"))
+
+		// Its directory is its own, its log the rep's alone.
+		dir := filepath.Join(cfg.DataDir, "instances", "probe")
+		info, err := os.Stat(dir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)))
+		Expect(info.Sys().(*syscall.Stat_t).Uid).To(Equal(uint32(uid)))
+		logInfo, err := os.Stat(filepath.Join(dir, "output.log"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(logInfo.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		Expect(logInfo.Sys().(*syscall.Stat_t).Uid).To(Equal(uint32(0)))
+		dataInfo, err := os.Stat(cfg.DataDir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dataInfo.Mode().Perm()).To(Equal(os.FileMode(0o700)))
+	})
+
+	It("gives each running instance its own uid and frees it when the instance ends", func() {
+		first := uidOf(runScript("first", "id -u"))
+		_, err := exe.Run(reptest.Spec("sleeper", reptest.ShellDefinition("id -u; exec sleep 100")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(reptest.NextEvent(exe).Kind).To(Equal(executor.Healthy))
+		var sleeperLog string
+		Eventually(func() string {
+			log, _ := exe.LogTail("sleeper", 50)
+			sleeperLog = string(log)
+			return sleeperLog
+		}).Should(MatchRegexp(`\n\d+\n`))
+		second := uidOf(runScript("second", "id -u"))
+		Expect(uidOf(sleeperLog)).NotTo(Equal(second))
+		Expect(first).NotTo(Equal(0))
+	})
+
+	It("bounds an instance's processes", func() {
+		log := runScript("forker", `grep -E '^Max (processes|open files)' /proc/self/limits`)
+		Expect(log).To(MatchRegexp(`Max processes\s+%d\s+%d\s`, isolation.DefaultMaxProcesses, isolation.DefaultMaxProcesses))
+		nofile := isolation.OpenFilesLimit(isolation.DefaultMaxOpenFiles)
+		Expect(log).To(MatchRegexp(`Max open files\s+%d\s+%d\s`, nofile, nofile))
+	})
+
+	It("runs setup isolated too, and the action can use what it made", func() {
+		def := reptest.ShellDefinition("cat $HOME/made-by-setup; id -u")
+		def.Setup = &models.RunAction{Path: "sh", Args: []string{"-c", "id -u > $HOME/made-by-setup"}}
+		_, err := exe.Run(reptest.Spec("with-setup", def))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool { _, ended := exe.Ended("with-setup"); return ended }).Should(BeTrue())
+		log, err := exe.LogTail("with-setup", 50)
+		Expect(err).NotTo(HaveOccurred())
+		lines := regexpAll(`(?m)^(\d+)$`, string(log))
+		Expect(lines).To(HaveLen(2), string(log))
+		Expect(lines[0]).To(Equal(lines[1]))
+		Expect(lines[0]).NotTo(Equal("0"))
+	})
+
+	It("ends everything an instance started with it, even what left its process group", func() {
+		// Unique command lines to look for among the host's processes.
+		marker := "1000." + strconv.Itoa(os.Getpid())
+		script := `sleep ` + marker + `1 & setsid sleep ` + marker + `2 & echo started; exit 4`
+		Expect(runScript("leaver", script)).To(ContainSubstring("crashed: exited with code 4"))
+		Eventually(func() []string { return hostCommands("sleep " + marker) }).Should(BeEmpty())
+	})
+
+	It("keeps the meaning of exit codes and signals", func() {
+		Expect(runScript("exits-3", "exit 3")).To(ContainSubstring("crashed: exited with code 3"))
+		Expect(runScript("killed", "kill -KILL $$")).To(ContainSubstring("crashed: killed by signal 9"))
+	})
+
+	Context(`with isolation "none"`, func() {
+		BeforeEach(func() {
+			cfg.Isolation.Mode = isolation.None
+		})
+
+		It("runs instances as the rep's user, seeing what it sees", func() {
+			Expect(exe.Isolation()).To(Equal(isolation.None))
+			log := runScript("plain", `id -u; cat $APPS_DIR/rep.key; test -e /proc/$REP_PID && echo sees-rep`,
+				"APPS_DIR", cfg.AppsDir, "REP_PID", strconv.Itoa(os.Getpid()))
+			Expect(log).To(ContainSubstring("\n0\n"))
+			Expect(log).To(ContainSubstring("KEY-MATERIAL"))
+			Expect(log).To(ContainSubstring("sees-rep"))
+		})
+	})
+})
+
+var _ = Describe("isolation modes", func() {
+	It(`refuses "full" where it cannot isolate, naming what is missing`, func() {
+		if os.Geteuid() == 0 {
+			Skip("as root this host can isolate; cmd/rep's suite runs the rep unprivileged for this")
+		}
+		dataDir := GinkgoT().TempDir()
+		_, err := isolation.New(isolation.Config{Mode: isolation.Full, DataDir: dataDir})
+		Expect(err).To(MatchError(ContainSubstring(`isolation "full" is not possible here: the rep runs as uid ` + strconv.Itoa(os.Geteuid()) + `, not root`)))
+		iso, err := isolation.New(isolation.Config{Mode: isolation.Auto, DataDir: dataDir})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(iso.Mode()).To(Equal(isolation.None))
+		Expect(iso.Unavailable()).To(MatchError(ContainSubstring("not root")))
+	})
+})
+
+func uidOf(log string) int {
+	GinkgoHelper()
+	m := regexpAll(`(?m)^(?:uid=)?(\d+)\b`, log)
+	Expect(m).NotTo(BeEmpty(), log)
+	uid, err := strconv.Atoi(m[0])
+	Expect(err).NotTo(HaveOccurred())
+	return uid
+}
+
+func regexpAll(pattern, text string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func copyFile(from, to string) {
+	GinkgoHelper()
+	data, err := os.ReadFile(from)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(to, data, 0o755)).To(Succeed())
+}
+
+// hostCommands lists the command lines of the host's processes that
+// start with prefix (arguments joined by spaces).
+func hostCommands(prefix string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, entry := range entries {
+		if _, err := strconv.Atoi(entry.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmdline := strings.TrimSpace(strings.ReplaceAll(string(data), "\x00", " "))
+		if strings.HasPrefix(cmdline, prefix) {
+			found = append(found, cmdline)
+		}
+	}
+	return found
+}
