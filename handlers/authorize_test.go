@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
@@ -166,7 +166,7 @@ var _ = Describe("Authorization by client certificate", func() {
 
 	BeforeEach(func() {
 		b = newTLSBoard(authStore, jsonWire, handlers.WithEvents(newHub()),
-			handlers.WithRolloutPlanner(convergence.NewRolloutPlanner(authStore, convergence.RunnerConfig{}).Plan))
+			handlers.WithRolloutPlanner(runner.NewRolloutPlanner(authStore, runner.RunnerConfig{}).Plan))
 	})
 
 	var entries []TableEntry

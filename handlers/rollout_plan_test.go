@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
@@ -31,7 +31,7 @@ var _ = Describe("Rollout plan API", func() {
 
 				BeforeEach(func() {
 					store := stores[dialect]
-					planner := convergence.NewRolloutPlanner(store, convergence.RunnerConfig{})
+					planner := runner.NewRolloutPlanner(store, runner.RunnerConfig{})
 					triggered = nil
 					b = newBoardWith(store, wire, handlers.WithRolloutPlanner(planner.Plan),
 						handlers.WithConvergenceTrigger(func(guid string) { triggered = append(triggered, guid) }))

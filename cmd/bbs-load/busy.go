@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -115,7 +115,7 @@ func runBusy(ctx context.Context, args []string) error {
 	reports := cellReports(*l)
 	step("registered %d cells, seeded %d RUNNING instances (set-up, not measured) in %s", l.cells, l.total(), seconds(time.Since(began)))
 
-	mirror := convergence.NewMirror(d.store, nil)
+	mirror := runner.NewMirror(d.store, nil)
 	first, err := convergeMirrored(ctx, d.store, mirror, nil)
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ type busyWindow struct {
 // and waits for all of them. A pass or report under way when the window
 // ends is finished, not cancelled, so that it is not mistaken for a
 // failure.
-func runBusyWindow(ctx context.Context, store db.DB, mirror *convergence.Mirror, cells []*simulatedCell,
+func runBusyWindow(ctx context.Context, store db.DB, mirror *runner.Mirror, cells []*simulatedCell,
 	reports [][]*models.ReportedInstance, url string, cfg busyConfig) *busyWindow {
 	w := &busyWindow{
 		desires: &requests{}, updates: &requests{}, gets: &requests{},

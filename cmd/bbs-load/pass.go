@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 )
 
@@ -33,7 +34,7 @@ func convergeFor(ctx context.Context, s db.DB, guids []string) (pass, error) {
 
 // convergeMirrored runs one pass over the LRPs named (all when nil) from
 // a mirror, as the lease holder's runner does between takeovers.
-func convergeMirrored(ctx context.Context, s db.DB, m *convergence.Mirror, guids []string) (pass, error) {
+func convergeMirrored(ctx context.Context, s db.DB, m *runner.Mirror, guids []string) (pass, error) {
 	return convergeWith(ctx, s, func() (*db.Snapshot, error) { return m.Snapshot(ctx, guids) }, m.Applied)
 }
 

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
@@ -23,7 +23,7 @@ var _ = Describe("cork rollout plan", func() {
 
 	BeforeEach(func() {
 		store := openStore()
-		planner := convergence.NewRolloutPlanner(store, convergence.RunnerConfig{})
+		planner := runner.NewRolloutPlanner(store, runner.RunnerConfig{})
 		board = serve(store, handlers.WithRolloutPlanner(planner.Plan))
 		Expect(runCork(board, "", "desire", fixture("hello-local.json")).code).To(Equal(0))
 		ctx := context.Background()

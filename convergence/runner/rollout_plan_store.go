@@ -1,8 +1,9 @@
-package convergence
+package runner
 
 import (
 	"context"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -38,7 +39,7 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 	if err != nil {
 		return nil, err
 	}
-	if findDesired(snapshot, guid) == nil {
+	if !desires(snapshot, guid) {
 		return nil, models.NewError(models.Error_ResourceNotFound, "desired_lrp %q not found", guid)
 	}
 	summaries, err := p.store.Definitions(ctx, guid)
@@ -56,9 +57,20 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 	if p.cfg.PresenceGrace != nil {
 		planner.PresenceGrace = p.cfg.PresenceGrace()
 	}
-	return PlanRollout(DryRun{
+	return convergence.PlanRollout(convergence.DryRun{
 		Snapshot: snapshot, ProcessGuid: guid, Definitions: definitions, Update: req.GetUpdate(),
 		ReadyAfter: models.Millis(req.GetReadyAfterMs()),
 		Now:        p.cfg.Now(), Config: planner, RolloutInterval: p.cfg.RolloutInterval,
 	})
+}
+
+// desires reports whether the snapshot holds guid's DesiredLRP: a plan
+// reads the definitions of an LRP that exists only.
+func desires(s *db.Snapshot, guid string) bool {
+	for i := range s.Desired {
+		if s.Desired[i].ProcessGuid == guid {
+			return true
+		}
+	}
+	return false
 }
