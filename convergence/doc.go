@@ -7,7 +7,7 @@
 //
 //	plan := convergence.Compute(snapshot, now, convergence.DefaultConfig())
 //
-// Compute reads a db.Snapshot (every DesiredLRP's schedule, every ActualLRP
+// Compute reads a Snapshot (every DesiredLRP's schedule, every ActualLRP
 // row, every cell, the fresh domains), decides what should change at time
 // now, and returns a Plan. It does no I/O, keeps no state between calls,
 // never modifies the snapshot, and returns the same plan for the same
@@ -17,7 +17,7 @@
 //
 // # The plan
 //
-// Plan.Writes is a db.ConvergenceWrites: the rows to delete, promote,
+// Plan.Writes is a ConvergenceWrites: the rows to delete, promote,
 // mark suspect, create, restart, unassign, place, or mark as unplaceable.
 // Plan.Reasons holds one sentence per write, index for index, for logs
 // and tests. Plan.Counts are the gauges of the pass (see Counts for
@@ -42,7 +42,7 @@
 // Place or PlacementFailed. The second write names the version the first
 // one leaves: state UNCLAIMED and modification index + 1. This relies on
 // two promises of ApplyConvergence: it performs the groups in the order
-// documented on db.ConvergenceWrites, and every write it applies bumps the
+// documented on ConvergenceWrites, and every write it applies bumps the
 // row's modification index by exactly one. If the first write loses a race,
 // the second finds a different version and is skipped too.
 //
@@ -168,7 +168,7 @@
 // unassignments) is not reused before the next pass, so a write that loses
 // its race can never overcommit a cell; and a plan places only while no
 // other plan has placed since its snapshot was read (the placement epoch,
-// db.ConvergenceWrites.PlacementEpoch), so two passes cannot both take the
+// ConvergenceWrites.PlacementEpoch), so two passes cannot both take the
 // last slot of a cell.
 //
 // Among the cells that fit, an instance goes to the one with the fewest
@@ -338,7 +338,7 @@
 //
 // # Rollout records
 //
-// Each LRP that changed definition has a record (db.RolloutRow); the
+// Each LRP that changed definition has a record (RolloutRow); the
 // update, rollback or abort that changed the active definition wrote it
 // as PROGRESSING. Compute writes it (Writes.Rollouts, compare-and-set on
 // its modification index and the active definition) only when something

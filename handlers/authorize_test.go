@@ -105,10 +105,10 @@ func setUpFixture(b *board) fixture {
 	f.definitionID = desired.GetDesiredLrp().GetActiveDefinitionId()
 	f.operationID = desired.GetOperationId()
 
-	running := db.ActualLRPKey{ProcessGuid: f.guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
+	running := models.ActualLRPKey{ProcessGuid: f.guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
 	place(authStore, running, cell1)
-	place(authStore, db.ActualLRPKey{ProcessGuid: f.guid, Index: 1, Presence: models.ActualLRP_ORDINARY}, cell1)
-	owner := db.Caller{InstanceGuid: instanceGuid, CellID: cell1}
+	place(authStore, models.ActualLRPKey{ProcessGuid: f.guid, Index: 1, Presence: models.ActualLRP_ORDINARY}, cell1)
+	owner := models.Caller{InstanceGuid: instanceGuid, CellID: cell1}
 	_, err := authStore.ClaimActualLRP(ctx, running, owner)
 	Expect(err).NotTo(HaveOccurred())
 	_, err = authStore.StartActualLRP(ctx, running, owner, netInfo(), true)

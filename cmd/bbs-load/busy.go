@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -239,7 +240,7 @@ func runBusyWindow(ctx context.Context, store db.DB, mirror *runner.Mirror, cell
 		wg.Add(1)
 		go passes("a full-read pass", cfg.fullReadEvery,
 			func() (pass, error) {
-				return planWith(func() (*db.Snapshot, error) { return store.ConvergenceSnapshot(ctx, nil) })
+				return planWith(func() (*convergence.Snapshot, error) { return store.ConvergenceSnapshot(ctx, nil) })
 			},
 			w.full.add)
 	}
@@ -356,7 +357,7 @@ func (r *requests) time(call func() error) bool {
 // onlyClientWrites fails when a plan writes to a seeded LRP: nothing but
 // the clients changes anything in the window, so a pass has nothing to do
 // except for the LRPs they desired or updated.
-func onlyClientWrites(what string, w *db.ConvergenceWrites) error {
+func onlyClientWrites(what string, w *convergence.ConvergenceWrites) error {
 	for _, guid := range w.ProcessGuids() {
 		if !strings.HasPrefix(guid, busyClientPrefix) {
 			return fmt.Errorf("%s planned writes to the seeded LRP %s, which nothing changed: %s", what, guid, describeWrites(w))
@@ -372,7 +373,7 @@ type writeTally struct {
 	placementFailed                      int
 }
 
-func (t *writeTally) add(w *db.ConvergenceWrites) {
+func (t *writeTally) add(w *convergence.ConvergenceWrites) {
 	t.count += writeCount(w)
 	t.places += len(w.Place)
 	t.creates += len(w.Create)

@@ -386,8 +386,8 @@ func (c *rolloutCell) stop(ctx context.Context, store db.DB, stop []*models.Repo
 		if s.GetPresence() != models.ActualLRP_RETIRING && instance.presence != models.ActualLRP_RETIRING {
 			continue
 		}
-		key := db.ActualLRPKey{ProcessGuid: instance.processGuid, Index: instance.index, Presence: models.ActualLRP_RETIRING}
-		if err := store.RemoveActualLRP(ctx, key, db.Caller{InstanceGuid: instance.instanceGuid, CellID: c.id}); err != nil {
+		key := models.ActualLRPKey{ProcessGuid: instance.processGuid, Index: instance.index, Presence: models.ActualLRP_RETIRING}
+		if err := store.RemoveActualLRP(ctx, key, models.Caller{InstanceGuid: instance.instanceGuid, CellID: c.id}); err != nil {
 			return removed, fmt.Errorf("%s: remove RETIRING %s/%d: %w", c.id, instance.processGuid, instance.index, err)
 		}
 		removed++

@@ -73,7 +73,7 @@ var _ = Describe("Mirror", func() {
 	}
 })
 
-func snapshotDiff(got, want *db.Snapshot) string {
+func snapshotDiff(got, want *convergence.Snapshot) string {
 	return cmp.Diff(got, want, protocmp.Transform(), cmpopts.EquateEmpty())
 }
 
@@ -212,8 +212,8 @@ func (w *randomWriter) repActs() {
 		if lrp.GetCellId() == "" {
 			continue
 		}
-		key := db.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()}
-		caller := db.Caller{InstanceGuid: lrp.GetInstanceGuid(), CellID: lrp.GetCellId()}
+		key := models.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()}
+		caller := models.Caller{InstanceGuid: lrp.GetInstanceGuid(), CellID: lrp.GetCellId()}
 		switch {
 		case lrp.GetState() == models.ActualLRP_UNCLAIMED || lrp.GetState() == models.ActualLRP_CLAIMED:
 			_, _ = w.store.ClaimActualLRP(w.ctx, key, caller)

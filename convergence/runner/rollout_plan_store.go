@@ -4,14 +4,13 @@ import (
 	"context"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
 // RolloutPlanStore is what a rollout plan reads: nothing else, and it
 // writes nothing.
 type RolloutPlanStore interface {
-	ConvergenceSnapshot(ctx context.Context, processGuids []string) (*db.Snapshot, error)
+	ConvergenceSnapshot(ctx context.Context, processGuids []string) (*convergence.Snapshot, error)
 	Definitions(ctx context.Context, processGuid string) ([]*models.DefinitionSummary, error)
 }
 
@@ -46,9 +45,9 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 	if err != nil {
 		return nil, err
 	}
-	definitions := make([]db.DefinitionRow, len(summaries))
+	definitions := make([]convergence.DefinitionRow, len(summaries))
 	for i, def := range summaries {
-		definitions[i] = db.DefinitionRow{
+		definitions[i] = convergence.DefinitionRow{
 			ProcessGuid: guid, DefinitionID: def.GetDefinitionId(), CreatedAt: def.GetCreatedAt(),
 			MemoryMB: def.GetMemoryMb(), DiskMB: def.GetDiskMb(),
 		}
@@ -66,7 +65,7 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 
 // desires reports whether the snapshot holds guid's DesiredLRP: a plan
 // reads the definitions of an LRP that exists only.
-func desires(s *db.Snapshot, guid string) bool {
+func desires(s *convergence.Snapshot, guid string) bool {
 	for i := range s.Desired {
 		if s.Desired[i].ProcessGuid == guid {
 			return true

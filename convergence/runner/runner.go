@@ -356,7 +356,7 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 	}
 	computed := time.Now()
 
-	result := &db.ConvergenceResult{}
+	result := &convergence.ConvergenceResult{}
 	if !plan.Writes.Empty() {
 		result, err = r.store.ApplyConvergence(ctx, &plan.Writes)
 		r.mirror.Applied(&plan.Writes, result, err)
@@ -392,7 +392,7 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 
 // noteRollouts updates the set of LRPs with a rollout under way from a
 // snapshot of guids (every LRP when nil).
-func (r *Runner) noteRollouts(guids []string, snapshot *db.Snapshot) {
+func (r *Runner) noteRollouts(guids []string, snapshot *convergence.Snapshot) {
 	if guids == nil {
 		clear(r.rolling)
 	}
@@ -410,7 +410,7 @@ func (r *Runner) noteRollouts(guids []string, snapshot *db.Snapshot) {
 // take: progressing, reverting, or (state NONE) a removed LRP's
 // definitions to clean up. A FAILED rollout waits for an operator, and the
 // full pass keeps an eye on it.
-func rolloutUnderway(rec *db.RolloutRow) bool {
+func rolloutUnderway(rec *convergence.RolloutRow) bool {
 	switch rec.State {
 	case models.RolloutStatus_PROGRESSING, models.RolloutStatus_NONE:
 		return true
@@ -493,7 +493,7 @@ func countsData(c *convergence.Counts) map[string]int {
 	}
 }
 
-func writeCounts(w *db.ConvergenceWrites) map[string]int {
+func writeCounts(w *convergence.ConvergenceWrites) map[string]int {
 	return map[string]int{
 		"delete":             len(w.Delete),
 		"promote":            len(w.Promote),

@@ -121,8 +121,8 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
 				run := func(lrp *models.ActualLRP) {
 					GinkgoHelper()
-					key := db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
-					caller := db.Caller{InstanceGuid: fmt.Sprintf("instance-%d-%s", lrp.Index, lrp.CellId), CellID: lrp.CellId}
+					key := models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+					caller := models.Caller{InstanceGuid: fmt.Sprintf("instance-%d-%s", lrp.Index, lrp.CellId), CellID: lrp.CellId}
 					_, err := store.ClaimActualLRP(ctx, key, caller)
 					Expect(err).NotTo(HaveOccurred())
 					_, err = store.StartActualLRP(ctx, key, caller, &models.NetInfo{Address: "10.0.0.1"}, true)
@@ -176,8 +176,8 @@ var _ = Describe("Runner", func() {
 
 				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner})
 				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
-				key := db.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
-				caller := db.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
+				key := models.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
 				_, err := store.ClaimActualLRP(ctx, key, caller)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")
@@ -213,8 +213,8 @@ var _ = Describe("Runner", func() {
 
 				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner, Now: ahead})
 				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
-				key := db.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
-				caller := db.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
+				key := models.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
 				_, err = store.ClaimActualLRP(ctx, key, caller)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")

@@ -113,18 +113,18 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 // reportRows reads the cell's rows and the rows of reported keys placed
 // elsewhere, keyed by row key; lock ("" or the dialect's FOR UPDATE) ends
 // each query.
-func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance, lock string) (map[db.ActualLRPKey]*models.ActualLRP, error) {
+func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance, lock string) (map[models.ActualLRPKey]*models.ActualLRP, error) {
 	onCell, err := s.selectActualLRPs(ctx, q, "cell_id = ?"+lock, cellID)
 	if err != nil {
 		return nil, err
 	}
-	rows := make(map[db.ActualLRPKey]*models.ActualLRP, len(onCell))
+	rows := make(map[models.ActualLRPKey]*models.ActualLRP, len(onCell))
 	for _, lrp := range onCell {
 		rows[keyOf(lrp)] = lrp
 	}
-	var elsewhere []db.ActualLRPKey
-	wanted := map[db.ActualLRPKey]bool{}
-	want := func(key db.ActualLRPKey) {
+	var elsewhere []models.ActualLRPKey
+	wanted := map[models.ActualLRPKey]bool{}
+	want := func(key models.ActualLRPKey) {
 		if rows[key] == nil && !wanted[key] {
 			wanted[key] = true
 			elsewhere = append(elsewhere, key)
@@ -152,7 +152,7 @@ func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instan
 // selectActualLRPsByKey reads the rows of keys (each at most once), in
 // queries of at most reportKeyBatch keys; lock ("" or the dialect's FOR
 // UPDATE) ends each query.
-func (s *SQLDB) selectActualLRPsByKey(ctx context.Context, q queryer, keys []db.ActualLRPKey, lock string) ([]*models.ActualLRP, error) {
+func (s *SQLDB) selectActualLRPsByKey(ctx context.Context, q queryer, keys []models.ActualLRPKey, lock string) ([]*models.ActualLRP, error) {
 	var rows []*models.ActualLRP
 	for start := 0; start < len(keys); start += reportKeyBatch {
 		batch := keys[start:min(len(keys), start+reportKeyBatch)]
@@ -179,9 +179,9 @@ type reconciliation struct {
 }
 
 // reconcileReport decides the report's outcome from the rows as read.
-func reconcileReport(cellID string, instances []*models.ReportedInstance, rows map[db.ActualLRPKey]*models.ActualLRP, now int64) *reconciliation {
+func reconcileReport(cellID string, instances []*models.ReportedInstance, rows map[models.ActualLRPKey]*models.ActualLRP, now int64) *reconciliation {
 	rec := &reconciliation{result: &db.BulkReportResult{}}
-	adopted := map[db.ActualLRPKey]bool{}
+	adopted := map[models.ActualLRPKey]bool{}
 	for _, r := range instances {
 		key := reportedKey(r)
 		row := rows[key]
@@ -260,7 +260,7 @@ func reportMatches(row *models.ActualLRP, r *models.ReportedInstance, cellID str
 //     it to stop;
 //   - reported RETIRING, held ORDINARY: its definition is active again and
 //     convergence promoted it back.
-func heldUnderAnotherPresence(rows map[db.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
+func heldUnderAnotherPresence(rows map[models.ActualLRPKey]*models.ActualLRP, r *models.ReportedInstance, cellID string) *models.ActualLRP {
 	var presences []models.ActualLRP_Presence
 	switch r.Presence {
 	case models.ActualLRP_ORDINARY:
@@ -282,7 +282,7 @@ func heldUnderAnotherPresence(rows map[db.ActualLRPKey]*models.ActualLRP, r *mod
 // replacementPending reports whether the index of the EVACUATING row key
 // still waits for its replacement: its ORDINARY row exists and is not
 // RUNNING. The evacuating instance keeps running until then.
-func replacementPending(rows map[db.ActualLRPKey]*models.ActualLRP, key db.ActualLRPKey) bool {
+func replacementPending(rows map[models.ActualLRPKey]*models.ActualLRP, key models.ActualLRPKey) bool {
 	key.Presence = models.ActualLRP_ORDINARY
 	ordinary := rows[key]
 	return ordinary != nil && ordinary.State != models.ActualLRP_RUNNING
@@ -310,10 +310,10 @@ func reportedVersion(row *models.ActualLRP, r *models.ReportedInstance, now int6
 	return after
 }
 
-func reportedKey(r *models.ReportedInstance) db.ActualLRPKey {
-	return db.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: r.Presence}
+func reportedKey(r *models.ReportedInstance) models.ActualLRPKey {
+	return models.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: r.Presence}
 }
 
-func keyOf(lrp *models.ActualLRP) db.ActualLRPKey {
-	return db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+func keyOf(lrp *models.ActualLRP) models.ActualLRPKey {
+	return models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
 }

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -52,7 +53,7 @@ var rolloutColumns = []string{
 
 // rolloutRecord is one row of rollouts.
 type rolloutRecord struct {
-	db.RolloutRow
+	convergence.RolloutRow
 	// Settled: the snapshot no longer reads the record.
 	Settled bool
 }
@@ -137,7 +138,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 	if current != nil {
 		expect = current.ModificationIndex
 	}
-	rec := &rolloutRecord{RolloutRow: db.StartedRollout(processGuid, to, reason, operationID, stage, now)}
+	rec := &rolloutRecord{RolloutRow: convergence.StartedRollout(processGuid, to, reason, operationID, stage, now)}
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
 
@@ -151,7 +152,7 @@ func (s *SQLDB) markRolloutUnsettled(ctx context.Context, tx *sql.Tx, processGui
 	}
 	var expect int64
 	if rec == nil {
-		rec = &rolloutRecord{RolloutRow: db.RolloutRow{ProcessGuid: processGuid, State: models.RolloutStatus_NONE}}
+		rec = &rolloutRecord{RolloutRow: convergence.RolloutRow{ProcessGuid: processGuid, State: models.RolloutStatus_NONE}}
 	} else {
 		expect = rec.ModificationIndex
 	}
