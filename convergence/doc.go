@@ -1,9 +1,7 @@
 // Package convergence keeps the board's actual instances in line with its
-// desired ones.
-//
-// The package holds the planner, a pure function, and beside it the runner
-// (runner.go) that loads a snapshot, computes, and applies the plan while
-// it holds the convergence lease (lease.go).
+// desired ones. It is the planner, a pure function, and the vocabulary the
+// planner reads and writes; the runner that feeds it and applies its plans
+// is package convergence/runner.
 //
 //	plan := convergence.Compute(snapshot, now, convergence.DefaultConfig())
 //
@@ -12,8 +10,33 @@
 // now, and returns a Plan. It does no I/O, keeps no state between calls,
 // never modifies the snapshot, and returns the same plan for the same
 // input whatever the order of the snapshot's slices. The runner loads
-// snapshots, applies plans with db.ConvergenceDB.ApplyConvergence, emits
-// events and metrics, and holds the convergence lease.
+// snapshots, applies plans with db.ConvergenceDB.ApplyConvergence (the
+// store emits the events), exports metrics, and holds the convergence
+// lease.
+//
+// # What lives where
+//
+//   - convergence (this package): the planner — Compute and what it
+//     decides with (reconcile, placement, moves, rollouts, staged phases,
+//     autoscaling, operations, validation, explanations) — the rollout dry
+//     run (PlanRollout) with its in-memory apply, and the vocabulary:
+//     Snapshot and its rows (snapshot.go), ConvergenceWrites with every
+//     write type and ConvergenceResult (writes.go). It imports models,
+//     protobuf's proto and the standard library; imports_test.go fails
+//     should it link database/sql, net/http, Prometheus, db or the runner,
+//     or take a context.
+//   - convergence/runner: the I/O around the planner. Runner (a pass while
+//     it holds the convergence lease: lease.go, schedule.go), Mirror (the
+//     snapshot kept in memory from the event log), the pass metrics
+//     (metrics.go) and RolloutPlanner, which reads the live state for a dry
+//     run.
+//   - db: ConvergenceDB and ConvergenceFeedDB, the storage seam the runner
+//     reads and applies through, in this package's terms; db/sqldb
+//     implements them.
+//   - models: ActualLRPKey and Caller, shared by the planner, storage and
+//     the lifecycle calls.
+//
+// Imports go one way: runner → db → convergence → models.
 //
 // # The plan
 //
