@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -69,9 +70,9 @@ var _ = Describe("Draining and evacuation against a real board", func() {
 		Expect(err).NotTo(HaveOccurred())
 		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: proto.Int32(0)})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{
-			Row: db.RowVersion{
-				Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
+		_, err = store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{
+			Row: convergence.RowVersion{
+				Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
 				State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
 			},
 			CellID: cellID,

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -22,7 +21,7 @@ import (
 //
 // ApplyConvergence's events, operations and placement epoch have no
 // counterpart here.
-func ApplyPlan(s *db.Snapshot, plan *Plan, now time.Time) (*db.Snapshot, error) {
+func ApplyPlan(s *Snapshot, plan *Plan, now time.Time) (*Snapshot, error) {
 	m := newMemoryStore(s, now)
 	w := &plan.Writes
 	if err := m.autoscale(w.Autoscale); err != nil {
@@ -40,21 +39,21 @@ func ApplyPlan(s *db.Snapshot, plan *Plan, now time.Time) (*db.Snapshot, error) 
 
 // memoryStore is a snapshot taken apart for ApplyPlan.
 type memoryStore struct {
-	before  *db.Snapshot
+	before  *Snapshot
 	now     int64
-	rowsBy  map[db.ActualLRPKey]db.ActualRow
-	desired []db.DesiredSchedule
-	records map[string]db.RolloutRow
-	defs    []db.DefinitionRow
+	rowsBy  map[models.ActualLRPKey]ActualRow
+	desired []DesiredSchedule
+	records map[string]RolloutRow
+	defs    []DefinitionRow
 }
 
-func newMemoryStore(s *db.Snapshot, now time.Time) *memoryStore {
+func newMemoryStore(s *Snapshot, now time.Time) *memoryStore {
 	m := &memoryStore{
 		before:  s,
 		now:     now.UnixNano(),
-		rowsBy:  make(map[db.ActualLRPKey]db.ActualRow, len(s.Actual)),
+		rowsBy:  make(map[models.ActualLRPKey]ActualRow, len(s.Actual)),
 		desired: slices.Clone(s.Desired),
-		records: make(map[string]db.RolloutRow, len(s.Rollouts)),
+		records: make(map[string]RolloutRow, len(s.Rollouts)),
 		defs:    slices.Clone(s.Definitions),
 	}
 	for _, r := range s.Actual {
@@ -66,7 +65,7 @@ func newMemoryStore(s *db.Snapshot, now time.Time) *memoryStore {
 	return m
 }
 
-func (m *memoryStore) lrp(guid string) *db.DesiredSchedule {
+func (m *memoryStore) lrp(guid string) *DesiredSchedule {
 	for i := range m.desired {
 		if m.desired[i].ProcessGuid == guid {
 			return &m.desired[i]
@@ -89,7 +88,7 @@ func (m *memoryStore) resources(guid, definitionID string) (memoryMB, diskMB int
 	return 0, 0
 }
 
-func (m *memoryStore) autoscale(writes []db.AutoscaleWrite) error {
+func (m *memoryStore) autoscale(writes []AutoscaleWrite) error {
 	for _, w := range writes {
 		d := m.lrp(w.ProcessGuid)
 		if d == nil || d.ModificationIndex != w.ExpectModificationIndex || d.Instances != w.PreviousInstances {
@@ -105,7 +104,7 @@ func (m *memoryStore) autoscale(writes []db.AutoscaleWrite) error {
 }
 
 // at is the row v names, if it is still at that version.
-func (m *memoryStore) at(v db.RowVersion) (db.ActualRow, error) {
+func (m *memoryStore) at(v RowVersion) (ActualRow, error) {
 	r, ok := m.rowsBy[v.Key]
 	if !ok || r.State != v.State || r.ModificationIndex != v.ModificationIndex {
 		return r, fmt.Errorf("write for %+v finds %+v (exists %v)", v, r, ok)
@@ -113,13 +112,13 @@ func (m *memoryStore) at(v db.RowVersion) (db.ActualRow, error) {
 	return r, nil
 }
 
-func (m *memoryStore) save(r db.ActualRow) {
+func (m *memoryStore) save(r ActualRow) {
 	r.ModificationIndex++
 	m.rowsBy[r.Key()] = r
 }
 
 // moveTo gives row r another presence; the key it moves to must be free.
-func (m *memoryStore) moveTo(r db.ActualRow, presence models.ActualLRP_Presence) error {
+func (m *memoryStore) moveTo(r ActualRow, presence models.ActualLRP_Presence) error {
 	next := r
 	next.Presence = presence
 	if _, taken := m.rowsBy[next.Key()]; taken {
@@ -131,7 +130,7 @@ func (m *memoryStore) moveTo(r db.ActualRow, presence models.ActualLRP_Presence)
 }
 
 // rows applies the row writes in ApplyConvergence's order.
-func (m *memoryStore) rows(w *db.ConvergenceWrites) error {
+func (m *memoryStore) rows(w *ConvergenceWrites) error {
 	for _, v := range w.Delete {
 		if _, err := m.at(v); err != nil {
 			return err
@@ -139,7 +138,7 @@ func (m *memoryStore) rows(w *db.ConvergenceWrites) error {
 		delete(m.rowsBy, v.Key)
 	}
 	for _, group := range []struct {
-		versions []db.RowVersion
+		versions []RowVersion
 		to       models.ActualLRP_Presence
 	}{{w.Promote, ordinary}, {w.MarkSuspect, suspect}} {
 		for _, v := range group.versions {
@@ -162,22 +161,22 @@ func (m *memoryStore) rows(w *db.ConvergenceWrites) error {
 			return err
 		}
 	}
-	if err := m.each(w.RequestStop, func(r *db.ActualRow) { r.StopRequested, r.Since = true, m.now }); err != nil {
+	if err := m.each(w.RequestStop, func(r *ActualRow) { r.StopRequested, r.Since = true, m.now }); err != nil {
 		return err
 	}
 	for _, c := range w.Create {
-		key := db.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
+		key := models.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
 		if _, taken := m.rowsBy[key]; taken {
 			return fmt.Errorf("create %+v: key is taken", key)
 		}
 		memory, disk := m.resources(c.ProcessGuid, c.DefinitionID)
-		m.rowsBy[key] = db.ActualRow{
+		m.rowsBy[key] = ActualRow{
 			ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary, State: unclaimed,
 			Domain: c.Domain, CellID: c.CellID, DefinitionID: c.DefinitionID, Since: m.now,
 			PlacementError: c.PlacementError, ModificationIndex: 1, MemoryMB: memory, DiskMB: disk,
 		}
 	}
-	unassign := func(r *db.ActualRow) {
+	unassign := func(r *ActualRow) {
 		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimed, "", m.now, false, false
 	}
 	if err := m.each(w.Restart, unassign); err != nil {
@@ -216,7 +215,7 @@ func (m *memoryStore) rows(w *db.ConvergenceWrites) error {
 }
 
 // each changes every row of versions in place.
-func (m *memoryStore) each(versions []db.RowVersion, change func(r *db.ActualRow)) error {
+func (m *memoryStore) each(versions []RowVersion, change func(r *ActualRow)) error {
 	for _, v := range versions {
 		r, err := m.at(v)
 		if err != nil {
@@ -228,7 +227,7 @@ func (m *memoryStore) each(versions []db.RowVersion, change func(r *db.ActualRow
 	return nil
 }
 
-func (m *memoryStore) rollouts(writes []db.RolloutWrite) error {
+func (m *memoryStore) rollouts(writes []RolloutWrite) error {
 	for _, w := range writes {
 		rec := m.records[w.ProcessGuid]
 		active := ""
@@ -262,27 +261,27 @@ func (m *memoryStore) rollouts(writes []db.RolloutWrite) error {
 	return nil
 }
 
-func (m *memoryStore) deleteDefinitions(refs []db.DefinitionRef) {
-	m.defs = slices.DeleteFunc(m.defs, func(def db.DefinitionRow) bool {
-		return slices.Contains(refs, db.DefinitionRef{ProcessGuid: def.ProcessGuid, DefinitionID: def.DefinitionID})
+func (m *memoryStore) deleteDefinitions(refs []DefinitionRef) {
+	m.defs = slices.DeleteFunc(m.defs, func(def DefinitionRow) bool {
+		return slices.Contains(refs, DefinitionRef{ProcessGuid: def.ProcessGuid, DefinitionID: def.DefinitionID})
 	})
 }
 
 // snapshot is the state after the writes, in the order the store reads it.
-func (m *memoryStore) snapshot() *db.Snapshot {
+func (m *memoryStore) snapshot() *Snapshot {
 	s := m.before
-	after := &db.Snapshot{
+	after := &Snapshot{
 		Desired: m.desired, Cells: s.Cells, FreshDomains: s.FreshDomains, Partial: s.Partial,
 		PlacementEpoch: s.PlacementEpoch, Definitions: m.defs,
-		Actual: make([]db.ActualRow, 0, len(m.rowsBy)),
+		Actual: make([]ActualRow, 0, len(m.rowsBy)),
 	}
 	for _, r := range m.rowsBy {
 		after.Actual = append(after.Actual, r)
 	}
-	slices.SortFunc(after.Actual, func(a, b db.ActualRow) int { return compareRows(&a, &b) })
+	slices.SortFunc(after.Actual, func(a, b ActualRow) int { return compareRows(&a, &b) })
 	for _, rec := range m.records {
 		after.Rollouts = append(after.Rollouts, rec)
 	}
-	slices.SortFunc(after.Rollouts, func(a, b db.RolloutRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
+	slices.SortFunc(after.Rollouts, func(a, b RolloutRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
 	return after
 }

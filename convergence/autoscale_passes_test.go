@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -58,16 +57,16 @@ var _ = Describe("Autoscaling over many passes", func() {
 // just become active; the autoscaler wanted 25 long ago and, in the
 // downscale, 10 for longer than its window of 10 s. Replacements are ready
 // after 3 s.
-func maestroSnapshot(now time.Time, occupied []int32) *db.Snapshot {
-	s := &db.Snapshot{FreshDomains: []string{"apps"}}
+func maestroSnapshot(now time.Time, occupied []int32) *convergence.Snapshot {
+	s := &convergence.Snapshot{FreshDomains: []string{"apps"}}
 	for i := range 2 {
-		s.Cells = append(s.Cells, db.CellRow{
+		s.Cells = append(s.Cells, convergence.CellRow{
 			CellID: fmt.Sprintf("cell-%d", i), Zone: fmt.Sprintf("z%d", i),
-			Capacity:  db.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
+			Capacity:  convergence.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
 			ExpiresAt: now.Add(time.Hour).UnixNano(),
 		})
 	}
-	s.Desired = []db.DesiredSchedule{{
+	s.Desired = []convergence.DesiredSchedule{{
 		ProcessGuid: "rooms", Domain: "apps", Instances: 25, ActiveDefinitionID: "v2", HealthyDefinitionID: "v1",
 		UpdateStrategy: &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "0", MinReadyMs: 3000}, MemoryMB: 64, DiskMB: 64,
 		Autoscaling: &models.Autoscaling{
@@ -82,16 +81,16 @@ func maestroSnapshot(now time.Time, occupied []int32) *db.Snapshot {
 		}},
 		ModificationIndex: 1,
 	}}
-	s.Rollouts = []db.RolloutRow{{
+	s.Rollouts = []convergence.RolloutRow{{
 		ProcessGuid: "rooms", State: models.RolloutStatus_PROGRESSING, DefinitionID: "v2",
 		StartedAt: now.UnixNano(), ProgressAt: now.UnixNano(), ModificationIndex: 1,
 	}}
-	s.Definitions = []db.DefinitionRow{
+	s.Definitions = []convergence.DefinitionRow{
 		{ProcessGuid: "rooms", DefinitionID: "v2", CreatedAt: now.UnixNano()},
 		{ProcessGuid: "rooms", DefinitionID: "v1", CreatedAt: now.Add(-time.Hour).UnixNano()},
 	}
 	for index := range int32(25) {
-		s.Actual = append(s.Actual, db.ActualRow{
+		s.Actual = append(s.Actual, convergence.ActualRow{
 			ProcessGuid: "rooms", Index: index, Presence: ordinary, State: runningState, Domain: "apps",
 			CellID: fmt.Sprintf("cell-%d", index%2), DefinitionID: "v1", Routable: true,
 			Occupied: slices.Contains(occupied, index), Since: now.Add(-time.Hour).UnixNano(),
@@ -106,12 +105,12 @@ func maestroSnapshot(now time.Time, occupied []int32) *db.Snapshot {
 // idle RUNNING one keeps running, or tells an occupied RETIRING room to
 // stop while an idle room of an index below the count is on an outdated
 // definition and not replaced yet.
-func checkOccupiedLast(s *db.Snapshot, plan *convergence.Plan, seed uint64, pass int) {
-	rows := map[db.ActualLRPKey]db.ActualRow{}
+func checkOccupiedLast(s *convergence.Snapshot, plan *convergence.Plan, seed uint64, pass int) {
+	rows := map[models.ActualLRPKey]convergence.ActualRow{}
 	for _, r := range s.Actual {
 		rows[r.Key()] = r
 	}
-	stopped := map[db.ActualLRPKey]bool{}
+	stopped := map[models.ActualLRPKey]bool{}
 	for _, v := range slices.Concat(plan.Writes.Delete, plan.Writes.RequestStop) {
 		stopped[v.Key] = true
 	}
@@ -140,7 +139,7 @@ func checkOccupiedLast(s *db.Snapshot, plan *convergence.Plan, seed uint64, pass
 
 // liveRooms counts the rows that run or will run a room: every row but
 // the RETIRING ones told to stop.
-func liveRooms(s *db.Snapshot) int {
+func liveRooms(s *convergence.Snapshot) int {
 	n := 0
 	for _, r := range s.Actual {
 		if !(r.Presence == models.ActualLRP_RETIRING && r.StopRequested) {
@@ -150,7 +149,7 @@ func liveRooms(s *db.Snapshot) int {
 	return n
 }
 
-func occupiedRooms(s *db.Snapshot) int32 {
+func occupiedRooms(s *convergence.Snapshot) int32 {
 	n := int32(0)
 	for _, r := range s.Actual {
 		if r.Occupied && r.State == runningState {
@@ -162,7 +161,7 @@ func occupiedRooms(s *db.Snapshot) int32 {
 
 // settledScale reports whether the count is what the occupancy wants and
 // every room is one of its indices or stands for one.
-func settledScale(s *db.Snapshot, now time.Time, cfg convergence.Config) bool {
+func settledScale(s *convergence.Snapshot, now time.Time, cfg convergence.Config) bool {
 	d := s.Desired[0]
 	wanted := convergence.WantedInstances(occupiedRooms(s), 0.5, 1, 50)
 	return d.Instances == wanted && int32(liveRooms(s)) == wanted
@@ -171,7 +170,7 @@ func settledScale(s *db.Snapshot, now time.Time, cfg convergence.Config) bool {
 // changeOccupancy plays the players for a second: while busy, an idle
 // running room fills with a chance of 1 in 25 and an occupied one empties
 // with a chance of 1 in 40; after that, rooms only empty, 1 in 10.
-func changeOccupancy(r *rand.Rand, s *db.Snapshot, busy bool) {
+func changeOccupancy(r *rand.Rand, s *convergence.Snapshot, busy bool) {
 	for i := range s.Actual {
 		row := &s.Actual[i]
 		switch {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -49,7 +48,7 @@ type AutoscaleGauge struct {
 // autoscale decides the instance count of the autoscaled LRP d from its
 // rows (without validation instances), notes the write that records it,
 // and returns d at that count (d itself when it does not change).
-func (p *planner) autoscale(d *db.DesiredSchedule, rows []row) *db.DesiredSchedule {
+func (p *planner) autoscale(d *DesiredSchedule, rows []row) *DesiredSchedule {
 	a := d.Autoscaling
 	dec := &models.AutoscalerDecision{
 		At:                p.now,
@@ -86,7 +85,7 @@ func (p *planner) autoscale(d *db.DesiredSchedule, rows []row) *db.DesiredSchedu
 		status.Recommendations = append(status.Recommendations, &models.AutoscalerRecommendation{At: r.At, Wanted: r.Wanted})
 	}
 	w := &p.plan.Writes
-	w.Autoscale = append(w.Autoscale, db.AutoscaleWrite{
+	w.Autoscale = append(w.Autoscale, AutoscaleWrite{
 		ProcessGuid:             d.ProcessGuid,
 		ExpectModificationIndex: d.ModificationIndex,
 		PreviousInstances:       d.Instances,
@@ -182,7 +181,7 @@ type coveredIndices map[int32]bool
 // count: it stops the covered indices' instances, keeps the stand-ins, and
 // returns the rows left for the rest of the pass (neither the stand-ins'
 // nor the covered indices') with the covered indices.
-func (p *planner) coverIndices(d *db.DesiredSchedule, rows []row) ([]row, coveredIndices) {
+func (p *planner) coverIndices(d *DesiredSchedule, rows []row) ([]row, coveredIndices) {
 	n := max(d.Instances, 0)
 	var standIns []*row
 	for i := range rows {
@@ -196,7 +195,7 @@ func (p *planner) coverIndices(d *db.DesiredSchedule, rows []row) ([]row, covere
 	}
 	candidates := coverCandidates(rows, n)
 	covered := coveredIndices{}
-	standing := make(map[*db.ActualRow]bool, len(standIns))
+	standing := make(map[*ActualRow]bool, len(standIns))
 	for k, standIn := range standIns {
 		if k == len(candidates) {
 			break
@@ -284,7 +283,7 @@ func coverCandidates(rows []row, n int32) []coverCandidate {
 // unservedIndices counts the indices below d's count, covered ones aside,
 // whose ORDINARY instance is not RUNNING and routable on a present cell:
 // as many idle extras keep serving meanwhile.
-func (p *planner) unservedIndices(d *db.DesiredSchedule, rows []row, covered coveredIndices) int32 {
+func (p *planner) unservedIndices(d *DesiredSchedule, rows []row, covered coveredIndices) int32 {
 	n := max(d.Instances, 0)
 	serving := int32(0)
 	for i := range rows {
@@ -301,7 +300,7 @@ func (p *planner) unservedIndices(d *db.DesiredSchedule, rows []row, covered cov
 // max_surge still allows beside the replacements of a rollout (ro, nil
 // when none) under way: the idle extras kept while their indices start
 // are a surge too.
-func (p *planner) surgeLeft(d *db.DesiredSchedule, ro *rolloutLRP, instances int32) int32 {
+func (p *planner) surgeLeft(d *DesiredSchedule, ro *rolloutLRP, instances int32) int32 {
 	if ro != nil {
 		return max(ro.strategy.MaxSurge-ro.step.Surging, 0)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 )
 
 // Run with: go test ./convergence -run '^$' -bench . -benchmem
@@ -19,23 +18,23 @@ var benchNow = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // benchCells returns n present cells over four zones, each with room for
 // 300 instances of 256 MB.
-func benchCells(n int) []db.CellRow {
-	cells := make([]db.CellRow, n)
+func benchCells(n int) []convergence.CellRow {
+	cells := make([]convergence.CellRow, n)
 	for i := range cells {
-		cells[i] = db.CellRow{
+		cells[i] = convergence.CellRow{
 			CellID:    fmt.Sprintf("cell-%04d", i),
 			Zone:      fmt.Sprintf("z%d", i%4),
-			Capacity:  db.Resources{MemoryMB: 300 * 256, DiskMB: 300 * 512, Instances: 300},
+			Capacity:  convergence.Resources{MemoryMB: 300 * 256, DiskMB: 300 * 512, Instances: 300},
 			ExpiresAt: benchNow.Add(30 * time.Second).UnixNano(),
 		}
 	}
 	return cells
 }
 
-func benchDesired(lrps, instances int) []db.DesiredSchedule {
-	desired := make([]db.DesiredSchedule, lrps)
+func benchDesired(lrps, instances int) []convergence.DesiredSchedule {
+	desired := make([]convergence.DesiredSchedule, lrps)
 	for i := range desired {
-		desired[i] = db.DesiredSchedule{
+		desired[i] = convergence.DesiredSchedule{
 			ProcessGuid:        fmt.Sprintf("lrp-%06d", i),
 			Domain:             "apps",
 			Instances:          int32(instances),
@@ -49,17 +48,17 @@ func benchDesired(lrps, instances int) []db.DesiredSchedule {
 
 // steadySnapshot is 50,000 LRPs × 5 RUNNING instances spread over 1,000
 // cells, in the key order SQL returns them: nothing to fix.
-func steadySnapshot() *db.Snapshot {
+func steadySnapshot() *convergence.Snapshot {
 	const lrps, instances, cells = 50_000, 5, 1_000
-	s := &db.Snapshot{
+	s := &convergence.Snapshot{
 		Desired:      benchDesired(lrps, instances),
 		Cells:        benchCells(cells),
 		FreshDomains: []string{"apps"},
 	}
-	s.Actual = make([]db.ActualRow, 0, lrps*instances)
+	s.Actual = make([]convergence.ActualRow, 0, lrps*instances)
 	for i, d := range s.Desired {
 		for index := range int32(instances) {
-			s.Actual = append(s.Actual, db.ActualRow{
+			s.Actual = append(s.Actual, convergence.ActualRow{
 				ProcessGuid:       d.ProcessGuid,
 				Index:             index,
 				Presence:          ordinary,
@@ -79,7 +78,7 @@ func steadySnapshot() *db.Snapshot {
 	return s
 }
 
-func benchmarkCompute(b *testing.B, s *db.Snapshot, check func(*testing.B, *convergence.Plan)) {
+func benchmarkCompute(b *testing.B, s *convergence.Snapshot, check func(*testing.B, *convergence.Plan)) {
 	cfg := convergence.DefaultConfig()
 	check(b, convergence.Compute(s, benchNow, cfg))
 	b.ReportAllocs()
@@ -143,7 +142,7 @@ func BenchmarkComputeRepairs250k(b *testing.B) {
 
 // 100,000 new instances (20,000 LRPs × 5) on 1,000 empty cells.
 func BenchmarkPlace100kNewInstances(b *testing.B) {
-	s := &db.Snapshot{Desired: benchDesired(20_000, 5), Cells: benchCells(1_000)}
+	s := &convergence.Snapshot{Desired: benchDesired(20_000, 5), Cells: benchCells(1_000)}
 	benchmarkCompute(b, s, func(b *testing.B, p *convergence.Plan) {
 		if len(p.Writes.Create) != 100_000 || p.Counts.Unplaced != 0 {
 			b.Fatalf("expected 100,000 placed creates, got %d (%d unplaced)", len(p.Writes.Create), p.Counts.Unplaced)
@@ -154,7 +153,7 @@ func BenchmarkPlace100kNewInstances(b *testing.B) {
 // One LRP of 100,000 instances (the most an LRP may have) on 1,000 cells:
 // after the first 1,000 every cell runs it, the worst case for spreading.
 func BenchmarkPlace100kOneLRP(b *testing.B) {
-	s := &db.Snapshot{Desired: benchDesired(1, 100_000), Cells: benchCells(1_000)}
+	s := &convergence.Snapshot{Desired: benchDesired(1, 100_000), Cells: benchCells(1_000)}
 	benchmarkCompute(b, s, func(b *testing.B, p *convergence.Plan) {
 		if p.Counts.Unplaced != 0 {
 			b.Fatalf("expected all placed, %d unplaced", p.Counts.Unplaced)
@@ -168,7 +167,7 @@ func BenchmarkPlace100kHalfFit(b *testing.B) {
 	for i := range cells {
 		cells[i].Capacity.Instances = 50
 	}
-	s := &db.Snapshot{Desired: benchDesired(20_000, 5), Cells: cells}
+	s := &convergence.Snapshot{Desired: benchDesired(20_000, 5), Cells: cells}
 	benchmarkCompute(b, s, func(b *testing.B, p *convergence.Plan) {
 		if p.Counts.Unplaced != 50_000 {
 			b.Fatalf("expected 50,000 unplaced, got %d", p.Counts.Unplaced)

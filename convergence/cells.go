@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/corkboard/corkboard/db"
 )
 
 const noCell int32 = -1
@@ -45,13 +43,13 @@ type cellTable struct {
 	classes [][]string
 }
 
-func newCellTable(rows []db.CellRow, now int64, grace PresenceGrace) *cellTable {
-	sorted := make([]*db.CellRow, len(rows))
+func newCellTable(rows []CellRow, now int64, grace PresenceGrace) *cellTable {
+	sorted := make([]*CellRow, len(rows))
 	for i := range rows {
 		sorted[i] = &rows[i]
 	}
-	slices.SortStableFunc(sorted, func(a, b *db.CellRow) int { return cmp.Compare(a.CellID, b.CellID) })
-	sorted = slices.CompactFunc(sorted, func(a, b *db.CellRow) bool { return a.CellID == b.CellID })
+	slices.SortStableFunc(sorted, func(a, b *CellRow) int { return cmp.Compare(a.CellID, b.CellID) })
+	sorted = slices.CompactFunc(sorted, func(a, b *CellRow) bool { return a.CellID == b.CellID })
 
 	n := len(sorted)
 	t := &cellTable{
@@ -159,7 +157,7 @@ func (t *cellTable) takesInstances(cell int32) bool {
 
 // use charges a row's resources to the cell it names, whatever its state
 // or presence: until the row is gone or moved, the cell keeps room for it.
-func (t *cellTable) use(cell int32, r *db.ActualRow) {
+func (t *cellTable) use(cell int32, r *ActualRow) {
 	f := &t.free[cell]
 	f.memory -= int64(r.MemoryMB)
 	f.disk -= int64(r.DiskMB)

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/corkboard/corkboard/db"
 )
 
 // Compute decides one convergence pass: what to write so that the actual
@@ -14,7 +12,7 @@ import (
 // I/O, does not modify snapshot, and returns the same plan for the same
 // input whatever the order of the snapshot's slices. doc.go describes
 // every decision.
-func Compute(snapshot *db.Snapshot, now time.Time, cfg Config) *Plan {
+func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p := &planner{
 		cfg:   cfg,
 		now:   now.UnixNano(),
@@ -60,14 +58,14 @@ type planner struct {
 
 	// The unsettled rollout records and their LRPs' definitions (newest
 	// first), by process guid.
-	rollouts    map[string]*db.RolloutRow
-	definitions map[string][]db.DefinitionRow
+	rollouts    map[string]*RolloutRow
+	definitions map[string][]DefinitionRow
 	// reconciled notes the guids of rollout records whose LRP had a
 	// DesiredLRP or rows in the snapshot.
 	reconciled map[string]bool
 	// operations are the snapshot's operations that have not ended, by
 	// LRP in sequence order; operationsSeen the LRPs reconciled so far.
-	operations     map[string][]*db.OperationRow
+	operations     map[string][]*OperationRow
 	operationsSeen map[string]bool
 	// validations are this pass's decisions on the LRPs' validations under
 	// way (validation.go), for their operations.
@@ -94,21 +92,21 @@ type planner struct {
 // row is an actual row with the index of the cell it names (noCell when it
 // names none or an unregistered one).
 type row struct {
-	*db.ActualRow
+	*ActualRow
 	cell int32
 }
 
-func (p *planner) loadRollouts(snapshot *db.Snapshot) {
-	p.rollouts = make(map[string]*db.RolloutRow, len(snapshot.Rollouts))
+func (p *planner) loadRollouts(snapshot *Snapshot) {
+	p.rollouts = make(map[string]*RolloutRow, len(snapshot.Rollouts))
 	for i := range snapshot.Rollouts {
 		p.rollouts[snapshot.Rollouts[i].ProcessGuid] = &snapshot.Rollouts[i]
 	}
-	p.definitions = make(map[string][]db.DefinitionRow, len(snapshot.Rollouts))
+	p.definitions = make(map[string][]DefinitionRow, len(snapshot.Rollouts))
 	p.reconciled = make(map[string]bool, len(snapshot.Rollouts))
 	// The store reads them in this order already; sorting the few there
 	// are keeps the plan independent of the order all the same.
 	defs := slices.Clone(snapshot.Definitions)
-	slices.SortFunc(defs, func(a, b db.DefinitionRow) int {
+	slices.SortFunc(defs, func(a, b DefinitionRow) int {
 		if c := strings.Compare(a.ProcessGuid, b.ProcessGuid); c != 0 {
 			return c
 		}
@@ -134,7 +132,7 @@ func (p *planner) reserve(creates int) {
 	if creates <= 0 {
 		return
 	}
-	p.plan.Writes.Create = make([]db.NewActualLRP, 0, creates)
+	p.plan.Writes.Create = make([]NewActualLRP, 0, creates)
 	p.plan.Reasons.Create = make([]string, 0, creates)
 	p.placer.requests = make([]request, 0, creates)
 }
@@ -142,7 +140,7 @@ func (p *planner) reserve(creates int) {
 // loadRows orders the rows by key, charges each to its cell and returns
 // how many are ORDINARY. Rows loaded with ORDER BY process_guid, index,
 // presence are already in order and are only checked.
-func (p *planner) loadRows(actual []db.ActualRow, desired []*db.DesiredSchedule) (ordinaryRows int) {
+func (p *planner) loadRows(actual []ActualRow, desired []*DesiredSchedule) (ordinaryRows int) {
 	p.rows = make([]row, len(actual))
 	sorted := true
 	for i := range actual {
@@ -170,7 +168,7 @@ func (p *planner) loadRows(actual []db.ActualRow, desired []*db.DesiredSchedule)
 // group's place comes from the (already sorted) DesiredLRPs, or, for the
 // few guids that are no longer desired, from sorting those alone. Only the
 // few rows within a group are then sorted, by index and presence.
-func sortRows(rows []row, desired []*db.DesiredSchedule) []row {
+func sortRows(rows []row, desired []*DesiredSchedule) []row {
 	// Groups 0..len(desired)-1 are the desired guids in order; the ones
 	// after are the undesired guids in order of appearance.
 	groupOf := make(map[string]int32, len(desired))
@@ -235,7 +233,7 @@ func sortRows(rows []row, desired []*db.DesiredSchedule) []row {
 	return sorted
 }
 
-func compareRows(a, b *db.ActualRow) int {
+func compareRows(a, b *ActualRow) int {
 	if c := strings.Compare(a.ProcessGuid, b.ProcessGuid); c != 0 {
 		return c
 	}
@@ -247,8 +245,8 @@ func compareRows(a, b *db.ActualRow) int {
 
 // sortedDesired orders the DesiredLRPs by process guid and sums their
 // instances.
-func sortedDesired(desired []db.DesiredSchedule) (sorted []*db.DesiredSchedule, instances int) {
-	sorted = make([]*db.DesiredSchedule, len(desired))
+func sortedDesired(desired []DesiredSchedule) (sorted []*DesiredSchedule, instances int) {
+	sorted = make([]*DesiredSchedule, len(desired))
 	inOrder := true
 	for i := range desired {
 		sorted[i] = &desired[i]
@@ -258,14 +256,14 @@ func sortedDesired(desired []db.DesiredSchedule) (sorted []*db.DesiredSchedule, 
 		}
 	}
 	if !inOrder {
-		slices.SortFunc(sorted, func(a, b *db.DesiredSchedule) int { return cmp.Compare(a.ProcessGuid, b.ProcessGuid) })
+		slices.SortFunc(sorted, func(a, b *DesiredSchedule) int { return cmp.Compare(a.ProcessGuid, b.ProcessGuid) })
 	}
 	return sorted, instances
 }
 
 // reconcileAll walks desired LRPs and row groups together, in process guid
 // order.
-func (p *planner) reconcileAll(desired []*db.DesiredSchedule) {
+func (p *planner) reconcileAll(desired []*DesiredSchedule) {
 	di, ri := 0, 0
 	for di < len(desired) || ri < len(p.rows) {
 		var guid string
@@ -277,7 +275,7 @@ func (p *planner) reconcileAll(desired []*db.DesiredSchedule) {
 		default:
 			guid = min(desired[di].ProcessGuid, p.rows[ri].ProcessGuid)
 		}
-		var d *db.DesiredSchedule
+		var d *DesiredSchedule
 		for di < len(desired) && desired[di].ProcessGuid == guid {
 			if d == nil {
 				d = desired[di]

@@ -35,7 +35,7 @@ type Config struct {
 	ScaleDownStabilization time.Duration
 	// PresenceGrace keeps present the cells whose presence ran out while
 	// the board could not see its database (the runner sets it each pass
-	// from RunnerConfig.PresenceGrace). Zero: none.
+	// from runner.RunnerConfig.PresenceGrace). Zero: none.
 	PresenceGrace PresenceGrace
 }
 
@@ -70,6 +70,22 @@ type PresenceGrace struct {
 func (g PresenceGrace) keeps(expiresAt, now int64) bool {
 	return !g.Until.IsZero() && now < g.Until.UnixNano() && expiresAt >= g.OutageBegan.UnixNano()
 }
+
+// Timings the planner shares with its runner (runner.RunnerConfig's
+// defaults): an operation's lease lasts as long as the convergence lease
+// (Config.OperationLeaseTTL), and a rollout plan ticks as often as the
+// runner's targeted passes over rollouts (DryRun.RolloutInterval).
+const (
+	// DefaultLeaseTTL is how long the convergence lease lasts unless
+	// renewed; the holder renews it every third of that.
+	DefaultLeaseTTL = 15 * time.Second
+	// DefaultRolloutInterval is how often the LRPs with a rollout under
+	// way get a targeted pass: a rollout moves one step per pass (a ready
+	// replacement's predecessor stops, the next one starts), and waiting
+	// for the full pass would make a 10-instance serial rollout take five
+	// minutes.
+	DefaultRolloutInterval = time.Second
+)
 
 // DefaultConfig is the board's configuration unless an operator overrides
 // it: the crash policy of DefaultCrashPolicy, a stale_unclaimed of 60 s and

@@ -1,23 +1,46 @@
 // Package convergence keeps the board's actual instances in line with its
-// desired ones.
-//
-// The package holds the planner, a pure function, and beside it the runner
-// (runner.go) that loads a snapshot, computes, and applies the plan while
-// it holds the convergence lease (lease.go).
+// desired ones. It is the planner, a pure function, and the vocabulary the
+// planner reads and writes; the runner that feeds it and applies its plans
+// is package convergence/runner.
 //
 //	plan := convergence.Compute(snapshot, now, convergence.DefaultConfig())
 //
-// Compute reads a db.Snapshot (every DesiredLRP's schedule, every ActualLRP
+// Compute reads a Snapshot (every DesiredLRP's schedule, every ActualLRP
 // row, every cell, the fresh domains), decides what should change at time
 // now, and returns a Plan. It does no I/O, keeps no state between calls,
 // never modifies the snapshot, and returns the same plan for the same
 // input whatever the order of the snapshot's slices. The runner loads
-// snapshots, applies plans with db.ConvergenceDB.ApplyConvergence, emits
-// events and metrics, and holds the convergence lease.
+// snapshots, applies plans with db.ConvergenceDB.ApplyConvergence (the
+// store emits the events), exports metrics, and holds the convergence
+// lease.
+//
+// # What lives where
+//
+//   - convergence (this package): the planner — Compute and what it
+//     decides with (reconcile, placement, moves, rollouts, staged phases,
+//     autoscaling, operations, validation, explanations) — the rollout dry
+//     run (PlanRollout) with its in-memory apply, and the vocabulary:
+//     Snapshot and its rows (snapshot.go), ConvergenceWrites with every
+//     write type and ConvergenceResult (writes.go). It imports models,
+//     protobuf's proto and the standard library; imports_test.go fails
+//     should it link database/sql, net/http, Prometheus, db or the runner,
+//     or take a context.
+//   - convergence/runner: the I/O around the planner. Runner (a pass while
+//     it holds the convergence lease: lease.go, schedule.go), Mirror (the
+//     snapshot kept in memory from the event log), the pass metrics
+//     (metrics.go) and RolloutPlanner, which reads the live state for a dry
+//     run.
+//   - db: ConvergenceDB and ConvergenceFeedDB, the storage seam the runner
+//     reads and applies through, in this package's terms; db/sqldb
+//     implements them.
+//   - models: ActualLRPKey and Caller, shared by the planner, storage and
+//     the lifecycle calls.
+//
+// Imports go one way: runner → db → convergence → models.
 //
 // # The plan
 //
-// Plan.Writes is a db.ConvergenceWrites: the rows to delete, promote,
+// Plan.Writes is a ConvergenceWrites: the rows to delete, promote,
 // mark suspect, create, restart, unassign, place, or mark as unplaceable.
 // Plan.Reasons holds one sentence per write, index for index, for logs
 // and tests. Plan.Counts are the gauges of the pass (see Counts for
@@ -42,7 +65,7 @@
 // Place or PlacementFailed. The second write names the version the first
 // one leaves: state UNCLAIMED and modification index + 1. This relies on
 // two promises of ApplyConvergence: it performs the groups in the order
-// documented on db.ConvergenceWrites, and every write it applies bumps the
+// documented on ConvergenceWrites, and every write it applies bumps the
 // row's modification index by exactly one. If the first write loses a race,
 // the second finds a different version and is skipped too.
 //
@@ -168,7 +191,7 @@
 // unassignments) is not reused before the next pass, so a write that loses
 // its race can never overcommit a cell; and a plan places only while no
 // other plan has placed since its snapshot was read (the placement epoch,
-// db.ConvergenceWrites.PlacementEpoch), so two passes cannot both take the
+// ConvergenceWrites.PlacementEpoch), so two passes cannot both take the
 // last slot of a cell.
 //
 // Among the cells that fit, an instance goes to the one with the fewest
@@ -338,7 +361,7 @@
 //
 // # Rollout records
 //
-// Each LRP that changed definition has a record (db.RolloutRow); the
+// Each LRP that changed definition has a record (RolloutRow); the
 // update, rollback or abort that changed the active definition wrote it
 // as PROGRESSING. Compute writes it (Writes.Rollouts, compare-and-set on
 // its modification index and the active definition) only when something

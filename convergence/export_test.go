@@ -6,8 +6,3 @@ var (
 	IncludesAll   = includesAll
 	JoinWithAnd   = joinWithAnd
 )
-
-// SpliceGuids is spliceRuns over rows that are their own guids.
-func SpliceGuids(rows, fresh, changed []string) []string {
-	return spliceRuns(rows, fresh, changed, func(s *string) string { return *s })
-}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/corkboard/corkboard/db"
 )
 
 // A move takes a running instance to another cell, start before stop, the
@@ -42,7 +40,7 @@ const (
 
 // movable is a running instance of a settled LRP that a move may take.
 type movable struct {
-	row  *db.ActualRow
+	row  *ActualRow
 	cell int32
 	// lrp is its LRP's index in the placer.
 	lrp int32
@@ -67,7 +65,7 @@ func (p *planner) isMovable(r *row) bool {
 // considerMoves registers the LRP's movable instances with the placer when
 // the LRP is settled and either one of them sits on an overloaded cell or
 // its zones are uneven. found lists the movable instances, index order.
-func (p *planner) considerMoves(d *db.DesiredSchedule, ro *rolloutLRP, rows []row, found []movable, instances int32) {
+func (p *planner) considerMoves(d *DesiredSchedule, ro *rolloutLRP, rows []row, found []movable, instances int32) {
 	if len(found) == 0 || (ro != nil && (ro.outdated > 0 || hasRetiring(rows))) {
 		return
 	}
@@ -156,7 +154,7 @@ func (p *planner) openZones(tags []string) []bool {
 // findOverloaded notes the cells whose rows use more than their capacity
 // in memory, disk or instance slots. Only a full snapshot can say which
 // rows to move off a cell, so a partial one moves nothing.
-func (p *planner) findOverloaded(s *db.Snapshot) {
+func (p *planner) findOverloaded(s *Snapshot) {
 	if s.Partial {
 		return
 	}
@@ -198,7 +196,7 @@ func (p *planner) decideMoves() {
 	if len(pl.movables) == 0 {
 		return
 	}
-	chosen := make(map[*db.ActualRow]bool)
+	chosen := make(map[*ActualRow]bool)
 	budget := make([]int32, len(pl.lrps))
 	for i := range pl.lrps {
 		budget[i] = pl.lrps[i].moveBudget
@@ -319,7 +317,7 @@ func compareBools(a, b bool) int {
 	return 1
 }
 
-func hasMovableIn(t *cellTable, mine []movable, chosen map[*db.ActualRow]bool, zone int32) bool {
+func hasMovableIn(t *cellTable, mine []movable, chosen map[*ActualRow]bool, zone int32) bool {
 	for _, m := range mine {
 		if !chosen[m.row] && t.zone[m.cell] == zone {
 			return true
@@ -331,7 +329,7 @@ func hasMovableIn(t *cellTable, mine []movable, chosen map[*db.ActualRow]bool, z
 // pickRebalanceVictim is the instance to move out of zone: idle before
 // occupied, then from the cell holding most of the LRP's instances, then
 // the highest index.
-func pickRebalanceVictim(t *cellTable, mine []movable, chosen map[*db.ActualRow]bool, zone int32) movable {
+func pickRebalanceVictim(t *cellTable, mine []movable, chosen map[*ActualRow]bool, zone int32) movable {
 	onCell := map[int32]int{}
 	for _, m := range mine {
 		if !chosen[m.row] {
@@ -383,10 +381,10 @@ func (p *planner) emitMoves() {
 		if mv.why == moveToRebalance {
 			why = "rebalancing: " + why
 		}
-		w.Retire = append(w.Retire, db.Retirement{Row: version(r)})
+		w.Retire = append(w.Retire, Retirement{Row: version(r)})
 		p.plan.Reasons.Retire = append(p.plan.Reasons.Retire,
 			fmt.Sprintf("%s; moving to cell %s, kept serving until its replacement is ready", why, target))
-		w.Create = append(w.Create, db.NewActualLRP{
+		w.Create = append(w.Create, NewActualLRP{
 			ProcessGuid: r.ProcessGuid, Index: r.Index, Domain: r.Domain, DefinitionID: r.DefinitionID, CellID: target,
 		})
 		p.plan.Reasons.Create = append(p.plan.Reasons.Create,

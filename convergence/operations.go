@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -72,31 +71,31 @@ func (o *opOutcome) end(status models.Operation_Status, reason string) {
 
 // loadOperations groups the snapshot's operations by LRP, in sequence
 // order.
-func (p *planner) loadOperations(snapshot *db.Snapshot) {
+func (p *planner) loadOperations(snapshot *Snapshot) {
 	if len(snapshot.Operations) == 0 {
 		return
 	}
-	p.operations = make(map[string][]*db.OperationRow)
+	p.operations = make(map[string][]*OperationRow)
 	for i := range snapshot.Operations {
 		op := &snapshot.Operations[i]
 		p.operations[op.ProcessGuid] = append(p.operations[op.ProcessGuid], op)
 	}
 	for _, ops := range p.operations {
-		slices.SortFunc(ops, func(a, b *db.OperationRow) int { return cmp.Compare(a.Sequence, b.Sequence) })
+		slices.SortFunc(ops, func(a, b *OperationRow) int { return cmp.Compare(a.Sequence, b.Sequence) })
 	}
 }
 
 // reconcileOperations decides for the operations of one LRP that have not
 // ended: d is its DesiredLRP (nil when gone), ro its rollout this pass
 // (nil when it takes no part in one), outcome what its rollout record did.
-func (p *planner) reconcileOperations(guid string, d *db.DesiredSchedule, ro *rolloutLRP) {
+func (p *planner) reconcileOperations(guid string, d *DesiredSchedule, ro *rolloutLRP) {
 	ops := p.operations[guid]
 	if len(ops) == 0 {
 		return
 	}
 	p.operationsSeen[guid] = true
 	running := false
-	var pending []*db.OperationRow
+	var pending []*OperationRow
 	for _, op := range ops {
 		switch op.Status {
 		case models.Operation_PENDING:
@@ -114,14 +113,14 @@ func (p *planner) reconcileOperations(guid string, d *db.DesiredSchedule, ro *ro
 	for i, op := range pending {
 		switch {
 		case d == nil:
-			p.operationWrite(op, db.OperationWrite{Status: models.Operation_EVICTED, Reason: "its LRP is gone"}, "its LRP is gone")
+			p.operationWrite(op, OperationWrite{Status: models.Operation_EVICTED, Reason: "its LRP is gone"}, "its LRP is gone")
 		case running || i > 0:
 			// Waits its turn.
 		case !op.DefinitionStored:
 			reason := fmt.Sprintf("its definition %s was cleaned up", op.DefinitionID)
-			p.operationWrite(op, db.OperationWrite{Status: models.Operation_EVICTED, Reason: reason}, reason)
+			p.operationWrite(op, OperationWrite{Status: models.Operation_EVICTED, Reason: reason}, reason)
 		default:
-			w := db.OperationWrite{Start: true}
+			w := OperationWrite{Start: true}
 			p.lease(&w)
 			p.operationWrite(op, w, "its turn: no operation of the LRP is in progress")
 			p.plan.Underway = append(p.plan.Underway, guid)
@@ -131,9 +130,9 @@ func (p *planner) reconcileOperations(guid string, d *db.DesiredSchedule, ro *ro
 
 // carryInProgress decides for an IN_PROGRESS operation and reports
 // whether it stays IN_PROGRESS after this pass.
-func (p *planner) carryInProgress(op *db.OperationRow, d *db.DesiredSchedule, ro *rolloutLRP) bool {
-	w := db.OperationWrite{}
-	var rec *db.RolloutRow
+func (p *planner) carryInProgress(op *OperationRow, d *DesiredSchedule, ro *rolloutLRP) bool {
+	w := OperationWrite{}
+	var rec *RolloutRow
 	if ro != nil {
 		rec = ro.record
 	}
@@ -177,7 +176,7 @@ func (p *planner) carryInProgress(op *db.OperationRow, d *db.DesiredSchedule, ro
 
 // keepLease renews this board's lease of op when less than half of the
 // TTL is left, and adopts op when its lease expired or nobody held it.
-func (p *planner) keepLease(op *db.OperationRow, w *db.OperationWrite) {
+func (p *planner) keepLease(op *OperationRow, w *OperationWrite) {
 	if p.cfg.Board == "" {
 		return
 	}
@@ -203,7 +202,7 @@ func (p *planner) keepLease(op *db.OperationRow, w *db.OperationWrite) {
 }
 
 // lease makes w take this board's lease for one TTL.
-func (p *planner) lease(w *db.OperationWrite) {
+func (p *planner) lease(w *OperationWrite) {
 	if p.cfg.Board == "" {
 		return
 	}
@@ -226,7 +225,7 @@ func (p *planner) cleanForgottenOperations() {
 	}
 }
 
-func (p *planner) operationWrite(op *db.OperationRow, w db.OperationWrite, why string) {
+func (p *planner) operationWrite(op *OperationRow, w OperationWrite, why string) {
 	w.ID, w.ProcessGuid, w.ExpectModificationIndex = op.ID, op.ProcessGuid, op.ModificationIndex
 	if models.OperationEnded(w.Status) {
 		// The history tells the whole story, its end included.

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -57,25 +56,25 @@ var _ = Describe("Operation leases over many passes", func() {
 // leasedSnapshot is a few LRPs each in the middle of a rollout (a
 // RETIRING instance beside a replacement that never starts, so the
 // rollout stays PROGRESSING) carried by an operation under a random lease.
-func leasedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
-	s := &db.Snapshot{FreshDomains: []string{"apps"}}
-	s.Cells = append(s.Cells, db.CellRow{CellID: "cell-a", Zone: "z1",
-		Capacity: db.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000}, ExpiresAt: now.Add(time.Hour).UnixNano()})
+func leasedSnapshot(r *rand.Rand, now time.Time) *convergence.Snapshot {
+	s := &convergence.Snapshot{FreshDomains: []string{"apps"}}
+	s.Cells = append(s.Cells, convergence.CellRow{CellID: "cell-a", Zone: "z1",
+		Capacity: convergence.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000}, ExpiresAt: now.Add(time.Hour).UnixNano()})
 	owners := []string{"", "b1", "b2", "b3"}
 	for l := range 1 + r.IntN(4) {
 		guid := fmt.Sprintf("lrp-%d", l)
 		id := fmt.Sprintf("op-%d", l)
-		s.Desired = append(s.Desired, db.DesiredSchedule{ProcessGuid: guid, Domain: "apps", Instances: 1,
+		s.Desired = append(s.Desired, convergence.DesiredSchedule{ProcessGuid: guid, Domain: "apps", Instances: 1,
 			ActiveDefinitionID: "v2", HealthyDefinitionID: "v1", MemoryMB: 64, DiskMB: 64})
 		s.Actual = append(s.Actual,
-			db.ActualRow{ProcessGuid: guid, Index: 0, Presence: ordinary, State: claimedState, Domain: "apps",
+			convergence.ActualRow{ProcessGuid: guid, Index: 0, Presence: ordinary, State: claimedState, Domain: "apps",
 				CellID: "cell-a", DefinitionID: "v2", Since: now.UnixNano(), ModificationIndex: 1, MemoryMB: 64, DiskMB: 64},
-			db.ActualRow{ProcessGuid: guid, Index: 0, Presence: models.ActualLRP_RETIRING, State: runningState, Domain: "apps",
+			convergence.ActualRow{ProcessGuid: guid, Index: 0, Presence: models.ActualLRP_RETIRING, State: runningState, Domain: "apps",
 				CellID: "cell-a", DefinitionID: "v1", Routable: true, Since: now.UnixNano(), ModificationIndex: 1, MemoryMB: 64, DiskMB: 64})
-		s.Rollouts = append(s.Rollouts, db.RolloutRow{ProcessGuid: guid, State: models.RolloutStatus_PROGRESSING,
+		s.Rollouts = append(s.Rollouts, convergence.RolloutRow{ProcessGuid: guid, State: models.RolloutStatus_PROGRESSING,
 			DefinitionID: "v2", StartedAt: now.UnixNano(), ProgressAt: now.UnixNano(), InFlight: 1,
 			Reason: "rolling from v1 to v2", ModificationIndex: 1, OperationID: id})
-		op := db.OperationRow{ID: id, ProcessGuid: guid, Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
+		op := convergence.OperationRow{ID: id, ProcessGuid: guid, Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
 			Status: models.Operation_IN_PROGRESS, DefinitionID: "v2", DefinitionStored: true, ModificationIndex: 1,
 			LeaseOwner: owners[r.IntN(len(owners))]}
 		if op.LeaseOwner != "" {
@@ -88,7 +87,7 @@ func leasedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 
 // applyOperationWrites carries a plan's operation writes into s as the
 // store would: compare-and-set, lease taken, ended operations gone.
-func applyOperationWrites(s *db.Snapshot, plan *convergence.Plan) {
+func applyOperationWrites(s *convergence.Snapshot, plan *convergence.Plan) {
 	for _, w := range plan.Writes.Operations {
 		for i := range s.Operations {
 			op := &s.Operations[i]

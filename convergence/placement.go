@@ -2,8 +2,6 @@ package convergence
 
 import (
 	"slices"
-
-	"github.com/corkboard/corkboard/db"
 )
 
 // Placement happens in one batch after every LRP has been reconciled, so
@@ -49,7 +47,7 @@ var placeReasons = [...]string{
 // request is one instance to place.
 type request struct {
 	// row is the existing row, nil for a new instance.
-	row *db.ActualRow
+	row *ActualRow
 	// create is the index of the new instance in Writes.Create, or -1.
 	create int32
 	lrp    int32
@@ -197,7 +195,7 @@ func (pl *placer) noteMovable(found []movable, uneven bool, budget int32) {
 
 // endLRP keeps what placement needs to know of the LRP, if it queued
 // requests or may move instances.
-func (pl *placer) endLRP(d *db.DesiredSchedule) {
+func (pl *placer) endLRP(d *DesiredSchedule) {
 	if len(pl.requests) == pl.lrpRequests0 && len(pl.movables) == pl.movablesStart {
 		pl.stays = pl.stays[:pl.staysStart]
 		return

@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 )
 
 // The planner places with heaps and shortcuts; this is the placement rule
@@ -18,9 +17,9 @@ import (
 // states of new instances: rounds of one instance per LRP in guid order,
 // each to the fitting cell with the fewest instances of its LRP in the
 // zone, then on the cell, then the most free memory, then the lowest id.
-func referencePlacement(s *db.Snapshot, now time.Time) []string {
+func referencePlacement(s *convergence.Snapshot, now time.Time) []string {
 	type cell struct {
-		db.CellRow
+		convergence.CellRow
 		memory, disk, slots int64
 	}
 	cells := make([]*cell, 0, len(s.Cells))
@@ -48,10 +47,10 @@ func referencePlacement(s *db.Snapshot, now time.Time) []string {
 		}
 	}
 	desired := slices.Clone(s.Desired)
-	slices.SortFunc(desired, func(a, b db.DesiredSchedule) int { return compareStrings(a.ProcessGuid, b.ProcessGuid) })
+	slices.SortFunc(desired, func(a, b convergence.DesiredSchedule) int { return compareStrings(a.ProcessGuid, b.ProcessGuid) })
 
 	type request struct {
-		d     db.DesiredSchedule
+		d     convergence.DesiredSchedule
 		index int32
 		rank  int
 	}
@@ -113,8 +112,8 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-func randomPlacementState(r *rand.Rand, now time.Time) *db.Snapshot {
-	s := &db.Snapshot{}
+func randomPlacementState(r *rand.Rand, now time.Time) *convergence.Snapshot {
+	s := &convergence.Snapshot{}
 	tagSets := [][]string{nil, nil, {"gpu"}, {"gpu", "ssd"}}
 	cellCount := 1 + r.IntN(8)
 	for i := range cellCount {
@@ -122,10 +121,10 @@ func randomPlacementState(r *rand.Rand, now time.Time) *db.Snapshot {
 		if r.IntN(8) == 0 {
 			expires = now.Add(-time.Minute)
 		}
-		s.Cells = append(s.Cells, db.CellRow{
+		s.Cells = append(s.Cells, convergence.CellRow{
 			CellID: fmt.Sprintf("c%d", i),
 			Zone:   fmt.Sprintf("z%d", r.IntN(3)),
-			Capacity: db.Resources{
+			Capacity: convergence.Resources{
 				MemoryMB:  int32(100 * (5 + r.IntN(200))),
 				DiskMB:    int32(100 * (5 + r.IntN(200))),
 				Instances: int32(r.IntN(40)),
@@ -135,7 +134,7 @@ func randomPlacementState(r *rand.Rand, now time.Time) *db.Snapshot {
 		})
 	}
 	for l := range 1 + r.IntN(5) {
-		d := db.DesiredSchedule{
+		d := convergence.DesiredSchedule{
 			ProcessGuid:        fmt.Sprintf("lrp-%d", l),
 			Domain:             "apps",
 			Instances:          int32(r.IntN(30)),
@@ -149,7 +148,7 @@ func randomPlacementState(r *rand.Rand, now time.Time) *db.Snapshot {
 			if r.IntN(4) == 0 {
 				c := s.Cells[r.IntN(len(s.Cells))]
 				if c.ExpiresAt > now.UnixNano() {
-					s.Actual = append(s.Actual, db.ActualRow{
+					s.Actual = append(s.Actual, convergence.ActualRow{
 						ProcessGuid: d.ProcessGuid, Index: i, Presence: ordinary, State: runningState,
 						Domain: "apps", CellID: c.CellID, DefinitionID: "v1",
 						MemoryMB: int32(10 * r.IntN(60)), DiskMB: int32(10 * r.IntN(60)),

@@ -2,8 +2,6 @@ package convergence
 
 import (
 	"time"
-
-	"github.com/corkboard/corkboard/db"
 )
 
 // Plan is what one convergence pass decided. It is pure data: the runner
@@ -12,7 +10,7 @@ import (
 type Plan struct {
 	// Writes are the row changes, in the groups ApplyConvergence performs
 	// them in. Every write names the row version it was computed from.
-	Writes db.ConvergenceWrites
+	Writes ConvergenceWrites
 	// Reasons says, for every write, why it is there: Reasons.Delete[i]
 	// explains Writes.Delete[i], and so on for every group.
 	Reasons Reasons
@@ -34,7 +32,7 @@ type Plan struct {
 }
 
 // Reasons holds one human-readable reason per write, index for index with
-// the groups of db.ConvergenceWrites.
+// the groups of ConvergenceWrites.
 type Reasons struct {
 	Autoscale         []string
 	Delete            []string

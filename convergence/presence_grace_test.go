@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 )
 
 // The worked example of convergence.PresenceGrace, presence TTL 10 s: the
@@ -24,18 +23,18 @@ var _ = Describe("Presence after a database outage", func() {
 		func(expiresAt, now string, g convergence.PresenceGrace, suspect bool) {
 			cfg := convergence.DefaultConfig()
 			cfg.PresenceGrace = g
-			plan := convergence.Compute(&db.Snapshot{
-				Desired: []db.DesiredSchedule{{
+			plan := convergence.Compute(&convergence.Snapshot{
+				Desired: []convergence.DesiredSchedule{{
 					ProcessGuid: "web", Domain: "apps", Instances: 1,
 					ActiveDefinitionID: "v1", MemoryMB: 100, DiskMB: 100,
 				}},
-				Actual: []db.ActualRow{{
+				Actual: []convergence.ActualRow{{
 					ProcessGuid: "web", Index: 0, Presence: ordinary, State: runningState,
 					Domain: "apps", CellID: "cell-1", DefinitionID: "v1", MemoryMB: 100, DiskMB: 100,
 				}},
-				Cells: []db.CellRow{
-					{CellID: "cell-1", ExpiresAt: at(expiresAt).UnixNano(), Capacity: db.Resources{MemoryMB: 1000, DiskMB: 1000, Instances: 10}},
-					{CellID: "cell-2", ExpiresAt: at("13:00:00").UnixNano(), Capacity: db.Resources{MemoryMB: 1000, DiskMB: 1000, Instances: 10}},
+				Cells: []convergence.CellRow{
+					{CellID: "cell-1", ExpiresAt: at(expiresAt).UnixNano(), Capacity: convergence.Resources{MemoryMB: 1000, DiskMB: 1000, Instances: 10}},
+					{CellID: "cell-2", ExpiresAt: at("13:00:00").UnixNano(), Capacity: convergence.Resources{MemoryMB: 1000, DiskMB: 1000, Instances: 10}},
 				},
 				FreshDomains: []string{"apps"},
 			}, at(now), cfg)

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -43,8 +42,8 @@ var _ = Describe("Plans for random states", func() {
 	})
 })
 
-func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
-	s := &db.Snapshot{FreshDomains: []string{"apps"}}
+func randomSnapshot(r *rand.Rand, now time.Time) *convergence.Snapshot {
+	s := &convergence.Snapshot{FreshDomains: []string{"apps"}}
 	if r.IntN(2) == 0 {
 		s.FreshDomains = append(s.FreshDomains, "legacy")
 	}
@@ -59,10 +58,10 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 		}
 		id := fmt.Sprintf("cell-%02d", i)
 		cellIDs = append(cellIDs, id)
-		s.Cells = append(s.Cells, db.CellRow{
+		s.Cells = append(s.Cells, convergence.CellRow{
 			CellID: id,
 			Zone:   zones[r.IntN(len(zones))],
-			Capacity: db.Resources{
+			Capacity: convergence.Resources{
 				MemoryMB:  int32(256 * (1 + r.IntN(16))),
 				DiskMB:    int32(512 * (1 + r.IntN(16))),
 				Instances: int32(r.IntN(12)),
@@ -81,7 +80,7 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 		domain := []string{"apps", "legacy"}[r.IntN(2)]
 		instances := int32(r.IntN(6))
 		if r.IntN(6) > 0 {
-			s.Desired = append(s.Desired, db.DesiredSchedule{
+			s.Desired = append(s.Desired, convergence.DesiredSchedule{
 				ProcessGuid:        guid,
 				Domain:             domain,
 				Instances:          instances,
@@ -97,7 +96,7 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 				if r.IntN(6) >= odds {
 					continue
 				}
-				row := db.ActualRow{
+				row := convergence.ActualRow{
 					ProcessGuid:       guid,
 					Index:             index,
 					Presence:          presence,
@@ -124,7 +123,7 @@ func randomSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 }
 
 // checkRepaired checks the state after the plan against the rules.
-func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Config, seed uint64) {
+func checkRepaired(before, after *convergence.Snapshot, now time.Time, cfg convergence.Config, seed uint64) {
 	present, draining := map[string]bool{}, map[string]bool{}
 	for _, c := range before.Cells {
 		present[c.CellID] = c.ExpiresAt > now.UnixNano()
@@ -134,22 +133,22 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 	for _, d := range before.FreshDomains {
 		fresh[d] = true
 	}
-	desired := map[string]db.DesiredSchedule{}
+	desired := map[string]convergence.DesiredSchedule{}
 	for _, d := range before.Desired {
 		desired[d.ProcessGuid] = d
 	}
-	original := map[db.ActualLRPKey]db.ActualRow{}
+	original := map[models.ActualLRPKey]convergence.ActualRow{}
 	for _, r := range before.Actual {
 		original[r.Key()] = r
 	}
-	rows := map[db.ActualLRPKey]db.ActualRow{}
+	rows := map[models.ActualLRPKey]convergence.ActualRow{}
 	for _, r := range after.Actual {
 		rows[r.Key()] = r
 	}
 
 	for _, d := range before.Desired {
 		for index := range d.Instances {
-			key := db.ActualLRPKey{ProcessGuid: d.ProcessGuid, Index: index, Presence: ordinary}
+			key := models.ActualLRPKey{ProcessGuid: d.ProcessGuid, Index: index, Presence: ordinary}
 			Expect(rows).To(HaveKey(key), "seed %d: every desired index has an ORDINARY row", seed)
 		}
 	}
@@ -161,7 +160,7 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 			Expect(r).To(Equal(original[key]), "seed %d: %+v: an evacuating row is kept as it is or deleted", seed, key)
 			Expect(present[r.CellID]).To(BeTrue(), "seed %d: %+v: an evacuating row's cell is present", seed, key)
 			Expect(wanted || !fresh[r.Domain]).To(BeTrue(), "seed %d: %+v is not wanted in a fresh domain but kept", seed, key)
-			if replacement, ok := rows[db.ActualLRPKey{ProcessGuid: key.ProcessGuid, Index: key.Index, Presence: ordinary}]; wanted && ok && replacement.State == runningState {
+			if replacement, ok := rows[models.ActualLRPKey{ProcessGuid: key.ProcessGuid, Index: key.Index, Presence: ordinary}]; wanted && ok && replacement.State == runningState {
 				Expect(now.Sub(time.Unix(0, replacement.Since))).To(BeNumerically("<", cfg.EvacuationGrace),
 					"seed %d: %+v: its replacement has not run for the evacuation grace", seed, key)
 			}
@@ -174,7 +173,7 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 		case key.Presence == suspect:
 			Expect(present[r.CellID]).To(BeFalse(), "seed %d: %+v: a suspect's cell is gone", seed, key)
 			Expect(r.State).To(BeElementOf(runningState, claimedState), "seed %d: %+v: a suspect serves", seed, key)
-			replacement := rows[db.ActualLRPKey{ProcessGuid: key.ProcessGuid, Index: key.Index, Presence: ordinary}]
+			replacement := rows[models.ActualLRPKey{ProcessGuid: key.ProcessGuid, Index: key.Index, Presence: ordinary}]
 			Expect(replacement.State).NotTo(Equal(runningState), "seed %d: %+v: its replacement runs", seed, key)
 		case r.State == runningState || r.State == claimedState:
 			Expect(present[r.CellID]).To(BeTrue(), "seed %d: %+v runs on a present cell", seed, key)
@@ -197,7 +196,7 @@ func checkRepaired(before, after *db.Snapshot, now time.Time, cfg convergence.Co
 
 // checkPlacements checks every placement against the cells: present and
 // not draining, tags covered, and no cell given more than it had free.
-func checkPlacements(s *db.Snapshot, plan *convergence.Plan, now time.Time, seed uint64) {
+func checkPlacements(s *convergence.Snapshot, plan *convergence.Plan, now time.Time, seed uint64) {
 	type free struct{ memory, disk, slots int64 }
 	cells := map[string]*free{}
 	tags := map[string][]string{}
@@ -217,11 +216,11 @@ func checkPlacements(s *db.Snapshot, plan *convergence.Plan, now time.Time, seed
 	for _, r := range s.Actual {
 		charge(r.CellID, r.MemoryMB, r.DiskMB)
 	}
-	desired := map[string]db.DesiredSchedule{}
+	desired := map[string]convergence.DesiredSchedule{}
 	for _, d := range s.Desired {
 		desired[d.ProcessGuid] = d
 	}
-	rows := map[db.ActualLRPKey]db.ActualRow{}
+	rows := map[models.ActualLRPKey]convergence.ActualRow{}
 	for _, r := range s.Actual {
 		rows[r.Key()] = r
 	}

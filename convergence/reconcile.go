@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -20,7 +19,7 @@ const (
 
 // reconcileLRP decides for one process guid: d is its DesiredLRP (nil when
 // it is no longer desired) and rows are its rows in key order.
-func (p *planner) reconcileLRP(d *db.DesiredSchedule, rows []row) {
+func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 	for i := range rows {
 		p.countRow(&rows[i])
 	}
@@ -180,7 +179,7 @@ func (p *planner) keepAsIs(r *row) {
 }
 
 // newRollout resolves the LRP's strategy for its rolling update.
-func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, instances int32) *rolloutLRP {
+func (p *planner) newRollout(d *DesiredSchedule, record *RolloutRow, instances int32) *rolloutLRP {
 	ro := &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: storedStrategy(d, instances)}
 	if record != nil {
 		ro.outcome.operationID = record.OperationID
@@ -191,14 +190,8 @@ func (p *planner) newRollout(d *db.DesiredSchedule, record *db.RolloutRow, insta
 
 // storedStrategy resolves d's stored strategy at instances
 // (models.StoredRolloutStrategy).
-func storedStrategy(d *db.DesiredSchedule, instances int32) models.RolloutStrategy {
+func storedStrategy(d *DesiredSchedule, instances int32) models.RolloutStrategy {
 	return models.StoredRolloutStrategy(instances, d.UpdateStrategy)
-}
-
-// ResolveRolloutStrategy is models.ResolveRolloutStrategy, for the dry run
-// (rollout_plan.go), which calls it by this name.
-func ResolveRolloutStrategy(instances int32, s *models.UpdateStrategy) (models.RolloutStrategy, error) {
-	return models.ResolveRolloutStrategy(instances, s)
 }
 
 // wantedSlots gathers the ORDINARY, SUSPECT and RETIRING rows of indices
@@ -230,7 +223,7 @@ func wantedSlots(rows []row, instances int32) []indexRows {
 // wanted (d is its DesiredLRP, nil when gone), when the row's domain is
 // fresh. In a stale domain the board may not know every desired LRP, so it
 // keeps the row as it is: no restart, no placement, no suspect.
-func (p *planner) retire(r *row, d *db.DesiredSchedule) {
+func (p *planner) retire(r *row, d *DesiredSchedule) {
 	retirable := r.Presence == ordinary || r.Presence == suspect || r.Presence == evacuating || r.Presence == retiring
 	if r.Presence == ordinary {
 		p.plan.Counts.Extra++
@@ -256,7 +249,7 @@ func (p *planner) retire(r *row, d *db.DesiredSchedule) {
 // index's ORDINARY instance once the plan is applied, as the snapshot saw
 // it: the promoted suspect, or ord unless it is marked suspect; nil when a
 // new row is created.
-func (p *planner) reconcileIndex(d *db.DesiredSchedule, index int32, ord, sus *row) *row {
+func (p *planner) reconcileIndex(d *DesiredSchedule, index int32, ord, sus *row) *row {
 	if sus != nil {
 		switch {
 		case ord != nil && ord.State == running:
@@ -329,7 +322,7 @@ func (p *planner) evacuatingOnLostCell(r *row) bool {
 
 // reconcileOrdinary decides for the ORDINARY row of a wanted index and
 // reports whether it marked the row suspect (a replacement takes its key).
-func (p *planner) reconcileOrdinary(d *db.DesiredSchedule, r *row) (markedSuspect bool) {
+func (p *planner) reconcileOrdinary(d *DesiredSchedule, r *row) (markedSuspect bool) {
 	present := p.cells.isPresent(r.cell)
 	switch r.State {
 	case running:
@@ -411,15 +404,15 @@ func (p *planner) cellGone(r *row) string {
 	return fmt.Sprintf("presence of cell %s expired %s ago", r.CellID, ago)
 }
 
-func version(r *db.ActualRow) db.RowVersion {
-	return db.RowVersion{Key: r.Key(), State: r.State, ModificationIndex: r.ModificationIndex}
+func version(r *ActualRow) RowVersion {
+	return RowVersion{Key: r.Key(), State: r.State, ModificationIndex: r.ModificationIndex}
 }
 
 // versionAfterWrite is the version a row has once one earlier write of the
 // plan (Restart or Unassign, both leaving it UNCLAIMED) has been applied:
 // every applied write bumps the modification index by exactly one.
-func versionAfterWrite(r *db.ActualRow) db.RowVersion {
-	return db.RowVersion{Key: r.Key(), State: unclaimed, ModificationIndex: r.ModificationIndex + 1}
+func versionAfterWrite(r *ActualRow) RowVersion {
+	return RowVersion{Key: r.Key(), State: unclaimed, ModificationIndex: r.ModificationIndex + 1}
 }
 
 func (p *planner) delete(r *row, why string) {
@@ -451,9 +444,9 @@ func (p *planner) restart(r *row, why string) {
 
 // create adds a new UNCLAIMED ORDINARY row on the active definition and
 // queues it for placement; placement fills in its cell or error.
-func (p *planner) create(d *db.DesiredSchedule, index int32, why string) {
+func (p *planner) create(d *DesiredSchedule, index int32, why string) {
 	w := &p.plan.Writes
-	w.Create = append(w.Create, db.NewActualLRP{
+	w.Create = append(w.Create, NewActualLRP{
 		ProcessGuid:  d.ProcessGuid,
 		Index:        index,
 		Domain:       d.Domain,
@@ -505,14 +498,14 @@ func (p *planner) emitPlacements() {
 			v = versionAfterWrite(r.row)
 		}
 		if r.cell != noCell {
-			w.Place = append(w.Place, db.Placement{Row: v, CellID: p.cells.ids[r.cell]})
+			w.Place = append(w.Place, Placement{Row: v, CellID: p.cells.ids[r.cell]})
 			reasons.Place = append(reasons.Place, placeReasons[r.why])
 			continue
 		}
 		if !r.chained && r.row.PlacementError == r.failure {
 			continue // the row already says so
 		}
-		w.PlacementFailed = append(w.PlacementFailed, db.PlacementFailure{Row: v, Reason: r.failure})
+		w.PlacementFailed = append(w.PlacementFailed, PlacementFailure{Row: v, Reason: r.failure})
 		reasons.PlacementFailed = append(reasons.PlacementFailed, placeReasons[r.why])
 	}
 }

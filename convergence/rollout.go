@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -17,9 +16,9 @@ const retiring = models.ActualLRP_RETIRING
 // while it reconciles the LRP: its rollout record, its stored definitions,
 // its resolved strategy, and the decisions of this pass.
 type rolloutLRP struct {
-	d        *db.DesiredSchedule
-	record   *db.RolloutRow
-	defs     []db.DefinitionRow
+	d        *DesiredSchedule
+	record   *RolloutRow
+	defs     []DefinitionRow
 	strategy models.RolloutStrategy
 	// step is PlanRolloutStep's decision, by index: the replacement that
 	// starts at each index this pass (started), and the RETIRING rows told
@@ -116,7 +115,7 @@ func (ro *rolloutLRP) describeCrashes() string {
 // pass: it has a rollout record that is not settled, a RETIRING row, or an
 // ORDINARY row on a definition other than the active one. Every other LRP
 // — nearly all of them in a steady board — costs only this scan.
-func needsRollout(d *db.DesiredSchedule, record *db.RolloutRow, rows []row) bool {
+func needsRollout(d *DesiredSchedule, record *RolloutRow, rows []row) bool {
 	if record != nil {
 		return true
 	}
@@ -373,13 +372,13 @@ func (p *planner) retireOutdated(r *row, stop bool, why string) {
 	} else {
 		why += ", kept serving until its replacement is ready"
 	}
-	p.plan.Writes.Retire = append(p.plan.Writes.Retire, db.Retirement{Row: version(r.ActualRow), Stop: stop})
+	p.plan.Writes.Retire = append(p.plan.Writes.Retire, Retirement{Row: version(r.ActualRow), Stop: stop})
 	p.plan.Reasons.Retire = append(p.plan.Reasons.Retire, why)
 }
 
-func (p *planner) redefine(r *row, d *db.DesiredSchedule, move string) {
+func (p *planner) redefine(r *row, d *DesiredSchedule, move string) {
 	p.leaves(r)
-	p.plan.Writes.Redefine = append(p.plan.Writes.Redefine, db.Redefinition{Row: version(r.ActualRow), DefinitionID: d.ActiveDefinitionID})
+	p.plan.Writes.Redefine = append(p.plan.Writes.Redefine, Redefinition{Row: version(r.ActualRow), DefinitionID: d.ActiveDefinitionID})
 	p.plan.Reasons.Redefine = append(p.plan.Reasons.Redefine, move+"; it serves nothing ("+r.State.String()+"), so it is replaced in place")
 }
 
@@ -410,11 +409,11 @@ type indexRows struct {
 // are all the LRP's rows (any index, presence, state).
 func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	d, rec := ro.d, ro.record
-	next := db.RolloutRow{ProcessGuid: d.ProcessGuid}
+	next := RolloutRow{ProcessGuid: d.ProcessGuid}
 	if rec != nil {
 		next = *rec
 	}
-	write := db.RolloutWrite{ProcessGuid: d.ProcessGuid, ExpectActiveDefinitionID: d.ActiveDefinitionID}
+	write := RolloutWrite{ProcessGuid: d.ProcessGuid, ExpectActiveDefinitionID: d.ActiveDefinitionID}
 	if rec != nil {
 		write.ExpectModificationIndex = rec.ModificationIndex
 	}
@@ -444,7 +443,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			}
 			break
 		}
-		next = db.RolloutRow{
+		next = RolloutRow{
 			ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_PROGRESSING,
 			Reason:       "rolling to " + d.ActiveDefinitionID,
 			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now,
@@ -476,7 +475,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			failure += ro.describeCrashes()
 			healthy := d.HealthyDefinitionID
 			if ro.reverting {
-				next = db.RolloutRow{
+				next = RolloutRow{
 					ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
 					Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),
 					DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
@@ -561,9 +560,9 @@ func (p *planner) cleanDefinitions(ro *rolloutLRP, rows []row) bool {
 
 // cleanGoneLRP deletes the definitions of an LRP that is no longer desired
 // once no row references them, and then its rollout record.
-func (p *planner) cleanGoneLRP(record *db.RolloutRow, defs []db.DefinitionRow, rows []row) {
+func (p *planner) cleanGoneLRP(record *RolloutRow, defs []DefinitionRow, rows []row) {
 	if len(defs) == 0 {
-		p.rolloutWrite(db.RolloutWrite{
+		p.rolloutWrite(RolloutWrite{
 			ProcessGuid: record.ProcessGuid, ExpectModificationIndex: record.ModificationIndex, Delete: true,
 		}, "its DesiredLRP is gone and so are its definitions")
 		return
@@ -600,11 +599,11 @@ func referencedDefinitions(rows []row) map[string]bool {
 }
 
 func (p *planner) deleteDefinition(guid, id, why string) {
-	p.plan.Writes.DeleteDefinitions = append(p.plan.Writes.DeleteDefinitions, db.DefinitionRef{ProcessGuid: guid, DefinitionID: id})
+	p.plan.Writes.DeleteDefinitions = append(p.plan.Writes.DeleteDefinitions, DefinitionRef{ProcessGuid: guid, DefinitionID: id})
 	p.plan.Reasons.DeleteDefinitions = append(p.plan.Reasons.DeleteDefinitions, why)
 }
 
-func (p *planner) rolloutWrite(w db.RolloutWrite, why string) {
+func (p *planner) rolloutWrite(w RolloutWrite, why string) {
 	p.plan.Writes.Rollouts = append(p.plan.Writes.Rollouts, w)
 	p.plan.Reasons.Rollouts = append(p.plan.Reasons.Rollouts, why)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -20,8 +19,8 @@ import (
 // indices done (ORDINARY on v2), the second quarter with a ready
 // successor on v2 beside its RETIRING v1 predecessor, the rest on v1.
 // Its instances go round-robin over s.Cells.
-func rollingSnapshot(s *db.Snapshot, guid string, n int) {
-	s.Desired = append(s.Desired, db.DesiredSchedule{
+func rollingSnapshot(s *convergence.Snapshot, guid string, n int) {
+	s.Desired = append(s.Desired, convergence.DesiredSchedule{
 		ProcessGuid:         guid,
 		Domain:              "apps",
 		Instances:           int32(n),
@@ -32,7 +31,7 @@ func rollingSnapshot(s *db.Snapshot, guid string, n int) {
 		DiskMB:              512,
 	})
 	started := benchNow.Add(-time.Minute).UnixNano()
-	s.Rollouts = append(s.Rollouts, db.RolloutRow{
+	s.Rollouts = append(s.Rollouts, convergence.RolloutRow{
 		ProcessGuid:       guid,
 		State:             models.RolloutStatus_PROGRESSING,
 		Reason:            "rolling from v1 to v2",
@@ -44,11 +43,11 @@ func rollingSnapshot(s *db.Snapshot, guid string, n int) {
 		ModificationIndex: 3,
 	})
 	s.Definitions = append(s.Definitions,
-		db.DefinitionRow{ProcessGuid: guid, DefinitionID: "v2", CreatedAt: started},
-		db.DefinitionRow{ProcessGuid: guid, DefinitionID: "v1", CreatedAt: benchNow.Add(-24 * time.Hour).UnixNano()},
+		convergence.DefinitionRow{ProcessGuid: guid, DefinitionID: "v2", CreatedAt: started},
+		convergence.DefinitionRow{ProcessGuid: guid, DefinitionID: "v1", CreatedAt: benchNow.Add(-24 * time.Hour).UnixNano()},
 	)
-	row := func(index int, presence models.ActualLRP_Presence, definition string) db.ActualRow {
-		return db.ActualRow{
+	row := func(index int, presence models.ActualLRP_Presence, definition string) convergence.ActualRow {
+		return convergence.ActualRow{
 			ProcessGuid:       guid,
 			Index:             int32(index),
 			Presence:          presence,
@@ -93,7 +92,7 @@ func checkRollingStep(n int) func(*testing.B, *convergence.Plan) {
 // One LRP of 10,000 instances halfway through its rollout, on 100 cells,
 // and nothing else.
 func BenchmarkComputeRollout10k(b *testing.B) {
-	s := &db.Snapshot{Cells: benchCells(100), FreshDomains: []string{"apps"}}
+	s := &convergence.Snapshot{Cells: benchCells(100), FreshDomains: []string{"apps"}}
 	rollingSnapshot(s, "rolling", 10_000)
 	benchmarkCompute(b, s, checkRollingStep(10_000))
 }
@@ -112,7 +111,7 @@ func BenchmarkComputeRollout10kIn250k(b *testing.B) {
 // 25% of 5 rounds up to 2): the same 10,000 instances spread over many
 // small rollouts.
 func BenchmarkComputeRollout2000x5(b *testing.B) {
-	s := &db.Snapshot{Cells: benchCells(100), FreshDomains: []string{"apps"}}
+	s := &convergence.Snapshot{Cells: benchCells(100), FreshDomains: []string{"apps"}}
 	for i := range 2_000 {
 		rollingFive(s, fmt.Sprintf("rolling-%04d", i))
 	}
@@ -130,12 +129,12 @@ func BenchmarkComputeRollout2000x5(b *testing.B) {
 // rollingFive adds a 5-instance LRP rolling from v1 to v2 with surge 25%
 // (2): index 0 done, 1 and 2 with a ready successor beside their RETIRING
 // predecessor, 3 and 4 on v1.
-func rollingFive(s *db.Snapshot, guid string) {
+func rollingFive(s *convergence.Snapshot, guid string) {
 	before := len(s.Actual)
 	rollingSnapshot(s, guid, 5)
 	// rollingSnapshot splits 5 as 1 done, 1 ready, 3 outdated; make index 2
 	// ready too.
-	var out []db.ActualRow
+	var out []convergence.ActualRow
 	for _, row := range s.Actual[before:] {
 		out = append(out, row)
 		if row.Index == 2 && row.Presence == ordinary {

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -55,12 +54,12 @@ var _ = Describe("Rollouts over many passes", func() {
 
 // rolloutSnapshot is a few LRPs running v1 on healthy cells, each just
 // updated to v2 with a random strategy.
-func rolloutSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
-	s := &db.Snapshot{FreshDomains: []string{"apps"}}
+func rolloutSnapshot(r *rand.Rand, now time.Time) *convergence.Snapshot {
+	s := &convergence.Snapshot{FreshDomains: []string{"apps"}}
 	for i := range 4 {
-		s.Cells = append(s.Cells, db.CellRow{
+		s.Cells = append(s.Cells, convergence.CellRow{
 			CellID: fmt.Sprintf("cell-%d", i), Zone: fmt.Sprintf("z%d", i%2),
-			Capacity:  db.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
+			Capacity:  convergence.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
 			ExpiresAt: now.Add(time.Hour).UnixNano(),
 		})
 	}
@@ -69,19 +68,19 @@ func rolloutSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 		guid := fmt.Sprintf("lrp-%d", l)
 		instances := int32(1 + r.IntN(10))
 		strategy := &models.UpdateStrategy{MaxSurge: counts[r.IntN(len(counts))], MaxUnavailable: counts[r.IntN(len(counts))]}
-		s.Desired = append(s.Desired, db.DesiredSchedule{
+		s.Desired = append(s.Desired, convergence.DesiredSchedule{
 			ProcessGuid: guid, Domain: "apps", Instances: instances, ActiveDefinitionID: "v2",
 			HealthyDefinitionID: "v1", UpdateStrategy: strategy, MemoryMB: 64, DiskMB: 64,
 		})
-		s.Rollouts = append(s.Rollouts, db.RolloutRow{
+		s.Rollouts = append(s.Rollouts, convergence.RolloutRow{
 			ProcessGuid: guid, State: models.RolloutStatus_PROGRESSING, DefinitionID: "v2",
 			StartedAt: now.UnixNano(), ProgressAt: now.UnixNano(), ModificationIndex: 1,
 		})
 		s.Definitions = append(s.Definitions,
-			db.DefinitionRow{ProcessGuid: guid, DefinitionID: "v2", CreatedAt: now.UnixNano()},
-			db.DefinitionRow{ProcessGuid: guid, DefinitionID: "v1", CreatedAt: now.Add(-time.Hour).UnixNano()})
+			convergence.DefinitionRow{ProcessGuid: guid, DefinitionID: "v2", CreatedAt: now.UnixNano()},
+			convergence.DefinitionRow{ProcessGuid: guid, DefinitionID: "v1", CreatedAt: now.Add(-time.Hour).UnixNano()})
 		for index := range instances {
-			row := db.ActualRow{
+			row := convergence.ActualRow{
 				ProcessGuid: guid, Index: index, Presence: ordinary, State: runningState, Domain: "apps",
 				CellID: fmt.Sprintf("cell-%d", r.IntN(4)), DefinitionID: "v1", Routable: true,
 				Occupied: r.IntN(3) == 0, Since: now.Add(-time.Hour).UnixNano(), ModificationIndex: 3,
@@ -98,14 +97,14 @@ func rolloutSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 
 // checkNoDefinitionInUseDeleted is invariant 3: a definition that is
 // active, healthy or referenced by any row is never deleted.
-func checkNoDefinitionInUseDeleted(s *db.Snapshot, plan *convergence.Plan, seed uint64) {
-	inUse := map[db.DefinitionRef]bool{}
+func checkNoDefinitionInUseDeleted(s *convergence.Snapshot, plan *convergence.Plan, seed uint64) {
+	inUse := map[convergence.DefinitionRef]bool{}
 	for _, d := range s.Desired {
-		inUse[db.DefinitionRef{ProcessGuid: d.ProcessGuid, DefinitionID: d.ActiveDefinitionID}] = true
-		inUse[db.DefinitionRef{ProcessGuid: d.ProcessGuid, DefinitionID: d.HealthyDefinitionID}] = true
+		inUse[convergence.DefinitionRef{ProcessGuid: d.ProcessGuid, DefinitionID: d.ActiveDefinitionID}] = true
+		inUse[convergence.DefinitionRef{ProcessGuid: d.ProcessGuid, DefinitionID: d.HealthyDefinitionID}] = true
 	}
 	for _, r := range s.Actual {
-		inUse[db.DefinitionRef{ProcessGuid: r.ProcessGuid, DefinitionID: r.DefinitionID}] = true
+		inUse[convergence.DefinitionRef{ProcessGuid: r.ProcessGuid, DefinitionID: r.DefinitionID}] = true
 	}
 	for _, ref := range plan.Writes.DeleteDefinitions {
 		Expect(inUse[ref]).To(BeFalse(), "seed %d: deletes %+v, which is in use", seed, ref)
@@ -114,7 +113,7 @@ func checkNoDefinitionInUseDeleted(s *db.Snapshot, plan *convergence.Plan, seed 
 
 // servingIndices counts the indices of an LRP with a RUNNING, routable
 // instance that was not told to stop.
-func servingIndices(s *db.Snapshot, guid string) int {
+func servingIndices(s *convergence.Snapshot, guid string) int {
 	serving := map[int32]bool{}
 	for _, r := range s.Actual {
 		if r.ProcessGuid == guid && r.State == runningState && r.Routable && !r.StopRequested &&
@@ -128,14 +127,14 @@ func servingIndices(s *db.Snapshot, guid string) int {
 // simulateCells plays the reps for one second: placed UNCLAIMED instances
 // start (one in eight crashes instead), crashed ones stay down, and RETIRING
 // instances told to stop are drained and removed.
-func simulateCells(r *rand.Rand, s *db.Snapshot, now time.Time) *db.Snapshot {
+func simulateCells(r *rand.Rand, s *convergence.Snapshot, now time.Time) *convergence.Snapshot {
 	return playCells(s, now, func() bool { return r.IntN(8) == 0 })
 }
 
 // playCells plays the reps for one second: placed UNCLAIMED instances
 // start, unless crashes (nil: never) says this one crashes instead, and
 // RETIRING instances told to stop are drained and removed.
-func playCells(s *db.Snapshot, now time.Time, crashes func() bool) *db.Snapshot {
+func playCells(s *convergence.Snapshot, now time.Time, crashes func() bool) *convergence.Snapshot {
 	next := *s
 	next.Actual = nil
 	for _, row := range s.Actual {
@@ -157,7 +156,7 @@ func playCells(s *db.Snapshot, now time.Time, crashes func() bool) *db.Snapshot 
 
 // rolledOut reports whether every rollout record is settled and every
 // row of a desired LRP runs its active definition.
-func rolledOut(s *db.Snapshot) bool {
+func rolledOut(s *convergence.Snapshot) bool {
 	if len(s.Rollouts) > 0 {
 		return false
 	}

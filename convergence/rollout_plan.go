@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -20,11 +19,11 @@ type DryRun struct {
 	// Snapshot is the LRP's targeted snapshot: its rows, its unsettled
 	// rollout record, and every cell with the usage of every other LRP
 	// (DESIGN §3: placement from a partial view overcommits cells).
-	Snapshot    *db.Snapshot
+	Snapshot    *Snapshot
 	ProcessGuid string
 	// Definitions are the LRP's stored definitions, newest first; the
 	// snapshot lists them only while its rollout record is unsettled.
-	Definitions []db.DefinitionRow
+	Definitions []DefinitionRow
 	Update      *models.DesiredLRPUpdate
 	// ReadyAfter is how long each new instance takes, once placed, to be
 	// RUNNING and routable.
@@ -79,7 +78,7 @@ func PlanRollout(in DryRun) (*models.RolloutPlan, error) {
 	}
 	// Operations are leased to a board; a dry run holds none.
 	in.Config.Board = ""
-	d := findDesired(in.Snapshot, in.ProcessGuid)
+	d := in.Snapshot.DesiredOf(in.ProcessGuid)
 	if d == nil {
 		return nil, models.NewError(models.Error_ResourceNotFound, "desired_lrp %q not found", in.ProcessGuid)
 	}
@@ -94,7 +93,7 @@ func PlanRollout(in DryRun) (*models.RolloutPlan, error) {
 		return nil, models.ErrInvalidField("update.staged", "requires a definition")
 	}
 	state, plan := applyUpdateInMemory(in, d, update)
-	strategy, err := ResolveRolloutStrategy(plan.Instances, state.Desired[0].UpdateStrategy)
+	strategy, err := models.ResolveRolloutStrategy(plan.Instances, state.Desired[0].UpdateStrategy)
 	if err != nil {
 		return nil, models.ErrInvalidField("update.update_strategy", err.Error())
 	}
@@ -110,17 +109,8 @@ func PlanRollout(in DryRun) (*models.RolloutPlan, error) {
 	return plan, nil
 }
 
-func findDesired(s *db.Snapshot, guid string) *db.DesiredSchedule {
-	for i := range s.Desired {
-		if s.Desired[i].ProcessGuid == guid {
-			return &s.Desired[i]
-		}
-	}
-	return nil
-}
-
 // scheduleLRP is as much of a DesiredLRP as models.ApplyUpdate reads.
-func scheduleLRP(d *db.DesiredSchedule) *models.DesiredLRP {
+func scheduleLRP(d *DesiredSchedule) *models.DesiredLRP {
 	return &models.DesiredLRP{ProcessGuid: d.ProcessGuid, Instances: d.Instances, Autoscaling: d.Autoscaling,
 		ActiveDefinitionId: d.ActiveDefinitionID}
 }
@@ -129,11 +119,11 @@ func scheduleLRP(d *db.DesiredSchedule) *models.DesiredLRP {
 // UpdateDesiredLRP (db/sqldb/update.go) would leave it, both deciding with
 // models.ApplyUpdate: the LRP with its new strategy, instances and
 // autoscaling, the new definition stored and active with a fresh rollout
-// record (db.StartedRollout, in the staged phase the update starts), the
+// record (StartedRollout, in the staged phase the update starts), the
 // instances a scale-up adds (UNCLAIMED, on the new definition) and those a
 // scale-down deletes (UNCLAIMED ones at the indices beyond the count). It
 // returns the plan's header too.
-func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.DesiredLRPUpdate) (*db.Snapshot, *models.RolloutPlan) {
+func applyUpdateInMemory(in DryRun, before *DesiredSchedule, update *models.DesiredLRPUpdate) (*Snapshot, *models.RolloutPlan) {
 	now := in.Now.UnixNano()
 	guid := before.ProcessGuid
 	s := *in.Snapshot
@@ -146,7 +136,7 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 		}
 	}
 	d := *before
-	s.Desired = []db.DesiredSchedule{d}
+	s.Desired = []DesiredSchedule{d}
 	lrp := &s.Desired[0]
 	change := models.ApplyUpdate(scheduleLRP(before), update, now)
 	if update.UpdateStrategy != nil {
@@ -167,18 +157,18 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 		ToDefinitionId: change.ActiveDefinitionID, Instances: lrp.Instances,
 	}
 
-	s.Definitions = slices.DeleteFunc(slices.Clone(s.Definitions), func(def db.DefinitionRow) bool { return def.ProcessGuid == guid })
+	s.Definitions = slices.DeleteFunc(slices.Clone(s.Definitions), func(def DefinitionRow) bool { return def.ProcessGuid == guid })
 	s.Definitions = append(s.Definitions, in.Definitions...)
 	if def := update.Definition; def != nil {
 		to := change.DefinitionID
-		if !slices.ContainsFunc(s.Definitions, func(row db.DefinitionRow) bool { return row.DefinitionID == to }) {
-			s.Definitions = append([]db.DefinitionRow{{
+		if !slices.ContainsFunc(s.Definitions, func(row DefinitionRow) bool { return row.DefinitionID == to }) {
+			s.Definitions = append([]DefinitionRow{{
 				ProcessGuid: guid, DefinitionID: to, CreatedAt: now, MemoryMB: def.MemoryMb, DiskMB: def.DiskMb,
 			}}, s.Definitions...)
 		}
 		if change.Activated {
 			lrp.ActiveDefinitionID, lrp.MemoryMB, lrp.DiskMB = to, def.MemoryMb, def.DiskMb
-			record := db.StartedRollout(guid, to, db.RollingReason(before.ActiveDefinitionID, to), "", change.Stage, now)
+			record := StartedRollout(guid, to, RollingReason(before.ActiveDefinitionID, to), "", change.Stage, now)
 			s.Rollouts = nil
 			for _, rec := range in.Snapshot.Rollouts {
 				if rec.ProcessGuid == guid {
@@ -186,7 +176,7 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 				}
 			}
 			record.ModificationIndex++
-			s.Rollouts = []db.RolloutRow{record}
+			s.Rollouts = []RolloutRow{record}
 		}
 	}
 
@@ -198,13 +188,13 @@ func applyUpdateInMemory(in DryRun, before *db.DesiredSchedule, update *models.D
 		s.Actual = append(s.Actual, r)
 	}
 	for index := change.ScaleFrom; index < change.ScaleTo; index++ {
-		s.Actual = append(s.Actual, db.ActualRow{
+		s.Actual = append(s.Actual, ActualRow{
 			ProcessGuid: guid, Index: index, Presence: ordinary, State: unclaimed, Domain: lrp.Domain,
 			DefinitionID: lrp.ActiveDefinitionID, Since: now, ModificationIndex: 1,
 			MemoryMB: lrp.MemoryMB, DiskMB: lrp.DiskMB,
 		})
 	}
-	slices.SortFunc(s.Actual, func(a, b db.ActualRow) int { return compareRows(&a, &b) })
+	slices.SortFunc(s.Actual, func(a, b ActualRow) int { return compareRows(&a, &b) })
 	return &s, plan
 }
 
@@ -215,7 +205,7 @@ type dryRun struct {
 	minReady time.Duration
 }
 
-func (r *dryRun) play(s *db.Snapshot, plan *models.RolloutPlan) {
+func (r *dryRun) play(s *Snapshot, plan *models.RolloutPlan) {
 	start := r.in.Now
 	t := start
 	for range MaxPlannedPasses {
@@ -260,8 +250,8 @@ func appendLast(passes []*models.RolloutPlanPass, last *models.RolloutPlanPass) 
 
 // ended says whether the pass ended the rollout: completed (why is ""),
 // failed or reverted (why says so).
-func (r *dryRun) ended(after *db.Snapshot, computed *Plan) (bool, string) {
-	d := findDesired(after, r.in.ProcessGuid)
+func (r *dryRun) ended(after *Snapshot, computed *Plan) (bool, string) {
+	d := after.DesiredOf(r.in.ProcessGuid)
 	if d == nil || d.ActiveDefinitionID != r.to {
 		return true, "the rollout fails and the healthy definition is active again"
 	}
@@ -285,7 +275,7 @@ func (r *dryRun) ended(after *db.Snapshot, computed *Plan) (bool, string) {
 // none will: the first tick of the rollout interval at or after the
 // earliest of a placed instance becoming ready, a stopped one leaving (at
 // the next tick), and the planner's wake-up.
-func (r *dryRun) nextPass(after *db.Snapshot, computed *Plan, t time.Time) (time.Time, string) {
+func (r *dryRun) nextPass(after *Snapshot, computed *Plan, t time.Time) (time.Time, string) {
 	interval := r.in.RolloutInterval
 	var next time.Time
 	consider := func(at time.Time) {
@@ -325,14 +315,14 @@ func (r *dryRun) nextPass(after *db.Snapshot, computed *Plan, t time.Time) (time
 }
 
 // starting: a placed instance that the simulated reps have not started.
-func (r *dryRun) starting(row *db.ActualRow) bool {
+func (r *dryRun) starting(row *ActualRow) bool {
 	return row.CellID != "" && (row.State == unclaimed || row.State == claimed)
 }
 
 // atRest says why the rollout cannot move by itself with nothing on its
 // way: an instance fits no cell, or the staged phase holds. "" when
 // neither.
-func (r *dryRun) atRest(after *db.Snapshot) string {
+func (r *dryRun) atRest(after *Snapshot) string {
 	for i := range after.Actual {
 		row := &after.Actual[i]
 		if row.State == unclaimed && row.CellID == "" && row.PlacementError != "" {
@@ -347,7 +337,7 @@ func (r *dryRun) atRest(after *db.Snapshot) string {
 	return ""
 }
 
-func (r *dryRun) recordReason(after *db.Snapshot) string {
+func (r *dryRun) recordReason(after *Snapshot) string {
 	for _, rec := range after.Rollouts {
 		if rec.ProcessGuid == r.in.ProcessGuid {
 			return rec.Reason
@@ -359,9 +349,9 @@ func (r *dryRun) recordReason(after *db.Snapshot) string {
 // playReps is the simulated reps at time t: RETIRING instances told to
 // stop are gone, placed instances are claimed, and those placed
 // ReadyAfter ago or more run, routable, since then.
-func (r *dryRun) playReps(s *db.Snapshot, t time.Time) *db.Snapshot {
+func (r *dryRun) playReps(s *Snapshot, t time.Time) *Snapshot {
 	next := *s
-	next.Actual = make([]db.ActualRow, 0, len(s.Actual))
+	next.Actual = make([]ActualRow, 0, len(s.Actual))
 	for _, row := range s.Actual {
 		switch {
 		case row.Presence == retiring && row.StopRequested:
@@ -380,7 +370,7 @@ func (r *dryRun) playReps(s *db.Snapshot, t time.Time) *db.Snapshot {
 
 // describePass says what a pass at elapsed did and where the LRP stands
 // after it.
-func (r *dryRun) describePass(before, after *db.Snapshot, computed *Plan, elapsed time.Duration) *models.RolloutPlanPass {
+func (r *dryRun) describePass(before, after *Snapshot, computed *Plan, elapsed time.Duration) *models.RolloutPlanPass {
 	pass := &models.RolloutPlanPass{AtMs: elapsed.Milliseconds()}
 	guid := r.in.ProcessGuid
 	zones := make(map[string]string, len(before.Cells))
@@ -388,7 +378,7 @@ func (r *dryRun) describePass(before, after *db.Snapshot, computed *Plan, elapse
 		zones[c.CellID] = c.Zone
 	}
 	w, why := &computed.Writes, &computed.Reasons
-	note := func(verb string, key db.ActualLRPKey, reason string) {
+	note := func(verb string, key models.ActualLRPKey, reason string) {
 		if key.ProcessGuid == guid {
 			pass.Reasons = append(pass.Reasons, fmt.Sprintf("%s %d: %s", verb, key.Index, reason))
 		}
@@ -415,7 +405,7 @@ func (r *dryRun) describePass(before, after *db.Snapshot, computed *Plan, elapse
 		}
 	}
 	for i, c := range w.Create {
-		key := db.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
+		key := models.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
 		note("create", key, why.Create[i])
 		if c.ProcessGuid == guid && c.CellID != "" {
 			pass.Starts = append(pass.Starts, &models.PlannedStart{Index: c.Index, CellId: c.CellID, Zone: zones[c.CellID], DefinitionId: c.DefinitionID})
@@ -457,8 +447,8 @@ func (r *dryRun) describePass(before, after *db.Snapshot, computed *Plan, elapse
 // beyond the count: a successor that fits no cell surges nothing) and
 // updated indices (on the new definition, RUNNING and routable for
 // min_ready).
-func (r *dryRun) count(after *db.Snapshot, elapsed time.Duration, pass *models.RolloutPlanPass) {
-	d := findDesired(after, r.in.ProcessGuid)
+func (r *dryRun) count(after *Snapshot, elapsed time.Duration, pass *models.RolloutPlanPass) {
+	d := after.DesiredOf(r.in.ProcessGuid)
 	now := r.in.Now.Add(elapsed).UnixNano()
 	available := map[int32]bool{}
 	placed := int32(0)

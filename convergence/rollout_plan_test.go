@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -148,7 +147,7 @@ var _ = Describe("Rollout plans (dry runs)", func() {
 		Expect(models.ConvertError(err).GetType()).To(Equal(models.Error_ResourceNotFound))
 
 		in = s.dryRun
-		in.Snapshot = &db.Snapshot{Desired: []db.DesiredSchedule{s.dryRun.Snapshot.Desired[0]}, Cells: s.dryRun.Snapshot.Cells}
+		in.Snapshot = &convergence.Snapshot{Desired: []convergence.DesiredSchedule{s.dryRun.Snapshot.Desired[0]}, Cells: s.dryRun.Snapshot.Cells}
 		in.Snapshot.Desired[0].Autoscaling = &models.Autoscaling{Enabled: true, Min: 1, Max: 10}
 		three := int32(3)
 		in.Update = &models.DesiredLRPUpdate{Instances: &three}
@@ -167,20 +166,20 @@ var _ = Describe("Rollout plans (dry runs)", func() {
 			r := rand.New(rand.NewPCG(seed, 17))
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			instances := int32(1 + r.IntN(12))
-			s := &db.Snapshot{FreshDomains: []string{"apps"}, Partial: true}
+			s := &convergence.Snapshot{FreshDomains: []string{"apps"}, Partial: true}
 			for i := range 1 + r.IntN(4) {
-				s.Cells = append(s.Cells, db.CellRow{
+				s.Cells = append(s.Cells, convergence.CellRow{
 					CellID: fmt.Sprintf("cell-%d", i), Zone: fmt.Sprintf("z%d", i%3),
-					Capacity:  db.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
+					Capacity:  convergence.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
 					ExpiresAt: now.Add(30 * time.Second).UnixNano(),
 				})
 			}
-			s.Desired = []db.DesiredSchedule{{
+			s.Desired = []convergence.DesiredSchedule{{
 				ProcessGuid: "web", Domain: "apps", Instances: instances, ActiveDefinitionID: "v1",
 				HealthyDefinitionID: "v1", MemoryMB: 64, DiskMB: 64,
 			}}
 			for index := range instances {
-				s.Actual = append(s.Actual, db.ActualRow{
+				s.Actual = append(s.Actual, convergence.ActualRow{
 					ProcessGuid: "web", Index: index, Presence: ordinary, State: runningState, Domain: "apps",
 					CellID: s.Cells[r.IntN(len(s.Cells))].CellID, DefinitionID: "v1", Routable: true,
 					Occupied: r.IntN(3) == 0, Since: now.Add(-time.Hour).UnixNano(), ModificationIndex: 2,
@@ -200,7 +199,7 @@ var _ = Describe("Rollout plans (dry runs)", func() {
 				},
 			})
 			Expect(err).NotTo(HaveOccurred())
-			st, err := convergence.ResolveRolloutStrategy(instances, strategy)
+			st, err := models.ResolveRolloutStrategy(instances, strategy)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(plan.Completes).To(BeTrue(), "seed %d: %s", seed, renderRolloutPlan(plan))
 			Expect(plan.Passes).NotTo(BeEmpty())
@@ -216,6 +215,6 @@ var _ = Describe("Rollout plans (dry runs)", func() {
 })
 
 // renderSnapshot is a snapshot as text, to compare one before and after.
-func renderSnapshot(s *db.Snapshot) string {
+func renderSnapshot(s *convergence.Snapshot) string {
 	return fmt.Sprintf("%+v", *s)
 }

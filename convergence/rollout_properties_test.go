@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -215,12 +214,12 @@ var _ = Describe("Rollout plans for random states", func() {
 // randomRolloutState is a few LRPs (desired or removed) with rows on
 // random definitions of v1 < v2 < v3 < v4, RETIRING rows, lost cells and
 // rollout records in any state.
-func randomRolloutState(r *rand.Rand, now time.Time) *db.Snapshot {
-	s := &db.Snapshot{FreshDomains: []string{"apps"}}
+func randomRolloutState(r *rand.Rand, now time.Time) *convergence.Snapshot {
+	s := &convergence.Snapshot{FreshDomains: []string{"apps"}}
 	for i := range 3 {
-		c := db.CellRow{
+		c := convergence.CellRow{
 			CellID: fmt.Sprintf("cell-%d", i), Zone: fmt.Sprintf("z%d", i%2),
-			Capacity:  db.Resources{MemoryMB: 4096, DiskMB: 4096, Instances: int32(5 + r.IntN(20))},
+			Capacity:  convergence.Resources{MemoryMB: 4096, DiskMB: 4096, Instances: int32(5 + r.IntN(20))},
 			ExpiresAt: now.Add(time.Minute).UnixNano(),
 		}
 		if r.IntN(6) == 0 {
@@ -249,14 +248,14 @@ func randomRolloutState(r *rand.Rand, now time.Time) *db.Snapshot {
 			if r.IntN(5) == 0 {
 				strategy = nil
 			}
-			s.Desired = append(s.Desired, db.DesiredSchedule{
+			s.Desired = append(s.Desired, convergence.DesiredSchedule{
 				ProcessGuid: guid, Domain: "apps", Instances: instances,
 				ActiveDefinitionID: defs[r.IntN(4)], HealthyDefinitionID: defs[r.IntN(4)],
 				UpdateStrategy: strategy, MemoryMB: 64, DiskMB: 64,
 			})
 		}
 		if gone || r.IntN(3) != 0 {
-			rec := db.RolloutRow{
+			rec := convergence.RolloutRow{
 				ProcessGuid: guid, State: states[r.IntN(len(states))], DefinitionID: defs[r.IntN(4)],
 				StartedAt: ago(20 * time.Minute), ProgressAt: ago(20 * time.Minute),
 				UpdatedInstances: int32(r.IntN(5)), InFlight: int32(r.IntN(3)), ModificationIndex: int64(1 + r.IntN(5)),
@@ -270,7 +269,7 @@ func randomRolloutState(r *rand.Rand, now time.Time) *db.Snapshot {
 			s.Rollouts = append(s.Rollouts, rec)
 			for i := len(defs) - 1; i >= 0; i-- {
 				if r.IntN(4) != 0 {
-					s.Definitions = append(s.Definitions, db.DefinitionRow{
+					s.Definitions = append(s.Definitions, convergence.DefinitionRow{
 						ProcessGuid: guid, DefinitionID: defs[i], CreatedAt: now.Add(-time.Duration(4-i) * time.Hour).UnixNano(),
 					})
 				}
@@ -278,7 +277,7 @@ func randomRolloutState(r *rand.Rand, now time.Time) *db.Snapshot {
 		}
 		for index := range instances + int32(r.IntN(3)) {
 			cell := fmt.Sprintf("cell-%d", r.IntN(3))
-			row := db.ActualRow{
+			row := convergence.ActualRow{
 				ProcessGuid: guid, Index: index, Presence: ordinary, Domain: "apps", CellID: cell,
 				InstanceGuid: fmt.Sprintf("%s-%d", guid, index), DefinitionID: defs[r.IntN(4)],
 				Since: ago(3 * time.Minute), ModificationIndex: int64(1 + r.IntN(3)), MemoryMB: 64, DiskMB: 64,
@@ -313,23 +312,23 @@ func randomRolloutState(r *rand.Rand, now time.Time) *db.Snapshot {
 			}
 		}
 	}
-	slices.SortFunc(s.Actual, func(a, b db.ActualRow) int { return compareKeys(a.Key(), b.Key()) })
+	slices.SortFunc(s.Actual, func(a, b convergence.ActualRow) int { return compareKeys(a.Key(), b.Key()) })
 	return s
 }
 
 // checkRolloutPlan checks a plan computed from s (and applied as after)
 // against the availability floor (invariant 2), the FAILED rule, the
 // record rules, and that an LRP not rolling gets no rollout writes.
-func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Time, seed uint64) {
+func checkRolloutPlan(s, after *convergence.Snapshot, plan *convergence.Plan, now time.Time, seed uint64) {
 	present := map[string]bool{}
 	for _, c := range s.Cells {
 		present[c.CellID] = c.ExpiresAt > now.UnixNano()
 	}
-	desired := map[string]db.DesiredSchedule{}
+	desired := map[string]convergence.DesiredSchedule{}
 	for _, d := range s.Desired {
 		desired[d.ProcessGuid] = d
 	}
-	records := map[string]db.RolloutRow{}
+	records := map[string]convergence.RolloutRow{}
 	for _, rec := range s.Rollouts {
 		records[rec.ProcessGuid] = rec
 	}
@@ -339,7 +338,7 @@ func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Ti
 	}
 	// serving counts the wanted indices of guid with a RUNNING, routable
 	// instance on a present cell that was not told to stop.
-	serving := func(rows []db.ActualRow, d db.DesiredSchedule) int {
+	serving := func(rows []convergence.ActualRow, d convergence.DesiredSchedule) int {
 		indices := map[int32]bool{}
 		for _, r := range rows {
 			if r.ProcessGuid == d.ProcessGuid && r.Index < d.Instances && r.State == runningState && r.Routable &&
@@ -351,8 +350,8 @@ func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Ti
 		return len(indices)
 	}
 	rolling := map[string]bool{}
-	retiringAt := map[db.ActualLRPKey]bool{}
-	byKey := map[db.ActualLRPKey]db.ActualRow{}
+	retiringAt := map[models.ActualLRPKey]bool{}
+	byKey := map[models.ActualLRPKey]convergence.ActualRow{}
 	for _, r := range s.Actual {
 		byKey[r.Key()] = r
 		d, ok := desired[r.ProcessGuid]
@@ -360,7 +359,7 @@ func checkRolloutPlan(s, after *db.Snapshot, plan *convergence.Plan, now time.Ti
 			rolling[r.ProcessGuid] = true
 		}
 		if r.Presence == models.ActualLRP_RETIRING {
-			retiringAt[db.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: ordinary}] = true
+			retiringAt[models.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: ordinary}] = true
 		}
 	}
 	for guid := range records {
@@ -458,7 +457,7 @@ func checkRevertStartsNothing(plan *convergence.Plan, guid string, seed uint64) 
 	}
 }
 
-func compareKeys(a, b db.ActualLRPKey) int {
+func compareKeys(a, b models.ActualLRPKey) int {
 	if a.ProcessGuid != b.ProcessGuid {
 		if a.ProcessGuid < b.ProcessGuid {
 			return -1

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -61,7 +60,7 @@ type stagedPhase struct {
 	members map[int32]bool
 	// stable is the schedule of the healthy definition, for the indices
 	// outside the phase that have no instance to keep.
-	stable *db.DesiredSchedule
+	stable *DesiredSchedule
 	// pause is the reason this pass pauses the phase for (the health
 	// gate), "" when it does not.
 	pause string
@@ -96,7 +95,7 @@ func (p *planner) newStagedPhase(ro *rolloutLRP, instances int32) *stagedPhase {
 }
 
 // seed is the phase's cohort seed.
-func (ph *stagedPhase) seed(d *db.DesiredSchedule) string {
+func (ph *stagedPhase) seed(d *DesiredSchedule) string {
 	if s := ph.stage.GetSeed(); s != "" {
 		return s
 	}
@@ -106,7 +105,7 @@ func (ph *stagedPhase) seed(d *db.DesiredSchedule) string {
 // admit decides the phase's members among indices (their Current as the
 // rows stand; hasInstance says which have an ORDINARY row) and turns the
 // others into indices the step leaves alone.
-func (ph *stagedPhase) admit(d *db.DesiredSchedule, indices []RolloutIndex, hasInstance map[int32]bool) {
+func (ph *stagedPhase) admit(d *DesiredSchedule, indices []RolloutIndex, hasInstance map[int32]bool) {
 	for _, x := range indices {
 		// An index moving to the active definition has its new instance
 		// as its ORDINARY one already. A RETIRING row alone says nothing:
@@ -146,7 +145,7 @@ func (ph *stagedPhase) createsStable(index int32) bool {
 // watch is the health gate: it returns the pause reason for the first
 // member instance on the active definition that crashed since the phase
 // was watching, or "".
-func (ph *stagedPhase) watch(d *db.DesiredSchedule, o *row) string {
+func (ph *stagedPhase) watch(d *DesiredSchedule, o *row) string {
 	if ph.stage.GetPaused() || !ph.members[o.Index] || o.DefinitionID != d.ActiveDefinitionID ||
 		o.State != crashed || o.Since < ph.stage.GetWatchingSince() {
 		return ""
@@ -171,7 +170,7 @@ func (ph *stagedPhase) reachedTarget() bool {
 // crashPause pauses the phase in next, the record this pass writes (the
 // record read, unchanged so far), for the health gate's reason, as
 // models.DecideStage decides a crash pause.
-func (ph *stagedPhase) crashPause(next *db.RolloutRow, activeID string, now int64) {
+func (ph *stagedPhase) crashPause(next *RolloutRow, activeID string, now int64) {
 	after, _, err := models.DecideStage(next.ProcessGuid, activeID, stageRecord(next),
 		models.StageCommand{Kind: models.StageCrashPause, Reason: ph.pause}, now)
 	if err != nil {
@@ -185,7 +184,7 @@ func (ph *stagedPhase) crashPause(next *db.RolloutRow, activeID string, now int6
 }
 
 // stageRecord is rec as models.DecideStage reads it.
-func stageRecord(rec *db.RolloutRow) models.StageRecord {
+func stageRecord(rec *RolloutRow) models.StageRecord {
 	return models.StageRecord{
 		State: rec.State, Reason: rec.Reason, DefinitionID: rec.DefinitionID,
 		ProgressAt: rec.ProgressAt, FinishedAt: rec.FinishedAt, Stage: rec.Stage,
@@ -215,7 +214,7 @@ func (ph *stagedPhase) idle(ro *rolloutLRP) bool {
 // whether it runs this pass at all: not while a staged phase is paused or
 // idle (nothing to move until its share grows), and for a staged phase
 // from when its share last grew if that is later than the last progress.
-func (ro *rolloutLRP) deadlineFrom(rec *db.RolloutRow, instances int32, now int64) (int64, bool) {
+func (ro *rolloutLRP) deadlineFrom(rec *RolloutRow, instances int32, now int64) (int64, bool) {
 	ph := ro.phase
 	if ph == nil {
 		return rec.ProgressAt, true

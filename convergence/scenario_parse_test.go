@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
 // A scenario is one testdata/*.txt file: a state, a line "----", and the
 // plan Compute should make for it. doc.go describes the format.
 type scenario struct {
-	snapshot *db.Snapshot
+	snapshot *convergence.Snapshot
 	now      time.Time
 	config   convergence.Config
 	// state is the text above the separator, kept verbatim for -update.
@@ -29,7 +28,7 @@ var defaultScenarioNow = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func parseScenario(text string) (*scenario, error) {
 	s := &scenario{
-		snapshot: &db.Snapshot{},
+		snapshot: &convergence.Snapshot{},
 		now:      defaultScenarioNow,
 		config:   convergence.DefaultConfig(),
 	}
@@ -53,7 +52,7 @@ func parseScenario(text string) (*scenario, error) {
 			s.now = t
 		}
 	}
-	desired := map[string]db.DesiredSchedule{}
+	desired := map[string]convergence.DesiredSchedule{}
 	for n, line := range lines {
 		fields, err := splitFields(line)
 		if err == nil && len(fields) > 0 {
@@ -66,7 +65,7 @@ func parseScenario(text string) (*scenario, error) {
 	return s, nil
 }
 
-func (s *scenario) parseLine(fields []string, desired map[string]db.DesiredSchedule) error {
+func (s *scenario) parseLine(fields []string, desired map[string]convergence.DesiredSchedule) error {
 	switch fields[0] {
 	case "now":
 		return nil
@@ -122,10 +121,10 @@ func (s *scenario) parseConfig(fields []string) error {
 }
 
 func (s *scenario) parseCell(id string, a *attrs) error {
-	s.snapshot.Cells = append(s.snapshot.Cells, db.CellRow{
+	s.snapshot.Cells = append(s.snapshot.Cells, convergence.CellRow{
 		CellID: id,
 		Zone:   a.string("zone", ""),
-		Capacity: db.Resources{
+		Capacity: convergence.Resources{
 			MemoryMB:  a.int32("memory", 8192),
 			DiskMB:    a.int32("disk", 16384),
 			Instances: a.int32("instances", 100),
@@ -133,7 +132,7 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 		PlacementTags: a.list("tags"),
 		ExpiresAt:     s.now.Add(a.duration("expires", 30*time.Second)).UnixNano(),
 		Draining:      a.bool("draining", false),
-		UnreadUse: db.Resources{
+		UnreadUse: convergence.Resources{
 			MemoryMB:  a.int32("unread_memory", 0),
 			DiskMB:    a.int32("unread_disk", 0),
 			Instances: a.int32("unread_instances", 0),
@@ -142,7 +141,7 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 	return a.done()
 }
 
-func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.DesiredSchedule) error {
+func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]convergence.DesiredSchedule) error {
 	var strategy *models.UpdateStrategy
 	for _, key := range []string{"surge", "unavailable", "min_ready", "deadline", "auto_revert", "history"} {
 		if _, ok := a.values[key]; ok {
@@ -162,7 +161,7 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.Des
 	if err != nil {
 		return fmt.Errorf("desired %s: %w", guid, err)
 	}
-	s.snapshot.Desired = append(s.snapshot.Desired, db.DesiredSchedule{
+	s.snapshot.Desired = append(s.snapshot.Desired, convergence.DesiredSchedule{
 		ProcessGuid:         guid,
 		Domain:              a.string("domain", "apps"),
 		Instances:           a.int32("instances", 1),
@@ -180,7 +179,7 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]db.Des
 	return a.done()
 }
 
-func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.DesiredSchedule) error {
+func (s *scenario) parseActual(key string, a *attrs, desired map[string]convergence.DesiredSchedule) error {
 	guid, indexText, ok := strings.Cut(key, "/")
 	index, err := strconv.ParseInt(indexText, 10, 32)
 	if !ok || err != nil {
@@ -188,7 +187,7 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 	}
 	// Unspecified columns default to the DesiredLRP's, when it was
 	// declared above.
-	d := db.DesiredSchedule{Domain: "apps", ActiveDefinitionID: "v1", MemoryMB: 256, DiskMB: 512}
+	d := convergence.DesiredSchedule{Domain: "apps", ActiveDefinitionID: "v1", MemoryMB: 256, DiskMB: 512}
 	if declared, ok := desired[guid]; ok {
 		d = declared
 	}
@@ -200,7 +199,7 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]db.Desir
 	if !ok {
 		return fmt.Errorf("actual %s: presence must be one of ORDINARY, EVACUATING, SUSPECT, RETIRING", key)
 	}
-	s.snapshot.Actual = append(s.snapshot.Actual, db.ActualRow{
+	s.snapshot.Actual = append(s.snapshot.Actual, convergence.ActualRow{
 		ProcessGuid:       guid,
 		Index:             int32(index),
 		Presence:          models.ActualLRP_Presence(presence),
@@ -286,7 +285,7 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		}
 		return s.now.Add(a.duration(key, 0)).UnixNano()
 	}
-	s.snapshot.Rollouts = append(s.snapshot.Rollouts, db.RolloutRow{
+	s.snapshot.Rollouts = append(s.snapshot.Rollouts, convergence.RolloutRow{
 		ProcessGuid:        guid,
 		State:              models.RolloutStatus_State(state),
 		Reason:             a.string("reason", ""),
@@ -361,7 +360,7 @@ func (s *scenario) parseOperation(id string, a *attrs) error {
 	if !ok {
 		return fmt.Errorf("operation %s: unknown status", id)
 	}
-	op := db.OperationRow{
+	op := convergence.OperationRow{
 		ID:                id,
 		ProcessGuid:       a.string("lrp", "web"),
 		Sequence:          int64(a.int32("seq", 1)),
@@ -386,7 +385,7 @@ func (s *scenario) parseDefinition(key string, a *attrs) error {
 	if !ok {
 		return fmt.Errorf("definition %q: want process_guid/definition_id", key)
 	}
-	s.snapshot.Definitions = append(s.snapshot.Definitions, db.DefinitionRow{
+	s.snapshot.Definitions = append(s.snapshot.Definitions, convergence.DefinitionRow{
 		ProcessGuid: guid, DefinitionID: id, CreatedAt: s.now.Add(a.duration("created", 0)).UnixNano(),
 		MemoryMB: a.int32("memory", 256), DiskMB: a.int32("disk", 512),
 	})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -77,7 +76,7 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	return b.String()
 }
 
-func renderAutoscaleWrite(w db.AutoscaleWrite, now time.Time) string {
+func renderAutoscaleWrite(w convergence.AutoscaleWrite, now time.Time) string {
 	recs := make([]string, len(w.Status.GetRecommendations()))
 	for i, r := range w.Status.GetRecommendations() {
 		recs[i] = fmt.Sprintf("%s:%d", renderAt(r.GetAt(), now), r.GetWanted())
@@ -86,13 +85,13 @@ func renderAutoscaleWrite(w db.AutoscaleWrite, now time.Time) string {
 		w.ExpectModificationIndex, w.PreviousInstances, w.Instances, strings.Join(recs, ","))
 }
 
-func renderVersion(v db.RowVersion) string {
+func renderVersion(v convergence.RowVersion) string {
 	return fmt.Sprintf("%s %s mod=%d", renderKey(v.Key), v.State, v.ModificationIndex)
 }
 
 // renderKey writes ORDINARY keys as guid/index and others with their
 // presence: guid/index:suspect.
-func renderKey(k db.ActualLRPKey) string {
+func renderKey(k models.ActualLRPKey) string {
 	key := fmt.Sprintf("%s/%d", k.ProcessGuid, k.Index)
 	if k.Presence != models.ActualLRP_ORDINARY {
 		key += ":" + strings.ToLower(k.Presence.String())
@@ -110,7 +109,7 @@ func renderOutcome(cellID, placementError string) string {
 	return ""
 }
 
-func renderRolloutWrite(w db.RolloutWrite, now time.Time) string {
+func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	out := fmt.Sprintf("%s expect_mod=%d expect_active=%s", w.ProcessGuid, w.ExpectModificationIndex, w.ExpectActiveDefinitionID)
 	if w.Delete {
 		return out + " delete"
@@ -165,7 +164,7 @@ func renderAt(t int64, now time.Time) string {
 	return d.String()
 }
 
-func renderOperationWrite(w db.OperationWrite, now time.Time) string {
+func renderOperationWrite(w convergence.OperationWrite, now time.Time) string {
 	out := fmt.Sprintf("%s lrp=%s expect_mod=%d", w.ID, w.ProcessGuid, w.ExpectModificationIndex)
 	if w.Start {
 		out += " start"

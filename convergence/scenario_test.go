@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected plans in testdata/*.txt")
@@ -149,17 +148,17 @@ var _ = Describe("Scenario files", func() {
 	}
 })
 
-func shuffleSnapshot(s *db.Snapshot, seed uint64) *db.Snapshot {
+func shuffleSnapshot(s *convergence.Snapshot, seed uint64) *convergence.Snapshot {
 	r := rand.New(rand.NewPCG(seed, 42))
-	out := &db.Snapshot{
-		Desired:      append([]db.DesiredSchedule(nil), s.Desired...),
-		Actual:       append([]db.ActualRow(nil), s.Actual...),
-		Cells:        append([]db.CellRow(nil), s.Cells...),
+	out := &convergence.Snapshot{
+		Desired:      append([]convergence.DesiredSchedule(nil), s.Desired...),
+		Actual:       append([]convergence.ActualRow(nil), s.Actual...),
+		Cells:        append([]convergence.CellRow(nil), s.Cells...),
 		FreshDomains: append([]string(nil), s.FreshDomains...),
 		Partial:      s.Partial,
-		Rollouts:     append([]db.RolloutRow(nil), s.Rollouts...),
-		Definitions:  append([]db.DefinitionRow(nil), s.Definitions...),
-		Operations:   append([]db.OperationRow(nil), s.Operations...),
+		Rollouts:     append([]convergence.RolloutRow(nil), s.Rollouts...),
+		Definitions:  append([]convergence.DefinitionRow(nil), s.Definitions...),
+		Operations:   append([]convergence.OperationRow(nil), s.Operations...),
 	}
 	r.Shuffle(len(out.Operations), func(i, j int) { out.Operations[i], out.Operations[j] = out.Operations[j], out.Operations[i] })
 	r.Shuffle(len(out.Rollouts), func(i, j int) { out.Rollouts[i], out.Rollouts[j] = out.Rollouts[j], out.Rollouts[i] })

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -60,19 +59,19 @@ var _ = Describe("Capacity and zone spread over many passes", func() {
 // crowdedSnapshot is two or three zones, each with one big cell and a few
 // small ones, and a few LRPs whose running instances sit on random cells
 // of one or two zones, small cells included whatever their capacity.
-func crowdedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
-	s := &db.Snapshot{FreshDomains: []string{"apps"}}
+func crowdedSnapshot(r *rand.Rand, now time.Time) *convergence.Snapshot {
+	s := &convergence.Snapshot{FreshDomains: []string{"apps"}}
 	zones := 2 + r.IntN(2)
 	for z := range zones {
-		s.Cells = append(s.Cells, db.CellRow{
+		s.Cells = append(s.Cells, convergence.CellRow{
 			CellID: fmt.Sprintf("big-%d", z), Zone: fmt.Sprintf("z%d", z),
-			Capacity:  db.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
+			Capacity:  convergence.Resources{MemoryMB: 1 << 20, DiskMB: 1 << 20, Instances: 1000},
 			ExpiresAt: now.Add(time.Hour).UnixNano(),
 		})
 		for c := range r.IntN(3) {
-			s.Cells = append(s.Cells, db.CellRow{
+			s.Cells = append(s.Cells, convergence.CellRow{
 				CellID: fmt.Sprintf("small-%d-%d", z, c), Zone: fmt.Sprintf("z%d", z),
-				Capacity:  db.Resources{MemoryMB: int32(64 * (1 + r.IntN(4))), DiskMB: 1 << 20, Instances: int32(1 + r.IntN(3))},
+				Capacity:  convergence.Resources{MemoryMB: int32(64 * (1 + r.IntN(4))), DiskMB: 1 << 20, Instances: int32(1 + r.IntN(3))},
 				ExpiresAt: now.Add(time.Hour).UnixNano(),
 			})
 		}
@@ -81,14 +80,14 @@ func crowdedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 	for l := range 1 + r.IntN(4) {
 		guid := fmt.Sprintf("lrp-%d", l)
 		instances := int32(1 + r.IntN(9))
-		s.Desired = append(s.Desired, db.DesiredSchedule{
+		s.Desired = append(s.Desired, convergence.DesiredSchedule{
 			ProcessGuid: guid, Domain: "apps", Instances: instances, ActiveDefinitionID: "v1", HealthyDefinitionID: "v1",
 			UpdateStrategy: &models.UpdateStrategy{MaxSurge: counts[r.IntN(len(counts))]}, MemoryMB: 64, DiskMB: 64,
 		})
 		// Crowd the instances into the first one or two cells.
 		crowd := 1 + r.IntN(2)
 		for index := range instances {
-			s.Actual = append(s.Actual, db.ActualRow{
+			s.Actual = append(s.Actual, convergence.ActualRow{
 				ProcessGuid: guid, Index: index, Presence: ordinary, State: runningState, Domain: "apps",
 				CellID: s.Cells[r.IntN(crowd)].CellID, DefinitionID: "v1", Routable: true,
 				Occupied: r.IntN(4) == 0, Since: now.Add(-time.Hour).UnixNano(), ModificationIndex: 3,
@@ -100,8 +99,8 @@ func crowdedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 }
 
 // cellUsage sums, by cell, what every row naming it uses.
-func cellUsage(s *db.Snapshot) map[string]db.Resources {
-	used := map[string]db.Resources{}
+func cellUsage(s *convergence.Snapshot) map[string]convergence.Resources {
+	used := map[string]convergence.Resources{}
 	for _, r := range s.Actual {
 		if r.CellID == "" {
 			continue
@@ -117,7 +116,7 @@ func cellUsage(s *db.Snapshot) map[string]db.Resources {
 
 // zoneCounts counts an LRP's ORDINARY instances by the zone of their cell,
 // with a zero for every zone that has a cell.
-func zoneCounts(s *db.Snapshot, guid string) map[string]int {
+func zoneCounts(s *convergence.Snapshot, guid string) map[string]int {
 	zoneOf := map[string]string{}
 	counts := map[string]int{}
 	for _, c := range s.Cells {

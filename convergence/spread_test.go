@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 )
 
 var _ = Describe("Spreading LRPs with more instances than cells", func() {
@@ -17,23 +16,23 @@ var _ = Describe("Spreading LRPs with more instances than cells", func() {
 
 	It("keeps each LRP even across zones and cells while other LRPs take memory", func() {
 		zoneOf := map[string]string{}
-		var cells []db.CellRow
+		var cells []convergence.CellRow
 		for i := range 10 {
-			c := db.CellRow{
+			c := convergence.CellRow{
 				CellID:    fmt.Sprintf("cell-%d", i),
 				Zone:      fmt.Sprintf("z%d", i%2),
-				Capacity:  db.Resources{MemoryMB: 1_000_000, DiskMB: 1_000_000, Instances: 10_000},
+				Capacity:  convergence.Resources{MemoryMB: 1_000_000, DiskMB: 1_000_000, Instances: 10_000},
 				ExpiresAt: now.Add(time.Minute).UnixNano(),
 			}
 			zoneOf[c.CellID] = c.Zone
 			cells = append(cells, c)
 		}
-		desired := []db.DesiredSchedule{
+		desired := []convergence.DesiredSchedule{
 			{ProcessGuid: "big-a", Domain: "apps", Instances: 1000, ActiveDefinitionID: "v1", MemoryMB: 100, DiskMB: 1},
 			{ProcessGuid: "big-b", Domain: "apps", Instances: 995, ActiveDefinitionID: "v1", MemoryMB: 7, DiskMB: 1},
 			{ProcessGuid: "small", Domain: "apps", Instances: 3, ActiveDefinitionID: "v1", MemoryMB: 5000, DiskMB: 1},
 		}
-		plan := convergence.Compute(&db.Snapshot{Desired: desired, Cells: cells}, now, convergence.DefaultConfig())
+		plan := convergence.Compute(&convergence.Snapshot{Desired: desired, Cells: cells}, now, convergence.DefaultConfig())
 		Expect(plan.Counts.Unplaced).To(BeZero())
 
 		perCell := map[string]map[string]int{}

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -107,7 +106,7 @@ var _ = Describe("Staged phases over many passes", func() {
 
 // stagedSnapshot is a few LRPs running v1, each just updated to v2 in a
 // staged phase of random target and rate.
-func stagedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
+func stagedSnapshot(r *rand.Rand, now time.Time) *convergence.Snapshot {
 	s := rolloutSnapshot(r, now)
 	targets := []float64{5, 10, 25, 33, 50, 100}
 	for i := range s.Rollouts {
@@ -129,7 +128,7 @@ func stagedSnapshot(r *rand.Rand, now time.Time) *db.Snapshot {
 // operate plays the operator and the scheduler around the board: a paused
 // phase is resumed now and then, a holding one promoted (up to 100%), and
 // now and then an LRP is scaled.
-func operate(r *rand.Rand, s *db.Snapshot, now time.Time) *db.Snapshot {
+func operate(r *rand.Rand, s *convergence.Snapshot, now time.Time) *convergence.Snapshot {
 	next := *s
 	next.Rollouts = slices.Clone(s.Rollouts)
 	next.Desired = slices.Clone(s.Desired)
@@ -166,7 +165,7 @@ func operate(r *rand.Rand, s *db.Snapshot, now time.Time) *db.Snapshot {
 
 // movedIndices lists, per LRP, the indices whose ORDINARY instance runs
 // the active definition.
-func movedIndices(s *db.Snapshot) map[string]map[int32]bool {
+func movedIndices(s *convergence.Snapshot) map[string]map[int32]bool {
 	active := map[string]string{}
 	for _, d := range s.Desired {
 		active[d.ProcessGuid] = d.ActiveDefinitionID
@@ -183,7 +182,7 @@ func movedIndices(s *db.Snapshot) map[string]map[int32]bool {
 	return moved
 }
 
-func record(s *db.Snapshot, guid string) *db.RolloutRow {
+func record(s *convergence.Snapshot, guid string) *convergence.RolloutRow {
 	for i := range s.Rollouts {
 		if s.Rollouts[i].ProcessGuid == guid {
 			return &s.Rollouts[i]

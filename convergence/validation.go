@@ -3,7 +3,6 @@ package convergence
 import (
 	"fmt"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -53,7 +52,7 @@ type validationOutcome struct {
 
 // validatingOperation is the LRP's VALIDATE operation under way whose
 // definition is not active yet, or nil.
-func (p *planner) validatingOperation(d *db.DesiredSchedule) *db.OperationRow {
+func (p *planner) validatingOperation(d *DesiredSchedule) *OperationRow {
 	for _, op := range p.operations[d.ProcessGuid] {
 		if op.Kind == models.Operation_VALIDATE && op.Status == models.Operation_IN_PROGRESS &&
 			op.DefinitionID != d.ActiveDefinitionID {
@@ -85,7 +84,7 @@ func withoutValidation(rows []row) (regular, validation []row) {
 
 // reconcileValidation decides for the LRP's validation instances (rows)
 // and its validation under way, if any.
-func (p *planner) reconcileValidation(d *db.DesiredSchedule, rows []row) {
+func (p *planner) reconcileValidation(d *DesiredSchedule, rows []row) {
 	op := p.validatingOperation(d)
 	var v *row
 	for i := range rows {
@@ -135,7 +134,7 @@ func (p *planner) reconcileValidation(d *db.DesiredSchedule, rows []row) {
 // carryValidation is the write of this pass for op, the LRP's validating
 // operation: started (validated), ended, or history; ok false when this
 // pass decided nothing for it.
-func (p *planner) carryValidation(op *db.OperationRow) (w db.OperationWrite, ok bool) {
+func (p *planner) carryValidation(op *OperationRow) (w OperationWrite, ok bool) {
 	out := p.validations[op.ProcessGuid]
 	if out == nil {
 		return w, false

@@ -30,20 +30,6 @@ type CellDB interface {
 	CellsAfter(ctx context.Context, after string, limit int) ([]*models.Cell, error)
 }
 
-// ActualLRPKey names one instance row.
-type ActualLRPKey struct {
-	ProcessGuid string
-	Index       int32
-	Presence    models.ActualLRP_Presence
-}
-
-// Caller is the instance asking for a lifecycle change: instance guid on
-// cell id.
-type Caller struct {
-	InstanceGuid string
-	CellID       string
-}
-
 // ActualLRPLifecycleDB is what reps call. Every method checks
 // models.CheckTransition and that the row is placed on or owned by the
 // calling cell; a violation is an error and writes nothing. Each write is
@@ -51,20 +37,20 @@ type Caller struct {
 // commit.
 type ActualLRPLifecycleDB interface {
 	// ClaimActualLRP: UNCLAIMED (placed on caller's cell) → CLAIMED.
-	ClaimActualLRP(ctx context.Context, key ActualLRPKey, caller Caller) (*models.ActualLRP, error)
+	ClaimActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (*models.ActualLRP, error)
 	// StartActualLRP: → RUNNING with net info. On a row other than
 	// ORDINARY (EVACUATING, SUSPECT, RETIRING) it only changes a RUNNING
 	// row's net info and routable: a rep marks such an instance unroutable
 	// before it stops it.
-	StartActualLRP(ctx context.Context, key ActualLRPKey, caller Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error)
+	StartActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error)
 	// CrashActualLRP: → CRASHED, crash_count + 1, reason kept. Whether and
 	// when it restarts is convergence's decision (the crash policy).
-	CrashActualLRP(ctx context.Context, key ActualLRPKey, caller Caller, reason string) (*models.ActualLRP, error)
+	CrashActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, reason string) (*models.ActualLRP, error)
 	// FailActualLRP: the cell cannot run an instance placed on it → back to
 	// UNCLAIMED without a cell, placement_error set.
-	FailActualLRP(ctx context.Context, key ActualLRPKey, cellID, placementError string) (*models.ActualLRP, error)
+	FailActualLRP(ctx context.Context, key models.ActualLRPKey, cellID, placementError string) (*models.ActualLRP, error)
 	// RemoveActualLRP deletes the caller's row.
-	RemoveActualLRP(ctx context.Context, key ActualLRPKey, caller Caller) error
+	RemoveActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) error
 	// EvacuateActualLRP hands the caller's instance of (processGuid, index)
 	// over to a replacement, start-before-stop, in one transaction:
 	//   - the ORDINARY row is RUNNING and the caller's: an EVACUATING copy
@@ -81,7 +67,7 @@ type ActualLRPLifecycleDB interface {
 	// ResourceConflict for a RUNNING caller: the earlier evacuation must
 	// finish (its row be removed) first; the caller keeps running and asks
 	// again.
-	EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller Caller) (keepRunning bool, err error)
+	EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller models.Caller) (keepRunning bool, err error)
 	// BulkReport reconciles what a cell says it runs with the board's rows:
 	// rows of the cell that are CLAIMED/RUNNING are brought in line with the
 	// report (claimed → running, net info, routable, occupied), instances

@@ -136,7 +136,7 @@ type ActualLRPFilter struct {
 	// After, when set, starts the list after this row; Limit > 0 reads at
 	// most that many. Lists come in (process guid, index, presence name)
 	// order, guids as bytes.
-	After *ActualLRPKey
+	After *models.ActualLRPKey
 	Limit int
 }
 

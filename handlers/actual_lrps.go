@@ -22,7 +22,7 @@ func (h *storeHandlers) actualLRPs(ctx context.Context, req *models.ActualLRPsRe
 		return err
 	}
 	if ok {
-		filter.After = &db.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: presence}
+		filter.After = &models.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: presence}
 	}
 	return h.store.EachActualLRP(ctx, filter, fn)
 }

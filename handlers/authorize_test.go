@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
@@ -105,10 +105,10 @@ func setUpFixture(b *board) fixture {
 	f.definitionID = desired.GetDesiredLrp().GetActiveDefinitionId()
 	f.operationID = desired.GetOperationId()
 
-	running := db.ActualLRPKey{ProcessGuid: f.guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
+	running := models.ActualLRPKey{ProcessGuid: f.guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
 	place(authStore, running, cell1)
-	place(authStore, db.ActualLRPKey{ProcessGuid: f.guid, Index: 1, Presence: models.ActualLRP_ORDINARY}, cell1)
-	owner := db.Caller{InstanceGuid: instanceGuid, CellID: cell1}
+	place(authStore, models.ActualLRPKey{ProcessGuid: f.guid, Index: 1, Presence: models.ActualLRP_ORDINARY}, cell1)
+	owner := models.Caller{InstanceGuid: instanceGuid, CellID: cell1}
 	_, err := authStore.ClaimActualLRP(ctx, running, owner)
 	Expect(err).NotTo(HaveOccurred())
 	_, err = authStore.StartActualLRP(ctx, running, owner, netInfo(), true)
@@ -166,7 +166,7 @@ var _ = Describe("Authorization by client certificate", func() {
 
 	BeforeEach(func() {
 		b = newTLSBoard(authStore, jsonWire, handlers.WithEvents(newHub()),
-			handlers.WithRolloutPlanner(convergence.NewRolloutPlanner(authStore, convergence.RunnerConfig{}).Plan))
+			handlers.WithRolloutPlanner(runner.NewRolloutPlanner(authStore, runner.RunnerConfig{}).Plan))
 	})
 
 	var entries []TableEntry

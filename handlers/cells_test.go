@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -118,12 +119,12 @@ var _ = Describe("The cell side", func() {
 				})
 
 				Describe("an instance placed on the calling cell", func() {
-					var key db.ActualLRPKey
+					var key models.ActualLRPKey
 
 					BeforeEach(func() {
 						register(b, cell)
 						b.mustDesire(newLRP(guid, randomName("domain"), 1))
-						key = db.ActualLRPKey{ProcessGuid: guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
+						key = models.ActualLRPKey{ProcessGuid: guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
 						place(store, key, cell)
 					})
 
@@ -261,7 +262,7 @@ var _ = Describe("The cell side", func() {
 					func(route string, request func(guid, cell string) proto.Message, field string) {
 						register(b, cell)
 						b.mustDesire(newLRP(guid, randomName("domain"), 1))
-						place(store, db.ActualLRPKey{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY}, cell)
+						place(store, models.ActualLRPKey{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY}, cell)
 						before, cellBefore := b.snapshot(guid), cellNamed(cell)
 
 						resp := &models.ActualLRPLifecycleResponse{}
@@ -331,14 +332,14 @@ var _ = Describe("The cell side", func() {
 
 // place puts the UNCLAIMED row at key on cellID, as a convergence pass
 // would.
-func place(store *sqldb.SQLDB, key db.ActualLRPKey, cellID string) {
+func place(store *sqldb.SQLDB, key models.ActualLRPKey, cellID string) {
 	GinkgoHelper()
 	ctx := context.Background()
 	rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: key.ProcessGuid, Index: &key.Index})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(rows).To(HaveLen(1))
-	version := db.RowVersion{Key: key, State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex())}
-	result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: cellID}}})
+	version := convergence.RowVersion{Key: key, State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex())}
+	result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{Row: version, CellID: cellID}}})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(result.Applied).To(Equal(1))
 }

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -50,8 +49,8 @@ var _ = Describe("Convergence triggers", func() {
 			b.call(route, req, resp)
 			Expect(resp.GetError()).To(BeNil())
 		}
-		first := db.ActualLRPKey{ProcessGuid: guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
-		second := db.ActualLRPKey{ProcessGuid: guid, Index: 1, Presence: models.ActualLRP_ORDINARY}
+		first := models.ActualLRPKey{ProcessGuid: guid, Index: 0, Presence: models.ActualLRP_ORDINARY}
+		second := models.ActualLRPKey{ProcessGuid: guid, Index: 1, Presence: models.ActualLRP_ORDINARY}
 
 		place(store, first, cell)
 		lifecycle(models.RouteClaimActualLRP, &models.ClaimActualLRPRequest{ProcessGuid: guid, InstanceGuid: instanceGuid, CellId: cell})

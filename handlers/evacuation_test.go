@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -112,7 +111,7 @@ var _ = Describe("Draining and evacuation", func() {
 				It("evacuates a running instance: kept as EVACUATING, its index placed anew at once; the rep then marks it unroutable and removes it", func() {
 					register(registerRequest(cell))
 					b.mustDesire(newLRP(guid, randomName("domain"), 1))
-					place(stores[dialect], db.ActualLRPKey{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY}, cell)
+					place(stores[dialect], models.ActualLRPKey{ProcessGuid: guid, Presence: models.ActualLRP_ORDINARY}, cell)
 					lifecycle := func(route string, req proto.Message) *models.ActualLRPLifecycleResponse {
 						GinkgoHelper()
 						resp := &models.ActualLRPLifecycleResponse{}

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -13,12 +12,12 @@ import (
 // runs. The store checks the transition and that the row belongs to the
 // calling cell.
 
-func ordinaryKey(processGuid string, index int32) db.ActualLRPKey {
-	return db.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
+func ordinaryKey(processGuid string, index int32) models.ActualLRPKey {
+	return models.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
 }
 
 func (h *storeHandlers) claimActualLRP(ctx context.Context, req *models.ClaimActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
-	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	caller := models.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
 	lrp, err := h.store.ClaimActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), caller)
 	if err != nil {
 		return nil, err
@@ -30,7 +29,7 @@ func (h *storeHandlers) claimActualLRP(ctx context.Context, req *models.ClaimAct
 // request says otherwise. A request naming another presence than ORDINARY
 // changes only the routable (and net info) of that RUNNING row.
 func (h *storeHandlers) startActualLRP(ctx context.Context, req *models.StartActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
-	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	caller := models.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
 	routable := req.Routable == nil || req.GetRoutable()
 	key := ordinaryKey(req.GetProcessGuid(), req.GetIndex())
 	if req.GetPresence() != models.ActualLRP_PRESENCE_UNKNOWN {
@@ -59,7 +58,7 @@ func (h *storeHandlers) startActualLRP(ctx context.Context, req *models.StartAct
 }
 
 func (h *storeHandlers) crashActualLRP(ctx context.Context, req *models.CrashActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
-	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	caller := models.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
 	lrp, err := h.store.CrashActualLRP(ctx, ordinaryKey(req.GetProcessGuid(), req.GetIndex()), caller, req.GetCrashReason())
 	if err != nil {
 		return nil, err
@@ -78,8 +77,8 @@ func (h *storeHandlers) failActualLRP(ctx context.Context, req *models.FailActua
 }
 
 func (h *storeHandlers) removeActualLRP(ctx context.Context, req *models.RemoveActualLRPRequest) (*models.ActualLRPLifecycleResponse, error) {
-	key := db.ActualLRPKey{ProcessGuid: req.GetProcessGuid(), Index: req.GetIndex(), Presence: req.GetPresence()}
-	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	key := models.ActualLRPKey{ProcessGuid: req.GetProcessGuid(), Index: req.GetIndex(), Presence: req.GetPresence()}
+	caller := models.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
 	if err := h.store.RemoveActualLRP(ctx, key, caller); err != nil {
 		return nil, err
 	}
@@ -90,7 +89,7 @@ func (h *storeHandlers) removeActualLRP(ctx context.Context, req *models.RemoveA
 // evacuateActualLRP hands an instance of a draining cell over to a
 // replacement and asks convergence to place the replacement at once.
 func (h *storeHandlers) evacuateActualLRP(ctx context.Context, req *models.EvacuateActualLRPRequest) (*models.EvacuateActualLRPResponse, error) {
-	caller := db.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
+	caller := models.Caller{InstanceGuid: req.GetInstanceGuid(), CellID: req.GetCellId()}
 	keepRunning, err := h.store.EvacuateActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), caller)
 	if err != nil {
 		return nil, err

@@ -175,7 +175,7 @@ func WithConvergenceTrigger(trigger func(processGuid string)) Option {
 }
 
 // RolloutPlanner answers a dry run of an update (POST /v1/rollouts/plan):
-// the board passes its convergence planner's (convergence.RolloutPlanner),
+// the board passes its convergence planner's (runner.RolloutPlanner),
 // so that the handlers own no convergence configuration. It must write
 // nothing.
 type RolloutPlanner func(ctx context.Context, req *models.RolloutPlanRequest) (*models.RolloutPlan, error)

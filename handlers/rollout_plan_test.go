@@ -9,8 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -31,7 +30,7 @@ var _ = Describe("Rollout plan API", func() {
 
 				BeforeEach(func() {
 					store := stores[dialect]
-					planner := convergence.NewRolloutPlanner(store, convergence.RunnerConfig{})
+					planner := runner.NewRolloutPlanner(store, runner.RunnerConfig{})
 					triggered = nil
 					b = newBoardWith(store, wire, handlers.WithRolloutPlanner(planner.Plan),
 						handlers.WithConvergenceTrigger(func(guid string) { triggered = append(triggered, guid) }))
@@ -44,7 +43,7 @@ var _ = Describe("Rollout plan API", func() {
 					b.mustDesire(newLRP(guid, randomName("domain"), 2))
 					active := b.mustGet(guid).GetActiveDefinitionId()
 					for index := range int32(2) {
-						place(store, db.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}, cellID)
+						place(store, models.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}, cellID)
 						instance := fmt.Sprintf("%s-%d", instanceGuid[:30], index)
 						claimed := &models.ActualLRPLifecycleResponse{}
 						b.call(models.RouteClaimActualLRP, &models.ClaimActualLRPRequest{ProcessGuid: guid, Index: index, InstanceGuid: instance, CellId: cellID}, claimed)

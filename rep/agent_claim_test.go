@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -103,8 +104,8 @@ func (b *meddlingBoard) rollUnderTheCell(cellID string) {
 	def.DefinitionId = ""
 	updated, err := b.store.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: def})
 	Expect(err).NotTo(HaveOccurred())
-	result, err := b.store.ApplyConvergence(ctx, &db.ConvergenceWrites{
-		Redefine: []db.Redefinition{{Row: rowVersion(b.row("hello", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
+	result, err := b.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{
+		Redefine: []convergence.Redefinition{{Row: rowVersion(b.row("hello", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(result.Applied).To(Equal(1))
@@ -134,9 +135,9 @@ func (b *meddlingBoard) describeRow() string {
 	return fmt.Sprintf("%s %s %s", row.GetState(), row.GetDefinitionId(), row.GetInstanceGuid())
 }
 
-func rowVersion(lrp *models.ActualLRP) db.RowVersion {
-	return db.RowVersion{
-		Key:   db.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
+func rowVersion(lrp *models.ActualLRP) convergence.RowVersion {
+	return convergence.RowVersion{
+		Key:   models.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
 		State: lrp.GetState(), ModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
 	}
 }
@@ -147,8 +148,8 @@ func (b *meddlingBoard) place(processGuid string, index int32, cellID string) {
 	GinkgoHelper()
 	row := b.row(processGuid, index)
 	Expect(row).NotTo(BeNil())
-	result, err := b.store.ApplyConvergence(context.Background(), &db.ConvergenceWrites{
-		Place: []db.Placement{{CellID: cellID, Row: rowVersion(row)}},
+	result, err := b.store.ApplyConvergence(context.Background(), &convergence.ConvergenceWrites{
+		Place: []convergence.Placement{{CellID: cellID, Row: rowVersion(row)}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(result.Applied).To(Equal(1))

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
 	"github.com/corkboard/corkboard/rep/internal/reptest"
@@ -69,14 +69,14 @@ var _ = Describe("the agent evacuating its cell, on a fake executor", func() {
 		def.DefinitionId = ""
 		_, err = board.store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 2, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
-		var placements []db.Placement
+		var placements []convergence.Placement
 		for _, row := range board.rows("hello") {
-			placements = append(placements, db.Placement{CellID: cellID, Row: db.RowVersion{
-				Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
+			placements = append(placements, convergence.Placement{CellID: cellID, Row: convergence.RowVersion{
+				Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
 				State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 			}})
 		}
-		result, err := board.store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: placements})
+		result, err := board.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: placements})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(2))
 		Eventually(func() []models.ActualLRP_State {

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -131,14 +132,14 @@ var _ = Describe("the agent, against a real board", func() {
 		def.DefinitionId = ""
 		_, err = board.store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 4, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
-		var placements []db.Placement
+		var placements []convergence.Placement
 		for _, row := range board.rows("hello") {
-			placements = append(placements, db.Placement{CellID: cellID, Row: db.RowVersion{
-				Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
+			placements = append(placements, convergence.Placement{CellID: cellID, Row: convergence.RowVersion{
+				Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
 				State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 			}})
 		}
-		result, err := board.store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: placements})
+		result, err := board.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: placements})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(4))
 

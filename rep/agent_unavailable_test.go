@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -61,21 +62,21 @@ func unreachable(what string) error {
 	return models.NewError(models.Error_Unavailable, "database unreachable: %s: read tcp 127.0.0.1:5432: i/o timeout", what)
 }
 
-func (s *outageStore) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error) {
+func (s *outageStore) StartActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error) {
 	if s.refuse("start") {
 		return nil, unreachable("start actual lrp")
 	}
 	return s.DB.StartActualLRP(ctx, key, caller, netInfo, routable)
 }
 
-func (s *outageStore) CrashActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller, reason string) (*models.ActualLRP, error) {
+func (s *outageStore) CrashActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, reason string) (*models.ActualLRP, error) {
 	if s.refuse("crash") {
 		return nil, unreachable("crash actual lrp")
 	}
 	return s.DB.CrashActualLRP(ctx, key, caller, reason)
 }
 
-func (s *outageStore) RemoveActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller) error {
+func (s *outageStore) RemoveActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) error {
 	if s.refuse("remove") {
 		return unreachable("remove actual lrp")
 	}
@@ -146,7 +147,7 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 		_, err = store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
 		placed := store.rows("hello")[0]
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{CellID: cellID, Row: versionOf(placed)}}})
+		result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{CellID: cellID, Row: versionOf(placed)}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
 		Eventually(func() models.ActualLRP_State { return store.rows("hello")[0].GetState() }).Should(Equal(models.ActualLRP_RUNNING))
@@ -170,7 +171,7 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 	It("keeps a retiring instance told to stop running, and routable, until the board can mark it unroutable, however long that takes", func() {
 		store.setDown(true)
 		ctx := context.Background()
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(row), Stop: true}}})
+		result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Retire: []convergence.Retirement{{Row: versionOf(row), Stop: true}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
 		Expect(exe.Running(row.GetInstanceGuid())).To(BeTrue())
@@ -196,9 +197,9 @@ func (s *outageStore) rows(processGuid string) []*models.ActualLRP {
 	return rows
 }
 
-func versionOf(row *models.ActualLRP) db.RowVersion {
-	return db.RowVersion{
-		Key:   db.ActualLRPKey{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), Presence: row.GetPresence()},
+func versionOf(row *models.ActualLRP) convergence.RowVersion {
+	return convergence.RowVersion{
+		Key:   models.ActualLRPKey{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), Presence: row.GetPresence()},
 		State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 	}
 }

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
 	"github.com/corkboard/corkboard/rep/executor"
@@ -63,8 +63,8 @@ var _ = Describe("the agent, with an instance still downloading its assets", fun
 		_, err := board.store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "slow", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
 		row := board.rows("slow")[0]
-		result, err := board.store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{CellID: cellID, Row: db.RowVersion{
-			Key:   db.ActualLRPKey{ProcessGuid: "slow", Index: 0, Presence: models.ActualLRP_ORDINARY},
+		result, err := board.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{CellID: cellID, Row: convergence.RowVersion{
+			Key:   models.ActualLRPKey{ProcessGuid: "slow", Index: 0, Presence: models.ActualLRP_ORDINARY},
 			State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 		}}}})
 		Expect(err).NotTo(HaveOccurred())
@@ -78,8 +78,8 @@ var _ = Describe("the agent, with an instance still downloading its assets", fun
 
 		By("losing its row, which the agent sees on its next poll")
 		Expect(board.store.RemoveActualLRP(ctx,
-			db.ActualLRPKey{ProcessGuid: "slow", Index: 0, Presence: models.ActualLRP_ORDINARY},
-			db.Caller{InstanceGuid: guid, CellID: cellID})).To(Succeed())
+			models.ActualLRPKey{ProcessGuid: "slow", Index: 0, Presence: models.ActualLRP_ORDINARY},
+			models.Caller{InstanceGuid: guid, CellID: cellID})).To(Succeed())
 		Eventually(server.Gone).Should(Receive(Equal("/slow.tgz")), "the download stops")
 		Eventually(func() bool {
 			_, ok := exe.Ended(guid)

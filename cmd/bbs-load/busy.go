@@ -12,6 +12,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -115,7 +116,7 @@ func runBusy(ctx context.Context, args []string) error {
 	reports := cellReports(*l)
 	step("registered %d cells, seeded %d RUNNING instances (set-up, not measured) in %s", l.cells, l.total(), seconds(time.Since(began)))
 
-	mirror := convergence.NewMirror(d.store, nil)
+	mirror := runner.NewMirror(d.store, nil)
 	first, err := convergeMirrored(ctx, d.store, mirror, nil)
 	if err != nil {
 		return err
@@ -190,7 +191,7 @@ type busyWindow struct {
 // and waits for all of them. A pass or report under way when the window
 // ends is finished, not cancelled, so that it is not mistaken for a
 // failure.
-func runBusyWindow(ctx context.Context, store db.DB, mirror *convergence.Mirror, cells []*simulatedCell,
+func runBusyWindow(ctx context.Context, store db.DB, mirror *runner.Mirror, cells []*simulatedCell,
 	reports [][]*models.ReportedInstance, url string, cfg busyConfig) *busyWindow {
 	w := &busyWindow{
 		desires: &requests{}, updates: &requests{}, gets: &requests{},
@@ -239,7 +240,7 @@ func runBusyWindow(ctx context.Context, store db.DB, mirror *convergence.Mirror,
 		wg.Add(1)
 		go passes("a full-read pass", cfg.fullReadEvery,
 			func() (pass, error) {
-				return planWith(func() (*db.Snapshot, error) { return store.ConvergenceSnapshot(ctx, nil) })
+				return planWith(func() (*convergence.Snapshot, error) { return store.ConvergenceSnapshot(ctx, nil) })
 			},
 			w.full.add)
 	}
@@ -356,7 +357,7 @@ func (r *requests) time(call func() error) bool {
 // onlyClientWrites fails when a plan writes to a seeded LRP: nothing but
 // the clients changes anything in the window, so a pass has nothing to do
 // except for the LRPs they desired or updated.
-func onlyClientWrites(what string, w *db.ConvergenceWrites) error {
+func onlyClientWrites(what string, w *convergence.ConvergenceWrites) error {
 	for _, guid := range w.ProcessGuids() {
 		if !strings.HasPrefix(guid, busyClientPrefix) {
 			return fmt.Errorf("%s planned writes to the seeded LRP %s, which nothing changed: %s", what, guid, describeWrites(w))
@@ -372,7 +373,7 @@ type writeTally struct {
 	placementFailed                      int
 }
 
-func (t *writeTally) add(w *db.ConvergenceWrites) {
+func (t *writeTally) add(w *convergence.ConvergenceWrites) {
 	t.count += writeCount(w)
 	t.places += len(w.Place)
 	t.creates += len(w.Create)

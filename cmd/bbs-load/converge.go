@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db/dialect"
 )
 
@@ -95,7 +95,7 @@ func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error 
 	}
 	// The lease holder's passes, from its mirror; the warm-up pass fills it
 	// (the read at takeover).
-	mirror := convergence.NewMirror(d.store, nil)
+	mirror := runner.NewMirror(d.store, nil)
 	steady, err := measurePasses(cfg.passes, func() (pass, error) { return convergeMirrored(ctx, d.store, mirror, nil) }, nothingToDo)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func measurePasses(n int, run func() (pass, error), check func(pass) error) (pas
 // desire, an update or the rollout tick triggers them: the LRP's rows are
 // read again, and what every other LRP uses on each cell comes from the
 // mirror.
-func convergeTargeted(ctx context.Context, d *database, mirror *convergence.Mirror, cfg convergeConfig) error {
+func convergeTargeted(ctx context.Context, d *database, mirror *runner.Mirror, cfg convergeConfig) error {
 	l := cfg.layout
 	i := 0
 	t, err := measurePasses(cfg.passes, func() (pass, error) {

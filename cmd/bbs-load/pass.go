@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 )
 
@@ -14,7 +15,7 @@ import (
 type pass struct {
 	snapshot, compute, apply time.Duration
 	plan                     *convergence.Plan
-	result                   *db.ConvergenceResult
+	result                   *convergence.ConvergenceResult
 }
 
 func (p pass) total() time.Duration { return p.snapshot + p.compute + p.apply }
@@ -28,25 +29,25 @@ func convergeOnce(ctx context.Context, s db.DB) (pass, error) {
 // convergeFor runs one pass over the LRPs named (all when nil), reading
 // them whole, as a runner does at takeover.
 func convergeFor(ctx context.Context, s db.DB, guids []string) (pass, error) {
-	return convergeWith(ctx, s, func() (*db.Snapshot, error) { return s.ConvergenceSnapshot(ctx, guids) }, nil)
+	return convergeWith(ctx, s, func() (*convergence.Snapshot, error) { return s.ConvergenceSnapshot(ctx, guids) }, nil)
 }
 
 // convergeMirrored runs one pass over the LRPs named (all when nil) from
 // a mirror, as the lease holder's runner does between takeovers.
-func convergeMirrored(ctx context.Context, s db.DB, m *convergence.Mirror, guids []string) (pass, error) {
-	return convergeWith(ctx, s, func() (*db.Snapshot, error) { return m.Snapshot(ctx, guids) }, m.Applied)
+func convergeMirrored(ctx context.Context, s db.DB, m *runner.Mirror, guids []string) (pass, error) {
+	return convergeWith(ctx, s, func() (*convergence.Snapshot, error) { return m.Snapshot(ctx, guids) }, m.Applied)
 }
 
 // convergeWith plans from the snapshot read gives and applies the plan,
 // telling applied (when set) how that went.
-func convergeWith(ctx context.Context, s db.DB, read func() (*db.Snapshot, error),
-	applied func(*db.ConvergenceWrites, *db.ConvergenceResult, error)) (pass, error) {
+func convergeWith(ctx context.Context, s db.DB, read func() (*convergence.Snapshot, error),
+	applied func(*convergence.ConvergenceWrites, *convergence.ConvergenceResult, error)) (pass, error) {
 	p, err := planWith(read)
 	if err != nil {
 		return p, err
 	}
 	computed := time.Now()
-	p.result = &db.ConvergenceResult{}
+	p.result = &convergence.ConvergenceResult{}
 	if !p.plan.Writes.Empty() {
 		p.result, err = s.ApplyConvergence(ctx, &p.plan.Writes)
 		if applied != nil {
@@ -61,7 +62,7 @@ func convergeWith(ctx context.Context, s db.DB, read func() (*db.Snapshot, error
 }
 
 // planWith reads a snapshot and computes its plan, applying nothing.
-func planWith(read func() (*db.Snapshot, error)) (pass, error) {
+func planWith(read func() (*convergence.Snapshot, error)) (pass, error) {
 	var p pass
 	began := time.Now()
 	snapshot, err := read()
@@ -75,13 +76,13 @@ func planWith(read func() (*db.Snapshot, error)) (pass, error) {
 	return p, nil
 }
 
-func writeCount(w *db.ConvergenceWrites) int {
+func writeCount(w *convergence.ConvergenceWrites) int {
 	return len(w.Delete) + len(w.Promote) + len(w.MarkSuspect) + len(w.Retire) + len(w.RequestStop) +
 		len(w.Create) + len(w.Restart) + len(w.Redefine) + len(w.Unassign) + len(w.Place) + len(w.PlacementFailed) +
 		len(w.Rollouts) + len(w.DeleteDefinitions)
 }
 
-func describeWrites(w *db.ConvergenceWrites) string {
+func describeWrites(w *convergence.ConvergenceWrites) string {
 	out := fmt.Sprintf("%d deletes, %d promotions, %d suspects, %d creates, %d restarts, %d unassigns, %d places, %d placement failures",
 		len(w.Delete), len(w.Promote), len(w.MarkSuspect), len(w.Create),
 		len(w.Restart), len(w.Unassign), len(w.Place), len(w.PlacementFailed))

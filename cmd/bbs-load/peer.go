@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -287,7 +287,7 @@ func claimAndStartShared(ctx context.Context, cells []*simulatedCell, clients in
 // board's database, from a mirror as the lease holder runs them (the
 // warm-up pass fills it), as the converge scenario does.
 func peerSteadyPasses(ctx context.Context, d *database, cfg peerConfig, conditions string) error {
-	mirror := convergence.NewMirror(d.store, nil)
+	mirror := runner.NewMirror(d.store, nil)
 	t, err := measurePasses(cfg.passes, func() (pass, error) { return convergeMirrored(ctx, d.store, mirror, nil) }, func(p pass) error {
 		if !p.plan.Writes.Empty() || p.plan.Counts.Running != cfg.lrps {
 			return fmt.Errorf("steady state: expected nothing to do for %d running instances, got %s (counts %+v)",

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -84,7 +84,7 @@ func runRollout(ctx context.Context, args []string) error {
 	// A first pass over the seeded state must find nothing to do: what
 	// follows is the rollout's work only. It fills the mirror the passes
 	// plan from, as the lease holder's runner does.
-	mirror := convergence.NewMirror(d.store, nil)
+	mirror := runner.NewMirror(d.store, nil)
 	if p, err := convergeMirrored(ctx, d.store, mirror, nil); err != nil {
 		return err
 	} else if !p.plan.Writes.Empty() {
@@ -102,7 +102,7 @@ type rolloutRun struct {
 	d    *database
 	seed *seeder
 	// mirror is the lease holder's snapshot the passes plan from.
-	mirror *convergence.Mirror
+	mirror *runner.Mirror
 	cells  []*rolloutCell
 
 	target string // the new definition's id
@@ -386,8 +386,8 @@ func (c *rolloutCell) stop(ctx context.Context, store db.DB, stop []*models.Repo
 		if s.GetPresence() != models.ActualLRP_RETIRING && instance.presence != models.ActualLRP_RETIRING {
 			continue
 		}
-		key := db.ActualLRPKey{ProcessGuid: instance.processGuid, Index: instance.index, Presence: models.ActualLRP_RETIRING}
-		if err := store.RemoveActualLRP(ctx, key, db.Caller{InstanceGuid: instance.instanceGuid, CellID: c.id}); err != nil {
+		key := models.ActualLRPKey{ProcessGuid: instance.processGuid, Index: instance.index, Presence: models.ActualLRP_RETIRING}
+		if err := store.RemoveActualLRP(ctx, key, models.Caller{InstanceGuid: instance.instanceGuid, CellID: c.id}); err != nil {
 			return removed, fmt.Errorf("%s: remove RETIRING %s/%d: %w", c.id, instance.processGuid, instance.index, err)
 		}
 		removed++

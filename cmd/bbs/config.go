@@ -15,6 +15,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -237,16 +238,16 @@ func (c *Config) applyDefaults() {
 		c.CellPresenceTTL = handlers.DefaultPresenceTTL.String()
 	}
 	if c.ConvergenceInterval == "" {
-		c.ConvergenceInterval = convergence.DefaultInterval.String()
+		c.ConvergenceInterval = runner.DefaultInterval.String()
 	}
 	if c.ConvergenceLeaseTTL == "" {
 		c.ConvergenceLeaseTTL = convergence.DefaultLeaseTTL.String()
 	}
 	if c.ConvergenceFullReadInterval == "" {
-		c.ConvergenceFullReadInterval = convergence.DefaultFullReadInterval.String()
+		c.ConvergenceFullReadInterval = runner.DefaultFullReadInterval.String()
 	}
 	if c.OperationRetention == "" {
-		c.OperationRetention = convergence.DefaultOperationRetention.String()
+		c.OperationRetention = runner.DefaultOperationRetention.String()
 	}
 	if c.StaleUnclaimed == "" {
 		c.StaleUnclaimed = convergence.DefaultConfig().StaleUnclaimed.String()
@@ -457,14 +458,14 @@ func (c Config) eventPollInterval() time.Duration {
 }
 
 // runnerConfig is the convergence runner's configuration.
-func (c Config) runnerConfig() convergence.RunnerConfig {
+func (c Config) runnerConfig() runner.RunnerConfig {
 	planner := convergence.DefaultConfig()
 	planner.StaleUnclaimed = configfile.MustDuration(c.StaleUnclaimed)
 	// An EVACUATING row outlives its running replacement by at most two
 	// presence TTLs: its rep, told to stop it on a bulk report, removes it.
 	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
 	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
-	return convergence.RunnerConfig{
+	return runner.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),
 		LeaseTTL:           configfile.MustDuration(c.ConvergenceLeaseTTL),

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/handlers"
 )
 
@@ -204,7 +205,7 @@ var _ = Describe("Config", func() {
 			Expect(cfg.DatabaseDriver).To(Equal("sqlite"))
 			Expect(cfg.dsn()).To(Equal(filepath.Join(".data", "board.db")))
 			Expect(cfg.cellPresenceTTL()).To(Equal(handlers.DefaultPresenceTTL))
-			Expect(cfg.runnerConfig().Interval).To(Equal(convergence.DefaultInterval))
+			Expect(cfg.runnerConfig().Interval).To(Equal(runner.DefaultInterval))
 			Expect(cfg.runnerConfig().LeaseTTL).To(Equal(convergence.DefaultLeaseTTL))
 			Expect(cfg.runnerConfig().Planner).To(Equal(convergence.DefaultConfig()))
 			Expect(cfg.BoardID).NotTo(BeEmpty())

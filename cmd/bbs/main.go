@@ -38,6 +38,7 @@ import (
 	"github.com/tedsuo/ifrit/sigmon"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/handlers"
@@ -221,7 +222,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	runnerConfig.PresenceGrace = func() convergence.PresenceGrace {
 		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), now())
 	}
-	runner := convergence.NewRunner(logger, store, registry, runnerConfig)
+	converger := runner.NewRunner(logger, store, registry, runnerConfig)
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
@@ -233,9 +234,9 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	apiOptions := []handlers.Option{
 		handlers.WithEvents(hub),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
-		handlers.WithConvergenceTrigger(runner.Trigger),
+		handlers.WithConvergenceTrigger(converger.Trigger),
 		// Dry runs of updates plan with the runner's own configuration.
-		handlers.WithRolloutPlanner(convergence.NewRolloutPlanner(store, runnerConfig).Plan),
+		handlers.WithRolloutPlanner(runner.NewRolloutPlanner(store, runnerConfig).Plan),
 		handlers.WithLinkLocalAssetHosts(cfg.AllowLinkLocalAssetHosts),
 		handlers.WithMaxRequestsInFlight(cfg.MaxRequestsInFlight),
 		handlers.WithMaxEventSubscribers(cfg.MaxEventSubscribers),
@@ -279,7 +280,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	}
 	// Stopped in reverse: the API drains first, then the runner hands the
 	// convergence lease back.
-	members := grouper.Members{{Name: "database-clock", Runner: clock}, {Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: runner}, {Name: "api", Runner: server}}
+	members := grouper.Members{{Name: "database-clock", Runner: clock}, {Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: converger}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
 }

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -36,21 +37,21 @@ var _ = Describe("cork actual-lrps REASON", func() {
 		// index 2 fitting nowhere.
 		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello"})
 		Expect(err).NotTo(HaveOccurred())
-		version := func(index int32) db.RowVersion {
+		version := func(index int32) convergence.RowVersion {
 			for _, row := range rows {
 				if row.GetIndex() == index {
-					return db.RowVersion{
-						Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: index, Presence: models.ActualLRP_ORDINARY},
+					return convergence.RowVersion{
+						Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: index, Presence: models.ActualLRP_ORDINARY},
 						State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 					}
 				}
 			}
 			Fail("no row for the index")
-			return db.RowVersion{}
+			return convergence.RowVersion{}
 		}
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{
-			Place:           []db.Placement{{Row: version(0), CellID: "cell-a"}, {Row: version(1), CellID: "cell-a"}},
-			PlacementFailed: []db.PlacementFailure{{Row: version(2), Reason: placementError}},
+		result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{
+			Place:           []convergence.Placement{{Row: version(0), CellID: "cell-a"}, {Row: version(1), CellID: "cell-a"}},
+			PlacementFailed: []convergence.PlacementFailure{{Row: version(2), Reason: placementError}},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(3))

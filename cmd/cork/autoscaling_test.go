@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -226,7 +226,7 @@ var _ = Describe("cork and autoscaling", func() {
 				At: decided.UnixNano(), Occupied: 4, ReadyTarget: 0.5, Computed: 8, Wanted: 8,
 				Min: 2, Max: 10, Instances: 8, PreviousInstances: 4,
 			}
-			_, err := store.ApplyConvergence(context.Background(), &db.ConvergenceWrites{Autoscale: []db.AutoscaleWrite{{
+			_, err := store.ApplyConvergence(context.Background(), &convergence.ConvergenceWrites{Autoscale: []convergence.AutoscaleWrite{{
 				ProcessGuid: "hello", ExpectModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
 				PreviousInstances: 4, Instances: 8,
 				Status: &models.AutoscalerStatus{

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/events"
@@ -232,13 +233,13 @@ var _ = Describe("cork cells", func() {
 		Expect(err).NotTo(HaveOccurred())
 		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "four"})
 		Expect(err).NotTo(HaveOccurred())
-		writes := &db.ConvergenceWrites{}
+		writes := &convergence.ConvergenceWrites{}
 		for _, row := range rows {
-			version := db.RowVersion{
-				Key:   db.ActualLRPKey{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), Presence: row.GetPresence()},
+			version := convergence.RowVersion{
+				Key:   models.ActualLRPKey{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), Presence: row.GetPresence()},
 				State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 			}
-			writes.Place = append(writes.Place, db.Placement{Row: version, CellID: "cell-a"})
+			writes.Place = append(writes.Place, convergence.Placement{Row: version, CellID: "cell-a"})
 		}
 		result, err := store.ApplyConvergence(ctx, writes)
 		Expect(err).NotTo(HaveOccurred())

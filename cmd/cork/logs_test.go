@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -77,11 +78,11 @@ var _ = Describe("cork logs", func() {
 		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(index)})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rows).To(HaveLen(1))
-		version := db.RowVersion{
-			Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: index, Presence: models.ActualLRP_ORDINARY},
+		version := convergence.RowVersion{
+			Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: index, Presence: models.ActualLRP_ORDINARY},
 			State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
 		}
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: cellID}}})
+		result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{Row: version, CellID: cellID}}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
 		cell := client.NewCellClient(board, cellID)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
 	"github.com/corkboard/corkboard/models"
@@ -23,7 +24,7 @@ var _ = Describe("cork rollout plan", func() {
 
 	BeforeEach(func() {
 		store := openStore()
-		planner := convergence.NewRolloutPlanner(store, convergence.RunnerConfig{})
+		planner := runner.NewRolloutPlanner(store, runner.RunnerConfig{})
 		board = serve(store, handlers.WithRolloutPlanner(planner.Plan))
 		Expect(runCork(board, "", "desire", fixture("hello-local.json")).code).To(Equal(0))
 		ctx := context.Background()
@@ -36,11 +37,11 @@ var _ = Describe("cork rollout plan", func() {
 		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rows).To(HaveLen(4))
-		writes := &db.ConvergenceWrites{}
+		writes := &convergence.ConvergenceWrites{}
 		for _, row := range rows {
-			writes.Place = append(writes.Place, db.Placement{
-				Row: db.RowVersion{
-					Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
+			writes.Place = append(writes.Place, convergence.Placement{
+				Row: convergence.RowVersion{
+					Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: row.GetIndex(), Presence: models.ActualLRP_ORDINARY},
 					State: row.GetState(), ModificationIndex: int64(row.GetModificationTag().GetIndex()),
 				},
 				CellID: []string{"cell-a", "cell-b"}[row.GetIndex()%2],

@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -97,23 +98,23 @@ var _ = Describe("cork rollout", func() {
 
 	// write stores the rollout's record as convergence would, changed by
 	// change, while v2 is active.
-	write := func(change func(*db.RolloutWrite)) {
+	write := func(change func(*convergence.RolloutWrite)) {
 		GinkgoHelper()
 		ctx := context.Background()
 		snapshot, err := store.ConvergenceSnapshot(ctx, []string{"hello"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(snapshot.Rollouts).To(HaveLen(1))
 		record := snapshot.Rollouts[0]
-		w := db.RolloutWrite{ProcessGuid: "hello", ExpectModificationIndex: record.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: record}
+		w := convergence.RolloutWrite{ProcessGuid: "hello", ExpectModificationIndex: record.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: record}
 		change(&w)
-		result, err := store.ApplyConvergence(ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{w}})
+		result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{w}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(1))
 	}
 	// finish ends the rollout in state, for reason.
 	finish := func(state models.RolloutStatus_State, reason string) {
 		GinkgoHelper()
-		write(func(w *db.RolloutWrite) {
+		write(func(w *convergence.RolloutWrite) {
 			w.Record.State, w.Record.Reason, w.Record.FinishedAt = state, reason, w.Record.StartedAt+1
 		})
 	}
@@ -121,7 +122,7 @@ var _ = Describe("cork rollout", func() {
 	// (finished) done.
 	revert := func(v1 string, finished bool) {
 		GinkgoHelper()
-		write(func(w *db.RolloutWrite) {
+		write(func(w *convergence.RolloutWrite) {
 			w.Record.State, w.Record.FailedDefinitionID, w.Record.DefinitionID = models.RolloutStatus_REVERTED, "v2", v1
 			w.Record.Reason = "v2 failed, no index completed within 10m0s: 0 of 4 run v2; reverting to " + v1
 			w.SetActiveDefinitionID = v1
@@ -348,7 +349,7 @@ var _ = Describe("cork rollout", func() {
 			Eventually(func() int { return len(outputLines(session)) }, 5*time.Second).Should(Equal(1))
 			Consistently(session, "300ms").ShouldNot(gexec.Exit(), "the phase grows")
 
-			write(func(w *db.RolloutWrite) {
+			write(func(w *convergence.RolloutWrite) {
 				w.Record.State, w.Record.Reason = models.RolloutStatus_HOLDING, "1 of 4 run v2"
 			})
 			Eventually(session, 5*time.Second).Should(gexec.Exit(5))

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -268,11 +269,11 @@ func claimOnCellA(store *sqldb.SQLDB, cell *client.CellClient, repURL string) {
 	rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(0)})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(rows).To(HaveLen(1))
-	version := db.RowVersion{
-		Key:   db.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
+	version := convergence.RowVersion{
+		Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: 0, Presence: models.ActualLRP_ORDINARY},
 		State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
 	}
-	_, err = store.ApplyConvergence(ctx, &db.ConvergenceWrites{Place: []db.Placement{{Row: version, CellID: "cell-a"}}})
+	_, err = store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{Row: version, CellID: "cell-a"}}})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: 0, InstanceGuid: "ig-0"})
 	Expect(err).NotTo(HaveOccurred())

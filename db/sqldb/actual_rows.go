@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -98,7 +97,7 @@ func (s *SQLDB) selectActualLRPs(ctx context.Context, q queryer, where string, a
 
 // lockActualLRP reads one row in tx, locked against concurrent writers; nil
 // when there is none.
-func (s *SQLDB) lockActualLRP(ctx context.Context, tx *sql.Tx, key db.ActualLRPKey) (*models.ActualLRP, error) {
+func (s *SQLDB) lockActualLRP(ctx context.Context, tx *sql.Tx, key models.ActualLRPKey) (*models.ActualLRP, error) {
 	lrp, err := scanActualLRP(s.queryRow(ctx, tx, selectActualLRP+
 		" WHERE process_guid = ? AND instance_index = ? AND presence = ?"+s.driver.lockForUpdate(),
 		key.ProcessGuid, key.Index, key.Presence.String()))

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -73,7 +74,7 @@ func (s *autoscalingSpecs) operations(guid string) []*models.Operation {
 }
 
 // schedule is the LRP as a targeted snapshot reads it.
-func (s *autoscalingSpecs) schedule(guid string) db.DesiredSchedule {
+func (s *autoscalingSpecs) schedule(guid string) convergence.DesiredSchedule {
 	GinkgoHelper()
 	snap, err := s.store.ConvergenceSnapshot(s.b.ctx, []string{guid})
 	Expect(err).NotTo(HaveOccurred())

@@ -113,7 +113,7 @@ func BenchmarkListActualLRPs(b *testing.B) {
 							break
 						}
 						last := page[len(page)-1]
-						filter.After = &db.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
+						filter.After = &models.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
 					}
 					if listed != lrps*perLRP {
 						b.Fatalf("listed %d instances, want %d", listed, lrps*perLRP)

@@ -81,18 +81,18 @@ func (s *SQLDB) BulkReport(ctx context.Context, cellID string, instances []*mode
 // reportRows reads the cell's rows and the rows of reported keys placed
 // elsewhere, keyed by row key; lock ("" or the dialect's FOR UPDATE) ends
 // each query.
-func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance, lock string) (map[db.ActualLRPKey]*models.ActualLRP, error) {
+func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instances []*models.ReportedInstance, lock string) (map[models.ActualLRPKey]*models.ActualLRP, error) {
 	onCell, err := s.selectActualLRPs(ctx, q, "cell_id = ?"+lock, cellID)
 	if err != nil {
 		return nil, err
 	}
-	rows := make(map[db.ActualLRPKey]*models.ActualLRP, len(onCell))
+	rows := make(map[models.ActualLRPKey]*models.ActualLRP, len(onCell))
 	for _, lrp := range onCell {
 		rows[keyOf(lrp)] = lrp
 	}
-	var elsewhere []db.ActualLRPKey
-	wanted := map[db.ActualLRPKey]bool{}
-	want := func(key db.ActualLRPKey) {
+	var elsewhere []models.ActualLRPKey
+	wanted := map[models.ActualLRPKey]bool{}
+	want := func(key models.ActualLRPKey) {
 		if rows[key] == nil && !wanted[key] {
 			wanted[key] = true
 			elsewhere = append(elsewhere, key)
@@ -120,7 +120,7 @@ func (s *SQLDB) reportRows(ctx context.Context, q queryer, cellID string, instan
 // selectActualLRPsByKey reads the rows of keys (each at most once), in
 // queries of at most reportKeyBatch keys; lock ("" or the dialect's FOR
 // UPDATE) ends each query.
-func (s *SQLDB) selectActualLRPsByKey(ctx context.Context, q queryer, keys []db.ActualLRPKey, lock string) ([]*models.ActualLRP, error) {
+func (s *SQLDB) selectActualLRPsByKey(ctx context.Context, q queryer, keys []models.ActualLRPKey, lock string) ([]*models.ActualLRP, error) {
 	var rows []*models.ActualLRP
 	for start := 0; start < len(keys); start += reportKeyBatch {
 		batch := keys[start:min(len(keys), start+reportKeyBatch)]
@@ -142,7 +142,7 @@ func (s *SQLDB) selectActualLRPsByKey(ctx context.Context, q queryer, keys []db.
 const reportKeyBatch = 300
 
 // reconcileReport decides the report's outcome from the rows as read.
-func reconcileReport(cellID string, instances []*models.ReportedInstance, rows map[db.ActualLRPKey]*models.ActualLRP, now int64) models.BulkReconciliation {
+func reconcileReport(cellID string, instances []*models.ReportedInstance, rows map[models.ActualLRPKey]*models.ActualLRP, now int64) models.BulkReconciliation {
 	read := make([]*models.ActualLRP, 0, len(rows))
 	for _, row := range rows {
 		read = append(read, row)
@@ -154,10 +154,10 @@ func bulkReportResult(rec models.BulkReconciliation) *db.BulkReportResult {
 	return &db.BulkReportResult{Stop: rec.Stop, Assigned: rec.Assigned, OccupancyChanged: rec.OccupancyChanged}
 }
 
-func reportedKey(r *models.ReportedInstance) db.ActualLRPKey {
-	return db.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: r.Presence}
+func reportedKey(r *models.ReportedInstance) models.ActualLRPKey {
+	return models.ActualLRPKey{ProcessGuid: r.ProcessGuid, Index: r.Index, Presence: r.Presence}
 }
 
-func keyOf(lrp *models.ActualLRP) db.ActualLRPKey {
-	return db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+func keyOf(lrp *models.ActualLRP) models.ActualLRPKey {
+	return models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
 }

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -16,8 +17,8 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 	var sink *recordingSink
 
 	netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}}
-	key := func(guid string, index int32) db.ActualLRPKey {
-		return db.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}
+	key := func(guid string, index int32) models.ActualLRPKey {
+		return models.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}
 	}
 	row := func(guid string, index int32) *models.ActualLRP {
 		GinkgoHelper()
@@ -32,7 +33,7 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 	run := func(guid string, index int32, instanceGuid, cellID string, started bool) *models.ActualLRP {
 		GinkgoHelper()
 		place(guid, index, cellID)
-		caller := db.Caller{InstanceGuid: instanceGuid, CellID: cellID}
+		caller := models.Caller{InstanceGuid: instanceGuid, CellID: cellID}
 		lrp, err := b.store.ClaimActualLRP(b.ctx, key(guid, index), caller)
 		Expect(err).NotTo(HaveOccurred())
 		if started {
@@ -129,7 +130,7 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		run("web", 0, "ig-0", "cell-1", true)
 		run("web", 1, "ig-other", "cell-2", true)
 		run("web", 2, "ig-2", "cell-1", true)
-		_, err := b.store.CrashActualLRP(b.ctx, key("web", 2), db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}, "boom")
+		_, err := b.store.CrashActualLRP(b.ctx, key("web", 2), models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}, "boom")
 		Expect(err).NotTo(HaveOccurred())
 		place("web", 3, "cell-2")
 		place("api", 0, "cell-1")
@@ -161,9 +162,9 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 
 	It("keeps a returning cell's instance that the board holds as SUSPECT, and stops it once the SUSPECT row is gone", func() {
 		running := run("web", 0, "ig-0", "cell-1", true)
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
-			MarkSuspect: []db.RowVersion{versionOf(running)},
-			Create:      []db.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v1", CellID: "cell-2"}},
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{
+			MarkSuspect: []convergence.RowVersion{versionOf(running)},
+			Create:      []convergence.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v1", CellID: "cell-2"}},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		suspectRow := func() *models.ActualLRP {
@@ -185,7 +186,7 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		Expect(suspectRow()).To(EqualProto(suspect))
 		Expect(sink.take()).To(BeEmpty())
 
-		_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Delete: []db.RowVersion{versionOf(suspect)}})
+		_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Delete: []convergence.RowVersion{versionOf(suspect)}})
 		Expect(err).NotTo(HaveOccurred())
 		result = report(returning)
 		Expect(result.Stop).To(HaveLen(1))
@@ -194,9 +195,9 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 
 	It("keeps an instance a rolling update made RETIRING, reported either way, until the board asks it to stop", func() {
 		running := run("web", 1, "ig-1", "cell-1", true)
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
-			Retire: []db.Retirement{{Row: versionOf(running)}},
-			Create: []db.NewActualLRP{{ProcessGuid: "web", Index: 1, Domain: "apps", DefinitionID: "v1", CellID: "cell-2"}},
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{
+			Retire: []convergence.Retirement{{Row: versionOf(running)}},
+			Create: []convergence.NewActualLRP{{ProcessGuid: "web", Index: 1, Domain: "apps", DefinitionID: "v1", CellID: "cell-2"}},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		retiringRow := func() *models.ActualLRP {
@@ -221,7 +222,7 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		Expect(retiringRow()).To(EqualProto(retired))
 		Expect(sink.take()).To(BeEmpty())
 
-		_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{RequestStop: []db.RowVersion{versionOf(retired)}})
+		_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{RequestStop: []convergence.RowVersion{versionOf(retired)}})
 		Expect(err).NotTo(HaveOccurred())
 		for _, r := range []*models.ReportedInstance{asOrdinary, asRetiring} {
 			result := report(r)
@@ -242,11 +243,11 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 			return nil
 		}
 		running := run("web", 1, "ig-1", "cell-1", true)
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(running)}}})
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Retire: []convergence.Retirement{{Row: versionOf(running)}}})
 		Expect(err).NotTo(HaveOccurred())
 		retired := find(models.ActualLRP_RETIRING)
 		Expect(retired).NotTo(BeNil())
-		_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(retired)}})
+		_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Promote: []convergence.RowVersion{versionOf(retired)}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(find(models.ActualLRP_RETIRING)).To(BeNil())
 		promoted := find(models.ActualLRP_ORDINARY)
@@ -293,7 +294,7 @@ var _ = forEachDialect("BulkReport", func(b *board) {
 		b.exec(`UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'big'`)
 		var instances []*models.ReportedInstance
 		for i := range int32(250) {
-			_, err := b.store.ClaimActualLRP(b.ctx, key("big", i), db.Caller{InstanceGuid: fmt.Sprintf("ig-%d", i), CellID: "cell-1"})
+			_, err := b.store.ClaimActualLRP(b.ctx, key("big", i), models.Caller{InstanceGuid: fmt.Sprintf("ig-%d", i), CellID: "cell-1"})
 			Expect(err).NotTo(HaveOccurred())
 			instances = append(instances, reported("big", i, fmt.Sprintf("ig-%d", i), models.ActualLRP_RUNNING))
 		}

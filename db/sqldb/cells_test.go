@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -190,8 +189,8 @@ var _ = forEachDialect("CellDB", func(b *board) {
 			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 			Expect(err).NotTo(HaveOccurred())
 			b.exec(`UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'web'`)
-			k := db.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
-			rep := db.Caller{InstanceGuid: "ig", CellID: "cell-1"}
+			k := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+			rep := models.Caller{InstanceGuid: "ig", CellID: "cell-1"}
 			_, err = b.store.ClaimActualLRP(b.ctx, k, rep)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cells()[0].Free.Instances).To(BeEquivalentTo(49))

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"strings"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
 // ApplyConvergence performs a plan's writes, group by group in the order
-// documented on db.ConvergenceWrites, each group in transactions of at
+// documented on convergence.ConvergenceWrites, each group in transactions of at
 // most batchSize rows. convergence/doc.go says what each write does.
 //
 // Every write is conditional on the row version the plan saw. A batch's
@@ -47,8 +47,8 @@ import (
 // Retire's target key, like a presence change's, must be free. Retire's
 // two kinds (Stop or not) apply as two groups, the ones that keep running
 // first.
-func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrites) (*db.ConvergenceResult, error) {
-	result := &db.ConvergenceResult{}
+func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *convergence.ConvergenceWrites) (*convergence.ConvergenceResult, error) {
+	result := &convergence.ConvergenceResult{}
 	if writes == nil || writes.Empty() {
 		return result, nil
 	}
@@ -101,7 +101,7 @@ func (s *SQLDB) ApplyConvergence(ctx context.Context, writes *db.ConvergenceWrit
 type convergenceApplier struct {
 	s      *SQLDB
 	now    int64
-	result *db.ConvergenceResult
+	result *convergence.ConvergenceResult
 	guard  placementGuard
 }
 
@@ -109,11 +109,11 @@ type convergenceApplier struct {
 // for the kinds that set a value per row, that value (Place's cell id,
 // PlacementFailed's reason, Redefine's definition id).
 type rowChange struct {
-	version db.RowVersion
+	version convergence.RowVersion
 	value   string
 }
 
-func plainChanges(versions []db.RowVersion) []rowChange {
+func plainChanges(versions []convergence.RowVersion) []rowChange {
 	changes := make([]rowChange, len(versions))
 	for i, v := range versions {
 		changes[i].version = v
@@ -121,7 +121,7 @@ func plainChanges(versions []db.RowVersion) []rowChange {
 	return changes
 }
 
-func placementChanges(placements []db.Placement) []rowChange {
+func placementChanges(placements []convergence.Placement) []rowChange {
 	changes := make([]rowChange, len(placements))
 	for i, p := range placements {
 		changes[i] = rowChange{version: p.Row, value: p.CellID}
@@ -132,7 +132,7 @@ func placementChanges(placements []db.Placement) []rowChange {
 // retirementChanges splits retirements into those whose instance keeps
 // serving until its successor is ready and those stopped at once: each
 // kind sets its own stop_requested.
-func retirementChanges(retirements []db.Retirement) (keep, stop []rowChange) {
+func retirementChanges(retirements []convergence.Retirement) (keep, stop []rowChange) {
 	for _, r := range retirements {
 		if r.Stop {
 			stop = append(stop, rowChange{version: r.Row})
@@ -143,7 +143,7 @@ func retirementChanges(retirements []db.Retirement) (keep, stop []rowChange) {
 	return keep, stop
 }
 
-func redefinitionChanges(redefinitions []db.Redefinition) []rowChange {
+func redefinitionChanges(redefinitions []convergence.Redefinition) []rowChange {
 	changes := make([]rowChange, len(redefinitions))
 	for i, r := range redefinitions {
 		changes[i] = rowChange{version: r.Row, value: r.DefinitionID}
@@ -151,7 +151,7 @@ func redefinitionChanges(redefinitions []db.Redefinition) []rowChange {
 	return changes
 }
 
-func placementFailureChanges(failures []db.PlacementFailure) []rowChange {
+func placementFailureChanges(failures []convergence.PlacementFailure) []rowChange {
 	changes := make([]rowChange, len(failures))
 	for i, f := range failures {
 		changes[i] = rowChange{version: f.Row, value: f.Reason}
@@ -310,7 +310,7 @@ func (a *convergenceApplier) changeGroups(ctx context.Context, groups []changeGr
 
 func (a *convergenceApplier) changeRows(ctx context.Context, kind *changeKind, changes []rowChange) error {
 	for len(changes) > 0 {
-		n := convergenceBatchLen(len(changes), func(i int) db.ActualLRPKey { return changes[i].version.Key })
+		n := convergenceBatchLen(len(changes), func(i int) models.ActualLRPKey { return changes[i].version.Key })
 		applied, err := a.changeBatch(ctx, kind, changes[:n])
 		if err != nil {
 			return err
@@ -325,9 +325,9 @@ func (a *convergenceApplier) changeRows(ctx context.Context, kind *changeKind, c
 // convergenceBatchLen is how many of the next writes go into one batch: at
 // most batchSize, and no key twice, so that a row named twice in a group
 // sees the first write's result (and is skipped, its version gone).
-func convergenceBatchLen(n int, key func(i int) db.ActualLRPKey) int {
+func convergenceBatchLen(n int, key func(i int) models.ActualLRPKey) int {
 	limit := min(n, batchSize)
-	seen := make(map[db.ActualLRPKey]struct{}, limit)
+	seen := make(map[models.ActualLRPKey]struct{}, limit)
 	for i := range limit {
 		k := key(i)
 		if _, dup := seen[k]; dup {
@@ -340,7 +340,7 @@ func convergenceBatchLen(n int, key func(i int) db.ActualLRPKey) int {
 
 func (a *convergenceApplier) changeBatch(ctx context.Context, kind *changeKind, batch []rowChange) (int, error) {
 	s := a.s
-	keys := make([]db.ActualLRPKey, 0, 2*len(batch))
+	keys := make([]models.ActualLRPKey, 0, 2*len(batch))
 	for _, c := range batch {
 		keys = append(keys, c.version.Key)
 		if kind.toPresence != 0 {
@@ -408,7 +408,7 @@ func (a *convergenceApplier) changeBatch(ctx context.Context, kind *changeKind, 
 	return applied, nil
 }
 
-func movedKey(key db.ActualLRPKey, presence models.ActualLRP_Presence) db.ActualLRPKey {
+func movedKey(key models.ActualLRPKey, presence models.ActualLRP_Presence) models.ActualLRPKey {
 	key.Presence = presence
 	return key
 }
@@ -416,7 +416,7 @@ func movedKey(key db.ActualLRPKey, presence models.ActualLRP_Presence) db.Actual
 // writeConvergenceChanges writes matched, rows this transaction has read
 // and locked at the expected version (before, index for index).
 func (s *SQLDB) writeConvergenceChanges(ctx context.Context, tx *sql.Tx, kind *changeKind, matched []rowChange, before []*models.ActualLRP, now int64) error {
-	keys := make([]db.ActualLRPKey, len(matched))
+	keys := make([]models.ActualLRPKey, len(matched))
 	for i, c := range matched {
 		keys[i] = c.version.Key
 	}
@@ -466,20 +466,20 @@ type lockedRow struct {
 
 // lockConvergenceRows reads the rows with these keys, locking them for the
 // rest of the transaction, by key; keys without a row are absent.
-func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []db.ActualLRPKey) (map[db.ActualLRPKey]lockedRow, error) {
+func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []models.ActualLRPKey) (map[models.ActualLRPKey]lockedRow, error) {
 	query := s.driver.selectByKeys(actualLRPKeys, strings.Join(actualLRPColumns, ", "), len(keys), true)
 	rows, err := s.query(ctx, tx, query, actualKeyArgs(keys)...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	stored := make(map[db.ActualLRPKey]lockedRow, len(keys))
+	stored := make(map[models.ActualLRPKey]lockedRow, len(keys))
 	for rows.Next() {
 		lrp, index, err := scanLockedActualLRP(rows)
 		if err != nil {
 			return nil, err
 		}
-		stored[db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}] = lockedRow{lrp: lrp, index: index}
+		stored[models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}] = lockedRow{lrp: lrp, index: index}
 	}
 	return stored, rows.Err()
 }

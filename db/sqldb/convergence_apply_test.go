@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -33,9 +34,9 @@ func (r *recordedEvents) all() []models.Event {
 	return append([]models.Event(nil), r.events...)
 }
 
-func versionOf(lrp *models.ActualLRP) db.RowVersion {
-	return db.RowVersion{
-		Key:               db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence},
+func versionOf(lrp *models.ActualLRP) convergence.RowVersion {
+	return convergence.RowVersion{
+		Key:               models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence},
 		State:             lrp.State,
 		ModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
 	}
@@ -109,7 +110,7 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			Expect(got[i]).To(EqualProto(want[i]))
 		}
 	}
-	apply := func(w *db.ConvergenceWrites) *db.ConvergenceResult {
+	apply := func(w *convergence.ConvergenceWrites) *convergence.ConvergenceResult {
 		result, err := store.ApplyConvergence(b.ctx, w)
 		Expect(err).NotTo(HaveOccurred())
 		return result
@@ -126,34 +127,34 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 
 	Describe("each write", func() {
 		It("Delete removes the row", func() {
-			Expect(apply(&db.ConvergenceWrites{Delete: []db.RowVersion{versionOf(running)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Delete: []convergence.RowVersion{versionOf(running)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			expectRows(crashed, claimed, suspect, unclaimed, placed)
 			expectEvents(models.ActualLRPRemoved(running))
 		})
 
 		It("Promote makes the SUSPECT row the ORDINARY one, changing nothing else", func() {
-			Expect(apply(&db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(suspect)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Promote: []convergence.RowVersion{versionOf(suspect)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			promoted := changed(suspect, func(l *models.ActualLRP) { l.Presence = models.ActualLRP_ORDINARY })
 			expectRows(crashed, claimed, running, promoted, unclaimed, placed)
 			expectEvents(models.ActualLRPChanged(suspect, promoted))
 		})
 
 		It("MarkSuspect makes the ORDINARY row SUSPECT, changing nothing else", func() {
-			Expect(apply(&db.ConvergenceWrites{MarkSuspect: []db.RowVersion{versionOf(running)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{MarkSuspect: []convergence.RowVersion{versionOf(running)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			marked := changed(running, func(l *models.ActualLRP) { l.Presence = models.ActualLRP_SUSPECT })
 			expectRows(crashed, claimed, marked, suspect, unclaimed, placed)
 			expectEvents(models.ActualLRPChanged(running, marked))
 		})
 
 		It("Create inserts an UNCLAIMED ORDINARY row, placed or with its placement error", func() {
-			result := apply(&db.ConvergenceWrites{Create: []db.NewActualLRP{
+			result := apply(&convergence.ConvergenceWrites{Create: []convergence.NewActualLRP{
 				{ProcessGuid: "web", Index: 3, Domain: "apps", DefinitionID: "v2", CellID: "cell-b"},
 				{ProcessGuid: "web", Index: 6, Domain: "apps", DefinitionID: "v2", PlacementError: "no present cell has tags [gpu]"},
 			}})
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			got := rows()
 			Expect(got).To(HaveLen(8))
 			replacement, extra := got[3], got[7]
@@ -174,8 +175,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 		})
 
 		It("Restart makes a CRASHED row UNCLAIMED without cell or instance, keeping its crash count", func() {
-			Expect(apply(&db.ConvergenceWrites{Restart: []db.RowVersion{versionOf(crashed)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Restart: []convergence.RowVersion{versionOf(crashed)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			restarted := changed(crashed, func(l *models.ActualLRP) {
 				l.State, l.CellId, l.InstanceGuid, l.NetInfo, l.Since = models.ActualLRP_UNCLAIMED, "", "", nil, now
 			})
@@ -185,8 +186,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 		})
 
 		It("Unassign makes a CLAIMED row UNCLAIMED without cell or instance", func() {
-			Expect(apply(&db.ConvergenceWrites{Unassign: []db.RowVersion{versionOf(claimed)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Unassign: []convergence.RowVersion{versionOf(claimed)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			unassigned := changed(claimed, func(l *models.ActualLRP) {
 				l.State, l.CellId, l.InstanceGuid, l.Occupied, l.Since = models.ActualLRP_UNCLAIMED, "", "", false, now
 			})
@@ -195,24 +196,24 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 		})
 
 		It("Unassign takes a stale UNCLAIMED row off its cell", func() {
-			Expect(apply(&db.ConvergenceWrites{Unassign: []db.RowVersion{versionOf(placed)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Unassign: []convergence.RowVersion{versionOf(placed)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			unassigned := changed(placed, func(l *models.ActualLRP) { l.CellId, l.Since = "", now })
 			expectRows(crashed, claimed, running, suspect, unclaimed, unassigned)
 			expectEvents(models.ActualLRPChanged(placed, unassigned))
 		})
 
 		It("Place puts an UNCLAIMED row on a cell, clears its placement error and restarts its clock", func() {
-			Expect(apply(&db.ConvergenceWrites{Place: []db.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Place: []convergence.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			placedNow := changed(unclaimed, func(l *models.ActualLRP) { l.CellId, l.PlacementError, l.Since = "cell-b", "", now })
 			expectRows(crashed, claimed, running, suspect, placedNow, placed)
 			expectEvents(models.ActualLRPChanged(unclaimed, placedNow))
 		})
 
 		It("PlacementFailed takes an UNCLAIMED row off its cell with the reason, keeping since", func() {
-			Expect(apply(&db.ConvergenceWrites{PlacementFailed: []db.PlacementFailure{{Row: versionOf(placed), Reason: "no cell with 512 MB free memory"}}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{PlacementFailed: []convergence.PlacementFailure{{Row: versionOf(placed), Reason: "no cell with 512 MB free memory"}}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			failed := changed(placed, func(l *models.ActualLRP) { l.CellId, l.PlacementError = "", "no cell with 512 MB free memory" })
 			expectRows(crashed, claimed, running, suspect, unclaimed, failed)
 			expectEvents(models.ActualLRPChanged(placed, failed))
@@ -221,28 +222,28 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 
 	Describe("a row that changed since the plan saw it", func() {
 		// Each write, and how the row it names moved on before it applied.
-		type write func() *db.ConvergenceWrites
+		type write func() *convergence.ConvergenceWrites
 		writes := map[string]write{
-			"delete": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{Delete: []db.RowVersion{versionOf(running)}}
+			"delete": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{Delete: []convergence.RowVersion{versionOf(running)}}
 			},
-			"promote": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(suspect)}}
+			"promote": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{Promote: []convergence.RowVersion{versionOf(suspect)}}
 			},
-			"mark suspect": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{MarkSuspect: []db.RowVersion{versionOf(running)}}
+			"mark suspect": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{MarkSuspect: []convergence.RowVersion{versionOf(running)}}
 			},
-			"restart": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{Restart: []db.RowVersion{versionOf(crashed)}}
+			"restart": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{Restart: []convergence.RowVersion{versionOf(crashed)}}
 			},
-			"unassign": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{Unassign: []db.RowVersion{versionOf(claimed)}}
+			"unassign": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{Unassign: []convergence.RowVersion{versionOf(claimed)}}
 			},
-			"place": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{Place: []db.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}}}
+			"place": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{Place: []convergence.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}}}
 			},
-			"placement failed": func() *db.ConvergenceWrites {
-				return &db.ConvergenceWrites{PlacementFailed: []db.PlacementFailure{{Row: versionOf(placed), Reason: "full"}}}
+			"placement failed": func() *convergence.ConvergenceWrites {
+				return &convergence.ConvergenceWrites{PlacementFailed: []convergence.PlacementFailure{{Row: versionOf(placed), Reason: "full"}}}
 			},
 		}
 		rowOf := map[string]func() *models.ActualLRP{
@@ -275,7 +276,7 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 				It(fmt.Sprintf("%s is skipped when %s", name, move), func() {
 					moves[move](rowOf[name]())
 					before := rows()
-					Expect(apply(writes[name]())).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+					Expect(apply(writes[name]())).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 					expectRows(before...)
 					expectEvents()
 				})
@@ -283,10 +284,10 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 		}
 
 		It("Create is skipped when its key is taken", func() {
-			Expect(apply(&db.ConvergenceWrites{Create: []db.NewActualLRP{
+			Expect(apply(&convergence.ConvergenceWrites{Create: []convergence.NewActualLRP{
 				{ProcessGuid: "web", Index: 2, Domain: "apps", DefinitionID: "v2", CellID: "cell-c"},
 				{ProcessGuid: "web", Index: 6, Domain: "apps", DefinitionID: "v2"},
-			}})).To(Equal(&db.ConvergenceResult{Applied: 1, Skipped: 1}))
+			}})).To(Equal(&convergence.ConvergenceResult{Applied: 1, Skipped: 1}))
 			got := rows()
 			Expect(got).To(HaveLen(7))
 			Expect(got[2]).To(EqualProto(running))
@@ -298,8 +299,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 2, Presence: models.ActualLRP_SUSPECT, Domain: "apps",
 				DefinitionId: "v1", State: models.ActualLRP_RUNNING, ModificationTag: &models.ModificationTag{Epoch: "e"}})
 			before := rows()
-			Expect(apply(&db.ConvergenceWrites{MarkSuspect: []db.RowVersion{versionOf(running)}})).
-				To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{MarkSuspect: []convergence.RowVersion{versionOf(running)}})).
+				To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 			expectRows(before...)
 			expectEvents()
 		})
@@ -308,20 +309,20 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 3, Presence: models.ActualLRP_ORDINARY, Domain: "apps",
 				DefinitionId: "v1", State: models.ActualLRP_UNCLAIMED, ModificationTag: &models.ModificationTag{Epoch: "e"}})
 			before := rows()
-			Expect(apply(&db.ConvergenceWrites{Promote: []db.RowVersion{versionOf(suspect)}})).
-				To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Promote: []convergence.RowVersion{versionOf(suspect)}})).
+				To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 			expectRows(before...)
 			expectEvents()
 		})
 
 		It("applies the writes whose rows did not change and skips the others", func() {
 			b.exec("UPDATE actual_lrps SET modification_tag_index = 8 "+keyWhere, keyArgs(running)...)
-			result := apply(&db.ConvergenceWrites{
-				Delete:  []db.RowVersion{versionOf(running)},
-				Restart: []db.RowVersion{versionOf(crashed)},
-				Place:   []db.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}},
+			result := apply(&convergence.ConvergenceWrites{
+				Delete:  []convergence.RowVersion{versionOf(running)},
+				Restart: []convergence.RowVersion{versionOf(crashed)},
+				Place:   []convergence.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}},
 			})
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2, Skipped: 1}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2, Skipped: 1}))
 			Expect(rows()[2].ModificationTag.Index).To(BeEquivalentTo(8))
 			Expect(events.all()).To(HaveLen(2))
 		})
@@ -331,11 +332,11 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 		It("restarts and places a crashed row, the Place naming the version the Restart leaves", func() {
 			restarted := versionOf(crashed)
 			restarted.State, restarted.ModificationIndex = models.ActualLRP_UNCLAIMED, restarted.ModificationIndex+1
-			result := apply(&db.ConvergenceWrites{
-				Restart: []db.RowVersion{versionOf(crashed)},
-				Place:   []db.Placement{{Row: restarted, CellID: "cell-b"}},
+			result := apply(&convergence.ConvergenceWrites{
+				Restart: []convergence.RowVersion{versionOf(crashed)},
+				Place:   []convergence.Placement{{Row: restarted, CellID: "cell-b"}},
 			})
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			afterRestart := changed(crashed, func(l *models.ActualLRP) {
 				l.State, l.CellId, l.InstanceGuid, l.NetInfo, l.Since = models.ActualLRP_UNCLAIMED, "", "", nil, now
 			})
@@ -349,38 +350,38 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 			before := rows()
 			restarted := versionOf(crashed)
 			restarted.State, restarted.ModificationIndex = models.ActualLRP_UNCLAIMED, restarted.ModificationIndex+1
-			result := apply(&db.ConvergenceWrites{
-				Restart: []db.RowVersion{versionOf(crashed)},
-				Place:   []db.Placement{{Row: restarted, CellID: "cell-b"}},
+			result := apply(&convergence.ConvergenceWrites{
+				Restart: []convergence.RowVersion{versionOf(crashed)},
+				Place:   []convergence.Placement{{Row: restarted, CellID: "cell-b"}},
 			})
-			Expect(result).To(Equal(&db.ConvergenceResult{Skipped: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Skipped: 2}))
 			expectRows(before...)
 			expectEvents()
 		})
 
 		It("applies a row named twice in one group once", func() {
-			result := apply(&db.ConvergenceWrites{Place: []db.Placement{
+			result := apply(&convergence.ConvergenceWrites{Place: []convergence.Placement{
 				{Row: versionOf(unclaimed), CellID: "cell-b"},
 				{Row: versionOf(unclaimed), CellID: "cell-c"},
 			}})
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 1, Skipped: 1}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 1, Skipped: 1}))
 			Expect(rows()[4].CellId).To(Equal("cell-b"))
 		})
 	})
 
 	It("performs the groups in the documented order and publishes their events in commit order", func() {
-		w := &db.ConvergenceWrites{
-			PlacementFailed: []db.PlacementFailure{{Row: versionOf(placed), Reason: "full"}},
-			Place:           []db.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}},
-			Unassign:        []db.RowVersion{versionOf(claimed)},
-			Restart:         []db.RowVersion{versionOf(crashed)},
-			Create:          []db.NewActualLRP{{ProcessGuid: "api", Index: 0, Domain: "apps", DefinitionID: "a1", CellID: "cell-a"}},
-			MarkSuspect:     []db.RowVersion{versionOf(running)},
-			Promote:         []db.RowVersion{versionOf(suspect)},
-			Delete:          []db.RowVersion{versionOf(running)},
+		w := &convergence.ConvergenceWrites{
+			PlacementFailed: []convergence.PlacementFailure{{Row: versionOf(placed), Reason: "full"}},
+			Place:           []convergence.Placement{{Row: versionOf(unclaimed), CellID: "cell-b"}},
+			Unassign:        []convergence.RowVersion{versionOf(claimed)},
+			Restart:         []convergence.RowVersion{versionOf(crashed)},
+			Create:          []convergence.NewActualLRP{{ProcessGuid: "api", Index: 0, Domain: "apps", DefinitionID: "a1", CellID: "cell-a"}},
+			MarkSuspect:     []convergence.RowVersion{versionOf(running)},
+			Promote:         []convergence.RowVersion{versionOf(suspect)},
+			Delete:          []convergence.RowVersion{versionOf(running)},
 		}
 		// MarkSuspect comes after Delete and finds the row gone.
-		Expect(apply(w)).To(Equal(&db.ConvergenceResult{Applied: 7, Skipped: 1}))
+		Expect(apply(w)).To(Equal(&convergence.ConvergenceResult{Applied: 7, Skipped: 1}))
 		var order []string
 		for _, e := range events.all() {
 			order = append(order, e.Type)
@@ -399,8 +400,8 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 	})
 
 	It("does nothing for an empty plan", func() {
-		Expect(apply(&db.ConvergenceWrites{})).To(Equal(&db.ConvergenceResult{}))
-		Expect(apply(nil)).To(Equal(&db.ConvergenceResult{}))
+		Expect(apply(&convergence.ConvergenceWrites{})).To(Equal(&convergence.ConvergenceResult{}))
+		Expect(apply(nil)).To(Equal(&convergence.ConvergenceResult{}))
 		expectEvents()
 	})
 
@@ -413,17 +414,17 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 		// Every 100th moved on after the plan.
 		b.exec("UPDATE actual_lrps SET modification_tag_index = 1 WHERE process_guid = 'big' AND instance_index % 100 = 7")
 
-		w := &db.ConvergenceWrites{}
+		w := &convergence.ConvergenceWrites{}
 		for i := range n {
-			key := db.ActualLRPKey{ProcessGuid: "big", Index: int32(i), Presence: models.ActualLRP_ORDINARY}
-			w.Place = append(w.Place, db.Placement{
-				Row:    db.RowVersion{Key: key, State: models.ActualLRP_UNCLAIMED},
+			key := models.ActualLRPKey{ProcessGuid: "big", Index: int32(i), Presence: models.ActualLRP_ORDINARY}
+			w.Place = append(w.Place, convergence.Placement{
+				Row:    convergence.RowVersion{Key: key, State: models.ActualLRP_UNCLAIMED},
 				CellID: fmt.Sprintf("cell-%d", i%7),
 			})
-			w.Create = append(w.Create, db.NewActualLRP{ProcessGuid: "new", Index: int32(i), Domain: "apps", DefinitionID: "v1"})
+			w.Create = append(w.Create, convergence.NewActualLRP{ProcessGuid: "new", Index: int32(i), Domain: "apps", DefinitionID: "v1"})
 		}
 		moved := (n + 92) / 100
-		Expect(apply(w)).To(Equal(&db.ConvergenceResult{Applied: 2*n - moved, Skipped: moved}))
+		Expect(apply(w)).To(Equal(&convergence.ConvergenceResult{Applied: 2*n - moved, Skipped: moved}))
 
 		Expect(b.count("SELECT COUNT(*) FROM actual_lrps WHERE process_guid = 'new' AND state = 'UNCLAIMED'")).To(Equal(n))
 		Expect(b.count("SELECT COUNT(*) FROM actual_lrps WHERE process_guid = 'big' AND cell_id <> '' AND modification_tag_index = 1 AND since = ?", now)).
@@ -436,11 +437,11 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 	})
 
 	Describe("writes that could never be right", func() {
-		valid := func() db.ConvergenceWrites {
-			return db.ConvergenceWrites{Delete: []db.RowVersion{versionOf(running)}}
+		valid := func() convergence.ConvergenceWrites {
+			return convergence.ConvergenceWrites{Delete: []convergence.RowVersion{versionOf(running)}}
 		}
 		DescribeTable("are refused, naming the field, and nothing is written",
-			func(field string, spoil func(w *db.ConvergenceWrites)) {
+			func(field string, spoil func(w *convergence.ConvergenceWrites)) {
 				w := valid()
 				spoil(&w)
 				before := rows()
@@ -450,41 +451,41 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 				expectRows(before...)
 				expectEvents()
 			},
-			Entry("a delete without a guid", "writes.delete[1].key.process_guid", func(w *db.ConvergenceWrites) {
-				w.Delete = append(w.Delete, db.RowVersion{Key: db.ActualLRPKey{Presence: models.ActualLRP_ORDINARY}, State: models.ActualLRP_RUNNING})
+			Entry("a delete without a guid", "writes.delete[1].key.process_guid", func(w *convergence.ConvergenceWrites) {
+				w.Delete = append(w.Delete, convergence.RowVersion{Key: models.ActualLRPKey{Presence: models.ActualLRP_ORDINARY}, State: models.ActualLRP_RUNNING})
 			}),
-			Entry("an unknown presence", "writes.delete[1].key.presence", func(w *db.ConvergenceWrites) {
-				w.Delete = append(w.Delete, db.RowVersion{Key: db.ActualLRPKey{ProcessGuid: "web", Presence: 9}, State: models.ActualLRP_RUNNING})
+			Entry("an unknown presence", "writes.delete[1].key.presence", func(w *convergence.ConvergenceWrites) {
+				w.Delete = append(w.Delete, convergence.RowVersion{Key: models.ActualLRPKey{ProcessGuid: "web", Presence: 9}, State: models.ActualLRP_RUNNING})
 			}),
-			Entry("a promotion of an ORDINARY row", "writes.promote[0].key.presence", func(w *db.ConvergenceWrites) {
-				w.Promote = []db.RowVersion{versionOf(running)}
+			Entry("a promotion of an ORDINARY row", "writes.promote[0].key.presence", func(w *convergence.ConvergenceWrites) {
+				w.Promote = []convergence.RowVersion{versionOf(running)}
 			}),
-			Entry("a suspicion of a SUSPECT row", "writes.mark_suspect[0].key.presence", func(w *db.ConvergenceWrites) {
-				w.MarkSuspect = []db.RowVersion{versionOf(suspect)}
+			Entry("a suspicion of a SUSPECT row", "writes.mark_suspect[0].key.presence", func(w *convergence.ConvergenceWrites) {
+				w.MarkSuspect = []convergence.RowVersion{versionOf(suspect)}
 			}),
-			Entry("a create without a definition", "writes.create[0].definition_id", func(w *db.ConvergenceWrites) {
-				w.Create = []db.NewActualLRP{{ProcessGuid: "web", Index: 9, Domain: "apps"}}
+			Entry("a create without a definition", "writes.create[0].definition_id", func(w *convergence.ConvergenceWrites) {
+				w.Create = []convergence.NewActualLRP{{ProcessGuid: "web", Index: 9, Domain: "apps"}}
 			}),
-			Entry("a create with a negative index", "writes.create[0].index", func(w *db.ConvergenceWrites) {
-				w.Create = []db.NewActualLRP{{ProcessGuid: "web", Index: -1, Domain: "apps", DefinitionID: "v1"}}
+			Entry("a create with a negative index", "writes.create[0].index", func(w *convergence.ConvergenceWrites) {
+				w.Create = []convergence.NewActualLRP{{ProcessGuid: "web", Index: -1, Domain: "apps", DefinitionID: "v1"}}
 			}),
-			Entry("a create both placed and failed", "writes.create[0].placement_error", func(w *db.ConvergenceWrites) {
-				w.Create = []db.NewActualLRP{{ProcessGuid: "web", Index: 9, Domain: "apps", DefinitionID: "v1", CellID: "c", PlacementError: "full"}}
+			Entry("a create both placed and failed", "writes.create[0].placement_error", func(w *convergence.ConvergenceWrites) {
+				w.Create = []convergence.NewActualLRP{{ProcessGuid: "web", Index: 9, Domain: "apps", DefinitionID: "v1", CellID: "c", PlacementError: "full"}}
 			}),
-			Entry("a restart of a row that is not CRASHED", "writes.restart[0].state", func(w *db.ConvergenceWrites) {
-				w.Restart = []db.RowVersion{versionOf(running)}
+			Entry("a restart of a row that is not CRASHED", "writes.restart[0].state", func(w *convergence.ConvergenceWrites) {
+				w.Restart = []convergence.RowVersion{versionOf(running)}
 			}),
-			Entry("an unassignment of a RUNNING row", "writes.unassign[0].state", func(w *db.ConvergenceWrites) {
-				w.Unassign = []db.RowVersion{versionOf(running)}
+			Entry("an unassignment of a RUNNING row", "writes.unassign[0].state", func(w *convergence.ConvergenceWrites) {
+				w.Unassign = []convergence.RowVersion{versionOf(running)}
 			}),
-			Entry("a placement without a cell", "writes.place[0].cell_id", func(w *db.ConvergenceWrites) {
-				w.Place = []db.Placement{{Row: versionOf(unclaimed)}}
+			Entry("a placement without a cell", "writes.place[0].cell_id", func(w *convergence.ConvergenceWrites) {
+				w.Place = []convergence.Placement{{Row: versionOf(unclaimed)}}
 			}),
-			Entry("a placement of a CLAIMED row", "writes.place[0].row.state", func(w *db.ConvergenceWrites) {
-				w.Place = []db.Placement{{Row: versionOf(claimed), CellID: "cell-b"}}
+			Entry("a placement of a CLAIMED row", "writes.place[0].row.state", func(w *convergence.ConvergenceWrites) {
+				w.Place = []convergence.Placement{{Row: versionOf(claimed), CellID: "cell-b"}}
 			}),
-			Entry("a placement failure without a reason", "writes.placement_failed[0].reason", func(w *db.ConvergenceWrites) {
-				w.PlacementFailed = []db.PlacementFailure{{Row: versionOf(unclaimed)}}
+			Entry("a placement failure without a reason", "writes.placement_failed[0].reason", func(w *convergence.ConvergenceWrites) {
+				w.PlacementFailed = []convergence.PlacementFailure{{Row: versionOf(unclaimed)}}
 			}),
 		)
 	})

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
 // The first group of a plan: the autoscaler's decisions
-// (db.AutoscaleWrite). They are few per pass — only autoscaled LRPs whose
+// (convergence.AutoscaleWrite). They are few per pass — only autoscaled LRPs whose
 // count or window changed — so each is a handful of statements on one
 // LRP, in transactions of up to recordBatchSize writes (applyInBatches).
 //
@@ -41,7 +41,7 @@ const autoscaleRequester = "autoscaler"
 
 // checkAutoscaleWrite refuses an autoscale write that could never be
 // right, before anything is read.
-func checkAutoscaleWrite(field string, w db.AutoscaleWrite) error {
+func checkAutoscaleWrite(field string, w convergence.AutoscaleWrite) error {
 	if err := checkRequired(field+".process_guid", w.ProcessGuid, maxProcessGuid); err != nil {
 		return err
 	}
@@ -60,13 +60,13 @@ func checkAutoscaleWrite(field string, w db.AutoscaleWrite) error {
 }
 
 // autoscale applies the Autoscale group.
-func (a *convergenceApplier) autoscale(ctx context.Context, writes []db.AutoscaleWrite) error {
-	return applyInBatches(ctx, a, "autoscale", writes, func(w db.AutoscaleWrite) string { return w.ProcessGuid }, a.autoscaleWrite)
+func (a *convergenceApplier) autoscale(ctx context.Context, writes []convergence.AutoscaleWrite) error {
+	return applyInBatches(ctx, a, "autoscale", writes, func(w convergence.AutoscaleWrite) string { return w.ProcessGuid }, a.autoscaleWrite)
 }
 
 // autoscaleWrite applies one write and returns its events (none, but not
 // nil, for a write of the status alone), or nil when it is skipped.
-func (a *convergenceApplier) autoscaleWrite(ctx context.Context, tx *sql.Tx, w db.AutoscaleWrite) ([]models.Event, error) {
+func (a *convergenceApplier) autoscaleWrite(ctx context.Context, tx *sql.Tx, w convergence.AutoscaleWrite) ([]models.Event, error) {
 	s := a.s
 	before, err := s.lockDesiredLRP(ctx, tx, w.ProcessGuid)
 	if models.IsErrorType(err, models.Error_ResourceNotFound) {
@@ -110,7 +110,7 @@ func (a *convergenceApplier) autoscaleWrite(ctx context.Context, tx *sql.Tx, w d
 
 // recordAutoscale stores the AUTOSCALE operation of w, a change of the
 // count.
-func (a *convergenceApplier) recordAutoscale(ctx context.Context, tx *sql.Tx, w db.AutoscaleWrite) (*operationRecord, error) {
+func (a *convergenceApplier) recordAutoscale(ctx context.Context, tx *sql.Tx, w convergence.AutoscaleWrite) (*operationRecord, error) {
 	decision := w.Status.GetLastDecision()
 	if decision == nil {
 		decision = &models.AutoscalerDecision{}

@@ -6,18 +6,18 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
-// The autoscaler's writes (db.AutoscaleWrite), the first group of a plan.
+// The autoscaler's writes (convergence.AutoscaleWrite), the first group of a plan.
 var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 	s := newAutoscalingSpecs(b)
 	now, desire, get, update, operations, schedule := s.now, s.desire, s.get, s.update, s.operations, s.schedule
 	messages := historyLines
-	apply := func(writes ...db.AutoscaleWrite) *db.ConvergenceResult {
+	apply := func(writes ...convergence.AutoscaleWrite) *convergence.ConvergenceResult {
 		GinkgoHelper()
-		result, err := s.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Autoscale: writes})
+		result, err := s.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Autoscale: writes})
 		Expect(err).NotTo(HaveOccurred())
 		return result
 	}
@@ -40,7 +40,7 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 			d := schedule("web")
 			status := &models.AutoscalerStatus{LastDecision: decision("4 occupied"),
 				Recommendations: []*models.AutoscalerRecommendation{{At: now(), Wanted: 8}}}
-			result := apply(db.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
+			result := apply(convergence.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
 				PreviousInstances: 2, Instances: 8, Status: status})
 			Expect(result.Applied).To(Equal(1))
 			Expect(result.Skipped).To(BeZero())
@@ -82,7 +82,7 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 
 		It("says what it did when the decision gives no reason", func() {
 			status := &models.AutoscalerStatus{LastDecision: decision("")}
-			apply(db.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: schedule("web").ModificationIndex,
+			apply(convergence.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: schedule("web").ModificationIndex,
 				PreviousInstances: 2, Instances: 8, Status: status})
 			op := operations("web")[0]
 			Expect(op.Reason).To(Equal("autoscaled from 2 to 8"))
@@ -93,7 +93,7 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 			d := schedule("web")
 			update(&models.DesiredLRPUpdate{Annotation: stringp("changed meanwhile")})
 			s.events.take()
-			result := apply(db.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
+			result := apply(convergence.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
 				PreviousInstances: 2, Instances: 8, Status: &models.AutoscalerStatus{LastDecision: decision("")}})
 			Expect(result.Applied).To(BeZero())
 			Expect(result.Skipped).To(Equal(1))
@@ -108,9 +108,9 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 			d := schedule("web")
 			b.exec("UPDATE desired_lrps SET autoscaling = NULL WHERE process_guid = 'web'")
 			result := apply(
-				db.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
+				convergence.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
 					PreviousInstances: 2, Instances: 8, Status: &models.AutoscalerStatus{}},
-				db.AutoscaleWrite{ProcessGuid: "gone", PreviousInstances: 2, Instances: 8, Status: &models.AutoscalerStatus{}},
+				convergence.AutoscaleWrite{ProcessGuid: "gone", PreviousInstances: 2, Instances: 8, Status: &models.AutoscalerStatus{}},
 			)
 			Expect(result.Skipped).To(Equal(2))
 			Expect(get("web").Instances).To(BeEquivalentTo(2))
@@ -120,7 +120,7 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 			d := schedule("web")
 			status := &models.AutoscalerStatus{Recommendations: []*models.AutoscalerRecommendation{
 				{At: now() - int64(time.Minute), Wanted: 2}, {At: now(), Wanted: 1}}}
-			write := db.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
+			write := convergence.AutoscaleWrite{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
 				PreviousInstances: 2, Instances: 2, Status: status}
 			Expect(apply(write).Applied).To(Equal(1))
 			after := get("web")
@@ -137,12 +137,12 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 
 		It("applies a scale-up before the creates of the same plan", func() {
 			d := schedule("web")
-			var creates []db.NewActualLRP
+			var creates []convergence.NewActualLRP
 			for i := int32(2); i < 8; i++ {
-				creates = append(creates, db.NewActualLRP{ProcessGuid: "web", Index: i, Domain: "apps", DefinitionID: "v1"})
+				creates = append(creates, convergence.NewActualLRP{ProcessGuid: "web", Index: i, Domain: "apps", DefinitionID: "v1"})
 			}
-			result, err := s.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
-				Autoscale: []db.AutoscaleWrite{{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
+			result, err := s.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{
+				Autoscale: []convergence.AutoscaleWrite{{ProcessGuid: "web", ExpectModificationIndex: d.ModificationIndex,
 					PreviousInstances: 2, Instances: 8, Status: &models.AutoscalerStatus{LastDecision: decision("")}}},
 				Create: creates,
 			})
@@ -154,12 +154,12 @@ var _ = forEachDialect("ApplyConvergence of autoscale writes", func(b *board) {
 		})
 
 		It("refuses writes that could never be right before writing anything", func() {
-			for _, w := range []db.AutoscaleWrite{
+			for _, w := range []convergence.AutoscaleWrite{
 				{ProcessGuid: "", Instances: 8, PreviousInstances: 2},
 				{ProcessGuid: "web", Instances: -1, PreviousInstances: 2},
 				{ProcessGuid: "web", Instances: 8, PreviousInstances: 2, ExpectModificationIndex: -1},
 			} {
-				_, err := s.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Autoscale: []db.AutoscaleWrite{w}})
+				_, err := s.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Autoscale: []convergence.AutoscaleWrite{w}})
 				Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
 			}
 			Expect(get("web")).To(EqualProto(before))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 )
 
 // Run with: go test ./db/sqldb -run '^$' -bench Convergence -benchtime 5x
@@ -164,7 +163,7 @@ func BenchmarkConvergencePlace100k(b *testing.B) {
 
 type benchPass struct {
 	plan                   *convergence.Plan
-	result                 *db.ConvergenceResult
+	result                 *convergence.ConvergenceResult
 	snapshot, plan_, apply time.Duration
 	// cpu is the CPU time the process used for the pass.
 	cpu time.Duration
@@ -183,7 +182,7 @@ func runBenchPass(b *testing.B, env benchEnv) benchPass {
 	loaded := time.Now()
 	plan := convergence.Compute(snap, loaded, convergence.DefaultConfig())
 	planned := time.Now()
-	result := &db.ConvergenceResult{}
+	result := &convergence.ConvergenceResult{}
 	if !plan.Writes.Empty() {
 		if result, err = env.store.ApplyConvergence(ctx, &plan.Writes); err != nil {
 			b.Fatal(err)

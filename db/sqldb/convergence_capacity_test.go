@@ -42,7 +42,7 @@ var _ = forEachDialect("convergence capacity", func(b *board) {
 		})).To(Succeed())
 	})
 
-	targeted := func(guids ...string) *db.Snapshot {
+	targeted := func(guids ...string) *convergence.Snapshot {
 		snap, err := b.store.ConvergenceSnapshot(b.ctx, guids)
 		Expect(err).NotTo(HaveOccurred())
 		return snap
@@ -54,8 +54,8 @@ var _ = forEachDialect("convergence capacity", func(b *board) {
 		Expect(snap.Partial).To(BeTrue())
 		Expect(snap.Cells).To(HaveLen(2))
 		Expect(snap.Cells[0].CellID).To(Equal("cell-a"))
-		Expect(snap.Cells[0].UnreadUse).To(Equal(db.Resources{MemoryMB: 768, DiskMB: 384, Instances: 2}))
-		Expect(snap.Cells[1].UnreadUse).To(Equal(db.Resources{MemoryMB: 256, DiskMB: 128, Instances: 1}))
+		Expect(snap.Cells[0].UnreadUse).To(Equal(convergence.Resources{MemoryMB: 768, DiskMB: 384, Instances: 2}))
+		Expect(snap.Cells[1].UnreadUse).To(Equal(convergence.Resources{MemoryMB: 256, DiskMB: 128, Instances: 1}))
 
 		full := targeted()
 		Expect(full.Partial).To(BeFalse())
@@ -147,8 +147,8 @@ var _ = forEachDialect("convergence capacity", func(b *board) {
 					if lrp.State != models.ActualLRP_UNCLAIMED || lrp.CellId == "" {
 						continue
 					}
-					key := db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
-					caller := db.Caller{InstanceGuid: fmt.Sprintf("ig-%s-%d", lrp.ProcessGuid, lrp.Index), CellID: lrp.CellId}
+					key := models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+					caller := models.Caller{InstanceGuid: fmt.Sprintf("ig-%s-%d", lrp.ProcessGuid, lrp.Index), CellID: lrp.CellId}
 					// Either may lose a race with a pass; the next round
 					// tries again.
 					b.store.ClaimActualLRP(ctx, key, caller)

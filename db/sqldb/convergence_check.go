@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
 // checkConvergenceWrites refuses a plan with writes that could never be
 // right, before anything is written. The planner never makes them; the
 // check keeps a broken caller from putting rows in states no rule allows.
-func checkConvergenceWrites(w *db.ConvergenceWrites) error {
+func checkConvergenceWrites(w *convergence.ConvergenceWrites) error {
 	for i, a := range w.Autoscale {
 		if err := checkAutoscaleWrite(fmt.Sprintf("writes.autoscale[%d]", i), a); err != nil {
 			return err
@@ -123,7 +123,7 @@ func checkConvergenceWrites(w *db.ConvergenceWrites) error {
 // record of another LRP or in an unknown state, a delete of a record that
 // does not exist or of a desired LRP's, or a definition moved on an LRP
 // that is gone.
-func checkRolloutWrite(field string, w db.RolloutWrite) error {
+func checkRolloutWrite(field string, w convergence.RolloutWrite) error {
 	if err := checkRequired(field+".process_guid", w.ProcessGuid, maxProcessGuid); err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func checkRolloutWrite(field string, w db.RolloutWrite) error {
 }
 
 // checkRowVersion checks that a row version names a row at all.
-func checkRowVersion(field string, v db.RowVersion) error {
+func checkRowVersion(field string, v convergence.RowVersion) error {
 	if err := checkRequired(field+".key.process_guid", v.Key.ProcessGuid, maxProcessGuid); err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func checkRowVersion(field string, v db.RowVersion) error {
 
 // checkRowVersionOf is checkRowVersion for a write that applies to rows of
 // one presence only.
-func checkRowVersionOf(field string, v db.RowVersion, presence models.ActualLRP_Presence) error {
+func checkRowVersionOf(field string, v convergence.RowVersion, presence models.ActualLRP_Presence) error {
 	if err := checkRowVersion(field, v); err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func checkRowVersionOf(field string, v db.RowVersion, presence models.ActualLRP_
 
 // checkRowVersionIn is checkRowVersion for a write that applies to rows in
 // the given states only.
-func checkRowVersionIn(field string, v db.RowVersion, states ...models.ActualLRP_State) error {
+func checkRowVersionIn(field string, v convergence.RowVersion, states ...models.ActualLRP_State) error {
 	if err := checkRowVersion(field, v); err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func checkRowVersionIn(field string, v db.RowVersion, states ...models.ActualLRP
 	return errInvalid(field+".state", fmt.Sprintf("must be one of %v", states))
 }
 
-func checkCreate(field string, c db.NewActualLRP) error {
+func checkCreate(field string, c convergence.NewActualLRP) error {
 	if err := checkRequired(field+".process_guid", c.ProcessGuid, maxProcessGuid); err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -18,10 +18,10 @@ var createdActualLRPColumns = []string{
 
 // createRows inserts the new UNCLAIMED ORDINARY rows in batches; a key
 // that is taken (an instance created since the snapshot) is skipped.
-func (a *convergenceApplier) createRows(ctx context.Context, creates []db.NewActualLRP) error {
+func (a *convergenceApplier) createRows(ctx context.Context, creates []convergence.NewActualLRP) error {
 	for len(creates) > 0 {
-		n := convergenceBatchLen(len(creates), func(i int) db.ActualLRPKey {
-			return db.ActualLRPKey{ProcessGuid: creates[i].ProcessGuid, Index: creates[i].Index, Presence: models.ActualLRP_ORDINARY}
+		n := convergenceBatchLen(len(creates), func(i int) models.ActualLRPKey {
+			return models.ActualLRPKey{ProcessGuid: creates[i].ProcessGuid, Index: creates[i].Index, Presence: models.ActualLRP_ORDINARY}
 		})
 		applied, err := a.createBatch(ctx, creates[:n])
 		if err != nil {
@@ -34,7 +34,7 @@ func (a *convergenceApplier) createRows(ctx context.Context, creates []db.NewAct
 	return nil
 }
 
-func (a *convergenceApplier) createBatch(ctx context.Context, batch []db.NewActualLRP) (int, error) {
+func (a *convergenceApplier) createBatch(ctx context.Context, batch []convergence.NewActualLRP) (int, error) {
 	s := a.s
 	rows := make([]*models.ActualLRP, len(batch))
 	for i, c := range batch {
@@ -51,7 +51,7 @@ func (a *convergenceApplier) createBatch(ctx context.Context, batch []db.NewActu
 			ModificationTag: &models.ModificationTag{Epoch: newGUID()},
 		}
 	}
-	placing := slices.ContainsFunc(batch, func(c db.NewActualLRP) bool { return c.CellID != "" })
+	placing := slices.ContainsFunc(batch, func(c convergence.NewActualLRP) bool { return c.CellID != "" })
 	placed := false
 	var applied int
 	err := s.transactPublishing(ctx, "apply convergence: create", func(tx *sql.Tx) ([]models.Event, error) {
@@ -128,19 +128,19 @@ func (s *SQLDB) insertCreated(rows []*models.ActualLRP, now int64) (string, []an
 // keys, it stored: the stored row has the fresh, random epoch this insert
 // gave it. Convergence creates and desires both use it.
 func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLRP) ([]*models.ActualLRP, error) {
-	keys := make([]db.ActualLRPKey, len(rows))
+	keys := make([]models.ActualLRPKey, len(rows))
 	for i, lrp := range rows {
-		keys[i] = db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: models.ActualLRP_ORDINARY}
+		keys[i] = models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: models.ActualLRP_ORDINARY}
 	}
 	query := s.driver.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", len(keys), false)
-	epochs := make(map[db.ActualLRPKey]string, len(rows))
+	epochs := make(map[models.ActualLRPKey]string, len(rows))
 	err := s.eachRow(ctx, tx, query, actualKeyArgs(keys), func(result *sql.Rows) error {
 		var guid, epoch string
 		var index int64
 		if err := result.Scan(&guid, &index, &epoch); err != nil {
 			return err
 		}
-		epochs[db.ActualLRPKey{ProcessGuid: guid, Index: int32(index), Presence: models.ActualLRP_ORDINARY}] = epoch
+		epochs[models.ActualLRPKey{ProcessGuid: guid, Index: int32(index), Presence: models.ActualLRP_ORDINARY}] = epoch
 		return nil
 	})
 	if err != nil {

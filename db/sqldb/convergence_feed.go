@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -19,20 +20,20 @@ var _ db.ConvergenceFeedDB = (*SQLDB)(nil)
 // positions now, at or below the head read next. The epoch comes before
 // any row the caller reads after the mark, as ConvergenceSnapshot reads
 // it first.
-func (s *SQLDB) ConvergenceMark(ctx context.Context) (db.Mark, error) {
+func (s *SQLDB) ConvergenceMark(ctx context.Context) (convergence.Mark, error) {
 	if err := s.logCommitted(ctx); err != nil {
-		return db.Mark{}, asModelError("read convergence mark", err)
+		return convergence.Mark{}, asModelError("read convergence mark", err)
 	}
 	var epoch, head int64
 	err := s.queryRow(ctx, s.conn, `SELECT e.epoch, h.position FROM placement_epoch e, event_log_head h
  WHERE e.id = 1 AND h.id = 1`).Scan(&epoch, &head)
 	if err == sql.ErrNoRows {
-		return db.Mark{}, errInvalidRecord("placement_epoch or event_log_head has no row: the database was not migrated by this version")
+		return convergence.Mark{}, errInvalidRecord("placement_epoch or event_log_head has no row: the database was not migrated by this version")
 	}
 	if err != nil {
-		return db.Mark{}, asModelError("read convergence mark", err)
+		return convergence.Mark{}, asModelError("read convergence mark", err)
 	}
-	return db.Mark{PlacementEpoch: epoch, LogHead: uint64(head)}, nil
+	return convergence.Mark{PlacementEpoch: epoch, LogHead: uint64(head)}, nil
 }
 
 // ConvergenceChanges reads the keys of the events at positions
@@ -72,9 +73,9 @@ func (s *SQLDB) ConvergenceChanges(ctx context.Context, after, upTo uint64) ([]s
 // ConvergenceRows reads the LRPs' rows in one read-only transaction, as
 // ConvergenceSnapshot reads a targeted snapshot, without the cells or
 // what the other LRPs use on them.
-func (s *SQLDB) ConvergenceRows(ctx context.Context, processGuids []string) (*db.Snapshot, error) {
+func (s *SQLDB) ConvergenceRows(ctx context.Context, processGuids []string) (*convergence.Snapshot, error) {
 	if len(processGuids) == 0 {
-		return &db.Snapshot{Partial: true}, nil
+		return &convergence.Snapshot{Partial: true}, nil
 	}
 	parts, err := s.snapshotParts(ctx, processGuids)
 	if err != nil {
@@ -92,7 +93,7 @@ func (s *SQLDB) ConvergenceRows(ctx context.Context, processGuids []string) (*db
 
 // ConvergenceCells reads the cells and the fresh domains in one read-only
 // transaction.
-func (s *SQLDB) ConvergenceCells(ctx context.Context) ([]db.CellRow, []string, error) {
+func (s *SQLDB) ConvergenceCells(ctx context.Context) ([]convergence.CellRow, []string, error) {
 	r := newSnapshotReader(s)
 	if err := s.readCells(ctx, r); err != nil {
 		return nil, nil, asModelError("load convergence cells", err)

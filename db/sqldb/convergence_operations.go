@@ -9,11 +9,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
-// The last group of a plan: operation writes (db.OperationWrite). They are
+// The last group of a plan: operation writes (convergence.OperationWrite). They are
 // few per pass — only LRPs with an operation that has not ended — so each
 // is a handful of statements, in transactions of up to recordBatchSize
 // writes. Each write locks its LRP's desired row, then the operation's
@@ -41,7 +41,7 @@ import (
 
 // checkOperationWrite refuses an operation write that could never be right,
 // before anything is read.
-func checkOperationWrite(field string, w db.OperationWrite) error {
+func checkOperationWrite(field string, w convergence.OperationWrite) error {
 	if err := checkOperationID(field+".id", w.ID); err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func checkOperationWrite(field string, w db.OperationWrite) error {
 // applies later finds the very version judged here, since it applies only
 // at that modification index. Writes of one operation are judged in order,
 // each from the version the one before leaves.
-func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writes []db.OperationWrite) error {
+func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writes []convergence.OperationWrite) error {
 	if len(writes) == 0 {
 		return nil
 	}
@@ -131,13 +131,13 @@ func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writ
 }
 
 // operations applies the Operations group.
-func (a *convergenceApplier) operations(ctx context.Context, writes []db.OperationWrite) error {
-	return applyInBatches(ctx, a, "operations", writes, func(w db.OperationWrite) string { return w.ID }, a.operationWrite)
+func (a *convergenceApplier) operations(ctx context.Context, writes []convergence.OperationWrite) error {
+	return applyInBatches(ctx, a, "operations", writes, func(w convergence.OperationWrite) string { return w.ID }, a.operationWrite)
 }
 
 // operationWrite applies one write and returns its events, or nil when it
 // is skipped.
-func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w db.OperationWrite) ([]models.Event, error) {
+func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w convergence.OperationWrite) ([]models.Event, error) {
 	s := a.s
 	lock := s.driver.lockForUpdate()
 	desired, err := s.readDesiredLRPOnly(ctx, tx, w.ProcessGuid, lock)

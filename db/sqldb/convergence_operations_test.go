@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -19,7 +20,7 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 		sink = recordEvents(b)
 	})
 
-	snapshot := func(guids ...string) *db.Snapshot {
+	snapshot := func(guids ...string) *convergence.Snapshot {
 		GinkgoHelper()
 		snap, err := b.store.ConvergenceSnapshot(b.ctx, guids)
 		Expect(err).NotTo(HaveOccurred())
@@ -47,8 +48,8 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 		Expect(err).NotTo(HaveOccurred())
 		return op
 	}
-	apply := func(writes ...db.OperationWrite) (*db.ConvergenceResult, error) {
-		return b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: writes})
+	apply := func(writes ...convergence.OperationWrite) (*convergence.ConvergenceResult, error) {
+		return b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: writes})
 	}
 	now := func() int64 { return b.clock.Now().UnixNano() }
 
@@ -85,7 +86,7 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 			for _, op := range []*models.Operation{api, inProgress} {
 				Expect(op.LeaseExpiresAt).To(BeNumerically("~", leaseExpires, int64(2*time.Second)))
 			}
-			Expect(snapshot().Operations).To(Equal([]db.OperationRow{
+			Expect(snapshot().Operations).To(Equal([]convergence.OperationRow{
 				{ID: api.Id, ProcessGuid: "api", Sequence: 2, Kind: models.Operation_UPDATE_DEFINITION,
 					Status: models.Operation_IN_PROGRESS, DefinitionID: "a2", DefinitionStored: true, MemoryMB: 256, DiskMB: 1024,
 					LeaseOwner: "board-1", LeaseExpiresAt: api.LeaseExpiresAt, CreatedAt: t, ModificationIndex: 1},
@@ -146,18 +147,18 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 		It("moves statuses on, appends history and takes leases, each compare-and-set, stamped with the apply time", func() {
 			t := now()
 			result, err := apply(
-				db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
+				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
 					History: []string{"3 of 3 instances on v2"}},
-				db.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
+				convergence.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
 					Status: models.Operation_EVICTED, Reason: "its definition v3 was cleaned up"},
 			)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			b.clock.Advance(time.Second)
-			result, err = apply(db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 2,
+			result, err = apply(convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 2,
 				Status: models.Operation_FINISHED, Reason: "every index runs v2", LeaseOwner: "board-2", LeaseExpiresAt: 99})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 
 			finished := operation(inProgress.Id)
 			Expect(finished.Status).To(Equal(models.Operation_FINISHED))
@@ -184,23 +185,23 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 
 		It("skips and counts a write made from a version that moved on", func() {
 			result, err := apply(
-				db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, History: []string{"first"}},
-				db.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 4, Status: models.Operation_EVICTED},
-				db.OperationWrite{ID: "00000000000000000000beef", ProcessGuid: "web", ExpectModificationIndex: 1, History: []string{"gone"}},
+				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, History: []string{"first"}},
+				convergence.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 4, Status: models.Operation_EVICTED},
+				convergence.OperationWrite{ID: "00000000000000000000beef", ProcessGuid: "web", ExpectModificationIndex: 1, History: []string{"gone"}},
 			)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 1, Skipped: 2}))
-			result, err = apply(db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 1, Skipped: 2}))
+			result, err = apply(convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
 				Status: models.Operation_ERROR})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 			Expect(operation(inProgress.Id).Status).To(Equal(models.Operation_IN_PROGRESS))
 			Expect(operation(pending.Id)).To(EqualProto(pending))
 		})
 
 		It("refuses a status change the transitions forbid, or a write naming another LRP, before writing anything", func() {
 			before := operation(inProgress.Id)
-			for _, bad := range []db.OperationWrite{
+			for _, bad := range []convergence.OperationWrite{
 				{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_FINISHED},
 				{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_PENDING},
 				{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true},
@@ -213,8 +214,8 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 				if bad.ID == inProgress.Id {
 					other = pending.Id
 				}
-				_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
-					Operations: []db.OperationWrite{
+				_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{
+					Operations: []convergence.OperationWrite{
 						{ID: other, ProcessGuid: "web", ExpectModificationIndex: 1, History: []string{"would be written"}},
 						bad,
 					},
@@ -225,8 +226,8 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 			// Two writes of one operation are judged in turn: the second
 			// starts from where the first leaves it.
 			_, err := apply(
-				db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_FINISHED},
-				db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 2, Status: models.Operation_ERROR},
+				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_FINISHED},
+				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 2, Status: models.Operation_ERROR},
 			)
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
 			Expect(operation(inProgress.Id)).To(EqualProto(before))
@@ -243,13 +244,13 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 			expires := t + int64(15*time.Second)
 
 			result, err := apply(
-				db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
+				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
 					Status: models.Operation_FINISHED, Reason: "every index runs v2"},
-				db.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true,
+				convergence.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true,
 					LeaseOwner: "board-2", LeaseExpiresAt: expires},
 			)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 
 			after := operationLRP(b)
 			Expect(after.ActiveDefinitionId).To(Equal("v3"))
@@ -271,7 +272,7 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 			Expect(started.LeaseExpiresAt).To(Equal(expires))
 			Expect(started.History[len(started.History)-1]).To(EqualProto(&models.OperationEvent{At: t,
 				Message: "started: definition v3 activated: rolling from v2 to v3; instances 3 → 5"}))
-			Expect(snapshot().Operations).To(Equal([]db.OperationRow{{ID: pending.Id, ProcessGuid: "web", Sequence: 3,
+			Expect(snapshot().Operations).To(Equal([]convergence.OperationRow{{ID: pending.Id, ProcessGuid: "web", Sequence: 3,
 				Kind: models.Operation_UPDATE_DEFINITION, Status: models.Operation_IN_PROGRESS, DefinitionID: "v3",
 				DefinitionStored: true, MemoryMB: 256, DiskMB: 1024, LeaseOwner: "board-2", LeaseExpiresAt: expires,
 				CreatedAt: pending.CreatedAt, ModificationIndex: 2}}))
@@ -288,8 +289,8 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 			// Say an auto-revert made v3 active meanwhile.
 			b.exec("UPDATE desired_lrps SET active_definition_id = 'v3'")
 			_, err := apply(
-				db.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_ERROR},
-				db.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true},
+				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_ERROR},
+				convergence.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true},
 			)
 			Expect(err).NotTo(HaveOccurred())
 			done := operation(pending.Id)
@@ -303,18 +304,18 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 
 		It("skips a Start while another operation of the LRP is in progress, or once the LRP is gone", func() {
 			before := operationLRP(b)
-			result, err := apply(db.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true})
+			result, err := apply(convergence.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 			Expect(operation(pending.Id)).To(EqualProto(pending))
 			Expect(operationLRP(b)).To(EqualProto(before))
 			Expect(sink.take()).To(BeEmpty())
 
 			// Remove evicts it, so a Start made before the remove is stale.
 			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
-			result, err = apply(db.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true})
+			result, err = apply(convergence.OperationWrite{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(result).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 			Expect(operation(pending.Id).Status).To(Equal(models.Operation_EVICTED))
 		})
 	})

@@ -12,7 +12,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -26,7 +25,7 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 		seed = seeder{conn: b.conn, dialect: b.dialect}
 	})
 
-	pass := func(store *sqldb.SQLDB, cfg convergence.Config) (*convergence.Plan, *db.ConvergenceResult) {
+	pass := func(store *sqldb.SQLDB, cfg convergence.Config) (*convergence.Plan, *convergence.ConvergenceResult) {
 		snap, err := store.ConvergenceSnapshot(b.ctx, nil)
 		Expect(err).NotTo(HaveOccurred())
 		plan := convergence.Compute(snap, b.clock.Now(), cfg)

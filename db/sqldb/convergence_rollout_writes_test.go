@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
@@ -85,7 +86,7 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			Expect(got[i]).To(EqualProto(want[i]), "row %d", i)
 		}
 	}
-	apply := func(w *db.ConvergenceWrites) *db.ConvergenceResult {
+	apply := func(w *convergence.ConvergenceWrites) *convergence.ConvergenceResult {
 		GinkgoHelper()
 		result, err := store.ApplyConvergence(b.ctx, w)
 		Expect(err).NotTo(HaveOccurred())
@@ -104,11 +105,11 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 
 	Describe("row writes", func() {
 		It("Retire makes a serving ORDINARY row the RETIRING one, still serving, and frees the key for its successor", func() {
-			result := apply(&db.ConvergenceWrites{
-				Retire: []db.Retirement{{Row: versionOf(serving)}},
-				Create: []db.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v2", CellID: "cell-b"}},
+			result := apply(&convergence.ConvergenceWrites{
+				Retire: []convergence.Retirement{{Row: versionOf(serving)}},
+				Create: []convergence.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v2", CellID: "cell-b"}},
 			})
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			retired := changed(serving, func(l *models.ActualLRP) { l.Presence, l.Since = models.ActualLRP_RETIRING, now })
 			got := rows()
 			Expect(got).To(HaveLen(6))
@@ -122,8 +123,8 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 		})
 
 		It("Retire with Stop tells the rep to stop the instance at once", func() {
-			Expect(apply(&db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(serving), Stop: true}}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Retire: []convergence.Retirement{{Row: versionOf(serving), Stop: true}}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			retired := changed(serving, func(l *models.ActualLRP) {
 				l.Presence, l.Since, l.StopRequested = models.ActualLRP_RETIRING, now, true
 			})
@@ -132,18 +133,18 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 		})
 
 		It("RequestStop tells the rep of a RETIRING row to drain it, restarting its clock", func() {
-			Expect(apply(&db.ConvergenceWrites{RequestStop: []db.RowVersion{versionOf(retiring)}})).
-				To(Equal(&db.ConvergenceResult{Applied: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{RequestStop: []convergence.RowVersion{versionOf(retiring)}})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			stopping := changed(retiring, func(l *models.ActualLRP) { l.StopRequested, l.Since = true, now })
 			expectRows(serving, successor, stopping, crashed, unroutable)
 			expectEvents(models.ActualLRPChanged(retiring, stopping))
 		})
 
 		It("Redefine puts a row that serves nothing on the active definition, UNCLAIMED and fresh", func() {
-			Expect(apply(&db.ConvergenceWrites{Redefine: []db.Redefinition{
+			Expect(apply(&convergence.ConvergenceWrites{Redefine: []convergence.Redefinition{
 				{Row: versionOf(crashed), DefinitionID: "v2"},
 				{Row: versionOf(unroutable), DefinitionID: "v2"},
-			}})).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			}})).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			fresh := func(l *models.ActualLRP) {
 				l.DefinitionId, l.State = "v2", models.ActualLRP_UNCLAIMED
 				l.CellId, l.InstanceGuid, l.NetInfo = "", "", nil
@@ -158,11 +159,11 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 		It("Redefine and a Place chained after it, naming the version Redefine leaves, both apply", func() {
 			redefined := versionOf(crashed)
 			redefined.State, redefined.ModificationIndex = models.ActualLRP_UNCLAIMED, redefined.ModificationIndex+1
-			result := apply(&db.ConvergenceWrites{
-				Redefine: []db.Redefinition{{Row: versionOf(crashed), DefinitionID: "v2"}},
-				Place:    []db.Placement{{Row: redefined, CellID: "cell-b"}},
+			result := apply(&convergence.ConvergenceWrites{
+				Redefine: []convergence.Redefinition{{Row: versionOf(crashed), DefinitionID: "v2"}},
+				Place:    []convergence.Placement{{Row: redefined, CellID: "cell-b"}},
 			})
-			Expect(result).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			got := rows()[3]
 			Expect(got.DefinitionId).To(Equal("v2"))
 			Expect(got.CellId).To(Equal("cell-b"))
@@ -172,22 +173,22 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 
 		It("Retire is skipped when the index has a RETIRING row already", func() {
 			before := rows()
-			Expect(apply(&db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(successor)}}})).
-				To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{Retire: []convergence.Retirement{{Row: versionOf(successor)}}})).
+				To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 			expectRows(before...)
 			expectEvents()
 		})
 
 		Describe("a row that changed since the plan saw it", func() {
-			writes := map[string]func() *db.ConvergenceWrites{
-				"retire": func() *db.ConvergenceWrites {
-					return &db.ConvergenceWrites{Retire: []db.Retirement{{Row: versionOf(serving), Stop: true}}}
+			writes := map[string]func() *convergence.ConvergenceWrites{
+				"retire": func() *convergence.ConvergenceWrites {
+					return &convergence.ConvergenceWrites{Retire: []convergence.Retirement{{Row: versionOf(serving), Stop: true}}}
 				},
-				"request stop": func() *db.ConvergenceWrites {
-					return &db.ConvergenceWrites{RequestStop: []db.RowVersion{versionOf(retiring)}}
+				"request stop": func() *convergence.ConvergenceWrites {
+					return &convergence.ConvergenceWrites{RequestStop: []convergence.RowVersion{versionOf(retiring)}}
 				},
-				"redefine": func() *db.ConvergenceWrites {
-					return &db.ConvergenceWrites{Redefine: []db.Redefinition{{Row: versionOf(crashed), DefinitionID: "v2"}}}
+				"redefine": func() *convergence.ConvergenceWrites {
+					return &convergence.ConvergenceWrites{Redefine: []convergence.Redefinition{{Row: versionOf(crashed), DefinitionID: "v2"}}}
 				},
 			}
 			rowOf := map[string]func() *models.ActualLRP{
@@ -215,7 +216,7 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 					It(fmt.Sprintf("%s is skipped when %s", name, move), func() {
 						moves[move](rowOf[name]())
 						before := rows()
-						Expect(apply(writes[name]())).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+						Expect(apply(writes[name]())).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 						expectRows(before...)
 						expectEvents()
 					})
@@ -242,7 +243,7 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			events.take()
 		})
 
-		snapshotRollouts := func() []db.RolloutRow {
+		snapshotRollouts := func() []convergence.RolloutRow {
 			GinkgoHelper()
 			snap, err := store.ConvergenceSnapshot(b.ctx, []string{"api"})
 			Expect(err).NotTo(HaveOccurred())
@@ -254,16 +255,16 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			Expect(err).NotTo(HaveOccurred())
 			return lrp
 		}
-		progressed := db.RolloutRow{State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v1 to v2",
+		progressed := convergence.RolloutRow{State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v1 to v2",
 			DefinitionID: "v2", StartedAt: 1, ProgressAt: 2, UpdatedInstances: 1, InFlight: 1}
 
 		It("stores the record compare-and-set on its modification index and announces the status", func() {
-			Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "api", ExpectModificationIndex: 1, ExpectActiveDefinitionID: "v2", Record: progressed,
-			}}})).To(Equal(&db.ConvergenceResult{Applied: 1}))
+			}}})).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			want := progressed
 			want.ProcessGuid, want.ModificationIndex = "api", 2
-			Expect(snapshotRollouts()).To(Equal([]db.RolloutRow{want}))
+			Expect(snapshotRollouts()).To(Equal([]convergence.RolloutRow{want}))
 
 			status, err := store.RolloutStatus(b.ctx, "api")
 			Expect(err).NotTo(HaveOccurred())
@@ -276,40 +277,40 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 
 		It("inserts a record where there is none when expecting modification index 0", func() {
 			b.exec("DELETE FROM rollouts")
-			Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "api", ExpectActiveDefinitionID: "v2", Record: progressed,
-			}}})).To(Equal(&db.ConvergenceResult{Applied: 1}))
+			}}})).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			Expect(snapshotRollouts()).To(HaveLen(1))
 			Expect(snapshotRollouts()[0].ModificationIndex).To(BeEquivalentTo(1))
 		})
 
 		DescribeTable("skips a write whose record or LRP moved on, writing and announcing nothing",
-			func(w db.RolloutWrite) {
+			func(w convergence.RolloutWrite) {
 				before := snapshotRollouts()
-				Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{w}})).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+				Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{w}})).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 				Expect(snapshotRollouts()).To(Equal(before))
 				Expect(get()).To(EqualProto(desired))
 				expectEvents()
 			},
-			Entry("an older modification index", db.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 0,
-				ExpectActiveDefinitionID: "v2", Record: db.RolloutRow{State: models.RolloutStatus_COMPLETE}}),
-			Entry("a newer modification index", db.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 2,
-				ExpectActiveDefinitionID: "v2", Record: db.RolloutRow{State: models.RolloutStatus_COMPLETE}}),
-			Entry("another active definition", db.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 1,
-				ExpectActiveDefinitionID: "v1", Record: db.RolloutRow{State: models.RolloutStatus_COMPLETE},
+			Entry("an older modification index", convergence.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 0,
+				ExpectActiveDefinitionID: "v2", Record: convergence.RolloutRow{State: models.RolloutStatus_COMPLETE}}),
+			Entry("a newer modification index", convergence.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 2,
+				ExpectActiveDefinitionID: "v2", Record: convergence.RolloutRow{State: models.RolloutStatus_COMPLETE}}),
+			Entry("another active definition", convergence.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 1,
+				ExpectActiveDefinitionID: "v1", Record: convergence.RolloutRow{State: models.RolloutStatus_COMPLETE},
 				SetHealthyDefinitionID: "v1"}),
-			Entry("an LRP believed gone that is desired", db.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 1,
+			Entry("an LRP believed gone that is desired", convergence.RolloutWrite{ProcessGuid: "api", ExpectModificationIndex: 1,
 				Delete: true}),
-			Entry("an LRP that has no record", db.RolloutWrite{ProcessGuid: "nope", ExpectModificationIndex: 1,
-				Record: db.RolloutRow{State: models.RolloutStatus_NONE}}),
+			Entry("an LRP that has no record", convergence.RolloutWrite{ProcessGuid: "nope", ExpectModificationIndex: 1,
+				Record: convergence.RolloutRow{State: models.RolloutStatus_NONE}}),
 		)
 
 		It("moves the healthy definition when a rollout completes, leaving the LRP's modification tag alone", func() {
-			complete := db.RolloutRow{State: models.RolloutStatus_COMPLETE, DefinitionID: "v2", StartedAt: 1, ProgressAt: 2, FinishedAt: now}
-			Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			complete := convergence.RolloutRow{State: models.RolloutStatus_COMPLETE, DefinitionID: "v2", StartedAt: 1, ProgressAt: 2, FinishedAt: now}
+			Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "api", ExpectModificationIndex: 1, ExpectActiveDefinitionID: "v2", Record: complete,
 				Settled: true, SetHealthyDefinitionID: "v2",
-			}}})).To(Equal(&db.ConvergenceResult{Applied: 1}))
+			}}})).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 
 			after := get()
 			Expect(after.HealthyDefinitionId).To(Equal("v2"))
@@ -327,12 +328,12 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 		It("re-activates the healthy definition on auto-revert, moving the LRP's modification tag on", func() {
 			b.exec("UPDATE desired_lrps SET healthy_definition_id = 'v1'")
 			desired = get()
-			reverted := db.RolloutRow{State: models.RolloutStatus_REVERTED, Reason: "no index completed", DefinitionID: "v1",
+			reverted := convergence.RolloutRow{State: models.RolloutStatus_REVERTED, Reason: "no index completed", DefinitionID: "v1",
 				FailedDefinitionID: "v2", StartedAt: now, ProgressAt: now}
-			Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "api", ExpectModificationIndex: 1, ExpectActiveDefinitionID: "v2", Record: reverted,
 				SetActiveDefinitionID: "v1",
-			}}})).To(Equal(&db.ConvergenceResult{Applied: 1}))
+			}}})).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 
 			after := get()
 			Expect(after.ActiveDefinitionId).To(Equal("v1"))
@@ -354,9 +355,9 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			Expect(snapshotRollouts()).To(HaveLen(1))
 			index := snapshotRollouts()[0].ModificationIndex
 
-			Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "api", ExpectModificationIndex: index, Delete: true,
-			}}})).To(Equal(&db.ConvergenceResult{Applied: 1}))
+			}}})).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
 			Expect(snapshotRollouts()).To(BeEmpty())
 			Expect(b.count("SELECT COUNT(*) FROM rollouts")).To(BeZero())
 			expectEvents(models.RolloutChanged(&models.RolloutStatus{ProcessGuid: "api"}))
@@ -366,11 +367,11 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			_, err := store.DesireLRP(b.ctx, newLRP("db", "apps", 0))
 			Expect(err).NotTo(HaveOccurred())
 			events.take()
-			Expect(apply(&db.ConvergenceWrites{Rollouts: []db.RolloutWrite{
+			Expect(apply(&convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{
 				{ProcessGuid: "api", ExpectModificationIndex: 7, ExpectActiveDefinitionID: "v2", Record: progressed},
-				{ProcessGuid: "db", ExpectActiveDefinitionID: "v1", Record: db.RolloutRow{State: models.RolloutStatus_COMPLETE}, Settled: true},
+				{ProcessGuid: "db", ExpectActiveDefinitionID: "v1", Record: convergence.RolloutRow{State: models.RolloutStatus_COMPLETE}, Settled: true},
 				{ProcessGuid: "api", ExpectModificationIndex: 1, ExpectActiveDefinitionID: "v2", Record: progressed},
-			}})).To(Equal(&db.ConvergenceResult{Applied: 2, Skipped: 1}))
+			}})).To(Equal(&convergence.ConvergenceResult{Applied: 2, Skipped: 1}))
 			Expect(eventTypes(events.all())).To(Equal([]string{models.EventRolloutChanged, models.EventRolloutChanged}))
 		})
 	})
@@ -404,24 +405,24 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			}
 			return ids
 		}
-		refs := func(guid string, ids ...string) []db.DefinitionRef {
-			var out []db.DefinitionRef
+		refs := func(guid string, ids ...string) []convergence.DefinitionRef {
+			var out []convergence.DefinitionRef
 			for _, id := range ids {
-				out = append(out, db.DefinitionRef{ProcessGuid: guid, DefinitionID: id})
+				out = append(out, convergence.DefinitionRef{ProcessGuid: guid, DefinitionID: id})
 			}
 			return out
 		}
 
 		It("deletes definitions nothing references", func() {
-			Expect(apply(&db.ConvergenceWrites{DeleteDefinitions: refs("web", "v2", "v0")})).
-				To(Equal(&db.ConvergenceResult{Applied: 2}))
+			Expect(apply(&convergence.ConvergenceWrites{DeleteDefinitions: refs("web", "v2", "v0")})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			Expect(definitionIDs("web")).To(Equal([]string{"v4", "v3", "v1"}))
 			expectEvents()
 		})
 
 		It("refuses, as a guard, the active, the healthy and a referenced definition, and one that is not stored", func() {
-			Expect(apply(&db.ConvergenceWrites{DeleteDefinitions: refs("web", "v4", "v3", "v1", "v9")})).
-				To(Equal(&db.ConvergenceResult{Skipped: 4}))
+			Expect(apply(&convergence.ConvergenceWrites{DeleteDefinitions: refs("web", "v4", "v3", "v1", "v9")})).
+				To(Equal(&convergence.ConvergenceResult{Skipped: 4}))
 			Expect(definitionIDs("web")).To(Equal([]string{"v4", "v3", "v2", "v1", "v0"}))
 		})
 
@@ -429,11 +430,11 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING, Domain: "apps",
 				InstanceGuid: "ig", CellId: "cell-a", DefinitionId: "v2", State: models.ActualLRP_RUNNING,
 				ModificationTag: &models.ModificationTag{Epoch: "e"}})
-			Expect(apply(&db.ConvergenceWrites{DeleteDefinitions: refs("web", "v2")})).To(Equal(&db.ConvergenceResult{Skipped: 1}))
+			Expect(apply(&convergence.ConvergenceWrites{DeleteDefinitions: refs("web", "v2")})).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
 
 			Expect(store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
-			Expect(apply(&db.ConvergenceWrites{DeleteDefinitions: refs("web", "v4", "v3", "v2", "v0")})).
-				To(Equal(&db.ConvergenceResult{Applied: 3, Skipped: 1}), "v2 is still run")
+			Expect(apply(&convergence.ConvergenceWrites{DeleteDefinitions: refs("web", "v4", "v3", "v2", "v0")})).
+				To(Equal(&convergence.ConvergenceResult{Applied: 3, Skipped: 1}), "v2 is still run")
 			Expect(definitionIDs("web")).To(Equal([]string{"v2", "v1"}))
 		})
 
@@ -441,11 +442,11 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 			// The RETIRING row of v0 is deleted first, then v0.
 			b.putActual(&models.ActualLRP{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING, Domain: "apps",
 				DefinitionId: "v0", State: models.ActualLRP_RUNNING, ModificationTag: &models.ModificationTag{Epoch: "e", Index: 4}})
-			Expect(apply(&db.ConvergenceWrites{
+			Expect(apply(&convergence.ConvergenceWrites{
 				DeleteDefinitions: refs("web", "v0"),
-				Delete: []db.RowVersion{{Key: db.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING},
+				Delete: []convergence.RowVersion{{Key: models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING},
 					State: models.ActualLRP_RUNNING, ModificationIndex: 4}},
-			})).To(Equal(&db.ConvergenceResult{Applied: 2}))
+			})).To(Equal(&convergence.ConvergenceResult{Applied: 2}))
 			Expect(definitionIDs("web")).To(Equal([]string{"v4", "v3", "v2", "v1"}))
 		})
 	})
@@ -453,15 +454,15 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 	It("performs the new groups in the documented order", func() {
 		redefined := versionOf(crashed)
 		redefined.State, redefined.ModificationIndex = models.ActualLRP_UNCLAIMED, redefined.ModificationIndex+1
-		w := &db.ConvergenceWrites{
-			Place:       []db.Placement{{Row: redefined, CellID: "cell-a"}},
-			Redefine:    []db.Redefinition{{Row: versionOf(crashed), DefinitionID: "v2"}},
-			Create:      []db.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v2"}},
-			RequestStop: []db.RowVersion{versionOf(retiring)},
-			Retire:      []db.Retirement{{Row: versionOf(serving)}},
-			Delete:      []db.RowVersion{versionOf(unroutable)},
+		w := &convergence.ConvergenceWrites{
+			Place:       []convergence.Placement{{Row: redefined, CellID: "cell-a"}},
+			Redefine:    []convergence.Redefinition{{Row: versionOf(crashed), DefinitionID: "v2"}},
+			Create:      []convergence.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v2"}},
+			RequestStop: []convergence.RowVersion{versionOf(retiring)},
+			Retire:      []convergence.Retirement{{Row: versionOf(serving)}},
+			Delete:      []convergence.RowVersion{versionOf(unroutable)},
 		}
-		Expect(apply(w)).To(Equal(&db.ConvergenceResult{Applied: 6}))
+		Expect(apply(w)).To(Equal(&convergence.ConvergenceResult{Applied: 6}))
 		var order []string
 		for _, e := range events.all() {
 			order = append(order, e.Type)
@@ -476,8 +477,8 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 
 	Describe("writes that could never be right", func() {
 		DescribeTable("are refused, naming the field, and nothing is written",
-			func(field string, spoil func(w *db.ConvergenceWrites)) {
-				w := db.ConvergenceWrites{RequestStop: []db.RowVersion{versionOf(retiring)}}
+			func(field string, spoil func(w *convergence.ConvergenceWrites)) {
+				w := convergence.ConvergenceWrites{RequestStop: []convergence.RowVersion{versionOf(retiring)}}
 				spoil(&w)
 				before := rows()
 				_, err := store.ApplyConvergence(b.ctx, &w)
@@ -486,50 +487,50 @@ var _ = forEachDialect("ApplyConvergence of rolling updates", func(b *board) {
 				expectRows(before...)
 				expectEvents()
 			},
-			Entry("a retirement of a RETIRING row", "writes.retire[0].row.key.presence", func(w *db.ConvergenceWrites) {
-				w.Retire = []db.Retirement{{Row: versionOf(retiring)}}
+			Entry("a retirement of a RETIRING row", "writes.retire[0].row.key.presence", func(w *convergence.ConvergenceWrites) {
+				w.Retire = []convergence.Retirement{{Row: versionOf(retiring)}}
 			}),
-			Entry("a retirement of a CRASHED row", "writes.retire[0].row.state", func(w *db.ConvergenceWrites) {
-				w.Retire = []db.Retirement{{Row: versionOf(crashed)}}
+			Entry("a retirement of a CRASHED row", "writes.retire[0].row.state", func(w *convergence.ConvergenceWrites) {
+				w.Retire = []convergence.Retirement{{Row: versionOf(crashed)}}
 			}),
-			Entry("a stop request for an ORDINARY row", "writes.request_stop[1].key.presence", func(w *db.ConvergenceWrites) {
+			Entry("a stop request for an ORDINARY row", "writes.request_stop[1].key.presence", func(w *convergence.ConvergenceWrites) {
 				w.RequestStop = append(w.RequestStop, versionOf(serving))
 			}),
-			Entry("a redefinition of a RETIRING row", "writes.redefine[0].row.key.presence", func(w *db.ConvergenceWrites) {
-				w.Redefine = []db.Redefinition{{Row: versionOf(retiring), DefinitionID: "v2"}}
+			Entry("a redefinition of a RETIRING row", "writes.redefine[0].row.key.presence", func(w *convergence.ConvergenceWrites) {
+				w.Redefine = []convergence.Redefinition{{Row: versionOf(retiring), DefinitionID: "v2"}}
 			}),
-			Entry("a redefinition without a definition", "writes.redefine[0].definition_id", func(w *db.ConvergenceWrites) {
-				w.Redefine = []db.Redefinition{{Row: versionOf(crashed)}}
+			Entry("a redefinition without a definition", "writes.redefine[0].definition_id", func(w *convergence.ConvergenceWrites) {
+				w.Redefine = []convergence.Redefinition{{Row: versionOf(crashed)}}
 			}),
-			Entry("a rollout write without a guid", "writes.rollouts[0].process_guid", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ExpectActiveDefinitionID: "v2"}}
+			Entry("a rollout write without a guid", "writes.rollouts[0].process_guid", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ExpectActiveDefinitionID: "v2"}}
 			}),
-			Entry("a rollout write with a negative index", "writes.rollouts[0].expect_modification_index", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", ExpectModificationIndex: -1}}
+			Entry("a rollout write with a negative index", "writes.rollouts[0].expect_modification_index", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", ExpectModificationIndex: -1}}
 			}),
-			Entry("a record of another LRP", "writes.rollouts[0].record.process_guid", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", ExpectActiveDefinitionID: "v2", Record: db.RolloutRow{ProcessGuid: "api"}}}
+			Entry("a record of another LRP", "writes.rollouts[0].record.process_guid", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", ExpectActiveDefinitionID: "v2", Record: convergence.RolloutRow{ProcessGuid: "api"}}}
 			}),
-			Entry("a record in an unknown state", "writes.rollouts[0].record.state", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", ExpectActiveDefinitionID: "v2", Record: db.RolloutRow{State: 42}}}
+			Entry("a record in an unknown state", "writes.rollouts[0].record.state", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", ExpectActiveDefinitionID: "v2", Record: convergence.RolloutRow{State: 42}}}
 			}),
-			Entry("a record counting negative instances", "writes.rollouts[0].record.in_flight", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", ExpectActiveDefinitionID: "v2", Record: db.RolloutRow{InFlight: -1}}}
+			Entry("a record counting negative instances", "writes.rollouts[0].record.in_flight", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", ExpectActiveDefinitionID: "v2", Record: convergence.RolloutRow{InFlight: -1}}}
 			}),
-			Entry("a definition moved on an LRP that is gone", "writes.rollouts[0].set_active_definition_id", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", ExpectModificationIndex: 1, SetActiveDefinitionID: "v1"}}
+			Entry("a definition moved on an LRP that is gone", "writes.rollouts[0].set_active_definition_id", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", ExpectModificationIndex: 1, SetActiveDefinitionID: "v1"}}
 			}),
-			Entry("a delete of no record", "writes.rollouts[0].expect_modification_index", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", Delete: true}}
+			Entry("a delete of no record", "writes.rollouts[0].expect_modification_index", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", Delete: true}}
 			}),
-			Entry("a delete of a desired LRP's record", "writes.rollouts[0].delete", func(w *db.ConvergenceWrites) {
-				w.Rollouts = []db.RolloutWrite{{ProcessGuid: "web", ExpectModificationIndex: 1, ExpectActiveDefinitionID: "v2", Delete: true}}
+			Entry("a delete of a desired LRP's record", "writes.rollouts[0].delete", func(w *convergence.ConvergenceWrites) {
+				w.Rollouts = []convergence.RolloutWrite{{ProcessGuid: "web", ExpectModificationIndex: 1, ExpectActiveDefinitionID: "v2", Delete: true}}
 			}),
-			Entry("a definition delete without a definition", "writes.delete_definitions[0].definition_id", func(w *db.ConvergenceWrites) {
-				w.DeleteDefinitions = []db.DefinitionRef{{ProcessGuid: "web"}}
+			Entry("a definition delete without a definition", "writes.delete_definitions[0].definition_id", func(w *convergence.ConvergenceWrites) {
+				w.DeleteDefinitions = []convergence.DefinitionRef{{ProcessGuid: "web"}}
 			}),
-			Entry("a definition delete without a guid", "writes.delete_definitions[0].process_guid", func(w *db.ConvergenceWrites) {
-				w.DeleteDefinitions = []db.DefinitionRef{{DefinitionID: "v1"}}
+			Entry("a definition delete without a guid", "writes.delete_definitions[0].process_guid", func(w *convergence.ConvergenceWrites) {
+				w.DeleteDefinitions = []convergence.DefinitionRef{{DefinitionID: "v1"}}
 			}),
 		)
 	})

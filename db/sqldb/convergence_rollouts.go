@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -32,8 +32,8 @@ const recordBatchSize = 100
 // modification tag on, the healthy one alone does not, as it changes
 // nothing a client asked for — then rollout_changed with the status built
 // after the write (a deleted record's: state NONE).
-func (a *convergenceApplier) rollouts(ctx context.Context, writes []db.RolloutWrite) error {
-	return applyInBatches(ctx, a, "rollouts", writes, func(w db.RolloutWrite) string { return w.ProcessGuid }, a.rolloutWrite)
+func (a *convergenceApplier) rollouts(ctx context.Context, writes []convergence.RolloutWrite) error {
+	return applyInBatches(ctx, a, "rollouts", writes, func(w convergence.RolloutWrite) string { return w.ProcessGuid }, a.rolloutWrite)
 }
 
 // applyInBatches applies writes in batches of at most recordBatchSize,
@@ -92,7 +92,7 @@ func applyEach[W any](ctx context.Context, s *SQLDB, what string, batch []W,
 
 // rolloutWrite applies one write and returns its events, or nil when it is
 // skipped.
-func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w db.RolloutWrite) ([]models.Event, error) {
+func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w convergence.RolloutWrite) ([]models.Event, error) {
 	s := a.s
 	lock := s.driver.lockForUpdate()
 	desired, err := s.scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredLRPOnly+" WHERE d.process_guid = ?"+lock, w.ProcessGuid))
@@ -179,7 +179,7 @@ func (r *rolloutRecord) modificationIndex() int64 {
 // before its DELETE: it then either waits for such a writer and its DELETE
 // sees the reference, or the writer waits and finds the definition gone.
 // SQLite runs one writer at a time and needs no locks.
-func (a *convergenceApplier) deleteDefinitions(ctx context.Context, refs []db.DefinitionRef) error {
+func (a *convergenceApplier) deleteDefinitions(ctx context.Context, refs []convergence.DefinitionRef) error {
 	for len(refs) > 0 {
 		n := min(len(refs), recordBatchSize)
 		applied, err := a.deleteDefinitionBatch(ctx, refs[:n])
@@ -198,7 +198,7 @@ const deleteUnreferencedDefinition = `DELETE FROM run_infos WHERE process_guid =
  AND (d.active_definition_id = ? OR d.healthy_definition_id = ?))
  AND NOT EXISTS (SELECT 1 FROM actual_lrps a WHERE a.process_guid = ? AND a.definition_id = ?)`
 
-func (a *convergenceApplier) deleteDefinitionBatch(ctx context.Context, batch []db.DefinitionRef) (int, error) {
+func (a *convergenceApplier) deleteDefinitionBatch(ctx context.Context, batch []convergence.DefinitionRef) (int, error) {
 	s := a.s
 	var applied int
 	err := s.transact(ctx, "apply convergence: delete definitions", func(tx *sql.Tx) error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -94,7 +95,7 @@ var (
 // same transaction as the rows read, so that the two add up to the cell's
 // usage at one moment: a pass for one LRP must not overcommit a cell that
 // another LRP fills.
-func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) (*db.Snapshot, error) {
+func (s *SQLDB) ConvergenceSnapshot(ctx context.Context, processGuids []string) (*convergence.Snapshot, error) {
 	// The epoch first: a placement applied after it was read makes this
 	// snapshot's placements refused, whether or not its rows saw it.
 	epoch, err := s.readPlacementEpoch(ctx)
@@ -227,10 +228,10 @@ func (s *SQLDB) snapshotParts(ctx context.Context, processGuids []string) ([][]g
 
 // joinSnapshotParts puts the parts' LRPs one after the other, in guid
 // order as the parts are.
-func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
+func joinSnapshotParts(readers []*snapshotReader) *convergence.Snapshot {
 	if len(readers) == 1 {
 		r := readers[0]
-		return &db.Snapshot{Desired: r.desired, Actual: r.actual, Rollouts: r.rollouts, Definitions: r.definitions,
+		return &convergence.Snapshot{Desired: r.desired, Actual: r.actual, Rollouts: r.rollouts, Definitions: r.definitions,
 			Operations: r.operations}
 	}
 	var desired, actual int
@@ -238,9 +239,9 @@ func joinSnapshotParts(readers []*snapshotReader) *db.Snapshot {
 		desired += len(r.desired)
 		actual += len(r.actual)
 	}
-	snap := &db.Snapshot{
-		Desired: make([]db.DesiredSchedule, 0, desired),
-		Actual:  make([]db.ActualRow, 0, actual),
+	snap := &convergence.Snapshot{
+		Desired: make([]convergence.DesiredSchedule, 0, desired),
+		Actual:  make([]convergence.ActualRow, 0, actual),
 	}
 	for _, r := range readers {
 		snap.Desired = append(snap.Desired, r.desired...)
@@ -274,12 +275,12 @@ func (s *SQLDB) readConsistently(ctx context.Context, fn func(tx *sql.Tx) error)
 // are kept once: at 250,000 rows that saves tens of megabytes.
 type snapshotReader struct {
 	s            *SQLDB
-	desired      []db.DesiredSchedule
-	actual       []db.ActualRow
-	rollouts     []db.RolloutRow
-	definitions  []db.DefinitionRow
-	operations   []db.OperationRow
-	cells        []db.CellRow
+	desired      []convergence.DesiredSchedule
+	actual       []convergence.ActualRow
+	rollouts     []convergence.RolloutRow
+	definitions  []convergence.DefinitionRow
+	operations   []convergence.OperationRow
+	cells        []convergence.CellRow
 	freshDomains []string
 
 	strings interner
@@ -296,7 +297,7 @@ type snapshotReader struct {
 	// desired LRP's.
 	unresolved map[definitionKey]struct{}
 	// unreadUse is, by cell id, what the rows this reader did not read use.
-	unreadUse map[string]db.Resources
+	unreadUse map[string]convergence.Resources
 }
 
 func newSnapshotReader(s *SQLDB) *snapshotReader {
@@ -330,7 +331,7 @@ func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []
 			&tagIndex, &autoscaling, &autoscaler); err != nil {
 			return err
 		}
-		d := db.DesiredSchedule{
+		d := convergence.DesiredSchedule{
 			ProcessGuid:         string(guid),
 			Domain:              r.strings.get(domain),
 			Instances:           int32(instances),
@@ -375,13 +376,13 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 	for i := range r.desired {
 		expected += int(max(r.desired[i].Instances, 0))
 	}
-	r.actual = make([]db.ActualRow, 0, expected+expected/16+16)
+	r.actual = make([]convergence.ActualRow, 0, expected+expected/16+16)
 
 	var guid, presence, state, domain, instanceGuid, cellID, definitionID, crashReason, placementError sql.RawBytes
 	var index, crashCount, since, modIndex int64
 	next := 0 // the first desired LRP whose guid is not below the row's
 	scan := func(rows *sql.Rows) error {
-		r.actual = append(r.actual, db.ActualRow{})
+		r.actual = append(r.actual, convergence.ActualRow{})
 		row := &r.actual[len(r.actual)-1]
 		err := rows.Scan(&guid, &index, &presence, &state, &domain, &instanceGuid, &cellID,
 			&definitionID, &crashCount, &crashReason, &since, &placementError, &row.Routable, &row.Occupied, &row.StopRequested, &modIndex)
@@ -404,8 +405,8 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 		for next < len(r.desired) && r.desired[next].ProcessGuid < string(guid) {
 			next++
 		}
-		var d *db.DesiredSchedule
-		var prev *db.ActualRow
+		var d *convergence.DesiredSchedule
+		var prev *convergence.ActualRow
 		if next < len(r.desired) && r.desired[next].ProcessGuid == string(guid) {
 			d = &r.desired[next]
 		}
@@ -448,7 +449,7 @@ func (r *snapshotReader) readActual(ctx context.Context, tx *sql.Tx, filters []g
 // and presence name, before the rows of the same guid and index whose
 // presence enum value is higher: SQL puts EVACUATING before ORDINARY and
 // RETIRING before SUSPECT, the planner the other way round.
-func moveIntoKeyOrder(rows []db.ActualRow) {
+func moveIntoKeyOrder(rows []convergence.ActualRow) {
 	for i := len(rows) - 1; i > 0; i-- {
 		a, b := &rows[i-1], &rows[i]
 		if a.Index != b.Index || a.Presence <= b.Presence || a.ProcessGuid != b.ProcessGuid {
@@ -510,7 +511,7 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 // what the rows read use, leaving the other LRPs' share. It must run in
 // the transaction that read the rows.
 func (r *snapshotReader) readUnreadUse(ctx context.Context, tx *sql.Tx) error {
-	r.unreadUse = map[string]db.Resources{}
+	r.unreadUse = map[string]convergence.Resources{}
 	var cellID string
 	var memory, disk sql.NullInt64
 	var instances int64
@@ -518,7 +519,7 @@ func (r *snapshotReader) readUnreadUse(ctx context.Context, tx *sql.Tx) error {
 		if err := rows.Scan(&cellID, &memory, &disk, &instances); err != nil {
 			return err
 		}
-		r.unreadUse[cellID] = db.Resources{MemoryMB: int32(memory.Int64), DiskMB: int32(disk.Int64), Instances: int32(instances)}
+		r.unreadUse[cellID] = convergence.Resources{MemoryMB: int32(memory.Int64), DiskMB: int32(disk.Int64), Instances: int32(instances)}
 		return nil
 	})
 	if err != nil {
@@ -571,7 +572,7 @@ func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters [
 				if err := rows.Scan(&guid, &definitionID, &createdAt, &memoryMB, &diskMB); err != nil {
 					return err
 				}
-				r.definitions = append(r.definitions, db.DefinitionRow{
+				r.definitions = append(r.definitions, convergence.DefinitionRow{
 					ProcessGuid:  r.strings.get(guid),
 					DefinitionID: r.strings.get(definitionID),
 					CreatedAt:    createdAt,
@@ -584,7 +585,7 @@ func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters [
 			return err
 		}
 	}
-	slices.SortFunc(r.rollouts, func(a, b db.RolloutRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
+	slices.SortFunc(r.rollouts, func(a, b convergence.RolloutRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })
 	slices.SortFunc(r.definitions, compareDefinitionRows)
 	return nil
 }
@@ -595,7 +596,7 @@ func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters [
 func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
 	var id, guid, kind, status, definitionID, storedID, leaseOwner sql.RawBytes
 	scan := func(rows *sql.Rows) error {
-		op := db.OperationRow{}
+		op := convergence.OperationRow{}
 		if err := rows.Scan(&id, &guid, &op.Sequence, &kind, &status, &definitionID, &storedID, &op.MemoryMB, &op.DiskMB,
 			&leaseOwner, &op.LeaseExpiresAt, &op.CreatedAt, &op.ModificationIndex); err != nil {
 			return err
@@ -624,7 +625,7 @@ func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters
 			return err
 		}
 	}
-	slices.SortFunc(r.operations, func(a, b db.OperationRow) int {
+	slices.SortFunc(r.operations, func(a, b convergence.OperationRow) int {
 		return cmp.Or(strings.Compare(a.ProcessGuid, b.ProcessGuid), cmp.Compare(a.Sequence, b.Sequence))
 	})
 	return nil
@@ -632,7 +633,7 @@ func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters
 
 // compareDefinitionRows orders definitions by guid, then newest first:
 // created_at descending, then definition id descending.
-func compareDefinitionRows(a, b db.DefinitionRow) int {
+func compareDefinitionRows(a, b convergence.DefinitionRow) int {
 	return cmp.Or(
 		strings.Compare(a.ProcessGuid, b.ProcessGuid),
 		cmp.Compare(b.CreatedAt, a.CreatedAt),
@@ -659,10 +660,10 @@ func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt, &draining); err != nil {
 			return err
 		}
-		c := db.CellRow{
+		c := convergence.CellRow{
 			CellID:    r.strings.get(cellID),
 			Zone:      r.strings.get(zone),
-			Capacity:  db.Resources{MemoryMB: int32(memory), DiskMB: int32(disk), Instances: int32(instances)},
+			Capacity:  convergence.Resources{MemoryMB: int32(memory), DiskMB: int32(disk), Instances: int32(instances)},
 			ExpiresAt: expiresAt,
 			Draining:  draining,
 		}
@@ -674,7 +675,7 @@ func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 		return nil
 	})
 	// Sorted here, not in SQL, so every dialect's collation gives one order.
-	slices.SortFunc(r.cells, func(a, b db.CellRow) int { return strings.Compare(a.CellID, b.CellID) })
+	slices.SortFunc(r.cells, func(a, b convergence.CellRow) int { return strings.Compare(a.CellID, b.CellID) })
 	return err
 }
 

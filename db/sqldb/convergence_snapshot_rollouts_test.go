@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -17,14 +17,14 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 		seed = seeder{conn: b.conn, dialect: b.dialect}
 	})
 
-	snapshot := func(guids ...string) *db.Snapshot {
+	snapshot := func(guids ...string) *convergence.Snapshot {
 		GinkgoHelper()
 		snap, err := b.store.ConvergenceSnapshot(b.ctx, guids)
 		Expect(err).NotTo(HaveOccurred())
 		return snap
 	}
 	// putRollout stores a record as convergence or an update would.
-	putRollout := func(r db.RolloutRow, settled bool) {
+	putRollout := func(r convergence.RolloutRow, settled bool) {
 		GinkgoHelper()
 		b.exec(`INSERT INTO rollouts (process_guid, state, reason, definition_id, failed_definition_id, started_at,
  progress_at, finished_at, updated_instances, in_flight, settled, modification_index)
@@ -75,7 +75,7 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 		Expect(ordinary.Presence).To(Equal(models.ActualLRP_ORDINARY))
 		Expect(ordinary.Occupied).To(BeTrue())
 		Expect(ordinary.StopRequested).To(BeFalse())
-		Expect(retiring).To(Equal(db.ActualRow{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING,
+		Expect(retiring).To(Equal(convergence.ActualRow{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING,
 			State: models.ActualLRP_RUNNING, Domain: "apps", InstanceGuid: "ig-old", CellID: "cell-b", DefinitionID: "v1",
 			Since: 7, Routable: true, StopRequested: true, ModificationIndex: 5}))
 	})
@@ -89,11 +89,11 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 			})).To(Succeed())
 			// web rolls from v2 to v3; api's rollout completed long ago;
 			// gone was removed and waits for cleanup; worker never rolled.
-			putRollout(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v2 to v3",
+			putRollout(convergence.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v2 to v3",
 				DefinitionID: "v3", StartedAt: 10, ProgressAt: 20, UpdatedInstances: 1, InFlight: 1, ModificationIndex: 4}, false)
-			putRollout(db.RolloutRow{ProcessGuid: "api", State: models.RolloutStatus_COMPLETE, DefinitionID: "a2",
+			putRollout(convergence.RolloutRow{ProcessGuid: "api", State: models.RolloutStatus_COMPLETE, DefinitionID: "a2",
 				StartedAt: 1, ProgressAt: 2, FinishedAt: 3, ModificationIndex: 2}, true)
-			putRollout(db.RolloutRow{ProcessGuid: "gone", State: models.RolloutStatus_REVERTED, DefinitionID: "g1",
+			putRollout(convergence.RolloutRow{ProcessGuid: "gone", State: models.RolloutStatus_REVERTED, DefinitionID: "g1",
 				FailedDefinitionID: "g2", ModificationIndex: 7}, false)
 			putDefinition("web", "v1", 100)
 			putDefinition("web", "v2", 200)
@@ -105,7 +105,7 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 
 		It("reads only the unsettled records, in guid order, and the definitions of their LRPs, newest first", func() {
 			snap := snapshot()
-			Expect(snap.Rollouts).To(Equal([]db.RolloutRow{
+			Expect(snap.Rollouts).To(Equal([]convergence.RolloutRow{
 				{ProcessGuid: "gone", State: models.RolloutStatus_REVERTED, DefinitionID: "g1", FailedDefinitionID: "g2",
 					ModificationIndex: 7},
 				{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING, Reason: "rolling from v2 to v3",
@@ -115,7 +115,7 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 			v3 := snap.Definitions[2].CreatedAt
 			// Each with its resources (putDefinition's 64 MB and 32 MB;
 			// seed.desired stores v3 without any).
-			Expect(snap.Definitions).To(Equal([]db.DefinitionRow{
+			Expect(snap.Definitions).To(Equal([]convergence.DefinitionRow{
 				{ProcessGuid: "gone", DefinitionID: "g2", CreatedAt: 6, MemoryMB: 64, DiskMB: 32},
 				{ProcessGuid: "gone", DefinitionID: "g1", CreatedAt: 5, MemoryMB: 64, DiskMB: 32},
 				{ProcessGuid: "web", DefinitionID: "v3", CreatedAt: v3},

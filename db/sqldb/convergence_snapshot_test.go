@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -23,7 +23,7 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 		now = b.clock.Now().UnixNano()
 	})
 
-	snapshot := func(guids ...string) *db.Snapshot {
+	snapshot := func(guids ...string) *convergence.Snapshot {
 		snap, err := b.store.ConvergenceSnapshot(b.ctx, guids)
 		Expect(err).NotTo(HaveOccurred())
 		return snap
@@ -58,13 +58,13 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 		Expect(seed.domain(b.ctx, "jobs", now)).To(Succeed())
 		Expect(seed.domain(b.ctx, "other", now+1)).To(Succeed())
 
-		Expect(snapshot()).To(Equal(&db.Snapshot{
-			Desired: []db.DesiredSchedule{
+		Expect(snapshot()).To(Equal(&convergence.Snapshot{
+			Desired: []convergence.DesiredSchedule{
 				{ProcessGuid: "web", Domain: "apps", Instances: 3, PlacementTags: []string{"ssd", "zone-a"},
 					ActiveDefinitionID: "v2", MemoryMB: 512, DiskMB: 1024},
 				{ProcessGuid: "worker", Domain: "jobs", Instances: 1, ActiveDefinitionID: "w1", MemoryMB: 128, DiskMB: 256},
 			},
-			Actual: []db.ActualRow{
+			Actual: []convergence.ActualRow{
 				{ProcessGuid: "gone", Index: 0, Presence: models.ActualLRP_ORDINARY, State: models.ActualLRP_RUNNING,
 					Domain: "apps", InstanceGuid: "ig-g", CellID: "cell-b", DefinitionID: "g1", Since: 15,
 					ModificationIndex: 1, MemoryMB: 64, DiskMB: 32},
@@ -81,10 +81,10 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 				{ProcessGuid: "worker", Index: 0, Presence: models.ActualLRP_ORDINARY, State: models.ActualLRP_UNCLAIMED,
 					Domain: "jobs", DefinitionID: "w1", Since: 14, PlacementError: "no room", MemoryMB: 128, DiskMB: 256},
 			},
-			Cells: []db.CellRow{
-				{CellID: "cell-a", Zone: "z1", Capacity: db.Resources{MemoryMB: 8192, DiskMB: 16384, Instances: 100},
+			Cells: []convergence.CellRow{
+				{CellID: "cell-a", Zone: "z1", Capacity: convergence.Resources{MemoryMB: 8192, DiskMB: 16384, Instances: 100},
 					PlacementTags: []string{"ssd"}, ExpiresAt: now + 30e9},
-				{CellID: "cell-b", Zone: "z2", Capacity: db.Resources{MemoryMB: 2048, DiskMB: 4096, Instances: 8},
+				{CellID: "cell-b", Zone: "z2", Capacity: convergence.Resources{MemoryMB: 2048, DiskMB: 4096, Instances: 8},
 					ExpiresAt: now - 1},
 			},
 			FreshDomains:   []string{"apps", "other"},
@@ -124,7 +124,7 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 		Expect(seed.actual(b.ctx, len(rows), func(i int) seedActual { return rows[i] })).To(Succeed())
 	}
 
-	expectKeyOrder := func(snap *db.Snapshot) {
+	expectKeyOrder := func(snap *convergence.Snapshot) {
 		sorted := slices.Clone(orderGuids)
 		slices.Sort(sorted) // byte order
 		var wantKeys []string
@@ -221,8 +221,8 @@ var _ = forEachDialect("ConvergenceSnapshot", func(b *board) {
 		snap := snapshot(guids...)
 		Expect(snap.Desired).To(HaveLen(lrps / 2))
 		Expect(snap.Actual).To(HaveLen(lrps))
-		Expect(slices.IsSortedFunc(snap.Actual, func(a, b db.ActualRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })).To(BeTrue())
-		Expect(slices.IsSortedFunc(snap.Desired, func(a, b db.DesiredSchedule) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })).To(BeTrue())
+		Expect(slices.IsSortedFunc(snap.Actual, func(a, b convergence.ActualRow) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })).To(BeTrue())
+		Expect(slices.IsSortedFunc(snap.Desired, func(a, b convergence.DesiredSchedule) int { return strings.Compare(a.ProcessGuid, b.ProcessGuid) })).To(BeTrue())
 	})
 
 	It("reads a cell's expiry as stored, leaving presence to the planner", func() {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -132,7 +131,7 @@ func (t keyTable) inTuples(n int) string {
 }
 
 // actualKeyArgs binds keys for actualLRPKeys.
-func actualKeyArgs(keys []db.ActualLRPKey) []any {
+func actualKeyArgs(keys []models.ActualLRPKey) []any {
 	args := make([]any, 0, 3*len(keys))
 	for _, k := range keys {
 		args = append(args, k.ProcessGuid, k.Index, k.Presence.String())

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
@@ -104,7 +103,7 @@ type driver interface {
 	lifecycle() func(s *SQLDB, ctx context.Context, op lifecycleOp) (*models.ActualLRP, error)
 	// remove runs RemoveActualLRP in one statement, or returns false to
 	// leave it to the transactional path.
-	remove() func(s *SQLDB, ctx context.Context, key db.ActualLRPKey, caller db.Caller) (bool, error)
+	remove() func(s *SQLDB, ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error)
 	// appendEvents inserts encoded events into the outbox in one
 	// statement, however many there are.
 	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte) error
@@ -193,7 +192,7 @@ func (general) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.A
 	return nil
 }
 
-func (general) remove() func(*SQLDB, context.Context, db.ActualLRPKey, db.Caller) (bool, error) {
+func (general) remove() func(*SQLDB, context.Context, models.ActualLRPKey, models.Caller) (bool, error) {
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lib/pq"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
@@ -113,7 +112,7 @@ func (postgresDriver) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*m
 	return (*SQLDB).lifecyclePostgres
 }
 
-func (postgresDriver) remove() func(*SQLDB, context.Context, db.ActualLRPKey, db.Caller) (bool, error) {
+func (postgresDriver) remove() func(*SQLDB, context.Context, models.ActualLRPKey, models.Caller) (bool, error) {
 	return (*SQLDB).removePostgres
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"strings"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -27,8 +26,8 @@ import (
 // A call naming an instance that runs on another cell (either row holds
 // the caller's instance guid on a cell not the caller's) is refused with
 // InvalidStateTransition (models.CheckInstanceCell) and changes nothing.
-func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller db.Caller) (bool, error) {
-	ordinaryKey := db.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
+func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller models.Caller) (bool, error) {
+	ordinaryKey := models.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
 	if err := checkLifecycleCall(ordinaryKey, caller); err != nil {
 		return false, err
 	}

@@ -126,16 +126,16 @@ var _ = forEachDialect("Cell draining", func(b *board) {
 var _ = forEachDialect("Evacuation", func(b *board) {
 	var sink *recordingSink
 
-	rep := db.Caller{InstanceGuid: "ig-0", CellID: "cell-1"}
+	rep := models.Caller{InstanceGuid: "ig-0", CellID: "cell-1"}
 	netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}}
-	ordinaryKey := func(index int32) db.ActualLRPKey {
-		return db.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_ORDINARY}
+	ordinaryKey := func(index int32) models.ActualLRPKey {
+		return models.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_ORDINARY}
 	}
-	evacuatingKey := func(index int32) db.ActualLRPKey {
-		return db.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_EVACUATING}
+	evacuatingKey := func(index int32) models.ActualLRPKey {
+		return models.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_EVACUATING}
 	}
 	// rowOf is the row with this key, nil when there is none.
-	rowOf := func(key db.ActualLRPKey) *models.ActualLRP {
+	rowOf := func(key models.ActualLRPKey) *models.ActualLRP {
 		GinkgoHelper()
 		for _, lrp := range b.instances(key.ProcessGuid) {
 			if lrp.Index == key.Index && lrp.Presence == key.Presence {
@@ -149,7 +149,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 		Expect(b.exec(`UPDATE actual_lrps SET cell_id = ? WHERE process_guid = 'web' AND instance_index = ? AND presence = 'ORDINARY'`,
 			cellID, index)).To(BeEquivalentTo(1))
 	}
-	run := func(index int32, caller db.Caller, started bool) *models.ActualLRP {
+	run := func(index int32, caller models.Caller, started bool) *models.ActualLRP {
 		GinkgoHelper()
 		place(index, caller.CellID)
 		lrp, err := b.store.ClaimActualLRP(b.ctx, ordinaryKey(index), caller)
@@ -160,7 +160,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 		}
 		return lrp
 	}
-	evacuate := func(index int32, caller db.Caller) (bool, error) {
+	evacuate := func(index int32, caller models.Caller) (bool, error) {
 		return b.store.EvacuateActualLRP(b.ctx, "web", index, caller)
 	}
 	// expectUnchanged runs call and checks that it wrote and announced
@@ -236,17 +236,17 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(keep).To(BeTrue())
 
-			run(0, db.Caller{InstanceGuid: "ig-new", CellID: "cell-2"}, true)
+			run(0, models.Caller{InstanceGuid: "ig-new", CellID: "cell-2"}, true)
 			keep, err = expectUnchanged(func() (bool, error) { return evacuate(0, rep) })
 			Expect(err).NotTo(HaveOccurred())
 			Expect(keep).To(BeTrue(), "the replacement runs, but the rep learns that from its bulk report")
 		})
 
 		It("gives a CLAIMED instance back for placement elsewhere; nothing keeps running", func() {
-			before := run(1, db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}, false)
+			before := run(1, models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}, false)
 			sink.take()
 
-			keep, err := evacuate(1, db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"})
+			keep, err := evacuate(1, models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(keep).To(BeFalse())
 			Expect(rowOf(evacuatingKey(1))).To(BeNil())
@@ -261,7 +261,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 			place(2, "cell-1")
 			before := rowOf(ordinaryKey(2))
 
-			keep, err := evacuate(2, db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
+			keep, err := evacuate(2, models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(keep).To(BeFalse())
 			Expect(rowOf(ordinaryKey(2))).To(EqualProto(unassignedVersion(before)))
@@ -269,19 +269,19 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 
 		It("writes nothing for an instance that is not the caller's, not running or not there", func() {
 			run(0, rep, true)
-			run(1, db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}, true)
-			_, err := b.store.CrashActualLRP(b.ctx, ordinaryKey(1), db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}, "exit 1")
+			run(1, models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}, true)
+			_, err := b.store.CrashActualLRP(b.ctx, ordinaryKey(1), models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}, "exit 1")
 			Expect(err).NotTo(HaveOccurred())
 			place(2, "cell-2")
 
 			for _, c := range []struct {
 				index  int32
-				caller db.Caller
+				caller models.Caller
 			}{
-				{0, db.Caller{InstanceGuid: "ig-other", CellID: "cell-1"}}, // another instance
-				{0, db.Caller{InstanceGuid: "ig-other", CellID: "cell-2"}}, // another instance, on another cell
-				{1, db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}},     // crashed
-				{2, db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}},     // placed elsewhere
+				{0, models.Caller{InstanceGuid: "ig-other", CellID: "cell-1"}}, // another instance
+				{0, models.Caller{InstanceGuid: "ig-other", CellID: "cell-2"}}, // another instance, on another cell
+				{1, models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}},     // crashed
+				{2, models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}},     // placed elsewhere
 				{7, rep}, // no row
 			} {
 				keep, err := expectUnchanged(func() (bool, error) { return evacuate(c.index, c.caller) })
@@ -294,7 +294,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 		// nothing were wrong (keep_running false, nothing written).
 		It("refuses a call naming another cell's instance, ORDINARY or EVACUATING, and writes nothing", func() {
 			run(0, rep, true)
-			owner1 := db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}
+			owner1 := models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}
 			run(1, owner1, true)
 			_, err := evacuate(1, owner1)
 			Expect(err).NotTo(HaveOccurred())
@@ -308,7 +308,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 				{1, "ig-1", `cannot evacuate actual LRP web/1 (EVACUATING): instance "ig-1" runs on cell "cell-1", not on cell "cell-2"`},
 			} {
 				_, err := expectUnchanged(func() (bool, error) {
-					return evacuate(c.index, db.Caller{InstanceGuid: c.guid, CellID: "cell-2"})
+					return evacuate(c.index, models.Caller{InstanceGuid: c.guid, CellID: "cell-2"})
 				})
 				Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
 				Expect(err.Error()).To(ContainSubstring(c.want))
@@ -319,7 +319,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 			run(0, rep, true)
 			_, err := evacuate(0, rep)
 			Expect(err).NotTo(HaveOccurred())
-			next := db.Caller{InstanceGuid: "ig-next", CellID: "cell-2"}
+			next := models.Caller{InstanceGuid: "ig-next", CellID: "cell-2"}
 			run(0, next, true)
 
 			_, err = expectUnchanged(func() (bool, error) { return evacuate(0, next) })
@@ -333,7 +333,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 		})
 
 		It("refuses a call without an instance or cell", func() {
-			_, err := b.store.EvacuateActualLRP(b.ctx, "web", 0, db.Caller{CellID: "cell-1"})
+			_, err := b.store.EvacuateActualLRP(b.ctx, "web", 0, models.Caller{CellID: "cell-1"})
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
 			_, err = b.store.EvacuateActualLRP(b.ctx, "", 0, rep)
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
@@ -366,7 +366,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 		})
 
 		It("refuses another cell's or instance's calls on it", func() {
-			other := db.Caller{InstanceGuid: "ig-0", CellID: "cell-2"}
+			other := models.Caller{InstanceGuid: "ig-0", CellID: "cell-2"}
 			_, err := b.store.StartActualLRP(b.ctx, evacuatingKey(0), other, netInfo, false)
 			Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
 			Expect(b.store.RemoveActualLRP(b.ctx, evacuatingKey(0), other)).To(HaveErrorType(models.Error_InvalidStateTransition))
@@ -394,7 +394,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 			Expect(err).NotTo(HaveOccurred())
 			return result
 		}
-		replacement := db.Caller{InstanceGuid: "ig-r", CellID: "cell-2"}
+		replacement := models.Caller{InstanceGuid: "ig-r", CellID: "cell-2"}
 
 		BeforeEach(func() {
 			run(0, rep, true)
@@ -473,7 +473,7 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 			Expect(rowOf(ordinaryKey(0)).CellId).To(Equal("cell-2"), "never the draining cell")
 			Expect(rowOf(evacuatingKey(0))).NotTo(BeNil())
 
-			replacement := db.Caller{InstanceGuid: "ig-r", CellID: "cell-2"}
+			replacement := models.Caller{InstanceGuid: "ig-r", CellID: "cell-2"}
 			_, err = b.store.ClaimActualLRP(b.ctx, ordinaryKey(0), replacement)
 			Expect(err).NotTo(HaveOccurred())
 			_, err = b.store.StartActualLRP(b.ctx, ordinaryKey(0), replacement, netInfo, true)

@@ -26,7 +26,7 @@ var _ db.ActualLRPLifecycleDB = (*SQLDB)(nil)
 // a repeat, a missing or locked row — the call runs the general path
 // below, in a transaction, which also words the precise error.
 
-func (s *SQLDB) ClaimActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller) (*models.ActualLRP, error) {
+func (s *SQLDB) ClaimActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (*models.ActualLRP, error) {
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (s *SQLDB) ClaimActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 	})
 }
 
-func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error) {
+func (s *SQLDB) StartActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error) {
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *SQLDB) StartActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 	return started, nil
 }
 
-func (s *SQLDB) CrashActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller, reason string) (*models.ActualLRP, error) {
+func (s *SQLDB) CrashActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, reason string) (*models.ActualLRP, error) {
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (s *SQLDB) CrashActualLRP(ctx context.Context, key db.ActualLRPKey, caller 
 // elsewhere: its cell is cleared, placementError recorded and since moved to
 // now (placement runs on since). A claimed or running instance that cannot
 // run is crashed instead.
-func (s *SQLDB) FailActualLRP(ctx context.Context, key db.ActualLRPKey, cellID, placementError string) (*models.ActualLRP, error) {
+func (s *SQLDB) FailActualLRP(ctx context.Context, key models.ActualLRPKey, cellID, placementError string) (*models.ActualLRP, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (s *SQLDB) FailActualLRP(ctx context.Context, key db.ActualLRPKey, cellID, 
 
 // RemoveActualLRP deletes the row if it belongs to the caller, whatever its
 // state, and emits actual_lrp_removed.
-func (s *SQLDB) RemoveActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller) error {
+func (s *SQLDB) RemoveActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) error {
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (s *SQLDB) RemoveActualLRP(ctx context.Context, key db.ActualLRPKey, caller
 
 // lifecycleOp is one lifecycle call on one row.
 type lifecycleOp struct {
-	key  db.ActualLRPKey
+	key  models.ActualLRPKey
 	call models.LifecycleCall
 	// read, when set, reads what the call needs besides the row into
 	// call, in the call's transaction.
@@ -207,7 +207,7 @@ func (s *SQLDB) deleteActualLRP(ctx context.Context, tx *sql.Tx, before *models.
 	return nil
 }
 
-func checkKey(key db.ActualLRPKey) error {
+func checkKey(key models.ActualLRPKey) error {
 	if key.ProcessGuid == "" {
 		return errInvalid("process_guid", "required")
 	}
@@ -220,7 +220,7 @@ func checkKey(key db.ActualLRPKey) error {
 	return nil
 }
 
-func checkLifecycleCall(key db.ActualLRPKey, caller db.Caller) error {
+func checkLifecycleCall(key models.ActualLRPKey, caller models.Caller) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -233,11 +233,11 @@ func checkLifecycleCall(key db.ActualLRPKey, caller db.Caller) error {
 	return nil
 }
 
-func errActualNotFound(key db.ActualLRPKey) error {
+func errActualNotFound(key models.ActualLRPKey) error {
 	return errNotFound("actual_lrp %s not found", describeKey(key))
 }
 
 // describeKey names a row in messages: "web/0 (ORDINARY)".
-func describeKey(key db.ActualLRPKey) string {
+func describeKey(key models.ActualLRPKey) string {
 	return fmt.Sprintf("%s/%d (%s)", key.ProcessGuid, key.Index, key.Presence)
 }

@@ -35,7 +35,7 @@ func BenchmarkClaimStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		// Round-robin placement: every cell runs instances of many LRPs.
-		work := make([][]db.ActualLRPKey, cells)
+		work := make([][]models.ActualLRPKey, cells)
 		for i, lrp := range all {
 			cell := i % cells
 			if _, err := env.conn.Exec(dialect.Rebind(dialect.Name(env.dialect),
@@ -43,7 +43,7 @@ func BenchmarkClaimStart(b *testing.B) {
 				fmt.Sprintf("cell-%02d", cell), lrp.ProcessGuid, lrp.Index); err != nil {
 				b.Fatal(err)
 			}
-			work[cell] = append(work[cell], db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence})
+			work[cell] = append(work[cell], models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence})
 		}
 		netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}}
 
@@ -67,7 +67,7 @@ func BenchmarkClaimStart(b *testing.B) {
 						defer wg.Done()
 						mine := make([]time.Duration, 0, 2*len(keys))
 						for _, key := range keys {
-							caller := db.Caller{InstanceGuid: fmt.Sprintf("ig-%d-%s-%d", round, key.ProcessGuid, key.Index), CellID: fmt.Sprintf("cell-%02d", cell)}
+							caller := models.Caller{InstanceGuid: fmt.Sprintf("ig-%d-%s-%d", round, key.ProcessGuid, key.Index), CellID: fmt.Sprintf("cell-%02d", cell)}
 							start := time.Now()
 							if _, err := env.store.ClaimActualLRP(ctx, key, caller); err != nil {
 								b.Error(err)

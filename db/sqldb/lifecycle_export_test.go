@@ -3,7 +3,6 @@ package sqldb
 import (
 	"context"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -12,8 +11,8 @@ import (
 // says whether it matched the row (and wrote it, or deleted it for
 // remove), after is the row it wrote. A start of a row other than ORDINARY
 // has no fast path (StartActualLRP); it reports hasFast false.
-func (s *SQLDB) LifecycleFastPath(ctx context.Context, key db.ActualLRPKey, call models.LifecycleCall) (hasFast, wrote bool, after *models.ActualLRP, err error) {
-	caller := db.Caller{InstanceGuid: call.InstanceGuid, CellID: call.CellID}
+func (s *SQLDB) LifecycleFastPath(ctx context.Context, key models.ActualLRPKey, call models.LifecycleCall) (hasFast, wrote bool, after *models.ActualLRP, err error) {
+	caller := models.Caller{InstanceGuid: call.InstanceGuid, CellID: call.CellID}
 	var fast *fastLifecycle
 	switch call.Verb {
 	case models.LifecycleClaim:

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -92,7 +91,7 @@ var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycl
 				by(models.LifecycleRemove, func(c *models.LifecycleCall) { c.CellID = "cell-2" }),
 			}
 
-			stored := func(key db.ActualLRPKey) *models.ActualLRP {
+			stored := func(key models.ActualLRPKey) *models.ActualLRP {
 				lrps, err := b.store.ActualLRPs(b.ctx, dbFilterGuid("web"))
 				Expect(err).NotTo(HaveOccurred())
 				for _, lrp := range lrps {
@@ -102,8 +101,8 @@ var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycl
 				}
 				return nil
 			}
-			general := func(key db.ActualLRPKey, c models.LifecycleCall) (*models.ActualLRP, error) {
-				caller := db.Caller{InstanceGuid: c.InstanceGuid, CellID: c.CellID}
+			general := func(key models.ActualLRPKey, c models.LifecycleCall) (*models.ActualLRP, error) {
+				caller := models.Caller{InstanceGuid: c.InstanceGuid, CellID: c.CellID}
 				switch c.Verb {
 				case models.LifecycleClaim:
 					return b.store.ClaimActualLRP(b.ctx, key, caller)
@@ -128,7 +127,7 @@ var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycl
 					disagree := func(format string, args ...any) {
 						disagreements = append(disagreements, name+": "+fmt.Sprintf(format, args...))
 					}
-					key := db.ActualLRPKey{ProcessGuid: "web", Index: r.Index, Presence: r.Presence}
+					key := models.ActualLRPKey{ProcessGuid: "web", Index: r.Index, Presence: r.Presence}
 					b.exec(`DELETE FROM actual_lrps`)
 					b.putActual(r)
 					before := stored(key)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -63,7 +62,7 @@ var claimPostgresSQL = lifecycleUpdatePostgres(
 	`state = 'CLAIMED', instance_guid = $4, placement_error = '', since = $6`,
 	`old.state = 'UNCLAIMED' AND old.cell_id = $5`)
 
-func claimPostgres(caller db.Caller) *fastLifecycle {
+func claimPostgres(caller models.Caller) *fastLifecycle {
 	return &fastLifecycle{claimPostgresSQL, func(now int64) []any {
 		return []any{caller.InstanceGuid, caller.CellID, now}
 	}}
@@ -80,7 +79,7 @@ var startPostgresSQL = lifecycleUpdatePostgres(
  OR (old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5))
  AND NOT (old.state = 'RUNNING' AND old.net_info IS NOT DISTINCT FROM $7 AND old.routable = $8)`)
 
-func startPostgres(caller db.Caller, netInfo []byte, routable bool) *fastLifecycle {
+func startPostgres(caller models.Caller, netInfo []byte, routable bool) *fastLifecycle {
 	return &fastLifecycle{startPostgresSQL, func(now int64) []any {
 		return []any{caller.InstanceGuid, caller.CellID, now, netInfo, routable}
 	}}
@@ -93,7 +92,7 @@ var crashPostgresSQL = lifecycleUpdatePostgres(
  route_ports = NULL`,
 	`old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5`)
 
-func crashPostgres(caller db.Caller, reason string) *fastLifecycle {
+func crashPostgres(caller models.Caller, reason string) *fastLifecycle {
 	return &fastLifecycle{crashPostgresSQL, func(now int64) []any {
 		return []any{caller.InstanceGuid, caller.CellID, now, reason}
 	}}
@@ -148,7 +147,7 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 // removePostgres deletes the caller's row in one statement. It reports
 // false when the general path must decide: no such row, not the caller's,
 // or locked.
-func (s *SQLDB) removePostgres(ctx context.Context, key db.ActualLRPKey, caller db.Caller) (bool, error) {
+func (s *SQLDB) removePostgres(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error) {
 	stmt, err := s.prepared.get(ctx, s.conn, removePostgresSQL)
 	if err != nil {
 		return false, err

@@ -4,7 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -13,12 +13,12 @@ import (
 // row (presence RETIRING).
 var _ = forEachDialect("the lifecycle of a RETIRING instance", func(b *board) {
 	var sink *recordingSink
-	rep := db.Caller{InstanceGuid: "ig-0", CellID: "cell-1"}
-	ordinaryKey := db.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
-	retiringKey := db.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING}
+	rep := models.Caller{InstanceGuid: "ig-0", CellID: "cell-1"}
+	ordinaryKey := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+	retiringKey := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_RETIRING}
 	netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61000}}}
 
-	row := func(key db.ActualLRPKey) *models.ActualLRP {
+	row := func(key models.ActualLRPKey) *models.ActualLRP {
 		GinkgoHelper()
 		for _, lrp := range b.instances("web") {
 			if lrp.Presence == key.Presence && lrp.Index == key.Index {
@@ -39,9 +39,9 @@ var _ = forEachDialect("the lifecycle of a RETIRING instance", func(b *board) {
 		Expect(err).NotTo(HaveOccurred())
 		// Convergence replaces it, stopping it at once, and creates its
 		// successor.
-		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{
-			Retire: []db.Retirement{{Row: versionOf(running), Stop: true}},
-			Create: []db.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v1"}},
+		result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{
+			Retire: []convergence.Retirement{{Row: versionOf(running), Stop: true}},
+			Create: []convergence.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: "v1"}},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(result.Applied).To(Equal(2))
@@ -88,7 +88,7 @@ var _ = forEachDialect("the lifecycle of a RETIRING instance", func(b *board) {
 	})
 
 	It("refuses another instance, and the ORDINARY key for it", func() {
-		other := db.Caller{InstanceGuid: "ig-9", CellID: "cell-1"}
+		other := models.Caller{InstanceGuid: "ig-9", CellID: "cell-1"}
 		_, err := b.store.StartActualLRP(b.ctx, retiringKey, other, netInfo, false)
 		Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
 		Expect(b.store.RemoveActualLRP(b.ctx, retiringKey, other)).To(HaveErrorType(models.Error_InvalidStateTransition))

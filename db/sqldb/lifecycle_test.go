@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -16,10 +15,10 @@ import (
 var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 	var sink *recordingSink
 
-	key := func(index int32) db.ActualLRPKey {
-		return db.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_ORDINARY}
+	key := func(index int32) models.ActualLRPKey {
+		return models.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_ORDINARY}
 	}
-	rep := db.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}
+	rep := models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}
 	netInfo := &models.NetInfo{
 		Address: "10.0.0.1", InstanceAddress: "172.16.0.5",
 		Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}},
@@ -51,13 +50,13 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 		Expect(sink.take()).To(BeEmpty(), "a refused call announces nothing")
 		return err
 	}
-	claim := func(index int32, caller db.Caller) (*models.ActualLRP, error) {
+	claim := func(index int32, caller models.Caller) (*models.ActualLRP, error) {
 		return b.store.ClaimActualLRP(b.ctx, key(index), caller)
 	}
-	start := func(index int32, caller db.Caller) (*models.ActualLRP, error) {
+	start := func(index int32, caller models.Caller) (*models.ActualLRP, error) {
 		return b.store.StartActualLRP(b.ctx, key(index), caller, netInfo, true)
 	}
-	mustRun := func(index int32, caller db.Caller) *models.ActualLRP {
+	mustRun := func(index int32, caller models.Caller) *models.ActualLRP {
 		GinkgoHelper()
 		_, err := claim(index, caller)
 		Expect(err).NotTo(HaveOccurred())
@@ -148,11 +147,11 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 		It("refuses an instance another instance claimed, on this cell or another", func() {
 			mustRun(0, rep)
 			expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := claim(0, db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
+				_, err := claim(0, models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
 				return err
 			})
 			expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := claim(0, db.Caller{InstanceGuid: "ig-1", CellID: "cell-2"})
+				_, err := claim(0, models.Caller{InstanceGuid: "ig-1", CellID: "cell-2"})
 				return err
 			})
 		})
@@ -179,15 +178,15 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 
 		It("needs the instance and its cell", func() {
 			expectRefused(models.Error_InvalidRequest, func() error {
-				_, err := claim(0, db.Caller{CellID: "cell-1"})
+				_, err := claim(0, models.Caller{CellID: "cell-1"})
 				return err
 			})
 			expectRefused(models.Error_InvalidRequest, func() error {
-				_, err := claim(0, db.Caller{InstanceGuid: "ig-1"})
+				_, err := claim(0, models.Caller{InstanceGuid: "ig-1"})
 				return err
 			})
 			expectRefused(models.Error_InvalidRequest, func() error {
-				_, err := b.store.ClaimActualLRP(b.ctx, db.ActualLRPKey{ProcessGuid: "web"}, rep)
+				_, err := b.store.ClaimActualLRP(b.ctx, models.ActualLRPKey{ProcessGuid: "web"}, rep)
 				return err
 			})
 		})
@@ -201,7 +200,7 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 				go func() {
 					defer GinkgoRecover()
 					defer wg.Done()
-					_, err := claim(0, db.Caller{InstanceGuid: fmt.Sprintf("racer-%d", i), CellID: "cell-1"})
+					_, err := claim(0, models.Caller{InstanceGuid: fmt.Sprintf("racer-%d", i), CellID: "cell-1"})
 					if err == nil {
 						wins.Add(1)
 						return
@@ -291,7 +290,7 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 		It("refuses another instance's instance, one placed elsewhere, and a CRASHED one", func() {
 			mustRun(0, rep)
 			expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := start(0, db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
+				_, err := start(0, models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
 				return err
 			})
 			expectRefused(models.Error_InvalidStateTransition, func() error {
@@ -345,7 +344,7 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 
 		It("counts every crash across restarts", func() {
 			for crash := int32(1); crash <= 3; crash++ {
-				caller := db.Caller{InstanceGuid: fmt.Sprintf("ig-%d", crash), CellID: "cell-1"}
+				caller := models.Caller{InstanceGuid: fmt.Sprintf("ig-%d", crash), CellID: "cell-1"}
 				mustRun(0, caller)
 				crashed, err := b.store.CrashActualLRP(b.ctx, key(0), caller, fmt.Sprintf("crash %d", crash))
 				Expect(err).NotTo(HaveOccurred())
@@ -364,7 +363,7 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 			})
 			mustRun(0, rep)
 			expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := b.store.CrashActualLRP(b.ctx, key(0), db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}, "boom")
+				_, err := b.store.CrashActualLRP(b.ctx, key(0), models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"}, "boom")
 				return err
 			})
 			_, err := b.store.CrashActualLRP(b.ctx, key(0), rep, "boom")
@@ -439,8 +438,8 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 				InstanceGuid: "ig-old", CellId: "cell-9", DefinitionId: "v1", State: models.ActualLRP_RUNNING,
 				ModificationTag: &models.ModificationTag{Epoch: "e"},
 			})
-			suspect := db.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_SUSPECT}
-			Expect(b.store.RemoveActualLRP(b.ctx, suspect, db.Caller{InstanceGuid: "ig-old", CellID: "cell-9"})).To(Succeed())
+			suspect := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_SUSPECT}
+			Expect(b.store.RemoveActualLRP(b.ctx, suspect, models.Caller{InstanceGuid: "ig-old", CellID: "cell-9"})).To(Succeed())
 			left := b.instances("web")
 			Expect(left).To(HaveLen(3))
 			Expect(left[0].Presence).To(Equal(models.ActualLRP_ORDINARY))
@@ -450,11 +449,11 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 		It("refuses another instance's row, an unowned one, and a missing one", func() {
 			mustRun(0, rep)
 			err := expectRefused(models.Error_InvalidStateTransition, func() error {
-				return b.store.RemoveActualLRP(b.ctx, key(0), db.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
+				return b.store.RemoveActualLRP(b.ctx, key(0), models.Caller{InstanceGuid: "ig-2", CellID: "cell-1"})
 			})
 			Expect(err.Error()).To(ContainSubstring(`"ig-1"`))
 			expectRefused(models.Error_InvalidStateTransition, func() error {
-				return b.store.RemoveActualLRP(b.ctx, key(1), db.Caller{InstanceGuid: "ig-2", CellID: "cell-2"})
+				return b.store.RemoveActualLRP(b.ctx, key(1), models.Caller{InstanceGuid: "ig-2", CellID: "cell-2"})
 			})
 			expectRefused(models.Error_ResourceNotFound, func() error {
 				return b.store.RemoveActualLRP(b.ctx, key(9), rep)
@@ -474,8 +473,8 @@ var _ = forEachDialect("ActualLRPLifecycleDB", func(b *board) {
 			go func() {
 				defer GinkgoRecover()
 				defer wg.Done()
-				k := db.ActualLRPKey{ProcessGuid: "many", Index: i, Presence: models.ActualLRP_ORDINARY}
-				caller := db.Caller{InstanceGuid: fmt.Sprintf("ig-%d", i), CellID: "cell-1"}
+				k := models.ActualLRPKey{ProcessGuid: "many", Index: i, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: fmt.Sprintf("ig-%d", i), CellID: "cell-1"}
 				_, err := b.store.ClaimActualLRP(b.ctx, k, caller)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = b.store.StartActualLRP(b.ctx, k, caller, netInfo, true)

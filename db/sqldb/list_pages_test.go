@@ -115,14 +115,14 @@ var _ = forEachDialect("reading lists a page at a time", func(b *board) {
 					break
 				}
 				last := page[len(page)-1]
-				filter.After = &db.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
+				filter.After = &models.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
 			}
 			Expect(keys(read)).To(Equal(want), "pages of %d", limit)
 		}
 
 		page, err := b.store.ActualLRPs(b.ctx, db.ActualLRPFilter{
 			CellID: "cell-1", Limit: 5,
-			After: &db.ActualLRPKey{ProcessGuid: "a", Index: 0, Presence: models.ActualLRP_ORDINARY},
+			After: &models.ActualLRPKey{ProcessGuid: "a", Index: 0, Presence: models.ActualLRP_ORDINARY},
 		})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(keys(page)).To(Equal([]key{{"a", 1, models.ActualLRP_EVACUATING}}), "after a key, within a filter")
@@ -172,7 +172,7 @@ var _ = forEachDialect("reading lists a page at a time", func(b *board) {
 						break
 					}
 					last := page[len(page)-1]
-					paged.After = &db.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
+					paged.After = &models.ActualLRPKey{ProcessGuid: last.ProcessGuid, Index: last.Index, Presence: last.Presence}
 				}
 				Expect(read).To(Equal(want), "%+v in pages of %d", filter, limit)
 			}

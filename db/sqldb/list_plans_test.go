@@ -124,7 +124,7 @@ var _ = forEachDialect("planning list pages", func(b *board) {
 	})
 
 	It("reads each page of actual LRPs off an index, filtered or not", func() {
-		after := &db.ActualLRPKey{ProcessGuid: "b", Index: 0, Presence: models.ActualLRP_ORDINARY}
+		after := &models.ActualLRPKey{ProcessGuid: "b", Index: 0, Presence: models.ActualLRP_ORDINARY}
 		for _, filter := range []db.ActualLRPFilter{
 			{Limit: 500},
 			{Limit: 500, After: after},

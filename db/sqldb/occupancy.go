@@ -83,9 +83,9 @@ func (s *SQLDB) ReportOccupancy(ctx context.Context, cellID string, changes []*m
 }
 
 // occupancyKeys lists the row keys the changes name, each once.
-func occupancyKeys(changes []*models.OccupancyChange) []db.ActualLRPKey {
-	seen := make(map[db.ActualLRPKey]bool, len(changes))
-	keys := make([]db.ActualLRPKey, 0, len(changes))
+func occupancyKeys(changes []*models.OccupancyChange) []models.ActualLRPKey {
+	seen := make(map[models.ActualLRPKey]bool, len(changes))
+	keys := make([]models.ActualLRPKey, 0, len(changes))
 	for _, c := range changes {
 		key := occupancyKey(c)
 		if !seen[key] {
@@ -96,8 +96,8 @@ func occupancyKeys(changes []*models.OccupancyChange) []db.ActualLRPKey {
 	return keys
 }
 
-func occupancyKey(c *models.OccupancyChange) db.ActualLRPKey {
-	return db.ActualLRPKey{ProcessGuid: c.GetProcessGuid(), Index: c.GetIndex(), Presence: c.GetPresence()}
+func occupancyKey(c *models.OccupancyChange) models.ActualLRPKey {
+	return models.ActualLRPKey{ProcessGuid: c.GetProcessGuid(), Index: c.GetIndex(), Presence: c.GetPresence()}
 }
 
 // occupancyWrites applies the changes, in order, to the rows as read and
@@ -105,11 +105,11 @@ func occupancyKey(c *models.OccupancyChange) db.ActualLRPKey {
 // order. A change applies to a RUNNING row of its instance guid on cellID;
 // one whose row holds its instance guid on another cell is an error.
 func occupancyWrites(cellID string, changes []*models.OccupancyChange, read []*models.ActualLRP) ([]rowWrite, error) {
-	before := make(map[db.ActualLRPKey]*models.ActualLRP, len(read))
+	before := make(map[models.ActualLRPKey]*models.ActualLRP, len(read))
 	for _, lrp := range read {
 		before[keyOf(lrp)] = lrp
 	}
-	after := map[db.ActualLRPKey]*models.ActualLRP{}
+	after := map[models.ActualLRPKey]*models.ActualLRP{}
 	for i, c := range changes {
 		key := occupancyKey(c)
 		row := before[key]

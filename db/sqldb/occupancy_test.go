@@ -15,8 +15,8 @@ var _ = forEachDialect("ReportOccupancy", func(b *board) {
 	var sink *recordingSink
 
 	netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}}
-	key := func(guid string, index int32) db.ActualLRPKey {
-		return db.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}
+	key := func(guid string, index int32) models.ActualLRPKey {
+		return models.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}
 	}
 	row := func(guid string, index int32) *models.ActualLRP {
 		GinkgoHelper()
@@ -27,7 +27,7 @@ var _ = forEachDialect("ReportOccupancy", func(b *board) {
 		GinkgoHelper()
 		Expect(b.exec(`UPDATE actual_lrps SET cell_id = ? WHERE process_guid = ? AND instance_index = ?`,
 			cellID, guid, index)).To(BeEquivalentTo(1))
-		caller := db.Caller{InstanceGuid: instanceGuid, CellID: cellID}
+		caller := models.Caller{InstanceGuid: instanceGuid, CellID: cellID}
 		lrp, err := b.store.ClaimActualLRP(b.ctx, key(guid, index), caller)
 		Expect(err).NotTo(HaveOccurred())
 		if started {

@@ -41,7 +41,7 @@ var _ db.OperationDB = (*SQLDB)(nil)
 const operationsUnended = "o.ended = FALSE"
 
 // convergenceLease names the lease a board holds while it converges; it
-// must equal convergence.LeaseName, which db cannot import. A change of
+// must equal runner.LeaseName, which db cannot import. A change of
 // definition starts leased to its holder of the moment.
 const convergenceLease = "convergence"
 

@@ -11,7 +11,7 @@ import (
 // whose snapshot read epoch e knows every placement before it; while the
 // epoch is still e, the free capacity it counted can only have grown
 // (rows stopped, crashed or moved away), never shrunk. See
-// db.ConvergenceWrites.PlacementEpoch.
+// convergence.ConvergenceWrites.PlacementEpoch.
 
 // readPlacementEpoch reads the epoch, before the snapshot's rows.
 func (s *SQLDB) readPlacementEpoch(ctx context.Context) (int64, error) {

@@ -25,7 +25,7 @@ import (
 // encodeStage is the stage column's value: NULL for no stage, else the
 // stage's stored fields, encoded deterministically like every stored blob.
 // The computed fields are zeroed on a copy: the planner and the store
-// treat a stage as immutable (db.RolloutRow.Stage), so it is not touched.
+// treat a stage as immutable (convergence.RolloutRow.Stage), so it is not touched.
 func encodeStage(stage *models.RolloutStage) ([]byte, error) {
 	if stage == nil {
 		return nil, nil

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -112,7 +113,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 		row := snap.Rollouts[0]
 		row.State = models.RolloutStatus_HOLDING
 		row.Reason = "holding"
-		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+		result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 			ProcessGuid: "web", ExpectModificationIndex: row.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: row,
 		}}})
 		Expect(err).NotTo(HaveOccurred())
@@ -237,7 +238,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 
 		b.clock.Advance(time.Hour)
 		started := now()
-		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{
+		result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: []convergence.OperationWrite{
 			{ID: running.Id, ProcessGuid: "web", ExpectModificationIndex: 1, Status: models.Operation_FINISHED},
 			{ID: queued().Id, ProcessGuid: "web", ExpectModificationIndex: 1, Start: true},
 		}})
@@ -487,7 +488,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 			next := row
 			next.Stage = changed
 			next.State = models.RolloutStatus_HOLDING
-			result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "web", ExpectModificationIndex: row.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: next,
 			}}})
 			Expect(err).NotTo(HaveOccurred())
@@ -514,7 +515,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 			// A write whose record lost its stage stores NULL.
 			next = snap.Rollouts[0]
 			next.Stage = nil
-			_, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "web", ExpectModificationIndex: next.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: next,
 			}}})
 			Expect(err).NotTo(HaveOccurred())
@@ -530,7 +531,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 			Expect(err).NotTo(HaveOccurred())
 			pausedStage := storedStage()
 			row.State = models.RolloutStatus_HOLDING
-			result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+			result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 				ProcessGuid: "web", ExpectModificationIndex: row.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: row,
 			}}})
 			Expect(err).NotTo(HaveOccurred())

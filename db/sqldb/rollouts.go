@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -44,7 +45,7 @@ var rolloutColumns = []string{
 
 // rolloutRecord is one row of rollouts.
 type rolloutRecord struct {
-	db.RolloutRow
+	convergence.RolloutRow
 	// Settled: the snapshot no longer reads the record.
 	Settled bool
 }
@@ -129,7 +130,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 	if current != nil {
 		expect = current.ModificationIndex
 	}
-	rec := &rolloutRecord{RolloutRow: db.StartedRollout(processGuid, to, reason, operationID, stage, now)}
+	rec := &rolloutRecord{RolloutRow: convergence.StartedRollout(processGuid, to, reason, operationID, stage, now)}
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
 
@@ -143,7 +144,7 @@ func (s *SQLDB) markRolloutUnsettled(ctx context.Context, tx *sql.Tx, processGui
 	}
 	var expect int64
 	if rec == nil {
-		rec = &rolloutRecord{RolloutRow: db.RolloutRow{ProcessGuid: processGuid, State: models.RolloutStatus_NONE}}
+		rec = &rolloutRecord{RolloutRow: convergence.RolloutRow{ProcessGuid: processGuid, State: models.RolloutStatus_NONE}}
 	} else {
 		expect = rec.ModificationIndex
 	}

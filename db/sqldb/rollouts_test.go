@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -39,9 +40,9 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 	}
 	// record is the LRP's rollout record as convergence would read it,
 	// settled or not.
-	record := func() (db.RolloutRow, bool) {
+	record := func() (convergence.RolloutRow, bool) {
 		GinkgoHelper()
-		var r db.RolloutRow
+		var r convergence.RolloutRow
 		var state string
 		var settled bool
 		err := b.conn.QueryRow(`SELECT state, reason, definition_id, failed_definition_id, started_at, progress_at,
@@ -161,7 +162,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			Expect(settled).To(BeFalse())
 			op := newestOperation(b, "web")
 			Expect(op.Kind).To(Equal(models.Operation_UPDATE_DEFINITION))
-			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
+			Expect(rec).To(Equal(convergence.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
 				Reason: "rolling from v1 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 1,
 				OperationID: op.Id}))
 			events := sink.take()
@@ -179,7 +180,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			now := b.clock.Now().UnixNano()
 			rec, settled := record()
 			Expect(settled).To(BeFalse())
-			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
+			Expect(rec).To(Equal(convergence.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
 				Reason: "rolling from v2 to v3", DefinitionID: "v3", StartedAt: now, ProgressAt: now, ModificationIndex: 2,
 				OperationID: newestOperation(b, "web").Id}))
 		})
@@ -227,7 +228,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			Expect(settled).To(BeFalse())
 			rollback := newestOperation(b, "web")
 			Expect(rollback.Kind).To(Equal(models.Operation_ROLLBACK))
-			Expect(rec).To(Equal(db.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
+			Expect(rec).To(Equal(convergence.RolloutRow{ProcessGuid: "web", State: models.RolloutStatus_PROGRESSING,
 				Reason: "rolling back from v3 to v2", DefinitionID: "v2", StartedAt: now, ProgressAt: now, ModificationIndex: 3,
 				OperationID: rollback.Id}))
 			Expect(st).To(EqualProto(status()))
@@ -380,7 +381,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 	})
 
 	Describe("a remove", func() {
-		snapshotRollouts := func() []db.RolloutRow {
+		snapshotRollouts := func() []convergence.RolloutRow {
 			GinkgoHelper()
 			snap, err := b.store.ConvergenceSnapshot(b.ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
@@ -400,7 +401,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			want := before
 			want.ModificationIndex++
 			Expect(after).To(Equal(want))
-			Expect(snapshotRollouts()).To(Equal([]db.RolloutRow{want}))
+			Expect(snapshotRollouts()).To(Equal([]convergence.RolloutRow{want}))
 
 			events := sink.take()
 			types := eventTypes(events)
@@ -412,12 +413,12 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 
 		It("inserts an unsettled record, state NONE, for an LRP that never rolled", func() {
 			Expect(b.store.RemoveDesiredLRP(b.ctx, "web")).To(Succeed())
-			Expect(snapshotRollouts()).To(Equal([]db.RolloutRow{
+			Expect(snapshotRollouts()).To(Equal([]convergence.RolloutRow{
 				{ProcessGuid: "web", State: models.RolloutStatus_NONE, ModificationIndex: 1},
 			}))
 			snap, err := b.store.ConvergenceSnapshot(b.ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(snap.Definitions).To(Equal([]db.DefinitionRow{{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: t0,
+			Expect(snap.Definitions).To(Equal([]convergence.DefinitionRow{{ProcessGuid: "web", DefinitionID: "v1", CreatedAt: t0,
 				MemoryMB: 256, DiskMB: 1024}}))
 		})
 

@@ -5,7 +5,6 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -37,11 +36,11 @@ var _ = forEachDialect("routes across definitions", func(b *board) {
 		def.HealthCheck.Port = port
 		return def
 	}
-	key := func(index int32) db.ActualLRPKey {
-		return db.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_ORDINARY}
+	key := func(index int32) models.ActualLRPKey {
+		return models.ActualLRPKey{ProcessGuid: "web", Index: index, Presence: models.ActualLRP_ORDINARY}
 	}
-	caller := func(index int32) db.Caller {
-		return db.Caller{InstanceGuid: "ig-" + string(rune('a'+index)), CellID: "cell-1"}
+	caller := func(index int32) models.Caller {
+		return models.Caller{InstanceGuid: "ig-" + string(rune('a'+index)), CellID: "cell-1"}
 	}
 	// run claims and starts an UNCLAIMED row of the index placed on cell-1,
 	// its container port mapped to hostPort.

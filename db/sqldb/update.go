@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -414,7 +414,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 			// A queued update keeps its request (staged included) in its
 			// operation's parameters, so convergence starting it comes
 			// through here too.
-			reason := db.RollingReason(before.ActiveDefinitionId, change.ActiveDefinitionID)
+			reason := convergence.RollingReason(before.ActiveDefinitionId, change.ActiveDefinitionID)
 			if rollout, err = s.startRollout(ctx, tx, processGuid, change.ActiveDefinitionID, reason, operationID, change.Stage, now); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -34,7 +35,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 	}
 	start := func(op *models.Operation) {
 		GinkgoHelper()
-		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+		result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: []convergence.OperationWrite{{
 			ID: op.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, op.Id), Start: true,
 			History: []string{"validated: an instance of v2 became healthy on cell cell-1"},
 		}}})
@@ -107,7 +108,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(op.Status).To(Equal(models.Operation_PENDING))
 		Expect(operation(inProgress.Id).Status).To(Equal(models.Operation_IN_PROGRESS), "it supersedes nothing")
 
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: []convergence.OperationWrite{{
 			ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, inProgress.Id),
 			Status: models.Operation_FINISHED, Reason: "every index runs v2",
 		}}})
@@ -147,7 +148,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		v1 := operationLRP(b).ActiveDefinitionId
 		failing := update(validated("v2"))
 		// Convergence: its instance crashed three times.
-		result, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+		result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: []convergence.OperationWrite{{
 			ID: failing.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, failing.Id),
 			Status: models.Operation_ERROR, Reason: "validation of v2 failed: its instance crashed 3 times, last: exited with code 3",
 			FailedValidation: true,
@@ -164,7 +165,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(snapshot.Rollouts).To(HaveLen(1))
 		complete := snapshot.Rollouts[0]
 		complete.State, complete.FinishedAt = models.RolloutStatus_COMPLETE, b.clock.Now().UnixNano()
-		result, err = b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Rollouts: []db.RolloutWrite{{
+		result, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 			ProcessGuid: "web", ExpectModificationIndex: complete.ModificationIndex, ExpectActiveDefinitionID: "v3",
 			Record: complete, Settled: true, SetHealthyDefinitionID: "v3",
 		}}})
@@ -199,7 +200,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 
 	It("records a failed validation only when convergence says validation refused the definition", func() {
 		ended := update(validated("v2"))
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: []convergence.OperationWrite{{
 			ID: ended.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, ended.Id),
 			Status: models.Operation_ERROR, Reason: "its definition v2 was cleaned up",
 		}}})
@@ -214,7 +215,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 
 	It("refuses a plain rollback when the only other definition failed validation, changing nothing", func() {
 		failing := update(validated("v2"))
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Operations: []db.OperationWrite{{
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Operations: []convergence.OperationWrite{{
 			ID: failing.Id, ProcessGuid: "web", ExpectModificationIndex: operationVersion(b, failing.Id),
 			Status: models.Operation_ERROR, Reason: "validation of v2 failed", FailedValidation: true,
 		}}})
@@ -228,12 +229,12 @@ var _ = forEachDialect("validated updates", func(b *board) {
 
 	It("never makes a validation instance routable, whatever its rep says", func() {
 		update(validated("v2"))
-		_, err := b.store.ApplyConvergence(b.ctx, &db.ConvergenceWrites{Create: []db.NewActualLRP{{
+		_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Create: []convergence.NewActualLRP{{
 			ProcessGuid: "web", Index: models.ValidationIndex, Domain: "apps", DefinitionID: "v2", CellID: "cell-1",
 		}}})
 		Expect(err).NotTo(HaveOccurred())
-		key := db.ActualLRPKey{ProcessGuid: "web", Index: models.ValidationIndex, Presence: models.ActualLRP_ORDINARY}
-		caller := db.Caller{InstanceGuid: "ig-v", CellID: "cell-1"}
+		key := models.ActualLRPKey{ProcessGuid: "web", Index: models.ValidationIndex, Presence: models.ActualLRP_ORDINARY}
+		caller := models.Caller{InstanceGuid: "ig-v", CellID: "cell-1"}
 		_, err = b.store.ClaimActualLRP(b.ctx, key, caller)
 		Expect(err).NotTo(HaveOccurred())
 		netInfo := &models.NetInfo{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}}

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/handlers"
@@ -48,7 +49,7 @@ type outageClaims struct {
 	board *claimBoard
 }
 
-func (s outageClaims) ClaimActualLRP(ctx context.Context, key db.ActualLRPKey, caller db.Caller) (*models.ActualLRP, error) {
+func (s outageClaims) ClaimActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (*models.ActualLRP, error) {
 	s.board.mu.Lock()
 	s.board.claimGuids = append(s.board.claimGuids, caller.InstanceGuid)
 	refuse := s.board.unavailableClaims > 0
@@ -122,8 +123,8 @@ func (b *claimBoard) rollUnderTheCell(cellID string) {
 		Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/web", Args: []string{"--version", "2"}}, MemoryMb: 64},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	result, err := b.store.ApplyConvergence(ctx, &db.ConvergenceWrites{
-		Redefine: []db.Redefinition{{Row: versionOf(b.row("web", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
+	result, err := b.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{
+		Redefine: []convergence.Redefinition{{Row: versionOf(b.row("web", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(result.Applied).To(Equal(1))
@@ -143,9 +144,9 @@ func (b *claimBoard) row(processGuid string, index int32) *models.ActualLRP {
 	return nil
 }
 
-func versionOf(lrp *models.ActualLRP) db.RowVersion {
-	return db.RowVersion{
-		Key:   db.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
+func versionOf(lrp *models.ActualLRP) convergence.RowVersion {
+	return convergence.RowVersion{
+		Key:   models.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
 		State: lrp.GetState(), ModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
 	}
 }
@@ -156,8 +157,8 @@ func (b *claimBoard) place(processGuid string, index int32, cellID string) {
 	GinkgoHelper()
 	row := b.row(processGuid, index)
 	Expect(row).NotTo(BeNil())
-	result, err := b.store.ApplyConvergence(context.Background(), &db.ConvergenceWrites{
-		Place: []db.Placement{{CellID: cellID, Row: versionOf(row)}},
+	result, err := b.store.ApplyConvergence(context.Background(), &convergence.ConvergenceWrites{
+		Place: []convergence.Placement{{CellID: cellID, Row: versionOf(row)}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(result.Applied).To(Equal(1))

@@ -1,9 +1,11 @@
-package convergence
+package runner
 
 import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corkboard/corkboard/convergence"
 )
 
 // Pass kinds, the value of the "pass" label.
@@ -71,51 +73,51 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 type countGauges struct {
 	mu     sync.Mutex
 	held   bool
-	counts *Counts
+	counts *convergence.Counts
 	// autoscaled are the figures of the autoscaled LRPs, by process guid,
 	// as of the latest pass that covered each.
-	autoscaled map[string]AutoscaleGauge
+	autoscaled map[string]convergence.AutoscaleGauge
 }
 
 type countGauge struct {
 	desc  *prometheus.Desc
-	value func(*Counts) int
+	value func(*convergence.Counts) int
 }
 
-func gauge(name, help string, value func(*Counts) int) countGauge {
+func gauge(name, help string, value func(*convergence.Counts) int) countGauge {
 	return countGauge{desc: prometheus.NewDesc(name, help, nil, nil), value: value}
 }
 
 var countGaugeList = []countGauge{
 	gauge("corkboard_lrps_desired", "Instances desired, summed over every DesiredLRP, as of the latest full convergence pass. Diego: LRPsDesired.",
-		func(c *Counts) int { return c.Desired }),
+		func(c *convergence.Counts) int { return c.Desired }),
 	gauge("corkboard_lrps_running", "ORDINARY instances RUNNING, as of the latest full convergence pass. Diego: LRPsRunning.",
-		func(c *Counts) int { return c.Running }),
+		func(c *convergence.Counts) int { return c.Running }),
 	gauge("corkboard_lrps_claimed", "ORDINARY instances CLAIMED, as of the latest full convergence pass. Diego: LRPsClaimed.",
-		func(c *Counts) int { return c.Claimed }),
+		func(c *convergence.Counts) int { return c.Claimed }),
 	gauge("corkboard_lrps_unclaimed", "ORDINARY instances UNCLAIMED, as of the latest full convergence pass. Diego: LRPsUnclaimed.",
-		func(c *Counts) int { return c.Unclaimed }),
+		func(c *convergence.Counts) int { return c.Unclaimed }),
 	gauge("corkboard_lrps_crashed", "ORDINARY instances CRASHED, as of the latest full convergence pass. Diego: CrashedActualLRPs.",
-		func(c *Counts) int { return c.Crashed }),
+		func(c *convergence.Counts) int { return c.Crashed }),
 	gauge("corkboard_lrps_missing", "Desired instances without an ORDINARY row, as of the latest full convergence pass. Diego: LRPsMissing.",
-		func(c *Counts) int { return c.Missing }),
+		func(c *convergence.Counts) int { return c.Missing }),
 	gauge("corkboard_lrps_extra", "ORDINARY instances beyond their LRP's instance count or of removed LRPs, as of the latest full convergence pass. Diego: LRPsExtra.",
-		func(c *Counts) int { return c.Extra }),
+		func(c *convergence.Counts) int { return c.Extra }),
 	gauge("corkboard_lrps_suspect", "SUSPECT instances (their cell vanished), as of the latest full convergence pass. Diego: SuspectRunningActualLRPs plus SuspectClaimedActualLRPs.",
-		func(c *Counts) int { return c.Suspect }),
+		func(c *convergence.Counts) int { return c.Suspect }),
 	gauge("corkboard_lrps_crashed_given_up", "CRASHED instances the crash policy no longer restarts, as of the latest full convergence pass. Diego has no such metric.",
-		func(c *Counts) int { return c.GaveUp }),
+		func(c *convergence.Counts) int { return c.GaveUp }),
 	gauge("corkboard_lrps_unplaced", "Instances the latest full convergence pass could place on no cell. Diego has no such metric.",
-		func(c *Counts) int { return c.Unplaced }),
+		func(c *convergence.Counts) int { return c.Unplaced }),
 	gauge("corkboard_present_cells", "Cells whose presence has not expired, as of the latest full convergence pass. Diego: PresentCells.",
-		func(c *Counts) int { return c.PresentCells }),
+		func(c *convergence.Counts) int { return c.PresentCells }),
 	gauge("corkboard_suspect_cells", "Expired cells still named by CLAIMED or RUNNING instances, as of the latest full convergence pass. Diego: SuspectCells.",
-		func(c *Counts) int { return c.SuspectCells }),
+		func(c *convergence.Counts) int { return c.SuspectCells }),
 }
 
 // set publishes counts while the lease is held; a pass that finishes
 // just after the lease was lost publishes nothing.
-func (g *countGauges) set(counts *Counts) {
+func (g *countGauges) set(counts *convergence.Counts) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held {
@@ -136,14 +138,14 @@ var (
 // setAutoscaled publishes the autoscaler figures of a pass over guids (nil:
 // a full pass, which replaces them all); an LRP of guids without figures is
 // no longer autoscaled.
-func (g *countGauges) setAutoscaled(gauges []AutoscaleGauge, guids []string) {
+func (g *countGauges) setAutoscaled(gauges []convergence.AutoscaleGauge, guids []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.held {
 		return
 	}
 	if guids == nil || g.autoscaled == nil {
-		g.autoscaled = make(map[string]AutoscaleGauge, len(gauges))
+		g.autoscaled = make(map[string]convergence.AutoscaleGauge, len(gauges))
 	}
 	for _, guid := range guids {
 		delete(g.autoscaled, guid)
@@ -177,7 +179,7 @@ func (g *countGauges) Describe(ch chan<- *prometheus.Desc) {
 func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	counts := g.counts
-	autoscaled := make([]AutoscaleGauge, 0, len(g.autoscaled))
+	autoscaled := make([]convergence.AutoscaleGauge, 0, len(g.autoscaled))
 	for _, a := range g.autoscaled {
 		autoscaled = append(autoscaled, a)
 	}

@@ -1,4 +1,4 @@
-package convergence_test
+package runner_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
@@ -46,7 +47,7 @@ var _ = Describe("Mirror", func() {
 				w.desireNew()
 			}
 
-			mirror := convergence.NewMirror(store, nil)
+			mirror := runner.NewMirror(store, nil)
 			_, err = mirror.Snapshot(ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
 			for round := range 25 {
@@ -72,7 +73,7 @@ var _ = Describe("Mirror", func() {
 	}
 })
 
-func snapshotDiff(got, want *db.Snapshot) string {
+func snapshotDiff(got, want *convergence.Snapshot) string {
 	return cmp.Diff(got, want, protocmp.Transform(), cmpopts.EquateEmpty())
 }
 
@@ -125,7 +126,7 @@ func (w *randomWriter) desireNew() {
 
 // step makes one random write. Writes a rep or client could be refused
 // (the row moved on) are allowed to fail: what matters is what they did.
-func (w *randomWriter) step(mirror *convergence.Mirror) {
+func (w *randomWriter) step(mirror *runner.Mirror) {
 	GinkgoHelper()
 	switch w.r.IntN(12) {
 	case 0:
@@ -211,8 +212,8 @@ func (w *randomWriter) repActs() {
 		if lrp.GetCellId() == "" {
 			continue
 		}
-		key := db.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()}
-		caller := db.Caller{InstanceGuid: lrp.GetInstanceGuid(), CellID: lrp.GetCellId()}
+		key := models.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()}
+		caller := models.Caller{InstanceGuid: lrp.GetInstanceGuid(), CellID: lrp.GetCellId()}
 		switch {
 		case lrp.GetState() == models.ActualLRP_UNCLAIMED || lrp.GetState() == models.ActualLRP_CLAIMED:
 			_, _ = w.store.ClaimActualLRP(w.ctx, key, caller)
@@ -226,7 +227,7 @@ func (w *randomWriter) repActs() {
 }
 
 // pass plans from the mirror and applies the plan, as the runner does.
-func (w *randomWriter) pass(mirror *convergence.Mirror) {
+func (w *randomWriter) pass(mirror *runner.Mirror) {
 	GinkgoHelper()
 	var guids []string
 	if w.r.IntN(3) == 0 {

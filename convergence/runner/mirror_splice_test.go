@@ -1,16 +1,16 @@
-package convergence_test
+package runner_test
 
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 )
 
 var _ = Describe("Mirror splicing", func() {
 	DescribeTable("replaces the runs of the changed LRPs with what was read again",
 		func(rows, fresh, changed, want []string) {
-			Expect(convergence.SpliceGuids(rows, fresh, changed)).To(Equal(want))
+			Expect(runner.SpliceGuids(rows, fresh, changed)).To(Equal(want))
 		},
 		Entry("nothing changed", []string{"a", "b"}, nil, nil, []string{"a", "b"}),
 		Entry("same lengths: in place", []string{"a", "b", "c", "c"}, []string{"b", "c", "c"}, []string{"b", "c"},

@@ -1,4 +1,4 @@
-package convergence
+package runner
 
 import "time"
 

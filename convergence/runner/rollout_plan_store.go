@@ -1,16 +1,16 @@
-package convergence
+package runner
 
 import (
 	"context"
 
-	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/models"
 )
 
 // RolloutPlanStore is what a rollout plan reads: nothing else, and it
 // writes nothing.
 type RolloutPlanStore interface {
-	ConvergenceSnapshot(ctx context.Context, processGuids []string) (*db.Snapshot, error)
+	ConvergenceSnapshot(ctx context.Context, processGuids []string) (*convergence.Snapshot, error)
 	Definitions(ctx context.Context, processGuid string) ([]*models.DefinitionSummary, error)
 }
 
@@ -38,16 +38,16 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 	if err != nil {
 		return nil, err
 	}
-	if findDesired(snapshot, guid) == nil {
+	if snapshot.DesiredOf(guid) == nil {
 		return nil, models.NewError(models.Error_ResourceNotFound, "desired_lrp %q not found", guid)
 	}
 	summaries, err := p.store.Definitions(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
-	definitions := make([]db.DefinitionRow, len(summaries))
+	definitions := make([]convergence.DefinitionRow, len(summaries))
 	for i, def := range summaries {
-		definitions[i] = db.DefinitionRow{
+		definitions[i] = convergence.DefinitionRow{
 			ProcessGuid: guid, DefinitionID: def.GetDefinitionId(), CreatedAt: def.GetCreatedAt(),
 			MemoryMB: def.GetMemoryMb(), DiskMB: def.GetDiskMb(),
 		}
@@ -56,9 +56,10 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 	if p.cfg.PresenceGrace != nil {
 		planner.PresenceGrace = p.cfg.PresenceGrace()
 	}
-	return PlanRollout(DryRun{
+	return convergence.PlanRollout(convergence.DryRun{
 		Snapshot: snapshot, ProcessGuid: guid, Definitions: definitions, Update: req.GetUpdate(),
 		ReadyAfter: models.Millis(req.GetReadyAfterMs()),
 		Now:        p.cfg.Now(), Config: planner, RolloutInterval: p.cfg.RolloutInterval,
 	})
 }
+

@@ -1,4 +1,4 @@
-package convergence_test
+package runner_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/tedsuo/ifrit"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
@@ -72,7 +73,7 @@ var _ = Describe("Runner", func() {
 				})
 				Expect(err).NotTo(HaveOccurred())
 
-				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour})
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour})
 				labelled := func(name string) func() map[string]float64 {
 					return func() map[string]float64 {
 						values := map[string]float64{}
@@ -94,7 +95,7 @@ var _ = Describe("Runner", func() {
 				registerCell(ctx, store, "cell-1")
 				desire(ctx, store, "early", 2)
 
-				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour})
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour})
 				Eventually(r.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
 				Eventually(cellsOf(ctx, store, "early")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
 				Eventually(r.gauge("corkboard_lrps_desired")).WithTimeout(runnerLimit).Should(Equal(2.0))
@@ -116,12 +117,12 @@ var _ = Describe("Runner", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")
 				desire(ctx, store, "web", 2)
-				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour, RolloutInterval: 100 * time.Millisecond})
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, RolloutInterval: 100 * time.Millisecond})
 				Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
 				run := func(lrp *models.ActualLRP) {
 					GinkgoHelper()
-					key := db.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
-					caller := db.Caller{InstanceGuid: fmt.Sprintf("instance-%d-%s", lrp.Index, lrp.CellId), CellID: lrp.CellId}
+					key := models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+					caller := models.Caller{InstanceGuid: fmt.Sprintf("instance-%d-%s", lrp.Index, lrp.CellId), CellID: lrp.CellId}
 					_, err := store.ClaimActualLRP(ctx, key, caller)
 					Expect(err).NotTo(HaveOccurred())
 					_, err = store.StartActualLRP(ctx, key, caller, &models.NetInfo{Address: "10.0.0.1"}, true)
@@ -173,10 +174,10 @@ var _ = Describe("Runner", func() {
 				planner.CrashPolicy.ImmediateRestarts = 0
 				planner.CrashPolicy.BaseDelay = 300 * time.Millisecond
 
-				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner})
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner})
 				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
-				key := db.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
-				caller := db.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
+				key := models.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
 				_, err := store.ClaimActualLRP(ctx, key, caller)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")
@@ -210,10 +211,10 @@ var _ = Describe("Runner", func() {
 				planner.CrashPolicy.ImmediateRestarts = 0
 				planner.CrashPolicy.BaseDelay = 300 * time.Millisecond
 
-				r := startRunner(store, convergence.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner, Now: ahead})
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, Planner: planner, Now: ahead})
 				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
-				key := db.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
-				caller := db.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
+				key := models.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
 				_, err = store.ClaimActualLRP(ctx, key, caller)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")
@@ -229,7 +230,7 @@ var _ = Describe("Runner", func() {
 			It("lets one of two boards converge, and the other take over when the holder stops", func() {
 				storeA, storeB := newStore(), newStore()
 				registerCell(ctx, storeA, "cell-1")
-				cfg := convergence.RunnerConfig{Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
+				cfg := runner.RunnerConfig{Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
 				cfg.Owner = "board-a"
 				a := startRunner(storeA, cfg)
 				Eventually(a.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
@@ -253,7 +254,7 @@ var _ = Describe("Runner", func() {
 			It("stops converging when it cannot renew the lease in time, and another board takes over", func() {
 				flaky := &flakyLease{SQLDB: newStore()}
 				registerCell(ctx, flaky, "cell-1")
-				cfg := convergence.RunnerConfig{Owner: "board-a", Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
+				cfg := runner.RunnerConfig{Owner: "board-a", Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
 				a := startRunner(flaky, cfg)
 				Eventually(a.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
 				Eventually(a.familyNames()).WithTimeout(runnerLimit).Should(ContainElement("corkboard_lrps_desired"))
@@ -279,10 +280,10 @@ var _ = Describe("Runner", func() {
 })
 
 var _ = Describe("Runner triggers", func() {
-	var r *convergence.Runner
+	var r *runner.Runner
 
 	BeforeEach(func() {
-		r = convergence.NewRunner(lagertest.NewTestLogger("test"), nil, nil, convergence.RunnerConfig{Owner: "board-a"})
+		r = runner.NewRunner(lagertest.NewTestLogger("test"), nil, nil, runner.RunnerConfig{Owner: "board-a"})
 	})
 
 	It("coalesce: each LRP once, however often it was triggered", func() {
@@ -321,17 +322,17 @@ var _ = Describe("Runner triggers", func() {
 // runningRunner is a Runner invoked as an ifrit process, with its own
 // registry and logger.
 type runningRunner struct {
-	runner   *convergence.Runner
+	runner   *runner.Runner
 	process  ifrit.Process
 	registry *prometheus.Registry
 	logger   *lagertest.TestLogger
 	stopped  bool
 }
 
-func startRunner(store convergence.Store, cfg convergence.RunnerConfig) *runningRunner {
+func startRunner(store runner.Store, cfg runner.RunnerConfig) *runningRunner {
 	GinkgoHelper()
 	r := &runningRunner{registry: prometheus.NewRegistry(), logger: lagertest.NewTestLogger("test")}
-	r.runner = convergence.NewRunner(r.logger, store, r.registry, cfg)
+	r.runner = runner.NewRunner(r.logger, store, r.registry, cfg)
 	r.process = ifrit.Invoke(r.runner)
 	DeferCleanup(r.stop)
 	return r

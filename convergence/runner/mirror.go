@@ -1,10 +1,11 @@
-package convergence
+package runner
 
 import (
 	"context"
 	"sort"
 	"time"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 )
 
@@ -65,14 +66,14 @@ type Mirror struct {
 	// read yet, or reset) makes the next refresh read everything.
 	epoch int64
 
-	desired     []db.DesiredSchedule
-	actual      []db.ActualRow
-	rollouts    []db.RolloutRow
-	definitions []db.DefinitionRow
-	operations  []db.OperationRow
+	desired     []convergence.DesiredSchedule
+	actual      []convergence.ActualRow
+	rollouts    []convergence.RolloutRow
+	definitions []convergence.DefinitionRow
+	operations  []convergence.OperationRow
 	// usage is what the rows use on each cell (every row naming it, any
 	// state, any presence), kept in step with actual.
-	usage map[string]db.Resources
+	usage map[string]convergence.Resources
 	// written are the LRPs the last pass wrote, read again at the next
 	// refresh whatever the log says.
 	written []string
@@ -103,7 +104,7 @@ func (m *Mirror) Reset() {
 // epoch moves on with the plan's own placements. A failed apply, or one
 // whose placements another writer refused, leaves the mirror to read
 // everything again.
-func (m *Mirror) Applied(writes *db.ConvergenceWrites, result *db.ConvergenceResult, err error) {
+func (m *Mirror) Applied(writes *convergence.ConvergenceWrites, result *convergence.ConvergenceResult, err error) {
 	if err != nil || result == nil {
 		m.Reset()
 		return
@@ -123,7 +124,7 @@ func (m *Mirror) Applied(writes *db.ConvergenceWrites, result *db.ConvergenceRes
 // otherwise (each cell's UnreadUse then holds what the other LRPs' rows
 // use on it). The snapshot shares the mirror's memory: it is valid until
 // the next call, and nobody may change it.
-func (m *Mirror) Snapshot(ctx context.Context, guids []string) (*db.Snapshot, error) {
+func (m *Mirror) Snapshot(ctx context.Context, guids []string) (*convergence.Snapshot, error) {
 	snapshot, err := m.refresh(ctx, guids)
 	if err != nil {
 		m.Reset()
@@ -137,7 +138,7 @@ func (m *Mirror) Snapshot(ctx context.Context, guids []string) (*db.Snapshot, er
 
 // refresh updates the rows and returns a full snapshot over them with the
 // cells just read.
-func (m *Mirror) refresh(ctx context.Context, targeted []string) (*db.Snapshot, error) {
+func (m *Mirror) refresh(ctx context.Context, targeted []string) (*convergence.Snapshot, error) {
 	mark, err := m.store.ConvergenceMark(ctx)
 	if err != nil {
 		return nil, err
@@ -177,14 +178,14 @@ func (m *Mirror) refresh(ctx context.Context, targeted []string) (*db.Snapshot, 
 // readAll reads everything. The mark was taken before: whatever is logged
 // after it is read again at the next refresh, whether or not this read
 // saw it.
-func (m *Mirror) readAll(ctx context.Context, mark db.Mark) (*db.Snapshot, error) {
+func (m *Mirror) readAll(ctx context.Context, mark convergence.Mark) (*convergence.Snapshot, error) {
 	m.Reset()
 	s, err := m.store.ConvergenceSnapshot(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	m.desired, m.actual, m.rollouts, m.definitions, m.operations = s.Desired, s.Actual, s.Rollouts, s.Definitions, s.Operations
-	m.usage = make(map[string]db.Resources, len(s.Cells))
+	m.usage = make(map[string]convergence.Resources, len(s.Cells))
 	addUsage(m.usage, m.actual, 1)
 	m.position, m.epoch, m.readAt = mark.LogHead, s.PlacementEpoch, m.now()
 	m.written = nil
@@ -194,7 +195,7 @@ func (m *Mirror) readAll(ctx context.Context, mark db.Mark) (*db.Snapshot, error
 
 // replace puts fresh's rows in place of those of the changed LRPs (sorted),
 // keeping every slice in process guid order.
-func (m *Mirror) replace(changed []string, fresh *db.Snapshot) {
+func (m *Mirror) replace(changed []string, fresh *convergence.Snapshot) {
 	addUsage(m.usage, runsOf(m.actual, changed, actualGuid), -1)
 	addUsage(m.usage, fresh.Actual, 1)
 	m.desired = spliceRuns(m.desired, fresh.Desired, changed, desiredGuid)
@@ -204,8 +205,8 @@ func (m *Mirror) replace(changed []string, fresh *db.Snapshot) {
 	m.operations = spliceRuns(m.operations, fresh.Operations, changed, operationGuid)
 }
 
-func (m *Mirror) full(cells []db.CellRow, fresh []string, epoch int64) *db.Snapshot {
-	return &db.Snapshot{
+func (m *Mirror) full(cells []convergence.CellRow, fresh []string, epoch int64) *convergence.Snapshot {
+	return &convergence.Snapshot{
 		Desired: m.desired, Actual: m.actual, Rollouts: m.rollouts, Definitions: m.definitions,
 		Operations: m.operations, Cells: cells, FreshDomains: fresh, PlacementEpoch: epoch,
 	}
@@ -213,9 +214,9 @@ func (m *Mirror) full(cells []db.CellRow, fresh []string, epoch int64) *db.Snaps
 
 // partial narrows a full snapshot to guids; each cell's UnreadUse is what
 // the rows left out use on it.
-func (m *Mirror) partial(s *db.Snapshot, guids []string) *db.Snapshot {
+func (m *Mirror) partial(s *convergence.Snapshot, guids []string) *convergence.Snapshot {
 	guids = unionSorted(guids)
-	p := &db.Snapshot{
+	p := &convergence.Snapshot{
 		Desired:        runsOf(s.Desired, guids, desiredGuid),
 		Actual:         runsOf(s.Actual, guids, actualGuid),
 		Rollouts:       runsOf(s.Rollouts, guids, rolloutGuid),
@@ -225,12 +226,12 @@ func (m *Mirror) partial(s *db.Snapshot, guids []string) *db.Snapshot {
 		PlacementEpoch: s.PlacementEpoch,
 		Partial:        true,
 	}
-	read := map[string]db.Resources{}
+	read := map[string]convergence.Resources{}
 	addUsage(read, p.Actual, 1)
-	p.Cells = make([]db.CellRow, len(s.Cells))
+	p.Cells = make([]convergence.CellRow, len(s.Cells))
 	for i, c := range s.Cells {
 		all, mine := m.usage[c.CellID], read[c.CellID]
-		c.UnreadUse = db.Resources{
+		c.UnreadUse = convergence.Resources{
 			MemoryMB:  all.MemoryMB - mine.MemoryMB,
 			DiskMB:    all.DiskMB - mine.DiskMB,
 			Instances: all.Instances - mine.Instances,
@@ -242,7 +243,7 @@ func (m *Mirror) partial(s *db.Snapshot, guids []string) *db.Snapshot {
 
 // addUsage adds (sign 1) or takes away (sign -1) what rows use on their
 // cells.
-func addUsage(usage map[string]db.Resources, rows []db.ActualRow, sign int32) {
+func addUsage(usage map[string]convergence.Resources, rows []convergence.ActualRow, sign int32) {
 	for i := range rows {
 		r := &rows[i]
 		if r.CellID == "" {
@@ -335,8 +336,8 @@ func unionSorted(lists ...[]string) []string {
 	return out
 }
 
-func desiredGuid(d *db.DesiredSchedule) string  { return d.ProcessGuid }
-func actualGuid(r *db.ActualRow) string         { return r.ProcessGuid }
-func rolloutGuid(r *db.RolloutRow) string       { return r.ProcessGuid }
-func definitionGuid(d *db.DefinitionRow) string { return d.ProcessGuid }
-func operationGuid(o *db.OperationRow) string   { return o.ProcessGuid }
+func desiredGuid(d *convergence.DesiredSchedule) string  { return d.ProcessGuid }
+func actualGuid(r *convergence.ActualRow) string         { return r.ProcessGuid }
+func rolloutGuid(r *convergence.RolloutRow) string       { return r.ProcessGuid }
+func definitionGuid(d *convergence.DefinitionRow) string { return d.ProcessGuid }
+func operationGuid(o *convergence.OperationRow) string   { return o.ProcessGuid }

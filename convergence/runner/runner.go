@@ -1,4 +1,4 @@
-package convergence
+package runner
 
 import (
 	"context"
@@ -9,23 +9,16 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
-// Defaults of RunnerConfig.
+// Defaults of RunnerConfig (and convergence.DefaultLeaseTTL,
+// convergence.DefaultRolloutInterval, which the planner uses too).
 const (
 	// DefaultInterval is how often a full pass runs.
 	DefaultInterval = 30 * time.Second
-	// DefaultLeaseTTL is how long the convergence lease lasts unless
-	// renewed; the holder renews it every third of that.
-	DefaultLeaseTTL = 15 * time.Second
-	// DefaultRolloutInterval is how often the LRPs with a rollout under
-	// way get a targeted pass: a rollout moves one step per pass (a ready
-	// replacement's predecessor stops, the next one starts), and waiting
-	// for the full pass would make a 10-instance serial rollout take five
-	// minutes.
-	DefaultRolloutInterval = time.Second
 	// DefaultOperationRetention is how long ended operations are kept
 	// (beyond the newest DefaultKeepOperations of each LRP, kept anyway).
 	DefaultOperationRetention = 7 * 24 * time.Hour
@@ -60,13 +53,14 @@ type RunnerConfig struct {
 	Owner string
 	// Interval between full passes (DefaultInterval).
 	Interval time.Duration
-	// LeaseTTL is how long the lease lasts unless renewed (DefaultLeaseTTL).
+	// LeaseTTL is how long the lease lasts unless renewed
+	// (convergence.DefaultLeaseTTL).
 	LeaseTTL time.Duration
 	// RolloutInterval is how often LRPs with a rollout under way get a
-	// targeted pass (DefaultRolloutInterval).
+	// targeted pass (convergence.DefaultRolloutInterval).
 	RolloutInterval time.Duration
 	// Planner configures Compute (DefaultConfig when zero).
-	Planner Config
+	Planner convergence.Config
 	// Now is the planner's clock (time.Now). Rows carry times from the
 	// store's clock, so the two must agree; a board sharing its database
 	// with others gives both the database's time (internal/dbclock).
@@ -80,7 +74,7 @@ type RunnerConfig struct {
 	KeepOperations     int
 	// PresenceGrace, when set, says each pass what the board saw of its
 	// last database outage (see PresenceGrace).
-	PresenceGrace func() PresenceGrace
+	PresenceGrace func() convergence.PresenceGrace
 	// FullReadInterval is how often passes read every row again rather
 	// than what the event log says changed (DefaultFullReadInterval); see
 	// Mirror.
@@ -151,13 +145,13 @@ func (cfg RunnerConfig) withDefaults() RunnerConfig {
 		cfg.Interval = DefaultInterval
 	}
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = DefaultLeaseTTL
+		cfg.LeaseTTL = convergence.DefaultLeaseTTL
 	}
 	if cfg.RolloutInterval <= 0 {
-		cfg.RolloutInterval = DefaultRolloutInterval
+		cfg.RolloutInterval = convergence.DefaultRolloutInterval
 	}
-	if cfg.Planner == (Config{}) {
-		cfg.Planner = DefaultConfig()
+	if cfg.Planner == (convergence.Config{}) {
+		cfg.Planner = convergence.DefaultConfig()
 	}
 	// This board carries the operations it converges, under leases as
 	// long as its convergence lease: when it dies, both run out together
@@ -334,7 +328,7 @@ func (r *Runner) targetedPass(ctx context.Context, s *schedule, guids []string) 
 
 // pass loads the snapshot of guids (all LRPs when nil), computes the plan
 // and applies it.
-func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, error) {
+func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*convergence.Plan, error) {
 	started := time.Now()
 	data := lager.Data{"pass": kind}
 	if guids != nil {
@@ -356,13 +350,13 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 	if r.cfg.PresenceGrace != nil {
 		planner.PresenceGrace = r.cfg.PresenceGrace()
 	}
-	plan := Compute(snapshot, r.cfg.Now(), planner)
+	plan := convergence.Compute(snapshot, r.cfg.Now(), planner)
 	for _, guid := range plan.Underway {
 		r.rolling[guid] = struct{}{}
 	}
 	computed := time.Now()
 
-	result := &db.ConvergenceResult{}
+	result := &convergence.ConvergenceResult{}
 	if !plan.Writes.Empty() {
 		result, err = r.store.ApplyConvergence(ctx, &plan.Writes)
 		r.mirror.Applied(&plan.Writes, result, err)
@@ -398,7 +392,7 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*Plan, 
 
 // noteRollouts updates the set of LRPs with a rollout under way from a
 // snapshot of guids (every LRP when nil).
-func (r *Runner) noteRollouts(guids []string, snapshot *db.Snapshot) {
+func (r *Runner) noteRollouts(guids []string, snapshot *convergence.Snapshot) {
 	if guids == nil {
 		clear(r.rolling)
 	}
@@ -416,7 +410,7 @@ func (r *Runner) noteRollouts(guids []string, snapshot *db.Snapshot) {
 // take: progressing, reverting, or (state NONE) a removed LRP's
 // definitions to clean up. A FAILED rollout waits for an operator, and the
 // full pass keeps an eye on it.
-func rolloutUnderway(rec *db.RolloutRow) bool {
+func rolloutUnderway(rec *convergence.RolloutRow) bool {
 	switch rec.State {
 	case models.RolloutStatus_PROGRESSING, models.RolloutStatus_NONE:
 		return true
@@ -461,7 +455,7 @@ func (r *Runner) leaseHeld(held bool) {
 	r.metrics.held.Set(0)
 }
 
-func logReasons(logger lager.Logger, plan *Plan) {
+func logReasons(logger lager.Logger, plan *convergence.Plan) {
 	logged := 0
 	log := func(write string, reasons []string) {
 		for _, reason := range reasons {
@@ -482,7 +476,7 @@ func logReasons(logger lager.Logger, plan *Plan) {
 	log("placement-failed", plan.Reasons.PlacementFailed)
 }
 
-func countsData(c *Counts) map[string]int {
+func countsData(c *convergence.Counts) map[string]int {
 	return map[string]int{
 		"desired":       c.Desired,
 		"running":       c.Running,
@@ -499,7 +493,7 @@ func countsData(c *Counts) map[string]int {
 	}
 }
 
-func writeCounts(w *db.ConvergenceWrites) map[string]int {
+func writeCounts(w *convergence.ConvergenceWrites) map[string]int {
 	return map[string]int{
 		"delete":             len(w.Delete),
 		"promote":            len(w.Promote),

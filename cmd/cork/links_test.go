@@ -1,0 +1,29 @@
+package main_test
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// cork shows strategies with the planner's own functions (strategy.go),
+// and links the planner for that alone: not the convergence runner with
+// its lease, database feed and Prometheus metrics.
+var _ = Describe("What cork links", func() {
+	It("is neither the convergence runner nor Prometheus", func() {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command("go", "list", "-deps", "github.com/corkboard/corkboard/cmd/cork")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		Expect(cmd.Run()).To(Succeed(), "go list: %s", stderr.String())
+		linked := strings.Fields(stdout.String())
+		Expect(linked).To(ContainElement("github.com/corkboard/corkboard/convergence"),
+			"the list is cork's dependencies, the planner among them")
+		for _, path := range linked {
+			Expect(path).NotTo(HavePrefix("github.com/corkboard/corkboard/convergence/runner"))
+			Expect(path).NotTo(HavePrefix("github.com/prometheus/"))
+		}
+	})
+})
