@@ -62,4 +62,3 @@ func (p *RolloutPlanner) Plan(ctx context.Context, req *models.RolloutPlanReques
 		Now:        p.cfg.Now(), Config: planner, RolloutInterval: p.cfg.RolloutInterval,
 	})
 }
-
