@@ -8,6 +8,7 @@ import (
 	"github.com/lib/pq"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
@@ -39,18 +40,7 @@ func (a *convergenceApplier) createBatch(ctx context.Context, batch []db.NewActu
 	s := a.s
 	rows := make([]*models.ActualLRP, len(batch))
 	for i, c := range batch {
-		rows[i] = &models.ActualLRP{
-			ProcessGuid:     c.ProcessGuid,
-			Index:           c.Index,
-			Presence:        models.ActualLRP_ORDINARY,
-			Domain:          c.Domain,
-			CellId:          c.CellID,
-			DefinitionId:    c.DefinitionID,
-			State:           models.ActualLRP_UNCLAIMED,
-			Since:           a.now,
-			PlacementError:  c.PlacementError,
-			ModificationTag: &models.ModificationTag{Epoch: newGUID()},
-		}
+		rows[i] = withRow(&models.ActualLRP{ModificationTag: &models.ModificationTag{Epoch: newGUID()}}, convergence.Created(c, a.now))
 	}
 	placing := slices.ContainsFunc(batch, func(c db.NewActualLRP) bool { return c.CellID != "" })
 	placed := false
