@@ -12,7 +12,9 @@ import (
 // ApplyPlan applies a plan to a copy of the snapshot, in memory, as
 // db.ConvergenceDB.ApplyConvergence is specified to: rows, autoscaled
 // counts, rollout records (and the active and healthy definitions they
-// move) and definition deletions. It is the store of a dry run (see
+// move) and definition deletions, each write with its effect function
+// (effects.go); a differential test in db/sqldb holds the result equal to
+// ApplyConvergence's on every dialect. It is the store of a dry run (see
 // PlanRollout) and of the tests that play many passes. Unlike the store
 // it fails on a write whose row (or record, or LRP) is not at the version
 // the write names, rather than skip it: with nobody else writing, none

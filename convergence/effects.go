@@ -6,15 +6,16 @@ import (
 
 // The effect of each convergence write on what it writes, one function per
 // kind. ApplyPlan (the store of a dry run) applies them to its copy of the
-// snapshot; the SQL store (db/sqldb) writes the same effect with its own
-// SET clause and uses these functions for the rows after the write that
-// its events carry. A differential test in db/sqldb applies random plans
-// both ways and holds the results equal, so the SQL and these functions
-// cannot drift apart unnoticed.
+// snapshot. The SQL store (db/sqldb) writes a row write's effect with its
+// own SET clause and uses these functions for the rows after the write
+// that its events carry; for autoscale and rollout writes it stores what
+// these functions return. A differential test in db/sqldb applies random
+// plans both ways and holds the results equal, so that a SET clause and
+// its function cannot drift apart unnoticed.
 //
-// The row functions change only the stored columns. The version the write
-// names is checked by the caller, which also moves the modification index
-// on by one (every applied write does) and gives a row on another
+// The row functions change only the stored columns. The caller checks the
+// version the write names, moves the modification index of an existing
+// row on by one (every applied write does) and gives a row on another
 // definition that definition's resources (MemoryMB and DiskMB are read
 // from the definition, not stored with the row).
 
