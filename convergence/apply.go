@@ -12,7 +12,9 @@ import (
 // ApplyPlan applies a plan to a copy of the snapshot, in memory, as
 // db.ConvergenceDB.ApplyConvergence is specified to: rows, autoscaled
 // counts, rollout records (and the active and healthy definitions they
-// move) and definition deletions. It is the store of a dry run (see
+// move) and definition deletions, each write with its effect function
+// (effects.go); a differential test in db/sqldb holds the result equal to
+// ApplyConvergence's on every dialect. It is the store of a dry run (see
 // PlanRollout) and of the tests that play many passes. Unlike the store
 // it fails on a write whose row (or record, or LRP) is not at the version
 // the write names, rather than skip it: with nobody else writing, none
@@ -94,135 +96,109 @@ func (m *memoryStore) autoscale(writes []AutoscaleWrite) error {
 		if d == nil || d.ModificationIndex != w.ExpectModificationIndex || d.Instances != w.PreviousInstances {
 			return fmt.Errorf("autoscale %s: the LRP is not as the plan saw it", w.ProcessGuid)
 		}
-		d.Autoscaler = w.Status
-		if w.Instances != d.Instances {
-			d.Instances = w.Instances
-			d.ModificationIndex++
-		}
+		*d = Autoscaled(*d, w)
 	}
 	return nil
 }
 
-// at is the row v names, if it is still at that version.
-func (m *memoryStore) at(v RowVersion) (ActualRow, error) {
+// change applies effect to the row v names, if it is still at that
+// version: the row after it takes its key (which must be free, for a
+// write that moves the row to another presence) at the next modification
+// index, with its definition's resources.
+func (m *memoryStore) change(v RowVersion, effect func(ActualRow) ActualRow) error {
 	r, ok := m.rowsBy[v.Key]
 	if !ok || r.State != v.State || r.ModificationIndex != v.ModificationIndex {
-		return r, fmt.Errorf("write for %+v finds %+v (exists %v)", v, r, ok)
+		return fmt.Errorf("write for %+v finds %+v (exists %v)", v, r, ok)
 	}
-	return r, nil
-}
-
-func (m *memoryStore) save(r ActualRow) {
-	r.ModificationIndex++
-	m.rowsBy[r.Key()] = r
-}
-
-// moveTo gives row r another presence; the key it moves to must be free.
-func (m *memoryStore) moveTo(r ActualRow, presence models.ActualLRP_Presence) error {
-	next := r
-	next.Presence = presence
-	if _, taken := m.rowsBy[next.Key()]; taken {
-		return fmt.Errorf("%+v: key %+v is taken", r.Key(), next.Key())
-	}
-	delete(m.rowsBy, r.Key())
-	m.save(next)
-	return nil
-}
-
-// rows applies the row writes in ApplyConvergence's order.
-func (m *memoryStore) rows(w *ConvergenceWrites) error {
-	for _, v := range w.Delete {
-		if _, err := m.at(v); err != nil {
-			return err
+	next := effect(r)
+	if next.Key() != v.Key {
+		if _, taken := m.rowsBy[next.Key()]; taken {
+			return fmt.Errorf("%+v: key %+v is taken", v.Key, next.Key())
 		}
 		delete(m.rowsBy, v.Key)
 	}
-	for _, group := range []struct {
-		versions []RowVersion
-		to       models.ActualLRP_Presence
-	}{{w.Promote, ordinary}, {w.MarkSuspect, suspect}} {
-		for _, v := range group.versions {
-			r, err := m.at(v)
-			if err == nil {
-				err = m.moveTo(r, group.to)
-			}
-			if err != nil {
-				return err
-			}
-		}
+	if next.DefinitionID != r.DefinitionID {
+		next.MemoryMB, next.DiskMB = m.resources(next.ProcessGuid, next.DefinitionID)
 	}
-	for _, rt := range w.Retire {
-		r, err := m.at(rt.Row)
-		if err == nil {
-			r.StopRequested, r.Since = rt.Stop, m.now
-			err = m.moveTo(r, retiring)
-		}
-		if err != nil {
+	next.ModificationIndex++
+	m.rowsBy[next.Key()] = next
+	return nil
+}
+
+// changeEach applies effect to the row of every version, in order.
+func (m *memoryStore) changeEach(versions []RowVersion, effect func(ActualRow) ActualRow) error {
+	for _, v := range versions {
+		if err := m.change(v, effect); err != nil {
 			return err
 		}
-	}
-	if err := m.each(w.RequestStop, func(r *ActualRow) { r.StopRequested, r.Since = true, m.now }); err != nil {
-		return err
-	}
-	for _, c := range w.Create {
-		key := models.ActualLRPKey{ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary}
-		if _, taken := m.rowsBy[key]; taken {
-			return fmt.Errorf("create %+v: key is taken", key)
-		}
-		memory, disk := m.resources(c.ProcessGuid, c.DefinitionID)
-		m.rowsBy[key] = ActualRow{
-			ProcessGuid: c.ProcessGuid, Index: c.Index, Presence: ordinary, State: unclaimed,
-			Domain: c.Domain, CellID: c.CellID, DefinitionID: c.DefinitionID, Since: m.now,
-			PlacementError: c.PlacementError, ModificationIndex: 1, MemoryMB: memory, DiskMB: disk,
-		}
-	}
-	unassign := func(r *ActualRow) {
-		r.State, r.CellID, r.Since, r.Routable, r.Occupied = unclaimed, "", m.now, false, false
-	}
-	if err := m.each(w.Restart, unassign); err != nil {
-		return err
-	}
-	for _, rd := range w.Redefine {
-		r, err := m.at(rd.Row)
-		if err != nil {
-			return err
-		}
-		unassign(&r)
-		r.DefinitionID, r.CrashCount, r.CrashReason, r.PlacementError = rd.DefinitionID, 0, "", ""
-		r.MemoryMB, r.DiskMB = m.resources(r.ProcessGuid, rd.DefinitionID)
-		m.save(r)
-	}
-	if err := m.each(w.Unassign, unassign); err != nil {
-		return err
-	}
-	for _, p := range w.Place {
-		r, err := m.at(p.Row)
-		if err != nil {
-			return err
-		}
-		r.CellID, r.PlacementError, r.Since = p.CellID, "", m.now
-		m.save(r)
-	}
-	for _, f := range w.PlacementFailed {
-		r, err := m.at(f.Row)
-		if err != nil {
-			return err
-		}
-		r.CellID, r.PlacementError = "", f.Reason
-		m.save(r)
 	}
 	return nil
 }
 
-// each changes every row of versions in place.
-func (m *memoryStore) each(versions []RowVersion, change func(r *ActualRow)) error {
-	for _, v := range versions {
-		r, err := m.at(v)
-		if err != nil {
+// rows applies the row writes in ApplyConvergence's order, Retire's two
+// kinds (Stop or not) included: the ones that keep running first.
+func (m *memoryStore) rows(w *ConvergenceWrites) error {
+	for _, v := range w.Delete {
+		r, ok := m.rowsBy[v.Key]
+		if !ok || r.State != v.State || r.ModificationIndex != v.ModificationIndex {
+			return fmt.Errorf("delete of %+v finds %+v (exists %v)", v, r, ok)
+		}
+		delete(m.rowsBy, v.Key)
+	}
+	now := m.now
+	var keep, stop []RowVersion
+	for _, rt := range w.Retire {
+		if rt.Stop {
+			stop = append(stop, rt.Row)
+		} else {
+			keep = append(keep, rt.Row)
+		}
+	}
+	err := m.changeEach(w.Promote, Promoted)
+	if err == nil {
+		err = m.changeEach(w.MarkSuspect, MarkedSuspect)
+	}
+	if err == nil {
+		err = m.changeEach(keep, func(r ActualRow) ActualRow { return Retired(r, false, now) })
+	}
+	if err == nil {
+		err = m.changeEach(stop, func(r ActualRow) ActualRow { return Retired(r, true, now) })
+	}
+	if err == nil {
+		err = m.changeEach(w.RequestStop, func(r ActualRow) ActualRow { return StopRequestedAt(r, now) })
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range w.Create {
+		r := Created(c, now)
+		if _, taken := m.rowsBy[r.Key()]; taken {
+			return fmt.Errorf("create %+v: key is taken", r.Key())
+		}
+		r.MemoryMB, r.DiskMB = m.resources(c.ProcessGuid, c.DefinitionID)
+		m.rowsBy[r.Key()] = r
+	}
+	unassign := func(r ActualRow) ActualRow { return Unassigned(r, now) }
+	if err := m.changeEach(w.Restart, unassign); err != nil {
+		return err
+	}
+	for _, rd := range w.Redefine {
+		if err := m.change(rd.Row, func(r ActualRow) ActualRow { return Redefined(r, rd.DefinitionID, now) }); err != nil {
 			return err
 		}
-		change(&r)
-		m.save(r)
+	}
+	if err := m.changeEach(w.Unassign, unassign); err != nil {
+		return err
+	}
+	for _, p := range w.Place {
+		if err := m.change(p.Row, func(r ActualRow) ActualRow { return Placed(r, p.CellID, now) }); err != nil {
+			return err
+		}
+	}
+	for _, f := range w.PlacementFailed {
+		if err := m.change(f.Row, func(r ActualRow) ActualRow { return PlacementFailedFor(r, f.Reason) }); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -239,22 +215,18 @@ func (m *memoryStore) rollouts(writes []RolloutWrite) error {
 			return fmt.Errorf("rollout write for %s expects record %d and active %q, finds %d and %q",
 				w.ProcessGuid, w.ExpectModificationIndex, w.ExpectActiveDefinitionID, rec.ModificationIndex, active)
 		}
-		next := w.Record
-		next.ProcessGuid = w.ProcessGuid
-		next.ModificationIndex = w.ExpectModificationIndex + 1
-		m.records[w.ProcessGuid] = next
-		if w.Settled || w.Delete {
+		if next, read := StoredRollout(w); read {
+			m.records[w.ProcessGuid] = next
+		} else {
 			delete(m.records, w.ProcessGuid)
 		}
 		if d == nil {
 			continue
 		}
-		if w.SetHealthyDefinitionID != "" {
-			d.HealthyDefinitionID = w.SetHealthyDefinitionID
-		}
-		if w.SetActiveDefinitionID != "" {
-			d.ActiveDefinitionID = w.SetActiveDefinitionID
-			d.MemoryMB, d.DiskMB = m.resources(d.ProcessGuid, w.SetActiveDefinitionID)
+		var moved bool
+		d.ActiveDefinitionID, d.HealthyDefinitionID, moved = RolloutDefinitions(w, d.ActiveDefinitionID, d.HealthyDefinitionID)
+		if moved {
+			d.MemoryMB, d.DiskMB = m.resources(d.ProcessGuid, d.ActiveDefinitionID)
 			d.ModificationIndex++
 		}
 	}

@@ -171,12 +171,13 @@ type changeKind struct {
 	// column, when set, is the column each write sets to its own value.
 	column string
 	// set is the SET clause besides column and the modification index;
-	// its ? are bound to setArgs.
+	// its ? are bound to setArgs. It writes the effect that effect
+	// describes; the differential test holds the two equal.
 	set     string
 	setArgs func(now int64) []any
-	// change does to a copy of the row what set does to the stored one,
-	// for the changed event.
-	change func(lrp *models.ActualLRP, value string, now int64)
+	// effect is the write's effect on the row (one of package
+	// convergence's), for the changed event's row after the write.
+	effect func(r convergence.ActualRow, value string, now int64) convergence.ActualRow
 }
 
 var (
@@ -190,9 +191,7 @@ var (
 		toPresence: models.ActualLRP_ORDINARY,
 		set:        "presence = ?, stop_requested = ?",
 		setArgs:    func(int64) []any { return []any{presenceOrdinary, false} },
-		change: func(lrp *models.ActualLRP, _ string, _ int64) {
-			lrp.Presence, lrp.StopRequested = models.ActualLRP_ORDINARY, false
-		},
+		effect:     func(r convergence.ActualRow, _ string, _ int64) convergence.ActualRow { return convergence.Promoted(r) },
 	}
 
 	markSuspects = changeKind{
@@ -200,8 +199,8 @@ var (
 		toPresence: models.ActualLRP_SUSPECT,
 		set:        "presence = ?",
 		setArgs:    func(int64) []any { return []any{models.ActualLRP_SUSPECT.String()} },
-		change: func(lrp *models.ActualLRP, _ string, _ int64) {
-			lrp.Presence = models.ActualLRP_SUSPECT
+		effect: func(r convergence.ActualRow, _ string, _ int64) convergence.ActualRow {
+			return convergence.MarkedSuspect(r)
 		},
 	}
 
@@ -212,8 +211,8 @@ var (
 		op:      "request stop",
 		set:     "stop_requested = ?, since = ?",
 		setArgs: func(now int64) []any { return []any{true, now} },
-		change: func(lrp *models.ActualLRP, _ string, now int64) {
-			lrp.StopRequested, lrp.Since = true, now
+		effect: func(r convergence.ActualRow, _ string, now int64) convergence.ActualRow {
+			return convergence.StopRequestedAt(r, now)
 		},
 	}
 
@@ -228,14 +227,7 @@ var (
 		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, route_ports = NULL, crash_count = 0, crash_reason = '', " +
 			"placement_error = '', routable = ?, occupied = ?, since = ?",
 		setArgs: func(now int64) []any { return []any{stateUnclaimed, false, false, now} },
-		change: func(lrp *models.ActualLRP, definitionID string, now int64) {
-			lrp.DefinitionId = definitionID
-			lrp.State = models.ActualLRP_UNCLAIMED
-			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo, lrp.RoutePorts = "", "", nil, nil
-			lrp.CrashCount, lrp.CrashReason, lrp.PlacementError = 0, "", ""
-			lrp.Routable, lrp.Occupied = false, false
-			lrp.Since = now
-		},
+		effect:  convergence.Redefined,
 	}
 
 	placeRows = changeKind{
@@ -244,9 +236,7 @@ var (
 		column:  "cell_id",
 		set:     "placement_error = '', since = ?",
 		setArgs: func(now int64) []any { return []any{now} },
-		change: func(lrp *models.ActualLRP, cellID string, now int64) {
-			lrp.CellId, lrp.PlacementError, lrp.Since = cellID, "", now
-		},
+		effect:  convergence.Placed,
 	}
 
 	failPlacements = changeKind{
@@ -254,8 +244,8 @@ var (
 		column:  "placement_error",
 		set:     "cell_id = ''",
 		setArgs: func(int64) []any { return nil },
-		change: func(lrp *models.ActualLRP, reason string, _ int64) {
-			lrp.CellId, lrp.PlacementError = "", reason
+		effect: func(r convergence.ActualRow, reason string, _ int64) convergence.ActualRow {
+			return convergence.PlacementFailedFor(r, reason)
 		},
 	}
 )
@@ -269,8 +259,8 @@ func retiring(stop bool) changeKind {
 		toPresence: models.ActualLRP_RETIRING,
 		set:        "presence = ?, stop_requested = ?, since = ?",
 		setArgs:    func(now int64) []any { return []any{models.ActualLRP_RETIRING.String(), stop, now} },
-		change: func(lrp *models.ActualLRP, _ string, now int64) {
-			lrp.Presence, lrp.StopRequested, lrp.Since = models.ActualLRP_RETIRING, stop, now
+		effect: func(r convergence.ActualRow, _ string, now int64) convergence.ActualRow {
+			return convergence.Retired(r, stop, now)
 		},
 	}
 }
@@ -283,11 +273,8 @@ func unassigning(op string) changeKind {
 		set: "state = ?, cell_id = '', instance_guid = '', net_info = NULL, route_ports = NULL, routable = ?, occupied = ?, " +
 			"since = ?",
 		setArgs: func(now int64) []any { return []any{stateUnclaimed, false, false, now} },
-		change: func(lrp *models.ActualLRP, _ string, now int64) {
-			lrp.State = models.ActualLRP_UNCLAIMED
-			lrp.CellId, lrp.InstanceGuid, lrp.NetInfo, lrp.RoutePorts = "", "", nil, nil
-			lrp.Routable, lrp.Occupied = false, false
-			lrp.Since = now
+		effect: func(r convergence.ActualRow, _ string, now int64) convergence.ActualRow {
+			return convergence.Unassigned(r, now)
 		},
 	}
 }
@@ -389,8 +376,7 @@ func (a *convergenceApplier) changeBatch(ctx context.Context, kind *changeKind, 
 				events[i] = models.ActualLRPRemoved(before[i])
 				continue
 			}
-			after := copyActualLRP(before[i])
-			kind.change(after, c.value, a.now)
+			after := withRow(before[i], kind.effect(actualRowOf(before[i]), c.value, a.now))
 			after.ModificationTag = &models.ModificationTag{
 				Epoch: before[i].GetModificationTag().GetEpoch(),
 				Index: before[i].GetModificationTag().GetIndex() + 1,
@@ -495,27 +481,45 @@ func scanLockedActualLRP(rows *sql.Rows) (*models.ActualLRP, int64, error) {
 	return lrp, scan.tagIndex, err
 }
 
-// copyActualLRP copies every field; the net info and route ports are
-// shared, as no write changes them in place.
-func copyActualLRP(l *models.ActualLRP) *models.ActualLRP {
-	return &models.ActualLRP{
-		ProcessGuid:     l.ProcessGuid,
-		Index:           l.Index,
-		Presence:        l.Presence,
-		Domain:          l.Domain,
-		InstanceGuid:    l.InstanceGuid,
-		CellId:          l.CellId,
-		DefinitionId:    l.DefinitionId,
-		State:           l.State,
-		NetInfo:         l.NetInfo,
-		CrashCount:      l.CrashCount,
-		CrashReason:     l.CrashReason,
-		Since:           l.Since,
-		PlacementError:  l.PlacementError,
-		Routable:        l.Routable,
-		Occupied:        l.Occupied,
-		StopRequested:   l.StopRequested,
-		ModificationTag: l.ModificationTag,
-		RoutePorts:      l.RoutePorts,
+// actualRowOf is the stored columns of lrp that a convergence write may
+// change, as the planner sees them.
+func actualRowOf(lrp *models.ActualLRP) convergence.ActualRow {
+	return convergence.ActualRow{
+		ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence, State: lrp.State, Domain: lrp.Domain,
+		InstanceGuid: lrp.InstanceGuid, CellID: lrp.CellId, DefinitionID: lrp.DefinitionId, CrashCount: lrp.CrashCount,
+		CrashReason: lrp.CrashReason, Since: lrp.Since, PlacementError: lrp.PlacementError, Routable: lrp.Routable,
+		Occupied: lrp.Occupied, StopRequested: lrp.StopRequested,
 	}
+}
+
+// withRow is a copy of lrp holding r's columns. The net info and route
+// ports belong to the instance: a row left without one has none (the SET
+// clauses that clear instance_guid clear them too); otherwise they are
+// shared with lrp, as no write changes them in place. The modification
+// tag is lrp's, for the caller to move on.
+func withRow(lrp *models.ActualLRP, r convergence.ActualRow) *models.ActualLRP {
+	after := &models.ActualLRP{
+		ProcessGuid:     r.ProcessGuid,
+		Index:           r.Index,
+		Presence:        r.Presence,
+		Domain:          r.Domain,
+		InstanceGuid:    r.InstanceGuid,
+		CellId:          r.CellID,
+		DefinitionId:    r.DefinitionID,
+		State:           r.State,
+		NetInfo:         lrp.NetInfo,
+		CrashCount:      r.CrashCount,
+		CrashReason:     r.CrashReason,
+		Since:           r.Since,
+		PlacementError:  r.PlacementError,
+		Routable:        r.Routable,
+		Occupied:        r.Occupied,
+		StopRequested:   r.StopRequested,
+		ModificationTag: lrp.ModificationTag,
+		RoutePorts:      lrp.RoutePorts,
+	}
+	if r.InstanceGuid == "" {
+		after.NetInfo, after.RoutePorts = nil, nil
+	}
+	return after
 }

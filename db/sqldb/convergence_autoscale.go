@@ -93,9 +93,11 @@ func (a *convergenceApplier) autoscaleWrite(ctx context.Context, tx *sql.Tx, w c
 		return []models.Event{}, nil
 	}
 
+	scaled := convergence.Autoscaled(convergence.DesiredSchedule{
+		Instances: before.Instances, Autoscaler: before.Autoscaler, ModificationIndex: int64(before.ModificationTag.Index),
+	}, w)
 	after := copyDesiredLRP(before)
-	after.Instances, after.Autoscaler = w.Instances, w.Status
-	after.ModificationTag.Index++
+	after.Instances, after.Autoscaler, after.ModificationTag.Index = scaled.Instances, scaled.Autoscaler, uint32(scaled.ModificationIndex)
 	err = s.updateDesiredRow(ctx, tx, before, "autoscaler = ?, instances = ?, modification_tag_index = ?, updated_at = ?",
 		status, w.Instances, int64(after.ModificationTag.Index), a.now)
 	if err != nil {

@@ -38,18 +38,7 @@ func (a *convergenceApplier) createBatch(ctx context.Context, batch []convergenc
 	s := a.s
 	rows := make([]*models.ActualLRP, len(batch))
 	for i, c := range batch {
-		rows[i] = &models.ActualLRP{
-			ProcessGuid:     c.ProcessGuid,
-			Index:           c.Index,
-			Presence:        models.ActualLRP_ORDINARY,
-			Domain:          c.Domain,
-			CellId:          c.CellID,
-			DefinitionId:    c.DefinitionID,
-			State:           models.ActualLRP_UNCLAIMED,
-			Since:           a.now,
-			PlacementError:  c.PlacementError,
-			ModificationTag: &models.ModificationTag{Epoch: newGUID()},
-		}
+		rows[i] = withRow(&models.ActualLRP{ModificationTag: &models.ModificationTag{Epoch: newGUID()}}, convergence.Created(c, a.now))
 	}
 	placing := slices.ContainsFunc(batch, func(c convergence.NewActualLRP) bool { return c.CellID != "" })
 	placed := false

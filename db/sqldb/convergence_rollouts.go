@@ -131,21 +131,18 @@ func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w con
 		return []models.Event{models.RolloutChanged(status)}, nil
 	}
 
-	rec := &rolloutRecord{RolloutRow: w.Record, Settled: w.Settled}
-	rec.ProcessGuid = w.ProcessGuid
+	stored, _ := convergence.StoredRollout(w)
+	rec := &rolloutRecord{RolloutRow: stored, Settled: w.Settled}
 	if err := s.storeRollout(ctx, tx, rec, w.ExpectModificationIndex); err != nil {
 		return nil, err
 	}
 	var events []models.Event
 	after := desired
-	if desired != nil && (w.SetActiveDefinitionID != "" && w.SetActiveDefinitionID != desired.ActiveDefinitionId ||
-		w.SetHealthyDefinitionID != "" && w.SetHealthyDefinitionID != desired.HealthyDefinitionId) {
+	active, healthy, moved := convergence.RolloutDefinitions(w, desired.GetActiveDefinitionId(), desired.GetHealthyDefinitionId())
+	if desired != nil && (active != desired.ActiveDefinitionId || healthy != desired.HealthyDefinitionId) {
 		after = copyDesiredLRP(desired)
-		if w.SetHealthyDefinitionID != "" {
-			after.HealthyDefinitionId = w.SetHealthyDefinitionID
-		}
-		if w.SetActiveDefinitionID != "" && w.SetActiveDefinitionID != desired.ActiveDefinitionId {
-			after.ActiveDefinitionId = w.SetActiveDefinitionID
+		after.ActiveDefinitionId, after.HealthyDefinitionId = active, healthy
+		if moved {
 			after.ModificationTag.Index++
 		}
 		if err := s.writeDefinitionIDs(ctx, tx, desired, after, a.now); err != nil {
