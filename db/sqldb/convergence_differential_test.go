@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -322,7 +323,7 @@ func seedBoard(b *board, s *convergence.Snapshot) {
 	defer tx.Rollback()
 	exec := func(query string, args ...any) {
 		GinkgoHelper()
-		_, err := tx.ExecContext(b.ctx, sqldb.Rebind(b.dialect, query), args...)
+		_, err := tx.ExecContext(b.ctx, dialect.Rebind(dialect.Name(b.dialect), query), args...)
 		Expect(err).NotTo(HaveOccurred())
 	}
 	now := b.clock.Now().UnixNano()
