@@ -9,9 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// cork shows strategies with the planner's own functions (strategy.go),
-// and links the planner for that alone: not the convergence runner with
-// its lease, database feed and Prometheus metrics.
+// cork shows strategies with models' own rules (strategy.go): it links
+// neither the convergence runner, with its lease, database feed and
+// Prometheus metrics, nor anything of Prometheus.
 var _ = Describe("What cork links", func() {
 	It("is neither the convergence runner nor Prometheus", func() {
 		var stdout, stderr bytes.Buffer
@@ -19,8 +19,8 @@ var _ = Describe("What cork links", func() {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		Expect(cmd.Run()).To(Succeed(), "go list: %s", stderr.String())
 		linked := strings.Fields(stdout.String())
-		Expect(linked).To(ContainElement("github.com/corkboard/corkboard/convergence"),
-			"the list is cork's dependencies, the planner among them")
+		Expect(linked).To(ContainElement("github.com/corkboard/corkboard/models"),
+			"the list is cork's dependencies, models among them")
 		for _, path := range linked {
 			Expect(path).NotTo(HavePrefix("github.com/corkboard/corkboard/convergence/runner"))
 			Expect(path).NotTo(HavePrefix("github.com/prometheus/"))
