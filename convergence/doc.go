@@ -40,8 +40,10 @@
 //
 // # The plan
 //
-// Plan.Writes is a ConvergenceWrites: the rows to delete, promote,
-// mark suspect, create, restart, unassign, place, or mark as unplaceable.
+// Plan.Writes is a ConvergenceWrites: instance rows to delete, promote,
+// mark suspect, retire, stop, create, restart, redefine, unassign, place
+// or mark as unplaceable, autoscaled counts, rollout records, definitions
+// to delete and operations to move on (the list below).
 // Plan.Reasons holds one sentence per write, index for index, for logs
 // and tests. Plan.Counts are the gauges of the pass (see Counts for
 // exactly what each counts). Plan.NextWake is the earliest moment a crash
@@ -69,22 +71,59 @@
 // row's modification index by exactly one. If the first write loses a race,
 // the second finds a different version and is skipped too.
 //
-// What the planner expects each write to do:
+// What the planner expects each write to do, in the order ApplyConvergence
+// performs the groups. A row write's effect on the row is one function of
+// effects.go, which the in-memory apply (ApplyPlan, the rollout dry run)
+// applies and the SQL store builds its events with; the differential spec
+// of db/sqldb holds the SQL writes equal to them on every dialect.
 //
+//   - Autoscale stores an autoscaled LRP's count and autoscaler state
+//     (Autoscaled), while the LRP is unchanged since the snapshot.
 //   - Delete removes the row.
-//   - Promote moves a SUSPECT or RETIRING row to ORDINARY (clearing
-//     stop_requested, which a promoted row never has); MarkSuspect moves an
-//     ORDINARY row to SUSPECT. Nothing else about the row changes.
+//   - Promote moves a SUSPECT or RETIRING row to ORDINARY, clearing
+//     stop_requested (Promoted). Nothing else about the row changes.
+//   - MarkSuspect moves an ORDINARY row to SUSPECT (MarkedSuspect).
+//     Nothing else about the row changes.
+//   - Retire makes a RUNNING ORDINARY row the index's RETIRING row, told
+//     to stop at once or not (Retired).
+//   - RequestStop tells a RETIRING row's rep to stop it (StopRequestedAt).
 //   - Create inserts an UNCLAIMED ORDINARY row on the given definition,
-//     with the cell or the placement error placement chose, since = now.
+//     with the cell or the placement error placement chose, since = now
+//     (Created).
 //   - Restart makes a CRASHED row UNCLAIMED without a cell or instance,
-//     keeps its crash count, since = now.
+//     keeps its crash count, since = now (Unassigned).
+//   - Redefine puts an ORDINARY row that serves nothing on the active
+//     definition, UNCLAIMED, crash count 0 (Redefined).
 //   - Unassign makes an UNCLAIMED or CLAIMED row UNCLAIMED without a cell
-//     or instance, since = now.
+//     or instance, since = now (Unassigned).
 //   - Place sets the cell of an UNCLAIMED row, clears its placement error
-//     and sets since = now, which starts the stale_unclaimed clock.
+//     and sets since = now, which starts the stale_unclaimed clock
+//     (Placed).
 //   - PlacementFailed clears the cell of an UNCLAIMED row and records the
-//     reason as its placement error.
+//     reason as its placement error (PlacementFailedFor).
+//   - Rollouts store an LRP's rollout record (StoredRollout) and may move
+//     its healthy or active definition (RolloutDefinitions), while the
+//     record and the active definition are as the snapshot read them.
+//   - DeleteDefinitions delete stored definitions cleanup no longer keeps,
+//     unless at apply time one is active, healthy or referenced by a row.
+//   - Operations change operations that have not ended (status, history,
+//     lease) or start a PENDING one (OperationWrite.Start), compare-and-set
+//     on the operation's modification index. The in-memory apply does not
+//     play them: a dry run's plan carries none of its own LRP's.
+//
+// A spec (doc_test.go) fails when a group of ConvergenceWrites is missing
+// from this list.
+//
+// # Partial snapshots
+//
+// A targeted pass reads some LRPs only (Snapshot.Partial): their rows,
+// their unsettled rollout records, definitions and open operations, every
+// cell with what the unread rows use on it (CellRow.UnreadUse), and the
+// fresh domains. Compute decides those LRPs as a full pass would, except
+// what needs every row of a cell: it moves nothing off an overloaded cell
+// ("Moves"; an LRP's uneven zones are its own rows, read in full, and are
+// evened out). The runner's Mirror serves the lease
+// holder's passes from memory and reads only the LRPs that changed.
 //
 // # Decisions
 //
