@@ -34,8 +34,11 @@ import (
 // What differs by nature is normalized (witness.lines): the random ids,
 // modification tag epochs and operation ids, become their order of first
 // appearance ("guid-3", "op-1"), so that a row and its events must still
-// name the same epoch; event positions count from the run's first event.
-// Every other time is the test clock's, equal on both sides.
+// name the same epoch; event positions count from the run's first event;
+// a convergence pass's placement epoch is written down as set or not.
+// Every time is the test clock's, equal on both sides (the seeder's wall
+// clock stamps are overwritten with it); the one time the database stamps,
+// when an event was logged, is not part of an event as served.
 //
 // The lifecycle rules themselves are held to models.DecideLifecycle by
 // lifecycle_oracle_test.go; here the lifecycle calls appear only as far as
@@ -52,7 +55,7 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 		GinkgoHelper()
 		fast := runWitnessed(b, false, scenario)
 		general := runWitnessed(b, true, scenario)
-		expectSameLines(fast, general)
+		expectSameLines("fast path", fast, "general path", general)
 	}
 
 	It("desires as the general path does: new LRPs and their variants, repeats, left-overs and refusals", func() {
@@ -487,17 +490,17 @@ func (w *witness) normalized() []string {
 	return out
 }
 
-// expectSameLines fails at the first line where the general path showed
-// something else than the fast path.
-func expectSameLines(fast, general []string) {
+// expectSameLines fails at the first line where two runs, named by
+// aName and bName, showed different things.
+func expectSameLines(aName string, a []string, bName string, b []string) {
 	GinkgoHelper()
-	for i := range min(len(fast), len(general)) {
-		if fast[i] != general[i] {
-			Fail(fmt.Sprintf("line %d of %d differs:\n  fast path:    %s\n  general path: %s", i+1, len(fast), fast[i], general[i]))
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			Fail(fmt.Sprintf("line %d of %d differs:\n  %s: %s\n  %s: %s", i+1, len(a), aName, a[i], bName, b[i]))
 		}
 	}
-	Expect(len(general)).To(Equal(len(fast)), "lines written down")
-	Expect(len(fast)).To(BeNumerically(">", 5), "the scenario showed something")
+	Expect(len(b)).To(Equal(len(a)), "lines written down by %s and %s", aName, bName)
+	Expect(len(a)).To(BeNumerically(">", 5), "the scenario showed something")
 }
 
 // writeCounts is how many writes of each kind a plan holds.
