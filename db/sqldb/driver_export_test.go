@@ -1,0 +1,62 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// WithoutFastPaths makes the store run the general transactional path of
+// every call its driver has an optional fast verb for (desire, the
+// lifecycle calls, remove, event append and move, batched actual writes,
+// created inserts), on the same database: the other side of the fast
+// paths' differential specs. The lease upsert is not switched off: MySQL's
+// is its only form (MySQL cannot run the ON CONFLICT upsert), so its
+// spec compares it with the general upsert on the other databases.
+func WithoutFastPaths() Option {
+	return func(s *SQLDB) { s.driver = generalOnly{s.driver} }
+}
+
+// generalOnly is a driver whose optional fast verbs all decline.
+type generalOnly struct{ driver }
+
+func (generalOnly) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []any, *models.DesireLRPRequest) (*models.Operation, error) {
+	return nil
+}
+
+func (generalOnly) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
+	return nil
+}
+
+func (generalOnly) remove() func(*SQLDB, context.Context, models.ActualLRPKey, models.Caller) (bool, error) {
+	return nil
+}
+
+func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte) error {
+	return nil
+}
+
+func (generalOnly) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, error) {
+	return nil
+}
+
+func (generalOnly) writeActualLRPs() func(*SQLDB, context.Context, queryer, []rowWrite) error {
+	return nil
+}
+
+func (generalOnly) insertCreated() func([]*models.ActualLRP, int64) (string, []any) {
+	return nil
+}
+
+// HasFastPaths reports whether the store's driver has any optional fast
+// verb, so that a differential spec can tell it compares two paths.
+func (s *SQLDB) HasFastPaths() bool {
+	d := s.driver
+	return d.desireNew() != nil || d.lifecycle() != nil || d.remove() != nil || d.appendEvents() != nil ||
+		d.moveEvents() != nil || d.writeActualLRPs() != nil || d.insertCreated() != nil
+}
+
+// AcquireLeaseIsUpsert reports whether the store's lease write is the
+// general ON CONFLICT upsert (false: the driver has its own).
+func (s *SQLDB) AcquireLeaseIsUpsert() bool { return s.driver.acquireLease() == nil }
