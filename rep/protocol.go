@@ -7,9 +7,9 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// Two rules of the cell side of the board's API that every speaker of it
-// keeps: the agent, and internal/simcell, the simulated cell of the
-// board's tests, which must not drift from it.
+// Two rules of the cell side of the board's API, kept by CellCalls (see
+// protocol_calls.go), through which the agent and internal/simcell, the
+// simulated cell of the board's tests, make every board call.
 
 // Answered reports whether the board answered a call (with success or an
 // error of its own), as opposed to a transport failure. Unavailable is no
