@@ -157,9 +157,10 @@ type Agent struct {
 	// staleRemovals are rows of an earlier rep on this cell being removed.
 	staleRemovals map[string]bool
 	definitions   map[definitionKey]*models.LRPDefinition
-	// calls keeps bulk reports and the lifecycle calls about an instance
+	// cellCalls makes every call of the cell side of the board's API; its
+	// gate keeps bulk reports and the lifecycle calls about an instance
 	// (by instance guid) apart.
-	calls *CallGate[string]
+	cellCalls *CellCalls[string]
 	// pendingOccupancy holds the occupancy changes not sent yet: the
 	// latest flag of each instance, by instance guid.
 	pendingOccupancy map[string]bool
@@ -248,10 +249,19 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		claiming:      map[instanceKey]bool{},
 		staleRemovals: map[string]bool{},
 		definitions:   map[definitionKey]*models.LRPDefinition{},
-		calls:         NewCallGate[string](),
 
 		pendingOccupancy: map[string]bool{},
 	}
+	cellCalls, err := NewCellCalls(cfg.CellClient, CellCallsConfig[string]{
+		RetryInterval:          cfg.RetryInterval,
+		UnroutableRetryTimeout: cfg.UnroutableRetryTimeout,
+		FinalCallTimeout:       finalCallTimeout,
+		CallEnded:              a.sendOccupancyAfterCall,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.cellCalls = cellCalls
 	return a, nil
 }
 
@@ -372,7 +382,7 @@ func (a *Agent) heartbeatLoop() {
 	fresh := true
 	wait := time.Duration(0)
 	for sleepCtx(a.ctx, wait) {
-		result, err := a.cfg.CellClient.Heartbeat(a.ctx, a.cfg.Cell, fresh)
+		result, err := a.cellCalls.Heartbeat(a.ctx, a.cfg.Cell, fresh)
 		if err != nil {
 			if a.ctx.Err() == nil {
 				a.logger.Info("heartbeat-failed", lager.Data{"error": err.Error()})
@@ -387,7 +397,7 @@ func (a *Agent) heartbeatLoop() {
 		if result.Draining {
 			a.Drain("the board says this cell drains")
 		}
-		wait = max(result.PresenceTTL/3, 10*time.Millisecond)
+		wait = PresenceRenewal(result.PresenceTTL)
 	}
 }
 
@@ -413,18 +423,23 @@ func (a *Agent) dispatchEvents() {
 }
 
 // beginCall waits until no report in flight names the instance, then
-// keeps it out of reports until endCall.
+// keeps it out of reports until endCall; calls made meanwhile nest in it.
 func (a *Agent) beginCall(guid string) {
-	a.calls.BeginCall(guid)
+	a.cellCalls.Gate().BeginCall(guid)
 }
 
 func (a *Agent) endCall(guid string) {
-	a.calls.EndCall(guid)
+	a.cellCalls.Gate().EndCall(guid)
+	a.sendOccupancyAfterCall(guid)
+}
+
+// sendOccupancyAfterCall sends the instance's occupancy change that waited
+// for a call about it to end (see takeOccupancyChanges).
+func (a *Agent) sendOccupancyAfterCall(guid string) {
 	a.mu.Lock()
 	_, pending := a.pendingOccupancy[guid]
 	a.mu.Unlock()
 	if pending {
-		// It waited for the call (see takeOccupancyChanges).
 		a.requestOccupancyReport()
 	}
 }

@@ -5,92 +5,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"sync"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
 	"code.cloudfoundry.org/lager/v3/lagertest"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
-	"github.com/corkboard/corkboard/db/sqldb"
-	"github.com/corkboard/corkboard/handlers"
-	"github.com/corkboard/corkboard/internal/testdb"
-	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/internal/boardtest"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
 	"github.com/corkboard/corkboard/rep/executor"
 	"github.com/corkboard/corkboard/rep/internal/reptest"
 )
 
-// meddlingBoard is a real board (the API over SQLite) behind a proxy that
-// meddles with the first call of a route: before[route] runs before it
-// reaches the board, and when cut[route] the board applies it but the
-// connection is closed before the answer goes back, as when the board is
-// killed right after writing it. No convergence runs: the specs make its
-// writes themselves.
+// meddlingBoard is the cell specs' board (see boardtest.MeddlingBoard),
+// with what these specs ask of hello/0.
 type meddlingBoard struct {
-	store *sqldb.SQLDB
-	url   string
-
-	mu     sync.Mutex
-	calls  map[string]int
-	before map[string]func()
-	cut    map[string]bool
+	*boardtest.MeddlingBoard
 }
 
 func startMeddlingBoard() *meddlingBoard {
 	GinkgoHelper()
-	ctx := context.Background()
-	database, err := testdb.Create(testdb.SQLite)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(database.Drop)
-	conn, err := sqldb.Open(ctx, testdb.SQLite, database.DSN)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(conn.Close)
-	Expect(migrations.Up(ctx, conn, testdb.SQLite)).To(Succeed())
-
-	b := &meddlingBoard{store: sqldb.New(conn, testdb.SQLite), calls: map[string]int{}, before: map[string]func(){}, cut: map[string]bool{}}
-	api := handlers.New(lager.NewLogger("board"), b.store, nil)
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		b.calls[r.URL.Path]++
-		first := b.calls[r.URL.Path] == 1
-		before, cut := b.before[r.URL.Path], b.cut[r.URL.Path]
-		b.mu.Unlock()
-		if first && before != nil {
-			before()
-		}
-		if !first || !cut {
-			api.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(httptest.NewRecorder(), r)
-		conn, _, err := http.NewResponseController(w).Hijack()
-		Expect(err).NotTo(HaveOccurred())
-		conn.Close()
-	}))
-	DeferCleanup(server.Close)
-	b.url = server.URL
-	return b
-}
-
-// meddle sets what the first call of route meets.
-func (b *meddlingBoard) meddle(route string, before func(), cut bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.before[route], b.cut[route] = before, cut
-}
-
-func (b *meddlingBoard) count(route string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.calls[route]
+	return &meddlingBoard{boardtest.StartMeddlingBoard(nil)}
 }
 
 // rollUnderTheCell does to hello/0 what a rolling update does to a row
@@ -102,64 +40,27 @@ func (b *meddlingBoard) rollUnderTheCell(cellID string) {
 	ctx := context.Background()
 	def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "2")
 	def.DefinitionId = ""
-	updated, err := b.store.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: def})
+	updated, err := b.Store.UpdateDesiredLRP(ctx, "hello", &models.DesiredLRPUpdate{Definition: def})
 	Expect(err).NotTo(HaveOccurred())
-	result, err := b.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{
-		Redefine: []convergence.Redefinition{{Row: rowVersion(b.row("hello", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(result.Applied).To(Equal(1))
-	b.place("hello", 0, cellID)
-}
-
-// row is the ORDINARY row of (processGuid, index), nil when there is none.
-func (b *meddlingBoard) row(processGuid string, index int32) *models.ActualLRP {
-	GinkgoHelper()
-	rows, err := b.store.ActualLRPs(context.Background(), db.ActualLRPFilter{ProcessGuid: processGuid})
-	Expect(err).NotTo(HaveOccurred())
-	for _, lrp := range rows {
-		if lrp.GetIndex() == index && lrp.GetPresence() == models.ActualLRP_ORDINARY {
-			return lrp
-		}
-	}
-	return nil
+	b.Redefine("hello", 0, updated.GetActiveDefinitionId())
+	b.Place("hello", 0, cellID)
 }
 
 // describeRow says how the board has hello/0: "<state> <definition>
 // <instance>", or "none".
 func (b *meddlingBoard) describeRow() string {
-	row := b.row("hello", 0)
+	row := b.Row("hello", 0)
 	if row == nil {
 		return "none"
 	}
 	return fmt.Sprintf("%s %s %s", row.GetState(), row.GetDefinitionId(), row.GetInstanceGuid())
 }
 
-func rowVersion(lrp *models.ActualLRP) convergence.RowVersion {
-	return convergence.RowVersion{
-		Key:   models.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
-		State: lrp.GetState(), ModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
-	}
-}
-
-// place puts the UNCLAIMED row of (processGuid, index) on cellID, as a
-// convergence pass does.
-func (b *meddlingBoard) place(processGuid string, index int32, cellID string) {
-	GinkgoHelper()
-	row := b.row(processGuid, index)
-	Expect(row).NotTo(BeNil())
-	result, err := b.store.ApplyConvergence(context.Background(), &convergence.ConvergenceWrites{
-		Place: []convergence.Placement{{CellID: cellID, Row: rowVersion(row)}},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(result.Applied).To(Equal(1))
-}
-
 // servedVersion asks the instance at the address the board's row of
 // hello/0 names which version it runs, as a router's client would find
 // out; "" while the row is not RUNNING or nothing answers there.
 func (b *meddlingBoard) servedVersion() string {
-	row := b.row("hello", 0)
+	row := b.Row("hello", 0)
 	ports := row.GetNetInfo().GetPorts()
 	if row == nil || row.GetState() != models.ActualLRP_RUNNING || len(ports) == 0 {
 		return ""
@@ -190,7 +91,7 @@ var _ = Describe("the agent claiming, against a real board", func() {
 		board = startMeddlingBoard()
 		def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "1")
 		def.DefinitionId = ""
-		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
+		_, err := board.Store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -204,8 +105,8 @@ var _ = Describe("the agent claiming, against a real board", func() {
 				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
 				Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 8192, Instances: 10},
 			},
-			Board:            client.New(board.url),
-			CellClient:       client.NewCellClient(board.url, cellID),
+			Board:            client.New(board.URL),
+			CellClient:       client.NewCellClient(board.URL, cellID),
 			Executor:         exe,
 			PollInterval:     100 * time.Millisecond,
 			BulkSyncInterval: time.Hour,
@@ -219,21 +120,21 @@ var _ = Describe("the agent claiming, against a real board", func() {
 			signals <- os.Interrupt
 			Eventually(done).Should(Receive(BeNil()))
 		})
-		board.place("hello", 0, cellID)
+		board.Place("hello", 0, cellID)
 	}
 
 	It("runs the definition of the row it claimed when a rolling update moved the row to another since it was listed", func() {
-		board.meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		board.Meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
 		start()
 
 		Eventually(board.servedVersion).Should(Equal("2"), "the instance at the row's address serves the definition the row names")
 		Consistently(board.servedVersion).WithTimeout(time.Second).Should(Equal("2"))
 		Expect(exe.Instances()).To(HaveLen(1))
-		Expect(exe.Instances()[0].DefinitionId).To(Equal(board.row("hello", 0).GetDefinitionId()))
+		Expect(exe.Instances()[0].DefinitionId).To(Equal(board.Row("hello", 0).GetDefinitionId()))
 	})
 
 	It("stops the instance and removes its row when its start finds the row moved to another definition", func() {
-		board.meddle(models.RouteStartActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		board.Meddle(models.RouteStartActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
 		start()
 
 		// Nothing converges here to place the index again: the row is gone,
@@ -245,12 +146,12 @@ var _ = Describe("the agent claiming, against a real board", func() {
 	})
 
 	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it", func() {
-		board.meddle(models.RouteClaimActualLRP, nil, true)
+		board.Meddle(models.RouteClaimActualLRP, nil, true)
 		start()
 
 		Eventually(board.servedVersion).Should(Equal("1"), "the row is RUNNING, and its instance answers at its address")
 		Expect(exe.Instances()).To(HaveLen(1))
-		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+		Expect(board.Count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
 	})
 })
 
@@ -265,7 +166,7 @@ var _ = Describe("the agent claiming, on a fake executor", func() {
 		board = startMeddlingBoard()
 		def := reptest.HelloDefinition(reptest.HTTPCheck(), "VERSION", "1")
 		def.DefinitionId = ""
-		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
+		_, err := board.Store.DesireLRP(context.Background(), &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 1, Definition: def})
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -277,8 +178,8 @@ var _ = Describe("the agent claiming, on a fake executor", func() {
 				CellId: cellID, RepUrl: "http://127.0.0.1:1", Zone: "z1",
 				Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 8192, Instances: 10},
 			},
-			Board:            client.New(board.url),
-			CellClient:       client.NewCellClient(board.url, cellID),
+			Board:            client.New(board.URL),
+			CellClient:       client.NewCellClient(board.URL, cellID),
 			Executor:         exe,
 			PollInterval:     100 * time.Millisecond,
 			BulkSyncInterval: time.Hour,
@@ -292,7 +193,7 @@ var _ = Describe("the agent claiming, on a fake executor", func() {
 			signals <- os.Interrupt
 			Eventually(done).Should(Receive(BeNil()))
 		})
-		board.place("hello", 0, cellID)
+		board.Place("hello", 0, cellID)
 	}
 
 	version := func(spec executor.InstanceSpec) string {
@@ -307,8 +208,8 @@ var _ = Describe("the agent claiming, on a fake executor", func() {
 	It("runs the instance it claimed once, and reports it RUNNING where the executor says it listens", func() {
 		start()
 
-		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
-		row := board.row("hello", 0)
+		Eventually(func() models.ActualLRP_State { return board.Row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		row := board.Row("hello", 0)
 		Expect(exe.Runs()).To(HaveLen(1))
 		Expect(exe.Runs()[0]).To(And(
 			HaveField("ProcessGuid", "hello"),
@@ -321,22 +222,22 @@ var _ = Describe("the agent claiming, on a fake executor", func() {
 	})
 
 	It("runs the definition of the row it claimed when a rolling update moved the row to another since it was listed", func() {
-		board.meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		board.Meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
 		start()
 
-		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		Eventually(func() models.ActualLRP_State { return board.Row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
 		Consistently(exe.Runs).WithTimeout(500 * time.Millisecond).Should(HaveLen(1))
 		Expect(version(exe.Runs()[0])).To(Equal("2"))
-		Expect(exe.Runs()[0].Definition.GetDefinitionId()).To(Equal(board.row("hello", 0).GetDefinitionId()))
+		Expect(exe.Runs()[0].Definition.GetDefinitionId()).To(Equal(board.Row("hello", 0).GetDefinitionId()))
 	})
 
 	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it, and runs it once", func() {
-		board.meddle(models.RouteClaimActualLRP, nil, true)
+		board.Meddle(models.RouteClaimActualLRP, nil, true)
 		start()
 
-		Eventually(func() models.ActualLRP_State { return board.row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
-		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+		Eventually(func() models.ActualLRP_State { return board.Row("hello", 0).GetState() }).Should(Equal(models.ActualLRP_RUNNING))
+		Expect(board.Count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
 		Expect(exe.Runs()).To(HaveLen(1))
-		Expect(exe.Runs()[0].InstanceGuid).To(Equal(board.row("hello", 0).GetInstanceGuid()))
+		Expect(exe.Runs()[0].InstanceGuid).To(Equal(board.Row("hello", 0).GetInstanceGuid()))
 	})
 })

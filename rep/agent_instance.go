@@ -1,7 +1,6 @@
 package rep
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -44,8 +43,13 @@ type agentInstance struct {
 	settledAt time.Time
 }
 
-func (i *agentInstance) client() client.Instance {
-	return client.Instance{ProcessGuid: i.key.processGuid, Index: i.key.index, InstanceGuid: i.guid}
+// about names the instance in the board calls about it.
+func (i *agentInstance) about() CallAbout[string] {
+	return CallAbout[string]{
+		Key:      i.guid,
+		Instance: client.Instance{ProcessGuid: i.key.processGuid, Index: i.key.index, InstanceGuid: i.guid},
+		Logger:   i.logger,
+	}
 }
 
 // claim claims an UNCLAIMED row placed on the cell and runs it, in the
@@ -87,14 +91,7 @@ func (a *Agent) runsOrdinary(key instanceKey) bool {
 
 // claimRow fetches the definition first (nothing is claimed when that
 // fails; the next poll tries again), then claims the row under a new
-// instance guid.
-//
-// A claim whose answer is lost (the board died, or the connection broke,
-// after the board wrote it) may hold: its row would stay CLAIMED by an
-// instance nobody runs, which no report corrects (a bulk report says
-// nothing of rows it does not name). So the claim is repeated until the
-// board answers; a claim under the same instance guid on the same cell is
-// answered with the row as it is, one claimed by anyone else is refused.
+// instance guid, repeated until the board answers (see CellCalls.Claim).
 //
 // The instance runs the definition of the row as claimed, which may not
 // be the one listed: a rolling update moves a row that serves nothing
@@ -130,12 +127,7 @@ func (a *Agent) claimRow(key instanceKey, definitionID string) (*agentInstance, 
 	inst.logger = a.logger.Session("instance", lager.Data{
 		"process_guid": key.processGuid, "index": key.index, "instance_guid": inst.guid, "definition_id": definitionID,
 	})
-	var claimed *models.ActualLRP
-	err = a.untilAnswered(inst, "claim", func(ctx context.Context) error {
-		var err error
-		claimed, err = a.cfg.CellClient.ClaimActualLRP(ctx, inst.client())
-		return err
-	})
+	claimed, err := a.cellCalls.Claim(a.ctx, inst.about())
 	if err != nil {
 		if a.ctx.Err() == nil {
 			logger.Info("claim-failed", lager.Data{"error": err.Error()})
@@ -263,19 +255,19 @@ func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) stri
 		return ""
 	}
 	var moved string
-	err := a.call(a.ctx, inst, func(ctx context.Context) error {
-		started, err := a.cfg.CellClient.StartActualLRP(ctx, inst.client(), netInfo, true)
-		if err == nil && started.GetDefinitionId() != inst.definitionID {
-			moved = started.GetDefinitionId()
-		} else if err == nil {
-			// Before the call ends, which sends the occupancy changes
-			// that waited for it.
-			a.mu.Lock()
-			inst.running = true
-			a.mu.Unlock()
-		}
-		return err
-	})
+	// The call stays open until the answer is recorded: a report taken
+	// before that would say CLAIMED after the board heard RUNNING. Its end
+	// sends the occupancy changes that waited for the start.
+	a.beginCall(inst.guid)
+	started, err := a.cellCalls.Start(a.ctx, inst.about(), netInfo)
+	if err == nil && started.GetDefinitionId() != inst.definitionID {
+		moved = started.GetDefinitionId()
+	} else if err == nil {
+		a.mu.Lock()
+		inst.running = true
+		a.mu.Unlock()
+	}
+	a.endCall(inst.guid)
 	if err != nil {
 		inst.logger.Info("start-call-failed", lager.Data{"error": err.Error()})
 		return ""
@@ -292,11 +284,7 @@ func (a *Agent) reportHealthy(inst *agentInstance, netInfo *models.NetInfo) stri
 // board answers: otherwise its row would stay RUNNING.
 func (a *Agent) reportCrash(inst *agentInstance, reason string) {
 	inst.logger.Info("crashed", lager.Data{"reason": reason})
-	err := a.untilAnswered(inst, "crash", func(ctx context.Context) error {
-		_, err := a.cfg.CellClient.CrashActualLRP(ctx, inst.client(), reason)
-		return err
-	})
-	if err != nil {
+	if _, err := a.cellCalls.Crash(a.ctx, inst.about(), reason); err != nil {
 		inst.logger.Info("crash-call-failed", lager.Data{"error": err.Error()})
 		// A rolling update may have made the instance RETIRING since the
 		// rep last looked: its row must not stay RUNNING and routable.
@@ -351,75 +339,18 @@ func (a *Agent) takeOutOfService(inst *agentInstance, reason string) models.Actu
 }
 
 // markUnroutable tells the board that the instance takes no more
-// requests: routers learn it from the board, and an instance stopped while
-// they still send it requests fails those requests. A call that gets no
-// answer (a transport failure, or Unavailable: the board cannot reach its
-// database; see Answered) is tried again every RetryInterval. When the
-// board has said nothing at all for UnroutableRetryTimeout (each attempt
-// is cut at what is left of it), the stop goes ahead anyway: the board may
-// be gone for good, and an instance it wants stopped must not run forever.
-// An Unavailable answer starts that timeout again: the board is there and
-// the row stays routable until its database is back, however long that
-// takes, so the instance serves until then. Any other answer ends the
-// retries, an error too: ResourceNotFound or a row that is no longer this
-// instance's leave nothing to unroute. An exiting agent does not retry.
-//
-// Worked example, UnroutableRetryTimeout 10 s, the database frozen from
-// 0 s to 12.5 s, the board's database timeout 1 s:
-//  1. At 0 s the stop begins; attempts at 0, 1.2, 2.4, ... s each get
-//     Unavailable after 1 s, and each moves the deadline to 10 s past it.
-//  2. At 12.5 s the database answers; the next attempt marks the row
-//     unroutable, and only then come the grace period and SIGTERM.
-//  3. Had the board itself been gone (no answer at all), the deadline
-//     would have stayed at 10 s and the instance stopped then.
+// requests, trying while the board does not answer, for a bounded time
+// (see CellCalls.MarkUnroutable).
 func (a *Agent) markUnroutable(inst *agentInstance, presence models.ActualLRP_Presence, netInfo *models.NetInfo) {
-	started := time.Now()
-	deadline := started.Add(a.cfg.UnroutableRetryTimeout)
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithDeadline(a.ctx, deadline)
-		err := a.call(ctx, inst, func(ctx context.Context) error {
-			_, err := a.cfg.CellClient.SetRoutable(ctx, inst.client(), presence, netInfo, false)
-			return err
-		})
-		cancel()
-		if a.ctx.Err() != nil {
-			return
-		}
-		if Answered(err) {
-			if err != nil {
-				inst.logger.Info("unroutable-call-refused", lager.Data{"error": err.Error()})
-			} else if attempt > 1 {
-				inst.logger.Info("unroutable", lager.Data{"attempts": attempt})
-			}
-			return
-		}
-		inst.logger.Info("unroutable-call-failed", lager.Data{"attempt": attempt, "error": err.Error()})
-		if models.IsErrorType(err, models.Error_Unavailable) {
-			deadline = time.Now().Add(a.cfg.UnroutableRetryTimeout)
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			inst.logger.Info("gave-up-marking-unroutable", lager.Data{
-				"attempts": attempt, "after": time.Since(started).Round(time.Millisecond).String(),
-			})
-			return
-		}
-		if !sleepCtx(a.ctx, min(a.cfg.RetryInterval, left)) {
-			return
-		}
-	}
+	// Refusals and giving up are logged there; the stop goes ahead either way.
+	_ = a.cellCalls.MarkUnroutable(a.ctx, inst.about(), presence, netInfo)
 }
 
 // evacuateInstance hands the instance over to a replacement elsewhere. It
 // reports true when the instance is gone (the board needed nothing of it
 // running, so it was stopped at once).
 func (a *Agent) evacuateInstance(inst *agentInstance) bool {
-	var keepRunning bool
-	err := a.call(a.ctx, inst, func(ctx context.Context) error {
-		var err error
-		keepRunning, err = a.cfg.CellClient.EvacuateActualLRP(ctx, inst.client())
-		return err
-	})
+	keepRunning, err := a.cellCalls.Evacuate(a.ctx, inst.about())
 	if err != nil {
 		if a.ctx.Err() == nil {
 			inst.logger.Info("evacuate-call-failed", lager.Data{"error": err.Error()})
@@ -443,12 +374,9 @@ func (a *Agent) evacuateInstance(inst *agentInstance) bool {
 }
 
 // removeRow removes the instance's row, trying until the board answers
-// (ResourceNotFound and a row that is no longer this instance's are
-// answers too: nothing to remove).
+// (see CellCalls.Remove).
 func (a *Agent) removeRow(inst *agentInstance, presence models.ActualLRP_Presence, reason string) {
-	err := a.untilAnswered(inst, "remove", func(ctx context.Context) error {
-		return a.cfg.CellClient.RemoveActualLRP(ctx, inst.client(), presence)
-	})
+	err := a.cellCalls.Remove(a.ctx, inst.about(), presence)
 	switch {
 	case err == nil:
 		inst.logger.Info("removed", lager.Data{"reason": reason, "presence": presence.String()})
@@ -456,34 +384,6 @@ func (a *Agent) removeRow(inst *agentInstance, presence models.ActualLRP_Presenc
 		inst.logger.Info("stopped", lager.Data{"reason": reason, "presence": presence.String()})
 	default:
 		inst.logger.Info("remove-call-failed", lager.Data{"error": err.Error(), "presence": presence.String()})
-	}
-}
-
-// call makes one board call about inst, kept out of bulk reports.
-func (a *Agent) call(ctx context.Context, inst *agentInstance, fn func(context.Context) error) error {
-	a.beginCall(inst.guid)
-	defer a.endCall(inst.guid)
-	return fn(ctx)
-}
-
-// untilAnswered repeats a call after transport failures and Unavailable
-// answers (see Answered), every retry interval, until the board answers.
-// Once the agent is exiting it makes one last short attempt.
-func (a *Agent) untilAnswered(inst *agentInstance, what string, fn func(context.Context) error) error {
-	for {
-		if a.ctx.Err() != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), finalCallTimeout)
-			defer cancel()
-			return a.call(ctx, inst, fn)
-		}
-		err := a.call(a.ctx, inst, fn)
-		if Answered(err) {
-			return err
-		}
-		if a.ctx.Err() == nil {
-			inst.logger.Info("board-unreachable-retrying", lager.Data{"call": what, "error": err.Error()})
-		}
-		sleepCtx(a.ctx, a.cfg.RetryInterval)
 	}
 }
 

@@ -48,7 +48,7 @@ func (a *Agent) reportOccupancy() {
 		if len(changes) == 0 {
 			return
 		}
-		applied, err := a.cfg.CellClient.ReportOccupancy(a.ctx, changes)
+		applied, err := a.cellCalls.ReportOccupancy(a.ctx, changes)
 		if err != nil {
 			a.mu.Lock()
 			for _, c := range changes {
@@ -88,7 +88,7 @@ func (a *Agent) takeOccupancyChanges(limit int) []*models.OccupancyChange {
 		case inst == nil || inst.stopping:
 			delete(a.pendingOccupancy, guid)
 			continue
-		case !inst.running || a.calls.InCall(guid):
+		case !inst.running || a.cellCalls.Gate().InCall(guid):
 			continue
 		case len(changes) == limit:
 			return changes

@@ -74,7 +74,7 @@ func (a *Agent) reconcileRows(rows []*models.ActualLRP, began time.Time) {
 	for _, inst := range a.instances {
 		// An instance with a call in flight, or whose row changed after
 		// the poll began, is judged on the next poll.
-		if inst.stopping || a.calls.InCall(inst.guid) || !inst.settledAt.Before(began) {
+		if inst.stopping || a.cellCalls.Gate().InCall(inst.guid) || !inst.settledAt.Before(began) {
 			continue
 		}
 		if a.promotedBack(byKey, inst) {
@@ -191,7 +191,7 @@ func (a *Agent) isStale(row *models.ActualLRP) bool {
 func (a *Agent) removeStale(row *models.ActualLRP) {
 	defer a.loops.Done()
 	instance := client.Instance{ProcessGuid: row.GetProcessGuid(), Index: row.GetIndex(), InstanceGuid: row.GetInstanceGuid()}
-	err := a.cfg.CellClient.RemoveActualLRP(a.ctx, instance, row.GetPresence())
+	err := a.cellCalls.RemoveLeftover(a.ctx, instance, row.GetPresence())
 	data := lager.Data{
 		"process_guid": row.GetProcessGuid(), "index": row.GetIndex(), "instance_guid": row.GetInstanceGuid(),
 		"presence": row.GetPresence().String(),
@@ -239,7 +239,7 @@ func (a *Agent) bulkReport() {
 	a.mu.Lock()
 	reported := make([]*models.ReportedInstance, 0, len(a.instances))
 	for _, inst := range a.instances {
-		if !inst.launched || inst.stopping || !a.calls.Report(inst.guid) {
+		if !inst.launched || inst.stopping || !a.cellCalls.Gate().Report(inst.guid) {
 			continue
 		}
 		r := &models.ReportedInstance{
@@ -260,14 +260,13 @@ func (a *Agent) bulkReport() {
 	}
 	a.mu.Unlock()
 
-	result, err := a.cfg.CellClient.BulkReport(a.ctx, reported)
-
-	a.mu.Lock()
 	guids := make([]string, 0, len(reported))
 	for _, r := range reported {
 		guids = append(guids, r.GetInstanceGuid())
 	}
-	a.calls.ReportAnswered(guids...)
+	result, err := a.cellCalls.BulkReport(a.ctx, reported, guids)
+
+	a.mu.Lock()
 	if err != nil {
 		a.mu.Unlock()
 		if a.ctx.Err() == nil {

@@ -9,10 +9,12 @@
 // rep/executor's Executor (child processes); the agent's specs use a
 // double that runs nothing.
 //
-// Two rules of that protocol are kept here for every speaker of the cell
-// API: what counts as the board's answer (Answered) and how a bulk report
-// and the calls about one instance stay apart (CallGate). internal/simcell,
-// the simulated cell of the board's tests, uses both.
+// The cell side of that protocol is one client, CellCalls: every board
+// call the agent makes goes through it, with its rules (which calls are
+// repeated until the board answers, and what counts as an answer:
+// Answered; how a bulk report and the calls about one instance stay
+// apart: CallGate). internal/simcell, the simulated cell of the board's
+// tests, makes its calls through it too.
 //
 // The HTTP API (NewServer, NewTLSServer, NewInstanceServer) answers for
 // both halves of the rep: what the cell runs and the instances' logs come
@@ -21,7 +23,7 @@
 // Layout:
 //
 //	rep/            the agent (agent*.go), the Executor it needs, the cell
-//	                protocol's shared rules (protocol.go), the HTTP API
+//	                protocol's client and rules (protocol*.go), the HTTP API
 //	rep/executor/   runs instances: processes, ports, assets, setup, health,
 //	                memory, logs
 //	rep/isolation/  keeps instances apart (uids, namespaces), used by the executor

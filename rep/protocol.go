@@ -7,9 +7,9 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// Two rules of the cell side of the board's API that every speaker of it
-// keeps: the agent, and internal/simcell, the simulated cell of the
-// board's tests, which must not drift from it.
+// Two rules of the cell side of the board's API, kept by CellCalls (see
+// protocol_calls.go), through which the agent and internal/simcell, the
+// simulated cell of the board's tests, make every board call.
 
 // Answered reports whether the board answered a call (with success or an
 // error of its own), as opposed to a transport failure. Unavailable is no
@@ -36,41 +36,52 @@ func Answered(err error) bool {
 // guids, simcell (process guid, index). A cell has at most one report in
 // flight. It is safe for concurrent use, and takes no lock of its
 // caller's: a caller may hold its own while it asks InCall or Report.
+//
+// Calls about one instance may nest: a cell that holds a call open across
+// several board calls (simcell's claim and start, the agent's start and
+// what it records of the answer) keeps the instance out of reports until
+// its outermost EndCall.
 type CallGate[K comparable] struct {
 	mu       sync.Mutex
 	answered *sync.Cond
 	inReport map[K]bool
-	inCall   map[K]bool
+	// inCall counts the calls open about an instance.
+	inCall map[K]int
 }
 
 func NewCallGate[K comparable]() *CallGate[K] {
-	g := &CallGate[K]{inReport: map[K]bool{}, inCall: map[K]bool{}}
+	g := &CallGate[K]{inReport: map[K]bool{}, inCall: map[K]int{}}
 	g.answered = sync.NewCond(&g.mu)
 	return g
 }
 
 // BeginCall waits until no report in flight names k, then keeps k out of
-// reports until EndCall.
+// reports until the matching EndCall. A call nested in another about k
+// does not wait: no report can name k while the outer one is open.
 func (g *CallGate[K]) BeginCall(k K) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for g.inReport[k] {
 		g.answered.Wait()
 	}
-	g.inCall[k] = true
+	g.inCall[k]++
 }
 
 func (g *CallGate[K]) EndCall(k K) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.inCall, k)
+	if g.inCall[k] <= 1 {
+		delete(g.inCall, k)
+		return
+	}
+	g.inCall[k]--
 }
 
 // InCall reports whether a call about k is in flight.
 func (g *CallGate[K]) InCall(k K) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.inCall[k]
+	return g.inCall[k] > 0
 }
 
 // InReport reports whether the report in flight names k.
@@ -86,7 +97,7 @@ func (g *CallGate[K]) InReport(k K) bool {
 func (g *CallGate[K]) Report(k K) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.inCall[k] {
+	if g.inCall[k] > 0 {
 		return false
 	}
 	g.inReport[k] = true

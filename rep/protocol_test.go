@@ -45,6 +45,18 @@ var _ = Describe("CallGate", func() {
 		Expect(gate.Report("a")).To(BeTrue())
 	})
 
+	It("keeps an instance out of reports until the outermost of nested calls ends", func() {
+		gate.BeginCall("a")
+		gate.BeginCall("a")
+		gate.EndCall("a")
+		Expect(gate.InCall("a")).To(BeTrue())
+		Expect(gate.Report("a")).To(BeFalse())
+
+		gate.EndCall("a")
+		Expect(gate.InCall("a")).To(BeFalse())
+		Expect(gate.Report("a")).To(BeTrue())
+	})
+
 	It("holds a call about an instance in the report in flight until the report is answered, and only that one", func() {
 		Expect(gate.Report("a")).To(BeTrue())
 		began := make(chan string, 2)

@@ -5,13 +5,14 @@
 // (running the definition of the row it claimed), and stops what the
 // board tells it to stop, removing the row, as a rep does. During a
 // rolling update it keeps an instance the board replaced running as
-// RETIRING until told to stop. A claim, and the unroutable and remove
-// calls of a stopped instance, are repeated until the board answers (it
-// may be down, the connection cut, or its database away); a start is not:
-// the instance runs whether the board heard of it or not, and the next
-// report says so. What counts as an answer, and how a report and the
-// calls about an instance stay apart, are the rep's agent's own rules
-// (rep.Answered, rep.CallGate), not a copy of them.
+// RETIRING until told to stop. It makes every board call through
+// rep.CellCalls, as the rep's agent does: a claim, a crash and a stopped
+// instance's removal are repeated until the board answers (it may be down,
+// the connection cut, or its database away), its unroutable call for a
+// bounded time; a start is not: the instance runs whether the board heard
+// of it or not, and the next report says so. What counts as an answer, and
+// how a report and the calls about an instance stay apart, are the agent's
+// rules, not a copy of them.
 // Tests make it crash an instance, go silent (a lost cell) and come back,
 // or ignore its assignments.
 //
@@ -27,6 +28,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"code.cloudfoundry.org/lager/v3"
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
@@ -69,8 +72,12 @@ type Instance struct {
 
 // Cell is a running simulated cell. Stop it when done.
 type Cell struct {
-	cfg    Config
-	client *client.CellClient
+	cfg Config
+	// board makes every call to the board, by the agent's rules; its
+	// gate keeps reports and the lifecycle calls about an index apart.
+	board *rep.CellCalls[key]
+	// logger tells Logf of the calls that got no answer.
+	logger lager.Logger
 
 	mu      sync.Mutex
 	running map[key]*Instance
@@ -94,9 +101,6 @@ type Cell struct {
 	queue []*models.ActualLRP
 	// queued wakes idle workers when the queue fills.
 	queued chan struct{}
-	// calls keeps reports and lifecycle calls about an index apart, as
-	// the rep's agent does (rep.CallGate).
-	calls  *rep.CallGate[key]
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -128,16 +132,27 @@ func Start(ctx context.Context, boardURL string, cfg Config) (*Cell, error) {
 	}
 	c := &Cell{
 		cfg:        cfg,
-		client:     client.NewCellClient(boardURL, cfg.Cell.GetCellId(), client.WithRetries(0)),
 		running:    map[key]*Instance{},
 		evacuating: map[key]*Instance{},
 		retiring:   map[key]*Instance{},
 		busy:       map[key]bool{},
-		calls:      rep.NewCallGate[key](),
 		claiming:   true,
 		queued:     make(chan struct{}, cfg.Workers),
 	}
-	registered, err := c.client.Heartbeat(ctx, cfg.Cell, true)
+	c.logger = lager.NewLogger("simcell")
+	c.logger.RegisterSink(logfSink{cellID: cfg.Cell.GetCellId(), logf: cfg.Logf})
+	board, err := rep.NewCellCalls(client.NewCellClient(boardURL, cfg.Cell.GetCellId(), client.WithRetries(0)), rep.CellCallsConfig[key]{
+		RetryInterval:          cfg.ReportInterval,
+		UnroutableRetryTimeout: rep.DefaultUnroutableRetryTimeout,
+		// A lost cell makes no calls. A rep on its way out makes a last
+		// one; a stopped simulated cell is a lost one, and makes none.
+		HoldBack: c.isSilent,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simcell %s: %w", cfg.Cell.GetCellId(), err)
+	}
+	c.board = board
+	registered, err := c.board.Heartbeat(ctx, cfg.Cell, true)
 	if err != nil {
 		return nil, fmt.Errorf("simcell %s: register: %w", cfg.Cell.GetCellId(), err)
 	}
@@ -176,7 +191,7 @@ func (c *Cell) Return(ctx context.Context) error {
 	c.mu.Lock()
 	c.silent = false
 	c.mu.Unlock()
-	if _, err := c.client.RegisterCell(ctx, c.cfg.Cell); err != nil {
+	if _, err := c.board.Register(ctx, c.cfg.Cell); err != nil {
 		return fmt.Errorf("simcell %s: register: %w", c.ID(), err)
 	}
 	return nil
@@ -191,7 +206,9 @@ func (c *Cell) IgnoreAssignments() {
 }
 
 // Crash reports the instance at (processGuid, index) crashed and stops
-// running it. It must be running on this cell.
+// running it. It must be running on this cell. As a rep's crash report,
+// it is repeated until the board answers (or ctx ends); the answer is
+// returned.
 func (c *Cell) Crash(ctx context.Context, processGuid string, index int32, reason string) (*models.ActualLRP, error) {
 	k := key{processGuid, index}
 	c.beginCall(k)
@@ -202,7 +219,7 @@ func (c *Cell) Crash(ctx context.Context, processGuid string, index int32, reaso
 	if !ok {
 		return nil, fmt.Errorf("simcell %s: %s/%d is not running here", c.ID(), processGuid, index)
 	}
-	lrp, err := c.client.CrashActualLRP(ctx, instance.Instance, reason)
+	lrp, err := c.board.Crash(ctx, c.about(k, instance), reason)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +285,7 @@ func (c *Cell) isSilent() bool {
 // milliseconds each time.
 func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
 	defer c.wg.Done()
-	interval := max(ttl/3, 10*time.Millisecond)
+	interval := rep.PresenceRenewal(ttl)
 	wait := interval
 	for {
 		timer := time.NewTimer(wait)
@@ -283,7 +300,7 @@ func (c *Cell) heartbeat(ctx context.Context, ttl time.Duration) {
 			continue
 		}
 		began := time.Now()
-		result, err := c.client.Heartbeat(ctx, c.cfg.Cell, false)
+		result, err := c.board.Heartbeat(ctx, c.cfg.Cell, false)
 		if c.cfg.OnHeartbeat != nil && ctx.Err() == nil {
 			c.cfg.OnHeartbeat(time.Since(began), err)
 		}
@@ -327,7 +344,7 @@ func (c *Cell) evacuateOne(ctx context.Context, k key) {
 	if !ok {
 		return
 	}
-	keep, err := c.client.EvacuateActualLRP(ctx, instance.Instance)
+	keep, err := c.board.Evacuate(ctx, c.about(k, instance))
 	if err != nil {
 		if ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: evacuate %s/%d: %v", c.ID(), k.processGuid, k.index, err)
@@ -361,12 +378,11 @@ func (c *Cell) report(ctx context.Context) {
 			continue
 		}
 		reported := c.reported()
-		result, err := c.client.BulkReport(ctx, reported)
 		keys := make([]key, 0, len(reported))
 		for _, r := range reported {
 			keys = append(keys, key{r.GetProcessGuid(), r.GetIndex()})
 		}
-		c.calls.ReportAnswered(keys...)
+		result, err := c.board.BulkReport(ctx, reported, keys)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.cfg.Logf("simcell %s: bulk report: %v", c.ID(), err)
@@ -386,7 +402,7 @@ func (c *Cell) reported() []*models.ReportedInstance {
 	defer c.mu.Unlock()
 	out := make([]*models.ReportedInstance, 0, len(c.running))
 	for k, instance := range c.running {
-		if !c.calls.Report(k) {
+		if !c.board.Gate().Report(k) {
 			continue
 		}
 		r := &models.ReportedInstance{
@@ -408,7 +424,7 @@ func (c *Cell) reported() []*models.ReportedInstance {
 		instances map[key]*Instance
 	}{{models.ActualLRP_EVACUATING, c.evacuating}, {models.ActualLRP_RETIRING, c.retiring}} {
 		for k, instance := range kept.instances {
-			if !c.calls.Report(k) {
+			if !c.board.Gate().Report(k) {
 				continue
 			}
 			out = append(out, &models.ReportedInstance{
@@ -466,7 +482,9 @@ func (c *Cell) stopAll(stop []*models.ReportedInstance) []stopped {
 }
 
 // removeRows takes stopped instances' rows out as a rep does: unroutable
-// first, then removed, each call repeated until the board answers. An
+// first (given up on after a while without an answer, see
+// rep.CellCalls.MarkUnroutable), then removed, repeated until the board
+// answers. An
 // evacuating or retiring instance's row is its own. An ORDINARY one's
 // usually is not (the board told the cell to stop it because the row went
 // to another instance or cell), and the board refuses; but when it is —
@@ -476,39 +494,12 @@ func (c *Cell) stopAll(stop []*models.ReportedInstance) []stopped {
 func (c *Cell) removeRows(ctx context.Context, rows []stopped) {
 	for _, s := range rows {
 		instance := s.instance
-		if err := c.untilAnswered(ctx, "unroutable", instance.Instance, func() error {
-			_, err := c.client.SetRoutable(ctx, instance.Instance, s.presence, c.netInfo(instance.Index), false)
-			return err
-		}); err != nil && ctx.Err() == nil {
+		about := c.about(key{instance.ProcessGuid, instance.Index}, instance)
+		if err := c.board.MarkUnroutable(ctx, about, s.presence, c.netInfo(instance.Index)); err != nil && ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: unroutable %s %s/%d: %v", c.ID(), s.presence, instance.ProcessGuid, instance.Index, err)
 		}
-		if err := c.untilAnswered(ctx, "remove", instance.Instance, func() error {
-			return c.client.RemoveActualLRP(ctx, instance.Instance, s.presence)
-		}); err != nil && ctx.Err() == nil {
+		if err := c.board.Remove(ctx, about, s.presence); err != nil && ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: remove %s %s/%d: %v", c.ID(), s.presence, instance.ProcessGuid, instance.Index, err)
-		}
-	}
-}
-
-// untilAnswered makes call, and again every ReportInterval after a failure
-// that is no answer from the board (the board down, the connection cut,
-// or Unavailable: see rep.Answered), until the board answers (with
-// success or an error) or ctx ends. A silent cell makes no call meanwhile.
-func (c *Cell) untilAnswered(ctx context.Context, what string, instance client.Instance, call func() error) error {
-	for {
-		if !c.isSilent() {
-			err := call()
-			if rep.Answered(err) || ctx.Err() != nil {
-				return err
-			}
-			c.cfg.Logf("simcell %s: %s %s/%d got no answer, trying again: %v", c.ID(), what, instance.ProcessGuid, instance.Index, err)
-		}
-		timer := time.NewTimer(c.cfg.ReportInterval)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
 		}
 	}
 }
@@ -549,7 +540,7 @@ func (c *Cell) next() *models.ActualLRP {
 			// index has a RETIRING instance already, which has to go
 			// first.
 			_, taken := c.retiring[k]
-			if current.State != models.ActualLRP_RUNNING || current.DefinitionID == lrp.GetDefinitionId() || taken || c.calls.InCall(k) || c.calls.InReport(k) {
+			if current.State != models.ActualLRP_RUNNING || current.DefinitionID == lrp.GetDefinitionId() || taken || c.board.Gate().InCall(k) || c.board.Gate().InReport(k) {
 				continue
 			}
 			delete(c.running, k)
@@ -575,15 +566,9 @@ func (c *Cell) worker(ctx context.Context) {
 	}
 }
 
-// claimAndStart claims an assignment under a new instance guid and starts
-// it, or leaves it CLAIMED for the next report to start.
-//
-// A claim whose answer was lost — the board died, or the connection
-// broke, after the board wrote it — may hold; its row would then stay
-// CLAIMED by an instance nobody runs, and no report corrects a row the
-// report does not name. So the claim is repeated until the board answers:
-// a claim under the same instance guid on the same cell is answered with
-// the row as it is, and a row claimed by anyone else is refused.
+// claimAndStart claims an assignment under a new instance guid, repeated
+// until the board answers (see rep.CellCalls.Claim), and starts it, or
+// leaves it CLAIMED for the next report to start.
 //
 // Claims and starts name no definition, and a rolling update moves a row
 // that serves nothing (UNCLAIMED or CLAIMED) onto the new definition in
@@ -608,12 +593,7 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 	}
 	c.beginCall(k)
 	defer c.endCall(k)
-	var claimed *models.ActualLRP
-	err := c.untilAnswered(ctx, "claim", instance.Instance, func() error {
-		var err error
-		claimed, err = c.client.ClaimActualLRP(ctx, instance.Instance)
-		return err
-	})
+	claimed, err := c.board.Claim(ctx, c.about(k, instance))
 	if err != nil {
 		if ctx.Err() == nil {
 			c.cfg.Logf("simcell %s: claim %s/%d: %v", c.ID(), k.processGuid, k.index, err)
@@ -630,7 +610,7 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 		return
 	}
 	c.keep(k, instance)
-	started, err := c.client.StartActualLRP(ctx, instance.Instance, c.netInfo(k.index), true)
+	started, err := c.board.Start(ctx, c.about(k, instance), c.netInfo(k.index))
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -665,10 +645,29 @@ func (c *Cell) claimAndStart(ctx context.Context, lrp *models.ActualLRP) {
 }
 
 // beginCall waits until no report in flight names k, then keeps k out of
-// reports until endCall.
-func (c *Cell) beginCall(k key) { c.calls.BeginCall(k) }
+// reports until endCall; the board calls made meanwhile nest in it.
+func (c *Cell) beginCall(k key) { c.board.Gate().BeginCall(k) }
 
-func (c *Cell) endCall(k key) { c.calls.EndCall(k) }
+func (c *Cell) endCall(k key) { c.board.Gate().EndCall(k) }
+
+// about names the instance at k in a board call.
+func (c *Cell) about(k key, instance *Instance) rep.CallAbout[key] {
+	return rep.CallAbout[key]{
+		Key:      k,
+		Instance: instance.Instance,
+		Logger:   c.logger.WithData(lager.Data{"process_guid": k.processGuid, "index": k.index, "instance_guid": instance.InstanceGuid}),
+	}
+}
+
+// logfSink hands what rep.CellCalls logs to Config.Logf.
+type logfSink struct {
+	cellID string
+	logf   func(format string, args ...any)
+}
+
+func (s logfSink) Log(f lager.LogFormat) {
+	s.logf("simcell %s: %s %v", s.cellID, f.Message, f.Data)
+}
 
 func (c *Cell) keep(k key, instance *Instance) {
 	c.mu.Lock()

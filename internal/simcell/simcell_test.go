@@ -3,39 +3,24 @@ package simcell_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
-	"github.com/corkboard/corkboard/db/sqldb"
-	"github.com/corkboard/corkboard/handlers"
+	"github.com/corkboard/corkboard/internal/boardtest"
 	"github.com/corkboard/corkboard/internal/simcell"
-	"github.com/corkboard/corkboard/internal/testdb"
-	"github.com/corkboard/corkboard/migrations"
 	"github.com/corkboard/corkboard/models"
 )
 
-// claimBoard is a real board (the API over SQLite) behind a proxy that
-// meddles with the first call of a route: before[route] runs before it
-// reaches the board, and when cut[route] the board applies it but the
-// connection is closed before the answer goes back, as when the board is
-// killed right after writing it. No convergence runs: the specs make its
-// writes themselves.
+// claimBoard is the cell specs' board (see boardtest.MeddlingBoard),
+// whose claims may answer Unavailable (see outageClaims).
 type claimBoard struct {
-	store *sqldb.SQLDB
-	url   string
+	*boardtest.MeddlingBoard
 
-	mu     sync.Mutex
-	calls  map[string]int
-	before map[string]func()
-	cut    map[string]bool
+	mu sync.Mutex
 	// unavailableClaims is how many claims are still to be answered
 	// Unavailable; claimGuids are the instance guids every claim named.
 	unavailableClaims int
@@ -65,51 +50,9 @@ func (s outageClaims) ClaimActualLRP(ctx context.Context, key models.ActualLRPKe
 
 func startClaimBoard() *claimBoard {
 	GinkgoHelper()
-	ctx := context.Background()
-	database, err := testdb.Create(testdb.SQLite)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(database.Drop)
-	conn, err := sqldb.Open(ctx, testdb.SQLite, database.DSN)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(conn.Close)
-	Expect(migrations.Up(ctx, conn, testdb.SQLite)).To(Succeed())
-
-	b := &claimBoard{store: sqldb.New(conn, testdb.SQLite), calls: map[string]int{}, before: map[string]func(){}, cut: map[string]bool{}}
-	api := handlers.New(lager.NewLogger("board"), outageClaims{DB: b.store, board: b}, nil)
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		b.calls[r.URL.Path]++
-		first := b.calls[r.URL.Path] == 1
-		before, cut := b.before[r.URL.Path], b.cut[r.URL.Path]
-		b.mu.Unlock()
-		if first && before != nil {
-			before()
-		}
-		if !first || !cut {
-			api.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(httptest.NewRecorder(), r)
-		conn, _, err := http.NewResponseController(w).Hijack()
-		Expect(err).NotTo(HaveOccurred())
-		conn.Close()
-	}))
-	DeferCleanup(server.Close)
-	b.url = server.URL
+	b := &claimBoard{}
+	b.MeddlingBoard = boardtest.StartMeddlingBoard(func(store db.DB) db.DB { return outageClaims{DB: store, board: b} })
 	return b
-}
-
-// meddle sets what the first call of route meets.
-func (b *claimBoard) meddle(route string, before func(), cut bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.before[route], b.cut[route] = before, cut
-}
-
-func (b *claimBoard) count(route string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.calls[route]
 }
 
 // rollUnderTheCell does to web/0 what a rolling update does to a row
@@ -119,49 +62,12 @@ func (b *claimBoard) count(route string) int {
 func (b *claimBoard) rollUnderTheCell(cellID string) {
 	defer GinkgoRecover()
 	ctx := context.Background()
-	updated, err := b.store.UpdateDesiredLRP(ctx, "web", &models.DesiredLRPUpdate{
+	updated, err := b.Store.UpdateDesiredLRP(ctx, "web", &models.DesiredLRPUpdate{
 		Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/web", Args: []string{"--version", "2"}}, MemoryMb: 64},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	result, err := b.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{
-		Redefine: []convergence.Redefinition{{Row: versionOf(b.row("web", 0)), DefinitionID: updated.GetActiveDefinitionId()}},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(result.Applied).To(Equal(1))
-	b.place("web", 0, cellID)
-}
-
-// row is the ORDINARY row of (processGuid, index), nil when there is none.
-func (b *claimBoard) row(processGuid string, index int32) *models.ActualLRP {
-	GinkgoHelper()
-	rows, err := b.store.ActualLRPs(context.Background(), db.ActualLRPFilter{ProcessGuid: processGuid})
-	Expect(err).NotTo(HaveOccurred())
-	for _, lrp := range rows {
-		if lrp.GetIndex() == index && lrp.GetPresence() == models.ActualLRP_ORDINARY {
-			return lrp
-		}
-	}
-	return nil
-}
-
-func versionOf(lrp *models.ActualLRP) convergence.RowVersion {
-	return convergence.RowVersion{
-		Key:   models.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: lrp.GetIndex(), Presence: lrp.GetPresence()},
-		State: lrp.GetState(), ModificationIndex: int64(lrp.GetModificationTag().GetIndex()),
-	}
-}
-
-// place puts the UNCLAIMED row of (processGuid, index) on cellID, as a
-// convergence pass does.
-func (b *claimBoard) place(processGuid string, index int32, cellID string) {
-	GinkgoHelper()
-	row := b.row(processGuid, index)
-	Expect(row).NotTo(BeNil())
-	result, err := b.store.ApplyConvergence(context.Background(), &convergence.ConvergenceWrites{
-		Place: []convergence.Placement{{CellID: cellID, Row: versionOf(row)}},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(result.Applied).To(Equal(1))
+	b.Redefine("web", 0, updated.GetActiveDefinitionId())
+	b.Place("web", 0, cellID)
 }
 
 // runsItsRowText is what rowAndCell says when the cell runs the RUNNING
@@ -175,7 +81,7 @@ const runsItsRowText = "the cell runs the RUNNING instance its row names"
 // nothing there).
 func rowAndCell(board *claimBoard, cell *simcell.Cell) func() string {
 	return func() string {
-		row := board.row("web", 0)
+		row := board.Row("web", 0)
 		onCell := "nothing"
 		for _, instance := range cell.Running() {
 			if instance.Index != 0 {
@@ -205,7 +111,7 @@ var _ = Describe("A simulated cell claiming", func() {
 
 	BeforeEach(func() {
 		board = startClaimBoard()
-		_, err := board.store.DesireLRP(context.Background(), &models.DesiredLRP{
+		_, err := board.Store.DesireLRP(context.Background(), &models.DesiredLRP{
 			ProcessGuid: "web", Domain: "apps", Instances: 1,
 			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/web", Args: []string{"--version", "1"}}, MemoryMb: 64},
 		})
@@ -215,14 +121,14 @@ var _ = Describe("A simulated cell claiming", func() {
 	start := func() {
 		GinkgoHelper()
 		var err error
-		cell, err = simcell.Start(context.Background(), board.url, simcell.Config{
+		cell, err = simcell.Start(context.Background(), board.URL, simcell.Config{
 			Cell:           &models.Cell{CellId: cellID, Zone: "z1", Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10}},
 			ReportInterval: reportInterval,
 			Logf:           func(format string, args ...any) { fmt.Fprintf(GinkgoWriter, format+"\n", args...) },
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(cell.Stop)
-		board.place("web", 0, cellID)
+		board.Place("web", 0, cellID)
 	}
 
 	// The instance the row names, RUNNING on the definition the row has,
@@ -235,15 +141,15 @@ var _ = Describe("A simulated cell claiming", func() {
 	}
 
 	It("runs the definition of the row it claimed when a rolling update moved the row to another since its assignment", func() {
-		board.meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		board.Meddle(models.RouteClaimActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
 		start()
 
 		runsItsRow()
-		Expect(board.row("web", 0).GetDefinitionId()).NotTo(Equal("v1"), "the rolling update moved the row on")
+		Expect(board.Row("web", 0).GetDefinitionId()).NotTo(Equal("v1"), "the rolling update moved the row on")
 	})
 
 	It("stops the instance and removes its row when its start finds the row moved to another definition", func() {
-		board.meddle(models.RouteStartActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
+		board.Meddle(models.RouteStartActualLRP, func() { board.rollUnderTheCell(cellID) }, false)
 		start()
 
 		// Nothing converges here to place the index again: the row is gone
@@ -267,10 +173,10 @@ var _ = Describe("A simulated cell claiming", func() {
 	})
 
 	It("claims again, under the same instance guid, when the claim's answer was lost after the board applied it", func() {
-		board.meddle(models.RouteClaimActualLRP, nil, true)
+		board.Meddle(models.RouteClaimActualLRP, nil, true)
 		start()
 
 		runsItsRow()
-		Expect(board.count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
+		Expect(board.Count(models.RouteClaimActualLRP)).To(BeNumerically(">=", 2), "the first claim's answer was lost")
 	})
 })
