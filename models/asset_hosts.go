@@ -14,7 +14,7 @@ import (
 // serve instance metadata and credentials are refused unless the board's
 // configuration allows them (allow_link_local_asset_hosts), and the rep
 // refuses to connect to a link-local address as well, whatever name led
-// there (rep/asset_fetch.go):
+// there (rep/executor/asset_fetch.go):
 //
 //   - 169.254.0.0/16, IPv4 link-local: 169.254.169.254 is the metadata
 //     service of AWS, GCP, Azure, OpenStack and Oracle, 169.254.170.2
