@@ -20,7 +20,7 @@ var requiredScenarios = []string{
 	"missing",
 	"extra_highest_index_first",
 	"extra_in_stale_domain_kept",
-	"removed_lrp_retired",
+	"removed_lrp_deleted",
 	"removed_lrp_in_stale_domain_kept",
 	"stale_unclaimed",
 	"unclaimed_without_cell_placed",

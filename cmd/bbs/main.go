@@ -394,7 +394,7 @@ func absolutePath(path string) string {
 
 // rotateKeys re-encrypts, in bounded batches while the board serves, the
 // rows not under the active key (plain ones from before encryption, or
-// under a key being retired), pass after pass until one finds nothing
+// under a key being rotated out), pass after pass until one finds nothing
 // (rows written meanwhile are under the active key already). A failure
 // is logged and left to the next start or to bbs-migrate rotate-keys.
 func rotateKeys(logger lager.Logger, store *sqldb.SQLDB) {
