@@ -88,7 +88,7 @@ var requiredScenarios = []string{
 	"operation_rollout_ended_before",
 	// Autoscaling (issue 13).
 	"autoscale_up",
-	"autoscale_down_held_by_window",
+	"autoscale_down_kept_by_window",
 	"autoscale_down_after_window",
 	"autoscale_clamped",
 	"autoscale_down_keeps_occupied",
