@@ -26,7 +26,7 @@
 //     should it link database/sql, net/http, Prometheus, db or the runner,
 //     or take a context.
 //   - convergence/runner: the I/O around the planner. Runner (a pass while
-//     it holds the convergence lease: lease.go, schedule.go), Mirror (the
+//     it owns the convergence lease: lease.go, schedule.go), Mirror (the
 //     snapshot kept in memory from the event log), the pass metrics
 //     (metrics.go) and RolloutPlanner, which reads the live state for a dry
 //     run.

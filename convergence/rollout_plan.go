@@ -76,7 +76,7 @@ func PlanRollout(in DryRun) (*models.RolloutPlan, error) {
 	if in.RolloutInterval <= 0 {
 		in.RolloutInterval = DefaultRolloutInterval
 	}
-	// Operations are leased to a board; a dry run holds none.
+	// Operations are leased to a board; a dry run owns none.
 	in.Config.Board = ""
 	d := in.Snapshot.DesiredOf(in.ProcessGuid)
 	if d == nil {

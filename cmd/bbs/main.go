@@ -1,6 +1,6 @@
 // Command bbs is the board: it migrates its database, then serves the API
 // (POST /v1/...) and GET /metrics on one address, and converges whenever it
-// holds the convergence lease, until SIGTERM or SIGINT, when it drains the
+// owns the convergence lease, until SIGTERM or SIGINT, when it drains the
 // requests in flight, hands the lease back and exits 0.
 //
 //	bbs -config FILE            run with a JSON config (see Config); with

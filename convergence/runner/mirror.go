@@ -25,7 +25,7 @@ const DefaultFullReadInterval = 10 * time.Minute
 // than reading everything.
 const fullReadShare = 4
 
-// Mirror is the convergence lease holder's copy of the snapshot, kept in
+// Mirror is the convergence lease owner's copy of the snapshot, kept in
 // memory and brought up to date before each pass from the event log: only
 // the LRPs the log names since the last pass (and those the last pass
 // wrote, or a trigger names) are read again, with the cells, which are few.

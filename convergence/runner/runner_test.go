@@ -90,7 +90,7 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, store, "rooms")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1", "cell-1"}))
 			})
 
-			It("converges as soon as it holds the lease, and on a trigger without waiting for the interval", func() {
+			It("converges as soon as it owns the lease, and on a trigger without waiting for the interval", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")
 				desire(ctx, store, "early", 2)
