@@ -134,7 +134,7 @@ var (
 	autoscaleWantedDesc = prometheus.NewDesc("corkboard_autoscaler_wanted_instances",
 		"Instances an autoscaled LRP's policy wants, clamped to [min, max], as of its latest convergence pass.", []string{"process_guid"}, nil)
 	autoscaleCurrentDesc = prometheus.NewDesc("corkboard_autoscaler_current_instances",
-		"An autoscaled LRP's instance count after its latest convergence pass (above wanted while the scale-down window holds it).", []string{"process_guid"}, nil)
+		"An autoscaled LRP's instance count after its latest convergence pass (above wanted while the scale-down window keeps it).", []string{"process_guid"}, nil)
 )
 
 // setAutoscaled publishes the autoscaler figures of a pass over guids (nil:
