@@ -11,8 +11,13 @@
 // never modifies the snapshot, and returns the same plan for the same
 // input whatever the order of the snapshot's slices. The runner loads
 // snapshots, applies plans with db.ConvergenceDB.ApplyConvergence (the
-// store emits the events), exports metrics, and holds the convergence
+// store emits the events), exports metrics, and owns the convergence
 // lease.
+//
+// Words have the one meaning package models lists under "Words": an extra
+// or undesired instance is deleted, never retired (retiring is the
+// RETIRING start-before-stop of a rolling update or a move); a staged
+// rollout holds, a stand-in covers; epoch alone is the placement epoch.
 //
 // # What lives where
 //

@@ -227,7 +227,7 @@ var _ = Describe("Runner", func() {
 					Should(BeNumerically(">=", 2), "the pass on taking the lease and the wake-up")
 			})
 
-			It("lets one of two boards converge, and the other take over when the holder stops", func() {
+			It("lets one of two boards converge, and the other take over when the owner stops", func() {
 				storeA, storeB := newStore(), newStore()
 				registerCell(ctx, storeA, "cell-1")
 				cfg := runner.RunnerConfig{Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}
