@@ -128,7 +128,7 @@
 // what needs every row of a cell: it moves nothing off an overloaded cell
 // ("Moves"; an LRP's uneven zones are its own rows, read in full, and are
 // evened out). The runner's Mirror serves the lease
-// holder's passes from memory and reads only the LRPs that changed.
+// owner's passes from memory and reads only the LRPs that changed.
 //
 // # Decisions
 //
