@@ -57,7 +57,7 @@ fuzz-smoke:
 
 # chaos: the fault scenarios on real binaries and real databases (the
 # board SIGKILLed at random moments of rollouts, 20 times, alone on SQLite
-# and as the lease holder of two on Postgres and MySQL; a private Postgres
+# and as the lease owner of two on Postgres and MySQL; a private Postgres
 # and a private MariaDB frozen, and stopped mid-rollout; two boards with
 # skewed clocks; real reps killed, partitioned, and serving through
 # database faults), each printing its figures. make test runs a bounded

@@ -85,7 +85,7 @@ type Stabilized struct {
 	// last being the count wanted now.
 	Kept []Recommendation
 	// DueAt is when the window may let the count go lower (Unix
-	// nanoseconds), 0 when it holds nothing up.
+	// nanoseconds), 0 when it keeps nothing up.
 	DueAt int64
 }
 

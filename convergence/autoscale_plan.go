@@ -112,7 +112,7 @@ func decisionReason(dec *models.AutoscalerDecision, window time.Duration, dueAt 
 	case dec.Instances < dec.PreviousInstances:
 		return fmt.Sprintf("scale down to %d, the most wanted within the %s window", dec.Instances, window)
 	case dec.Instances > dec.Wanted:
-		return fmt.Sprintf("holding %d: wanted within the %s window; lower from %s at the earliest",
+		return fmt.Sprintf("keeping %d: wanted within the %s window; lower from %s at the earliest",
 			dec.Instances, window, time.Unix(0, dueAt).UTC().Format(time.RFC3339))
 	default:
 		return fmt.Sprintf("steady at %d", dec.Instances)
@@ -203,9 +203,7 @@ func (p *planner) coverIndices(d *DesiredSchedule, rows []row) ([]row, coveredIn
 		index := candidates[k].index
 		covered[index] = true
 		if o := candidates[k].ord; o != nil {
-			// The reason says "held", as DESIGN §7 does (and the golden
-			// plans): a word the rollout's HOLDING state also uses.
-			p.delete(o, fmt.Sprintf("index %d is held by occupied index %d above instances %d: an idle instance goes instead", index, standIn.Index, n))
+			p.delete(o, fmt.Sprintf("index %d is covered by occupied index %d above instances %d: an idle instance goes instead", index, standIn.Index, n))
 		}
 		p.placer.keep(standIn.cell)
 		p.plan.Counts.Extra++

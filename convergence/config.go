@@ -22,12 +22,12 @@ type Config struct {
 	// row itself well before then; this catches a rep that did not. The
 	// board sets it to twice the cells' presence TTL.
 	EvacuationGrace time.Duration
-	// Board names the board converging: it holds the leases of the
+	// Board names the board converging: it owns the leases of the
 	// operations it carries (operations.go). Empty: no lease is taken or
 	// renewed.
 	Board string
 	// OperationLeaseTTL is how long an operation's lease lasts unless its
-	// holder renews it; the runner uses its convergence lease TTL.
+	// owner renews it; the runner uses its convergence lease TTL.
 	OperationLeaseTTL time.Duration
 	// ScaleDownStabilization is the autoscaler's scale-down window for
 	// LRPs that set none: the count goes down only to the highest count
@@ -77,7 +77,7 @@ func (g PresenceGrace) keeps(expiresAt, now int64) bool {
 // runner's targeted passes over rollouts (DryRun.RolloutInterval).
 const (
 	// DefaultLeaseTTL is how long the convergence lease lasts unless
-	// renewed; the holder renews it every third of that.
+	// renewed; the owner renews it every third of that.
 	DefaultLeaseTTL = 15 * time.Second
 	// DefaultRolloutInterval is how often the LRPs with a rollout under
 	// way get a targeted pass: a rollout moves one step per pass (a ready

@@ -11,8 +11,13 @@
 // never modifies the snapshot, and returns the same plan for the same
 // input whatever the order of the snapshot's slices. The runner loads
 // snapshots, applies plans with db.ConvergenceDB.ApplyConvergence (the
-// store emits the events), exports metrics, and holds the convergence
+// store emits the events), exports metrics, and owns the convergence
 // lease.
+//
+// Words have the one meaning package models lists under "Words": an extra
+// or undesired instance is deleted, never retired (retiring is the
+// RETIRING start-before-stop of a rolling update or a move); a staged
+// rollout holds, a stand-in covers; epoch alone is the placement epoch.
 //
 // # What lives where
 //
@@ -26,7 +31,7 @@
 //     should it link database/sql, net/http, Prometheus, db or the runner,
 //     or take a context.
 //   - convergence/runner: the I/O around the planner. Runner (a pass while
-//     it holds the convergence lease: lease.go, schedule.go), Mirror (the
+//     it owns the convergence lease: lease.go, schedule.go), Mirror (the
 //     snapshot kept in memory from the event log), the pass metrics
 //     (metrics.go) and RolloutPlanner, which reads the live state for a dry
 //     run.
@@ -123,7 +128,7 @@
 // what needs every row of a cell: it moves nothing off an overloaded cell
 // ("Moves"; an LRP's uneven zones are its own rows, read in full, and are
 // evened out). The runner's Mirror serves the lease
-// holder's passes from memory and reads only the LRPs that changed.
+// owner's passes from memory and reads only the LRPs that changed.
 //
 // # Decisions
 //

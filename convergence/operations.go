@@ -27,11 +27,11 @@ import (
 //     definition is active and healthy, ERROR otherwise; one whose record
 //     another operation started is CANCELED; one whose LRP is gone ends in
 //     ERROR.
-//   - Leases: the board converging (Config.Board) holds the lease of every
+//   - Leases: the board converging (Config.Board) owns the lease of every
 //     IN_PROGRESS operation it carries. It renews its own when less than
 //     half the TTL is left, and adopts one whose lease expired (or that
-//     nobody held), saying in its history from whom. A lease another board
-//     holds and that has not expired is left alone: that board may still
+//     nobody owned), saying in its history from whom. A lease another board
+//     owns and that has not expired is left alone: that board may still
 //     be at work, and within one lease TTL it either renews or is adopted.
 //     So no operation stays IN_PROGRESS without a live lease for longer
 //     than one TTL and one pass.
@@ -42,7 +42,7 @@ import (
 //
 // Worked example, Config.Board "b2", lease TTL 15 s, at 12:00:30:
 //
-//  1. Operation A (UPDATE_DEFINITION to v2, IN_PROGRESS) holds "b1"'s lease
+//  1. Operation A (UPDATE_DEFINITION to v2, IN_PROGRESS) is under "b1"'s lease
 //     until 12:00:20: expired, so b2 adopts it — lease b2 until 12:00:45,
 //     history "adopted by board b2: board b1's lease expired at 12:00:20".
 //  2. This pass completes the rollout to v2: A is FINISHED instead, with
@@ -175,7 +175,7 @@ func (p *planner) carryInProgress(op *OperationRow, d *DesiredSchedule, ro *roll
 }
 
 // keepLease renews this board's lease of op when less than half of the
-// TTL is left, and adopts op when its lease expired or nobody held it.
+// TTL is left, and adopts op when its lease expired or nobody owned it.
 func (p *planner) keepLease(op *OperationRow, w *OperationWrite) {
 	if p.cfg.Board == "" {
 		return

@@ -37,7 +37,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 	if d == nil {
 		for i := len(rows) - 1; i >= 0; i-- {
 			if !p.evacuatingOnLostCell(&rows[i]) {
-				p.retire(&rows[i], nil)
+				p.removeUnwanted(&rows[i], nil)
 			}
 		}
 		if len(rows) > 0 {
@@ -131,7 +131,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 			p.movable = append(p.movable, movable{row: ord.ActualRow, cell: ord.cell})
 		}
 	}
-	// What is left has an index of instances or more: extra, retired from
+	// What is left has an index of instances or more: extra, removed from
 	// the highest index down; then the (invalid) negative indices.
 	if idleExtrasKept > 0 {
 		idleExtrasKept = min(idleExtrasKept, p.surgeLeft(d, ro, instances))
@@ -148,12 +148,12 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 			continue
 		}
 		if !p.evacuatingOnLostCell(r) {
-			p.retire(r, d)
+			p.removeUnwanted(r, d)
 		}
 	}
 	for j := first - 1; j >= 0; j-- {
 		if !p.evacuatingOnLostCell(&rows[j]) {
-			p.retire(&rows[j], d)
+			p.removeUnwanted(&rows[j], d)
 		}
 	}
 	p.reconcileValidation(d, validation)
@@ -219,16 +219,16 @@ func wantedSlots(rows []row, instances int32) []indexRows {
 	return slots
 }
 
-// retire deletes an ORDINARY, SUSPECT or EVACUATING row that is not
-// wanted (d is its DesiredLRP, nil when gone), when the row's domain is
-// fresh. In a stale domain the board may not know every desired LRP, so it
+// removeUnwanted deletes an ORDINARY, SUSPECT, EVACUATING or RETIRING row
+// that is not wanted (d is its DesiredLRP, nil when gone), when the row's
+// domain is fresh. In a stale domain the board may not know every desired LRP, so it
 // keeps the row as it is: no restart, no placement, no suspect.
-func (p *planner) retire(r *row, d *DesiredSchedule) {
-	retirable := r.Presence == ordinary || r.Presence == suspect || r.Presence == evacuating || r.Presence == retiring
+func (p *planner) removeUnwanted(r *row, d *DesiredSchedule) {
+	removable := r.Presence == ordinary || r.Presence == suspect || r.Presence == evacuating || r.Presence == retiring
 	if r.Presence == ordinary {
 		p.plan.Counts.Extra++
 	}
-	if !retirable || !p.fresh[r.Domain] {
+	if !removable || !p.fresh[r.Domain] {
 		if d != nil {
 			p.placer.keep(r.cell)
 		}

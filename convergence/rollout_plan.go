@@ -28,7 +28,7 @@ type DryRun struct {
 	// ReadyAfter is how long each new instance takes, once placed, to be
 	// RUNNING and routable.
 	ReadyAfter time.Duration
-	// Now is the moment of the update; the plan's times count from it.
+	// Now is the moment of the update; the rollout plan's times count from it.
 	Now time.Time
 	// Config is the board's planner configuration, RolloutInterval how
 	// often the board gives an LRP whose rollout is under way a pass
@@ -67,16 +67,16 @@ type DryRun struct {
 // With ready after 0 each replacement runs by the next tick: passes at
 // 0, 1, 2, 3 and 4 s, projected 4 s.
 //
-// The plan stops short of COMPLETE when the rollout would fail (progress
+// The rollout plan stops short of COMPLETE when the rollout would fail (progress
 // deadline), hold (a staged phase below 100%), or come to rest with an
 // instance that fits no cell, and says why. An update that activates no
 // new definition plans no rollout. queue and validate are not simulated:
-// the plan is the rollout as it runs once the update applies.
+// the rollout plan is the rollout as it runs once the update applies.
 func PlanRollout(in DryRun) (*models.RolloutPlan, error) {
 	if in.RolloutInterval <= 0 {
 		in.RolloutInterval = DefaultRolloutInterval
 	}
-	// Operations are leased to a board; a dry run holds none.
+	// Operations are leased to a board; a dry run owns none.
 	in.Config.Board = ""
 	d := in.Snapshot.DesiredOf(in.ProcessGuid)
 	if d == nil {
@@ -92,21 +92,21 @@ func PlanRollout(in DryRun) (*models.RolloutPlan, error) {
 	if update.Staged != nil && update.Definition == nil {
 		return nil, models.ErrInvalidField("update.staged", "requires a definition")
 	}
-	state, plan := applyUpdateInMemory(in, d, update)
-	strategy, err := models.ResolveRolloutStrategy(plan.Instances, state.Desired[0].UpdateStrategy)
+	state, rolloutPlan := applyUpdateInMemory(in, d, update)
+	strategy, err := models.ResolveRolloutStrategy(rolloutPlan.Instances, state.Desired[0].UpdateStrategy)
 	if err != nil {
 		return nil, models.ErrInvalidField("update.update_strategy", err.Error())
 	}
-	plan.MaxSurge, plan.MaxUnavailable = strategy.MaxSurge, strategy.MaxUnavailable
-	plan.MinReadyMs = strategy.MinReady.Milliseconds()
-	plan.ReadyAfterMs = in.ReadyAfter.Milliseconds()
-	if plan.ToDefinitionId == plan.FromDefinitionId {
-		plan.StoppedReason = fmt.Sprintf("no rollout: the update changes no definition (%s stays active)", plan.FromDefinitionId)
-		return plan, nil
+	rolloutPlan.MaxSurge, rolloutPlan.MaxUnavailable = strategy.MaxSurge, strategy.MaxUnavailable
+	rolloutPlan.MinReadyMs = strategy.MinReady.Milliseconds()
+	rolloutPlan.ReadyAfterMs = in.ReadyAfter.Milliseconds()
+	if rolloutPlan.ToDefinitionId == rolloutPlan.FromDefinitionId {
+		rolloutPlan.StoppedReason = fmt.Sprintf("no rollout: the update changes no definition (%s stays active)", rolloutPlan.FromDefinitionId)
+		return rolloutPlan, nil
 	}
-	sim := &dryRun{in: in, to: plan.ToDefinitionId, minReady: strategy.MinReady}
-	sim.play(state, plan)
-	return plan, nil
+	sim := &dryRun{in: in, to: rolloutPlan.ToDefinitionId, minReady: strategy.MinReady}
+	sim.play(state, rolloutPlan)
+	return rolloutPlan, nil
 }
 
 // scheduleLRP is as much of a DesiredLRP as models.ApplyUpdate reads.
@@ -122,7 +122,7 @@ func scheduleLRP(d *DesiredSchedule) *models.DesiredLRP {
 // record (StartedRollout, in the staged phase the update starts), the
 // instances a scale-up adds (UNCLAIMED, on the new definition) and those a
 // scale-down deletes (UNCLAIMED ones at the indices beyond the count). It
-// returns the plan's header too.
+// returns the rollout plan's header too.
 func applyUpdateInMemory(in DryRun, before *DesiredSchedule, update *models.DesiredLRPUpdate) (*Snapshot, *models.RolloutPlan) {
 	now := in.Now.UnixNano()
 	guid := before.ProcessGuid
@@ -152,7 +152,7 @@ func applyUpdateInMemory(in DryRun, before *DesiredSchedule, update *models.Desi
 	case change.Autoscaler.Seed != nil:
 		lrp.Autoscaler = change.Autoscaler.Seed
 	}
-	plan := &models.RolloutPlan{
+	rolloutPlan := &models.RolloutPlan{
 		ProcessGuid: guid, FromDefinitionId: before.ActiveDefinitionID,
 		ToDefinitionId: change.ActiveDefinitionID, Instances: lrp.Instances,
 	}
@@ -195,7 +195,7 @@ func applyUpdateInMemory(in DryRun, before *DesiredSchedule, update *models.Desi
 		})
 	}
 	slices.SortFunc(s.Actual, func(a, b ActualRow) int { return compareRows(&a, &b) })
-	return &s, plan
+	return &s, rolloutPlan
 }
 
 // dryRun plays one rollout.
@@ -205,7 +205,7 @@ type dryRun struct {
 	minReady time.Duration
 }
 
-func (r *dryRun) play(s *Snapshot, plan *models.RolloutPlan) {
+func (r *dryRun) play(s *Snapshot, rolloutPlan *models.RolloutPlan) {
 	start := r.in.Now
 	t := start
 	for range MaxPlannedPasses {
@@ -213,34 +213,34 @@ func (r *dryRun) play(s *Snapshot, plan *models.RolloutPlan) {
 		after, err := ApplyPlan(s, computed, t)
 		if err != nil {
 			// Unreachable: nobody else writes to the simulated store.
-			plan.StoppedReason = "the simulation failed: " + err.Error()
+			rolloutPlan.StoppedReason = "the simulation failed: " + err.Error()
 			break
 		}
 		pass := r.describePass(s, after, computed, t.Sub(start))
-		plan.ProjectedMs = pass.AtMs
+		rolloutPlan.ProjectedMs = pass.AtMs
 		ended, why := r.ended(after, computed)
 		if len(pass.Reasons) > 0 || ended {
-			plan.Passes = append(plan.Passes, pass)
+			rolloutPlan.Passes = append(rolloutPlan.Passes, pass)
 		}
 		if ended {
-			plan.Completes, plan.StoppedReason = why == "", why
+			rolloutPlan.Completes, rolloutPlan.StoppedReason = why == "", why
 			return
 		}
 		next, rest := r.nextPass(after, computed, t)
 		if rest != "" {
-			plan.Passes = appendLast(plan.Passes, pass)
-			plan.StoppedReason = rest
+			rolloutPlan.Passes = appendLast(rolloutPlan.Passes, pass)
+			rolloutPlan.StoppedReason = rest
 			return
 		}
 		t = next
 		s = r.playReps(after, t)
 	}
-	if plan.StoppedReason == "" {
-		plan.StoppedReason = fmt.Sprintf("not complete after %d passes", MaxPlannedPasses)
+	if rolloutPlan.StoppedReason == "" {
+		rolloutPlan.StoppedReason = fmt.Sprintf("not complete after %d passes", MaxPlannedPasses)
 	}
 }
 
-// appendLast appends the pass the plan stops at unless it is there.
+// appendLast appends the pass the rollout plan stops at unless it is there.
 func appendLast(passes []*models.RolloutPlanPass, last *models.RolloutPlanPass) []*models.RolloutPlanPass {
 	if n := len(passes); n > 0 && passes[n-1] == last {
 		return passes

@@ -20,7 +20,7 @@ var requiredScenarios = []string{
 	"missing",
 	"extra_highest_index_first",
 	"extra_in_stale_domain_kept",
-	"removed_lrp_retired",
+	"removed_lrp_deleted",
 	"removed_lrp_in_stale_domain_kept",
 	"stale_unclaimed",
 	"unclaimed_without_cell_placed",
@@ -88,7 +88,7 @@ var requiredScenarios = []string{
 	"operation_rollout_ended_before",
 	// Autoscaling (issue 13).
 	"autoscale_up",
-	"autoscale_down_held_by_window",
+	"autoscale_down_kept_by_window",
 	"autoscale_down_after_window",
 	"autoscale_clamped",
 	"autoscale_down_keeps_occupied",

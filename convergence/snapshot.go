@@ -218,7 +218,7 @@ type OperationRow struct {
 	// validation instance of it needs them placed.
 	MemoryMB int32
 	DiskMB   int32
-	// The lease of an IN_PROGRESS operation: its holder ("" for none) and
+	// The lease of an IN_PROGRESS operation: its owner ("" for none) and
 	// when it expires, Unix nanoseconds.
 	LeaseOwner     string
 	LeaseExpiresAt int64

@@ -25,8 +25,8 @@ type ConvergenceWrites struct {
 	// state, first, so that the rows this plan creates for a scale-up
 	// follow the count they were created for.
 	Autoscale []AutoscaleWrite
-	// Delete removes rows: extra or undesired instances (retired), suspects
-	// whose replacement runs, replacements of a suspect that came back.
+	// Delete removes rows: extra or undesired instances, suspects whose
+	// replacement runs, replacements of a suspect that came back.
 	Delete []RowVersion
 	// Promote turns a SUSPECT row (its cell came back) or a RETIRING one
 	// (running the definition that is active again, not told to stop) back

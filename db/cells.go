@@ -116,8 +116,8 @@ type BulkReportResult struct {
 // so several boards can share one database.
 type LeaseDB interface {
 	// AcquireLease takes or renews the lease for owner until now+ttl; it
-	// returns false when another owner holds an unexpired lease.
+	// returns false when another owner has an unexpired lease.
 	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
-	// ReleaseLease gives the lease up if owner holds it.
+	// ReleaseLease gives the lease up if owner owns it.
 	ReleaseLease(ctx context.Context, name, owner string) error
 }

@@ -24,7 +24,7 @@ type ConvergenceDB interface {
 	ApplyConvergence(ctx context.Context, writes *convergence.ConvergenceWrites) (*convergence.ConvergenceResult, error)
 }
 
-// ConvergenceFeedDB lets the convergence lease holder keep a snapshot in
+// ConvergenceFeedDB lets the convergence lease owner keep a snapshot in
 // memory and read only what changed: where the database stands (a mark),
 // which LRPs the event log says changed since the last mark, those LRPs'
 // rows, and the cells.

@@ -21,7 +21,7 @@ import (
 //   - UpdateDesiredLRP that activates a definition, Rollback, AbortRollout:
 //     UPDATE_DEFINITION / ROLLBACK / ABORT, IN_PROGRESS until its rollout
 //     ends (convergence finishes it), its lease given to the convergence
-//     lease holder of the moment (none when nobody holds it). It supersedes
+//     lease owner of the moment (none when nobody owns it). It supersedes
 //     the LRP's operation in progress and those pending: they end CANCELED,
 //     "superseded by operation <id> (#<sequence>)". The rollout record
 //     written with it carries its id.

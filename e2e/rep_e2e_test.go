@@ -36,7 +36,7 @@ var _ = Describe("a local cluster: a board and two reps running hello", func() {
 
 	JustBeforeEach(func() {
 		b = startBoard(boardSettings)
-		// A fresh domain: instances of a removed LRP are retired.
+		// A fresh domain: instances of a removed LRP are deleted.
 		b.cork("set-domain", "cork")
 		z1 = startRep(b, "cell-z1", "z1")
 		z2 = startRep(b, "cell-z2", "z2")

@@ -227,7 +227,7 @@ func keyOfRow(row *models.ActualLRP) routeKey {
 }
 
 // apply folds one actual LRP event into the view. An event about an older
-// version of a row than the view holds (same epoch, lower index) is
+// version of a row than the view holds (same tag epoch, lower index) is
 // ignored, so a change listed before its event arrives is not undone.
 func (r *router) apply(event client.Event) {
 	r.mu.Lock()
@@ -260,7 +260,7 @@ func (r *router) putLocked(row *models.ActualLRP) {
 }
 
 // dropLocked removes the row the view holds at gone's key, if it is the
-// same row (epoch) and not newer.
+// same row (tag epoch) and not newer.
 func (r *router) dropLocked(gone *models.ActualLRP) {
 	if gone.GetProcessGuid() != r.guid {
 		return

@@ -65,7 +65,7 @@ scenarios() {
   run peer "$driver" bin/bbs-load peer -driver "$driver" "$@" "${PEER_FLAGS[@]}"
   run busy "$driver" bin/bbs-load busy -driver "$driver" "$@" "${BUSY_FLAGS[@]}"
   # The issue 18 scale: 1,000,000 instances (200,000 LRPs × 5) on 5,000
-  # cells — steady passes from the lease holder's mirror, a few full
+  # cells — steady passes from the lease owner's mirror, a few full
   # reads beside them — and the board's memory holding them.
   run converge-1m "$driver" bin/bbs-load converge -driver "$driver" "$@" -lrps 200000 -cells 5000 \
     -passes 10 -full-passes 3 -repairs=false -place-lrps 0 "${MILLION_FLAGS[@]}"

@@ -82,9 +82,9 @@ var _ = Describe("0009_autoscaling", func() {
 				Expect(conn.QueryRow("SELECT autoscaler FROM desired_lrps WHERE process_guid = 'web'").Scan(&status)).To(Succeed())
 				Expect(status).To(Equal(blob))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 9})
+				preview, err := runner.Preview(ctx, migrations.UpOptions{Target: 9})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.Empty()).To(BeTrue())
+				Expect(preview.Empty()).To(BeTrue())
 			})
 
 			It("adds the column still missing when it runs again after adding the first one only", func() {
@@ -92,10 +92,10 @@ var _ = Describe("0009_autoscaling", func() {
 				// died before the second.
 				execSQL(conn, dialect, "ALTER TABLE desired_lrps ADD COLUMN autoscaling "+map[string]string{
 					migrations.SQLite: "BLOB", migrations.Postgres: "BYTEA", migrations.MySQL: "MEDIUMBLOB"}[dialect])
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+				preview, err := runner.Preview(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("desired_lrps.autoscaling exists: nothing to add"))
-				Expect(plan.SQL()).To(ContainSubstring("add column desired_lrps.autoscaler"))
+				Expect(preview.SQL()).To(ContainSubstring("desired_lrps.autoscaling exists: nothing to add"))
+				Expect(preview.SQL()).To(ContainSubstring("add column desired_lrps.autoscaler"))
 
 				applied, err := runner.Up(ctx, migrations.UpOptions{Target: 9})
 				Expect(err).NotTo(HaveOccurred())
@@ -103,19 +103,19 @@ var _ = Describe("0009_autoscaling", func() {
 				columnsWork()
 			})
 
-			It("says in its plan what the Go step will add, and that it adds nothing once the columns exist", func() {
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+			It("says in its preview what the Go step will add, and that it adds nothing once the columns exist", func() {
+				preview, err := runner.Preview(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("add column desired_lrps.autoscaling"))
-				Expect(plan.SQL()).To(ContainSubstring("add column desired_lrps.autoscaler"))
+				Expect(preview.SQL()).To(ContainSubstring("add column desired_lrps.autoscaling"))
+				Expect(preview.SQL()).To(ContainSubstring("add column desired_lrps.autoscaler"))
 
 				_, err = runner.Up(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
 				execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 9)
-				plan, err = runner.Plan(ctx, migrations.UpOptions{RetryDirty: true})
+				preview, err = runner.Preview(ctx, migrations.UpOptions{RetryDirty: true})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("desired_lrps.autoscaling exists: nothing to add"))
-				Expect(plan.SQL()).To(ContainSubstring("desired_lrps.autoscaler exists: nothing to add"))
+				Expect(preview.SQL()).To(ContainSubstring("desired_lrps.autoscaling exists: nothing to add"))
+				Expect(preview.SQL()).To(ContainSubstring("desired_lrps.autoscaler exists: nothing to add"))
 			})
 		})
 	}

@@ -189,11 +189,11 @@ func anyArgs(ss []string) []any {
 }
 
 type classicDesired struct {
-	guid, domain                    string
-	instances, memoryMB, diskMB     int32
-	annotation, routes, tags, epoch sql.NullString
-	tagIndex                        int64
-	runInfo                         []byte
+	guid, domain                       string
+	instances, memoryMB, diskMB        int32
+	annotation, routes, tags, tagEpoch sql.NullString
+	tagIndex                           int64
+	runInfo                            []byte
 }
 
 func (im importer) desired(ctx context.Context, guids []string) error {
@@ -208,7 +208,7 @@ func (im importer) desired(ctx context.Context, guids []string) error {
 	for rows.Next() {
 		var d classicDesired
 		if err := rows.Scan(&d.guid, &d.domain, &d.instances, &d.annotation, &d.routes, &d.memoryMB, &d.diskMB,
-			&d.tags, &d.epoch, &d.tagIndex, &d.runInfo); err != nil {
+			&d.tags, &d.tagEpoch, &d.tagIndex, &d.runInfo); err != nil {
 			rows.Close()
 			return fmt.Errorf("read legacy_desired_lrps: %w", err)
 		}
@@ -273,7 +273,7 @@ func (im importer) oneDesired(ctx context.Context, d classicDesired) error {
 			"active_definition_id", "healthy_definition_id", "modification_tag_epoch", "modification_tag_index",
 			"created_at", "updated_at"},
 		d.guid, d.domain, d.instances, string(tagsJSON), routesText, d.annotation.String,
-		LegacyDefinitionID, LegacyDefinitionID, d.epoch.String, d.tagIndex, im.now, im.now); err != nil {
+		LegacyDefinitionID, LegacyDefinitionID, d.tagEpoch.String, d.tagIndex, im.now, im.now); err != nil {
 		return fmt.Errorf("write desired_lrps: %w", err)
 	}
 	return nil
@@ -285,7 +285,7 @@ type classicActual struct {
 	evacuating                           bool
 	domain, instanceGuid, cellID, state  string
 	netInfo, crashReason, placementError sql.NullString
-	epoch                                sql.NullString
+	tagEpoch                             sql.NullString
 	crashCount                           int32
 	since, tagIndex                      int64
 }
@@ -304,7 +304,7 @@ func (im importer) actual(ctx context.Context, guids []string) error {
 	for rows.Next() {
 		var a classicActual
 		if err := rows.Scan(&a.guid, &a.index, &a.evacuating, &a.domain, &a.instanceGuid, &a.cellID, &a.state, &a.netInfo,
-			&a.crashCount, &a.crashReason, &a.since, &a.placementError, &a.epoch, &a.tagIndex); err != nil {
+			&a.crashCount, &a.crashReason, &a.since, &a.placementError, &a.tagEpoch, &a.tagIndex); err != nil {
 			rows.Close()
 			return fmt.Errorf("read legacy_actual_lrps: %w", err)
 		}
@@ -348,7 +348,7 @@ func (im importer) oneActual(ctx context.Context, a classicActual) error {
 			"modification_tag_epoch", "modification_tag_index"},
 		a.guid, a.index, presence.String(), a.domain, a.instanceGuid, a.cellID, LegacyDefinitionID,
 		a.state, netInfo, a.crashCount, a.crashReason.String, a.since, a.placementError.String, routable, false,
-		a.epoch.String, a.tagIndex)
+		a.tagEpoch.String, a.tagIndex)
 	if err != nil {
 		return fmt.Errorf("write actual_lrps: %w", err)
 	}

@@ -144,16 +144,16 @@ var _ = Describe("Importing a classic BBS database", func() {
 				loadFixture(conn, fixturePath(dialect))
 			})
 
-			It("is recognised, and planned without changing anything", func() {
+			It("is recognised, and previewed without changing anything", func() {
 				st, err := runner.Status(ctx)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(st.Classic).To(BeTrue())
 				Expect(st.Pending()).To(HaveLen(runner.Latest()))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+				preview, err := runner.Preview(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.MoveClassicAway).NotTo(BeEmpty())
-				text := plan.SQL()
+				Expect(preview.MoveClassicAway).NotTo(BeEmpty())
+				text := preview.SQL()
 				Expect(text).To(ContainSubstring("legacy_desired_lrps"))
 				Expect(text).To(ContainSubstring("legacy_actual_lrps"))
 				Expect(text).To(ContainSubstring("4 rows of desired_lrps, 8 rows of actual_lrps, 2 rows of domains"))

@@ -38,9 +38,9 @@ var _ = Describe("0012, list indexes", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(indexColumns(conn, dialect, "actual_lrps", "actual_lrps_domain")).To(Equal([]string{"domain"}))
 
-			plan, err := runner.Plan(ctx, migrations.UpOptions{})
+			preview, err := runner.Preview(ctx, migrations.UpOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			Expect(plan.SQL()).To(ContainSubstring("CREATE INDEX actual_lrps_cell_key ON actual_lrps (cell_id, process_guid, instance_index, presence)"))
+			Expect(preview.SQL()).To(ContainSubstring("CREATE INDEX actual_lrps_cell_key ON actual_lrps (cell_id, process_guid, instance_index, presence)"))
 
 			applied, err := runner.Up(ctx, migrations.UpOptions{Target: 12})
 			Expect(err).NotTo(HaveOccurred())

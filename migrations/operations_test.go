@@ -83,16 +83,16 @@ var _ = Describe("0007_operations", func() {
 				Expect(strings1(conn, "SELECT COUNT(*) FROM operations")).To(Equal([]string{"3"}))
 				Expect(strings1(conn, "SELECT operation_id FROM rollouts")).To(Equal([]string{"0000000000000002aaaaaaaa"}))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 7})
+				preview, err := runner.Preview(ctx, migrations.UpOptions{Target: 7})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.Empty()).To(BeTrue())
+				Expect(preview.Empty()).To(BeTrue())
 			})
 
-			It("says in its plan what the Go step will add", func() {
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+			It("says in its preview what the Go step will add", func() {
+				preview, err := runner.Preview(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("add column rollouts.operation_id"))
-				Expect(plan.SQL()).To(ContainSubstring("CREATE TABLE IF NOT EXISTS operations"))
+				Expect(preview.SQL()).To(ContainSubstring("add column rollouts.operation_id"))
+				Expect(preview.SQL()).To(ContainSubstring("CREATE TABLE IF NOT EXISTS operations"))
 			})
 		})
 	}

@@ -76,22 +76,22 @@ var _ = Describe("0008_rollout_stages", func() {
 				Expect(conn.QueryRow("SELECT stage FROM rollouts WHERE process_guid = 'web'").Scan(&got)).To(Succeed())
 				Expect(got).To(Equal(stage))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 8})
+				preview, err := runner.Preview(ctx, migrations.UpOptions{Target: 8})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.Empty()).To(BeTrue())
+				Expect(preview.Empty()).To(BeTrue())
 			})
 
-			It("says in its plan what the Go step will add, and that it adds nothing once the column exists", func() {
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+			It("says in its preview what the Go step will add, and that it adds nothing once the column exists", func() {
+				preview, err := runner.Preview(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("add column rollouts.stage"))
+				Expect(preview.SQL()).To(ContainSubstring("add column rollouts.stage"))
 
 				_, err = runner.Up(ctx, migrations.UpOptions{Target: 8})
 				Expect(err).NotTo(HaveOccurred())
 				execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 8)
-				plan, err = runner.Plan(ctx, migrations.UpOptions{Target: 8, RetryDirty: true})
+				preview, err = runner.Preview(ctx, migrations.UpOptions{Target: 8, RetryDirty: true})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("rollouts.stage exists: nothing to add"))
+				Expect(preview.SQL()).To(ContainSubstring("rollouts.stage exists: nothing to add"))
 			})
 		})
 	}

@@ -67,16 +67,16 @@ var _ = Describe("0005_rollouts", func() {
 				Expect(strings1(conn, "SELECT state FROM rollouts")).To(Equal([]string{"PROGRESSING"}))
 				Expect(strings1(conn, "SELECT presence FROM actual_lrps WHERE stop_requested")).To(Equal([]string{"RETIRING"}))
 
-				plan, err := runner.Plan(ctx, migrations.UpOptions{Target: 5})
+				preview, err := runner.Preview(ctx, migrations.UpOptions{Target: 5})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.Empty()).To(BeTrue())
+				Expect(preview.Empty()).To(BeTrue())
 			})
 
-			It("says in its plan what the Go step will add, and that nothing is left to add once added", func() {
-				plan, err := runner.Plan(ctx, migrations.UpOptions{})
+			It("says in its preview what the Go step will add, and that nothing is left to add once added", func() {
+				preview, err := runner.Preview(ctx, migrations.UpOptions{})
 				Expect(err).NotTo(HaveOccurred())
-				Expect(plan.SQL()).To(ContainSubstring("add column actual_lrps.stop_requested"))
-				Expect(plan.SQL()).To(ContainSubstring("CREATE TABLE IF NOT EXISTS rollouts"))
+				Expect(preview.SQL()).To(ContainSubstring("add column actual_lrps.stop_requested"))
+				Expect(preview.SQL()).To(ContainSubstring("CREATE TABLE IF NOT EXISTS rollouts"))
 			})
 		})
 	}

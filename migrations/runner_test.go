@@ -100,31 +100,31 @@ var _ = Describe("Runner", func() {
 					Expect(tables(conn, dialect)).To(BeEmpty())
 				})
 
-				It("plans the SQL Up would run and changes nothing", func() {
-					plan, err := runner.Plan(ctx, migrations.UpOptions{})
+				It("previews the SQL Up would run and changes nothing", func() {
+					preview, err := runner.Preview(ctx, migrations.UpOptions{})
 					Expect(err).NotTo(HaveOccurred())
-					Expect(plan.From).To(Equal(0))
-					Expect(plan.To).To(Equal(runner.Latest()))
-					Expect(plan.MoveClassicAway).To(BeEmpty())
-					text := plan.SQL()
+					Expect(preview.From).To(Equal(0))
+					Expect(preview.To).To(Equal(runner.Latest()))
+					Expect(preview.MoveClassicAway).To(BeEmpty())
+					text := preview.SQL()
 					Expect(text).To(ContainSubstring("CREATE TABLE IF NOT EXISTS schema_migrations"))
 					Expect(text).To(ContainSubstring("-- 0001_create_tables"))
 					Expect(text).To(ContainSubstring("CREATE TABLE IF NOT EXISTS run_infos"))
 					Expect(text).To(ContainSubstring("-- 0002_import_legacy"))
 					Expect(text).To(ContainSubstring("nothing to import"))
 					for _, m := range runner.Migrations() {
-						Expect(text).To(ContainSubstring("-- "+m.ID()), "every pending migration is planned")
+						Expect(text).To(ContainSubstring("-- "+m.ID()), "every pending migration is previewed")
 					}
 
 					Expect(tables(conn, dialect)).To(BeEmpty())
 				})
 
-				It("plans nothing once migrated", func() {
+				It("previews nothing once migrated", func() {
 					Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
-					plan, err := runner.Plan(ctx, migrations.UpOptions{})
+					preview, err := runner.Preview(ctx, migrations.UpOptions{})
 					Expect(err).NotTo(HaveOccurred())
-					Expect(plan.Empty()).To(BeTrue())
-					Expect(plan.SQL()).To(ContainSubstring("nothing to do"))
+					Expect(preview.Empty()).To(BeTrue())
+					Expect(preview.SQL()).To(ContainSubstring("nothing to do"))
 				})
 			})
 
@@ -145,11 +145,11 @@ var _ = Describe("Runner", func() {
 					Expect(err).To(MatchError(migrations.ErrNotUpToDate))
 					Expect(err.Error()).To(ContainSubstring("0002_import_legacy is pending"))
 
-					plan, err := runner.Plan(ctx, migrations.UpOptions{})
+					preview, err := runner.Preview(ctx, migrations.UpOptions{})
 					Expect(err).NotTo(HaveOccurred())
-					Expect(plan.From).To(Equal(1))
-					Expect(plan.SQL()).NotTo(ContainSubstring("0001_create_tables"))
-					Expect(plan.SQL()).To(ContainSubstring("0002_import_legacy"))
+					Expect(preview.From).To(Equal(1))
+					Expect(preview.SQL()).NotTo(ContainSubstring("0001_create_tables"))
+					Expect(preview.SQL()).To(ContainSubstring("0002_import_legacy"))
 				})
 
 				It("refuses a target below the database's version, changing nothing", func() {
@@ -209,7 +209,7 @@ var _ = Describe("Runner", func() {
 					Expect(err.Error()).To(ContainSubstring("--retry-dirty"))
 					Expect(versionRows(conn)).To(Equal(before))
 
-					_, err = runner.Plan(ctx, migrations.UpOptions{})
+					_, err = runner.Preview(ctx, migrations.UpOptions{})
 					Expect(err).To(MatchError(migrations.ErrDirty))
 					Expect(runner.Validate(ctx)).To(MatchError(ContainSubstring("0002_import_legacy is dirty")))
 				})
@@ -243,14 +243,14 @@ var _ = Describe("Runner", func() {
 						99, "from_the_future", "abc", 1, false)
 				})
 
-				It("is refused by Up, Plan and Validate, and left as it is", func() {
+				It("is refused by Up, Preview and Validate, and left as it is", func() {
 					before := versionRows(conn)
 					err := migrations.Up(ctx, conn, dialect)
 					Expect(err).To(MatchError(migrations.ErrDatabaseNewer))
 					Expect(err.Error()).To(ContainSubstring("0099_from_the_future"))
 					Expect(versionRows(conn)).To(Equal(before))
 
-					_, err = runner.Plan(ctx, migrations.UpOptions{})
+					_, err = runner.Preview(ctx, migrations.UpOptions{})
 					Expect(err).To(MatchError(migrations.ErrDatabaseNewer))
 					Expect(runner.Validate(ctx)).To(MatchError(migrations.ErrDatabaseNewer))
 				})

@@ -121,7 +121,7 @@ func describeMax(most int32) string {
 
 // SeedAutoscaler is the autoscaler's state when autoscaling is enabled
 // with instances: that count wanted from now (Unix nanoseconds), so that
-// it holds for one stabilization window before the autoscaler scales
+// it stands for one stabilization window before the autoscaler scales
 // down.
 func SeedAutoscaler(instances int32, now int64) *AutoscalerStatus {
 	return &AutoscalerStatus{

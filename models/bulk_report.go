@@ -89,7 +89,7 @@ func ReconcileReport(cellID string, reported []*ReportedInstance, rows []*Actual
 		key := keyOfReported(r)
 		row := byKey[key]
 		if !reportMatches(row, r, cellID) {
-			row = heldUnderAnotherPresence(byKey, r, cellID)
+			row = storedUnderAnotherPresence(byKey, r, cellID)
 		}
 		if row != nil && r.Presence == ActualLRP_EVACUATING && !replacementPending(byKey, key) {
 			row = nil
@@ -171,18 +171,18 @@ func reportMatches(row *ActualLRP, r *ReportedInstance, cellID string) bool {
 	return false
 }
 
-// heldUnderAnotherPresence is the cell's row of r's index that the
+// storedUnderAnotherPresence is the cell's row of r's index that the
 // reported instance r is under a presence the rep has not seen yet, or
 // nil:
 //
-//   - reported ORDINARY, held SUSPECT: the cell's presence lapsed and it is
+//   - reported ORDINARY, stored SUSPECT: the cell's presence lapsed and it is
 //     back;
-//   - reported ORDINARY, held RETIRING: a rolling update or a move is
+//   - reported ORDINARY, stored RETIRING: a rolling update or a move is
 //     replacing it; it keeps running (and serving) until the board asks
 //     it to stop;
-//   - reported RETIRING, held ORDINARY: its definition is active again and
+//   - reported RETIRING, stored ORDINARY: its definition is active again and
 //     convergence promoted it back.
-func heldUnderAnotherPresence(rows map[rowKey]*ActualLRP, r *ReportedInstance, cellID string) *ActualLRP {
+func storedUnderAnotherPresence(rows map[rowKey]*ActualLRP, r *ReportedInstance, cellID string) *ActualLRP {
 	var presences []ActualLRP_Presence
 	switch r.Presence {
 	case ActualLRP_ORDINARY:

@@ -77,7 +77,7 @@ func (x *ModificationTag) GetIndex() uint32 {
 }
 
 // Domain is a freshness marker: while it has not expired, the board may
-// retire instances that belong to it.
+// delete instances that belong to it.
 type Domain struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Domain string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`

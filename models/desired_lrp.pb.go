@@ -503,7 +503,7 @@ type AutoscalerDecision struct {
 	Min      int32 `protobuf:"varint,6,opt,name=min,proto3" json:"min,omitempty"`
 	Max      int32 `protobuf:"varint,7,opt,name=max,proto3" json:"max,omitempty"`
 	// instances is the count set: wanted, or more while the stabilization
-	// window holds a higher count wanted earlier.
+	// window keeps a higher count wanted earlier.
 	Instances         int32  `protobuf:"varint,8,opt,name=instances,proto3" json:"instances,omitempty"`
 	PreviousInstances int32  `protobuf:"varint,9,opt,name=previous_instances,json=previousInstances,proto3" json:"previous_instances,omitempty"`
 	Reason            string `protobuf:"bytes,10,opt,name=reason,proto3" json:"reason,omitempty"`

@@ -26,7 +26,7 @@ type UpdateChange struct {
 	// scale up adds the indices [ScaleFrom, ScaleTo) as UNCLAIMED ORDINARY
 	// instances of ActiveDefinitionID; a scale down deletes the UNCLAIMED
 	// ORDINARY instances at indices ≥ ScaleTo and leaves claimed and
-	// running ones for convergence to retire.
+	// running ones for convergence to delete.
 	ScaleFrom, ScaleTo int32
 }
 

@@ -197,7 +197,7 @@ type Operation struct {
 	CreatedAt  int64 `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	StartedAt  int64 `protobuf:"varint,9,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	FinishedAt int64 `protobuf:"varint,10,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	// The board working on an IN_PROGRESS operation holds its lease until
+	// The board working on an IN_PROGRESS operation owns its lease until
 	// lease_expires_at (Unix nanoseconds) and renews it while it works.
 	LeaseOwner     string `protobuf:"bytes,11,opt,name=lease_owner,json=leaseOwner,proto3" json:"lease_owner,omitempty"`
 	LeaseExpiresAt int64  `protobuf:"varint,12,opt,name=lease_expires_at,json=leaseExpiresAt,proto3" json:"lease_expires_at,omitempty"`

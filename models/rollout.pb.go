@@ -129,8 +129,8 @@ type RolloutStatus struct {
 	// The operation that started this rollout (an update with a definition,
 	// a rollback, an abort); empty for a rollout older than operations.
 	OperationId string `protobuf:"bytes,15,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
-	// The staged phase, when the rollout is staged (an update with staged,
-	// or a promote); absent otherwise.
+	// Where the staged phase stands, when the rollout is staged (an update
+	// with staged, or a promote); absent otherwise.
 	Stage         *RolloutStage `protobuf:"bytes,16,opt,name=stage,proto3" json:"stage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

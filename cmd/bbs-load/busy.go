@@ -24,13 +24,13 @@ import (
 // -cells × -per-cell RUNNING instances are seeded and an in-process board
 // serves them. For -duration (the window), at once:
 //
-//   - the lease holder converges from its mirror every -pass-every (its first
+//   - the lease owner converges from its mirror every -pass-every (its first
 //     pass, the full read at takeover, runs before the window and must
 //     have nothing to do); every later pass may only write to the LRPs
 //     the clients desired or updated, and must not touch a seeded one;
 //   - a second goroutine reads every row and plans a pass over them every
 //     -full-read-every: the 250,000-instance pass of the target, as at
-//     takeover or every full_read_interval. It leaves its writes to the lease holder,
+//     takeover or every full_read_interval. It leaves its writes to the lease owner,
 //     as a deployment has one writer: two would place the same new
 //     instances twice (one skipped as stale), and each placement of the
 //     second would move the placement epoch behind the mirror's back and
@@ -50,7 +50,7 @@ import (
 // their own: a pass from the mirror plans over every instance in memory,
 // and a full read decodes every row. -pass-every, -full-read-every and
 // -no-full-reads space them out, or leave the full reads out, to measure
-// the API beside a lease holder paced as deployed.
+// the API beside a lease owner paced as deployed.
 
 type busyConfig struct {
 	target   target
@@ -60,7 +60,7 @@ type busyConfig struct {
 	duration time.Duration
 	clients  int
 	// passEvery and fullReadEvery space the passes (0: back to back). The
-	// defaults are harsher than a deployment, whose lease holder passes
+	// defaults are harsher than a deployment, whose lease owner passes
 	// every 30 s and reads everything every 10 minutes: a pass from the
 	// mirror every second, a full read every 10 s.
 	passEvery, fullReadEvery time.Duration
@@ -122,10 +122,10 @@ func runBusy(ctx context.Context, args []string) error {
 		return err
 	}
 	if !first.plan.Writes.Empty() || first.plan.Counts.Running != l.total() {
-		return fmt.Errorf("the lease holder's first pass: expected nothing to do for %d running instances, got %s (counts %+v)",
+		return fmt.Errorf("the lease owner's first pass: expected nothing to do for %d running instances, got %s (counts %+v)",
 			l.total(), describeWrites(&first.plan.Writes), first.plan.Counts)
 	}
-	step("the lease holder's first pass read everything into its mirror in %s (before the window, not measured)", seconds(first.total()))
+	step("the lease owner's first pass read everything into its mirror in %s (before the window, not measured)", seconds(first.total()))
 
 	w := runBusyWindow(ctx, d.store, mirror, cells, reports, b.url, cfg)
 	if err := w.failed.get(); err != nil {
@@ -136,9 +136,9 @@ func runBusy(ctx context.Context, args []string) error {
 	if cfg.noFullReads {
 		fullPacing = "(turned off)"
 	}
-	step("the lease holder's passes from its mirror, %s: %d in the window, %s; %d writes, all to the clients' LRPs (%s); %d full reads in all (the first pass's included)",
+	step("the lease owner's passes from its mirror, %s: %d in the window, %s; %d writes, all to the clients' LRPs (%s); %d full reads in all (the first pass's included)",
 		pacing(cfg.passEvery), w.mirrored.total.count(), w.mirrored.summary(), w.mirroredWrites.count, w.mirroredWrites.describe(), mirror.FullReads)
-	step("full-read passes (every row read and planned, writes left to the lease holder), %s: %d in the window, %s",
+	step("full-read passes (every row read and planned, writes left to the lease owner), %s: %d in the window, %s",
 		fullPacing, w.full.total.count(), w.full.summary())
 	step("bulk reports: %d of %d cells' %d instances every %s, %d failed, latency %s; %d instances assigned in answers (the clients' new ones, left unclaimed)",
 		w.reports.count, l.cells, cfg.perCell, cfg.period, w.reportsFailed.Load(), w.reports.latencies.summary(), w.assigned.Load())
@@ -149,7 +149,7 @@ func runBusy(ctx context.Context, args []string) error {
 		return err
 	}
 
-	conditions := fmt.Sprintf("%d RUNNING instances = %d LRPs × %d, %d cells bulk-reporting every %s, %d lease holder's mirror passes %s, %d full-read passes %s, %d clients closed loop over HTTP for %s",
+	conditions := fmt.Sprintf("%d RUNNING instances = %d LRPs × %d, %d cells bulk-reporting every %s, %d lease owner's mirror passes %s, %d full-read passes %s, %d clients closed loop over HTTP for %s",
 		l.total(), l.lrps, l.instances, l.cells, cfg.period, w.mirrored.total.count(), pacing(cfg.passEvery),
 		w.full.total.count(), fullPacing, cfg.clients, cfg.duration)
 	for _, kind := range []struct {

@@ -93,7 +93,7 @@ func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error 
 		}
 		return nil
 	}
-	// The lease holder's passes, from its mirror; the warm-up pass fills it
+	// The lease owner's passes, from its mirror; the warm-up pass fills it
 	// (the read at takeover).
 	mirror := runner.NewMirror(d.store, nil)
 	steady, err := measurePasses(cfg.passes, func() (pass, error) { return convergeMirrored(ctx, d.store, mirror, nil) }, nothingToDo)
@@ -106,7 +106,7 @@ func convergeSteady(ctx context.Context, d *database, cfg convergeConfig) error 
 	target, limit := steadyTarget(d.driver, l.total())
 	p99 := steady.total.percentile(0.99)
 	figure("converge.steady-pass", d.driver,
-		fmt.Sprintf("%s, all RUNNING, nothing to fix, from the lease holder's mirror, %d passes after 1 warm-up", l.describe(), cfg.passes),
+		fmt.Sprintf("%s, all RUNNING, nothing to fix, from the lease owner's mirror, %d passes after 1 warm-up", l.describe(), cfg.passes),
 		steady.summary(), target, limit > 0 && p99 < limit)
 
 	fullPasses := cfg.fullPasses
@@ -199,7 +199,7 @@ func convergeTargeted(ctx context.Context, d *database, mirror *runner.Mirror, c
 		return err
 	}
 	figure("converge.targeted-pass", d.driver,
-		fmt.Sprintf("one LRP of %s, all RUNNING, from the lease holder's mirror, %d passes after 1 warm-up", l.describe(), cfg.passes),
+		fmt.Sprintf("one LRP of %s, all RUNNING, from the lease owner's mirror, %d passes after 1 warm-up", l.describe(), cfg.passes),
 		t.summary(), "", false)
 	return nil
 }

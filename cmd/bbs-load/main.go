@@ -20,7 +20,7 @@
 //	                          start, a steady pass, whole lists, annotation
 //	                          updates, peak RSS
 //	bbs-load busy ...         desire / update / get latency through the
-//	                          HTTP API while the lease holder converges
+//	                          HTTP API while the lease owner converges
 //	                          250,000 instances back to back, full-read
 //	                          passes run beside it and 1,000 cells send
 //	                          bulk reports

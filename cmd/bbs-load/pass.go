@@ -33,7 +33,7 @@ func convergeFor(ctx context.Context, s db.DB, guids []string) (pass, error) {
 }
 
 // convergeMirrored runs one pass over the LRPs named (all when nil) from
-// a mirror, as the lease holder's runner does between takeovers.
+// a mirror, as the lease owner's runner does between takeovers.
 func convergeMirrored(ctx context.Context, s db.DB, m *runner.Mirror, guids []string) (pass, error) {
 	return convergeWith(ctx, s, func() (*convergence.Snapshot, error) { return m.Snapshot(ctx, guids) }, m.Applied)
 }

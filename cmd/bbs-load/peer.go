@@ -284,7 +284,7 @@ func claimAndStartShared(ctx context.Context, cells []*simulatedCell, clients in
 }
 
 // peerSteadyPasses measures steady convergence passes in-process on the
-// board's database, from a mirror as the lease holder runs them (the
+// board's database, from a mirror as the lease owner runs them (the
 // warm-up pass fills it), as the converge scenario does.
 func peerSteadyPasses(ctx context.Context, d *database, cfg peerConfig, conditions string) error {
 	mirror := runner.NewMirror(d.store, nil)

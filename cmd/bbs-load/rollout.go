@@ -83,7 +83,7 @@ func runRollout(ctx context.Context, args []string) error {
 	cells := seededCells(l)
 	// A first pass over the seeded state must find nothing to do: what
 	// follows is the rollout's work only. It fills the mirror the passes
-	// plan from, as the lease holder's runner does.
+	// plan from, as the lease owner's runner does.
 	mirror := runner.NewMirror(d.store, nil)
 	if p, err := convergeMirrored(ctx, d.store, mirror, nil); err != nil {
 		return err
@@ -101,7 +101,7 @@ type rolloutRun struct {
 	cfg  rolloutConfig
 	d    *database
 	seed *seeder
-	// mirror is the lease holder's snapshot the passes plan from.
+	// mirror is the lease owner's snapshot the passes plan from.
 	mirror *runner.Mirror
 	cells  []*rolloutCell
 

@@ -104,8 +104,8 @@ var _ = Describe("scenarios", func() {
 
 			It("busy: desire, update and get while passes run and cells report", func() {
 				session := run("busy", "-cells", "20", "-per-cell", "10", "-duration", "2s", "-period", "1s", "-clients", "4")
-				Expect(session).To(gbytes.Say(`the lease holder's first pass read everything into its mirror`))
-				Expect(session).To(gbytes.Say(`the lease holder's passes from its mirror, (back to back|every [0-9.]+m?s): \d+ in the window, .*; \d+ writes, all to the clients' LRPs .*; 1 full reads in all`))
+				Expect(session).To(gbytes.Say(`the lease owner's first pass read everything into its mirror`))
+				Expect(session).To(gbytes.Say(`the lease owner's passes from its mirror, (back to back|every [0-9.]+m?s): \d+ in the window, .*; \d+ writes, all to the clients' LRPs .*; 1 full reads in all`))
 				Expect(session).To(gbytes.Say(`full-read passes .*: \d+ in the window`))
 				Expect(session).To(gbytes.Say(`bulk reports: 40 of 20 cells' 10 instances every 1s`))
 				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))

@@ -131,11 +131,11 @@ func planCommand(opts *options) *cobra.Command {
 				return err
 			}
 			defer done()
-			plan, err := runner.Plan(cmd.Context(), up)
+			preview, err := runner.Preview(cmd.Context(), up)
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(cmd.OutOrStdout(), plan.SQL())
+			fmt.Fprint(cmd.OutOrStdout(), preview.SQL())
 			return nil
 		},
 	}

@@ -111,11 +111,11 @@ var _ = Describe("The board SIGKILLed at random moments of rollouts", Label("cha
 })
 
 // Chaos with two boards on one Postgres or MySQL database: the lease
-// holder is SIGKILLed at a random moment of each rollout, the other board
+// owner is SIGKILLed at a random moment of each rollout, the other board
 // takes the lease over, and the killed one is started again to be the
 // next victim. Cells talk to both boards (some to each), so that some of
 // them lose their board at every kill; both boards watch the rows.
-var _ = Describe("Two boards, the lease holder SIGKILLed at random moments of rollouts", Label("chaos"), func() {
+var _ = Describe("Two boards, the lease owner SIGKILLed at random moments of rollouts", Label("chaos"), func() {
 	ctx := context.Background()
 	const (
 		guid       = "chaos"
@@ -142,7 +142,7 @@ var _ = Describe("Two boards, the lease holder SIGKILLed at random moments of ro
 				})
 				boards[i] = startBoard("-config", configs[i])
 			}
-			holder := func() int {
+			owner := func() int {
 				for i, b := range boards {
 					if b.metric(heldSeries) == 1 {
 						return i
@@ -150,7 +150,7 @@ var _ = Describe("Two boards, the lease holder SIGKILLed at random moments of ro
 				}
 				return -1
 			}
-			Eventually(holder).WithTimeout(convergeLimit).ShouldNot(Equal(-1))
+			Eventually(owner).WithTimeout(convergeLimit).ShouldNot(Equal(-1))
 
 			api := boards[0].client()
 			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
@@ -169,7 +169,7 @@ var _ = Describe("Two boards, the lease holder SIGKILLed at random moments of ro
 			var last string
 			for kill := 1; kill <= failovers; kill++ {
 				var victim int
-				Eventually(func() int { victim = holder(); return victim }).WithTimeout(convergeLimit).ShouldNot(Equal(-1))
+				Eventually(func() int { victim = owner(); return victim }).WithTimeout(convergeLimit).ShouldNot(Equal(-1))
 				survivor := 1 - victim
 				last = rollTo(boards[survivor].client(), guid, count, kill+1, chaosMinReadyMs)
 
@@ -193,7 +193,7 @@ var _ = Describe("Two boards, the lease holder SIGKILLed at random moments of ro
 				Expect(report.observations).To(BeNumerically(">", 5*failovers), "the watcher looked often enough to mean something")
 				Expect(report.violations).To(BeEmpty())
 			}
-			AddReportEntry("figures", fmt.Sprintf("%d failovers on %s (seed %d, lease TTL %s); kill → the other board holds the lease: median %s, max %s",
+			AddReportEntry("figures", fmt.Sprintf("%d failovers on %s (seed %d, lease TTL %s); kill → the other board owns the lease: median %s, max %s",
 				failovers, dialect, GinkgoRandomSeed(), e2eLeaseTTL,
 				takeovers[len(takeovers)/2].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond)))
 		})

@@ -46,7 +46,7 @@ import (
 // 50 ms the spec looks at both boards' corkboard_convergence_lease_held
 // and at the LRP's rows, and it reads the boards' pass logs after:
 //
-//   - at most one board holds the lease at any look;
+//   - at most one board owns the lease at any look;
 //   - no instance is marked SUSPECT (no pass plans mark_suspect, no look
 //     sees a SUSPECT row) and none is replaced (each index keeps one
 //     instance guid per definition);
@@ -152,16 +152,16 @@ var _ = Describe("Two boards whose clocks disagree", Label("chaos"), func() {
 				invariantReport := invariants.stop()
 				passes := passWrites(sessions)
 				label := fmt.Sprintf(" (%s, board B %s, lease TTL %s, presence TTL %s)", dialect, skew, e2eLeaseTTL, e2ePresenceTTL)
-				AddReportEntry("lease holders"+label, leaseReport.String())
+				AddReportEntry("lease owners"+label, leaseReport.String())
 				AddReportEntry("suspect and replaced"+label, fmt.Sprintf("%s; passes planned mark_suspect %d, unassign %d, restart %d over %d passes",
 					rowReport, passes["mark_suspect"], passes["unassign"], passes["restart"], passes["passes"]))
 				AddReportEntry("rollout times"+label, strings.Join(rolloutTimes, ", "))
 				AddReportEntry("rollout invariants"+label, invariantReport.String())
 				AddReportEntry("proxied requests"+label, proxy.String())
 
-				Expect(leaseReport.both).To(BeEmpty(), "both boards held the lease at once")
-				Expect(leaseReport.holders["A converges"]).To(ConsistOf("board-a"))
-				Expect(leaseReport.holders["B converges"]).To(ConsistOf("board-b"))
+				Expect(leaseReport.both).To(BeEmpty(), "both boards owned the lease at once")
+				Expect(leaseReport.owners["A converges"]).To(ConsistOf("board-a"))
+				Expect(leaseReport.owners["B converges"]).To(ConsistOf("board-b"))
 				Expect(leaseReport.looks).To(BeNumerically(">", 100), "the lease watch looked often enough to mean something")
 				Expect(passes["passes"]).To(BeNumerically(">", 20))
 				Expect(passes["mark_suspect"]).To(BeZero(), "no pass marks an instance SUSPECT")
@@ -332,9 +332,9 @@ type leaseWatch struct {
 
 type leaseReport struct {
 	looks int
-	// holders are the boards seen holding the lease, per phase.
-	holders map[string][]string
-	// changes counts looks whose holder differs from the previous one's.
+	// owners are the boards seen owning the lease, per phase.
+	owners map[string][]string
+	// changes counts looks whose owner differs from the previous one's.
 	changes int
 	// both are the looks at which both boards held it.
 	both []string
@@ -342,12 +342,12 @@ type leaseReport struct {
 }
 
 func (r leaseReport) String() string {
-	return fmt.Sprintf("%d looks, holders %v, %d changes of holder, %d looks with both holding", r.looks, r.holders, r.changes, len(r.both))
+	return fmt.Sprintf("%d looks, owners %v, %d changes of owner, %d looks with both owning", r.looks, r.owners, r.changes, len(r.both))
 }
 
 func watchLease(boards *skewedBoards) *leaseWatch {
 	w := &leaseWatch{boards: boards, quit: make(chan struct{}), done: make(chan struct{}),
-		report: leaseReport{holders: map[string][]string{}}}
+		report: leaseReport{owners: map[string][]string{}}}
 	go func() {
 		defer GinkgoRecover()
 		defer close(w.done)
@@ -376,12 +376,12 @@ func (w *leaseWatch) phase(name string) {
 func (w *leaseWatch) look() {
 	urls := w.boards.urls()
 	a1, b, a2 := leaseHeld(urls[0]), leaseHeld(urls[1]), leaseHeld(urls[0])
-	holder := ""
+	owner := ""
 	switch {
 	case a1 && a2:
-		holder = "board-a"
+		owner = "board-a"
 	case b:
-		holder = "board-b"
+		owner = "board-b"
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -389,12 +389,12 @@ func (w *leaseWatch) look() {
 	if a1 && b && a2 {
 		w.report.both = append(w.report.both, time.Now().Format(time.StampMilli))
 	}
-	if holder != "" && w.now != "" && !slices.Contains(w.report.holders[w.now], holder) {
-		w.report.holders[w.now] = append(w.report.holders[w.now], holder)
+	if owner != "" && w.now != "" && !slices.Contains(w.report.owners[w.now], owner) {
+		w.report.owners[w.now] = append(w.report.owners[w.now], owner)
 	}
-	if holder != w.report.last {
+	if owner != w.report.last {
 		w.report.changes++
-		w.report.last = holder
+		w.report.last = owner
 	}
 }
 

@@ -82,7 +82,7 @@ type Config struct {
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests,
 	// as a Go duration ("30s", the default).
 	ShutdownTimeout string `json:"shutdown_timeout"`
-	// BoardID names this board as the holder of the convergence lease; it
+	// BoardID names this board as the owner of the convergence lease; it
 	// must differ between boards sharing a database, and should stay the
 	// same across restarts of one board, so that a restarted board takes
 	// its own lease back at once instead of waiting out its TTL. Defaults
@@ -96,10 +96,10 @@ type Config struct {
 	// ("30s").
 	ConvergenceInterval string `json:"convergence_interval"`
 	// ConvergenceLeaseTTL is how long the convergence lease lasts unless
-	// the holder renews it ("15s", at least 1s): after the holder dies,
+	// the owner renews it ("15s", at least 1s): after the owner dies,
 	// another board takes over within about this long.
 	ConvergenceLeaseTTL string `json:"convergence_lease_ttl"`
-	// ConvergenceFullReadInterval is how often the lease holder reads every
+	// ConvergenceFullReadInterval is how often the lease owner reads every
 	// row again rather than what the event log says changed ("10m").
 	ConvergenceFullReadInterval string `json:"convergence_full_read_interval"`
 	// StaleUnclaimed is how long an instance placed on a cell may wait to

@@ -37,7 +37,7 @@ var _ = Describe("Convergence, end to end", func() {
 				Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
 			})
 
-			It("places instances across zones, restarts crashes, retires extras highest index first, and retires every instance of a removed LRP", func() {
+			It("places instances across zones, restarts crashes, deletes extras highest index first, and deletes every instance of a removed LRP", func() {
 				cellA := startCell(board, "cell-a", "z1")
 				cellB := startCell(board, "cell-b", "z2")
 				cells := []*simcell.Cell{cellA, cellB}
@@ -197,7 +197,7 @@ var _ = Describe("Convergence, end to end", func() {
 				Expect(instances(board, "trainer")[0].GetPlacementError()).To(BeEmpty())
 			})
 
-			It("keeps the instances of a removed LRP while its domain is stale, and retires them once it is fresh", func() {
+			It("keeps the instances of a removed LRP while its domain is stale, and deletes them once it is fresh", func() {
 				cells := []*simcell.Cell{startCell(board, "cell-a", "z1"), startCell(board, "cell-b", "z2")}
 				_, err := api.DesireLRP(ctx, lrpSpec("old", "legacy", 2))
 				Expect(err).NotTo(HaveOccurred())
@@ -207,7 +207,7 @@ var _ = Describe("Convergence, end to end", func() {
 				Expect(api.RemoveDesiredLRP(ctx, "old")).To(Succeed())
 				board.waitForPasses(5)
 				Expect(placement(board, "old")()).To(Equal(map[string]int{"cell-a RUNNING": 1, "cell-b RUNNING": 1}),
-					"the board may be missing desired state of a stale domain, so it retires nothing there")
+					"the board may be missing desired state of a stale domain, so it deletes nothing there")
 				Expect(events.count(models.EventActualLRPRemoved, aboutLRP("old"))()).To(Equal(0))
 				Expect(stoppedIndices(cells, "old")).To(BeEmpty())
 

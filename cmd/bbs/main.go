@@ -1,6 +1,6 @@
 // Command bbs is the board: it migrates its database, then serves the API
 // (POST /v1/...) and GET /metrics on one address, and converges whenever it
-// holds the convergence lease, until SIGTERM or SIGINT, when it drains the
+// owns the convergence lease, until SIGTERM or SIGINT, when it drains the
 // requests in flight, hands the lease back and exits 0.
 //
 //	bbs -config FILE            run with a JSON config (see Config); with
@@ -394,7 +394,7 @@ func absolutePath(path string) string {
 
 // rotateKeys re-encrypts, in bounded batches while the board serves, the
 // rows not under the active key (plain ones from before encryption, or
-// under a key being retired), pass after pass until one finds nothing
+// under a key being rotated out), pass after pass until one finds nothing
 // (rows written meanwhile are under the active key already). A failure
 // is logged and left to the next start or to bbs-migrate rotate-keys.
 func rotateKeys(logger lager.Logger, store *sqldb.SQLDB) {

@@ -41,7 +41,7 @@ var _ = Describe("Board identity across restarts", func() {
 			"convergence_lease_ttl": longLeaseTTL,
 		}
 	}
-	holdsLease := func(board *runningBoard) func() float64 {
+	ownsLease := func(board *runningBoard) func() float64 {
 		return func() float64 { return board.metric(heldSeries) }
 	}
 
@@ -51,7 +51,7 @@ var _ = Describe("Board identity across restarts", func() {
 			settings := settingsOn(freePort(), GinkgoT().TempDir())
 			first := startConvergingBoard(database, settings)
 			id := boardIDOf(first)
-			Eventually(holdsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
+			Eventually(ownsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
 
 			// No cell yet: the instances stay unplaced until a converging
 			// board places them.
@@ -69,7 +69,7 @@ var _ = Describe("Board identity across restarts", func() {
 			Expect(boardIDOf(again)).To(Equal(id))
 			Expect(again.url).To(Equal(first.url))
 
-			Eventually(holdsLease(again)).WithTimeout(convergeLimit).Should(Equal(1.0), "the lease lasts %s; the restarted board must not wait for it", longLeaseTTL)
+			Eventually(ownsLease(again)).WithTimeout(convergeLimit).Should(Equal(1.0), "the lease lasts %s; the restarted board must not wait for it", longLeaseTTL)
 			Eventually(again.session.Out).WithTimeout(convergeLimit).Should(gbytes.Say(`"bbs\.convergence\.pass\.done"`))
 			passDone := firstLogTime(again, "bbs.convergence.pass.done")
 			AddReportEntry(fmt.Sprintf("restart after SIGKILL (%s, lease TTL %s): start → first pass done", dialect, longLeaseTTL),
@@ -85,26 +85,26 @@ var _ = Describe("Board identity across restarts", func() {
 			database := newDatabase(dialect)
 			dataDir := GinkgoT().TempDir()
 			first := startConvergingBoard(database, settingsOn(freePort(), dataDir))
-			Eventually(holdsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
+			Eventually(ownsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
 			first.stop(syscall.SIGTERM)
 			Expect(string(first.session.Out.Contents())).To(ContainSubstring(`"bbs.convergence.lease.released"`))
 
 			second := startConvergingBoard(database, settingsOn(freePort(), dataDir))
 			Expect(boardIDOf(second)).NotTo(Equal(boardIDOf(first)))
-			Eventually(holdsLease(second)).WithTimeout(convergeLimit).Should(Equal(1.0), "the lease lasts %s unless handed back", longLeaseTTL)
+			Eventually(ownsLease(second)).WithTimeout(convergeLimit).Should(Equal(1.0), "the lease lasts %s unless handed back", longLeaseTTL)
 		})
 
 		It("gives two boards on one host, listening on different addresses, different ids: one converges, on "+dialect, func() {
 			database := newDatabase(dialect)
 			dataDir := GinkgoT().TempDir()
 			first := startConvergingBoard(database, settingsOn(freePort(), dataDir))
-			Eventually(holdsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
+			Eventually(ownsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
 			second := startConvergingBoard(database, settingsOn(freePort(), dataDir))
 			Expect(boardIDOf(second)).NotTo(Equal(boardIDOf(first)))
 
 			first.waitForPasses(3)
-			Expect(holdsLease(first)()).To(Equal(1.0))
-			Expect(holdsLease(second)()).To(Equal(0.0))
+			Expect(ownsLease(first)()).To(Equal(1.0))
+			Expect(ownsLease(second)()).To(Equal(0.0))
 			Expect(second.fullPasses()).To(Equal(0.0))
 		})
 	}
@@ -114,7 +114,7 @@ var _ = Describe("Board identity across restarts", func() {
 		settings := settingsOn(freePort(), GinkgoT().TempDir())
 		first := startConvergingBoard(database, settings)
 		id := boardIDOf(first)
-		Eventually(holdsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
+		Eventually(ownsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
 
 		path := convergingConfigFile(database, settings)
 		duplicate, err := gexec.Start(exec.Command(bbsPath, "-config", path), GinkgoWriter, GinkgoWriter)
@@ -125,7 +125,7 @@ var _ = Describe("Board identity across restarts", func() {
 		Expect(string(duplicate.Out.Contents())).NotTo(ContainSubstring(`"bbs.convergence.`), "it never ran a converger under the shared id")
 
 		Expect(leaseOwner(database)).To(Equal(id))
-		Expect(holdsLease(first)()).To(Equal(1.0))
+		Expect(ownsLease(first)()).To(Equal(1.0))
 	})
 })
 
@@ -165,7 +165,7 @@ func firstLogTime(board *runningBoard, message string) time.Time {
 	return time.Time{}
 }
 
-// leaseOwner reads who holds the convergence lease in the database.
+// leaseOwner reads who owns the convergence lease in the database.
 func leaseOwner(database *testdb.Database) string {
 	GinkgoHelper()
 	conn, err := sqldb.Open(context.Background(), database.Dialect, database.DSN)

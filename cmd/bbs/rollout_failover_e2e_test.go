@@ -40,7 +40,7 @@ var _ = Describe("A rolling update across a board failover", func() {
 		if dialect == testdb.SQLite {
 			continue
 		}
-		It("is completed by the other board after the lease holder is SIGKILLed mid-rollout, no index lost or doubled, on "+dialect, func() {
+		It("is completed by the other board after the lease owner is SIGKILLed mid-rollout, no index lost or doubled, on "+dialect, func() {
 			database := newDatabase(dialect)
 			first := startConvergingBoard(database, map[string]any{"board_id": "board-first"})
 			Eventually(func() float64 { return first.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))

@@ -31,9 +31,9 @@ var operationTable = table[*models.Operation]{
 	},
 }
 
-// lease is who holds an operation that has not ended and until when, as
-// "holder@expiry" (one word, so that the table splits on whitespace); an
-// ended operation's lease is over whatever its row says.
+// lease is who owns the lease of an operation that has not ended and
+// until when, as "owner@expiry" (one word, so that the table splits on
+// whitespace); an ended operation's lease is over whatever its row says.
 func lease(op *models.Operation) string {
 	if op.GetLeaseOwner() == "" || models.OperationEnded(op.GetStatus()) {
 		return ""

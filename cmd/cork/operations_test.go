@@ -139,7 +139,7 @@ var _ = Describe("cork operations", func() {
 			row := strings.Fields(table[i+1])
 			Expect(row[:5]).To(Equal([]string{op.GetId(), strconv.FormatInt(op.GetSequence(), 10), "hello", op.GetKind().String(), op.GetStatus().String()}))
 			Expect(row[5]).To(Equal(time.Unix(0, op.GetCreatedAt()).UTC().Format(time.RFC3339)))
-			Expect(row[8]).To(Equal("-"), "no board holds a lease here")
+			Expect(row[8]).To(Equal("-"), "no board owns a lease here")
 		}
 		canceled := strings.Fields(table[2])
 		Expect(canceled[7]).To(Equal(time.Unix(0, ops[1].GetFinishedAt()).UTC().Format(time.RFC3339)))

@@ -11,11 +11,11 @@ import (
 	"github.com/corkboard/corkboard/db"
 )
 
-// LeaseName is the lease a board must hold to converge.
+// LeaseName is the lease a board must own to converge.
 const LeaseName = "convergence"
 
 var (
-	errLeaseTaken   = errors.New("another board holds the convergence lease")
+	errLeaseTaken   = errors.New("another board owns the convergence lease")
 	errLeaseExpired = errors.New("the convergence lease expired before it could be renewed")
 	errStopping     = errors.New("the runner is stopping")
 )
@@ -25,18 +25,18 @@ var (
 // the moment the lease is lost, so that whatever converges under it stops
 // at once.
 //
-// The lease is lost when the database says another board holds it, and
+// The lease is lost when the database says another board owns it, and
 // also when it could not be renewed before it expires: the keeper arms a
 // timer for ttl after the start of each successful acquisition, which is
 // no later than the expiry the database recorded. A renewal that merely
 // fails (the database is unreachable, say) does not end the tenure by
-// itself, since the board still holds the lease until then.
+// itself, since the board still owns the lease until then.
 type leaseKeeper struct {
 	logger lager.Logger
 	store  db.LeaseDB
 	owner  string
 	ttl    time.Duration
-	held   func(bool)
+	owned  func(bool)
 
 	mu     sync.Mutex
 	tenure context.Context
@@ -46,13 +46,13 @@ type leaseKeeper struct {
 	changed chan struct{}
 }
 
-func newLeaseKeeper(logger lager.Logger, store db.LeaseDB, owner string, ttl time.Duration, held func(bool)) *leaseKeeper {
+func newLeaseKeeper(logger lager.Logger, store db.LeaseDB, owner string, ttl time.Duration, owned func(bool)) *leaseKeeper {
 	return &leaseKeeper{
 		logger:  logger.Session("lease", lager.Data{"name": LeaseName, "owner": owner, "ttl": ttl.String()}),
 		store:   store,
 		owner:   owner,
 		ttl:     ttl,
-		held:    held,
+		owned:   owned,
 		changed: make(chan struct{}, 1),
 	}
 }
@@ -104,7 +104,7 @@ func (k *leaseKeeper) extend(ctx context.Context, validUntil time.Time) {
 	k.tenure, k.end = tenure, end
 	k.expiry = time.AfterFunc(time.Until(validUntil), func() { k.endTenureOf(tenure, errLeaseExpired) })
 	k.logger.Info("acquired")
-	k.held(true)
+	k.owned(true)
 	select {
 	case k.changed <- struct{}{}:
 	default:
@@ -137,10 +137,10 @@ func (k *leaseKeeper) endLocked(cause error) {
 	k.expiry.Stop()
 	k.end(cause)
 	k.tenure, k.end, k.expiry = nil, nil, nil
-	k.held(false)
+	k.owned(false)
 }
 
-// current returns the live tenure, or nil when the lease is not held.
+// current returns the live tenure, or nil when the lease is not owned.
 func (k *leaseKeeper) current() context.Context {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -150,7 +150,7 @@ func (k *leaseKeeper) current() context.Context {
 	return k.tenure
 }
 
-// waitForTenure blocks until the board holds the lease, and returns that
+// waitForTenure blocks until the board owns the lease, and returns that
 // tenure; nil when ctx ends first.
 func (k *leaseKeeper) waitForTenure(ctx context.Context) context.Context {
 	for {
@@ -165,7 +165,7 @@ func (k *leaseKeeper) waitForTenure(ctx context.Context) context.Context {
 	}
 }
 
-// release ends the tenure and, if the board held the lease, hands it back.
+// release ends the tenure and, if the board owned the lease, hands it back.
 func (k *leaseKeeper) release() {
 	k.mu.Lock()
 	hadTenure := k.tenure != nil

@@ -22,8 +22,10 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	applied  prometheus.Counter
 	skipped  prometheus.Counter
-	held     prometheus.Gauge
-	counts   *countGauges
+	// leaseOwned is published as corkboard_convergence_lease_held: a
+	// metric's name does not change, "held" there means owned.
+	leaseOwned prometheus.Gauge
+	counts     *countGauges
 }
 
 func newMetrics(registry prometheus.Registerer) *metrics {
@@ -49,9 +51,9 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 			Name: "corkboard_convergence_writes_skipped_total",
 			Help: "Row writes of convergence plans skipped because the row changed after the pass read it; the next pass looks again.",
 		}),
-		held: prometheus.NewGauge(prometheus.GaugeOpts{
+		leaseOwned: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corkboard_convergence_lease_held",
-			Help: "1 while this board holds the convergence lease and converges, 0 otherwise.",
+			Help: "1 while this board owns the convergence lease and converges, 0 otherwise.",
 		}),
 		counts: &countGauges{},
 	}
@@ -61,18 +63,18 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 		m.failures.WithLabelValues(pass)
 	}
 	if registry != nil {
-		registry.MustRegister(m.runs, m.failures, m.duration, m.applied, m.skipped, m.held, m.counts)
+		registry.MustRegister(m.runs, m.failures, m.duration, m.applied, m.skipped, m.leaseOwned, m.counts)
 	}
 	return m
 }
 
 // countGauges publishes the Counts of the latest full pass, and only
-// while this board holds the lease: a board that does not converge has no
+// while this board owns the lease: a board that does not converge has no
 // current counts, and two boards must not both report the same
 // instances.
 type countGauges struct {
 	mu     sync.Mutex
-	held   bool
+	owned  bool
 	counts *convergence.Counts
 	// autoscaled are the figures of the autoscaled LRPs, by process guid,
 	// as of the latest pass that covered each.
@@ -115,12 +117,12 @@ var countGaugeList = []countGauge{
 		func(c *convergence.Counts) int { return c.SuspectCells }),
 }
 
-// set publishes counts while the lease is held; a pass that finishes
+// set publishes counts while the lease is owned; a pass that finishes
 // just after the lease was lost publishes nothing.
 func (g *countGauges) set(counts *convergence.Counts) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.held {
+	if g.owned {
 		g.counts = counts
 	}
 }
@@ -132,7 +134,7 @@ var (
 	autoscaleWantedDesc = prometheus.NewDesc("corkboard_autoscaler_wanted_instances",
 		"Instances an autoscaled LRP's policy wants, clamped to [min, max], as of its latest convergence pass.", []string{"process_guid"}, nil)
 	autoscaleCurrentDesc = prometheus.NewDesc("corkboard_autoscaler_current_instances",
-		"An autoscaled LRP's instance count after its latest convergence pass (above wanted while the scale-down window holds it).", []string{"process_guid"}, nil)
+		"An autoscaled LRP's instance count after its latest convergence pass (above wanted while the scale-down window keeps it).", []string{"process_guid"}, nil)
 )
 
 // setAutoscaled publishes the autoscaler figures of a pass over guids (nil:
@@ -141,7 +143,7 @@ var (
 func (g *countGauges) setAutoscaled(gauges []convergence.AutoscaleGauge, guids []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.held {
+	if !g.owned {
 		return
 	}
 	if guids == nil || g.autoscaled == nil {
@@ -155,13 +157,13 @@ func (g *countGauges) setAutoscaled(gauges []convergence.AutoscaleGauge, guids [
 	}
 }
 
-// hold says whether the board holds the lease; losing it withdraws the
+// setOwned says whether the board owns the lease; losing it withdraws the
 // counts.
-func (g *countGauges) hold(held bool) {
+func (g *countGauges) setOwned(owned bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.held = held
-	if !held {
+	g.owned = owned
+	if !owned {
 		g.counts = nil
 		g.autoscaled = nil
 	}

@@ -25,7 +25,7 @@ const DefaultFullReadInterval = 10 * time.Minute
 // than reading everything.
 const fullReadShare = 4
 
-// Mirror is the convergence lease holder's copy of the snapshot, kept in
+// Mirror is the convergence lease owner's copy of the snapshot, kept in
 // memory and brought up to date before each pass from the event log: only
 // the LRPs the log names since the last pass (and those the last pass
 // wrote, or a trigger names) are read again, with the cells, which are few.
@@ -62,9 +62,12 @@ type Mirror struct {
 
 	readAt   time.Time
 	position uint64 // the log position the rows are complete up to
-	// epoch is the placement epoch the rows are complete for; 0 (nothing
-	// read yet, or reset) makes the next refresh read everything.
-	epoch int64
+	// loaded: the rows are complete for placementEpoch, so a refresh may
+	// read only what changed. False (nothing read yet, reset, or a store
+	// that reports no placement epoch) makes the next refresh read
+	// everything.
+	loaded         bool
+	placementEpoch int64
 
 	desired     []convergence.DesiredSchedule
 	actual      []convergence.ActualRow
@@ -96,7 +99,7 @@ func NewMirror(store MirrorStore, now func() time.Time) *Mirror {
 // Reset makes the next Snapshot read everything, as after a takeover:
 // another board may have converged meanwhile.
 func (m *Mirror) Reset() {
-	m.epoch = 0
+	m.loaded, m.placementEpoch = false, 0
 }
 
 // Applied records the outcome of applying a plan made from this mirror:
@@ -115,7 +118,7 @@ func (m *Mirror) Applied(writes *convergence.ConvergenceWrites, result *converge
 			m.Reset()
 			return
 		}
-		m.epoch = result.PlacementEpoch
+		m.placementEpoch = result.PlacementEpoch
 	}
 }
 
@@ -147,7 +150,7 @@ func (m *Mirror) refresh(ctx context.Context, targeted []string) (*convergence.S
 	if interval <= 0 {
 		interval = DefaultFullReadInterval
 	}
-	if m.epoch == 0 || mark.PlacementEpoch != m.epoch || m.now().Sub(m.readAt) >= interval {
+	if !m.loaded || mark.PlacementEpoch != m.placementEpoch || m.now().Sub(m.readAt) >= interval {
 		return m.readAll(ctx, mark)
 	}
 	changed, lost, err := m.store.ConvergenceChanges(ctx, m.position, mark.LogHead)
@@ -187,7 +190,8 @@ func (m *Mirror) readAll(ctx context.Context, mark convergence.Mark) (*convergen
 	m.desired, m.actual, m.rollouts, m.definitions, m.operations = s.Desired, s.Actual, s.Rollouts, s.Definitions, s.Operations
 	m.usage = make(map[string]convergence.Resources, len(s.Cells))
 	addUsage(m.usage, m.actual, 1)
-	m.position, m.epoch, m.readAt = mark.LogHead, s.PlacementEpoch, m.now()
+	m.position, m.placementEpoch, m.readAt = mark.LogHead, s.PlacementEpoch, m.now()
+	m.loaded = s.PlacementEpoch != 0
 	m.written = nil
 	m.FullReads++
 	return s, nil
@@ -205,10 +209,10 @@ func (m *Mirror) replace(changed []string, fresh *convergence.Snapshot) {
 	m.operations = spliceRuns(m.operations, fresh.Operations, changed, operationGuid)
 }
 
-func (m *Mirror) full(cells []convergence.CellRow, fresh []string, epoch int64) *convergence.Snapshot {
+func (m *Mirror) full(cells []convergence.CellRow, fresh []string, placementEpoch int64) *convergence.Snapshot {
 	return &convergence.Snapshot{
 		Desired: m.desired, Actual: m.actual, Rollouts: m.rollouts, Definitions: m.definitions,
-		Operations: m.operations, Cells: cells, FreshDomains: fresh, PlacementEpoch: epoch,
+		Operations: m.operations, Cells: cells, FreshDomains: fresh, PlacementEpoch: placementEpoch,
 	}
 }
 

@@ -81,7 +81,7 @@ type RunnerConfig struct {
 	FullReadInterval time.Duration
 }
 
-// Runner converges the board: while it holds the convergence lease it
+// Runner converges the board: while it owns the convergence lease it
 // runs a pass (bring its Mirror of the snapshot up to date, Compute a
 // plan, apply it) every Interval,
 // again when the previous plan's NextWake comes, and for particular LRPs
@@ -135,7 +135,7 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 	}
 	r.mirror = NewMirror(store, cfg.Now)
 	r.mirror.FullReadInterval = cfg.FullReadInterval
-	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseHeld)
+	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseOwned)
 	return r
 }
 
@@ -155,7 +155,7 @@ func (cfg RunnerConfig) withDefaults() RunnerConfig {
 	}
 	// This board carries the operations it converges, under leases as
 	// long as its convergence lease: when it dies, both run out together
-	// and the next holder adopts them.
+	// and the next owner adopts them.
 	if cfg.Planner.Board == "" {
 		cfg.Planner.Board = cfg.Owner
 	}
@@ -175,9 +175,9 @@ func (cfg RunnerConfig) withDefaults() RunnerConfig {
 // Trigger asks for a pass over one LRP as soon as possible, e.g. after it
 // was desired, updated or removed, or one of its instances crashed.
 // Triggers that arrive while a pass runs are coalesced into the next one.
-// It never blocks. A board that does not hold the lease keeps the
+// It never blocks. A board that does not own the lease keeps the
 // triggers for when it takes the lease over, whose first pass is a full
-// one anyway; the holder's periodic pass covers the LRP meanwhile.
+// one anyway; the owner's periodic pass covers the LRP meanwhile.
 func (r *Runner) Trigger(processGuid string) {
 	r.triggerMu.Lock()
 	if !r.wantFull {
@@ -251,7 +251,7 @@ func (r *Runner) converge(ctx context.Context) {
 // (the board may have just taken over), then one every interval and at
 // each plan's NextWake, and targeted passes as triggers come.
 func (r *Runner) convergeDuring(tenure context.Context) {
-	// A new holder starts from a full pass, which covers every trigger so
+	// A new owner starts from a full pass, which covers every trigger so
 	// far, on everything read again: another board converged meanwhile.
 	r.takeTriggered()
 	r.mirror.Reset()
@@ -445,14 +445,14 @@ func (r *Runner) failed(ctx context.Context, logger lager.Logger, kind, step str
 	return err
 }
 
-// leaseHeld is told when a tenure begins and ends.
-func (r *Runner) leaseHeld(held bool) {
-	r.metrics.counts.hold(held)
-	if held {
-		r.metrics.held.Set(1)
+// leaseOwned is told when a tenure begins and ends.
+func (r *Runner) leaseOwned(owned bool) {
+	r.metrics.counts.setOwned(owned)
+	if owned {
+		r.metrics.leaseOwned.Set(1)
 		return
 	}
-	r.metrics.held.Set(0)
+	r.metrics.leaseOwned.Set(0)
 }
 
 func logReasons(logger lager.Logger, plan *convergence.Plan) {

@@ -90,7 +90,7 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, store, "rooms")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1", "cell-1"}))
 			})
 
-			It("converges as soon as it holds the lease, and on a trigger without waiting for the interval", func() {
+			It("converges as soon as it owns the lease, and on a trigger without waiting for the interval", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")
 				desire(ctx, store, "early", 2)
@@ -227,7 +227,7 @@ var _ = Describe("Runner", func() {
 					Should(BeNumerically(">=", 2), "the pass on taking the lease and the wake-up")
 			})
 
-			It("lets one of two boards converge, and the other take over when the holder stops", func() {
+			It("lets one of two boards converge, and the other take over when the owner stops", func() {
 				storeA, storeB := newStore(), newStore()
 				registerCell(ctx, storeA, "cell-1")
 				cfg := runner.RunnerConfig{Interval: 100 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}

@@ -114,7 +114,7 @@ func (s *SQLDB) insertCreated(rows []*models.ActualLRP, now int64) (string, []an
 }
 
 // ownRows tells which of rows, just offered to an insert that skips taken
-// keys, it stored: the stored row has the fresh, random epoch this insert
+// keys, it stored: the stored row has the fresh, random tag epoch this insert
 // gave it. Convergence creates and desires both use it.
 func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLRP) ([]*models.ActualLRP, error) {
 	keys := make([]models.ActualLRPKey, len(rows))
@@ -122,14 +122,14 @@ func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLR
 		keys[i] = models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: models.ActualLRP_ORDINARY}
 	}
 	query := s.driver.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", len(keys), false)
-	epochs := make(map[models.ActualLRPKey]string, len(rows))
+	tagEpochs := make(map[models.ActualLRPKey]string, len(rows))
 	err := s.eachRow(ctx, tx, query, actualKeyArgs(keys), func(result *sql.Rows) error {
-		var guid, epoch string
+		var guid, tagEpoch string
 		var index int64
-		if err := result.Scan(&guid, &index, &epoch); err != nil {
+		if err := result.Scan(&guid, &index, &tagEpoch); err != nil {
 			return err
 		}
-		epochs[models.ActualLRPKey{ProcessGuid: guid, Index: int32(index), Presence: models.ActualLRP_ORDINARY}] = epoch
+		tagEpochs[models.ActualLRPKey{ProcessGuid: guid, Index: int32(index), Presence: models.ActualLRP_ORDINARY}] = tagEpoch
 		return nil
 	})
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLR
 	}
 	var own []*models.ActualLRP
 	for i, lrp := range rows {
-		if epochs[keys[i]] == lrp.ModificationTag.Epoch {
+		if tagEpochs[keys[i]] == lrp.ModificationTag.Epoch {
 			own = append(own, lrp)
 		}
 	}

@@ -79,7 +79,7 @@ var (
 //
 // Every LRP is read in one read-only transaction, its desired row and its
 // instances alike: a view that saw an LRP's instances but not the LRP (or
-// the reverse) would have the planner retire or duplicate them. A large
+// the reverse) would have the planner delete or duplicate them. A large
 // board is read in parallel parts, ranges of process guids, each its own
 // transaction, so different LRPs may be seen a few milliseconds apart —
 // no different, for a plan whose every write is conditional, from the time

@@ -362,7 +362,7 @@ func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, do
 
 // newUnclaimed is an UNCLAIMED ORDINARY instance as insertUnclaimed stores
 // it.
-func newUnclaimed(processGuid string, index int32, domain, definitionID, epoch string, now int64) *models.ActualLRP {
+func newUnclaimed(processGuid string, index int32, domain, definitionID, tagEpoch string, now int64) *models.ActualLRP {
 	return &models.ActualLRP{
 		ProcessGuid:     processGuid,
 		Index:           index,
@@ -371,7 +371,7 @@ func newUnclaimed(processGuid string, index int32, domain, definitionID, epoch s
 		DefinitionId:    definitionID,
 		State:           models.ActualLRP_UNCLAIMED,
 		Since:           now,
-		ModificationTag: &models.ModificationTag{Epoch: epoch},
+		ModificationTag: &models.ModificationTag{Epoch: tagEpoch},
 	}
 }
 

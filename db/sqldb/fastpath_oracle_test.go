@@ -34,7 +34,7 @@ import (
 // What differs by nature is normalized (witness.lines): the random ids,
 // modification tag epochs and operation ids, become their order of first
 // appearance ("guid-3", "op-1"), so that a row and its events must still
-// name the same epoch; event positions count from the run's first event;
+// name the same tag epoch; event positions count from the run's first event;
 // a convergence pass's placement epoch is written down as set or not.
 // Every time is the test clock's, equal on both sides (the seeder's wall
 // clock stamps are overwritten with it); the one time the database stamps,

@@ -10,8 +10,8 @@ import (
 var _ db.LeaseDB = (*SQLDB)(nil)
 
 // AcquireLease takes the lease named name for owner until now + ttl when
-// nobody holds it or its holder's time ran out, and renews it when owner
-// holds it already; it returns false, changing nothing, while another
+// nobody owns it or its owner's time ran out, and renews it when owner
+// owns it already; it returns false, changing nothing, while another
 // owner's lease runs. It is one conditional upsert, so that any number of
 // boards racing for a free lease leave exactly one owner.
 //
@@ -48,7 +48,7 @@ func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	return acquired, err
 }
 
-// ReleaseLease gives the lease up if owner holds it, so another board can
+// ReleaseLease gives the lease up if owner owns it, so another board can
 // take it at once instead of after the TTL.
 func (s *SQLDB) ReleaseLease(ctx context.Context, name, owner string) error {
 	if err := checkLease(name, owner); err != nil {

@@ -18,7 +18,7 @@ import (
 // that SQLite and Postgres run. MySQL cannot run the general one (it has
 // no ON CONFLICT), so the general path is held to it on the other
 // databases: the same acquires, renewals, refusals, steals after expiry
-// and releases must answer alike and leave the same holder and expiry.
+// and releases must answer alike and leave the same owner and expiry.
 //
 // Leases run on the database's clock, so an expiry is written down as
 // what it is relative to the call: the database's now plus the TTL asked,
@@ -56,7 +56,7 @@ func leaseTranscript(dialectName string, upsert bool) []string {
 	Expect(b.store.AcquireLeaseIsUpsert()).To(Equal(upsert))
 	var lines []string
 
-	holder := func(name string) (owner string, expires int64, held bool) {
+	stored := func(name string) (owner string, expires int64, found bool) {
 		GinkgoHelper()
 		err := b.conn.QueryRow("SELECT owner, expires_at FROM leases WHERE name = '"+name+"'").Scan(&owner, &expires)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -67,14 +67,14 @@ func leaseTranscript(dialectName string, upsert bool) []string {
 	}
 	acquire := func(label, name, owner string, ttl time.Duration) {
 		GinkgoHelper()
-		_, before, _ := holder(name)
+		_, before, _ := stored(name)
 		start := time.Now()
 		acquired, err := b.store.AcquireLease(b.ctx, name, owner, ttl)
 		end := time.Now()
-		got, expires, held := holder(name)
+		got, expires, found := stored(name)
 		var expiry string
 		switch {
-		case !held:
+		case !found:
 			expiry = "no lease"
 		// The database's clock is this machine's, to its precision
 		// (SQLite: milliseconds).
@@ -85,7 +85,7 @@ func leaseTranscript(dialectName string, upsert bool) []string {
 		default:
 			expiry = fmt.Sprintf("now %+v", time.Duration(expires-end.UnixNano()).Round(time.Minute))
 		}
-		lines = append(lines, fmt.Sprintf("%s: acquired %v (%v); %s holds %q until %s", label, acquired, err, name, got, expiry))
+		lines = append(lines, fmt.Sprintf("%s: acquired %v (%v); %s owned by %q until %s", label, acquired, err, name, got, expiry))
 	}
 	expire := func(name string) {
 		GinkgoHelper()
@@ -94,8 +94,8 @@ func leaseTranscript(dialectName string, upsert bool) []string {
 	release := func(label, name, owner string) {
 		GinkgoHelper()
 		err := b.store.ReleaseLease(b.ctx, name, owner)
-		got, _, held := holder(name)
-		lines = append(lines, fmt.Sprintf("%s: %v; %s held %v by %q", label, err, name, held, got))
+		got, _, found := stored(name)
+		lines = append(lines, fmt.Sprintf("%s: %v; %s owned %v by %q", label, err, name, found, got))
 	}
 
 	const lease = "convergence"

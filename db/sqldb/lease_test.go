@@ -21,7 +21,7 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 		Expect(err).NotTo(HaveOccurred())
 		return ok
 	}
-	holder := func() (string, int64) {
+	stored := func() (string, int64) {
 		GinkgoHelper()
 		var owner string
 		var expires int64
@@ -44,7 +44,7 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 		before := time.Now()
 		Expect(acquire("board-a")).To(BeTrue())
 		after := time.Now()
-		owner, expires := holder()
+		owner, expires := stored()
 		Expect(owner).To(Equal("board-a"))
 		// The database runs on this machine: its clock is this one, to
 		// its precision (SQLite: milliseconds).
@@ -52,29 +52,29 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 		Expect(expires).To(BeNumerically("<=", after.Add(ttl).UnixNano()))
 
 		Expect(acquire("board-b")).To(BeFalse())
-		owner, _ = holder()
+		owner, _ = stored()
 		Expect(owner).To(Equal("board-a"), "a refused acquire changes nothing")
 	})
 
-	It("renews the holder's lease", func() {
+	It("renews the owner's lease", func() {
 		Expect(acquireFor("board-a", short)).To(BeTrue())
 		Expect(acquireFor("board-a", short)).To(BeTrue(), "even within the same instant")
 		time.Sleep(short / 2)
-		_, first := holder()
+		_, first := stored()
 		Expect(acquire("board-a")).To(BeTrue())
-		_, renewed := holder()
+		_, renewed := stored()
 		Expect(renewed).To(BeNumerically(">", first))
 
 		time.Sleep(short)
 		Expect(acquire("board-b")).To(BeFalse(), "the renewal moved the expiry on")
 	})
 
-	It("passes an expired lease to the next board, and the old holder loses it", func() {
+	It("passes an expired lease to the next board, and the old owner loses it", func() {
 		Expect(acquireFor("board-a", short)).To(BeTrue())
 		time.Sleep(short + 50*time.Millisecond)
 		Expect(acquire("board-b")).To(BeTrue())
 		Expect(acquire("board-a")).To(BeFalse())
-		owner, _ := holder()
+		owner, _ := stored()
 		Expect(owner).To(Equal("board-b"))
 	})
 
@@ -91,7 +91,7 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 		ok, err = ahead.AcquireLease(b.ctx, "convergence", "board-ahead", ttl)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ok).To(BeFalse(), "a board an hour ahead does not read a running lease as expired")
-		owner, _ := holder()
+		owner, _ := stored()
 		Expect(owner).To(Equal("board-behind"))
 	})
 
@@ -140,7 +140,7 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 				won = append(won, owner)
 			}
 			Expect(won).To(HaveLen(1), "round %d", round)
-			owner, _ := holder()
+			owner, _ := stored()
 			Expect(owner).To(Equal(won[0]))
 			// The next round races for a free lease again.
 			Expect(b.store.ReleaseLease(b.ctx, "convergence", owner)).To(Succeed())

@@ -40,9 +40,9 @@ var _ db.OperationDB = (*SQLDB)(nil)
 // prove that the partial index covers the query.
 const operationsUnended = "o.ended = FALSE"
 
-// convergenceLease names the lease a board holds while it converges; it
+// convergenceLease names the lease a board owns while it converges; it
 // must equal runner.LeaseName, which db cannot import. A change of
-// definition starts leased to its holder of the moment.
+// definition starts leased to its owner of the moment.
 const convergenceLease = "convergence"
 
 // maxOperationID is the width of an operation id (models.NewOperationID).

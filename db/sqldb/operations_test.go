@@ -196,7 +196,7 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 					models.EventOperationChanged}))
 			})
 
-			It("a change of definition while nobody holds the convergence lease is leased to no one", func() {
+			It("a change of definition while nobody owns the convergence lease is leased to no one", func() {
 				_, err := b.store.AcquireLease(b.ctx, "convergence", "board-1", 100*time.Millisecond)
 				Expect(err).NotTo(HaveOccurred())
 				// Leases run out by the database's clock: real time.

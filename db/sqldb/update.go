@@ -24,7 +24,7 @@ import (
 //   - instances up adds UNCLAIMED ORDINARY instances for the new indices on
 //     the (new) active definition; instances down deletes the UNCLAIMED
 //     ORDINARY instances at indices ≥ the new count. Claimed and running
-//     instances are left for convergence to retire.
+//     instances are left for convergence to delete.
 //   - routes, annotation and update_strategy replace the stored values.
 //   - definition stores a new version under update_identifier (else the
 //     definition's own definition_id, else models.GenerateDefinitionID) and

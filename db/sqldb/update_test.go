@@ -313,7 +313,7 @@ var _ = forEachDialect("UpdateDesiredLRP", func(b *board) {
 			Entry("an older index", func(c *models.ModificationTag) *models.ModificationTag {
 				return &models.ModificationTag{Epoch: c.Epoch, Index: c.Index - 1}
 			}),
-			Entry("another epoch", func(c *models.ModificationTag) *models.ModificationTag {
+			Entry("another tag epoch", func(c *models.ModificationTag) *models.ModificationTag {
 				return &models.ModificationTag{Epoch: "someone-else", Index: c.Index}
 			}),
 			Entry("an empty tag", func(*models.ModificationTag) *models.ModificationTag {

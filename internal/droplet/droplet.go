@@ -40,7 +40,7 @@ const EntryName = "hello"
 var Versions = []string{"v1", "v2", "v3"}
 
 // packTime is every entry's mtime: a fixed instant, so packing does not
-// depend on when the binary was built. 2000-01-01 rather than the epoch,
+// depend on when the binary was built. 2000-01-01 rather than the Unix epoch,
 // because some unpackers warn about timestamps at 0.
 var packTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 

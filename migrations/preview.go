@@ -6,29 +6,30 @@ import (
 	"strings"
 )
 
-// Plan is what Up would do, computed without changing the database.
-type Plan struct {
+// Preview is what Up would do, computed without changing the database
+// (bbs-migrate plan prints it).
+type Preview struct {
 	Dialect         string
 	From, To        int
 	CreateTable     string   // the version table's DDL when it does not exist yet
 	MoveClassicAway []string // DDL moving a classic BBS schema's tables aside
-	Steps           []PlannedMigration
+	Steps           []PreviewStep
 }
 
-// PlannedMigration is one migration Up would apply.
-type PlannedMigration struct {
+// PreviewStep is one migration Up would apply.
+type PreviewStep struct {
 	Migration
 	// GoStep says what the migration's Go step would do on this database.
 	GoStep string
 }
 
 // Empty says Up would do nothing.
-func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+func (p *Preview) Empty() bool { return len(p.Steps) == 0 }
 
-// Plan computes what Up with opts would run. It takes no lock and writes
+// Preview computes what Up with opts would run. It takes no lock and writes
 // nothing; the checks that make Up refuse (dirty, newer, bad target) make
-// Plan refuse the same way.
-func (r *Runner) Plan(ctx context.Context, opts UpOptions) (*Plan, error) {
+// Preview refuse the same way.
+func (r *Runner) Preview(ctx context.Context, opts UpOptions) (*Preview, error) {
 	target, err := r.target(opts.Target)
 	if err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (r *Runner) Plan(ctx context.Context, opts UpOptions) (*Plan, error) {
 	if err := r.checkNotNewer(st.Unknown); err != nil {
 		return nil, err
 	}
-	p := &Plan{Dialect: r.dialect, From: st.Current}
+	p := &Preview{Dialect: r.dialect, From: st.Current}
 	for _, m := range st.Migrations {
 		if m.Dirty {
 			if !opts.RetryDirty {
@@ -66,11 +67,11 @@ func (r *Runner) Plan(ctx context.Context, opts UpOptions) (*Plan, error) {
 		}
 	}
 	for _, m := range r.migrations[p.From:target] {
-		pm := PlannedMigration{Migration: m}
+		pm := PreviewStep{Migration: m}
 		if m.Step != nil {
 			desc, err := m.Step.Describe(ctx, stepEnv{q: r.db, dialect: r.dialect, now: r.now})
 			if err != nil {
-				return nil, fmt.Errorf("plan %s: %w", m.ID(), err)
+				return nil, fmt.Errorf("preview %s: %w", m.ID(), err)
 			}
 			pm.GoStep = desc
 		}
@@ -79,9 +80,9 @@ func (r *Runner) Plan(ctx context.Context, opts UpOptions) (*Plan, error) {
 	return p, nil
 }
 
-// SQL renders the plan as the SQL Up would run, with comments for what is
+// SQL renders the preview as the SQL Up would run, with comments for what is
 // not SQL (the Go steps, the bookkeeping in schema_migrations).
-func (p *Plan) SQL() string {
+func (p *Preview) SQL() string {
 	var b strings.Builder
 	if p.Empty() {
 		fmt.Fprintf(&b, "-- %s database at version %04d: nothing to do\n", p.Dialect, p.From)
