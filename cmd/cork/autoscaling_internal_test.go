@@ -51,9 +51,9 @@ var _ = Describe("autoscaling in words", func() {
 		Expect(autoscalerLine(lrp)).To(Equal("no decision yet"))
 		lrp.Autoscaler = &models.AutoscalerStatus{LastDecision: &models.AutoscalerDecision{
 			At: at.UnixNano(), Occupied: 1, ReadyTarget: 0.5, Computed: 2, Wanted: 3, Min: 3, Max: -1,
-			Instances: 5, PreviousInstances: 5, Reason: "scale-down held by the window",
+			Instances: 5, PreviousInstances: 5, Reason: "scale-down kept by the window",
 		}}
-		Expect(autoscalerLine(lrp)).To(Equal("occupied 1, ready_target 0.5: ceil(1 / (1 − 0.5)) = 2, clamped to [3, no limit]: wanted 3; instances 5 → 5 (scale-down held by the window) (at 2026-11-26T16:00:00Z)"))
+		Expect(autoscalerLine(lrp)).To(Equal("occupied 1, ready_target 0.5: ceil(1 / (1 − 0.5)) = 2, clamped to [3, no limit]: wanted 3; instances 5 → 5 (scale-down kept by the window) (at 2026-11-26T16:00:00Z)"))
 		Expect(autoscalerLine(&models.DesiredLRP{})).To(BeEmpty())
 	})
 })
