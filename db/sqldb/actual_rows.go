@@ -159,20 +159,11 @@ func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *mo
 	if err != nil {
 		return err
 	}
-	res, err := s.exec(ctx, q, updateActualLRP,
+	return s.execOne(ctx, q, updateActualLRP,
 		after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
 		after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index), routePorts,
 		before.ProcessGuid, before.Index, before.Presence.String(),
 		before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return errLostRace
-	}
-	return nil
 }
 
 // storedOccupied is what a write stores as occupied: an instance that is

@@ -114,15 +114,9 @@ func (a *convergenceApplier) rolloutWrite(ctx context.Context, tx *sql.Tx, w con
 	}
 
 	if w.Delete {
-		res, err := s.exec(ctx, tx, "DELETE FROM rollouts WHERE process_guid = ? AND modification_index = ?",
-			w.ProcessGuid, w.ExpectModificationIndex)
-		if err != nil {
+		if err := s.execOne(ctx, tx, "DELETE FROM rollouts WHERE process_guid = ? AND modification_index = ?",
+			w.ProcessGuid, w.ExpectModificationIndex); err != nil {
 			return nil, err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n != 1 {
-			return nil, errLostRace
 		}
 		status, err := s.rolloutStatus(ctx, tx, w.ProcessGuid, nil, nil, a.now)
 		if err != nil {

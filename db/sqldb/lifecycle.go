@@ -193,18 +193,9 @@ func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLR
 
 // deleteActualLRP deletes the row before, compare-and-set on its tag.
 func (s *SQLDB) deleteActualLRP(ctx context.Context, tx *sql.Tx, before *models.ActualLRP) error {
-	res, err := s.exec(ctx, tx, `DELETE FROM actual_lrps WHERE process_guid = ? AND instance_index = ? AND presence = ?
+	return s.execOne(ctx, tx, `DELETE FROM actual_lrps WHERE process_guid = ? AND instance_index = ? AND presence = ?
  AND modification_tag_epoch = ? AND modification_tag_index = ?`,
 		before.ProcessGuid, before.Index, before.Presence.String(), before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return errLostRace
-	}
-	return nil
 }
 
 func checkKey(key models.ActualLRPKey) error {

@@ -162,18 +162,12 @@ func (s *SQLDB) updateOperation(ctx context.Context, tx *sql.Tx, rec *operationR
 		return err
 	}
 	expect := rec.modificationIndex
-	res, err := s.exec(ctx, tx, `UPDATE operations SET status = ?, reason = ?, started_at = ?, finished_at = ?,
+	if err := s.execOne(ctx, tx, `UPDATE operations SET status = ?, reason = ?, started_at = ?, finished_at = ?,
  lease_owner = ?, lease_expires_at = ?, history = ?, ended = ?, modification_index = ?
  WHERE id = ? AND modification_index = ?`,
 		op.Status.String(), op.Reason, op.StartedAt, op.FinishedAt, op.LeaseOwner, op.LeaseExpiresAt, history,
-		models.OperationEnded(op.Status), expect+1, op.Id, expect)
-	if err != nil {
+		models.OperationEnded(op.Status), expect+1, op.Id, expect); err != nil {
 		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return errLostRace
 	}
 	rec.modificationIndex = expect + 1
 	return nil

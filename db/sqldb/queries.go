@@ -23,6 +23,22 @@ func (s *SQLDB) exec(ctx context.Context, q queryer, query string, args ...any) 
 	return q.ExecContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }
 
+// execOne runs a compare-and-set write: it must change exactly one row,
+// and one that changes none (another writer moved the row on) is
+// errLostRace.
+func (s *SQLDB) execOne(ctx context.Context, q queryer, query string, args ...any) error {
+	res, err := s.exec(ctx, q, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return errLostRace
+	}
+	return nil
+}
+
 func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any) (*sql.Rows, error) {
 	return q.QueryContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
 }

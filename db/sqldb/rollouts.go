@@ -104,17 +104,8 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 		}
 		return err
 	}
-	res, err := s.exec(ctx, tx, "UPDATE rollouts SET "+strings.Join(rolloutColumns[1:], " = ?, ")+
+	return s.execOne(ctx, tx, "UPDATE rollouts SET "+strings.Join(rolloutColumns[1:], " = ?, ")+
 		" = ? WHERE process_guid = ? AND modification_index = ?", append(values, rec.ProcessGuid, expect)...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return errLostRace
-	}
-	return nil
 }
 
 // startRollout stores the LRP's record as a rollout to definition to that
@@ -496,17 +487,8 @@ func (s *SQLDB) writeDefinitionIDs(ctx context.Context, tx *sql.Tx, before, afte
 // (locked): a row that matches nothing is errLostRace.
 func (s *SQLDB) updateDesiredRow(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, set string, args ...any) error {
 	args = append(args, before.ProcessGuid, before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
-	res, err := s.exec(ctx, tx, "UPDATE desired_lrps SET "+set+
+	return s.execOne(ctx, tx, "UPDATE desired_lrps SET "+set+
 		" WHERE process_guid = ? AND modification_tag_epoch = ? AND modification_tag_index = ?", args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return errLostRace
-	}
-	return nil
 }
 
 // copyDesiredLRP copies the LRP with a tag of its own, the rest shared:
