@@ -48,6 +48,10 @@ type driver interface {
 	oneWriter() bool
 	// inProcess reports whether a statement costs no network round trip.
 	inProcess() bool
+	// preparesStatements reports whether the store runs its statements
+	// prepared (statements.go), because running a prepared statement costs
+	// the database less than parsing and planning its text each time.
+	preparesStatements() bool
 	// snapshotIsolation is the isolation level of a read-only transaction
 	// whose reads must all see one snapshot (readConsistently).
 	snapshotIsolation() sql.IsolationLevel
@@ -147,6 +151,7 @@ func (general) sizePool(conn *sql.DB) {
 
 func (general) oneWriter() bool                       { return false }
 func (general) inProcess() bool                       { return false }
+func (general) preparesStatements() bool              { return false }
 func (general) snapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
 
 // bytewise is the column itself where it is byte-collated already.

@@ -43,6 +43,11 @@ func (postgresDriver) openPool(name dialect.Name, dsn string, ioTimeout time.Dur
 // cells.cell_id is on SQLite (BINARY) and MySQL (utf8mb4_bin) but has the
 // database's collation on Postgres, where a locale would order "B" after
 // "a" and pages would disagree with the other dialects.
+// preparesStatements: Postgres parses, analyses and plans a statement sent
+// as text every time, and lib/pq describes it in a round trip of its own
+// first.
+func (postgresDriver) preparesStatements() bool { return true }
+
 func (postgresDriver) bytewise(column string) string { return column + ` COLLATE "C"` }
 
 // pagePlanning is the statement a page of a list runs first, in its own

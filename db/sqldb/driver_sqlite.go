@@ -37,6 +37,10 @@ func (sqliteDriver) oneWriter() bool { return true }
 
 func (sqliteDriver) inProcess() bool { return true }
 
+// preparesStatements: SQLite compiles a statement's text into its bytecode
+// on every run, in this process; a prepared one runs its compiled program.
+func (sqliteDriver) preparesStatements() bool { return true }
+
 // snapshotIsolation: a deferred transaction, which in WAL mode reads one
 // snapshot without holding the write lock.
 func (sqliteDriver) snapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }

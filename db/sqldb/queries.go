@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
-
-	"github.com/corkboard/corkboard/db/dialect"
 )
 
 // queryer is what *sql.DB and *sql.Tx share, so reads run inside or outside
@@ -20,7 +18,11 @@ type queryer interface {
 // Every statement goes through these three, so each is rebound for its dialect.
 
 func (s *SQLDB) exec(ctx context.Context, q queryer, query string, args ...any) (sql.Result, error) {
-	return q.ExecContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
+	query = s.rebound(query)
+	if stmt := s.statement(ctx, q, query); stmt != nil {
+		return stmt.ExecContext(ctx, args...)
+	}
+	return q.ExecContext(ctx, query, args...)
 }
 
 // execOne runs a compare-and-set write: it must change exactly one row,
@@ -40,11 +42,19 @@ func (s *SQLDB) execOne(ctx context.Context, q queryer, query string, args ...an
 }
 
 func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any) (*sql.Rows, error) {
-	return q.QueryContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
+	query = s.rebound(query)
+	if stmt := s.statement(ctx, q, query); stmt != nil {
+		return stmt.QueryContext(ctx, args...)
+	}
+	return q.QueryContext(ctx, query, args...)
 }
 
 func (s *SQLDB) queryRow(ctx context.Context, q queryer, query string, args ...any) *sql.Row {
-	return q.QueryRowContext(ctx, dialect.Rebind(s.driver.name(), query), args...)
+	query = s.rebound(query)
+	if stmt := s.statement(ctx, q, query); stmt != nil {
+		return stmt.QueryRowContext(ctx, args...)
+	}
+	return q.QueryRowContext(ctx, query, args...)
 }
 
 // Table columns written by inserts, in the order their values are passed.
