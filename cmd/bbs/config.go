@@ -34,6 +34,7 @@ import (
 //	  "database_dsn": "postgres://bbs@db.internal/bbs?sslmode=require",
 //	  "log_level": "info",
 //	  "max_open_connections": 64,
+//	  "write_lanes": 0,
 //	  "database_timeout": "10s",
 //	  "shutdown_timeout": "30s",
 //	  "board_id": "bbs-0",
@@ -74,6 +75,12 @@ type Config struct {
 	// MaxOpenConnections caps the database connection pool; 0 keeps the
 	// driver's default (8 for sqlite, 64 otherwise).
 	MaxOpenConnections int `json:"max_open_connections"`
+	// WriteLanes is how many lanes coalesce concurrent API writes into
+	// shared transactions (group commit: writes that arrive while others
+	// are being written share one BEGIN, event append and COMMIT); 0 keeps
+	// the database's default (1 on SQLite, 4 otherwise), -1 turns
+	// coalescing off.
+	WriteLanes int `json:"write_lanes"`
 	// DatabaseTimeout bounds each API call's wait for the database and
 	// each read or write on a database connection ("10s"): while the
 	// database is down or stalled, calls fail with Unavailable after this
@@ -370,6 +377,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxOpenConnections < 0 {
 		return configfile.Invalid("max_open_connections", "must be 0 (driver default) or more")
+	}
+	if c.WriteLanes < -1 {
+		return configfile.Invalid("write_lanes", "must be -1 (off), 0 (database default) or more")
 	}
 	if err := configfile.CheckDurations(
 		configfile.Duration{Key: "shutdown_timeout", Value: c.ShutdownTimeout},

@@ -160,6 +160,7 @@ var _ = Describe("Config", func() {
 		Entry("sqlite with neither DSN nor data dir", `{"listen_address": ":8889"}`, "data_dir"),
 		Entry("a bad log level", `{"listen_address": ":8889", "data_dir": "/d", "log_level": "loud"}`, "log_level"),
 		Entry("a negative pool size", `{"listen_address": ":8889", "data_dir": "/d", "max_open_connections": -1}`, "max_open_connections"),
+		Entry("write lanes below -1", `{"listen_address": ":8889", "data_dir": "/d", "write_lanes": -2}`, "write_lanes"),
 		Entry("a pool size of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "max_open_connections": "ten"}`, "max_open_connections"),
 		Entry("a shutdown timeout that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "soon"}`, "shutdown_timeout"),
 		Entry("a negative shutdown timeout", `{"listen_address": ":8889", "data_dir": "/d", "shutdown_timeout": "-1s"}`, "shutdown_timeout"),

@@ -192,6 +192,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	// events, so this board's own writes reach its streams at once.
 	var tailer *events.Tailer
 	storeOptions := []sqldb.Option{sqldb.WithEventsCommitted(func() { tailer.Wake() }), sqldb.WithClock(now)}
+	switch {
+	case cfg.WriteLanes > 0:
+		storeOptions = append(storeOptions, sqldb.WithCoalescing(cfg.WriteLanes))
+	case cfg.WriteLanes < 0:
+		storeOptions = append(storeOptions, sqldb.WithCoalescing(0))
+	}
 	if keys != nil {
 		storeOptions = append(storeOptions, sqldb.WithEncryption(keys))
 		logger.Info("encryption-at-rest", lager.Data{"active_key_label": keys.ActiveLabel(), "labels": keys.Labels()})

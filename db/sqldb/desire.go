@@ -107,7 +107,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	// pruned); where the dialect joins statements it goes in one round
 	// trip with the desired row.
 	joined := s.driver.joinsStatements()
-	err = s.transactOperation(ctx, "desire lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+	err = s.transactOperation(ctx, "desire lrp", stored.ProcessGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		var rec *operationRecord
 		if joined {
 			var err error

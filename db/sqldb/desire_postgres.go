@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/lib/pq"
 
@@ -168,7 +169,21 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	}
 	var desired int
 	var indices pq.Int64Array
-	err = stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
+	run := func(stmt *sql.Stmt) error {
+		return stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
+	}
+	// Coalesced, the statement runs in the group's transaction; one that
+	// stored nothing fails the group and runs again alone, committing on
+	// its own as it would have.
+	err = s.writeCoalesced(ctx, stored.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
+		if err := run(tx.StmtContext(ctx, stmt)); err != nil {
+			return nil, err
+		}
+		if desired != 1 {
+			return nil, errNotDesired
+		}
+		return nil, nil
+	}, func() error { return run(stmt) })
 	switch {
 	case err == nil && desired == 1:
 		s.eventsCommitted()
@@ -181,6 +196,9 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		return nil, err
 	}
 }
+
+// errNotDesired is desireNewPostgres storing nothing in a coalesced group.
+var errNotDesired = errors.New("desire not stored by its one statement")
 
 // desireNewStatement prepares desireNewPostgres once per SQLDB. Parsing,
 // analysing and planning the statement cost the database more than running

@@ -287,7 +287,7 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 // operation and for each operation it ended.
 func (s *SQLDB) RemoveDesiredLRP(ctx context.Context, processGuid string) error {
 	request := &models.RemoveDesiredLRPRequest{ProcessGuid: processGuid}
-	return s.transactOperation(ctx, "remove desired lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+	return s.transactOperation(ctx, "remove desired lrp", processGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if err != nil {
 			return nil, nil, err

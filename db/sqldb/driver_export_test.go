@@ -60,3 +60,30 @@ func (s *SQLDB) HasFastPaths() bool {
 // AcquireLeaseIsUpsert reports whether the store's lease write is the
 // general ON CONFLICT upsert (false: the driver has its own).
 func (s *SQLDB) AcquireLeaseIsUpsert() bool { return s.driver.acquireLease() == nil }
+
+// HoldWrites keeps every coalescing lane busy, so that API writes queue
+// until the returned release, which lets each lane write its queue as one
+// group: a spec's way to put chosen writes in one group.
+func (s *SQLDB) HoldWrites() (release func()) {
+	for _, l := range s.coalescer.lanes {
+		l.mu.Lock()
+		l.writing = true
+		l.mu.Unlock()
+	}
+	return func() {
+		for _, l := range s.coalescer.lanes {
+			go s.coalescer.drain(l)
+		}
+	}
+}
+
+// QueuedWrites is how many API writes wait on the coalescing lanes.
+func (s *SQLDB) QueuedWrites() int {
+	n := 0
+	for _, l := range s.coalescer.lanes {
+		l.mu.Lock()
+		n += len(l.queue)
+		l.mu.Unlock()
+	}
+	return n
+}

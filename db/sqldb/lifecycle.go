@@ -152,7 +152,7 @@ func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLR
 		}
 	}
 	var result *models.ActualLRP
-	err := s.transactPublishing(ctx, opName, func(tx *sql.Tx) ([]models.Event, error) {
+	err := s.transactKeyed(ctx, opName, op.key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
 		before, err := s.lockActualLRP(ctx, tx, op.key)
 		if err != nil {
 			return nil, err

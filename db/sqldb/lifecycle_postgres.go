@@ -24,7 +24,7 @@ import (
 // decider over generated rows and calls.
 //
 // Each runs in a transaction of its own with the event log's append
-// (writeAlone). The lock is taken NOWAIT: a locked row fails the statement
+// (writeStatement). The lock is taken NOWAIT: a locked row fails the statement
 // with lock_not_available, and the general path waits for it in a
 // transaction instead and decides with what it then finds.
 //
@@ -119,7 +119,7 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 	args := append([]any{op.key.ProcessGuid, op.key.Index, op.key.Presence.String()},
 		op.fast.args(s.now().UnixNano())...)
 	var after *models.ActualLRP
-	err = s.writeAlone(ctx, func(tx *sql.Tx) ([]models.Event, error) {
+	err = s.writeStatement(ctx, op.key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
 		var old, updated actualLRPScan
 		err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...).Scan(append(old.dest(), updated.dest()...)...)
 		if err != nil {
@@ -152,7 +152,7 @@ func (s *SQLDB) removePostgres(ctx context.Context, key models.ActualLRPKey, cal
 	if err != nil {
 		return false, err
 	}
-	err = s.writeAlone(ctx, func(tx *sql.Tx) ([]models.Event, error) {
+	err = s.writeStatement(ctx, key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
 		before, err := scanActualLRP(tx.StmtContext(ctx, stmt).QueryRowContext(ctx,
 			key.ProcessGuid, key.Index, key.Presence.String(), caller.InstanceGuid, caller.CellID))
 		if err != nil {

@@ -236,6 +236,17 @@ func (s *SQLDB) newOperation(ctx context.Context, tx *sql.Tx, processGuid string
 	return &operationRecord{op: op, modificationIndex: 1}, nil
 }
 
+// nextOperation is newOperation for a caller that read the LRP's highest
+// operation number, lastSequence, itself.
+func (s *SQLDB) nextOperation(ctx context.Context, processGuid string, lastSequence int64, kind models.Operation_Kind, request proto.Message, now int64) (*operationRecord, error) {
+	op, err := s.draftOperation(ctx, processGuid, kind, request, now)
+	if err != nil {
+		return nil, err
+	}
+	op.Sequence = lastSequence + 1
+	return &operationRecord{op: op, modificationIndex: 1}, nil
+}
+
 // draftOperation is newOperation without the sequence, which the caller
 // reads itself.
 func (s *SQLDB) draftOperation(ctx context.Context, processGuid string, kind models.Operation_Kind, request proto.Message, now int64) (*models.Operation, error) {
@@ -399,13 +410,13 @@ func operationEvents(ops ...*models.Operation) []models.Event {
 	return events
 }
 
-// transactOperation is transactPublishing for a write that records an
-// operation: fn returns the operation it recorded (nil for none) with its
-// events, and once the transaction committed the context's
-// db.OperationNote learns which operation that was.
-func (s *SQLDB) transactOperation(ctx context.Context, name string, fn func(tx *sql.Tx) (*models.Operation, []models.Event, error)) error {
+// transactOperation is transactKeyed for a write that records an
+// operation of the LRP processGuid: fn returns the operation it recorded
+// (nil for none) with its events, and once the transaction committed the
+// context's db.OperationNote learns which operation that was.
+func (s *SQLDB) transactOperation(ctx context.Context, name, processGuid string, fn func(tx *sql.Tx) (*models.Operation, []models.Event, error)) error {
 	var recorded *models.Operation
-	err := s.transactPublishing(ctx, name, func(tx *sql.Tx) ([]models.Event, error) {
+	err := s.transactKeyed(ctx, name, processGuid, func(tx *sql.Tx) ([]models.Event, error) {
 		var events []models.Event
 		var err error
 		recorded, events, err = fn(tx)
@@ -560,7 +571,7 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 		return nil, asModelError("cancel operation", err)
 	}
 	var canceled *models.Operation
-	err = s.transactOperation(ctx, "cancel operation", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+	err = s.transactOperation(ctx, "cancel operation", processGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if models.IsErrorType(err, models.Error_ResourceNotFound) {
 			before, err = nil, nil

@@ -357,7 +357,7 @@ type rolloutCommand struct {
 // the command.
 func (s *SQLDB) runRolloutCommand(ctx context.Context, processGuid string, cmd rolloutCommand) (*models.RolloutStatus, error) {
 	var status *models.RolloutStatus
-	err := s.transactOperation(ctx, cmd.name, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+	err := s.transactOperation(ctx, cmd.name, processGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
 		if err != nil {
 			return nil, nil, err

@@ -40,6 +40,15 @@ type SQLDB struct {
 	// prepared holds the lifecycle statements prepared on Postgres.
 	prepared preparedStatements
 
+	// coalescer groups concurrent API writes into shared transactions
+	// (coalesce.go); nil when they each run alone.
+	coalescer *coalescer
+
+	// statements holds the statements exec, query and queryRow run,
+	// prepared, where the driver prepares them (statements.go); nil
+	// elsewhere.
+	statements *statementCache
+
 	// eventsCommitted is called after each commit that appended events to
 	// the log (WithEventsCommitted).
 	eventsCommitted func()
@@ -93,6 +102,10 @@ func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
 	if d.oneWriter() {
 		s.writeLock = &sync.Mutex{}
 	}
+	if d.preparesStatements() {
+		s.statements = &statementCache{}
+	}
+	s.coalescer = newCoalescer(s, defaultLanes(d))
 	for _, opt := range opts {
 		opt(s)
 	}

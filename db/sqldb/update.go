@@ -78,11 +78,12 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 	}
 	request := &models.UpdateDesiredLRPRequest{ProcessGuid: processGuid, Update: update}
 	var updated *models.DesiredLRP
-	err = s.transactOperation(ctx, "update desired lrp", func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
-		before, err := s.lockDesiredLRP(ctx, tx, processGuid)
+	err = s.transactOperation(ctx, "update desired lrp", processGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
+		locked, err := s.lockDesiredForUpdate(ctx, tx, processGuid)
 		if err != nil {
 			return nil, nil, err
 		}
+		before := locked.lrp
 		if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
 			return nil, nil, staleTag(processGuid)
 		}
@@ -93,11 +94,13 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 			return nil, nil, err
 		}
 		now := s.now().UnixNano()
-		unfinished, err := s.unfinishedOperations(ctx, tx, processGuid)
-		if err != nil {
-			return nil, nil, err
+		var unfinished []*operationRecord
+		if locked.unfinished {
+			if unfinished, err = s.unfinishedOperations(ctx, tx, processGuid); err != nil {
+				return nil, nil, err
+			}
 		}
-		rec, err := s.newOperation(ctx, tx, processGuid, models.Operation_UPDATE, request, now)
+		rec, err := s.nextOperation(ctx, processGuid, locked.lastSequence, models.Operation_UPDATE, request, now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -285,6 +288,11 @@ type desiredChange struct {
 	// routes, when the update sets them, go to every definition that
 	// serves them, and to their instances (applyRoutes).
 	routes *structpb.Struct
+	// storedRoutes, storedStrategy and storedAutoscaling are the update's
+	// values as a read of the stored row decodes them (updatedRow).
+	storedRoutes      *structpb.Struct
+	storedStrategy    *models.UpdateStrategy
+	storedAutoscaling *models.Autoscaling
 }
 
 // routesFor is what the change's definition serves: the update's routes,
@@ -309,6 +317,9 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 		if c.autoscaling, err = encodeAutoscaling(update.Autoscaling); err != nil {
 			return nil, errInvalid("update.autoscaling", err.Error())
 		}
+		if c.storedAutoscaling, err = decodeAutoscaling(c.autoscaling); err != nil {
+			return nil, errInvalid("update.autoscaling", err.Error())
+		}
 	}
 	if update.Routes != nil {
 		routes, err := encodeRoutes(update.Routes)
@@ -318,6 +329,9 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 		c.columns = append(c.columns, "routes = ?")
 		c.args = append(c.args, routes)
 		c.routes = update.Routes
+		if c.storedRoutes, err = decodeRoutes(routes); err != nil {
+			return nil, errInvalid("update.routes", err.Error())
+		}
 	}
 	if update.Annotation != nil {
 		c.columns = append(c.columns, "annotation = ?")
@@ -330,6 +344,9 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 		}
 		c.columns = append(c.columns, "update_strategy = ?")
 		c.args = append(c.args, strategy)
+		if c.storedStrategy, err = decodeUpdateStrategy(strategy, strategy != nil); err != nil {
+			return nil, errInvalid("update.update_strategy", err.Error())
+		}
 	}
 	if update.Definition != nil {
 		if err := checkEncodable(update.Definition); err != nil {
@@ -433,7 +450,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 			return nil, err
 		}
 	}
-	after, err := s.desiredLRP(ctx, tx, processGuid)
+	after, err := s.updatedRow(ctx, tx, before, update, c, change)
 	if err != nil {
 		return nil, err
 	}
@@ -448,6 +465,94 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 	}
 	return &appliedUpdate{after: after, events: events, activated: rollout != nil}, nil
 }
+
+// updatedRow is the LRP as stored after applyUpdate wrote update over
+// before. An update that sends no definition leaves the active one, so
+// when before carries it (lockDesiredForUpdate read it) the row is before
+// with the written columns, each decoded from what was stored as a read
+// would decode it, and the tag moved on: no read. Otherwise the row is
+// read.
+func (s *SQLDB) updatedRow(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, update *models.DesiredLRPUpdate,
+	c *desiredChange, change models.UpdateChange) (*models.DesiredLRP, error) {
+	if c.definition != nil || before.Definition == nil {
+		return s.desiredLRP(ctx, tx, before.ProcessGuid)
+	}
+	after := proto.Clone(before).(*models.DesiredLRP)
+	if c.routes != nil {
+		after.Routes = c.storedRoutes
+	}
+	if update.Annotation != nil {
+		after.Annotation = *update.Annotation
+	}
+	if update.UpdateStrategy != nil {
+		after.UpdateStrategy = c.storedStrategy
+	}
+	if change.Instances != nil {
+		after.Instances = *change.Instances
+	}
+	if update.Autoscaling != nil {
+		after.Autoscaling = c.storedAutoscaling
+	}
+	switch {
+	case change.Autoscaler.Clear:
+		after.Autoscaler = nil
+	case change.Autoscaler.Seed != nil:
+		blob, err := encodeAutoscalerStatus(change.Autoscaler.Seed)
+		if err != nil {
+			return nil, err
+		}
+		if after.Autoscaler, err = decodeAutoscalerStatus(blob); err != nil {
+			return nil, err
+		}
+	}
+	after.ModificationTag.Index++
+	return after, nil
+}
+
+// lockedDesired is the LRP as an update reads it, locked
+// (lockDesiredForUpdate).
+type lockedDesired struct {
+	lrp *models.DesiredLRP // with its active definition
+	// lastSequence is the LRP's highest operation number.
+	lastSequence int64
+	// unfinished: the LRP has operations that have not ended.
+	unfinished bool
+}
+
+// lockDesiredForUpdate reads the LRP with its active definition, locking
+// its row as lockDesiredLRP does, and in the same statement what the
+// update's operation needs: the LRP's highest operation number and whether
+// any of its operations has not ended (the subqueries lock nothing).
+func (s *SQLDB) lockDesiredForUpdate(ctx context.Context, tx *sql.Tx, processGuid string) (*lockedDesired, error) {
+	locked := &lockedDesired{}
+	var unfinished int64
+	lrp, err := s.scanDesiredLRP(scanWith{s.queryRow(ctx, tx, selectDesiredForUpdate+s.driver.lockForUpdate(), processGuid),
+		[]any{&locked.lastSequence, &unfinished}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNotFound("desired_lrp %q not found", processGuid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	locked.lrp, locked.unfinished = lrp, unfinished > 0
+	return locked, nil
+}
+
+const selectDesiredForUpdate = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
+ d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler,
+ (SELECT r.definition FROM run_infos r WHERE r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id),
+ (SELECT COALESCE(MAX(o.sequence), 0) FROM operations o WHERE o.process_guid = d.process_guid),
+ (SELECT COUNT(*) FROM operations o WHERE o.process_guid = d.process_guid AND ` + operationsUnended + `)
+ FROM desired_lrps d WHERE d.process_guid = ?`
+
+// scanWith scans a row whose columns are a scanner's and then extra.
+type scanWith struct {
+	row   rowScanner
+	extra []any
+}
+
+func (w scanWith) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
 
 // lockDesiredLRP reads the LRP without its definition, locking its row so
 // that concurrent writers of the LRP queue behind this transaction.
