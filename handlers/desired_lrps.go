@@ -58,7 +58,9 @@ func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.Update
 	if err != nil {
 		return nil, err
 	}
-	h.converge(req.GetProcessGuid())
+	if models.UpdateConverges(req.GetUpdate()) {
+		h.converge(req.GetProcessGuid())
+	}
 	return &models.UpdateDesiredLRPResponse{DesiredLrp: lrp, OperationId: note.Operation.GetId()}, nil
 }
 

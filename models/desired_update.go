@@ -1,5 +1,7 @@
 package models
 
+import "google.golang.org/protobuf/reflect/protoreflect"
+
 // UpdateChange is what a DesiredLRPUpdate does to the LRP it applies to,
 // beyond replacing the fields it sets (routes, annotation,
 // update_strategy, autoscaling settings), which take the update's values
@@ -64,4 +66,34 @@ func ApplyUpdate(before *DesiredLRP, update *DesiredLRPUpdate, now int64) Update
 		}
 	}
 	return change
+}
+
+// UpdateConverges reports whether convergence may have anything to do
+// after update was applied, so that the board asks for a pass over the
+// LRP. It has not when every field the update sets is one convergence
+// never reads:
+//
+//  1. annotation: a note for the client;
+//  2. routes: the update writes them to the definitions and instances
+//     that serve them in its own transaction;
+//  3. modification_tag: a condition on the write, not a change.
+//
+// Any other field set — instances, definition, update_strategy,
+// autoscaling, staged, queue, validate, update_identifier, and any field
+// added later — asks for a pass. An empty update asks for none.
+//
+// Worked example: {annotation "v2 notes"} asks for no pass; {annotation
+// "v2 notes", instances 3} asks for one (instances: the pass places or
+// deletes instances).
+func UpdateConverges(update *DesiredLRPUpdate) bool {
+	converges := false
+	update.ProtoReflect().Range(func(field protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		switch field.Name() {
+		case "annotation", "routes", "modification_tag":
+			return true
+		}
+		converges = true
+		return false
+	})
+	return converges
 }

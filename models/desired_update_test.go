@@ -4,6 +4,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -108,4 +109,31 @@ var _ = Describe("ApplyUpdate", func() {
 		Expect(again.Stage).To(BeNil())
 		Expect([]int32{again.ScaleFrom, again.ScaleTo}).To(Equal([]int32{6, 6}))
 	})
+})
+
+var _ = Describe("UpdateConverges", func() {
+	note := "v2 notes"
+	three := int32(3)
+	routes, err := structpb.NewStruct(map[string]any{"http": []any{map[string]any{"hostname": "web.example.com", "port": 8080}}})
+	Expect(err).NotTo(HaveOccurred())
+	tag := &models.ModificationTag{Epoch: "e", Index: 4}
+
+	DescribeTable("asks for a pass unless every field set is one convergence never reads",
+		func(update *models.DesiredLRPUpdate, converges bool) {
+			Expect(models.UpdateConverges(update)).To(Equal(converges))
+		},
+		Entry("nothing set", &models.DesiredLRPUpdate{}, false),
+		Entry("annotation", &models.DesiredLRPUpdate{Annotation: &note}, false),
+		Entry("routes", &models.DesiredLRPUpdate{Routes: routes}, false),
+		Entry("annotation, routes and a tag", &models.DesiredLRPUpdate{Annotation: &note, Routes: routes, ModificationTag: tag}, false),
+		Entry("annotation and instances (the worked example)", &models.DesiredLRPUpdate{Annotation: &note, Instances: &three}, true),
+		Entry("instances 0", &models.DesiredLRPUpdate{Instances: new(int32)}, true),
+		Entry("a definition", &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{}}, true),
+		Entry("an update identifier", &models.DesiredLRPUpdate{UpdateIdentifier: "v2"}, true),
+		Entry("an update strategy", &models.DesiredLRPUpdate{UpdateStrategy: &models.UpdateStrategy{}}, true),
+		Entry("autoscaling", &models.DesiredLRPUpdate{Autoscaling: &models.Autoscaling{}}, true),
+		Entry("staged", &models.DesiredLRPUpdate{Staged: &models.StagedRollout{TargetPercent: 25}}, true),
+		Entry("queue", &models.DesiredLRPUpdate{Queue: true}, true),
+		Entry("validate", &models.DesiredLRPUpdate{Validate: true}, true),
+	)
 })
