@@ -110,13 +110,15 @@ func runPeer(ctx context.Context, args []string) error {
 
 	load := newLoader(board.url, cfg.clients)
 	load.lrp = peerLRP
+	cpu := newCPUMeter(ctx, d, board.cmd.Process.Pid)
+	cpuBefore := cpu.sample()
 	desired, err := load.desireClosedLoop(ctx, "peer", cfg.lrps, cfg.clients, 1)
 	if err != nil {
 		return err
 	}
 	desireRate, desireP99 := desired.perSecond(), desired.latencies.percentile(0.99)
 	figure("peer.desire", d.driver, conditions,
-		fmt.Sprintf("%.0f req/s (%d in %s), latency %s", desireRate, cfg.lrps, seconds(desired.elapsed), desired.latencies.summary()),
+		fmt.Sprintf("%.0f req/s (%d in %s), latency %s, %s", desireRate, cfg.lrps, seconds(desired.elapsed), desired.latencies.summary(), cpu.perOp(cpuBefore, cfg.lrps)),
 		"≥ 5000 req/s, p99 < 10ms", desireRate >= 5000 && desireP99 < 10*time.Millisecond)
 
 	placed, err := waitForPlacement(ctx, d, board, cfg.lrps, cfg.timeout)
@@ -134,6 +136,7 @@ func runPeer(ctx context.Context, args []string) error {
 
 	lat := &latencies{}
 	claimStart := time.Now()
+	cpuBefore = cpu.sample()
 	if err := claimAndStartShared(ctx, cells, cfg.clients, lat); err != nil {
 		return err
 	}
@@ -143,7 +146,7 @@ func runPeer(ctx context.Context, args []string) error {
 	}
 	claimRate := float64(2*cfg.lrps) / elapsed.Seconds()
 	figure("peer.claim-start", d.driver, conditions,
-		fmt.Sprintf("%.0f ops/s (%d claims + %d starts in %s), latency %s", claimRate, cfg.lrps, cfg.lrps, seconds(elapsed), lat.summary()),
+		fmt.Sprintf("%.0f ops/s (%d claims + %d starts in %s), latency %s, %s", claimRate, cfg.lrps, cfg.lrps, seconds(elapsed), lat.summary(), cpu.perOp(cpuBefore, 2*cfg.lrps)),
 		"≥ 9000 ops/s", claimRate >= 9000)
 
 	if err := peerSteadyPasses(ctx, d, cfg, conditions); err != nil {
@@ -153,13 +156,14 @@ func runPeer(ctx context.Context, args []string) error {
 		return err
 	}
 
+	cpuBefore = cpu.sample()
 	updated, err := updateAnnotations(ctx, load, cfg.lrps, cfg.updates, cfg.clients)
 	if err != nil {
 		return err
 	}
 	updateRate := updated.perSecond()
 	figure("peer.update-annotation", d.driver, conditions,
-		fmt.Sprintf("%.0f ops/s (%d in %s), latency %s", updateRate, cfg.updates, seconds(updated.elapsed), updated.latencies.summary()),
+		fmt.Sprintf("%.0f ops/s (%d in %s), latency %s, %s", updateRate, cfg.updates, seconds(updated.elapsed), updated.latencies.summary(), cpu.perOp(cpuBefore, cfg.updates)),
 		"≥ 6000 ops/s", updateRate >= 6000)
 
 	rss, hwm, err := memoryOf(board.cmd.Process.Pid)
