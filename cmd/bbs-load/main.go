@@ -24,7 +24,8 @@
 //	                          HTTP API while the lease owner converges
 //	                          250,000 instances back to back, full-read
 //	                          passes run beside it and 1,000 cells send
-//	                          bulk reports
+//	                          bulk reports (or -bbs: a board binary serves
+//	                          and converges on its own)
 //
 //	bbs-load ratios < LOG     not a scenario: new ÷ old per figure from the
 //	                          tagged figure lines of hack/bench-compare.sh

@@ -62,6 +62,9 @@ var measureRules = []struct {
 	{"bytes/LRP", regexp.MustCompile(`([0-9]+) bytes per LRP`), false},
 	{"VmHWM MiB", regexp.MustCompile(`VmHWM ([0-9.]+) MiB`), false},
 	{"VmHWM MB", regexp.MustCompile(`VmHWM ([0-9.]+) MB`), false},
+	// A value that starts with a time: a repair or placing pass, a
+	// rollout ("405ms until all 4000 writes persisted").
+	{"time", regexp.MustCompile(`^([0-9.hmsµn]+) `), true},
 	{"p50", regexp.MustCompile(`\bp50 ([0-9.]+[a-zµ]+)`), true},
 	{"p99", regexp.MustCompile(`\bp99 ([0-9.]+[a-zµ]+)`), true},
 }

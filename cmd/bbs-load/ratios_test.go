@@ -22,6 +22,8 @@ figure [new] peer.update-annotation [postgres, bin/bbs, 500 LRPs, 2 cores, load 
 figure [old] peer.board-rss [sqlite, bin/bbs, 2 cores, load 1.00]: VmHWM 50 MiB over the whole run, VmRSS at the end 49 MiB (target < 60 MiB: met)
 figure [new] peer.board-rss [sqlite, bin/bbs, 2 cores, load 1.00]: VmHWM 45 MiB over the whole run, VmRSS at the end 44 MiB (target < 60 MiB: met)
 figure peer.desire [postgres, untagged]: 100 req/s
+figure [old] converge.repair-pass [postgres, 50000 instances, 2 cores, load 1.00]: 990.04ms until all 4000 writes persisted (snapshot 200ms)
+figure [new] converge.repair-pass [postgres, 50000 instances, 2 cores, load 1.00]: 1.5s until all 4000 writes persisted (snapshot 100ms)
 `
 	var table *ratioTable
 	BeforeEach(func() {
@@ -38,6 +40,8 @@ figure peer.desire [postgres, untagged]: 100 req/s
 		Expect(table.new[ratioKey{"postgres", "peer.steady-pass", "p50"}]).To(Equal([]float64{0.51}))
 		Expect(table.old[ratioKey{"postgres", "peer.db-bytes", "bytes/LRP"}]).To(Equal([]float64{20000}))
 		Expect(table.new[ratioKey{"sqlite", "peer.board-rss", "VmHWM MiB"}]).To(Equal([]float64{45}))
+		Expect(table.new[ratioKey{"postgres", "converge.repair-pass", "time"}]).To(Equal([]float64{1500}))
+		Expect(table.new).NotTo(HaveKey(ratioKey{"postgres", "peer.update-annotation", "time"}))
 	})
 
 	It("ignores lines that are not tagged figures", func() {

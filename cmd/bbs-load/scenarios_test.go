@@ -130,6 +130,17 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
 			})
 
+			It("busy -bbs: a board binary serves and converges on its own", func() {
+				session := run("busy", "-bbs", bbsPath, "-cells", "20", "-per-cell", "10", "-duration", "2s", "-period", "1s", "-clients", "4", "-pass-every", "500ms")
+				Expect(session).To(gbytes.Say(`the board started and its lease owner's first pass read everything`))
+				Expect(session).To(gbytes.Say(`the board's own passes, every 500ms, full reads every 10s: \d+ in the window`))
+				Expect(session).To(gbytes.Say(`bulk reports: 40 of 20 cells' 10 instances every 1s`))
+				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
+				Expect(session).To(gbytes.Say(`figure busy.desire \[` + driver + `, 200 RUNNING instances .*'s own passes every 500ms .*\]: \d+ requests \(\d+/s\), 0 failed`))
+				Expect(session).To(gbytes.Say(`figure busy.update \[` + driver))
+				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver))
+			})
+
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
 				session := run("rollout", "-lrps", "4", "-instances", "50", "-cells", "12")
 				Expect(session).To(gbytes.Say(`every rollout COMPLETE after \d+ passes`))
