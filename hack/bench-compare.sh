@@ -17,6 +17,8 @@
 # a range over the rounds, each round's new against its old (runs that
 # shared the machine's load). Sizes: BENCH_PEER_FLAGS and
 # BENCH_CONVERGE_FLAGS (defaults below, smaller than make bench's).
+# Databases: SQLite, and Postgres and MySQL when their admin DSNs are set;
+# DRIVERS="postgres" (say) keeps only the ones named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,9 +56,11 @@ tagged() {
   sed -n "s/^figure /figure [$tag] /p" "$work/run.log" | tee -a "$work/figures"
 }
 
-drivers=("sqlite:")
-[ -n "${CORKBOARD_POSTGRES_DSN:-}" ] && drivers+=("postgres:$CORKBOARD_POSTGRES_DSN")
-[ -n "${CORKBOARD_MYSQL_DSN:-}" ] && drivers+=("mysql:$CORKBOARD_MYSQL_DSN")
+only=" ${DRIVERS:-sqlite postgres mysql} "
+drivers=()
+[[ "$only" == *" sqlite "* ]] && drivers+=("sqlite:")
+[[ "$only" == *" postgres "* ]] && [ -n "${CORKBOARD_POSTGRES_DSN:-}" ] && drivers+=("postgres:$CORKBOARD_POSTGRES_DSN")
+[[ "$only" == *" mysql "* ]] && [ -n "${CORKBOARD_MYSQL_DSN:-}" ] && drivers+=("mysql:$CORKBOARD_MYSQL_DSN")
 
 for entry in "${drivers[@]}"; do
   driver="${entry%%:*}"
