@@ -72,11 +72,15 @@ check-generated:
 generate:
 	hack/generate.sh
 
+# bench: every scenario on each database, and issue 28's figures beside
+# a48ab90's in the same run, with new ÷ old ratios; see hack/bench.sh.
 bench: build
 	hack/bench.sh
 
-# bench-compare OLD=<commit>: peer and converge, this tree against OLD,
-# alternated in one run (ROUNDS, default 2); see hack/bench-compare.sh.
+# bench-compare OLD=<commit>: peer (this tree's load generator driving
+# OLD's board and this tree's) and converge (each commit's own), alternated
+# in one run (ROUNDS, default 2), then new ÷ old per figure; see
+# hack/bench-compare.sh.
 .PHONY: bench-compare
 bench-compare:
 	hack/bench-compare.sh

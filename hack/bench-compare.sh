@@ -2,13 +2,23 @@
 # make bench-compare OLD=<rev>: the same-run comparison of this tree with an
 # older commit. It builds OLD's bin/bbs and bin/bbs-load in a temporary
 # worktree, then alternates old and new ROUNDS times (default 2) on each
-# database: each commit's own `bbs-load peer` drives its own board binary
-# (the load generator migrates the database first, so an older board
-# needs its own), and each commit's `bbs-load converge` runs its planner
-# and store in-process. It prints every figure line
-# tagged [old] or [new] in the order they ran, so that a ratio is read
-# between runs that shared the machine's load. Sizes: BENCH_PEER_FLAGS and
+# database:
+#   - peer: this tree's `bbs-load peer` drives OLD's board binary, then
+#     this tree's, with the same load and the same figures on both; each
+#     board migrates its fresh database with its own migrations
+#     (-migrate board: an older board refuses a database a newer binary
+#     migrated). The peer's steady pass runs this tree's planner
+#     in-process, so it is measured on the new board only; converge
+#     compares the planners.
+#   - converge: each commit's own `bbs-load converge`, its planner and
+#     store in-process.
+# It prints every figure line tagged [old] or [new] in the order they ran,
+# then `bbs-load ratios` over them: new ÷ old per figure and database, as
+# a range over the rounds, each round's new against its old (runs that
+# shared the machine's load). Sizes: BENCH_PEER_FLAGS and
 # BENCH_CONVERGE_FLAGS (defaults below, smaller than make bench's).
+# Databases: SQLite, and Postgres and MySQL when their admin DSNs are set;
+# DRIVERS="postgres" (say) keeps only the ones named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,18 +38,29 @@ git worktree add --detach "$work/src" "$old" >/dev/null
 (cd "$work/src" && go build -o "$work/old/" ./cmd/bbs ./cmd/bbs-load)
 go build -o bin/ ./cmd/bbs ./cmd/bbs-load
 new_commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo '+changes')"
-echo "## $(date -u +%FT%TZ) old $(git rev-parse --short "$old") new $new_commit, $(nproc) cores, $rounds rounds"
+echo "## $(date -u +%FT%TZ) old $(git rev-parse --short "$old") new $new_commit, $(nproc) cores, $rounds rounds, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "## peer: bin/bbs-load peer -migrate board ${PEER_FLAGS[*]}; converge: each commit's bbs-load converge ${CONVERGE_FLAGS[*]}"
 
-# tagged TAG CMD...: runs one scenario and prints its figure lines tagged.
+# tagged TAG CMD...: runs one scenario and prints its figure lines tagged,
+# keeping them for the ratios. A scenario that fails is reported with its
+# last lines, and the others still run.
+failures=0
 tagged() {
   local tag="$1"
   shift
-  "$@" 2>&1 | sed -n "s/^figure /figure [$tag] /p"
+  if ! "$@" >"$work/run.log" 2>&1; then
+    echo "FAILED [$tag]: $*"
+    tail -5 "$work/run.log"
+    failures=$((failures + 1))
+  fi
+  sed -n "s/^figure /figure [$tag] /p" "$work/run.log" | tee -a "$work/figures"
 }
 
-drivers=("sqlite:")
-[ -n "${CORKBOARD_POSTGRES_DSN:-}" ] && drivers+=("postgres:$CORKBOARD_POSTGRES_DSN")
-[ -n "${CORKBOARD_MYSQL_DSN:-}" ] && drivers+=("mysql:$CORKBOARD_MYSQL_DSN")
+only=" ${DRIVERS:-sqlite postgres mysql} "
+drivers=()
+[[ "$only" == *" sqlite "* ]] && drivers+=("sqlite:")
+[[ "$only" == *" postgres "* ]] && [ -n "${CORKBOARD_POSTGRES_DSN:-}" ] && drivers+=("postgres:$CORKBOARD_POSTGRES_DSN")
+[[ "$only" == *" mysql "* ]] && [ -n "${CORKBOARD_MYSQL_DSN:-}" ] && drivers+=("mysql:$CORKBOARD_MYSQL_DSN")
 
 for entry in "${drivers[@]}"; do
   driver="${entry%%:*}"
@@ -47,11 +68,17 @@ for entry in "${drivers[@]}"; do
   dsnflag=()
   [ -n "$dsn" ] && dsnflag=(-dsn "$dsn")
   for round in $(seq "$rounds"); do
-    echo "### peer on $driver, round $round"
-    tagged old "$work/old/bbs-load" peer -driver "$driver" "${dsnflag[@]}" -bbs "$work/old/bbs" "${PEER_FLAGS[@]}"
-    tagged new bin/bbs-load peer -driver "$driver" "${dsnflag[@]}" -bbs bin/bbs "${PEER_FLAGS[@]}"
-    echo "### converge on $driver, round $round"
+    echo "### peer on $driver, round $round (load $(cut -d' ' -f1 /proc/loadavg))"
+    tagged old bin/bbs-load peer -driver "$driver" "${dsnflag[@]}" -migrate board -bbs "$work/old/bbs" "${PEER_FLAGS[@]}"
+    tagged new bin/bbs-load peer -driver "$driver" "${dsnflag[@]}" -migrate board -bbs bin/bbs "${PEER_FLAGS[@]}"
+    echo "### converge on $driver, round $round (load $(cut -d' ' -f1 /proc/loadavg))"
     tagged old "$work/old/bbs-load" converge -driver "$driver" "${dsnflag[@]}" "${CONVERGE_FLAGS[@]}"
     tagged new bin/bbs-load converge -driver "$driver" "${dsnflag[@]}" "${CONVERGE_FLAGS[@]}"
   done
 done
+
+echo
+echo "## ratios ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
+touch "$work/figures"
+bin/bbs-load ratios <"$work/figures"
+[ "$failures" -eq 0 ]

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# make bench: every bin/bbs-load scenario on each database, then the Go
-# benchmarks of the storage layer and the convergence planner, then a
-# summary of every figure. SQLite always runs; Postgres and MySQL run when
-# their admin DSNs are set (see .ci/run for the local defaults). Sizes are
-# the issue's unless overridden below; every scenario takes -h.
+# make bench: every bin/bbs-load scenario on each database, then issue
+# 28's same-run comparison with a48ab90 (hack/bench-compare.sh: peer at
+# 10,000 LRPs, this tree's load generator driving a48ab90's board and this
+# tree's in turn, and each commit's converge, ROUNDS rounds per database),
+# then the Go benchmarks of the storage layer and the convergence planner,
+# then a summary of every figure and the new ÷ old ratios. SQLite always
+# runs; Postgres and MySQL run when their admin DSNs are set (see .ci/run
+# for the local defaults). Sizes are the issues' unless overridden below;
+# every scenario takes -h.
 #
 # A scenario that fails is reported and the others still run; the script
-# then exits non-zero. Budget: about 45 minutes on 2 cores with all three
-# databases.
+# then exits non-zero. Budget: about an hour and a half on 2 cores with
+# all three databases.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# BENCH_ONLY="peer converge-1m" runs only the named runs (scenario names,
-# operations-cost, go-bench); every run when unset.
+# BENCH_ONLY="compare converge-1m" runs only the named runs (scenario
+# names, compare, operations-cost, go-bench); every run when unset.
 ONLY=" ${BENCH_ONLY:-} "
 
 # Extra flags per scenario, e.g. BENCH_CONVERGE_FLAGS='-lrps 10000'.
@@ -24,7 +28,13 @@ RSS_FLAGS=(${BENCH_RSS_FLAGS:-})
 ROLLOUT_FLAGS=(${BENCH_ROLLOUT_FLAGS:-})
 OPERATIONS_FLAGS=(${BENCH_OPERATIONS_FLAGS:-})
 LISTS_FLAGS=(${BENCH_LISTS_FLAGS:-})
-PEER_FLAGS=(${BENCH_PEER_FLAGS:-})
+# The comparison: BENCH_OLD (default a48ab90, issue 28's), BENCH_ROUNDS
+# (default 2), BENCH_PEER_FLAGS (peer's sizes, default the issue's: 10,000
+# LRPs, 10,000 updates, 100 cells, 16 clients), BENCH_COMPARE_CONVERGE_FLAGS
+# (bench-compare's converge sizes; its default when unset).
+COMPARE_OLD="${BENCH_OLD:-a48ab90}"
+COMPARE_ROUNDS="${BENCH_ROUNDS:-2}"
+COMPARE_PEER_FLAGS="${BENCH_PEER_FLAGS:--lrps 10000 -updates 10000}"
 MILLION_FLAGS=(${BENCH_MILLION_FLAGS:-})
 BUSY_FLAGS=(${BENCH_BUSY_FLAGS:-})
 
@@ -62,7 +72,7 @@ scenarios() {
   run rollout "$driver" bin/bbs-load rollout -driver "$driver" "$@" "${ROLLOUT_FLAGS[@]}"
   run operations "$driver" bin/bbs-load operations -driver "$driver" "$@" "${OPERATIONS_FLAGS[@]}"
   run lists "$driver" bin/bbs-load lists -driver "$driver" "$@" "${LISTS_FLAGS[@]}"
-  run peer "$driver" bin/bbs-load peer -driver "$driver" "$@" "${PEER_FLAGS[@]}"
+  # peer runs in the comparison below, beside a48ab90's board.
   run busy "$driver" bin/bbs-load busy -driver "$driver" "$@" "${BUSY_FLAGS[@]}"
   # The issue 18 scale: 1,000,000 instances (200,000 LRPs × 5) on 5,000
   # cells — steady passes from the lease owner's mirror, a few full
@@ -84,6 +94,10 @@ if [ -n "${CORKBOARD_MYSQL_DSN:-}" ]; then
   drivers+=(mysql)
   scenarios mysql -dsn "$CORKBOARD_MYSQL_DSN"
 fi
+# Issue 28's figures with the a48ab90 column beside them, on every
+# database above (bench-compare reads the same DSN variables).
+run compare all env OLD="$COMPARE_OLD" ROUNDS="$COMPARE_ROUNDS" BENCH_PEER_FLAGS="$COMPARE_PEER_FLAGS" \
+  BENCH_CONVERGE_FLAGS="${BENCH_COMPARE_CONVERGE_FLAGS:-}" hack/bench-compare.sh
 run operations-cost all hack/bench-operations-cost.sh
 run go-bench sqldb go test -run '^$' -bench . -benchtime 2s ./db/sqldb/
 run go-bench convergence go test -run '^$' -bench . -benchmem ./convergence/
@@ -97,12 +111,19 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout operations lists peer busy converge-1m rss-1m; do
+  for name in converge lifecycle report rss rollout operations lists busy converge-1m rss-1m; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done
 grep -h '^figure ' "$out/operations-cost-all.log" 2>/dev/null | sed 's/^figure //'
 cat "$out"/go-bench-*.log 2>/dev/null | grep -E "^Benchmark" || true
+if [ -f "$out/compare-all.log" ]; then
+  # Every figure of the comparison, tagged [old] / [new], then the ratios.
+  echo
+  grep -h '^figure \[' "$out/compare-all.log" | sed 's/^figure //'
+  echo
+  sed -n '/^## ratios/,$p' "$out/compare-all.log"
+fi
 if [ "$failures" -gt 0 ]; then
   echo
   cat "$out/failures"

@@ -56,6 +56,48 @@ func openFreshDatabase(ctx context.Context, driver, adminDSN string) (*database,
 	return d, nil
 }
 
+// createDatabase creates a database as openFreshDatabase does, but leaves
+// it empty, with a plain connection and no store: a board started on it
+// migrates it with its own migrations, as an older board must (its
+// migrations refuse a database a newer binary migrated). openStoreIfCurrent
+// then opens the store where the schema is this binary's.
+func createDatabase(ctx context.Context, driver, adminDSN string) (*database, error) {
+	if driver != string(dialect.SQLite) && adminDSN == "" {
+		return nil, fmt.Errorf("-dsn is required for driver %s", driver)
+	}
+	created, err := testdb.CreateOn(driver, adminDSN)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := sqldb.Open(ctx, driver, created.DSN)
+	if err != nil {
+		created.Drop()
+		return nil, err
+	}
+	return &database{driver: driver, created: created, conn: conn}, nil
+}
+
+// openStoreIfCurrent opens this binary's store on a database that another
+// binary migrated, when its schema is exactly this binary's; otherwise it
+// leaves the plain connection and answers the versions (this binary's
+// store would read columns an older schema does not have).
+func (d *database) openStoreIfCurrent(ctx context.Context) (current bool, status *migrations.Status, err error) {
+	r, err := migrations.NewRunner(d.conn, d.driver)
+	if err != nil {
+		return false, nil, err
+	}
+	status, err = r.Status(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	if status.Current != status.Latest || status.Dirty || len(status.Unknown) > 0 {
+		return false, status, nil
+	}
+	d.conn.Close()
+	d.conn = nil
+	return true, status, d.open(ctx)
+}
+
 // migrate brings the new database to the latest schema, as a board does
 // before it serves.
 func migrate(ctx context.Context, driver, dsn string) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -46,6 +47,15 @@ import (
 //
 // Afterwards every seeded instance must still be RUNNING.
 //
+// With -bbs, a board binary serves the API instead of the in-process
+// board, and its own lease owner converges: its passes every -pass-every
+// (at least 1ms), a full read every -full-read-every (or once a day with
+// -no-full-reads), as its convergence_interval and
+// convergence_full_read_interval. The scenario reads its passes' count and
+// time from its /metrics, and cannot check their writes as it does its
+// own. This binary migrates and seeds the database, so the board's schema
+// must be this binary's.
+//
 // Back to back, the two convergence loops can keep two cores busy on
 // their own: a pass from the mirror plans over every instance in memory,
 // and a full read decodes every row. -pass-every, -full-read-every and
@@ -65,6 +75,8 @@ type busyConfig struct {
 	// mirror every second, a full read every 10 s.
 	passEvery, fullReadEvery time.Duration
 	noFullReads              bool
+	// bbs, when set, is the board binary that serves and converges.
+	bbs string
 }
 
 // busyClientPrefix starts the guid of every LRP the clients desire; the
@@ -85,10 +97,14 @@ func runBusy(ctx context.Context, args []string) error {
 	flags.DurationVar(&cfg.passEvery, "pass-every", time.Second, "start a pass from the mirror at most this often; 0: back to back")
 	flags.DurationVar(&cfg.fullReadEvery, "full-read-every", 10*time.Second, "start a full-read pass at most this often; 0: back to back")
 	flags.BoolVar(&cfg.noFullReads, "no-full-reads", false, "run no full-read passes in the window")
+	flags.StringVar(&cfg.bbs, "bbs", "", "a board binary to serve and converge instead of the in-process board and lease owner (its schema must be this binary's)")
 	flags.Parse(args)
 	l := &cfg.layout
 	if err := l.fillCells(cfg.perCell); err != nil {
 		return err
+	}
+	if cfg.bbs != "" {
+		return runBusyOn(ctx, cfg)
 	}
 
 	d, b, err := openServedDatabase(ctx, cfg.target)
@@ -152,6 +168,93 @@ func runBusy(ctx context.Context, args []string) error {
 	conditions := fmt.Sprintf("%d RUNNING instances = %d LRPs × %d, %d cells bulk-reporting every %s, %d lease owner's mirror passes %s, %d full-read passes %s, %d clients closed loop over HTTP for %s",
 		l.total(), l.lrps, l.instances, l.cells, cfg.period, w.mirrored.total.count(), pacing(cfg.passEvery),
 		w.full.total.count(), fullPacing, cfg.clients, cfg.duration)
+	busyFigures(d.driver, conditions, cfg, w)
+	return nil
+}
+
+// runBusyOn is the busy scenario with -bbs: the board binary serves the
+// clients and the cells, and converges on its own.
+func runBusyOn(ctx context.Context, cfg busyConfig) error {
+	l := &cfg.layout
+	if cfg.passEvery < time.Millisecond {
+		return errors.New("-bbs: the board's passes need -pass-every of at least 1ms")
+	}
+	fullReads := cfg.fullReadEvery
+	if cfg.noFullReads {
+		fullReads = 24 * time.Hour
+	}
+	d, err := openFreshDatabase(ctx, cfg.target.driver, cfg.target.dsn)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	fmt.Printf("# bbs-load busy against %s on %s, %s, %d cores\n", cfg.bbs, d.driver, l.describe(), numCPU())
+
+	began := time.Now()
+	seed := newSeeder(d)
+	if err := seed.registerCells(ctx, l.cells, l.zones, cfg.perCell*2, time.Hour); err != nil {
+		return err
+	}
+	if err := seed.seedLRPs(ctx, *l, true); err != nil {
+		return err
+	}
+	step("registered %d cells, seeded %d RUNNING instances (set-up, not measured) in %s", l.cells, l.total(), seconds(time.Since(began)))
+
+	began = time.Now()
+	board, err := startBBS(rssConfig{bbs: cfg.bbs, interval: cfg.passEvery, fullReadInterval: fullReads}, d)
+	if err != nil {
+		return err
+	}
+	defer board.stop()
+	if _, err := waitForFirstPass(ctx, board, 10*time.Minute); err != nil {
+		return err
+	}
+	step("the board started and its lease owner's first pass read everything in %s (before the window, not measured)", seconds(time.Since(began)))
+
+	passes := func() (count, sum float64, err error) {
+		if count, err = board.metric(`corkboard_convergence_lrp_duration_seconds_count{pass="full"}`); err != nil {
+			return 0, 0, err
+		}
+		sum, err = board.metric(`corkboard_convergence_lrp_duration_seconds_sum{pass="full"}`)
+		return count, sum, err
+	}
+	countBefore, sumBefore, err := passes()
+	if err != nil {
+		return err
+	}
+	w := runBusyWindow(ctx, nil, nil, cellClients(board.url, *l), cellReports(*l), board.url, cfg)
+	if err := w.failed.get(); err != nil {
+		return err
+	}
+	countAfter, sumAfter, err := passes()
+	if err != nil {
+		return err
+	}
+	inWindow := int(countAfter - countBefore)
+	mean := time.Duration(0)
+	if inWindow > 0 {
+		mean = time.Duration((sumAfter - sumBefore) / float64(inWindow) * float64(time.Second))
+	}
+	step("the board's own passes, every %s, full reads every %s: %d in the window, mean %s (its /metrics)", cfg.passEvery, fullReads, inWindow, seconds(mean))
+	step("bulk reports: %d of %d cells' %d instances every %s, %d failed, latency %s; %d instances assigned in answers (the clients' new ones, left unclaimed)",
+		w.reports.count, l.cells, cfg.perCell, cfg.period, w.reportsFailed.Load(), w.reports.latencies.summary(), w.assigned.Load())
+	if n := w.reportsFailed.Load(); n > 0 {
+		step("%d bulk reports failed, the first: %v", n, w.reportsFirstFailure.get())
+	}
+	if _, hwm, err := memoryOf(board.cmd.Process.Pid); err == nil {
+		step("the board's peak RSS (VmHWM): %.0f MB", hwm)
+	}
+	if err := seed.verifyAllRunning(ctx, l.total(), "the window"); err != nil {
+		return err
+	}
+	conditions := fmt.Sprintf("%d RUNNING instances = %d LRPs × %d, %d cells bulk-reporting every %s, %s's own passes every %s (%d in the window), full reads every %s, %d clients closed loop over HTTP for %s",
+		l.total(), l.lrps, l.instances, l.cells, cfg.period, cfg.bbs, cfg.passEvery, inWindow, fullReads, cfg.clients, cfg.duration)
+	busyFigures(d.driver, conditions, cfg, w)
+	return nil
+}
+
+// busyFigures prints the latency of each kind of client request.
+func busyFigures(driver, conditions string, cfg busyConfig, w *busyWindow) {
 	for _, kind := range []struct {
 		name string
 		r    *requests
@@ -161,11 +264,10 @@ func runBusy(ctx context.Context, args []string) error {
 			step("%d %s requests failed, the first: %v", failed, kind.name, kind.r.first.get())
 		}
 		p99 := kind.r.percentile(0.99)
-		figure("busy."+kind.name, d.driver, conditions,
+		figure("busy."+kind.name, driver, conditions,
 			fmt.Sprintf("%d requests (%.0f/s), %d failed, latency %s", n, float64(n)/cfg.duration.Seconds(), failed, kind.r.summary()),
 			"p99 < 20ms", n > 0 && failed == 0 && p99 < 20*time.Millisecond)
 	}
-	return nil
 }
 
 func pacing(every time.Duration) string {
@@ -188,7 +290,8 @@ type busyWindow struct {
 }
 
 // runBusyWindow runs the background load and the clients for the window
-// and waits for all of them. A pass or report under way when the window
+// and waits for all of them; with no store (a board binary converging on
+// its own) it runs no passes. A pass or report under way when the window
 // ends is finished, not cancelled, so that it is not mistaken for a
 // failure.
 func runBusyWindow(ctx context.Context, store db.DB, mirror *runner.Mirror, cells []*simulatedCell,
@@ -229,14 +332,16 @@ func runBusyWindow(ctx context.Context, store db.DB, mirror *runner.Mirror, cell
 			record(p)
 		}
 	}
-	wg.Add(1)
-	go passes("a pass from the mirror", cfg.passEvery,
-		func() (pass, error) { return convergeMirrored(ctx, store, mirror, nil) },
-		func(p pass) {
-			w.mirrored.add(p)
-			w.mirroredWrites.add(&p.plan.Writes)
-		})
-	if !cfg.noFullReads {
+	if store != nil {
+		wg.Add(1)
+		go passes("a pass from the mirror", cfg.passEvery,
+			func() (pass, error) { return convergeMirrored(ctx, store, mirror, nil) },
+			func(p pass) {
+				w.mirrored.add(p)
+				w.mirroredWrites.add(&p.plan.Writes)
+			})
+	}
+	if store != nil && !cfg.noFullReads {
 		wg.Add(1)
 		go passes("a full-read pass", cfg.fullReadEvery,
 			func() (pass, error) {

@@ -18,12 +18,17 @@
 //	                          bin/bbs process, 10,000 one-instance LRPs of
 //	                          ~1 KB, 100 cells, 16 clients; desire, claim +
 //	                          start, a steady pass, whole lists, annotation
-//	                          updates, peak RSS
+//	                          updates, instances 1→2 and 2→1, peak RSS,
+//	                          the database's bytes per LRP
 //	bbs-load busy ...         desire / update / get latency through the
 //	                          HTTP API while the lease owner converges
 //	                          250,000 instances back to back, full-read
 //	                          passes run beside it and 1,000 cells send
-//	                          bulk reports
+//	                          bulk reports (or -bbs: a board binary serves
+//	                          and converges on its own)
+//
+//	bbs-load ratios < LOG     not a scenario: new ÷ old per figure from the
+//	                          tagged figure lines of hack/bench-compare.sh
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
@@ -59,6 +64,7 @@ var scenarios = []scenario{
 	{"lists", runLists},
 	{"peer", runPeer},
 	{"busy", runBusy},
+	{"ratios", runRatios},
 }
 
 func main() {

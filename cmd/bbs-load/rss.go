@@ -30,8 +30,11 @@ type rssConfig struct {
 	layout   layout
 	bbs      string
 	interval time.Duration
-	passes   int
-	timeout  time.Duration
+	// fullReadInterval, when set, is the board's
+	// convergence_full_read_interval (its own default otherwise).
+	fullReadInterval time.Duration
+	passes           int
+	timeout          time.Duration
 	// reportWindow is how long the cells take to send their one round of
 	// bulk reports, spread evenly over it.
 	reportWindow time.Duration
@@ -168,6 +171,9 @@ func startBBSIn(cfg rssConfig, dir string, d *database) (*bbsProcess, error) {
 		"convergence_interval": cfg.interval.String(),
 		// Long enough that no cell expires while the scenario runs.
 		"cell_presence_ttl": "10m",
+	}
+	if cfg.fullReadInterval > 0 {
+		config["convergence_full_read_interval"] = cfg.fullReadInterval.String()
 	}
 	raw, err := json.Marshal(config)
 	if err != nil {

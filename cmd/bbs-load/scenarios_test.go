@@ -89,7 +89,7 @@ var _ = Describe("scenarios", func() {
 			})
 
 			It("peer: the Diego comparison's workload on a bbs process", func() {
-				session := run("peer", "-bbs", bbsPath, "-lrps", "200", "-cells", "10", "-clients", "4", "-passes", "2", "-list-rounds", "2", "-updates", "200")
+				session := run("peer", "-bbs", bbsPath, "-lrps", "200", "-cells", "10", "-clients", "4", "-passes", "2", "-list-rounds", "2", "-updates", "200", "-scale", "50")
 				Expect(session).To(gbytes.Say(`figure peer.desire \[` + driver + `, bin/bbs, 200 one-instance LRPs of \d+ bytes, 10 cells, 4 clients over HTTP.*\]: \d+ req/s \(200 in `))
 				Expect(session).To(gbytes.Say(`the board placed all 200 instances`))
 				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
@@ -99,7 +99,22 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure peer.list-scheduling-infos \[` + driver))
 				Expect(session).To(gbytes.Say(`figure peer.list-actual \[` + driver))
 				Expect(session).To(gbytes.Say(`figure peer.update-annotation \[` + driver + `.*\]: \d+ ops/s \(200 in `))
+				Expect(session).To(gbytes.Say(`figure peer.instances-up \[` + driver + `.*, 50 distinct LRPs each once, .*\]: \d+ ops/s \(50 in .*p99 `))
+				Expect(session).To(gbytes.Say(`the board placed every new instance .* \(250 instances placed\)`))
+				Expect(session).To(gbytes.Say(`figure peer.instances-down \[` + driver + `.*, 50 distinct LRPs each once, .*\]: \d+ ops/s \(50 in .*p99 `))
+				Expect(session).To(gbytes.Say(`the board removed every extra instance .* \(200 instances placed\)`))
 				Expect(session).To(gbytes.Say(`figure peer.board-rss \[` + driver + `.*\]: VmHWM \d+ MiB`))
+				Expect(session).To(gbytes.Say(`figure peer.db-bytes \[` + driver + `.*after the run, .*\]: \d+ bytes per LRP \([0-9.]+ MB in \d+ tables; per LRP: .*desired_lrps \d+`))
+			})
+
+			It("peer -migrate board: the board migrates its own database", func() {
+				session := run("peer", "-bbs", bbsPath, "-migrate", "board", "-lrps", "100", "-cells", "10", "-clients", "4", "-passes", "2", "-list-rounds", "1", "-updates", "50")
+				Expect(session).To(gbytes.Say(`the board migrated the database to (\d{4}) \(this binary's latest: \d{4}\)`))
+				// The board is this tree's: its schema is this binary's, so
+				// the in-process steady pass runs.
+				Expect(session).To(gbytes.Say(`figure peer.steady-pass \[` + driver))
+				Expect(session).To(gbytes.Say(`figure peer.instances-down \[` + driver + `.*, 50 distinct LRPs each once`))
+				Expect(session).To(gbytes.Say(`figure peer.db-bytes \[` + driver))
 			})
 
 			It("busy: desire, update and get while passes run and cells report", func() {
@@ -113,6 +128,17 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure busy.desire \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed, .*\(target p99 < 20ms: (met|MISSED)\)`))
 				Expect(session).To(gbytes.Say(`figure busy.update \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
 				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
+			})
+
+			It("busy -bbs: a board binary serves and converges on its own", func() {
+				session := run("busy", "-bbs", bbsPath, "-cells", "20", "-per-cell", "10", "-duration", "2s", "-period", "1s", "-clients", "4", "-pass-every", "500ms")
+				Expect(session).To(gbytes.Say(`the board started and its lease owner's first pass read everything`))
+				Expect(session).To(gbytes.Say(`the board's own passes, every 500ms, full reads every 10s: \d+ in the window`))
+				Expect(session).To(gbytes.Say(`bulk reports: 40 of 20 cells' 10 instances every 1s`))
+				Expect(session).To(gbytes.Say(`verified: all 200 instances RUNNING`))
+				Expect(session).To(gbytes.Say(`figure busy.desire \[` + driver + `, 200 RUNNING instances .*'s own passes every 500ms .*\]: \d+ requests \(\d+/s\), 0 failed`))
+				Expect(session).To(gbytes.Say(`figure busy.update \[` + driver))
+				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver))
 			})
 
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
@@ -129,7 +155,7 @@ var _ = Describe("scenarios", func() {
 		session, err := gexec.Start(exec.Command(bbsLoadPath, "convergence"), GinkgoWriter, GinkgoWriter)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(session).Should(gexec.Exit(2))
-		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists, peer, busy)`))
+		Expect(string(session.Err.Contents())).To(ContainSubstring(`unknown scenario "convergence" (want one of: api, converge, lifecycle, report, rss, rollout, operations, lists, peer, busy, ratios)`))
 	})
 
 	It("needs -dsn for a server database, and creates nothing without it", func() {
