@@ -67,6 +67,8 @@ var measureRules = []struct {
 	{"time", regexp.MustCompile(`^([0-9.hmsµn]+) `), true},
 	{"p50", regexp.MustCompile(`\bp50 ([0-9.]+[a-zµ]+)`), true},
 	{"p99", regexp.MustCompile(`\bp99 ([0-9.]+[a-zµ]+)`), true},
+	{"board CPU/op", regexp.MustCompile(`board CPU ([0-9.]+[a-zµ]+)/op`), true},
+	{"database CPU/op", regexp.MustCompile(`database CPU ([0-9.]+[a-zµ]+)/op`), true},
 }
 
 // higherIsBetter says which way a measure improves.
