@@ -24,10 +24,12 @@ import (
 //     the writes of one LRP always queue on the same lane, in arrival
 //     order, and two lanes never wait for each other's row locks on one
 //     LRP. A lane writes one group at a time.
-//  2. A lane takes everything queued (up to maxCoalesced). A group of
-//     one runs as the write would have run alone (its own transaction, its
-//     one-statement form where the driver has one), so an idle board
-//     answers as fast as it did.
+//  2. A write that finds its lane idle runs alone at once, as it would
+//     without coalescing (its own transaction, its one-statement form where
+//     the driver has one), so an idle board answers as fast as it did. It
+//     holds the lane while it runs: writes arriving meanwhile queue. Then
+//     the lane takes everything queued (up to maxCoalesced) as one group,
+//     and so on until the queue is empty; a group of one runs alone too.
 //  3. A group of several runs in one transaction: each write's statements,
 //     in queue order, then one append of all their events, then COMMIT. A
 //     later write in the group sees what the earlier ones wrote, as it
@@ -121,21 +123,40 @@ func (s *SQLDB) writeCoalesced(ctx context.Context, key string, grouped func(tx 
 	if s.coalescer == nil {
 		return alone()
 	}
-	w := &coalescedWrite{ctx: ctx, grouped: grouped, alone: alone, done: make(chan error, 1)}
-	l := s.coalescer.lanes[maphash.String(s.coalescer.seed, key)%uint64(len(s.coalescer.lanes))]
+	c := s.coalescer
+	l := c.lanes[maphash.String(c.seed, key)%uint64(len(c.lanes))]
 	l.mu.Lock()
-	l.queue = append(l.queue, w)
-	start := !l.writing
-	l.writing = true
-	l.mu.Unlock()
-	if start {
-		go s.coalescer.drain(l)
+	if !l.writing {
+		// An idle lane: the write runs alone at once, in its caller's
+		// goroutine, holding the lane so that writes arriving meanwhile
+		// queue (coalescer, 2).
+		l.writing = true
+		l.mu.Unlock()
+		c.alone.Add(1)
+		err := alone()
+		c.release(l)
+		return err
 	}
+	w := &coalescedWrite{ctx: ctx, grouped: grouped, alone: alone, done: make(chan error, 1)}
+	l.queue = append(l.queue, w)
+	l.mu.Unlock()
 	err := <-w.done
 	if errors.Is(err, errRunAlone) {
 		return alone()
 	}
 	return err
+}
+
+// release lets go of a lane a write held while it ran alone: the lane
+// writes what queued meanwhile, or is idle.
+func (c *coalescer) release(l *lane) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		l.writing = false
+		return
+	}
+	go c.drain(l)
 }
 
 // CoalescedWrites counts, since the store was made, the groups of several
