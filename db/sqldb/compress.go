@@ -32,7 +32,9 @@ import (
 // and each other (940 bytes of bbs-load's peer definition pack to about
 // 380), and a changed event carries the row before and after, nearly the
 // same bytes twice (a desired_lrp_changed of 441 bytes packs to about 240).
-// Short blobs do not shrink and stay plain.
+// Short blobs do not shrink and stay plain. The column comments of
+// migrations 0007 and 0013 ("the protobuf of ...") describe what a blob
+// holds once unpacked.
 //
 // Worked example: a 300-byte actual_lrp_changed payload whose DEFLATE is
 // 190 bytes is stored as 00 02 followed by the 190 bytes (192 in all); a

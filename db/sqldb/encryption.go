@@ -41,10 +41,12 @@ import (
 //	15+L          n+16  AES-256-GCM ciphertext of the n-byte protobuf blob,
 //	                    ending in its 16-byte authentication tag
 //
-// The marker tells an envelope from a plain blob by its first byte alone:
-// a protobuf blob starts with a field tag, and a tag's first byte is 0x00
-// only for field number 0, which protobuf forbids, so no valid protobuf
-// blob (of any message) starts with 0x00. An empty blob is plain.
+// The marker tells an envelope from a protobuf blob by its first byte
+// alone: a protobuf blob starts with a field tag, and a tag's first byte
+// is 0x00 only for field number 0, which protobuf forbids, so no valid
+// protobuf blob (of any message) starts with 0x00. An empty blob is
+// plain. The version byte tells an envelope from a packed blob (00 02,
+// compress.go), which is plain too.
 //
 // Worked example: a 1,000-byte definition sealed under the label "k1"
 // becomes 1 + 1 + 1 + 2 + 12 + 1,000 + 16 = 1,033 bytes:
@@ -283,9 +285,9 @@ func EnvelopeLabel(blob []byte) (label string, encrypted bool, err error) {
 
 // openBlob returns the plain bytes of a stored blob of row (protobuf, or
 // packed: the caller unpacks): a plain blob as it is, an envelope
-// decrypted under its key. k may be nil
-// (no encryption configured). Every error names the row, and the label
-// when there is one; none is a panic, whatever the bytes.
+// decrypted under its key. k may be nil (no encryption configured). Every
+// error names the row, and the label when there is one; none is a panic,
+// whatever the bytes.
 func (k *Keyring) openBlob(row blobRow, blob []byte) ([]byte, error) {
 	if !isEnvelope(blob) {
 		return blob, nil
