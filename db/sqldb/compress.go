@@ -10,10 +10,10 @@ import (
 )
 
 // Packed blobs (issue 28): what the board stores of a run definition
-// (run_infos.definition), of an operation's parameters
-// (operations.parameters) and of an event's payload (event_outbox.payload,
-// event_log.payload) is the protobuf of the message, or, when that is
-// shorter, the protobuf compressed ("packed"):
+// (run_infos.definition), of an operation's parameters and history
+// (operations.parameters, operations.history) and of an event's payload
+// (event_outbox.payload, event_log.payload) is the protobuf of the
+// message, or, when that is shorter, the protobuf compressed ("packed"):
 //
 //	offset  size  content
 //	0       1     0x00, the marker (the encryption envelope's, encryption.go)
@@ -31,15 +31,17 @@ import (
 // Why it pays: a definition's environment and arguments repeat themselves
 // and each other (940 bytes of bbs-load's peer definition pack to about
 // 380), and a changed event carries the row before and after, nearly the
-// same bytes twice (a desired_lrp_changed of 441 bytes packs to about 240).
+// same bytes twice (a desired_lrp_changed of 441 bytes packs to about 200).
 // Short blobs do not shrink and stay plain. The column comments of
 // migrations 0007 and 0013 ("the protobuf of ...") describe what a blob
-// holds once unpacked.
+// holds once unpacked. The price is CPU: some 10µs to pack a blob (most
+// of it resetting DEFLATE's tables) and 2µs to unpack one, so an
+// annotation update, which packs three, pays some 30µs.
 //
-// Worked example: a 300-byte actual_lrp_changed payload whose DEFLATE is
-// 190 bytes is stored as 00 02 followed by the 190 bytes (192 in all); a
-// 93-byte actual_lrp_created whose DEFLATE is 96 bytes is stored as its
-// 93 protobuf bytes.
+// Worked example (bbs-load peer): a 252-byte actual_lrp_changed whose
+// DEFLATE is 155 bytes is stored as 00 02 and those 155 bytes (157 in
+// all); a 93-byte actual_lrp_created, whose DEFLATE is no shorter, is
+// stored as its 93 protobuf bytes.
 
 const (
 	// packedFormat is the second byte of a packed blob.
@@ -51,15 +53,15 @@ const (
 	minPacked = 64
 	// maxUnpacked bounds what one packed blob may expand to, so that a
 	// corrupt or hostile row cannot make a reader allocate without limit.
-	// It is far above any blob the board writes (a definition is at most
-	// a few hundred kilobytes).
+	// It is far above any blob the board writes (a request body, and so a
+	// definition, is at most models.MaxRequestBodyBytes, 1 MiB).
 	maxUnpacked = 64 << 20
 )
 
 // packDictionary is DEFLATE's preset dictionary for format 0x02: strings
 // that the board's own blobs carry over and over, which a short blob then
-// refers to rather than spells (the type URL of an operation's request is
-// 53 bytes of a 98-byte parameters blob). It is part of the format: a blob
+// refers to rather than spells (the type URL of an update's request is 60
+// bytes of a 98-byte parameters blob, which packs to 41). It is part of the format: a blob
 // packed with it unpacks only with it, so it never changes; another
 // dictionary would be another format byte.
 const packDictionary = "" +
