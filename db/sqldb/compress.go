@@ -26,7 +26,9 @@ import (
 // existed, and blobs that packing would not shorten, are read as they are.
 // The second byte tells a packed blob from an encryption envelope (format
 // 0x01). Encryption seals the packed bytes: a sealed definition is
-// seal(pack(protobuf)), and opening it gives the packed bytes back.
+// seal(pack(protobuf)), and opening it gives the packed bytes back. A
+// board older than packing cannot read a packed blob; migration 0016 makes
+// it refuse a database a packing board has migrated.
 //
 // Why it pays: a definition's environment and arguments repeat themselves
 // and each other (940 bytes of bbs-load's peer definition pack to about
