@@ -113,7 +113,12 @@ type Config struct {
 	// be claimed before it is placed again ("60s").
 	StaleUnclaimed string `json:"stale_unclaimed"`
 	// OperationRetention is how long ended operations are kept ("168h");
-	// each LRP keeps its newest 100 whatever their age.
+	// each LRP keeps its newest 100 whatever their age. The lease owner's
+	// full passes delete the rest (each for up to 2 s), so under a steady
+	// write rate the table holds about what that rate writes in the
+	// retention, plus those 100 an LRP: 1,000 updates a second keep some
+	// 600 million operations at the default, a few hundred bytes each
+	// (issue 28); a busy board wants a shorter retention.
 	OperationRetention string `json:"operation_retention"`
 	// ScaleDownStabilization is the autoscaler's scale-down window for
 	// LRPs that set none ("2m"): an autoscaled count goes down only to the
@@ -123,7 +128,9 @@ type Config struct {
 	// board serves /v1/events from: events older than EventRetention
 	// ("1h") or beyond the newest EventRetentionMax (1,000,000) are
 	// deleted, in batches; a client resuming from before them gets
-	// events_lost.
+	// events_lost. The count bounds the log under any steady write rate:
+	// at most 1,000,000 events of some 250 bytes each (packed payload and
+	// row; issue 28), however busy the board.
 	EventRetention    string `json:"event_retention"`
 	EventRetentionMax int64  `json:"event_retention_max"`
 	// EventPollInterval is how often the board reads the event log for

@@ -25,10 +25,35 @@ const (
 	DefaultKeepOperations     = 100
 )
 
-// pruneBatch bounds the operations one full pass deletes: a log grown
-// large (a retention shortened, a board that was down for weeks) shrinks
-// over many passes rather than in one long statement.
-const pruneBatch = 1000
+// Pruning: a full pass deletes the ended operations past their retention
+// in calls of pruneBatch, one after another, until a call finds fewer than
+// pruneBatch or pruneBudget has gone by. So the table stays near what the
+// writes of the last OperationRetention put in (plus the newest
+// KeepOperations of each LRP) under any steady write rate the database
+// deletes within pruneBudget every Interval; one call a pass, as before,
+// kept up with 1,000 per 30 s (33 operations a second) and fell behind
+// any busier board for good. A backlog (a retention shortened, a board
+// down for weeks) shrinks a budget's worth per pass, never in one long
+// statement.
+const (
+	pruneBatch  = 1000
+	pruneBudget = 2 * time.Second
+)
+
+// pruneUntil calls prune with batch until a call deletes fewer than
+// batch, fails, or budget has gone by since the first, and returns how
+// many it deleted in all. The first call is always made.
+func pruneUntil(ctx context.Context, prune func(ctx context.Context, limit int) (int, error), batch int, budget time.Duration) (int, error) {
+	began := time.Now()
+	total := 0
+	for {
+		n, err := prune(ctx, batch)
+		total += n
+		if err != nil || n < batch || ctx.Err() != nil || time.Since(began) >= budget {
+			return total, err
+		}
+	}
+}
 
 // maxTargeted is how many LRPs a targeted pass names at most. A burst of
 // triggers beyond it (a deploy of thousands of LRPs) gets a full pass
@@ -69,7 +94,8 @@ type RunnerConfig struct {
 	// OperationRetention is how long ended operations are kept
 	// (DefaultOperationRetention); each LRP keeps its newest
 	// KeepOperations (DefaultKeepOperations) whatever their age. Every full
-	// pass deletes up to pruneBatch of the rest.
+	// pass deletes the rest, for up to pruneBudget: the table holds about
+	// what is written in OperationRetention.
 	OperationRetention time.Duration
 	KeepOperations     int
 	// PresenceGrace, when set, says each pass what the board saw of its
@@ -303,11 +329,13 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 	r.pruneOperations(ctx)
 }
 
-// pruneOperations deletes a batch of the ended operations past their
-// retention. A failure is logged and left for the next full pass.
+// pruneOperations deletes the ended operations past their retention, for
+// up to pruneBudget. A failure is logged and left for the next full pass.
 func (r *Runner) pruneOperations(ctx context.Context) {
 	before := r.cfg.Now().Add(-r.cfg.OperationRetention)
-	n, err := r.store.PruneOperations(ctx, before, r.cfg.KeepOperations, pruneBatch)
+	n, err := pruneUntil(ctx, func(ctx context.Context, limit int) (int, error) {
+		return r.store.PruneOperations(ctx, before, r.cfg.KeepOperations, limit)
+	}, pruneBatch, pruneBudget)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		r.logger.Error("prune-operations-failed", err)

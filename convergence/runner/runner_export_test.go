@@ -8,3 +8,6 @@ func (r *Runner) TakeTriggered() (guids []string, full bool) { return r.takeTrig
 func SpliceGuids(rows, fresh, changed []string) []string {
 	return spliceRuns(rows, fresh, changed, func(s *string) string { return *s })
 }
+
+// PruneUntil is pruneUntil, for its specs.
+var PruneUntil = pruneUntil

@@ -121,26 +121,30 @@ func decodeDefinition(b []byte) (*models.LRPDefinition, error) {
 }
 
 // encodeDefinition is what run_infos.definition stores for def, the
-// definition def.DefinitionId of processGuid: its protobuf, sealed under
-// the active key when encryption is configured (encryption.go). Every
-// write of the column goes through it.
+// definition def.DefinitionId of processGuid: its protobuf, packed when
+// that is shorter (compress.go), sealed under the active key when
+// encryption is configured (encryption.go). Every write of the column
+// goes through it.
 func (s *SQLDB) encodeDefinition(processGuid string, def *models.LRPDefinition) ([]byte, error) {
 	blob, err := deterministic.Marshal(def)
 	if err != nil {
 		return nil, errInvalid("definition", err.Error())
 	}
-	return s.keys.sealBlob(runInfoRow(processGuid, def.DefinitionId), blob)
+	return s.keys.sealBlob(runInfoRow(processGuid, def.DefinitionId), pack(blob))
 }
 
 // decodeStoredDefinition reads back a run_infos.definition blob, plain or
-// sealed, of the row (processGuid, definitionID). Every read of the column
-// goes through it. Its errors are InvalidRecord and name the row: a blob
-// sealed under a key not configured, one altered or copied from another
-// row, or one that is not a definition.
+// sealed, packed or not, of the row (processGuid, definitionID). Every
+// read of the column goes through it. Its errors are InvalidRecord and
+// name the row: a blob sealed under a key not configured, one altered or
+// copied from another row, or one that is not a definition.
 func (s *SQLDB) decodeStoredDefinition(processGuid, definitionID string, blob []byte) (*models.LRPDefinition, error) {
 	plain, err := s.keys.openBlob(runInfoRow(processGuid, definitionID), blob)
 	if err != nil {
 		return nil, errInvalidRecord("%v", err)
+	}
+	if plain, err = unpack(plain); err != nil {
+		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
 	}
 	def, err := decodeDefinition(plain)
 	if err != nil {
@@ -150,9 +154,9 @@ func (s *SQLDB) decodeStoredDefinition(processGuid, definitionID string, blob []
 }
 
 // encodeParameters is what operations.parameters stores for the
-// operation id's parameters: NULL for none, else their protobuf, sealed
-// under the active key when encryption is configured. Every write of the
-// column goes through it.
+// operation id's parameters: NULL for none, else their protobuf, packed
+// when that is shorter (compress.go), sealed under the active key when
+// encryption is configured. Every write of the column goes through it.
 func (s *SQLDB) encodeParameters(id string, parameters *anypb.Any) ([]byte, error) {
 	if parameters == nil {
 		return nil, nil
@@ -164,13 +168,14 @@ func (s *SQLDB) encodeParameters(id string, parameters *anypb.Any) ([]byte, erro
 	if blob == nil {
 		blob = []byte{}
 	}
-	return s.keys.sealBlob(operationRow(id), blob)
+	return s.keys.sealBlob(operationRow(id), pack(blob))
 }
 
 // decodeParameters reads back an operations.parameters blob of operation
-// id; nil (NULL) is no parameters. Every read of the column goes through
-// it. The Any is decoded as an envelope only (a type URL and bytes): the
-// request inside stays encoded until someone unpacks it.
+// id (plain or sealed, packed or not); nil (NULL) is no parameters. Every
+// read of the column goes through it. The Any is decoded as an envelope
+// only (a type URL and bytes): the request inside stays encoded until
+// someone unpacks it.
 func (s *SQLDB) decodeParameters(id string, blob []byte) (*anypb.Any, error) {
 	if blob == nil {
 		return nil, nil
@@ -178,6 +183,9 @@ func (s *SQLDB) decodeParameters(id string, blob []byte) (*anypb.Any, error) {
 	plain, err := s.keys.openBlob(operationRow(id), blob)
 	if err != nil {
 		return nil, errInvalidRecord("%v", err)
+	}
+	if plain, err = unpack(plain); err != nil {
+		return nil, errInvalidRecord("operation %q: parameters: %v", id, err)
 	}
 	parameters := &anypb.Any{}
 	if err := proto.Unmarshal(plain, parameters); err != nil {

@@ -21,8 +21,9 @@ import (
 // sealed with AES-256-GCM under the keyring's active key; every read opens
 // envelopes under any key of the keyring and passes plain blobs (written
 // before encryption was configured, or by a development board) through
-// unchanged. Without a keyring both columns are plain protobuf, as they
-// always were. Nothing else is encrypted: convergence and placement read
+// unchanged. Without a keyring both columns are plain: protobuf, or
+// packed protobuf (compress.go), which an envelope seals like any plain
+// blob. Nothing else is encrypted: convergence and placement read
 // plain columns only, and never a blob (DESIGN §3). Note that
 // run_infos.content_hash, and a definition id the board generates
 // (models.GenerateDefinitionID), are unkeyed SHA-256 hashes of the
@@ -40,10 +41,12 @@ import (
 //	15+L          n+16  AES-256-GCM ciphertext of the n-byte protobuf blob,
 //	                    ending in its 16-byte authentication tag
 //
-// The marker tells an envelope from a plain blob by its first byte alone:
-// a protobuf blob starts with a field tag, and a tag's first byte is 0x00
-// only for field number 0, which protobuf forbids, so no valid protobuf
-// blob (of any message) starts with 0x00. An empty blob is plain.
+// The marker tells an envelope from a protobuf blob by its first byte
+// alone: a protobuf blob starts with a field tag, and a tag's first byte
+// is 0x00 only for field number 0, which protobuf forbids, so no valid
+// protobuf blob (of any message) starts with 0x00. An empty blob is
+// plain. The version byte tells an envelope from a packed blob (00 02,
+// compress.go), which is plain too.
 //
 // Worked example: a 1,000-byte definition sealed under the label "k1"
 // becomes 1 + 1 + 1 + 2 + 12 + 1,000 + 16 = 1,033 bytes:
@@ -239,9 +242,9 @@ type envelope struct {
 }
 
 // isEnvelope reports whether blob is an envelope rather than a plain
-// protobuf blob, by its first byte.
+// blob (protobuf, or packed: compress.go), by its first two bytes.
 func isEnvelope(blob []byte) bool {
-	return len(blob) > 0 && blob[0] == envelopeMarker
+	return len(blob) > 0 && blob[0] == envelopeMarker && !isPacked(blob)
 }
 
 // parseEnvelope splits an envelope (isEnvelope) into its parts.
@@ -280,10 +283,11 @@ func EnvelopeLabel(blob []byte) (label string, encrypted bool, err error) {
 	return env.label, true, nil
 }
 
-// openBlob returns the plain protobuf bytes of a stored blob of row: a
-// plain blob as it is, an envelope decrypted under its key. k may be nil
-// (no encryption configured). Every error names the row, and the label
-// when there is one; none is a panic, whatever the bytes.
+// openBlob returns the plain bytes of a stored blob of row (protobuf, or
+// packed: the caller unpacks): a plain blob as it is, an envelope
+// decrypted under its key. k may be nil (no encryption configured). Every
+// error names the row, and the label when there is one; none is a panic,
+// whatever the bytes.
 func (k *Keyring) openBlob(row blobRow, blob []byte) ([]byte, error) {
 	if !isEnvelope(blob) {
 		return blob, nil

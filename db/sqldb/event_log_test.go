@@ -133,6 +133,43 @@ var _ = forEachDialect("the event log", func(b *board) {
 		Expect(logged[1].Type).To(Equal(models.EventDesiredLRPChanged))
 	})
 
+	It("stores a changed event packed, and reads it back as it was published", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		_, last := bounds()
+		sink := recordEvents(b)
+		_, err = b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{Annotation: stringp("after")})
+		Expect(err).NotTo(HaveOccurred())
+
+		logged := readAll(b, b.store, last)
+		published := sink.take()
+		Expect(eventsOf(logged)).To(HaveLen(len(published)))
+		for i, e := range logged {
+			Expect(e.Type).To(Equal(published[i].Type))
+			Expect(e.Payload).To(EqualProto(published[i].Payload))
+		}
+		var raw []byte
+		Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), "SELECT payload FROM event_log WHERE position = ?"), int64(logged[0].ID)).Scan(&raw)).To(Succeed())
+		Expect(logged[0].Type).To(Equal(models.EventDesiredLRPChanged))
+		Expect(raw[:2]).To(Equal([]byte{0x00, 0x02}))
+		Expect(len(raw)).To(BeNumerically("<", proto.Size(logged[0].Payload)))
+	})
+
+	It("reads an event logged before payloads were packed: plain protobuf", func() {
+		_, last := bounds()
+		lrp := newLRP("web", "apps", 1)
+		lrp.Definition = nil
+		changed := &models.DesiredLRPChangedEvent{Before: lrp, After: proto.CloneOf(lrp)}
+		changed.After.Annotation = "after"
+		raw, err := proto.Marshal(changed)
+		Expect(err).NotTo(HaveOccurred())
+		b.exec("INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('desired_lrp_changed', 'web', ?)", raw)
+
+		logged := readAll(b, b.store, last)
+		Expect(logged).To(HaveLen(1))
+		Expect(logged[0].Payload).To(EqualProto(changed))
+	})
+
 	It("logs a write that commits late after what was logged meanwhile, and holds nobody up while it has not", func() {
 		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 		Expect(err).NotTo(HaveOccurred())

@@ -84,7 +84,10 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	return nil
 }
 
-// encodeEvents is changes as the outbox's columns, in order.
+// encodeEvents is changes as the outbox's columns, in order. A payload is
+// the protobuf of the event's message, packed when that is shorter
+// (compress.go): a changed event carries its row twice, before and after,
+// and packing stores the second copy as a few back-references.
 func encodeEvents(changes []models.Event) (types, keys []string, payloads [][]byte, err error) {
 	types = make([]string, len(changes))
 	keys = make([]string, len(changes))
@@ -94,7 +97,7 @@ func encodeEvents(changes []models.Event) (types, keys []string, payloads [][]by
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("encode %s event: %w", e.Type, err)
 		}
-		types[i], keys[i], payloads[i] = e.Type, e.Key, raw
+		types[i], keys[i], payloads[i] = e.Type, e.Key, pack(raw)
 	}
 	return types, keys, payloads, nil
 }
@@ -228,6 +231,9 @@ func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]even
 		e.Payload = models.NewEventPayload(e.Type)
 		if e.Payload == nil {
 			e.Payload = &emptypb.Empty{}
+		}
+		if raw, err = unpack(raw); err != nil {
+			return nil, asModelError("read events", fmt.Errorf("decode %s event at %d: %w", e.Type, position, err))
 		}
 		if err := proto.Unmarshal(raw, e.Payload); err != nil {
 			return nil, asModelError("read events", fmt.Errorf("decode %s event at %d: %w", e.Type, position, err))

@@ -15,6 +15,8 @@ var (
 	ParseRoutes       = parseRoutes
 	IsRetryable       = isRetryable
 	IsUniqueViolation = isUniqueViolation
+	Pack              = pack
+	Unpack            = unpack
 )
 
 func Upsert(dialectName, table string, columns, key, update []string) string {

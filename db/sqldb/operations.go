@@ -103,6 +103,9 @@ func (s *SQLDB) scanOperation(row rowScanner) (*operationRecord, error) {
 		return nil, err
 	}
 	if len(history) > 0 {
+		if history, err = unpack(history); err != nil {
+			return nil, errInvalidRecord("operation %q: history: %v", op.Id, err)
+		}
 		var h models.OperationHistory
 		if err := proto.Unmarshal(history, &h); err != nil {
 			return nil, errInvalidRecord("operation %q: history: %v", op.Id, err)
@@ -125,7 +128,8 @@ func (s *SQLDB) operationValues(rec *operationRecord) ([]any, error) {
 }
 
 // encodeOperationBlobs encodes the operation's parameters (nil when it has
-// none; sealed when encryption is configured) and history.
+// none; sealed when encryption is configured) and history, each packed
+// when that is shorter.
 func (s *SQLDB) encodeOperationBlobs(op *models.Operation) (parameters, history []byte, err error) {
 	if parameters, err = s.encodeParameters(op.Id, op.Parameters); err != nil {
 		return nil, nil, err
@@ -134,8 +138,11 @@ func (s *SQLDB) encodeOperationBlobs(op *models.Operation) (parameters, history 
 	return parameters, history, err
 }
 
+// encodeHistory is what operations.history stores: the protobuf of a
+// models.OperationHistory, packed when that is shorter (compress.go).
 func encodeHistory(events []*models.OperationEvent) ([]byte, error) {
-	return encodeMessage(&models.OperationHistory{Events: events}, false)
+	b, err := encodeMessage(&models.OperationHistory{Events: events}, false)
+	return pack(b), err
 }
 
 // insertOperation stores a new operation. Its sequence taken by a

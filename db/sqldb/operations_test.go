@@ -12,8 +12,18 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
+	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
+
+// mustMarshal is m's protobuf, as a board stores a blob.
+func mustMarshal(m proto.Message) []byte {
+	GinkgoHelper()
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
 
 var _ = forEachDialect("OperationDB", func(b *board) {
 	var sink *recordingSink
@@ -312,6 +322,24 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 				Expect(countOperations()).To(Equal(before))
 			})
 		})
+	})
+
+	It("stores parameters and history packed, and reads those written before packing: plain protobuf", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		ops := operations("web")
+		Expect(ops).To(HaveLen(1))
+		desired := ops[0]
+		var params, hist []byte
+		Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), "SELECT parameters, history FROM operations WHERE id = ?"), desired.Id).Scan(&params, &hist)).To(Succeed())
+		Expect(params[:2]).To(Equal([]byte{0x00, 0x02}))
+		Expect(sqldb.Unpack(params)).To(Equal(mustMarshal(desired.Parameters)))
+
+		// As a board before packing wrote them.
+		plainParams := mustMarshal(desired.Parameters)
+		plainHistory := mustMarshal(&models.OperationHistory{Events: desired.History})
+		b.exec("UPDATE operations SET parameters = ?, history = ? WHERE id = ?", plainParams, plainHistory, desired.Id)
+		Expect(operation(desired.Id)).To(EqualProto(desired))
 	})
 
 	It("numbers concurrent updates of one LRP 1, 2, 3, … in commit order", func() {

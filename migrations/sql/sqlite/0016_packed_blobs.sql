@@ -1,0 +1,9 @@
+-- Packed blobs (issue 28; db/sqldb/compress.go): from this version on, a
+-- board may store run_infos.definition, operations.parameters,
+-- operations.history, event_outbox.payload and event_log.payload packed,
+-- 0x00 0x02 followed by the DEFLATE of the protobuf, which a board that
+-- predates this migration cannot read. The migration changes no table: it
+-- is here so that such a board refuses a database a packing board has
+-- migrated (a database newer than itself) rather than misread it. Rows
+-- written before stay as they are and are read as they are; there is no
+-- SQL statement here.
