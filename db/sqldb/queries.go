@@ -19,7 +19,7 @@ type queryer interface {
 
 func (s *SQLDB) exec(ctx context.Context, q queryer, query string, args ...any) (sql.Result, error) {
 	query = s.rebound(query)
-	if stmt := s.statement(ctx, q, query); stmt != nil {
+	if stmt := s.statement(ctx, q, query, len(args)); stmt != nil {
 		return stmt.ExecContext(ctx, args...)
 	}
 	return q.ExecContext(ctx, query, args...)
@@ -43,7 +43,7 @@ func (s *SQLDB) execOne(ctx context.Context, q queryer, query string, args ...an
 
 func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any) (*sql.Rows, error) {
 	query = s.rebound(query)
-	if stmt := s.statement(ctx, q, query); stmt != nil {
+	if stmt := s.statement(ctx, q, query, len(args)); stmt != nil {
 		return stmt.QueryContext(ctx, args...)
 	}
 	return q.QueryContext(ctx, query, args...)
@@ -51,7 +51,7 @@ func (s *SQLDB) query(ctx context.Context, q queryer, query string, args ...any)
 
 func (s *SQLDB) queryRow(ctx context.Context, q queryer, query string, args ...any) *sql.Row {
 	query = s.rebound(query)
-	if stmt := s.statement(ctx, q, query); stmt != nil {
+	if stmt := s.statement(ctx, q, query, len(args)); stmt != nil {
 		return stmt.QueryRowContext(ctx, args...)
 	}
 	return q.QueryRowContext(ctx, query, args...)

@@ -19,9 +19,12 @@ import (
 //
 // A statement is prepared on the pool once, the first time it runs, and
 // database/sql prepares it again on each connection that runs it (once per
-// connection). The cache is bounded: statements whose text varies with
-// their arguments (IN lists of n keys) would otherwise fill it, and past
-// maxCachedStatements a new text runs unprepared, as before.
+// connection, each copy holding its plan in that connection's server
+// process). So only statements of fixed text are prepared: one with more
+// than maxPreparedArgs arguments is a batch whose text varies with its
+// size (IN lists of n keys, inserts of n rows), which would prepare a new
+// text on every connection for a run or two each. And the cache is
+// bounded: past maxCachedStatements a new text runs unprepared.
 type statementCache struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // by the statement's text as sent (rebound)
@@ -29,7 +32,11 @@ type statementCache struct {
 
 // maxCachedStatements bounds the cache; the store's fixed statements number
 // about a hundred.
-const maxCachedStatements = 512
+const maxCachedStatements = 256
+
+// maxPreparedArgs is the most arguments a prepared statement takes: the
+// widest single-row write (an operation's row) takes 17.
+const maxPreparedArgs = 24
 
 // prepared is query prepared for conn, or nil when the cache is full or the
 // statement does not prepare (the caller then sends its text, which reports
@@ -59,11 +66,12 @@ func (c *statementCache) prepared(ctx context.Context, conn *sql.DB, query strin
 	return stmt
 }
 
-// statement is query, rebound for the dialect, prepared for q where the
-// driver prepares statements: the pool's statement, or the transaction's
-// copy of it. It is nil where the statement runs as text.
-func (s *SQLDB) statement(ctx context.Context, q queryer, query string) *sql.Stmt {
-	if s.statements == nil {
+// statement is query, rebound for the dialect, with args arguments,
+// prepared for q where the driver prepares statements and the statement
+// is of fixed text: the pool's statement, or the transaction's copy of it.
+// It is nil where the statement runs as text.
+func (s *SQLDB) statement(ctx context.Context, q queryer, query string, args int) *sql.Stmt {
+	if s.statements == nil || args > maxPreparedArgs {
 		return nil
 	}
 	switch q := q.(type) {
