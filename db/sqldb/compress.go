@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 )
 
@@ -83,20 +84,53 @@ const packDictionary = "" +
 // same (some 10µs, most of it resetting the writer's tables).
 const packLevel = flate.DefaultCompression
 
-// packers and unpackers keep DEFLATE's state (hundreds of kilobytes for a
-// writer) from one blob to the next.
+// packers keeps DEFLATE's writers (some 700 KB each, most of it the match
+// tables) from one blob to the next. Packing is all CPU, so no more than
+// one writer per processor is ever made, and a packer waits for one
+// rather than allocating another: a sync.Pool would drop them at every
+// garbage collection and the board would allocate them again, hundreds of
+// kilobytes a write. unpackers keeps readers, which are small.
 var (
-	packers = sync.Pool{New: func() any {
+	packers   = newPackerPool(runtime.GOMAXPROCS(0))
+	unpackers = sync.Pool{New: func() any {
+		return flate.NewReaderDict(bytes.NewReader(nil), []byte(packDictionary))
+	}}
+)
+
+// packerPool holds at most size writers, made as they are first needed.
+type packerPool struct {
+	free chan *flate.Writer
+	mu   sync.Mutex
+	made int
+}
+
+func newPackerPool(size int) *packerPool {
+	return &packerPool{free: make(chan *flate.Writer, max(size, 1))}
+}
+
+// get is a free writer, a new one while fewer than the pool's size are
+// made, else the next one put back.
+func (p *packerPool) get() *flate.Writer {
+	select {
+	case w := <-p.free:
+		return w
+	default:
+	}
+	p.mu.Lock()
+	if p.made < cap(p.free) {
+		p.made++
+		p.mu.Unlock()
 		w, err := flate.NewWriterDict(nil, packLevel, []byte(packDictionary))
 		if err != nil {
 			panic(err) // a valid level
 		}
 		return w
-	}}
-	unpackers = sync.Pool{New: func() any {
-		return flate.NewReaderDict(bytes.NewReader(nil), []byte(packDictionary))
-	}}
-)
+	}
+	p.mu.Unlock()
+	return <-p.free
+}
+
+func (p *packerPool) put(w *flate.Writer) { p.free <- w }
 
 // pack is what the board stores for the protobuf blob plain: plain itself
 // when packing would not shorten it (and for nil, NULL), else the packed
@@ -108,8 +142,8 @@ func pack(plain []byte) []byte {
 	var out bytes.Buffer
 	out.Grow(len(plain))
 	out.Write([]byte{envelopeMarker, packedFormat})
-	w := packers.Get().(*flate.Writer)
-	defer packers.Put(w)
+	w := packers.get()
+	defer packers.put(w)
 	w.Reset(&out)
 	if _, err := w.Write(plain); err != nil {
 		return plain // a bytes.Buffer does not fail

@@ -97,9 +97,22 @@ func encodeEvents(changes []models.Event) (types, keys []string, payloads [][]by
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("encode %s event: %w", e.Type, err)
 		}
-		types[i], keys[i], payloads[i] = e.Type, e.Key, pack(raw)
+		if packsEvent(e.Type) {
+			raw = pack(raw)
+		}
+		types[i], keys[i], payloads[i] = e.Type, e.Key, raw
 	}
 	return types, keys, payloads, nil
+}
+
+// packsEvent reports whether an event of the type is stored packed. An
+// instance's events are not: they are the blobs convergence passes and
+// cells' lifecycle calls write most (placing 2,500 instances writes 2,500
+// of them), and packing one costs some 10µs of DEFLATE's set-up to save
+// about 100 of its 250 bytes; measured, packing them made a placing pass
+// a third slower.
+func packsEvent(eventType string) bool {
+	return !strings.HasPrefix(eventType, "actual_lrp_")
 }
 
 // logCommitted sequences until the outbox holds nothing this call saw
