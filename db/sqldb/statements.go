@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"time"
 
 	"github.com/corkboard/corkboard/db/dialect"
 )
@@ -38,32 +39,41 @@ const maxCachedStatements = 256
 // widest single-row write (an operation's row) takes 17.
 const maxPreparedArgs = 24
 
-// prepared is query prepared for conn, or nil when the cache is full or the
-// statement does not prepare (the caller then sends its text, which reports
-// whatever is wrong with it).
-func (c *statementCache) prepared(ctx context.Context, conn *sql.DB, query string) *sql.Stmt {
-	c.mu.Lock()
-	stmt, ok := c.stmts[query]
-	full := len(c.stmts) >= maxCachedStatements
-	c.mu.Unlock()
-	if ok || full {
-		return stmt
-	}
-	stmt, err := conn.PrepareContext(ctx, query)
-	if err != nil {
-		return nil
-	}
+// prepared is query prepared for conn, or nil while it is not (yet): the
+// caller then sends its text. A statement seen for the first time is
+// prepared in the background, on a connection of its own, for the runs
+// after this one: preparing it here would take a second connection while
+// the caller's transaction holds one, and a pool whose every connection
+// is held by a transaction waiting to prepare would wait forever. One that
+// fails to prepare is tried again at its next run (its text reports
+// whatever is wrong with it meanwhile).
+func (c *statementCache) prepared(conn *sql.DB, query string) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if first, ok := c.stmts[query]; ok {
-		stmt.Close()
-		return first
+	stmt, seen := c.stmts[query]
+	if seen || len(c.stmts) >= maxCachedStatements {
+		return stmt
 	}
 	if c.stmts == nil {
 		c.stmts = map[string]*sql.Stmt{}
 	}
+	c.stmts[query] = nil // being prepared
+	go c.prepare(conn, query)
+	return nil
+}
+
+// prepare prepares query on conn for the cache.
+func (c *statementCache) prepare(conn *sql.DB, query string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stmt, err := conn.PrepareContext(ctx, query)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		delete(c.stmts, query)
+		return
+	}
 	c.stmts[query] = stmt
-	return stmt
 }
 
 // statement is query, rebound for the dialect, with args arguments,
@@ -76,12 +86,12 @@ func (s *SQLDB) statement(ctx context.Context, q queryer, query string, args int
 	}
 	switch q := q.(type) {
 	case *sql.Tx:
-		if stmt := s.statements.prepared(ctx, s.conn, query); stmt != nil {
+		if stmt := s.statements.prepared(s.conn, query); stmt != nil {
 			return q.StmtContext(ctx, stmt)
 		}
 	case *sql.DB:
 		if q == s.conn {
-			return s.statements.prepared(ctx, s.conn, query)
+			return s.statements.prepared(s.conn, query)
 		}
 	}
 	return nil
