@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -73,4 +74,28 @@ func (f *firstError) get() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// eachConcurrently calls do(0) … do(n-1), each once, from clients
+// goroutines taking the next index in turn, and returns the first error;
+// after one, no new index is taken.
+func eachConcurrently(clients, n int, do func(i int) error) error {
+	var next atomic.Int64
+	var failed firstError
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for failed.get() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := do(i); err != nil {
+					failed.set(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return failed.get()
 }

@@ -358,27 +358,10 @@ func claimAndStartShared(ctx context.Context, cells []*simulatedCell, clients in
 			break
 		}
 	}
-	var next atomic.Int64
-	var failed firstError
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for failed.get() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= len(queue) {
-					return
-				}
-				w := queue[i]
-				if err := w.cell.claimAndStart(ctx, w.cell.assigned[w.index], w.index, lat); err != nil {
-					failed.set(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return failed.get()
+	return eachConcurrently(clients, len(queue), func(i int) error {
+		w := queue[i]
+		return w.cell.claimAndStart(ctx, w.cell.assigned[w.index], w.index, lat)
+	})
 }
 
 // peerSteadyPasses measures steady convergence passes in-process on the
@@ -479,30 +462,16 @@ func distinctLRPs(lrps, n int) []string {
 // each, from clients goroutines.
 func scaleInstances(ctx context.Context, load *loader, guids []string, instances int32, clients int) (runResult, error) {
 	lat := &latencies{}
-	var next atomic.Int64
-	var failed firstError
-	var wg sync.WaitGroup
 	began := time.Now()
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for failed.get() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= len(guids) {
-					return
-				}
-				started := time.Now()
-				if _, err := load.client.UpdateDesiredLRP(ctx, guids[i], &models.DesiredLRPUpdate{Instances: &instances}); err != nil {
-					failed.set(fmt.Errorf("set the instances of %s to %d: %w", guids[i], instances, err))
-					return
-				}
-				lat.add(time.Since(started))
-			}
-		}()
-	}
-	wg.Wait()
-	return runResult{count: len(guids), elapsed: time.Since(began), latencies: lat}, failed.get()
+	err := eachConcurrently(clients, len(guids), func(i int) error {
+		started := time.Now()
+		if _, err := load.client.UpdateDesiredLRP(ctx, guids[i], &models.DesiredLRPUpdate{Instances: &instances}); err != nil {
+			return fmt.Errorf("set the instances of %s to %d: %w", guids[i], instances, err)
+		}
+		lat.add(time.Since(started))
+		return nil
+	})
+	return runResult{count: len(guids), elapsed: time.Since(began), latencies: lat}, err
 }
 
 // waitForInstances waits until the database holds want instances, every

@@ -78,8 +78,9 @@ type Config struct {
 	// WriteLanes is how many lanes coalesce concurrent API writes into
 	// shared transactions (group commit: writes that arrive while others
 	// are being written share one BEGIN, event append and COMMIT); 0 keeps
-	// the database's default (1 on SQLite, 4 otherwise), -1 turns
-	// coalescing off.
+	// the database's default (1 on SQLite, off on Postgres and MySQL: a
+	// write waiting for a row lock holds up its lane), -1 turns coalescing
+	// off.
 	WriteLanes int `json:"write_lanes"`
 	// DatabaseTimeout bounds each API call's wait for the database and
 	// each read or write on a database connection ("10s"): while the

@@ -520,39 +520,42 @@ type lockedDesired struct {
 }
 
 // lockDesiredForUpdate reads the LRP with its active definition, locking
-// its row as lockDesiredLRP does, and in the same statement what the
-// update's operation needs: the LRP's highest operation number and whether
-// any of its operations has not ended (the subqueries lock nothing).
+// its row as lockDesiredLRP does, then what the update's operation needs:
+// the LRP's highest operation number and whether any of its operations
+// has not ended. Those are a second statement, after the lock: a
+// statement that waited for the lock sees the locked row as the writer it
+// waited for left it, but its subqueries see the rows as they were when
+// it started (Postgres's read committed), and would miss the operation
+// that writer recorded. The definition may come with the lock all the
+// same: a definition row never changes once stored, and one the statement
+// cannot see yet comes back NULL, which updatedRow reads again.
 func (s *SQLDB) lockDesiredForUpdate(ctx context.Context, tx *sql.Tx, processGuid string) (*lockedDesired, error) {
-	locked := &lockedDesired{}
-	var unfinished int64
-	lrp, err := s.scanDesiredLRP(scanWith{s.queryRow(ctx, tx, selectDesiredForUpdate+s.driver.lockForUpdate(), processGuid),
-		[]any{&locked.lastSequence, &unfinished}})
+	lrp, err := s.scanDesiredLRP(s.queryRow(ctx, tx, selectDesiredForUpdate+s.driver.lockForUpdate(), processGuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, errNotFound("desired_lrp %q not found", processGuid)
 	}
 	if err != nil {
 		return nil, err
 	}
-	locked.lrp, locked.unfinished = lrp, unfinished > 0
+	locked := &lockedDesired{lrp: lrp}
+	var unfinished int64
+	if err := s.queryRow(ctx, tx, selectOperationsToFollow, processGuid, processGuid).Scan(&locked.lastSequence, &unfinished); err != nil {
+		return nil, err
+	}
+	locked.unfinished = unfinished > 0
 	return locked, nil
 }
 
 const selectDesiredForUpdate = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
  d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler,
- (SELECT r.definition FROM run_infos r WHERE r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id),
- (SELECT COALESCE(MAX(o.sequence), 0) FROM operations o WHERE o.process_guid = d.process_guid),
- (SELECT COUNT(*) FROM operations o WHERE o.process_guid = d.process_guid AND ` + operationsUnended + `)
+ (SELECT r.definition FROM run_infos r WHERE r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id)
  FROM desired_lrps d WHERE d.process_guid = ?`
 
-// scanWith scans a row whose columns are a scanner's and then extra.
-type scanWith struct {
-	row   rowScanner
-	extra []any
-}
-
-func (w scanWith) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
+// selectOperationsToFollow is an LRP's highest operation number and how
+// many of its operations have not ended.
+const selectOperationsToFollow = `SELECT (SELECT COALESCE(MAX(o.sequence), 0) FROM operations o WHERE o.process_guid = ?),
+ (SELECT COUNT(*) FROM operations o WHERE o.process_guid = ? AND ` + operationsUnended + `)`
 
 // lockDesiredLRP reads the LRP without its definition, locking its row so
 // that concurrent writers of the LRP queue behind this transaction.
