@@ -115,17 +115,8 @@ func runBusy(ctx context.Context, args []string) error {
 	defer b.stop()
 	fmt.Printf("# bbs-load busy against an in-process board on %s, %s, %d cores\n", d.driver, l.describe(), numCPU())
 
-	// The cells register through the store, present for an hour: the
-	// board's presence TTL is 30 s and these cells only report, they do
-	// not heartbeat, and a lapsed cell would have the passes suspect its
-	// instances. Each has room for as many instances again, for the
-	// clients' new ones.
 	began := time.Now()
-	seed := newSeeder(d)
-	if err := seed.registerCells(ctx, l.cells, l.zones, cfg.perCell*2, time.Hour); err != nil {
-		return err
-	}
-	if err := seed.seedLRPs(ctx, *l, true); err != nil {
+	if err := seedBusy(ctx, d, cfg); err != nil {
 		return err
 	}
 	cells := cellClients(b.url, *l)
@@ -161,7 +152,7 @@ func runBusy(ctx context.Context, args []string) error {
 	if n := w.reportsFailed.Load(); n > 0 {
 		step("%d bulk reports failed, the first: %v", n, w.reportsFirstFailure.get())
 	}
-	if err := seed.verifyAllRunning(ctx, l.total(), "the window"); err != nil {
+	if err := newSeeder(d).verifyAllRunning(ctx, l.total(), "the window"); err != nil {
 		return err
 	}
 
@@ -170,6 +161,20 @@ func runBusy(ctx context.Context, args []string) error {
 		w.full.total.count(), fullPacing, cfg.clients, cfg.duration)
 	busyFigures(d.driver, conditions, cfg, w)
 	return nil
+}
+
+// seedBusy registers the cells and seeds the RUNNING instances. The cells
+// register through the store, present for an hour: the board's presence
+// TTL is 30 s and these cells only report, they do not heartbeat, and a
+// lapsed cell would have the passes suspect its instances. Each has room
+// for as many instances again, for the clients' new ones.
+func seedBusy(ctx context.Context, d *database, cfg busyConfig) error {
+	l := cfg.layout
+	seed := newSeeder(d)
+	if err := seed.registerCells(ctx, l.cells, l.zones, cfg.perCell*2, time.Hour); err != nil {
+		return err
+	}
+	return seed.seedLRPs(ctx, l, true)
 }
 
 // runBusyOn is the busy scenario with -bbs: the board binary serves the
@@ -191,11 +196,7 @@ func runBusyOn(ctx context.Context, cfg busyConfig) error {
 	fmt.Printf("# bbs-load busy against %s on %s, %s, %d cores\n", cfg.bbs, d.driver, l.describe(), numCPU())
 
 	began := time.Now()
-	seed := newSeeder(d)
-	if err := seed.registerCells(ctx, l.cells, l.zones, cfg.perCell*2, time.Hour); err != nil {
-		return err
-	}
-	if err := seed.seedLRPs(ctx, *l, true); err != nil {
+	if err := seedBusy(ctx, d, cfg); err != nil {
 		return err
 	}
 	step("registered %d cells, seeded %d RUNNING instances (set-up, not measured) in %s", l.cells, l.total(), seconds(time.Since(began)))
@@ -244,7 +245,7 @@ func runBusyOn(ctx context.Context, cfg busyConfig) error {
 	if _, hwm, err := memoryOf(board.cmd.Process.Pid); err == nil {
 		step("the board's peak RSS (VmHWM): %.0f MB", hwm)
 	}
-	if err := seed.verifyAllRunning(ctx, l.total(), "the window"); err != nil {
+	if err := newSeeder(d).verifyAllRunning(ctx, l.total(), "the window"); err != nil {
 		return err
 	}
 	conditions := fmt.Sprintf("%d RUNNING instances = %d LRPs × %d, %d cells bulk-reporting every %s, %s's own passes every %s (%d in the window), full reads every %s, %d clients closed loop over HTTP for %s",

@@ -276,13 +276,8 @@ func waitForFirstPass(ctx context.Context, board *bbsProcess, timeout time.Durat
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("bbs made no full convergence pass in %s (last /metrics read: %.0f passes, error %v)", timeout, passes, err)
 		}
-		select {
-		case err := <-board.exited:
-			board.exited <- err
-			return 0, fmt.Errorf("bbs exited: %v: %s", err, board.stderr.String())
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if err := board.pause(ctx, 100*time.Millisecond); err != nil {
+			return 0, err
 		}
 	}
 }

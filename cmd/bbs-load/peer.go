@@ -326,13 +326,8 @@ func waitForPlacement(ctx context.Context, d *database, board *bbsProcess, want 
 		if time.Since(began) > timeout {
 			return 0, fmt.Errorf("the board placed %d of %d instances in %s", placed, want, timeout)
 		}
-		select {
-		case err := <-board.exited:
-			board.exited <- err
-			return 0, fmt.Errorf("bbs exited: %v: %s", err, board.stderr.String())
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := board.pause(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -495,13 +490,8 @@ func waitForInstances(ctx context.Context, d *database, board *bbsProcess, want 
 		if time.Since(began) > timeout {
 			return 0, fmt.Errorf("the database holds %d instances, %d on a cell, after %s; want %d on a cell", all, placed, timeout, want)
 		}
-		select {
-		case err := <-board.exited:
-			board.exited <- err
-			return 0, fmt.Errorf("bbs exited: %v: %s", err, board.stderr.String())
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := board.pause(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
 		}
 	}
 }

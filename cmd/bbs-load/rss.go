@@ -208,6 +208,20 @@ func startBBSIn(cfg rssConfig, dir string, d *database) (*bbsProcess, error) {
 	}
 }
 
+// pause waits d between two looks at what the board does, or fails when
+// the board exits or ctx ends first.
+func (p *bbsProcess) pause(ctx context.Context, d time.Duration) error {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return fmt.Errorf("bbs exited: %v: %s", err, p.stderr.String())
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
 // readLogs finds the listening URL in the board's log lines and drains
 // the rest.
 func (p *bbsProcess) readLogs(stdout io.Reader, urls chan<- string) {
@@ -261,13 +275,8 @@ func (p *bbsProcess) waitForPassCount(ctx context.Context, start float64, n int,
 		if time.Now().After(deadline) {
 			return fmt.Errorf("bbs made %.0f of %d convergence passes in %s", now-start, n, timeout)
 		}
-		select {
-		case err := <-p.exited:
-			p.exited <- err
-			return fmt.Errorf("bbs exited: %v: %s", err, p.stderr.String())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if err := p.pause(ctx, 200*time.Millisecond); err != nil {
+			return err
 		}
 	}
 }

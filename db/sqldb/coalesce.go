@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -215,12 +216,7 @@ func (c *coalescer) write(group []*coalescedWrite) {
 		}
 		live = append(live, w)
 	}
-	if len(live) == 1 {
-		c.alone.Add(1)
-		live[0].done <- live[0].alone()
-		return
-	}
-	for attempt := 1; ; attempt++ {
+	for attempt := 1; len(live) > 1 && attempt <= maxGroupAttempts; attempt++ {
 		failed, err := c.commit(live)
 		if err == nil {
 			// The tailer is told before the writers, as a write alone
@@ -233,17 +229,17 @@ func (c *coalescer) write(group []*coalescedWrite) {
 			}
 			return
 		}
-		if failed < 0 || attempt == maxGroupAttempts {
+		if failed < 0 {
 			break
 		}
 		c.alone.Add(1)
 		live[failed].done <- errRunAlone
-		live = append(live[:failed:failed], live[failed+1:]...)
-		if len(live) == 1 {
-			c.alone.Add(1)
-			live[0].done <- live[0].alone()
-			return
-		}
+		live = slices.Delete(live, failed, failed+1)
+	}
+	if len(live) == 1 {
+		c.alone.Add(1)
+		live[0].done <- live[0].alone()
+		return
 	}
 	c.alone.Add(int64(len(live)))
 	for _, w := range live {

@@ -163,7 +163,9 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
 		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf))
 
-	stmt, err := s.desireNewStatement(ctx)
+	// Prepared: parsing, analysing and planning the statement cost the
+	// database more than running it.
+	stmt, err := s.statements.get(ctx, s.conn, desireNewPostgres)
 	if err != nil {
 		return nil, err
 	}
@@ -199,19 +201,3 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 
 // errNotDesired is desireNewPostgres storing nothing in a coalesced group.
 var errNotDesired = errors.New("desire not stored by its one statement")
-
-// desireNewStatement prepares desireNewPostgres once per SQLDB. Parsing,
-// analysing and planning the statement cost the database more than running
-// it; prepared, Postgres soon switches to a cached generic plan.
-func (s *SQLDB) desireNewStatement(ctx context.Context) (*sql.Stmt, error) {
-	s.desireNewMu.Lock()
-	defer s.desireNewMu.Unlock()
-	if s.desireNewStmt == nil {
-		stmt, err := s.conn.PrepareContext(ctx, desireNewPostgres)
-		if err != nil {
-			return nil, err
-		}
-		s.desireNewStmt = stmt
-	}
-	return s.desireNewStmt, nil
-}

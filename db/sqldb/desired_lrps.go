@@ -17,11 +17,15 @@ import (
 // selectDesiredLRP reads a desired row with its active definition's blob.
 // The join is LEFT so that a row whose definition went missing still shows.
 // It ends with the join's ON condition, which desiredListQuery extends.
-const selectDesiredLRP = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
- d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
- d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, r.definition
+const selectDesiredLRP = `SELECT ` + desiredRowColumns + `, r.definition
  FROM desired_lrps d
  LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
+
+// desiredRowColumns are the desired row's columns scanDesiredLRP reads,
+// before the definition, which each select adds its own way.
+const desiredRowColumns = `d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
+ d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler`
 
 // selectSchedulingInfo reads plain columns only (and the small autoscaling
 // settings); the resources come from the active definition's row, not its

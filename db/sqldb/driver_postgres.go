@@ -141,7 +141,7 @@ func (postgresDriver) insertCreated() func([]*models.ActualLRP, int64) (string, 
 // there are, prepared once per pooled connection: parsing and planning it
 // cost Postgres more than running it, on every write.
 func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte) error {
-	stmt, err := s.prepared.get(ctx, s.conn, appendEventsPostgresSQL)
+	stmt, err := s.statements.get(ctx, s.conn, appendEventsPostgresSQL)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ const appendEventsPostgresSQL = `INSERT INTO event_outbox (event_type, event_key
 // which grows with every row it ever held until it is vacuumed), and
 // the range between two subquery values counts as a sliver.
 func (s *SQLDB) moveEventsPostgres(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error) {
-	stmt, err := s.prepared.get(ctx, s.conn, moveEventsPostgresSQL)
+	stmt, err := s.statements.get(ctx, s.conn, moveEventsPostgresSQL)
 	if err != nil {
 		return 0, err
 	}

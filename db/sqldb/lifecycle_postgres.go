@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -28,7 +27,7 @@ import (
 // with lock_not_available, and the general path waits for it in a
 // transaction instead and decides with what it then finds.
 //
-// The statements are prepared once per connection (preparedStatements), so
+// The statements are prepared once per connection (statementCache.get), so
 // Postgres soon runs them on a cached generic plan.
 
 // fastLifecycle is one call's statement and, given the time, its
@@ -112,7 +111,7 @@ func failPostgres(cellID, placementError string) *fastLifecycle {
 // lifecyclePostgres runs op's one-statement form. It returns the row after
 // the write, or nil (and no error) when the general path must decide.
 func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.ActualLRP, error) {
-	stmt, err := s.prepared.get(ctx, s.conn, op.fast.query)
+	stmt, err := s.statements.get(ctx, s.conn, op.fast.query)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +147,7 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 // false when the general path must decide: no such row, not the caller's,
 // or locked.
 func (s *SQLDB) removePostgres(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error) {
-	stmt, err := s.prepared.get(ctx, s.conn, removePostgresSQL)
+	stmt, err := s.statements.get(ctx, s.conn, removePostgresSQL)
 	if err != nil {
 		return false, err
 	}
@@ -183,26 +182,4 @@ const postgresLockNotAvailable = "55P03"
 func isLockNotAvailable(err error) bool {
 	var pgErr sqlStateError
 	return errors.As(err, &pgErr) && pgErr.SQLState() == postgresLockNotAvailable
-}
-
-// preparedStatements prepares each hot statement once per SQLDB; the
-// database/sql statement then prepares itself once on each pooled
-// connection it runs on.
-type preparedStatements struct {
-	stmts sync.Map // query → *sql.Stmt
-}
-
-func (p *preparedStatements) get(ctx context.Context, conn *sql.DB, query string) (*sql.Stmt, error) {
-	if stmt, ok := p.stmts.Load(query); ok {
-		return stmt.(*sql.Stmt), nil
-	}
-	stmt, err := conn.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if first, loaded := p.stmts.LoadOrStore(query, stmt); loaded {
-		stmt.Close()
-		return first.(*sql.Stmt), nil
-	}
-	return stmt, nil
 }

@@ -235,12 +235,7 @@ func (s *SQLDB) newOperation(ctx context.Context, tx *sql.Tx, processGuid string
 	if err != nil {
 		return nil, err
 	}
-	op, err := s.draftOperation(ctx, processGuid, kind, request, now)
-	if err != nil {
-		return nil, err
-	}
-	op.Sequence = sequence + 1
-	return &operationRecord{op: op, modificationIndex: 1}, nil
+	return s.nextOperation(ctx, processGuid, sequence, kind, request, now)
 }
 
 // nextOperation is newOperation for a caller that read the LRP's highest

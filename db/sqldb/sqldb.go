@@ -31,22 +31,13 @@ type SQLDB struct {
 	// than SQLite's sleeping busy handler. Nil for the server databases.
 	writeLock *sync.Mutex
 
-	// desireNewStmt is desireNewPostgres prepared on first use, so each
-	// pooled connection parses and plans it once rather than per desire.
-	// It lives as long as the connection pool.
-	desireNewMu   sync.Mutex
-	desireNewStmt *sql.Stmt
-
-	// prepared holds the lifecycle statements prepared on Postgres.
-	prepared preparedStatements
-
 	// coalescer groups concurrent API writes into shared transactions
 	// (coalesce.go); nil when they each run alone.
 	coalescer *coalescer
 
-	// statements holds the statements exec, query and queryRow run,
-	// prepared, where the driver prepares them (statements.go); nil
-	// elsewhere.
+	// statements holds the statements the store runs prepared: the fast
+	// paths' and, where the driver prepares statements, those exec, query
+	// and queryRow run (statements.go). It lives as long as the pool.
 	statements *statementCache
 
 	// eventsCommitted is called after each commit that appended events to
@@ -102,9 +93,7 @@ func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
 	if d.oneWriter() {
 		s.writeLock = &sync.Mutex{}
 	}
-	if d.preparesStatements() {
-		s.statements = &statementCache{}
-	}
+	s.statements = &statementCache{all: d.preparesStatements()}
 	s.coalescer = newCoalescer(s, defaultLanes(d))
 	for _, opt := range opts {
 		opt(s)

@@ -26,7 +26,14 @@ import (
 // size (IN lists of n keys, inserts of n rows), which would prepare a new
 // text on every connection for a run or two each. And the cache is
 // bounded: past maxCachedStatements a new text runs unprepared.
+//
+// The drivers' one-statement fast paths take theirs with get, prepared at
+// once: they run them outside the general path's statements and need one
+// every time.
 type statementCache struct {
+	// all: exec, query and queryRow run prepared (statement); without
+	// it only the fast paths' statements are (get).
+	all   bool
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // by the statement's text as sent (rebound)
 }
@@ -62,6 +69,33 @@ func (c *statementCache) prepared(conn *sql.DB, query string) *sql.Stmt {
 	return nil
 }
 
+// get is query prepared for conn, prepared now when it is not yet; it is
+// for the fast paths' few fixed statements, so the cache's bound does not
+// apply.
+func (c *statementCache) get(ctx context.Context, conn *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	stmt := c.stmts[query]
+	c.mu.Unlock()
+	if stmt != nil {
+		return stmt, nil
+	}
+	stmt, err := conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first := c.stmts[query]; first != nil {
+		stmt.Close()
+		return first, nil
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[query] = stmt
+	return stmt, nil
+}
+
 // prepare prepares query on conn for the cache.
 func (c *statementCache) prepare(conn *sql.DB, query string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -69,11 +103,14 @@ func (c *statementCache) prepare(conn *sql.DB, query string) {
 	stmt, err := conn.PrepareContext(ctx, query)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		delete(c.stmts, query)
-		return
+	case c.stmts[query] != nil: // get prepared it meanwhile
+		stmt.Close()
+	default:
+		c.stmts[query] = stmt
 	}
-	c.stmts[query] = stmt
 }
 
 // statement is query, rebound for the dialect, with args arguments,
@@ -81,7 +118,7 @@ func (c *statementCache) prepare(conn *sql.DB, query string) {
 // is of fixed text: the pool's statement, or the transaction's copy of it.
 // It is nil where the statement runs as text.
 func (s *SQLDB) statement(ctx context.Context, q queryer, query string, args int) *sql.Stmt {
-	if s.statements == nil || args > maxPreparedArgs {
+	if !s.statements.all || args > maxPreparedArgs {
 		return nil
 	}
 	switch q := q.(type) {

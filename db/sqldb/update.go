@@ -546,9 +546,7 @@ func (s *SQLDB) lockDesiredForUpdate(ctx context.Context, tx *sql.Tx, processGui
 	return locked, nil
 }
 
-const selectDesiredForUpdate = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
- d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
- d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler,
+const selectDesiredForUpdate = `SELECT ` + desiredRowColumns + `,
  (SELECT r.definition FROM run_infos r WHERE r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id)
  FROM desired_lrps d WHERE d.process_guid = ?`
 
@@ -575,9 +573,7 @@ func (s *SQLDB) readDesiredLRPOnly(ctx context.Context, q queryer, processGuid, 
 
 // selectDesiredLRPOnly is selectDesiredLRP without the definition: a NULL
 // in its place keeps the columns scanDesiredLRP expects.
-const selectDesiredLRPOnly = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
- d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
- d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, NULL
+const selectDesiredLRPOnly = `SELECT ` + desiredRowColumns + `, NULL
  FROM desired_lrps d`
 
 // scale adds or deletes UNCLAIMED ORDINARY instances for a new instance
