@@ -115,9 +115,36 @@ type BulkReportResult struct {
 // LeaseDB grants named leases (e.g. "convergence") to one owner at a time,
 // so several boards can share one database.
 type LeaseDB interface {
-	// AcquireLease takes or renews the lease for owner until now+ttl; it
-	// returns false when another owner has an unexpired lease.
-	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
+	// AcquireLease takes or renews the lease for owner until now+ttl and
+	// returns the epoch of owner's tenure (see db/rowlock); 0 when another
+	// owner has an unexpired lease. Writes made under the lease carry the
+	// epoch (WithFence) and are refused once it moved.
+	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (int64, error)
 	// ReleaseLease gives the lease up if owner owns it.
 	ReleaseLease(ctx context.Context, name, owner string) error
+}
+
+// A Fence is a lease tenure that writes are made under: storage refuses a
+// write whose context carries a fence (WithFence) unless, in the writing
+// transaction, Owner still holds Lease at Epoch (db/rowlock.Check). The
+// convergence runner puts its tenure's fence on every pass, so that a board
+// that lost the lease — partitioned from the database while another board
+// took over, say — cannot write what it planned under the old tenure.
+type Fence struct {
+	Lease string
+	Owner string
+	Epoch int64
+}
+
+type fenceKey struct{}
+
+// WithFence returns ctx carrying f: the writes made with it are f's.
+func WithFence(ctx context.Context, f Fence) context.Context {
+	return context.WithValue(ctx, fenceKey{}, f)
+}
+
+// FenceOf returns the fence ctx carries, if any.
+func FenceOf(ctx context.Context) (Fence, bool) {
+	f, ok := ctx.Value(fenceKey{}).(Fence)
+	return f, ok
 }

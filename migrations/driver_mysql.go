@@ -2,8 +2,6 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -15,31 +13,14 @@ type mysqlDriver struct{}
 // not one transaction; the dirty mark covers the gap.
 func (mysqlDriver) transactionalDDL() bool { return false }
 
-// lock takes GET_LOCK on a name that includes DATABASE() (MySQL's named
-// locks are server-wide), released when the connection closes. The run
-// works on the bare connection.
+// lock takes the migration lock row (lock.go). The run works on the bare
+// connection, each DDL statement committing itself; the fence check before
+// each migration stops a run whose lock was taken over.
 func (mysqlDriver) lock(ctx context.Context, s *session) error {
-	const name = "CONCAT('corkboard_migrations:', DATABASE())"
-	for {
-		var got sql.NullInt64
-		// A short server-side wait, repeated, so a cancelled context is noticed.
-		if err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", 2)").Scan(&got); err != nil {
-			return err
-		}
-		if !got.Valid {
-			return errors.New("GET_LOCK returned NULL")
-		}
-		if got.Int64 == 1 {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	if err := s.lockRow(ctx); err != nil {
+		return err
 	}
-	s.release = func() error {
-		_, err := s.conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK("+name+")")
-		return errors.Join(err, s.conn.Close())
-	}
+	s.release = s.unlockRow
 	return nil
 }
 

@@ -9,38 +9,29 @@ import (
 	"strings"
 )
 
-// postgresDriver is Postgres: transactional DDL, advisory locks.
+// postgresDriver is Postgres: transactional DDL.
 type postgresDriver struct{}
-
-// postgresLockKey is the advisory lock's key: arbitrary, fixed ("corkboard
-// migrations").
-const postgresLockKey = 7_316_002_417_830_113
 
 func (postgresDriver) transactionalDDL() bool { return true }
 
-// lock takes pg_advisory_lock on a fixed key. Advisory locks are scoped to
-// the current database and released when the session ends, so a board that
-// dies mid-migration does not leave the lock behind. The run is then one
-// transaction.
+// lock takes the migration lock row (lock.go), then begins the run's one
+// transaction; the fence check before each migration share-locks the row
+// in it until the commit.
 func (postgresDriver) lock(ctx context.Context, s *session) error {
-	if _, err := s.conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", postgresLockKey); err != nil {
+	if err := s.lockRow(ctx); err != nil {
 		return err
-	}
-	unlock := func() error {
-		_, err := s.conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", postgresLockKey)
-		return errors.Join(err, s.conn.Close())
 	}
 	tx, err := s.conn.BeginTx(ctx, nil)
 	if err != nil {
-		return errors.Join(err, unlock())
+		return errors.Join(err, s.unlockRow())
 	}
 	s.tx, s.q = tx, tx
 	s.release = func() error {
 		// Rollback after a commit is a no-op (sql.ErrTxDone).
 		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-			return errors.Join(err, unlock())
+			return errors.Join(err, s.unlockRow())
 		}
-		return unlock()
+		return s.unlockRow()
 	}
 	return nil
 }

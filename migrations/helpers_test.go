@@ -63,7 +63,15 @@ func tables(conn *sql.DB, dialect string) []string {
 	case testdb.MySQL:
 		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name"
 	}
-	return strings1(conn, q)
+	var out []string
+	for _, t := range strings1(conn, q) {
+		// The migration lock's table is made before any migration runs,
+		// on Postgres and MySQL: it is not the schema's.
+		if t != "migration_lock" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // indexTable names the table an index belongs to, "" when there is none.

@@ -108,6 +108,11 @@ func (r *Runner) Up(ctx context.Context, opts UpOptions) ([]Migration, error) {
 		}
 		done = append(done, m)
 	}
+	if len(done) > 0 {
+		if err := s.checkFence(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.finish(ctx); err != nil {
 		return nil, fmt.Errorf("commit migrations: %w", err)
 	}
@@ -162,6 +167,9 @@ func (r *Runner) checkNotNewer(applied []AppliedMigration) error {
 // migration leaves the database dirty.
 func (r *Runner) apply(ctx context.Context, s *session, m Migration) error {
 	fail := func(stmt string, err error) error { return &MigrationError{Migration: m, Statement: stmt, Err: err} }
+	if err := s.checkFence(ctx); err != nil {
+		return fail("", err)
+	}
 	if err := r.markDirty(ctx, s.q, m); err != nil {
 		return fail("", err)
 	}

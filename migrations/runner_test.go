@@ -9,6 +9,7 @@ import (
 	"path"
 	"sync"
 	"testing/fstest"
+	"time"
 
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -17,7 +18,7 @@ import (
 )
 
 // boardTables is every table the latest schema has.
-var boardTables = []string{"actual_lrps", "cells", "desired_lrps", "domains", "event_log", "event_log_head", "event_outbox", "leases", "operations", "placement_epoch", "rollouts", "run_infos", "schema_migrations"}
+var boardTables = []string{"actual_lrps", "cells", "commit_receipts", "desired_lrps", "domains", "event_log", "event_log_head", "event_outbox", "leases", "operations", "placement_epoch", "rollouts", "run_infos", "schema_migrations"}
 
 var _ = Describe("Runner", func() {
 	for _, dialect := range testdb.MustDialects() {
@@ -290,6 +291,36 @@ var _ = Describe("Runner", func() {
 					Expect(runner.Validate(ctx)).To(Succeed())
 				})
 			})
+
+			if dialect != testdb.SQLite {
+				Describe("the migration lock row", func() {
+					It("waits while another board's lock runs, takes it once expired in a new epoch, and gives it up", func() {
+						// A board died mid-migration holding the lock for 2 more seconds.
+						_, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migration_lock (
+  name VARCHAR(64) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, expires_at BIGINT NOT NULL, epoch BIGINT NOT NULL DEFAULT 0)`)
+						Expect(err).NotTo(HaveOccurred())
+						execSQL(conn, dialect, "INSERT INTO migration_lock (name, owner, expires_at, epoch) VALUES (?, ?, ?, ?)",
+							"migrations", "dead-board", time.Now().Add(2*time.Second).UnixNano(), 5)
+
+						short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+						defer cancel()
+						_, err = runner.Up(short, migrations.UpOptions{})
+						Expect(err).To(MatchError(context.DeadlineExceeded), "the lock is held")
+						Expect(tables(conn, dialect)).To(BeEmpty(), "nothing ran without the lock")
+
+						applied, err := runner.Up(ctx, migrations.UpOptions{})
+						Expect(err).NotTo(HaveOccurred())
+						Expect(applied).To(HaveLen(runner.Latest()))
+						var owner string
+						var expires, epoch int64
+						Expect(conn.QueryRowContext(ctx, "SELECT owner, expires_at, epoch FROM migration_lock WHERE name = 'migrations'").
+							Scan(&owner, &expires, &epoch)).To(Succeed())
+						Expect(owner).NotTo(Equal("dead-board"))
+						Expect(epoch).To(BeEquivalentTo(6), "a new tenure")
+						Expect(expires).To(BeZero(), "released at the end of the run")
+					})
+				})
+			}
 
 			Describe("a migration that fails part-way", func() {
 				var broken, fixed *migrations.Runner

@@ -69,6 +69,9 @@ type Store interface {
 	db.ConvergenceFeedDB
 	db.LeaseDB
 	PruneOperations(ctx context.Context, before time.Time, keepPerLRP, limit int) (int, error)
+	// PruneCommitReceipts deletes the receipts of commits old enough that
+	// no board can still be settling one (db/sqldb/commit.go).
+	PruneCommitReceipts(ctx context.Context) (int64, error)
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -327,6 +330,15 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 	// A full plan knows every wake-up there is.
 	s.setWake(plan.NextWake, started)
 	r.pruneOperations(ctx)
+	r.pruneCommitReceipts(ctx)
+}
+
+// pruneCommitReceipts deletes old commit receipts; a failure is logged and
+// left for the next full pass.
+func (r *Runner) pruneCommitReceipts(ctx context.Context) {
+	if _, err := r.store.PruneCommitReceipts(ctx); err != nil && ctx.Err() == nil {
+		r.logger.Error("prune-commit-receipts-failed", err)
+	}
 }
 
 // pruneOperations deletes the ended operations past their retention, for

@@ -18,6 +18,7 @@ import (
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db"
+	dialectpkg "github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/migrations"
@@ -251,6 +252,35 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, storeB, "after-failover")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
 			})
 
+			It("writes nothing once another board took the lease, even before it notices", func() {
+				// board-a froze (a long pause, a partition) past its lease;
+				// board-b took it, in a new epoch. board-a's timers have not
+				// fired yet: it still believes it converges.
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				cfg := runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, LeaseTTL: 30 * time.Second}
+				a := startRunner(store, cfg)
+				Eventually(a.gauge("corkboard_convergence_lease_held")).WithTimeout(runnerLimit).Should(Equal(1.0))
+				desire(ctx, store, "before", 1)
+				a.runner.Trigger("before")
+				Eventually(cellsOf(ctx, store, "before")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+
+				conn, err := sqldb.Open(ctx, dialect, database.DSN)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(conn.Close)
+				_, err = conn.ExecContext(ctx, dialectpkg.Rebind(dialectpkg.Name(dialect),
+					"UPDATE leases SET owner = ?, epoch = epoch + 1, expires_at = ? WHERE name = ?"),
+					"board-b", time.Now().Add(time.Hour).UnixNano(), runner.LeaseName)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(a.gauge("corkboard_convergence_lease_held")()).To(Equal(1.0), "board-a has not noticed")
+
+				desire(ctx, store, "after", 1)
+				a.runner.Trigger("after")
+				Eventually(func() string { return string(a.logger.Buffer().Contents()) }).WithTimeout(runnerLimit).
+					Should(ContainSubstring("refused a write of a lease tenure that ended"), "the pass's write was refused")
+				Consistently(cellsOf(ctx, store, "after"), time.Second).Should(Equal([]string{""}), "board-a placed nothing")
+			})
+
 			It("stops converging when it cannot renew the lease in time, and another board takes over", func() {
 				flaky := &flakyLease{SQLDB: newStore()}
 				registerCell(ctx, flaky, "cell-1")
@@ -409,9 +439,9 @@ type flakyLease struct {
 	failing atomic.Bool
 }
 
-func (f *flakyLease) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+func (f *flakyLease) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (int64, error) {
 	if f.failing.Load() {
-		return false, errors.New("database out of reach (injected by the test)")
+		return 0, errors.New("database out of reach (injected by the test)")
 	}
 	return f.SQLDB.AcquireLease(ctx, name, owner, ttl)
 }

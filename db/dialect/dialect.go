@@ -78,3 +78,21 @@ func Rebind(name Name, query string) string {
 	}
 	return b.String()
 }
+
+// NowNanos is the database's clock in Unix nanoseconds, as an SQL
+// expression: what leases and lock rows are judged by (db/rowlock), so
+// that boards whose clocks disagree still agree on who holds one, and what
+// a board keeps its own clock on (DatabaseTime). Postgres and MySQL
+// (NOW(6)) give microseconds, SQLite milliseconds: julianday is a double,
+// and 'now' in whole milliseconds can come out a hair below, so it is
+// rounded rather than truncated (a truncating cast would read 1 ms early).
+func NowNanos(name Name) string {
+	switch name {
+	case Postgres:
+		return "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000)::BIGINT"
+	case MySQL:
+		return "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)"
+	default:
+		return "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000000)"
+	}
+}

@@ -38,7 +38,7 @@ func newAutoscalingSpecs(b *board) *autoscalingSpecs {
 	s := &autoscalingSpecs{b: b}
 	BeforeEach(func() {
 		s.events = &recordedEvents{}
-		s.store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(s.events))
+		s.store = newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(s.events))
 	})
 	return s
 }

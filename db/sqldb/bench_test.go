@@ -227,7 +227,7 @@ func forEachBenchDialect(b *testing.B, body func(b *testing.B, env benchEnv)) {
 			if err := migrations.Up(context.Background(), conn, dialect); err != nil {
 				b.Fatal(err)
 			}
-			body(b, benchEnv{dialect: dialect, conn: conn, store: sqldb.New(conn, dialect)})
+			body(b, benchEnv{dialect: dialect, conn: conn, store: newStore(conn, dialect)})
 		})
 	}
 }

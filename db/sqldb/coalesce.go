@@ -217,7 +217,7 @@ func (c *coalescer) write(group []*coalescedWrite) {
 		live = append(live, w)
 	}
 	for attempt := 1; len(live) > 1 && attempt <= maxGroupAttempts; attempt++ {
-		failed, err := c.commit(live)
+		failed, err := c.commit(live, attempt == 1)
 		if err == nil {
 			// The tailer is told before the writers, as a write alone
 			// tells it before it returns.
@@ -250,7 +250,7 @@ func (c *coalescer) write(group []*coalescedWrite) {
 // commit runs the group in one transaction and commits it with all its
 // events. On failure it rolls back and says which write failed (-1 for the
 // transaction itself: BEGIN, the events' append or COMMIT).
-func (c *coalescer) commit(group []*coalescedWrite) (int, error) {
+func (c *coalescer) commit(group []*coalescedWrite, firstAttempt bool) (int, error) {
 	s := c.s
 	if s.writeLock != nil {
 		s.writeLock.Lock()
@@ -272,7 +272,7 @@ func (c *coalescer) commit(group []*coalescedWrite) (int, error) {
 		}
 		events = append(events, written...)
 	}
-	if err := s.commitLogging(context.Background(), tx, events); err != nil {
+	if err := s.commit(context.Background(), tx, events, firstAttempt); err != nil {
 		return -1, err
 	}
 	return 0, nil

@@ -20,6 +20,8 @@ var _ = forEachDialect("coalesced writes", func(b *board) {
 		// One lane, so that every write queued while it is held is in one
 		// group.
 		sink = &recordingSink{}
+		// Without injected commit faults (CommitFaultsEnv): these specs
+		// count groups, and a faulted group's writes run alone.
 		store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink), sqldb.WithCoalescing(1))
 		for _, guid := range []string{"a", "b", "c", "d"} {
 			_, err := store.DesireLRP(b.ctx, newLRP(guid, "apps", 1))

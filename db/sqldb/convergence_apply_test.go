@@ -59,7 +59,7 @@ var _ = forEachDialect("ApplyConvergence", func(b *board) {
 
 	BeforeEach(func() {
 		events = &recordedEvents{}
-		store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
+		store = newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
 		now = b.clock.Now().UnixNano()
 		tag := func(index uint32) *models.ModificationTag {
 			return &models.ModificationTag{Epoch: fmt.Sprintf("epoch-%d", index), Index: index}

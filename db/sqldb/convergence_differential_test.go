@@ -57,7 +57,7 @@ var _ = forEachDialect("ApplyConvergence against the in-memory apply", func(b *b
 		for seed := range seeds {
 			b.reset()
 			now := b.clock.Now()
-			store := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
+			store := newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
 			seedBoard(b, randomBoard(rand.New(rand.NewPCG(seed, 27)), now))
 
 			before, err := store.ConvergenceSnapshot(b.ctx, nil)

@@ -168,7 +168,7 @@ var _ = forEachDialect("convergence passes", func(b *board) {
 		})).To(Succeed())
 
 		events := &recordedEvents{}
-		store := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
+		store := newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
 		// Every placement is stale at once, so each pass unassigns and
 		// places again every instance that is not claimed yet: the most
 		// writes racing with the cells' claims.

@@ -94,6 +94,9 @@ const desireNewPostgres = `WITH taken AS (
 	WHERE EXISTS (SELECT 1 FROM desired)
 		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
 	ORDER BY e.n
+), receipt AS (
+	INSERT INTO commit_receipts (token, created_at)
+	SELECT $34, $12 FROM desired
 )
 SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances),
 	COALESCE((SELECT sequence FROM operation), 0)`
@@ -156,12 +159,15 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	if err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, len(desiredRow)+18)
+	// The receipt is inserted only with the LRP: a statement that stored it
+	// and lost its connection is settled as stored (commitStatement).
+	token := newReceiptToken()
+	args := make([]any, 0, len(desiredRow)+19)
 	args = append(args, desiredRow...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
 		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
-		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf))
+		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf), token)
 
 	// Prepared: parsing, analysing and planning the statement cost the
 	// database more than running it.
@@ -185,7 +191,13 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 			return nil, errNotDesired
 		}
 		return nil, nil
-	}, func() error { return run(stmt) })
+	}, func() error {
+		settled, err := s.commitStatement(token, func() error { return run(stmt) })
+		if settled {
+			desired = 1
+		}
+		return err
+	})
 	switch {
 	case err == nil && desired == 1:
 		s.eventsCommitted()

@@ -91,12 +91,6 @@ type driver interface {
 	updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any)
 	updateEachByKey(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int)
 
-	// Differences in what a write does, not only in how it is spelt.
-
-	// acquireLease is AcquireLease's write, or nil for the upsert that
-	// takes a free or own lease (lease.go).
-	acquireLease() func(s *SQLDB, ctx context.Context, name, owner string, ttl time.Duration) (bool, error)
-
 	// Optional fast paths.
 
 	// desireNew stores a new LRP in one statement, or returns a nil
@@ -184,10 +178,6 @@ func (general) lockForUpdate() string { return " FOR UPDATE" }
 
 // joinsStatements is false: a round trip per statement.
 func (general) joinsStatements() bool { return false }
-
-func (general) acquireLease() func(*SQLDB, context.Context, string, string, time.Duration) (bool, error) {
-	return nil
-}
 
 func (general) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []any, *models.DesireLRPRequest) (*models.Operation, error) {
 	return nil

@@ -3,7 +3,9 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"math/rand/v2"
 
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -59,7 +61,7 @@ func (s *SQLDB) HasFastPaths() bool {
 
 // AcquireLeaseIsUpsert reports whether the store's lease write is the
 // general ON CONFLICT upsert (false: the driver has its own).
-func (s *SQLDB) AcquireLeaseIsUpsert() bool { return s.driver.acquireLease() == nil }
+func (s *SQLDB) AcquireLeaseIsUpsert() bool { return s.driver.name() != dialect.MySQL }
 
 // HoldWrites keeps every coalescing lane busy, so that API writes queue
 // until the returned release, which lets each lane write its queue as one
@@ -86,4 +88,16 @@ func (s *SQLDB) QueuedWrites() int {
 		l.mu.Unlock()
 	}
 	return n
+}
+
+// WithEveryCommitFaulted makes every write transaction's first commit fail
+// with the fault named kind: "conflict", "lost-before" or "lost-after".
+func WithEveryCommitFaulted(kind string) Option {
+	return func(s *SQLDB) {
+		only := map[string]commitFault{"conflict": faultConflict, "lost-before": faultLostBeforeCommit, "lost-after": faultLostAfterCommit}[kind]
+		if only == faultNone {
+			panic("unknown commit fault " + kind)
+		}
+		s.faults = &commitFaults{rng: rand.New(rand.NewPCG(1, 2)), oneIn: 1, only: only}
+	}
 }

@@ -1,7 +1,6 @@
 package sqldb
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -30,10 +29,7 @@ func (mysqlDriver) dataSource(dsn string, ioTimeout time.Duration) (string, erro
 	return mysqlDSN(dsn, ioTimeout), nil
 }
 
-// nowNanos is in microseconds (NOW(6)).
-func (mysqlDriver) nowNanos() string {
-	return "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000000 AS SIGNED)"
-}
+func (mysqlDriver) nowNanos() string { return dialect.NowNanos(dialect.MySQL) }
 
 func (mysqlDriver) upsert(table string, columns, key, update []string) string {
 	var b strings.Builder
@@ -120,31 +116,6 @@ func (mysqlDriver) updateEachByKey(column, set string, setArgs []any, changes []
 	b.WriteString(" ON DUPLICATE KEY UPDATE " + column + " = VALUES(" + column + "), " + set)
 	// MySQL counts an insert that updates an existing row twice.
 	return b.String(), append(args, setArgs...), 2
-}
-
-func (mysqlDriver) acquireLease() func(*SQLDB, context.Context, string, string, time.Duration) (bool, error) {
-	return (*SQLDB).acquireLeaseMySQL
-}
-
-// acquireLeaseMySQL is the upsert in MySQL's words. Its assignments run in
-// order, each seeing the ones before: owner changes only when the lease is
-// free or owner's, and expires_at then follows the owner. Affected-row
-// counts cannot tell a renewal that changed nothing from a refusal, so the
-// owner is read back.
-func (s *SQLDB) acquireLeaseMySQL(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	now := s.driver.nowNanos()
-	_, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
- ON DUPLICATE KEY UPDATE
- owner = IF(owner = VALUES(owner) OR expires_at <= `+now+`, VALUES(owner), owner),
- expires_at = IF(owner = VALUES(owner), VALUES(expires_at), expires_at)`, name, owner, int64(ttl))
-	if err != nil {
-		return false, err
-	}
-	var holder string
-	if err := s.queryRow(ctx, s.conn, "SELECT owner FROM leases WHERE name = ?", name).Scan(&holder); err != nil {
-		return false, err
-	}
-	return holder == owner, nil
 }
 
 // mysqlDSN adds the parameters the board relies on unless the operator set them.

@@ -74,14 +74,7 @@ func (postgresDriver) pagePlanning() string {
 	return "SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true), set_config('jit', 'off', true)"
 }
 
-// nowNanos is the database's clock in Unix nanoseconds, as an SQL
-// expression: what leases are judged by, so that boards whose clocks
-// disagree still agree on who holds one (see AcquireLease), and what a
-// board keeps its own clock on (DatabaseTime). Postgres gives
-// microseconds, MySQL microseconds (NOW(6)), SQLite milliseconds.
-func (postgresDriver) nowNanos() string {
-	return "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000)::BIGINT"
-}
+func (postgresDriver) nowNanos() string { return dialect.NowNanos(dialect.Postgres) }
 
 func (postgresDriver) blobType() string { return "BYTEA" }
 

@@ -45,12 +45,7 @@ func (sqliteDriver) preparesStatements() bool { return true }
 // snapshot without holding the write lock.
 func (sqliteDriver) snapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
 
-// nowNanos is in milliseconds. julianday is a double: 'now' in whole
-// milliseconds can come out a hair below, and a truncating cast would
-// then read 1 ms early.
-func (sqliteDriver) nowNanos() string {
-	return "(CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000000)"
-}
+func (sqliteDriver) nowNanos() string { return dialect.NowNanos(dialect.SQLite) }
 
 // lockForUpdate is none: SQLite has no row locks and needs none, its
 // write transactions already run one at a time.

@@ -51,7 +51,7 @@ type sqliteError interface{ Code() int }
 // isRetryable reports whether err is a transient conflict between
 // transactions that a fresh attempt may not hit.
 func isRetryable(err error) bool {
-	if errors.Is(err, errLostRace) {
+	if errors.Is(err, errLostRace) || errors.Is(err, errCommitLost) {
 		return true
 	}
 	var myErr *mysql.MySQLError

@@ -306,8 +306,8 @@ var _ = forEachDialect("the event log", func(b *board) {
 		Expect(err).NotTo(HaveOccurred())
 		_, before := bounds()
 		boards := []*sqldb.SQLDB{
-			sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now)),
-			sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now)),
+			newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now)),
+			newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now)),
 		}
 
 		const writers, updates = 3, 8

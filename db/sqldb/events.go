@@ -47,19 +47,6 @@ func WithEventsCommitted(committed func()) Option {
 	return func(s *SQLDB) { s.eventsCommitted = committed }
 }
 
-// commitLogging appends events to the outbox and commits tx. The caller
-// tells this board's tailer (eventsCommitted) once it holds no lock.
-func (s *SQLDB) commitLogging(ctx context.Context, tx *sql.Tx, changes []models.Event) error {
-	if len(changes) == 0 {
-		return tx.Commit()
-	}
-	if err := s.appendEvents(ctx, tx, changes); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 // appendEvents inserts changes into the outbox, in order.
 func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event) error {
 	types, keys, payloads, err := encodeEvents(changes)

@@ -45,7 +45,7 @@ func (r *recordingSink) take() []models.Event {
 // recordEvents gives the board a store that publishes to a recording sink.
 func recordEvents(b *board) *recordingSink {
 	sink := &recordingSink{}
-	b.store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink))
+	b.store = newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink))
 	return sink
 }
 

@@ -366,7 +366,7 @@ func runWitnessed(b *board, general bool, scenario func(w *witness)) []string {
 	if general {
 		opts = append(opts, sqldb.WithoutFastPaths())
 	}
-	store := sqldb.New(b.conn, b.dialect, opts...)
+	store := newStore(b.conn, b.dialect, opts...)
 	Expect(store.HasFastPaths()).To(Equal(!general), "the store compared must have fast paths, the other none")
 	_, head, err := store.EventLogBounds(b.ctx)
 	Expect(err).NotTo(HaveOccurred())

@@ -5,47 +5,30 @@ import (
 	"time"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/rowlock"
 )
 
 var _ db.LeaseDB = (*SQLDB)(nil)
 
-// AcquireLease takes the lease named name for owner until now + ttl when
-// nobody owns it or its owner's time ran out, and renews it when owner
-// owns it already; it returns false, changing nothing, while another
-// owner's lease runs. It is one conditional upsert, so that any number of
-// boards racing for a free lease leave exactly one owner.
-//
-// Now is the database's clock (driver.nowNanos), never the board's: a
-// board whose clock runs behind would write an expiry that the others read
-// as long past and take the lease while it still converges, and one whose
-// clock runs ahead would read every other board's lease as expired. With
-// one clock for every board, skew between boards does not matter.
-func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+// AcquireLease takes the lease named name for owner until the database's
+// now + ttl when nobody owns it or its owner's time ran out, and renews it
+// when owner owns it already. It returns the epoch of owner's tenure, or 0,
+// changing nothing, while another owner's lease runs. The rule, its epochs
+// and its clock are db/rowlock's, on the leases table.
+func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (int64, error) {
 	if err := checkLease(name, owner); err != nil {
-		return false, err
+		return 0, err
 	}
 	if ttl <= 0 {
-		return false, errInvalid("ttl", "must be positive")
+		return 0, errInvalid("ttl", "must be positive")
 	}
-	now := s.driver.nowNanos()
-	var acquired bool
+	var epoch int64
 	err := s.autocommit(ctx, "acquire lease", func() error {
-		if acquire := s.driver.acquireLease(); acquire != nil {
-			var err error
-			acquired, err = acquire(s, ctx, name, owner, ttl)
-			return err
-		}
-		res, err := s.exec(ctx, s.conn, `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, `+now+` + ?)
- ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
- WHERE leases.owner = excluded.owner OR leases.expires_at <= `+now, name, owner, int64(ttl))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		acquired = n == 1
+		var err error
+		epoch, err = rowlock.Acquire(ctx, s.conn, s.driver.name(), leasesTable, name, owner, ttl)
 		return err
 	})
-	return acquired, err
+	return epoch, err
 }
 
 // ReleaseLease gives the lease up if owner owns it, so another board can
@@ -55,10 +38,12 @@ func (s *SQLDB) ReleaseLease(ctx context.Context, name, owner string) error {
 		return err
 	}
 	return s.autocommit(ctx, "release lease", func() error {
-		_, err := s.exec(ctx, s.conn, "DELETE FROM leases WHERE name = ? AND owner = ?", name, owner)
-		return err
+		return rowlock.Release(ctx, s.conn, s.driver.name(), leasesTable, name, owner)
 	})
 }
+
+// leasesTable holds the leases' rows (migrations 0003 and 0017).
+const leasesTable = "leases"
 
 func checkLease(name, owner string) error {
 	switch {

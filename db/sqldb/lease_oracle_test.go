@@ -13,7 +13,7 @@ import (
 	"github.com/corkboard/corkboard/internal/testdb"
 )
 
-// MySQL takes a lease with an upsert of its own (acquireLeaseMySQL),
+// MySQL takes a lease with an upsert of its own (db/rowlock.acquireMySQL),
 // whose IF assignments restate the general ON CONFLICT … WHERE upsert
 // that SQLite and Postgres run. MySQL cannot run the general one (it has
 // no ON CONFLICT), so the general path is held to it on the other

@@ -1,6 +1,7 @@
 package sqldb_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -8,6 +9,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -17,9 +20,9 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 
 	acquire := func(owner string) bool {
 		GinkgoHelper()
-		ok, err := b.store.AcquireLease(b.ctx, "convergence", owner, ttl)
+		epoch, err := b.store.AcquireLease(b.ctx, "convergence", owner, ttl)
 		Expect(err).NotTo(HaveOccurred())
-		return ok
+		return epoch > 0
 	}
 	stored := func() (string, int64) {
 		GinkgoHelper()
@@ -35,9 +38,9 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 	const short = 300 * time.Millisecond
 	acquireFor := func(owner string, d time.Duration) bool {
 		GinkgoHelper()
-		ok, err := b.store.AcquireLease(b.ctx, "convergence", owner, d)
+		epoch, err := b.store.AcquireLease(b.ctx, "convergence", owner, d)
 		Expect(err).NotTo(HaveOccurred())
-		return ok
+		return epoch > 0
 	}
 
 	It("grants a free lease until the database's now plus the TTL, and refuses it to others while it runs", func() {
@@ -79,27 +82,78 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 	})
 
 	It("judges expiry by the database's clock, whatever the boards' clocks say", func() {
-		behind := sqldb.New(b.conn, b.dialect, sqldb.WithClock(func() time.Time { return time.Now().Add(-time.Hour) }))
-		ahead := sqldb.New(b.conn, b.dialect, sqldb.WithClock(func() time.Time { return time.Now().Add(time.Hour) }))
+		behind := newStore(b.conn, b.dialect, sqldb.WithClock(func() time.Time { return time.Now().Add(-time.Hour) }))
+		ahead := newStore(b.conn, b.dialect, sqldb.WithClock(func() time.Time { return time.Now().Add(time.Hour) }))
 
-		ok, err := behind.AcquireLease(b.ctx, "convergence", "board-behind", ttl)
+		epoch, err := behind.AcquireLease(b.ctx, "convergence", "board-behind", ttl)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(ok).To(BeTrue())
-		ok, err = b.store.AcquireLease(b.ctx, "convergence", "board-a", ttl)
+		Expect(epoch).To(BeEquivalentTo(1))
+		epoch, err = b.store.AcquireLease(b.ctx, "convergence", "board-a", ttl)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(ok).To(BeFalse(), "a lease taken by a board an hour behind still runs for the others")
-		ok, err = ahead.AcquireLease(b.ctx, "convergence", "board-ahead", ttl)
+		Expect(epoch).To(BeZero(), "a lease taken by a board an hour behind still runs for the others")
+		epoch, err = ahead.AcquireLease(b.ctx, "convergence", "board-ahead", ttl)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(ok).To(BeFalse(), "a board an hour ahead does not read a running lease as expired")
+		Expect(epoch).To(BeZero(), "a board an hour ahead does not read a running lease as expired")
 		owner, _ := stored()
 		Expect(owner).To(Equal("board-behind"))
 	})
 
 	It("keeps leases of other names apart", func() {
 		Expect(acquire("board-a")).To(BeTrue())
-		ok, err := b.store.AcquireLease(b.ctx, "other", "board-b", ttl)
+		epoch, err := b.store.AcquireLease(b.ctx, "other", "board-b", ttl)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(ok).To(BeTrue())
+		Expect(epoch).To(BeEquivalentTo(1))
+	})
+
+	It("numbers tenures: a renewal keeps the epoch, a taking of a free or expired lease moves it", func() {
+		epoch := func(owner string, d time.Duration) int64 {
+			GinkgoHelper()
+			e, err := b.store.AcquireLease(b.ctx, "convergence", owner, d)
+			Expect(err).NotTo(HaveOccurred())
+			return e
+		}
+		Expect(epoch("board-a", short)).To(BeEquivalentTo(1), "the first tenure")
+		Expect(epoch("board-a", short)).To(BeEquivalentTo(1), "a renewal in time")
+		Expect(epoch("board-b", short)).To(BeZero(), "refused while a's runs")
+		time.Sleep(short + 50*time.Millisecond)
+		Expect(epoch("board-b", time.Minute)).To(BeEquivalentTo(2), "b takes the expired lease")
+		Expect(b.store.ReleaseLease(b.ctx, "convergence", "board-b")).To(Succeed())
+		Expect(epoch("board-a", short)).To(BeEquivalentTo(3), "a takes the released lease")
+		time.Sleep(short + 50*time.Millisecond)
+		Expect(epoch("board-a", time.Minute)).To(BeEquivalentTo(4), "a's own lease expired: its next tenure is a new one")
+	})
+
+	It("refuses a write made under a tenure that ended, changing nothing, and lets the new owner's through", func() {
+		Expect(acquireFor("board-a", short)).To(BeTrue())
+		tenureA := db.WithFence(b.ctx, db.Fence{Lease: "convergence", Owner: "board-a", Epoch: 1})
+		create := func(ctx context.Context, index int32) error {
+			_, err := b.store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{
+				Create: []convergence.NewActualLRP{{ProcessGuid: "web", Index: index, Domain: "apps", DefinitionID: "v1"}},
+			})
+			return err
+		}
+		Expect(create(tenureA, 0)).To(Succeed(), "a writes while its tenure runs")
+
+		// a is cut off from the database: its lease runs out and b takes it.
+		time.Sleep(short + 50*time.Millisecond)
+		epochB, err := b.store.AcquireLease(b.ctx, "convergence", "board-b", time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(epochB).To(BeEquivalentTo(2))
+
+		// a comes back and writes what it planned before: refused.
+		err = create(tenureA, 1)
+		Expect(err).To(HaveErrorType(models.Error_ResourceConflict))
+		Expect(err.Error()).To(ContainSubstring("tenure that ended"))
+		Expect(b.count("SELECT COUNT(*) FROM actual_lrps")).To(Equal(1), "the refused write changed nothing")
+
+		// Taking the lease again does not revive a's old tenure.
+		Expect(acquire("board-a")).To(BeFalse())
+		Expect(create(tenureA, 1)).To(HaveErrorType(models.Error_ResourceConflict))
+
+		tenureB := db.WithFence(b.ctx, db.Fence{Lease: "convergence", Owner: "board-b", Epoch: epochB})
+		Expect(create(tenureB, 1)).To(Succeed())
+		Expect(b.count("SELECT COUNT(*) FROM actual_lrps")).To(Equal(2))
+		Expect(create(b.ctx, 2)).To(Succeed(), "a write under no tenure is not fenced")
 	})
 
 	It("frees a released lease at once, and ignores a release by anyone else", func() {
@@ -126,9 +180,9 @@ var _ = forEachDialect("LeaseDB", func(b *board) {
 					defer GinkgoRecover()
 					defer wg.Done()
 					owner := fmt.Sprintf("board-%d", i)
-					ok, err := b.store.AcquireLease(b.ctx, "convergence", owner, long)
+					epoch, err := b.store.AcquireLease(b.ctx, "convergence", owner, long)
 					Expect(err).NotTo(HaveOccurred())
-					if ok {
+					if epoch > 0 {
 						winners <- owner
 					}
 				}()

@@ -74,7 +74,7 @@ var _ = forEachDialect("transactions", func(b *board) {
 	})
 
 	It("gives up after the bounded attempts with a Deadlock error and nothing written", func() {
-		store := sqldb.New(b.conn, b.dialect, sqldb.WithMaxAttempts(3))
+		store := newStore(b.conn, b.dialect, sqldb.WithMaxAttempts(3))
 		attempts := 0
 		err := store.Transact(b.ctx, func(tx *sql.Tx) error {
 			attempts++

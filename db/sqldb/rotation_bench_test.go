@@ -40,7 +40,7 @@ func BenchmarkRotateKeys(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					store := sqldb.New(env.conn, env.dialect, sqldb.WithEncryption(keys))
+					store := newStore(env.conn, env.dialect, sqldb.WithEncryption(keys))
 					started := time.Now()
 					progress, err := store.RotateKeys(context.Background(), sqldb.RotateOptions{BatchSize: batch})
 					if err != nil {

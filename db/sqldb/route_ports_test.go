@@ -16,7 +16,7 @@ var _ = forEachDialect("routes across definitions", func(b *board) {
 	)
 	BeforeEach(func() {
 		events = &recordedEvents{}
-		store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
+		store = newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
 		_, err := store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 		Expect(err).NotTo(HaveOccurred())
 	})

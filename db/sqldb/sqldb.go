@@ -47,6 +47,10 @@ type SQLDB struct {
 	// operationIDs makes the ids of the operations this process records.
 	operationIDs operationIDs
 
+	// faults injects failures at commit (WithCommitFaults, commit.go);
+	// nil on a board.
+	faults *commitFaults
+
 	// keys seals run definitions and operation parameters at rest; nil
 	// leaves them plain (WithEncryption, encryption.go).
 	keys *Keyring

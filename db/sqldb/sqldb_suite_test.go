@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +56,48 @@ func migratedDatabaseFor(dialect string) *migratedDatabase {
 	return m
 }
 
+// CommitFaultsEnv, set to N, makes one in N write transactions of every
+// store the suite makes fail at commit on their first run (a conflict, or
+// the connection lost before or after the COMMIT: sqldb.WithCommitFaults),
+// seeded with the suite's random seed. Every spec must pass alike: the
+// retries and the commit receipts hide the faults from what a caller sees.
+// make test runs the suite once without and once with it.
+const CommitFaultsEnv = "CORKBOARD_COMMIT_FAULTS"
+
+var (
+	faultyStoresMu sync.Mutex
+	faultyStores   []*sqldb.SQLDB
+)
+
+// newStore is sqldb.New, with the commit faults of CommitFaultsEnv.
+func newStore(conn *sql.DB, dialectName string, opts ...sqldb.Option) *sqldb.SQLDB {
+	oneIn, _ := strconv.Atoi(os.Getenv(CommitFaultsEnv))
+	if oneIn <= 0 {
+		return sqldb.New(conn, dialectName, opts...)
+	}
+	faultyStoresMu.Lock()
+	defer faultyStoresMu.Unlock()
+	seed := uint64(GinkgoRandomSeed()) + uint64(len(faultyStores))
+	store := sqldb.New(conn, dialectName, append(opts, sqldb.WithCommitFaults(seed, oneIn))...)
+	faultyStores = append(faultyStores, store)
+	return store
+}
+
+var _ = ReportAfterSuite("commit faults injected", func(Report) {
+	if os.Getenv(CommitFaultsEnv) == "" {
+		return
+	}
+	var conflicts, before, after int
+	faultyStoresMu.Lock()
+	for _, s := range faultyStores {
+		c, b, a := s.InjectedCommitFaults()
+		conflicts, before, after = conflicts+c, before+b, after+a
+	}
+	faultyStoresMu.Unlock()
+	fmt.Fprintf(GinkgoWriter, "commit faults injected: %d conflicts, %d connections lost before COMMIT, %d after\n", conflicts, before, after)
+	fmt.Printf("commit faults injected: %d conflicts, %d connections lost before COMMIT, %d after\n", conflicts, before, after)
+})
+
 var _ = AfterSuite(func() {
 	for _, m := range databases {
 		Expect(m.conn.Close()).To(Succeed())
@@ -83,7 +127,7 @@ func forEachDialect(text string, body func(b *board)) bool {
 	return true
 }
 
-var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts", "operations", "event_log", "event_outbox"}
+var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts", "operations", "event_log", "event_outbox", "commit_receipts"}
 
 func (b *board) reset() {
 	m := migratedDatabaseFor(b.dialect)
@@ -94,7 +138,7 @@ func (b *board) reset() {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	b.clock = &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	b.store = sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
+	b.store = newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
 }
 
 func (b *board) exec(query string, args ...any) int64 {

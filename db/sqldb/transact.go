@@ -41,7 +41,7 @@ func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *s
 			}
 		}
 		var logged bool
-		logged, err = s.attempt(ctx, fn)
+		logged, err = s.attempt(ctx, fn, attempt == 1)
 		if logged {
 			s.eventsCommitted()
 		}
@@ -53,8 +53,9 @@ func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *s
 }
 
 // attempt runs fn in one transaction and commits it with its events; it
-// says whether it committed any.
-func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event, error)) (bool, error) {
+// says whether it committed any. A write made under a lease tenure
+// (db.WithFence) first checks that the tenure goes on.
+func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event, error), firstAttempt bool) (bool, error) {
 	if s.writeLock != nil {
 		s.writeLock.Lock()
 		defer s.writeLock.Unlock()
@@ -63,12 +64,16 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event
 	if err != nil {
 		return false, err
 	}
+	if err := s.checkFence(ctx, tx); err != nil {
+		tx.Rollback()
+		return false, err
+	}
 	events, err := fn(tx)
 	if err != nil {
 		tx.Rollback()
 		return false, err
 	}
-	if err := s.commitLogging(ctx, tx, events); err != nil {
+	if err := s.commit(ctx, tx, events, firstAttempt); err != nil {
 		return false, err
 	}
 	return len(events) > 0, nil
@@ -125,7 +130,7 @@ func (s *SQLDB) writeAlone(ctx context.Context, write func(tx *sql.Tx) ([]models
 		tx.Rollback()
 		return err
 	}
-	if err := s.commitLogging(ctx, tx, changes); err != nil {
+	if err := s.commit(ctx, tx, changes, true); err != nil {
 		return err
 	}
 	if len(changes) > 0 {

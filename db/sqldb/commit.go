@@ -1,0 +1,269 @@
+package sqldb
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lib/pq"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/rowlock"
+	"github.com/corkboard/corkboard/models"
+)
+
+// Every write transaction ends in commit, which makes a commit whose
+// outcome is unknown safe to retry.
+//
+// A COMMIT that fails on a deadlock or a serialization failure (Postgres
+// 40001/40P01, MySQL 1213 — how a Galera cluster reports a certification
+// conflict — or SQLite's busy) did not apply: the transaction runs again.
+// A COMMIT whose connection broke may or may not have applied. So every
+// write transaction inserts a receipt, a random token, just before its
+// COMMIT, and a commit that lost its connection is settled by inserting the
+// same token again, on another connection, in a statement of its own:
+//
+//  1. The insert fails on the token's key: the transaction committed. The
+//     write succeeded; its caller is told so and it is not run again (a
+//     desire would find its own LRP and answer ResourceExists; a claim
+//     would log its events twice).
+//  2. The insert succeeds: the transaction did not commit, and now never
+//     will — had its COMMIT still been in flight, the insert would have
+//     waited for it on the key's lock and then failed. The transaction
+//     runs again (errCommitLost is retryable).
+//  3. The insert fails otherwise (the database is still unreachable): the
+//     outcome stays unknown and the caller gets Unavailable, as for any
+//     write the database did not answer.
+//
+// Receipts are pruned after receiptRetention (PruneCommitReceipts).
+
+// errCommitLost says a commit's connection broke and its receipt proved
+// it did not apply: the transaction runs again.
+var errCommitLost = errors.New("the connection broke during COMMIT and the transaction did not apply")
+
+// receiptRetention is how long a receipt is kept: far longer than any
+// settling of a lost commit takes.
+const receiptRetention = 10 * time.Minute
+
+// settleTimeout bounds settling a lost commit, whatever the caller's
+// context: a caller whose deadline ended the commit must still learn
+// whether it applied before the next write of the same row.
+const settleTimeout = 5 * time.Second
+
+// commit ends a write transaction: it appends changes to the event log,
+// inserts the receipt and commits (events.go, the package comment above).
+// firstAttempt says whether the transaction is its write's first run; only
+// those may be given an injected fault (WithCommitFaults).
+func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, firstAttempt bool) error {
+	if len(changes) > 0 {
+		if err := s.appendEvents(ctx, tx, changes); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	token := newReceiptToken()
+	if _, err := s.exec(ctx, tx, "INSERT INTO commit_receipts (token, created_at) VALUES (?, ?)", token, s.now().UnixNano()); err != nil {
+		tx.Rollback()
+		return err
+	}
+	fault := faultNone
+	if firstAttempt && s.faults != nil {
+		fault = s.faults.next()
+	}
+	var err error
+	switch fault {
+	case faultConflict:
+		tx.Rollback()
+		err = s.injectedConflict()
+	case faultLostBeforeCommit:
+		tx.Rollback()
+		err = errInjectedConnLoss
+	default:
+		err = tx.Commit()
+		if err == nil && fault == faultLostAfterCommit {
+			err = errInjectedConnLoss
+		}
+	}
+	if err != nil && isUnreachable(err) {
+		return s.settle(token, err)
+	}
+	return err
+}
+
+// commitStatement runs a write of one statement that commits on its own
+// and inserts the receipt token when it applied (a Postgres fast path),
+// with the commit-fault seam's fault if any. A connection lost under it is
+// settled by the receipt: settled says the statement applied although run
+// did not return its answer.
+func (s *SQLDB) commitStatement(token []byte, run func() error) (settled bool, err error) {
+	fault := faultNone
+	if s.faults != nil {
+		fault = s.faults.next()
+	}
+	switch fault {
+	case faultConflict:
+		err = s.injectedConflict()
+	case faultLostBeforeCommit:
+		err = errInjectedConnLoss
+	default:
+		err = run()
+		if err == nil && fault == faultLostAfterCommit {
+			err = errInjectedConnLoss
+		}
+	}
+	if err != nil && isUnreachable(err) {
+		err = s.settle(token, err)
+		return err == nil, err
+	}
+	return false, err
+}
+
+// settle learns whether the transaction whose receipt is token committed
+// (cases 1–3 above).
+func (s *SQLDB) settle(token []byte, commitErr error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	_, err := s.exec(ctx, s.conn, "INSERT INTO commit_receipts (token, created_at) VALUES (?, ?)", token, s.now().UnixNano())
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: %v", errCommitLost, commitErr)
+	case isUniqueViolation(err):
+		return nil
+	default:
+		return commitErr
+	}
+}
+
+func newReceiptToken() []byte {
+	token := make([]byte, 16)
+	if _, err := io.ReadFull(cryptorand.Reader, token); err != nil {
+		panic("sqldb: no randomness for a commit receipt: " + err.Error())
+	}
+	return token
+}
+
+// PruneCommitReceipts deletes the receipts older than receiptRetention
+// (by the store's clock) and returns how many it deleted.
+func (s *SQLDB) PruneCommitReceipts(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.autocommit(ctx, "prune commit receipts", func() error {
+		res, err := s.exec(ctx, s.conn, "DELETE FROM commit_receipts WHERE created_at < ?", s.now().Add(-receiptRetention).UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// checkFence refuses a write made under a lease tenure that has ended
+// (db.WithFence): run first in the write's transaction, it share-locks the
+// lease's row until the commit.
+func (s *SQLDB) checkFence(ctx context.Context, tx *sql.Tx) error {
+	f, ok := db.FenceOf(ctx)
+	if !ok {
+		return nil
+	}
+	err := rowlock.Check(ctx, tx, s.driver.name(), leasesTable, f.Lease, f.Owner, f.Epoch)
+	if errors.Is(err, rowlock.ErrFenced) {
+		return models.NewError(models.Error_ResourceConflict, "refused a write of a lease tenure that ended: %v", err)
+	}
+	return err
+}
+
+// The commit-fault seam, as CockroachDB's inject_retry_errors_enabled:
+// WithCommitFaults makes a share of write transactions fail at their
+// commit, on their first run only, in one of the ways a real database
+// fails them. Every write path commits through commit, so a suite run with
+// it (CORKBOARD_COMMIT_FAULTS, see the storage suite) proves that each path
+// survives them with its outcome unchanged.
+type commitFault int
+
+const (
+	faultNone commitFault = iota
+	// faultConflict rolls back and fails as the database reports a
+	// deadlock or serialization failure (1213, 40001, 40P01, busy).
+	faultConflict
+	// faultLostBeforeCommit rolls back and fails as a connection broken
+	// before the COMMIT reached the database.
+	faultLostBeforeCommit
+	// faultLostAfterCommit commits, then fails as a connection broken
+	// before the COMMIT's answer arrived.
+	faultLostAfterCommit
+)
+
+// errInjectedConnLoss is an injected broken connection; isUnreachable
+// takes it as a real one (an unexpected EOF on the socket).
+var errInjectedConnLoss = fmt.Errorf("injected commit fault: %w", io.ErrUnexpectedEOF)
+
+type commitFaults struct {
+	mu     sync.Mutex
+	rng    *rand.Rand
+	oneIn  int
+	only   commitFault // when set, every fault is of this kind
+	counts [4]int
+}
+
+// WithCommitFaults makes one in oneIn write transactions (chosen by a
+// generator seeded with seed) fail at commit on their first run, with a
+// conflict, a connection lost before the commit or one lost after it, in
+// turn. A test seam: a board never sets it.
+func WithCommitFaults(seed uint64, oneIn int) Option {
+	return func(s *SQLDB) {
+		if oneIn > 0 {
+			s.faults = &commitFaults{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), oneIn: oneIn}
+		}
+	}
+}
+
+// InjectedCommitFaults returns how many faults of each kind were injected:
+// conflicts, connections lost before and after the commit.
+func (s *SQLDB) InjectedCommitFaults() (conflicts, lostBefore, lostAfter int) {
+	if s.faults == nil {
+		return 0, 0, 0
+	}
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	return s.faults.counts[faultConflict], s.faults.counts[faultLostBeforeCommit], s.faults.counts[faultLostAfterCommit]
+}
+
+func (f *commitFaults) next() commitFault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rng.IntN(f.oneIn) != 0 {
+		return faultNone
+	}
+	kind := commitFault(1 + f.rng.IntN(3))
+	if f.only != faultNone {
+		kind = f.only
+	}
+	f.counts[kind]++
+	return kind
+}
+
+// injectedConflict is the error this database reports for a conflict,
+// as its driver returns it.
+func (s *SQLDB) injectedConflict() error {
+	switch s.driver.name() {
+	case "postgres":
+		return &pq.Error{Code: postgresSerializationFailure, Message: "injected commit fault: could not serialize access"}
+	case "mysql":
+		return &mysql.MySQLError{Number: mysqlDeadlock, Message: "injected commit fault: Deadlock found when trying to get lock; try restarting transaction"}
+	default:
+		return injectedSQLiteBusy{}
+	}
+}
+
+// injectedSQLiteBusy is SQLITE_BUSY as modernc.org/sqlite reports it.
+type injectedSQLiteBusy struct{}
+
+func (injectedSQLiteBusy) Error() string { return "injected commit fault: database is locked (5)" }
+func (injectedSQLiteBusy) Code() int     { return sqliteBusy }
