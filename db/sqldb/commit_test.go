@@ -76,7 +76,7 @@ var _ = forEachDialect("writes whose commit fails", func(b *board) {
 			faulty := sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEveryCommitFaulted(kind))
 			Expect(transcript(faulty)).To(Equal(plain))
 			conflicts, before, after := faulty.InjectedCommitFaults()
-			Expect(conflicts + before + after).To(BeNumerically(">=", 6), "every write that commits met its fault: all but the refused second desire")
+			Expect(conflicts+before+after).To(BeNumerically(">=", 6), "every write that commits met its fault: all but the refused second desire")
 		})
 	}
 
