@@ -269,19 +269,35 @@ func insertCreatedPostgres(rows []*models.ActualLRP, now int64) (string, []any) 
 		pq.Array(domains), pq.Array(cells), pq.Array(definitions), pq.Array(placementErrors), pq.Array(epochs)}
 }
 
-// postgresDSN turns on binary_parameters unless the operator set it: lib/pq
-// then sends a statement with its arguments in one round trip instead of
-// two, and bytea arguments as raw bytes. DSNs come as URLs or as
-// keyword=value lists.
+// postgresDSN adds the parameters the board relies on unless the operator
+// set them. DSNs come as URLs or as keyword=value lists.
+//
+// binary_parameters: lib/pq then sends a statement with its arguments in
+// one round trip instead of two, and bytea arguments as raw bytes.
+//
+// idle_in_transaction_session_timeout (a server setting lib/pq passes on
+// at connect): a board's transaction never waits on the board for long,
+// so one idle for postgresIdleInTransaction belongs to a board cut off
+// from the database. Postgres then ends it, and its row locks — the
+// lease row's share lock among them (rowlock.Check) — no longer hold up
+// the board that took over.
 func postgresDSN(dsn string) string {
-	if strings.Contains(dsn, "binary_parameters=") {
-		return dsn
-	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if strings.Contains(dsn, "?") {
-			return dsn + "&binary_parameters=yes"
+	for _, p := range []string{"binary_parameters=yes", "idle_in_transaction_session_timeout=" + postgresIdleInTransaction} {
+		if strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
+			continue
 		}
-		return dsn + "?binary_parameters=yes"
+		switch {
+		case !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://"):
+			dsn = strings.TrimSpace(dsn + " " + p)
+		case strings.Contains(dsn, "?"):
+			dsn += "&" + p
+		default:
+			dsn += "?" + p
+		}
 	}
-	return strings.TrimSpace(dsn + " binary_parameters=yes")
+	return dsn
 }
+
+// postgresIdleInTransaction is idle_in_transaction_session_timeout, in
+// milliseconds.
+const postgresIdleInTransaction = "30000"

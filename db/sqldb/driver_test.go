@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/db/sqldb"
+	"github.com/corkboard/corkboard/internal/testdb"
 )
 
 var _ = Describe("the driver", func() {
@@ -72,13 +74,32 @@ var _ = Describe("the driver", func() {
 })
 
 var _ = Describe("Open's DSN defaults", func() {
-	DescribeTable("Postgres gets one round trip per statement",
+	DescribeTable("Postgres gets one round trip per statement, and ends a cut-off board's transactions",
 		func(dsn, want string) { Expect(sqldb.PostgresDSN(dsn)).To(Equal(want)) },
-		Entry("URL with parameters", "postgres://u@h/db?sslmode=disable", "postgres://u@h/db?sslmode=disable&binary_parameters=yes"),
-		Entry("URL without parameters", "postgresql://u@h/db", "postgresql://u@h/db?binary_parameters=yes"),
-		Entry("keyword list", "host=h dbname=db", "host=h dbname=db binary_parameters=yes"),
-		Entry("the operator's own choice", "postgres://h/db?binary_parameters=no", "postgres://h/db?binary_parameters=no"),
+		Entry("URL with parameters", "postgres://u@h/db?sslmode=disable",
+			"postgres://u@h/db?sslmode=disable&binary_parameters=yes&idle_in_transaction_session_timeout=30000"),
+		Entry("URL without parameters", "postgresql://u@h/db",
+			"postgresql://u@h/db?binary_parameters=yes&idle_in_transaction_session_timeout=30000"),
+		Entry("keyword list", "host=h dbname=db", "host=h dbname=db binary_parameters=yes idle_in_transaction_session_timeout=30000"),
+		Entry("the operator's own choice", "postgres://h/db?binary_parameters=no&idle_in_transaction_session_timeout=5000",
+			"postgres://h/db?binary_parameters=no&idle_in_transaction_session_timeout=5000"),
 	)
+
+	// Registered where Postgres runs (CORKBOARD_POSTGRES_DSN).
+	if !slices.Contains(testdb.MustDialects(), testdb.Postgres) {
+		return
+	}
+	It("makes Postgres end a transaction its board left idle", func() {
+		database, err := testdb.Create(testdb.Postgres)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(database.Drop)
+		conn, err := sqldb.Open(context.Background(), testdb.Postgres, database.DSN)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(conn.Close)
+		var timeout string
+		Expect(conn.QueryRow("SHOW idle_in_transaction_session_timeout").Scan(&timeout)).To(Succeed())
+		Expect(timeout).To(Equal("30s"))
+	})
 
 	DescribeTable("MySQL gets the parameters the board relies on",
 		func(dsn string, ioTimeout time.Duration, want string) {
