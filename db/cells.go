@@ -116,9 +116,9 @@ type BulkReportResult struct {
 // so several boards can share one database.
 type LeaseDB interface {
 	// AcquireLease takes or renews the lease for owner until now+ttl and
-	// returns the epoch of owner's tenure (see db/rowlock); 0 when another
+	// returns the number of owner's tenure (see db/rowlock); 0 when another
 	// owner has an unexpired lease. Writes made under the lease carry the
-	// epoch (WithFence) and are refused once it moved.
+	// tenure (WithFence) and are refused once it moved.
 	AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (int64, error)
 	// ReleaseLease gives the lease up if owner owns it.
 	ReleaseLease(ctx context.Context, name, owner string) error
@@ -126,14 +126,14 @@ type LeaseDB interface {
 
 // A Fence is a lease tenure that writes are made under: storage refuses a
 // write whose context carries a fence (WithFence) unless, in the writing
-// transaction, Owner still holds Lease at Epoch (db/rowlock.Check). The
+// transaction, Owner still owns Lease in tenure number Tenure (db/rowlock.Check). The
 // convergence runner puts its tenure's fence on every pass, so that a board
 // that lost the lease — partitioned from the database while another board
 // took over, say — cannot write what it planned under the old tenure.
 type Fence struct {
-	Lease string
-	Owner string
-	Epoch int64
+	Lease  string
+	Owner  string
+	Tenure int64
 }
 
 type fenceKey struct{}

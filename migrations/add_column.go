@@ -117,8 +117,8 @@ var addDefinitionHistory = addColumns("add_run_infos_history", 1, "run_infos",
 var addCellIsolation = addColumn("add_cells_isolation", 1, "cells", "isolation",
 	func(d driver) string { return d.boundedText(16) })
 
-// addLeaseEpoch is migration 0017's Go half: leases.epoch, the tenure
+// addLeaseTenure is migration 0017's Go half: leases.tenure, the tenure
 // number a lock row carries (db/rowlock): 0 for the leases already there,
-// so that their next taking is epoch 1.
-var addLeaseEpoch = addColumn("add_leases_epoch", 1, "leases", "epoch",
+// so that their next taking is tenure 1.
+var addLeaseTenure = addColumn("add_leases_tenure", 1, "leases", "tenure",
 	func(driver) string { return "BIGINT NOT NULL DEFAULT 0" })

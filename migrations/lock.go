@@ -18,9 +18,9 @@ import (
 //
 // The lock differs per dialect (driver.lock, in driver_<dialect>.go):
 //   - Postgres and MySQL: a lock row (db/rowlock) in migration_lock, with
-//     an expiry renewed while the run lasts and a fencing epoch checked
+//     an expiry renewed while the run lasts and a tenure number checked
 //     before each migration (lockRow, checkFence). Unlike an advisory lock
-//     or GET_LOCK it holds across a Galera cluster's nodes (GET_LOCK is
+//     or GET_LOCK it works across a Galera cluster's nodes (GET_LOCK is
 //     node-local) and a Postgres failover (advisory locks stay on the old
 //     primary). A board that dies mid-migration leaves the row to expire
 //     (migrationLockTTL).
@@ -40,11 +40,11 @@ type session struct {
 	release func() error
 
 	// The lock row, where the dialect locks by row (lockRow): the pool
-	// it was taken on, this run's owner name and epoch, and the renewal's
+	// it was taken on, this run's owner name and tenure, and the renewal's
 	// stop.
 	pool        *sql.DB
 	owner       string
-	epoch       int64
+	tenure      int64
 	stopRenewal context.CancelFunc
 	renewed     chan struct{} // closed when the renewal has stopped
 }
@@ -75,7 +75,7 @@ func lock(ctx context.Context, db *sql.DB, dialect string) (*session, error) {
 func (s *session) finish(ctx context.Context) error { return driverOf(s.dialect).finish(ctx, s) }
 
 // The migration lock row: table, name and time to live. The run renews it
-// every third of its TTL; a board that dies mid-migration holds it up to
+// every third of its TTL; a board that dies mid-migration keeps it up to
 // a TTL longer.
 const (
 	migrationLockTable = "migration_lock"
@@ -90,10 +90,10 @@ const migrationLockDDL = `CREATE TABLE IF NOT EXISTS migration_lock (
   name       VARCHAR(64)  NOT NULL PRIMARY KEY,
   owner      VARCHAR(255) NOT NULL,
   expires_at BIGINT       NOT NULL,
-  epoch      BIGINT       NOT NULL DEFAULT 0
+  tenure      BIGINT       NOT NULL DEFAULT 0
 )`
 
-// lockRow takes the migration lock row, waiting while another run holds
+// lockRow takes the migration lock row, waiting while another run owns
 // it, and renews it in the background until unlockRow. Its statements run
 // on the pool, not the run's connection: a renewal must not wait for the
 // run's transaction.
@@ -114,12 +114,12 @@ func (s *session) lockRow(ctx context.Context) error {
 	}
 	s.owner = lockOwner()
 	for {
-		epoch, err := rowlock.Acquire(ctx, s.pool, d, migrationLockTable, migrationLockName, s.owner, migrationLockTTL)
+		tenure, err := rowlock.Acquire(ctx, s.pool, d, migrationLockTable, migrationLockName, s.owner, migrationLockTTL)
 		if err != nil {
 			return err
 		}
-		if epoch != 0 {
-			s.epoch = epoch
+		if tenure != 0 {
+			s.tenure = tenure
 			break
 		}
 		select {
@@ -155,7 +155,7 @@ func (s *session) renew(ctx context.Context, d sqldialect.Name) {
 	}
 }
 
-// checkFence fails unless this run still holds the lock row at its epoch.
+// checkFence fails unless this run still owns the lock row in its tenure.
 // On Postgres it runs in the run's transaction and share-locks the row
 // until the commit, so nobody takes the lock before the run lands; on
 // MySQL, where each DDL statement commits, it stops a run whose lock was
@@ -164,7 +164,7 @@ func (s *session) checkFence(ctx context.Context) error {
 	if s.owner == "" {
 		return nil
 	}
-	if err := rowlock.Check(ctx, s.q, sqldialect.Name(s.dialect), migrationLockTable, migrationLockName, s.owner, s.epoch); err != nil {
+	if err := rowlock.Check(ctx, s.q, sqldialect.Name(s.dialect), migrationLockTable, migrationLockName, s.owner, s.tenure); err != nil {
 		return fmt.Errorf("migration lock: %w", err)
 	}
 	return nil

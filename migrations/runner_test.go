@@ -294,12 +294,12 @@ var _ = Describe("Runner", func() {
 
 			if dialect != testdb.SQLite {
 				Describe("the migration lock row", func() {
-					It("waits while another board's lock runs, takes it once expired in a new epoch, and gives it up", func() {
+					It("waits while another board's lock runs, takes it once expired in a new tenure, and gives it up", func() {
 						// A board died mid-migration holding the lock for 2 more seconds.
 						_, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migration_lock (
-  name VARCHAR(64) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, expires_at BIGINT NOT NULL, epoch BIGINT NOT NULL DEFAULT 0)`)
+  name VARCHAR(64) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, expires_at BIGINT NOT NULL, tenure BIGINT NOT NULL DEFAULT 0)`)
 						Expect(err).NotTo(HaveOccurred())
-						execSQL(conn, dialect, "INSERT INTO migration_lock (name, owner, expires_at, epoch) VALUES (?, ?, ?, ?)",
+						execSQL(conn, dialect, "INSERT INTO migration_lock (name, owner, expires_at, tenure) VALUES (?, ?, ?, ?)",
 							"migrations", "dead-board", time.Now().Add(2*time.Second).UnixNano(), 5)
 
 						short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -312,11 +312,11 @@ var _ = Describe("Runner", func() {
 						Expect(err).NotTo(HaveOccurred())
 						Expect(applied).To(HaveLen(runner.Latest()))
 						var owner string
-						var expires, epoch int64
-						Expect(conn.QueryRowContext(ctx, "SELECT owner, expires_at, epoch FROM migration_lock WHERE name = 'migrations'").
-							Scan(&owner, &expires, &epoch)).To(Succeed())
+						var expires, tenure int64
+						Expect(conn.QueryRowContext(ctx, "SELECT owner, expires_at, tenure FROM migration_lock WHERE name = 'migrations'").
+							Scan(&owner, &expires, &tenure)).To(Succeed())
 						Expect(owner).NotTo(Equal("dead-board"))
-						Expect(epoch).To(BeEquivalentTo(6), "a new tenure")
+						Expect(tenure).To(BeEquivalentTo(6), "a new tenure")
 						Expect(expires).To(BeZero(), "released at the end of the run")
 					})
 				})

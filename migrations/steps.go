@@ -37,5 +37,5 @@ var registeredSteps = map[int]*goStep{
 	12: replaceListIndexes,
 	14: addDefinitionHistory,
 	15: addCellIsolation,
-	17: addLeaseEpoch,
+	17: addLeaseTenure,
 }

@@ -40,7 +40,7 @@ type leaseKeeper struct {
 
 	mu     sync.Mutex
 	tenure context.Context
-	epoch  int64 // the tenure's
+	number int64 // the tenure's number (db/rowlock)
 	end    context.CancelCauseFunc
 	expiry *time.Timer
 	// changed is signalled whenever a tenure begins.
@@ -79,41 +79,41 @@ func (k *leaseKeeper) attempt(ctx context.Context) {
 	started := time.Now()
 	attemptCtx, cancel := context.WithTimeout(ctx, k.ttl/3)
 	defer cancel()
-	epoch, err := k.store.AcquireLease(attemptCtx, LeaseName, k.owner, k.ttl)
+	number, err := k.store.AcquireLease(attemptCtx, LeaseName, k.owner, k.ttl)
 	switch {
 	case ctx.Err() != nil:
 		return
 	case err != nil:
 		// Still ours until the expiry timer says otherwise.
 		k.logger.Error("renew-failed", err)
-	case epoch == 0:
+	case number == 0:
 		k.endTenure(errLeaseTaken)
 	default:
-		k.extend(ctx, epoch, started.Add(k.ttl))
+		k.extend(ctx, number, started.Add(k.ttl))
 	}
 }
 
 // extend begins a tenure, or keeps the current one alive until validUntil.
-// A tenure is one epoch of the lease: its context carries the epoch as a
+// A tenure has a number, the lease row's: its context carries it as a
 // fence (db.WithFence), so that every write made under it is refused by
 // the database once another board took the lease, even before this board
-// notices. An epoch that moved under a live tenure (not expected: the
+// notices. A number that moved under a live tenure (not expected: the
 // expiry timer fires before the database's expiry) ends it.
-func (k *leaseKeeper) extend(ctx context.Context, epoch int64, validUntil time.Time) {
+func (k *leaseKeeper) extend(ctx context.Context, number int64, validUntil time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.tenure != nil && k.tenure.Err() == nil {
-		if k.epoch == epoch {
+		if k.number == number {
 			k.expiry.Reset(time.Until(validUntil))
 			return
 		}
 		k.endLocked(errLeaseExpired)
 	}
-	fenced := db.WithFence(ctx, db.Fence{Lease: LeaseName, Owner: k.owner, Epoch: epoch})
+	fenced := db.WithFence(ctx, db.Fence{Lease: LeaseName, Owner: k.owner, Tenure: number})
 	tenure, end := context.WithCancelCause(fenced)
-	k.tenure, k.end, k.epoch = tenure, end, epoch
+	k.tenure, k.end, k.number = tenure, end, number
 	k.expiry = time.AfterFunc(time.Until(validUntil), func() { k.endTenureOf(tenure, errLeaseExpired) })
-	k.logger.Info("acquired", lager.Data{"epoch": epoch})
+	k.logger.Info("acquired", lager.Data{"tenure": number})
 	k.owned(true)
 	select {
 	case k.changed <- struct{}{}:

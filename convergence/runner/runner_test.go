@@ -254,7 +254,7 @@ var _ = Describe("Runner", func() {
 
 			It("writes nothing once another board took the lease, even before it notices", func() {
 				// board-a froze (a long pause, a partition) past its lease;
-				// board-b took it, in a new epoch. board-a's timers have not
+				// board-b took it, in a new tenure. board-a's timers have not
 				// fired yet: it still believes it converges.
 				store := newStore()
 				registerCell(ctx, store, "cell-1")
@@ -269,7 +269,7 @@ var _ = Describe("Runner", func() {
 				Expect(err).NotTo(HaveOccurred())
 				DeferCleanup(conn.Close)
 				_, err = conn.ExecContext(ctx, dialectpkg.Rebind(dialectpkg.Name(dialect),
-					"UPDATE leases SET owner = ?, epoch = epoch + 1, expires_at = ? WHERE name = ?"),
+					"UPDATE leases SET owner = ?, tenure = tenure + 1, expires_at = ? WHERE name = ?"),
 					"board-b", time.Now().Add(time.Hour).UnixNano(), runner.LeaseName)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(a.gauge("corkboard_convergence_lease_held")()).To(Equal(1.0), "board-a has not noticed")

@@ -12,8 +12,8 @@ var _ db.LeaseDB = (*SQLDB)(nil)
 
 // AcquireLease takes the lease named name for owner until the database's
 // now + ttl when nobody owns it or its owner's time ran out, and renews it
-// when owner owns it already. It returns the epoch of owner's tenure, or 0,
-// changing nothing, while another owner's lease runs. The rule, its epochs
+// when owner owns it already. It returns the number of owner's tenure, or 0,
+// changing nothing, while another owner's lease runs. The rule, its tenures
 // and its clock are db/rowlock's, on the leases table.
 func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (int64, error) {
 	if err := checkLease(name, owner); err != nil {
@@ -22,13 +22,13 @@ func (s *SQLDB) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 	if ttl <= 0 {
 		return 0, errInvalid("ttl", "must be positive")
 	}
-	var epoch int64
+	var tenure int64
 	err := s.autocommit(ctx, "acquire lease", func() error {
 		var err error
-		epoch, err = rowlock.Acquire(ctx, s.conn, s.driver.name(), leasesTable, name, owner, ttl)
+		tenure, err = rowlock.Acquire(ctx, s.conn, s.driver.name(), leasesTable, name, owner, ttl)
 		return err
 	})
-	return epoch, err
+	return tenure, err
 }
 
 // ReleaseLease gives the lease up if owner owns it, so another board can

@@ -184,9 +184,9 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 			})
 
 			It("an update that activates a definition records UPDATE_DEFINITION, IN_PROGRESS, leased to the converging board", func() {
-				epoch, err := b.store.AcquireLease(b.ctx, "convergence", "board-1", 30*time.Second)
+				tenure, err := b.store.AcquireLease(b.ctx, "convergence", "board-1", 30*time.Second)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(epoch).To(BeNumerically(">", 0))
+				Expect(tenure).To(BeNumerically(">", 0))
 
 				op := update(definitionUpdate("v2"))
 				t := now()
