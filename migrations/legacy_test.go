@@ -164,7 +164,7 @@ var _ = Describe("Importing a classic BBS database", func() {
 			It("keeps every LRP, definition, instance and domain", func() {
 				Expect(migrations.Up(ctx, conn, dialect)).To(Succeed())
 
-				Expect(tables(conn, dialect)).To(Equal(boardTables), "the classic tables are gone")
+				Expect(tables(conn, dialect)).To(Equal(boardTablesOf(dialect)), "the classic tables are gone")
 				Expect(indexTable(conn, dialect, "desired_lrps_domain_key")).To(Equal("desired_lrps"),
 					"the board's indexes exist even though the classic schema had ones named like its first ones")
 				Expect(runner.Validate(ctx)).To(Succeed())
@@ -200,7 +200,7 @@ var _ = Describe("Importing a classic BBS database", func() {
 
 					_, err = runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
 					Expect(err).NotTo(HaveOccurred())
-					Expect(tables(conn, dialect)).To(Equal(boardTables))
+					Expect(tables(conn, dialect)).To(Equal(boardTablesOf(dialect)))
 					Expect(runner.Validate(ctx)).To(Succeed())
 					expectImported(conn, dialect)
 				})
@@ -230,7 +230,7 @@ var _ = Describe("Importing a classic BBS database", func() {
 							[]byte(`{"action":{"path":"/bin/worker"}}`), "worker")
 						_, err = runner.Up(ctx, migrations.UpOptions{RetryDirty: true})
 						Expect(err).NotTo(HaveOccurred())
-						Expect(tables(conn, dialect)).To(Equal(boardTables))
+						Expect(tables(conn, dialect)).To(Equal(boardTablesOf(dialect)))
 						expectImported(conn, dialect)
 					})
 				} else {

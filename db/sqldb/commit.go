@@ -25,10 +25,12 @@ import (
 // A COMMIT that fails on a deadlock or a serialization failure (Postgres
 // 40001/40P01, MySQL 1213 — how a Galera cluster reports a certification
 // conflict — or SQLite's busy) did not apply: the transaction runs again.
-// A COMMIT whose connection broke may or may not have applied. So every
-// write transaction inserts a receipt, a random token, just before its
-// COMMIT, and a commit that lost its connection is settled by inserting the
-// same token again, on another connection, in a statement of its own:
+// A COMMIT whose connection broke may or may not have applied. So on
+// Postgres and MySQL every write transaction inserts a receipt, a random
+// token, with its events (in the same statement or round trip: it costs no
+// round trip of its own), and a commit that lost its connection is settled
+// by inserting the same token again, on another connection, in a statement
+// of its own:
 //
 //  1. The insert fails on the token's key: the transaction committed. The
 //     write succeeded; its caller is told so and it is not run again (a
@@ -42,15 +44,19 @@ import (
 //     outcome stays unknown and the caller gets Unavailable, as for any
 //     write the database did not answer.
 //
-// Receipts are pruned after receiptRetention (PruneCommitReceipts).
+// Receipts are pruned after receiptRetention (PruneCommitReceipts). SQLite
+// keeps none: it runs in the board's process, with no connection to lose.
+
+// insertReceipt inserts a commit receipt: its token and the store's time.
+const insertReceipt = "INSERT INTO commit_receipts (token, created_at) VALUES (?, ?)"
 
 // errCommitLost says a commit's connection broke and its receipt proved
 // it did not apply: the transaction runs again.
 var errCommitLost = errors.New("the connection broke during COMMIT and the transaction did not apply")
 
 // receiptRetention is how long a receipt is kept: far longer than any
-// settling of a lost commit takes.
-const receiptRetention = 10 * time.Minute
+// settling of a lost commit takes (settleTimeout).
+const receiptRetention = time.Minute
 
 // settleTimeout bounds settling a lost commit, whatever the caller's
 // context: a caller whose deadline ended the commit must still learn
@@ -62,14 +68,18 @@ const settleTimeout = 5 * time.Second
 // firstAttempt says whether the transaction is its write's first run; only
 // those may be given an injected fault (WithCommitFaults).
 func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, firstAttempt bool) error {
-	if len(changes) > 0 {
-		if err := s.appendEvents(ctx, tx, changes); err != nil {
-			tx.Rollback()
-			return err
-		}
+	var token []byte
+	if s.driver.keepsReceipts() {
+		token = newReceiptToken()
 	}
-	token := newReceiptToken()
-	if _, err := s.exec(ctx, tx, "INSERT INTO commit_receipts (token, created_at) VALUES (?, ?)", token, s.now().UnixNano()); err != nil {
+	var err error
+	switch {
+	case len(changes) > 0:
+		err = s.appendEvents(ctx, tx, changes, token)
+	case token != nil:
+		_, err = s.exec(ctx, tx, insertReceipt, token, s.now().UnixNano())
+	}
+	if err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -77,7 +87,6 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 	if firstAttempt && s.faults != nil {
 		fault = s.faults.next()
 	}
-	var err error
 	switch fault {
 	case faultConflict:
 		tx.Rollback()
@@ -91,7 +100,7 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 			err = errInjectedConnLoss
 		}
 	}
-	if err != nil && isUnreachable(err) {
+	if err != nil && token != nil && isUnreachable(err) {
 		return s.settle(token, err)
 	}
 	return err
@@ -130,7 +139,7 @@ func (s *SQLDB) commitStatement(token []byte, run func() error) (settled bool, e
 func (s *SQLDB) settle(token []byte, commitErr error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	_, err := s.exec(ctx, s.conn, "INSERT INTO commit_receipts (token, created_at) VALUES (?, ?)", token, s.now().UnixNano())
+	_, err := s.exec(ctx, s.conn, insertReceipt, token, s.now().UnixNano())
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %v", errCommitLost, commitErr)
@@ -152,6 +161,9 @@ func newReceiptToken() []byte {
 // PruneCommitReceipts deletes the receipts older than receiptRetention
 // (by the store's clock) and returns how many it deleted.
 func (s *SQLDB) PruneCommitReceipts(ctx context.Context) (int64, error) {
+	if !s.driver.keepsReceipts() {
+		return 0, nil
+	}
 	var n int64
 	err := s.autocommit(ctx, "prune commit receipts", func() error {
 		res, err := s.exec(ctx, s.conn, "DELETE FROM commit_receipts WHERE created_at < ?", s.now().Add(-receiptRetention).UnixNano())
@@ -205,21 +217,26 @@ const (
 var errInjectedConnLoss = fmt.Errorf("injected commit fault: %w", io.ErrUnexpectedEOF)
 
 type commitFaults struct {
-	mu     sync.Mutex
-	rng    *rand.Rand
-	oneIn  int
-	only   commitFault // when set, every fault is of this kind
-	counts [4]int
+	mu    sync.Mutex
+	rng   *rand.Rand
+	oneIn int
+	only  commitFault // when set, every fault is of this kind
+	// conflictsOnly: the database runs in the board's process (SQLite),
+	// where no connection can break.
+	conflictsOnly bool
+	counts        [4]int
 }
 
 // WithCommitFaults makes one in oneIn write transactions (chosen by a
 // generator seeded with seed) fail at commit on their first run, with a
-// conflict, a connection lost before the commit or one lost after it, in
-// turn. A test seam: a board never sets it.
+// conflict, a connection lost before the commit or one lost after it (on
+// SQLite, which has no connection to lose, a conflict). A test seam: a
+// board never sets it.
 func WithCommitFaults(seed uint64, oneIn int) Option {
 	return func(s *SQLDB) {
 		if oneIn > 0 {
-			s.faults = &commitFaults{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), oneIn: oneIn}
+			s.faults = &commitFaults{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), oneIn: oneIn,
+				conflictsOnly: !s.driver.keepsReceipts()}
 		}
 	}
 }
@@ -242,8 +259,11 @@ func (f *commitFaults) next() commitFault {
 		return faultNone
 	}
 	kind := commitFault(1 + f.rng.IntN(3))
-	if f.only != faultNone {
+	switch {
+	case f.only != faultNone:
 		kind = f.only
+	case f.conflictsOnly:
+		kind = faultConflict
 	}
 	f.counts[kind]++
 	return kind

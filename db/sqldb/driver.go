@@ -52,6 +52,10 @@ type driver interface {
 	// prepared (statements.go), because running a prepared statement costs
 	// the database less than parsing and planning its text each time.
 	preparesStatements() bool
+	// keepsReceipts reports whether write transactions insert a commit
+	// receipt (commit.go): where a connection to the database can break
+	// during a COMMIT. SQLite runs in the board's process: it has none.
+	keepsReceipts() bool
 	// snapshotIsolation is the isolation level of a read-only transaction
 	// whose reads must all see one snapshot (readConsistently).
 	snapshotIsolation() sql.IsolationLevel
@@ -103,8 +107,9 @@ type driver interface {
 	// leave it to the transactional path.
 	remove() func(s *SQLDB, ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error)
 	// appendEvents inserts encoded events into the outbox in one
-	// statement, however many there are.
-	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte) error
+	// statement, however many there are, with the commit receipt when one
+	// is given (created at now).
+	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte, now int64) error
 	// moveEvents moves outbox rows into the log without reading them
 	// out of the database (SequenceEvents).
 	moveEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error)
@@ -191,7 +196,7 @@ func (general) remove() func(*SQLDB, context.Context, models.ActualLRPKey, model
 	return nil
 }
 
-func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte) error {
+func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte, int64) error {
 	return nil
 }
 

@@ -35,7 +35,7 @@ func (generalOnly) remove() func(*SQLDB, context.Context, models.ActualLRPKey, m
 	return nil
 }
 
-func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte) error {
+func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte, int64) error {
 	return nil
 }
 
@@ -91,7 +91,8 @@ func (s *SQLDB) QueuedWrites() int {
 }
 
 // WithEveryCommitFaulted makes every write transaction's first commit fail
-// with the fault named kind: "conflict", "lost-before" or "lost-after".
+// with the fault named kind: "conflict", "lost-before" or "lost-after" (the
+// last two where the database keeps receipts: not SQLite).
 func WithEveryCommitFaulted(kind string) Option {
 	return func(s *SQLDB) {
 		only := map[string]commitFault{"conflict": faultConflict, "lost-before": faultLostBeforeCommit, "lost-after": faultLostAfterCommit}[kind]

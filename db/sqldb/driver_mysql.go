@@ -59,6 +59,10 @@ func (mysqlDriver) insertMissing(table string, columns, key []string, rows int) 
 // has a single-statement path of its own (Postgres).
 func (mysqlDriver) joinsStatements() bool { return true }
 
+// keepsReceipts: a connection to MySQL can break during a COMMIT, and a
+// Galera cluster's failover breaks every connection to the old writer.
+func (mysqlDriver) keepsReceipts() bool { return true }
+
 func (mysqlDriver) blobType() string { return "BINARY" }
 
 // selectByKeys, deleteByKeys and updateByKeys name the keys as

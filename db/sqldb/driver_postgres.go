@@ -48,6 +48,9 @@ func (postgresDriver) openPool(name dialect.Name, dsn string, ioTimeout time.Dur
 // first.
 func (postgresDriver) preparesStatements() bool { return true }
 
+// keepsReceipts: a connection to Postgres can break during a COMMIT.
+func (postgresDriver) keepsReceipts() bool { return true }
+
 func (postgresDriver) bytewise(column string) string { return column + ` COLLATE "C"` }
 
 // pagePlanning is the statement a page of a list runs first, in its own
@@ -114,7 +117,7 @@ func (postgresDriver) remove() func(*SQLDB, context.Context, models.ActualLRPKey
 	return (*SQLDB).removePostgres
 }
 
-func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte) error {
+func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte, int64) error {
 	return (*SQLDB).appendEventsPostgres
 }
 
@@ -131,14 +134,19 @@ func (postgresDriver) insertCreated() func([]*models.ActualLRP, int64) (string, 
 }
 
 // appendEventsPostgres inserts the events in one statement however many
-// there are, prepared once per pooled connection: parsing and planning it
-// cost Postgres more than running it, on every write.
-func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte) error {
-	stmt, err := s.statements.get(ctx, s.conn, appendEventsPostgresSQL)
+// there are, with the commit receipt, prepared once per pooled connection:
+// parsing and planning it cost Postgres more than running it, on every
+// write.
+func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte, now int64) error {
+	query, args := appendEventsPostgresSQL, []any{pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads)}
+	if receipt != nil {
+		query, args = appendEventsReceiptPostgresSQL, append(args, receipt, now)
+	}
+	stmt, err := s.statements.get(ctx, s.conn, query)
 	if err != nil {
 		return err
 	}
-	_, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads))
+	_, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
 	return err
 }
 
@@ -147,6 +155,11 @@ func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, key
 const appendEventsPostgresSQL = `INSERT INTO event_outbox (event_type, event_key, payload)
  SELECT e.event_type, e.event_key, e.payload
  FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n) ORDER BY e.n`
+
+// appendEventsReceiptPostgresSQL is appendEventsPostgresSQL with the commit
+// receipt ($4, created at $5) inserted by the same statement.
+const appendEventsReceiptPostgresSQL = `WITH receipt AS (INSERT INTO commit_receipts (token, created_at) VALUES ($4, $5))
+` + appendEventsPostgresSQL
 
 // moveEventsPostgres is moveEvents in one statement that moves the rows
 // inside the database: they never travel to the board and back, and the

@@ -41,6 +41,10 @@ func (sqliteDriver) inProcess() bool { return true }
 // on every run, in this process; a prepared one runs its compiled program.
 func (sqliteDriver) preparesStatements() bool { return true }
 
+// keepsReceipts is false: SQLite runs in the board's process, and a COMMIT
+// that fails (busy) did not apply.
+func (sqliteDriver) keepsReceipts() bool { return false }
+
 // snapshotIsolation: a deferred transaction, which in WAL mode reads one
 // snapshot without holding the write lock.
 func (sqliteDriver) snapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }

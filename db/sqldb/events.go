@@ -47,26 +47,38 @@ func WithEventsCommitted(committed func()) Option {
 	return func(s *SQLDB) { s.eventsCommitted = committed }
 }
 
-// appendEvents inserts changes into the outbox, in order.
-func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event) error {
+// appendEvents inserts changes into the outbox, in order, and the commit
+// receipt when one is given (commit.go) with them: in the same statement
+// on Postgres, in the same round trip where the driver joins statements
+// (MySQL).
+func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event, receipt []byte) error {
 	types, keys, payloads, err := encodeEvents(changes)
 	if err != nil {
 		return err
 	}
 	if appendAll := s.driver.appendEvents(); appendAll != nil {
-		return appendAll(s, ctx, tx, types, keys, payloads)
+		return appendAll(s, ctx, tx, types, keys, payloads, receipt, s.now().UnixNano())
 	}
 	for start := 0; start < len(changes); start += batchSize {
 		end := min(start+batchSize, len(changes))
-		args := make([]any, 0, 3*(end-start))
+		args := make([]any, 0, 3*(end-start)+2)
 		for i := start; i < end; i++ {
 			args = append(args, types[i], keys[i], payloads[i])
 		}
 		var b strings.Builder
 		writeInsert(&b, "event_outbox", []string{"event_type", "event_key", "payload"}, end-start)
+		if end == len(changes) && receipt != nil && s.driver.joinsStatements() {
+			b.WriteString(";\n" + insertReceipt)
+			args = append(args, receipt, s.now().UnixNano())
+			receipt = nil
+		}
 		if _, err := s.exec(ctx, tx, b.String(), args...); err != nil {
 			return err
 		}
+	}
+	if receipt != nil {
+		_, err := s.exec(ctx, tx, insertReceipt, receipt, s.now().UnixNano())
+		return err
 	}
 	return nil
 }

@@ -134,6 +134,9 @@ func (b *board) reset() {
 	b.conn = m.conn
 	b.ctx = context.Background()
 	for _, table := range boardTables {
+		if table == "commit_receipts" && b.dialect == testdb.SQLite {
+			continue // SQLite keeps no receipts (commit.go)
+		}
 		_, err := b.conn.Exec("DELETE FROM " + table)
 		Expect(err).NotTo(HaveOccurred())
 	}

@@ -4,12 +4,14 @@
 --                  time the lease is taken while free or expired; a write
 --                  made under an older tenure is refused.
 -- The table below holds one receipt per committed write transaction (a
--- random token inserted just before COMMIT), kept for ten minutes: a board
+-- random token inserted with its events), kept for a minute: a board
 -- whose connection broke during a COMMIT inserts the token again on
 -- another connection to learn whether that commit applied
 -- (db/sqldb/commit.go). Every statement is safe to re-run.
 CREATE TABLE IF NOT EXISTS commit_receipts (
   token      VARBINARY(16) NOT NULL PRIMARY KEY,
   created_at BIGINT        NOT NULL,
+  -- InnoDB's DELETE locks every row its scan reads: the prune reads by
+  -- this index only the rows it deletes.
   KEY commit_receipts_created_at (created_at)
 ) ENGINE=InnoDB;

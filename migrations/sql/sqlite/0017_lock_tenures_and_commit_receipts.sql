@@ -3,13 +3,6 @@
 --   leases.tenure  the number of db/rowlock's tenures: it moves on each
 --                  time the lease is taken while free or expired; a write
 --                  made under an older tenure is refused.
--- The table below holds one receipt per committed write transaction (a
--- random token inserted just before COMMIT), kept for ten minutes: a board
--- whose connection broke during a COMMIT inserts the token again on
--- another connection to learn whether that commit applied
--- (db/sqldb/commit.go). Every statement is safe to re-run.
-CREATE TABLE IF NOT EXISTS commit_receipts (
-  token      BLOB    NOT NULL PRIMARY KEY,
-  created_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS commit_receipts_created_at ON commit_receipts (created_at);
+-- Postgres and MySQL also get commit_receipts (db/sqldb/commit.go); SQLite
+-- runs in the board's process, has no connection to lose, and needs none:
+-- there is no SQL statement here.
