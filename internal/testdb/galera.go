@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,19 +149,13 @@ func (g *Galera) setUp(provider, sstMethod, haproxyPath string) error {
 		members = append(members, "127.0.0.1:"+strconv.Itoa(n.gcommPort))
 	}
 	clusterName := "corkboard-" + randomSuffix()
-	var installs sync.WaitGroup
-	installErrs := make([]error, len(g.nodes))
-	for i, n := range g.nodes {
+	for _, n := range g.nodes {
 		n.db.extraArgs = n.wsrepArgs(provider, sstMethod, clusterName, members)
-		installs.Add(1)
-		go func() {
-			defer installs.Done()
-			installErrs[i] = n.db.installDataDir()
-		}()
-	}
-	installs.Wait()
-	if err := errors.Join(installErrs...); err != nil {
-		return err
+		// One at a time: three bootstraps at once have crashed
+		// mariadbd (SIGSEGV dropping an Aria temporary table).
+		if err := n.db.installDataDir(); err != nil {
+			return err
+		}
 	}
 	for i, n := range g.nodes {
 		if i == 0 {
@@ -313,10 +309,53 @@ func (g *Galera) Restart(node string) error {
 	}
 	// A state transfer cut short by the kill may have left its helpers.
 	n.killLeftovers()
+	// What a packaged server's start does before mariadbd (galera_recovery
+	// under systemd): read the last committed position from InnoDB, so
+	// that the node asks for what it missed (an incremental transfer)
+	// rather than for a whole snapshot.
+	base := n.db.extraArgs
+	defer func() { n.db.extraArgs = base }()
+	extra := slices.Clone(base)
+	if position, err := n.recoverPosition(); err == nil {
+		extra = append(extra, "--wsrep_start_position="+position)
+	}
+	// A donor of a snapshot (rsync) is blocked for its length, and its
+	// check fails meanwhile: the writer as donor would mean a second
+	// failover. So the donor is another node when there is one (the
+	// trailing comma lets Galera pick any if that one cannot).
+	if writer, err := g.Writer(); err == nil {
+		for _, other := range g.nodes {
+			if other != n && other.name != writer && other.db.isRunning() {
+				extra = append(extra, "--wsrep_sst_donor="+other.name+",")
+				break
+			}
+		}
+	}
+	n.db.extraArgs = extra
 	if err := n.db.Start(); err != nil {
 		return fmt.Errorf("galera: restart %s: %w", node, err)
 	}
 	return n.waitSynced(galeraNodes, 2*time.Minute)
+}
+
+// recoveredPosition is how mariadbd --wsrep-recover reports the last
+// committed position: "WSREP: Recovered position: UUID:SEQNO".
+var recoveredPosition = regexp.MustCompile(`WSREP: Recovered position:\s*([0-9a-f-]{36}:-?[0-9]+)`)
+
+// recoverPosition runs mariadbd --wsrep-recover on the stopped node's
+// directory (InnoDB's crash recovery, then an exit) and returns the
+// position it found.
+func (n *galeraNode) recoverPosition() (string, error) {
+	args := append(n.db.serverArgs(), "--wsrep-recover")
+	out, err := n.db.command(n.db.mariadbd, args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("galera: %s: mariadbd --wsrep-recover: %w\n%s", n.name, err, out)
+	}
+	match := recoveredPosition.FindSubmatch(out)
+	if match == nil {
+		return "", fmt.Errorf("galera: %s: mariadbd --wsrep-recover found no position:\n%s", n.name, out)
+	}
+	return string(match[1]), nil
 }
 
 // WaitForWriter writes through the front, on a new connection each time,
