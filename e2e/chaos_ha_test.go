@@ -33,7 +33,7 @@ import (
 // look (chaos_watch_test.go), and an event stream whose ids follow each
 // other without a gap or a repeat (event ids are log positions,
 // consecutive on every board: DESIGN §10.8). Then the killed node starts
-// again and rejoins as a replica.
+// again and rejoins as a replica, with no write failing meanwhile.
 //
 // make test runs one kill per engine; CORKBOARD_CHAOS=full (make chaos,
 // make ha-galera) runs haFullKills in sequence, each under a rollout of
@@ -152,6 +152,10 @@ func runWriterKill(engine haEngine, kills int) {
 	writes := startHAWriter(boardB, guid+"-w")
 
 	var failovers []time.Duration
+	// rejoins are the spans of the killed nodes' restarts: the writer
+	// client must see no failure in them (a node rejoining by a state
+	// transfer is invisible to the boards).
+	var rejoins [][2]time.Time
 	for kill := 1; kill <= kills; kill++ {
 		version := fmt.Sprintf("v%d", kill+1)
 		By(fmt.Sprintf("kill %d of %d: SIGKILLing the writer under a rollout to %s", kill, kills, version))
@@ -191,6 +195,7 @@ func runWriterKill(engine haEngine, kills int) {
 		By(fmt.Sprintf("restarting %s: it rejoins as a replica", killed))
 		began := time.Now()
 		Expect(cluster.Restart(killed)).To(Succeed())
+		rejoins = append(rejoins, [2]time.Time{began, time.Now()})
 		chaosEntry(fmt.Sprintf("%s kill %d: %s restarted and synced", engine.name, kill, killed), since(began))
 		Expect(cluster.Writer()).To(Equal(after), "the front stays on the new writer")
 	}
@@ -216,7 +221,14 @@ func runWriterKill(engine haEngine, kills int) {
 	chaosEntry(engine.name+" actual LRP events", fmt.Sprintf("%d instances created, %d marked SUSPECT, %d crashes, %d stream breaks, %d events_lost",
 		seen.created, len(seen.suspects), seen.crashes, seen.breaks, seen.lost))
 
+	var failedInRejoins []string
+	for _, span := range rejoins {
+		failedInRejoins = append(failedInRejoins, written.failedWithin(span[0], span[1])...)
+	}
+	chaosEntry(engine.name+" writer client failures while a killed node rejoined", fmt.Sprint(len(failedInRejoins), " ", failedInRejoins))
+
 	Expect(written.lost).To(BeEmpty(), "acknowledged writes missing afterwards")
+	Expect(failedInRejoins).To(BeEmpty(), "writes that failed while a killed node rejoined")
 	Expect(written.acked).To(BeNumerically(">", 20), "the writer client was told of enough writes to mean something")
 	expectServedThroughout(stats, haInstances)
 	report.expectHeld()
@@ -249,6 +261,7 @@ type haWriter struct {
 	attempts map[string][]haAttempt
 	acked    int
 	failed   []string
+	failedAt []time.Time // when each of failed was answered
 }
 
 type haAttempt struct {
@@ -292,6 +305,7 @@ func (w *haWriter) write(ctx context.Context, n int) {
 		w.note(func() {
 			if err != nil {
 				w.failed = append(w.failed, time.Now().Format(time.StampMilli)+" desire "+guid+": "+err.Error())
+				w.failedAt = append(w.failedAt, time.Now())
 				return
 			}
 			w.acked++
@@ -312,6 +326,7 @@ func (w *haWriter) write(ctx context.Context, n int) {
 		w.attempts[guid] = append(w.attempts[guid], haAttempt{annotation: annotation, acked: err == nil})
 		if err != nil {
 			w.failed = append(w.failed, time.Now().Format(time.StampMilli)+" update "+guid+": "+err.Error())
+			w.failedAt = append(w.failedAt, time.Now())
 			return
 		}
 		w.acked++
@@ -331,8 +346,9 @@ func (w *haWriter) stop() {
 
 // haWritten is what the writer client was told and what the board has.
 type haWritten struct {
-	acked  int
-	failed []string
+	acked    int
+	failed   []string
+	failedAt []time.Time
 	// lost lists each acknowledged write missing afterwards: a desired
 	// LRP gone, or an annotation other than the last acknowledged one
 	// (or one sent after it, whose outcome the client never learnt).
@@ -348,12 +364,23 @@ func (h haWritten) String() string {
 	return s
 }
 
+// failedWithin lists the failures answered between from and to.
+func (h haWritten) failedWithin(from, to time.Time) []string {
+	var within []string
+	for i, at := range h.failedAt {
+		if !at.Before(from) && !at.After(to) {
+			within = append(within, h.failed[i])
+		}
+	}
+	return within
+}
+
 // check reads every LRP the client was told it desired, through b.
 func (w *haWriter) check(b *board) haWritten {
 	GinkgoHelper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	result := haWritten{acked: w.acked, failed: slices.Clone(w.failed)}
+	result := haWritten{acked: w.acked, failed: slices.Clone(w.failed), failedAt: slices.Clone(w.failedAt)}
 	for _, guid := range w.desired {
 		var lrp *models.DesiredLRP
 		Eventually(func() error {
