@@ -121,12 +121,18 @@ func runWriterKill(engine haEngine, kills int) {
 	// Both on the front's address; the first to start owns the
 	// convergence lease, the other takes it only if the first dies.
 	// Registered after the cluster's cleanups, so they stop before it.
+	//
+	// database_timeout is the board's default, 10 s. Galera holds every
+	// commit while its membership changes: about 2 s when a node joins
+	// (a killed node starting again), 5–6 s when one is lost. With 2 s,
+	// one write in ten rejoins failed "invalid connection" at its
+	// deadline (docs/ha-galera.md); a timeout shorter than those pauses
+	// turns them into client errors.
 	settings := func(id string) map[string]any {
 		return map[string]any{
 			"board_id":             id,
 			"database_driver":      cluster.Dialect(),
 			"database_dsn":         database.DSN,
-			"database_timeout":     "2s",
 			"cell_presence_ttl":    haPresenceTTL.String(),
 			"max_open_connections": 16,
 		}
