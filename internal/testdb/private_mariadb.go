@@ -40,6 +40,9 @@ type PrivateMariaDB struct {
 	privateServer
 	mariadbd  string // path of the server binary
 	installDB string // path of mariadb-install-db
+	// extraArgs end mariadbd's command line at each start: what a
+	// Galera node adds (see galera.go); none for a plain server.
+	extraArgs []string
 
 	// server is the running mariadbd, nil when stopped. It is this
 	// process's child, so its pid cannot be reused by another process
@@ -66,25 +69,34 @@ var mariadbKind = serverKind{
 // query. When the process runs as root, the binaries run as the "mysql"
 // system user and the directory is owned by that user.
 func StartPrivateMariaDB() (*PrivateMariaDB, error) {
-	mariadbd, installDB, err := findMariaDBBinaries()
+	p, err := newPrivateMariaDB(mariadbKind)
 	if err != nil {
 		return nil, err
-	}
-	server, port, err := newPrivateServer(mariadbKind)
-	if err != nil {
-		return nil, err
-	}
-	p := &PrivateMariaDB{
-		DSN:           fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port),
-		Port:          port,
-		privateServer: server,
-		mariadbd:      mariadbd,
-		installDB:     installDB,
 	}
 	if err := p.setUp(p.installDataDir, p.Start, p.Close); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// newPrivateMariaDB finds the binaries and makes the directory and port of
+// a server of kind, neither installed nor started.
+func newPrivateMariaDB(kind serverKind) (*PrivateMariaDB, error) {
+	mariadbd, installDB, err := findMariaDBBinaries()
+	if err != nil {
+		return nil, err
+	}
+	server, port, err := newPrivateServer(kind)
+	if err != nil {
+		return nil, err
+	}
+	return &PrivateMariaDB{
+		DSN:           fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port),
+		Port:          port,
+		privateServer: server,
+		mariadbd:      mariadbd,
+		installDB:     installDB,
+	}, nil
 }
 
 // AdminDSN is DSN (what testdb.CreateOn wants as an admin DSN: it creates
@@ -156,7 +168,8 @@ func (p *PrivateMariaDB) serverArgs() []string {
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci",
 	}
-	return append(args, storageOptions...)
+	args = append(args, storageOptions...)
+	return append(args, p.extraArgs...)
 }
 
 // Start starts mariadbd on the same directory and port, waiting until it
