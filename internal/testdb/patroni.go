@@ -32,19 +32,22 @@ import (
 var ErrNoPatroniBinaries = errors.New("no Patroni, etcd, HAProxy or PostgreSQL server binaries found")
 
 // The failover timings, in Patroni's dynamic configuration. The leader
-// renews its key in etcd every loop, the key lives ttl seconds, and a
-// leader that cannot renew it for retry_timeout demotes itself; Patroni
-// wants loop_wait + 2*retry_timeout <= ttl so that a leader slowed by one
-// etcd hiccup is not demoted while its key is still valid. With a primary
-// SIGKILLed just after renewing, the standby takes the key once it expires:
-// a failover (kill to first write through the front) of at most ttl plus a
-// promotion and one HAProxy check, about 8-11 s here (docs/ha-postgres.md
-// has the measured figures). Lower settings fail over faster but risk a
-// spurious failover whenever a loaded test machine delays a loop.
+// renews its key in etcd every loop_wait, the key lives ttl seconds, and a
+// leader that cannot renew it within retry_timeout demotes itself; Patroni
+// wants loop_wait + 2*retry_timeout <= ttl (here 1 + 4 <= 6) so that a
+// leader slowed by one etcd hiccup is not demoted while its key is still
+// valid. A SIGKILLed primary's key expires ttl after its last renewal, the
+// standby's watch on the key wakes it at once, and it promotes: kill to
+// first write through the front measured 6.4-7.0 s (median 6.55 s over 10
+// kills; docs/ha-postgres.md). The defaults (30, 10, 10) would make that
+// about 30 s. No spurious failover in 60 s of three busy loops on the two
+// cores of the machine these were tuned on. Patroni 3.0 (Debian 12's)
+// takes these values; later versions document minimums of ttl 20 and
+// retry_timeout 3 and would need these raised.
 const (
-	patroniTTL          = 10
+	patroniTTL          = 6
 	patroniLoopWait     = 1
-	patroniRetryTimeout = 4
+	patroniRetryTimeout = 2
 )
 
 // patroniKind is what the shared private-server code needs to know of the
@@ -110,7 +113,7 @@ type patroniNode struct {
 // race to initialize the cluster and runs initdb; the other copies it with
 // pg_basebackup), then HAProxy, and returns once one node is primary, the
 // other its synchronous standby, and a write through the front succeeds:
-// about 10 s.
+// 6-12 s here.
 func StartPatroni() (*Patroni, error) {
 	bins, err := findPatroniBinaries()
 	if err != nil {
@@ -208,7 +211,8 @@ func (p *Patroni) KillWriter() (string, error) {
 }
 
 // Restart starts a killed (or stopped) node's Patroni again and waits until
-// the primary streams to it as its synchronous standby: from then on the
+// the primary streams to it as its synchronous standby and Patroni has
+// recorded it as the one that may take over: from then on the
 // pair again keeps every acknowledged write through the loss of either
 // node. Patroni finds the leader key held by the other node and, after a
 // kill, a data directory that diverged from it (the killed primary may have
@@ -246,6 +250,14 @@ func (p *Patroni) Restart(name string) error {
 		}
 		if state != "sync" {
 			return fmt.Errorf("%s streams as a %s standby, not sync", name, state)
+		}
+		// Postgres waits on the standby's flush one loop before Patroni
+		// records it as the synchronous standby in etcd, and Patroni
+		// promotes only the node that record names: were the primary
+		// lost in between, the pair would have no writer until it came
+		// back. The node's /sync is 200 once the record names it.
+		if code := p.apiStatus(n, "/sync"); code != http.StatusOK {
+			return fmt.Errorf("%s: /sync answers %d", name, code)
 		}
 		return nil
 	})
