@@ -472,7 +472,10 @@ func (p *Patroni) patroniConfig(n *patroniNode) map[string]any {
 // haproxyConfig sends the front's connections to the node whose Patroni
 // answers 200 on /primary, checked every 500 ms; a node failing two checks
 // in a row is out, and the connections it still had are closed, so clients
-// reconnect to the new primary rather than wait on a dead one.
+// reconnect to the new primary rather than wait on a dead one. The check
+// is an OPTIONS request, which Patroni answers with the status alone: to a
+// GET it sends a JSON body that HAProxy does not read, and logs a
+// traceback for every check whose connection HAProxy reset meanwhile.
 func (p *Patroni) haproxyConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
@@ -487,7 +490,7 @@ defaults
 
 listen postgres
     bind 127.0.0.1:%d
-    option httpchk GET /primary
+    option httpchk OPTIONS /primary
     http-check expect status 200
     default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions
 `, p.frontPort)
