@@ -76,15 +76,18 @@ check-generated:
 generate:
 	hack/generate.sh
 
-# ha-galera: the writer-kill scenario (e2e/chaos_ha_test.go) on a private
-# three-node Galera cluster behind HAProxy, on loopback ports: two boards,
-# two reps running 12 instances behind a router-like client, the writer
-# SIGKILLed under 10 rollouts in sequence. Prints the failover times and
-# the counts; fails unless nothing acknowledged was lost. See
-# docs/ha-galera.md and hack/ha-galera.sh.
-.PHONY: ha-galera
+# ha-galera, ha-postgres: the writer-kill scenario (e2e/chaos_ha_test.go)
+# on a private three-node Galera cluster, or a private Postgres pair under
+# Patroni, behind HAProxy on loopback ports: two boards, two reps running
+# 12 instances behind a router-like client, the writer SIGKILLed under 10
+# rollouts in sequence. Prints the failover times and the counts; fails
+# unless nothing acknowledged was lost. See docs/ha.md and hack/ha.sh.
+.PHONY: ha-galera ha-postgres
 ha-galera:
-	GO="$(GO)" hack/ha-galera.sh
+	GO="$(GO)" hack/ha.sh galera
+
+ha-postgres:
+	GO="$(GO)" hack/ha.sh postgres
 
 # bench: every scenario on each database, and issue 28's figures beside
 # a48ab90's in the same run, with new ÷ old ratios; see hack/bench.sh.

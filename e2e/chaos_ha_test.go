@@ -43,7 +43,7 @@ import (
 // haEngine is one replicated database the scenario runs on.
 type haEngine struct {
 	name  string // as the spec names it: "galera"
-	label string // the spec's label beside "chaos": "ha-galera"
+	label string // the spec's label beside "chaos": "ha-galera", "ha-postgres"
 	// start starts a cluster; its error wraps noBinaries when the
 	// machine lacks the engine's packages.
 	start      func() (testdb.HACluster, error)
@@ -64,6 +64,18 @@ var haEngines = []haEngine{
 			return g, nil
 		},
 		noBinaries: testdb.ErrNoGaleraBinaries,
+	},
+	{
+		name:  "postgres-patroni",
+		label: "ha-postgres",
+		start: func() (testdb.HACluster, error) {
+			p, err := testdb.StartPatroni()
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		noBinaries: testdb.ErrNoPatroniBinaries,
 	},
 }
 
