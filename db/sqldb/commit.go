@@ -63,11 +63,16 @@ const receiptRetention = time.Minute
 // whether it applied before the next write of the same row.
 const settleTimeout = 5 * time.Second
 
-// commit ends a write transaction: it appends changes to the event log,
+// commit ends a write transaction: it checks the lease tenure the write is
+// made under, if any (checkFence), appends changes to the event log,
 // inserts the receipt and commits (events.go, the package comment above).
 // firstAttempt says whether the transaction is its write's first run; only
 // those may be given an injected fault (WithCommitFaults).
 func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, firstAttempt bool) error {
+	if err := s.checkFence(ctx, tx); err != nil {
+		tx.Rollback()
+		return err
+	}
 	var token []byte
 	if s.driver.keepsReceipts() {
 		token = newReceiptToken()
@@ -177,8 +182,12 @@ func (s *SQLDB) PruneCommitReceipts(ctx context.Context) (int64, error) {
 }
 
 // checkFence refuses a write made under a lease tenure that has ended
-// (db.WithFence): run first in the write's transaction, it share-locks the
-// lease's row until the commit.
+// (db.WithFence). It runs last in the write's transaction, just before the
+// events and the COMMIT, and share-locks the lease's row until the commit:
+// nobody takes the lease between the check and the commit, and the lock
+// is kept for two round trips. (Taken first, it would be kept for the whole
+// transaction: a board cut off mid-transaction would then keep the next
+// board from taking the lease until the database ended that transaction.)
 func (s *SQLDB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	f, ok := db.FenceOf(ctx)
 	if !ok {

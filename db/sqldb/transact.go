@@ -53,8 +53,7 @@ func (s *SQLDB) transactPublishing(ctx context.Context, op string, fn func(tx *s
 }
 
 // attempt runs fn in one transaction and commits it with its events; it
-// says whether it committed any. A write made under a lease tenure
-// (db.WithFence) first checks that the tenure goes on.
+// says whether it committed any.
 func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event, error), firstAttempt bool) (bool, error) {
 	if s.writeLock != nil {
 		s.writeLock.Lock()
@@ -62,10 +61,6 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event
 	}
 	tx, err := s.conn.BeginTx(ctx, nil)
 	if err != nil {
-		return false, err
-	}
-	if err := s.checkFence(ctx, tx); err != nil {
-		tx.Rollback()
 		return false, err
 	}
 	events, err := fn(tx)
