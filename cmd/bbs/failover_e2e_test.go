@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
 
+	"github.com/corkboard/corkboard/internal/netfault"
 	"github.com/corkboard/corkboard/internal/testdb"
 )
 
@@ -61,6 +64,81 @@ var _ = Describe("Two boards on one database", func() {
 			Eventually(placement(second, "after")).WithTimeout(convergeLimit).
 				Should(Equal(map[string]int{"cell-a RUNNING": 1, "cell-b RUNNING": 1}))
 			Expect(second.fullPasses()).To(BeNumerically(">=", 1))
+		})
+	}
+})
+
+// The converging board cut off from its database by a partition (a
+// netfault.Link between it and the database that holds every byte, as a
+// dropped network does, and delivers them when healed): the other board
+// takes the lease over once it runs out, places what is desired meanwhile,
+// and when the partition heals the first board's writes — those it sent
+// into the partition, delivered late, and any it tries after — change
+// nothing: it does not get the lease back, no instance is placed twice,
+// and what it sent before learning it lost the lease is either refused by
+// the fence (db/rowlock) or was committed while its lease still ran.
+var _ = Describe("The converging board partitioned from its database", func() {
+	ctx := context.Background()
+	const heldSeries = "corkboard_convergence_lease_held"
+
+	for _, dialect := range testdb.MustDialects() {
+		if dialect == testdb.SQLite {
+			continue
+		}
+		It("loses the lease to the other board, which converges, and changes nothing when the partition heals, on "+dialect, func() {
+			database := newDatabase(dialect)
+			upstream := regexp.MustCompile(`127\.0\.0\.1:\d+`).FindString(database.DSN)
+			Expect(upstream).NotTo(BeEmpty(), "the test database is on a loopback address: %s", database.DSN)
+			link, err := netfault.NewLink(upstream)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(link.Close)
+
+			first := startConvergingBoard(database, map[string]any{
+				"board_id":     "board-partitioned",
+				"database_dsn": strings.Replace(database.DSN, upstream, link.Addr, 1),
+			})
+			Eventually(func() float64 { return first.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))
+			second := startConvergingBoard(database, map[string]any{"board_id": "board-second"})
+			api := second.client()
+			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
+			startCell(second, "cell-a", "z1")
+			startCell(second, "cell-b", "z2")
+			_, err = api.DesireLRP(ctx, lrpSpec("before", "apps", 2))
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(placement(second, "before")).WithTimeout(convergeLimit).
+				Should(Equal(map[string]int{"cell-a RUNNING": 1, "cell-b RUNNING": 1}))
+
+			By("cutting the first board off while it places a larger LRP")
+			_, err = api.DesireLRP(ctx, lrpSpec("during", "apps", 20))
+			Expect(err).NotTo(HaveOccurred())
+			link.Cut()
+			cut := time.Now()
+			Eventually(func() float64 { return second.metric(heldSeries) }).WithTimeout(2 * convergeLimit).Should(Equal(1.0))
+			AddReportEntry("takeover from a partitioned board ("+dialect+", lease TTL "+e2eLeaseTTL+")", time.Since(cut).Round(time.Millisecond).String())
+			Eventually(placement(second, "during")).WithTimeout(convergeLimit).
+				Should(Equal(map[string]int{"cell-a RUNNING": 10, "cell-b RUNNING": 10}))
+
+			By("healing the partition")
+			link.Heal()
+			_, err = api.DesireLRP(ctx, lrpSpec("after", "apps", 2))
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(placement(second, "after")).WithTimeout(convergeLimit).
+				Should(Equal(map[string]int{"cell-a RUNNING": 1, "cell-b RUNNING": 1}))
+			// The first board's late writes are in, or refused, by now:
+			// every LRP keeps exactly its instances, once each.
+			Consistently(func() []map[string]int {
+				return []map[string]int{placement(second, "before")(), placement(second, "during")(), placement(second, "after")()}
+			}, 3*time.Second, 250*time.Millisecond).Should(Equal([]map[string]int{
+				{"cell-a RUNNING": 1, "cell-b RUNNING": 1},
+				{"cell-a RUNNING": 10, "cell-b RUNNING": 10},
+				{"cell-a RUNNING": 1, "cell-b RUNNING": 1},
+			}))
+			Expect(first.metric(heldSeries)).To(Equal(0.0), "the partitioned board does not take the lease back")
+			Expect(second.metric(heldSeries)).To(Equal(1.0))
+			logs := string(first.session.Out.Contents())
+			Expect(logs).To(ContainSubstring(`"bbs.convergence.lease.lost"`))
+			AddReportEntry("the partitioned board's writes refused by the fence ("+dialect+")",
+				strings.Count(logs, "refused a write of a lease tenure that ended"))
 		})
 	}
 })
