@@ -64,7 +64,9 @@ fuzz-smoke:
 # and as the lease owner of two on Postgres and MySQL; a private Postgres
 # and a private MariaDB frozen, and stopped mid-rollout; two boards with
 # skewed clocks; real reps killed, partitioned, and serving through
-# database faults), each printing its figures. make test runs a bounded
+# database faults; the database's writer SIGKILLed 10 times on a Galera
+# cluster and on a Patroni pair, as make ha-galera and make ha-postgres
+# do), each printing its figures. make test runs a bounded
 # part of them (cmd/bbs/chaos_test.go), in the cmd/bbs and e2e suites.
 .PHONY: chaos
 chaos:

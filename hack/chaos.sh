@@ -8,7 +8,9 @@
 # and in
 # e2e (real reps running hello behind a router-like client: a rep
 # SIGKILLed mid-rollout, a rep partitioned from the board and healed, the
-# board's private Postgres restarted and frozen under rollouts). Prints
+# board's private Postgres restarted and frozen under rollouts; the
+# writer of a private Galera cluster and of a private Patroni pair
+# SIGKILLed mid-rollout, 10 times each: e2e/chaos_ha_test.go). Prints
 # each scenario's figures (Ginkgo report entries) and each suite's
 # summary; the whole output, board and rep logs included, stays in the
 # log file named at the end. Exits non-zero when a scenario fails.
