@@ -28,8 +28,10 @@ const (
 	// routerPause is the pause between two requests: about 100 requests a
 	// second, a new connection each, over whatever is routable.
 	routerPause = 10 * time.Millisecond
-	// routerLimit bounds how long a router runs if nobody stops it.
-	routerLimit = 5 * time.Minute
+	// routerLimit bounds how long a router runs if nobody stops it: longer
+	// than the longest scenario (ten writer kills on a Patroni pair take
+	// about 5.5 minutes).
+	routerLimit = 15 * time.Minute
 	// routerRequestTimeout bounds one request; an instance that does not
 	// answer within it counts as failed.
 	routerRequestTimeout = 2 * time.Second

@@ -99,10 +99,13 @@ const migrationLockDDL = `CREATE TABLE IF NOT EXISTS migration_lock (
 // run's transaction.
 func (s *session) lockRow(ctx context.Context) error {
 	d := sqldialect.Name(s.dialect)
-	for {
+	for tries := 1; ; tries++ {
 		_, err := s.pool.ExecContext(ctx, migrationLockDDL)
 		if err == nil {
 			break
+		}
+		if tries == maxLockRowFailures {
+			return fmt.Errorf("create %s: %w", migrationLockTable, err)
 		}
 		// Two boards creating the table at once: one may fail on the
 		// catalogue's keys (Postgres); the table is there on the next try.
@@ -113,13 +116,21 @@ func (s *session) lockRow(ctx context.Context) error {
 		}
 	}
 	s.owner = lockOwner()
+	failures := 0
 	for {
 		tenure, err := rowlock.Acquire(ctx, s.pool, d, migrationLockTable, migrationLockName, s.owner, migrationLockTTL)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() == nil && failures < maxLockRowFailures:
+			// Boards racing for the row on different Galera nodes: all
+			// but one fail certification (1213) and ask again; so do
+			// those whose upsert met another node's DDL.
+			failures++
+		case err != nil:
 			return err
+		default:
+			failures, s.tenure = 0, tenure
 		}
-		if tenure != 0 {
-			s.tenure = tenure
+		if s.tenure != 0 {
 			break
 		}
 		select {
@@ -136,6 +147,11 @@ func (s *session) lockRow(ctx context.Context) error {
 
 // rowLockPoll is how often a run waiting for the lock row asks again.
 const rowLockPoll = 200 * time.Millisecond
+
+// maxLockRowFailures bounds the failed tries in a row, to create the lock
+// row's table or to take the row, before the run gives up with the last
+// error.
+const maxLockRowFailures = 20
 
 // renew keeps the lock row alive until ctx ends. A renewal that finds the
 // lock taken changes nothing; the run's next fence check then stops it.

@@ -45,7 +45,14 @@ func startBoard(args ...string) *runningBoard {
 // rather than to the spec's report.
 func startBoardWriting(out io.Writer, args ...string) *runningBoard {
 	GinkgoHelper()
-	session, err := gexec.Start(exec.Command(bbsPath, args...), out, out)
+	return startBoardCommand(out, exec.Command(bbsPath, args...))
+}
+
+// startBoardCommand is startBoardWriting for a command that runs bbs: in a
+// network namespace of its own, say (internal/netns).
+func startBoardCommand(out io.Writer, command *exec.Cmd) *runningBoard {
+	GinkgoHelper()
+	session, err := gexec.Start(command, out, out)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { session.Kill().Wait(startupLimit) })
 

@@ -11,6 +11,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 
 	"github.com/corkboard/corkboard/internal/netfault"
+	"github.com/corkboard/corkboard/internal/netns"
 	"github.com/corkboard/corkboard/internal/testdb"
 )
 
@@ -68,15 +69,18 @@ var _ = Describe("Two boards on one database", func() {
 	}
 })
 
-// The converging board cut off from its database by a partition (a
-// netfault.Link between it and the database that holds every byte, as a
-// dropped network does, and delivers them when healed): the other board
-// takes the lease over once it runs out, places what is desired meanwhile,
-// and when the partition heals the first board's writes — those it sent
-// into the partition, delivered late, and any it tries after — change
-// nothing: it does not get the lease back, no instance is placed twice,
-// and what it sent before learning it lost the lease is either refused by
-// the fence (db/rowlock) or was committed while its lease still ran.
+// The converging board on a host of its own (internal/netns: a network
+// namespace joined to this one by a veth pair) partitioned from everything
+// — its database, its clients — while it places an LRP: the other board
+// takes the lease over once it runs out and places what is desired
+// meanwhile. When the partition heals, the first board's writes — those
+// its TCP retransmits into the database late, and any it tries after —
+// change nothing: it does not get the lease back, no instance is placed
+// twice, and what it sent before learning it lost the lease is either
+// refused by the fence (db/rowlock; convergence/runner's specs prove the
+// refusal on every database) or was committed while its lease still ran.
+// The database listens on this host's loopback, so the partitioned board
+// reaches it through a netfault.Link on the namespace's host address.
 var _ = Describe("The converging board partitioned from its database", func() {
 	ctx := context.Background()
 	const heldSeries = "corkboard_convergence_lease_held"
@@ -89,14 +93,19 @@ var _ = Describe("The converging board partitioned from its database", func() {
 			database := newDatabase(dialect)
 			upstream := regexp.MustCompile(`127\.0\.0\.1:\d+`).FindString(database.DSN)
 			Expect(upstream).NotTo(BeEmpty(), "the test database is on a loopback address: %s", database.DSN)
-			link, err := netfault.NewLink(upstream)
+			host, err := netns.Create()
+			Expect(err).NotTo(HaveOccurred(), "a network namespace needs root and iproute2")
+			DeferCleanup(host.Delete)
+			link, err := netfault.NewLinkOn(host.HostIP, upstream)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(link.Close)
 
-			first := startConvergingBoard(database, map[string]any{
-				"board_id":     "board-partitioned",
-				"database_dsn": strings.Replace(database.DSN, upstream, link.Addr, 1),
+			config := convergingConfigFile(database, map[string]any{
+				"board_id":       "board-partitioned",
+				"listen_address": host.IP + ":0",
+				"database_dsn":   strings.Replace(database.DSN, upstream, link.Addr, 1),
 			})
+			first := startBoardCommand(GinkgoWriter, host.Command(bbsPath, "-config", config))
 			Eventually(func() float64 { return first.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))
 			second := startConvergingBoard(database, map[string]any{"board_id": "board-second"})
 			api := second.client()
@@ -108,10 +117,10 @@ var _ = Describe("The converging board partitioned from its database", func() {
 			Eventually(placement(second, "before")).WithTimeout(convergeLimit).
 				Should(Equal(map[string]int{"cell-a RUNNING": 1, "cell-b RUNNING": 1}))
 
-			By("cutting the first board off while it places a larger LRP")
+			By("partitioning the first board while it places a larger LRP")
 			_, err = api.DesireLRP(ctx, lrpSpec("during", "apps", 20))
 			Expect(err).NotTo(HaveOccurred())
-			link.Cut()
+			Expect(host.Partition()).To(Succeed())
 			cut := time.Now()
 			Eventually(func() float64 { return second.metric(heldSeries) }).WithTimeout(2 * convergeLimit).Should(Equal(1.0))
 			AddReportEntry("takeover from a partitioned board ("+dialect+", lease TTL "+e2eLeaseTTL+")", time.Since(cut).Round(time.Millisecond).String())
@@ -119,13 +128,15 @@ var _ = Describe("The converging board partitioned from its database", func() {
 				Should(Equal(map[string]int{"cell-a RUNNING": 10, "cell-b RUNNING": 10}))
 
 			By("healing the partition")
-			link.Heal()
+			Expect(host.Heal()).To(Succeed())
 			_, err = api.DesireLRP(ctx, lrpSpec("after", "apps", 2))
 			Expect(err).NotTo(HaveOccurred())
 			Eventually(placement(second, "after")).WithTimeout(convergeLimit).
 				Should(Equal(map[string]int{"cell-a RUNNING": 1, "cell-b RUNNING": 1}))
-			// The first board's late writes are in, or refused, by now:
-			// every LRP keeps exactly its instances, once each.
+			// The first board's late writes are in, or refused, once it
+			// answers again: every LRP keeps exactly its instances, once each.
+			Eventually(func() float64 { return first.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(0.0),
+				"the partitioned board answers again, and does not own the lease")
 			Consistently(func() []map[string]int {
 				return []map[string]int{placement(second, "before")(), placement(second, "during")(), placement(second, "after")()}
 			}, 3*time.Second, 250*time.Millisecond).Should(Equal([]map[string]int{

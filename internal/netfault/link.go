@@ -16,7 +16,7 @@ import (
 
 // Link relays TCP connections from Addr to an upstream address.
 type Link struct {
-	// Addr is where the link listens (127.0.0.1, a free port).
+	// Addr is where the link listens (a free port).
 	Addr     string
 	upstream string
 	ln       net.Listener
@@ -29,8 +29,13 @@ type Link struct {
 }
 
 // NewLink listens on a free loopback port and relays to upstream.
-func NewLink(upstream string) (*Link, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func NewLink(upstream string) (*Link, error) { return NewLinkOn("127.0.0.1", upstream) }
+
+// NewLinkOn listens on a free port of host and relays to upstream: a
+// process in a network namespace (internal/netns) reaches a server on
+// this host's loopback through a link on the namespace's host address.
+func NewLinkOn(host, upstream string) (*Link, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, err
 	}
