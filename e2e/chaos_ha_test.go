@@ -96,6 +96,15 @@ const (
 	// requirements.
 	haFailoverLimit = 2 * time.Minute
 	haRolloutLimit  = 3 * time.Minute
+	// haStopGrace is how long a rep keeps an instance serving after the
+	// board logged it unroutable: longer than a failover (6–7 s here).
+	// Routers follow one board each. An unroutable event logged by one
+	// board just before the writer dies reaches a router following the
+	// other only once that board reads the log again, after the
+	// failover; a shorter grace (the e2e suites' 500 ms, the rep's default
+	// 5 s) let a rep stop an instance such a router still sent requests
+	// to (docs/ha.md).
+	haStopGrace = 8 * time.Second
 	// haWritePause is the writer client's pause between two writes.
 	haWritePause = 50 * time.Millisecond
 )
@@ -153,6 +162,8 @@ func runWriterKill(engine haEngine, kills int) {
 	boardB := startBoard(settings("board-b"))
 	boardA.cork("set-domain", "cork")
 	slots := map[string]any{"capacity": map[string]int{"memory_mb": 1024, "disk_mb": 1024, "instances": haInstances}}
+	// The reps' stop grace outlasts a failover (haStopGrace).
+	slots["stop_grace_period"] = haStopGrace.String()
 	reps := []*runningRep{
 		startRep(boardA, "cell-a", "z1", slots),
 		startRep(boardB, "cell-b", "z2", slots),
