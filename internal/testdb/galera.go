@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -294,7 +295,27 @@ func (g *Galera) KillWriter() (string, error) {
 // Synced, in a cluster of three again. It receives what it missed by
 // incremental transfer when the donor still holds it, else by a full
 // snapshot (rsync).
-func (g *Galera) Restart(node string) error {
+func (g *Galera) Restart(node string) error { return g.restart(node, false) }
+
+// LogPath is node's server log.
+func (g *Galera) LogPath(node string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, err := g.node(node)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(n.db.dir, "server.log"), nil
+}
+
+// RestartBySnapshot is Restart for a node that lost its Galera state, as a
+// machine replaced or restored would: its grastate.dat and write-set cache
+// are removed first, so it cannot ask for what it missed (IST) and rejoins
+// by a whole snapshot transfer (SST, rsync from another node than the
+// writer).
+func (g *Galera) RestartBySnapshot(node string) error { return g.restart(node, true) }
+
+func (g *Galera) restart(node string, bySnapshot bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -316,7 +337,13 @@ func (g *Galera) Restart(node string) error {
 	base := n.db.extraArgs
 	defer func() { n.db.extraArgs = base }()
 	extra := slices.Clone(base)
-	if position, err := n.recoverPosition(); err == nil {
+	if bySnapshot {
+		for _, state := range []string{"grastate.dat", "galera.cache"} {
+			if err := os.Remove(filepath.Join(n.db.dir, state)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("galera: %s: forget its state: %w", node, err)
+			}
+		}
+	} else if position, err := n.recoverPosition(); err == nil {
 		extra = append(extra, "--wsrep_start_position="+position)
 	}
 	// A donor of a snapshot (rsync) is blocked for its length, and its

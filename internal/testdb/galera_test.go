@@ -119,6 +119,55 @@ var _ = Describe("A Galera cluster behind HAProxy", Label("ha-galera"), Ordered,
 		Expect(cluster.Writer()).To(Equal(writer), "the restarted node came back as a replica: the front stays on the new writer")
 	})
 
+	It("takes back by a whole snapshot (SST) a killed node that lost its state, writes going on meanwhile", func() {
+		name := database.DSN[strings.LastIndex(database.DSN, "/")+1:]
+		killed, err := cluster.KillWriter()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cluster.WaitForWriter(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		front := open("", name)
+		// A writer goes on through the front while the node rejoins: a
+		// snapshot's donor is another node, so no write may fail.
+		stop := make(chan struct{})
+		failed := make(chan error, 1)
+		written := make(chan int, 1)
+		go func() {
+			defer GinkgoRecover()
+			n := 0
+			for {
+				select {
+				case <-stop:
+					written <- n
+					return
+				default:
+				}
+				if _, err := front.ExecContext(ctx, "INSERT INTO probe (id, v) VALUES (?, 'during the snapshot')", 1000+n); err != nil {
+					failed <- err
+					written <- n
+					return
+				}
+				n++
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		began := time.Now()
+		Expect(cluster.RestartBySnapshot(killed)).To(Succeed())
+		AddReportEntry("galera: restart by snapshot (SST) to synced", time.Since(began).Round(time.Millisecond).String())
+		close(stop)
+		n := <-written
+		Expect(failed).NotTo(Receive(), "a write failed while %s rejoined by snapshot", killed)
+		Expect(n).To(BeNumerically(">", 10))
+		for _, node := range cluster.Nodes() {
+			Expect(cluster.ClusterSize(node)).To(Equal(3), "wsrep_cluster_size on %s after the snapshot", node)
+		}
+		Eventually(countOn(killed, name, "probe")).Should(Equal(101+n), "the node has every row")
+		logPath, err := cluster.LogPath(killed)
+		Expect(err).NotTo(HaveOccurred())
+		log, err := os.ReadFile(logPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(log)).To(MatchRegexp(`(?i)SST (request|received|complete)`), "%s rejoined by a snapshot", killed)
+	})
+
 	// Every board table has a primary key once migrated on Galera: Galera
 	// replicates a row change by its key, and a table without one
 	// replicates badly (DELETEs are refused with wsrep_certify_nonPK off,
