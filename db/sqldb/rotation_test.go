@@ -40,9 +40,13 @@ var _ = forEachDialect("RotateKeys under load", func(b *board) {
 		}
 
 		// Each writer desires LRPs of its own and updates them with new
-		// definitions, perWriter times, while the rotation runs.
+		// definitions, at least perWriter times and on until the
+		// rotation's first pass is done (at most 10 times as many): on a
+		// loaded machine SQLite's busy handler may hold the rotator back
+		// until fixed-length writers have finished.
 		const writers, perWriter = 4, 50
 		var writes atomic.Int64
+		var rotated, writersDone atomic.Bool
 		var wg sync.WaitGroup
 		for w := range writers {
 			store := oldBoard
@@ -54,7 +58,7 @@ var _ = forEachDialect("RotateKeys under load", func(b *board) {
 				defer GinkgoRecover()
 				defer wg.Done()
 				var mine []string
-				for i := range perWriter {
+				for i := 0; i < perWriter || (!rotated.Load() && i < 10*perWriter); i++ {
 					if i%3 == 0 {
 						guid := fmt.Sprintf("w%d-%03d", w, i)
 						lrp := secretLRP(guid, fmt.Sprintf("%s-%s", encSecret, guid))
@@ -79,14 +83,20 @@ var _ = forEachDialect("RotateKeys under load", func(b *board) {
 			}()
 		}
 
+		go func() {
+			wg.Wait()
+			writersDone.Store(true)
+		}()
+
 		Eventually(writes.Load, 10*time.Second).Should(BeNumerically(">=", 20))
 		var batches, batchesDuringWrites atomic.Int64
 		first, err := rotator.RotateKeys(b.ctx, sqldb.RotateOptions{BatchSize: 5, Progress: func(sqldb.RotateProgress) {
 			batches.Add(1)
-			if writes.Load() < writers*perWriter {
+			if !writersDone.Load() {
 				batchesDuringWrites.Add(1)
 			}
 		}})
+		rotated.Store(true)
 		Expect(err).NotTo(HaveOccurred())
 		wg.Wait()
 		GinkgoWriter.Printf("first pass: %+v in %d batches, %d of them while LRPs were written\n", first, batches.Load(), batchesDuringWrites.Load())
