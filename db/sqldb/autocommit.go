@@ -33,29 +33,6 @@ func (s *SQLDB) autocommit(ctx context.Context, op string, write func() error) e
 	return asModelError(op, err)
 }
 
-// withFault is write with the commit-fault seam's fault, if any, on its
-// first run (WithCommitFaults): a conflict or a connection lost before the
-// statements stops it from running; one lost after lets it run.
-func (s *SQLDB) withFault(write func() error, firstAttempt bool) func() error {
-	if !firstAttempt || s.faults == nil {
-		return write
-	}
-	switch s.faults.next() {
-	case faultConflict:
-		return s.injectedConflict
-	case faultLostBeforeCommit:
-		return func() error { return errInjectedConnLoss }
-	case faultLostAfterCommit:
-		return func() error {
-			if err := write(); err != nil {
-				return err
-			}
-			return errInjectedConnLoss
-		}
-	}
-	return write
-}
-
 func (s *SQLDB) underWriteLock(write func() error) error {
 	if s.writeLock != nil {
 		s.writeLock.Lock()

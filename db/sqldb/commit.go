@@ -11,9 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/lib/pq"
-
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/rowlock"
 	"github.com/corkboard/corkboard/models"
@@ -88,22 +85,10 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 		tx.Rollback()
 		return err
 	}
-	fault := faultNone
-	if firstAttempt && s.faults != nil {
-		fault = s.faults.next()
-	}
-	switch fault {
-	case faultConflict:
+	if err = s.withFault(tx.Commit, firstAttempt)(); err != nil {
+		// A fault that kept the COMMIT from running left tx open; after a
+		// COMMIT, this is a no-op (sql.ErrTxDone).
 		tx.Rollback()
-		err = s.injectedConflict()
-	case faultLostBeforeCommit:
-		tx.Rollback()
-		err = errInjectedConnLoss
-	default:
-		err = tx.Commit()
-		if err == nil && fault == faultLostAfterCommit {
-			err = errInjectedConnLoss
-		}
 	}
 	if err != nil && token != nil && isUnreachable(err) {
 		return s.settle(token, err)
@@ -117,22 +102,7 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 // settled by the receipt: settled says the statement applied although run
 // did not return its answer.
 func (s *SQLDB) commitStatement(token []byte, run func() error) (settled bool, err error) {
-	fault := faultNone
-	if s.faults != nil {
-		fault = s.faults.next()
-	}
-	switch fault {
-	case faultConflict:
-		err = s.injectedConflict()
-	case faultLostBeforeCommit:
-		err = errInjectedConnLoss
-	default:
-		err = run()
-		if err == nil && fault == faultLostAfterCommit {
-			err = errInjectedConnLoss
-		}
-	}
-	if err != nil && isUnreachable(err) {
+	if err = s.withFault(run, true)(); err != nil && isUnreachable(err) {
 		err = s.settle(token, err)
 		return err == nil, err
 	}
@@ -278,21 +248,26 @@ func (f *commitFaults) next() commitFault {
 	return kind
 }
 
-// injectedConflict is the error this database reports for a conflict,
-// as its driver returns it.
-func (s *SQLDB) injectedConflict() error {
-	switch s.driver.name() {
-	case "postgres":
-		return &pq.Error{Code: postgresSerializationFailure, Message: "injected commit fault: could not serialize access"}
-	case "mysql":
-		return &mysql.MySQLError{Number: mysqlDeadlock, Message: "injected commit fault: Deadlock found when trying to get lock; try restarting transaction"}
-	default:
-		return injectedSQLiteBusy{}
+// withFault is commit, a COMMIT or a write of statements that commit on
+// their own, with the commit-fault seam's fault, if any, on its first run
+// (WithCommitFaults): a conflict or a connection lost before the commit
+// stops it from running; one lost after lets it run, then fails.
+func (s *SQLDB) withFault(commit func() error, firstAttempt bool) func() error {
+	if !firstAttempt || s.faults == nil {
+		return commit
 	}
+	switch s.faults.next() {
+	case faultConflict:
+		return s.driver.injectedConflict
+	case faultLostBeforeCommit:
+		return func() error { return errInjectedConnLoss }
+	case faultLostAfterCommit:
+		return func() error {
+			if err := commit(); err != nil {
+				return err
+			}
+			return errInjectedConnLoss
+		}
+	}
+	return commit
 }
-
-// injectedSQLiteBusy is SQLITE_BUSY as modernc.org/sqlite reports it.
-type injectedSQLiteBusy struct{}
-
-func (injectedSQLiteBusy) Error() string { return "injected commit fault: database is locked (5)" }
-func (injectedSQLiteBusy) Code() int     { return sqliteBusy }

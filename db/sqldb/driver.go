@@ -56,6 +56,10 @@ type driver interface {
 	// receipt (commit.go): where a connection to the database can break
 	// during a COMMIT. SQLite runs in the board's process: it has none.
 	keepsReceipts() bool
+	// injectedConflict is the error the database reports for a deadlock or
+	// serialization failure, as its driver returns it: what the
+	// commit-fault seam injects (WithCommitFaults).
+	injectedConflict() error
 	// snapshotIsolation is the isolation level of a read-only transaction
 	// whose reads must all see one snapshot (readConsistently).
 	snapshotIsolation() sql.IsolationLevel

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/corkboard/corkboard/db/dialect"
 )
 
@@ -62,6 +64,10 @@ func (mysqlDriver) joinsStatements() bool { return true }
 // keepsReceipts: a connection to MySQL can break during a COMMIT, and a
 // Galera cluster's failover breaks every connection to the old writer.
 func (mysqlDriver) keepsReceipts() bool { return true }
+
+func (mysqlDriver) injectedConflict() error {
+	return &mysql.MySQLError{Number: mysqlDeadlock, Message: "injected commit fault: Deadlock found when trying to get lock; try restarting transaction"}
+}
 
 func (mysqlDriver) blobType() string { return "BINARY" }
 

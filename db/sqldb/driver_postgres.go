@@ -51,6 +51,10 @@ func (postgresDriver) preparesStatements() bool { return true }
 // keepsReceipts: a connection to Postgres can break during a COMMIT.
 func (postgresDriver) keepsReceipts() bool { return true }
 
+func (postgresDriver) injectedConflict() error {
+	return &pq.Error{Code: postgresSerializationFailure, Message: "injected commit fault: could not serialize access"}
+}
+
 func (postgresDriver) bytewise(column string) string { return column + ` COLLATE "C"` }
 
 // pagePlanning is the statement a page of a list runs first, in its own

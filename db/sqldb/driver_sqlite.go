@@ -45,6 +45,14 @@ func (sqliteDriver) preparesStatements() bool { return true }
 // that fails (busy) did not apply.
 func (sqliteDriver) keepsReceipts() bool { return false }
 
+func (sqliteDriver) injectedConflict() error { return injectedSQLiteBusy{} }
+
+// injectedSQLiteBusy is SQLITE_BUSY as modernc.org/sqlite reports it.
+type injectedSQLiteBusy struct{}
+
+func (injectedSQLiteBusy) Error() string { return "injected commit fault: database is locked (5)" }
+func (injectedSQLiteBusy) Code() int     { return sqliteBusy }
+
 // snapshotIsolation: a deferred transaction, which in WAL mode reads one
 // snapshot without holding the write lock.
 func (sqliteDriver) snapshotIsolation() sql.IsolationLevel { return sql.LevelDefault }
