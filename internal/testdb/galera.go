@@ -65,10 +65,8 @@ type Galera struct {
 	// dir holds haproxy's config and log.
 	dir       string
 	frontPort int
-	haproxy   *exec.Cmd
-	// haproxyExited is closed once haproxy has exited and been reaped.
-	haproxyExited chan struct{}
-	checks        []*http.Server
+	haproxy   *child
+	checks    []*http.Server
 	// front reaches the writer through haproxy, with no idle connection
 	// kept: each query dials anew, and so goes where haproxy sends new
 	// connections now.
@@ -460,7 +458,7 @@ func (g *Galera) Close() error {
 		g.front.Close()
 	}
 	if g.haproxy != nil {
-		errs = append(errs, g.stopHAProxy())
+		errs = append(errs, g.haproxy.stop(10*time.Second))
 	}
 	for _, s := range g.checks {
 		s.Close()
@@ -656,32 +654,18 @@ func (g *Galera) startHAProxy(path string) error {
 		return fmt.Errorf("galera: %w", err)
 	}
 	logPath := filepath.Join(g.dir, "haproxy.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("galera: %w", err)
-	}
-	defer logFile.Close()
 	// -db: foreground, no daemon; -W is not needed without reloads.
 	cmd := exec.Command(path, "-db", "-f", configPath)
 	cmd.Dir = g.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// As for mariadbd: if this process dies, haproxy dies with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("galera: start haproxy: %w", err)
+	haproxy, err := startChild(cmd, logPath)
+	if err != nil {
+		return fmt.Errorf("galera: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	g.haproxy, g.haproxyExited = cmd, exited
+	g.haproxy = haproxy
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
+		if !haproxy.running() {
 			return fmt.Errorf("galera: haproxy exited while starting:\n%s", tailOf(logPath, 20))
-		default:
 		}
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
 			c.Close()
@@ -690,18 +674,6 @@ func (g *Galera) startHAProxy(path string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("galera: haproxy not listening on %d after 10 s:\n%s", port, tailOf(logPath, 20))
-}
-
-func (g *Galera) stopHAProxy() error {
-	g.haproxy.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.haproxyExited:
-		return nil
-	case <-time.After(10 * time.Second):
-		g.haproxy.Process.Kill()
-		<-g.haproxyExited
-		return errors.New("galera: haproxy still running 10 s after SIGTERM, killed")
-	}
 }
 
 // findGaleraBinaries finds the provider library, the state transfer

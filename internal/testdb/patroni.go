@@ -721,75 +721,22 @@ func (p *Patroni) chown(path string) error {
 	return nil
 }
 
-// child is a process this one started and reaps.
-type child struct {
-	name   string
-	proc   *os.Process
-	exited chan struct{} // closed once it has exited and been reaped
-}
-
 // spawn starts a binary (see privateServer.command) with its output
-// appended to logPath. If the test binary dies, the kernel SIGKILLs the
-// child with it (Pdeathsig, as PrivateMariaDB does); a postmaster Patroni
-// started is detached from Patroni and would be left, which Close handles
-// in every other case.
+// appended to logPath, owned by the user the pair runs as (startChild).
+// A postmaster Patroni started is detached from Patroni and would outlive
+// a test binary that died; Close handles it in every other case.
 func (p *Patroni) spawn(logPath, path string, args ...string) (*child, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := touch(logPath); err != nil {
 		return nil, fmt.Errorf("patroni pair: %w", err)
 	}
-	defer logFile.Close() // the child has its own copy once started
 	if err := p.chown(logPath); err != nil {
 		return nil, err
 	}
-	cmd := p.command(path, args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("patroni pair: start %s: %w", path, err)
+	c, err := startChild(p.command(path, args...), logPath)
+	if err != nil {
+		return nil, fmt.Errorf("patroni pair: %w", err)
 	}
-	c := &child{name: filepath.Base(path), proc: cmd.Process, exited: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(c.exited)
-	}()
 	return c, nil
-}
-
-func (c *child) running() bool {
-	select {
-	case <-c.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill SIGKILLs the child and waits until it has been reaped.
-func (c *child) kill() error {
-	if err := c.proc.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("patroni pair: SIGKILL %s %d: %w", c.name, c.proc.Pid, err)
-	}
-	select {
-	case <-c.exited:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("patroni pair: %s %d still there 10 s after SIGKILL", c.name, c.proc.Pid)
-	}
-}
-
-// stop sends SIGTERM and waits for the exit, killing the child after limit.
-func (c *child) stop(limit time.Duration) error {
-	if err := c.proc.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("patroni pair: SIGTERM %s %d: %w", c.name, c.proc.Pid, err)
-	}
-	select {
-	case <-c.exited:
-		return nil
-	case <-time.After(limit):
-		return errors.Join(fmt.Errorf("patroni pair: %s %d still running %v after SIGTERM, killed", c.name, c.proc.Pid, limit), c.kill())
-	}
 }
 
 // freeLoopbackPorts is n different free ports on 127.0.0.1: each listener
