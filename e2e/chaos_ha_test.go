@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/internal/netns"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -24,6 +25,10 @@ import (
 // cluster's front address (one converging under the lease), two reps
 // running hello, a router-like client, a client writing other LRPs and
 // counting what it was told was written, and an event-stream subscriber.
+// Each board and each rep runs on a host of its own (a network namespace,
+// internal/netns): the boards reach the database's front, the reps their
+// board, and the router the instances over veth links routed by this
+// host, as separate machines would.
 //
 // It holds the cluster to: a new writer within the failover's time (kill
 // to the first write through the front, reported), the boards answering
@@ -44,9 +49,9 @@ import (
 type haEngine struct {
 	name  string // as the spec names it: "galera"
 	label string // the spec's label beside "chaos": "ha-galera", "ha-postgres"
-	// start starts a cluster; its error wraps noBinaries when the
-	// machine lacks the engine's packages.
-	start      func() (testdb.HACluster, error)
+	// start starts a cluster whose front also listens on frontAlso; its
+	// error wraps noBinaries when the machine lacks the engine's packages.
+	start      func(frontAlso ...string) (testdb.HACluster, error)
 	noBinaries error
 }
 
@@ -62,8 +67,8 @@ var haEngines = []haEngine{
 	{
 		name:  "galera",
 		label: "ha-galera",
-		start: func() (testdb.HACluster, error) {
-			g, err := testdb.StartGalera()
+		start: func(frontAlso ...string) (testdb.HACluster, error) {
+			g, err := testdb.StartGalera(frontAlso...)
 			if err != nil {
 				return nil, err
 			}
@@ -74,8 +79,8 @@ var haEngines = []haEngine{
 	{
 		name:  "postgres-patroni",
 		label: "ha-postgres",
-		start: func() (testdb.HACluster, error) {
-			p, err := testdb.StartPatroni()
+		start: func(frontAlso ...string) (testdb.HACluster, error) {
+			p, err := testdb.StartPatroni(frontAlso...)
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +140,8 @@ var _ = Describe("Chaos: the database's writer SIGKILLed mid-rollout, behind a f
 func runWriterKill(engine haEngine, kills int) {
 	ctx := context.Background()
 	const guid = "chaos-ha"
-	cluster, err := engine.start()
+	hosts := startHosts("board-a", "board-b", "cell-a", "cell-b")
+	cluster, err := engine.start(hosts["board-a"].HostIP, hosts["board-b"].HostIP)
 	if errors.Is(err, engine.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
 		Skip(err.Error())
 	}
@@ -155,24 +161,27 @@ func runWriterKill(engine haEngine, kills int) {
 	// one write in ten rejoins failed "invalid connection" at its
 	// deadline (docs/ha-galera.md); a timeout shorter than those pauses
 	// turns them into client errors.
+	//
+	// A board reaches the front at its host's end of its link.
+	Expect(database.DSN).To(ContainSubstring("127.0.0.1:"), "the front is on loopback here")
 	settings := func(id string) map[string]any {
 		return map[string]any{
 			"board_id":             id,
 			"database_driver":      cluster.Dialect(),
-			"database_dsn":         database.DSN,
+			"database_dsn":         strings.Replace(database.DSN, "127.0.0.1:", hosts[id].HostIP+":", 1),
 			"cell_presence_ttl":    haPresenceTTL.String(),
 			"max_open_connections": 16,
 		}
 	}
-	boardA := startBoard(settings("board-a"))
-	boardB := startBoard(settings("board-b"))
+	boardA := startBoardOn(hosts["board-a"], settings("board-a"))
+	boardB := startBoardOn(hosts["board-b"], settings("board-b"))
 	boardA.cork("set-domain", "cork")
 	slots := map[string]any{"capacity": map[string]int{"memory_mb": 1024, "disk_mb": 1024, "instances": haInstances}}
 	// The reps' stop grace outlasts a failover (haStopGrace).
 	slots["stop_grace_period"] = haStopGrace.String()
 	reps := []*runningRep{
-		startRep(boardA, "cell-a", "z1", slots),
-		startRep(boardB, "cell-b", "z2", slots),
+		startRepOn(hosts["cell-a"], boardA, "cell-a", "z1", slots),
+		startRepOn(hosts["cell-b"], boardB, "cell-b", "z2", slots),
 	}
 	all := cellsOf(reps...)
 	_, err = boardA.client().DesireLRP(ctx, chaosHelloLRP(guid, haInstances))
@@ -285,6 +294,24 @@ func runWriterKill(engine haEngine, kills int) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// startHosts makes a network namespace for each name, routed to each
+// other through this host (forwarding on until the spec ends), and
+// deletes them when the spec ends, after the processes in them stopped.
+func startHosts(names ...string) map[string]*netns.Namespace {
+	GinkgoHelper()
+	restore, err := netns.EnableForwarding()
+	Expect(err).NotTo(HaveOccurred(), "the HA specs run boards on hosts of their own: they need root")
+	DeferCleanup(restore)
+	hosts := map[string]*netns.Namespace{}
+	for _, name := range names {
+		host, err := netns.Create()
+		Expect(err).NotTo(HaveOccurred(), "a network namespace needs root, iproute2 and nsenter")
+		DeferCleanup(host.Delete)
+		hosts[name] = host
+	}
+	return hosts
+}
 
 // haWriter desires and updates LRPs of its own (none of them with
 // instances) through one board as fast as it is answered, and records

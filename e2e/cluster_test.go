@@ -27,6 +27,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/internal/netns"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep"
 )
@@ -59,6 +60,9 @@ type board struct {
 	// corkEnv is what cork gets beside BBS_URL (BBS_CA_CERT, ...).
 	tlsConfig *tls.Config
 	corkEnv   []string
+	// host, when set, is the network namespace the board runs in: a host
+	// of its own (internal/netns).
+	host *netns.Namespace
 }
 
 // startBoard runs a board on a fresh SQLite file, on a fixed free port
@@ -66,9 +70,20 @@ type board struct {
 // override or add config keys.
 func startBoard(settings map[string]any) *board {
 	GinkgoHelper()
+	return startBoardOn(nil, settings)
+}
+
+// startBoardOn is startBoard on host, listening on its address (on this
+// host's loopback when host is nil).
+func startBoardOn(host *netns.Namespace, settings map[string]any) *board {
+	GinkgoHelper()
 	dir := GinkgoT().TempDir()
+	address := "127.0.0.1"
+	if host != nil {
+		address = host.IP
+	}
 	cfg := map[string]any{
-		"listen_address":       "127.0.0.1:" + strconv.Itoa(freePort()),
+		"listen_address":       address + ":" + strconv.Itoa(freePort()),
 		"database_driver":      "sqlite",
 		"data_dir":             dir,
 		"cell_presence_ttl":    presenceTTL,
@@ -78,7 +93,7 @@ func startBoard(settings map[string]any) *board {
 	maps.Copy(cfg, settings)
 	raw, err := json.Marshal(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	b := &board{configPath: filepath.Join(dir, "bbs.json")}
+	b := &board{configPath: filepath.Join(dir, "bbs.json"), host: host}
 	Expect(os.WriteFile(b.configPath, raw, 0o600)).To(Succeed())
 	b.start()
 	// Whichever board process runs last; registered before the reps'
@@ -90,7 +105,7 @@ func startBoard(settings map[string]any) *board {
 // start runs the board process and waits until it listens.
 func (b *board) start() {
 	GinkgoHelper()
-	session, err := gexec.Start(exec.Command(bbsPath, "-config", b.configPath), GinkgoWriter, GinkgoWriter)
+	session, err := gexec.Start(onHost(b.host, bbsPath, "-config", b.configPath), GinkgoWriter, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	b.session = session
 	Eventually(session.Out).Should(gbytes.Say(`bbs\.api-server\.listening`))
@@ -141,9 +156,19 @@ func (b *board) lrps(guid string) []*models.ActualLRP {
 	return rows
 }
 
+// onHost is the command name with args, run in host's network namespace
+// when host is set.
+func onHost(host *netns.Namespace, name string, args ...string) *exec.Cmd {
+	if host == nil {
+		return exec.Command(name, args...)
+	}
+	return host.Command(name, args...)
+}
+
 // runningRep is a running rep of one cell.
 type runningRep struct {
 	cellID     string
+	host       *netns.Namespace // as board's
 	configPath string
 	session    *gexec.Session
 	url        string
@@ -155,6 +180,13 @@ type runningRep struct {
 // data dir and a port range of its own; settings override or add config
 // keys.
 func startRep(b *board, cellID, zone string, settings ...map[string]any) *runningRep {
+	GinkgoHelper()
+	return startRepOn(nil, b, cellID, zone, settings...)
+}
+
+// startRepOn is startRep on host: the rep listens on its address, and
+// its instances answer on it.
+func startRepOn(host *netns.Namespace, b *board, cellID, zone string, settings ...map[string]any) *runningRep {
 	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	first := freePortRange(20)
@@ -173,6 +205,10 @@ func startRep(b *board, cellID, zone string, settings ...map[string]any) *runnin
 		"stop_timeout":       "5s",
 		"evacuation_timeout": "60s",
 	}
+	if host != nil {
+		cfg["listen_address"] = host.IP + ":0"
+		cfg["address"] = host.IP
+	}
 	for _, set := range settings {
 		maps.Copy(cfg, set)
 	}
@@ -180,7 +216,7 @@ func startRep(b *board, cellID, zone string, settings ...map[string]any) *runnin
 	Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(dir, "rep.json")
 	Expect(os.WriteFile(path, raw, 0o600)).To(Succeed())
-	return launchRep(cellID, path)
+	return launchRep(host, cellID, path)
 }
 
 // restart runs a new rep process with the same config (the old one must
@@ -188,19 +224,19 @@ func startRep(b *board, cellID, zone string, settings ...map[string]any) *runnin
 func (r *runningRep) restart() *runningRep {
 	GinkgoHelper()
 	Expect(r.session.ExitCode()).NotTo(Equal(-1), "the rep still runs")
-	return launchRep(r.cellID, r.configPath)
+	return launchRep(r.host, r.cellID, r.configPath)
 }
 
-func launchRep(cellID, configPath string) *runningRep {
+func launchRep(host *netns.Namespace, cellID, configPath string) *runningRep {
 	GinkgoHelper()
-	session, err := gexec.Start(exec.Command(repPath, "-config", configPath), GinkgoWriter, GinkgoWriter)
+	session, err := gexec.Start(onHost(host, repPath, "-config", configPath), GinkgoWriter, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	// SIGINT: the rep stops its instances and exits.
 	DeferCleanup(func() { stopProcess(session, syscall.SIGINT) })
 	Eventually(session.Out).Should(gbytes.Say(`rep\.server\.listening`))
 	match := repListening.FindSubmatch(session.Out.Contents())
 	Expect(match).NotTo(BeNil())
-	r := &runningRep{cellID: cellID, configPath: configPath, session: session, url: string(match[1])}
+	r := &runningRep{cellID: cellID, host: host, configPath: configPath, session: session, url: string(match[1])}
 	Eventually(session.Out).Should(gbytes.Say(`rep\.agent\.registered`))
 	return r
 }

@@ -92,7 +92,7 @@ var _ = Describe("isolated instances", func() {
 			Expect(err).NotTo(HaveOccurred())
 			configPath := filepath.Join(repDir, "rep.json")
 			Expect(os.WriteFile(configPath, raw, 0o600)).To(Succeed())
-			r := launchRep("cell-z1", configPath)
+			r := launchRep(nil, "cell-z1", configPath)
 			r.httpClient = cluster.httpClient("operator")
 
 			By("registering its isolation, which cork cells shows")

@@ -2,14 +2,23 @@
 // host: a Linux network namespace joined to this one by a veth pair, so
 // that a test can partition it (Partition: the pair's link goes down, and
 // every packet either way is dropped, as a cut cable drops them) without
-// touching any other process. It needs root (CAP_NET_ADMIN) and the ip
-// command (iproute2).
+// touching any other process. It needs root (CAP_NET_ADMIN), the ip
+// command (iproute2) and nsenter (util-linux).
+//
+// This host is the namespaces' router: each routes the namespaces' block
+// (10.231.0.0/16) through its host end, so with forwarding on
+// (EnableForwarding) a process in one namespace reaches another
+// namespace's IP, as hosts on one network reach each other, and a
+// partitioned namespace is cut off from all of them. Nothing else is
+// routed: a name lookup inside fails at once instead of waiting on a
+// resolver it cannot reach.
 package netns
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -17,7 +26,8 @@ import (
 
 // Namespace is a network namespace with one veth pair to the host: the
 // host's end has HostIP, the namespace's end IP, on a /30 of their own.
-// Inside, only HostIP is reachable (and the namespace's own loopback).
+// Inside, HostIP is reachable, and with forwarding on the other
+// namespaces' IPs too; the namespace's loopback is its own.
 type Namespace struct {
 	Name   string
 	HostIP string
@@ -26,7 +36,10 @@ type Namespace struct {
 	hostLink string
 }
 
-// subnets numbers the /30s this process hands out in 10.231.0.0/16.
+// block is the namespaces' addresses: subnets numbers the /30s this
+// process hands out in it.
+const block = "10.231.0.0/16"
+
 var subnets atomic.Int32
 
 // Create makes a namespace and its veth pair, both up.
@@ -51,6 +64,7 @@ func Create() (*Namespace, error) {
 		{"netns", "exec", ns.Name, "ip", "addr", "add", ns.IP + "/30", "dev", inner},
 		{"netns", "exec", ns.Name, "ip", "link", "set", inner, "up"},
 		{"netns", "exec", ns.Name, "ip", "link", "set", "lo", "up"},
+		{"netns", "exec", ns.Name, "ip", "route", "add", block, "via", ns.HostIP},
 		// While the link is down its own route is gone, and the host
 		// would send the namespace's packets on by its default route
 		// (here a proxy answered them): this route, below the link's,
@@ -66,10 +80,30 @@ func Create() (*Namespace, error) {
 	return ns, nil
 }
 
-// Command is name run with args inside the namespace. ip netns exec execs
-// it, so the process started is name's own.
+// Command is name run with args inside the namespace. nsenter enters the
+// network namespace only and execs name, so the process started is name's
+// own and sees this host's file systems (ip netns exec would give it a
+// mount namespace of its own with a fresh /sys, without the cgroup file
+// systems a rep reads its instances' memory from).
 func (ns *Namespace) Command(name string, args ...string) *exec.Cmd {
-	return exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+	return exec.Command("nsenter", append([]string{"--net=/run/netns/" + ns.Name, "--", name}, args...)...)
+}
+
+// forwardingPath is the switch of this host's IPv4 forwarding.
+const forwardingPath = "/proc/sys/net/ipv4/ip_forward"
+
+// EnableForwarding turns this host's IPv4 forwarding on, so namespaces
+// reach each other through it, and returns what turns it back to what it
+// was.
+func EnableForwarding() (restore func() error, err error) {
+	was, err := os.ReadFile(forwardingPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(forwardingPath, []byte("1\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("turning IPv4 forwarding on: %w", err)
+	}
+	return func() error { return os.WriteFile(forwardingPath, was, 0o644) }, nil
 }
 
 // Partition cuts the namespace off: its link goes down, and packets sent

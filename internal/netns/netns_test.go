@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +59,80 @@ func TestPartition(t *testing.T) {
 			t.Fatal("the server inside did not answer after healing")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A process started by Command is on the namespace's network and in this
+// process's mount namespace (it sees this host's /sys, cgroups included).
+func TestCommandSharesMounts(t *testing.T) {
+	ns, err := netns.Create()
+	if err != nil {
+		t.Fatalf("a network namespace needs root and iproute2: %v", err)
+	}
+	defer ns.Delete()
+	inside := func(kind string) string {
+		out, err := ns.Command("readlink", "/proc/self/ns/"+kind).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	here := func(kind string) string {
+		link, err := os.Readlink("/proc/self/ns/" + kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return link
+	}
+	if inside("mnt") != here("mnt") {
+		t.Errorf("the process inside has a mount namespace of its own: %s, here %s", inside("mnt"), here("mnt"))
+	}
+	if inside("net") == here("net") {
+		t.Errorf("the process inside is on this host's network: %s", inside("net"))
+	}
+}
+
+// With forwarding on, a process in one namespace reaches a server in
+// another through this host, and not while the server's namespace is
+// partitioned.
+func TestNamespacesReachEachOther(t *testing.T) {
+	restore, err := netns.EnableForwarding()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	server, err := netns.Create()
+	if err != nil {
+		t.Fatalf("a network namespace needs root and iproute2: %v", err)
+	}
+	defer server.Delete()
+	client, err := netns.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Delete()
+	serving := server.Command("python3", "-m", "http.server", "--bind", server.IP, "8643")
+	serving.Stdout, serving.Stderr = io.Discard, io.Discard
+	if err := serving.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { serving.Process.Kill(); serving.Wait() }()
+	url := "http://" + net.JoinHostPort(server.IP, "8643") + "/"
+	get := func() error {
+		return client.Command("python3", "-c",
+			"import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)", url).Run()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for get() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server in one namespace never answered the other on %s", url)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := server.Partition(); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(); err == nil {
+		t.Fatal("the server answered the other namespace through a partition")
 	}
 }

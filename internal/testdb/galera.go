@@ -65,6 +65,8 @@ type Galera struct {
 	// dir holds haproxy's config and log.
 	dir       string
 	frontPort int
+	// frontAlso are addresses the front listens on besides loopback.
+	frontAlso []string
 	haproxy   *child
 	checks    []*http.Server
 	// front reaches the writer through haproxy, with no idle connection
@@ -103,9 +105,11 @@ var galeraNodeKind = serverKind{
 // StartGalera starts a three-node Galera cluster (the first node
 // bootstraps it, the two others join it by state transfer, one after the
 // other) and HAProxy in front, and waits until a write through the front
-// succeeds. When the Debian packages are missing, its error wraps
-// ErrNoGaleraBinaries. Nothing is left running when it fails.
-func StartGalera() (*Galera, error) {
+// succeeds. The front listens on 127.0.0.1 and on each of frontAlso
+// (network namespaces' host ends, internal/netns: boards on hosts of
+// their own reach it there). When the Debian packages are missing, its
+// error wraps ErrNoGaleraBinaries. Nothing is left running when it fails.
+func StartGalera(frontAlso ...string) (*Galera, error) {
 	provider, sstMethod, haproxyPath, err := findGaleraBinaries()
 	if err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func StartGalera() (*Galera, error) {
 	if err != nil {
 		return nil, fmt.Errorf("galera: %w", err)
 	}
-	g := &Galera{dir: dir}
+	g := &Galera{dir: dir, frontAlso: frontAlso}
 	if err := g.setUp(provider, sstMethod, haproxyPath); err != nil {
 		return nil, errors.Join(err, g.Close())
 	}
@@ -600,8 +604,9 @@ func (g *Galera) startChecks() error {
 
 // haproxyConfig sends every connection to the first node while it passes
 // its check, else to the first backup that does, and sticks there: one
-// entry in a stick table (keyed on the front's own address, the same for
-// every connection) names the server new connections go to, and is
+// entry in a stick table (keyed on a constant, the same for every
+// connection on every address the front listens on) names the server new
+// connections go to, and is
 // rewritten only when that server is down. The checks run every 500 ms;
 // two failures take a node out, two successes put it back. A node taken
 // out has its connections cut at once (the clients reconnect to the new
@@ -623,14 +628,13 @@ defaults
 	option redispatch
 
 listen galera
-	bind 127.0.0.1:%d
-	option tcpka
+%s	option tcpka
 	option httpchk GET /
 	http-check expect status 200
-	stick-table type ip size 1
-	stick on dst
+	stick-table type integer size 1
+	stick on int(1)
 	default-server inter 500ms fall 2 rise 2 on-marked-down shutdown-sessions
-`, g.frontPort)
+`, frontBinds(g.frontPort, g.frontAlso, "\t"))
 	for i, n := range g.nodes {
 		backup := ""
 		if i > 0 {

@@ -89,6 +89,8 @@ type Patroni struct {
 	// HAProxy's config; its port is the front's.
 	privateServer
 	frontPort int
+	// frontAlso are addresses the front listens on besides loopback.
+	frontAlso []string
 	bindir    string // Postgres's initdb, pg_ctl, postgres, pg_rewind...
 	patroni   string // paths of the binaries
 	etcd      string
@@ -113,8 +115,9 @@ type patroniNode struct {
 // race to initialize the cluster and runs initdb; the other copies it with
 // pg_basebackup), then HAProxy, and returns once one node is primary, the
 // other its synchronous standby, and a write through the front succeeds:
-// 6-12 s here.
-func StartPatroni() (*Patroni, error) {
+// 6-12 s here. The front listens on 127.0.0.1 and on each of frontAlso
+// (as StartGalera's).
+func StartPatroni(frontAlso ...string) (*Patroni, error) {
 	bins, err := findPatroniBinaries()
 	if err != nil {
 		return nil, err
@@ -126,6 +129,7 @@ func StartPatroni() (*Patroni, error) {
 	p := &Patroni{
 		privateServer: server,
 		frontPort:     frontPort,
+		frontAlso:     frontAlso,
 		bindir:        bins.bindir,
 		patroni:       bins.patroni,
 		etcd:          bins.etcd,
@@ -489,11 +493,10 @@ defaults
     timeout check 1s
 
 listen postgres
-    bind 127.0.0.1:%d
-    option httpchk OPTIONS /primary
+%s    option httpchk OPTIONS /primary
     http-check expect status 200
     default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions
-`, p.frontPort)
+`, frontBinds(p.frontPort, p.frontAlso, "    "))
 	for _, n := range p.nodes {
 		fmt.Fprintf(&b, "    server %s 127.0.0.1:%d check port %d\n", n.name, n.pgPort, n.apiPort)
 	}
