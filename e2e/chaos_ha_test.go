@@ -14,6 +14,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
+	"github.com/corkboard/corkboard/db/dialect"
+	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/netns"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -137,42 +139,143 @@ var _ = Describe("Chaos: the database's writer SIGKILLed mid-rollout, behind a f
 	}
 })
 
+// The converging board cut off from everything — the database's front,
+// the other board, its clients — on a replicated database, once per
+// engine, while it places an LRP: the other board takes the lease over
+// once it runs out and places what is desired meanwhile. When the
+// partition heals, the first board answers again by itself, writes
+// through the front again, and changes nothing it should not: it does not
+// take the lease back, and no instance is placed twice or lost.
+//
+// A board cut off like this usually learns it lost the lease from its own
+// timer before it can write again. The fence is for one that does not (a
+// long pause, a partition that heals within a renewal): so the spec then
+// moves the lease away from the other board right after one of its
+// renewals, as a board that took it while this one was frozen would, and
+// has it converge a new LRP before its next renewal: the write is refused
+// (db/rowlock), through the real front, and the LRP is placed once the
+// lease has an owner that converges. The reps follow the other board, so
+// the cells keep their board throughout.
+var _ = Describe("Chaos: the converging board partitioned from a replicated database", func() {
+	for _, engine := range haEngines {
+		It(fmt.Sprintf("on %s: the other board takes the lease and converges; healed, the cut board changes nothing and writes again; a write of an ended tenure is refused", engine.name),
+			Label("chaos", engine.label), func() {
+				runBoardPartition(engine)
+			})
+	}
+})
+
+const (
+	// The partition spec's convergence leases: the cut board's is short,
+	// so the other board takes over soon after the cut; the other board
+	// renews its own every 4 s (a third of it), the fence step's window.
+	haCutLeaseTTL   = 3 * time.Second
+	haOtherLeaseTTL = 12 * time.Second
+	leaseHeld       = "corkboard_convergence_lease_held"
+)
+
+func runBoardPartition(engine haEngine) {
+	ctx := context.Background()
+	hosts, _, database, settings := startHACluster(engine)
+	withLease := func(id string, ttl time.Duration) map[string]any {
+		s := settings(id)
+		s["convergence_lease_ttl"] = ttl.String()
+		return s
+	}
+	cut := startBoardOn(hosts["board-a"], withLease("board-a", haCutLeaseTTL))
+	Eventually(func() float64 { return cut.metric(leaseHeld) }).Should(Equal(1.0), "the first board owns the lease")
+	other := startBoardOn(hosts["board-b"], withLease("board-b", haOtherLeaseTTL))
+	other.cork("set-domain", "cork")
+	reps := []*runningRep{
+		startRepOn(hosts["cell-a"], other, "cell-a", "z1"),
+		startRepOn(hosts["cell-b"], other, "cell-b", "z2"),
+	}
+	all := cellsOf(reps...)
+	sizes := map[string]int{"chaos-cut-before": 2, "chaos-cut-during": 12, "chaos-cut-after": 2, "chaos-cut-fenced": 2}
+	desire := func(guid string) {
+		GinkgoHelper()
+		_, err := other.client().DesireLRP(ctx, chaosHelloLRP(guid, int32(sizes[guid])))
+		Expect(err).NotTo(HaveOccurred())
+	}
+	// expectPlaced checks that every LRP desired so far keeps exactly its
+	// instances, once each, over several passes.
+	expectPlaced := func(guids ...string) {
+		GinkgoHelper()
+		Consistently(func() error {
+			for _, guid := range guids {
+				if err := checkSteady(other.lrps(guid), sizes[guid], all); err != nil {
+					return fmt.Errorf("%s: %w", guid, err)
+				}
+			}
+			return nil
+		}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
+	}
+	desire("chaos-cut-before")
+	steady(other, "chaos-cut-before", sizes["chaos-cut-before"], all...)
+
+	By("partitioning the converging board while it places an LRP of 12")
+	desire("chaos-cut-during")
+	Expect(hosts["board-a"].Partition()).To(Succeed())
+	partitioned := time.Now()
+	Eventually(func() float64 { return other.metric(leaseHeld) }).Should(Equal(1.0), "the other board takes the lease")
+	chaosEntry(engine.name+" partition: cut to the other board owning the lease (lease TTL "+haCutLeaseTTL.String()+
+		", the other board trying every "+(haOtherLeaseTTL/3).String()+")", since(partitioned))
+	steady(other, "chaos-cut-during", sizes["chaos-cut-during"], all...)
+
+	By("healing the partition")
+	Expect(hosts["board-a"].Heal()).To(Succeed())
+	healed := time.Now()
+	desire("chaos-cut-after")
+	steady(other, "chaos-cut-after", sizes["chaos-cut-after"], all...)
+	Eventually(func() error {
+		_, err := cut.client().UpdateDesiredLRP(ctx, "chaos-cut-after", &models.DesiredLRPUpdate{Annotation: ptr("through the healed board")})
+		return err
+	}).Should(Succeed(), "the healed board writes through the front again by itself")
+	chaosEntry(engine.name+" partition: heal to the cut board writing again", since(healed))
+	expectPlaced("chaos-cut-before", "chaos-cut-during", "chaos-cut-after")
+	Expect(cut.metric(leaseHeld)).To(Equal(0.0), "the healed board does not take the lease back")
+	Expect(other.metric(leaseHeld)).To(Equal(1.0))
+	Expect(string(cut.session.Out.Contents())).To(ContainSubstring(`"bbs.convergence.lease.lost"`))
+
+	By("moving the lease away from the converging board between two of its renewals")
+	admin, err := sqldb.Open(ctx, database.Dialect, database.DSN)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(admin.Close)
+	expiry := func() int64 {
+		var expires int64
+		Expect(admin.QueryRowContext(ctx, dialect.Rebind(dialect.Name(database.Dialect),
+			"SELECT expires_at FROM leases WHERE name = ?"), "convergence").Scan(&expires)).To(Succeed())
+		return expires
+	}
+	renewed := expiry()
+	Eventually(expiry).WithPolling(20*time.Millisecond).ShouldNot(Equal(renewed), "a renewal moves the expiry")
+	// The next renewal is 4 s away: the board believes it converges
+	// until then. The lease's new owner lets it expire in 5 s.
+	_, err = admin.ExecContext(ctx, dialect.Rebind(dialect.Name(database.Dialect),
+		"UPDATE leases SET owner = ?, tenure = tenure + 1, expires_at = ? WHERE name = ?"),
+		"board-elsewhere", time.Now().Add(5*time.Second).UnixNano(), "convergence")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(other.metric(leaseHeld)).To(Equal(1.0), "the converging board has not noticed")
+	desire("chaos-cut-fenced")
+	Eventually(func() string { return string(other.session.Out.Contents()) }).WithTimeout(haOtherLeaseTTL/3).
+		Should(ContainSubstring("refused a write of a lease tenure that ended"), "its pass's write is refused")
+	steady(other, "chaos-cut-fenced", sizes["chaos-cut-fenced"], all...)
+	expectPlaced("chaos-cut-before", "chaos-cut-during", "chaos-cut-after", "chaos-cut-fenced")
+	Expect(cut.metric(leaseHeld)+other.metric(leaseHeld)).To(Equal(1.0), "one board owns the lease again")
+	expectNoOrphans(18, reps...)
+	chaosEntry(engine.name+" partition: writes refused by the fence (cut board, converging board)",
+		fmt.Sprint(strings.Count(string(cut.session.Out.Contents()), "refused a write of a lease tenure that ended"), ", ",
+			strings.Count(string(other.session.Out.Contents()), "refused a write of a lease tenure that ended")))
+	stopRepsAndExpectNoProcesses(reps...)
+}
+
 func runWriterKill(engine haEngine, kills int) {
 	ctx := context.Background()
 	const guid = "chaos-ha"
-	hosts := startHosts("board-a", "board-b", "cell-a", "cell-b")
-	cluster, err := engine.start(hosts["board-a"].HostIP, hosts["board-b"].HostIP)
-	if errors.Is(err, engine.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
-		Skip(err.Error())
-	}
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(cluster.Close)
-	database, err := testdb.CreateOn(cluster.Dialect(), cluster.AdminDSN())
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(database.Drop)
+	hosts, cluster, _, settings := startHACluster(engine)
 
 	// Both on the front's address; the first to start owns the
 	// convergence lease, the other takes it only if the first dies.
-	// Registered after the cluster's cleanups, so they stop before it.
-	//
-	// database_timeout is the board's default, 10 s. Galera holds every
-	// commit while its membership changes: about 2 s when a node joins
-	// (a killed node starting again), 5–6 s when one is lost. With 2 s,
-	// one write in ten rejoins failed "invalid connection" at its
-	// deadline (docs/ha-galera.md); a timeout shorter than those pauses
-	// turns them into client errors.
-	//
-	// A board reaches the front at its host's end of its link.
-	Expect(database.DSN).To(ContainSubstring("127.0.0.1:"), "the front is on loopback here")
-	settings := func(id string) map[string]any {
-		return map[string]any{
-			"board_id":             id,
-			"database_driver":      cluster.Dialect(),
-			"database_dsn":         strings.Replace(database.DSN, "127.0.0.1:", hosts[id].HostIP+":", 1),
-			"cell_presence_ttl":    haPresenceTTL.String(),
-			"max_open_connections": 16,
-		}
-	}
 	boardA := startBoardOn(hosts["board-a"], settings("board-a"))
 	boardB := startBoardOn(hosts["board-b"], settings("board-b"))
 	boardA.cork("set-domain", "cork")
@@ -184,7 +287,7 @@ func runWriterKill(engine haEngine, kills int) {
 		startRepOn(hosts["cell-b"], boardB, "cell-b", "z2", slots),
 	}
 	all := cellsOf(reps...)
-	_, err = boardA.client().DesireLRP(ctx, chaosHelloLRP(guid, haInstances))
+	_, err := boardA.client().DesireLRP(ctx, chaosHelloLRP(guid, haInstances))
 	Expect(err).NotTo(HaveOccurred())
 	steady(boardA, guid, haInstances, all...)
 
@@ -294,6 +397,43 @@ func runWriterKill(engine haEngine, kills int) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// startHACluster starts engine's cluster with a database of the spec's
+// own (reached from this process on loopback), and hosts (network namespaces) board-a, board-b, cell-a and cell-b.
+// settings is a board's config on that database, reaching the cluster's
+// front at its host's end of its link; id is "board-a" or "board-b". A
+// missing engine skips the spec, unless the databases are required.
+// Boards started after it stop before the cluster does.
+func startHACluster(engine haEngine) (hosts map[string]*netns.Namespace, cluster testdb.HACluster, database *testdb.Database, settings func(id string) map[string]any) {
+	GinkgoHelper()
+	hosts = startHosts("board-a", "board-b", "cell-a", "cell-b")
+	cluster, err := engine.start(hosts["board-a"].HostIP, hosts["board-b"].HostIP)
+	if errors.Is(err, engine.noBinaries) && os.Getenv(testdb.RequireEnv) != "1" {
+		Skip(err.Error())
+	}
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cluster.Close)
+	database, err = testdb.CreateOn(cluster.Dialect(), cluster.AdminDSN())
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(database.Drop)
+	Expect(database.DSN).To(ContainSubstring("127.0.0.1:"), "the front is on loopback here")
+	// database_timeout is the board's default, 10 s. Galera holds every
+	// commit while its membership changes: about 2 s when a node joins
+	// (a killed node starting again), 5–6 s when one is lost. With 2 s,
+	// one write in ten rejoins failed "invalid connection" at its
+	// deadline (docs/ha-galera.md); a timeout shorter than those pauses
+	// turns them into client errors.
+	settings = func(id string) map[string]any {
+		return map[string]any{
+			"board_id":             id,
+			"database_driver":      cluster.Dialect(),
+			"database_dsn":         strings.Replace(database.DSN, "127.0.0.1:", hosts[id].HostIP+":", 1),
+			"cell_presence_ttl":    haPresenceTTL.String(),
+			"max_open_connections": 16,
+		}
+	}
+	return hosts, cluster, database, settings
+}
 
 // startHosts makes a network namespace for each name, routed to each
 // other through this host (forwarding on until the spec ends), and

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -116,6 +117,32 @@ func (b *board) start() {
 
 func (b *board) client() *client.Client {
 	return client.New(b.url, client.WithTLSConfig(b.tlsConfig))
+}
+
+// metric is the value of one series on the board's /metrics, -1 when the
+// board does not answer or has no such series.
+func (b *board) metric(series string) float64 {
+	GinkgoHelper()
+	httpClient := &http.Client{Timeout: 2 * time.Second}
+	if b.tlsConfig != nil {
+		httpClient.Transport = &http.Transport{TLSClientConfig: b.tlsConfig}
+	}
+	resp, err := httpClient.Get(b.url + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	match := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(raw)
+	if match == nil {
+		return -1
+	}
+	value, err := strconv.ParseFloat(string(match[1]), 64)
+	Expect(err).NotTo(HaveOccurred())
+	return value
 }
 
 // cork runs the cork binary against the board and returns its stdout; it
