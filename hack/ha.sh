@@ -5,9 +5,10 @@
 # primary and synchronous standby under Patroni and etcd behind HAProxy
 # (internal/testdb/patroni.go): private servers on loopback ports and
 # temporary directories, never the machine's shared ones, in its full size (CORKBOARD_CHAOS=full: the
-# writer SIGKILLed under 10 rollouts in sequence). Runs it verbosely into a
-# log file, prints its figures (Ginkgo report entries) and the verdict, and
-# exits non-zero unless the spec passed: a new writer every time, no
+# writer SIGKILLed under 10 rollouts in sequence), and the partition of the
+# converging board on the same engine. Runs them verbosely into a
+# log file, prints their figures (Ginkgo report entries) and the verdict, and
+# exits non-zero unless both passed: a new writer every time, no
 # acknowledged write lost, no failed router request, no index lost or
 # doubled, no gap in the event stream. Missing packages (galera-4, rsync,
 # haproxy; patroni, etcd-server) fail it rather than skip it.
