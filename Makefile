@@ -65,8 +65,9 @@ fuzz-smoke:
 # and a private MariaDB frozen, and stopped mid-rollout; two boards with
 # skewed clocks; real reps killed, partitioned, and serving through
 # database faults; the database's writer SIGKILLed 10 times on a Galera
-# cluster and on a Patroni pair, as make ha-galera and make ha-postgres
-# do), each printing its figures. make test runs a bounded
+# cluster and on a Patroni pair, and the converging board partitioned from
+# each, as make ha-galera and make ha-postgres do), each printing its
+# figures. make test runs a bounded
 # part of them (cmd/bbs/chaos_test.go), in the cmd/bbs and e2e suites.
 .PHONY: chaos
 chaos:
@@ -82,8 +83,10 @@ generate:
 # on a private three-node Galera cluster, or a private Postgres pair under
 # Patroni, behind HAProxy on loopback ports: two boards, two reps running
 # 12 instances behind a router-like client, the writer SIGKILLed under 10
-# rollouts in sequence. Prints the failover times and the counts; fails
-# unless nothing acknowledged was lost. See docs/ha.md and hack/ha.sh.
+# rollouts in sequence; then the converging board cut off from the
+# cluster (boards and reps run on hosts of their own, network namespaces).
+# Prints the failover times and the counts; fails unless nothing
+# acknowledged was lost. See docs/ha.md and hack/ha.sh.
 .PHONY: ha-galera ha-postgres
 ha-galera:
 	GO="$(GO)" hack/ha.sh galera
