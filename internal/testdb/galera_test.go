@@ -219,7 +219,11 @@ var _ = Describe("A Galera cluster behind HAProxy", Label("ha-galera"), Ordered,
 		name := db.DSN[strings.LastIndex(db.DSN, "/")+1:]
 		var pools []*sql.DB
 		for _, node := range cluster.Nodes() {
-			pools = append(pools, open(node, name))
+			pool := open(node, name)
+			// The front's node answered CREATE DATABASE once it was
+			// certified; the others apply it a moment later.
+			Eventually(pool.PingContext).WithArguments(ctx).Should(Succeed(), "%s has the database", node)
+			pools = append(pools, pool)
 		}
 		applied := make([]int, len(pools))
 		errs := make([]error, len(pools))
