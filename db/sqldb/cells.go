@@ -63,23 +63,29 @@ func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.D
 	}
 
 	err = s.transactPublishing(ctx, "register cell", func(tx *sql.Tx) ([]models.Event, error) {
+		// A new cell is inserted before anything is locked: locking the
+		// row of a cell that is not there yet would lock the gap it goes
+		// in on MySQL, and two new cells registering in one gap would each
+		// wait for the other's lock to insert (a deadlock, every time
+		// several reps start at once). An insert locks only its own row.
+		res, err := s.exec(ctx, tx, s.driver.insertMissing("cells", registeredCellColumns, []string{"cell_id"}, 1),
+			slices.Concat(fields, []any{after.CellId, after.ExpiresAt, now, false})...)
+		if err != nil {
+			return nil, err
+		}
+		if inserted, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if inserted == 1 {
+			after.Draining = false
+			return []models.Event{models.CellChanged(nil, after)}, nil
+		}
 		before, err := s.lockCell(ctx, tx, after.CellId, now)
 		if err != nil {
 			return nil, err
 		}
 		if before == nil {
-			after.Draining = false
-			_, err := s.exec(ctx, tx, `INSERT INTO cells (rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, isolation,
- cell_id, expires_at, registered_at, draining) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				slices.Concat(fields, []any{after.CellId, after.ExpiresAt, now, false})...)
-			if isUniqueViolation(err) {
-				// Registered concurrently: run again to see it.
-				return nil, errLostRace
-			}
-			if err != nil {
-				return nil, err
-			}
-			return []models.Event{models.CellChanged(nil, after)}, nil
+			// Removed since the insert found it: run again.
+			return nil, errLostRace
 		}
 		after.Draining = before.Draining && !freshStart
 		_, err = s.exec(ctx, tx, `UPDATE cells SET rep_url = ?, zone = ?, memory_mb = ?, disk_mb = ?, max_instances = ?,
@@ -180,6 +186,12 @@ func sameCellFields(a, b *models.Cell) bool {
 }
 
 const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining, isolation FROM cells`
+
+// registeredCellColumns are the columns a registration inserts: the
+// cell's fields (HeartbeatCell's fields), then cell_id, expires_at,
+// registered_at and draining.
+var registeredCellColumns = []string{"rep_url", "zone", "memory_mb", "disk_mb", "max_instances", "placement_tags", "isolation",
+	"cell_id", "expires_at", "registered_at", "draining"}
 
 // lockCell reads a cell for update; nil when it is not registered.
 func (s *SQLDB) lockCell(ctx context.Context, tx *sql.Tx, cellID string, now int64) (*models.Cell, error) {

@@ -1,12 +1,14 @@
 package sqldb_test
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -59,6 +61,36 @@ var _ = forEachDialect("CellDB", func(b *board) {
 			events := sink.take()
 			Expect(events).To(HaveLen(1))
 			expectEvent(events[0], "cell_changed", "cell-1", &models.CellChangedEvent{After: want})
+		})
+
+		It("registers many new cells at once without a deadlock, each announced once", func() {
+			// One attempt each: a deadlock between two registrations would
+			// reach the caller. (Locking a cell's row before inserting it
+			// took a gap lock on MySQL, and two registrations of new cells
+			// in one gap deadlocked on each other's.) Without the
+			// commit-fault seam, whose injected conflicts one attempt
+			// would not survive either.
+			store := sqldb.New(b.conn, b.dialect, sqldb.WithMaxAttempts(1), sqldb.WithClock(b.clock.Now), sqldb.WithEvents(sink))
+			const n = 24
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					defer GinkgoRecover()
+					errs <- store.RegisterCell(b.ctx, newCell(fmt.Sprintf("cell-%02d", i), "z1"), ttl)
+				}()
+			}
+			for range n {
+				Expect(<-errs).To(Succeed())
+			}
+			Expect(cells()).To(HaveLen(n))
+			announced := map[string]int{}
+			for _, e := range sink.take() {
+				announced[e.Key]++
+			}
+			Expect(announced).To(HaveLen(n))
+			for id, times := range announced {
+				Expect(times).To(Equal(1), id)
+			}
 		})
 
 		It("renews a present, unchanged cell quietly", func() {
