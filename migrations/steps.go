@@ -38,4 +38,5 @@ var registeredSteps = map[int]*goStep{
 	14: addDefinitionHistory,
 	15: addCellIsolation,
 	17: addLeaseTenure,
+	18: dropReceiptsCreatedAt,
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	cryptorand "crypto/rand"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ import (
 // 40001/40P01, MySQL 1213 — how a Galera cluster reports a certification
 // conflict — or SQLite's busy) did not apply: the transaction runs again.
 // A COMMIT whose connection broke may or may not have applied. So on
-// Postgres and MySQL every write transaction inserts a receipt, a random
+// Postgres and MySQL every write transaction inserts a receipt, a unique
 // token, with its events (in the same statement or round trip: it costs no
 // round trip of its own), and a commit that lost its connection is settled
 // by inserting the same token again, on another connection, in a statement
@@ -44,8 +45,9 @@ import (
 // Receipts are pruned after receiptRetention (PruneCommitReceipts). SQLite
 // keeps none: it runs in the board's process, with no connection to lose.
 
-// insertReceipt inserts a commit receipt: its token and the store's time.
-const insertReceipt = "INSERT INTO commit_receipts (token, created_at) VALUES (?, ?)"
+// insertReceipt inserts a commit receipt. The token is its one column: it
+// says when the receipt was made too (newReceiptToken).
+const insertReceipt = "INSERT INTO commit_receipts (token) VALUES (?)"
 
 // errCommitLost says a commit's connection broke and its receipt proved
 // it did not apply: the transaction runs again.
@@ -72,14 +74,14 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 	}
 	var token []byte
 	if s.driver.keepsReceipts() {
-		token = newReceiptToken()
+		token = s.newReceiptToken()
 	}
 	var err error
 	switch {
 	case len(changes) > 0:
 		err = s.appendEvents(ctx, tx, changes, token)
 	case token != nil:
-		_, err = s.exec(ctx, tx, insertReceipt, token, s.now().UnixNano())
+		_, err = s.exec(ctx, tx, insertReceipt, token)
 	}
 	if err != nil {
 		tx.Rollback()
@@ -114,7 +116,7 @@ func (s *SQLDB) commitStatement(token []byte, run func() error) (settled bool, e
 func (s *SQLDB) settle(token []byte, commitErr error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	_, err := s.exec(ctx, s.conn, insertReceipt, token, s.now().UnixNano())
+	_, err := s.exec(ctx, s.conn, insertReceipt, token)
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %v", errCommitLost, commitErr)
@@ -125,23 +127,41 @@ func (s *SQLDB) settle(token []byte, commitErr error) error {
 	}
 }
 
-func newReceiptToken() []byte {
+// newReceiptToken makes a commit receipt's token: 8 bytes of the store's
+// time (nanoseconds since 1970, big-endian), then 8 random bytes. Both
+// databases compare binary keys byte by byte, so a token made later by the
+// store's clock sorts after one made earlier: a new receipt goes to the
+// end of the table's primary key, where InnoDB, which stores rows in key
+// order, appends it instead of splitting pages anywhere in its tree, and
+// the prune deletes a range at the key's start (PruneCommitReceipts). The
+// random half keeps tokens made in the same nanosecond, on any board,
+// apart.
+func (s *SQLDB) newReceiptToken() []byte {
 	token := make([]byte, 16)
-	if _, err := io.ReadFull(cryptorand.Reader, token); err != nil {
+	binary.BigEndian.PutUint64(token, uint64(s.now().UnixNano()))
+	if _, err := io.ReadFull(cryptorand.Reader, token[8:]); err != nil {
 		panic("sqldb: no randomness for a commit receipt: " + err.Error())
 	}
 	return token
 }
 
-// PruneCommitReceipts deletes the receipts older than receiptRetention
-// (by the store's clock) and returns how many it deleted.
+// receiptsMadeBefore is the 8-byte key that every token made before t
+// sorts before and every token made at t or later sorts after: a proper
+// prefix sorts before the keys it begins.
+func receiptsMadeBefore(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+}
+
+// PruneCommitReceipts deletes the receipts made more than receiptRetention
+// ago by the store's clock and returns how many it deleted: a range at the
+// start of the primary key, which needs no index of its own.
 func (s *SQLDB) PruneCommitReceipts(ctx context.Context) (int64, error) {
 	if !s.driver.keepsReceipts() {
 		return 0, nil
 	}
 	var n int64
 	err := s.autocommit(ctx, "prune commit receipts", func() error {
-		res, err := s.exec(ctx, s.conn, "DELETE FROM commit_receipts WHERE created_at < ?", s.now().Add(-receiptRetention).UnixNano())
+		res, err := s.exec(ctx, s.conn, "DELETE FROM commit_receipts WHERE token < ?", receiptsMadeBefore(s.now().Add(-receiptRetention)))
 		if err != nil {
 			return err
 		}

@@ -95,8 +95,8 @@ const desireNewPostgres = `WITH taken AS (
 		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
 	ORDER BY e.n
 ), receipt AS (
-	INSERT INTO commit_receipts (token, created_at)
-	SELECT $34, $12 FROM desired
+	INSERT INTO commit_receipts (token)
+	SELECT $34 FROM desired
 )
 SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances),
 	COALESCE((SELECT sequence FROM operation), 0)`
@@ -161,7 +161,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	}
 	// The receipt is inserted only with the LRP: a statement that stored it
 	// and lost its connection is settled as stored (commitStatement).
-	token := newReceiptToken()
+	token := s.newReceiptToken()
 	args := make([]any, 0, len(desiredRow)+19)
 	args = append(args, desiredRow...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,

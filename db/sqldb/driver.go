@@ -112,8 +112,8 @@ type driver interface {
 	remove() func(s *SQLDB, ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error)
 	// appendEvents inserts encoded events into the outbox in one
 	// statement, however many there are, with the commit receipt when one
-	// is given (created at now).
-	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte, now int64) error
+	// is given.
+	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte) error
 	// moveEvents moves outbox rows into the log without reading them
 	// out of the database (SequenceEvents).
 	moveEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error)
@@ -200,7 +200,7 @@ func (general) remove() func(*SQLDB, context.Context, models.ActualLRPKey, model
 	return nil
 }
 
-func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte, int64) error {
+func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {
 	return nil
 }
 

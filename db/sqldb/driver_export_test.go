@@ -35,7 +35,7 @@ func (generalOnly) remove() func(*SQLDB, context.Context, models.ActualLRPKey, m
 	return nil
 }
 
-func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte, int64) error {
+func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {
 	return nil
 }
 

@@ -121,7 +121,7 @@ func (postgresDriver) remove() func(*SQLDB, context.Context, models.ActualLRPKey
 	return (*SQLDB).removePostgres
 }
 
-func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte, int64) error {
+func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {
 	return (*SQLDB).appendEventsPostgres
 }
 
@@ -141,10 +141,10 @@ func (postgresDriver) insertCreated() func([]*models.ActualLRP, int64) (string, 
 // there are, with the commit receipt, prepared once per pooled connection:
 // parsing and planning it cost Postgres more than running it, on every
 // write.
-func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte, now int64) error {
+func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte) error {
 	query, args := appendEventsPostgresSQL, []any{pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads)}
 	if receipt != nil {
-		query, args = appendEventsReceiptPostgresSQL, append(args, receipt, now)
+		query, args = appendEventsReceiptPostgresSQL, append(args, receipt)
 	}
 	stmt, err := s.statements.get(ctx, s.conn, query)
 	if err != nil {
@@ -161,8 +161,8 @@ const appendEventsPostgresSQL = `INSERT INTO event_outbox (event_type, event_key
  FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n) ORDER BY e.n`
 
 // appendEventsReceiptPostgresSQL is appendEventsPostgresSQL with the commit
-// receipt ($4, created at $5) inserted by the same statement.
-const appendEventsReceiptPostgresSQL = `WITH receipt AS (INSERT INTO commit_receipts (token, created_at) VALUES ($4, $5))
+// receipt ($4) inserted by the same statement.
+const appendEventsReceiptPostgresSQL = `WITH receipt AS (INSERT INTO commit_receipts (token) VALUES ($4))
 ` + appendEventsPostgresSQL
 
 // moveEventsPostgres is moveEvents in one statement that moves the rows

@@ -57,7 +57,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		return err
 	}
 	if appendAll := s.driver.appendEvents(); appendAll != nil {
-		return appendAll(s, ctx, tx, types, keys, payloads, receipt, s.now().UnixNano())
+		return appendAll(s, ctx, tx, types, keys, payloads, receipt)
 	}
 	for start := 0; start < len(changes); start += batchSize {
 		end := min(start+batchSize, len(changes))
@@ -69,7 +69,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		writeInsert(&b, "event_outbox", []string{"event_type", "event_key", "payload"}, end-start)
 		if end == len(changes) && receipt != nil && s.driver.joinsStatements() {
 			b.WriteString(";\n" + insertReceipt)
-			args = append(args, receipt, s.now().UnixNano())
+			args = append(args, receipt)
 			receipt = nil
 		}
 		if _, err := s.exec(ctx, tx, b.String(), args...); err != nil {
@@ -77,7 +77,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		}
 	}
 	if receipt != nil {
-		_, err := s.exec(ctx, tx, insertReceipt, receipt, s.now().UnixNano())
+		_, err := s.exec(ctx, tx, insertReceipt, receipt)
 		return err
 	}
 	return nil

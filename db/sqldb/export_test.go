@@ -78,3 +78,7 @@ func SelectActualByKeys(dialectName string, n int, lock bool) string {
 func DeleteActualByKeys(dialectName string, n int) string {
 	return mustDriver(dialectName).deleteByKeys(actualLRPKeys, n)
 }
+
+// NewReceiptToken makes a commit receipt's token as a write would, at the
+// store's time.
+func (s *SQLDB) NewReceiptToken() []byte { return s.newReceiptToken() }

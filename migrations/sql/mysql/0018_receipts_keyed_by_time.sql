@@ -1,0 +1,9 @@
+-- Commit receipts keyed by time (issue 29): a receipt's token begins with
+-- the time it was made, 8 bytes big-endian, then 8 random bytes
+-- (db/sqldb/commit.go), so new receipts go to the end of the primary key
+-- and the prune deletes a range at its start. Its Go step
+-- (drop_commit_receipts_created_at, migrations/commit_receipts.go) deletes
+-- the receipts of random tokens already there and drops
+--   commit_receipts.created_at  the time is in the token
+-- with, on MySQL, the index on it. It is safe to re-run; there is no SQL
+-- statement here.

@@ -1,0 +1,4 @@
+-- Commit receipts keyed by time (issue 29): Postgres and MySQL drop
+-- commit_receipts.created_at, the time being in the token
+-- (db/sqldb/commit.go). SQLite has no receipts table (0017): there is no
+-- SQL statement here, and the Go step finds nothing to do.
