@@ -15,8 +15,9 @@
 # It prints every figure line tagged [old] or [new] in the order they ran,
 # then `bbs-load ratios` over them: new ÷ old per figure and database, as
 # a range over the rounds, each round's new against its old (runs that
-# shared the machine's load). Sizes: BENCH_PEER_FLAGS and
-# BENCH_CONVERGE_FLAGS (defaults below, smaller than make bench's).
+# shared the machine's load; even rounds run new first). Sizes:
+# BENCH_PEER_FLAGS and BENCH_CONVERGE_FLAGS (defaults below, smaller than
+# make bench's); BENCH_PEER_ONLY=1 skips converge.
 # Databases: SQLite, and Postgres and MySQL when their admin DSNs are set;
 # DRIVERS="postgres" (say) keeps only the ones named.
 set -euo pipefail
@@ -68,12 +69,24 @@ for entry in "${drivers[@]}"; do
   dsnflag=()
   [ -n "$dsn" ] && dsnflag=(-dsn "$dsn")
   for round in $(seq "$rounds"); do
-    echo "### peer on $driver, round $round (load $(cut -d' ' -f1 /proc/loadavg))"
-    tagged old bin/bbs-load peer -driver "$driver" "${dsnflag[@]}" -migrate board -bbs "$work/old/bbs" "${PEER_FLAGS[@]}"
-    tagged new bin/bbs-load peer -driver "$driver" "${dsnflag[@]}" -migrate board -bbs bin/bbs "${PEER_FLAGS[@]}"
-    echo "### converge on $driver, round $round (load $(cut -d' ' -f1 /proc/loadavg))"
-    tagged old "$work/old/bbs-load" converge -driver "$driver" "${dsnflag[@]}" "${CONVERGE_FLAGS[@]}"
-    tagged new bin/bbs-load converge -driver "$driver" "${dsnflag[@]}" "${CONVERGE_FLAGS[@]}"
+    # Even rounds run new first: under a load that rises or falls as the
+    # run goes, whichever runs second is favoured or not in every round
+    # alike, and alternating the order lets the rounds show it.
+    order=(old new)
+    [ $((round % 2)) -eq 0 ] && order=(new old)
+    echo "### peer on $driver, round $round, ${order[*]} (load $(cut -d' ' -f1 /proc/loadavg))"
+    for which in "${order[@]}"; do
+      board="bin/bbs"
+      [ "$which" = old ] && board="$work/old/bbs"
+      tagged "$which" bin/bbs-load peer -driver "$driver" "${dsnflag[@]}" -migrate board -bbs "$board" "${PEER_FLAGS[@]}"
+    done
+    [ -n "${BENCH_PEER_ONLY:-}" ] && continue
+    echo "### converge on $driver, round $round, ${order[*]} (load $(cut -d' ' -f1 /proc/loadavg))"
+    for which in "${order[@]}"; do
+      load="bin/bbs-load"
+      [ "$which" = old ] && load="$work/old/bbs-load"
+      tagged "$which" "$load" converge -driver "$driver" "${dsnflag[@]}" "${CONVERGE_FLAGS[@]}"
+    done
   done
 done
 
