@@ -388,39 +388,17 @@ type appliedUpdate struct {
 func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, operationID string, now int64) (*appliedUpdate, error) {
 	processGuid := before.ProcessGuid
 	change := models.ApplyUpdate(before, update, now)
-	columns := slices.Clone(c.columns)
-	args := slices.Clone(c.args)
-	if change.Instances != nil {
-		columns, args = append(columns, "instances = ?"), append(args, *change.Instances)
-	}
-	if update.Autoscaling != nil {
-		columns, args = append(columns, "autoscaling = ?"), append(args, c.autoscaling)
-	}
-	switch {
-	case change.Autoscaler.Clear:
-		columns = append(columns, "autoscaler = NULL")
-	case change.Autoscaler.Seed != nil:
-		blob, err := encodeAutoscalerStatus(change.Autoscaler.Seed)
-		if err != nil {
-			return nil, err
-		}
-		columns, args = append(columns, "autoscaler = ?"), append(args, blob)
-	}
-	columns, args = append(columns, "modification_tag_index = ?", "updated_at = ?"), append(args, int64(before.ModificationTag.Index)+1, now)
-	if c.definition != nil {
-		columns = append(columns, "active_definition_id = ?")
-		args = append(args, change.ActiveDefinitionID)
+	set, args, err := desiredUpdateSet(before, update, c, change, now)
+	if err != nil {
+		return nil, err
 	}
 	// The row is locked, so the compare-and-set cannot miss; if it did,
 	// the caller runs again rather than write blind.
-	if err := s.updateDesiredRow(ctx, tx, before, strings.Join(columns, ", "), args...); err != nil {
+	if err := s.updateDesiredRow(ctx, tx, before, set, args...); err != nil {
 		return nil, err
 	}
 
-	var (
-		rollout *rolloutRecord
-		err     error
-	)
+	var rollout *rolloutRecord
 	if c.definition != nil {
 		def := proto.Clone(c.definition).(*models.LRPDefinition)
 		def.CreatedAt = now
@@ -464,6 +442,36 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 		events = append(events, models.RolloutChanged(status))
 	}
 	return &appliedUpdate{after: after, events: events, activated: rollout != nil}, nil
+}
+
+// desiredUpdateSet is what an update writes to the desired row over
+// before (change is models.ApplyUpdate's): the assignments of an UPDATE's
+// SET, with ? bound to args, moving the tag index on by one.
+func desiredUpdateSet(before *models.DesiredLRP, update *models.DesiredLRPUpdate, c *desiredChange, change models.UpdateChange, now int64) (string, []any, error) {
+	columns := slices.Clone(c.columns)
+	args := slices.Clone(c.args)
+	if change.Instances != nil {
+		columns, args = append(columns, "instances = ?"), append(args, *change.Instances)
+	}
+	if update.Autoscaling != nil {
+		columns, args = append(columns, "autoscaling = ?"), append(args, c.autoscaling)
+	}
+	switch {
+	case change.Autoscaler.Clear:
+		columns = append(columns, "autoscaler = NULL")
+	case change.Autoscaler.Seed != nil:
+		blob, err := encodeAutoscalerStatus(change.Autoscaler.Seed)
+		if err != nil {
+			return "", nil, err
+		}
+		columns, args = append(columns, "autoscaler = ?"), append(args, blob)
+	}
+	columns, args = append(columns, "modification_tag_index = ?", "updated_at = ?"), append(args, int64(before.ModificationTag.Index)+1, now)
+	if c.definition != nil {
+		columns = append(columns, "active_definition_id = ?")
+		args = append(args, change.ActiveDefinitionID)
+	}
+	return strings.Join(columns, ", "), args, nil
 }
 
 // updatedRow is the LRP as stored after applyUpdate wrote update over
