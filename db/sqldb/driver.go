@@ -104,6 +104,11 @@ type driver interface {
 	// desireNew stores a new LRP in one statement, or returns a nil
 	// operation to leave it to DesireLRP's transactional path.
 	desireNew() func(s *SQLDB, ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error)
+	// updateNow runs an update the transactional path would finish at
+	// once (updatesAtOnce) in one statement, or returns a nil LRP to
+	// leave it to UpdateDesiredLRP's transactional path.
+	updateNow() func(s *SQLDB, ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange,
+		request *models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error)
 	// lifecycle runs a lifecycle call that has a one-statement form, or
 	// returns a nil ActualLRP to leave it to the transactional path.
 	lifecycle() func(s *SQLDB, ctx context.Context, op lifecycleOp) (*models.ActualLRP, error)
@@ -189,6 +194,11 @@ func (general) lockForUpdate() string { return " FOR UPDATE" }
 func (general) joinsStatements() bool { return false }
 
 func (general) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []any, *models.DesireLRPRequest) (*models.Operation, error) {
+	return nil
+}
+
+func (general) updateNow() func(*SQLDB, context.Context, string, *models.DesiredLRPUpdate, *desiredChange,
+	*models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error) {
 	return nil
 }
 

@@ -113,6 +113,11 @@ func (postgresDriver) desireNew() func(*SQLDB, context.Context, *models.DesiredL
 	return (*SQLDB).desireNew
 }
 
+func (postgresDriver) updateNow() func(*SQLDB, context.Context, string, *models.DesiredLRPUpdate, *desiredChange,
+	*models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error) {
+	return (*SQLDB).updateNowPostgres
+}
+
 func (postgresDriver) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
 	return (*SQLDB).lifecyclePostgres
 }

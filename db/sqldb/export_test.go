@@ -78,3 +78,7 @@ func SelectActualByKeys(dialectName string, n int, lock bool) string {
 func DeleteActualByKeys(dialectName string, n int) string {
 	return mustDriver(dialectName).deleteByKeys(actualLRPKeys, n)
 }
+
+// FastUpdates is how many updates the Postgres fast path stored
+// (updateNowPostgres).
+func (s *SQLDB) FastUpdates() int64 { return s.fastUpdates.Load() }

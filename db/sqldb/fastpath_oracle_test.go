@@ -137,6 +137,91 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 		})
 	})
 
+	It("updates as the general path does: annotation, scales up and down, and those it leaves to the general path", func() {
+		differential(func(w *witness) {
+			w.desire("web", newLRP("web", "apps", 1))
+			w.desire("api", newLRP("api", "apps", 3))
+			scaled := newLRP("scaled", "apps", 2)
+			scaled.Autoscaling = autoscalingSettings(1, 4)
+			w.desire("scaled", scaled)
+			tag := func(guid string) *models.ModificationTag {
+				lrp, err := w.store.DesiredLRPByProcessGuid(w.ctx, guid)
+				Expect(err).NotTo(HaveOccurred())
+				return lrp.ModificationTag
+			}
+			annotation := func(text string) *string { return &text }
+			instances := func(n int32) *int32 { return &n }
+
+			// Taken by the fast path (a fast store's counter must show it).
+			w.update("annotation", "web", &models.DesiredLRPUpdate{Annotation: annotation("v1 notes")}, true)
+			w.update("annotation with the current tag", "web",
+				&models.DesiredLRPUpdate{Annotation: annotation("v2 notes"), ModificationTag: tag("web")}, true)
+			w.update("instances 1 → 3", "web", &models.DesiredLRPUpdate{Instances: instances(3)}, true)
+			w.update("instances 3 → 1", "web", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
+			w.update("instances stay 1", "web", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
+			w.update("nothing", "web", &models.DesiredLRPUpdate{}, true)
+			strategy := &models.UpdateStrategy{MaxSurge: "50%", MaxUnavailable: "0", MinReadyMs: 1000}
+			w.update("an update strategy", "web", &models.DesiredLRPUpdate{UpdateStrategy: strategy}, true)
+			w.update("autoscaling bounds, instances clamped", "scaled", &models.DesiredLRPUpdate{Autoscaling: autoscalingSettings(3, 4)}, true)
+			w.update("autoscaling off", "scaled", &models.DesiredLRPUpdate{Autoscaling: &models.Autoscaling{}}, true)
+
+			// api/2 claimed: a scale down deletes the UNCLAIMED api/1 only,
+			// and a scale up creates api/1 again, keeping api/2.
+			w.b.exec("UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'api'")
+			key := models.ActualLRPKey{ProcessGuid: "api", Index: 2, Presence: models.ActualLRP_ORDINARY}
+			claimed, err := w.store.ClaimActualLRP(w.ctx, key, models.Caller{InstanceGuid: "ig-api-2", CellID: "cell-1"})
+			w.record("claim api/2", claimed, err)
+			w.update("instances 3 → 1 past a claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
+			w.update("instances 1 → 3 over the claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(3)}, true)
+
+			// Left to the general path.
+			stale := tag("web")
+			stale.Index--
+			w.update("a stale tag", "web", &models.DesiredLRPUpdate{Annotation: annotation("late"), ModificationTag: stale}, false)
+			w.update("a missing LRP", "nope", &models.DesiredLRPUpdate{Annotation: annotation("x")}, false)
+			w.update("autoscaling on, instances clamped 3 → 2", "api", &models.DesiredLRPUpdate{Autoscaling: autoscalingSettings(1, 2)}, true)
+			w.update("instances while autoscaled", "api", &models.DesiredLRPUpdate{Instances: instances(2)}, false)
+			routes, err := structpb.NewStruct(map[string]any{
+				"http": []any{map[string]any{"hostname": "web.example.org", "port": 8080}},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			w.update("routes", "web", &models.DesiredLRPUpdate{Routes: routes}, false)
+			w.update("the active definition again", "web", &models.DesiredLRPUpdate{Definition: newLRP("web", "apps", 1).Definition}, false)
+			w.update("a definition change", "web", &models.DesiredLRPUpdate{Definition: newDefinition("v2", "/bin/web2")}, false)
+			w.update("annotation while the change is unfinished", "web", &models.DesiredLRPUpdate{Annotation: annotation("v3 notes")}, false)
+			w.update("instances while the change is unfinished", "web", &models.DesiredLRPUpdate{Instances: instances(2)}, false)
+			w.readBack()
+		})
+	})
+
+	It("leaves an update to the general path when a row it would write is locked, with the same outcome", func() {
+		differential(func(w *witness) {
+			w.desire("web", newLRP("web", "apps", 3))
+			for _, held := range []string{
+				"SELECT 1 FROM desired_lrps WHERE process_guid = 'web' FOR UPDATE",
+				"SELECT 1 FROM actual_lrps WHERE process_guid = 'web' AND instance_index = 2 FOR UPDATE",
+			} {
+				tx, err := w.b.conn.Begin()
+				Expect(err).NotTo(HaveOccurred())
+				_, err = tx.Exec(held)
+				Expect(err).NotTo(HaveOccurred())
+				instances := int32(1)
+				updated := make(chan struct{})
+				go func() {
+					defer GinkgoRecover()
+					defer close(updated)
+					w.update("instances 3 → 1 while another transaction holds a row", "web", &models.DesiredLRPUpdate{Instances: &instances}, false)
+				}()
+				time.Sleep(100 * time.Millisecond)
+				Expect(tx.Commit()).To(Succeed())
+				<-updated
+				instances = 3
+				w.update("instances 1 → 3", "web", &models.DesiredLRPUpdate{Instances: &instances}, true)
+			}
+			w.readBack()
+		})
+	})
+
 	It("removes, and logs the lifecycle calls' events, as the general path does", func() {
 		differential(func(w *witness) {
 			w.desire("web", newLRP("web", "apps", 4))
@@ -399,6 +484,24 @@ func (w *witness) desire(label string, lrp *models.DesiredLRP) {
 	stored, err := w.store.DesireLRP(db.WithOperationNote(w.ctx, note), lrp)
 	w.record("desire "+label, stored, err)
 	w.record("desire "+label+": its operation", note.Operation, nil)
+}
+
+// update updates the LRP guid and writes down what it returned and the
+// operation it noted. fast says whether a store with the fast paths must
+// have taken its update fast path (updateNowPostgres).
+func (w *witness) update(label, guid string, update *models.DesiredLRPUpdate, fast bool) {
+	GinkgoHelper()
+	w.b.clock.Advance(time.Millisecond)
+	taken := w.store.FastUpdates()
+	note := &db.OperationNote{RequestedBy: "oracle"}
+	updated, err := w.store.UpdateDesiredLRP(db.WithOperationNote(w.ctx, note), guid, update)
+	w.record("update "+label, updated, err)
+	w.record("update "+label+": its operation", note.Operation, nil)
+	want := int64(0)
+	if fast && w.store.HasFastPaths() {
+		want = 1
+	}
+	Expect(w.store.FastUpdates()-taken).To(Equal(want), "updates %q took by the fast path", label)
 }
 
 // readBack writes down everything the read API returns: the desired and

@@ -77,6 +77,16 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		return nil, err
 	}
 	request := &models.UpdateDesiredLRPRequest{ProcessGuid: processGuid, Update: update}
+	if updateNow := s.driver.updateNow(); updateNow != nil && updatesAtOnce(update) {
+		lrp, op, err := updateNow(s, ctx, processGuid, update, change, request)
+		if err != nil {
+			return nil, asModelError("update desired lrp", err)
+		}
+		if lrp != nil {
+			noteRecorded(ctx, op)
+			return lrp, nil
+		}
+	}
 	var updated *models.DesiredLRP
 	err = s.transactOperation(ctx, "update desired lrp", processGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
 		locked, err := s.lockDesiredForUpdate(ctx, tx, processGuid)
@@ -139,6 +149,16 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		return nil, err
 	}
 	return updated, nil
+}
+
+// updatesAtOnce reports whether update, by what it asks alone, is one
+// the transactional path finishes at once, FINISHED, whatever operations
+// of the LRP have not ended: it sends no definition (so it activates
+// none, and validate, queue and staged have nothing to act on). Routes
+// are left out too: applying them reads and writes every definition and
+// instance that serves them, which the fast path does not restate.
+func updatesAtOnce(update *models.DesiredLRPUpdate) bool {
+	return update.Definition == nil && update.Routes == nil && !update.Validate && !update.Queue && update.Staged == nil
 }
 
 // checkUpdateRoutes refuses an update whose routes would send a route to
