@@ -107,8 +107,7 @@ type driver interface {
 	// updateNow runs an update the transactional path would finish at
 	// once (updatesAtOnce) in one statement, or returns a nil LRP to
 	// leave it to UpdateDesiredLRP's transactional path.
-	updateNow() func(s *SQLDB, ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange,
-		request *models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error)
+	updateNow() updateNowFunc
 	// lifecycle runs a lifecycle call that has a one-statement form, or
 	// returns a nil ActualLRP to leave it to the transactional path.
 	lifecycle() func(s *SQLDB, ctx context.Context, op lifecycleOp) (*models.ActualLRP, error)
@@ -129,6 +128,17 @@ type driver interface {
 	// rows (see SQLDB.insertCreated).
 	insertCreated() func(rows []*models.ActualLRP, now int64) (string, []any)
 }
+
+// updateNowFunc is a driver's fast path for UpdateDesiredLRP
+// (driver.updateNow). inTx is the transactional path's body, for a fast
+// path that runs in a coalesced group's transaction and finds the LRP
+// changed since it read it.
+type updateNowFunc func(s *SQLDB, ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange,
+	request *models.UpdateDesiredLRPRequest, inTx updateInTxFunc) (*models.DesiredLRP, *models.Operation, error)
+
+// updateInTxFunc is UpdateDesiredLRP's transactional path in a
+// transaction (updateInTx).
+type updateInTxFunc = func(tx *sql.Tx) (*models.DesiredLRP, *models.Operation, []models.Event, error)
 
 // newDriver returns the driver of the named dialect.
 func newDriver(name string) (driver, error) {
@@ -197,8 +207,7 @@ func (general) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []a
 	return nil
 }
 
-func (general) updateNow() func(*SQLDB, context.Context, string, *models.DesiredLRPUpdate, *desiredChange,
-	*models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error) {
+func (general) updateNow() updateNowFunc {
 	return nil
 }
 

@@ -27,8 +27,7 @@ func (generalOnly) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP,
 	return nil
 }
 
-func (generalOnly) updateNow() func(*SQLDB, context.Context, string, *models.DesiredLRPUpdate, *desiredChange,
-	*models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error) {
+func (generalOnly) updateNow() updateNowFunc {
 	return nil
 }
 

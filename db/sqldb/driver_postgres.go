@@ -113,8 +113,7 @@ func (postgresDriver) desireNew() func(*SQLDB, context.Context, *models.DesiredL
 	return (*SQLDB).desireNew
 }
 
-func (postgresDriver) updateNow() func(*SQLDB, context.Context, string, *models.DesiredLRPUpdate, *desiredChange,
-	*models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error) {
+func (postgresDriver) updateNow() updateNowFunc {
 	return (*SQLDB).updateNowPostgres
 }
 

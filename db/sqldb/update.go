@@ -77,8 +77,11 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 		return nil, err
 	}
 	request := &models.UpdateDesiredLRPRequest{ProcessGuid: processGuid, Update: update}
+	inTx := func(tx *sql.Tx) (*models.DesiredLRP, *models.Operation, []models.Event, error) {
+		return s.updateInTx(ctx, tx, processGuid, update, change, request)
+	}
 	if updateNow := s.driver.updateNow(); updateNow != nil && updatesAtOnce(update) {
-		lrp, op, err := updateNow(s, ctx, processGuid, update, change, request)
+		lrp, op, err := updateNow(s, ctx, processGuid, update, change, request, inTx)
 		if err != nil {
 			return nil, asModelError("update desired lrp", err)
 		}
@@ -89,66 +92,74 @@ func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update
 	}
 	var updated *models.DesiredLRP
 	err = s.transactOperation(ctx, "update desired lrp", processGuid, func(tx *sql.Tx) (*models.Operation, []models.Event, error) {
-		locked, err := s.lockDesiredForUpdate(ctx, tx, processGuid)
-		if err != nil {
-			return nil, nil, err
-		}
-		before := locked.lrp
-		if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
-			return nil, nil, staleTag(processGuid)
-		}
-		if update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
-			return nil, nil, errInvalid("update.instances", models.ErrInstancesAutoscaled)
-		}
-		if err := s.checkUpdateRoutes(ctx, tx, before, update); err != nil {
-			return nil, nil, err
-		}
-		now := s.now().UnixNano()
-		var unfinished []*operationRecord
-		if locked.unfinished {
-			if unfinished, err = s.unfinishedOperations(ctx, tx, processGuid); err != nil {
-				return nil, nil, err
-			}
-		}
-		rec, err := s.nextOperation(ctx, processGuid, locked.lastSequence, models.Operation_UPDATE, request, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		if update.Validate && change.activates(before) {
-			var events []models.Event
-			updated, events, err = s.validateUpdate(ctx, tx, rec, change, unfinished, now)
-			return rec.op, events, err
-		}
-		if update.Queue && change.activates(before) && len(unfinished) > 0 {
-			var events []models.Event
-			updated, events, err = s.queueUpdate(ctx, tx, rec, change, unfinished[len(unfinished)-1].op, now)
-			return rec.op, events, err
-		}
-		applied, err := s.applyUpdate(ctx, tx, before, update, change, rec.op.Id, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		updated = applied.after
-		var ended []*models.Operation
-		if applied.activated {
-			rec.op.Kind = models.Operation_UPDATE_DEFINITION
-			if ended, err = s.startDefinitionChange(ctx, tx, rec, applied.after.ActiveDefinitionId, unfinished, nil, now); err != nil {
-				return nil, nil, err
-			}
-		} else {
-			setOperationStatus(rec.op, models.Operation_FINISHED, "", now)
-		}
-		addHistory(rec.op, now, describeUpdate(before, applied.after, update, change, applied.activated))
-		if err := s.insertOperation(ctx, tx, rec); err != nil {
-			return nil, nil, err
-		}
-		events := append(applied.events, operationEvents(append([]*models.Operation{rec.op}, ended...)...)...)
-		return rec.op, events, nil
+		var op *models.Operation
+		var events []models.Event
+		var err error
+		updated, op, events, err = inTx(tx)
+		return op, events, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return updated, nil
+}
+
+// updateInTx is UpdateDesiredLRP's transactional path in tx: it returns
+// the LRP as stored afterwards, the operation it recorded and the events.
+func (s *SQLDB) updateInTx(ctx context.Context, tx *sql.Tx, processGuid string, update *models.DesiredLRPUpdate, change *desiredChange,
+	request *models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, []models.Event, error) {
+	locked, err := s.lockDesiredForUpdate(ctx, tx, processGuid)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	before := locked.lrp
+	if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
+		return nil, nil, nil, staleTag(processGuid)
+	}
+	if update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
+		return nil, nil, nil, errInvalid("update.instances", models.ErrInstancesAutoscaled)
+	}
+	if err := s.checkUpdateRoutes(ctx, tx, before, update); err != nil {
+		return nil, nil, nil, err
+	}
+	now := s.now().UnixNano()
+	var unfinished []*operationRecord
+	if locked.unfinished {
+		if unfinished, err = s.unfinishedOperations(ctx, tx, processGuid); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	rec, err := s.nextOperation(ctx, processGuid, locked.lastSequence, models.Operation_UPDATE, request, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if update.Validate && change.activates(before) {
+		updated, events, err := s.validateUpdate(ctx, tx, rec, change, unfinished, now)
+		return updated, rec.op, events, err
+	}
+	if update.Queue && change.activates(before) && len(unfinished) > 0 {
+		updated, events, err := s.queueUpdate(ctx, tx, rec, change, unfinished[len(unfinished)-1].op, now)
+		return updated, rec.op, events, err
+	}
+	applied, err := s.applyUpdate(ctx, tx, before, update, change, rec.op.Id, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var ended []*models.Operation
+	if applied.activated {
+		rec.op.Kind = models.Operation_UPDATE_DEFINITION
+		if ended, err = s.startDefinitionChange(ctx, tx, rec, applied.after.ActiveDefinitionId, unfinished, nil, now); err != nil {
+			return nil, nil, nil, err
+		}
+	} else {
+		setOperationStatus(rec.op, models.Operation_FINISHED, "", now)
+	}
+	addHistory(rec.op, now, describeUpdate(before, applied.after, update, change, applied.activated))
+	if err := s.insertOperation(ctx, tx, rec); err != nil {
+		return nil, nil, nil, err
+	}
+	events := append(applied.events, operationEvents(append([]*models.Operation{rec.op}, ended...)...)...)
+	return applied.after, rec.op, events, nil
 }
 
 // updatesAtOnce reports whether update, by what it asks alone, is one

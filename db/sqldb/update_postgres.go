@@ -44,7 +44,7 @@ import (
 // lease tenure (db.WithFence) declines too: the fence is checked in a
 // transaction.
 func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange,
-	request *models.UpdateDesiredLRPRequest) (*models.DesiredLRP, *models.Operation, error) {
+	request *models.UpdateDesiredLRPRequest, inTx updateInTxFunc) (*models.DesiredLRP, *models.Operation, error) {
 	if _, fenced := db.FenceOf(ctx); fenced {
 		return nil, nil, nil
 	}
@@ -150,17 +150,34 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 	run := func(stmt *sql.Stmt) error {
 		return stmt.QueryRowContext(ctx, args...).Scan(&updated)
 	}
-	// Coalesced, as desireNew is: a statement that stored nothing fails
-	// the group and runs again alone.
+	// Coalesced, as desireNew is, with one difference: a statement that
+	// stored nothing in a group's transaction — the LRP changed since it
+	// was read, most likely by an earlier write of the group — leaves the
+	// update to the transactional path's body in that transaction, which
+	// sees the earlier write, as it would have had the update not been
+	// fast. (A group's later writes of one LRP then still share its
+	// commit.) The statement's locks are the body's own: same transaction.
+	var inGroup struct {
+		lrp *models.DesiredLRP
+		op  *models.Operation
+	}
 	err = s.writeCoalesced(ctx, processGuid, func(tx *sql.Tx) ([]models.Event, error) {
+		inGroup.lrp, inGroup.op = nil, nil
 		if err := run(tx.StmtContext(ctx, stmt)); err != nil {
 			return nil, err
 		}
-		if updated != 1 {
-			return nil, errNotUpdated
+		if updated == 1 {
+			return nil, nil
 		}
-		return nil, nil
+		lrp, op, events, err := inTx(tx)
+		if err != nil {
+			return nil, err
+		}
+		inGroup.lrp, inGroup.op = lrp, op
+		return events, nil
 	}, func() error {
+		// A group that ran the body and rolled back sends the write here.
+		inGroup.lrp, inGroup.op = nil, nil
 		settled, err := s.commitStatement(token, func() error { return run(stmt) })
 		if settled {
 			updated = 1
@@ -168,6 +185,8 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		return err
 	})
 	switch {
+	case err == nil && inGroup.lrp != nil:
+		return inGroup.lrp, inGroup.op, nil
 	case err == nil && updated == 1:
 		s.eventsCommitted()
 		s.fastUpdates.Add(1)
@@ -180,9 +199,6 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		return nil, nil, err
 	}
 }
-
-// errNotUpdated is updateNowStatement storing nothing in a coalesced group.
-var errNotUpdated = errors.New("update not stored by its one statement")
 
 // scaledDownWhere is the instances a scale down deletes (scale), from
 // the new count on.
