@@ -37,12 +37,12 @@ import (
 // with what it then finds — whenever the read shows anything that path
 // would not finish at once, or that this one does not restate: the LRP
 // missing, a client's tag other than the stored one, an operation of the
-// LRP not ended, instances asked of an autoscaled LRP, the active
-// definition missing; and whenever the statement stores nothing (the tag
-// moved: a concurrent write), finds a row locked (lock_not_available), a
-// sequence taken (a unique violation) or a conflict. A write under a
-// lease tenure (db.WithFence) declines too: the fence is checked in a
-// transaction.
+// LRP not ended, instances asked of an autoscaled LRP, routes refused,
+// the active definition missing; and whenever the statement stores
+// nothing (the tag moved: a concurrent write), finds a row locked
+// (lock_not_available), a sequence taken (a unique violation) or a
+// conflict. A write under a lease tenure (db.WithFence) declines too: the
+// fence is checked in a transaction.
 func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange,
 	request *models.UpdateDesiredLRPRequest, inTx updateInTxFunc) (*models.DesiredLRP, *models.Operation, error) {
 	if _, fenced := db.FenceOf(ctx); fenced {
@@ -57,6 +57,12 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 	}
 	if unfinished || before.Definition == nil ||
 		update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
+		return nil, nil, nil
+	}
+	// The routes' rule as checkUpdateRoutes applies it; with neither
+	// routes nor a definition sent it refuses nothing, and it needs no
+	// ports.
+	if models.ValidateUpdateRoutes(update, before.Routes, nil) != nil {
 		return nil, nil, nil
 	}
 
