@@ -65,6 +65,10 @@ import (
 // ResourceConflict. The write itself is also a compare-and-set on the tag;
 // should it match no row all the same, the update is re-run on the fresh
 // row, a bounded number of times (where a tag it carried is then stale).
+//
+// On Postgres an update that sends no definition and no routes, of an LRP
+// with no operation that has not ended, takes a fast path with the same
+// result: one unlocked read and one statement (see updateNowPostgres).
 func (s *SQLDB) UpdateDesiredLRP(ctx context.Context, processGuid string, update *models.DesiredLRPUpdate) (*models.DesiredLRP, error) {
 	if update == nil {
 		update = &models.DesiredLRPUpdate{}

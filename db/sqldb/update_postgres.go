@@ -245,8 +245,10 @@ func (e extraColumns) Scan(dest ...any) error {
 }
 
 // updateNowStatement is the statement of updateNowPostgres, with set the
-// desired row's assignments (desiredUpdateSet): one text per set of
-// columns an update can send, so a handful.
+// desired row's assignments (desiredUpdateSet): one text, prepared once,
+// per combination of the columns an update sets (annotation, update
+// strategy, instances, autoscaling, the autoscaler's state), a few dozen
+// at most.
 //
 // Nothing waits for a row lock while holding another: taken locks the
 // desired row NOWAIT, then doomed the instances a scale down deletes,
