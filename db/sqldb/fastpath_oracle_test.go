@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -220,6 +221,80 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 			}
 			w.readBack()
 		})
+	})
+
+	It("keeps concurrent updates of one LRP whole: each moves the tag on once, numbers its operation next and logs its events once", func() {
+		b.reset()
+		store := newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
+		_, err := store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.SequenceEvents(b.ctx, 1000)).To(Equal(3), "the desire's events logged")
+		_, head, err := store.EventLogBounds(b.ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		const writers, each = 8, 10
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each)
+		for g := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range each {
+					update := &models.DesiredLRPUpdate{}
+					if (g+j)%2 == 0 {
+						n := int32(1 + (g+j)%3)
+						update.Instances = &n
+					} else {
+						note := fmt.Sprintf("writer %d, update %d", g, j)
+						update.Annotation = &note
+					}
+					_, err := store.UpdateDesiredLRP(b.ctx, "web", update)
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(store.FastUpdates()).To(BeNumerically(">", 0))
+
+		lrp, err := store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lrp.ModificationTag.Index).To(BeEquivalentTo(writers * each))
+		var indices []int32
+		for _, instance := range b.instances("web") {
+			Expect(instance.State).To(Equal(models.ActualLRP_UNCLAIMED))
+			indices = append(indices, instance.Index)
+		}
+		slices.Sort(indices)
+		var want []int32
+		for i := range lrp.Instances {
+			want = append(want, i)
+		}
+		Expect(indices).To(Equal(want), "an UNCLAIMED instance per index below the count, none above")
+
+		ops, _, err := store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web", Limit: 1000})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ops).To(HaveLen(1 + writers*each))
+		for i, op := range ops {
+			Expect(op.Sequence).To(BeEquivalentTo(len(ops)-i), "operations numbered without gaps, newest first")
+			Expect(op.Status).To(Equal(models.Operation_FINISHED))
+		}
+
+		Expect(store.SequenceEvents(b.ctx, 10_000)).To(BeNumerically(">", 0))
+		logged, err := store.ReadEvents(b.ctx, head, 10_000)
+		Expect(err).NotTo(HaveOccurred())
+		counts := map[string]int{}
+		for _, e := range logged {
+			counts[e.Type]++
+		}
+		Expect(counts[models.EventDesiredLRPChanged]).To(Equal(writers*each), "one desired_lrp_changed per update")
+		Expect(counts[models.EventOperationChanged]).To(Equal(writers*each), "one operation_changed per update")
+		Expect(1+counts[models.EventActualLRPCreated]-counts[models.EventActualLRPRemoved]).To(BeEquivalentTo(lrp.Instances),
+			"the desire's instance and those created since, less those removed")
+		Expect(len(logged)).To(Equal(2*writers*each+counts[models.EventActualLRPCreated]+counts[models.EventActualLRPRemoved]), "no other events")
 	})
 
 	It("removes, and logs the lifecycle calls' events, as the general path does", func() {

@@ -250,11 +250,13 @@ func (e extraColumns) Scan(dest ...any) error {
 // strategy, instances, autoscaling, the autoscaler's state), a few dozen
 // at most.
 //
-// Nothing waits for a row lock while holding another: taken locks the
-// desired row NOWAIT, then doomed the instances a scale down deletes,
-// NOWAIT; a row another transaction holds fails the statement with
-// lock_not_available, and the transactional path, which locks in the same
-// order and waits, takes over. desired updates the row only if it still
+// Its row locks are taken NOWAIT, in the transactional path's order:
+// taken locks the desired row, then doomed the instances a scale down
+// deletes; a row another transaction holds fails the statement with
+// lock_not_available, and the transactional path, which waits, takes
+// over. (An insert that meets another transaction's uncommitted row of
+// the same key — an instance, an operation number — waits for it, as the
+// transactional path's would.) desired updates the row only if it still
 // carries the tag read and the instances locked are exactly those read
 // (same indices and tags: the events describe them); every other part
 // writes only when desired did. The instances inserted skip an index that
