@@ -104,6 +104,10 @@ type driver interface {
 	// desireNew stores a new LRP in one statement, or returns a nil
 	// operation to leave it to DesireLRP's transactional path.
 	desireNew() func(s *SQLDB, ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error)
+	// updateNow runs an update the transactional path would finish at
+	// once (updatesAtOnce) in one statement, or returns a nil LRP to
+	// leave it to UpdateDesiredLRP's transactional path.
+	updateNow() updateNowFunc
 	// lifecycle runs a lifecycle call that has a one-statement form, or
 	// returns a nil ActualLRP to leave it to the transactional path.
 	lifecycle() func(s *SQLDB, ctx context.Context, op lifecycleOp) (*models.ActualLRP, error)
@@ -124,6 +128,17 @@ type driver interface {
 	// rows (see SQLDB.insertCreated).
 	insertCreated() func(rows []*models.ActualLRP, now int64) (string, []any)
 }
+
+// updateNowFunc is a driver's fast path for UpdateDesiredLRP
+// (driver.updateNow). inTx is the transactional path's body, for a fast
+// path that runs in a coalesced group's transaction and finds the LRP
+// changed since it read it.
+type updateNowFunc func(s *SQLDB, ctx context.Context, processGuid string, update *models.DesiredLRPUpdate, c *desiredChange,
+	request *models.UpdateDesiredLRPRequest, inTx updateInTxFunc) (*models.DesiredLRP, *models.Operation, error)
+
+// updateInTxFunc is UpdateDesiredLRP's transactional path in a
+// transaction (updateInTx).
+type updateInTxFunc = func(tx *sql.Tx) (*models.DesiredLRP, *models.Operation, []models.Event, error)
 
 // newDriver returns the driver of the named dialect.
 func newDriver(name string) (driver, error) {
@@ -189,6 +204,10 @@ func (general) lockForUpdate() string { return " FOR UPDATE" }
 func (general) joinsStatements() bool { return false }
 
 func (general) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []any, *models.DesireLRPRequest) (*models.Operation, error) {
+	return nil
+}
+
+func (general) updateNow() updateNowFunc {
 	return nil
 }
 

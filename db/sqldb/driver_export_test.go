@@ -10,7 +10,7 @@ import (
 )
 
 // WithoutFastPaths makes the store run the general transactional path of
-// every call its driver has an optional fast verb for (desire, the
+// every call its driver has an optional fast verb for (desire, update, the
 // lifecycle calls, remove, event append and move, batched actual writes,
 // created inserts), on the same database: the other side of the fast
 // paths' differential specs. The lease upsert is not switched off: MySQL's
@@ -24,6 +24,10 @@ func WithoutFastPaths() Option {
 type generalOnly struct{ driver }
 
 func (generalOnly) desireNew() func(*SQLDB, context.Context, *models.DesiredLRP, []any, *models.DesireLRPRequest) (*models.Operation, error) {
+	return nil
+}
+
+func (generalOnly) updateNow() updateNowFunc {
 	return nil
 }
 
@@ -55,7 +59,7 @@ func (generalOnly) insertCreated() func([]*models.ActualLRP, int64) (string, []a
 // verb, so that a differential spec can tell it compares two paths.
 func (s *SQLDB) HasFastPaths() bool {
 	d := s.driver
-	return d.desireNew() != nil || d.lifecycle() != nil || d.remove() != nil || d.appendEvents() != nil ||
+	return d.desireNew() != nil || d.updateNow() != nil || d.lifecycle() != nil || d.remove() != nil || d.appendEvents() != nil ||
 		d.moveEvents() != nil || d.writeActualLRPs() != nil || d.insertCreated() != nil
 }
 

@@ -113,6 +113,10 @@ func (postgresDriver) desireNew() func(*SQLDB, context.Context, *models.DesiredL
 	return (*SQLDB).desireNew
 }
 
+func (postgresDriver) updateNow() updateNowFunc {
+	return (*SQLDB).updateNowPostgres
+}
+
 func (postgresDriver) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
 	return (*SQLDB).lifecyclePostgres
 }

@@ -82,3 +82,7 @@ func DeleteActualByKeys(dialectName string, n int) string {
 // NewReceiptToken makes a commit receipt's token as a write would, at the
 // store's time.
 func (s *SQLDB) NewReceiptToken() []byte { return s.newReceiptToken() }
+
+// FastUpdates is how many updates the Postgres fast path stored
+// (updateNowPostgres).
+func (s *SQLDB) FastUpdates() int64 { return s.fastUpdates.Load() }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -135,6 +136,165 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 			w.desire("autoscaling with min above max", badScaling)
 			w.readBack("web", "kept", "nodef", "negative")
 		})
+	})
+
+	It("updates as the general path does: annotation, scales up and down, and those it leaves to the general path", func() {
+		differential(func(w *witness) {
+			w.desire("web", newLRP("web", "apps", 1))
+			w.desire("api", newLRP("api", "apps", 3))
+			scaled := newLRP("scaled", "apps", 2)
+			scaled.Autoscaling = autoscalingSettings(1, 4)
+			w.desire("scaled", scaled)
+			tag := func(guid string) *models.ModificationTag {
+				lrp, err := w.store.DesiredLRPByProcessGuid(w.ctx, guid)
+				Expect(err).NotTo(HaveOccurred())
+				return lrp.ModificationTag
+			}
+			annotation := func(text string) *string { return &text }
+			instances := func(n int32) *int32 { return &n }
+
+			// Taken by the fast path (a fast store's counter must show it).
+			w.update("annotation", "web", &models.DesiredLRPUpdate{Annotation: annotation("v1 notes")}, true)
+			w.update("annotation with the current tag", "web",
+				&models.DesiredLRPUpdate{Annotation: annotation("v2 notes"), ModificationTag: tag("web")}, true)
+			w.update("instances 1 → 3", "web", &models.DesiredLRPUpdate{Instances: instances(3)}, true)
+			w.update("instances 3 → 1", "web", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
+			w.update("instances stay 1", "web", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
+			w.update("nothing", "web", &models.DesiredLRPUpdate{}, true)
+			strategy := &models.UpdateStrategy{MaxSurge: "50%", MaxUnavailable: "0", MinReadyMs: 1000}
+			w.update("an update strategy", "web", &models.DesiredLRPUpdate{UpdateStrategy: strategy}, true)
+			w.update("autoscaling bounds, instances clamped", "scaled", &models.DesiredLRPUpdate{Autoscaling: autoscalingSettings(3, 4)}, true)
+			w.update("autoscaling off", "scaled", &models.DesiredLRPUpdate{Autoscaling: &models.Autoscaling{}}, true)
+
+			// api/2 claimed: a scale down deletes the UNCLAIMED api/1 only,
+			// and a scale up creates api/1 again, keeping api/2.
+			w.b.exec("UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'api'")
+			key := models.ActualLRPKey{ProcessGuid: "api", Index: 2, Presence: models.ActualLRP_ORDINARY}
+			claimed, err := w.store.ClaimActualLRP(w.ctx, key, models.Caller{InstanceGuid: "ig-api-2", CellID: "cell-1"})
+			w.record("claim api/2", claimed, err)
+			w.update("instances 3 → 1 past a claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
+			w.update("instances 1 → 3 over the claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(3)}, true)
+
+			// Left to the general path.
+			stale := tag("web")
+			stale.Index--
+			w.update("a stale tag", "web", &models.DesiredLRPUpdate{Annotation: annotation("late"), ModificationTag: stale}, false)
+			w.update("a missing LRP", "nope", &models.DesiredLRPUpdate{Annotation: annotation("x")}, false)
+			w.update("autoscaling on, instances clamped 3 → 2", "api", &models.DesiredLRPUpdate{Autoscaling: autoscalingSettings(1, 2)}, true)
+			w.update("instances while autoscaled", "api", &models.DesiredLRPUpdate{Instances: instances(2)}, false)
+			routes, err := structpb.NewStruct(map[string]any{
+				"http": []any{map[string]any{"hostname": "web.example.org", "port": 8080}},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			w.update("routes", "web", &models.DesiredLRPUpdate{Routes: routes}, false)
+			w.update("the active definition again", "web", &models.DesiredLRPUpdate{Definition: newLRP("web", "apps", 1).Definition}, false)
+			w.update("a definition change", "web", &models.DesiredLRPUpdate{Definition: newDefinition("v2", "/bin/web2")}, false)
+			w.update("annotation while the change is unfinished", "web", &models.DesiredLRPUpdate{Annotation: annotation("v3 notes")}, false)
+			w.update("instances while the change is unfinished", "web", &models.DesiredLRPUpdate{Instances: instances(2)}, false)
+			w.readBack()
+		})
+	})
+
+	It("leaves an update to the general path when a row it would write is locked, with the same outcome", func() {
+		differential(func(w *witness) {
+			w.desire("web", newLRP("web", "apps", 3))
+			for _, held := range []string{
+				"SELECT 1 FROM desired_lrps WHERE process_guid = 'web' FOR UPDATE",
+				"SELECT 1 FROM actual_lrps WHERE process_guid = 'web' AND instance_index = 2 FOR UPDATE",
+			} {
+				tx, err := w.b.conn.Begin()
+				Expect(err).NotTo(HaveOccurred())
+				_, err = tx.Exec(held)
+				Expect(err).NotTo(HaveOccurred())
+				instances := int32(1)
+				updated := make(chan struct{})
+				go func() {
+					defer GinkgoRecover()
+					defer close(updated)
+					w.update("instances 3 → 1 while another transaction holds a row", "web", &models.DesiredLRPUpdate{Instances: &instances}, false)
+				}()
+				time.Sleep(100 * time.Millisecond)
+				Expect(tx.Commit()).To(Succeed())
+				<-updated
+				instances = 3
+				w.update("instances 1 → 3", "web", &models.DesiredLRPUpdate{Instances: &instances}, true)
+			}
+			w.readBack()
+		})
+	})
+
+	It("keeps concurrent updates of one LRP whole: each moves the tag on once, numbers its operation next and logs its events once", func() {
+		b.reset()
+		store := newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now))
+		_, err := store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(store.SequenceEvents(b.ctx, 1000)).To(Equal(3), "the desire's events logged")
+		_, head, err := store.EventLogBounds(b.ctx)
+		Expect(err).NotTo(HaveOccurred())
+
+		const writers, each = 8, 10
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*each)
+		for g := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range each {
+					update := &models.DesiredLRPUpdate{}
+					if (g+j)%2 == 0 {
+						n := int32(1 + (g+j)%3)
+						update.Instances = &n
+					} else {
+						note := fmt.Sprintf("writer %d, update %d", g, j)
+						update.Annotation = &note
+					}
+					_, err := store.UpdateDesiredLRP(b.ctx, "web", update)
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(store.FastUpdates()).To(BeNumerically(">", 0))
+
+		lrp, err := store.DesiredLRPByProcessGuid(b.ctx, "web")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lrp.ModificationTag.Index).To(BeEquivalentTo(writers * each))
+		var indices []int32
+		for _, instance := range b.instances("web") {
+			Expect(instance.State).To(Equal(models.ActualLRP_UNCLAIMED))
+			indices = append(indices, instance.Index)
+		}
+		slices.Sort(indices)
+		var want []int32
+		for i := range lrp.Instances {
+			want = append(want, i)
+		}
+		Expect(indices).To(Equal(want), "an UNCLAIMED instance per index below the count, none above")
+
+		ops, _, err := store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web", Limit: 1000})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ops).To(HaveLen(1 + writers*each))
+		for i, op := range ops {
+			Expect(op.Sequence).To(BeEquivalentTo(len(ops)-i), "operations numbered without gaps, newest first")
+			Expect(op.Status).To(Equal(models.Operation_FINISHED))
+		}
+
+		Expect(store.SequenceEvents(b.ctx, 10_000)).To(BeNumerically(">", 0))
+		logged, err := store.ReadEvents(b.ctx, head, 10_000)
+		Expect(err).NotTo(HaveOccurred())
+		counts := map[string]int{}
+		for _, e := range logged {
+			counts[e.Type]++
+		}
+		Expect(counts[models.EventDesiredLRPChanged]).To(Equal(writers*each), "one desired_lrp_changed per update")
+		Expect(counts[models.EventOperationChanged]).To(Equal(writers*each), "one operation_changed per update")
+		Expect(1+counts[models.EventActualLRPCreated]-counts[models.EventActualLRPRemoved]).To(BeEquivalentTo(lrp.Instances),
+			"the desire's instance and those created since, less those removed")
+		Expect(len(logged)).To(Equal(2*writers*each+counts[models.EventActualLRPCreated]+counts[models.EventActualLRPRemoved]), "no other events")
 	})
 
 	It("removes, and logs the lifecycle calls' events, as the general path does", func() {
@@ -399,6 +559,35 @@ func (w *witness) desire(label string, lrp *models.DesiredLRP) {
 	stored, err := w.store.DesireLRP(db.WithOperationNote(w.ctx, note), lrp)
 	w.record("desire "+label, stored, err)
 	w.record("desire "+label+": its operation", note.Operation, nil)
+}
+
+// update updates the LRP guid and writes down what it returned and the
+// operation it noted. fast says whether a store with the fast paths must
+// have taken its update fast path (updateNowPostgres); under injected
+// commit faults (CORKBOARD_COMMIT_FAULTS) a call given one may leave it to
+// the general path, and only the others are held to it.
+func (w *witness) update(label, guid string, update *models.DesiredLRPUpdate, fast bool) {
+	GinkgoHelper()
+	w.b.clock.Advance(time.Millisecond)
+	taken := w.store.FastUpdates()
+	faults := injectedFaults(w.store)
+	note := &db.OperationNote{RequestedBy: "oracle"}
+	updated, err := w.store.UpdateDesiredLRP(db.WithOperationNote(w.ctx, note), guid, update)
+	w.record("update "+label, updated, err)
+	w.record("update "+label+": its operation", note.Operation, nil)
+	want := int64(0)
+	if fast && w.store.HasFastPaths() {
+		want = 1
+	}
+	if injectedFaults(w.store) == faults || want == 0 {
+		Expect(w.store.FastUpdates()-taken).To(Equal(want), "updates %q took by the fast path", label)
+	}
+}
+
+// injectedFaults is how many commit faults the store injected so far.
+func injectedFaults(store *sqldb.SQLDB) int {
+	conflicts, lostBefore, lostAfter := store.InjectedCommitFaults()
+	return conflicts + lostBefore + lostAfter
 }
 
 // readBack writes down everything the read API returns: the desired and

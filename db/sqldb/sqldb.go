@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corkboard/corkboard/db"
@@ -50,6 +51,10 @@ type SQLDB struct {
 	// faults injects failures at commit (WithCommitFaults, commit.go);
 	// nil on a board.
 	faults *commitFaults
+
+	// fastUpdates counts the updates stored by the Postgres fast path
+	// (updateNowPostgres), for the specs to see it taken.
+	fastUpdates atomic.Int64
 
 	// keys seals run definitions and operation parameters at rest; nil
 	// leaves them plain (WithEncryption, encryption.go).
