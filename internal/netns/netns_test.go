@@ -37,13 +37,7 @@ func TestPartition(t *testing.T) {
 		resp.Body.Close()
 		return nil
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for get() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server inside never answered on %s", url)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	answers(t, get, "the server inside on "+url)
 	if err := ns.Partition(); err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +47,7 @@ func TestPartition(t *testing.T) {
 	if err := ns.Heal(); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for get() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the server inside did not answer after healing")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	answers(t, get, "the server inside, after healing,")
 }
 
 // A process started by Command is on the namespace's network and in this
@@ -122,17 +110,24 @@ func TestNamespacesReachEachOther(t *testing.T) {
 		return client.Command("python3", "-c",
 			"import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)", url).Run()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for get() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server in one namespace never answered the other on %s", url)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	answers(t, get, "the server in one namespace, to the other, on "+url)
 	if err := server.Partition(); err != nil {
 		t.Fatal(err)
 	}
 	if err := get(); err == nil {
 		t.Fatal("the server answered the other namespace through a partition")
+	}
+}
+
+// answers waits up to 10 s for get to succeed, and fails the test naming
+// what never answered.
+func answers(t *testing.T, get func() error, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for get() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered", what)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
