@@ -117,11 +117,8 @@ func (s *SQLDB) updateInTx(ctx context.Context, tx *sql.Tx, processGuid string, 
 		return nil, nil, nil, err
 	}
 	before := locked.lrp
-	if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
-		return nil, nil, nil, staleTag(processGuid)
-	}
-	if update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
-		return nil, nil, nil, errInvalid("update.instances", models.ErrInstancesAutoscaled)
+	if err := refuseUpdate(before, update); err != nil {
+		return nil, nil, nil, err
 	}
 	if err := s.checkUpdateRoutes(ctx, tx, before, update); err != nil {
 		return nil, nil, nil, err
@@ -174,6 +171,19 @@ func (s *SQLDB) updateInTx(ctx context.Context, tx *sql.Tx, processGuid string, 
 // instance that serves them, which the fast path does not restate.
 func updatesAtOnce(update *models.DesiredLRPUpdate) bool {
 	return update.Definition == nil && update.Routes == nil && !update.Validate && !update.Queue && update.Staged == nil
+}
+
+// refuseUpdate is the error an update of before gets whatever else it
+// sends: a client's modification tag that is not the stored one, or
+// instances asked of an autoscaled LRP; nil when neither.
+func refuseUpdate(before *models.DesiredLRP, update *models.DesiredLRPUpdate) error {
+	if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
+		return staleTag(before.ProcessGuid)
+	}
+	if update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
+		return errInvalid("update.instances", models.ErrInstancesAutoscaled)
+	}
+	return nil
 }
 
 // checkUpdateRoutes refuses an update whose routes would send a route to

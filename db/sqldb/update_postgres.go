@@ -52,11 +52,9 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 	if err != nil || before == nil {
 		return nil, nil, err
 	}
-	if tag := update.ModificationTag; tag != nil && (tag.Epoch != before.ModificationTag.Epoch || tag.Index != before.ModificationTag.Index) {
-		return nil, nil, nil
-	}
-	if unfinished || before.Definition == nil ||
-		update.Instances != nil && models.AutoscalingAfter(before, update).IsEnabled() {
+	// What the transactional path refuses, it refuses itself, with the
+	// LRP as it then finds it.
+	if refuseUpdate(before, update) != nil || unfinished || before.Definition == nil {
 		return nil, nil, nil
 	}
 	// The routes' rule as checkUpdateRoutes applies it; with neither

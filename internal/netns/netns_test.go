@@ -20,13 +20,7 @@ func TestPartition(t *testing.T) {
 		t.Fatalf("a network namespace needs root and iproute2: %v", err)
 	}
 	defer ns.Delete()
-	// An HTTP server inside: python3's http.server, on every machine here.
-	server := ns.Command("python3", "-m", "http.server", "--bind", ns.IP, "8642")
-	server.Stdout, server.Stderr = io.Discard, io.Discard
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { server.Process.Kill(); server.Wait() }()
+	serve(t, ns, "8642")
 	client := &http.Client{Timeout: 500 * time.Millisecond}
 	url := "http://" + net.JoinHostPort(ns.IP, "8642") + "/"
 	get := func() error {
@@ -99,12 +93,7 @@ func TestNamespacesReachEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Delete()
-	serving := server.Command("python3", "-m", "http.server", "--bind", server.IP, "8643")
-	serving.Stdout, serving.Stderr = io.Discard, io.Discard
-	if err := serving.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { serving.Process.Kill(); serving.Wait() }()
+	serve(t, server, "8643")
 	url := "http://" + net.JoinHostPort(server.IP, "8643") + "/"
 	get := func() error {
 		return client.Command("python3", "-c",
@@ -130,4 +119,16 @@ func answers(t *testing.T, get func() error, what string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// serve runs an HTTP server inside ns on its IP and port until the test
+// ends: python3's http.server, on every machine here.
+func serve(t *testing.T, ns *netns.Namespace, port string) {
+	t.Helper()
+	server := ns.Command("python3", "-m", "http.server", "--bind", ns.IP, port)
+	server.Stdout, server.Stderr = io.Discard, io.Discard
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
 }
