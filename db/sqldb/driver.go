@@ -158,6 +158,13 @@ func newDriver(name string) (driver, error) {
 // general is the form most databases share, embedded by each driver.
 type general struct{}
 
+// idleTransactionLimit is how long a database keeps a transaction its
+// board left idle before it ends it (postgresDSN, idleTransactionBound):
+// far longer than any of the board's transactions waits on the board, and
+// short enough that the row locks of a board cut off mid-transaction are
+// released well within a client's retries.
+const idleTransactionLimit = 30 * time.Second
+
 func (general) openPool(name dialect.Name, dsn string, _ time.Duration) (*sql.DB, error) {
 	return sql.Open(string(name), dsn)
 }

@@ -1,6 +1,10 @@
 package sqldb
 
 import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,6 +34,60 @@ func (mysqlDriver) dataSource(dsn string, ioTimeout time.Duration) (string, erro
 	}
 	return mysqlDSN(dsn, ioTimeout), nil
 }
+
+// openPool opens connections that bound how long the server keeps a
+// transaction its board left idle (idleTransactionBound).
+func (mysqlDriver) openPool(_ dialect.Name, dsn string, _ time.Duration) (*sql.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, set := cfg.Params[mariadbIdleTransaction]; set {
+		// The operator's own choice, which the driver sets at connect.
+		return sql.OpenDB(connector), nil
+	}
+	return sql.OpenDB(idleTransactionBound{connector}), nil
+}
+
+// mariadbIdleTransaction is MariaDB's idle_transaction_timeout: the server
+// closes a connection that has been idle inside a transaction for that
+// many seconds, which rolls the transaction back and releases its locks.
+const mariadbIdleTransaction = "idle_transaction_timeout"
+
+// idleTransactionBound sets idle_transaction_timeout to idleTransactionLimit
+// on every new connection. A board's transaction never waits on the board
+// for long, so one idle that long belongs to a board cut off from the
+// database. Nothing else ends it: a proxy in front of the database (HAProxy
+// in the Galera topology) keeps the server side of a connection whose
+// client vanished open for as long as its own timeout, an hour in
+// docs/ha-galera.md, and the transaction's row locks with it — every write
+// of the LRP the cut board was converging would wait on them, through the
+// board that took the lease over too. MySQL has no such setting: there the
+// SET fails with "unknown system variable" and the connection is used as
+// it is (Postgres: idle_in_transaction_session_timeout, postgresDSN).
+type idleTransactionBound struct{ sqldriver.Connector }
+
+func (b idleTransactionBound) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	conn, err := b.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set := fmt.Sprintf("SET SESSION %s = %d", mariadbIdleTransaction, int(idleTransactionLimit/time.Second))
+	_, err = conn.(sqldriver.ExecerContext).ExecContext(ctx, set, nil)
+	var mysqlErr *mysql.MySQLError
+	if err != nil && !(errors.As(err, &mysqlErr) && mysqlErr.Number == mysqlUnknownSystemVariable) {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// mysqlUnknownSystemVariable is ER_UNKNOWN_SYSTEM_VARIABLE.
+const mysqlUnknownSystemVariable = 1193
 
 func (mysqlDriver) nowNanos() string { return dialect.NowNanos(dialect.MySQL) }
 

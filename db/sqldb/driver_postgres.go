@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"strings"
 	"time"
 
@@ -298,12 +299,13 @@ func insertCreatedPostgres(rows []*models.ActualLRP, now int64) (string, []any) 
 //
 // idle_in_transaction_session_timeout (a server setting lib/pq passes on
 // at connect): a board's transaction never waits on the board for long,
-// so one idle for postgresIdleInTransaction belongs to a board cut off
-// from the database. Postgres then ends it, and its row locks — the
-// lease row's share lock among them (rowlock.Check) — no longer hold up
-// the board that took over.
+// so one idle for idleTransactionLimit belongs to a board cut off from
+// the database. Postgres then ends it, and its row locks — the lease
+// row's share lock among them (rowlock.Check) — no longer hold up the
+// board that took over.
 func postgresDSN(dsn string) string {
-	for _, p := range []string{"binary_parameters=yes", "idle_in_transaction_session_timeout=" + postgresIdleInTransaction} {
+	idle := strconv.FormatInt(idleTransactionLimit.Milliseconds(), 10)
+	for _, p := range []string{"binary_parameters=yes", "idle_in_transaction_session_timeout=" + idle} {
 		if strings.Contains(dsn, strings.SplitN(p, "=", 2)[0]+"=") {
 			continue
 		}
@@ -318,7 +320,3 @@ func postgresDSN(dsn string) string {
 	}
 	return dsn
 }
-
-// postgresIdleInTransaction is idle_in_transaction_session_timeout, in
-// milliseconds.
-const postgresIdleInTransaction = "30000"

@@ -114,6 +114,54 @@ var _ = Describe("Open's DSN defaults", func() {
 			"root@tcp(h:3306)/db?readTimeout=30s&multiStatements=true&parseTime=false&interpolateParams=true&writeTimeout=2s&timeout=2s"),
 	)
 
+	// Registered where MySQL runs (CORKBOARD_MYSQL_DSN): MariaDB here.
+	if slices.Contains(testdb.MustDialects(), testdb.MySQL) {
+		It("makes MariaDB end a transaction its board left idle, releasing its row locks", func() {
+			database, err := testdb.Create(testdb.MySQL)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(database.Drop)
+			ctx := context.Background()
+			conn, err := sqldb.Open(ctx, testdb.MySQL, database.DSN)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(conn.Close)
+			var limit int
+			Expect(conn.QueryRow("SELECT @@SESSION.idle_transaction_timeout").Scan(&limit)).To(Succeed())
+			Expect(limit).To(Equal(30), "the board's default")
+
+			// The operator's own choice, shorter, shows what the limit does.
+			cut, err := sqldb.Open(ctx, testdb.MySQL, database.DSN+"?idle_transaction_timeout=1")
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(cut.Close)
+			Expect(cut.QueryRow("SELECT @@SESSION.idle_transaction_timeout").Scan(&limit)).To(Succeed())
+			Expect(limit).To(Equal(1), "the operator's choice is kept")
+			_, err = conn.Exec("CREATE TABLE locked (id INT PRIMARY KEY, v INT)")
+			Expect(err).NotTo(HaveOccurred())
+			_, err = conn.Exec("INSERT INTO locked VALUES (1, 0)")
+			Expect(err).NotTo(HaveOccurred())
+			tx, err := cut.BeginTx(ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = tx.Exec("UPDATE locked SET v = 1 WHERE id = 1")
+			Expect(err).NotTo(HaveOccurred())
+
+			// The cut board's transaction now waits on a board that never
+			// comes back. Another writer of the row waits at most 10 s
+			// (50 s by default) instead of until a proxy gives up.
+			other, err := conn.Conn(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(other.Close)
+			_, err = other.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 10")
+			Expect(err).NotTo(HaveOccurred())
+			started := time.Now()
+			_, err = other.ExecContext(ctx, "UPDATE locked SET v = 2 WHERE id = 1")
+			Expect(err).NotTo(HaveOccurred(), "the idle transaction was ended and its lock released")
+			Expect(time.Since(started)).To(BeNumerically("<", 10*time.Second))
+			var v int
+			Expect(conn.QueryRow("SELECT v FROM locked WHERE id = 1").Scan(&v)).To(Succeed())
+			Expect(v).To(Equal(2), "the idle transaction's write was rolled back, the other writer's applied")
+			Expect(tx.Commit()).NotTo(Succeed(), "the cut board's transaction is over")
+		})
+	}
+
 	It("refuses a MySQL DSN that runs one statement per round trip", func() {
 		_, err := sqldb.Open(context.Background(), sqldb.MySQL, "root@tcp(127.0.0.1:1)/db?multiStatements=false")
 		Expect(err).To(MatchError(ContainSubstring("multiStatements")))
