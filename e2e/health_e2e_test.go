@@ -246,7 +246,7 @@ var _ = Describe("a stop whose instance cannot be marked unroutable at once", fu
 })
 
 var _ = Describe("cork logs of a crashed instance", func() {
-	It("shows the output of the instance's last run, from the rep that ran it, though the crashed row names no cell", func() {
+	It("shows the output of the instance's last run, from the rep that ran it, though the crashed row names no cell; the rollout status and /metrics count the crashes", func() {
 		b := startBoard(nil)
 		b.cork("set-domain", "cork")
 		startRep(b, "cell-z1", "z1")
@@ -270,5 +270,12 @@ var _ = Describe("cork logs of a crashed instance", func() {
 		Expect(lines[0]).To(MatchRegexp(`^--- previous instance \S+ of crasher/0, ended \S+: crashed: exited with code 3 ---$`))
 		Expect(out).To(ContainSubstring("CRASH_AFTER=1s passed: exiting with code 3"))
 		Expect(out).To(ContainSubstring("crashed: exited with code 3"))
+
+		By("counting the crashes in the definition's signals")
+		definition := b.lrps("crasher")[0].GetDefinitionId()
+		status := b.cork("rollout", "status", "crasher", "-o", "table")
+		Expect(status).To(MatchRegexp(`(?m)^signals ` + regexp.QuoteMeta(definition) +
+			` \(last \d+s\): ([4-9]|\d\d+) crashes \([0-9.e+-]+ per instance per minute, most often: exited with code 3\); ([4-9]|\d\d+) ready \(start to ready p50 \S+, p99 \S+\)$`))
+		Expect(b.metric(`corkboard_definition_crashes{definition_id="` + definition + `",process_guid="crasher"}`)).To(BeNumerically(">=", 4))
 	})
 })

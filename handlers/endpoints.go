@@ -12,7 +12,7 @@ import (
 // event stream (see serveEvents).
 func endpoints(store db.DB, o options) []endpoint {
 	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge, planRollout: o.planRollout,
-		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts, hub: o.hub}
+		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts, hub: o.hub, signals: o.signals}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -72,6 +72,8 @@ type storeHandlers struct {
 	// hub is the board's event hub (nil: no events served), which an
 	// unroutable start waits for (see startActualLRP).
 	hub *events.Hub
+	// signals fills rollout statuses' signals (nil: none).
+	signals Signals
 }
 
 // checkAssetHosts refuses a definition whose asset URLs name link-local

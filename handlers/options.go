@@ -53,6 +53,7 @@ type options struct {
 	eventsWriteTimeout time.Duration
 	converge           func(processGuid string)
 	planRollout        RolloutPlanner
+	signals            Signals
 	databaseTimeout    time.Duration
 
 	// limits are the admission limits (internal/admission); see
@@ -184,6 +185,19 @@ type RolloutPlanner func(ctx context.Context, req *models.RolloutPlanRequest) (*
 // that route answers Unavailable.
 func WithRolloutPlanner(plan RolloutPlanner) Option {
 	return func(o *options) { o.planRollout = plan }
+}
+
+// Signals answers what happened lately to a definition's instances
+// (signals.Collector), for the given number of them; nil when it knows
+// nothing of the definition.
+type Signals interface {
+	Figures(definitionID string, instances int) *models.DefinitionSignals
+}
+
+// WithSignals fills each definition of a rollout status (GET rollout
+// status) with its signals from source. Without it they are absent.
+func WithSignals(source Signals) Option {
+	return func(o *options) { o.signals = source }
 }
 
 // WithMaxRequestsInFlight sets how many API calls (event streams aside,

@@ -6,10 +6,17 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
+// rolloutStatus answers the stored status, each definition with what this
+// board's signals hold of it.
 func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutStatusRequest) (*models.RolloutStatusResponse, error) {
 	status, err := h.store.RolloutStatus(ctx, req.GetProcessGuid())
 	if err != nil {
 		return nil, err
+	}
+	if h.signals != nil {
+		for _, d := range status.GetDefinitions() {
+			d.Signals = h.signals.Figures(d.GetDefinitionId(), int(d.GetInstances()))
+		}
 	}
 	return &models.RolloutStatusResponse{Status: status}, nil
 }

@@ -902,7 +902,10 @@ type DefinitionInstances struct {
 	// Rows of this definition, any presence or state.
 	Instances int32 `protobuf:"varint,2,opt,name=instances,proto3" json:"instances,omitempty"`
 	// Of those, RUNNING and routable.
-	Running       int32 `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	Running int32 `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	// What happened to them lately, as the answering board saw it (package
+	// signals); absent where the board keeps no signals.
+	Signals       *DefinitionSignals `protobuf:"bytes,4,opt,name=signals,proto3" json:"signals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -958,6 +961,113 @@ func (x *DefinitionInstances) GetRunning() int32 {
 	return 0
 }
 
+func (x *DefinitionInstances) GetSignals() *DefinitionSignals {
+	if x != nil {
+		return x.Signals
+	}
+	return nil
+}
+
+// DefinitionSignals is what happened to one definition's instances over
+// the board's signal window, from the event log (signals.Window).
+type DefinitionSignals struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The span the figures cover, in ms: the window, or less while the
+	// board has seen the definition for less than a window.
+	WindowMs int64 `protobuf:"varint,1,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
+	// Crashes in the span, and crashes per instance per minute of it.
+	Crashes   int32   `protobuf:"varint,2,opt,name=crashes,proto3" json:"crashes,omitempty"`
+	CrashRate float64 `protobuf:"fixed64,3,opt,name=crash_rate,json=crashRate,proto3" json:"crash_rate,omitempty"`
+	// The most frequent crash reason in the span.
+	TopCrashReason string `protobuf:"bytes,4,opt,name=top_crash_reason,json=topCrashReason,proto3" json:"top_crash_reason,omitempty"`
+	// Instances that became ready (RUNNING) in the span, and the median and
+	// 99th percentile of their time from start (CLAIMED) to ready, in ms.
+	Readied          int32 `protobuf:"varint,5,opt,name=readied,proto3" json:"readied,omitempty"`
+	TimeToReadyP50Ms int64 `protobuf:"varint,6,opt,name=time_to_ready_p50_ms,json=timeToReadyP50Ms,proto3" json:"time_to_ready_p50_ms,omitempty"`
+	TimeToReadyP99Ms int64 `protobuf:"varint,7,opt,name=time_to_ready_p99_ms,json=timeToReadyP99Ms,proto3" json:"time_to_ready_p99_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DefinitionSignals) Reset() {
+	*x = DefinitionSignals{}
+	mi := &file_rollout_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DefinitionSignals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DefinitionSignals) ProtoMessage() {}
+
+func (x *DefinitionSignals) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DefinitionSignals.ProtoReflect.Descriptor instead.
+func (*DefinitionSignals) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DefinitionSignals) GetWindowMs() int64 {
+	if x != nil {
+		return x.WindowMs
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetCrashes() int32 {
+	if x != nil {
+		return x.Crashes
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetCrashRate() float64 {
+	if x != nil {
+		return x.CrashRate
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetTopCrashReason() string {
+	if x != nil {
+		return x.TopCrashReason
+	}
+	return ""
+}
+
+func (x *DefinitionSignals) GetReadied() int32 {
+	if x != nil {
+		return x.Readied
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetTimeToReadyP50Ms() int64 {
+	if x != nil {
+		return x.TimeToReadyP50Ms
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetTimeToReadyP99Ms() int64 {
+	if x != nil {
+		return x.TimeToReadyP99Ms
+	}
+	return 0
+}
+
 type RolloutStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
@@ -967,7 +1077,7 @@ type RolloutStatusRequest struct {
 
 func (x *RolloutStatusRequest) Reset() {
 	*x = RolloutStatusRequest{}
-	mi := &file_rollout_proto_msgTypes[11]
+	mi := &file_rollout_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1089,7 @@ func (x *RolloutStatusRequest) String() string {
 func (*RolloutStatusRequest) ProtoMessage() {}
 
 func (x *RolloutStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[11]
+	mi := &file_rollout_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1102,7 @@ func (x *RolloutStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatusRequest.ProtoReflect.Descriptor instead.
 func (*RolloutStatusRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{11}
+	return file_rollout_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RolloutStatusRequest) GetProcessGuid() string {
@@ -1012,7 +1122,7 @@ type RolloutStatusResponse struct {
 
 func (x *RolloutStatusResponse) Reset() {
 	*x = RolloutStatusResponse{}
-	mi := &file_rollout_proto_msgTypes[12]
+	mi := &file_rollout_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1134,7 @@ func (x *RolloutStatusResponse) String() string {
 func (*RolloutStatusResponse) ProtoMessage() {}
 
 func (x *RolloutStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[12]
+	mi := &file_rollout_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1147,7 @@ func (x *RolloutStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatusResponse.ProtoReflect.Descriptor instead.
 func (*RolloutStatusResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{12}
+	return file_rollout_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RolloutStatusResponse) GetError() *Error {
@@ -1070,7 +1180,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_rollout_proto_msgTypes[13]
+	mi := &file_rollout_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1192,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[13]
+	mi := &file_rollout_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1205,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{13}
+	return file_rollout_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RollbackRequest) GetProcessGuid() string {
@@ -1126,7 +1236,7 @@ type RollbackResponse struct {
 
 func (x *RollbackResponse) Reset() {
 	*x = RollbackResponse{}
-	mi := &file_rollout_proto_msgTypes[14]
+	mi := &file_rollout_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1248,7 @@ func (x *RollbackResponse) String() string {
 func (*RollbackResponse) ProtoMessage() {}
 
 func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[14]
+	mi := &file_rollout_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1261,7 @@ func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResponse.ProtoReflect.Descriptor instead.
 func (*RollbackResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{14}
+	return file_rollout_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RollbackResponse) GetError() *Error {
@@ -1187,7 +1297,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_rollout_proto_msgTypes[15]
+	mi := &file_rollout_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1309,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[15]
+	mi := &file_rollout_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1322,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{15}
+	return file_rollout_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AbortRolloutRequest) GetProcessGuid() string {
@@ -1232,7 +1342,7 @@ type AbortRolloutResponse struct {
 
 func (x *AbortRolloutResponse) Reset() {
 	*x = AbortRolloutResponse{}
-	mi := &file_rollout_proto_msgTypes[16]
+	mi := &file_rollout_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1354,7 @@ func (x *AbortRolloutResponse) String() string {
 func (*AbortRolloutResponse) ProtoMessage() {}
 
 func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[16]
+	mi := &file_rollout_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1367,7 @@ func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutResponse.ProtoReflect.Descriptor instead.
 func (*AbortRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{16}
+	return file_rollout_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AbortRolloutResponse) GetError() *Error {
@@ -1352,11 +1462,21 @@ const file_rollout_proto_rawDesc = "" +
 	"\x15ResumeRolloutResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
 	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12!\n" +
-	"\foperation_id\x18\x03 \x01(\tR\voperationId\"r\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"\xb1\x01\n" +
 	"\x13DefinitionInstances\x12#\n" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x12\x1c\n" +
 	"\tinstances\x18\x02 \x01(\x05R\tinstances\x12\x18\n" +
-	"\arunning\x18\x03 \x01(\x05R\arunning\"9\n" +
+	"\arunning\x18\x03 \x01(\x05R\arunning\x12=\n" +
+	"\asignals\x18\x04 \x01(\v2#.corkboard.models.DefinitionSignalsR\asignals\"\x8d\x02\n" +
+	"\x11DefinitionSignals\x12\x1b\n" +
+	"\twindow_ms\x18\x01 \x01(\x03R\bwindowMs\x12\x18\n" +
+	"\acrashes\x18\x02 \x01(\x05R\acrashes\x12\x1d\n" +
+	"\n" +
+	"crash_rate\x18\x03 \x01(\x01R\tcrashRate\x12(\n" +
+	"\x10top_crash_reason\x18\x04 \x01(\tR\x0etopCrashReason\x12\x18\n" +
+	"\areadied\x18\x05 \x01(\x05R\areadied\x12.\n" +
+	"\x14time_to_ready_p50_ms\x18\x06 \x01(\x03R\x10timeToReadyP50Ms\x12.\n" +
+	"\x14time_to_ready_p99_ms\x18\a \x01(\x03R\x10timeToReadyP99Ms\"9\n" +
 	"\x14RolloutStatusRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\x7f\n" +
 	"\x15RolloutStatusResponse\x12-\n" +
@@ -1388,7 +1508,7 @@ func file_rollout_proto_rawDescGZIP() []byte {
 }
 
 var file_rollout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_rollout_proto_goTypes = []any{
 	(RolloutStatus_State)(0),       // 0: corkboard.models.RolloutStatus.State
 	(*RolloutStatus)(nil),          // 1: corkboard.models.RolloutStatus
@@ -1402,13 +1522,14 @@ var file_rollout_proto_goTypes = []any{
 	(*ResumeRolloutRequest)(nil),   // 9: corkboard.models.ResumeRolloutRequest
 	(*ResumeRolloutResponse)(nil),  // 10: corkboard.models.ResumeRolloutResponse
 	(*DefinitionInstances)(nil),    // 11: corkboard.models.DefinitionInstances
-	(*RolloutStatusRequest)(nil),   // 12: corkboard.models.RolloutStatusRequest
-	(*RolloutStatusResponse)(nil),  // 13: corkboard.models.RolloutStatusResponse
-	(*RollbackRequest)(nil),        // 14: corkboard.models.RollbackRequest
-	(*RollbackResponse)(nil),       // 15: corkboard.models.RollbackResponse
-	(*AbortRolloutRequest)(nil),    // 16: corkboard.models.AbortRolloutRequest
-	(*AbortRolloutResponse)(nil),   // 17: corkboard.models.AbortRolloutResponse
-	(*Error)(nil),                  // 18: corkboard.models.Error
+	(*DefinitionSignals)(nil),      // 12: corkboard.models.DefinitionSignals
+	(*RolloutStatusRequest)(nil),   // 13: corkboard.models.RolloutStatusRequest
+	(*RolloutStatusResponse)(nil),  // 14: corkboard.models.RolloutStatusResponse
+	(*RollbackRequest)(nil),        // 15: corkboard.models.RollbackRequest
+	(*RollbackResponse)(nil),       // 16: corkboard.models.RollbackResponse
+	(*AbortRolloutRequest)(nil),    // 17: corkboard.models.AbortRolloutRequest
+	(*AbortRolloutResponse)(nil),   // 18: corkboard.models.AbortRolloutResponse
+	(*Error)(nil),                  // 19: corkboard.models.Error
 }
 var file_rollout_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
@@ -1417,23 +1538,24 @@ var file_rollout_proto_depIdxs = []int32{
 	3,  // 3: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
 	3,  // 4: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
 	3,  // 5: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	18, // 6: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
+	19, // 6: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 7: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	18, // 8: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
+	19, // 8: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 9: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	18, // 10: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
+	19, // 10: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 11: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	18, // 12: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
-	1,  // 13: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
-	18, // 14: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
-	1,  // 15: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
-	18, // 16: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 17: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	12, // 12: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
+	19, // 13: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
+	1,  // 14: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
+	19, // 15: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
+	1,  // 16: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
+	19, // 17: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 18: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_rollout_proto_init() }
@@ -1448,7 +1570,7 @@ func file_rollout_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rollout_proto_rawDesc), len(file_rollout_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,6 +45,7 @@ import (
 	"github.com/corkboard/corkboard/internal/dbwatch"
 	"github.com/corkboard/corkboard/internal/httpserver"
 	"github.com/corkboard/corkboard/migrations"
+	"github.com/corkboard/corkboard/signals"
 	"github.com/corkboard/corkboard/ui"
 )
 
@@ -215,6 +216,11 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		return err
 	}
 	logger.Info("board", lager.Data{"board_id": cfg.BoardID})
+	// What each definition's instances did lately, from the log this
+	// board follows (rollout statuses and /metrics show it).
+	signalCollector := signals.NewCollector(signals.DefaultSpan, now)
+	registry.MustRegister(signalCollector)
+	go signalCollector.Run(tailing, hub)
 	watch := dbwatch.New(logger, registry, dbwatch.Config{
 		Read: func(ctx context.Context) error {
 			_, err := store.FreshDomains(ctx)
@@ -239,6 +245,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	mux.Handle("GET "+ui.Prefix, ui.Handler())
 	apiOptions := []handlers.Option{
 		handlers.WithEvents(hub),
+		handlers.WithSignals(signalCollector),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithConvergenceTrigger(converger.Trigger),
 		// Dry runs of updates plan with the runner's own configuration.

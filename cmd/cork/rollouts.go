@@ -51,7 +51,35 @@ func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) er
 	if lrp.GetAutoscaling().IsEnabled() {
 		fmt.Fprintf(a.out, "autoscaler: %s\n", autoscalerLine(lrp))
 	}
+	for _, d := range s.GetDefinitions() {
+		if line := signalsLine(d); line != "" {
+			fmt.Fprintln(a.out, line)
+		}
+	}
 	return nil
+}
+
+// signalsLine writes a definition's signals as one line, e.g.
+// "signals v2 (last 5m0s): 2 crashes (0.1 per instance per minute, most
+// often: exited with code 1); 4 ready (start to ready p50 1.1s, p99 4s)";
+// empty when the board sent none.
+func signalsLine(d *models.DefinitionInstances) string {
+	f := d.GetSignals()
+	if f == nil {
+		return ""
+	}
+	crashes := fmt.Sprintf("%d crashes (%.3g per instance per minute", f.GetCrashes(), f.GetCrashRate())
+	if f.GetTopCrashReason() != "" {
+		crashes += ", most often: " + f.GetTopCrashReason()
+	}
+	crashes += ")"
+	ready := fmt.Sprintf("%d ready", f.GetReadied())
+	if f.GetReadied() > 0 {
+		ready += fmt.Sprintf(" (start to ready p50 %s, p99 %s)",
+			time.Duration(f.GetTimeToReadyP50Ms())*time.Millisecond, time.Duration(f.GetTimeToReadyP99Ms())*time.Millisecond)
+	}
+	return fmt.Sprintf("signals %s (last %s): %s; %s", d.GetDefinitionId(),
+		(time.Duration(f.GetWindowMs()) * time.Millisecond).Round(time.Second), crashes, ready)
 }
 
 func (a *app) rolloutTableRow(ctx context.Context, s *models.RolloutStatus) ([]string, error) {
@@ -111,6 +139,12 @@ it: defaults filled in for what is not set, a percent followed by the count it
 comes to for these instances ("max_surge=25%(3)"), a count the board changes
 followed by what it uses ("max_surge=0(1)": 0/0 surges 1). The JSON output is
 the status alone; 'cork get GUID' shows the strategy as stored.
+
+With -o table, the table is followed by a line per definition with what the
+board saw its instances do over the last 5 minutes (less while the board has
+known the definition for less): crashes, per instance per minute, and the most
+frequent reason; instances that became ready, and the time from start to
+ready (p50, p99). The JSON output has them as each definition's "signals".
 
 With -o table and autoscaling enabled, the table is followed by the
 autoscaler's last decision ("autoscaler: occupied 4, ready_target 0.5: …;

@@ -255,8 +255,9 @@ export function lrpPage(guid) {
     } else if (type.startsWith('actual_lrp_')) {
       later('actual', loadActual);
       // Before its first rollout an LRP has no rollout_changed events;
-      // its bar counts the running instances, which this changed.
-      if (!rolloutStatus.state || rolloutStatus.state === 'NONE') later('rollout', loadRollout);
+      // its bar counts the running instances, which this changed. A crash
+      // or a start changes the signals, which only GET rollout status has.
+      if (!rolloutStatus.state || rolloutStatus.state === 'NONE' || type === 'actual_lrp_crashed' || type === 'actual_lrp_changed') later('rollout', loadRollout);
     } else if (type === 'rollout_changed' && payload.status) {
       rolloutStatus = payload.status;
       rollout.update(rolloutStatus);

@@ -33,7 +33,8 @@ export function rolloutView() {
   const summary = h('div', { class: 'rollout-summary' });
   const clocks = h('div', { class: 'rollout-clocks muted', dataset: { testid: 'rollout-clocks' } });
   const stageBox = h('div', { class: 'stage' });
-  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox);
+  const signalsBox = h('div', { class: 'signals', dataset: { testid: 'rollout-signals' } });
+  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox, signalsBox);
   let status = {};
   // observed holds {t, active, instances} from each rollout_changed of a
   // staged phase while the page is open, for the curve's dots.
@@ -43,7 +44,8 @@ export function rolloutView() {
     const phase = next.stage && next.stage.phase_started_at;
     const before = status.stage && status.stage.phase_started_at;
     if (phase !== before) observed = [];
-    status = next || {};
+    next = keepSignals(status, next || {});
+    status = next;
     if (status.stage) {
       observed.push({ t: Date.now(), active: status.stage.active_instances || 0, instances: status.instances || 0 });
       if (observed.length > 500) observed.shift();
@@ -74,6 +76,30 @@ export function rolloutView() {
       status.reason ? h('div', { class: 'muted' }, status.reason) : '');
     tick();
     renderStage();
+    renderSignals();
+  }
+
+  // renderSignals lists, per definition the board sent signals for, what
+  // its instances did over the board's window.
+  function renderSignals() {
+    const rows = (status.definitions || []).filter((d) => d.signals).map((d) => {
+      const f = d.signals;
+      return h('tr', null,
+        h('td', { class: 'mono', title: d.definition_id }, shortID(d.definition_id)),
+        h('td', null, fmtDuration(Number(f.window_ms || 0))),
+        h('td', null, String(f.crashes || 0)),
+        h('td', null, (f.crash_rate || 0).toPrecision(3)),
+        h('td', null, f.top_crash_reason || ''),
+        h('td', null, String(f.readied || 0)),
+        h('td', null, f.readied ? `${fmtDuration(Number(f.time_to_ready_p50_ms || 0))} / ${fmtDuration(Number(f.time_to_ready_p99_ms || 0))}` : ''));
+    });
+    if (rows.length === 0) {
+      replace(signalsBox);
+      return;
+    }
+    replace(signalsBox, h('table', { class: 'grid' },
+      h('thead', null, h('tr', null, ...['Definition', 'Window', 'Crashes', 'Per instance per minute', 'Most often', 'Ready', 'Start to ready p50 / p99'].map((t) => h('th', null, t)))),
+      h('tbody', null, ...rows)));
   }
 
   // tick redraws what depends on the local clock: elapsed, deadline, and
@@ -116,6 +142,15 @@ export function rolloutView() {
   }
 
   return { el, update, tick };
+}
+
+// keepSignals gives next's definitions the signals prev had for them when
+// next carries none: a rollout_changed event's status has no signals (the
+// answering board adds them to GET rollout status only).
+function keepSignals(prev, next) {
+  const had = new Map((prev.definitions || []).filter((d) => d.signals).map((d) => [d.definition_id, d.signals]));
+  if (had.size === 0 || (next.definitions || []).some((d) => d.signals)) return next;
+  return { ...next, definitions: (next.definitions || []).map((d) => (had.has(d.definition_id) ? { ...d, signals: had.get(d.definition_id) } : d)) };
 }
 
 // shareCurve draws share(t) over the phase, the target, "now", and the

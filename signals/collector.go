@@ -1,0 +1,139 @@
+package signals
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corkboard/corkboard/events"
+	"github.com/corkboard/corkboard/models"
+)
+
+// Collector fills a Window from a board's event hub. Every board reads the
+// whole event log, so every board's collector sees every crash and start;
+// what a board has not seen since it started (its hub starts at the end of
+// the log) it does not count, so a board started a minute ago shows a
+// minute at most.
+type Collector struct {
+	mu     sync.Mutex
+	window *Window
+	now    func() time.Time
+}
+
+// NewCollector returns a collector over span, judging time by now (the
+// board's store clock: the instances' times are the store's).
+func NewCollector(span time.Duration, now func() time.Time) *Collector {
+	return &Collector{window: NewWindow(span), now: now}
+}
+
+// collectedTypes are the events a collector reads.
+var collectedTypes = []string{
+	models.EventActualLRPCreated, models.EventActualLRPChanged, models.EventActualLRPCrashed,
+	models.EventDesiredLRPRemoved,
+}
+
+// Run follows hub from its last event until ctx ends. A subscription the
+// hub ends (the collector fell behind) starts again from the hub's last
+// event: what it missed is not counted.
+func (c *Collector) Run(ctx context.Context, hub *events.Hub) {
+	for ctx.Err() == nil {
+		sub := hub.Subscribe(hub.LastID(), events.Filter{Types: collectedTypes})
+		c.follow(ctx, sub)
+		sub.Close()
+	}
+}
+
+func (c *Collector) follow(ctx context.Context, sub *events.Subscription) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-sub.Events():
+			if !ok {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				return
+			}
+			c.Observe(e.Event)
+		}
+	}
+}
+
+// Observe counts one event:
+//   - an instance created or changed: its definition has been seen;
+//   - a change from CLAIMED to RUNNING: the instance became ready, its
+//     time from start (CLAIMED) to ready the difference of the two rows'
+//     since;
+//   - a crash: at the crashed row's since, with its reason;
+//   - an LRP removed: its definitions are forgotten.
+func (c *Collector) Observe(e models.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := func(nanos int64) time.Time {
+		if nanos == 0 {
+			return c.now()
+		}
+		return time.Unix(0, nanos)
+	}
+	switch p := e.Payload.(type) {
+	case *models.ActualLRPCreatedEvent:
+		a := p.GetActualLrp()
+		c.window.Seen(a.GetProcessGuid(), a.GetDefinitionId(), at(a.GetSince()))
+	case *models.ActualLRPChangedEvent:
+		before, after := p.GetBefore(), p.GetAfter()
+		c.window.Seen(after.GetProcessGuid(), after.GetDefinitionId(), at(after.GetSince()))
+		if before.GetState() == models.ActualLRP_CLAIMED && after.GetState() == models.ActualLRP_RUNNING &&
+			before.GetDefinitionId() == after.GetDefinitionId() && after.GetSince() >= before.GetSince() {
+			c.window.Readied(after.GetProcessGuid(), after.GetDefinitionId(), at(after.GetSince()),
+				time.Duration(after.GetSince()-before.GetSince()))
+		}
+	case *models.ActualLRPCrashedEvent:
+		a := p.GetActualLrp()
+		c.window.Crashed(a.GetProcessGuid(), a.GetDefinitionId(), at(a.GetSince()), p.GetCrashReason())
+	case *models.DesiredLRPRemovedEvent:
+		c.window.Forget(p.GetDesiredLrp().GetProcessGuid())
+	}
+}
+
+// Figures is Window.Figures at the collector's now.
+func (c *Collector) Figures(definitionID string, instances int) *models.DefinitionSignals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.window.Figures(definitionID, instances, c.now())
+}
+
+var (
+	crashesDesc = prometheus.NewDesc("corkboard_definition_crashes",
+		"Crashes of the definition's instances within the signal window (cork rollout status shows the rate).",
+		[]string{"process_guid", "definition_id"}, nil)
+	readyDesc = prometheus.NewDesc("corkboard_definition_time_to_ready_seconds",
+		"Time from start (CLAIMED) to ready (RUNNING) of the definition's instances that became ready within the signal window.",
+		[]string{"process_guid", "definition_id", "quantile"}, nil)
+	windowDesc = prometheus.NewDesc("corkboard_definition_signal_window_seconds",
+		"The span the definition's signals cover: the window, or less while the board has seen the definition for less.",
+		[]string{"process_guid", "definition_id"}, nil)
+)
+
+// Describe and Collect export the window's figures (prometheus.Collector).
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- crashesDesc
+	ch <- readyDesc
+	ch <- windowDesc
+}
+
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.window.each(c.now(), func(processGuid, definitionID string, f *models.DefinitionSignals) {
+		ch <- prometheus.MustNewConstMetric(windowDesc, prometheus.GaugeValue, float64(f.GetWindowMs())/1000, processGuid, definitionID)
+		ch <- prometheus.MustNewConstMetric(crashesDesc, prometheus.GaugeValue, float64(f.GetCrashes()), processGuid, definitionID)
+		if f.GetReadied() > 0 {
+			ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(f.GetTimeToReadyP50Ms())/1000, processGuid, definitionID, "0.5")
+			ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(f.GetTimeToReadyP99Ms())/1000, processGuid, definitionID, "0.99")
+		}
+	})
+}

@@ -1,0 +1,186 @@
+// Package signals keeps what the board sees happen to each definition's
+// instances — crashes and their reasons, the time from start to ready —
+// over a sliding window, from the event log every board reads. A rollout's
+// status shows them per definition (cork rollout status, the dashboard),
+// and /metrics exports them.
+package signals
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// DefaultSpan is how far back a window looks.
+const DefaultSpan = 5 * time.Minute
+
+// maxKept bounds what a window keeps per definition and kind: past it the
+// oldest goes first. 10,000 crashes of one definition in one span say what
+// 100,000 would.
+const maxKept = 10000
+
+// Window is what happened to each definition's instances over the last
+// span. It is not safe for concurrent use (Collector locks it).
+//
+// A definition's span starts when the window first saw one of its
+// instances, so that a definition started a minute ago is not judged over
+// five. Rates are per instance per minute of that span, the span counted
+// as at least a minute, so that one crash in a definition's first seconds
+// does not read as dozens a minute (Figures' examples).
+type Window struct {
+	span time.Duration
+	defs map[string]*record
+}
+
+type record struct {
+	processGuid string
+	firstSeen   time.Time
+	crashes     []crash
+	readied     []readied
+}
+
+type crash struct {
+	at     time.Time
+	reason string
+}
+
+type readied struct {
+	at   time.Time
+	took time.Duration
+}
+
+// NewWindow returns an empty window over span.
+func NewWindow(span time.Duration) *Window {
+	return &Window{span: span, defs: map[string]*record{}}
+}
+
+func (w *Window) record(processGuid, definitionID string, at time.Time) *record {
+	r, ok := w.defs[definitionID]
+	if !ok {
+		r = &record{processGuid: processGuid, firstSeen: at}
+		w.defs[definitionID] = r
+	}
+	if at.Before(r.firstSeen) {
+		r.firstSeen = at
+	}
+	return r
+}
+
+// Seen notes that an instance of the definition existed at at: the
+// definition's span starts no later.
+func (w *Window) Seen(processGuid, definitionID string, at time.Time) {
+	w.record(processGuid, definitionID, at)
+}
+
+// Crashed notes a crash of an instance of the definition.
+func (w *Window) Crashed(processGuid, definitionID string, at time.Time, reason string) {
+	r := w.record(processGuid, definitionID, at)
+	r.crashes = append(r.crashes, crash{at: at, reason: reason})
+	if len(r.crashes) > maxKept {
+		r.crashes = slices.Delete(r.crashes, 0, len(r.crashes)-maxKept)
+	}
+}
+
+// Readied notes an instance of the definition that became ready at at,
+// took after it was started.
+func (w *Window) Readied(processGuid, definitionID string, at time.Time, took time.Duration) {
+	r := w.record(processGuid, definitionID, at)
+	r.readied = append(r.readied, readied{at: at, took: took})
+	if len(r.readied) > maxKept {
+		r.readied = slices.Delete(r.readied, 0, len(r.readied)-maxKept)
+	}
+}
+
+// Forget drops every definition of the LRP (removed).
+func (w *Window) Forget(processGuid string) {
+	for id, r := range w.defs {
+		if r.processGuid == processGuid {
+			delete(w.defs, id)
+		}
+	}
+}
+
+// prune drops what happened before now − span.
+func (w *Window) prune(now time.Time) {
+	from := now.Add(-w.span)
+	for _, r := range w.defs {
+		r.crashes = slices.DeleteFunc(r.crashes, func(c crash) bool { return c.at.Before(from) })
+		r.readied = slices.DeleteFunc(r.readied, func(x readied) bool { return x.at.Before(from) })
+	}
+}
+
+// Figures is what the window holds for the definition at now, for its
+// instances (the rows the board has of it), or nil when it has seen none
+// of them.
+//
+// Worked examples, with a span of 5 minutes:
+//
+//  1. 4 instances of v2, first seen 10 minutes ago, crashed twice in the
+//     last 5 minutes ("exited with code 1" both): window 5m, crashes 2,
+//     crash rate 2 / 4 / 5 = 0.1 per instance per minute, top reason
+//     "exited with code 1".
+//  2. 2 instances of v3, first seen 30 s ago, one crash: the span is 30 s,
+//     counted as a minute: rate 1 / 2 / 1 = 0.5.
+//  3. 0 instances left and 3 crashes in the last 2 minutes of a span of 5:
+//     the instances count as 1: rate 3 / 1 / 5 = 0.6.
+//  4. Times to ready 900 ms, 1.2 s, 1.1 s, 4 s (readied 4): p50 is the
+//     second of the sorted four (⌈0.5 × 4⌉ = 2), 1.1 s; p99 the fourth
+//     (⌈0.99 × 4⌉ = 4), 4 s.
+func (w *Window) Figures(definitionID string, instances int, now time.Time) *models.DefinitionSignals {
+	r, ok := w.defs[definitionID]
+	if !ok {
+		return nil
+	}
+	w.prune(now)
+	span := min(w.span, max(now.Sub(r.firstSeen), 0))
+	minutes := max(span.Minutes(), 1)
+	f := &models.DefinitionSignals{
+		WindowMs:  span.Milliseconds(),
+		Crashes:   int32(len(r.crashes)),
+		CrashRate: float64(len(r.crashes)) / float64(max(instances, 1)) / minutes,
+		Readied:   int32(len(r.readied)),
+	}
+	f.TopCrashReason = topReason(r.crashes)
+	if len(r.readied) > 0 {
+		took := make([]time.Duration, len(r.readied))
+		for i, x := range r.readied {
+			took[i] = x.took
+		}
+		slices.Sort(took)
+		f.TimeToReadyP50Ms = nearestRank(took, 0.50).Milliseconds()
+		f.TimeToReadyP99Ms = nearestRank(took, 0.99).Milliseconds()
+	}
+	return f
+}
+
+// each calls fn with every definition's figures at now, its LRP and its id.
+func (w *Window) each(now time.Time, fn func(processGuid, definitionID string, f *models.DefinitionSignals)) {
+	for id, r := range w.defs {
+		// The LRP's instance count is not known here: the rate is per
+		// instance only in Figures.
+		fn(r.processGuid, id, w.Figures(id, 1, now))
+	}
+}
+
+// topReason is the most frequent reason among crashes, the latest of
+// those tied.
+func topReason(crashes []crash) string {
+	counts := map[string]int{}
+	top, topCount := "", 0
+	for _, c := range crashes {
+		counts[c.reason]++
+		if counts[c.reason] >= topCount {
+			top, topCount = c.reason, counts[c.reason]
+		}
+	}
+	return top
+}
+
+// nearestRank is the q-quantile of sorted by the nearest-rank method: the
+// ⌈q × n⌉-th smallest.
+func nearestRank(sorted []time.Duration, q float64) time.Duration {
+	rank := int(math.Ceil(q * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
