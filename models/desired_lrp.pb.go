@@ -885,7 +885,21 @@ type DesiredLRPUpdate struct {
 	// autoscaling replaces the LRP's autoscaling settings. While autoscaling
 	// is enabled, instances may not be set (disable it in the same update
 	// to set them).
-	Autoscaling   *Autoscaling `protobuf:"bytes,11,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	Autoscaling *Autoscaling `protobuf:"bytes,11,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	// analysis, with a definition: judge the rollout every interval while
+	// it runs and while it bakes (models/analysis.go, docs/analysis.md).
+	Analysis *RolloutAnalysis `protobuf:"bytes,12,opt,name=analysis,proto3" json:"analysis,omitempty"`
+	// on_failure, with a definition: what a failing verdict or the progress
+	// deadline does to the rollout: "revert" (back to the healthy
+	// definition), "hold" (state HELD: nothing more starts, the mix keeps
+	// serving) or "fail" (state FAILED). Empty: revert with
+	// update_strategy.auto_revert, otherwise fail, as before analysis.
+	OnFailure string `protobuf:"bytes,13,opt,name=on_failure,json=onFailure,proto3" json:"on_failure,omitempty"`
+	// on_marginal, with analysis: "continue" (empty) or "hold".
+	OnMarginal string `protobuf:"bytes,14,opt,name=on_marginal,json=onMarginal,proto3" json:"on_marginal,omitempty"`
+	// bake_ms, with a definition: once every index runs it, the rollout goes
+	// on being judged this long before it completes (at most 24 h).
+	BakeMs        int64 `protobuf:"varint,15,opt,name=bake_ms,json=bakeMs,proto3" json:"bake_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -995,6 +1009,34 @@ func (x *DesiredLRPUpdate) GetAutoscaling() *Autoscaling {
 		return x.Autoscaling
 	}
 	return nil
+}
+
+func (x *DesiredLRPUpdate) GetAnalysis() *RolloutAnalysis {
+	if x != nil {
+		return x.Analysis
+	}
+	return nil
+}
+
+func (x *DesiredLRPUpdate) GetOnFailure() string {
+	if x != nil {
+		return x.OnFailure
+	}
+	return ""
+}
+
+func (x *DesiredLRPUpdate) GetOnMarginal() string {
+	if x != nil {
+		return x.OnMarginal
+	}
+	return ""
+}
+
+func (x *DesiredLRPUpdate) GetBakeMs() int64 {
+	if x != nil {
+		return x.BakeMs
+	}
+	return 0
 }
 
 type DesireLRPRequest struct {
@@ -1680,7 +1722,7 @@ var File_desired_lrp_proto protoreflect.FileDescriptor
 
 const file_desired_lrp_proto_rawDesc = "" +
 	"\n" +
-	"\x11desired_lrp.proto\x12\x10corkboard.models\x1a\x1cgoogle/protobuf/struct.proto\x1a\verror.proto\x1a\fcommon.proto\x1a\x10definition.proto\x1a\rrollout.proto\"\xf0\x01\n" +
+	"\x11desired_lrp.proto\x12\x10corkboard.models\x1a\x1cgoogle/protobuf/struct.proto\x1a\verror.proto\x1a\fcommon.proto\x1a\x10definition.proto\x1a\rrollout.proto\x1a\x0eanalysis.proto\"\xf0\x01\n" +
 	"\x0eUpdateStrategy\x12\x1b\n" +
 	"\tmax_surge\x18\x01 \x01(\tR\bmaxSurge\x12'\n" +
 	"\x0fmax_unavailable\x18\x02 \x01(\tR\x0emaxUnavailable\x12 \n" +
@@ -1762,7 +1804,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\x12?\n" +
-	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xdb\x04\n" +
+	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xf3\x05\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1779,7 +1821,13 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x06staged\x18\t \x01(\v2\x1f.corkboard.models.StagedRolloutR\x06staged\x12\x1a\n" +
 	"\bvalidate\x18\n" +
 	" \x01(\bR\bvalidate\x12?\n" +
-	"\vautoscaling\x18\v \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscalingB\f\n" +
+	"\vautoscaling\x18\v \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\x12=\n" +
+	"\banalysis\x18\f \x01(\v2!.corkboard.models.RolloutAnalysisR\banalysis\x12\x1d\n" +
+	"\n" +
+	"on_failure\x18\r \x01(\tR\tonFailure\x12\x1f\n" +
+	"\von_marginal\x18\x0e \x01(\tR\n" +
+	"onMarginal\x12\x17\n" +
+	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMsB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +
@@ -1872,7 +1920,8 @@ var file_desired_lrp_proto_goTypes = []any{
 	(*ModificationTag)(nil),                   // 24: corkboard.models.ModificationTag
 	(*LRPDefinition)(nil),                     // 25: corkboard.models.LRPDefinition
 	(*StagedRollout)(nil),                     // 26: corkboard.models.StagedRollout
-	(*Error)(nil),                             // 27: corkboard.models.Error
+	(*RolloutAnalysis)(nil),                   // 27: corkboard.models.RolloutAnalysis
+	(*Error)(nil),                             // 28: corkboard.models.Error
 }
 var file_desired_lrp_proto_depIdxs = []int32{
 	23, // 0: corkboard.models.DesiredLRP.routes:type_name -> google.protobuf.Struct
@@ -1895,24 +1944,25 @@ var file_desired_lrp_proto_depIdxs = []int32{
 	24, // 17: corkboard.models.DesiredLRPUpdate.modification_tag:type_name -> corkboard.models.ModificationTag
 	26, // 18: corkboard.models.DesiredLRPUpdate.staged:type_name -> corkboard.models.StagedRollout
 	2,  // 19: corkboard.models.DesiredLRPUpdate.autoscaling:type_name -> corkboard.models.Autoscaling
-	1,  // 20: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	27, // 21: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 22: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	27, // 23: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 24: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	27, // 25: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
-	1,  // 26: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
-	27, // 27: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
-	9,  // 28: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
-	10, // 29: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
-	27, // 30: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 31: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	27, // 32: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	27, // 20: corkboard.models.DesiredLRPUpdate.analysis:type_name -> corkboard.models.RolloutAnalysis
+	1,  // 21: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	28, // 22: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 23: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	28, // 24: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 25: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	28, // 26: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
+	1,  // 27: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
+	28, // 28: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
+	9,  // 29: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
+	10, // 30: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
+	28, // 31: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 32: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	28, // 33: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_desired_lrp_proto_init() }
@@ -1924,6 +1974,7 @@ func file_desired_lrp_proto_init() {
 	file_common_proto_init()
 	file_definition_proto_init()
 	file_rollout_proto_init()
+	file_analysis_proto_init()
 	file_desired_lrp_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

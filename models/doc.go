@@ -18,7 +18,9 @@
 //     instance of a removed LRP, a suspect whose replacement runs. A
 //     removed LRP is a DesiredLRP deleted through the API.
 //   - hold: a staged rollout at its phase's target below 100% holds (state
-//     HOLDING) until a promote. Nothing else holds in this sense: a lease
+//     HOLDING) until a promote; a rollout its failure policy stopped
+//     (on_failure or on_marginal "hold") is held (state HELD) until a
+//     resume, a rollback or an abort. Nothing else holds in this sense: a lease
 //     has an owner, an autoscaling stand-in covers an index, the
 //     scale-down window keeps a count. ("A field holds a value" is plain
 //     English, not this word.)
@@ -42,6 +44,10 @@
 //     a promote: the share on the new definition grows from prior to target
 //     percent, then the rollout holds. The wire field phase_started_at is
 //     its start.
+//   - verdict: one interval's judgement of a rollout by its analysis
+//     (AnalysisVerdict): PASS, MARGINAL or FAIL, the worst of its checks'
+//     results. bake: the time after every index runs the new definition
+//     during which the analysis goes on before the rollout completes.
 //   - stage: where a staged phase stands (RolloutStage, RolloutStatus's
 //     field stage, cork's STAGE column): shares, rate, seed, pause.
 package models

@@ -19,6 +19,9 @@ import (
 //	autoscaling.scale_down_stabilization_ms      0 to 24h (MaxScaleDownStabilization)
 //	staged.safe_rate.per_ms, safe_rate.per_ms    1ms to 7 days (MaxSafeRatePerMs)
 //	rollout plan ready_after_ms                  0 to 24h (MaxReadyAfterMs)
+//	bake_ms                                      0 to 24h (MaxBake)
+//	analysis.interval_ms                         0, or 1s to 1h (MaxAnalysisInterval)
+//	analysis.checks[].timeout_ms                 0 to 1m (MaxAnalysisTimeout)
 //
 // (0 means the default wherever a default exists.) One duration is in
 // seconds: a domain's ttl_seconds, 0 to ten years (MaxDomainTTLSeconds).
@@ -70,6 +73,9 @@ var durationLimits = map[string]int64{
 	"corkboard.models.SafeRate.per_ms":                         MaxSafeRatePerMs,
 	"corkboard.models.RolloutPlanRequest.ready_after_ms":       MaxReadyAfterMs,
 	"corkboard.models.UpsertDomainRequest.ttl_seconds":         MaxDomainTTLSeconds,
+	"corkboard.models.DesiredLRPUpdate.bake_ms":                MaxBake.Milliseconds(),
+	"corkboard.models.RolloutAnalysis.interval_ms":             MaxAnalysisInterval.Milliseconds(),
+	"corkboard.models.AnalysisCheck.timeout_ms":                MaxAnalysisTimeout.Milliseconds(),
 }
 
 // Millis is ms milliseconds as a time.Duration, clamped to 0 to MaxMillis.

@@ -24,7 +24,11 @@ type durationField struct {
 func (d durationField) name() string {
 	names := make([]string, 0, len(d.path)+1)
 	for _, fd := range d.path {
-		names = append(names, string(fd.Name()))
+		name := string(fd.Name())
+		if fd.IsList() {
+			name += "[0]" // setDuration sets the list's first message
+		}
+		names = append(names, name)
 	}
 	return strings.Join(append(names, string(d.field.Name())), ".")
 }
@@ -84,6 +88,10 @@ func durationFixtures() map[string]func() proto.Message {
 			UpdateStrategy: &models.UpdateStrategy{MinReadyMs: 1000, ProgressDeadlineMs: 60000},
 			Staged:         &models.StagedRollout{TargetPercent: 50, SafeRate: rate()},
 			Autoscaling:    validAutoscaling(),
+			Analysis: &models.RolloutAnalysis{IntervalMs: 1000, Checks: []*models.AnalysisCheck{
+				{Name: "gate", Provider: "webhook", Url: "http://gate.example/", TimeoutMs: 1000},
+			}},
+			BakeMs: 1000,
 		}
 	}
 	return map[string]func() proto.Message{
@@ -111,6 +119,11 @@ func setDuration(msg proto.Message, d durationField, value int64) {
 	m := msg.ProtoReflect()
 	for _, fd := range d.path {
 		Expect(m.Has(fd)).To(BeTrue(), "the fixture sets %s on the way to %s", fd.Name(), d.name())
+		if fd.IsList() {
+			// The list's first message stands for all of them.
+			m = m.Mutable(fd).List().Get(0).Message()
+			continue
+		}
 		m = m.Mutable(fd).Message()
 	}
 	if d.field.Kind() == protoreflect.Int32Kind {
@@ -156,9 +169,9 @@ var _ = Describe("Duration fields", func() {
 		}
 		// Autoscaling (1), DesireLRPRequest and DesiredLRP (7 each),
 		// LRPDefinition (4), PromoteRolloutRequest (1), RolloutPlanRequest
-		// (9), UpdateDesiredLRPRequest (8), UpdateStrategy (2),
+		// (12), UpdateDesiredLRPRequest (11), UpdateStrategy (2),
 		// UpsertDomainRequest (1).
-		Expect(checked).To(Equal(40))
+		Expect(checked).To(Equal(46))
 	})
 
 	DescribeTable("are bounded where the rest of their message is not checked",

@@ -43,6 +43,11 @@ const (
 	// runs the active definition, the rest the healthy one, until a
 	// promote starts the next phase (or a rollback ends it).
 	RolloutStatus_HOLDING RolloutStatus_State = 5
+	// HELD: a failing (or, with on_marginal hold, marginal) verdict or the
+	// progress deadline stopped the rollout under on_failure hold: nothing
+	// more starts, the mix of definitions keeps serving, the verdict says
+	// why; a resume goes on, a rollback or an abort goes back.
+	RolloutStatus_HELD RolloutStatus_State = 6
 )
 
 // Enum value maps for RolloutStatus_State.
@@ -54,6 +59,7 @@ var (
 		3: "FAILED",
 		4: "REVERTED",
 		5: "HOLDING",
+		6: "HELD",
 	}
 	RolloutStatus_State_value = map[string]int32{
 		"NONE":        0,
@@ -62,6 +68,7 @@ var (
 		"FAILED":      3,
 		"REVERTED":    4,
 		"HOLDING":     5,
+		"HELD":        6,
 	}
 )
 
@@ -131,7 +138,10 @@ type RolloutStatus struct {
 	OperationId string `protobuf:"bytes,15,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
 	// Where the staged phase stands, when the rollout is staged (an update
 	// with staged, or a promote); absent otherwise.
-	Stage         *RolloutStage `protobuf:"bytes,16,opt,name=stage,proto3" json:"stage,omitempty"`
+	Stage *RolloutStage `protobuf:"bytes,16,opt,name=stage,proto3" json:"stage,omitempty"`
+	// The rollout's analysis and its verdicts, when the update asked for
+	// analysis, a failure policy or a bake; absent otherwise.
+	Judgement     *RolloutJudgement `protobuf:"bytes,21,opt,name=judgement,proto3" json:"judgement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +284,13 @@ func (x *RolloutStatus) GetOperationId() string {
 func (x *RolloutStatus) GetStage() *RolloutStage {
 	if x != nil {
 		return x.Stage
+	}
+	return nil
+}
+
+func (x *RolloutStatus) GetJudgement() *RolloutJudgement {
+	if x != nil {
+		return x.Judgement
 	}
 	return nil
 }
@@ -1388,7 +1405,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\"\x84\x06\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xd0\x06\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -1410,7 +1427,8 @@ const file_rollout_proto_rawDesc = "" +
 	"\vdeadline_at\x18\x0e \x01(\x03R\n" +
 	"deadlineAt\x12!\n" +
 	"\foperation_id\x18\x0f \x01(\tR\voperationId\x124\n" +
-	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\"W\n" +
+	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\x12@\n" +
+	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\"a\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +
@@ -1418,7 +1436,8 @@ const file_rollout_proto_rawDesc = "" +
 	"\n" +
 	"\x06FAILED\x10\x03\x12\f\n" +
 	"\bREVERTED\x10\x04\x12\v\n" +
-	"\aHOLDING\x10\x05\"\x83\x01\n" +
+	"\aHOLDING\x10\x05\x12\b\n" +
+	"\x04HELD\x10\x06\"\x83\x01\n" +
 	"\rStagedRollout\x12%\n" +
 	"\x0etarget_percent\x18\x01 \x01(\x01R\rtargetPercent\x127\n" +
 	"\tsafe_rate\x18\x02 \x01(\v2\x1a.corkboard.models.SafeRateR\bsafeRate\x12\x12\n" +
@@ -1529,33 +1548,35 @@ var file_rollout_proto_goTypes = []any{
 	(*RollbackResponse)(nil),       // 16: corkboard.models.RollbackResponse
 	(*AbortRolloutRequest)(nil),    // 17: corkboard.models.AbortRolloutRequest
 	(*AbortRolloutResponse)(nil),   // 18: corkboard.models.AbortRolloutResponse
-	(*Error)(nil),                  // 19: corkboard.models.Error
+	(*RolloutJudgement)(nil),       // 19: corkboard.models.RolloutJudgement
+	(*Error)(nil),                  // 20: corkboard.models.Error
 }
 var file_rollout_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
 	11, // 1: corkboard.models.RolloutStatus.definitions:type_name -> corkboard.models.DefinitionInstances
 	4,  // 2: corkboard.models.RolloutStatus.stage:type_name -> corkboard.models.RolloutStage
-	3,  // 3: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
-	3,  // 4: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
-	3,  // 5: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	19, // 6: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 7: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	19, // 8: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 9: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	19, // 10: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 11: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	12, // 12: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
-	19, // 13: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
-	1,  // 14: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
-	19, // 15: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
-	1,  // 16: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
-	19, // 17: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 18: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	19, // 3: corkboard.models.RolloutStatus.judgement:type_name -> corkboard.models.RolloutJudgement
+	3,  // 4: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
+	3,  // 5: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
+	3,  // 6: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
+	20, // 7: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 8: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	20, // 9: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 10: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	20, // 11: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 12: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	12, // 13: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
+	20, // 14: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
+	1,  // 15: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
+	20, // 16: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
+	1,  // 17: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
+	20, // 18: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 19: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_rollout_proto_init() }
@@ -1564,6 +1585,7 @@ func file_rollout_proto_init() {
 		return
 	}
 	file_error_proto_init()
+	file_analysis_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

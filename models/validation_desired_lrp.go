@@ -108,7 +108,7 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 	if u.Instances != nil && u.GetAutoscaling().IsEnabled() {
 		return ErrInvalidField(child(path, "instances"), ErrInstancesAutoscaled)
 	}
-	return nil
+	return u.validateRolloutPolicy(path)
 }
 
 // ErrInstancesAutoscaled says why instances may not be set while

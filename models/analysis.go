@@ -1,0 +1,464 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Analysis: a rollout judged every interval by its checks (RolloutAnalysis),
+// each check's value held to its bounds (JudgeCheck), the verdict the
+// worst of them (Verdict), and what a verdict does to the rollout
+// (VerdictAction). Every rule of it is here; the runner measures and the
+// planner acts.
+
+// Analysis limits and defaults.
+const (
+	MaxAnalysisChecks        = 10
+	DefaultAnalysisInterval  = 10 * time.Second
+	MinAnalysisInterval      = time.Second
+	MaxAnalysisInterval      = time.Hour
+	DefaultAnalysisTimeout   = 5 * time.Second
+	MaxAnalysisTimeout       = time.Minute
+	DefaultAnalysisMargin    = 0.1
+	MaxAnalysisMargin        = 10.0
+	MaxBake                  = 24 * time.Hour
+	MaxAnalysisQueryBytes    = 4096
+	MaxAnalysisURLBytes      = 2048
+	maxAnalysisCheckName     = 64
+	KeptAnalysisVerdicts     = 20
+	AnalysisProviderBoard    = "board"
+	AnalysisProviderProm     = "prometheus"
+	AnalysisProviderWebhook  = "webhook"
+	OnFailureRevert          = "revert"
+	OnFailureHold            = "hold"
+	OnFailureFail            = "fail"
+	OnMarginalContinue       = "continue"
+	OnMarginalHold           = "hold"
+	AnalysisDuringRolling    = "rolling"
+	AnalysisDuringBaking     = "baking"
+	analysisPlaceholderDefID = "{{definition_id}}"
+	analysisPlaceholderGuid  = "{{process_guid}}"
+)
+
+// BoardSignals are the signals the board provider measures, as
+// DefinitionSignals has them (package signals).
+var BoardSignals = []string{"crash_rate", "time_to_ready_p50_ms", "time_to_ready_p99_ms"}
+
+// BoardSignal is the named signal's value in f, and whether f has one: a
+// time to ready needs an instance that became ready in the window.
+func BoardSignal(f *DefinitionSignals, name string) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	switch name {
+	case "crash_rate":
+		return f.GetCrashRate(), true
+	case "time_to_ready_p50_ms":
+		return float64(f.GetTimeToReadyP50Ms()), f.GetReadied() > 0
+	case "time_to_ready_p99_ms":
+		return float64(f.GetTimeToReadyP99Ms()), f.GetReadied() > 0
+	}
+	return 0, false
+}
+
+// Interval is how often the analysis runs.
+func (a *RolloutAnalysis) Interval() time.Duration {
+	if a.GetIntervalMs() == 0 {
+		return DefaultAnalysisInterval
+	}
+	return time.Duration(a.GetIntervalMs()) * time.Millisecond
+}
+
+// Timeout is how long one call of a prometheus or webhook check may take.
+func (c *AnalysisCheck) Timeout() time.Duration {
+	if c.GetTimeoutMs() == 0 {
+		return DefaultAnalysisTimeout
+	}
+	return time.Duration(c.GetTimeoutMs()) * time.Millisecond
+}
+
+// EffectiveMargin is the check's margin as a fraction of its bound.
+func (c *AnalysisCheck) EffectiveMargin() float64 {
+	if c.GetMargin() == 0 {
+		return DefaultAnalysisMargin
+	}
+	return c.GetMargin()
+}
+
+// QueryFor is the check's PromQL for the definition of the LRP.
+func (c *AnalysisCheck) QueryFor(processGuid, definitionID string) string {
+	q := strings.ReplaceAll(c.GetQuery(), analysisPlaceholderDefID, definitionID)
+	return strings.ReplaceAll(q, analysisPlaceholderGuid, processGuid)
+}
+
+func (a *RolloutAnalysis) validate(path string) error {
+	checks := a.GetChecks()
+	if len(checks) == 0 || len(checks) > MaxAnalysisChecks {
+		return ErrInvalidField(child(path, "checks"), fmt.Sprintf("must have 1 to %d checks, got %d", MaxAnalysisChecks, len(checks)))
+	}
+	if ms := a.GetIntervalMs(); ms != 0 && (ms < MinAnalysisInterval.Milliseconds() || ms > MaxAnalysisInterval.Milliseconds()) {
+		return ErrInvalidField(child(path, "interval_ms"), fmt.Sprintf("must be 0 (10 s) or %d to %d, got %d",
+			MinAnalysisInterval.Milliseconds(), MaxAnalysisInterval.Milliseconds(), ms))
+	}
+	names := map[string]bool{}
+	for i, c := range checks {
+		at := fmt.Sprintf("%s[%d]", child(path, "checks"), i)
+		if err := c.validate(at); err != nil {
+			return err
+		}
+		if names[c.GetName()] {
+			return ErrInvalidField(child(at, "name"), "repeats "+quoteShort(c.GetName())+": check names must be unique")
+		}
+		names[c.GetName()] = true
+	}
+	return nil
+}
+
+func (c *AnalysisCheck) validate(path string) error {
+	if err := validateCheckName(child(path, "name"), c.GetName()); err != nil {
+		return err
+	}
+	switch c.GetProvider() {
+	case AnalysisProviderBoard:
+		if !containsString(BoardSignals, c.GetSignal()) {
+			return ErrInvalidField(child(path, "signal"), "must be one of "+strings.Join(BoardSignals, ", ")+", got "+quoteShort(c.GetSignal()))
+		}
+	case AnalysisProviderProm:
+		if strings.TrimSpace(c.GetQuery()) == "" {
+			return ErrInvalidField(child(path, "query"), "required for a prometheus check")
+		}
+		if err := validateMaxBytes(child(path, "query"), c.GetQuery(), MaxAnalysisQueryBytes); err != nil {
+			return err
+		}
+	case AnalysisProviderWebhook:
+		if err := validateWebhookURL(child(path, "url"), c.GetUrl()); err != nil {
+			return err
+		}
+	default:
+		return ErrInvalidField(child(path, "provider"), `must be "board", "prometheus" or "webhook", got `+quoteShort(c.GetProvider()))
+	}
+	if ms := c.GetTimeoutMs(); ms < 0 || ms > MaxAnalysisTimeout.Milliseconds() {
+		return ErrInvalidField(child(path, "timeout_ms"), fmt.Sprintf("must be 0 (5 s) to %d, got %d", MaxAnalysisTimeout.Milliseconds(), ms))
+	}
+	if c.GetProvider() == AnalysisProviderWebhook {
+		if c.Max != nil || c.Min != nil || c.GetRelative() || c.GetMargin() != 0 {
+			return ErrInvalidField(path, "a webhook check has no bounds: a 2xx answer passes, anything else fails")
+		}
+		return nil
+	}
+	if c.Max == nil && c.Min == nil {
+		return ErrInvalidField(child(path, "max"), "a check needs max, min or both")
+	}
+	for _, b := range []struct {
+		field string
+		value *float64
+	}{{"max", c.Max}, {"min", c.Min}} {
+		if b.value != nil && (math.IsNaN(*b.value) || math.IsInf(*b.value, 0) || *b.value < 0) {
+			return ErrInvalidField(child(path, b.field), "must be a finite number, not negative, got "+strconv.FormatFloat(*b.value, 'g', -1, 64))
+		}
+	}
+	if c.Max != nil && c.Min != nil && c.GetMin() > c.GetMax() {
+		return ErrInvalidField(child(path, "min"), fmt.Sprintf("must not be above max (%g), got %g", c.GetMax(), c.GetMin()))
+	}
+	if m := c.GetMargin(); math.IsNaN(m) || m < 0 || m > MaxAnalysisMargin {
+		return ErrInvalidField(child(path, "margin"), fmt.Sprintf("must be 0 (0.1) to %g, got %g", MaxAnalysisMargin, m))
+	}
+	return nil
+}
+
+func validateCheckName(path, name string) error {
+	if name == "" || len(name) > maxAnalysisCheckName {
+		return ErrInvalidField(path, fmt.Sprintf("must be 1 to %d characters, got %d", maxAnalysisCheckName, len(name)))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return ErrInvalidField(path, "may hold only letters, digits, '-', '_' and '.', got "+quoteShort(name))
+		}
+	}
+	return nil
+}
+
+func validateWebhookURL(path, url string) error {
+	if url == "" {
+		return ErrInvalidField(path, "required for a webhook check")
+	}
+	if err := validateMaxBytes(path, url, MaxAnalysisURLBytes); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return ErrInvalidField(path, "must be an http:// or https:// URL, got "+quoteShort(url))
+	}
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// validateRolloutPolicy checks an update's on_failure, on_marginal and
+// bake_ms, and analysis, which all need a definition to roll out.
+func (u *DesiredLRPUpdate) validateRolloutPolicy(path string) error {
+	switch u.GetOnFailure() {
+	case "", OnFailureRevert, OnFailureHold, OnFailureFail:
+	default:
+		return ErrInvalidField(child(path, "on_failure"), `must be "revert", "hold" or "fail", got `+quoteShort(u.GetOnFailure()))
+	}
+	switch u.GetOnMarginal() {
+	case "", OnMarginalContinue, OnMarginalHold:
+	default:
+		return ErrInvalidField(child(path, "on_marginal"), `must be "continue" or "hold", got `+quoteShort(u.GetOnMarginal()))
+	}
+	if err := validateMillis(child(path, "bake_ms"), u.GetBakeMs(), MaxBake.Milliseconds()); err != nil {
+		return err
+	}
+	if u.GetAnalysis() != nil {
+		if err := u.GetAnalysis().validate(child(path, "analysis")); err != nil {
+			return err
+		}
+	}
+	if u.GetDefinition() == nil {
+		for field, set := range map[string]bool{
+			"analysis": u.GetAnalysis() != nil, "on_failure": u.GetOnFailure() != "",
+			"on_marginal": u.GetOnMarginal() != "", "bake_ms": u.GetBakeMs() != 0,
+		} {
+			if set {
+				return ErrInvalidField(child(path, field), "requires a definition")
+			}
+		}
+	}
+	if u.GetOnMarginal() != "" && u.GetAnalysis() == nil {
+		return ErrInvalidField(child(path, "on_marginal"), "requires analysis")
+	}
+	return nil
+}
+
+// NewRolloutJudgement is what a rollout's record keeps of an update's
+// analysis and policy, or nil when the update asked for none of them.
+func NewRolloutJudgement(u *DesiredLRPUpdate) *RolloutJudgement {
+	if u.GetAnalysis() == nil && u.GetOnFailure() == "" && u.GetOnMarginal() == "" && u.GetBakeMs() == 0 {
+		return nil
+	}
+	return &RolloutJudgement{Analysis: u.GetAnalysis(), OnFailure: u.GetOnFailure(), OnMarginal: u.GetOnMarginal(), BakeMs: u.GetBakeMs()}
+}
+
+// JudgeCheck holds a check's measured value to its bounds. value and
+// baseline are nil when there was none. The bounds are the check's max
+// and min, or with relative those times the baseline's value. A value
+// within its bounds passes; past a bound by no more than margin × the
+// bound it is marginal; further it fails. No value, or no baseline for a
+// relative check, is marginal: nothing to judge is not a pass.
+//
+// Worked examples (margin 0.1 unless said):
+//
+//  1. crash_rate 0.05, max 0.1: PASS.
+//  2. crash_rate 0.105, max 0.1: past by 5% ≤ 10%: MARGINAL.
+//  3. crash_rate 0.4, max 0.1: past by 300%: FAIL.
+//  4. error ratio 0.05, relative, max 1.5, baseline 0.01: bound 0.015;
+//     past by 233%: FAIL. The same with a clean version, 0.012: PASS.
+//  5. success ratio 0.97, min 0.99, margin 0.05: under by 2% ≤ 5%:
+//     MARGINAL.
+//  6. crash_rate 0.01, max 0: any value above 0 fails (a bound of 0 has
+//     no margin).
+//  7. no value (a query with no series): MARGINAL, "no value".
+func JudgeCheck(c *AnalysisCheck, value, baseline *float64) *AnalysisCheckResult {
+	r := &AnalysisCheckResult{Name: c.GetName(), Value: value, Baseline: baseline}
+	label := c.GetName()
+	if value == nil {
+		r.Outcome, r.Reason = AnalysisOutcome_MARGINAL, label+": no value"
+		return r
+	}
+	scale := 1.0
+	if c.GetRelative() {
+		if baseline == nil {
+			r.Outcome, r.Reason = AnalysisOutcome_MARGINAL, fmt.Sprintf("%s %s: no baseline value", label, num(*value))
+			return r
+		}
+		scale = *baseline
+	}
+	// bounded says a bound, and how it came about when it is relative.
+	bounded := func(bound, factor float64) string {
+		if !c.GetRelative() {
+			return num(bound)
+		}
+		return fmt.Sprintf("%s (%s × baseline %s)", num(bound), num(factor), num(*baseline))
+	}
+	margin := c.EffectiveMargin()
+	r.Outcome, r.Reason = AnalysisOutcome_PASS, fmt.Sprintf("%s %s within bounds", label, num(*value))
+	if c.Max != nil {
+		bound := c.GetMax() * scale
+		r.Max = &bound
+		if *value > bound {
+			past := pastBy(*value, bound)
+			r.Outcome = AnalysisOutcome_FAIL
+			if past <= margin {
+				r.Outcome = AnalysisOutcome_MARGINAL
+			}
+			r.Reason = fmt.Sprintf("%s %s > max %s (by %s, margin %s)", label, num(*value), bounded(bound, c.GetMax()), percent(past), percent(margin))
+			return r
+		}
+	}
+	if c.Min != nil {
+		bound := c.GetMin() * scale
+		r.Min = &bound
+		if *value < bound {
+			past := pastBy(*value, bound)
+			r.Outcome = AnalysisOutcome_FAIL
+			if past <= margin {
+				r.Outcome = AnalysisOutcome_MARGINAL
+			}
+			r.Reason = fmt.Sprintf("%s %s < min %s (by %s, margin %s)", label, num(*value), bounded(bound, c.GetMin()), percent(past), percent(margin))
+			return r
+		}
+	}
+	return r
+}
+
+// pastBy is how far value is from bound, as a fraction of bound (bound > 0).
+func pastBy(value, bound float64) float64 {
+	if bound == 0 {
+		return math.Inf(1)
+	}
+	return math.Abs(value-bound) / bound
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', 4, 64) }
+
+func percent(f float64) string {
+	if math.IsInf(f, 1) {
+		return "∞"
+	}
+	return strconv.FormatFloat(f*100, 'g', 3, 64) + "%"
+}
+
+// Verdict is the verdict of results: their worst outcome (FAIL over
+// MARGINAL over PASS).
+func Verdict(results []*AnalysisCheckResult) AnalysisOutcome {
+	worst := AnalysisOutcome_PASS
+	for _, r := range results {
+		if r.GetOutcome() > worst {
+			worst = r.GetOutcome()
+		}
+	}
+	return worst
+}
+
+// RolloutAction is what a rollout does next.
+type RolloutAction int
+
+const (
+	// Continue: the rollout goes on.
+	Continue RolloutAction = iota
+	// Hold: state HELD; nothing more starts, the mix keeps serving.
+	Hold
+	// Fail: state FAILED; nothing more starts.
+	Fail
+	// Revert: the healthy definition becomes active again (REVERTED).
+	Revert
+)
+
+func (a RolloutAction) String() string {
+	return [...]string{"continue", "hold", "fail", "revert"}[a]
+}
+
+// FailureAction is what a rollout failing — a failing verdict, or no
+// index completed within the progress deadline — does under onFailure,
+// given the strategy's auto_revert and whether the rollout can revert at
+// all (models.Abortable: a healthy definition other than the active one).
+//
+//  1. on_failure "" with auto_revert: revert (as before analysis).
+//  2. on_failure "" without auto_revert: fail.
+//  3. "hold": hold; "fail": fail, auto_revert or not.
+//  4. "revert" with nothing to revert to (the LRP's first definition):
+//     fail.
+func FailureAction(onFailure string, autoRevert, canRevert bool) RolloutAction {
+	switch {
+	case onFailure == OnFailureHold:
+		return Hold
+	case onFailure == OnFailureFail:
+		return Fail
+	case (onFailure == OnFailureRevert || onFailure == "" && autoRevert) && canRevert:
+		return Revert
+	}
+	return Fail
+}
+
+// VerdictAction is what a verdict does to a rollout judged by j:
+// a pass continues, a failure is FailureAction's, a marginal one holds
+// under on_marginal "hold" and continues otherwise.
+func VerdictAction(outcome AnalysisOutcome, j *RolloutJudgement, autoRevert, canRevert bool) RolloutAction {
+	switch outcome {
+	case AnalysisOutcome_FAIL:
+		return FailureAction(j.GetOnFailure(), autoRevert, canRevert)
+	case AnalysisOutcome_MARGINAL:
+		if j.GetOnMarginal() == OnMarginalHold {
+			return Hold
+		}
+	}
+	return Continue
+}
+
+// LastVerdict is the judgement's latest verdict, nil before the first.
+func (j *RolloutJudgement) LastVerdict() *AnalysisVerdict {
+	v := j.GetVerdicts()
+	if len(v) == 0 {
+		return nil
+	}
+	return v[len(v)-1]
+}
+
+// AnalysisDue reports whether the rollout judged by j is due a verdict at
+// now (Unix nanoseconds): it has analysis, and its last verdict is an
+// interval old or there is none.
+func (j *RolloutJudgement) AnalysisDue(now int64) bool {
+	if j.GetAnalysis() == nil {
+		return false
+	}
+	last := j.LastVerdict()
+	return last == nil || now-last.GetAt() >= int64(j.GetAnalysis().Interval())
+}
+
+// WithVerdict is j with v appended, keeping the latest KeptAnalysisVerdicts.
+func (j *RolloutJudgement) WithVerdict(v *AnalysisVerdict) *RolloutJudgement {
+	next := &RolloutJudgement{
+		Analysis: j.GetAnalysis(), OnFailure: j.GetOnFailure(), OnMarginal: j.GetOnMarginal(), BakeMs: j.GetBakeMs(),
+		BakeStartedAt: j.GetBakeStartedAt(), HeldAt: j.GetHeldAt(),
+	}
+	verdicts := append(append([]*AnalysisVerdict{}, j.GetVerdicts()...), v)
+	if len(verdicts) > KeptAnalysisVerdicts {
+		verdicts = verdicts[len(verdicts)-KeptAnalysisVerdicts:]
+	}
+	next.Verdicts = verdicts
+	return next
+}
+
+// VerdictLine says a verdict in one line: "FAIL at 12:03:04 (rolling, v2
+// against v1): errors 0.05 > max 0.015 (1.5 × baseline 0.01) (by 233%,
+// margin 10%)". Only the checks that did not pass are named, all of them
+// when they all passed.
+func VerdictLine(v *AnalysisVerdict) string {
+	var reasons []string
+	for _, c := range v.GetChecks() {
+		if c.GetOutcome() != AnalysisOutcome_PASS {
+			reasons = append(reasons, c.GetReason())
+		}
+	}
+	if len(reasons) == 0 {
+		for _, c := range v.GetChecks() {
+			reasons = append(reasons, c.GetReason())
+		}
+	}
+	against := ""
+	if v.GetBaselineDefinitionId() != "" {
+		against = " against " + v.GetBaselineDefinitionId()
+	}
+	return fmt.Sprintf("%s at %s (%s, %s%s): %s", v.GetOutcome(), time.Unix(0, v.GetAt()).UTC().Format("15:04:05"),
+		v.GetDuring(), v.GetDefinitionId(), against, strings.Join(reasons, "; "))
+}
