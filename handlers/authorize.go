@@ -35,6 +35,7 @@ import (
 //	cells/register, cells/report,
 //	actual_lrps/claim|start|crash|fail|remove|
 //	evacuate|occupancy                         a cell, for itself only
+//	GET /prometheus/targets                    api-client, operator (prometheusTargetsAccess)
 //
 // "For itself" means the cell id the request acts for (cell.cell_id in a
 // registration, cell_id in the others) is the certificate's. The store
@@ -223,6 +224,15 @@ var routePolicy = map[string]access{
 	models.RouteReportOccupancy:   cellsOnly(ownCell(func(r *models.ReportOccupancyRequest) string { return r.GetCellId() })),
 }
 
+// prometheusTargetsAccess is who may read GET /prometheus/targets, which
+// is not an API call and so not in routePolicy: it names every running
+// instance's address and cell, which is what actual_lrps/list tells
+// API clients and operators and never a cell about another cell's
+// instances. A Prometheus server reads it with an api-client or operator
+// certificate. (GET /metrics is served to any certificate of the board's
+// CA: the board's own metrics name no instance's address.)
+var prometheusTargetsAccess = apiClients
+
 // authorize is the policy: nil when who may make req on route, an
 // Unauthorized error saying why not otherwise. req is the decoded, valid
 // request message.
@@ -235,6 +245,17 @@ func authorize(who caller, route string, req request) *models.Error {
 		// Unreachable for the routes New serves; a route added without a
 		// policy is nobody's.
 		return models.NewError(models.Error_Unauthorized, "%s has no authorization policy", route)
+	}
+	return authorizeAccess(who, route, req, rule)
+}
+
+// authorizeAccess is authorize with the route's rule given: nil when who
+// may make req on route under rule. A route with no request message
+// (GET /prometheus/targets) passes a nil req, which no cell rule but
+// anyCell lets through.
+func authorizeAccess(who caller, route string, req request, rule access) *models.Error {
+	if !who.checked {
+		return nil
 	}
 	if rule.anyone {
 		return nil

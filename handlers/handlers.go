@@ -89,7 +89,8 @@ type request interface {
 // are registered on registry; handlers built twice on one registry share
 // them, and a nil registry registers them nowhere (New panics if the
 // registry holds other collectors under those names). GET /metrics is not
-// served here: the server mounts the registry's handler itself.
+// served here: the server mounts the registry's handler itself. GET
+// /prometheus/targets, Prometheus' service discovery of the instances, is.
 //
 // Options set the cells' presence TTL, the event hub behind
 // POST /v1/events (see WithEvents), what to tell convergence after a
@@ -127,6 +128,10 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 	}
 	handle(models.RouteEvents, api.serveEvents(o))
 	checkPolicyCovers(routes)
+	// Not an API call: Prometheus' HTTP service discovery reads it with a
+	// GET (see servePrometheusTargets).
+	mux.Handle("GET "+models.PrometheusTargetsPath, api.servePrometheusTargets(store))
+	mux.Handle(models.PrometheusTargetsPath, api.prometheusTargetsMethodNotAllowed())
 	mux.Handle("/", api.notFound())
 	return api.refuseCrossOrigin(mux)
 }

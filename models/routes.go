@@ -57,6 +57,12 @@ const (
 	RouteEvents = "/v1/events"
 )
 
+// PrometheusTargetsPath is where a board answers GET with every running
+// instance as a target group of Prometheus' HTTP service discovery
+// (http_sd_configs; see PrometheusTargets). It is not an API call: no
+// request body, a JSON array for an answer.
+const PrometheusTargetsPath = "/prometheus/targets"
+
 // Content types the API speaks. A request is answered in its own type.
 const (
 	ContentTypeProtobuf = "application/x-protobuf"

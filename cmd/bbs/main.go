@@ -1,5 +1,6 @@
 // Command bbs is the board: it migrates its database, then serves the API
-// (POST /v1/...) and GET /metrics on one address, and converges whenever it
+// (POST /v1/...), GET /metrics and GET /prometheus/targets (the instances,
+// for Prometheus' service discovery) on one address, and converges whenever it
 // owns the convergence lease, until SIGTERM or SIGINT, when it drains the
 // requests in flight, hands the lease back and exits 0.
 //

@@ -122,14 +122,19 @@ var _ = Describe("Executor.Run", func() {
 					"PATH", "/custom/bin:/usr/bin:/bin",
 					"VERSION", "v10",
 				)},
-				Ports: []uint32{8080, 9090},
+				// Not in ascending order: the mappings keep the definition's.
+				Ports: []uint32{9090, 8080},
 			}
 			s := executor.InstanceSpec{ProcessGuid: "env-app", Index: 3, InstanceGuid: "env-instance", Definition: def}
 			netInfo, err := exe.Run(s)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(netInfo.GetPorts()).To(HaveLen(2))
-			port8080 := netInfo.GetPorts()[0].GetHostPort()
-			port9090 := netInfo.GetPorts()[1].GetHostPort()
+			// In the definition's order: the board's Prometheus targets
+			// (models.PrometheusTargets) take the first as the definition's first port.
+			Expect(netInfo.GetPorts()[0].GetContainerPort()).To(Equal(uint32(9090)))
+			Expect(netInfo.GetPorts()[1].GetContainerPort()).To(Equal(uint32(8080)))
+			port9090 := netInfo.GetPorts()[0].GetHostPort()
+			port8080 := netInfo.GetPorts()[1].GetHostPort()
 			Expect(port8080).NotTo(Equal(port9090))
 
 			var ev executor.Event
@@ -148,7 +153,7 @@ var _ = Describe("Executor.Run", func() {
 				"PATH=/custom/bin:/usr/bin:/bin",
 				"HOME="+filepath.Join(cfg.DataDir, "instances", "env-instance"),
 				"VERSION=v10",
-				fmt.Sprintf("PORT=%d", port8080),
+				fmt.Sprintf("PORT=%d", port9090),
 				fmt.Sprintf("PORT_8080=%d", port8080),
 				fmt.Sprintf("PORT_9090=%d", port9090),
 				"INSTANCE_INDEX=3",
