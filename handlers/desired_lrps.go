@@ -50,7 +50,7 @@ func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *mode
 }
 
 func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {
-	if err := h.checkAssetHosts("update.definition", req.GetUpdate().GetDefinition()); err != nil {
+	if err := h.checkUpdateHosts(req.GetUpdate()); err != nil {
 		return nil, err
 	}
 	ctx, note := noteOperation(ctx)

@@ -82,3 +82,13 @@ type storeHandlers struct {
 func (h *storeHandlers) checkAssetHosts(path string, def *models.LRPDefinition) error {
 	return models.ValidateAssetHosts(path, def, h.allowLinkLocalAssetHosts)
 }
+
+// checkUpdateHosts refuses an update whose definition's assets or whose
+// analysis' webhooks name link-local or metadata hosts, unless the board
+// allows them. Nothing has been written yet.
+func (h *storeHandlers) checkUpdateHosts(update *models.DesiredLRPUpdate) error {
+	if err := h.checkAssetHosts("update.definition", update.GetDefinition()); err != nil {
+		return err
+	}
+	return models.ValidateAnalysisHosts("update.analysis", update.GetAnalysis(), h.allowLinkLocalAssetHosts)
+}

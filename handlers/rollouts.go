@@ -96,7 +96,7 @@ func (h *storeHandlers) rolloutPlan(ctx context.Context, req *models.RolloutPlan
 		return nil, models.NewError(models.Error_Unavailable, "this board does not plan rollouts")
 	}
 	// Refused as the update itself would be.
-	if err := h.checkAssetHosts("update.definition", req.GetUpdate().GetDefinition()); err != nil {
+	if err := h.checkUpdateHosts(req.GetUpdate()); err != nil {
 		return nil, err
 	}
 	plan, err := h.planRollout(ctx, req)

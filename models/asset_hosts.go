@@ -80,6 +80,22 @@ func ValidateAssetHosts(path string, def *LRPDefinition, allowLinkLocal bool) er
 	return nil
 }
 
+// ValidateAnalysisHosts refuses an analysis whose webhook URLs name a
+// link-local or cloud metadata host, as ValidateAssetHosts does for
+// assets: the board calls them (analysis.Analyst refuses such an address
+// again when it connects, for names that resolve to one).
+func ValidateAnalysisHosts(path string, a *RolloutAnalysis, allowLinkLocal bool) error {
+	for i, c := range a.GetChecks() {
+		if c.GetProvider() != AnalysisProviderWebhook {
+			continue
+		}
+		if err := validateAssetHost(child(indexed(child(path, "checks"), i), "url"), c.GetUrl(), allowLinkLocal); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func validateAssetHost(path, raw string, allowLinkLocal bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {

@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"fmt"
+
 	"net/netip"
 	"strings"
 
@@ -94,4 +96,22 @@ var _ = Describe("Asset URLs", func() {
 		Entry(nil, "127.0.0.1", false),
 		Entry(nil, "::1", false),
 	)
+})
+
+var _ = Describe("Analysis webhooks", func() {
+	webhooks := func(urls ...string) *models.RolloutAnalysis {
+		a := &models.RolloutAnalysis{Checks: []*models.AnalysisCheck{{Name: "crashes", Provider: "board", Signal: "crash_rate"}}}
+		for i, u := range urls {
+			a.Checks = append(a.Checks, &models.AnalysisCheck{Name: fmt.Sprint("gate", i), Provider: "webhook", Url: u})
+		}
+		return a
+	}
+	It("may not name a link-local or metadata host, unless the board allows them", func() {
+		err := models.ValidateAnalysisHosts("update.analysis", webhooks("https://gate.example/ok", "http://169.254.169.254/latest"), false)
+		Expect(err).To(MatchError(ContainSubstring("update.analysis.checks[2].url: must not name a link-local or cloud metadata address, got 169.254.169.254")))
+		Expect(models.ValidateAnalysisHosts("update.analysis", webhooks("http://metadata.google.internal/"), false)).To(MatchError(ContainSubstring("update.analysis.checks[1].url")))
+		Expect(models.ValidateAnalysisHosts("update.analysis", webhooks("http://169.254.169.254/latest"), true)).To(Succeed())
+		Expect(models.ValidateAnalysisHosts("update.analysis", webhooks("https://gate.example/ok", "http://10.0.0.1:8080/"), false)).To(Succeed())
+		Expect(models.ValidateAnalysisHosts("update.analysis", nil, false)).To(Succeed())
+	})
 })

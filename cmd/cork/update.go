@@ -69,6 +69,14 @@ autoscaler left them until set); with --autoscaling FILE it overrides the
 file's "enabled". --instances may come in the same update that turns
 autoscaling off.
 
+--analysis FILE (a JSON RolloutAnalysis: checks of the board's signals, of
+Prometheus queries or of webhooks, and their interval; '-' reads stdin) judges
+the rollout every interval; --on-failure (revert, hold, fail) says what a
+failing verdict, or the progress deadline, does, --on-marginal (continue,
+hold) what a marginal one does, and --bake D keeps judging for D after every
+index runs the new definition before the rollout completes. See
+docs/analysis.md.
+
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
 update_strategy. The board replaces the stored strategy as a whole, so cork
@@ -90,13 +98,13 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
 			}
 			stdin := 0
-			for _, file := range []string{rollout.definitionFile, routesFile, autoscaling.file} {
+			for _, file := range []string{rollout.definitionFile, routesFile, autoscaling.file, rollout.analysisFile} {
 				if file == "-" {
 					stdin++
 				}
 			}
 			if stdin > 1 {
-				return usageErrorf("only one of --definition, --routes and --autoscaling can be '-' (stdin)")
+				return usageErrorf("only one of --definition, --routes, --autoscaling and --analysis can be '-' (stdin)")
 			}
 			autoscalingSettings, err := a.autoscalingSettings(flags, &autoscaling)
 			if err != nil {
@@ -154,6 +162,11 @@ type rolloutFlags struct {
 	staged         stagedFlags
 	// stagedRollout is what the staged flags ask for, once checked.
 	stagedRollout *models.StagedRollout
+	// The rollout's analysis and failure policy.
+	analysisFile string
+	onFailure    string
+	onMarginal   string
+	bake         time.Duration
 }
 
 func (r *rolloutFlags) register(flags *pflag.FlagSet) {
@@ -162,13 +175,25 @@ func (r *rolloutFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&r.identifier, "id", "", "update identifier naming the new definition")
 	r.strategy.register(flags)
 	r.staged.register(flags)
+	flags.StringVar(&r.analysisFile, "analysis", "", `with --definition: JSON file with the rollout's analysis, e.g. {"checks": [{"name": "crashes", "provider": "board", "signal": "crash_rate", "max": 0.01}]} ('-' for stdin)`)
+	flags.StringVar(&r.onFailure, "on-failure", "", "with --definition: what a failing verdict or the progress deadline does: revert, hold or fail (default: revert with auto_revert, otherwise fail)")
+	flags.StringVar(&r.onMarginal, "on-marginal", "", "with --analysis: what a marginal verdict does: continue (default) or hold")
+	flags.DurationVar(&r.bake, "bake", 0, "with --definition: once every index runs it, go on judging the rollout this long before it completes")
 }
+
+// judgementFlags are the flags of a rollout's analysis and policy.
+var judgementFlags = []string{"analysis", "on-failure", "on-marginal", "bake"}
 
 // check refuses, as a usage error naming the flag, a flag given without
 // the one it needs or a staged flag out of range.
 func (r *rolloutFlags) check(flags *pflag.FlagSet) error {
 	if flags.Changed("id") && !flags.Changed("definition") {
 		return usageErrorf("--id names a new definition; it needs --definition")
+	}
+	for _, name := range judgementFlags {
+		if flags.Changed(name) && !flags.Changed("definition") {
+			return usageErrorf("--%s judges the rollout of a new definition; it needs --definition", name)
+		}
 	}
 	staged, err := r.staged.rollout(flags)
 	r.stagedRollout = staged
@@ -209,6 +234,16 @@ func (a *app) applyRolloutFlags(ctx context.Context, flags *pflag.FlagSet, guid 
 		update.Definition = &definition
 		update.UpdateIdentifier = r.identifier
 		update.Staged = r.stagedRollout
+		if flags.Changed("analysis") {
+			var analysis models.RolloutAnalysis
+			if err := a.readSpec(r.analysisFile, &analysis); err != nil {
+				return err
+			}
+			update.Analysis = &analysis
+		}
+		update.OnFailure = r.onFailure
+		update.OnMarginal = r.onMarginal
+		update.BakeMs = r.bake.Milliseconds()
 	}
 	return nil
 }
