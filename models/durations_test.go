@@ -91,6 +91,9 @@ func durationFixtures() map[string]func() proto.Message {
 		"DesireLRPRequest": func() proto.Message { return &models.DesireLRPRequest{DesiredLrp: lrp()} },
 		"DesiredLRP":       func() proto.Message { return lrp() },
 		"LRPDefinition":    func() proto.Message { return definition() },
+		"EditRolloutRequest": func() proto.Message {
+			return &models.EditRolloutRequest{ProcessGuid: "web", MinReadyMs: proto.Int64(1000), ProgressDeadlineMs: proto.Int64(60000), SafeRate: rate()}
+		},
 		"PromoteRolloutRequest": func() proto.Message {
 			return &models.PromoteRolloutRequest{ProcessGuid: "web", ToPercent: 50, SafeRate: rate()}
 		},
@@ -155,10 +158,10 @@ var _ = Describe("Duration fields", func() {
 			}
 		}
 		// Autoscaling (1), DesireLRPRequest and DesiredLRP (7 each),
-		// LRPDefinition (4), PromoteRolloutRequest (1), RolloutPlanRequest
-		// (9), UpdateDesiredLRPRequest (8), UpdateStrategy (2),
-		// UpsertDomainRequest (1).
-		Expect(checked).To(Equal(40))
+		// EditRolloutRequest (3), LRPDefinition (4), PromoteRolloutRequest
+		// (1), RolloutPlanRequest (9), UpdateDesiredLRPRequest (8),
+		// UpdateStrategy (2), UpsertDomainRequest (1).
+		Expect(checked).To(Equal(43))
 	})
 
 	DescribeTable("are bounded where the rest of their message is not checked",
