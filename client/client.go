@@ -32,7 +32,8 @@
 // retried: a repeat of one that landed is refused (the definition is active
 // already, the phase is paused or running already, the operation has ended)
 // and would hide the success, or (a promote) would start its phase again
-// from where the first one got.
+// from where the first one got. Nor is EditRollout: like an update, a
+// repeat could undo an edit another client made in between.
 //
 // Operations. Every write to a DesiredLRP is recorded as an operation
 // (see models.Operation), with the caller's name as its requested_by: what
@@ -41,7 +42,7 @@
 // UpdateDesiredLRPWithOperation and RemoveDesiredLRPWithOperation also
 // return the recorded operation's id, and the RolloutStatus that Rollback
 // and AbortRollout return carries it as operation_id. PromoteRollout,
-// PauseRollout and ResumeRollout return it beside the status (whose
+// PauseRollout, ResumeRollout and EditRollout return it beside the status (whose
 // operation_id names the operation that started the rollout). Operations,
 // AllOperations, Operation and CancelOperation read and cancel them.
 //

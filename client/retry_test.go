@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/client"
@@ -258,13 +259,17 @@ var _ = Describe("Retries", func() {
 			Expect(op.GetStatus()).To(Equal(models.Operation_PENDING))
 		})
 
-		It("does not retry a promote, a pause or a resume", func() {
+		It("does not retry a promote, a pause, a resume or an edit", func() {
 			_, err := c.DesireLRP(ctx, helloLRP("hello"))
 			Expect(err).NotTo(HaveOccurred())
 			calls := map[string]func() error{
 				models.RoutePromoteRollout: func() error { _, _, err := c.PromoteRollout(ctx, "hello", 50, nil); return err },
 				models.RoutePauseRollout:   func() error { _, _, err := c.PauseRollout(ctx, "hello"); return err },
 				models.RouteResumeRollout:  func() error { _, _, err := c.ResumeRollout(ctx, "hello"); return err },
+				models.RouteEditRollout: func() error {
+					_, _, err := c.EditRollout(ctx, &models.EditRolloutRequest{ProcessGuid: "hello", MaxSurge: proto.String("2")})
+					return err
+				},
 			}
 			for route, call := range calls {
 				accepted := listener.accepted.Load()

@@ -97,6 +97,23 @@ func (c *Client) ResumeRollout(ctx context.Context, processGuid string) (*models
 	return status, resp.GetOperationId(), nil
 }
 
+// EditRollout changes the limits of the LRP's rollout under way (see
+// models.EditRolloutRequest; edit.ProcessGuid names the LRP) and returns
+// the status and the id of the EDIT operation it recorded. It is not
+// repeated after a lost answer: a repeat would record a second edit, and
+// could undo an edit another client made in between.
+func (c *Client) EditRollout(ctx context.Context, edit *models.EditRolloutRequest) (*models.RolloutStatus, string, error) {
+	var resp models.EditRolloutResponse
+	if err := c.call(ctx, models.RouteEditRollout, edit, &resp, sendOnce); err != nil {
+		return nil, "", err
+	}
+	status, err := required(models.RouteEditRollout, resp.GetStatus())
+	if err != nil {
+		return nil, "", err
+	}
+	return status, resp.GetOperationId(), nil
+}
+
 // RolloutPlan asks what update would do to the LRP, pass by pass, without
 // doing it: nothing is written, so it is repeated after a lost answer.
 // readyAfter is how long each new instance is assumed to take, once

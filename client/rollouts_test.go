@@ -154,6 +154,19 @@ var _ = Describe("Staged rollouts on the wire", func() {
 		Expect(id).To(Equal(recorded))
 	})
 
+	It("sends an edit as asked, and returns the status with the edit's own operation id", func() {
+		var sent models.EditRolloutRequest
+		c := standIn(models.RouteEditRollout, &sent, &models.EditRolloutResponse{Status: holding, OperationId: recorded})
+		edit := &models.EditRolloutRequest{ProcessGuid: "hello", MaxSurge: proto.String("100%"), MinReadyMs: proto.Int64(0),
+			SafeRate: &models.SafeRate{Percent: 10, PerMs: 5000}}
+		status, id, err := c.EditRollout(ctx, edit)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(proto.Equal(&sent, edit)).To(BeTrue(), "sent %v", &sent)
+		Expect(sent.MinReadyMs).NotTo(BeNil(), "a field set to 0 is sent as set")
+		Expect(proto.Equal(status, holding)).To(BeTrue())
+		Expect(id).To(Equal(recorded))
+	})
+
 	It("sends a rollout plan's update and ready-after, and returns the plan", func() {
 		var sent models.RolloutPlanRequest
 		answer := &models.RolloutPlan{ProcessGuid: "hello", ToDefinitionId: "v2", Completes: true, ProjectedMs: 40_000}

@@ -118,6 +118,18 @@ type RolloutDB interface {
 	// run while paused), watching since now, the reason cleared. Not
 	// paused: InvalidStateTransition.
 	ResumeRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
+
+	// EditRollout changes the limits of the LRP's rollout under way, as
+	// models.DecideRolloutEdit decides from the LRP and its record read
+	// locked: the fields of the update strategy the edit sets, and for a
+	// staged rollout its phase. In one transaction it writes the strategy
+	// and the record, moves the LRP's modification tag on, records an EDIT
+	// operation (FINISHED, its history line what changed, from and to), and
+	// emits desired_lrp_changed, rollout_changed and operation_changed. No
+	// instance is written: the next convergence pass plans with the new
+	// limits. A refusal (InvalidRequest, InvalidStateTransition,
+	// ResourceNotFound) writes nothing.
+	EditRollout(ctx context.Context, edit *models.EditRolloutRequest) (*models.RolloutStatus, error)
 }
 
 type DefinitionDB interface {

@@ -200,6 +200,7 @@ var routePolicy = map[string]access{
 	models.RoutePromoteRollout: apiClients,
 	models.RoutePauseRollout:   apiClients,
 	models.RouteResumeRollout:  apiClients,
+	models.RouteEditRollout:    apiClients,
 	models.RouteRolloutPlan:    apiClients,
 
 	models.RouteOperations:      apiClients,

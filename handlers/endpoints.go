@@ -37,6 +37,7 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RoutePromoteRollout, h.promoteRollout),
 		route(models.RoutePauseRollout, h.pauseRollout),
 		route(models.RouteResumeRollout, h.resumeRollout),
+		route(models.RouteEditRollout, h.editRollout),
 		route(models.RouteRolloutPlan, h.rolloutPlan),
 
 		route(models.RouteOperations, h.operations),

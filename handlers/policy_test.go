@@ -141,6 +141,9 @@ var policyCases = []policyCase{
 	anyCase("resume a rollout", models.RouteResumeRollout, func(f fixture) proto.Message {
 		return &models.ResumeRolloutRequest{ProcessGuid: f.guid}
 	}, apiCallers),
+	anyCase("edit a rollout", models.RouteEditRollout, func(f fixture) proto.Message {
+		return &models.EditRolloutRequest{ProcessGuid: f.guid, MaxSurge: proto.String("2")}
+	}, apiCallers),
 	anyCase("plan a rollout", models.RouteRolloutPlan, func(f fixture) proto.Message {
 		return &models.RolloutPlanRequest{ProcessGuid: f.guid, ReadyAfterMs: 1000, Update: &models.DesiredLRPUpdate{
 			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/app"}}, UpdateIdentifier: "planned"}}

@@ -88,6 +88,20 @@ func (h *storeHandlers) resumeRollout(ctx context.Context, req *models.ResumeRol
 	return &models.ResumeRolloutResponse{Status: status, OperationId: note.Operation.GetId()}, nil
 }
 
+// editRollout changes the limits of a rollout under way and asks for a
+// pass at once, so that the new limits are acted on without waiting for
+// the targeted pass. Like promote, pause and resume it records an
+// operation of its own (EDIT), whose id the response carries.
+func (h *storeHandlers) editRollout(ctx context.Context, req *models.EditRolloutRequest) (*models.EditRolloutResponse, error) {
+	ctx, note := noteOperation(ctx)
+	status, err := h.store.EditRollout(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	h.converge(req.GetProcessGuid())
+	return &models.EditRolloutResponse{Status: status, OperationId: note.Operation.GetId()}, nil
+}
+
 // rolloutPlan answers what an update would do, pass by pass, without
 // doing it: no operation, no event, no row is written, and convergence is
 // not asked for a pass.

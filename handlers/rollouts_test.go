@@ -50,6 +50,13 @@ func (b *board) resume(guid string) *models.ResumeRolloutResponse {
 	return resp
 }
 
+func (b *board) editRollout(req *models.EditRolloutRequest) *models.EditRolloutResponse {
+	GinkgoHelper()
+	resp := &models.EditRolloutResponse{}
+	b.call(models.RouteEditRollout, req, resp)
+	return resp
+}
+
 // stagedUpdate is a new definition id rolled out in a staged phase to
 // target at rate (nil: at once).
 func stagedUpdate(id string, target float64, rate *models.SafeRate) *models.DesiredLRPUpdate {
@@ -206,6 +213,62 @@ var _ = Describe("Staged rollouts API", func() {
 					Expect(idsOf(b.operations(&models.OperationsRequest{ProcessGuid: guid}).GetOperations())).To(Equal(idsOf(before)))
 					Expect(b.rolloutStatus(guid).GetStage()).To(BeNil())
 				})
+
+				It("edits a rollout's limits, answering the EDIT operation it recorded, and asks for a pass", func() {
+					started := b.mustUpdate(guid, stagedUpdate("v2", 25, fivePerSixHours))
+					taken()
+
+					edited := b.editRollout(&models.EditRolloutRequest{ProcessGuid: guid, MaxSurge: proto.String("50%"),
+						TargetPercent: proto.Float64(100)})
+					Expect(edited.GetError()).To(BeNil())
+					expectOperation(edited.GetOperationId(), models.Operation_EDIT)
+					Expect(b.mustOperation(edited.GetOperationId()).GetHistory()[0].GetMessage()).To(MatchRegexp(
+						`^max_surge default → 50%; target 25% → 100%; from the share that stands, 0\.\d+%$`))
+					status := edited.GetStatus()
+					Expect(status.GetOperationId()).To(Equal(started.GetOperationId()), "still the update that started the rollout")
+					Expect(status.GetStage().GetTargetPercent()).To(Equal(100.0))
+					Expect(proto.Equal(status.GetStage().GetSafeRate(), fivePerSixHours)).To(BeTrue(), "the rate stays")
+					Expect(taken()).To(Equal([]string{guid}), "convergence acts on the new limits at once")
+					Expect(b.mustGet(guid).GetUpdateStrategy().GetMaxSurge()).To(Equal("50%"))
+				})
+
+				It("refuses an edit the rollout cannot take, writing nothing and asking for no pass", func() {
+					before := b.operations(&models.OperationsRequest{ProcessGuid: guid}).GetOperations()
+					none := b.editRollout(&models.EditRolloutRequest{ProcessGuid: guid, MaxSurge: proto.String("2")})
+					Expect(none.GetError().GetType()).To(Equal(models.Error_InvalidStateTransition), "no rollout: %v", none.GetError())
+					Expect(none.GetOperationId()).To(BeEmpty())
+
+					b.mustUpdate(guid, newDefinitionUpdate("v2"))
+					before = b.operations(&models.OperationsRequest{ProcessGuid: guid}).GetOperations()
+					taken()
+					unstaged := b.editRollout(&models.EditRolloutRequest{ProcessGuid: guid, SafeRate: fivePerSixHours})
+					Expect(unstaged.GetError().GetType()).To(Equal(models.Error_InvalidStateTransition), "error: %v", unstaged.GetError())
+					Expect(unstaged.GetError().GetMessage()).To(HavePrefix("safe_rate: "))
+					Expect(unstaged.GetStatus()).To(BeNil())
+					Expect(taken()).To(BeEmpty())
+					Expect(idsOf(b.operations(&models.OperationsRequest{ProcessGuid: guid}).GetOperations())).To(Equal(idsOf(before)))
+				})
+
+				DescribeTable("a bad edit is InvalidRequest naming the field, and the store is not called",
+					func(field string, request *models.EditRolloutRequest) {
+						resp := b.editRollout(request)
+						Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest), "error: %v", resp.GetError())
+						Expect(resp.GetError().GetMessage()).To(HavePrefix(field + ": "))
+						Expect(resp.GetStatus()).To(BeNil())
+						Expect(resp.GetOperationId()).To(BeEmpty())
+						Expect(b.counter(models.RouteEditRollout, "InvalidRequest")).To(BeEquivalentTo(1))
+						Expect(taken()).To(BeEmpty())
+					},
+					Entry("no guid", "process_guid", &models.EditRolloutRequest{MaxSurge: proto.String("2")}),
+					Entry("nothing to change", "max_surge, max_unavailable, min_ready_ms, progress_deadline_ms, target_percent, safe_rate",
+						&models.EditRolloutRequest{ProcessGuid: "web"}),
+					Entry("a surge that is no count", "max_surge", &models.EditRolloutRequest{ProcessGuid: "web", MaxSurge: proto.String("-1")}),
+					Entry("an unavailability past 100%", "max_unavailable", &models.EditRolloutRequest{ProcessGuid: "web", MaxUnavailable: proto.String("101%")}),
+					Entry("a min_ready over an hour", "min_ready_ms", &models.EditRolloutRequest{ProcessGuid: "web", MinReadyMs: proto.Int64(3_600_001)}),
+					Entry("a negative deadline", "progress_deadline_ms", &models.EditRolloutRequest{ProcessGuid: "web", ProgressDeadlineMs: proto.Int64(-1)}),
+					Entry("a target past 100%", "target_percent", &models.EditRolloutRequest{ProcessGuid: "web", TargetPercent: proto.Float64(100.5)}),
+					Entry("a rate without a period", "safe_rate.per_ms", &models.EditRolloutRequest{ProcessGuid: "web", SafeRate: &models.SafeRate{Percent: 5}}),
+				)
 
 				DescribeTable("a bad request is InvalidRequest naming the field, and the store is not called",
 					func(route, field string, request proto.Message) {

@@ -109,6 +109,7 @@ func FuzzDecodeValidate(f *testing.F) {
 	add("OperationsRequest", &models.OperationsRequest{ProcessGuid: "web", Limit: 5})
 	add("EventsRequest", &models.EventsRequest{Types: []string{"desired_lrp_changed"}})
 	add("PromoteRolloutRequest", &models.PromoteRolloutRequest{ProcessGuid: "web", ToPercent: 50})
+	add("EditRolloutRequest", &models.EditRolloutRequest{ProcessGuid: "web", MaxSurge: proto.String("25%"), TargetPercent: proto.Float64(50)})
 	// Names the board refuses (models.ValidateName).
 	add("UpsertDomainRequest", &models.UpsertDomainRequest{Domain: "apps "})
 	add("DrainCellRequest", &models.DrainCellRequest{CellId: "cell\u200b1"})

@@ -48,6 +48,11 @@
 //     (AnalysisVerdict): PASS, MARGINAL or FAIL, the worst of its checks'
 //     results. bake: the time after every index runs the new definition
 //     during which the analysis goes on before the rollout completes.
+//   - edit: a change of the limits of a rollout under way (max_surge,
+//     max_unavailable, min_ready, progress_deadline, a staged phase's
+//     target and rate) by POST /v1/rollouts/edit, cork rollout edit, an
+//     operation of kind EDIT (DecideRolloutEdit). A definition is never
+//     edited: a changed definition is a new one, stored by an update.
 //   - stage: where a staged phase stands (RolloutStage, RolloutStatus's
 //     field stage, cork's STAGE column): shares, rate, seed, pause.
 package models

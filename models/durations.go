@@ -12,6 +12,7 @@ import (
 //
 //	update_strategy.min_ready_ms                 0 to 1h (MaxMinReadyMs)
 //	update_strategy.progress_deadline_ms         0 to 24h (MaxProgressDeadlineMs)
+//	edit's min_ready_ms, progress_deadline_ms    as the two above
 //	definition.start_timeout_ms                  0 to 1h (MaxStartTimeoutMs)
 //	definition.setup_timeout_ms                  0 to 1h (MaxSetupTimeoutMs)
 //	definition.health_check.interval_ms          0, or 100ms to 10m (MaxHealthCheckIntervalMs)
@@ -65,6 +66,8 @@ func DurationLimit(field string) (int64, bool) {
 var durationLimits = map[string]int64{
 	"corkboard.models.UpdateStrategy.min_ready_ms":             MaxMinReadyMs,
 	"corkboard.models.UpdateStrategy.progress_deadline_ms":     MaxProgressDeadlineMs,
+	"corkboard.models.EditRolloutRequest.min_ready_ms":         MaxMinReadyMs,
+	"corkboard.models.EditRolloutRequest.progress_deadline_ms": MaxProgressDeadlineMs,
 	"corkboard.models.LRPDefinition.start_timeout_ms":          MaxStartTimeoutMs,
 	"corkboard.models.LRPDefinition.setup_timeout_ms":          MaxSetupTimeoutMs,
 	"corkboard.models.HealthCheck.interval_ms":                 MaxHealthCheckIntervalMs,

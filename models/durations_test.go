@@ -99,6 +99,9 @@ func durationFixtures() map[string]func() proto.Message {
 		"DesireLRPRequest": func() proto.Message { return &models.DesireLRPRequest{DesiredLrp: lrp()} },
 		"DesiredLRP":       func() proto.Message { return lrp() },
 		"LRPDefinition":    func() proto.Message { return definition() },
+		"EditRolloutRequest": func() proto.Message {
+			return &models.EditRolloutRequest{ProcessGuid: "web", MinReadyMs: proto.Int64(1000), ProgressDeadlineMs: proto.Int64(60000), SafeRate: rate()}
+		},
 		"PromoteRolloutRequest": func() proto.Message {
 			return &models.PromoteRolloutRequest{ProcessGuid: "web", ToPercent: 50, SafeRate: rate()}
 		},
@@ -168,10 +171,10 @@ var _ = Describe("Duration fields", func() {
 			}
 		}
 		// Autoscaling (1), DesireLRPRequest and DesiredLRP (7 each),
-		// LRPDefinition (4), PromoteRolloutRequest (1), RolloutPlanRequest
-		// (12), UpdateDesiredLRPRequest (11), UpdateStrategy (2),
-		// UpsertDomainRequest (1).
-		Expect(checked).To(Equal(46))
+		// EditRolloutRequest (3), LRPDefinition (4), PromoteRolloutRequest
+		// (1), RolloutPlanRequest (12), UpdateDesiredLRPRequest (11),
+		// UpdateStrategy (2), UpsertDomainRequest (1).
+		Expect(checked).To(Equal(49))
 	})
 
 	DescribeTable("are bounded where the rest of their message is not checked",

@@ -43,6 +43,9 @@ const (
 	Operation_PAUSE     Operation_Kind = 10
 	Operation_RESUME    Operation_Kind = 11
 	Operation_VALIDATE  Operation_Kind = 12
+	// EDIT changes the limits of a rollout under way (EditRolloutRequest):
+	// FINISHED at once, its history says what changed, from and to.
+	Operation_EDIT Operation_Kind = 13
 )
 
 // Enum value maps for Operation_Kind.
@@ -61,6 +64,7 @@ var (
 		10: "PAUSE",
 		11: "RESUME",
 		12: "VALIDATE",
+		13: "EDIT",
 	}
 	Operation_Kind_value = map[string]int32{
 		"KIND_UNKNOWN":      0,
@@ -76,6 +80,7 @@ var (
 		"PAUSE":             10,
 		"RESUME":            11,
 		"VALIDATE":          12,
+		"EDIT":              13,
 	}
 )
 
@@ -188,7 +193,8 @@ type Operation struct {
 	Kind     Operation_Kind `protobuf:"varint,4,opt,name=kind,proto3,enum=corkboard.models.Operation_Kind" json:"kind,omitempty"`
 	// parameters is the request that made the operation (a DesireLRPRequest,
 	// UpdateDesiredLRPRequest, RemoveDesiredLRPRequest, RollbackRequest,
-	// AbortRolloutRequest or CancelOperationRequest).
+	// AbortRolloutRequest, PromoteRolloutRequest, PauseRolloutRequest,
+	// ResumeRolloutRequest, EditRolloutRequest or CancelOperationRequest).
 	Parameters *anypb.Any       `protobuf:"bytes,5,opt,name=parameters,proto3" json:"parameters,omitempty"`
 	Status     Operation_Status `protobuf:"varint,6,opt,name=status,proto3,enum=corkboard.models.Operation_Status" json:"status,omitempty"`
 	// reason says, in words, why the operation ended the way it did.
@@ -788,7 +794,7 @@ var File_operation_proto protoreflect.FileDescriptor
 
 const file_operation_proto_rawDesc = "" +
 	"\n" +
-	"\x0foperation.proto\x12\x10corkboard.models\x1a\x19google/protobuf/any.proto\x1a\verror.proto\"\xf3\x06\n" +
+	"\x0foperation.proto\x12\x10corkboard.models\x1a\x19google/protobuf/any.proto\x1a\verror.proto\"\xfd\x06\n" +
 	"\tOperation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fprocess_guid\x18\x02 \x01(\tR\vprocessGuid\x12\x1a\n" +
@@ -811,7 +817,7 @@ const file_operation_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\f \x01(\x03R\x0eleaseExpiresAt\x12!\n" +
 	"\frequested_by\x18\r \x01(\tR\vrequestedBy\x12#\n" +
 	"\rdefinition_id\x18\x0e \x01(\tR\fdefinitionId\x12:\n" +
-	"\ahistory\x18\x0f \x03(\v2 .corkboard.models.OperationEventR\ahistory\"\xb8\x01\n" +
+	"\ahistory\x18\x0f \x03(\v2 .corkboard.models.OperationEventR\ahistory\"\xc2\x01\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\n" +
 	"\n" +
@@ -830,7 +836,8 @@ const file_operation_proto_rawDesc = "" +
 	"\x12\n" +
 	"\n" +
 	"\x06RESUME\x10\v\x12\f\n" +
-	"\bVALIDATE\x10\f\"n\n" +
+	"\bVALIDATE\x10\f\x12\b\n" +
+	"\x04EDIT\x10\r\"n\n" +
 	"\x06Status\x12\x12\n" +
 	"\x0eSTATUS_UNKNOWN\x10\x00\x12\v\n" +
 	"\aPENDING\x10\x01\x12\x0f\n" +

@@ -1401,6 +1401,168 @@ func (x *AbortRolloutResponse) GetStatus() *RolloutStatus {
 	return nil
 }
 
+// EditRolloutRequest changes the limits of the LRP's rollout under way
+// (PROGRESSING, HOLDING, or REVERTED and still moving): each field set
+// replaces its value, the others are left alone; at least one must be set.
+// max_surge, max_unavailable, min_ready_ms and progress_deadline_ms are the
+// LRP's update_strategy fields, valid as there. target_percent and
+// safe_rate change the staged phase, only of a staged rollout: the phase
+// goes on from the share that stands (never below it), so the share never
+// jumps. No instance is started or stopped by the edit; the next pass
+// works to the new limits (models.DecideRolloutEdit).
+type EditRolloutRequest struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid        string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	MaxSurge           *string                `protobuf:"bytes,2,opt,name=max_surge,json=maxSurge,proto3,oneof" json:"max_surge,omitempty"`
+	MaxUnavailable     *string                `protobuf:"bytes,3,opt,name=max_unavailable,json=maxUnavailable,proto3,oneof" json:"max_unavailable,omitempty"`
+	MinReadyMs         *int64                 `protobuf:"varint,4,opt,name=min_ready_ms,json=minReadyMs,proto3,oneof" json:"min_ready_ms,omitempty"`
+	ProgressDeadlineMs *int64                 `protobuf:"varint,5,opt,name=progress_deadline_ms,json=progressDeadlineMs,proto3,oneof" json:"progress_deadline_ms,omitempty"`
+	TargetPercent      *float64               `protobuf:"fixed64,6,opt,name=target_percent,json=targetPercent,proto3,oneof" json:"target_percent,omitempty"`
+	SafeRate           *SafeRate              `protobuf:"bytes,7,opt,name=safe_rate,json=safeRate,proto3" json:"safe_rate,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *EditRolloutRequest) Reset() {
+	*x = EditRolloutRequest{}
+	mi := &file_rollout_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EditRolloutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EditRolloutRequest) ProtoMessage() {}
+
+func (x *EditRolloutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EditRolloutRequest.ProtoReflect.Descriptor instead.
+func (*EditRolloutRequest) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EditRolloutRequest) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *EditRolloutRequest) GetMaxSurge() string {
+	if x != nil && x.MaxSurge != nil {
+		return *x.MaxSurge
+	}
+	return ""
+}
+
+func (x *EditRolloutRequest) GetMaxUnavailable() string {
+	if x != nil && x.MaxUnavailable != nil {
+		return *x.MaxUnavailable
+	}
+	return ""
+}
+
+func (x *EditRolloutRequest) GetMinReadyMs() int64 {
+	if x != nil && x.MinReadyMs != nil {
+		return *x.MinReadyMs
+	}
+	return 0
+}
+
+func (x *EditRolloutRequest) GetProgressDeadlineMs() int64 {
+	if x != nil && x.ProgressDeadlineMs != nil {
+		return *x.ProgressDeadlineMs
+	}
+	return 0
+}
+
+func (x *EditRolloutRequest) GetTargetPercent() float64 {
+	if x != nil && x.TargetPercent != nil {
+		return *x.TargetPercent
+	}
+	return 0
+}
+
+func (x *EditRolloutRequest) GetSafeRate() *SafeRate {
+	if x != nil {
+		return x.SafeRate
+	}
+	return nil
+}
+
+type EditRolloutResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Error  *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Status *RolloutStatus         `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// The operation that recorded the edit (kind EDIT).
+	OperationId   string `protobuf:"bytes,3,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EditRolloutResponse) Reset() {
+	*x = EditRolloutResponse{}
+	mi := &file_rollout_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EditRolloutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EditRolloutResponse) ProtoMessage() {}
+
+func (x *EditRolloutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EditRolloutResponse.ProtoReflect.Descriptor instead.
+func (*EditRolloutResponse) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *EditRolloutResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *EditRolloutResponse) GetStatus() *RolloutStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *EditRolloutResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
 var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
@@ -1512,7 +1674,26 @@ const file_rollout_proto_rawDesc = "" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"~\n" +
 	"\x14AbortRolloutResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
-	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06statusB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"\xa9\x03\n" +
+	"\x12EditRolloutRequest\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12 \n" +
+	"\tmax_surge\x18\x02 \x01(\tH\x00R\bmaxSurge\x88\x01\x01\x12,\n" +
+	"\x0fmax_unavailable\x18\x03 \x01(\tH\x01R\x0emaxUnavailable\x88\x01\x01\x12%\n" +
+	"\fmin_ready_ms\x18\x04 \x01(\x03H\x02R\n" +
+	"minReadyMs\x88\x01\x01\x125\n" +
+	"\x14progress_deadline_ms\x18\x05 \x01(\x03H\x03R\x12progressDeadlineMs\x88\x01\x01\x12*\n" +
+	"\x0etarget_percent\x18\x06 \x01(\x01H\x04R\rtargetPercent\x88\x01\x01\x127\n" +
+	"\tsafe_rate\x18\a \x01(\v2\x1a.corkboard.models.SafeRateR\bsafeRateB\f\n" +
+	"\n" +
+	"_max_surgeB\x12\n" +
+	"\x10_max_unavailableB\x0f\n" +
+	"\r_min_ready_msB\x17\n" +
+	"\x15_progress_deadline_msB\x11\n" +
+	"\x0f_target_percent\"\xa0\x01\n" +
+	"\x13EditRolloutResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12!\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationIdB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_rollout_proto_rawDescOnce sync.Once
@@ -1527,7 +1708,7 @@ func file_rollout_proto_rawDescGZIP() []byte {
 }
 
 var file_rollout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_rollout_proto_goTypes = []any{
 	(RolloutStatus_State)(0),       // 0: corkboard.models.RolloutStatus.State
 	(*RolloutStatus)(nil),          // 1: corkboard.models.RolloutStatus
@@ -1548,35 +1729,40 @@ var file_rollout_proto_goTypes = []any{
 	(*RollbackResponse)(nil),       // 16: corkboard.models.RollbackResponse
 	(*AbortRolloutRequest)(nil),    // 17: corkboard.models.AbortRolloutRequest
 	(*AbortRolloutResponse)(nil),   // 18: corkboard.models.AbortRolloutResponse
-	(*RolloutJudgement)(nil),       // 19: corkboard.models.RolloutJudgement
-	(*Error)(nil),                  // 20: corkboard.models.Error
+	(*EditRolloutRequest)(nil),     // 19: corkboard.models.EditRolloutRequest
+	(*EditRolloutResponse)(nil),    // 20: corkboard.models.EditRolloutResponse
+	(*RolloutJudgement)(nil),       // 21: corkboard.models.RolloutJudgement
+	(*Error)(nil),                  // 22: corkboard.models.Error
 }
 var file_rollout_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
 	11, // 1: corkboard.models.RolloutStatus.definitions:type_name -> corkboard.models.DefinitionInstances
 	4,  // 2: corkboard.models.RolloutStatus.stage:type_name -> corkboard.models.RolloutStage
-	19, // 3: corkboard.models.RolloutStatus.judgement:type_name -> corkboard.models.RolloutJudgement
+	21, // 3: corkboard.models.RolloutStatus.judgement:type_name -> corkboard.models.RolloutJudgement
 	3,  // 4: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
 	3,  // 5: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
 	3,  // 6: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	20, // 7: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
+	22, // 7: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 8: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	20, // 9: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
+	22, // 9: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 10: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	20, // 11: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
+	22, // 11: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 12: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
 	12, // 13: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
-	20, // 14: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
+	22, // 14: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
 	1,  // 15: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
-	20, // 16: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
+	22, // 16: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
 	1,  // 17: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
-	20, // 18: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
+	22, // 18: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 19: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	3,  // 20: corkboard.models.EditRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
+	22, // 21: corkboard.models.EditRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 22: corkboard.models.EditRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_rollout_proto_init() }
@@ -1586,13 +1772,14 @@ func file_rollout_proto_init() {
 	}
 	file_error_proto_init()
 	file_analysis_proto_init()
+	file_rollout_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rollout_proto_rawDesc), len(file_rollout_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

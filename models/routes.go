@@ -27,6 +27,8 @@ const (
 	RoutePromoteRollout = "/v1/rollouts/promote"
 	RoutePauseRollout   = "/v1/rollouts/pause"
 	RouteResumeRollout  = "/v1/rollouts/resume"
+	// RouteEditRollout changes the limits of a rollout under way.
+	RouteEditRollout = "/v1/rollouts/edit"
 	// RouteRolloutPlan answers what an update would do, pass by pass,
 	// without doing it.
 	RouteRolloutPlan = "/v1/rollouts/plan"

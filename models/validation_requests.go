@@ -159,3 +159,27 @@ func (r *PauseRolloutRequest) Validate() error {
 func (r *ResumeRolloutRequest) Validate() error {
 	return validateProcessGuid("process_guid", r.GetProcessGuid())
 }
+
+// Validate requires a valid process_guid and at least one field to change,
+// each valid by the rules its home already has: the update strategy's
+// (UpdateStrategy.validate, so max_surge, max_unavailable, min_ready_ms and
+// progress_deadline_ms are refused exactly as in an update) and the staged
+// phase's (target_percent as a share, safe_rate as a rate). Whether the
+// rollout may take them is the store's to decide (DecideRolloutEdit).
+func (r *EditRolloutRequest) Validate() error {
+	if err := validateProcessGuid("process_guid", r.GetProcessGuid()); err != nil {
+		return err
+	}
+	if !r.changesStrategy() && !r.changesStage() {
+		return ErrInvalidField(editFields, "at least one is required")
+	}
+	if err := r.strategyFields().validate(""); err != nil {
+		return err
+	}
+	if r.TargetPercent != nil {
+		if err := validateStagePercent("target_percent", r.GetTargetPercent()); err != nil {
+			return err
+		}
+	}
+	return r.GetSafeRate().validate("safe_rate")
+}

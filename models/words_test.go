@@ -27,6 +27,7 @@ var _ = Describe("The glossary's words", func() {
 		{regexp.MustCompile(`(?i)\b(retire|retired|retiring) (the )?(extra|undesired)\b`), "retire: extras are deleted"},
 		{regexp.MustCompile(`(?i)\bmirror'?s? epoch\b`), "epoch: the placement epoch alone"},
 		{regexp.MustCompile(`(?i)\bmigration plan\b`), "plan: bbs-migrate prints a preview"},
+		{regexp.MustCompile(`(?i)\bedit(s|ed|ing)? (the |a |its )?(active |new )?definition'?s?\b`), "edit: a rollout's limits; a definition is never edited"},
 	}
 	// Files of the project's own text: Go, protobuf and shell sources, the
 	// Makefile and the Markdown docs. Generated code follows the .proto.
@@ -77,7 +78,7 @@ var _ = Describe("The glossary's words", func() {
 		for _, line := range []string{
 			"the lease holder converges", "while it holds the convergence lease", "index 3 is held by occupied index 5",
 			"scale-down held by the window", "retire extra instances first", "the mirror's epoch is 0",
-			"print the migration plan",
+			"print the migration plan", "edit the active definition's JSON",
 		} {
 			hit := false
 			for _, m := range misuses {

@@ -102,15 +102,15 @@ func definitionCounts(s *models.RolloutStatus) string {
 
 func (a *app) rolloutCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "rollout status|plan|rollback|abort|promote|pause|resume GUID",
+		Use:   "rollout status|plan|rollback|abort|promote|pause|resume|edit GUID",
 		Short: "Follow and steer the rolling update of an LRP",
 		Args:  exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return usageErrorf("rollout needs a subcommand: status, plan, rollback, abort, promote, pause or resume")
+			return usageErrorf("rollout needs a subcommand: status, plan, rollback, abort, promote, pause, resume or edit")
 		}),
 	}
 	cmd.AddCommand(a.rolloutStatusCommand(), a.rolloutPlanCommand(), a.rollbackCommand(), a.abortRolloutCommand(),
-		a.promoteRolloutCommand(), a.pauseRolloutCommand(), a.resumeRolloutCommand())
+		a.promoteRolloutCommand(), a.pauseRolloutCommand(), a.resumeRolloutCommand(), a.editRolloutCommand())
 	return cmd
 }
 

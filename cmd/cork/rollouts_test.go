@@ -343,6 +343,39 @@ var _ = Describe("cork rollout", func() {
 			}
 		})
 
+		It("edits a rollout's limits, printing the status, and in a table the EDIT operation with what changed", func() {
+			Expect(cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2").code).To(Equal(0))
+			s := status(cork("rollout", "edit", "hello", "--max-surge", "100%", "--min-ready", "1500ms", "--progress-deadline", "2m"))
+			Expect(s.GetState()).To(Equal(models.RolloutStatus_PROGRESSING))
+			var lrp models.DesiredLRP
+			parseLines(cork("get", "hello"), &lrp)
+			Expect(lrp.GetUpdateStrategy().GetMaxSurge()).To(Equal("100%"))
+			Expect(lrp.GetUpdateStrategy().GetMinReadyMs()).To(BeEquivalentTo(1500))
+			Expect(lrp.GetUpdateStrategy().GetProgressDeadlineMs()).To(BeEquivalentTo(120_000))
+
+			edited := cork("rollout", "edit", "hello", "--max-unavailable", "1", "-o", "table")
+			Expect(edited.lines()).To(HaveLen(3), "header, row, operation")
+			Expect(edited.lines()[1]).To(ContainSubstring("max_surge=100%(4),max_unavailable=1,min_ready=1.5s,progress_deadline=2m,"))
+			id := lastOperation(edited)
+			var op models.Operation
+			parseLines(cork("operation", id), &op)
+			Expect(op.GetKind()).To(Equal(models.Operation_EDIT))
+			Expect(op.GetStatus()).To(Equal(models.Operation_FINISHED))
+			Expect(op.GetHistory()[0].GetMessage()).To(Equal("max_unavailable 0 → 1"))
+
+			r := cork("rollout", "edit", "hello", "--target-percent", "50")
+			Expect(r.code).To(Equal(1))
+			Expect(r.stderr).To(HavePrefix("cork: InvalidStateTransition: target_percent: "), "not staged")
+		})
+
+		It("edits a staged phase's target and rate, from the share that stands", func() {
+			stagedV2()
+			s := status(cork("rollout", "edit", "hello", "--target-percent", "50", "--safe-rate", "10%/1h"))
+			Expect(s.GetStage().GetTargetPercent()).To(Equal(50.0))
+			Expect(proto.Equal(s.GetStage().GetSafeRate(), &models.SafeRate{Percent: 10, PerMs: time.Hour.Milliseconds()})).To(BeTrue())
+			Expect(s.GetStage().GetPriorPercent()).To(BeNumerically("<", 1), "5%% every 6h has grown next to nothing")
+		})
+
 		It("ends a watch with exit 5 when the phase holds at its target", func() {
 			stagedV2()
 			session := startCork(board, "rollout", "status", "hello", "--watch")
@@ -394,6 +427,21 @@ var _ = Describe("cork rollout", func() {
 			Entry("a promote at a bad --rate", `--rate "fast": no '/'`, "rollout", "promote", "hello", "--to", "50", "--rate", "fast"),
 			Entry("a pause without a guid", "pause wants 1 argument(s), GUID; got 0", "rollout", "pause"),
 			Entry("a resume of two guids", "resume wants 1 argument(s), GUID; got 2", "rollout", "resume", "hello", "other"),
+			Entry("an edit of nothing", "edit needs at least one of --max-surge", "rollout", "edit", "hello"),
+			Entry("an edit of a surge that is no count", `--max-surge "1.5": want a count like "2" or a percent like "25%"`,
+				"rollout", "edit", "hello", "--max-surge", "1.5"),
+			Entry("an edit of an unavailability past 100%", `--max-unavailable "101%"`, "rollout", "edit", "hello", "--max-unavailable", "101%"),
+			Entry("an edit of a negative min-ready", "--min-ready -1s: want a duration of whole milliseconds",
+				"rollout", "edit", "hello", "--min-ready", "-1s"),
+			Entry("an edit of a min-ready over an hour", "rollout edit: min_ready_ms: must be at most 3600000 (1h0m0s), got 7200000",
+				"rollout", "edit", "hello", "--min-ready", "2h"),
+			Entry("an edit of a deadline that is no duration", `invalid argument "soon" for "--progress-deadline"`,
+				"rollout", "edit", "hello", "--progress-deadline", "soon"),
+			Entry("an edit to a share of 0", "--target-percent must be above 0 and at most 100, got 0",
+				"rollout", "edit", "hello", "--target-percent", "0"),
+			Entry("an edit of a bad --safe-rate", `--safe-rate "5/6h": the share must end with '%'`,
+				"rollout", "edit", "hello", "--safe-rate", "5/6h"),
+			Entry("an edit without a guid", "edit wants 1 argument(s), GUID; got 0", "rollout", "edit", "--max-surge", "2"),
 		)
 	})
 })

@@ -313,12 +313,7 @@ func (s *strategyFlags) register(flags *pflag.FlagSet) {
 }
 
 func (s *strategyFlags) changed(flags *pflag.FlagSet) bool {
-	for _, name := range strategyFlagNames {
-		if flags.Changed(name) {
-			return true
-		}
-	}
-	return false
+	return anyChanged(flags, strategyFlagNames)
 }
 
 // apply returns current (nil: the defaults) with the flags given set, or

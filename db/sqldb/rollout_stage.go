@@ -90,6 +90,18 @@ func stageRecord(rec *rolloutRecord) models.StageRecord {
 	}
 }
 
+// withStageRecord is rec with the fields a decision made of it (after, as
+// models.DecideStage and models.DecideRolloutEdit write it) and unsettled,
+// so that convergence reads the changed record on its next pass (a record
+// under way is unsettled anyway).
+func withStageRecord(rec *rolloutRecord, after models.StageRecord) rolloutRecord {
+	next := *rec
+	next.State, next.Reason, next.DefinitionID = after.State, after.Reason, after.DefinitionID
+	next.ProgressAt, next.FinishedAt, next.Stage = after.ProgressAt, after.FinishedAt, after.Stage
+	next.Settled = false
+	return next
+}
+
 // changeStage writes what a stage command decided: it records the
 // operation kind (made by request, FINISHED at once, its history line),
 // stores rec as after says, compare-and-set on the modification index of
@@ -108,12 +120,7 @@ func (s *SQLDB) changeStage(ctx context.Context, tx *sql.Tx, desired *models.Des
 	if err := s.insertOperation(ctx, tx, op); err != nil {
 		return nil, nil, nil, err
 	}
-	next := *rec
-	next.State, next.Reason, next.DefinitionID = after.State, after.Reason, after.DefinitionID
-	next.ProgressAt, next.FinishedAt, next.Stage = after.ProgressAt, after.FinishedAt, after.Stage
-	// Unsettled, so that convergence reads the changed phase on its next
-	// pass (a record under way is unsettled anyway).
-	next.Settled = false
+	next := withStageRecord(rec, after)
 	if err := s.storeRollout(ctx, tx, &next, rec.ModificationIndex); err != nil {
 		return nil, nil, nil, err
 	}

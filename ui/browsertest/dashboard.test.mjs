@@ -283,11 +283,15 @@ async function rollout() {
   step('a staged update shows its share curve, and pauses from the page');
   await confirm('resume');
   await page.locator('.stage .badge', { hasText: 'paused' }).waitFor({ state: 'detached' });
+  await page.locator('[data-testid=edit-surge]').fill('100%');
+  await confirm('edit');
+  await page.locator('dd', { hasText: 'surge 100%,' }).waitFor();
+  step('the rollout under way is edited to max surge 100% from the page');
   await page.locator('[data-testid=promote-to]').fill('100');
   await confirm('promote');
   await page.locator('.rollout .badge.complete').waitFor({ timeout: 90000 });
   await page.locator('[data-testid=rollout-progress][data-percent="100"]').waitFor();
-  for (const kind of ['PAUSE', 'RESUME', 'PROMOTE']) {
+  for (const kind of ['PAUSE', 'RESUME', 'EDIT', 'PROMOTE']) {
     await page.locator(`[data-testid=operations] > li[data-kind=${kind}][data-status=FINISHED]`).waitFor();
   }
   await page.waitForFunction(() => {

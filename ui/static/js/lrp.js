@@ -96,10 +96,27 @@ export function lrpPage(guid) {
         });
       } },
     }, 'Promote…');
+    // An edit in flight: the rollout under way goes on at this max_surge
+    // (POST /v1/rollouts/edit); the board refuses a value that is not a
+    // count or a percent, and the flash says why.
+    const surge = h('input', { type: 'text', placeholder: '100%', class: 'narrow', dataset: { testid: 'edit-surge' }, attrs: { 'aria-label': 'max surge' } });
+    const edit = h('button', {
+      type: 'button', dataset: { action: 'edit' },
+      on: { click: () => {
+        const to = surge.value.trim() === '' ? '100%' : surge.value.trim();
+        confirmAction({
+          title: `Edit the rollout of ${guid}: max surge ${to}?`,
+          body: h('p', null, `The rollout under way goes on with max surge ${to}; instances already replaced stay.`),
+          confirmLabel: 'Edit',
+          act: () => api.call('/v1/rollouts/edit', { process_guid: guid, max_surge: to }),
+        });
+      } },
+    }, 'Edit surge…');
     replace(actions,
       act('Pause', `Pause the rollout of ${guid}?`, 'The staged phase stops growing; instances already moved stay.', '/v1/rollouts/pause', () => ({ process_guid: guid })),
       act('Resume', `Resume the rollout of ${guid}?`, 'The staged phase grows again from where it stood.', '/v1/rollouts/resume', () => ({ process_guid: guid })),
       h('span', { class: 'group' }, promoteTo, promote),
+      h('span', { class: 'group' }, surge, edit),
       act('Abort', `Abort the rollout of ${guid}?`, 'The rollout stops and the healthy definition is made active again, rolled back start-before-stop.', '/v1/rollouts/abort', () => ({ process_guid: guid }), true),
       act('Rollback', `Roll ${guid} back?`, 'The healthy definition (or else the newest definition that ran; never one that failed validation) becomes active again and the instances roll over to it.', '/v1/rollouts/rollback', () => ({ process_guid: guid }), true));
   }

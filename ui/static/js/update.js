@@ -1,4 +1,4 @@
-// The update form of the LRP page: edit the active definition's JSON (and
+// The update form of the LRP page: change the active definition's JSON (and
 // optionally the instance count and the update strategy), see the plan of
 // the rollout it would start (POST /v1/rollouts/plan), and confirm.
 import { h, replace, fmtDuration, shortID } from './dom.js';
