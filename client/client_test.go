@@ -249,21 +249,21 @@ var _ = Describe("Client against a real board", func() {
 			Expect(status.GetActiveDefinitionId()).To(Equal("v2"))
 			Expect(status.GetReason()).To(Equal("rolling from " + v1 + " to v2"))
 
-			_, _, err = c.Rollback(ctx, "hello", "nope")
+			_, _, err = c.Rollback(ctx, "hello", "nope", false)
 			Expect(err).To(errorOfType(models.Error_ResourceNotFound))
-			_, _, err = c.Rollback(ctx, "hello", "bad id!")
+			_, _, err = c.Rollback(ctx, "hello", "bad id!", false)
 			Expect(err).To(errorOfType(models.Error_InvalidRequest))
 			Expect(err.Error()).To(ContainSubstring("definition_id"))
 
-			status, err = c.AbortRollout(ctx, "hello")
+			status, err = c.AbortRollout(ctx, "hello", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(status.GetActiveDefinitionId()).To(Equal(v1))
 			Expect(status.GetReason()).To(Equal("rolling back from v2 to " + v1))
-			_, err = c.AbortRollout(ctx, "hello")
+			_, err = c.AbortRollout(ctx, "hello", false)
 			Expect(err).To(errorOfType(models.Error_InvalidStateTransition), "the healthy definition is active again")
 
 			var warning string
-			status, warning, err = c.Rollback(ctx, "hello", "v2")
+			status, warning, err = c.Rollback(ctx, "hello", "v2", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(status.GetActiveDefinitionId()).To(Equal("v2"))
 			Expect(warning).To(HavePrefix("v2 never became healthy"), "its rollout was aborted: the answer warns")

@@ -103,7 +103,7 @@ var _ = Describe("Operations", func() {
 		Expect(op.GetKind()).To(Equal(models.Operation_UPDATE_DEFINITION))
 		Expect(op.GetRequestedBy()).To(MatchRegexp(`^scheduler \(pool-7\) from 127\.0\.0\.1:\d+$`))
 
-		status, err := named.AbortRollout(ctx, "hello")
+		status, err := named.AbortRollout(ctx, "hello", false)
 		Expect(err).NotTo(HaveOccurred())
 		op, err = c.Operation(ctx, status.GetOperationId())
 		Expect(err).NotTo(HaveOccurred())

@@ -19,13 +19,14 @@ func (c *Client) RolloutStatus(ctx context.Context, processGuid string) (*models
 
 // Rollback re-activates a kept definition (definitionID; empty lets the
 // board choose, see models.RollbackRequest) and rolls the instances back
-// to it. The warning is set when the named definition failed validation
-// or never became healthy (the rollback went ahead). It is not repeated
-// after a lost answer: a second rollback to the definition it made active
-// is refused.
-func (c *Client) Rollback(ctx context.Context, processGuid, definitionID string) (status *models.RolloutStatus, warning string, err error) {
+// to it, as a fast rollout with fast (models.RollbackRequest.fast). The
+// warning is set when the named definition failed validation or never
+// became healthy (the rollback went ahead). It is not repeated after a
+// lost answer: a second rollback to the definition it made active is
+// refused.
+func (c *Client) Rollback(ctx context.Context, processGuid, definitionID string, fast bool) (status *models.RolloutStatus, warning string, err error) {
 	var resp models.RollbackResponse
-	req := &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID}
+	req := &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID, Fast: fast}
 	if err := c.call(ctx, models.RouteRollback, req, &resp, sendOnce); err != nil {
 		return nil, "", err
 	}
@@ -33,11 +34,11 @@ func (c *Client) Rollback(ctx context.Context, processGuid, definitionID string)
 	return status, resp.GetWarning(), err
 }
 
-// AbortRollout rolls the instances back to the healthy definition. Like
-// Rollback, it is not repeated after a lost answer.
-func (c *Client) AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
+// AbortRollout rolls the instances back to the healthy definition, fast
+// as Rollback's. Like Rollback, it is not repeated after a lost answer.
+func (c *Client) AbortRollout(ctx context.Context, processGuid string, fast bool) (*models.RolloutStatus, error) {
 	var resp models.AbortRolloutResponse
-	req := &models.AbortRolloutRequest{ProcessGuid: processGuid}
+	req := &models.AbortRolloutRequest{ProcessGuid: processGuid, Fast: fast}
 	if err := c.call(ctx, models.RouteAbortRollout, req, &resp, sendOnce); err != nil {
 		return nil, err
 	}

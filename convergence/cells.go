@@ -2,6 +2,7 @@ package convergence
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,6 +168,31 @@ func (t *cellTable) use(cell int32, r *ActualRow) {
 func (t *cellTable) fits(cell int32, n need) bool {
 	f := &t.free[cell]
 	return f.memory >= int64(n.memory) && f.disk >= int64(n.disk) && f.slots >= 1
+}
+
+// room counts how many more instances of need the cells could take that
+// placement may use for an LRP with the given tags (present, not
+// draining, every tag), as their free capacity stands: per cell the
+// fewest of its free slots, memory / need.memory and disk / need.disk
+// (a need of 0 does not bound). Capped at the largest int32.
+func (t *cellTable) room(tags []string, n need) int32 {
+	want := normalizeTags(tags)
+	var total int64
+	for cell := range t.ids {
+		if !t.takesInstances(int32(cell)) || !includesAll(t.classes[t.class[cell]], want) {
+			continue
+		}
+		f := t.free[cell]
+		fit := f.slots
+		if n.memory > 0 {
+			fit = min(fit, f.memory/int64(n.memory))
+		}
+		if n.disk > 0 {
+			fit = min(fit, f.disk/int64(n.disk))
+		}
+		total += max(fit, 0)
+	}
+	return int32(min(total, math.MaxInt32))
 }
 
 // hasMoreFree orders cells for placement: most free memory first, then

@@ -384,6 +384,12 @@
 //     stop EvacuationGrace ago and is still there.
 //   - Outdated instances not picked this pass follow the usual rules: a
 //     crash restarts on the instance's own definition.
+//   - A fast rollout (RolloutRow.Fast: a rollback or abort asked fast,
+//     and every auto-revert) is rolled with
+//     models.RolloutStrategy.FastRollout: min_ready 0, and a surge of
+//     every remaining index at once as far as the room the cells have for
+//     the active definition's instances goes (cellTable.room, counted
+//     from the snapshot's rows), start before stop, within U.
 //
 // The arithmetic, worked through for 10 serving instances of v1, active v2,
 // max_surge "25%", max_unavailable "0":

@@ -178,11 +178,18 @@ func (p *planner) keepAsIs(r *row) {
 	}
 }
 
-// newRollout resolves the LRP's strategy for its rolling update.
+// newRollout resolves the LRP's strategy for its rolling update; a fast
+// rollout of the active definition gets the room the cells have for the
+// active definition's instances as the snapshot's rows leave it (what
+// this pass places for other LRPs is not counted: an instance that does
+// not fit after all is placed on a later pass).
 func (p *planner) newRollout(d *DesiredSchedule, record *RolloutRow, instances int32) *rolloutLRP {
 	ro := &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: storedStrategy(d, instances)}
 	if record != nil {
 		ro.outcome.operationID = record.OperationID
+		if record.Fast && record.DefinitionID == d.ActiveDefinitionID {
+			ro.strategy = ro.strategy.FastRollout(p.cells.room(d.PlacementTags, need{memory: d.MemoryMB, disk: d.DiskMB}))
+		}
 	}
 	ro.phase = p.newStagedPhase(ro, instances)
 	return ro

@@ -197,12 +197,12 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	if ro.record != nil && ro.record.State == models.RolloutStatus_FAILED && ro.record.DefinitionID == d.ActiveDefinitionID {
 		// A failed rollout starts nothing new until an operator acts; the
 		// replacements already ready still retire their predecessors.
-		s.MaxSurge, s.MaxUnavailable = 0, 0
+		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
 	}
 	if ro.phase.paused() {
 		// A paused phase starts nothing new either; what is under way
 		// goes on.
-		s.MaxSurge, s.MaxUnavailable = 0, 0
+		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
 	}
 	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
 		return
@@ -480,6 +480,9 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 					Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),
 					DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
 					StartedAt: p.now, ProgressAt: p.now, OperationID: rec.OperationID,
+					// An automatic revert is a fast rollout
+					// (models.RolloutStrategy.FastRollout).
+					Fast: true,
 				}
 				write.SetActiveDefinitionID = healthy
 				ro.step.InFlight = 0

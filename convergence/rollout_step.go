@@ -126,6 +126,16 @@ type RolloutStep struct {
 //
 // Once a replacement is ready and its predecessor stopped, its slot frees
 // up for the next outdated index on a later pass.
+//
+// A fast rollout (s.Fast, see models.RolloutStrategy.FastRollout) reads
+// MaxSurge above as s.SurgeNow of the predecessors surging before the
+// step: every outdated index at once as far as s.Room goes. On the same
+// 10 serving outdated indices with S = 1, U = 0:
+//
+//  5. Fast, room 20: starts all 10 (start before stop); 10 available, 20
+//     instances.
+//  6. Fast, room 4: starts 4 (start before stop); the next 6 wait for
+//     room.
 func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, now time.Time) RolloutStep {
 	var step RolloutStep
 	var candidates []*RolloutIndex
@@ -158,7 +168,10 @@ func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, now time.
 	slices.Sort(step.Stop)
 	slices.SortFunc(candidates, compareVictims)
 
-	limit := s.MaxSurge + s.MaxUnavailable
+	// The surge counts the predecessors surging now: a fast rollout's is
+	// what the room allows on top of them (models.RolloutStrategy.SurgeNow).
+	surge := s.SurgeNow(step.Surging)
+	limit := surge + s.MaxUnavailable
 	for _, x := range candidates {
 		if step.InFlight >= limit {
 			break
@@ -166,7 +179,7 @@ func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, now time.
 		switch {
 		case !x.Serving:
 			step.Start = append(step.Start, Replacement{Index: x.Index, StopOld: true})
-		case step.Surging < s.MaxSurge:
+		case step.Surging < surge:
 			step.Start = append(step.Start, Replacement{Index: x.Index})
 			step.Surging++
 		case step.Available-1 >= s.MinAvailable():

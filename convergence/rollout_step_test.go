@@ -89,6 +89,9 @@ var _ = Describe("PlanRolloutStep", func() {
 	type strategy struct {
 		surge, unavailable string
 		minReadyMs         int64
+		// fast: resolved with FastRollout(room).
+		fast bool
+		room int32
 	}
 	serial := strategy{}
 	start := func(i int32) convergence.Replacement { return convergence.Replacement{Index: i} }
@@ -100,6 +103,9 @@ var _ = Describe("PlanRolloutStep", func() {
 				MaxSurge: st.surge, MaxUnavailable: st.unavailable, MinReadyMs: st.minReadyMs,
 			})
 			Expect(err).NotTo(HaveOccurred())
+			if st.fast {
+				s = s.FastRollout(st.room)
+			}
 			step := convergence.PlanRolloutStep(indices, s, now)
 			if wantStart == nil {
 				Expect(step.Start).To(BeEmpty(), "start")
@@ -188,6 +194,32 @@ var _ = Describe("PlanRolloutStep", func() {
 			strategy{surge: "3", minReadyMs: 30_000},
 			outdated(5, started(0, 1, 2), runningFor(time.Minute, 0), runningFor(time.Second, 1), runningFor(time.Hour, 2)),
 			[]convergence.Replacement{start(3), start(4)}, []int32{0, 2}, 5),
+
+		// Fast rollouts (models.RolloutStrategy.FastRollout), S = 1, U = 0
+		// unless said: the worked examples 5 and 6.
+		Entry("fast, room 20: all 10 start at once, start before stop",
+			strategy{fast: true, room: 20}, outdated(10),
+			[]convergence.Replacement{start(0), start(1), start(2), start(3), start(4), start(5), start(6), start(7), start(8), start(9)}, nil, 10),
+		Entry("fast, room 4: 4 start, the rest wait for room",
+			strategy{fast: true, room: 4}, outdated(10),
+			[]convergence.Replacement{start(0), start(1), start(2), start(3)}, nil, 10),
+		Entry("fast, room 0 while 4 surge: nothing more starts",
+			strategy{fast: true, room: 0}, outdated(10, started(0, 1, 2, 3)), nil, nil, 10),
+		Entry("fast, room 2 while 4 surge: 2 more start",
+			strategy{fast: true, room: 2}, outdated(10, started(0, 1, 2, 3)),
+			[]convergence.Replacement{start(4), start(5)}, nil, 10),
+		Entry("fast: min_ready is not waited for, a serving successor is ready at once",
+			strategy{fast: true, room: 0, minReadyMs: 30_000}, outdated(3, started(0), runningFor(time.Second, 0)),
+			nil, []int32{0}, 3),
+		Entry("fast, room 0, unavailable 1: the unavailability is used as any rollout uses it",
+			strategy{surge: "0", unavailable: "1", fast: true, room: 0}, outdated(10),
+			[]convergence.Replacement{stopOld(0)}, nil, 9),
+		Entry("fast, room 3, unavailable 2: 3 start before stop, then 2 stop at once, never below 8",
+			strategy{surge: "1", unavailable: "2", fast: true, room: 3}, outdated(10),
+			[]convergence.Replacement{start(0), start(1), start(2), stopOld(3), stopOld(4)}, nil, 8),
+		Entry("fast: not serving old instances go first, and are placed again in the room too",
+			strategy{fast: true, room: 3}, outdated(5, notServing(3, 4)),
+			[]convergence.Replacement{stopOld(3), stopOld(4), start(0)}, nil, 3),
 	)
 
 	It("wakes when the first serving replacement becomes ready", func() {

@@ -298,6 +298,7 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		InFlight:           a.int32("inflight", 0),
 		ModificationIndex:  int64(a.int32("mod", 1)),
 		OperationID:        a.string("op", ""),
+		Fast:               a.bool("fast", false),
 	})
 	if _, staged := a.values["stage"]; staged {
 		stage, err := s.parseStage(a, at)

@@ -128,6 +128,9 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	at("progress", r.ProgressAt)
 	at("finished", r.FinishedAt)
 	out += fmt.Sprintf(" updated=%d inflight=%d", r.UpdatedInstances, r.InFlight)
+	if r.Fast {
+		out += " fast"
+	}
 	if st := r.Stage; st != nil {
 		out += fmt.Sprintf(" stage=%v-%v", st.PriorPercent, st.TargetPercent)
 		if rate := st.SafeRate; rate != nil {

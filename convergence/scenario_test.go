@@ -98,6 +98,13 @@ var requiredScenarios = []string{
 	"autoscale_rollout_downscale",
 	"autoscale_rollout_upscale",
 	"autoscale_decision_follows_occupancy",
+	// Fast revert (issue 30, item 6).
+	"fast_rollback_all_at_once",
+	"fast_rollback_room_for_5",
+	"fast_rollback_room_waits",
+	"fast_rollback_room_next",
+	"fast_auto_revert",
+	"fast_rollback_staged_25",
 }
 
 func scenarioPaths() []string {

@@ -76,6 +76,10 @@ type RolloutRow struct {
 	// target_at are computed by whoever reads it, never stored. Planner
 	// and store treat it as immutable: a change is a new message.
 	Stage *models.RolloutStage
+	// Fast: the rollout is a fast one (a rollback or abort asked fast, or
+	// an automatic revert): the planner rolls it with
+	// models.RolloutStrategy.FastRollout.
+	Fast bool
 }
 
 // Equal reports whether r and o hold the same record (RolloutRow has a

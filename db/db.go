@@ -85,11 +85,12 @@ type RolloutDB interface {
 	// Rollback re-activates a kept definition (see models.RollbackRequest
 	// for the default when definitionID is empty). An unknown definition
 	// is ResourceNotFound; the active one, or no older one to go back to,
-	// is InvalidStateTransition. Nothing is written then.
-	Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error)
-	// AbortRollout rolls back to the healthy definition (models.AbortTarget);
-	// InvalidStateTransition when it is already active.
-	AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
+	// is InvalidStateTransition. Nothing is written then. With fast the
+	// rollout is a fast one (models.RolloutStrategy.FastRollout).
+	Rollback(ctx context.Context, processGuid, definitionID string, fast bool) (*models.RolloutStatus, error)
+	// AbortRollout rolls back to the healthy definition (models.AbortTarget),
+	// fast as Rollback's; InvalidStateTransition when it is already active.
+	AbortRollout(ctx context.Context, processGuid string, fast bool) (*models.RolloutStatus, error)
 
 	// Staged phases (models.StagedRollout; the arithmetic is in
 	// models/rollout_stage.go). An update with a new definition and staged

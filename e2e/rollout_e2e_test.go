@@ -180,7 +180,7 @@ var _ = Describe("rolling updates of 6 hello instances, with a router sending re
 
 	It("aborts the failed rollout back to the healthy v1, start before stop", func() {
 		status, _, rows := roll(func() {
-			status, err := b.client().AbortRollout(ctx, guid)
+			status, err := b.client().AbortRollout(ctx, guid, false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(status.GetActiveDefinitionId()).To(Equal(v1ID))
 		}, complete())

@@ -158,6 +158,30 @@ var _ = Describe("Operations API", func() {
 					Expect(op.GetRequestedBy()).To(MatchRegexp(recordedCaller.String()))
 				})
 
+				It("passes fast through a rollback and an abort: the status and the operation's parameters say fast", func() {
+					b.mustDesire(newLRP(guid, domain, 2))
+					b.mustUpdate(guid, newDefinitionUpdate("v2"))
+
+					aborted := &models.AbortRolloutResponse{}
+					b.call(models.RouteAbortRollout, &models.AbortRolloutRequest{ProcessGuid: guid, Fast: true}, aborted)
+					Expect(aborted.GetError()).To(BeNil())
+					Expect(aborted.GetStatus().GetFast()).To(BeTrue())
+					op := b.mustOperation(aborted.GetStatus().GetOperationId())
+					var abort models.AbortRolloutRequest
+					Expect(op.GetParameters().UnmarshalTo(&abort)).To(Succeed())
+					Expect(abort.GetFast()).To(BeTrue())
+
+					rolledBack := &models.RollbackResponse{}
+					b.call(models.RouteRollback, &models.RollbackRequest{ProcessGuid: guid, DefinitionId: "v2", Fast: true}, rolledBack)
+					Expect(rolledBack.GetError()).To(BeNil())
+					Expect(rolledBack.GetStatus().GetFast()).To(BeTrue())
+					op = b.mustOperation(rolledBack.GetStatus().GetOperationId())
+					var rollback models.RollbackRequest
+					Expect(op.GetParameters().UnmarshalTo(&rollback)).To(Succeed())
+					Expect(rollback.GetFast()).To(BeTrue())
+					Expect(rollback.GetDefinitionId()).To(Equal("v2"))
+				})
+
 				It("lists an LRP's operations newest first, filtered, a page at a time", func() {
 					b.mustDesire(newLRP(guid, domain, 1))
 					for _, instances := range []int32{2, 3, 4, 5} {

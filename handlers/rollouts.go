@@ -27,7 +27,7 @@ func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutSt
 // in the note the warning about a definition not known to run.
 func (h *storeHandlers) rollback(ctx context.Context, req *models.RollbackRequest) (*models.RollbackResponse, error) {
 	ctx, note := noteOperation(ctx)
-	status, err := h.store.Rollback(ctx, req.GetProcessGuid(), req.GetDefinitionId())
+	status, err := h.store.Rollback(ctx, req.GetProcessGuid(), req.GetDefinitionId(), req.GetFast())
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (h *storeHandlers) rollback(ctx context.Context, req *models.RollbackReques
 
 func (h *storeHandlers) abortRollout(ctx context.Context, req *models.AbortRolloutRequest) (*models.AbortRolloutResponse, error) {
 	ctx, _ = noteOperation(ctx)
-	status, err := h.store.AbortRollout(ctx, req.GetProcessGuid())
+	status, err := h.store.AbortRollout(ctx, req.GetProcessGuid(), req.GetFast())
 	if err != nil {
 		return nil, err
 	}

@@ -122,3 +122,8 @@ var addCellIsolation = addColumn("add_cells_isolation", 1, "cells", "isolation",
 // so that their next taking is tenure 1.
 var addLeaseTenure = addColumn("add_leases_tenure", 1, "leases", "tenure",
 	func(driver) string { return "BIGINT NOT NULL DEFAULT 0" })
+
+// addRolloutsFast is migration 0019's Go half: rollouts.fast, the record
+// is of a fast rollout (a rollback or abort asked fast, or an
+// auto-revert); false for the records already there.
+var addRolloutsFast = addColumn("add_rollouts_fast", 1, "rollouts", "fast", driver.booleanFalse)

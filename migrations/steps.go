@@ -39,4 +39,5 @@ var registeredSteps = map[int]*goStep{
 	15: addCellIsolation,
 	17: addLeaseTenure,
 	18: dropReceiptsCreatedAt,
+	19: addRolloutsFast,
 }

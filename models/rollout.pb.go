@@ -139,6 +139,12 @@ type RolloutStatus struct {
 	// Where the staged phase stands, when the rollout is staged (an update
 	// with staged, or a promote); absent otherwise.
 	Stage *RolloutStage `protobuf:"bytes,16,opt,name=stage,proto3" json:"stage,omitempty"`
+	// A fast rollout: a rollback or an abort asked with fast, or an
+	// auto-revert (state REVERTED). It starts every remaining index at once
+	// as far as the cells have room, start before stop, within
+	// max_unavailable, and does not wait for min_ready
+	// (models.RolloutStrategy.FastRollout).
+	Fast bool `protobuf:"varint,17,opt,name=fast,proto3" json:"fast,omitempty"`
 	// The rollout's analysis and its verdicts, when the update asked for
 	// analysis, a failure policy or a bake; absent otherwise.
 	Judgement     *RolloutJudgement `protobuf:"bytes,21,opt,name=judgement,proto3" json:"judgement,omitempty"`
@@ -286,6 +292,13 @@ func (x *RolloutStatus) GetStage() *RolloutStage {
 		return x.Stage
 	}
 	return nil
+}
+
+func (x *RolloutStatus) GetFast() bool {
+	if x != nil {
+		return x.Fast
+	}
+	return false
 }
 
 func (x *RolloutStatus) GetJudgement() *RolloutJudgement {
@@ -1188,9 +1201,13 @@ func (x *RolloutStatusResponse) GetStatus() *RolloutStatus {
 // never one that failed validation or never became healthy. With
 // definition_id any kept definition but the active one.
 type RollbackRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
-	DefinitionId  string                 `protobuf:"bytes,2,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid  string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	DefinitionId string                 `protobuf:"bytes,2,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
+	// fast: roll back as a fast rollout (RolloutStatus.fast): every index at
+	// once as far as the cells have room, start before stop, within
+	// max_unavailable, without waiting for min_ready.
+	Fast          bool `protobuf:"varint,3,opt,name=fast,proto3" json:"fast,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1237,6 +1254,13 @@ func (x *RollbackRequest) GetDefinitionId() string {
 		return x.DefinitionId
 	}
 	return ""
+}
+
+func (x *RollbackRequest) GetFast() bool {
+	if x != nil {
+		return x.Fast
+	}
+	return false
 }
 
 type RollbackResponse struct {
@@ -1306,8 +1330,11 @@ func (x *RollbackResponse) GetWarning() string {
 // active definition differs from the healthy one; otherwise
 // InvalidStateTransition.
 type AbortRolloutRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	// fast: as RollbackRequest.fast (an abort is a rollback to the healthy
+	// definition).
+	Fast          bool `protobuf:"varint,2,opt,name=fast,proto3" json:"fast,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1347,6 +1374,13 @@ func (x *AbortRolloutRequest) GetProcessGuid() string {
 		return x.ProcessGuid
 	}
 	return ""
+}
+
+func (x *AbortRolloutRequest) GetFast() bool {
+	if x != nil {
+		return x.Fast
+	}
+	return false
 }
 
 type AbortRolloutResponse struct {
@@ -1567,7 +1601,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xd0\x06\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xe4\x06\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -1589,7 +1623,8 @@ const file_rollout_proto_rawDesc = "" +
 	"\vdeadline_at\x18\x0e \x01(\x03R\n" +
 	"deadlineAt\x12!\n" +
 	"\foperation_id\x18\x0f \x01(\tR\voperationId\x124\n" +
-	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\x12@\n" +
+	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\x12\x12\n" +
+	"\x04fast\x18\x11 \x01(\bR\x04fast\x12@\n" +
 	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\"a\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
@@ -1662,16 +1697,18 @@ const file_rollout_proto_rawDesc = "" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\x7f\n" +
 	"\x15RolloutStatusResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
-	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"Y\n" +
+	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"m\n" +
 	"\x0fRollbackRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12#\n" +
-	"\rdefinition_id\x18\x02 \x01(\tR\fdefinitionId\"\x94\x01\n" +
+	"\rdefinition_id\x18\x02 \x01(\tR\fdefinitionId\x12\x12\n" +
+	"\x04fast\x18\x03 \x01(\bR\x04fast\"\x94\x01\n" +
 	"\x10RollbackResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
 	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12\x18\n" +
-	"\awarning\x18\x03 \x01(\tR\awarning\"8\n" +
+	"\awarning\x18\x03 \x01(\tR\awarning\"L\n" +
 	"\x13AbortRolloutRequest\x12!\n" +
-	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"~\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x12\n" +
+	"\x04fast\x18\x02 \x01(\bR\x04fast\"~\n" +
 	"\x14AbortRolloutResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
 	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"\xa9\x03\n" +

@@ -34,6 +34,77 @@ type RolloutStrategy struct {
 	AutoRevert bool
 	// HistoryLimit is how many of the newest definitions are kept.
 	HistoryLimit int32
+	// Fast marks the strategy of a fast rollout (FastRollout): its surge
+	// is as large as Room allows (SurgeNow).
+	Fast bool
+	// Room, of a fast rollout: how many more instances of the active
+	// definition the cells that may run the LRP have room for, as the
+	// planner counts it this pass.
+	Room int32
+}
+
+// FastRollout is s for a fast rollout: a rollback or an abort asked with
+// fast (`cork rollback --fast`), and every automatic revert. Its target is
+// a definition that ran before (the healthy one, or one the operator
+// picked), so the rollout does not wait for what only guards a new one,
+// and starts as many replacements at once as the cells have room for:
+//
+//  1. MinReady is 0: a replacement is ready once it is RUNNING and
+//     routable, and its predecessor is told to stop then.
+//  2. The surge is SurgeNow: every remaining index at once, bounded by
+//     room; max_surge no longer bounds it.
+//  3. MaxUnavailable stays: an index may stop its old instance at once
+//     only as the strategy allows any rollout (once the surge is used
+//     up), so never more than max_unavailable indices are down.
+//  4. Start before stop stays: an old instance that serves is told to
+//     stop only when its replacement is ready (or by rule 3).
+//
+// Staged gating is not here: a rollback's or a revert's record never
+// carries a staged phase, so it goes to every index at once.
+//
+// room below 0 counts as 0.
+func (s RolloutStrategy) FastRollout(room int32) RolloutStrategy {
+	s.Fast = true
+	s.MinReady = 0
+	s.Room = max(room, 0)
+	return s
+}
+
+// SurgeNow is how many predecessors may run beside a successor that is
+// not ready once this step's starts are made, given that surging of them
+// already do. For a rollout that is not fast it is MaxSurge. For a fast
+// one it is those already surging (they hold their room already) plus as
+// many as the room takes, at most Instances:
+//
+//	min(Instances, surging + Room)
+//
+// So a fast rollout starts no replacement that placement could not put on
+// a cell this pass; it waits for room instead (a rollout that is not fast
+// creates it, unplaced, and it waits just the same).
+//
+// Worked example, 12 instances, max_surge 1, max_unavailable 0, every
+// index outdated and serving, nothing in flight:
+//
+//  1. Room 20 (two cells with 10 free slots each): SurgeNow(0) =
+//     min(12, 0 + 20) = 12: all 12 start, start before stop; 24 instances
+//     at the most, 12 serving throughout.
+//  2. Room 5 instead: SurgeNow(0) = 5: 5 start. A pass later their
+//     successors hold that room (Room 0) and are not ready: SurgeNow(5) =
+//     5, nothing more starts.
+//  3. Those 5 become ready; their predecessors are told to stop and no
+//     longer surge, but hold their room until their reps remove them:
+//     SurgeNow(0) = 0, nothing starts.
+//  4. They are gone (Room 5): SurgeNow(0) = 5: 5 more start; then the
+//     last 2 the same way.
+//
+// With max_unavailable 2 and Room 0, step 3 still starts 2 whose old
+// instances stop at once (rule 3 of FastRollout), as any rollout would.
+func (s RolloutStrategy) SurgeNow(surging int32) int32 {
+	if !s.Fast {
+		return s.MaxSurge
+	}
+	allowed := int64(max(surging, 0)) + int64(s.Room)
+	return int32(min(int64(s.Instances), allowed))
 }
 
 // MaxInstances is the most instances (old and new, counting a RETIRING

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -124,5 +125,49 @@ var _ = Describe("ResolveRolloutStrategy", func() {
 			models.RolloutStrategy{Instances: 10, MaxSurge: 3, ProgressDeadline: 90 * time.Second, AutoRevert: true, HistoryLimit: 10}),
 		Entry("an invalid one: every default, its valid fields too", &models.UpdateStrategy{MaxSurge: "lots", ProgressDeadlineMs: 90_000},
 			models.RolloutStrategy{Instances: 10, MaxSurge: 1, ProgressDeadline: 10 * time.Minute, HistoryLimit: 10}),
+	)
+})
+
+var _ = Describe("FastRollout and SurgeNow", func() {
+	// twelve is 12 instances with the default strategy: max_surge 1,
+	// max_unavailable 0, and a min_ready of 30 s.
+	twelve := func() models.RolloutStrategy {
+		s, err := models.ResolveRolloutStrategy(12, &models.UpdateStrategy{MinReadyMs: 30_000})
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+
+	It("waits for no min_ready and keeps max_unavailable", func() {
+		s, err := models.ResolveRolloutStrategy(12, &models.UpdateStrategy{MaxUnavailable: "2", MinReadyMs: 30_000})
+		Expect(err).NotTo(HaveOccurred())
+		fast := s.FastRollout(5)
+		Expect(fast.Fast).To(BeTrue())
+		Expect(fast.MinReady).To(BeZero())
+		Expect(fast.Room).To(Equal(int32(5)))
+		Expect(fast.MaxUnavailable).To(Equal(int32(2)))
+		Expect(fast.MaxSurge).To(Equal(s.MaxSurge), "the strategy's own surge is kept; SurgeNow replaces it")
+	})
+
+	DescribeTable("SurgeNow",
+		func(fast bool, room, surging, want int32) {
+			s := twelve()
+			if fast {
+				s = s.FastRollout(room)
+			}
+			Expect(s.SurgeNow(surging)).To(Equal(want))
+		},
+		// The worked example's steps.
+		Entry("1. fast, room 20: every index", true, int32(20), int32(0), int32(12)),
+		Entry("2. fast, room 5: 5", true, int32(5), int32(0), int32(5)),
+		Entry("2. fast, 5 surging and no room left: still 5, nothing more", true, int32(0), int32(5), int32(5)),
+		Entry("3. fast, predecessors told to stop hold the room: 0", true, int32(0), int32(0), int32(0)),
+		Entry("4. fast, they are gone: 5 more", true, int32(5), int32(0), int32(5)),
+		// Bounds.
+		Entry("fast, room beyond the instances: the instances", true, int32(30), int32(0), int32(12)),
+		Entry("fast, surging plus room beyond the instances", true, int32(10), int32(5), int32(12)),
+		Entry("fast, a negative room counts as 0", true, int32(-3), int32(2), int32(2)),
+		Entry("fast, the room of a huge board does not overflow", true, int32(math.MaxInt32), int32(math.MaxInt32), int32(12)),
+		Entry("not fast: max_surge whatever the room", false, int32(20), int32(0), int32(1)),
+		Entry("not fast: max_surge whatever surges", false, int32(0), int32(5), int32(1)),
 	)
 })

@@ -16,7 +16,7 @@ import (
 
 // rolloutStatusHeaders ends with STAGE and REASON, the two columns of free
 // text, so that every column before them is one word of a row.
-var rolloutStatusHeaders = []string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY", "UPDATED", "IN_FLIGHT", "DEFINITIONS", "DEADLINE", "STRATEGY", "STAGE", "REASON"}
+var rolloutStatusHeaders = []string{"PROCESS_GUID", "STATE", "ACTIVE", "HEALTHY", "UPDATED", "IN_FLIGHT", "DEFINITIONS", "DEADLINE", "FAST", "STRATEGY", "STAGE", "REASON"}
 
 // rolloutStatusRow is a status as a table row, with the LRP's update
 // strategy as the board applies it to the status's instances, and the
@@ -25,7 +25,7 @@ func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy, 
 	return []string{
 		s.GetProcessGuid(), s.GetState().String(), s.GetActiveDefinitionId(), s.GetHealthyDefinitionId(),
 		fmt.Sprintf("%d/%d", s.GetUpdatedInstances(), s.GetInstances()), itoa(s.GetInFlight()),
-		definitionCounts(s), timestamp(s.GetDeadlineAt()), effectiveStrategy(s.GetInstances(), strategy),
+		definitionCounts(s), timestamp(s.GetDeadlineAt()), yesNo(s.GetFast()), effectiveStrategy(s.GetInstances(), strategy),
 		stageCell(s, now), s.GetReason(),
 	}
 }
@@ -123,7 +123,9 @@ func (a *app) rolloutStatusCommand() *cobra.Command {
 COMPLETE, FAILED, REVERTED, HOLDING), the active and healthy definitions, how
 many indices run the active definition and are ready (UPDATED), the
 replacements under way (IN_FLIGHT), instances per definition
-(id:instances/running), the deadline by which an index must complete, and why.
+(id:instances/running), the deadline by which an index must complete, whether
+the rollout is a fast one (FAST, "fast" in JSON: a rollback or abort asked
+with --fast, or an auto-revert), and why.
 
 With -o table, STAGE shows a staged phase (see 'cork update
 --target-percent'), "-" for a rollout that is not staged: the phase
@@ -383,10 +385,14 @@ func eventGuid(payload proto.Message) string {
 	return ""
 }
 
+// fastHelp is the --fast flag's help, the same for rollback and abort.
+const fastHelp = "a fast rollout: every index at once as far as the cells have room, start before stop, within max_unavailable, without waiting for min_ready"
+
 func (a *app) rollbackCommand() *cobra.Command {
 	var to string
+	var fast bool
 	cmd := &cobra.Command{
-		Use:   "rollback GUID [--to DEFINITION_ID]",
+		Use:   "rollback GUID [--to DEFINITION_ID] [--fast]",
 		Short: "Re-activate a kept definition; instances roll back to it start-before-stop",
 		Long: `Re-activate a kept definition (see 'cork definitions GUID'); the instances
 roll back to it the same start-before-stop way as any rollout. Without --to,
@@ -394,10 +400,17 @@ only a definition known to run: the healthy definition while a rollout is
 under way or failed, otherwise the newest kept definition that became
 healthy; never one that failed validation. --to may name any kept definition
 but the active one; one that failed validation or never became healthy is
-rolled back to with a warning on stderr.`,
+rolled back to with a warning on stderr.
+
+With --fast the rollback is a fast rollout, as an auto-revert is: every index
+starts its replacement at once as far as the cells have room for more
+instances (the rest as room frees up), still start-before-stop and never
+more than max_unavailable indices down, and a replacement is ready as soon
+as it runs and is routable (min_ready is not waited for). A rollback is
+never staged, fast or not. The operation's parameters record fast.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			status, warning, err := a.client().Rollback(ctx, args[0], to)
+			status, warning, err := a.client().Rollback(ctx, args[0], to, fast)
 			if err != nil {
 				return err
 			}
@@ -410,16 +423,20 @@ rolled back to with a warning on stderr.`,
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the definition id to go back to")
+	cmd.Flags().BoolVar(&fast, "fast", false, fastHelp)
 	return cmd
 }
 
 func (a *app) abortRolloutCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "abort GUID",
+	var fast bool
+	cmd := &cobra.Command{
+		Use:   "abort GUID [--fast]",
 		Short: "Roll back to the healthy definition",
-		Args:  exactArgs("GUID"),
+		Long: `Roll back to the healthy definition, as 'cork rollout rollback' without --to
+does while a rollout is under way or failed. --fast as there.`,
+		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			status, err := a.client().AbortRollout(ctx, args[0])
+			status, err := a.client().AbortRollout(ctx, args[0], fast)
 			if err != nil {
 				return err
 			}
@@ -430,4 +447,6 @@ func (a *app) abortRolloutCommand() *cobra.Command {
 			return nil
 		}),
 	}
+	cmd.Flags().BoolVar(&fast, "fast", false, fastHelp)
+	return cmd
 }

@@ -96,6 +96,45 @@ var _ = Describe("cork rollout", func() {
 		Expect(r.stderr).To(HavePrefix("cork: ResourceNotFound: "))
 	})
 
+	It("rolls back and aborts fast with --fast: the status says fast, and so do the operation's parameters", func() {
+		v1 := status(cork("rollout", "status", "hello")).GetActiveDefinitionId()
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v2")
+		Expect(status(cork("rollout", "status", "hello")).GetFast()).To(BeFalse(), "an update is not fast")
+
+		s := status(cork("rollback", "hello", "--fast"))
+		Expect(s.GetActiveDefinitionId()).To(Equal(v1))
+		Expect(s.GetFast()).To(BeTrue())
+		Expect(s.GetStage()).To(BeNil(), "never staged")
+		Expect(status(cork("rollout", "status", "hello")).GetFast()).To(BeTrue(), "the record keeps it")
+		var op models.Operation
+		parseLines(cork("operation", s.GetOperationId()), &op)
+		Expect(op.GetKind()).To(Equal(models.Operation_ROLLBACK))
+		var request models.RollbackRequest
+		Expect(op.GetParameters().UnmarshalTo(&request)).To(Succeed())
+		Expect(request.GetFast()).To(BeTrue())
+		Expect(op.GetHistory()[0].GetMessage()).To(HaveSuffix("(fast)"))
+
+		table := cork("rollout", "status", "hello", "-o", "table").lines()
+		Expect(table).To(HaveLen(2))
+		Expect(strings.Fields(table[0])[8]).To(Equal("FAST"))
+		Expect(table[1][strings.Index(table[0], "FAST"):]).To(HavePrefix("yes "))
+
+		cork("update", "hello", "--definition", fixture("hello-local-v2-definition.json"), "--id", "v3")
+		s = status(cork("rollout", "abort", "hello", "--fast"))
+		Expect(s.GetActiveDefinitionId()).To(Equal(v1))
+		Expect(s.GetFast()).To(BeTrue())
+		parseLines(cork("operation", s.GetOperationId()), &op)
+		Expect(op.GetKind()).To(Equal(models.Operation_ABORT))
+		var abort models.AbortRolloutRequest
+		Expect(op.GetParameters().UnmarshalTo(&abort)).To(Succeed())
+		Expect(abort.GetFast()).To(BeTrue())
+
+		s = status(cork("rollback", "hello", "--to", "v3"))
+		Expect(s.GetFast()).To(BeFalse(), "without --fast, not fast")
+		table = cork("rollout", "status", "hello", "-o", "table").lines()
+		Expect(table[1][strings.Index(table[0], "FAST"):]).To(HavePrefix("no "))
+	})
+
 	// write stores the rollout's record as convergence would, changed by
 	// change, while v2 is active.
 	write := func(change func(*convergence.RolloutWrite)) {
@@ -255,11 +294,11 @@ var _ = Describe("cork rollout", func() {
 		table := cork("rollout", "status", "hello", "-o", "table").lines()
 		Expect(table).To(HaveLen(2))
 		headers := strings.Fields(table[0])
-		Expect(headers).To(HaveLen(11))
-		Expect(headers[8:]).To(Equal([]string{"STRATEGY", "STAGE", "REASON"}))
-		Expect(len(strings.Fields(table[1]))).To(BeNumerically(">=", 11))
-		Expect(strings.Fields(table[1])[9]).To(Equal("-"), "no staged phase")
-		Expect(strings.Fields(table[1])[8]).To(Equal("max_surge=50%(2),max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"))
+		Expect(headers).To(HaveLen(12))
+		Expect(headers[8:]).To(Equal([]string{"FAST", "STRATEGY", "STAGE", "REASON"}))
+		Expect(len(strings.Fields(table[1]))).To(BeNumerically(">=", 12))
+		Expect(strings.Fields(table[1])[10]).To(Equal("-"), "no staged phase")
+		Expect(strings.Fields(table[1])[9]).To(Equal("max_surge=50%(2),max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"))
 
 		var lrp models.DesiredLRP
 		parseLines(cork("get", "hello"), &lrp)

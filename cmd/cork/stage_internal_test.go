@@ -105,19 +105,20 @@ var _ = Describe("staged phases", func() {
 		var out strings.Builder
 		Expect(printTable(&out, rolloutStatusHeaders, [][]string{row})).To(Succeed())
 		cells := strings.Fields(strings.Split(out.String(), "\n")[1])
-		Expect(cells[9]).To(Equal("-"))
-		Expect(strings.Join(cells[10:], " ")).To(Equal("rolling from v1 to v2"))
+		Expect(cells[8]).To(Equal("no"), "not fast")
+		Expect(cells[10]).To(Equal("-"))
+		Expect(strings.Join(cells[11:], " ")).To(Equal("rolling from v1 to v2"))
 	})
 
 	It("puts the stage in the STAGE column, before REASON, every column before it one word", func() {
-		Expect(rolloutStatusHeaders[9:]).To(Equal([]string{"STAGE", "REASON"}))
+		Expect(rolloutStatusHeaders[10:]).To(Equal([]string{"STAGE", "REASON"}))
 		s := status(growing())
 		s.State = models.RolloutStatus_HOLDING
 		var out strings.Builder
 		Expect(printTable(&out, rolloutStatusHeaders, [][]string{rolloutStatusRow(s, nil, now)})).To(Succeed())
 		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 		Expect(lines).To(HaveLen(2))
-		Expect(strings.Fields(lines[1])[:9]).To(Equal([]string{"hello", "HOLDING", "v2", "v1", "1/16", "0", "-", "-",
+		Expect(strings.Fields(lines[1])[:10]).To(Equal([]string{"hello", "HOLDING", "v2", "v1", "1/16", "0", "-", "-", "no",
 			"max_surge=1,max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"}))
 		Expect(lines[1][strings.Index(lines[0], "STAGE"):]).To(HavePrefix("6.25% → 12.5% at 5%/6h0m0s; share 7.3%; allowed 2, on v2 1; target in 4h12m3s  rolling from v1 to v2"))
 	})

@@ -170,9 +170,9 @@ func (w *randomWriter) controlRollout() {
 	case 1:
 		_, _ = w.store.ResumeRollout(w.ctx, guid)
 	case 2:
-		_, _ = w.store.AbortRollout(w.ctx, guid)
+		_, _ = w.store.AbortRollout(w.ctx, guid, false)
 	case 3:
-		_, _ = w.store.Rollback(w.ctx, guid, "v1")
+		_, _ = w.store.Rollback(w.ctx, guid, "v1", false)
 	default:
 		ops, _, err := w.store.Operations(w.ctx, db.OperationFilter{ProcessGuid: guid})
 		if err == nil && len(ops) > 0 {

@@ -634,7 +634,7 @@ func (s *SQLDB) CancelOperation(ctx context.Context, id string) (*models.Operati
 				return ""
 			}
 		}
-		recorded, _, events, err := s.rollBackTo(ctx, tx, before, healthy, models.Operation_ABORT, request, line, cancelReason, now)
+		recorded, _, events, err := s.rollBackTo(ctx, tx, before, healthy, models.Operation_ABORT, request, line, cancelReason, false, now)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -234,7 +234,7 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 				update(definitionUpdate("v2"))
 				b.clock.Advance(time.Second)
 				ctx, note := noted()
-				st, err := b.store.Rollback(ctx, "web", "")
+				st, err := b.store.Rollback(ctx, "web", "", false)
 				Expect(err).NotTo(HaveOccurred())
 				rollback := note.Operation
 				t := now()
@@ -248,7 +248,7 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 
 				update(definitionUpdate("v3"))
 				ctx, note = noted()
-				st, err = b.store.AbortRollout(ctx, "web")
+				st, err = b.store.AbortRollout(ctx, "web", false)
 				Expect(err).NotTo(HaveOccurred())
 				abort := note.Operation
 				Expect(abort.Kind).To(Equal(models.Operation_ABORT))
@@ -295,15 +295,15 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 					}},
 					{models.Error_ResourceNotFound, func(ctx context.Context) error { return b.store.RemoveDesiredLRP(ctx, "nope") }},
 					{models.Error_InvalidStateTransition, func(ctx context.Context) error {
-						_, err := b.store.Rollback(ctx, "web", "v2")
+						_, err := b.store.Rollback(ctx, "web", "v2", false)
 						return err
 					}},
 					{models.Error_ResourceNotFound, func(ctx context.Context) error {
-						_, err := b.store.Rollback(ctx, "web", "v9")
+						_, err := b.store.Rollback(ctx, "web", "v9", false)
 						return err
 					}},
 					{models.Error_ResourceNotFound, func(ctx context.Context) error {
-						_, err := b.store.AbortRollout(ctx, "nope")
+						_, err := b.store.AbortRollout(ctx, "nope", false)
 						return err
 					}},
 				}
@@ -317,7 +317,7 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 
 				// An abort with the healthy definition active is refused too.
 				b.exec("UPDATE desired_lrps SET healthy_definition_id = active_definition_id")
-				_, err := b.store.AbortRollout(b.ctx, "web")
+				_, err := b.store.AbortRollout(b.ctx, "web", false)
 				Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
 				Expect(countOperations()).To(Equal(before))
 			})
@@ -564,7 +564,7 @@ var _ = forEachDialect("OperationDB", func(b *board) {
 		It("just cancels an IN_PROGRESS operation when the healthy definition is active already", func() {
 			update(definitionUpdate("v2"))
 			ctx, note := noted()
-			_, err := b.store.Rollback(ctx, "web", "v1")
+			_, err := b.store.Rollback(ctx, "web", "v1", false)
 			Expect(err).NotTo(HaveOccurred())
 			rollback := note.Operation
 			before := get()

@@ -211,14 +211,14 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 
 	It("a rollback or an abort starts a record without a stage", func() {
 		update("v2", &models.StagedRollout{TargetPercent: 50})
-		_, err := b.store.Rollback(b.ctx, "web", "v1")
+		_, err := b.store.Rollback(b.ctx, "web", "v1", false)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(storedStage()).To(BeNil())
 		Expect(status().Stage).To(BeNil())
 
 		update("v3", &models.StagedRollout{TargetPercent: 50})
 		Expect(storedStage()).NotTo(BeNil())
-		_, err = b.store.AbortRollout(b.ctx, "web")
+		_, err = b.store.AbortRollout(b.ctx, "web", false)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(storedStage()).To(BeNil())
 		Expect(status().Stage).To(BeNil())

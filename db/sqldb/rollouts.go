@@ -32,15 +32,15 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 
 // rolloutColumnList is the record's columns (table alias o) in the order
 // scanRollout reads them. stage (migration 0008) is NULL unless the
-// rollout is staged.
+// rollout is staged; fast (migration 0019) marks a fast rollout.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
  o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
- o.operation_id, o.stage`
+ o.operation_id, o.stage, o.fast`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
-	"operation_id", "stage",
+	"operation_id", "stage", "fast",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -57,7 +57,7 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	var stage []byte
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
 		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
-		&rec.OperationID, &stage)
+		&rec.OperationID, &stage, &rec.Fast)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
 		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
-		rec.OperationID, stage}
+		rec.OperationID, stage, rec.Fast}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -111,8 +111,9 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 // startRollout stores the LRP's record as a rollout to definition to that
 // starts now, over whatever record there was: PROGRESSING, nothing
 // counted, not settled, started by operation operationID, in the staged
-// phase stage (nil: not staged; see models.NewRolloutStage).
-func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, now int64) (*rolloutRecord, error) {
+// phase stage (nil: not staged; see models.NewRolloutStage), fast or not
+// (convergence.RolloutRow.Fast).
+func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, fast bool, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
 		return nil, err
@@ -122,6 +123,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 		expect = current.ModificationIndex
 	}
 	rec := &rolloutRecord{RolloutRow: convergence.StartedRollout(processGuid, to, reason, operationID, stage, now)}
+	rec.Fast = fast
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
 
@@ -185,6 +187,7 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.InFlight = rec.InFlight
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
 	status.OperationId = rec.OperationID
+	status.Fast = rec.Fast
 	if desired != nil && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
 		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
 		status.DeadlineAt = rec.ProgressAt + int64(deadline)
@@ -289,8 +292,10 @@ func (s *SQLDB) RolloutStatus(ctx context.Context, processGuid string) (*models.
 // operation, which supersedes the LRP's operations that have not ended
 // (see rollBackTo). A named definition not known to run is rolled back to
 // with a warning: the operation's first history line carries it, and so
-// does the context's db.OperationNote (Warning), for the answer.
-func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) (*models.RolloutStatus, error) {
+// does the context's db.OperationNote (Warning), for the answer. With fast
+// the rollout is a fast one (convergence.RolloutRow.Fast), and the
+// operation's parameters say so.
+func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string, fast bool) (*models.RolloutStatus, error) {
 	if err := checkRolloutGuid(processGuid); err != nil {
 		return nil, err
 	}
@@ -298,7 +303,8 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 		return nil, err
 	}
 	return s.runRolloutCommand(ctx, processGuid, rolloutCommand{name: "roll back", kind: models.Operation_ROLLBACK,
-		request: &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID},
+		request: &models.RollbackRequest{ProcessGuid: processGuid, DefinitionId: definitionID, Fast: fast},
+		fast:    fast,
 		target: func(before *models.DesiredLRP, kept []*models.DefinitionSummary) (string, string, error) {
 			target, warning, err := models.RollbackTarget(processGuid, kept, definitionID)
 			if err != nil {
@@ -316,13 +322,14 @@ func (s *SQLDB) Rollback(ctx context.Context, processGuid, definitionID string) 
 }
 
 // AbortRollout re-activates the healthy definition, as Rollback does, under
-// an ABORT operation (models.AbortTarget).
-func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string) (*models.RolloutStatus, error) {
+// an ABORT operation (models.AbortTarget), fast as Rollback's.
+func (s *SQLDB) AbortRollout(ctx context.Context, processGuid string, fast bool) (*models.RolloutStatus, error) {
 	if err := checkRolloutGuid(processGuid); err != nil {
 		return nil, err
 	}
 	return s.runRolloutCommand(ctx, processGuid, rolloutCommand{name: "abort rollout", kind: models.Operation_ABORT,
-		request: &models.AbortRolloutRequest{ProcessGuid: processGuid},
+		request: &models.AbortRolloutRequest{ProcessGuid: processGuid, Fast: fast},
+		fast:    fast,
 		target: func(before *models.DesiredLRP, kept []*models.DefinitionSummary) (string, string, error) {
 			healthy, err := models.AbortTarget(before, kept)
 			if err != nil {
@@ -346,6 +353,8 @@ type rolloutCommand struct {
 	// definitions, the definition to go back to and the operation's first
 	// history line, or refuses.
 	target func(before *models.DesiredLRP, kept []*models.DefinitionSummary) (target, line string, err error)
+	// fast: the target's rollout is a fast one.
+	fast bool
 }
 
 // runRolloutCommand runs cmd on the LRP processGuid in one transaction:
@@ -385,7 +394,10 @@ func (s *SQLDB) runRolloutCommand(ctx context.Context, processGuid string, cmd r
 		if err != nil {
 			return nil, nil, err
 		}
-		op, status, events, err = s.rollBackTo(ctx, tx, before, target, cmd.kind, cmd.request, line, nil, s.now().UnixNano())
+		if cmd.fast {
+			line += " (fast)"
+		}
+		op, status, events, err = s.rollBackTo(ctx, tx, before, target, cmd.kind, cmd.request, line, nil, cmd.fast, s.now().UnixNano())
 		return op, events, err
 	})
 	if err != nil {
@@ -399,12 +411,13 @@ func (s *SQLDB) runRolloutCommand(ctx context.Context, processGuid string, cmd r
 // the LRP before (read locked) under a new operation of kind (ROLLBACK or
 // ABORT) made by request, whose history starts with line: it moves the
 // LRP's modification tag on, starts the rollout to target ("rolling back
-// from <active> to <target>") carrying the operation's id, and supersedes the LRP's operations that have not ended
+// from <active> to <target>", a fast one with fast) carrying the
+// operation's id, and supersedes the LRP's operations that have not ended
 // (reasonFor as in startDefinitionChange). It returns the operation, the
 // status and the events: desired_lrp_changed, rollout_changed, then
 // operation_changed for the new operation and for each one it ended.
 func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.DesiredLRP, target string, kind models.Operation_Kind,
-	request proto.Message, line string, reasonFor func(recorded *models.Operation) func(*models.Operation) string, now int64,
+	request proto.Message, line string, reasonFor func(recorded *models.Operation) func(*models.Operation) string, fast bool, now int64,
 ) (*models.Operation, *models.RolloutStatus, []models.Event, error) {
 	unfinished, err := s.unfinishedOperations(ctx, tx, before.ProcessGuid)
 	if err != nil {
@@ -434,7 +447,7 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 	}
 	reason := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
 	// Going back is never staged: the record starts without a stage.
-	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, now)
+	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, fast, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -217,7 +217,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			b.clock.Advance(time.Second)
 			now := b.clock.Now().UnixNano()
 
-			st, err := b.store.Rollback(b.ctx, "web", "")
+			st, err := b.store.Rollback(b.ctx, "web", "", false)
 			Expect(err).NotTo(HaveOccurred())
 			after := get()
 			Expect(after.ActiveDefinitionId).To(Equal("v2"))
@@ -244,6 +244,52 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			expectEvent(events[1], models.EventRolloutChanged, "web", &models.RolloutChangedEvent{Status: st})
 		})
 
+		It("with fast, starts a fast rollout: the record, the status, the operation's parameters and the snapshot say so", func() {
+			update("v2")
+			b.clock.Advance(time.Second)
+			sink.take()
+
+			st, err := b.store.Rollback(b.ctx, "web", "", true)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.ActiveDefinitionId).To(Equal(get().ActiveDefinitionId))
+			Expect(st.Fast).To(BeTrue())
+			Expect(st.Stage).To(BeNil(), "never staged")
+			Expect(status().Fast).To(BeTrue())
+			Expect(b.count("SELECT COUNT(*) FROM rollouts WHERE fast")).To(Equal(1))
+			events := sink.take()
+			Expect(eventTypes(events)).To(ContainElement(models.EventRolloutChanged))
+			expectEvent(events[1], models.EventRolloutChanged, "web", &models.RolloutChangedEvent{Status: st})
+
+			op := newestOperation(b, "web")
+			Expect(op.Kind).To(Equal(models.Operation_ROLLBACK))
+			var request models.RollbackRequest
+			Expect(op.Parameters.UnmarshalTo(&request)).To(Succeed())
+			Expect(request.Fast).To(BeTrue())
+			Expect(op.History[0].Message).To(HaveSuffix(" (fast)"))
+
+			snapshot, err := b.store.ConvergenceSnapshot(b.ctx, []string{"web"})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(snapshot.Rollouts).To(HaveLen(1))
+			Expect(snapshot.Rollouts[0].Fast).To(BeTrue())
+
+			By("convergence writing the record keeps what it says of fast")
+			rec := snapshot.Rollouts[0]
+			rec.Fast = false
+			rec.Reason = "written by convergence"
+			_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
+				ProcessGuid: "web", ExpectModificationIndex: rec.ModificationIndex, ExpectActiveDefinitionID: st.ActiveDefinitionId, Record: rec,
+			}}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status().Fast).To(BeFalse())
+			Expect(status().Reason).To(Equal("written by convergence"))
+
+			By("a rollback without fast is not fast, and neither is an update")
+			_, err = b.store.Rollback(b.ctx, "web", "v2", false)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status().Fast).To(BeFalse())
+			Expect(b.count("SELECT COUNT(*) FROM rollouts WHERE fast")).To(BeZero())
+		})
+
 		It("goes back to the newest kept definition that became healthy when the active one is healthy", func() {
 			v1 := get().ActiveDefinitionId
 			update("v2")
@@ -255,14 +301,14 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			b.clock.Advance(time.Second)
 			// Back to v3, which never became healthy: allowed, with a warning.
 			note := &db.OperationNote{}
-			_, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "v3")
+			_, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "v3", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(note.Warning).To(HavePrefix("v3 never became healthy"))
 			completeRollout()
 
 			// v4 is newer but never became healthy; v1 ran too, but is older.
 			note = &db.OperationNote{}
-			st, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "")
+			st, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(st.ActiveDefinitionId).To(Equal("v2"))
 			Expect(st.Reason).To(Equal("rolling back from v3 to v2"))
@@ -282,9 +328,9 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 		It("goes back to the definition asked for, also a newer one", func() {
 			update("v2")
 			b.clock.Advance(time.Second)
-			_, err := b.store.Rollback(b.ctx, "web", "v1")
+			_, err := b.store.Rollback(b.ctx, "web", "v1", false)
 			Expect(err).NotTo(HaveOccurred())
-			st, err := b.store.Rollback(b.ctx, "web", "v2")
+			st, err := b.store.Rollback(b.ctx, "web", "v2", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(st.ActiveDefinitionId).To(Equal("v2"))
 			Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
@@ -295,7 +341,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 		It("refuses a definition that is not kept, naming it", func() {
 			update("v2")
 			err := expectRefused(models.Error_ResourceNotFound, func() error {
-				_, err := b.store.Rollback(b.ctx, "web", "v9")
+				_, err := b.store.Rollback(b.ctx, "web", "v9", false)
 				return err
 			})
 			Expect(err.Error()).To(ContainSubstring(`definition_id "v9"`))
@@ -304,7 +350,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 		It("refuses the active definition", func() {
 			update("v2")
 			err := expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := b.store.Rollback(b.ctx, "web", "v2")
+				_, err := b.store.Rollback(b.ctx, "web", "v2", false)
 				return err
 			})
 			Expect(err.Error()).To(ContainSubstring(`"v2"`))
@@ -312,19 +358,19 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 
 		It("refuses when there is no other definition that ran to go back to", func() {
 			err := expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := b.store.Rollback(b.ctx, "web", "")
+				_, err := b.store.Rollback(b.ctx, "web", "", false)
 				return err
 			})
 			Expect(err.Error()).To(ContainSubstring("became healthy"))
 		})
 
 		It("refuses an unknown LRP and bad input", func() {
-			_, err := b.store.Rollback(b.ctx, "nope", "v1")
+			_, err := b.store.Rollback(b.ctx, "nope", "v1", false)
 			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
-			_, err = b.store.Rollback(b.ctx, "", "v1")
+			_, err = b.store.Rollback(b.ctx, "", "v1", false)
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
 			Expect(err.Error()).To(ContainSubstring("process_guid"))
-			_, err = b.store.Rollback(b.ctx, "web", string(make([]byte, 65)))
+			_, err = b.store.Rollback(b.ctx, "web", string(make([]byte, 65)), false)
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
 			Expect(err.Error()).To(ContainSubstring("definition_id"))
 		})
@@ -337,7 +383,7 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			update("v3")
 			sink.take()
 
-			st, err := b.store.AbortRollout(b.ctx, "web")
+			st, err := b.store.AbortRollout(b.ctx, "web", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(get().ActiveDefinitionId).To(Equal("v2"))
 			Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
@@ -350,11 +396,24 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 				models.EventOperationChanged, models.EventOperationChanged}))
 		})
 
+		It("with fast, starts a fast rollout and says so in the operation's parameters", func() {
+			update("v2")
+			st, err := b.store.AbortRollout(b.ctx, "web", true)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.Fast).To(BeTrue())
+			Expect(st).To(EqualProto(status()))
+			abort := newestOperation(b, "web")
+			Expect(abort.Kind).To(Equal(models.Operation_ABORT))
+			var request models.AbortRolloutRequest
+			Expect(abort.Parameters.UnmarshalTo(&request)).To(Succeed())
+			Expect(request.Fast).To(BeTrue())
+		})
+
 		It("refuses when the healthy definition is active", func() {
 			update("v2")
 			completeRollout()
 			err := expectRefused(models.Error_InvalidStateTransition, func() error {
-				_, err := b.store.AbortRollout(b.ctx, "web")
+				_, err := b.store.AbortRollout(b.ctx, "web", false)
 				return err
 			})
 			Expect(err.Error()).To(ContainSubstring("healthy_definition_id"))
@@ -366,16 +425,16 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			update("v2")
 			sink.take()
 
-			st, err := b.store.AbortRollout(b.ctx, "web")
+			st, err := b.store.AbortRollout(b.ctx, "web", false)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(get().ActiveDefinitionId).To(Equal(active))
 			Expect(st.Reason).To(Equal("rolling back from v2 to " + active))
 		})
 
 		It("refuses an unknown LRP", func() {
-			_, err := b.store.AbortRollout(b.ctx, "nope")
+			_, err := b.store.AbortRollout(b.ctx, "nope", false)
 			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
-			_, err = b.store.AbortRollout(b.ctx, "")
+			_, err = b.store.AbortRollout(b.ctx, "", false)
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest))
 		})
 	})

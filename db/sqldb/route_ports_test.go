@@ -136,7 +136,7 @@ var _ = forEachDialect("routes across definitions", func(b *board) {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(lrp.Routes).To(EqualProto(routesTo(9090, "web.example.com")))
 
-		_, err = store.Rollback(b.ctx, "web", "v1")
+		_, err = store.Rollback(b.ctx, "web", "v1", false)
 		Expect(err).NotTo(HaveOccurred())
 		lrp, err = store.DesiredLRPByProcessGuid(b.ctx, "web")
 		Expect(err).NotTo(HaveOccurred())

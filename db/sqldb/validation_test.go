@@ -185,13 +185,13 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(got).To(Equal([]history{{"v3", true, false}, {"v2", false, true}, {v1, true, false}}))
 
 		note := &db.OperationNote{}
-		st, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "")
+		st, err := b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "", false)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.ActiveDefinitionId).To(Equal(v1), "the last definition that ran, not v2, newer, which failed validation")
 		Expect(note.Warning).To(BeEmpty())
 
 		note = &db.OperationNote{}
-		st, err = b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "v2")
+		st, err = b.store.Rollback(db.WithOperationNote(b.ctx, note), "web", "v2", false)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.ActiveDefinitionId).To(Equal("v2"), "named, it is allowed")
 		Expect(note.Warning).To(HavePrefix("v2 failed validation"))
@@ -221,7 +221,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		}}})
 		Expect(err).NotTo(HaveOccurred())
 		before := operationLRP(b)
-		_, err = b.store.Rollback(b.ctx, "web", "")
+		_, err = b.store.Rollback(b.ctx, "web", "", false)
 		Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
 		Expect(err.Error()).To(ContainSubstring("did not fail validation"))
 		Expect(operationLRP(b)).To(EqualProto(before))

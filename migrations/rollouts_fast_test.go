@@ -1,0 +1,44 @@
+package migrations_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/migrations"
+)
+
+var _ = Describe("0019_rollouts_fast", func() {
+	for _, dialect := range testdb.MustDialects() {
+		It("adds rollouts.fast, false for the records already there, and runs again cleanly, on "+dialect, func() {
+			ctx := context.Background()
+			conn, _ := freshDB(dialect)
+			runner := newRunner(conn, dialect)
+			_, err := runner.Up(ctx, migrations.UpOptions{Target: 18})
+			Expect(err).NotTo(HaveOccurred())
+			// A record written before fast rollouts existed.
+			execSQL(conn, dialect, `INSERT INTO rollouts (process_guid, state, reason, definition_id, started_at,
+ progress_at, settled, modification_index, operation_id) VALUES ('web', 'REVERTED', 'v2 failed', 'v1', 5, 5, ?, 1, '')`, false)
+
+			preview, err := runner.Preview(ctx, migrations.UpOptions{Target: 19})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(preview.SQL()).To(ContainSubstring("add column rollouts.fast: ALTER TABLE rollouts ADD COLUMN fast BOOLEAN NOT NULL DEFAULT"))
+
+			applied, err := runner.Up(ctx, migrations.UpOptions{Target: 19})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ids(applied)).To(Equal([]string{"0019_rollouts_fast"}))
+			Expect(strings1(conn, "SELECT COUNT(*) FROM rollouts WHERE fast")).To(Equal([]string{"0"}))
+			execSQL(conn, dialect, "UPDATE rollouts SET fast = ? WHERE process_guid = 'web'", true)
+			Expect(strings1(conn, "SELECT COUNT(*) FROM rollouts WHERE fast")).To(Equal([]string{"1"}))
+
+			By("running again, as after a crash (or MySQL's implicit commit) between the DDL and the version's record")
+			execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 19)
+			applied, err = runner.Up(ctx, migrations.UpOptions{Target: 19, RetryDirty: true})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ids(applied)).To(Equal([]string{"0019_rollouts_fast"}))
+			Expect(strings1(conn, "SELECT COUNT(*) FROM rollouts WHERE fast")).To(Equal([]string{"1"}), "what was stored is kept")
+		})
+	}
+})

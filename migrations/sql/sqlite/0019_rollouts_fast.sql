@@ -1,0 +1,8 @@
+-- Fast revert (issue 30, item 6): a rollout record says whether the
+-- rollout is a fast one (a rollback or abort asked fast, or an
+-- auto-revert; models.RolloutStrategy.FastRollout). The column
+--   rollouts.fast BOOLEAN NOT NULL DEFAULT false,
+-- false for the records already there, is added by this migration's Go
+-- step (add_rollouts_fast, in migrations/add_column.go) only where it is
+-- missing, so the migration is safe to run again on every dialect (MySQL
+-- commits DDL implicitly); there is no SQL statement here.
