@@ -39,6 +39,10 @@ type Subject struct {
 	BaselineInstances    int
 	During               string
 	Status               *models.RolloutStatus
+	// Judgement is the rollout's judgement so far: a relative check whose
+	// baseline has no value now is held to the baseline value its latest
+	// verdict measured (models.RolloutJudgement.LastBaseline).
+	Judgement *models.RolloutJudgement
 }
 
 // Analyst runs checks.
@@ -158,22 +162,47 @@ func (a *Analyst) check(ctx context.Context, c *models.AnalysisCheck, s Subject)
 		if c.GetRelative() && s.BaselineDefinitionID != "" {
 			baseline, baselineErr = a.query(ctx, c.QueryFor(s.ProcessGuid, s.BaselineDefinitionID))
 		}
+		baseline, remembered := rememberBaseline(c, baseline, s)
 		r := models.JudgeCheck(c, value, baseline)
 		switch {
 		case err != nil:
 			r.Reason += ": " + err.Error()
-		case baselineErr != nil:
+		case baselineErr != nil && baseline == nil:
 			r.Reason += ": baseline: " + baselineErr.Error()
 		}
-		return r
+		return withRemembered(r, remembered)
 	default:
 		value := a.boardSignal(c.GetSignal(), s.DefinitionID, s.Instances)
 		var baseline *float64
 		if c.GetRelative() && s.BaselineDefinitionID != "" {
 			baseline = a.boardSignal(c.GetSignal(), s.BaselineDefinitionID, s.BaselineInstances)
 		}
-		return models.JudgeCheck(c, value, baseline)
+		baseline, remembered := rememberBaseline(c, baseline, s)
+		return withRemembered(models.JudgeCheck(c, value, baseline), remembered)
 	}
+}
+
+// rememberBaseline is the baseline value a relative check is held to:
+// the one measured now, or when there is none (no baseline instance is
+// left in the bake, or none had traffic) the one the rollout's latest
+// verdict measured, with when (0 when measured now).
+func rememberBaseline(c *models.AnalysisCheck, measured *float64, s Subject) (*float64, int64) {
+	if !c.GetRelative() || measured != nil {
+		return measured, 0
+	}
+	if v, at, ok := s.Judgement.LastBaseline(c.GetName()); ok {
+		return &v, at
+	}
+	return nil, 0
+}
+
+// withRemembered says in r's reason that its baseline value was the one
+// measured at (Unix nanoseconds), when it was not measured now.
+func withRemembered(r *models.AnalysisCheckResult, at int64) *models.AnalysisCheckResult {
+	if at != 0 {
+		r.Reason += " (baseline as measured at " + time.Unix(0, at).UTC().Format("15:04:05") + ")"
+	}
+	return r
 }
 
 func (a *Analyst) boardSignal(name, definitionID string, instances int) *float64 {

@@ -91,6 +91,25 @@ var _ = Describe("Analyst", func() {
 		Expect(v.GetChecks()[1].GetMax()).To(Equal(2000.0), "2 × the baseline's 1000 ms")
 	})
 
+	It("holds a relative check whose baseline has no value now to the baseline its latest verdict measured", func() {
+		a := analysis.New(analysis.Config{Now: now, Signals: figures{"v2": {Readied: 4, TimeToReadyP50Ms: 2500}}})
+		s := subject()
+		s.During = models.AnalysisDuringBaking
+		earlier := at.Add(-30 * time.Second)
+		s.Judgement = (&models.RolloutJudgement{}).WithVerdict(&models.AnalysisVerdict{At: earlier.UnixNano(), Checks: []*models.AnalysisCheckResult{
+			{Name: "ready", Baseline: proto.Float64(1000)},
+		}})
+		check := &models.AnalysisCheck{Name: "ready", Provider: "board", Signal: "time_to_ready_p50_ms", Max: proto.Float64(2), Relative: true}
+		v := a.Judge(context.Background(), &models.RolloutAnalysis{Checks: []*models.AnalysisCheck{check}}, s)
+		Expect(v.GetOutcome()).To(Equal(models.AnalysisOutcome_FAIL))
+		Expect(v.GetChecks()[0].GetBaseline()).To(Equal(1000.0))
+		Expect(v.GetChecks()[0].GetReason()).To(Equal("ready 2500 > max 2000 (2 × baseline 1000) (by 25%, margin 10%) (baseline as measured at 11:59:30)"))
+
+		s.Judgement = nil
+		v = a.Judge(context.Background(), &models.RolloutAnalysis{Checks: []*models.AnalysisCheck{check}}, s)
+		Expect(v.GetOutcome()).To(Equal(models.AnalysisOutcome_MARGINAL), "never measured: no baseline value")
+	})
+
 	It("has no value for a time to ready before any instance became ready", func() {
 		a := analysis.New(analysis.Config{Now: now, Signals: figures{"v2": {CrashRate: 0}}})
 		v := judge(a, &models.AnalysisCheck{Name: "ready", Provider: "board", Signal: "time_to_ready_p99_ms", Max: proto.Float64(5000)})

@@ -127,7 +127,10 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 		for i := 1; i <= rollouts; i++ {
 			lrp, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
 				Definition:     hello(fmt.Sprintf("clean-%d", i)),
-				UpdateStrategy: &models.UpdateStrategy{MaxSurge: "100%", MaxUnavailable: "0", MinReadyMs: 1000},
+				// One index at a time, each ready 2 s: the new version
+				// serves beside the healthy one for some seconds, and is
+				// judged against it.
+				UpdateStrategy: &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "0", MinReadyMs: 2000},
 				Analysis:       analysis(errorsCheck(), crashesCheck()),
 				OnFailure:      models.OnFailureFail,
 				BakeMs:         (3 * time.Second).Milliseconds(),
@@ -137,14 +140,14 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 			s := waitForRollout(b, guid, time.Minute, completeOn(definition))
 			counts, value := outcomes(s, definition, "errors")
 			Expect(counts[models.AnalysisOutcome_FAIL]).To(BeZero(), "rollout %d of %d: %s", i, rollouts, protojson.Format(s.GetJudgement()))
-			Expect(counts[models.AnalysisOutcome_PASS]+counts[models.AnalysisOutcome_MARGINAL]).To(BeNumerically(">", 0), "rollout %d was judged", i)
+			Expect(counts[models.AnalysisOutcome_PASS]).To(BeNumerically(">", 0), "rollout %d passed a verdict: %s", i, protojson.Format(s.GetJudgement()))
 			passed += counts[models.AnalysisOutcome_PASS]
 			marginal += counts[models.AnalysisOutcome_MARGINAL]
 			largest = max(largest, value)
 			clean = definition
 		}
 		AddReportEntry("analysis: clean rollouts in a row, all COMPLETE, none with a failing verdict",
-			fmt.Sprintf("%d rollouts; verdicts PASS %d, MARGINAL %d (no value yet, or no baseline in the bake), FAIL 0; largest error ratio %g", rollouts, passed, marginal, largest))
+			fmt.Sprintf("%d rollouts; verdicts PASS %d, MARGINAL %d (no value yet: a new instance's first seconds), FAIL 0; largest error ratio %g (bound: 1.5 × the healthy version's)", rollouts, passed, marginal, largest))
 	})
 
 	It("fails a version that answers 1 request in 20 with an error, judged against the healthy version", func() {
@@ -211,11 +214,20 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 			}
 			return counts
 		}
-		held := mix()
+		// The replacement under way when it was held finishes (its
+		// predecessor stops once it is ready); then nothing moves.
+		waitForRollout(b, guid, 30*time.Second, rolloutCondition{"HELD with nothing in flight", func(s *models.RolloutStatus) bool {
+			return s.GetState() == models.RolloutStatus_HELD && s.GetInFlight() == 0
+		}})
+		var held map[string]int
+		Eventually(func() int {
+			held = mix()
+			return held[slow] + held[clean]
+		}).Should(Equal(instances), "one instance per index, the retired one gone")
 		Expect(held[slow]).To(BeNumerically(">=", 1), "the slow version serves")
-		Expect(held[clean]).To(BeNumerically(">=", instances-1), "the healthy version serves")
-		Consistently(func() string { return status().GetState().String() }, 3*time.Second, 200*time.Millisecond).Should(Equal("HELD"))
-		Expect(mix()).To(Equal(held))
+		Expect(held[clean]).To(BeNumerically(">=", 1), "the healthy version serves")
+		Consistently(func() map[string]int { return mix() }, 3*time.Second, 200*time.Millisecond).Should(Equal(held))
+		Expect(status().GetState()).To(Equal(models.RolloutStatus_HELD))
 		stats := watching.stop()
 		Expect(stats.Requests).To(BeNumerically(">", 50))
 		Expect(stats.Failures).To(BeEmpty(), "requests that failed while the rollout ran and was held")
@@ -244,15 +256,17 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 		}})
 		Expect(s.GetFailedDefinitionId()).To(Equal(regressed))
 		Expect(s.GetActiveDefinitionId()).To(Equal(clean))
-		Expect(s.GetReason()).To(ContainSubstring("verdict FAIL at "))
-		Expect(s.GetReason()).To(ContainSubstring("crashes "))
+		Expect(s.GetReason()).To(Equal(regressed + " failed; every index is back on " + clean))
 		var failedAt int64
 		for _, v := range s.GetJudgement().GetVerdicts() {
 			if v.GetOutcome() == models.AnalysisOutcome_FAIL && failedAt == 0 {
 				failedAt = v.GetAt()
 				Expect(v.GetDuring()).To(Equal(models.AnalysisDuringBaking))
+				Expect(models.VerdictLine(v)).To(ContainSubstring("crashes "))
 			}
 		}
+		history := b.cork("operations", guid, "--kind", "update_definition", "-o", "json")
+		Expect(history).To(ContainSubstring("auto-revert: " + regressed + " failed, verdict FAIL at "))
 		Expect(failedAt).NotTo(BeZero())
 		for _, row := range b.lrps(guid) {
 			Expect(row.GetDefinitionId()).To(Equal(clean), "index %d", row.GetIndex())

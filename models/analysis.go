@@ -429,6 +429,22 @@ func Judged(state RolloutStatus_State, j *RolloutJudgement) bool {
 	return RolloutAdvancing(state) && j.GetAnalysis() != nil
 }
 
+// LastBaseline is the latest baseline value a verdict of j measured for
+// the check named, and when; false when none did. A relative check whose
+// baseline has no value now — in the bake, where no instance of the
+// baseline is left — is held to that one (analysis.Analyst).
+func (j *RolloutJudgement) LastBaseline(check string) (float64, int64, bool) {
+	verdicts := j.GetVerdicts()
+	for i := len(verdicts) - 1; i >= 0; i-- {
+		for _, c := range verdicts[i].GetChecks() {
+			if c.GetName() == check && c.Baseline != nil {
+				return c.GetBaseline(), verdicts[i].GetAt(), true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
 // LastVerdict is the judgement's latest verdict, nil before the first.
 func (j *RolloutJudgement) LastVerdict() *AnalysisVerdict {
 	v := j.GetVerdicts()

@@ -96,6 +96,10 @@ func subjectOf(status *models.RolloutStatus, j *models.RolloutJudgement) analysi
 		DefinitionID: status.GetActiveDefinitionId(),
 		During:       models.AnalysisDuringRolling,
 		Status:       status,
+		Judgement:    j,
+	}
+	if fresh := status.GetJudgement(); fresh != nil {
+		s.Judgement = fresh
 	}
 	if j.GetBakeStartedAt() > 0 {
 		s.During = models.AnalysisDuringBaking
