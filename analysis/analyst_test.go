@@ -22,7 +22,9 @@ import (
 // figures answers signals per definition, as a board's collector would.
 type figures map[string]*models.DefinitionSignals
 
-func (f figures) Figures(definitionID string, _ int) *models.DefinitionSignals { return f[definitionID] }
+func (f figures) Figures(definitionID string, _ int) *models.DefinitionSignals {
+	return f[definitionID]
+}
 
 var at = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 

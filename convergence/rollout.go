@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -44,6 +46,11 @@ type rolloutLRP struct {
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
 	reverting bool
+	// verdict is the verdict of the rollout's analysis this pass acts on
+	// (models.RolloutJudgement.ActingVerdict), nil for none, and action
+	// what it does (models.VerdictAction; Continue without one).
+	verdict *models.AnalysisVerdict
+	action  models.RolloutAction
 	// Counted over the wanted indices.
 	updated  int32
 	outdated int32
@@ -204,6 +211,15 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		// goes on.
 		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
 	}
+	ro.verdict, ro.action = verdictAction(ro)
+	if rec := ro.record; rec != nil && rec.State == models.RolloutStatus_HELD && rec.DefinitionID == d.ActiveDefinitionID ||
+		ro.action == models.Hold || ro.action == models.Fail {
+		// A rollout its failure policy held or failed (this pass or
+		// before) starts nothing new until an operator acts; the
+		// replacements already ready still retire their predecessors, and
+		// the mix of definitions keeps serving.
+		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
+	}
 	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
 		return
 	}
@@ -292,11 +308,15 @@ func (p *planner) stallReason(o *row) string {
 	return fmt.Sprintf("was not claimed by cell %s within %s", o.CellID, p.cfg.StaleUnclaimed)
 }
 
-// revertsNow reports whether this pass fails the LRP's rollout at its
-// progress deadline and, with auto_revert, re-activates the healthy
-// definition (finishRollout writes it). It is decided before the step so
+// revertsNow reports whether this pass fails the LRP's rollout and
+// re-activates the healthy definition (finishRollout writes it): a
+// verdict whose action is Revert, or the progress deadline passed with
+// models.FailureAction saying Revert. It is decided before the step so
 // that the pass starts nothing of the definition that failed.
 func (p *planner) revertsNow(ro *rolloutLRP, instances int32) bool {
+	if ro.action == models.Revert {
+		return true
+	}
 	rec, d := ro.record, ro.d
 	switch {
 	case rec == nil || rec.State != models.RolloutStatus_PROGRESSING || rec.DefinitionID != d.ActiveDefinitionID:
@@ -307,7 +327,33 @@ func (p *planner) revertsNow(ro *rolloutLRP, instances int32) bool {
 	if from, runs := ro.deadlineFrom(rec, instances, p.now); !runs || p.now-from < int64(ro.strategy.ProgressDeadline) {
 		return false
 	}
-	return ro.strategy.AutoRevert && models.Abortable(d.ActiveDefinitionID, d.HealthyDefinitionID)
+	return ro.failureAction() == models.Revert
+}
+
+// failureAction is what the rollout failing does (models.FailureAction):
+// its update's on_failure, the strategy's auto_revert, and whether there
+// is a healthy definition to go back to.
+func (ro *rolloutLRP) failureAction() models.RolloutAction {
+	d := ro.d
+	return models.FailureAction(ro.record.Judgement.GetOnFailure(), ro.strategy.AutoRevert,
+		models.Abortable(d.ActiveDefinitionID, d.HealthyDefinitionID))
+}
+
+// verdictAction is the verdict of the LRP's rollout this pass acts on and
+// what it does: the latest verdict of a judged rollout to the active
+// definition, made since its verdicts count (ActingVerdict); none, and
+// Continue, otherwise.
+func verdictAction(ro *rolloutLRP) (*models.AnalysisVerdict, models.RolloutAction) {
+	rec, d := ro.record, ro.d
+	if rec == nil || rec.DefinitionID != d.ActiveDefinitionID || !models.Judged(rec.State, rec.Judgement) {
+		return nil, models.Continue
+	}
+	v := rec.Judgement.ActingVerdict(d.ActiveDefinitionID)
+	if v == nil {
+		return nil, models.Continue
+	}
+	return v, models.VerdictAction(v.GetOutcome(), rec.Judgement, ro.strategy.AutoRevert,
+		models.Abortable(d.ActiveDefinitionID, d.HealthyDefinitionID))
 }
 
 // retiringGone deletes the RETIRING row r of a wanted index, and reports
@@ -451,6 +497,10 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	case models.RolloutUnderWay(rec.State, rec.FinishedAt):
 		deadlineFrom, deadlineRuns := ro.deadlineFrom(rec, instances, p.now)
 		switch {
+		case ro.action != models.Continue:
+			p.failRollout(ro, &next, &write, "verdict "+models.VerdictLine(ro.verdict), ro.action)
+		case done && rec.State != models.RolloutStatus_REVERTED && p.bakes(ro, &next):
+			// Every index runs the definition; the bake goes on.
 		case done:
 			next.FinishedAt = p.now
 			if rec.State != models.RolloutStatus_REVERTED {
@@ -473,29 +523,28 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		case deadlineRuns && p.now-deadlineFrom >= int64(deadline):
 			failure := fmt.Sprintf("no index completed within %s: %d of %d run %s", deadline, ro.updated, instances, d.ActiveDefinitionID)
 			failure += ro.describeCrashes()
-			healthy := d.HealthyDefinitionID
-			if ro.reverting {
-				next = RolloutRow{
-					ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
-					Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),
-					DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
-					StartedAt: p.now, ProgressAt: p.now, OperationID: rec.OperationID,
-					// An automatic revert is a fast rollout
-					// (models.RolloutStrategy.FastRollout).
-					Fast: true,
-				}
-				write.SetActiveDefinitionID = healthy
-				ro.step.InFlight = 0
-				ro.updated = 0
-				ro.outcome.note("auto-revert: " + next.Reason)
-			} else {
-				next.State = models.RolloutStatus_FAILED
-				next.Reason = failure
-				next.FinishedAt = p.now
-				ro.outcome.end(models.Operation_ERROR, failure)
+			action := models.Fail
+			switch {
+			case ro.reverting:
+				action = models.Revert
+			case rec.State == models.RolloutStatus_PROGRESSING && ro.failureAction() == models.Hold:
+				action = models.Hold
 			}
+			p.failRollout(ro, &next, &write, failure, action)
 		}
-	case rec.State == models.RolloutStatus_FAILED && done:
+		if models.Judged(next.State, next.Judgement) {
+			// The next verdict is due an interval after the last. One
+			// due already is being made (the runner judges after reading
+			// the snapshot) and triggers a pass when stored: the wake is
+			// a backstop an interval away, never a pass at once.
+			interval := int64(next.Judgement.GetAnalysis().Interval())
+			due := p.now + interval
+			if last := next.Judgement.LastVerdict(); last != nil && last.GetAt()+interval > p.now {
+				due = last.GetAt() + interval
+			}
+			p.wakeAt(due)
+		}
+	case rec.State == models.RolloutStatus_FAILED && done && !failedVerdict(rec):
 		// The new instances came up after all.
 		next.State = models.RolloutStatus_COMPLETE
 		next.Reason = fmt.Sprintf("every index runs %s (after the deadline had passed)", d.ActiveDefinitionID)
@@ -527,7 +576,9 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	}
 
 	cleaned := p.cleanDefinitions(ro, rows)
-	write.Settled = done && cleaned && next.State != models.RolloutStatus_PROGRESSING
+	// A rollout still under way is never settled, though every index runs
+	// the definition it is leaving (a revert during a bake).
+	write.Settled = done && cleaned && !models.RolloutUnderWay(next.State, next.FinishedAt)
 	if rec == nil && next.State == models.RolloutStatus_NONE {
 		return
 	}
@@ -537,6 +588,96 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	next.ModificationIndex = 0
 	write.Record = next
 	p.rolloutWrite(write, next.Reason)
+}
+
+// failRollout writes into next what the rollout failing does, for failure
+// (why, in words), as action says (models.FailureAction or
+// models.VerdictAction):
+//   - Revert: the healthy definition is active again (REVERTED), a fast
+//     rollout, never judged; the record keeps its judgement, so the
+//     verdicts stay visible.
+//   - Hold: HELD, held at now; nothing more starts until a resume, a
+//     rollback or an abort (planRollout).
+//   - Fail: FAILED, the operation that started it ended in ERROR.
+func (p *planner) failRollout(ro *rolloutLRP, next *RolloutRow, write *RolloutWrite, failure string, action models.RolloutAction) {
+	d, rec := ro.d, ro.record
+	switch action {
+	case models.Revert:
+		healthy := d.HealthyDefinitionID
+		*next = RolloutRow{
+			ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_REVERTED,
+			Reason:       fmt.Sprintf("%s failed, %s; reverting to %s", d.ActiveDefinitionID, failure, healthy),
+			DefinitionID: healthy, FailedDefinitionID: d.ActiveDefinitionID,
+			StartedAt: p.now, ProgressAt: p.now, OperationID: rec.OperationID,
+			// An automatic revert is a fast rollout
+			// (models.RolloutStrategy.FastRollout).
+			Fast:      true,
+			Judgement: rec.Judgement,
+		}
+		write.SetActiveDefinitionID = healthy
+		ro.step.InFlight = 0
+		ro.updated = 0
+		ro.outcome.note("auto-revert: " + next.Reason)
+	case models.Hold:
+		j := proto.Clone(rec.Judgement).(*models.RolloutJudgement)
+		if j == nil {
+			j = &models.RolloutJudgement{}
+		}
+		j.HeldAt = p.now
+		next.Judgement = j
+		next.State = models.RolloutStatus_HELD
+		next.Reason = "held: " + failure + "; resume, roll back or abort"
+		ro.outcome.note(next.Reason)
+	default:
+		next.State = models.RolloutStatus_FAILED
+		next.Reason = failure
+		next.FinishedAt = p.now
+		ro.outcome.end(models.Operation_ERROR, failure)
+	}
+}
+
+// bakes reports whether a rollout whose indices all run its definition
+// still bakes at now, writing into next what the bake changes: its update
+// asked for bake_ms, and bake_ms has not passed since the first pass that
+// found every index on the definition (judgement.bake_started_at, which
+// that pass sets). The rollout stays PROGRESSING meanwhile, judged as
+// before; a failing verdict acts as during the rollout. Worked example,
+// bake 10m: every index runs v2 at 12:00; the pass at 12:00 starts the
+// bake ("baking: every index runs v2; complete at 12:10:00 unless a
+// verdict fails") and wakes at 12:10, when the rollout completes; an index
+// that crashes at 12:05 makes the rollout not done, and the bake goes on
+// from 12:00 once it runs again.
+func (p *planner) bakes(ro *rolloutLRP, next *RolloutRow) bool {
+	j := next.Judgement
+	if j.GetBakeMs() <= 0 {
+		return false
+	}
+	started := j.GetBakeStartedAt()
+	if started == 0 {
+		started = p.now
+		baking := proto.Clone(j).(*models.RolloutJudgement)
+		baking.BakeStartedAt = started
+		next.Judgement = baking
+	}
+	until := started + int64(models.Millis(j.GetBakeMs()))
+	if p.now >= until {
+		return false
+	}
+	next.Reason = fmt.Sprintf("baking: every index runs %s; complete at %s unless a verdict fails",
+		ro.d.ActiveDefinitionID, time.Unix(0, until).UTC().Format("15:04:05"))
+	if j.GetBakeStartedAt() == 0 {
+		ro.outcome.note(next.Reason)
+	}
+	p.wakeAt(until)
+	return true
+}
+
+// failedVerdict reports whether rec failed on its analysis: its acting
+// verdict did not pass. Such a FAILED rollout does not turn COMPLETE when
+// its instances come up, as one failed by the deadline does.
+func failedVerdict(rec *RolloutRow) bool {
+	v := rec.Judgement.ActingVerdict(rec.DefinitionID)
+	return v != nil && v.GetOutcome() != models.AnalysisOutcome_PASS
 }
 
 // cleanDefinitions deletes the LRP's definitions that cleanup does not

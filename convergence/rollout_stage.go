@@ -187,7 +187,7 @@ func (ph *stagedPhase) crashPause(next *RolloutRow, activeID string, now int64) 
 func stageRecord(rec *RolloutRow) models.StageRecord {
 	return models.StageRecord{
 		State: rec.State, Reason: rec.Reason, DefinitionID: rec.DefinitionID,
-		ProgressAt: rec.ProgressAt, FinishedAt: rec.FinishedAt, Stage: rec.Stage,
+		ProgressAt: rec.ProgressAt, FinishedAt: rec.FinishedAt, Stage: rec.Stage, Judgement: rec.Judgement,
 	}
 }
 

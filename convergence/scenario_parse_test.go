@@ -3,6 +3,7 @@ package convergence_test
 import (
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"strconv"
 	"strings"
 	"time"
@@ -277,7 +278,7 @@ func (s *scenario) parseAutoscaling(a *attrs) (*models.Autoscaling, *models.Auto
 func (s *scenario) parseRollout(guid string, a *attrs) error {
 	state, ok := models.RolloutStatus_State_value[a.string("state", "PROGRESSING")]
 	if !ok {
-		return fmt.Errorf("rollout %s: state must be one of NONE, PROGRESSING, COMPLETE, FAILED, REVERTED, HOLDING", guid)
+		return fmt.Errorf("rollout %s: state must be one of NONE, PROGRESSING, COMPLETE, FAILED, REVERTED, HOLDING, HELD", guid)
 	}
 	at := func(key string) int64 {
 		if _, given := a.values[key]; !given {
@@ -307,7 +308,56 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		}
 		s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].Stage = stage
 	}
+	judgement, err := s.parseJudgement(a, at, s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].DefinitionID)
+	if err != nil {
+		return fmt.Errorf("rollout %s: %w", guid, err)
+	}
+	s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].Judgement = judgement
 	return a.done()
+}
+
+// parseJudgement reads a rollout's judgement, nil when none of its
+// attributes is given: analysis=INTERVAL (a judged rollout, one board
+// check), on_failure=, on_marginal=, bake=DURATION, bake_started=,
+// held=, verdicts_from= (times relative to now), and its latest verdict
+// verdict=PASS|MARGINAL|FAIL made at verdict_at= for verdict_definition=
+// (default: the rollout's definition).
+func (s *scenario) parseJudgement(a *attrs, at func(string) int64, rolloutDefinition string) (*models.RolloutJudgement, error) {
+	given := false
+	for _, key := range []string{"analysis", "on_failure", "on_marginal", "bake", "bake_started", "held", "verdicts_from", "verdict"} {
+		if _, ok := a.values[key]; ok {
+			given = true
+		}
+	}
+	if !given {
+		return nil, nil
+	}
+	j := &models.RolloutJudgement{
+		OnFailure:     a.string("on_failure", ""),
+		OnMarginal:    a.string("on_marginal", ""),
+		BakeMs:        a.duration("bake", 0).Milliseconds(),
+		BakeStartedAt: at("bake_started"),
+		HeldAt:        at("held"),
+		VerdictsFrom:  at("verdicts_from"),
+	}
+	if _, judged := a.values["analysis"]; judged {
+		j.Analysis = &models.RolloutAnalysis{IntervalMs: a.duration("analysis", 0).Milliseconds(), Checks: []*models.AnalysisCheck{
+			{Name: "crashes", Provider: models.AnalysisProviderBoard, Signal: "crash_rate", Max: proto.Float64(0.1)},
+		}}
+	}
+	if outcome, ok := a.take("verdict"); ok {
+		value, known := models.AnalysisOutcome_value[outcome]
+		if !known {
+			return nil, fmt.Errorf("verdict must be PASS, MARGINAL or FAIL, got %q", outcome)
+		}
+		definition := a.string("verdict_definition", rolloutDefinition)
+		j.Verdicts = []*models.AnalysisVerdict{{
+			Outcome: models.AnalysisOutcome(value), At: at("verdict_at"), DefinitionId: definition, BaselineDefinitionId: "v1",
+			During: models.AnalysisDuringRolling,
+			Checks: []*models.AnalysisCheckResult{{Name: "crashes", Outcome: models.AnalysisOutcome(value), Reason: "crashes " + outcome}},
+		}}
+	}
+	return j, nil
 }
 
 // parseStage reads a staged phase: stage=PRIOR-TARGET (percents), and

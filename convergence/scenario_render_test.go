@@ -146,6 +146,27 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 			out += " paused_for=" + time.Duration(st.PausedNanos).String()
 		}
 	}
+	if j := r.Judgement; j != nil {
+		if j.GetAnalysis() != nil {
+			out += " analysis=" + j.GetAnalysis().Interval().String()
+		}
+		if j.OnFailure != "" {
+			out += " on_failure=" + j.OnFailure
+		}
+		if j.OnMarginal != "" {
+			out += " on_marginal=" + j.OnMarginal
+		}
+		if j.BakeMs != 0 {
+			out += " bake=" + models.Millis(j.BakeMs).String()
+		}
+		at("bake_started", j.BakeStartedAt)
+		at("held", j.HeldAt)
+		at("verdicts_from", j.VerdictsFrom)
+		if v := j.LastVerdict(); v != nil {
+			out += " verdict=" + v.Outcome.String()
+			at("verdict_at", v.At)
+		}
+	}
 	if w.Settled {
 		out += " settled"
 	}

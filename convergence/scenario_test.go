@@ -105,6 +105,19 @@ var requiredScenarios = []string{
 	"fast_rollback_room_next",
 	"fast_auto_revert",
 	"fast_rollback_staged_25",
+	// Rollouts that judge themselves (issue 30): what a verdict, the
+	// failure policy and a bake do.
+	"analysis_fail_holds",
+	"analysis_held_starts_nothing",
+	"analysis_fail_reverts",
+	"analysis_fail_fails",
+	"analysis_marginal_continues",
+	"analysis_marginal_holds",
+	"analysis_verdict_before_resume",
+	"bake_starts",
+	"bake_completes",
+	"bake_fail_reverts",
+	"deadline_holds",
 }
 
 func scenarioPaths() []string {

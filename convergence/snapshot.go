@@ -80,14 +80,20 @@ type RolloutRow struct {
 	// an automatic revert): the planner rolls it with
 	// models.RolloutStrategy.FastRollout.
 	Fast bool
+	// Judgement is the rollout's analysis, failure policy, bake and
+	// verdicts (docs/analysis.md), nil when its update asked for none.
+	// Immutable like Stage.
+	Judgement *models.RolloutJudgement
 }
 
-// Equal reports whether r and o hold the same record (RolloutRow has a
-// pointer field, so == compares the stage's address).
+// Equal reports whether r and o hold the same record (RolloutRow has
+// pointer fields, so == compares the stage's and judgement's addresses).
 func (r RolloutRow) Equal(o RolloutRow) bool {
 	rs, os := r.Stage, o.Stage
+	rj, oj := r.Judgement, o.Judgement
 	r.Stage, o.Stage = nil, nil
-	return r == o && proto.Equal(rs, os)
+	r.Judgement, o.Judgement = nil, nil
+	return r == o && proto.Equal(rs, os) && proto.Equal(rj, oj)
 }
 
 // StartedRollout is the record of a rollout of processGuid to definition

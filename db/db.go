@@ -131,6 +131,15 @@ type RolloutDB interface {
 	// limits. A refusal (InvalidRequest, InvalidStateTransition,
 	// ResourceNotFound) writes nothing.
 	EditRollout(ctx context.Context, edit *models.EditRolloutRequest) (*models.RolloutStatus, error)
+
+	// RecordVerdict appends verdict to the judgement of the LRP's rollout
+	// to definitionID (models.RolloutJudgement.WithVerdict) while that
+	// rollout is judged (models.Judged) and the definition active, adds
+	// the verdict's line to the history of the operation that started
+	// the rollout, and emits rollout_changed and operation_changed. A
+	// rollout that moved on meanwhile (another definition, HELD, FAILED,
+	// REVERTED, COMPLETE) is a ResourceConflict and nothing is written.
+	RecordVerdict(ctx context.Context, processGuid, definitionID string, verdict *models.AnalysisVerdict) error
 }
 
 type DefinitionDB interface {

@@ -170,6 +170,13 @@ type prometheusServer struct {
 // it). It is stopped when the spec's container ends.
 func startPrometheus(sdURL, certDir string) *prometheusServer {
 	GinkgoHelper()
+	return startPrometheusAt("127.0.0.1:"+strconv.Itoa(freePort()), sdURL, certDir)
+}
+
+// startPrometheusAt is startPrometheus listening on address (host:port),
+// for a board started before it that must know where to query it.
+func startPrometheusAt(address, sdURL, certDir string) *prometheusServer {
+	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	config := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -189,7 +196,6 @@ scrape_configs:
 	}
 	configPath := filepath.Join(dir, "prometheus.yml")
 	Expect(os.WriteFile(configPath, []byte(config), 0o600)).To(Succeed())
-	address := "127.0.0.1:" + strconv.Itoa(freePort())
 	cmd := exec.Command(prometheusPath,
 		"--config.file="+configPath,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),

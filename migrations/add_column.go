@@ -127,3 +127,8 @@ var addLeaseTenure = addColumn("add_leases_tenure", 1, "leases", "tenure",
 // is of a fast rollout (a rollback or abort asked fast, or an
 // auto-revert); false for the records already there.
 var addRolloutsFast = addColumn("add_rollouts_fast", 1, "rollouts", "fast", driver.booleanFalse)
+
+// addRolloutsJudgement is migration 0020's Go half: rollouts.judgement,
+// the protobuf of a rollout's models.RolloutJudgement (its analysis,
+// failure policy, bake and verdicts), NULL when the update asked for none.
+var addRolloutsJudgement = addColumn("add_rollouts_judgement", 1, "rollouts", "judgement", driver.nullBlob)

@@ -40,4 +40,5 @@ var registeredSteps = map[int]*goStep{
 	17: addLeaseTenure,
 	18: dropReceiptsCreatedAt,
 	19: addRolloutsFast,
+	20: addRolloutsJudgement,
 }

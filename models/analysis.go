@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // Analysis: a rollout judged every interval by its checks (RolloutAnalysis),
@@ -249,13 +251,17 @@ func (u *DesiredLRPUpdate) validateRolloutPolicy(path string) error {
 	return nil
 }
 
-// NewRolloutJudgement is what a rollout's record keeps of an update's
-// analysis and policy, or nil when the update asked for none of them.
-func NewRolloutJudgement(u *DesiredLRPUpdate) *RolloutJudgement {
+// NewRolloutJudgement is what the record of a rollout an update starts at
+// now keeps of its analysis and policy, or nil when the update asked for
+// none of them.
+func NewRolloutJudgement(u *DesiredLRPUpdate, now int64) *RolloutJudgement {
 	if u.GetAnalysis() == nil && u.GetOnFailure() == "" && u.GetOnMarginal() == "" && u.GetBakeMs() == 0 {
 		return nil
 	}
-	return &RolloutJudgement{Analysis: u.GetAnalysis(), OnFailure: u.GetOnFailure(), OnMarginal: u.GetOnMarginal(), BakeMs: u.GetBakeMs()}
+	return &RolloutJudgement{
+		Analysis: u.GetAnalysis(), OnFailure: u.GetOnFailure(), OnMarginal: u.GetOnMarginal(), BakeMs: u.GetBakeMs(),
+		VerdictsFrom: now,
+	}
 }
 
 // JudgeCheck holds a check's measured value to its bounds. value and
@@ -414,6 +420,24 @@ func VerdictAction(outcome AnalysisOutcome, j *RolloutJudgement, autoRevert, can
 	return Continue
 }
 
+// ActingVerdict is the verdict the planner acts on: the latest, when it
+// was made for definitionID since VerdictsFrom; nil otherwise.
+func (j *RolloutJudgement) ActingVerdict(definitionID string) *AnalysisVerdict {
+	v := j.LastVerdict()
+	if v == nil || v.GetDefinitionId() != definitionID || v.GetAt() < j.GetVerdictsFrom() {
+		return nil
+	}
+	return v
+}
+
+// Judged reports whether a rollout in state, judged by j, is judged: it
+// advances (PROGRESSING, or HOLDING at a staged target) and has analysis.
+// A HELD, FAILED, REVERTED or COMPLETE rollout is not: reverts are never
+// judged, and the others wait for an operator or a new definition.
+func Judged(state RolloutStatus_State, j *RolloutJudgement) bool {
+	return RolloutAdvancing(state) && j.GetAnalysis() != nil
+}
+
 // LastVerdict is the judgement's latest verdict, nil before the first.
 func (j *RolloutJudgement) LastVerdict() *AnalysisVerdict {
 	v := j.GetVerdicts()
@@ -423,11 +447,11 @@ func (j *RolloutJudgement) LastVerdict() *AnalysisVerdict {
 	return v[len(v)-1]
 }
 
-// AnalysisDue reports whether the rollout judged by j is due a verdict at
-// now (Unix nanoseconds): it has analysis, and its last verdict is an
-// interval old or there is none.
-func (j *RolloutJudgement) AnalysisDue(now int64) bool {
-	if j.GetAnalysis() == nil {
+// AnalysisDue reports whether a rollout in state, judged by j, is due a
+// verdict at now (Unix nanoseconds): it is judged (Judged), and its last
+// verdict is an interval old or there is none.
+func (j *RolloutJudgement) AnalysisDue(state RolloutStatus_State, now int64) bool {
+	if !Judged(state, j) {
 		return false
 	}
 	last := j.LastVerdict()
@@ -436,11 +460,8 @@ func (j *RolloutJudgement) AnalysisDue(now int64) bool {
 
 // WithVerdict is j with v appended, keeping the latest KeptAnalysisVerdicts.
 func (j *RolloutJudgement) WithVerdict(v *AnalysisVerdict) *RolloutJudgement {
-	next := &RolloutJudgement{
-		Analysis: j.GetAnalysis(), OnFailure: j.GetOnFailure(), OnMarginal: j.GetOnMarginal(), BakeMs: j.GetBakeMs(),
-		BakeStartedAt: j.GetBakeStartedAt(), HeldAt: j.GetHeldAt(),
-	}
-	verdicts := append(append([]*AnalysisVerdict{}, j.GetVerdicts()...), v)
+	next := proto.Clone(j).(*RolloutJudgement)
+	verdicts := append(next.Verdicts, v)
 	if len(verdicts) > KeptAnalysisVerdicts {
 		verdicts = verdicts[len(verdicts)-KeptAnalysisVerdicts:]
 	}

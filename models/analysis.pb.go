@@ -467,7 +467,10 @@ type RolloutJudgement struct {
 	// start); 0 before.
 	BakeStartedAt int64 `protobuf:"varint,6,opt,name=bake_started_at,json=bakeStartedAt,proto3" json:"bake_started_at,omitempty"`
 	// Unix nanoseconds the rollout was held by its policy; 0 while not held.
-	HeldAt        int64 `protobuf:"varint,7,opt,name=held_at,json=heldAt,proto3" json:"held_at,omitempty"`
+	HeldAt int64 `protobuf:"varint,7,opt,name=held_at,json=heldAt,proto3" json:"held_at,omitempty"`
+	// Unix nanoseconds: a verdict made before this does not act (the
+	// rollout's start, or the resume of a HELD rollout).
+	VerdictsFrom  int64 `protobuf:"varint,8,opt,name=verdicts_from,json=verdictsFrom,proto3" json:"verdicts_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -551,6 +554,13 @@ func (x *RolloutJudgement) GetHeldAt() int64 {
 	return 0
 }
 
+func (x *RolloutJudgement) GetVerdictsFrom() int64 {
+	if x != nil {
+		return x.VerdictsFrom
+	}
+	return 0
+}
+
 var File_analysis_proto protoreflect.FileDescriptor
 
 const file_analysis_proto_rawDesc = "" +
@@ -593,7 +603,7 @@ const file_analysis_proto_rawDesc = "" +
 	"\x06_valueB\v\n" +
 	"\t_baselineB\x06\n" +
 	"\x04_maxB\x06\n" +
-	"\x04_min\"\xaa\x02\n" +
+	"\x04_min\"\xcf\x02\n" +
 	"\x10RolloutJudgement\x12=\n" +
 	"\banalysis\x18\x01 \x01(\v2!.corkboard.models.RolloutAnalysisR\banalysis\x12\x1d\n" +
 	"\n" +
@@ -603,7 +613,8 @@ const file_analysis_proto_rawDesc = "" +
 	"\abake_ms\x18\x04 \x01(\x03R\x06bakeMs\x12=\n" +
 	"\bverdicts\x18\x05 \x03(\v2!.corkboard.models.AnalysisVerdictR\bverdicts\x12&\n" +
 	"\x0fbake_started_at\x18\x06 \x01(\x03R\rbakeStartedAt\x12\x17\n" +
-	"\aheld_at\x18\a \x01(\x03R\x06heldAt*Q\n" +
+	"\aheld_at\x18\a \x01(\x03R\x06heldAt\x12#\n" +
+	"\rverdicts_from\x18\b \x01(\x03R\fverdictsFrom*Q\n" +
 	"\x0fAnalysisOutcome\x12\x1c\n" +
 	"\x18ANALYSIS_OUTCOME_UNKNOWN\x10\x00\x12\b\n" +
 	"\x04PASS\x10\x01\x12\f\n" +

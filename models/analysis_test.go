@@ -90,22 +90,37 @@ var _ = Describe("RolloutJudgement", func() {
 	It("is due a verdict once an interval passed since its last, and keeps the latest 20", func() {
 		j := &models.RolloutJudgement{Analysis: &models.RolloutAnalysis{IntervalMs: 2000}}
 		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano()
-		Expect(j.AnalysisDue(now)).To(BeTrue(), "no verdict yet")
+		Expect(j.AnalysisDue(models.RolloutStatus_PROGRESSING, now)).To(BeTrue(), "no verdict yet")
 		for i := range 25 {
 			j = j.WithVerdict(&models.AnalysisVerdict{At: now + int64(i)})
 		}
 		Expect(j.GetVerdicts()).To(HaveLen(models.KeptAnalysisVerdicts))
 		Expect(j.LastVerdict().GetAt()).To(Equal(now + 24))
 		Expect(j.GetVerdicts()[0].GetAt()).To(Equal(now + 5))
-		Expect(j.AnalysisDue(now + 24 + int64(1999*time.Millisecond))).To(BeFalse())
-		Expect(j.AnalysisDue(now + 24 + int64(2*time.Second))).To(BeTrue())
-		Expect((&models.RolloutJudgement{OnFailure: "hold"}).AnalysisDue(now)).To(BeFalse(), "a policy alone has nothing to run")
+		Expect(j.AnalysisDue(models.RolloutStatus_PROGRESSING, now+24+int64(1999*time.Millisecond))).To(BeFalse())
+		Expect(j.AnalysisDue(models.RolloutStatus_PROGRESSING, now+24+int64(2*time.Second))).To(BeTrue())
+		Expect((&models.RolloutJudgement{OnFailure: "hold"}).AnalysisDue(models.RolloutStatus_PROGRESSING, now)).To(BeFalse(), "a policy alone has nothing to run")
+		Expect(j.AnalysisDue(models.RolloutStatus_HOLDING, now+int64(time.Hour))).To(BeTrue(), "a staged phase at its target is judged")
+		for _, state := range []models.RolloutStatus_State{models.RolloutStatus_HELD, models.RolloutStatus_FAILED, models.RolloutStatus_REVERTED, models.RolloutStatus_COMPLETE} {
+			Expect(j.AnalysisDue(state, now+int64(time.Hour))).To(BeFalse(), "%s is not judged", state)
+		}
+		Expect(j.GetVerdicts()[0].GetAt()).To(Equal(now+5), "appending leaves the judgement it was given alone")
+	})
+
+	It("acts on its latest verdict only when made for the definition since verdicts_from", func() {
+		j := &models.RolloutJudgement{VerdictsFrom: 100}
+		Expect(j.ActingVerdict("v2")).To(BeNil(), "no verdict yet")
+		j = j.WithVerdict(&models.AnalysisVerdict{At: 99, DefinitionId: "v2"})
+		Expect(j.ActingVerdict("v2")).To(BeNil(), "made before a resume")
+		j = j.WithVerdict(&models.AnalysisVerdict{At: 100, DefinitionId: "v2"})
+		Expect(j.ActingVerdict("v2").GetAt()).To(Equal(int64(100)))
+		Expect(j.ActingVerdict("v3")).To(BeNil(), "made for another definition")
 	})
 
 	It("is nil for an update that asks for no analysis, policy or bake", func() {
-		Expect(models.NewRolloutJudgement(&models.DesiredLRPUpdate{Definition: &models.LRPDefinition{}})).To(BeNil())
-		j := models.NewRolloutJudgement(&models.DesiredLRPUpdate{OnFailure: "hold", BakeMs: 60000})
-		Expect(proto.Equal(j, &models.RolloutJudgement{OnFailure: "hold", BakeMs: 60000})).To(BeTrue())
+		Expect(models.NewRolloutJudgement(&models.DesiredLRPUpdate{Definition: &models.LRPDefinition{}}, 5)).To(BeNil())
+		j := models.NewRolloutJudgement(&models.DesiredLRPUpdate{OnFailure: "hold", BakeMs: 60000}, 5)
+		Expect(proto.Equal(j, &models.RolloutJudgement{OnFailure: "hold", BakeMs: 60000, VerdictsFrom: 5})).To(BeTrue())
 	})
 
 	It("says a verdict in a line naming the checks that did not pass", func() {

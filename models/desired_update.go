@@ -24,6 +24,9 @@ type UpdateChange struct {
 	// Stage is the staged phase that rollout starts in (update.staged);
 	// nil when it is not staged or nothing is activated.
 	Stage *RolloutStage
+	// Judgement is that rollout's analysis and policy (NewRolloutJudgement);
+	// nil when the update asks for none or nothing is activated.
+	Judgement *RolloutJudgement
 	// ScaleFrom and ScaleTo are the instance count before and after. A
 	// scale up adds the indices [ScaleFrom, ScaleTo) as UNCLAIMED ORDINARY
 	// instances of ActiveDefinitionID; a scale down deletes the UNCLAIMED
@@ -45,7 +48,8 @@ type UpdateChange struct {
 //     6 (AutoscaledUpdate); the autoscaler's state is left alone.
 //  2. DefinitionID and ActiveDefinitionID: "v2" (the update identifier).
 //  3. Activated: v2 is not v1, so a rollout from v1 to v2 starts.
-//  4. Stage: NewRolloutStage({percent 25}, guid, "v2", 1000).
+//  4. Stage: NewRolloutStage({percent 25}, guid, "v2", 1000); Judgement
+//     nil (no analysis, on_failure, on_marginal or bake_ms).
 //  5. ScaleFrom 4, ScaleTo 6: indices 4 and 5 are added UNCLAIMED on v2.
 //
 // The same update sent again finds v2 active: not Activated, no Stage,
@@ -63,6 +67,9 @@ func ApplyUpdate(before *DesiredLRP, update *DesiredLRPUpdate, now int64) Update
 		change.Activated = change.DefinitionID != before.GetActiveDefinitionId()
 		if change.Activated && update.GetStaged() != nil {
 			change.Stage = NewRolloutStage(update.GetStaged(), before.GetProcessGuid(), change.DefinitionID, now)
+		}
+		if change.Activated {
+			change.Judgement = NewRolloutJudgement(update, now)
 		}
 	}
 	return change

@@ -230,9 +230,11 @@ func NewRolloutStage(staged *StagedRollout, processGuid, definitionID string, no
 //	pause        not paused           paused at now, "paused by <who>"
 //	resume       paused               running, the paused time left out of share and deadline
 //	crash pause  not paused           paused at now, the crash as the record's reason
+//	resume       HELD (staged or not) PROGRESSING, judged again from now (resumeHeld)
 //
-// Every command needs a staged rollout under way to the active definition
-// (StageUnderWay); otherwise, and from the wrong "from", it is refused with
+// Every command but the resume of a HELD rollout needs a staged rollout
+// under way to the active definition (StageUnderWay); otherwise, and from
+// the wrong "from", it is refused with
 // InvalidStateTransition saying what there is instead (a promote below the
 // share that stands is InvalidRequest on to_percent).
 //
@@ -269,6 +271,9 @@ type StageRecord struct {
 	// Stage is the phase's stored fields, nil when not staged. It is never
 	// changed in place: a decision makes a new message.
 	Stage *RolloutStage
+	// Judgement is the rollout's analysis and verdicts, nil when not
+	// judged; never changed in place either.
+	Judgement *RolloutJudgement
 }
 
 // StageCommandKind is what a StageCommand does.
@@ -312,6 +317,9 @@ func StageUnderWay(rec StageRecord, activeID string) bool {
 // models.Error) and nothing changes. See the table and the worked example
 // above.
 func DecideStage(processGuid, activeID string, before StageRecord, cmd StageCommand, now int64) (StageRecord, string, error) {
+	if cmd.Kind == StageResume && before.State == RolloutStatus_HELD && before.DefinitionID == activeID {
+		return resumeHeld(before, now)
+	}
 	if err := stageRefusal(processGuid, activeID, before); err != nil {
 		return StageRecord{}, "", err
 	}
@@ -379,6 +387,31 @@ func DecideStage(processGuid, activeID string, before StageRecord, cmd StageComm
 		return after, "resumed after " + time.Duration(paused).Round(time.Millisecond).String(), nil
 	}
 	return StageRecord{}, "", NewError(Error_InvalidRequest, "unknown stage command %d", cmd.Kind)
+}
+
+// resumeHeld resumes a rollout its failure policy held (state HELD): it
+// goes on PROGRESSING (the planner makes a staged one at its target
+// HOLDING again), its progress deadline counts from now, and the verdicts
+// made before now no longer act (RolloutJudgement.VerdictsFrom), so the
+// verdict that held it does not hold it again; the next one judges it.
+// Worked example: v2 HELD at 12:05 on "FAIL at 12:05:00 (rolling, v2
+// against v1): errors …", resumed at 12:30: PROGRESSING, progress_at
+// 12:30, verdicts from 12:30, held_at 0; the line is "resumed the rollout
+// held since 12:05:00; judged again from now".
+func resumeHeld(before StageRecord, now int64) (StageRecord, string, error) {
+	after := before
+	after.State = RolloutStatus_PROGRESSING
+	after.ProgressAt = now
+	after.FinishedAt = 0
+	j := proto.Clone(before.Judgement).(*RolloutJudgement)
+	if j == nil {
+		j = &RolloutJudgement{}
+	}
+	line := "resumed the rollout held since " + time.Unix(0, j.GetHeldAt()).UTC().Format("15:04:05") + "; judged again from now"
+	j.HeldAt, j.VerdictsFrom = 0, now
+	after.Judgement = j
+	after.Reason = "resumed: rolling to " + before.DefinitionID
+	return after, line, nil
 }
 
 // stageRefusal is nil when a command may change rec (StageUnderWay), else

@@ -135,3 +135,33 @@ var _ = Describe("DecideStage", func() {
 		Expect(models.DescribeRate(nil)).To(Equal("at once"))
 	})
 })
+
+var _ = Describe("DecideStage resuming a HELD rollout (resumeHeld's worked example)", func() {
+	at := func(hh, mm int) int64 { return time.Date(2026, 11, 29, hh, mm, 0, 0, time.UTC).UnixNano() }
+	verdict := &models.AnalysisVerdict{Outcome: models.AnalysisOutcome_FAIL, At: at(12, 5), DefinitionId: "v2"}
+	held := models.StageRecord{
+		State: models.RolloutStatus_HELD, Reason: "held: FAIL at 12:05:00 (rolling, v2 against v1): errors …",
+		DefinitionID: "v2", ProgressAt: at(12, 0),
+		Judgement: &models.RolloutJudgement{OnFailure: "hold", HeldAt: at(12, 5), VerdictsFrom: at(12, 0), Verdicts: []*models.AnalysisVerdict{verdict}},
+	}
+
+	It("goes on PROGRESSING, its deadline from now, the verdicts before now no longer acting", func() {
+		kept := proto.Clone(held.Judgement)
+		after, line, err := models.DecideStage("web", "v2", held, models.StageCommand{Kind: models.StageResume}, at(12, 30))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(line).To(Equal("resumed the rollout held since 12:05:00; judged again from now"))
+		Expect(after.State).To(Equal(models.RolloutStatus_PROGRESSING))
+		Expect(after.ProgressAt).To(Equal(at(12, 30)))
+		Expect(after.Reason).To(Equal("resumed: rolling to v2"))
+		Expect(after.Judgement.GetHeldAt()).To(BeZero())
+		Expect(after.Judgement.GetVerdictsFrom()).To(Equal(at(12, 30)))
+		Expect(after.Judgement.ActingVerdict("v2")).To(BeNil(), "the verdict that held it does not act again")
+		Expect(after.Judgement.GetVerdicts()).To(HaveLen(1), "the verdicts are kept")
+		Expect(proto.Equal(held.Judgement, kept)).To(BeTrue(), "the judgement before is not changed in place")
+	})
+
+	It("is refused for a HELD rollout of a definition that is no longer active", func() {
+		_, _, err := models.DecideStage("web", "v3", held, models.StageCommand{Kind: models.StageResume}, at(12, 30))
+		Expect(models.ConvertError(err).GetType()).To(Equal(models.Error_InvalidStateTransition))
+	})
+})

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -146,6 +147,10 @@ type Config struct {
 	// network, where those serve instance credentials. Reps have their
 	// own setting of the same name.
 	AllowLinkLocalAssetHosts bool `json:"allow_link_local_asset_hosts"`
+	// PrometheusURL is the base URL of the Prometheus HTTP API that
+	// rollouts' prometheus checks query ("http://prometheus:9090");
+	// empty, those checks have no value (docs/analysis.md).
+	PrometheusURL string `json:"prometheus_url"`
 	// TLS, when set, makes the API listener (and /metrics) serve TLS 1.2
 	// or later and require a client certificate signed by tls.ca_cert;
 	// the certificate's identity (corkboard://role/..., corkboard://cell/...)
@@ -358,6 +363,11 @@ func hostName() string {
 
 // validate checks every field and names the first bad one.
 func (c Config) validate() error {
+	if c.PrometheusURL != "" {
+		if u, err := url.Parse(c.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return configfile.Invalid("prometheus_url", fmt.Sprintf("%q is not an http:// or https:// URL", c.PrometheusURL))
+		}
+	}
 	if c.ListenAddress == "" {
 		return configfile.Invalid("listen_address", "required, e.g. \"127.0.0.1:8889\"")
 	}

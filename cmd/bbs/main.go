@@ -38,6 +38,7 @@ import (
 	"github.com/tedsuo/ifrit/grouper"
 	"github.com/tedsuo/ifrit/sigmon"
 
+	"github.com/corkboard/corkboard/analysis"
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/convergence/runner"
 	"github.com/corkboard/corkboard/db/sqldb"
@@ -232,6 +233,14 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	})
 	runnerConfig := cfg.runnerConfig()
 	runnerConfig.Now = now
+	// Rollouts whose updates asked for analysis are judged by this
+	// board while it converges (docs/analysis.md).
+	runnerConfig.Analyst = analysis.New(analysis.Config{
+		Signals:        signalCollector,
+		PrometheusURL:  cfg.PrometheusURL,
+		AllowLinkLocal: cfg.AllowLinkLocalAssetHosts,
+		Now:            now,
+	})
 	runnerConfig.PresenceGrace = func() convergence.PresenceGrace {
 		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), now())
 	}

@@ -197,7 +197,7 @@ var _ = Describe("cork and autoscaling", func() {
 				Expect(r.stderr).To(ContainSubstring(want))
 			},
 			Entry("enabling without settings", "--autoscaling-enabled=true needs --autoscaling FILE", "update", "hello", "--autoscaling-enabled"),
-			Entry("two files from stdin", "only one of --definition, --routes and --autoscaling", "update", "hello", "--definition", "-", "--autoscaling", "-"),
+			Entry("two files from stdin", "only one of --definition, --routes, --autoscaling and --analysis can be", "update", "hello", "--definition", "-", "--autoscaling", "-"),
 		)
 	})
 

@@ -8,10 +8,12 @@
 // and for 'rollout status --watch' a rollout that ended without the requested
 // definition running: 3 it FAILED (nothing moves until someone acts), 4 it
 // was REVERTED (auto_revert took every index back to the healthy definition),
-// 5 a staged phase is HOLDING at its target, waiting for a promote.
+// 5 a staged phase is HOLDING at its target, waiting for a promote, 6 the
+// rollout's failure policy HELD it (its analysis failed, or its deadline
+// passed, under on_failure hold).
 // Scripts that deploy can tell "cork could not tell" (1) from "the rollout
-// did not take" (3, 4), whether anyone needs to step in (3) or not (4), and
-// "the phase is done, decide on the next" (5).
+// did not take" (3, 4), whether anyone needs to step in (3, 6) or not (4),
+// and "the phase is done, decide on the next" (5).
 package main
 
 import (
@@ -28,6 +30,7 @@ const (
 	exitRolloutFailed   = 3
 	exitRolloutReverted = 4
 	exitRolloutHolding  = 5
+	exitRolloutHeld     = 6
 )
 
 func main() {

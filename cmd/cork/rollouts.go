@@ -56,7 +56,38 @@ func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) er
 			fmt.Fprintln(a.out, line)
 		}
 	}
+	if j := s.GetJudgement(); j != nil {
+		fmt.Fprintln(a.out, judgementLine(j))
+		if v := j.LastVerdict(); v != nil {
+			fmt.Fprintln(a.out, "verdict: "+models.VerdictLine(v))
+		}
+	}
 	return nil
+}
+
+// judgementLine says what judges a rollout, e.g. "analysis: 2 checks every
+// 10s; on_failure hold, on_marginal continue; bake 10m0s (since
+// 12:00:00)".
+func judgementLine(j *models.RolloutJudgement) string {
+	analysis := "analysis: none"
+	if an := j.GetAnalysis(); an != nil {
+		analysis = fmt.Sprintf("analysis: %d checks every %s", len(an.GetChecks()), an.Interval())
+	}
+	onFailure, onMarginal := j.GetOnFailure(), j.GetOnMarginal()
+	if onFailure == "" {
+		onFailure = "default (revert with auto_revert, else fail)"
+	}
+	if onMarginal == "" {
+		onMarginal = models.OnMarginalContinue
+	}
+	line := fmt.Sprintf("%s; on_failure %s, on_marginal %s", analysis, onFailure, onMarginal)
+	if j.GetBakeMs() > 0 {
+		line += "; bake " + models.Millis(j.GetBakeMs()).String()
+		if at := j.GetBakeStartedAt(); at > 0 {
+			line += " (since " + time.Unix(0, at).UTC().Format("15:04:05") + ")"
+		}
+	}
+	return line
 }
 
 // signalsLine writes a definition's signals as one line, e.g.
@@ -133,7 +164,7 @@ func (a *app) rolloutStatusCommand() *cobra.Command {
 		Use:   "status GUID [--watch]",
 		Short: "Where the LRP's rolling update stands",
 		Long: `Where the LRP's rolling update stands: its state (NONE, PROGRESSING,
-COMPLETE, FAILED, REVERTED, HOLDING), the active and healthy definitions, how
+COMPLETE, FAILED, REVERTED, HOLDING, HELD), the active and healthy definitions, how
 many indices run the active definition and are ready (UPDATED), the
 replacements under way (IN_FLIGHT), instances per definition
 (id:instances/running), the deadline by which an index must complete, whether
@@ -164,6 +195,13 @@ cells reported them), how many failed and the share, and the checks'
 latency p99; and the p99 of the memory its running instances held. The
 JSON output has them as each definition's "signals".
 
+With -o table, a rollout whose update asked for analysis, a failure policy or
+a bake (docs/analysis.md) is followed by what judges it ("analysis: 2 checks
+every 10s; on_failure hold, on_marginal continue; bake 10m0s") and its latest
+verdict ("verdict: FAIL at 12:03:04 (rolling, v2 against v1): errors 0.05 > max
+0.015 (1.5 × baseline 0.01) (by 233%, margin 10%)"). The JSON has them as
+"judgement", with the latest 20 verdicts.
+
 With -o table and autoscaling enabled, the table is followed by the
 autoscaler's last decision ("autoscaler: occupied 4, ready_target 0.5: …;
 instances 2 → 8 (at …)"): the count the rollout works toward. A watch
@@ -175,7 +213,8 @@ board's event stream, until the rollout is over, and its exit code says how
 it ended: 0 COMPLETE (or no rollout at all), 3 FAILED (nothing moves until a
 rollback, an abort or a new definition), 4 REVERTED (auto_revert took every
 index back to the healthy definition; cork waits until it is back), 5 HOLDING
-(a staged phase reached its target and waits for a promote), 1 when cork
+(a staged phase reached its target and waits for a promote), 6 HELD (the
+update's failure policy held it: 'cork rollout resume', rollback or abort), 1 when cork
 itself failed (the board unreachable, say). A paused phase does not end a
 watch.
 
@@ -368,6 +407,9 @@ func rolloutOver(s *models.RolloutStatus) (bool, error) {
 		// Nothing moves until someone promotes (or rolls back), so the
 		// watch would wait forever; a script learns it from the code.
 		return true, &outcomeError{code: exitRolloutHolding, msg: holdingMessage(s)}
+	case models.RolloutStatus_HELD:
+		// Nothing moves until someone resumes, rolls back or aborts.
+		return true, &outcomeError{code: exitRolloutHeld, msg: "rollout held: " + s.GetReason()}
 	}
 	return false, nil
 }

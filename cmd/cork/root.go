@@ -61,9 +61,9 @@ something done as asked as "cork: warning: <warning>".
 
 Exit codes: 0 success; 1 the command failed (an error from the board, the board
 unreachable, an unreadable or invalid spec file); 2 a usage error (unknown
-command or flag, wrong arguments, a bad flag value); 3, 4 and 5 from 'rollout
-status --watch': the rollout FAILED (3), was REVERTED (4), or is HOLDING at
-a staged phase's target (5).
+command or flag, wrong arguments, a bad flag value); 3, 4, 5 and 6 from
+'rollout status --watch': the rollout FAILED (3), was REVERTED (4), is HOLDING
+at a staged phase's target (5), or was HELD by its failure policy (6).
 
 Tables show what people need in one line each: the update strategy as the
 board applies it (every default filled in), the reason an instance crashed or

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/models"
 )
 
 // Pass kinds, the value of the "pass" label.
@@ -26,6 +27,8 @@ type metrics struct {
 	// metric's name does not change, "held" there means owned.
 	leaseOwned prometheus.Gauge
 	counts     *countGauges
+	// verdicts counts the rollout verdicts this board stored (analysis.go).
+	verdicts *prometheus.CounterVec
 }
 
 func newMetrics(registry prometheus.Registerer) *metrics {
@@ -56,6 +59,13 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 			Help: "1 while this board owns the convergence lease and converges, 0 otherwise.",
 		}),
 		counts: &countGauges{},
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corkboard_analysis_verdicts_total",
+			Help: "Verdicts of rollouts' analysis this board made and stored, by outcome (PASS, MARGINAL, FAIL).",
+		}, []string{"outcome"}),
+	}
+	for _, outcome := range []models.AnalysisOutcome{models.AnalysisOutcome_PASS, models.AnalysisOutcome_MARGINAL, models.AnalysisOutcome_FAIL} {
+		m.verdicts.WithLabelValues(outcome.String())
 	}
 	// Passes of both kinds show up at 0 before the first one runs.
 	for _, pass := range []string{passFull, passTargeted} {
@@ -63,7 +73,7 @@ func newMetrics(registry prometheus.Registerer) *metrics {
 		m.failures.WithLabelValues(pass)
 	}
 	if registry != nil {
-		registry.MustRegister(m.runs, m.failures, m.duration, m.applied, m.skipped, m.leaseOwned, m.counts)
+		registry.MustRegister(m.runs, m.failures, m.duration, m.applied, m.skipped, m.leaseOwned, m.counts, m.verdicts)
 	}
 	return m
 }

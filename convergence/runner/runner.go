@@ -9,6 +9,7 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corkboard/corkboard/analysis"
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -72,6 +73,10 @@ type Store interface {
 	// PruneCommitReceipts deletes the receipts of commits old enough that
 	// no board can still be settling one (db/sqldb/commit.go).
 	PruneCommitReceipts(ctx context.Context) (int64, error)
+	// RolloutStatus and RecordVerdict read what a verdict judges and
+	// store it (analysis.go).
+	RolloutStatus(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
+	RecordVerdict(ctx context.Context, processGuid, definitionID string, verdict *models.AnalysisVerdict) error
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -108,6 +113,9 @@ type RunnerConfig struct {
 	// than what the event log says changed (DefaultFullReadInterval); see
 	// Mirror.
 	FullReadInterval time.Duration
+	// Analyst judges the rollouts whose updates asked for analysis
+	// (analysis.go); nil: none is judged.
+	Analyst *analysis.Analyst
 }
 
 // Runner converges the board: while it owns the convergence lease it
@@ -147,6 +155,10 @@ type Runner struct {
 	// being replaced or moved (Plan.Underway); only the converging
 	// goroutine touches it.
 	rolling map[string]struct{}
+
+	// judging are the LRPs a verdict is being made of (analysis.go).
+	judgingMu sync.Mutex
+	judging   map[string]bool
 }
 
 // NewRunner returns a runner over store. Its metrics are registered on
@@ -161,6 +173,7 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 		pending:   map[string]struct{}{},
 		triggered: make(chan struct{}, 1),
 		rolling:   map[string]struct{}{},
+		judging:   map[string]bool{},
 	}
 	r.mirror = NewMirror(store, cfg.Now)
 	r.mirror.FullReadInterval = cfg.FullReadInterval
@@ -385,6 +398,7 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 		return nil, r.failed(ctx, logger, kind, "load-snapshot", err)
 	}
 	r.noteRollouts(guids, snapshot)
+	r.judgeDue(ctx, snapshot)
 	loaded := time.Now()
 	planner := r.cfg.Planner
 	if r.cfg.PresenceGrace != nil {

@@ -86,7 +86,7 @@ func stageRecord(rec *rolloutRecord) models.StageRecord {
 	}
 	return models.StageRecord{
 		State: rec.State, Reason: rec.Reason, DefinitionID: rec.DefinitionID,
-		ProgressAt: rec.ProgressAt, FinishedAt: rec.FinishedAt, Stage: rec.Stage,
+		ProgressAt: rec.ProgressAt, FinishedAt: rec.FinishedAt, Stage: rec.Stage, Judgement: rec.Judgement,
 	}
 }
 
@@ -98,6 +98,7 @@ func withStageRecord(rec *rolloutRecord, after models.StageRecord) rolloutRecord
 	next := *rec
 	next.State, next.Reason, next.DefinitionID = after.State, after.Reason, after.DefinitionID
 	next.ProgressAt, next.FinishedAt, next.Stage = after.ProgressAt, after.FinishedAt, after.Stage
+	next.Judgement = after.Judgement
 	next.Settled = false
 	return next
 }

@@ -35,12 +35,12 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 // rollout is staged; fast (migration 0019) marks a fast rollout.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
  o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
- o.operation_id, o.stage, o.fast`
+ o.operation_id, o.stage, o.fast, o.judgement`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
-	"operation_id", "stage", "fast",
+	"operation_id", "stage", "fast", "judgement",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -54,10 +54,10 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	rec := &rolloutRecord{}
 	var state string
 	var updated, inFlight int64
-	var stage []byte
+	var stage, judgement []byte
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
 		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
-		&rec.OperationID, &stage, &rec.Fast)
+		&rec.OperationID, &stage, &rec.Fast, &judgement)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +69,12 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	rec.UpdatedInstances, rec.InFlight = int32(updated), int32(inFlight)
 	if rec.Stage, err = decodeStage(stage); err != nil {
 		return nil, errInvalidRecord("rollout of desired_lrp %q: stage: %v", rec.ProcessGuid, err)
+	}
+	if judgement != nil {
+		rec.Judgement = &models.RolloutJudgement{}
+		if err := proto.Unmarshal(judgement, rec.Judgement); err != nil {
+			return nil, errInvalidRecord("rollout of desired_lrp %q: judgement: %v", rec.ProcessGuid, err)
+		}
 	}
 	return rec, nil
 }
@@ -93,10 +99,14 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 	if err != nil {
 		return errInvalid("stage", err.Error())
 	}
+	judgement, err := encodeMessage(rec.Judgement, rec.Judgement == nil)
+	if err != nil {
+		return errInvalid("judgement", err.Error())
+	}
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
 		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
-		rec.OperationID, stage, rec.Fast}
+		rec.OperationID, stage, rec.Fast, judgement}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -112,8 +122,9 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 // starts now, over whatever record there was: PROGRESSING, nothing
 // counted, not settled, started by operation operationID, in the staged
 // phase stage (nil: not staged; see models.NewRolloutStage), fast or not
-// (convergence.RolloutRow.Fast).
-func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, fast bool, now int64) (*rolloutRecord, error) {
+// (convergence.RolloutRow.Fast), judged by judgement (nil: not judged;
+// models.NewRolloutJudgement).
+func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, fast bool, judgement *models.RolloutJudgement, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
 		return nil, err
@@ -124,6 +135,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 	}
 	rec := &rolloutRecord{RolloutRow: convergence.StartedRollout(processGuid, to, reason, operationID, stage, now)}
 	rec.Fast = fast
+	rec.Judgement = judgement
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
 
@@ -188,6 +200,7 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
 	status.OperationId = rec.OperationID
 	status.Fast = rec.Fast
+	status.Judgement = rec.Judgement
 	if desired != nil && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
 		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
 		status.DeadlineAt = rec.ProgressAt + int64(deadline)
@@ -447,7 +460,7 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 	}
 	reason := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
 	// Going back is never staged: the record starts without a stage.
-	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, fast, now)
+	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, fast, nil, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}

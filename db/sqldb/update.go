@@ -455,7 +455,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 			// operation's parameters, so convergence starting it comes
 			// through here too.
 			reason := convergence.RollingReason(before.ActiveDefinitionId, change.ActiveDefinitionID)
-			if rollout, err = s.startRollout(ctx, tx, processGuid, change.ActiveDefinitionID, reason, operationID, change.Stage, false, now); err != nil {
+			if rollout, err = s.startRollout(ctx, tx, processGuid, change.ActiveDefinitionID, reason, operationID, change.Stage, false, change.Judgement, now); err != nil {
 				return nil, err
 			}
 		}

@@ -34,7 +34,8 @@ export function rolloutView() {
   const clocks = h('div', { class: 'rollout-clocks muted', dataset: { testid: 'rollout-clocks' } });
   const stageBox = h('div', { class: 'stage' });
   const signalsBox = h('div', { class: 'signals', dataset: { testid: 'rollout-signals' } });
-  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox, signalsBox);
+  const verdictBox = h('div', { class: 'verdicts', dataset: { testid: 'rollout-verdicts' } });
+  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox, signalsBox, verdictBox);
   let status = {};
   // observed holds {t, active, instances} from each rollout_changed of a
   // staged phase while the page is open, for the curve's dots.
@@ -77,6 +78,38 @@ export function rolloutView() {
     tick();
     renderStage();
     renderSignals();
+    renderVerdicts();
+  }
+
+  // renderVerdicts is the verdict panel: what judges the rollout (its
+  // analysis, failure policy and bake) and its latest verdicts, newest
+  // first, each check's numbers and bounds in its reason.
+  function renderVerdicts() {
+    const j = status.judgement;
+    if (!j) {
+      replace(verdictBox);
+      return;
+    }
+    const checks = (j.analysis && j.analysis.checks) || [];
+    const policy = [
+      checks.length ? `${checks.length} check${checks.length === 1 ? '' : 's'} every ${fmtDuration(Number((j.analysis && j.analysis.interval_ms) || 10000))}` : 'no analysis',
+      `on failure: ${j.on_failure || 'default'}`,
+      `on marginal: ${j.on_marginal || 'continue'}`,
+      j.bake_ms ? `bake ${fmtDuration(Number(j.bake_ms))}${j.bake_started_at ? ' since ' + fmtClock(nanosToMs(j.bake_started_at)) : ''}` : '',
+    ].filter(Boolean).join(' · ');
+    const verdicts = [...(j.verdicts || [])].reverse().slice(0, 10);
+    replace(verdictBox,
+      h('h3', null, 'Verdicts'),
+      h('p', { class: 'muted', dataset: { testid: 'verdict-policy' } }, policy),
+      verdicts.length === 0 ? h('p', { class: 'muted' }, 'No verdict yet.') :
+        h('table', { class: 'grid' },
+          h('thead', null, h('tr', null, ...['Verdict', 'At', 'During', 'Definition', 'Checks'].map((t) => h('th', null, t)))),
+          h('tbody', null, ...verdicts.map((v) => h('tr', { dataset: { testid: 'verdict' } },
+            h('td', null, badge(v.outcome || 'UNKNOWN', String(v.outcome || '').toLowerCase())),
+            h('td', null, fmtClock(nanosToMs(v.at))),
+            h('td', null, v.during || ''),
+            h('td', { class: 'mono' }, shortID(v.definition_id), v.baseline_definition_id ? [' vs ', shortID(v.baseline_definition_id)] : ''),
+            h('td', null, ...(v.checks || []).map((c) => h('div', null, badge(c.outcome || 'UNKNOWN', String(c.outcome || '').toLowerCase()), ' ', c.reason || c.name))))))));
   }
 
   // renderSignals lists, per definition the board sent signals for, what

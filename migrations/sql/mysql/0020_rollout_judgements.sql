@@ -1,0 +1,8 @@
+-- Rollouts that judge themselves (issue 30; docs/analysis.md): a rollout
+-- record may carry its judgement: the analysis, failure policy and bake an
+-- update asked for, and the verdicts so far. The column
+--   rollouts.judgement BLOB (NULL: the update asked for none of them),
+-- holding the protobuf of a models.RolloutJudgement, is added by this
+-- migration's Go step (add_rollouts_judgement, in migrations/add_column.go)
+-- only where it is missing, so the migration is safe to run again on every
+-- dialect (MySQL commits DDL implicitly); there is no SQL statement here.
