@@ -217,6 +217,17 @@ func (c *CellClient) ReportOccupancy(ctx context.Context, changes []*models.Occu
 	return int(resp.GetApplied()), nil
 }
 
+// ReportHealth sends what this cell saw of its instances' health checks
+// and memory since its previous health report, 1 to
+// models.MaxHealthEntries entries. The board adds each report to its
+// signals, so a repeat would count it twice: the client sends it once and
+// never repeats it (the rep's agent keeps a failed report's counts for
+// its next one).
+func (c *CellClient) ReportHealth(ctx context.Context, health []*models.DefinitionHealth) error {
+	req := &models.ReportHealthRequest{CellId: c.cellID, Health: health}
+	return c.call(ctx, models.RouteReportHealth, req, &models.ReportHealthResponse{}, sendOnce)
+}
+
 func (c *CellClient) lifecycle(ctx context.Context, route string, req proto.Message) (*models.ActualLRP, error) {
 	var resp models.ActualLRPLifecycleResponse
 	if err := c.call(ctx, route, req, &resp, sendOnce); err != nil {

@@ -44,6 +44,7 @@ var cellRoutes = map[string]func() validating{
 	models.RouteBulkReport:        func() validating { return &models.BulkReportRequest{} },
 	models.RouteEvacuateActualLRP: func() validating { return &models.EvacuateActualLRPRequest{} },
 	models.RouteReportOccupancy:   func() validating { return &models.ReportOccupancyRequest{} },
+	models.RouteReportHealth:      func() validating { return &models.ReportHealthRequest{} },
 }
 
 func newCellBoard() *cellBoard {

@@ -91,6 +91,11 @@ type ActualLRPLifecycleDB interface {
 	// change's instance guid on a cell not cellID) refuses the whole batch
 	// with InvalidStateTransition, and nothing of it is applied.
 	ReportOccupancy(ctx context.Context, cellID string, changes []*models.OccupancyChange) (*OccupancyResult, error)
+	// LogHealth appends a definition_health event per entry of a cell's
+	// health report to the event log, in order, in one transaction, and
+	// writes nothing else: the board's signals add the events up
+	// (package signals).
+	LogHealth(ctx context.Context, cellID string, health []*models.DefinitionHealth) error
 }
 
 // OccupancyResult is what ReportOccupancy changed.

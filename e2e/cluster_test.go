@@ -40,7 +40,10 @@ const (
 	convergenceInterval = "200ms"
 	repPollInterval     = "200ms"
 	repBulkSyncInterval = "1s"
-	repStopGracePeriod  = "500ms"
+	// repHealthReportInterval brings the board the reps' health checks
+	// and memory within a second (signals).
+	repHealthReportInterval = "1s"
+	repStopGracePeriod      = "500ms"
 	// exitLimit bounds how long a process may take to exit when asked. It
 	// is a deadline against hanging, not a speed requirement.
 	exitLimit = 30 * time.Second
@@ -218,19 +221,20 @@ func startRepOn(host *netns.Namespace, b *board, cellID, zone string, settings .
 	dir := GinkgoT().TempDir()
 	first := freePortRange(20)
 	cfg := map[string]any{
-		"cell_id":            cellID,
-		"zone":               zone,
-		"capacity":           map[string]int{"memory_mb": 1024, "disk_mb": 1024, "instances": 16},
-		"board_url":          b.url,
-		"listen_address":     "127.0.0.1:0",
-		"data_dir":           filepath.Join(dir, "data"),
-		"apps_dir":           appsDir,
-		"port_range":         fmt.Sprintf("%d-%d", first, first+19),
-		"poll_interval":      repPollInterval,
-		"bulk_sync_interval": repBulkSyncInterval,
-		"stop_grace_period":  repStopGracePeriod,
-		"stop_timeout":       "5s",
-		"evacuation_timeout": "60s",
+		"cell_id":                cellID,
+		"zone":                   zone,
+		"capacity":               map[string]int{"memory_mb": 1024, "disk_mb": 1024, "instances": 16},
+		"board_url":              b.url,
+		"listen_address":         "127.0.0.1:0",
+		"data_dir":               filepath.Join(dir, "data"),
+		"apps_dir":               appsDir,
+		"port_range":             fmt.Sprintf("%d-%d", first, first+19),
+		"poll_interval":          repPollInterval,
+		"bulk_sync_interval":     repBulkSyncInterval,
+		"health_report_interval": repHealthReportInterval,
+		"stop_grace_period":      repStopGracePeriod,
+		"stop_timeout":           "5s",
+		"evacuation_timeout":     "60s",
 	}
 	if host != nil {
 		cfg["listen_address"] = host.IP + ":0"

@@ -275,7 +275,7 @@ var _ = Describe("cork logs of a crashed instance", func() {
 		definition := b.lrps("crasher")[0].GetDefinitionId()
 		status := b.cork("rollout", "status", "crasher", "-o", "table")
 		Expect(status).To(MatchRegexp(`(?m)^signals ` + regexp.QuoteMeta(definition) +
-			` \(last \d+s\): ([4-9]|\d\d+) crashes \([0-9.e+-]+ per instance per minute, most often: exited with code 3\); ([4-9]|\d\d+) ready \(start to ready p50 \S+, p99 \S+\)$`))
+			` \(last \d+s\): ([4-9]|\d\d+) crashes \([0-9.e+-]+ per instance per minute, most often: exited with code 3\); ([4-9]|\d\d+) ready \(start to ready p50 \S+, p99 \S+\); \d+ health checks.*$`))
 		Expect(b.metric(`corkboard_definition_crashes{definition_id="` + definition + `",process_guid="crasher"}`)).To(BeNumerically(">=", 4))
 	})
 })

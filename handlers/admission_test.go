@@ -183,13 +183,13 @@ var _ = Describe("Admission", func() {
 	})
 
 	Describe("of cells' calls", func() {
-		It("takes the cells' calls to be exactly the routes only cells may call: presence, report, lifecycle, occupancy", func() {
+		It("takes the cells' calls to be exactly the routes only cells may call: presence, report, lifecycle, occupancy, health", func() {
 			cellRoutes := handlers.CellsOnlyRoutes()
 			Expect(cellRoutes).To(ConsistOf(
 				models.RouteRegisterCell, models.RouteBulkReport,
 				models.RouteClaimActualLRP, models.RouteStartActualLRP, models.RouteCrashActualLRP,
 				models.RouteFailActualLRP, models.RouteRemoveActualLRP, models.RouteEvacuateActualLRP,
-				models.RouteReportOccupancy,
+				models.RouteReportOccupancy, models.RouteReportHealth,
 			))
 			Expect(cellRoutes).To(ContainElements(models.RouteRegisterCell, models.RouteBulkReport, models.RouteReportOccupancy))
 		})

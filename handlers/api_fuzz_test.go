@@ -80,6 +80,7 @@ var fuzzRoutes = []fuzzRoute{
 	{models.RouteEvacuateActualLRP, newMessage[models.EvacuateActualLRPRequest](), newMessage[models.EvacuateActualLRPResponse](), true},
 	{models.RouteBulkReport, newMessage[models.BulkReportRequest](), newMessage[models.BulkReportResponse](), true},
 	{models.RouteReportOccupancy, newMessage[models.ReportOccupancyRequest](), newMessage[models.ReportOccupancyResponse](), true},
+	{models.RouteReportHealth, newMessage[models.ReportHealthRequest](), newMessage[models.ReportHealthResponse](), true},
 	// The event stream answers a request it refuses with an error-only
 	// message; with no event hub (as here) every request is refused, so
 	// no stream ever starts.
@@ -262,7 +263,8 @@ func fuzzSeeds() map[string]proto.Message {
 		models.RouteReportOccupancy: &models.ReportOccupancyRequest{CellId: "cell-1", Changes: []*models.OccupancyChange{{
 			ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY, InstanceGuid: "ig-web-0", Occupied: true,
 		}}},
-		models.RouteEvents: &models.EventsRequest{Types: []string{"desired_lrp_created"}},
+		models.RouteReportHealth: healthReport("cell-1", "web"),
+		models.RouteEvents:       &models.EventsRequest{Types: []string{"desired_lrp_created"}},
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 //	cells/list                                 operator
 //	cells/drain                                operator; a cell for itself (a rep marks its cell draining when it evacuates)
 //	cells/register, cells/report,
+//	cells/report_health,
 //	actual_lrps/claim|start|crash|fail|remove|
 //	evacuate|occupancy                         a cell, for itself only
 //	GET /prometheus/targets                    api-client, operator (prometheusTargetsAccess)
@@ -150,7 +151,8 @@ func cellsOnly(rule cellRule) access {
 }
 
 // onlyCells says a's route is one of a cell's own calls — its presence
-// (register, heartbeat), bulk report, instances' lifecycle, occupancy —
+// (register, heartbeat), bulk report, instances' lifecycle, occupancy,
+// health report —
 // which only cells may make: the calls the board keeps room for that API
 // clients cannot use (see cellCall).
 func (a access) onlyCells() bool {
@@ -223,6 +225,7 @@ var routePolicy = map[string]access{
 	models.RouteEvacuateActualLRP: cellsOnly(ownCell(func(r *models.EvacuateActualLRPRequest) string { return r.GetCellId() })),
 	models.RouteBulkReport:        cellsOnly(ownCell(func(r *models.BulkReportRequest) string { return r.GetCellId() })),
 	models.RouteReportOccupancy:   cellsOnly(ownCell(func(r *models.ReportOccupancyRequest) string { return r.GetCellId() })),
+	models.RouteReportHealth:      cellsOnly(ownCell(func(r *models.ReportHealthRequest) string { return r.GetCellId() })),
 }
 
 // prometheusTargetsAccess is who may read GET /prometheus/targets, which

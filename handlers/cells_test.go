@@ -324,6 +324,24 @@ var _ = Describe("The cell side", func() {
 					Entry("an occupancy report without changes", models.RouteReportOccupancy, func(guid, cell string) proto.Message {
 						return &models.ReportOccupancyRequest{CellId: cell}
 					}, "changes"),
+					Entry("a health report without entries", models.RouteReportHealth, func(guid, cell string) proto.Message {
+						return &models.ReportHealthRequest{CellId: cell}
+					}, "health"),
+					Entry("a health report with latency buckets short of +Inf", models.RouteReportHealth, func(guid, cell string) proto.Message {
+						r := healthReport(cell, guid)
+						r.Health[0].LatencyBucketCounts = r.Health[0].LatencyBucketCounts[:12]
+						return r
+					}, "health[0].latency_bucket_counts"),
+					Entry("a health report with more failures than checks", models.RouteReportHealth, func(guid, cell string) proto.Message {
+						r := healthReport(cell, guid)
+						r.Health[0].CheckFailures = 9
+						return r
+					}, "health[0].check_failures"),
+					Entry("a health report with a negative memory count", models.RouteReportHealth, func(guid, cell string) proto.Message {
+						r := healthReport(cell, guid)
+						r.Health[0].MemoryBucketCounts[3] = -1
+						return r
+					}, "health[0].memory_bucket_counts[3]"),
 				)
 			})
 		}

@@ -55,6 +55,7 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteEvacuateActualLRP, h.evacuateActualLRP),
 		route(models.RouteBulkReport, h.bulkReport),
 		route(models.RouteReportOccupancy, h.reportOccupancy),
+		route(models.RouteReportHealth, h.reportHealth),
 	}
 }
 

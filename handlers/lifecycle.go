@@ -112,6 +112,16 @@ func (h *storeHandlers) bulkReport(ctx context.Context, req *models.BulkReportRe
 	return &models.BulkReportResponse{Stop: result.Stop, Assigned: result.Assigned}, nil
 }
 
+// reportHealth logs a cell's health report, an event per entry, for
+// every board's signals. It triggers no convergence: nothing the planner
+// reads changed.
+func (h *storeHandlers) reportHealth(ctx context.Context, req *models.ReportHealthRequest) (*models.ReportHealthResponse, error) {
+	if err := h.store.LogHealth(ctx, req.GetCellId(), req.GetHealth()); err != nil {
+		return nil, err
+	}
+	return &models.ReportHealthResponse{}, nil
+}
+
 // reportOccupancy applies a cell's batch of occupancy changes and asks
 // convergence for a pass over each LRP whose rows changed: an autoscaled
 // count follows occupancy within a pass.

@@ -194,6 +194,12 @@ var policyCases = []policyCase{
 			{ProcessGuid: f.guid, Presence: models.ActualLRP_ORDINARY, InstanceGuid: instanceGuid, Occupied: true},
 		}}
 	}, []string{asCell1}),
+	cellCase(cell1, "report cell-1's health", models.RouteReportHealth, func(f fixture) proto.Message {
+		return healthReport(cell1, f.guid)
+	}, []string{asCell1}),
+	cellCase(cell2, "report cell-2's health", models.RouteReportHealth, func(f fixture) proto.Message {
+		return healthReport(cell2, f.guid)
+	}, []string{asCell2}),
 }
 
 // identityOf is what the certificate of who names.

@@ -47,10 +47,13 @@ const (
 
 // BoardSignals are the signals the board provider measures, as
 // DefinitionSignals has them (package signals).
-var BoardSignals = []string{"crash_rate", "time_to_ready_p50_ms", "time_to_ready_p99_ms"}
+var BoardSignals = []string{"crash_rate", "time_to_ready_p50_ms", "time_to_ready_p99_ms",
+	"health_failure_rate", "health_latency_p99_ms", "memory_mb_p99"}
 
 // BoardSignal is the named signal's value in f, and whether f has one: a
-// time to ready needs an instance that became ready in the window.
+// time to ready needs an instance that became ready in the window, a
+// health signal health checks (or memory samples) the cells reported in
+// it.
 func BoardSignal(f *DefinitionSignals, name string) (float64, bool) {
 	if f == nil {
 		return 0, false
@@ -62,6 +65,12 @@ func BoardSignal(f *DefinitionSignals, name string) (float64, bool) {
 		return float64(f.GetTimeToReadyP50Ms()), f.GetReadied() > 0
 	case "time_to_ready_p99_ms":
 		return float64(f.GetTimeToReadyP99Ms()), f.GetReadied() > 0
+	case "health_failure_rate":
+		return f.GetHealthFailureRate(), f.GetHealthChecks() > 0
+	case "health_latency_p99_ms":
+		return float64(f.GetHealthLatencyP99Ms()), f.HealthLatencyP99Ms != nil
+	case "memory_mb_p99":
+		return float64(f.GetMemoryMbP99()), f.MemoryMbP99 != nil
 	}
 	return 0, false
 }

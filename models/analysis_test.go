@@ -161,7 +161,7 @@ var _ = Describe("an update's analysis and policy, validated", func() {
 		Entry("no checks", `{"analysis": {}}`, `update.analysis.checks: must have 1 to 10 checks, got 0`),
 		Entry("interval too short", `{"analysis": {"interval_ms": "10", "checks": [{"name": "c", "provider": "board", "signal": "crash_rate", "max": 0.1}]}}`, `update.analysis.interval_ms`),
 		Entry("unknown provider", `{"analysis": {"checks": [{"name": "c", "provider": "datadog", "max": 1}]}}`, `update.analysis.checks[0].provider: must be "board", "prometheus" or "webhook", got "datadog"`),
-		Entry("unknown signal", `{"analysis": {"checks": [{"name": "c", "provider": "board", "signal": "cpu", "max": 1}]}}`, `update.analysis.checks[0].signal: must be one of crash_rate, time_to_ready_p50_ms, time_to_ready_p99_ms, got "cpu"`),
+		Entry("unknown signal", `{"analysis": {"checks": [{"name": "c", "provider": "board", "signal": "cpu", "max": 1}]}}`, `update.analysis.checks[0].signal: must be one of crash_rate, time_to_ready_p50_ms, time_to_ready_p99_ms, health_failure_rate, health_latency_p99_ms, memory_mb_p99, got "cpu"`),
 		Entry("no bound", `{"analysis": {"checks": [{"name": "c", "provider": "board", "signal": "crash_rate"}]}}`, `update.analysis.checks[0].max: a check needs max, min or both`),
 		Entry("negative bound", `{"analysis": {"checks": [{"name": "c", "provider": "board", "signal": "crash_rate", "max": -1}]}}`, `update.analysis.checks[0].max: must be a finite number, not negative, got -1`),
 		Entry("min above max", `{"analysis": {"checks": [{"name": "c", "provider": "board", "signal": "crash_rate", "max": 1, "min": 2}]}}`, `update.analysis.checks[0].min`),

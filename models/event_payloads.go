@@ -19,6 +19,7 @@ var eventPayloads = map[string]func() proto.Message{
 	EventCellChanged:       func() proto.Message { return &CellChangedEvent{} },
 	EventRolloutChanged:    func() proto.Message { return &RolloutChangedEvent{} },
 	EventOperationChanged:  func() proto.Message { return &OperationChangedEvent{} },
+	EventDefinitionHealth:  func() proto.Message { return &DefinitionHealthEvent{} },
 	EventEventsLost:        func() proto.Message { return &EventsLostEvent{} },
 }
 

@@ -14,6 +14,8 @@ const (
 	EventCellChanged       = "cell_changed"
 	EventRolloutChanged    = "rollout_changed"
 	EventOperationChanged  = "operation_changed"
+	// EventDefinitionHealth is one entry of a cell's health report.
+	EventDefinitionHealth = "definition_health"
 	// EventEventsLost opens a resumed stream that could not be resumed.
 	EventEventsLost = "events_lost"
 )

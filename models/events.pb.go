@@ -505,6 +505,61 @@ func (x *OperationChangedEvent) GetOperation() *Operation {
 	return nil
 }
 
+// DefinitionHealthEvent carries one entry of a cell's health report
+// (ReportHealthRequest): what the cell saw of a definition's instances
+// since its previous report. Every board's signals add it up.
+type DefinitionHealthEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	Health        *DefinitionHealth      `protobuf:"bytes,2,opt,name=health,proto3" json:"health,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DefinitionHealthEvent) Reset() {
+	*x = DefinitionHealthEvent{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DefinitionHealthEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DefinitionHealthEvent) ProtoMessage() {}
+
+func (x *DefinitionHealthEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DefinitionHealthEvent.ProtoReflect.Descriptor instead.
+func (*DefinitionHealthEvent) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DefinitionHealthEvent) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *DefinitionHealthEvent) GetHealth() *DefinitionHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
 // EventsLostEvent is sent first on a resumed stream when Last-Event-ID is
 // older than the history the board keeps: the subscriber missed events and
 // should re-read the state it follows.
@@ -518,7 +573,7 @@ type EventsLostEvent struct {
 
 func (x *EventsLostEvent) Reset() {
 	*x = EventsLostEvent{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +585,7 @@ func (x *EventsLostEvent) String() string {
 func (*EventsLostEvent) ProtoMessage() {}
 
 func (x *EventsLostEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +598,7 @@ func (x *EventsLostEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsLostEvent.ProtoReflect.Descriptor instead.
 func (*EventsLostEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EventsLostEvent) GetLastEventId() uint64 {
@@ -574,7 +629,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +641,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +654,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EventsRequest) GetTypes() []string {
@@ -621,7 +676,7 @@ var File_events_proto protoreflect.FileDescriptor
 const file_events_proto_rawDesc = "" +
 	"\n" +
 	"\fevents.proto\x12\x10corkboard.models\x1a\x11desired_lrp.proto\x1a\x10actual_lrp.proto\x1a\n" +
-	"cell.proto\x1a\rrollout.proto\x1a\x0foperation.proto\"W\n" +
+	"cell.proto\x1a\rrollout.proto\x1a\x0foperation.proto\x1a\x0flifecycle.proto\"W\n" +
 	"\x16DesiredLRPCreatedEvent\x12=\n" +
 	"\vdesired_lrp\x18\x01 \x01(\v2\x1c.corkboard.models.DesiredLRPR\n" +
 	"desiredLrp\"\x82\x01\n" +
@@ -652,7 +707,10 @@ const file_events_proto_rawDesc = "" +
 	"\x13RolloutChangedEvent\x127\n" +
 	"\x06status\x18\x01 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\"R\n" +
 	"\x15OperationChangedEvent\x129\n" +
-	"\toperation\x18\x01 \x01(\v2\x1b.corkboard.models.OperationR\toperation\"[\n" +
+	"\toperation\x18\x01 \x01(\v2\x1b.corkboard.models.OperationR\toperation\"l\n" +
+	"\x15DefinitionHealthEvent\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12:\n" +
+	"\x06health\x18\x02 \x01(\v2\".corkboard.models.DefinitionHealthR\x06health\"[\n" +
 	"\x0fEventsLostEvent\x12\"\n" +
 	"\rlast_event_id\x18\x01 \x01(\x04R\vlastEventId\x12$\n" +
 	"\x0eoldest_kept_id\x18\x02 \x01(\x04R\foldestKeptId\"A\n" +
@@ -672,7 +730,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_events_proto_goTypes = []any{
 	(*DesiredLRPCreatedEvent)(nil), // 0: corkboard.models.DesiredLRPCreatedEvent
 	(*DesiredLRPChangedEvent)(nil), // 1: corkboard.models.DesiredLRPChangedEvent
@@ -684,33 +742,36 @@ var file_events_proto_goTypes = []any{
 	(*CellChangedEvent)(nil),       // 7: corkboard.models.CellChangedEvent
 	(*RolloutChangedEvent)(nil),    // 8: corkboard.models.RolloutChangedEvent
 	(*OperationChangedEvent)(nil),  // 9: corkboard.models.OperationChangedEvent
-	(*EventsLostEvent)(nil),        // 10: corkboard.models.EventsLostEvent
-	(*EventsRequest)(nil),          // 11: corkboard.models.EventsRequest
-	(*DesiredLRP)(nil),             // 12: corkboard.models.DesiredLRP
-	(*ActualLRP)(nil),              // 13: corkboard.models.ActualLRP
-	(*Cell)(nil),                   // 14: corkboard.models.Cell
-	(*RolloutStatus)(nil),          // 15: corkboard.models.RolloutStatus
-	(*Operation)(nil),              // 16: corkboard.models.Operation
+	(*DefinitionHealthEvent)(nil),  // 10: corkboard.models.DefinitionHealthEvent
+	(*EventsLostEvent)(nil),        // 11: corkboard.models.EventsLostEvent
+	(*EventsRequest)(nil),          // 12: corkboard.models.EventsRequest
+	(*DesiredLRP)(nil),             // 13: corkboard.models.DesiredLRP
+	(*ActualLRP)(nil),              // 14: corkboard.models.ActualLRP
+	(*Cell)(nil),                   // 15: corkboard.models.Cell
+	(*RolloutStatus)(nil),          // 16: corkboard.models.RolloutStatus
+	(*Operation)(nil),              // 17: corkboard.models.Operation
+	(*DefinitionHealth)(nil),       // 18: corkboard.models.DefinitionHealth
 }
 var file_events_proto_depIdxs = []int32{
-	12, // 0: corkboard.models.DesiredLRPCreatedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	12, // 1: corkboard.models.DesiredLRPChangedEvent.before:type_name -> corkboard.models.DesiredLRP
-	12, // 2: corkboard.models.DesiredLRPChangedEvent.after:type_name -> corkboard.models.DesiredLRP
-	12, // 3: corkboard.models.DesiredLRPRemovedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	13, // 4: corkboard.models.ActualLRPCreatedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
-	13, // 5: corkboard.models.ActualLRPChangedEvent.before:type_name -> corkboard.models.ActualLRP
-	13, // 6: corkboard.models.ActualLRPChangedEvent.after:type_name -> corkboard.models.ActualLRP
-	13, // 7: corkboard.models.ActualLRPRemovedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
-	13, // 8: corkboard.models.ActualLRPCrashedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
-	14, // 9: corkboard.models.CellChangedEvent.before:type_name -> corkboard.models.Cell
-	14, // 10: corkboard.models.CellChangedEvent.after:type_name -> corkboard.models.Cell
-	15, // 11: corkboard.models.RolloutChangedEvent.status:type_name -> corkboard.models.RolloutStatus
-	16, // 12: corkboard.models.OperationChangedEvent.operation:type_name -> corkboard.models.Operation
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	13, // 0: corkboard.models.DesiredLRPCreatedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	13, // 1: corkboard.models.DesiredLRPChangedEvent.before:type_name -> corkboard.models.DesiredLRP
+	13, // 2: corkboard.models.DesiredLRPChangedEvent.after:type_name -> corkboard.models.DesiredLRP
+	13, // 3: corkboard.models.DesiredLRPRemovedEvent.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	14, // 4: corkboard.models.ActualLRPCreatedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
+	14, // 5: corkboard.models.ActualLRPChangedEvent.before:type_name -> corkboard.models.ActualLRP
+	14, // 6: corkboard.models.ActualLRPChangedEvent.after:type_name -> corkboard.models.ActualLRP
+	14, // 7: corkboard.models.ActualLRPRemovedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
+	14, // 8: corkboard.models.ActualLRPCrashedEvent.actual_lrp:type_name -> corkboard.models.ActualLRP
+	15, // 9: corkboard.models.CellChangedEvent.before:type_name -> corkboard.models.Cell
+	15, // 10: corkboard.models.CellChangedEvent.after:type_name -> corkboard.models.Cell
+	16, // 11: corkboard.models.RolloutChangedEvent.status:type_name -> corkboard.models.RolloutStatus
+	17, // 12: corkboard.models.OperationChangedEvent.operation:type_name -> corkboard.models.Operation
+	18, // 13: corkboard.models.DefinitionHealthEvent.health:type_name -> corkboard.models.DefinitionHealth
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -723,13 +784,14 @@ func file_events_proto_init() {
 	file_cell_proto_init()
 	file_rollout_proto_init()
 	file_operation_proto_init()
+	file_lifecycle_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

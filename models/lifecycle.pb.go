@@ -1004,6 +1004,199 @@ func (x *ReportOccupancyResponse) GetApplied() int32 {
 	return 0
 }
 
+// DefinitionHealth is what a cell saw of one definition's instances since
+// its previous health report (models/health.go): the health checks its
+// instances ran once healthy, how many failed, their latencies, and one
+// memory sample per instance running at report time.
+type DefinitionHealth struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid  string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	DefinitionId string                 `protobuf:"bytes,2,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
+	// Health checks run, and of those failed.
+	Checks        int32 `protobuf:"varint,3,opt,name=checks,proto3" json:"checks,omitempty"`
+	CheckFailures int32 `protobuf:"varint,4,opt,name=check_failures,json=checkFailures,proto3" json:"check_failures,omitempty"`
+	// Checks by latency: entry i counts those that took at most
+	// HealthLatencyBucketsMs[i] ms (and more than the bound before it); the
+	// last entry those slower than every bound.
+	LatencyBucketCounts []int64 `protobuf:"varint,5,rep,packed,name=latency_bucket_counts,json=latencyBucketCounts,proto3" json:"latency_bucket_counts,omitempty"`
+	// Running instances by memory in use: entry i counts those holding at
+	// most MemoryBucketsMB[i] MB; the last entry those holding more.
+	MemoryBucketCounts []int64 `protobuf:"varint,6,rep,packed,name=memory_bucket_counts,json=memoryBucketCounts,proto3" json:"memory_bucket_counts,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *DefinitionHealth) Reset() {
+	*x = DefinitionHealth{}
+	mi := &file_lifecycle_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DefinitionHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DefinitionHealth) ProtoMessage() {}
+
+func (x *DefinitionHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DefinitionHealth.ProtoReflect.Descriptor instead.
+func (*DefinitionHealth) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DefinitionHealth) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *DefinitionHealth) GetDefinitionId() string {
+	if x != nil {
+		return x.DefinitionId
+	}
+	return ""
+}
+
+func (x *DefinitionHealth) GetChecks() int32 {
+	if x != nil {
+		return x.Checks
+	}
+	return 0
+}
+
+func (x *DefinitionHealth) GetCheckFailures() int32 {
+	if x != nil {
+		return x.CheckFailures
+	}
+	return 0
+}
+
+func (x *DefinitionHealth) GetLatencyBucketCounts() []int64 {
+	if x != nil {
+		return x.LatencyBucketCounts
+	}
+	return nil
+}
+
+func (x *DefinitionHealth) GetMemoryBucketCounts() []int64 {
+	if x != nil {
+		return x.MemoryBucketCounts
+	}
+	return nil
+}
+
+// ReportHealthRequest carries a cell's health report: one entry per
+// (process_guid, definition_id) it runs or ran since its previous report.
+type ReportHealthRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CellId string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	// 1 to 1000 entries.
+	Health        []*DefinitionHealth `protobuf:"bytes,2,rep,name=health,proto3" json:"health,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportHealthRequest) Reset() {
+	*x = ReportHealthRequest{}
+	mi := &file_lifecycle_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportHealthRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportHealthRequest) ProtoMessage() {}
+
+func (x *ReportHealthRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportHealthRequest.ProtoReflect.Descriptor instead.
+func (*ReportHealthRequest) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReportHealthRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *ReportHealthRequest) GetHealth() []*DefinitionHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+type ReportHealthResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportHealthResponse) Reset() {
+	*x = ReportHealthResponse{}
+	mi := &file_lifecycle_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportHealthResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportHealthResponse) ProtoMessage() {}
+
+func (x *ReportHealthResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportHealthResponse.ProtoReflect.Descriptor instead.
+func (*ReportHealthResponse) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ReportHealthResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 var File_lifecycle_proto protoreflect.FileDescriptor
 
 const file_lifecycle_proto_rawDesc = "" +
@@ -1080,7 +1273,19 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\achanges\x18\x02 \x03(\v2!.corkboard.models.OccupancyChangeR\achanges\"b\n" +
 	"\x17ReportOccupancyResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12\x18\n" +
-	"\aapplied\x18\x02 \x01(\x05R\aappliedB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\aapplied\x18\x02 \x01(\x05R\aapplied\"\xff\x01\n" +
+	"\x10DefinitionHealth\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12#\n" +
+	"\rdefinition_id\x18\x02 \x01(\tR\fdefinitionId\x12\x16\n" +
+	"\x06checks\x18\x03 \x01(\x05R\x06checks\x12%\n" +
+	"\x0echeck_failures\x18\x04 \x01(\x05R\rcheckFailures\x122\n" +
+	"\x15latency_bucket_counts\x18\x05 \x03(\x03R\x13latencyBucketCounts\x120\n" +
+	"\x14memory_bucket_counts\x18\x06 \x03(\x03R\x12memoryBucketCounts\"j\n" +
+	"\x13ReportHealthRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12:\n" +
+	"\x06health\x18\x02 \x03(\v2\".corkboard.models.DefinitionHealthR\x06health\"E\n" +
+	"\x14ReportHealthResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05errorB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_lifecycle_proto_rawDescOnce sync.Once
@@ -1094,7 +1299,7 @@ func file_lifecycle_proto_rawDescGZIP() []byte {
 	return file_lifecycle_proto_rawDescData
 }
 
-var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_lifecycle_proto_goTypes = []any{
 	(*ClaimActualLRPRequest)(nil),      // 0: corkboard.models.ClaimActualLRPRequest
 	(*StartActualLRPRequest)(nil),      // 1: corkboard.models.StartActualLRPRequest
@@ -1110,34 +1315,39 @@ var file_lifecycle_proto_goTypes = []any{
 	(*OccupancyChange)(nil),            // 11: corkboard.models.OccupancyChange
 	(*ReportOccupancyRequest)(nil),     // 12: corkboard.models.ReportOccupancyRequest
 	(*ReportOccupancyResponse)(nil),    // 13: corkboard.models.ReportOccupancyResponse
-	(*NetInfo)(nil),                    // 14: corkboard.models.NetInfo
-	(ActualLRP_Presence)(0),            // 15: corkboard.models.ActualLRP.Presence
-	(*Error)(nil),                      // 16: corkboard.models.Error
-	(*ActualLRP)(nil),                  // 17: corkboard.models.ActualLRP
-	(ActualLRP_State)(0),               // 18: corkboard.models.ActualLRP.State
+	(*DefinitionHealth)(nil),           // 14: corkboard.models.DefinitionHealth
+	(*ReportHealthRequest)(nil),        // 15: corkboard.models.ReportHealthRequest
+	(*ReportHealthResponse)(nil),       // 16: corkboard.models.ReportHealthResponse
+	(*NetInfo)(nil),                    // 17: corkboard.models.NetInfo
+	(ActualLRP_Presence)(0),            // 18: corkboard.models.ActualLRP.Presence
+	(*Error)(nil),                      // 19: corkboard.models.Error
+	(*ActualLRP)(nil),                  // 20: corkboard.models.ActualLRP
+	(ActualLRP_State)(0),               // 21: corkboard.models.ActualLRP.State
 }
 var file_lifecycle_proto_depIdxs = []int32{
-	14, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
-	15, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	15, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	16, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
-	17, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
-	15, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
-	18, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
-	14, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
+	17, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
+	18, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	18, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	19, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
+	20, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
+	18, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
+	21, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
+	17, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
 	6,  // 8: corkboard.models.BulkReportRequest.instances:type_name -> corkboard.models.ReportedInstance
-	16, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
+	19, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
 	6,  // 10: corkboard.models.BulkReportResponse.stop:type_name -> corkboard.models.ReportedInstance
-	17, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
-	16, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
-	15, // 13: corkboard.models.OccupancyChange.presence:type_name -> corkboard.models.ActualLRP.Presence
+	20, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
+	19, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
+	18, // 13: corkboard.models.OccupancyChange.presence:type_name -> corkboard.models.ActualLRP.Presence
 	11, // 14: corkboard.models.ReportOccupancyRequest.changes:type_name -> corkboard.models.OccupancyChange
-	16, // 15: corkboard.models.ReportOccupancyResponse.error:type_name -> corkboard.models.Error
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	19, // 15: corkboard.models.ReportOccupancyResponse.error:type_name -> corkboard.models.Error
+	14, // 16: corkboard.models.ReportHealthRequest.health:type_name -> corkboard.models.DefinitionHealth
+	19, // 17: corkboard.models.ReportHealthResponse.error:type_name -> corkboard.models.Error
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_lifecycle_proto_init() }
@@ -1154,7 +1364,7 @@ func file_lifecycle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lifecycle_proto_rawDesc), len(file_lifecycle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

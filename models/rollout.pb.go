@@ -1015,8 +1015,19 @@ type DefinitionSignals struct {
 	Readied          int32 `protobuf:"varint,5,opt,name=readied,proto3" json:"readied,omitempty"`
 	TimeToReadyP50Ms int64 `protobuf:"varint,6,opt,name=time_to_ready_p50_ms,json=timeToReadyP50Ms,proto3" json:"time_to_ready_p50_ms,omitempty"`
 	TimeToReadyP99Ms int64 `protobuf:"varint,7,opt,name=time_to_ready_p99_ms,json=timeToReadyP99Ms,proto3" json:"time_to_ready_p99_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Health checks the instances ran once healthy (the cells' health
+	// reports in the span), how many failed, and failures / checks (0
+	// without checks).
+	HealthChecks        int32   `protobuf:"varint,8,opt,name=health_checks,json=healthChecks,proto3" json:"health_checks,omitempty"`
+	HealthCheckFailures int32   `protobuf:"varint,9,opt,name=health_check_failures,json=healthCheckFailures,proto3" json:"health_check_failures,omitempty"`
+	HealthFailureRate   float64 `protobuf:"fixed64,10,opt,name=health_failure_rate,json=healthFailureRate,proto3" json:"health_failure_rate,omitempty"`
+	// The 99th percentile of the checks' latency, in ms, and of the
+	// instances' memory in use, in MB, each the upper bound of its bucket
+	// (models.HistogramQuantile); absent without samples in the span.
+	HealthLatencyP99Ms *int64 `protobuf:"varint,11,opt,name=health_latency_p99_ms,json=healthLatencyP99Ms,proto3,oneof" json:"health_latency_p99_ms,omitempty"`
+	MemoryMbP99        *int64 `protobuf:"varint,12,opt,name=memory_mb_p99,json=memoryMbP99,proto3,oneof" json:"memory_mb_p99,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *DefinitionSignals) Reset() {
@@ -1094,6 +1105,41 @@ func (x *DefinitionSignals) GetTimeToReadyP50Ms() int64 {
 func (x *DefinitionSignals) GetTimeToReadyP99Ms() int64 {
 	if x != nil {
 		return x.TimeToReadyP99Ms
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetHealthChecks() int32 {
+	if x != nil {
+		return x.HealthChecks
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetHealthCheckFailures() int32 {
+	if x != nil {
+		return x.HealthCheckFailures
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetHealthFailureRate() float64 {
+	if x != nil {
+		return x.HealthFailureRate
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetHealthLatencyP99Ms() int64 {
+	if x != nil && x.HealthLatencyP99Ms != nil {
+		return *x.HealthLatencyP99Ms
+	}
+	return 0
+}
+
+func (x *DefinitionSignals) GetMemoryMbP99() int64 {
+	if x != nil && x.MemoryMbP99 != nil {
+		return *x.MemoryMbP99
 	}
 	return 0
 }
@@ -1683,7 +1729,7 @@ const file_rollout_proto_rawDesc = "" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x12\x1c\n" +
 	"\tinstances\x18\x02 \x01(\x05R\tinstances\x12\x18\n" +
 	"\arunning\x18\x03 \x01(\x05R\arunning\x12=\n" +
-	"\asignals\x18\x04 \x01(\v2#.corkboard.models.DefinitionSignalsR\asignals\"\x8d\x02\n" +
+	"\asignals\x18\x04 \x01(\v2#.corkboard.models.DefinitionSignalsR\asignals\"\xa3\x04\n" +
 	"\x11DefinitionSignals\x12\x1b\n" +
 	"\twindow_ms\x18\x01 \x01(\x03R\bwindowMs\x12\x18\n" +
 	"\acrashes\x18\x02 \x01(\x05R\acrashes\x12\x1d\n" +
@@ -1692,7 +1738,15 @@ const file_rollout_proto_rawDesc = "" +
 	"\x10top_crash_reason\x18\x04 \x01(\tR\x0etopCrashReason\x12\x18\n" +
 	"\areadied\x18\x05 \x01(\x05R\areadied\x12.\n" +
 	"\x14time_to_ready_p50_ms\x18\x06 \x01(\x03R\x10timeToReadyP50Ms\x12.\n" +
-	"\x14time_to_ready_p99_ms\x18\a \x01(\x03R\x10timeToReadyP99Ms\"9\n" +
+	"\x14time_to_ready_p99_ms\x18\a \x01(\x03R\x10timeToReadyP99Ms\x12#\n" +
+	"\rhealth_checks\x18\b \x01(\x05R\fhealthChecks\x122\n" +
+	"\x15health_check_failures\x18\t \x01(\x05R\x13healthCheckFailures\x12.\n" +
+	"\x13health_failure_rate\x18\n" +
+	" \x01(\x01R\x11healthFailureRate\x126\n" +
+	"\x15health_latency_p99_ms\x18\v \x01(\x03H\x00R\x12healthLatencyP99Ms\x88\x01\x01\x12'\n" +
+	"\rmemory_mb_p99\x18\f \x01(\x03H\x01R\vmemoryMbP99\x88\x01\x01B\x18\n" +
+	"\x16_health_latency_p99_msB\x10\n" +
+	"\x0e_memory_mb_p99\"9\n" +
 	"\x14RolloutStatusRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\"\x7f\n" +
 	"\x15RolloutStatusResponse\x12-\n" +
@@ -1809,6 +1863,7 @@ func file_rollout_proto_init() {
 	}
 	file_error_proto_init()
 	file_analysis_proto_init()
+	file_rollout_proto_msgTypes[11].OneofWrappers = []any{}
 	file_rollout_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -54,6 +54,9 @@ const (
 	// RouteReportOccupancy carries a small batch of instances' occupancy
 	// changes, between bulk reports.
 	RouteReportOccupancy = "/v1/actual_lrps/occupancy"
+	// RouteReportHealth carries what a cell saw of its instances' health
+	// checks and memory since its previous health report.
+	RouteReportHealth = "/v1/cells/report_health"
 
 	// RouteEvents streams Server-Sent Events.
 	RouteEvents = "/v1/events"

@@ -39,6 +39,9 @@ const (
 	// DefaultUnroutableRetryTimeout is long enough for a board to restart
 	// and short enough that a stop does not wait on a board that is gone.
 	DefaultUnroutableRetryTimeout = 10 * time.Second
+	// DefaultHealthReportInterval keeps the board's signals within seconds
+	// of what instances do, at one call per cell every 10 s.
+	DefaultHealthReportInterval = 10 * time.Second
 
 	// finalCallTimeout bounds the calls a rep on its way out still makes
 	// (removing the rows of the instances it stopped): a gone board must
@@ -91,6 +94,12 @@ type AgentConfig struct {
 	// before it stops the instance anyway; a board that answers
 	// Unavailable (its database is away) starts it again.
 	UnroutableRetryTimeout time.Duration
+	// HealthReportInterval is how often the agent reports its instances'
+	// health checks and memory to the board (see healthLoop). Zero means
+	// DefaultHealthReportInterval.
+	HealthReportInterval time.Duration
+	// DisableHealthReports makes the agent send no health reports.
+	DisableHealthReports bool
 	// Logger may be nil.
 	Logger lager.Logger
 }
@@ -169,6 +178,10 @@ type Agent struct {
 
 	// streaming: an event stream is open (followEvents).
 	streaming bool
+
+	// pendingHealth is what the next health report carries, by
+	// definition; only healthLoop touches it.
+	pendingHealth map[definitionKey]*models.DefinitionHealth
 }
 
 type instanceKey struct {
@@ -199,6 +212,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		"PollInterval": cfg.PollInterval, "RetryInterval": cfg.RetryInterval, "BulkSyncInterval": cfg.BulkSyncInterval,
 		"EvacuationTimeout": cfg.EvacuationTimeout, "StopGracePeriod": cfg.StopGracePeriod,
 		"UnroutableRetryTimeout": cfg.UnroutableRetryTimeout, "OccupancyBatchInterval": cfg.OccupancyBatchInterval,
+		"HealthReportInterval": cfg.HealthReportInterval,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("AgentConfig.%s must not be negative, got %s", name, d)
@@ -228,6 +242,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.UnroutableRetryTimeout == 0 {
 		cfg.UnroutableRetryTimeout = DefaultUnroutableRetryTimeout
 	}
+	if cfg.HealthReportInterval == 0 {
+		cfg.HealthReportInterval = DefaultHealthReportInterval
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = lager.NewLogger("rep")
 	}
@@ -251,6 +268,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		definitions:   map[definitionKey]*models.LRPDefinition{},
 
 		pendingOccupancy: map[string]bool{},
+		pendingHealth:    map[definitionKey]*models.DefinitionHealth{},
 	}
 	cellCalls, err := NewCellCalls(cfg.CellClient, CellCallsConfig[string]{
 		RetryInterval:          cfg.RetryInterval,
@@ -276,6 +294,10 @@ func (a *Agent) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	if !a.cfg.DisableEventStream {
 		a.loops.Add(1)
 		go a.followEvents()
+	}
+	if !a.cfg.DisableHealthReports {
+		a.loops.Add(1)
+		go a.healthLoop()
 	}
 	close(ready)
 	a.logger.Info("started", lager.Data{"instance_guid_prefix": a.guidPrefix})

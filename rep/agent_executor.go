@@ -34,6 +34,10 @@ type Executor interface {
 	// StopTimeout bounds how long Stop takes once it signalled the
 	// instance; an evacuation that timed out waits for it.
 	StopTimeout() time.Duration
+	// TakeHealth returns, per definition, what its instances' health
+	// checks did since the previous call and a memory sample of each
+	// instance running now (see rep/executor's TakeHealth).
+	TakeHealth() []*models.DefinitionHealth
 }
 
 // The executor of a real cell is an Executor.

@@ -27,6 +27,7 @@ type fakeExecutor struct {
 	stops    []string
 	cancels  []string
 	shutDown bool
+	health   []*models.DefinitionHealth
 }
 
 var _ rep.Executor = (*fakeExecutor)(nil)
@@ -150,4 +151,21 @@ func fakeNetInfo(index int32) *models.NetInfo {
 		Address: "127.0.0.1",
 		Ports:   []*models.PortMapping{{ContainerPort: 8080, HostPort: uint32(61000 + index)}},
 	}
+}
+
+// TakeHealth returns what OfferHealth queued since the last call.
+func (f *fakeExecutor) TakeHealth() []*models.DefinitionHealth {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	taken := f.health
+	f.health = nil
+	return taken
+}
+
+// OfferHealth queues what the next TakeHealth returns, as if the
+// instances had run those checks.
+func (f *fakeExecutor) OfferHealth(health ...*models.DefinitionHealth) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.health = append(f.health, health...)
 }

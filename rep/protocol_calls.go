@@ -252,6 +252,12 @@ func (c *CellCalls[K]) BulkReport(ctx context.Context, reported []*models.Report
 	return c.board.BulkReport(ctx, reported)
 }
 
+// ReportHealth sends a health report (never repeated: see
+// client.CellClient.ReportHealth).
+func (c *CellCalls[K]) ReportHealth(ctx context.Context, health []*models.DefinitionHealth) error {
+	return c.board.ReportHealth(ctx, health)
+}
+
 // ReportOccupancy sends what instances said of themselves; it returns how
 // many changes the board applied. One attempt: a bulk report carries every
 // instance's occupancy too.

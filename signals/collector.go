@@ -31,7 +31,7 @@ func NewCollector(span time.Duration, now func() time.Time) *Collector {
 // collectedTypes are the events a collector reads.
 var collectedTypes = []string{
 	models.EventActualLRPCreated, models.EventActualLRPChanged, models.EventActualLRPCrashed,
-	models.EventDesiredLRPRemoved,
+	models.EventDesiredLRPRemoved, models.EventDefinitionHealth,
 }
 
 // Run follows hub from its last event until ctx ends. A subscription the
@@ -69,6 +69,9 @@ func (c *Collector) follow(ctx context.Context, sub *events.Subscription) {
 //     time from start (CLAIMED) to ready the difference of the two rows'
 //     since;
 //   - a crash: at the crashed row's since, with its reason;
+//   - a cell's health report of a definition: at the collector's now (the
+//     event carries no time; the hub hands it over within moments of its
+//     logging);
 //   - an LRP removed: its definitions are forgotten.
 func (c *Collector) Observe(e models.Event) {
 	c.mu.Lock()
@@ -94,6 +97,8 @@ func (c *Collector) Observe(e models.Event) {
 	case *models.ActualLRPCrashedEvent:
 		a := p.GetActualLrp()
 		c.window.Crashed(a.GetProcessGuid(), a.GetDefinitionId(), at(a.GetSince()), p.GetCrashReason())
+	case *models.DefinitionHealthEvent:
+		c.window.Reported(p.GetHealth(), c.now())
 	case *models.DesiredLRPRemovedEvent:
 		c.window.Forget(p.GetDesiredLrp().GetProcessGuid())
 	}
@@ -113,6 +118,18 @@ var (
 	readyDesc = prometheus.NewDesc("corkboard_definition_time_to_ready_seconds",
 		"Time from start (CLAIMED) to ready (RUNNING) of the definition's instances that became ready within the signal window.",
 		[]string{"process_guid", "definition_id", "quantile"}, nil)
+	healthChecksDesc = prometheus.NewDesc("corkboard_definition_health_checks",
+		"Health checks the definition's healthy instances ran within the signal window, as their cells reported them.",
+		[]string{"process_guid", "definition_id"}, nil)
+	healthFailuresDesc = prometheus.NewDesc("corkboard_definition_health_check_failures",
+		"Of the definition's health checks within the signal window, those that failed.",
+		[]string{"process_guid", "definition_id"}, nil)
+	healthLatencyDesc = prometheus.NewDesc("corkboard_definition_health_latency_p99_seconds",
+		"The 99th percentile of the latency of the definition's health checks within the signal window (the upper bound of its bucket).",
+		[]string{"process_guid", "definition_id"}, nil)
+	memoryDesc = prometheus.NewDesc("corkboard_definition_memory_p99_bytes",
+		"The 99th percentile of the memory the definition's running instances held at their cells' health reports within the signal window (the upper bound of its bucket).",
+		[]string{"process_guid", "definition_id"}, nil)
 	windowDesc = prometheus.NewDesc("corkboard_definition_signal_window_seconds",
 		"The span the definition's signals cover: the window, or less while the board has seen the definition for less.",
 		[]string{"process_guid", "definition_id"}, nil)
@@ -123,6 +140,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- crashesDesc
 	ch <- readyDesc
 	ch <- windowDesc
+	ch <- healthChecksDesc
+	ch <- healthFailuresDesc
+	ch <- healthLatencyDesc
+	ch <- memoryDesc
 }
 
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
@@ -134,6 +155,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if f.GetReadied() > 0 {
 			ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(f.GetTimeToReadyP50Ms())/1000, processGuid, definitionID, "0.5")
 			ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(f.GetTimeToReadyP99Ms())/1000, processGuid, definitionID, "0.99")
+		}
+		ch <- prometheus.MustNewConstMetric(healthChecksDesc, prometheus.GaugeValue, float64(f.GetHealthChecks()), processGuid, definitionID)
+		ch <- prometheus.MustNewConstMetric(healthFailuresDesc, prometheus.GaugeValue, float64(f.GetHealthCheckFailures()), processGuid, definitionID)
+		if f.HealthLatencyP99Ms != nil {
+			ch <- prometheus.MustNewConstMetric(healthLatencyDesc, prometheus.GaugeValue, float64(f.GetHealthLatencyP99Ms())/1000, processGuid, definitionID)
+		}
+		if f.MemoryMbP99 != nil {
+			ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(f.GetMemoryMbP99())*(1<<20), processGuid, definitionID)
 		}
 	})
 }

@@ -39,6 +39,15 @@ type record struct {
 	firstSeen   time.Time
 	crashes     []crash
 	readied     []readied
+	health      []healthReport
+}
+
+// healthReport is one cell's report of the definition's health checks
+// and memory, at when the window learnt of it.
+type healthReport struct {
+	at               time.Time
+	checks, failures int64
+	latency, memory  []int64
 }
 
 type crash struct {
@@ -93,6 +102,19 @@ func (w *Window) Readied(processGuid, definitionID string, at time.Time, took ti
 	}
 }
 
+// Reported notes a cell's health report of an instance's definition
+// (models.DefinitionHealth), at at.
+func (w *Window) Reported(h *models.DefinitionHealth, at time.Time) {
+	r := w.record(h.GetProcessGuid(), h.GetDefinitionId(), at)
+	r.health = append(r.health, healthReport{
+		at: at, checks: int64(h.GetChecks()), failures: int64(h.GetCheckFailures()),
+		latency: h.GetLatencyBucketCounts(), memory: h.GetMemoryBucketCounts(),
+	})
+	if len(r.health) > maxKept {
+		r.health = slices.Delete(r.health, 0, len(r.health)-maxKept)
+	}
+}
+
 // Forget drops every definition of the LRP (removed).
 func (w *Window) Forget(processGuid string) {
 	for id, r := range w.defs {
@@ -108,6 +130,7 @@ func (w *Window) prune(now time.Time) {
 	for _, r := range w.defs {
 		r.crashes = slices.DeleteFunc(r.crashes, func(c crash) bool { return c.at.Before(from) })
 		r.readied = slices.DeleteFunc(r.readied, func(x readied) bool { return x.at.Before(from) })
+		r.health = slices.DeleteFunc(r.health, func(h healthReport) bool { return h.at.Before(from) })
 	}
 }
 
@@ -128,6 +151,15 @@ func (w *Window) prune(now time.Time) {
 //  4. Times to ready 900 ms, 1.2 s, 1.1 s, 4 s (readied 4): p50 is the
 //     second of the sorted four (⌈0.5 × 4⌉ = 2), 1.1 s; p99 the fourth
 //     (⌈0.99 × 4⌉ = 4), 4 s.
+//  5. Two cells' health reports in the span: 60 checks, 3 failed, 57
+//     within 5 ms and 3 within 1 s; and 30 checks, none failed, all
+//     within 5 ms; memory samples 2 within 64 MB, then 2 within 64 MB
+//     and 1 within 128 MB. Checks 90, failures 3, failure rate 3 / 90 =
+//     0.0333…; latency p99 is rank ⌈0.99 × 90⌉ = 90 of the merged
+//     buckets (87 within 5 ms, 3 within 1000 ms): 1000 ms; memory p99 is
+//     rank ⌈0.99 × 5⌉ = 5 (4 within 64, 1 within 128): 128 MB.
+//  6. Reports of memory alone (a process health check runs no checks):
+//     checks 0, failure rate 0, no latency p99; a memory p99.
 func (w *Window) Figures(definitionID string, instances int, now time.Time) *models.DefinitionSignals {
 	r, ok := w.defs[definitionID]
 	if !ok {
@@ -151,6 +183,24 @@ func (w *Window) Figures(definitionID string, instances int, now time.Time) *mod
 		slices.Sort(took)
 		f.TimeToReadyP50Ms = nearestRank(took, 0.50).Milliseconds()
 		f.TimeToReadyP99Ms = nearestRank(took, 0.99).Milliseconds()
+	}
+	var checks, failures int64
+	var latency, memory []int64
+	for _, h := range r.health {
+		checks += h.checks
+		failures += h.failures
+		latency = models.AddBucketCounts(latency, h.latency)
+		memory = models.AddBucketCounts(memory, h.memory)
+	}
+	f.HealthChecks, f.HealthCheckFailures = int32(min(checks, math.MaxInt32)), int32(min(failures, math.MaxInt32))
+	if checks > 0 {
+		f.HealthFailureRate = float64(failures) / float64(checks)
+	}
+	if p99, ok := models.HistogramQuantile(models.HealthLatencyBucketsMs, latency, 0.99); ok {
+		f.HealthLatencyP99Ms = &p99
+	}
+	if p99, ok := models.HistogramQuantile(models.MemoryBucketsMB, memory, 0.99); ok {
+		f.MemoryMbP99 = &p99
 	}
 	return f
 }

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/models"
@@ -96,5 +97,87 @@ var _ = Describe("Collector", func() {
 
 		c.Observe(models.DesiredLRPRemoved(&models.DesiredLRP{ProcessGuid: "lrp"}))
 		Expect(c.Figures("v2", 2)).To(BeNil())
+	})
+})
+
+// report is a cell's health report of lrp's v2: checks by latency bucket
+// index, failures of them, memory samples by bucket index.
+func report(latency map[int]int64, failures int32, memory map[int]int64) *models.DefinitionHealth {
+	h := &models.DefinitionHealth{ProcessGuid: "lrp", DefinitionId: "v2", CheckFailures: failures,
+		LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1),
+		MemoryBucketCounts:  make([]int64, len(models.MemoryBucketsMB)+1)}
+	for i, c := range latency {
+		h.LatencyBucketCounts[i] = c
+		h.Checks += int32(c)
+	}
+	for i, c := range memory {
+		h.MemoryBucketCounts[i] = c
+	}
+	return h
+}
+
+var _ = Describe("Window.Figures of health reports (its worked examples)", func() {
+	const within5ms, within1s, within64MB, within128MB = 2, 9, 2, 3
+
+	It("5. adds two cells' reports: checks, failures, the rate, and p99s of the merged buckets", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Seen("lrp", "v2", ago(10*time.Minute))
+		w.Reported(report(map[int]int64{within5ms: 57, within1s: 3}, 3, map[int]int64{within64MB: 2}), ago(20*time.Second))
+		w.Reported(report(map[int]int64{within5ms: 30}, 0, map[int]int64{within64MB: 2, within128MB: 1}), ago(10*time.Second))
+		got := w.Figures("v2", 5, t0)
+		Expect(proto.Equal(got, &models.DefinitionSignals{
+			WindowMs: 300000, HealthChecks: 90, HealthCheckFailures: 3, HealthFailureRate: 3.0 / 90,
+			HealthLatencyP99Ms: proto.Int64(1000), MemoryMbP99: proto.Int64(128),
+		})).To(BeTrue(), "got %v", got)
+	})
+
+	It("6. memory alone: no checks, a rate of 0, no latency", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Reported(report(nil, 0, map[int]int64{0: 3}), ago(time.Minute))
+		got := w.Figures("v2", 3, t0)
+		Expect(proto.Equal(got, &models.DefinitionSignals{WindowMs: 60000, MemoryMbP99: proto.Int64(16)})).To(BeTrue(), "got %v", got)
+		_, ok := models.BoardSignal(got, "health_failure_rate")
+		Expect(ok).To(BeFalse(), "no checks: no failure rate to judge")
+	})
+
+	It("drops reports older than the span", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Seen("lrp", "v2", ago(10*time.Minute))
+		w.Reported(report(map[int]int64{within1s: 10}, 10, map[int]int64{within128MB: 1}), ago(6*time.Minute))
+		w.Reported(report(map[int]int64{within5ms: 4}, 0, nil), ago(time.Minute))
+		got := w.Figures("v2", 1, t0)
+		Expect(proto.Equal(got, &models.DefinitionSignals{
+			WindowMs: 300000, HealthChecks: 4, HealthLatencyP99Ms: proto.Int64(5),
+		})).To(BeTrue(), "got %v", got)
+	})
+})
+
+var _ = Describe("Collector of health reports", func() {
+	It("adds up definition_health events and exports them on /metrics", func() {
+		c := signals.NewCollector(5*time.Minute, func() time.Time { return t0 })
+		c.Observe(models.DefinitionHealthLogged("cell-1", report(map[int]int64{2: 8, 4: 2}, 1, map[int]int64{1: 2})))
+		c.Observe(models.DefinitionHealthLogged("cell-2", report(map[int]int64{2: 10}, 0, map[int]int64{1: 1})))
+		f := c.Figures("v2", 3)
+		Expect(f.GetHealthChecks()).To(BeEquivalentTo(20))
+		Expect(f.GetHealthCheckFailures()).To(BeEquivalentTo(1))
+		Expect(f.GetHealthFailureRate()).To(Equal(0.05))
+		Expect(f.GetHealthLatencyP99Ms()).To(BeEquivalentTo(20))
+		Expect(f.GetMemoryMbP99()).To(BeEquivalentTo(32))
+
+		registry := prometheus.NewPedanticRegistry()
+		Expect(registry.Register(c)).To(Succeed())
+		families, err := registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		values := map[string]float64{}
+		for _, family := range families {
+			for _, m := range family.GetMetric() {
+				values[family.GetName()] = m.GetGauge().GetValue()
+				Expect(m.GetLabel()).To(HaveLen(2), family.GetName())
+			}
+		}
+		Expect(values).To(HaveKeyWithValue("corkboard_definition_health_checks", 20.0))
+		Expect(values).To(HaveKeyWithValue("corkboard_definition_health_check_failures", 1.0))
+		Expect(values).To(HaveKeyWithValue("corkboard_definition_health_latency_p99_seconds", 0.02))
+		Expect(values).To(HaveKeyWithValue("corkboard_definition_memory_p99_bytes", float64(32<<20)))
 	})
 })

@@ -92,8 +92,10 @@ func judgementLine(j *models.RolloutJudgement) string {
 
 // signalsLine writes a definition's signals as one line, e.g.
 // "signals v2 (last 5m0s): 2 crashes (0.1 per instance per minute, most
-// often: exited with code 1); 4 ready (start to ready p50 1.1s, p99 4s)";
-// empty when the board sent none.
+// often: exited with code 1); 4 ready (start to ready p50 1.1s, p99 4s);
+// 600 health checks (3 failed: 0.005, latency p99 20ms); memory p99 64
+// MB" — the memory part only with samples; empty when the board sent
+// none.
 func signalsLine(d *models.DefinitionInstances) string {
 	f := d.GetSignals()
 	if f == nil {
@@ -109,8 +111,19 @@ func signalsLine(d *models.DefinitionInstances) string {
 		ready += fmt.Sprintf(" (start to ready p50 %s, p99 %s)",
 			time.Duration(f.GetTimeToReadyP50Ms())*time.Millisecond, time.Duration(f.GetTimeToReadyP99Ms())*time.Millisecond)
 	}
-	return fmt.Sprintf("signals %s (last %s): %s; %s", d.GetDefinitionId(),
-		(time.Duration(f.GetWindowMs()) * time.Millisecond).Round(time.Second), crashes, ready)
+	health := fmt.Sprintf("%d health checks", f.GetHealthChecks())
+	if f.GetHealthChecks() > 0 {
+		health += fmt.Sprintf(" (%d failed: %.3g", f.GetHealthCheckFailures(), f.GetHealthFailureRate())
+		if f.HealthLatencyP99Ms != nil {
+			health += fmt.Sprintf(", latency p99 %s", time.Duration(f.GetHealthLatencyP99Ms())*time.Millisecond)
+		}
+		health += ")"
+	}
+	if f.MemoryMbP99 != nil {
+		health += fmt.Sprintf("; memory p99 %d MB", f.GetMemoryMbP99())
+	}
+	return fmt.Sprintf("signals %s (last %s): %s; %s; %s", d.GetDefinitionId(),
+		(time.Duration(f.GetWindowMs()) * time.Millisecond).Round(time.Second), crashes, ready, health)
 }
 
 func (a *app) rolloutTableRow(ctx context.Context, s *models.RolloutStatus) ([]string, error) {
@@ -177,7 +190,10 @@ With -o table, the table is followed by a line per definition with what the
 board saw its instances do over the last 5 minutes (less while the board has
 known the definition for less): crashes, per instance per minute, and the most
 frequent reason; instances that became ready, and the time from start to
-ready (p50, p99). The JSON output has them as each definition's "signals".
+ready (p50, p99); the health checks its healthy instances ran (as their
+cells reported them), how many failed and the share, and the checks'
+latency p99; and the p99 of the memory its running instances held. The
+JSON output has them as each definition's "signals".
 
 With -o table, a rollout whose update asked for analysis, a failure policy or
 a bake (docs/analysis.md) is followed by what judges it ("analysis: 2 checks

@@ -39,6 +39,7 @@ import (
 //	  "event_stream": true,
 //	  "bulk_sync_interval": "30s",
 //	  "occupancy_batch_interval": "250ms",
+//	  "health_report_interval": "10s",
 //	  "evacuation_timeout": "10m",
 //	  "stop_grace_period": "5s",
 //	  "stop_timeout": "10s",
@@ -100,6 +101,9 @@ type Config struct {
 	// themselves (occupied or ready) before it sends it all in one call
 	// ("250ms").
 	OccupancyBatchInterval string `json:"occupancy_batch_interval"`
+	// HealthReportInterval is how often it reports its instances' health
+	// checks and memory to the board ("10s"); "0s" sends none.
+	HealthReportInterval string `json:"health_report_interval"`
 	// EvacuationTimeout bounds an evacuation ("10m").
 	EvacuationTimeout string `json:"evacuation_timeout"`
 	// StopGracePeriod is how long an unroutable instance keeps running
@@ -212,6 +216,9 @@ func (c *Config) applyDefaults() {
 	if c.OccupancyBatchInterval == "" {
 		c.OccupancyBatchInterval = rep.DefaultOccupancyBatchInterval.String()
 	}
+	if c.HealthReportInterval == "" {
+		c.HealthReportInterval = rep.DefaultHealthReportInterval.String()
+	}
 	if c.EvacuationTimeout == "" {
 		c.EvacuationTimeout = rep.DefaultEvacuationTimeout.String()
 	}
@@ -309,6 +316,11 @@ func (c Config) validate() error {
 	if c.RetryInterval != "" {
 		if err := configfile.CheckDurations(configfile.Duration{Key: "retry_interval", Value: c.RetryInterval}); err != nil {
 			return err
+		}
+	}
+	if !c.healthReportsDisabled() {
+		if err := configfile.CheckDurations(configfile.Duration{Key: "health_report_interval", Value: c.HealthReportInterval, Least: 100 * time.Millisecond}); err != nil {
+			return configfile.Invalid("health_report_interval", fmt.Sprintf("%q is neither \"0s\" (no reports) nor a duration of at least 100ms like \"10s\"", c.HealthReportInterval))
 		}
 	}
 	if err := configfile.CheckDurations(
@@ -458,4 +470,11 @@ func reachable(hostPort, host string) string {
 		h = host
 	}
 	return net.JoinHostPort(h, port)
+}
+
+// healthReportsDisabled says whether health_report_interval is zero: the
+// rep sends no health reports.
+func (c *Config) healthReportsDisabled() bool {
+	d, err := time.ParseDuration(c.HealthReportInterval)
+	return err == nil && d == 0
 }

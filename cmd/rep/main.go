@@ -165,6 +165,8 @@ func serve(logger lager.Logger, cfg Config) error {
 		EvacuationTimeout:      configfile.MustDuration(cfg.EvacuationTimeout),
 		StopGracePeriod:        configfile.MustDuration(cfg.StopGracePeriod),
 		UnroutableRetryTimeout: configfile.MustDuration(cfg.UnroutableRetryTimeout),
+		HealthReportInterval:   configfile.MustDuration(cfg.HealthReportInterval),
+		DisableHealthReports:   cfg.healthReportsDisabled(),
 		Logger:                 logger,
 	})
 	if err != nil {

@@ -204,7 +204,10 @@ type Executor struct {
 
 	mu        sync.Mutex
 	instances map[string]*instance // by instance guid, from Run until exit
-	shutDown  bool
+	// endedTallies keeps the health checks of instances that ended since
+	// the last TakeHealth, by definition.
+	endedTallies map[healthKey]healthTally
+	shutDown     bool
 	// starting counts Runs past reserve, so Shutdown can wait for them
 	// and stop what they start.
 	starting sync.WaitGroup
@@ -324,10 +327,11 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 			Interval: cfg.MemoryCheckInterval, CgroupRoot: cfg.CgroupRoot, Logger: logger,
 			MaxProcesses: iso.MaxProcesses(),
 		}),
-		iso:       iso,
-		ctx:       ctx,
-		cancel:    cancel,
-		instances: map[string]*instance{},
+		iso:          iso,
+		ctx:          ctx,
+		cancel:       cancel,
+		instances:    map[string]*instance{},
+		endedTallies: map[healthKey]healthTally{},
 	}, nil
 }
 
@@ -894,10 +898,12 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 
 	failures := 0
 	for sleep(ctx, check.interval) {
+		began := time.Now()
 		err := check.run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		inst.recordCheck(time.Since(began), err != nil)
 		if err == nil {
 			if failures > 0 {
 				inst.logLine("health check passed again after %d failed", failures)
@@ -1016,6 +1022,7 @@ func (e *Executor) wait(logger lager.Logger, inst *instance) {
 
 	e.mu.Lock()
 	delete(e.instances, inst.instanceGuid)
+	e.keepEndedTallyLocked(inst)
 	e.mu.Unlock()
 	ended.EndedAt = time.Now()
 	e.workDir.finished(ended)

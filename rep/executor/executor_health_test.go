@@ -128,3 +128,67 @@ var _ = Describe("Executor health checks after healthy", func() {
 		Expect(logOf("eager")()).To(ContainSubstring("/health fails (0 more to fail after this one)"))
 	})
 })
+
+var _ = Describe("Executor.TakeHealth", func() {
+	var exe *executor.Executor
+
+	BeforeEach(func() {
+		exe = reptest.StartExecutor(newConfig())
+	})
+
+	sum := func(counts []int64) int64 {
+		var n int64
+		for _, c := range counts {
+			n += c
+		}
+		return n
+	}
+
+	It("counts a healthy instance's checks and failures by latency, samples its memory, and starts again from zero", func() {
+		check := reptest.HTTPCheck()
+		check.IntervalMs, check.TimeoutMs, check.FailureThreshold = 500, 500, 10
+		// /health answers 503 twice, a second after the start, then 200
+		// again: 2 failures, fewer than the threshold.
+		def := reptest.HelloDefinition(check, "UNHEALTHY_AFTER", "1s", "UNHEALTHY_CHECKS", "2")
+		reptest.RunHealthy(exe, reptest.Spec("counted", def))
+		Expect(exe.TakeHealth()).To(HaveLen(1), "the memory of the running instance, checks or not")
+
+		var taken *models.DefinitionHealth
+		Eventually(func() int32 {
+			health := exe.TakeHealth()
+			Expect(health).To(HaveLen(1))
+			if taken == nil {
+				taken = health[0]
+			} else {
+				taken.Checks += health[0].Checks
+				taken.CheckFailures += health[0].CheckFailures
+				taken.LatencyBucketCounts = models.AddBucketCounts(taken.LatencyBucketCounts, health[0].LatencyBucketCounts)
+				Expect(sum(health[0].MemoryBucketCounts)).To(BeEquivalentTo(1), "one memory sample per take")
+			}
+			return taken.CheckFailures
+		}).WithTimeout(10 * time.Second).WithPolling(700 * time.Millisecond).Should(BeEquivalentTo(2))
+		Expect(taken.ProcessGuid).To(Equal("hello"))
+		Expect(taken.DefinitionId).To(Equal("v1"))
+		Expect(taken.Checks).To(BeNumerically(">", 2))
+		Expect(sum(taken.LatencyBucketCounts)).To(BeEquivalentTo(taken.Checks), "each check in one latency bucket")
+		Expect(taken.LatencyBucketCounts).To(HaveLen(len(models.HealthLatencyBucketsMs) + 1))
+		Expect(taken.MemoryBucketCounts).To(HaveLen(len(models.MemoryBucketsMB) + 1))
+		Expect(sum(taken.MemoryBucketCounts)).To(BeEquivalentTo(1))
+		mb, ok := models.HistogramQuantile(models.MemoryBucketsMB, taken.MemoryBucketCounts, 0.99)
+		Expect(ok).To(BeTrue())
+		Expect(mb).To(BeNumerically(">", 0))
+		Expect((&models.ReportHealthRequest{CellId: "cell-1", Health: exe.TakeHealth()}).Validate()).To(Succeed(), "a valid report")
+
+		By("keeping the checks of an instance that ended for the next take, without a memory sample")
+		Eventually(func() int32 {
+			return exe.TakeHealth()[0].Checks
+		}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).ShouldNot(BeZero())
+		time.Sleep(1200 * time.Millisecond)
+		Expect(exe.Stop("counted")).To(Succeed())
+		health := exe.TakeHealth()
+		Expect(health).To(HaveLen(1))
+		Expect(health[0].Checks).To(BeNumerically(">", 0))
+		Expect(sum(health[0].MemoryBucketCounts)).To(BeZero())
+		Expect(exe.TakeHealth()).To(BeEmpty(), "nothing runs and nothing is left to count")
+	})
+})

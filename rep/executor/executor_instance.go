@@ -61,6 +61,9 @@ type instance struct {
 	// unhealthyReason is set once the instance, healthy before, failed
 	// its checks failure_threshold times in a row.
 	unhealthyReason string
+	// tally counts its checks once healthy, until the executor's next
+	// TakeHealth (health_report.go).
+	tally healthTally
 }
 
 func (i *instance) status() InstanceStatus {

@@ -338,3 +338,42 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// memoryTarget is an instance whose memory in use is read: its process
+// group, and its cgroup when it has one.
+type memoryTarget struct {
+	pgid      int
+	cgroupDir string
+}
+
+// readMemoryInUse reads what each target holds now, in bytes, by process
+// group: memory.current of its cgroup (page cache included, as the kernel
+// counts it against memory.max), else the resident pages of its group's
+// processes from one pass over procDir (as the watchdog counts them). A
+// target whose memory cannot be read is absent.
+func readMemoryInUse(procDir string, pageSize int64, targets []memoryTarget) map[int]int64 {
+	inUse := map[int]int64{}
+	scanned := map[int]*memoryWatch{}
+	for _, t := range targets {
+		if t.cgroupDir != "" {
+			if bytes, err := cgroupMemoryCurrent(t.cgroupDir); err == nil {
+				inUse[t.pgid] = bytes
+				continue
+			}
+		}
+		scanned[t.pgid] = nil
+	}
+	if len(scanned) == 0 {
+		return inUse
+	}
+	scan := newProcScan(procDir)
+	if err := scan.run(scanned); err != nil {
+		return inUse
+	}
+	for pgid := range scanned {
+		if usage, ok := scan.usage[pgid]; ok && usage.processes > 0 {
+			inUse[pgid] = usage.pages * pageSize
+		}
+	}
+	return inUse
+}

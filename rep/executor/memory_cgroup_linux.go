@@ -181,6 +181,16 @@ func cgroupOOMKills(dir string) (int64, error) {
 	return 0, nil
 }
 
+// cgroupMemoryCurrent is what the cgroup dir holds now, in bytes: its
+// memory.current.
+func cgroupMemoryCurrent(dir string) (int64, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "memory.current"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+}
+
 // cgroupRemoveTimeout bounds how long removeInstanceCgroup waits for the
 // processes in a cgroup to die.
 const cgroupRemoveTimeout = 2 * time.Second

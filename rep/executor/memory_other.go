@@ -26,3 +26,7 @@ func cgroupOOMKills(dir string) (int64, error) {
 func removeInstanceCgroup(dir string) error {
 	return nil
 }
+
+func cgroupMemoryCurrent(dir string) (int64, error) {
+	return 0, errNoCgroups
+}

@@ -52,6 +52,6 @@ export const listCells = async () => (await call('/v1/cells/list', {})).cells ||
 // concernsLRP says which process guid an event is about, or ''.
 export function eventGuid(type, payload) {
   const p = payload || {};
-  const record = p.after || p.before || p.desired_lrp || p.actual_lrp || p.status || p.operation || {};
+  const record = p.after || p.before || p.desired_lrp || p.actual_lrp || p.status || p.operation || p.health || {};
   return record.process_guid || '';
 }

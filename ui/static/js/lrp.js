@@ -280,6 +280,9 @@ export function lrpPage(guid) {
       rollout.update(rolloutStatus);
     } else if (type === 'operation_changed') {
       later('operations', loadOperations);
+    } else if (type === 'definition_health') {
+      // A cell's health report changes the signals (GET rollout status).
+      later('rollout', loadRollout);
     }
   }
 

@@ -124,14 +124,19 @@ export function rolloutView() {
         h('td', null, (f.crash_rate || 0).toPrecision(3)),
         h('td', null, f.top_crash_reason || ''),
         h('td', null, String(f.readied || 0)),
-        h('td', null, f.readied ? `${fmtDuration(Number(f.time_to_ready_p50_ms || 0))} / ${fmtDuration(Number(f.time_to_ready_p99_ms || 0))}` : ''));
+        h('td', null, f.readied ? `${fmtDuration(Number(f.time_to_ready_p50_ms || 0))} / ${fmtDuration(Number(f.time_to_ready_p99_ms || 0))}` : ''),
+        h('td', null, String(f.health_checks || 0)),
+        h('td', null, f.health_checks ? `${f.health_check_failures || 0} (${(f.health_failure_rate || 0).toPrecision(3)})` : ''),
+        h('td', null, f.health_latency_p99_ms !== undefined ? fmtDuration(Number(f.health_latency_p99_ms)) : ''),
+        h('td', null, f.memory_mb_p99 !== undefined ? `${Number(f.memory_mb_p99)} MB` : ''));
     });
     if (rows.length === 0) {
       replace(signalsBox);
       return;
     }
     replace(signalsBox, h('table', { class: 'grid' },
-      h('thead', null, h('tr', null, ...['Definition', 'Window', 'Crashes', 'Per instance per minute', 'Most often', 'Ready', 'Start to ready p50 / p99'].map((t) => h('th', null, t)))),
+      h('thead', null, h('tr', null, ...['Definition', 'Window', 'Crashes', 'Per instance per minute', 'Most often', 'Ready', 'Start to ready p50 / p99',
+        'Health checks', 'Failed (share)', 'Check latency p99', 'Memory p99'].map((t) => h('th', null, t)))),
       h('tbody', null, ...rows)));
   }
 

@@ -1,0 +1,78 @@
+package handlers_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
+)
+
+// healthReport is a valid health report of cellID about one definition of
+// guid: 4 checks (1 failed) within 5 ms, 2 instances within 32 MB.
+func healthReport(cellID, guid string) *models.ReportHealthRequest {
+	latencies := make([]int64, len(models.HealthLatencyBucketsMs)+1)
+	latencies[2] = 4
+	memory := make([]int64, len(models.MemoryBucketsMB)+1)
+	memory[1] = 2
+	return &models.ReportHealthRequest{CellId: cellID, Health: []*models.DefinitionHealth{{
+		ProcessGuid: guid, DefinitionId: "v1", Checks: 4, CheckFailures: 1,
+		LatencyBucketCounts: latencies, MemoryBucketCounts: memory,
+	}}}
+}
+
+var _ = Describe("A cell's health report", func() {
+	for _, wire := range wires {
+		It("logs a definition_health event per entry, with "+wire.name+" bodies, and a refused one logs nothing", func() {
+			store := stores[testdb.SQLite]
+			b := newBoard(store, wire)
+			ctx := context.Background()
+			logged := func(after uint64) []models.Event {
+				GinkgoHelper()
+				_, err := store.SequenceEvents(ctx, 1000)
+				Expect(err).NotTo(HaveOccurred())
+				read, err := store.ReadEvents(ctx, after, 1000)
+				Expect(err).NotTo(HaveOccurred())
+				var out []models.Event
+				for _, e := range read {
+					out = append(out, e.Event)
+				}
+				return out
+			}
+			_, err := store.SequenceEvents(ctx, 1000)
+			Expect(err).NotTo(HaveOccurred())
+			_, last, err := store.EventLogBounds(ctx)
+			Expect(err).NotTo(HaveOccurred())
+
+			guid := randomName("web")
+			report := healthReport("cell-1", guid)
+			second := healthReport("cell-1", guid).Health[0]
+			second.DefinitionId = "v2"
+			report.Health = append(report.Health, second)
+			resp := &models.ReportHealthResponse{}
+			b.call(models.RouteReportHealth, report, resp)
+			Expect(resp.GetError()).To(BeNil())
+			events := logged(last)
+			Expect(events).To(HaveLen(2))
+			for i, e := range events {
+				Expect(e.Type).To(Equal(models.EventDefinitionHealth))
+				Expect(e.Key).To(Equal(guid))
+				Expect(proto.Equal(e.Payload, &models.DefinitionHealthEvent{CellId: "cell-1", Health: report.Health[i]})).To(BeTrue(), "event %d: %v", i, e.Payload)
+			}
+
+			By("refusing a report whose latency buckets do not count its checks, with the field named")
+			_, last, err = store.EventLogBounds(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			bad := healthReport("cell-1", guid)
+			bad.Health[0].Checks = 5
+			resp = &models.ReportHealthResponse{}
+			b.call(models.RouteReportHealth, bad, resp)
+			Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+			Expect(resp.GetError().GetMessage()).To(Equal("health[0].latency_bucket_counts: must count each check once: 4 counted, checks 5"))
+			Expect(logged(last)).To(BeEmpty())
+		})
+	}
+})

@@ -1,0 +1,165 @@
+package models
+
+import (
+	"fmt"
+	"math"
+)
+
+// Health reports: what a cell saw of each definition's instances between
+// two reports (DefinitionHealth), as bucket counts over fixed tables, so
+// that a board can add up any number of reports from any number of cells
+// and still read a percentile off the sum (HistogramQuantile).
+
+// HealthLatencyBucketsMs are the upper bounds, in ms, of the buckets a
+// health check's latency is counted in; a check slower than the last
+// bound goes to one more bucket above it (+Inf).
+var HealthLatencyBucketsMs = []int64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
+
+// MemoryBucketsMB are the upper bounds, in MB (2^20 bytes, as memory_mb
+// counts), of the buckets an instance's memory in use is counted in, up
+// to 64 GiB; more goes to one more bucket above it (+Inf).
+var MemoryBucketsMB = []int64{16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}
+
+// MaxHealthEntries bounds the entries of one ReportHealthRequest; a cell
+// running more definitions sends several.
+const MaxHealthEntries = 1000
+
+// BucketOf is the index of the bucket of bounds that counts v: the first
+// whose bound is at least v, or len(bounds) (the +Inf bucket) when v is
+// above them all. With HealthLatencyBucketsMs: 0 and 1 ms go to bucket 0,
+// 3 ms to bucket 2 (≤ 5), 5000 ms to bucket 11, 5001 ms to bucket 12.
+func BucketOf(bounds []int64, v int64) int {
+	for i, bound := range bounds {
+		if v <= bound {
+			return i
+		}
+	}
+	return len(bounds)
+}
+
+// HistogramQuantile is the q-quantile (0 < q ≤ 1) of the samples counted
+// by counts over bounds (len(bounds)+1 buckets, the last +Inf), by the
+// nearest rank: the upper bound of the bucket holding the ⌈q × n⌉-th
+// smallest of the n samples. A sample in the +Inf bucket reads as the
+// largest bound: the table knows only that it is more. ok is false
+// without samples (or with counts of the wrong length).
+//
+// Worked example, with HealthLatencyBucketsMs and 200 checks: 150 within
+// 1 ms (bucket 0), 45 within 5 ms (bucket 2), 4 within 50 ms (bucket 5), 1
+// slower than 5 s (bucket 12).
+//
+//  1. p99: rank ⌈0.99 × 200⌉ = 198. Cumulative counts are 150 (bucket 0),
+//     195 (bucket 2), 199 (bucket 5): rank 198 is in bucket 5, 50 ms.
+//  2. p50: rank 100, within the first 150: 1 ms.
+//  3. p100 (q = 1): rank 200, the sample above every bound: 5000 ms.
+func HistogramQuantile(bounds, counts []int64, q float64) (int64, bool) {
+	if len(counts) != len(bounds)+1 || len(bounds) == 0 {
+		return 0, false
+	}
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	if total <= 0 {
+		return 0, false
+	}
+	rank := max(int64(math.Ceil(q*float64(total))), 1)
+	var seen int64
+	for i, c := range counts {
+		seen += c
+		if seen >= rank {
+			return bounds[min(i, len(bounds)-1)], true
+		}
+	}
+	return bounds[len(bounds)-1], true
+}
+
+// AddBucketCounts adds src to dst entry by entry, dst growing to src's
+// length where it is shorter, and returns dst.
+func AddBucketCounts(dst, src []int64) []int64 {
+	for len(dst) < len(src) {
+		dst = append(dst, 0)
+	}
+	for i, c := range src {
+		dst[i] += c
+	}
+	return dst
+}
+
+// Validate requires the reporting cell_id and 1 to MaxHealthEntries
+// entries (see DefinitionHealth.validate).
+func (r *ReportHealthRequest) Validate() error {
+	if err := validateCellID("cell_id", r.GetCellId()); err != nil {
+		return err
+	}
+	health := r.GetHealth()
+	switch {
+	case len(health) == 0:
+		return ErrInvalidField("health", "required: at least one entry")
+	case len(health) > MaxHealthEntries:
+		return ErrInvalidField("health", fmt.Sprintf("must hold at most %d entries, got %d", MaxHealthEntries, len(health)))
+	}
+	for i, h := range health {
+		path := indexed("health", i)
+		if h == nil {
+			return ErrInvalidField(path, "required")
+		}
+		if err := h.validate(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate requires the entry's LRP and definition, counts that are not
+// negative, no more failures than checks, and both bucket tables at their
+// full length (the table's bounds and +Inf) with the latency buckets
+// counting each check once.
+func (h *DefinitionHealth) validate(path string) error {
+	if err := validateProcessGuid(child(path, "process_guid"), h.GetProcessGuid()); err != nil {
+		return err
+	}
+	if err := validateDefinitionID(child(path, "definition_id"), h.GetDefinitionId()); err != nil {
+		return err
+	}
+	if h.GetChecks() < 0 {
+		return ErrInvalidField(child(path, "checks"), fmt.Sprintf("must not be negative, got %d", h.GetChecks()))
+	}
+	if f := h.GetCheckFailures(); f < 0 || f > h.GetChecks() {
+		return ErrInvalidField(child(path, "check_failures"), fmt.Sprintf("must be 0 to checks (%d), got %d", h.GetChecks(), f))
+	}
+	latencies, err := validateBucketCounts(child(path, "latency_bucket_counts"), h.GetLatencyBucketCounts(), HealthLatencyBucketsMs)
+	if err != nil {
+		return err
+	}
+	if latencies != int64(h.GetChecks()) {
+		return ErrInvalidField(child(path, "latency_bucket_counts"), fmt.Sprintf("must count each check once: %d counted, checks %d", latencies, h.GetChecks()))
+	}
+	_, err = validateBucketCounts(child(path, "memory_bucket_counts"), h.GetMemoryBucketCounts(), MemoryBucketsMB)
+	return err
+}
+
+// validateBucketCounts requires one count per bucket of bounds and the
+// +Inf one, none negative, and answers their sum.
+func validateBucketCounts(path string, counts, bounds []int64) (int64, error) {
+	if len(counts) != len(bounds)+1 {
+		return 0, ErrInvalidField(path, fmt.Sprintf("must have %d entries (one per bucket and one above them), got %d", len(bounds)+1, len(counts)))
+	}
+	var sum int64
+	for i, c := range counts {
+		if c < 0 {
+			return 0, ErrInvalidField(indexed(path, i), fmt.Sprintf("must not be negative, got %d", c))
+		}
+		if c > math.MaxInt32 {
+			return 0, ErrInvalidField(indexed(path, i), fmt.Sprintf("must be at most %d, got %d", math.MaxInt32, c))
+		}
+		sum += c
+	}
+	return sum, nil
+}
+
+// DefinitionHealthLogged is the event of one entry of a cell's health
+// report, keyed by its LRP.
+func DefinitionHealthLogged(cellID string, h *DefinitionHealth) Event {
+	return Event{Type: EventDefinitionHealth, Key: h.GetProcessGuid(), Payload: &DefinitionHealthEvent{CellId: cellID, Health: h}}
+}

@@ -1,0 +1,153 @@
+package models_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// latencies is a latency bucket table with the given counts at the given
+// bucket indices.
+func latencies(at map[int]int64) []int64 {
+	counts := make([]int64, len(models.HealthLatencyBucketsMs)+1)
+	for i, c := range at {
+		counts[i] = c
+	}
+	return counts
+}
+
+func memories(at map[int]int64) []int64 {
+	counts := make([]int64, len(models.MemoryBucketsMB)+1)
+	for i, c := range at {
+		counts[i] = c
+	}
+	return counts
+}
+
+var _ = Describe("Health buckets", func() {
+	DescribeTable("BucketOf (its examples)",
+		func(v int64, want int) {
+			Expect(models.BucketOf(models.HealthLatencyBucketsMs, v)).To(Equal(want))
+		},
+		Entry("0 ms", int64(0), 0),
+		Entry("1 ms", int64(1), 0),
+		Entry("3 ms: within 5", int64(3), 2),
+		Entry("5000 ms: the last bound", int64(5000), 11),
+		Entry("5001 ms: above every bound", int64(5001), 12),
+	)
+
+	It("has memory buckets up to 64 GiB", func() {
+		Expect(models.MemoryBucketsMB[len(models.MemoryBucketsMB)-1]).To(Equal(int64(64 << 10)))
+		Expect(models.BucketOf(models.MemoryBucketsMB, 12)).To(Equal(0))
+		Expect(models.BucketOf(models.MemoryBucketsMB, 65537)).To(Equal(len(models.MemoryBucketsMB)))
+	})
+
+	DescribeTable("HistogramQuantile (its worked example and edges)",
+		func(counts []int64, q float64, want int64, wantOK bool) {
+			got, ok := models.HistogramQuantile(models.HealthLatencyBucketsMs, counts, q)
+			Expect(ok).To(Equal(wantOK))
+			Expect(got).To(Equal(want))
+		},
+		Entry("1. p99 of 200 checks: rank 198 in the 50 ms bucket",
+			latencies(map[int]int64{0: 150, 2: 45, 5: 4, 12: 1}), 0.99, int64(50), true),
+		Entry("2. p50: rank 100 within 1 ms", latencies(map[int]int64{0: 150, 2: 45, 5: 4, 12: 1}), 0.5, int64(1), true),
+		Entry("3. p100: the sample above every bound reads as the last bound",
+			latencies(map[int]int64{0: 150, 2: 45, 5: 4, 12: 1}), 1.0, int64(5000), true),
+		Entry("one sample: every quantile is its bucket", latencies(map[int]int64{7: 1}), 0.01, int64(200), true),
+		Entry("rank on a bucket's last sample stays in it", latencies(map[int]int64{3: 99, 9: 1}), 0.99, int64(10), true),
+		Entry("no samples: no value", latencies(nil), 0.99, int64(0), false),
+		Entry("counts of the wrong length: no value", []int64{1, 2}, 0.99, int64(0), false),
+	)
+
+	It("adds bucket counts entry by entry", func() {
+		Expect(models.AddBucketCounts(nil, []int64{1, 0, 2})).To(Equal([]int64{1, 0, 2}))
+		Expect(models.AddBucketCounts([]int64{1, 1, 1}, []int64{1, 0, 2})).To(Equal([]int64{2, 1, 3}))
+	})
+})
+
+var _ = Describe("Validation of health reports", func() {
+	entry := func(guid string) *models.DefinitionHealth {
+		return &models.DefinitionHealth{
+			ProcessGuid: guid, DefinitionId: "v1", Checks: 10, CheckFailures: 1,
+			LatencyBucketCounts: latencies(map[int]int64{0: 8, 4: 2}),
+			MemoryBucketCounts:  memories(map[int]int64{1: 3}),
+		}
+	}
+	many := func(n int) []*models.DefinitionHealth {
+		health := make([]*models.DefinitionHealth, n)
+		for i := range health {
+			health[i] = entry("web")
+		}
+		return health
+	}
+
+	DescribeTable("ReportHealthRequest",
+		func(mutate func(*models.ReportHealthRequest), want string) {
+			report := &models.ReportHealthRequest{CellId: aCell, Health: []*models.DefinitionHealth{entry("web"), entry("api")}}
+			mutate(report)
+			expectValidation(report, want)
+		},
+		Entry("two definitions", func(*models.ReportHealthRequest) {}, ""),
+		Entry("no checks, memory only (a process health check)", func(r *models.ReportHealthRequest) {
+			r.Health[0].Checks, r.Health[0].CheckFailures, r.Health[0].LatencyBucketCounts = 0, 0, latencies(nil)
+		}, ""),
+		Entry("1000 entries", func(r *models.ReportHealthRequest) { r.Health = many(1000) }, ""),
+
+		Entry("no cell", func(r *models.ReportHealthRequest) { r.CellId = "" }, "cell_id: required"),
+		Entry("no entries", func(r *models.ReportHealthRequest) { r.Health = nil }, "health: required: at least one entry"),
+		Entry("1001 entries", func(r *models.ReportHealthRequest) { r.Health = many(1001) },
+			"health: must hold at most 1000 entries, got 1001"),
+		Entry("a nil entry", func(r *models.ReportHealthRequest) { r.Health[1] = nil }, "health[1]: required"),
+		Entry("no process guid", func(r *models.ReportHealthRequest) { r.Health[1].ProcessGuid = "" }, "health[1].process_guid: required"),
+		Entry("a bad definition id", func(r *models.ReportHealthRequest) { r.Health[0].DefinitionId = "v 1" },
+			`health[0].definition_id: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$, got "v 1"`),
+		Entry("negative checks", func(r *models.ReportHealthRequest) { r.Health[0].Checks = -1 },
+			"health[0].checks: must not be negative, got -1"),
+		Entry("more failures than checks", func(r *models.ReportHealthRequest) { r.Health[0].CheckFailures = 11 },
+			"health[0].check_failures: must be 0 to checks (10), got 11"),
+		Entry("negative failures", func(r *models.ReportHealthRequest) { r.Health[0].CheckFailures = -1 },
+			"health[0].check_failures: must be 0 to checks (10), got -1"),
+		Entry("latency buckets short of +Inf", func(r *models.ReportHealthRequest) {
+			r.Health[1].LatencyBucketCounts = r.Health[1].LatencyBucketCounts[:12]
+		}, "health[1].latency_bucket_counts: must have 13 entries (one per bucket and one above them), got 12"),
+		Entry("no memory buckets", func(r *models.ReportHealthRequest) { r.Health[0].MemoryBucketCounts = nil },
+			"health[0].memory_bucket_counts: must have 14 entries (one per bucket and one above them), got 0"),
+		Entry("a negative memory count", func(r *models.ReportHealthRequest) { r.Health[0].MemoryBucketCounts[13] = -2 },
+			"health[0].memory_bucket_counts[13]: must not be negative, got -2"),
+		Entry("latency counts that are not the checks", func(r *models.ReportHealthRequest) { r.Health[0].LatencyBucketCounts[12] = 1 },
+			"health[0].latency_bucket_counts: must count each check once: 11 counted, checks 10"),
+		Entry("a count too large", func(r *models.ReportHealthRequest) { r.Health[0].MemoryBucketCounts[0] = 1 << 40 },
+			"health[0].memory_bucket_counts[0]: must be at most 2147483647, got 1099511627776"),
+	)
+
+	It("logs each entry as a definition_health event keyed by its LRP", func() {
+		h := entry("web")
+		e := models.DefinitionHealthLogged(aCell, h)
+		Expect(e.Type).To(Equal(models.EventDefinitionHealth))
+		Expect(e.Key).To(Equal("web"))
+		Expect(proto.Equal(e.Payload, &models.DefinitionHealthEvent{CellId: aCell, Health: h})).To(BeTrue())
+		Expect(e.ConcernsCell(aCell)).To(BeFalse(), "a rep follows its rows, not the health reports")
+		Expect(models.NewEventPayload(models.EventDefinitionHealth)).To(BeAssignableToTypeOf(&models.DefinitionHealthEvent{}))
+	})
+})
+
+var _ = Describe("BoardSignal of the health signals", func() {
+	DescribeTable("a value only with samples",
+		func(f *models.DefinitionSignals, name string, want float64, wantOK bool) {
+			got, ok := models.BoardSignal(f, name)
+			Expect(ok).To(Equal(wantOK))
+			Expect(got).To(Equal(want))
+		},
+		Entry("a failure rate of checks", &models.DefinitionSignals{HealthChecks: 40, HealthCheckFailures: 2, HealthFailureRate: 0.05},
+			"health_failure_rate", 0.05, true),
+		Entry("no failures of 40 checks: 0, a value", &models.DefinitionSignals{HealthChecks: 40}, "health_failure_rate", 0.0, true),
+		Entry("no checks: no value", &models.DefinitionSignals{}, "health_failure_rate", 0.0, false),
+		Entry("a latency p99", &models.DefinitionSignals{HealthChecks: 4, HealthLatencyP99Ms: proto.Int64(20)}, "health_latency_p99_ms", 20.0, true),
+		Entry("no latency: no value", &models.DefinitionSignals{}, "health_latency_p99_ms", 0.0, false),
+		Entry("a memory p99", &models.DefinitionSignals{MemoryMbP99: proto.Int64(64)}, "memory_mb_p99", 64.0, true),
+		Entry("no memory samples: no value", &models.DefinitionSignals{HealthChecks: 4}, "memory_mb_p99", 0.0, false),
+		Entry("no signals at all", nil, "memory_mb_p99", 0.0, false),
+	)
+})

@@ -1,0 +1,157 @@
+package executor
+
+import (
+	"cmp"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/corkboard/corkboard/models"
+)
+
+// What the executor tells the rep's health reports (TakeHealth): per
+// definition, the health checks its instances ran once healthy since the
+// previous take, and what each running instance holds in memory now.
+//
+// The checks an instance runs while it starts are not counted: they fail
+// until it listens, and that wait is its time to ready, which the board
+// measures on its own. Failures counted here are those of an instance
+// that had been healthy.
+
+// healthTally is what an instance's checks did since the last take.
+type healthTally struct {
+	checks, failures int64
+	// latency counts the checks by models.HealthLatencyBucketsMs, with
+	// the +Inf bucket last.
+	latency []int64
+}
+
+func (t *healthTally) add(other healthTally) {
+	t.checks += other.checks
+	t.failures += other.failures
+	t.latency = models.AddBucketCounts(t.latency, other.latency)
+}
+
+// recordCheck counts one check of a healthy instance that took took.
+func (i *instance) recordCheck(took time.Duration, failed bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.tally.latency == nil {
+		i.tally.latency = make([]int64, len(models.HealthLatencyBucketsMs)+1)
+	}
+	i.tally.checks++
+	if failed {
+		i.tally.failures++
+	}
+	i.tally.latency[models.BucketOf(models.HealthLatencyBucketsMs, took.Milliseconds())]++
+}
+
+// takeTally returns what the instance's checks did since the last take
+// and starts counting again.
+func (i *instance) takeTally() healthTally {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	t := i.tally
+	i.tally = healthTally{}
+	return t
+}
+
+// healthKey is a definition of an LRP.
+type healthKey struct {
+	processGuid, definitionID string
+}
+
+// TakeHealth returns, per definition of the instances it runs or ran
+// since the previous call, the health checks they ran once healthy (how
+// many, how many failed, by latency) since that call, and one memory
+// sample per instance running now (what its process group holds:
+// memory.current of its cgroup, else the resident pages of its
+// processes). Counts are taken: the next call starts from zero. An
+// instance whose memory cannot be read is not sampled. Definitions come
+// sorted by process guid, then definition id.
+func (e *Executor) TakeHealth() []*models.DefinitionHealth {
+	e.mu.Lock()
+	tallies := e.endedTallies
+	e.endedTallies = map[healthKey]healthTally{}
+	var running []*instance
+	for _, inst := range e.instances {
+		if inst.running {
+			running = append(running, inst)
+		}
+	}
+	e.mu.Unlock()
+
+	var targets []memoryTarget
+	for _, inst := range running {
+		key := healthKey{inst.processGuid, inst.definitionId}
+		t := tallies[key]
+		t.add(inst.takeTally())
+		tallies[key] = t
+		inst.mu.Lock()
+		exited := inst.hasExited
+		inst.mu.Unlock()
+		if !exited {
+			target := memoryTarget{pgid: inst.pid}
+			if inst.memory != nil {
+				target.cgroupDir = inst.memory.cgroupDir
+			}
+			targets = append(targets, target)
+		}
+	}
+	inUse := readMemoryInUse("/proc", int64(os.Getpagesize()), targets)
+
+	byKey := map[healthKey]*models.DefinitionHealth{}
+	entry := func(key healthKey) *models.DefinitionHealth {
+		h, ok := byKey[key]
+		if !ok {
+			h = &models.DefinitionHealth{
+				ProcessGuid: key.processGuid, DefinitionId: key.definitionID,
+				LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1),
+				MemoryBucketCounts:  make([]int64, len(models.MemoryBucketsMB)+1),
+			}
+			byKey[key] = h
+		}
+		return h
+	}
+	for key, t := range tallies {
+		h := entry(key)
+		h.Checks += int32(t.checks)
+		h.CheckFailures += int32(t.failures)
+		h.LatencyBucketCounts = models.AddBucketCounts(h.LatencyBucketCounts, t.latency)
+	}
+	for _, inst := range running {
+		bytes, ok := inUse[inst.pid]
+		if !ok {
+			continue
+		}
+		h := entry(healthKey{inst.processGuid, inst.definitionId})
+		// Rounded up: 100 KiB is in use, not 0 MB.
+		mb := (bytes + 1<<20 - 1) >> 20
+		h.MemoryBucketCounts[models.BucketOf(models.MemoryBucketsMB, mb)]++
+	}
+	out := make([]*models.DefinitionHealth, 0, len(byKey))
+	for _, h := range byKey {
+		// A definition whose instances ran no check and could not be
+		// read has nothing to say.
+		if h.GetChecks() > 0 || slices.ContainsFunc(h.GetMemoryBucketCounts(), func(c int64) bool { return c > 0 }) {
+			out = append(out, h)
+		}
+	}
+	slices.SortFunc(out, func(a, b *models.DefinitionHealth) int {
+		return cmp.Or(cmp.Compare(a.GetProcessGuid(), b.GetProcessGuid()), cmp.Compare(a.GetDefinitionId(), b.GetDefinitionId()))
+	})
+	return out
+}
+
+// keepEndedTallyLocked keeps what an instance that ended counted since the last
+// take, for the next one. e.mu must be held.
+func (e *Executor) keepEndedTallyLocked(inst *instance) {
+	t := inst.takeTally()
+	if t.checks == 0 {
+		return
+	}
+	key := healthKey{inst.processGuid, inst.definitionId}
+	kept := e.endedTallies[key]
+	kept.add(t)
+	e.endedTallies[key] = kept
+}
