@@ -130,7 +130,7 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 		passed, marginal, largest := 0, 0, 0.0
 		for i := 1; i <= rollouts; i++ {
 			lrp, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-				Definition:     hello(fmt.Sprintf("clean-%d", i)),
+				Definition: hello(fmt.Sprintf("clean-%d", i)),
 				// One index at a time, each ready 2 s: the new version
 				// serves beside the healthy one for some seconds, and is
 				// judged against it.
