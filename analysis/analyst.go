@@ -9,13 +9,10 @@ package analysis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net"
 	"net/http"
-	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/corkboard/corkboard/models"
@@ -73,7 +70,7 @@ type Config struct {
 func New(cfg Config) *Analyst {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	if !cfg.AllowLinkLocal {
-		dialer.Control = refuseLinkLocal
+		dialer.Control = models.RefuseLinkLocal(errLinkLocal)
 	}
 	transport := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -106,24 +103,6 @@ func New(cfg Config) *Analyst {
 // errLinkLocal is why a check's call to a link-local or metadata address
 // fails.
 var errLinkLocal = errors.New("refusing to call a link-local or cloud metadata address (the board's allow_link_local_asset_hosts allows it)")
-
-// refuseLinkLocal is a net.Dialer Control: it runs on the address about to
-// be connected to, after name resolution, so neither a name nor a redirect
-// reaches a metadata service.
-func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	if models.IsLinkLocalOrMetadata(addr) {
-		return fmt.Errorf("%s: %w", addr, errLinkLocal)
-	}
-	return nil
-}
 
 // Judge runs every check of a, at once, and returns the verdict.
 func (a *Analyst) Judge(ctx context.Context, an *models.RolloutAnalysis, s Subject) *models.AnalysisVerdict {

@@ -2,10 +2,12 @@ package models
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // Asset hosts. A rep fetches a definition's asset URLs from inside the
@@ -78,6 +80,29 @@ func ValidateAssetHosts(path string, def *LRPDefinition, allowLinkLocal bool) er
 		}
 	}
 	return nil
+}
+
+// RefuseLinkLocal is a net.Dialer Control that refuses to connect to a
+// link-local or cloud metadata address (IsLinkLocalOrMetadata) with
+// "<address>: <refusal>". It runs on the address about to be connected
+// to, after name resolution, so neither a name that resolves to one nor a
+// redirect to one slips past it: the rep's asset downloads and the board's
+// analysis calls dial through it.
+func RefuseLinkLocal(refusal error) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return err
+		}
+		addr, err := netip.ParseAddr(host)
+		if err != nil {
+			return err
+		}
+		if IsLinkLocalOrMetadata(addr) {
+			return fmt.Errorf("%s: %w", addr, refusal)
+		}
+		return nil
+	}
 }
 
 // ValidateAnalysisHosts refuses an analysis whose webhook URLs name a

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"syscall"
@@ -81,30 +80,13 @@ func assetDialer() *net.Dialer {
 	return &net.Dialer{
 		Timeout:   30 * time.Second,
 		KeepAlive: 30 * time.Second,
-		Control:   refuseLinkLocal,
+		Control:   models.RefuseLinkLocal(errLinkLocalAsset),
 	}
 }
 
 // errLinkLocalAsset is why a download to a link-local or metadata address
 // fails.
 var errLinkLocalAsset = errors.New("refusing to fetch an asset from a link-local or cloud metadata address (the rep's allow_link_local_asset_hosts allows it)")
-
-// refuseLinkLocal is a net.Dialer Control: address is the IP and port
-// about to be connected to.
-func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	if models.IsLinkLocalOrMetadata(addr) {
-		return fmt.Errorf("%s: %w", addr, errLinkLocalAsset)
-	}
-	return nil
-}
 
 // describeFetchError shortens the usual network failures to what a person
 // needs; anything else keeps Go's wording.
