@@ -135,11 +135,13 @@ func (a *Analyst) check(ctx context.Context, c *models.AnalysisCheck, s Subject)
 	case models.AnalysisProviderProm:
 		ctx, cancel := context.WithTimeout(ctx, c.Timeout())
 		defer cancel()
-		value, err := a.query(ctx, c.QueryFor(s.ProcessGuid, s.DefinitionID))
+		value, err := a.query(ctx, c.QueryFor(s.ProcessGuid, s.DefinitionID, false))
 		var baseline *float64
 		var baselineErr error
 		if c.GetRelative() && s.BaselineDefinitionID != "" {
-			baseline, baselineErr = a.query(ctx, c.QueryFor(s.ProcessGuid, s.BaselineDefinitionID))
+			// With baseline instances, {{baseline}} selects them; without,
+			// the healthy definition's instances stand for the baseline.
+			baseline, baselineErr = a.query(ctx, c.QueryFor(s.ProcessGuid, s.BaselineDefinitionID, s.Judgement.GetBaseline()))
 		}
 		baseline, remembered := rememberBaseline(c, baseline, s)
 		r := models.JudgeCheck(c, value, baseline)

@@ -51,6 +51,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 
 	all := rows
 	rows, validation := withoutValidation(rows)
+	rows, baseline := withoutBaseline(rows)
 	var covered coveredIndices
 	idleExtrasKept := int32(0)
 	if d.Autoscaling.IsEnabled() {
@@ -157,6 +158,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 		}
 	}
 	p.reconcileValidation(d, validation)
+	p.reconcileBaseline(d, baseline, p.baselineWanted(d, ro, instances, rows))
 	p.considerMoves(d, ro, rows, p.movable, instances)
 	p.placer.endLRP(d)
 	if ro != nil {

@@ -321,10 +321,11 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 // check), on_failure=, on_marginal=, bake=DURATION, bake_started=,
 // held=, verdicts_from= (times relative to now), and its latest verdict
 // verdict=PASS|MARGINAL|FAIL made at verdict_at= for verdict_definition=
-// (default: the rollout's definition).
+// (default: the rollout's definition); baseline=true asks for baseline
+// instances.
 func (s *scenario) parseJudgement(a *attrs, at func(string) int64, rolloutDefinition string) (*models.RolloutJudgement, error) {
 	given := false
-	for _, key := range []string{"analysis", "on_failure", "on_marginal", "bake", "bake_started", "held", "verdicts_from", "verdict"} {
+	for _, key := range []string{"analysis", "on_failure", "on_marginal", "bake", "bake_started", "held", "verdicts_from", "verdict", "baseline"} {
 		if _, ok := a.values[key]; ok {
 			given = true
 		}
@@ -339,6 +340,7 @@ func (s *scenario) parseJudgement(a *attrs, at func(string) int64, rolloutDefini
 		BakeStartedAt: at("bake_started"),
 		HeldAt:        at("held"),
 		VerdictsFrom:  at("verdicts_from"),
+		Baseline:      a.bool("baseline", false),
 	}
 	if _, judged := a.values["analysis"]; judged {
 		j.Analysis = &models.RolloutAnalysis{IntervalMs: a.duration("analysis", 0).Milliseconds(), Checks: []*models.AnalysisCheck{

@@ -159,6 +159,9 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 		if j.BakeMs != 0 {
 			out += " bake=" + models.Millis(j.BakeMs).String()
 		}
+		if j.Baseline {
+			out += " baseline"
+		}
 		at("bake_started", j.BakeStartedAt)
 		at("held", j.HeldAt)
 		at("verdicts_from", j.VerdictsFrom)

@@ -118,6 +118,9 @@ var requiredScenarios = []string{
 	"bake_completes",
 	"bake_fail_reverts",
 	"deadline_holds",
+	"baseline_beside_canaries",
+	"baseline_kept_and_trimmed",
+	"baseline_deleted_when_held",
 }
 
 func scenarioPaths() []string {

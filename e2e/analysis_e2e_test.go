@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -129,19 +130,50 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 		}
 		passed, marginal, largest := 0, 0, 0.0
 		for i := 1; i <= rollouts; i++ {
+			// The first compares with fresh baseline instances of the
+			// healthy version, selected by their targets' label.
+			withBaseline := i == 1
+			errors := errorsCheck()
+			if withBaseline {
+				errors.Query = strings.ReplaceAll(errors.Query, `definition_id="{{definition_id}}"`, `definition_id="{{definition_id}}",baseline="{{baseline}}"`)
+			}
 			lrp, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
 				Definition: hello(fmt.Sprintf("clean-%d", i)),
 				// One index at a time, each ready 2 s: the new version
 				// serves beside the healthy one for some seconds, and is
 				// judged against it.
 				UpdateStrategy: &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "0", MinReadyMs: 2000},
-				Analysis:       analysis(errorsCheck(), crashesCheck()),
+				Analysis:       analysis(errors, crashesCheck()),
 				OnFailure:      models.OnFailureFail,
 				BakeMs:         (3 * time.Second).Milliseconds(),
+				Baseline:       withBaseline,
 			})
 			Expect(err).NotTo(HaveOccurred())
 			definition := lrp.GetActiveDefinitionId()
+			if withBaseline {
+				By("running a routable baseline instance of the healthy version beside the new one while it is judged")
+				Eventually(func() error {
+					for _, row := range b.lrps(guid) {
+						if models.IsBaselineIndex(row.GetIndex()) && row.GetDefinitionId() == clean &&
+							row.GetState() == models.ActualLRP_RUNNING && row.GetRoutable() {
+							return nil
+						}
+					}
+					return fmt.Errorf("no running baseline instance of %s: %s", clean, describe(b.lrps(guid)))
+				}).WithTimeout(30 * time.Second).Should(Succeed())
+			}
 			s := waitForRollout(b, guid, time.Minute, completeOn(definition))
+			if withBaseline {
+				Eventually(func() []int32 {
+					var left []int32
+					for _, row := range b.lrps(guid) {
+						if models.IsBaselineIndex(row.GetIndex()) {
+							left = append(left, row.GetIndex())
+						}
+					}
+					return left
+				}).Should(BeEmpty(), "the baseline instances go once the rollout is no longer judged")
+			}
 			counts, value := outcomes(s, definition, "errors")
 			Expect(counts[models.AnalysisOutcome_FAIL]).To(BeZero(), "rollout %d of %d: %s", i, rollouts, protojson.Format(s.GetJudgement()))
 			Expect(counts[models.AnalysisOutcome_PASS]).To(BeNumerically(">", 0), "rollout %d passed a verdict: %s", i, protojson.Format(s.GetJudgement()))

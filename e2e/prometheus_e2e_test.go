@@ -60,7 +60,7 @@ var _ = Describe("Prometheus scraping the instances the board lists", Label("pro
 		want := map[string]map[string]string{}
 		for _, row := range rows {
 			want[strconv.Itoa(int(row.GetIndex()))] = map[string]string{
-				"definition_id": row.GetDefinitionId(), "cell": row.GetCellId(), "zone": zones[row.GetCellId()], "domain": "cork",
+				"definition_id": row.GetDefinitionId(), "cell": row.GetCellId(), "zone": zones[row.GetCellId()], "domain": "cork", "baseline": "false",
 			}
 		}
 		started := time.Now()
@@ -71,7 +71,7 @@ var _ = Describe("Prometheus scraping the instances the board lists", Label("pro
 			for _, s := range series {
 				g.Expect(s.value()).To(Equal("1"), "up of %v", s.Metric)
 				got[s.Metric["index"]] = map[string]string{
-					"definition_id": s.Metric["definition_id"], "cell": s.Metric["cell"], "zone": s.Metric["zone"], "domain": s.Metric["domain"],
+					"definition_id": s.Metric["definition_id"], "cell": s.Metric["cell"], "zone": s.Metric["zone"], "domain": s.Metric["domain"], "baseline": s.Metric["baseline"],
 				}
 			}
 			g.Expect(got).To(Equal(want))

@@ -116,10 +116,10 @@ var _ = Describe("GET /prometheus/targets", func() {
 			definitionID := desired.GetActiveDefinitionId()
 			Expect(targetsOf(b.getTargets(http.MethodGet), guid)).To(Equal([]models.PrometheusTargetGroup{
 				{Targets: []string{"10.0.0.5:61001"}, Labels: map[string]string{
-					"process_guid": guid, "index": "0", "definition_id": definitionID, "cell": cellA, "zone": "zone-a", "domain": domain,
+					"process_guid": guid, "index": "0", "definition_id": definitionID, "cell": cellA, "zone": "zone-a", "domain": domain, "baseline": "false",
 				}},
 				{Targets: []string{"10.0.0.6:61010"}, Labels: map[string]string{
-					"process_guid": guid, "index": "4", "definition_id": definitionID, "cell": cellB, "zone": "zone-b", "domain": domain,
+					"process_guid": guid, "index": "4", "definition_id": definitionID, "cell": cellB, "zone": "zone-b", "domain": domain, "baseline": "false",
 				}},
 			}))
 			Expect(b.counter(models.PrometheusTargetsPath, "success")).To(BeEquivalentTo(1))

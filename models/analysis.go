@@ -18,31 +18,32 @@ import (
 
 // Analysis limits and defaults.
 const (
-	MaxAnalysisChecks        = 10
-	DefaultAnalysisInterval  = 10 * time.Second
-	MinAnalysisInterval      = time.Second
-	MaxAnalysisInterval      = time.Hour
-	DefaultAnalysisTimeout   = 5 * time.Second
-	MaxAnalysisTimeout       = time.Minute
-	DefaultAnalysisMargin    = 0.1
-	MaxAnalysisMargin        = 10.0
-	MaxBake                  = 24 * time.Hour
-	MaxAnalysisQueryBytes    = 4096
-	MaxAnalysisURLBytes      = 2048
-	maxAnalysisCheckName     = 64
-	KeptAnalysisVerdicts     = 20
-	AnalysisProviderBoard    = "board"
-	AnalysisProviderProm     = "prometheus"
-	AnalysisProviderWebhook  = "webhook"
-	OnFailureRevert          = "revert"
-	OnFailureHold            = "hold"
-	OnFailureFail            = "fail"
-	OnMarginalContinue       = "continue"
-	OnMarginalHold           = "hold"
-	AnalysisDuringRolling    = "rolling"
-	AnalysisDuringBaking     = "baking"
-	analysisPlaceholderDefID = "{{definition_id}}"
-	analysisPlaceholderGuid  = "{{process_guid}}"
+	MaxAnalysisChecks           = 10
+	DefaultAnalysisInterval     = 10 * time.Second
+	MinAnalysisInterval         = time.Second
+	MaxAnalysisInterval         = time.Hour
+	DefaultAnalysisTimeout      = 5 * time.Second
+	MaxAnalysisTimeout          = time.Minute
+	DefaultAnalysisMargin       = 0.1
+	MaxAnalysisMargin           = 10.0
+	MaxBake                     = 24 * time.Hour
+	MaxAnalysisQueryBytes       = 4096
+	MaxAnalysisURLBytes         = 2048
+	maxAnalysisCheckName        = 64
+	KeptAnalysisVerdicts        = 20
+	AnalysisProviderBoard       = "board"
+	AnalysisProviderProm        = "prometheus"
+	AnalysisProviderWebhook     = "webhook"
+	OnFailureRevert             = "revert"
+	OnFailureHold               = "hold"
+	OnFailureFail               = "fail"
+	OnMarginalContinue          = "continue"
+	OnMarginalHold              = "hold"
+	AnalysisDuringRolling       = "rolling"
+	AnalysisDuringBaking        = "baking"
+	analysisPlaceholderDefID    = "{{definition_id}}"
+	analysisPlaceholderGuid     = "{{process_guid}}"
+	analysisPlaceholderBaseline = "{{baseline}}"
 )
 
 // BoardSignals are the signals the board provider measures, as
@@ -99,9 +100,13 @@ func (c *AnalysisCheck) EffectiveMargin() float64 {
 	return c.GetMargin()
 }
 
-// QueryFor is the check's PromQL for the definition of the LRP.
-func (c *AnalysisCheck) QueryFor(processGuid, definitionID string) string {
+// QueryFor is the check's PromQL for the definition of the LRP, its
+// {{definition_id}}, {{process_guid}} and {{baseline}} replaced:
+// baseline "true" selects the baseline instances' series (their targets'
+// label baseline), "false" the others'.
+func (c *AnalysisCheck) QueryFor(processGuid, definitionID string, baseline bool) string {
 	q := strings.ReplaceAll(c.GetQuery(), analysisPlaceholderDefID, definitionID)
+	q = strings.ReplaceAll(q, analysisPlaceholderBaseline, strconv.FormatBool(baseline))
 	return strings.ReplaceAll(q, analysisPlaceholderGuid, processGuid)
 }
 
@@ -248,6 +253,9 @@ func (u *DesiredLRPUpdate) validateRolloutPolicy(path string) error {
 	if u.GetOnMarginal() != "" && u.GetAnalysis() == nil {
 		return ErrInvalidField(child(path, "on_marginal"), "requires analysis")
 	}
+	if u.GetBaseline() && u.GetAnalysis() == nil {
+		return ErrInvalidField(child(path, "baseline"), "requires analysis")
+	}
 	return nil
 }
 
@@ -260,7 +268,7 @@ func NewRolloutJudgement(u *DesiredLRPUpdate, now int64) *RolloutJudgement {
 	}
 	return &RolloutJudgement{
 		Analysis: u.GetAnalysis(), OnFailure: u.GetOnFailure(), OnMarginal: u.GetOnMarginal(), BakeMs: u.GetBakeMs(),
-		VerdictsFrom: now,
+		Baseline: u.GetBaseline(), VerdictsFrom: now,
 	}
 }
 
@@ -436,6 +444,44 @@ func (j *RolloutJudgement) ActingVerdict(definitionID string) *AnalysisVerdict {
 // judged, and the others wait for an operator or a new definition.
 func Judged(state RolloutStatus_State, j *RolloutJudgement) bool {
 	return RolloutAdvancing(state) && j.GetAnalysis() != nil
+}
+
+// Baseline instances (an update with baseline). While a rollout that
+// asked for them is judged, the LRP runs fresh instances of its healthy
+// definition beside the instances of the new one, at indices of their own
+// above every LRP's range (BaselineIndexBase, BaselineIndexBase+1, ...),
+// so that none stands for an index; they are routable, placed and
+// restarted like any instance, and deleted once the rollout is no longer
+// judged (the convergence planner, convergence/baseline.go). The analysis
+// compares the new definition with them: Prometheus queries can select
+// them with {{baseline}} (the label baseline="true" of their targets).
+const (
+	// BaselineIndexBase is the first baseline instance's index: above
+	// ValidationIndex.
+	BaselineIndexBase int32 = ValidationIndex + 1
+	// MaxBaselineInstances bounds an LRP's baseline instances: past ten
+	// a baseline costs capacity and tells the queries nothing more.
+	MaxBaselineInstances int32 = 10
+)
+
+// IsBaselineIndex reports whether index is a baseline instance's.
+func IsBaselineIndex(index int32) bool {
+	return index >= BaselineIndexBase && index < BaselineIndexBase+MaxBaselineInstances
+}
+
+// BaselineWanted is how many baseline instances a rollout in state,
+// judged by j, wants beside canaries instances of its new definition: one
+// each, at most MaxBaselineInstances, while it is judged and asked for
+// them; none otherwise.
+//
+//  1. 12 instances rolling to v2 with baseline, 3 on v2 so far: 3.
+//  2. Every index on v2, baking: 10 (the bound), not 12.
+//  3. HELD, COMPLETE, FAILED or REVERTED: 0 — the baseline instances go.
+func BaselineWanted(state RolloutStatus_State, j *RolloutJudgement, canaries int32) int32 {
+	if !j.GetBaseline() || !Judged(state, j) {
+		return 0
+	}
+	return min(max(canaries, 0), MaxBaselineInstances)
 }
 
 // LastBaseline is the latest baseline value a verdict of j measured for

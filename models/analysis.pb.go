@@ -470,7 +470,12 @@ type RolloutJudgement struct {
 	HeldAt int64 `protobuf:"varint,7,opt,name=held_at,json=heldAt,proto3" json:"held_at,omitempty"`
 	// Unix nanoseconds: a verdict made before this does not act (the
 	// rollout's start, or the resume of a HELD rollout).
-	VerdictsFrom  int64 `protobuf:"varint,8,opt,name=verdicts_from,json=verdictsFrom,proto3" json:"verdicts_from,omitempty"`
+	VerdictsFrom int64 `protobuf:"varint,8,opt,name=verdicts_from,json=verdictsFrom,proto3" json:"verdicts_from,omitempty"`
+	// baseline: while the rollout is judged, one fresh instance of the
+	// healthy definition runs beside each instance of the new one
+	// (models.BaselineWanted), routable like it, and the analysis compares
+	// the new definition with those.
+	Baseline      bool `protobuf:"varint,9,opt,name=baseline,proto3" json:"baseline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,6 +566,13 @@ func (x *RolloutJudgement) GetVerdictsFrom() int64 {
 	return 0
 }
 
+func (x *RolloutJudgement) GetBaseline() bool {
+	if x != nil {
+		return x.Baseline
+	}
+	return false
+}
+
 var File_analysis_proto protoreflect.FileDescriptor
 
 const file_analysis_proto_rawDesc = "" +
@@ -603,7 +615,7 @@ const file_analysis_proto_rawDesc = "" +
 	"\x06_valueB\v\n" +
 	"\t_baselineB\x06\n" +
 	"\x04_maxB\x06\n" +
-	"\x04_min\"\xcf\x02\n" +
+	"\x04_min\"\xeb\x02\n" +
 	"\x10RolloutJudgement\x12=\n" +
 	"\banalysis\x18\x01 \x01(\v2!.corkboard.models.RolloutAnalysisR\banalysis\x12\x1d\n" +
 	"\n" +
@@ -614,7 +626,8 @@ const file_analysis_proto_rawDesc = "" +
 	"\bverdicts\x18\x05 \x03(\v2!.corkboard.models.AnalysisVerdictR\bverdicts\x12&\n" +
 	"\x0fbake_started_at\x18\x06 \x01(\x03R\rbakeStartedAt\x12\x17\n" +
 	"\aheld_at\x18\a \x01(\x03R\x06heldAt\x12#\n" +
-	"\rverdicts_from\x18\b \x01(\x03R\fverdictsFrom*Q\n" +
+	"\rverdicts_from\x18\b \x01(\x03R\fverdictsFrom\x12\x1a\n" +
+	"\bbaseline\x18\t \x01(\bR\bbaseline*Q\n" +
 	"\x0fAnalysisOutcome\x12\x1c\n" +
 	"\x18ANALYSIS_OUTCOME_UNKNOWN\x10\x00\x12\b\n" +
 	"\x04PASS\x10\x01\x12\f\n" +

@@ -86,6 +86,30 @@ var _ = Describe("FailureAction and VerdictAction (their worked examples)", func
 	)
 })
 
+var _ = Describe("BaselineWanted (its worked examples)", func() {
+	judged := &models.RolloutJudgement{Baseline: true, Analysis: &models.RolloutAnalysis{}}
+	DescribeTable("baseline instances beside the canaries",
+		func(state models.RolloutStatus_State, j *models.RolloutJudgement, canaries, want int32) {
+			Expect(models.BaselineWanted(state, j, canaries)).To(Equal(want))
+		},
+		Entry("1. rolling, 3 on v2", models.RolloutStatus_PROGRESSING, judged, int32(3), int32(3)),
+		Entry("2. every index on v2, baking: the bound", models.RolloutStatus_PROGRESSING, judged, int32(12), models.MaxBaselineInstances),
+		Entry("3. HELD", models.RolloutStatus_HELD, judged, int32(3), int32(0)),
+		Entry("3. COMPLETE", models.RolloutStatus_COMPLETE, judged, int32(3), int32(0)),
+		Entry("3. REVERTED", models.RolloutStatus_REVERTED, judged, int32(3), int32(0)),
+		Entry("a staged phase at its target", models.RolloutStatus_HOLDING, judged, int32(2), int32(2)),
+		Entry("not asked for", models.RolloutStatus_PROGRESSING, &models.RolloutJudgement{Analysis: &models.RolloutAnalysis{}}, int32(3), int32(0)),
+		Entry("no judgement", models.RolloutStatus_PROGRESSING, nil, int32(3), int32(0)),
+	)
+	It("puts them at indices of their own, above every LRP's and the validation instance's", func() {
+		Expect(models.IsBaselineIndex(models.BaselineIndexBase)).To(BeTrue())
+		Expect(models.IsBaselineIndex(models.BaselineIndexBase + models.MaxBaselineInstances - 1)).To(BeTrue())
+		Expect(models.IsBaselineIndex(models.BaselineIndexBase + models.MaxBaselineInstances)).To(BeFalse())
+		Expect(models.IsBaselineIndex(models.ValidationIndex)).To(BeFalse())
+		Expect(models.IsBaselineIndex(models.MaxInstances - 1)).To(BeFalse())
+	})
+})
+
 var _ = Describe("RolloutJudgement", func() {
 	It("is due a verdict once an interval passed since its last, and keeps the latest 20", func() {
 		j := &models.RolloutJudgement{Analysis: &models.RolloutAnalysis{IntervalMs: 2000}}
@@ -157,6 +181,7 @@ var _ = Describe("an update's analysis and policy, validated", func() {
 		Entry("unknown on_failure", `{"on_failure": "retry"}`, `update.on_failure: must be "revert", "hold" or "fail", got "retry"`),
 		Entry("unknown on_marginal", `{"on_marginal": "revert", "analysis": {"checks": [{"name": "c", "provider": "board", "signal": "crash_rate", "max": 0.1}]}}`, `update.on_marginal`),
 		Entry("on_marginal without analysis", `{"on_marginal": "hold"}`, `update.on_marginal: requires analysis`),
+		Entry("baseline without analysis", `{"baseline": true}`, `update.baseline: requires analysis`),
 		Entry("bake too long", `{"bake_ms": "86400001"}`, `update.bake_ms`),
 		Entry("no checks", `{"analysis": {}}`, `update.analysis.checks: must have 1 to 10 checks, got 0`),
 		Entry("interval too short", `{"analysis": {"interval_ms": "10", "checks": [{"name": "c", "provider": "board", "signal": "crash_rate", "max": 0.1}]}}`, `update.analysis.interval_ms`),
@@ -194,6 +219,8 @@ var _ = Describe("an update's analysis and policy, validated", func() {
 		Expect(protojson.Unmarshal([]byte(body), u)).To(Succeed())
 		u.Definition = definition()
 		Expect((&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: u}).Validate()).To(Succeed())
-		Expect(u.GetAnalysis().GetChecks()[1].QueryFor("hello", "v2")).To(Equal(`sum(rate(hello_requests_total{code="500",definition_id="v2"}[30s]))`))
+		Expect(u.GetAnalysis().GetChecks()[1].QueryFor("hello", "v2", false)).To(Equal(`sum(rate(hello_requests_total{code="500",definition_id="v2"}[30s]))`))
+		q := &models.AnalysisCheck{Query: `up{process_guid="{{process_guid}}",definition_id="{{definition_id}}",baseline="{{baseline}}"}`}
+		Expect(q.QueryFor("hello", "v1", true)).To(Equal(`up{process_guid="hello",definition_id="v1",baseline="true"}`))
 	})
 })

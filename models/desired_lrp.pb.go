@@ -899,7 +899,12 @@ type DesiredLRPUpdate struct {
 	OnMarginal string `protobuf:"bytes,14,opt,name=on_marginal,json=onMarginal,proto3" json:"on_marginal,omitempty"`
 	// bake_ms, with a definition: once every index runs it, the rollout goes
 	// on being judged this long before it completes (at most 24 h).
-	BakeMs        int64 `protobuf:"varint,15,opt,name=bake_ms,json=bakeMs,proto3" json:"bake_ms,omitempty"`
+	BakeMs int64 `protobuf:"varint,15,opt,name=bake_ms,json=bakeMs,proto3" json:"bake_ms,omitempty"`
+	// baseline, with analysis: while the rollout is judged, start one fresh
+	// instance of the healthy definition beside each instance of the new
+	// one (at most 10), routable like it, as the analysis' baseline; they go
+	// when the rollout is no longer judged.
+	Baseline      bool `protobuf:"varint,16,opt,name=baseline,proto3" json:"baseline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1037,6 +1042,13 @@ func (x *DesiredLRPUpdate) GetBakeMs() int64 {
 		return x.BakeMs
 	}
 	return 0
+}
+
+func (x *DesiredLRPUpdate) GetBaseline() bool {
+	if x != nil {
+		return x.Baseline
+	}
+	return false
 }
 
 type DesireLRPRequest struct {
@@ -1804,7 +1816,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\x12?\n" +
-	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xf3\x05\n" +
+	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\x8f\x06\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1827,7 +1839,8 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"on_failure\x18\r \x01(\tR\tonFailure\x12\x1f\n" +
 	"\von_marginal\x18\x0e \x01(\tR\n" +
 	"onMarginal\x12\x17\n" +
-	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMsB\f\n" +
+	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMs\x12\x1a\n" +
+	"\bbaseline\x18\x10 \x01(\bR\bbaselineB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +

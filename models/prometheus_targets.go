@@ -22,6 +22,10 @@ const (
 	PrometheusLabelCell         = "cell"
 	PrometheusLabelZone         = "zone"
 	PrometheusLabelDomain       = "domain"
+	// PrometheusLabelBaseline is "true" for a baseline instance of a
+	// judged rollout (IsBaselineIndex), "false" for any other: a query
+	// selects the baseline with baseline="{{baseline}}" (AnalysisCheck).
+	PrometheusLabelBaseline = "baseline"
 )
 
 // PrometheusTargets shapes instances into the target groups of
@@ -43,7 +47,8 @@ const (
 // run nothing to scrape.
 //
 // Labels: process_guid, index (decimal), definition_id, cell (the cell id),
-// zone (the cell's, empty when the cell is unknown) and domain.
+// zone (the cell's, empty when the cell is unknown), domain, and baseline
+// ("true" for a baseline instance, models.IsBaselineIndex).
 //
 // Worked example: cells c1 (zone z1) and c2 (zone z2); rows
 //  1. web/0 ORDINARY RUNNING on c1 at 10.0.0.1, ports 8080→61001, 9090→61002
@@ -90,6 +95,7 @@ func (t *PrometheusTargets) Add(lrp *ActualLRP) {
 			PrometheusLabelCell:         lrp.GetCellId(),
 			PrometheusLabelZone:         t.zones[lrp.GetCellId()],
 			PrometheusLabelDomain:       lrp.GetDomain(),
+			PrometheusLabelBaseline:     strconv.FormatBool(IsBaselineIndex(lrp.GetIndex())),
 		},
 	})
 }

@@ -29,7 +29,7 @@ var _ = Describe("Prometheus targets", func() {
 		return lrp
 	}
 	labels := func(index, cell, zone string) map[string]string {
-		return map[string]string{"process_guid": "web", "index": index, "definition_id": "v2", "cell": cell, "zone": zone, "domain": "apps"}
+		return map[string]string{"process_guid": "web", "index": index, "definition_id": "v2", "cell": cell, "zone": zone, "domain": "apps", "baseline": "false"}
 	}
 
 	It("shapes the worked example of its comment", func() {
@@ -81,6 +81,14 @@ var _ = Describe("Prometheus targets", func() {
 		Entry("RUNNING without net info", &models.ActualLRP{ProcessGuid: "web", State: models.ActualLRP_RUNNING}, ""),
 	)
 
+	It("labels a baseline instance baseline=\"true\"", func() {
+		t := models.NewPrometheusTargets(cells)
+		t.Add(running(models.BaselineIndexBase, models.ActualLRP_ORDINARY, "c1", "10.0.0.1", 8080, 61007))
+		want := labels("100001", "c1", "z1")
+		want["baseline"] = "true"
+		Expect(t.Groups()[0].Labels).To(Equal(want))
+	})
+
 	It("encodes no instances as an empty array, not null", func() {
 		raw, err := json.Marshal(models.NewPrometheusTargets(nil).Groups())
 		Expect(err).NotTo(HaveOccurred())
@@ -92,6 +100,6 @@ var _ = Describe("Prometheus targets", func() {
 		t.Add(running(0, models.ActualLRP_ORDINARY, "c1", "10.0.0.1", 8080, 61001))
 		raw, err := json.Marshal(t.Groups())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(raw)).To(MatchJSON(`[{"targets":["10.0.0.1:61001"],"labels":{"process_guid":"web","index":"0","definition_id":"v2","cell":"c1","zone":"z1","domain":"apps"}}]`))
+		Expect(string(raw)).To(MatchJSON(`[{"targets":["10.0.0.1:61001"],"labels":{"process_guid":"web","index":"0","definition_id":"v2","cell":"c1","zone":"z1","domain":"apps","baseline":"false"}}]`))
 	})
 })

@@ -63,11 +63,12 @@ func validateInstanceGuid(path, guid string) error {
 }
 
 // validateIndex accepts the indices an LRP can have: 0 up to
-// MaxInstances-1, and ValidationIndex, the validation instance's.
+// MaxInstances-1, ValidationIndex, the validation instance's, and the
+// baseline instances' (IsBaselineIndex).
 func validateIndex(path string, index int32) error {
-	if (index < 0 || index >= MaxInstances) && index != ValidationIndex {
-		return ErrInvalidField(path, fmt.Sprintf("must be between 0 and %d (or %d, a validation instance), got %d",
-			MaxInstances-1, ValidationIndex, index))
+	if (index < 0 || index >= MaxInstances) && index != ValidationIndex && !IsBaselineIndex(index) {
+		return ErrInvalidField(path, fmt.Sprintf("must be between 0 and %d (or %d, a validation instance, or %d to %d, baseline instances), got %d",
+			MaxInstances-1, ValidationIndex, BaselineIndexBase, BaselineIndexBase+MaxBaselineInstances-1, index))
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ var _ = Describe("Validation of occupancy reports", func() {
 		Entry("a change with a bad process guid", func(r *models.ReportOccupancyRequest) { r.Changes[0].ProcessGuid = "web app" },
 			`changes[0].process_guid: must match ^[a-zA-Z0-9_-]{1,128}$, got "web app"`),
 		Entry("a change with a negative index", func(r *models.ReportOccupancyRequest) { r.Changes[1].Index = -1 },
-			"changes[1].index: must be between 0 and 99999 (or 100000, a validation instance), got -1"),
+			"changes[1].index: must be between 0 and 99999 (or 100000, a validation instance, or 100001 to 100010, baseline instances), got -1"),
 		Entry("a change without a presence", func(r *models.ReportOccupancyRequest) { r.Changes[1].Presence = 0 },
 			"changes[1].presence: required"),
 		Entry("a change with an unknown presence", func(r *models.ReportOccupancyRequest) { r.Changes[0].Presence = 42 },

@@ -73,9 +73,10 @@ autoscaling off.
 Prometheus queries or of webhooks, and their interval; '-' reads stdin) judges
 the rollout every interval; --on-failure (revert, hold, fail) says what a
 failing verdict, or the progress deadline, does, --on-marginal (continue,
-hold) what a marginal one does, and --bake D keeps judging for D after every
-index runs the new definition before the rollout completes. See
-docs/analysis.md.
+hold) what a marginal one does, --bake D keeps judging for D after every
+index runs the new definition before the rollout completes, and --baseline
+runs a fresh instance of the healthy definition beside each new one while it
+is judged, for the analysis to compare with. See docs/analysis.md.
 
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
@@ -167,6 +168,7 @@ type rolloutFlags struct {
 	onFailure    string
 	onMarginal   string
 	bake         time.Duration
+	baseline     bool
 }
 
 func (r *rolloutFlags) register(flags *pflag.FlagSet) {
@@ -179,10 +181,11 @@ func (r *rolloutFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&r.onFailure, "on-failure", "", "with --definition: what a failing verdict or the progress deadline does: revert, hold or fail (default: revert with auto_revert, otherwise fail)")
 	flags.StringVar(&r.onMarginal, "on-marginal", "", "with --analysis: what a marginal verdict does: continue (default) or hold")
 	flags.DurationVar(&r.bake, "bake", 0, "with --definition: once every index runs it, go on judging the rollout this long before it completes")
+	flags.BoolVar(&r.baseline, "baseline", false, "with --analysis: run a fresh instance of the healthy definition beside each new one (at most 10) as the analysis' baseline")
 }
 
 // judgementFlags are the flags of a rollout's analysis and policy.
-var judgementFlags = []string{"analysis", "on-failure", "on-marginal", "bake"}
+var judgementFlags = []string{"analysis", "on-failure", "on-marginal", "bake", "baseline"}
 
 // check refuses, as a usage error naming the flag, a flag given without
 // the one it needs or a staged flag out of range.
@@ -244,6 +247,7 @@ func (a *app) applyRolloutFlags(ctx context.Context, flags *pflag.FlagSet, guid 
 		update.OnFailure = r.onFailure
 		update.OnMarginal = r.onMarginal
 		update.BakeMs = r.bake.Milliseconds()
+		update.Baseline = r.baseline
 	}
 	return nil
 }
