@@ -262,7 +262,7 @@ var _ = Describe("The metric names of the rules and the dashboard", func() {
 		Eventually(func() map[string]bool {
 			exported = scrape(url)
 			return exported
-		}).WithTimeout(20*time.Second).Should(And(HaveKey("corkboard_lrps_desired"), HaveKey("corkboard_http_requests_total")))
+		}).WithTimeout(20 * time.Second).Should(And(HaveKey("corkboard_lrps_desired"), HaveKey("corkboard_http_requests_total")))
 
 		used := map[string]string{}
 		records := map[string]bool{}
