@@ -43,6 +43,9 @@ type AutoscaleGauge struct {
 	Occupied    int32
 	Wanted      int32
 	Instances   int32
+	// Max is the LRP's max, -1 for no limit: wanted at max is the alert
+	// that the policy would want more than it may have.
+	Max int32
 }
 
 // autoscale decides the instance count of the autoscaled LRP d from its
@@ -68,7 +71,7 @@ func (p *planner) autoscale(d *DesiredSchedule, rows []row) *DesiredSchedule {
 		p.wakeAt(st.DueAt)
 	}
 	p.plan.Autoscaled = append(p.plan.Autoscaled, AutoscaleGauge{
-		ProcessGuid: d.ProcessGuid, Occupied: dec.Occupied, Wanted: dec.Wanted, Instances: st.Instances,
+		ProcessGuid: d.ProcessGuid, Occupied: dec.Occupied, Wanted: dec.Wanted, Instances: st.Instances, Max: dec.Max,
 	})
 
 	// The decision is written when the count, the count wanted or the

@@ -341,7 +341,7 @@
 //	unassign web/3 UNCLAIMED mod=1  # cell cell-a did not claim it within 1m0s
 //	place web/3 UNCLAIMED mod=2 cell=cell-b  # placed again: the cell did not claim it in time
 //	place-failed ml/0 UNCLAIMED mod=1 error="no present cell has tags [gpu]"  # unclaimed without a cell
-//	counts desired=3 running=1 claimed=0 unclaimed=0 crashed=0 missing=0 extra=0 suspect=0 gave_up=0 unplaced=0 present_cells=2 suspect_cells=0
+//	counts desired=3 running=1 claimed=0 unclaimed=0 crashed=0 missing=0 extra=0 suspect=0 gave_up=0 unplaced=0 present_cells=2 suspect_cells=0 rollouts_under_way=0 rollouts_failed=0 rollouts_held=0
 //	next-wake +30s
 //
 // A create shows cell= when placed and error= when not; next-wake is

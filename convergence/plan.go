@@ -87,4 +87,15 @@ type Counts struct {
 	// never registered) yet still named by a CLAIMED or RUNNING row of any
 	// presence (SuspectCells).
 	SuspectCells int
+	// RolloutsUnderWay, RolloutsFailed and RolloutsHeld count the rollout
+	// records of desired LRPs by the state this pass leaves them in:
+	// under way (models.RolloutUnderWay: PROGRESSING, HOLDING, or REVERTED
+	// with instances still going back), FAILED (the progress deadline or a
+	// verdict stopped it; it stays so until a rollback or a new
+	// definition) and HELD (stopped under on_failure hold until a resume,
+	// rollback or abort). Diego has no such gauges: FAILED and HELD are
+	// the alerts for a rollout that waits for an operator.
+	RolloutsUnderWay int
+	RolloutsFailed   int
+	RolloutsHeld     int
 }

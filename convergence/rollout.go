@@ -575,6 +575,8 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		}
 	}
 
+	p.countRollout(next)
+
 	cleaned := p.cleanDefinitions(ro, rows)
 	// A rollout still under way is never settled, though every index runs
 	// the definition it is leaving (a revert during a bake).
@@ -588,6 +590,19 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	next.ModificationIndex = 0
 	write.Record = next
 	p.rolloutWrite(write, next.Reason)
+}
+
+// countRollout counts the record next, as this pass leaves it, in the
+// plan's Counts.
+func (p *planner) countRollout(next RolloutRow) {
+	switch {
+	case models.RolloutUnderWay(next.State, next.FinishedAt):
+		p.plan.Counts.RolloutsUnderWay++
+	case next.State == models.RolloutStatus_FAILED:
+		p.plan.Counts.RolloutsFailed++
+	case next.State == models.RolloutStatus_HELD:
+		p.plan.Counts.RolloutsHeld++
+	}
 }
 
 // failRollout writes into next what the rollout failing does, for failure

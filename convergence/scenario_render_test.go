@@ -65,9 +65,11 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	}
 	c := p.Counts
 	fmt.Fprintf(&b, "counts desired=%d running=%d claimed=%d unclaimed=%d crashed=%d missing=%d extra=%d "+
-		"suspect=%d gave_up=%d unplaced=%d present_cells=%d suspect_cells=%d\n",
+		"suspect=%d gave_up=%d unplaced=%d present_cells=%d suspect_cells=%d "+
+		"rollouts_under_way=%d rollouts_failed=%d rollouts_held=%d\n",
 		c.Desired, c.Running, c.Claimed, c.Unclaimed, c.Crashed, c.Missing, c.Extra,
-		c.Suspect, c.GaveUp, c.Unplaced, c.PresentCells, c.SuspectCells)
+		c.Suspect, c.GaveUp, c.Unplaced, c.PresentCells, c.SuspectCells,
+		c.RolloutsUnderWay, c.RolloutsFailed, c.RolloutsHeld)
 	if p.NextWake.IsZero() {
 		b.WriteString("next-wake none\n")
 	} else {

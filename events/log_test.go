@@ -86,6 +86,19 @@ var _ = Describe("A hub following the event log", func() {
 		Expect(createdGuids(got)).To(Equal([]string{"web"}))
 	})
 
+	It("says when its last read of the log succeeded: every poll while the database answers, never after", func() {
+		board := followingBoard(conn, testdb.SQLite, 100, 20*time.Millisecond)
+		started := board.tailer.LastRead()
+		Expect(started).To(BeTemporally("~", time.Now(), time.Second), "Start's read of the log's end counts")
+		Eventually(board.tailer.LastRead).Should(BeTemporally(">", started))
+
+		Expect(conn.Close()).To(Succeed())
+		// A read under way when the database went may still succeed.
+		time.Sleep(100 * time.Millisecond)
+		failing := board.tailer.LastRead()
+		Consistently(board.tailer.LastRead, 300*time.Millisecond).Should(Equal(failing))
+	})
+
 	It("streams what another board on the database wrote, within its poll interval", func() {
 		writer := followingBoard(conn, testdb.SQLite, 100, time.Hour)
 		reader := followingBoard(conn, testdb.SQLite, 100, 20*time.Millisecond)

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -32,6 +33,10 @@ type Tailer struct {
 	poll     time.Duration
 	holeWait time.Duration
 	wake     chan struct{}
+	// lastRead is when (Unix nanoseconds, this host's clock) a read of the
+	// log last succeeded, for the board's metrics: a board whose reads
+	// keep failing serves its streams nothing new.
+	lastRead atomic.Int64
 }
 
 // tailBatch is how many events one read of the log returns at most.
@@ -81,6 +86,7 @@ func (t *Tailer) Start(ctx context.Context) error {
 		return err
 	}
 	t.hub.startAt(last + 1)
+	t.lastRead.Store(time.Now().UnixNano())
 	go t.run(ctx)
 	return nil
 }
@@ -92,6 +98,9 @@ func (t *Tailer) run(ctx context.Context) {
 	failing := false
 	for {
 		more, hole, err := t.readOnce(ctx, holeSince)
+		if err == nil {
+			t.lastRead.Store(time.Now().UnixNano())
+		}
 		switch {
 		case err != nil:
 			if !failing && ctx.Err() == nil {
@@ -122,6 +131,12 @@ func (t *Tailer) run(ctx context.Context) {
 		case <-ticker.C:
 		}
 	}
+}
+
+// LastRead is when a read of the log last succeeded (Start's read of its
+// end counts): at most a poll interval ago while the database answers.
+func (t *Tailer) LastRead() time.Time {
+	return time.Unix(0, t.lastRead.Load())
 }
 
 // readOnce appends the events after the hub's newest that have no hole

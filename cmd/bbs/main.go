@@ -217,6 +217,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	if err != nil {
 		return err
 	}
+	registerEventLogMetrics(registry, hub, tailer)
 	logger.Info("board", lager.Data{"board_id": cfg.BoardID})
 	// What each definition's instances did lately, from the log this
 	// board follows (rollout statuses and /metrics show it).
@@ -306,6 +307,23 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	members := grouper.Members{{Name: "database-clock", Runner: clock}, {Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: converger}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
+}
+
+// registerEventLogMetrics publishes how far this board follows the event
+// log: the position its streams reached (boards sharing a database compare
+// theirs) and how long ago its tailer last read the log (it reads at least
+// every event poll interval while the database answers).
+func registerEventLogMetrics(registry prometheus.Registerer, hub *events.Hub, tailer *events.Tailer) {
+	registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "corkboard_event_log_position",
+			Help: "Position of the newest event log entry this board's event streams have published.",
+		}, func() float64 { return float64(hub.LastID()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "corkboard_event_log_read_age_seconds",
+			Help: "Seconds since this board last read the event log successfully; it reads at least every event poll interval while the database answers.",
+		}, func() float64 { return time.Since(tailer.LastRead()).Seconds() }),
+	)
 }
 
 // followEventLog starts the hub the board's streams read, at the end of

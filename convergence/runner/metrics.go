@@ -125,6 +125,12 @@ var countGaugeList = []countGauge{
 		func(c *convergence.Counts) int { return c.PresentCells }),
 	gauge("corkboard_suspect_cells", "Expired cells still named by CLAIMED or RUNNING instances, as of the latest full convergence pass. Diego: SuspectCells.",
 		func(c *convergence.Counts) int { return c.SuspectCells }),
+	gauge("corkboard_rollouts_under_way", "Rollouts PROGRESSING, HOLDING or still reverting, as of the latest full convergence pass. Diego has no such metric.",
+		func(c *convergence.Counts) int { return c.RolloutsUnderWay }),
+	gauge("corkboard_rollouts_failed", "Rollouts FAILED (stopped by the progress deadline or a verdict) and waiting for a rollback or a new definition, as of the latest full convergence pass. Diego has no such metric.",
+		func(c *convergence.Counts) int { return c.RolloutsFailed }),
+	gauge("corkboard_rollouts_held", "Rollouts HELD (stopped by the progress deadline or a verdict under on_failure hold) and waiting for a resume, rollback or abort, as of the latest full convergence pass. Diego has no such metric.",
+		func(c *convergence.Counts) int { return c.RolloutsHeld }),
 }
 
 // set publishes counts while the lease is owned; a pass that finishes
@@ -145,6 +151,8 @@ var (
 		"Instances an autoscaled LRP's policy wants, clamped to [min, max], as of its latest convergence pass.", []string{"process_guid"}, nil)
 	autoscaleCurrentDesc = prometheus.NewDesc("corkboard_autoscaler_current_instances",
 		"An autoscaled LRP's instance count after its latest convergence pass (above wanted while the scale-down window keeps it).", []string{"process_guid"}, nil)
+	autoscaleMaxDesc = prometheus.NewDesc("corkboard_autoscaler_max_instances",
+		"An autoscaled LRP's max; no series while its max is -1 (no limit).", []string{"process_guid"}, nil)
 )
 
 // setAutoscaled publishes the autoscaler figures of a pass over guids (nil:
@@ -186,6 +194,7 @@ func (g *countGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- autoscaleOccupiedDesc
 	ch <- autoscaleWantedDesc
 	ch <- autoscaleCurrentDesc
+	ch <- autoscaleMaxDesc
 }
 
 func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
@@ -200,6 +209,9 @@ func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(autoscaleOccupiedDesc, prometheus.GaugeValue, float64(a.Occupied), a.ProcessGuid)
 		ch <- prometheus.MustNewConstMetric(autoscaleWantedDesc, prometheus.GaugeValue, float64(a.Wanted), a.ProcessGuid)
 		ch <- prometheus.MustNewConstMetric(autoscaleCurrentDesc, prometheus.GaugeValue, float64(a.Instances), a.ProcessGuid)
+		if a.Max >= 0 {
+			ch <- prometheus.MustNewConstMetric(autoscaleMaxDesc, prometheus.GaugeValue, float64(a.Max), a.ProcessGuid)
+		}
 	}
 	if counts == nil {
 		return

@@ -88,7 +88,24 @@ var _ = Describe("Runner", func() {
 					Should(Equal(map[string]float64{"rooms": 3}), "min 3 clamps the desired 1; plain is not autoscaled")
 				Expect(labelled("corkboard_autoscaler_wanted_instances")()).To(Equal(map[string]float64{"rooms": 3}))
 				Expect(labelled("corkboard_autoscaler_occupied_instances")()).To(Equal(map[string]float64{"rooms": 0}))
+				Expect(labelled("corkboard_autoscaler_max_instances")()).To(Equal(map[string]float64{"rooms": 10}), "plain has no max")
 				Eventually(cellsOf(ctx, store, "rooms")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1", "cell-1"}))
+			})
+
+			It("publishes the rollouts the full pass leaves under way, failed and held", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "steady", 1)
+				desire(ctx, store, "rolling", 2)
+				_, err := store.UpdateDesiredLRP(ctx, "rolling", &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{
+					DefinitionId: "v2", Action: &models.RunAction{Path: "/bin/rolling"}, MemoryMb: 64, DiskMb: 64,
+				}})
+				Expect(err).NotTo(HaveOccurred())
+
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour})
+				Eventually(r.gauge("corkboard_rollouts_under_way")).WithTimeout(runnerLimit).Should(Equal(1.0), "no instance of rolling runs v2 yet")
+				Expect(r.gauge("corkboard_rollouts_failed")()).To(Equal(0.0))
+				Expect(r.gauge("corkboard_rollouts_held")()).To(Equal(0.0))
 			})
 
 			It("converges as soon as it owns the lease, and on a trigger without waiting for the interval", func() {
