@@ -14,9 +14,9 @@ import (
 // once, by the pass that lets it start (RolloutRow.AdmittedAt), and holds
 // its slot while it goes on; the others wait QUEUED, starting nothing,
 // their progress deadline stopped. Admission is stored on the record so
-// that a board restart, a new lease holder or a change of the limit never
-// takes a slot back from a rollout half-way through: only admitting new
-// ones waits for room.
+// that a board restart, another board taking over convergence or a
+// change of the limit never takes a slot back from a rollout half-way
+// through: only admitting new ones waits for room.
 
 // RolloutTurn is the governor's decision for one rollout record.
 type RolloutTurn struct {
@@ -34,13 +34,13 @@ type RolloutTurn struct {
 // slot though nothing moves: its instances run a mix of definitions until
 // a promote, a resume or a rollback, which must not wait in the queue
 // behind rollouts that have not started.
-func (r *RolloutRow) HoldsSlot() bool {
+func (r RolloutRow) HoldsSlot() bool {
 	return r.AdmittedAt != 0 && (models.RolloutUnderWay(r.State, r.FinishedAt) || r.State == models.RolloutStatus_HELD)
 }
 
 // WantsSlot reports whether the record waits for admission: under way and
 // never admitted.
-func (r *RolloutRow) WantsSlot() bool {
+func (r RolloutRow) WantsSlot() bool {
 	return r.AdmittedAt == 0 && models.RolloutUnderWay(r.State, r.FinishedAt)
 }
 
@@ -48,12 +48,12 @@ func (r *RolloutRow) WantsSlot() bool {
 // an automatic revert (REVERTED) or a fast rollback or abort (Fast). Going
 // back to what ran before is never queued behind rollouts going forward;
 // it still counts against the limit while it moves.
-func (r *RolloutRow) QueueJumper() bool {
+func (r RolloutRow) QueueJumper() bool {
 	return r.State == models.RolloutStatus_REVERTED || r.Fast
 }
 
 // Queued reports whether the governor keeps the rollout waiting.
-func (r *RolloutRow) Queued() bool {
+func (r RolloutRow) Queued() bool {
 	return r.QueuePosition > 0
 }
 
@@ -61,8 +61,30 @@ func (r *RolloutRow) Queued() bool {
 // unless a staged phase says later: its last progress, or its admission
 // when that came after (a rollout does not fail for the time it waited in
 // the queue).
-func (r *RolloutRow) DeadlineFrom() int64 {
+func (r RolloutRow) DeadlineFrom() int64 {
 	return max(r.ProgressAt, r.AdmittedAt)
+}
+
+// SupersededAdmission is the admission a new rollout of the LRP takes over
+// from r, the record it replaces (a new definition, a rollback or an
+// abort mid-rollout): r's when r holds a slot — the LRP is half-way, and
+// sending it to the back of the queue would leave it on a mix of
+// definitions — and none otherwise (the new rollout waits its turn).
+func (r RolloutRow) SupersededAdmission() int64 {
+	if r.HoldsSlot() {
+		return r.AdmittedAt
+	}
+	return 0
+}
+
+// StatusReason is the reason a rollout status shows: the queue's reason
+// first while the rollout is queued, e.g. "queued: position 3 of 7
+// (max_rollouts_in_flight 10); rolling from v1 to v2".
+func (r RolloutRow) StatusReason() string {
+	if r.Queued() && r.QueueReason != "" {
+		return r.QueueReason + "; " + r.Reason
+	}
+	return r.Reason
 }
 
 // QueueReason is the reason a queued rollout shows, e.g. "queued: position

@@ -85,6 +85,20 @@ var _ = Describe("GovernRollouts", func() {
 			To(Equal("queued: position 3 of 7 (max_rollouts_in_flight 10)"))
 	})
 
+	It("lets a rollout that supersedes one holding a slot keep it, and no other", func() {
+		Expect(admitted("a", progressing).SupersededAdmission()).To(BeEquivalentTo(1))
+		Expect(admitted("a", held).SupersededAdmission()).To(BeEquivalentTo(1))
+		Expect(admitted("a", complete).SupersededAdmission()).To(BeZero(), "the LRP was not moving")
+		Expect(waiting("a", progressing, 1).SupersededAdmission()).To(BeZero(), "a queued rollout's successor queues again")
+	})
+
+	It("shows the queue's reason first while queued", func() {
+		r := convergence.RolloutRow{Reason: "rolling from v1 to v2", QueuePosition: 3, QueueReason: "queued: position 3 of 7 (max_rollouts_in_flight 10)"}
+		Expect(r.StatusReason()).To(Equal("queued: position 3 of 7 (max_rollouts_in_flight 10); rolling from v1 to v2"))
+		r.QueuePosition, r.QueueReason = 0, ""
+		Expect(r.StatusReason()).To(Equal("rolling from v1 to v2"))
+	})
+
 	It("counts the progress deadline from the later of progress and admission", func() {
 		r := convergence.RolloutRow{ProgressAt: 5, AdmittedAt: 8}
 		Expect(r.DeadlineFrom()).To(Equal(int64(8)))
