@@ -27,6 +27,11 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 		p.fresh[domain] = true
 	}
 	p.loadRollouts(snapshot)
+	board := snapshot.Rollouts
+	if snapshot.BoardRollouts != nil {
+		board = snapshot.BoardRollouts
+	}
+	p.turns = GovernRollouts(board, cfg.MaxRolloutsInFlight)
 	p.loadOperations(snapshot)
 	p.placer = newPlacer(p.cells)
 	desired, instances := sortedDesired(snapshot.Desired)
@@ -60,6 +65,9 @@ type planner struct {
 	// first), by process guid.
 	rollouts    map[string]*RolloutRow
 	definitions map[string][]DefinitionRow
+	// turns are the rollout governor's decisions, by process guid
+	// (GovernRollouts over every rollout record of the board).
+	turns map[string]RolloutTurn
 	// reconciled notes the guids of rollout records whose LRP had a
 	// DesiredLRP or rows in the snapshot.
 	reconciled map[string]bool

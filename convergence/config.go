@@ -37,6 +37,9 @@ type Config struct {
 	// the board could not see its database (the runner sets it each pass
 	// from runner.RunnerConfig.PresenceGrace). Zero: none.
 	PresenceGrace PresenceGrace
+	// MaxRolloutsInFlight is the most rollouts that move instances at once
+	// across the board (governor.go); the others wait QUEUED. 0: no limit.
+	MaxRolloutsInFlight int32
 }
 
 // PresenceGrace is the board's last database outage, as it saw it: a rep

@@ -468,6 +468,31 @@
 // definition. The plan shows retire (stop=), request-stop, redefine,
 // rollout (the record written) and delete-definition lines.
 //
+// # The rollout governor
+//
+// Config.MaxRolloutsInFlight (the board's max_rollouts_in_flight; 0 means
+// no limit) bounds how many rollouts move instances at once across the
+// board; GovernRollouts (governor.go) decides each pass, over every
+// rollout record of the board (Snapshot.BoardRollouts in a targeted
+// pass), which are admitted and where the others wait:
+//
+//   - a record under way is admitted once (admitted_at, stored) and then
+//     holds its slot while under way or HELD, whatever the limit becomes;
+//   - reverts and fast rollbacks are admitted at once and count;
+//   - the others are admitted first in, first out (by started_at) while
+//     fewer than the limit are in flight;
+//   - a queued rollout starts nothing (as a paused phase), its progress
+//     deadline does not run and is counted from its admission, and its
+//     record holds queue_position and queue_reason ("queued: position 1
+//     of 1 (max_rollouts_in_flight 2)"); its operation's history notes the
+//     queueing and the admission.
+//
+// A record the planner writes for outdated rows without one is admitted
+// as it is written (its instances started rolling in that pass). In the
+// scenario files a rollout line is admitted when it started unless it
+// says admitted=-1m or queued=true, and may carry queue_position= and
+// queue_reason=; config max_rollouts_in_flight=N sets the limit.
+//
 // # Staged phases and validation
 //
 // A record with a stage limits the rollout to the indices its share

@@ -189,6 +189,9 @@ func (p *planner) newRollout(d *DesiredSchedule, record *RolloutRow, instances i
 	ro := &rolloutLRP{d: d, record: record, defs: p.definitions[d.ProcessGuid], strategy: storedStrategy(d, instances)}
 	if record != nil {
 		ro.outcome.operationID = record.OperationID
+		if record.DefinitionID == d.ActiveDefinitionID {
+			ro.turn = p.turns[d.ProcessGuid]
+		}
 		if record.Fast && record.DefinitionID == d.ActiveDefinitionID {
 			ro.strategy = ro.strategy.FastRollout(p.cells.room(d.PlacementTags, need{memory: d.MemoryMB, disk: d.DiskMB}))
 		}

@@ -51,6 +51,10 @@ type rolloutLRP struct {
 	// what it does (models.VerdictAction; Continue without one).
 	verdict *models.AnalysisVerdict
 	action  models.RolloutAction
+	// turn is the rollout governor's decision for the LRP's rollout
+	// (GovernRollouts); the zero turn when its record is not of the active
+	// definition or neither holds nor wants a slot.
+	turn RolloutTurn
 	// Counted over the wanted indices.
 	updated  int32
 	outdated int32
@@ -209,6 +213,11 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	if ro.phase.paused() {
 		// A paused phase starts nothing new either; what is under way
 		// goes on.
+		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
+	}
+	if ro.turn.Position > 0 {
+		// A queued rollout starts nothing until the governor admits it;
+		// nothing of it is under way yet.
 		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
 	}
 	ro.verdict, ro.action = verdictAction(ro)
@@ -458,6 +467,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	next := RolloutRow{ProcessGuid: d.ProcessGuid}
 	if rec != nil {
 		next = *rec
+		p.noteTurn(ro, &next)
 	}
 	write := RolloutWrite{ProcessGuid: d.ProcessGuid, ExpectActiveDefinitionID: d.ActiveDefinitionID}
 	if rec != nil {
@@ -489,10 +499,12 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 			}
 			break
 		}
+		// Its instances started rolling in this pass already: the
+		// rollout is admitted as it is recorded, and counts from then on.
 		next = RolloutRow{
 			ProcessGuid: d.ProcessGuid, State: models.RolloutStatus_PROGRESSING,
 			Reason:       "rolling to " + d.ActiveDefinitionID,
-			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now,
+			DefinitionID: d.ActiveDefinitionID, StartedAt: p.now, ProgressAt: p.now, AdmittedAt: p.now,
 		}
 	case models.RolloutUnderWay(rec.State, rec.FinishedAt):
 		deadlineFrom, deadlineRuns := ro.deadlineFrom(rec, instances, p.now)
@@ -605,6 +617,27 @@ func (p *planner) countRollout(next RolloutRow) {
 	}
 }
 
+// noteTurn writes the governor's decision into next, the LRP's record:
+// admitted now (its operation's history says after how long a wait), or
+// queued at a position, with the reason that says so.
+func (p *planner) noteTurn(ro *rolloutLRP, next *RolloutRow) {
+	t, rec := ro.turn, ro.record
+	if t.Admit {
+		next.AdmittedAt = p.now
+		if rec.Queued() {
+			ro.outcome.note(fmt.Sprintf("admitted by the rollout governor after %s in its queue",
+				time.Duration(p.now-rec.StartedAt).Round(time.Second)))
+		}
+	}
+	next.QueuePosition, next.QueueReason = t.Position, ""
+	if t.Position > 0 {
+		next.QueueReason = QueueReason(t, p.cfg.MaxRolloutsInFlight)
+		if !rec.Queued() {
+			ro.outcome.note(next.QueueReason)
+		}
+	}
+}
+
 // failRollout writes into next what the rollout failing does, for failure
 // (why, in words), as action says (models.FailureAction or
 // models.VerdictAction):
@@ -628,6 +661,9 @@ func (p *planner) failRollout(ro *rolloutLRP, next *RolloutRow, write *RolloutWr
 			// (models.RolloutStrategy.FastRollout).
 			Fast:      true,
 			Judgement: rec.Judgement,
+			// A revert jumps the governor's queue (QueueJumper) and
+			// keeps the failed rollout's slot.
+			AdmittedAt: p.now,
 		}
 		write.SetActiveDefinitionID = healthy
 		ro.step.InFlight = 0

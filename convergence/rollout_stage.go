@@ -211,18 +211,28 @@ func (ph *stagedPhase) idle(ro *rolloutLRP) bool {
 }
 
 // deadlineFrom is when the rollout's progress deadline counts from, and
-// whether it runs this pass at all: not while a staged phase is paused or
+// whether it runs this pass at all: not while the governor queues the
+// rollout (from its admission once admitted), not while a staged phase is paused or
 // idle (nothing to move until its share grows), and for a staged phase
 // from when its share last grew if that is later than the last progress.
 func (ro *rolloutLRP) deadlineFrom(rec *RolloutRow, instances int32, now int64) (int64, bool) {
+	if ro.turn.Position > 0 {
+		// Queued: nothing of the rollout has started.
+		return 0, false
+	}
+	from := rec.DeadlineFrom()
+	if ro.turn.Admit {
+		// Admitted by this pass: the wait in the queue does not count.
+		from = now
+	}
 	ph := ro.phase
 	if ph == nil {
-		return rec.ProgressAt, true
+		return from, true
 	}
 	if ph.paused() || ph.idle(ro) {
 		return 0, false
 	}
 	// A phase that waited for its share to grow counts from when it last
 	// grew, not from the last index it completed before.
-	return max(rec.ProgressAt, models.StageAllowedSince(ph.stage, instances, now)), true
+	return max(from, models.StageAllowedSince(ph.stage, instances, now)), true
 }

@@ -118,6 +118,7 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.Board = attrs.string("board", c.Board)
 	c.OperationLeaseTTL = attrs.duration("operation_lease_ttl", c.OperationLeaseTTL)
 	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
+	c.MaxRolloutsInFlight = attrs.int32("max_rollouts_in_flight", c.MaxRolloutsInFlight)
 	return attrs.done()
 }
 
@@ -300,7 +301,19 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		ModificationIndex:  int64(a.int32("mod", 1)),
 		OperationID:        a.string("op", ""),
 		Fast:               a.bool("fast", false),
+		QueuePosition:      a.int32("queue_position", 0),
+		QueueReason:        a.string("queue_reason", ""),
 	})
+	rec := &s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1]
+	// A record is admitted when it started (a rollout under way before
+	// the governor) unless the scenario says when, or queued=true.
+	rec.AdmittedAt = rec.StartedAt
+	if _, given := a.values["admitted"]; given {
+		rec.AdmittedAt = at("admitted")
+	}
+	if a.bool("queued", false) {
+		rec.AdmittedAt = 0
+	}
 	if _, staged := a.values["stage"]; staged {
 		stage, err := s.parseStage(a, at)
 		if err != nil {

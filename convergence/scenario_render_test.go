@@ -129,6 +129,10 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	at("started", r.StartedAt)
 	at("progress", r.ProgressAt)
 	at("finished", r.FinishedAt)
+	at("admitted", r.AdmittedAt)
+	if r.QueuePosition != 0 {
+		out += fmt.Sprintf(" queue_position=%d", r.QueuePosition)
+	}
 	out += fmt.Sprintf(" updated=%d inflight=%d", r.UpdatedInstances, r.InFlight)
 	if r.Fast {
 		out += " fast"
@@ -181,7 +185,11 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	if w.SetActiveDefinitionID != "" {
 		out += " set_active=" + w.SetActiveDefinitionID
 	}
-	return out + " reason=" + strconv.Quote(r.Reason)
+	out += " reason=" + strconv.Quote(r.Reason)
+	if r.QueueReason != "" {
+		out += " queue_reason=" + strconv.Quote(r.QueueReason)
+	}
+	return out
 }
 
 // renderAt writes a time relative to now, as the state part does.

@@ -41,6 +41,12 @@ type Snapshot struct {
 	// (PENDING or IN_PROGRESS), desired or not, in process guid order, then
 	// sequence order.
 	Operations []OperationRow
+	// BoardRollouts, in a Partial snapshot, are the unsettled rollout
+	// records of every LRP, read or not: the rollout governor counts the
+	// rollouts in flight across the board (GovernRollouts). Nil: Rollouts
+	// are all there are (a full snapshot, or a dry run of one LRP, which
+	// then assumes its rollout has a slot).
+	BoardRollouts []RolloutRow
 }
 
 // RolloutRow is an LRP's rollout record (table rollouts): where its
@@ -84,6 +90,14 @@ type RolloutRow struct {
 	// verdicts (docs/analysis.md), nil when its update asked for none.
 	// Immutable like Stage.
 	Judgement *models.RolloutJudgement
+	// AdmittedAt is when the rollout governor admitted the rollout (Unix
+	// nanoseconds; 0 while it waits, or before its first pass): from then
+	// it may move instances and holds a slot while it goes on (HoldsSlot).
+	// QueuePosition is its place in the governor's queue (from 1; 0 when
+	// not queued) and QueueReason says so in words (QueueReason).
+	AdmittedAt    int64
+	QueuePosition int32
+	QueueReason   string
 }
 
 // Equal reports whether r and o hold the same record (RolloutRow has

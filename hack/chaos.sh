@@ -12,7 +12,9 @@
 # writer of a private Galera cluster and of a private Patroni pair
 # SIGKILLed mid-rollout, 10 times each: e2e/chaos_ha_test.go; 20 clean
 # rollouts judged by a real Prometheus in a row, and versions with errors,
-# a slowdown and a regression in the bake: e2e/analysis_e2e_test.go). Prints
+# a slowdown and a regression in the bake: e2e/analysis_e2e_test.go; 200
+# LRPs updated at once under max_rollouts_in_flight 10:
+# e2e/governor_e2e_test.go). Prints
 # each scenario's figures (Ginkgo report entries) and each suite's
 # summary; the whole output, board and rep logs included, stays in the
 # log file named at the end. Exits non-zero when a scenario fails.

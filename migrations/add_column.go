@@ -132,3 +132,13 @@ var addRolloutsFast = addColumn("add_rollouts_fast", 1, "rollouts", "fast", driv
 // the protobuf of a rollout's models.RolloutJudgement (its analysis,
 // failure policy, bake and verdicts), NULL when the update asked for none.
 var addRolloutsJudgement = addColumn("add_rollouts_judgement", 1, "rollouts", "judgement", driver.nullBlob)
+
+// addRolloutsGovernor is migration 0022's Go half: rollouts.admitted_at
+// (Unix nanoseconds the rollout governor admitted the rollout, 0 while
+// not), rollouts.queue_position (its place in the governor's queue, 0
+// when not queued) and rollouts.queue_reason (what the queue says, ”
+// unless queued); the migration's SQL admits the records already there.
+var addRolloutsGovernor = addColumns("add_rollouts_governor", 1, "rollouts",
+	columnDef{"admitted_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
+	columnDef{"queue_position", func(driver) string { return "INTEGER NOT NULL DEFAULT 0" }},
+	columnDef{"queue_reason", func(d driver) string { return d.boundedText(200) }})

@@ -147,7 +147,17 @@ type RolloutStatus struct {
 	Fast bool `protobuf:"varint,17,opt,name=fast,proto3" json:"fast,omitempty"`
 	// The rollout's analysis and its verdicts, when the update asked for
 	// analysis, a failure policy or a bake; absent otherwise.
-	Judgement     *RolloutJudgement `protobuf:"bytes,21,opt,name=judgement,proto3" json:"judgement,omitempty"`
+	Judgement *RolloutJudgement `protobuf:"bytes,21,opt,name=judgement,proto3" json:"judgement,omitempty"`
+	// The rollout governor (the board's max_rollouts_in_flight): the
+	// rollout's place in the queue of rollouts waiting to start, from 1 (0
+	// when it is not queued); a queued rollout starts nothing, its progress
+	// deadline does not run, and its reason begins "queued: position 3 of 7
+	// (max_rollouts_in_flight 10)".
+	QueuePosition int32 `protobuf:"varint,22,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
+	// Unix nanoseconds the governor admitted the rollout: from then it
+	// moves instances and counts against max_rollouts_in_flight while it
+	// goes on (0 while queued, or before the board's first pass over it).
+	AdmittedAt    int64 `protobuf:"varint,23,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -306,6 +316,20 @@ func (x *RolloutStatus) GetJudgement() *RolloutJudgement {
 		return x.Judgement
 	}
 	return nil
+}
+
+func (x *RolloutStatus) GetQueuePosition() int32 {
+	if x != nil {
+		return x.QueuePosition
+	}
+	return 0
+}
+
+func (x *RolloutStatus) GetAdmittedAt() int64 {
+	if x != nil {
+		return x.AdmittedAt
+	}
+	return 0
 }
 
 // StagedRollout asks for a staged phase: the share of instances on the new
@@ -1647,7 +1671,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xe4\x06\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xac\a\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -1671,7 +1695,10 @@ const file_rollout_proto_rawDesc = "" +
 	"\foperation_id\x18\x0f \x01(\tR\voperationId\x124\n" +
 	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\x12\x12\n" +
 	"\x04fast\x18\x11 \x01(\bR\x04fast\x12@\n" +
-	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\"a\n" +
+	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\x12%\n" +
+	"\x0equeue_position\x18\x16 \x01(\x05R\rqueuePosition\x12\x1f\n" +
+	"\vadmitted_at\x18\x17 \x01(\x03R\n" +
+	"admittedAt\"a\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +

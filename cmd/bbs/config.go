@@ -126,6 +126,11 @@ type Config struct {
 	// LRPs that set none ("2m"): an autoscaled count goes down only to the
 	// highest count wanted within it.
 	ScaleDownStabilization string `json:"scale_down_stabilization"`
+	// MaxRolloutsInFlight is the most rollouts that move instances at once
+	// across the board (0, the default: no limit); the others wait
+	// QUEUED, first in first out, and reverts and fast rollbacks jump the
+	// queue (convergence.GovernRollouts, docs/rollouts.md).
+	MaxRolloutsInFlight int `json:"max_rollouts_in_flight"`
 	// EventRetention and EventRetentionMax bound the event log every
 	// board serves /v1/events from: events older than EventRetention
 	// ("1h") or beyond the newest EventRetentionMax (1,000,000) are
@@ -444,6 +449,9 @@ func (c Config) validate() error {
 	if c.EventRetentionMax < minimumEventRetentionMax {
 		return configfile.Invalid("event_retention_max", fmt.Sprintf("must be at least %d (the default is %d)", minimumEventRetentionMax, defaultEventRetentionMax))
 	}
+	if c.MaxRolloutsInFlight < 0 || c.MaxRolloutsInFlight > maxRolloutsInFlight {
+		return configfile.Invalid("max_rollouts_in_flight", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxRolloutsInFlight, c.MaxRolloutsInFlight))
+	}
 	if c.MaxEventSubscribers < 0 {
 		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
 	}
@@ -485,6 +493,11 @@ func (c Config) eventPollInterval() time.Duration {
 	return configfile.MustDuration(c.EventPollInterval)
 }
 
+// maxRolloutsInFlight bounds max_rollouts_in_flight: it is a count of
+// LRPs, stored as an int32 by the planner; more than a million rollouts
+// at once is no limit at all.
+const maxRolloutsInFlight = 1_000_000
+
 // runnerConfig is the convergence runner's configuration.
 func (c Config) runnerConfig() runner.RunnerConfig {
 	planner := convergence.DefaultConfig()
@@ -493,6 +506,7 @@ func (c Config) runnerConfig() runner.RunnerConfig {
 	// presence TTLs: its rep, told to stop it on a bulk report, removes it.
 	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
 	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
+	planner.MaxRolloutsInFlight = int32(c.MaxRolloutsInFlight)
 	return runner.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),

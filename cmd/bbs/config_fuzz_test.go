@@ -19,7 +19,7 @@ func FuzzBoardConfig(f *testing.F) {
 		`{"listen_address": "0.0.0.0:8889", "database_driver": "postgres", "database_dsn": "postgres://bbs@db/bbs",
 		  "log_level": "debug", "max_open_connections": 32, "shutdown_timeout": "45s", "board_id": "bbs-0",
 		  "cell_presence_ttl": "20s", "convergence_interval": "10s", "convergence_lease_ttl": "6s",
-		  "stale_unclaimed": "2m", "operation_retention": "48h", "scale_down_stabilization": "2m"}`,
+		  "stale_unclaimed": "2m", "operation_retention": "48h", "scale_down_stabilization": "2m", "max_rollouts_in_flight": 10}`,
 		`{"listen_address": "127.0.0.1:0", "data_dir": "/var/lib/bbs"}`,
 		`{"listen_address": "127.0.0.1:8889", "data_dir": "/var/lib/bbs", "listen_adress": "typo"}`,
 		`{"listen_address": 8889}`,

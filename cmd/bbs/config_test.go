@@ -35,7 +35,8 @@ var _ = Describe("Config", func() {
 			"convergence_interval": "10s",
 			"convergence_lease_ttl": "6s",
 			"stale_unclaimed": "2m",
-			"operation_retention": "48h"
+			"operation_retention": "48h",
+			"max_rollouts_in_flight": 10
 		}`), false, "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.cellPresenceTTL()).To(Equal(20 * time.Second))
@@ -45,6 +46,7 @@ var _ = Describe("Config", func() {
 		Expect(runner.LeaseTTL).To(Equal(6 * time.Second))
 		Expect(runner.Planner.StaleUnclaimed).To(Equal(2 * time.Minute))
 		Expect(runner.OperationRetention).To(Equal(48 * time.Hour))
+		Expect(runner.Planner.MaxRolloutsInFlight).To(BeEquivalentTo(10))
 		Expect(runner.Planner.CrashPolicy).To(Equal(convergence.DefaultCrashPolicy()))
 		Expect(cfg.ListenAddress).To(Equal("0.0.0.0:8889"))
 		Expect(cfg.DatabaseDriver).To(Equal("postgres"))
@@ -178,6 +180,9 @@ var _ = Describe("Config", func() {
 		Entry("an encryption key that is not 32 bytes", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "c2hvcnQ="}, "active_key_label": "k1"}`, `encryption_keys["k1"]`),
 		Entry("an active key label that names no key", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "`+strings.Repeat("A", 43)+`="}, "active_key_label": "k2"}`, "active_key_label"),
 		Entry("a negative cap on requests in flight", `{"listen_address": ":8889", "data_dir": "/d", "max_requests_in_flight": -1}`, "max_requests_in_flight"),
+		Entry("a negative max_rollouts_in_flight", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": -1}`, "max_rollouts_in_flight"),
+		Entry("a max_rollouts_in_flight past a million", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": 1000001}`, "max_rollouts_in_flight"),
+		Entry("a max_rollouts_in_flight that is not a number", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": "ten"}`, "max_rollouts_in_flight"),
 		Entry("a negative cap on event subscribers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_subscribers": -5}`, "max_event_subscribers"),
 		Entry("a negative reservation for cells", `{"listen_address": ":8889", "data_dir": "/d", "reserved_cell_requests": -1}`, "reserved_cell_requests"),
 		Entry("a reservation for cells of every request", `{"listen_address": ":8889", "data_dir": "/d", "max_requests_in_flight": 100, "reserved_cell_requests": 100}`, "reserved_cell_requests"),

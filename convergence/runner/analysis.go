@@ -53,7 +53,9 @@ func (r *Runner) judgeDue(ctx context.Context, snapshot *convergence.Snapshot) {
 	now := r.cfg.Now().UnixNano()
 	for i := range snapshot.Rollouts {
 		rec := &snapshot.Rollouts[i]
-		if !rec.Judgement.AnalysisDue(rec.State, now) || !r.startJudging(rec.ProcessGuid) {
+		// A queued rollout runs nothing of its definition yet: nothing
+		// to judge until the governor admits it.
+		if rec.Queued() || !rec.Judgement.AnalysisDue(rec.State, now) || !r.startJudging(rec.ProcessGuid) {
 			continue
 		}
 		go r.judge(ctx, rec.ProcessGuid, rec.DefinitionID, rec.Judgement)

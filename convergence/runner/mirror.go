@@ -226,6 +226,7 @@ func (m *Mirror) partial(s *convergence.Snapshot, guids []string) *convergence.S
 		Rollouts:       runsOf(s.Rollouts, guids, rolloutGuid),
 		Definitions:    runsOf(s.Definitions, guids, definitionGuid),
 		Operations:     runsOf(s.Operations, guids, operationGuid),
+		BoardRollouts:  s.Rollouts,
 		FreshDomains:   s.FreshDomains,
 		PlacementEpoch: s.PlacementEpoch,
 		Partial:        true,

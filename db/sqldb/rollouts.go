@@ -32,15 +32,17 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 
 // rolloutColumnList is the record's columns (table alias o) in the order
 // scanRollout reads them. stage (migration 0008) is NULL unless the
-// rollout is staged; fast (migration 0019) marks a fast rollout.
+// rollout is staged; fast (migration 0019) marks a fast rollout;
+// admitted_at, queue_position and queue_reason (migration 0022) are the
+// rollout governor's.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
  o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
- o.operation_id, o.stage, o.fast, o.judgement`
+ o.operation_id, o.stage, o.fast, o.judgement, o.admitted_at, o.queue_position, o.queue_reason`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
-	"operation_id", "stage", "fast", "judgement",
+	"operation_id", "stage", "fast", "judgement", "admitted_at", "queue_position", "queue_reason",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -53,11 +55,11 @@ type rolloutRecord struct {
 func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	rec := &rolloutRecord{}
 	var state string
-	var updated, inFlight int64
+	var updated, inFlight, queuePosition int64
 	var stage, judgement []byte
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
 		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
-		&rec.OperationID, &stage, &rec.Fast, &judgement)
+		&rec.OperationID, &stage, &rec.Fast, &judgement, &rec.AdmittedAt, &queuePosition, &rec.QueueReason)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +68,7 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 		return nil, errInvalidRecord("rollout of desired_lrp %q: unknown state %q", rec.ProcessGuid, state)
 	}
 	rec.State = models.RolloutStatus_State(value)
-	rec.UpdatedInstances, rec.InFlight = int32(updated), int32(inFlight)
+	rec.UpdatedInstances, rec.InFlight, rec.QueuePosition = int32(updated), int32(inFlight), int32(queuePosition)
 	if rec.Stage, err = decodeStage(stage); err != nil {
 		return nil, errInvalidRecord("rollout of desired_lrp %q: stage: %v", rec.ProcessGuid, err)
 	}
@@ -106,7 +108,7 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
 		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
-		rec.OperationID, stage, rec.Fast, judgement}
+		rec.OperationID, stage, rec.Fast, judgement, rec.AdmittedAt, rec.QueuePosition, rec.QueueReason}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -123,7 +125,9 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 // counted, not settled, started by operation operationID, in the staged
 // phase stage (nil: not staged; see models.NewRolloutStage), fast or not
 // (convergence.RolloutRow.Fast), judged by judgement (nil: not judged;
-// models.NewRolloutJudgement).
+// models.NewRolloutJudgement). A rollout that supersedes one holding a
+// slot of the rollout governor keeps its admission
+// (convergence.RolloutRow.SupersededAdmission): the LRP is half-way already.
 func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, fast bool, judgement *models.RolloutJudgement, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
@@ -134,6 +138,9 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 		expect = current.ModificationIndex
 	}
 	rec := &rolloutRecord{RolloutRow: convergence.StartedRollout(processGuid, to, reason, operationID, stage, now)}
+	if current != nil {
+		rec.AdmittedAt = current.SupersededAdmission()
+	}
 	rec.Fast = fast
 	rec.Judgement = judgement
 	return rec, s.storeRollout(ctx, tx, rec, expect)
@@ -176,9 +183,10 @@ func (s *SQLDB) rolloutStatus(ctx context.Context, q queryer, processGuid string
 // instances per definition as they are now, and activeOrdinary the
 // ORDINARY ones of them on the active definition.
 //
-// deadline_at is progress_at plus the progress deadline of the strategy as
-// the planner resolves it (models.StoredRolloutStrategy) while the
-// deadline runs (models.RolloutDeadlineRuns), else 0.
+// deadline_at is progress_at (or admitted_at when later: DeadlineFrom)
+// plus the progress deadline of the strategy as the planner resolves it
+// (models.StoredRolloutStrategy) while the deadline runs
+// (models.RolloutDeadlineRuns, and not queued by the governor), else 0.
 //
 // A staged record's stage comes with its computed fields at now (see
 // stageStatus).
@@ -193,7 +201,9 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 		return status
 	}
 	status.State = rec.State
-	status.Reason = rec.Reason
+	status.Reason = rec.StatusReason()
+	status.QueuePosition = rec.QueuePosition
+	status.AdmittedAt = rec.AdmittedAt
 	status.FailedDefinitionId = rec.FailedDefinitionID
 	status.UpdatedInstances = rec.UpdatedInstances
 	status.InFlight = rec.InFlight
@@ -201,9 +211,9 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.OperationId = rec.OperationID
 	status.Fast = rec.Fast
 	status.Judgement = rec.Judgement
-	if desired != nil && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
+	if desired != nil && !rec.Queued() && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
 		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
-		status.DeadlineAt = rec.ProgressAt + int64(deadline)
+		status.DeadlineAt = rec.DeadlineFrom() + int64(deadline)
 	}
 	if rec.Stage != nil {
 		status.Stage = stageStatus(rec.Stage, status.Instances, activeOrdinary, now)

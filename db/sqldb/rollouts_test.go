@@ -135,6 +135,57 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			}))
 		})
 
+		It("keeps the governor's admission and queue, shows a queued rollout's place and no deadline, and a superseding rollout keeps its slot", func() {
+			update("v2")
+			started := b.clock.Now().UnixNano()
+			write := func(change func(*convergence.RolloutRow)) {
+				GinkgoHelper()
+				snapshot, err := b.store.ConvergenceSnapshot(b.ctx, []string{"web"})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(snapshot.Rollouts).To(HaveLen(1))
+				rec := snapshot.Rollouts[0]
+				change(&rec)
+				_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
+					ProcessGuid: "web", ExpectModificationIndex: rec.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: rec,
+				}}})
+				Expect(err).NotTo(HaveOccurred())
+				snapshot, err = b.store.ConvergenceSnapshot(b.ctx, []string{"web"})
+				Expect(err).NotTo(HaveOccurred())
+				rec.ModificationIndex++
+				Expect(snapshot.Rollouts[0]).To(Equal(rec), "read back as written")
+			}
+
+			By("queued at position 3 of 7")
+			write(func(r *convergence.RolloutRow) {
+				r.QueuePosition, r.QueueReason = 3, "queued: position 3 of 7 (max_rollouts_in_flight 10)"
+			})
+			st := status()
+			Expect(st.QueuePosition).To(BeEquivalentTo(3))
+			Expect(st.AdmittedAt).To(BeZero())
+			Expect(st.Reason).To(Equal("queued: position 3 of 7 (max_rollouts_in_flight 10); rolling from v1 to v2"))
+			Expect(st.DeadlineAt).To(BeZero(), "a queued rollout's deadline does not run")
+
+			By("admitted a minute later: the deadline counts from the admission")
+			b.clock.Advance(time.Minute)
+			admitted := b.clock.Now().UnixNano()
+			write(func(r *convergence.RolloutRow) {
+				r.AdmittedAt, r.QueuePosition, r.QueueReason = admitted, 0, ""
+			})
+			st = status()
+			Expect(st.QueuePosition).To(BeZero())
+			Expect(st.AdmittedAt).To(Equal(admitted))
+			Expect(st.Reason).To(Equal("rolling from v1 to v2"))
+			Expect(st.StartedAt).To(Equal(started))
+			Expect(st.DeadlineAt).To(Equal(admitted + int64(10*time.Minute)))
+
+			By("a new definition mid-rollout keeps the slot; a rollout after a completed one waits its turn")
+			update("v3")
+			Expect(status().AdmittedAt).To(Equal(admitted))
+			completeRollout()
+			update("v4")
+			Expect(status().AdmittedAt).To(BeZero())
+		})
+
 		It("has no deadline once the rollout completed", func() {
 			update("v2")
 			completeRollout()

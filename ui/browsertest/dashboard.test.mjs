@@ -322,6 +322,34 @@ async function rollout() {
   await shot('lrp-canceled.png');
   step('an update canceled from the timeline rolls back to v3');
 
+  // An update to v5 judged by its analysis (the board's own crash
+  // signal) with a short bake, sent through the API: the verdict panel
+  // shows the policy and the verdicts as they come.
+  const call = async (route, body) => {
+    const resp = await fetch(boardURL + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const answer = await resp.json();
+    assert.ok(resp.ok && !answer.error, `${route}: ${resp.status} ${JSON.stringify(answer)}`);
+    return answer;
+  };
+  const current = (await call('/v1/desired_lrps/get', { process_guid: guid })).desired_lrp;
+  const v5 = JSON.parse(JSON.stringify(current.definition).replaceAll('"v3"', '"v5"').replaceAll('"v4"', '"v5"'));
+  delete v5.definition_id;
+  await call('/v1/desired_lrps/update', {
+    process_guid: guid,
+    update: {
+      definition: v5, update_identifier: 'v5',
+      analysis: { interval_ms: '1000', checks: [{ name: 'crashes', provider: 'board', signal: 'crash_rate', max: 1 }] },
+      on_failure: 'hold', bake_ms: '4000',
+    },
+  });
+  const verdicts = page.locator('[data-testid=rollout-verdicts]');
+  await verdicts.locator('[data-testid=verdict-policy]', { hasText: '1 check every 1s · on failure: hold · on marginal: continue · bake 4s' }).waitFor();
+  await verdicts.locator('[data-testid=verdict] .badge.pass').first().waitFor({ timeout: 30000 });
+  await page.locator('.rollout .badge.complete').waitFor({ timeout: 90000 });
+  assert.ok(await verdicts.locator('[data-testid=verdict] .badge.fail').count() === 0, 'no verdict failed');
+  await shot('lrp-verdicts.png');
+  step('a rollout judged by its analysis shows its policy and PASS verdicts in the verdict panel, and completes after its bake');
+
   await page.locator('nav a[data-nav=cells]').click();
   await page.locator('[data-testid=cells] [data-cell]').first().waitFor();
   const cells = await page.locator('[data-testid=cells] [data-cell]').evaluateAll((els) => els.map((e) => e.dataset.cell));

@@ -73,6 +73,9 @@ export function rolloutView() {
       `${updated} of ${n} instances on `,
       h('span', { class: 'mono', title: status.active_definition_id }, shortID(status.active_definition_id)),
       status.in_flight ? ` · ${status.in_flight} in flight` : '',
+      // A rollout the governor (max_rollouts_in_flight) keeps waiting:
+      // its place in the queue; the reason below says of how many.
+      status.queue_position ? [' · ', h('span', { class: 'badge queued', dataset: { testid: 'rollout-queue-position' } }, `queued #${status.queue_position}`)] : '',
       status.failed_definition_id ? [' · failed ', h('span', { class: 'mono' }, shortID(status.failed_definition_id))] : '',
       status.reason ? h('div', { class: 'muted' }, status.reason) : '');
     tick();

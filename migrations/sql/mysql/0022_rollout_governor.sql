@@ -1,0 +1,15 @@
+-- The rollout governor (issue 31, item 3; max_rollouts_in_flight): a
+-- rollout record says when the governor admitted it and, while it waits,
+-- where it stands in the queue. The columns
+--   rollouts.admitted_at    BIGINT  (0: not admitted)
+--   rollouts.queue_position INTEGER (0: not queued)
+--   rollouts.queue_reason   text    ('' unless queued)
+-- are added by this migration's Go step (add_rollouts_governor, in
+-- migrations/add_column.go) only where they are missing, so the migration
+-- is safe to run again on every dialect (MySQL commits DDL implicitly).
+--
+-- Every record already there was written before the governor existed, so
+-- its rollout started moving at once: it counts as admitted when it
+-- started, and an upgrade never sends a rollout half-way through back to
+-- the queue. Safe to re-run: it sets only what is still unset.
+UPDATE rollouts SET admitted_at = started_at WHERE admitted_at = 0;
