@@ -899,9 +899,17 @@ type DesiredLRPUpdate struct {
 	OnMarginal string `protobuf:"bytes,14,opt,name=on_marginal,json=onMarginal,proto3" json:"on_marginal,omitempty"`
 	// bake_ms, with a definition: once every index runs it, the rollout goes
 	// on being judged this long before it completes (at most 24 h).
-	BakeMs        int64 `protobuf:"varint,15,opt,name=bake_ms,json=bakeMs,proto3" json:"bake_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	BakeMs int64 `protobuf:"varint,15,opt,name=bake_ms,json=bakeMs,proto3" json:"bake_ms,omitempty"`
+	// override_freeze, with a definition: its rollout starts and progresses
+	// even while a freeze window is active (models.FreezeActive). Operators
+	// only; override_reason is required with it and recorded in the
+	// operation's parameters and history.
+	OverrideFreeze bool `protobuf:"varint,16,opt,name=override_freeze,json=overrideFreeze,proto3" json:"override_freeze,omitempty"`
+	// override_reason: why the freeze is overridden, printable, at most
+	// 1 KiB; only with override_freeze.
+	OverrideReason string `protobuf:"bytes,17,opt,name=override_reason,json=overrideReason,proto3" json:"override_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DesiredLRPUpdate) Reset() {
@@ -1037,6 +1045,20 @@ func (x *DesiredLRPUpdate) GetBakeMs() int64 {
 		return x.BakeMs
 	}
 	return 0
+}
+
+func (x *DesiredLRPUpdate) GetOverrideFreeze() bool {
+	if x != nil {
+		return x.OverrideFreeze
+	}
+	return false
+}
+
+func (x *DesiredLRPUpdate) GetOverrideReason() string {
+	if x != nil {
+		return x.OverrideReason
+	}
+	return ""
 }
 
 type DesireLRPRequest struct {
@@ -1804,7 +1826,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\x12?\n" +
-	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xf3\x05\n" +
+	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xc5\x06\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1827,7 +1849,9 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"on_failure\x18\r \x01(\tR\tonFailure\x12\x1f\n" +
 	"\von_marginal\x18\x0e \x01(\tR\n" +
 	"onMarginal\x12\x17\n" +
-	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMsB\f\n" +
+	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMs\x12'\n" +
+	"\x0foverride_freeze\x18\x10 \x01(\bR\x0eoverrideFreeze\x12'\n" +
+	"\x0foverride_reason\x18\x11 \x01(\tR\x0eoverrideReasonB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +

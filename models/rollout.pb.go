@@ -147,9 +147,14 @@ type RolloutStatus struct {
 	Fast bool `protobuf:"varint,17,opt,name=fast,proto3" json:"fast,omitempty"`
 	// The rollout's analysis and its verdicts, when the update asked for
 	// analysis, a failure policy or a bake; absent otherwise.
-	Judgement     *RolloutJudgement `protobuf:"bytes,21,opt,name=judgement,proto3" json:"judgement,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Judgement *RolloutJudgement `protobuf:"bytes,21,opt,name=judgement,proto3" json:"judgement,omitempty"`
+	// Why an active freeze window does not hold this rollout
+	// (models.FreezeHolds): "revert" (a rollback or an abort) or "override"
+	// (an update with override_freeze); empty: a freeze holds it, unless it
+	// is an auto-revert (state REVERTED).
+	FreezeExemption string `protobuf:"bytes,22,opt,name=freeze_exemption,json=freezeExemption,proto3" json:"freeze_exemption,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RolloutStatus) Reset() {
@@ -306,6 +311,13 @@ func (x *RolloutStatus) GetJudgement() *RolloutJudgement {
 		return x.Judgement
 	}
 	return nil
+}
+
+func (x *RolloutStatus) GetFreezeExemption() string {
+	if x != nil {
+		return x.FreezeExemption
+	}
+	return ""
 }
 
 // StagedRollout asks for a staged phase: the share of instances on the new
@@ -1647,7 +1659,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xe4\x06\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\x8f\a\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -1671,7 +1683,8 @@ const file_rollout_proto_rawDesc = "" +
 	"\foperation_id\x18\x0f \x01(\tR\voperationId\x124\n" +
 	"\x05stage\x18\x10 \x01(\v2\x1e.corkboard.models.RolloutStageR\x05stage\x12\x12\n" +
 	"\x04fast\x18\x11 \x01(\bR\x04fast\x12@\n" +
-	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\"a\n" +
+	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\x12)\n" +
+	"\x10freeze_exemption\x18\x16 \x01(\tR\x0ffreezeExemption\"a\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +
