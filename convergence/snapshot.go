@@ -22,6 +22,9 @@ type Snapshot struct {
 	Actual       []ActualRow
 	Cells        []CellRow
 	FreshDomains []string
+	// FreezeWindows are every stored freeze window, read each pass
+	// (models.FreezeActive decides which is active at the pass's time).
+	FreezeWindows []*models.FreezeWindow
 	// Partial: only some LRPs were read (a targeted pass). Decisions that
 	// need every row of a cell wait for a full snapshot.
 	Partial bool
@@ -84,6 +87,9 @@ type RolloutRow struct {
 	// verdicts (docs/analysis.md), nil when its update asked for none.
 	// Immutable like Stage.
 	Judgement *models.RolloutJudgement
+	// FreezeExemption says why an active freeze window does not hold the
+	// rollout ("revert", "override"; models.FreezeHolds); "" when one does.
+	FreezeExemption string
 }
 
 // Equal reports whether r and o hold the same record (RolloutRow has

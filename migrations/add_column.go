@@ -132,3 +132,10 @@ var addRolloutsFast = addColumn("add_rollouts_fast", 1, "rollouts", "fast", driv
 // the protobuf of a rollout's models.RolloutJudgement (its analysis,
 // failure policy, bake and verdicts), NULL when the update asked for none.
 var addRolloutsJudgement = addColumn("add_rollouts_judgement", 1, "rollouts", "judgement", driver.nullBlob)
+
+// addRolloutsFreezeExemption is migration 0021's Go half:
+// rollouts.freeze_exemption, why an active freeze window does not hold the
+// rollout ("revert", "override"; models.FreezeHolds), empty for the records
+// already there.
+var addRolloutsFreezeExemption = addColumn("add_rollouts_freeze_exemption", 1, "rollouts", "freeze_exemption",
+	func(d driver) string { return d.boundedText(16) })

@@ -41,4 +41,5 @@ var registeredSteps = map[int]*goStep{
 	18: dropReceiptsCreatedAt,
 	19: addRolloutsFast,
 	20: addRolloutsJudgement,
+	21: addRolloutsFreezeExemption,
 }

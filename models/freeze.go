@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	// Time zones are part of a window's meaning: the board and cork carry
 	// their own copy of the IANA database, so that a window validates and
@@ -53,32 +54,67 @@ const (
 )
 
 // FreezeHolds reports whether an active freeze window holds a rollout in
-// state with exemption (RolloutStatus.freeze_exemption). Reverts are
-// never held: an auto-revert (REVERTED) and a rollback or an abort
-// (exemption "revert") go back to a definition known to run, which is
-// what an operator wants during a freeze; an update that overrides the
-// freeze is not held either.
+// state with exemption (RolloutStatus.freeze_exemption): only a rollout
+// that moves (PROGRESSING) is held, unless it is a revert or overrides
+// the freeze. Reverts are never held: an auto-revert (REVERTED) and a
+// rollback or an abort (exemption "revert") go back to a definition known
+// to run, which is what an operator wants during a freeze. A rollout that
+// moves nothing by itself (HOLDING at a staged target, HELD, FAILED,
+// COMPLETE) has nothing to hold; a promote during a freeze makes it
+// PROGRESSING, which is held.
 //
 // Worked examples:
 //  1. PROGRESSING, ""         → held.
-//  2. HOLDING, ""             → held (a promote made during a freeze waits).
+//  2. HOLDING, ""             → not held (waits for a promote anyway).
 //  3. REVERTED, ""            → not held (auto-revert).
 //  4. PROGRESSING, "revert"   → not held (rollback or abort).
 //  5. PROGRESSING, "override" → not held.
 func FreezeHolds(state RolloutStatus_State, exemption string) bool {
-	return state != RolloutStatus_REVERTED && exemption == ""
+	return state == RolloutStatus_PROGRESSING && exemption == ""
 }
 
-// FrozenReason is the reason of a rollout a freeze holds: "frozen by
-// NAME until TIME" with TIME in RFC 3339, UTC.
-func FrozenReason(window string, until time.Time) string {
-	return "frozen by " + window + " until " + until.UTC().Format(time.RFC3339)
+// FreezeChanged is the event of a window added (before nil) or removed
+// (after nil), keyed by the window's name.
+func FreezeChanged(before, after *FreezeWindow) Event {
+	name := after.GetName()
+	if after == nil {
+		name = before.GetName()
+	}
+	return Event{Type: EventFreezeChanged, Key: "freeze/" + name, Payload: &FreezeChangedEvent{Before: before, After: after}}
+}
+
+// frozenSeparator joins a held rollout's own reason and the freeze's.
+const frozenSeparator = "; frozen by "
+
+// FrozenReason is the reason of a rollout a freeze holds: its own reason
+// (without an earlier freeze's part), then "; frozen by NAME until TIME"
+// with TIME in RFC 3339, UTC. ThawedReason takes the freeze's part off
+// again once no window holds the rollout.
+//
+// Worked examples:
+//  1. ("rolling from v1 to v2", xmas, 2026-12-27T08:00:00+01:00)
+//     → "rolling from v1 to v2; frozen by xmas until 2026-12-27T07:00:00Z".
+//  2. that reason, with window weekend until 2026-12-28T06:00:00Z
+//     → "rolling from v1 to v2; frozen by weekend until 2026-12-28T06:00:00Z".
+func FrozenReason(reason, window string, until time.Time) string {
+	return ThawedReason(reason) + frozenSeparator + window + " until " + until.UTC().Format(time.RFC3339)
+}
+
+// ThawedReason is reason without the part FrozenReason added: example 1
+// above gives back "rolling from v1 to v2"; a reason without one is
+// itself.
+func ThawedReason(reason string) string {
+	if at := strings.LastIndex(reason, frozenSeparator); at >= 0 {
+		return reason[:at]
+	}
+	return reason
 }
 
 // FreezeActive reports which of windows is active at now, and when its
 // occurrence covering now ends; nil and the zero time when none is. When
-// several are active, the one that ends last wins (the first of them in
-// windows' order on a tie), so that the reason names the longest hold. A
+// several are active, the one that ends last wins (the first by name on a
+// tie, whatever the order of windows), so that the reason names the
+// longest hold. A
 // window that does not validate is never active (the store keeps only
 // valid ones).
 //
@@ -90,14 +126,14 @@ func FrozenReason(window string, until time.Time) string {
 //  4. "30 2 * * *" 1h Europe/Berlin       → active from 03:00 CEST (01:00Z),
 //     the first instant at or after 02:30, until 02:00Z.
 //  5. "0 0 * * 0" 2h UTC                  → active since 00:00Z until 02:00Z.
-//  6. both 1 and 5 with 4                 → 4 and 1 and 5 all end at 02:00Z:
-//     the first listed.
+//  6. 1, 4 and 5 named c, a and b        → all end at 02:00Z: a, the first
+//     by name.
 func FreezeActive(windows []*FreezeWindow, now time.Time) (*FreezeWindow, time.Time) {
 	var active *FreezeWindow
 	var until time.Time
 	for _, w := range windows {
 		end, ok := freezeEnd(w, now)
-		if ok && (active == nil || end.After(until)) {
+		if ok && (active == nil || end.After(until) || end.Equal(until) && w.GetName() < active.GetName()) {
 			active, until = w, end
 		}
 	}

@@ -422,6 +422,60 @@ func (x *FreezeWindowsResponse) GetActiveUntil() int64 {
 	return 0
 }
 
+// FreezeChangedEvent carries a freeze window when it is added (before
+// absent) or removed (after absent).
+type FreezeChangedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Before        *FreezeWindow          `protobuf:"bytes,1,opt,name=before,proto3" json:"before,omitempty"`
+	After         *FreezeWindow          `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FreezeChangedEvent) Reset() {
+	*x = FreezeChangedEvent{}
+	mi := &file_freeze_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FreezeChangedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FreezeChangedEvent) ProtoMessage() {}
+
+func (x *FreezeChangedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_freeze_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FreezeChangedEvent.ProtoReflect.Descriptor instead.
+func (*FreezeChangedEvent) Descriptor() ([]byte, []int) {
+	return file_freeze_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FreezeChangedEvent) GetBefore() *FreezeWindow {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *FreezeChangedEvent) GetAfter() *FreezeWindow {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
 var File_freeze_proto protoreflect.FileDescriptor
 
 const file_freeze_proto_rawDesc = "" +
@@ -451,7 +505,10 @@ const file_freeze_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x128\n" +
 	"\awindows\x18\x02 \x03(\v2\x1e.corkboard.models.FreezeWindowR\awindows\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\tR\x06active\x12!\n" +
-	"\factive_until\x18\x04 \x01(\x03R\vactiveUntilB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\factive_until\x18\x04 \x01(\x03R\vactiveUntil\"\x82\x01\n" +
+	"\x12FreezeChangedEvent\x126\n" +
+	"\x06before\x18\x01 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x06before\x124\n" +
+	"\x05after\x18\x02 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x05afterB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_freeze_proto_rawDescOnce sync.Once
@@ -465,7 +522,7 @@ func file_freeze_proto_rawDescGZIP() []byte {
 	return file_freeze_proto_rawDescData
 }
 
-var file_freeze_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_freeze_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_freeze_proto_goTypes = []any{
 	(*FreezeWindow)(nil),               // 0: corkboard.models.FreezeWindow
 	(*AddFreezeWindowRequest)(nil),     // 1: corkboard.models.AddFreezeWindowRequest
@@ -474,20 +531,23 @@ var file_freeze_proto_goTypes = []any{
 	(*RemoveFreezeWindowResponse)(nil), // 4: corkboard.models.RemoveFreezeWindowResponse
 	(*FreezeWindowsRequest)(nil),       // 5: corkboard.models.FreezeWindowsRequest
 	(*FreezeWindowsResponse)(nil),      // 6: corkboard.models.FreezeWindowsResponse
-	(*Error)(nil),                      // 7: corkboard.models.Error
+	(*FreezeChangedEvent)(nil),         // 7: corkboard.models.FreezeChangedEvent
+	(*Error)(nil),                      // 8: corkboard.models.Error
 }
 var file_freeze_proto_depIdxs = []int32{
 	0, // 0: corkboard.models.AddFreezeWindowRequest.window:type_name -> corkboard.models.FreezeWindow
-	7, // 1: corkboard.models.AddFreezeWindowResponse.error:type_name -> corkboard.models.Error
+	8, // 1: corkboard.models.AddFreezeWindowResponse.error:type_name -> corkboard.models.Error
 	0, // 2: corkboard.models.AddFreezeWindowResponse.window:type_name -> corkboard.models.FreezeWindow
-	7, // 3: corkboard.models.RemoveFreezeWindowResponse.error:type_name -> corkboard.models.Error
-	7, // 4: corkboard.models.FreezeWindowsResponse.error:type_name -> corkboard.models.Error
+	8, // 3: corkboard.models.RemoveFreezeWindowResponse.error:type_name -> corkboard.models.Error
+	8, // 4: corkboard.models.FreezeWindowsResponse.error:type_name -> corkboard.models.Error
 	0, // 5: corkboard.models.FreezeWindowsResponse.windows:type_name -> corkboard.models.FreezeWindow
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	0, // 6: corkboard.models.FreezeChangedEvent.before:type_name -> corkboard.models.FreezeWindow
+	0, // 7: corkboard.models.FreezeChangedEvent.after:type_name -> corkboard.models.FreezeWindow
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_freeze_proto_init() }
@@ -502,7 +562,7 @@ func file_freeze_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_freeze_proto_rawDesc), len(file_freeze_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -112,9 +112,10 @@ var _ = Describe("FreezeActive", func() {
 			oneOff("b", "2026-03-29T01:00:00Z", "2026-03-29T05:00:00Z"),
 			recurring("c", "0 0 * * 0", 2*time.Hour, ""),
 		}, "2026-03-29T01:15:00Z", "b", "2026-03-29T05:00:00Z"),
-		Entry("several ending together: the first listed", []*models.FreezeWindow{
+		Entry("several ending together: the first by name, whatever the order", []*models.FreezeWindow{
+			oneOff("c", "2026-03-29T00:00:00Z", "2026-03-29T02:00:00Z"),
+			recurring("b", "0 0 * * 0", 2*time.Hour, ""),
 			recurring("a", "30 2 * * *", time.Hour, "Europe/Berlin"),
-			oneOff("b", "2026-03-29T00:00:00Z", "2026-03-29T02:00:00Z"),
 		}, "2026-03-29T01:15:00Z", "a", "2026-03-29T02:00:00Z"),
 		Entry("an invalid window is never active", []*models.FreezeWindow{
 			recurring("a", "61 * * * *", time.Hour, ""),
@@ -168,14 +169,21 @@ var _ = Describe("FreezeHolds", func() {
 			Expect(models.FreezeHolds(state, exemption)).To(Equal(want))
 		},
 		Entry("1. an update's rollout", models.RolloutStatus_PROGRESSING, "", true),
-		Entry("2. a staged rollout holding", models.RolloutStatus_HOLDING, "", true),
+		Entry("2. a staged rollout holding", models.RolloutStatus_HOLDING, "", false),
+		Entry("a held rollout", models.RolloutStatus_HELD, "", false),
+		Entry("a failed rollout", models.RolloutStatus_FAILED, "", false),
 		Entry("3. an auto-revert", models.RolloutStatus_REVERTED, "", false),
 		Entry("4. a rollback or an abort", models.RolloutStatus_PROGRESSING, models.FreezeExemptRevert, false),
 		Entry("5. an update overriding the freeze", models.RolloutStatus_PROGRESSING, models.FreezeExemptOverride, false),
 	)
 
-	It("says why in the reason, in UTC", func() {
-		Expect(models.FrozenReason("xmas", at("2026-12-27T08:00:00+01:00"))).To(Equal("frozen by xmas until 2026-12-27T07:00:00Z"))
+	It("says why in the reason, in UTC, and takes it off again", func() {
+		frozen := models.FrozenReason("rolling from v1 to v2", "xmas", at("2026-12-27T08:00:00+01:00"))
+		Expect(frozen).To(Equal("rolling from v1 to v2; frozen by xmas until 2026-12-27T07:00:00Z"))
+		again := models.FrozenReason(frozen, "weekend", at("2026-12-28T06:00:00Z"))
+		Expect(again).To(Equal("rolling from v1 to v2; frozen by weekend until 2026-12-28T06:00:00Z"))
+		Expect(models.ThawedReason(again)).To(Equal("rolling from v1 to v2"))
+		Expect(models.ThawedReason("rolling from v1 to v2")).To(Equal("rolling from v1 to v2"))
 	})
 })
 
