@@ -7,13 +7,13 @@ import (
 )
 
 // Freeze windows belong to no LRP: adding or removing one records no
-// operation; the store logs a freeze_changed event, and the call's log
-// line (api.serve) says who asked. No pass is triggered: the planner
+// operation; the store logs a freeze_changed event naming who asked (as an
+// operation's requested_by would), and a window keeps who added it. No pass is triggered: the planner
 // reads the windows every pass, and a frozen rollout waits at most a
 // periodic pass to be held or, thawed, a wake at the freeze's end.
 
 func (h *storeHandlers) addFreezeWindow(ctx context.Context, req *models.AddFreezeWindowRequest) (*models.AddFreezeWindowResponse, error) {
-	w, err := h.store.AddFreezeWindow(ctx, req.GetWindow())
+	w, err := h.store.AddFreezeWindow(ctx, req.GetWindow(), callerOf(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -21,7 +21,7 @@ func (h *storeHandlers) addFreezeWindow(ctx context.Context, req *models.AddFree
 }
 
 func (h *storeHandlers) removeFreezeWindow(ctx context.Context, req *models.RemoveFreezeWindowRequest) (*models.RemoveFreezeWindowResponse, error) {
-	if err := h.store.RemoveFreezeWindow(ctx, req.GetName()); err != nil {
+	if err := h.store.RemoveFreezeWindow(ctx, req.GetName(), callerOf(ctx)); err != nil {
 		return nil, err
 	}
 	return &models.RemoveFreezeWindowResponse{}, nil

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"net/http"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,6 +38,7 @@ var _ = Describe("Freeze windows API", func() {
 				}
 
 				It("adds a window, lists it as active until it ends, refuses it twice, and removes it", func() {
+					b.header = http.Header{models.RequestedByHeader: {specCaller}}
 					name := randomName("release-freeze")
 					until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 					window := &models.FreezeWindow{Name: name, From: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
@@ -46,6 +48,7 @@ var _ = Describe("Freeze windows API", func() {
 					Expect(added.GetError()).To(BeNil())
 					Expect(added.GetWindow().GetName()).To(Equal(name))
 					Expect(added.GetWindow().GetCreatedAt()).NotTo(BeZero())
+					Expect(added.GetWindow().GetRequestedBy()).To(MatchRegexp(recordedCaller.String()), "who added it")
 
 					resp := list()
 					Expect(proto.Equal(named(resp, name), added.GetWindow())).To(BeTrue())

@@ -74,13 +74,14 @@ func FreezeHolds(state RolloutStatus_State, exemption string) bool {
 }
 
 // FreezeChanged is the event of a window added (before nil) or removed
-// (after nil), keyed by the window's name.
-func FreezeChanged(before, after *FreezeWindow) Event {
+// (after nil) at the request of requestedBy, keyed by the window's name.
+func FreezeChanged(before, after *FreezeWindow, requestedBy string) Event {
 	name := after.GetName()
 	if after == nil {
 		name = before.GetName()
 	}
-	return Event{Type: EventFreezeChanged, Key: "freeze/" + name, Payload: &FreezeChangedEvent{Before: before, After: after}}
+	return Event{Type: EventFreezeChanged, Key: "freeze/" + name,
+		Payload: &FreezeChangedEvent{Before: before, After: after, RequestedBy: requestedBy}}
 }
 
 // frozenSeparator joins a held rollout's own reason and the freeze's.
@@ -293,7 +294,7 @@ func ValidateFreezeWindow(path string, w *FreezeWindow) error {
 
 // validate checks a window: a name; either a recurring window (schedule,
 // duration_ms, optional time_zone) or a one-off one (from, until), never
-// a mix; created_at is the board's to set.
+// a mix; created_at and requested_by are the board's to set.
 //
 // Worked examples (path "window"):
 //  1. {name "x", schedule "0 22 * * 5", duration_ms 3600000}   → valid, UTC.
@@ -309,6 +310,9 @@ func (w *FreezeWindow) validate(path string) error {
 	}
 	if w.GetCreatedAt() != 0 {
 		return ErrInvalidField(path+".created_at", "is set by the board")
+	}
+	if w.GetRequestedBy() != "" {
+		return ErrInvalidField(path+".requested_by", "is set by the board")
 	}
 	if w.GetSchedule() == "" {
 		return w.validateOneOff(path)

@@ -47,7 +47,10 @@ type FreezeWindow struct {
 	From  string `protobuf:"bytes,5,opt,name=from,proto3" json:"from,omitempty"`
 	Until string `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
 	// Unix nanoseconds the board stored the window; set by the board.
-	CreatedAt     int64 `protobuf:"varint,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt int64 `protobuf:"varint,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Who added the window, as an operation's requested_by names a caller;
+	// set by the board.
+	RequestedBy   string `protobuf:"bytes,8,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -129,6 +132,13 @@ func (x *FreezeWindow) GetCreatedAt() int64 {
 		return x.CreatedAt
 	}
 	return 0
+}
+
+func (x *FreezeWindow) GetRequestedBy() string {
+	if x != nil {
+		return x.RequestedBy
+	}
+	return ""
 }
 
 type AddFreezeWindowRequest struct {
@@ -423,11 +433,13 @@ func (x *FreezeWindowsResponse) GetActiveUntil() int64 {
 }
 
 // FreezeChangedEvent carries a freeze window when it is added (before
-// absent) or removed (after absent).
+// absent) or removed (after absent), and who asked for the change (as an
+// operation's requested_by names a caller).
 type FreezeChangedEvent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Before        *FreezeWindow          `protobuf:"bytes,1,opt,name=before,proto3" json:"before,omitempty"`
 	After         *FreezeWindow          `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	RequestedBy   string                 `protobuf:"bytes,3,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -476,11 +488,18 @@ func (x *FreezeChangedEvent) GetAfter() *FreezeWindow {
 	return nil
 }
 
+func (x *FreezeChangedEvent) GetRequestedBy() string {
+	if x != nil {
+		return x.RequestedBy
+	}
+	return ""
+}
+
 var File_freeze_proto protoreflect.FileDescriptor
 
 const file_freeze_proto_rawDesc = "" +
 	"\n" +
-	"\ffreeze.proto\x12\x10corkboard.models\x1a\verror.proto\"\xc5\x01\n" +
+	"\ffreeze.proto\x12\x10corkboard.models\x1a\verror.proto\"\xe8\x01\n" +
 	"\fFreezeWindow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bschedule\x18\x02 \x01(\tR\bschedule\x12\x1f\n" +
@@ -490,7 +509,8 @@ const file_freeze_proto_rawDesc = "" +
 	"\x04from\x18\x05 \x01(\tR\x04from\x12\x14\n" +
 	"\x05until\x18\x06 \x01(\tR\x05until\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\a \x01(\x03R\tcreatedAt\"P\n" +
+	"created_at\x18\a \x01(\x03R\tcreatedAt\x12!\n" +
+	"\frequested_by\x18\b \x01(\tR\vrequestedBy\"P\n" +
 	"\x16AddFreezeWindowRequest\x126\n" +
 	"\x06window\x18\x01 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x06window\"\x80\x01\n" +
 	"\x17AddFreezeWindowResponse\x12-\n" +
@@ -505,10 +525,11 @@ const file_freeze_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x128\n" +
 	"\awindows\x18\x02 \x03(\v2\x1e.corkboard.models.FreezeWindowR\awindows\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\tR\x06active\x12!\n" +
-	"\factive_until\x18\x04 \x01(\x03R\vactiveUntil\"\x82\x01\n" +
+	"\factive_until\x18\x04 \x01(\x03R\vactiveUntil\"\xa5\x01\n" +
 	"\x12FreezeChangedEvent\x126\n" +
 	"\x06before\x18\x01 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x06before\x124\n" +
-	"\x05after\x18\x02 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x05afterB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\x05after\x18\x02 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x05after\x12!\n" +
+	"\frequested_by\x18\x03 \x01(\tR\vrequestedByB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_freeze_proto_rawDescOnce sync.Once

@@ -213,6 +213,7 @@ var _ = Describe("freeze window validation", func() {
 		Entry("a one-off with a duration", &models.FreezeWindow{Name: "x", From: "2026-01-01T00:00:00Z", Until: "2026-01-02T00:00:00Z", DurationMs: 5}, "window.duration_ms: only with schedule"),
 		Entry("a one-off with a time zone", &models.FreezeWindow{Name: "x", From: "2026-01-01T00:00:00Z", Until: "2026-01-02T00:00:00Z", TimeZone: "UTC"}, "window.time_zone: only with schedule (from and until carry their offset)"),
 		Entry("created_at from a client", &models.FreezeWindow{Name: "x", Schedule: "0 0 * * *", DurationMs: 1, CreatedAt: 5}, "window.created_at: is set by the board"),
+		Entry("requested_by from a client", &models.FreezeWindow{Name: "x", Schedule: "0 0 * * *", DurationMs: 1, RequestedBy: "me"}, "window.requested_by: is set by the board"),
 	)
 
 	It("accepts both kinds", func() {

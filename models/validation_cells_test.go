@@ -363,7 +363,7 @@ var _ = Describe("Validation of the cell side", func() {
 				models.RolloutChanged(&models.RolloutStatus{ProcessGuid: "g"}),
 				models.OperationChanged(&models.Operation{ProcessGuid: "g"}),
 				models.DefinitionHealthLogged("c", &models.DefinitionHealth{ProcessGuid: "g"}),
-				models.FreezeChanged(nil, &models.FreezeWindow{Name: "xmas"}),
+				models.FreezeChanged(nil, &models.FreezeWindow{Name: "xmas"}, "cork"),
 			}
 			types := []string{models.EventEventsLost}
 			for _, e := range events {

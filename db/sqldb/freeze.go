@@ -20,19 +20,20 @@ var _ db.FreezeDB = (*SQLDB)(nil)
 // keyed by name, spec the protobuf of its models.FreezeWindow. A window
 // belongs to no LRP, so adding or removing one records no operation
 // (operations are each LRP's numbered log); each write logs a
-// freeze_changed event instead, and the handler logs who asked. The
+// freeze_changed event instead, naming who asked, and a window keeps who
+// added it (requested_by). The
 // planner reads the whole table every pass (FreezeWindows): a handful of
 // rows, so no board keeps a copy to go stale.
 
 // AddFreezeWindow stores w, valid as models.ValidateFreezeWindow checks,
-// stamped with the board's time, and logs freeze_changed. A window of
-// that name already stored is ResourceExists and changes nothing.
-func (s *SQLDB) AddFreezeWindow(ctx context.Context, w *models.FreezeWindow) (*models.FreezeWindow, error) {
+// stamped with the board's time and requestedBy, and logs freeze_changed.
+// A window of that name already stored is ResourceExists and changes
+// nothing.
+func (s *SQLDB) AddFreezeWindow(ctx context.Context, w *models.FreezeWindow, requestedBy string) (*models.FreezeWindow, error) {
 	if w == nil {
 		return nil, errInvalid("window", "required")
 	}
 	stored := proto.Clone(w).(*models.FreezeWindow)
-	stored.CreatedAt = 0
 	if err := models.ValidateFreezeWindow("window", stored); err != nil {
 		return nil, err
 	}
@@ -45,6 +46,7 @@ func (s *SQLDB) AddFreezeWindow(ctx context.Context, w *models.FreezeWindow) (*m
 			return nil, models.NewError(models.Error_ResourceExists, "freeze window %q already exists", stored.Name)
 		}
 		stored.CreatedAt = s.now().UnixNano()
+		stored.RequestedBy = requestedBy
 		spec, err := encodeMessage(stored, false)
 		if err != nil {
 			return nil, errInvalid("window", err.Error())
@@ -56,7 +58,7 @@ func (s *SQLDB) AddFreezeWindow(ctx context.Context, w *models.FreezeWindow) (*m
 		if err != nil {
 			return nil, err
 		}
-		return []models.Event{models.FreezeChanged(nil, stored)}, nil
+		return []models.Event{models.FreezeChanged(nil, stored, requestedBy)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -64,9 +66,9 @@ func (s *SQLDB) AddFreezeWindow(ctx context.Context, w *models.FreezeWindow) (*m
 	return stored, nil
 }
 
-// RemoveFreezeWindow deletes the window name and logs freeze_changed; a
-// name not stored is ResourceNotFound.
-func (s *SQLDB) RemoveFreezeWindow(ctx context.Context, name string) error {
+// RemoveFreezeWindow deletes the window name and logs freeze_changed
+// naming requestedBy; a name not stored is ResourceNotFound.
+func (s *SQLDB) RemoveFreezeWindow(ctx context.Context, name, requestedBy string) error {
 	if err := (&models.RemoveFreezeWindowRequest{Name: name}).Validate(); err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func (s *SQLDB) RemoveFreezeWindow(ctx context.Context, name string) error {
 		if err := s.execOne(ctx, tx, "DELETE FROM freeze_windows WHERE name = ?", name); err != nil {
 			return nil, err
 		}
-		return []models.Event{models.FreezeChanged(existing, nil)}, nil
+		return []models.Event{models.FreezeChanged(existing, nil, requestedBy)}, nil
 	})
 }
 

@@ -35,12 +35,13 @@ var _ = forEachDialect("FreezeDB", func(b *board) {
 
 	It("adds windows stamped with the board's time, lists them by name and logs freeze_changed", func() {
 		now := b.clock.Now().UnixNano()
-		added, err := b.store.AddFreezeWindow(b.ctx, xmas())
+		added, err := b.store.AddFreezeWindow(b.ctx, xmas(), "alice")
 		Expect(err).NotTo(HaveOccurred())
 		want := xmas()
 		want.CreatedAt = now
+		want.RequestedBy = "alice"
 		Expect(added).To(EqualProto(want))
-		_, err = b.store.AddFreezeWindow(b.ctx, weekend())
+		_, err = b.store.AddFreezeWindow(b.ctx, weekend(), "alice")
 		Expect(err).NotTo(HaveOccurred())
 
 		windows, _, err := b.store.FreezeWindows(b.ctx)
@@ -52,26 +53,26 @@ var _ = forEachDialect("FreezeDB", func(b *board) {
 
 		events := sink.take()
 		Expect(eventTypes(events)).To(Equal([]string{models.EventFreezeChanged, models.EventFreezeChanged}))
-		expectEvent(events[0], models.EventFreezeChanged, "freeze/xmas", &models.FreezeChangedEvent{After: want})
+		expectEvent(events[0], models.EventFreezeChanged, "freeze/xmas", &models.FreezeChangedEvent{After: want, RequestedBy: "alice"})
 	})
 
 	It("lists names as bytes on every dialect", func() {
 		for _, name := range []string{"b", "B", "a b", "Ä"} {
 			w := xmas()
 			w.Name = name
-			_, err := b.store.AddFreezeWindow(b.ctx, w)
+			_, err := b.store.AddFreezeWindow(b.ctx, w, "alice")
 			Expect(err).NotTo(HaveOccurred())
 		}
 		Expect(names()).To(Equal([]string{"B", "a b", "b", "Ä"}))
 	})
 
 	It("refuses a name already stored with ResourceExists, and changes nothing", func() {
-		_, err := b.store.AddFreezeWindow(b.ctx, xmas())
+		_, err := b.store.AddFreezeWindow(b.ctx, xmas(), "alice")
 		Expect(err).NotTo(HaveOccurred())
 		sink.take()
 		again := weekend()
 		again.Name = "xmas"
-		_, err = b.store.AddFreezeWindow(b.ctx, again)
+		_, err = b.store.AddFreezeWindow(b.ctx, again, "alice")
 		Expect(models.ConvertError(err).GetType()).To(Equal(models.Error_ResourceExists))
 		Expect(err).To(MatchError(ContainSubstring(`freeze window "xmas" already exists`)))
 		windows, _, err := b.store.FreezeWindows(b.ctx)
@@ -84,22 +85,22 @@ var _ = forEachDialect("FreezeDB", func(b *board) {
 	It("refuses an invalid window naming the field, and stores nothing", func() {
 		bad := weekend()
 		bad.TimeZone = "Mars/Base"
-		_, err := b.store.AddFreezeWindow(b.ctx, bad)
+		_, err := b.store.AddFreezeWindow(b.ctx, bad, "alice")
 		Expect(err).To(MatchError(models.ErrInvalidField("window.time_zone", `unknown time zone "Mars/Base" (an IANA name such as Europe/Berlin)`)))
 		Expect(b.count("SELECT COUNT(*) FROM freeze_windows")).To(BeZero())
 	})
 
 	It("removes a window and logs freeze_changed; an unknown one is ResourceNotFound", func() {
-		added, err := b.store.AddFreezeWindow(b.ctx, xmas())
+		added, err := b.store.AddFreezeWindow(b.ctx, xmas(), "alice")
 		Expect(err).NotTo(HaveOccurred())
 		sink.take()
-		Expect(b.store.RemoveFreezeWindow(b.ctx, "xmas")).To(Succeed())
+		Expect(b.store.RemoveFreezeWindow(b.ctx, "xmas", "bob")).To(Succeed())
 		Expect(names()).To(BeEmpty())
 		events := sink.take()
 		Expect(eventTypes(events)).To(Equal([]string{models.EventFreezeChanged}))
-		expectEvent(events[0], models.EventFreezeChanged, "freeze/xmas", &models.FreezeChangedEvent{Before: added})
+		expectEvent(events[0], models.EventFreezeChanged, "freeze/xmas", &models.FreezeChangedEvent{Before: added, RequestedBy: "bob"})
 
-		err = b.store.RemoveFreezeWindow(b.ctx, "xmas")
+		err = b.store.RemoveFreezeWindow(b.ctx, "xmas", "bob")
 		Expect(models.ConvertError(err).GetType()).To(Equal(models.Error_ResourceNotFound))
 		Expect(sink.take()).To(BeEmpty())
 	})
@@ -107,7 +108,7 @@ var _ = forEachDialect("FreezeDB", func(b *board) {
 	It("leaves freeze events out of the LRPs the convergence feed names", func() {
 		from, err := b.store.ConvergenceMark(b.ctx)
 		Expect(err).NotTo(HaveOccurred())
-		_, err = b.store.AddFreezeWindow(b.ctx, xmas())
+		_, err = b.store.AddFreezeWindow(b.ctx, xmas(), "alice")
 		Expect(err).NotTo(HaveOccurred())
 		_, err = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 		Expect(err).NotTo(HaveOccurred())
