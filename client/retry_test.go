@@ -259,6 +259,25 @@ var _ = Describe("Retries", func() {
 			Expect(op.GetStatus()).To(Equal(models.Operation_PENDING))
 		})
 
+		It("does not retry adding or removing a freeze window", func() {
+			calls := map[string]func() error{
+				models.RouteAddFreezeWindow: func() error {
+					_, err := c.AddFreezeWindow(ctx, &models.FreezeWindow{Name: "xmas", From: "2026-12-24T00:00:00Z", Until: "2026-12-27T00:00:00Z"})
+					return err
+				},
+				models.RouteRemoveFreezeWindow: func() error { return c.RemoveFreezeWindow(ctx, "xmas") },
+			}
+			for route, call := range calls {
+				accepted := listener.accepted.Load()
+				dropNext(1)
+				err := call()
+				Expect(err).To(HaveOccurred(), route)
+				Expect(err).NotTo(BeAssignableToTypeOf(&models.Error{}), route)
+				Expect(listener.accepted.Load()-accepted).To(BeEquivalentTo(1), route)
+				Expect(counter.count(route)).To(BeZero(), route)
+			}
+		})
+
 		It("does not retry a promote, a pause, a resume or an edit", func() {
 			_, err := c.DesireLRP(ctx, helloLRP("hello"))
 			Expect(err).NotTo(HaveOccurred())

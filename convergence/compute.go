@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // Compute decides one convergence pass: what to write so that the actual
@@ -26,6 +28,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	for _, domain := range snapshot.FreshDomains {
 		p.fresh[domain] = true
 	}
+	p.freezeAt(snapshot.FreezeWindows, now)
 	p.loadRollouts(snapshot)
 	board := snapshot.Rollouts
 	if snapshot.BoardRollouts != nil {
@@ -95,6 +98,11 @@ type planner struct {
 	openZonesByTags map[string][]bool
 	// openZonesUntagged is openZonesByTags of no tags, once computed.
 	openZonesUntagged []bool
+
+	// freeze is the freeze window active at now (nil for none), and
+	// freezeUntil when its occurrence ends (rollout_freeze.go).
+	freeze      *models.FreezeWindow
+	freezeUntil time.Time
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

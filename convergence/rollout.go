@@ -42,6 +42,10 @@ type rolloutLRP struct {
 	// not keep the rollout from completing; the stand-in's own successor
 	// starts on the active definition once it is idle.
 	covered coveredIndices
+	// frozen: an active freeze window holds the rollout this pass
+	// (rollout_freeze.go): it starts nothing new and its deadline does not
+	// run.
+	frozen bool
 	// reverting: this pass fails the rollout and re-activates the healthy
 	// definition; it starts and stops nothing, so that nothing of the
 	// failed definition starts and nothing of the healthy one stops.
@@ -227,6 +231,11 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		// before) starts nothing new until an operator acts; the
 		// replacements already ready still retire their predecessors, and
 		// the mix of definitions keeps serving.
+		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
+	}
+	if ro.frozen = p.frozen(ro); ro.frozen {
+		// A frozen rollout starts nothing new either; what is under way
+		// goes on (rollout_freeze.go).
 		s.MaxSurge, s.MaxUnavailable, s.Fast = 0, 0, false
 	}
 	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
@@ -568,6 +577,7 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		next.Reason = fmt.Sprintf("holding at %s: promote to go on", ph.describe(ro.updated, instances, d.ActiveDefinitionID))
 		ro.outcome.note(next.Reason)
 	}
+	p.freezeRecord(ro, &next)
 	if next.State != models.RolloutStatus_NONE || rec != nil {
 		next.UpdatedInstances = ro.updated
 		next.InFlight = ro.step.InFlight

@@ -170,6 +170,7 @@ func applyUpdateInMemory(in DryRun, before *DesiredSchedule, update *models.Desi
 			lrp.ActiveDefinitionID, lrp.MemoryMB, lrp.DiskMB = to, def.MemoryMb, def.DiskMb
 			record := StartedRollout(guid, to, RollingReason(before.ActiveDefinitionID, to), "", change.Stage, now)
 			record.Judgement = change.Judgement
+			record.FreezeExemption = change.FreezeExemption
 			s.Rollouts = nil
 			for _, rec := range in.Snapshot.Rollouts {
 				if rec.ProcessGuid == guid {

@@ -211,11 +211,16 @@ func (ph *stagedPhase) idle(ro *rolloutLRP) bool {
 }
 
 // deadlineFrom is when the rollout's progress deadline counts from, and
-// whether it runs this pass at all: not while the governor queues the
-// rollout (from its admission once admitted), not while a staged phase is paused or
-// idle (nothing to move until its share grows), and for a staged phase
-// from when its share last grew if that is later than the last progress.
+// whether it runs this pass at all: not while a freeze holds it, nor while
+// the governor queues the rollout (from its admission once admitted), nor
+// while a staged phase is paused or idle (nothing to move until its share
+// grows), and for a staged phase from when its share last grew if that is
+// later than the last progress.
 func (ro *rolloutLRP) deadlineFrom(rec *RolloutRow, instances int32, now int64) (int64, bool) {
+	if ro.frozen {
+		// Nor while a freeze window holds the rollout (rollout_freeze.go).
+		return 0, false
+	}
 	if ro.turn.Position > 0 {
 		// Queued: nothing of the rollout has started.
 		return 0, false

@@ -99,8 +99,10 @@ func (s *scenario) parseLine(fields []string, desired map[string]convergence.Des
 		return s.parseDefinition(fields[1], attrs)
 	case "operation":
 		return s.parseOperation(fields[1], attrs)
+	case "freeze":
+		return s.parseFreeze(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition or operation)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation or freeze)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -303,6 +305,7 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		Fast:               a.bool("fast", false),
 		QueuePosition:      a.int32("queue_position", 0),
 		QueueReason:        a.string("queue_reason", ""),
+		FreezeExemption:    a.string("exempt", ""),
 	})
 	rec := &s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1]
 	// A record is admitted when it started (a rollout under way before
@@ -581,4 +584,23 @@ func splitFields(line string) ([]string, error) {
 		fields = append(fields, field.String())
 	}
 	return fields, nil
+}
+
+// parseFreeze reads a freeze window: one-off with from= and until= (times
+// relative to now), or recurring with schedule=, duration= and zone=.
+func (s *scenario) parseFreeze(name string, a *attrs) error {
+	w := &models.FreezeWindow{Name: name}
+	if schedule := a.string("schedule", ""); schedule != "" {
+		w.Schedule = schedule
+		w.DurationMs = a.duration("duration", 0).Milliseconds()
+		w.TimeZone = a.string("zone", "")
+	} else {
+		w.From = s.now.Add(a.duration("from", 0)).UTC().Format(time.RFC3339)
+		w.Until = s.now.Add(a.duration("until", 0)).UTC().Format(time.RFC3339)
+	}
+	if err := models.ValidateFreezeWindow("freeze "+name, w); err != nil {
+		return err
+	}
+	s.snapshot.FreezeWindows = append(s.snapshot.FreezeWindows, w)
+	return a.done()
 }

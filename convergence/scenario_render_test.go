@@ -137,6 +137,9 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	if r.Fast {
 		out += " fast"
 	}
+	if r.FreezeExemption != "" {
+		out += " exempt=" + r.FreezeExemption
+	}
 	if st := r.Stage; st != nil {
 		out += fmt.Sprintf(" stage=%v-%v", st.PriorPercent, st.TargetPercent)
 		if rate := st.SafeRate; rate != nil {

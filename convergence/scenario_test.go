@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/models"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected plans in testdata/*.txt")
@@ -182,7 +183,12 @@ func shuffleSnapshot(s *convergence.Snapshot, seed uint64) *convergence.Snapshot
 		Rollouts:     append([]convergence.RolloutRow(nil), s.Rollouts...),
 		Definitions:  append([]convergence.DefinitionRow(nil), s.Definitions...),
 		Operations:   append([]convergence.OperationRow(nil), s.Operations...),
+
+		FreezeWindows: append([]*models.FreezeWindow(nil), s.FreezeWindows...),
 	}
+	r.Shuffle(len(out.FreezeWindows), func(i, j int) {
+		out.FreezeWindows[i], out.FreezeWindows[j] = out.FreezeWindows[j], out.FreezeWindows[i]
+	})
 	r.Shuffle(len(out.Operations), func(i, j int) { out.Operations[i], out.Operations[j] = out.Operations[j], out.Operations[i] })
 	r.Shuffle(len(out.Rollouts), func(i, j int) { out.Rollouts[i], out.Rollouts[j] = out.Rollouts[j], out.Rollouts[i] })
 	r.Shuffle(len(out.Definitions), func(i, j int) {

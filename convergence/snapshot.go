@@ -22,6 +22,9 @@ type Snapshot struct {
 	Actual       []ActualRow
 	Cells        []CellRow
 	FreshDomains []string
+	// FreezeWindows are every stored freeze window, read each pass
+	// (models.FreezeActive decides which is active at the pass's time).
+	FreezeWindows []*models.FreezeWindow
 	// Partial: only some LRPs were read (a targeted pass). Decisions that
 	// need every row of a cell wait for a full snapshot.
 	Partial bool
@@ -98,6 +101,9 @@ type RolloutRow struct {
 	AdmittedAt    int64
 	QueuePosition int32
 	QueueReason   string
+	// FreezeExemption says why an active freeze window does not hold the
+	// rollout ("revert", "override"; models.FreezeHolds); "" when one does.
+	FreezeExemption string
 }
 
 // Equal reports whether r and o hold the same record (RolloutRow has

@@ -34,7 +34,8 @@ type ConvergenceFeedDB interface {
 	// committed before the call is at a position at or below LogHead.
 	ConvergenceMark(ctx context.Context) (convergence.Mark, error)
 	// ConvergenceChanges lists the process guids named by the log's events
-	// at positions after..upTo (cell events excluded), sorted, each once.
+	// at positions after..upTo (cell and freeze window events excluded),
+	// sorted, each once.
 	// Lost is true when the log no longer keeps all of those positions
 	// (trimmed): the caller must read everything again.
 	ConvergenceChanges(ctx context.Context, after, upTo uint64) (guids []string, lost bool, err error)

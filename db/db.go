@@ -26,6 +26,23 @@ type DB interface {
 	ConvergenceFeedDB
 	RolloutDB
 	OperationDB
+	FreezeDB
+}
+
+// FreezeDB stores freeze windows (models.FreezeWindow): periods during
+// which no rollout starts or progresses but reverts and overrides.
+type FreezeDB interface {
+	// AddFreezeWindow stores a valid window stamped with the board's
+	// time and requestedBy (who asked, as an operation names its caller);
+	// a name already stored is ResourceExists.
+	AddFreezeWindow(ctx context.Context, w *models.FreezeWindow, requestedBy string) (*models.FreezeWindow, error)
+	// RemoveFreezeWindow deletes a window at the request of requestedBy;
+	// an unknown name is ResourceNotFound.
+	RemoveFreezeWindow(ctx context.Context, name, requestedBy string) error
+	// FreezeWindows lists every window in name order (bytes), and the
+	// board's time (the database's clock) when it read them, for
+	// models.FreezeActive.
+	FreezeWindows(ctx context.Context) ([]*models.FreezeWindow, time.Time, error)
 }
 
 type DomainDB interface {

@@ -86,6 +86,9 @@ var fuzzRoutes = []fuzzRoute{
 	// no stream ever starts.
 	{models.RouteEvents, newMessage[models.EventsRequest](), newMessage[models.PingResponse](), false},
 	{models.RouteRolloutPlan, newMessage[models.RolloutPlanRequest](), newMessage[models.RolloutPlanResponse](), false},
+	{models.RouteAddFreezeWindow, newMessage[models.AddFreezeWindowRequest](), newMessage[models.AddFreezeWindowResponse](), true},
+	{models.RouteRemoveFreezeWindow, newMessage[models.RemoveFreezeWindowRequest](), newMessage[models.RemoveFreezeWindowResponse](), true},
+	{models.RouteFreezeWindows, newMessage[models.FreezeWindowsRequest](), newMessage[models.FreezeWindowsResponse](), false},
 }
 
 // Encodings the fuzzer picks from, by index: the two content types, and
@@ -241,12 +244,16 @@ func fuzzSeeds() map[string]proto.Message {
 		models.RouteEditRollout:      &models.EditRolloutRequest{ProcessGuid: "web", MaxSurge: proto.String("50%"), TargetPercent: proto.Float64(100)},
 		models.RouteRolloutPlan:      &models.RolloutPlanRequest{ProcessGuid: "web", ReadyAfterMs: 1000, Update: &models.DesiredLRPUpdate{Definition: v2, UpdateIdentifier: "v2"}},
 		models.RouteOperations:       &models.OperationsRequest{ProcessGuid: "web", Limit: 10},
-		models.RouteOperation:        &models.OperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
-		models.RouteCancelOperation:  &models.CancelOperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
-		models.RouteRegisterCell:     &models.RegisterCellRequest{Cell: fuzzCell()},
-		models.RouteCells:            &models.CellsRequest{},
-		models.RouteDrainCell:        &models.DrainCellRequest{CellId: "cell-1"},
-		models.RouteClaimActualLRP:   &models.ClaimActualLRPRequest{ProcessGuid: "web", Index: 0, InstanceGuid: "ig-web-0", CellId: "cell-1"},
+		models.RouteAddFreezeWindow: &models.AddFreezeWindowRequest{Window: &models.FreezeWindow{
+			Name: "weekend", Schedule: "0 18 * * 5", DurationMs: 3_600_000, TimeZone: "Europe/Berlin"}},
+		models.RouteRemoveFreezeWindow: &models.RemoveFreezeWindowRequest{Name: "weekend"},
+		models.RouteFreezeWindows:      &models.FreezeWindowsRequest{},
+		models.RouteOperation:          &models.OperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
+		models.RouteCancelOperation:    &models.CancelOperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
+		models.RouteRegisterCell:       &models.RegisterCellRequest{Cell: fuzzCell()},
+		models.RouteCells:              &models.CellsRequest{},
+		models.RouteDrainCell:          &models.DrainCellRequest{CellId: "cell-1"},
+		models.RouteClaimActualLRP:     &models.ClaimActualLRPRequest{ProcessGuid: "web", Index: 0, InstanceGuid: "ig-web-0", CellId: "cell-1"},
 		models.RouteStartActualLRP: &models.StartActualLRPRequest{ProcessGuid: "web", Index: 0, InstanceGuid: "ig-web-0",
 			CellId: "cell-1", NetInfo: netInfo},
 		models.RouteCrashActualLRP: &models.CrashActualLRPRequest{ProcessGuid: "web", Index: 0, InstanceGuid: "ig-web-0",

@@ -31,6 +31,9 @@ import (
 //	actual_lrps/list                           api-client, operator; a cell with its own cell_id as the filter
 //	definitions/get                            api-client, operator; any cell (a rep fetches the definitions of what it runs)
 //	cells/list                                 operator
+//	freeze_windows/add|remove                  operator
+//	freeze_windows/list                        api-client, operator
+//	desired_lrps/update with override_freeze   operator (operatorOnly)
 //	cells/drain                                operator; a cell for itself (a rep marks its cell draining when it evacuates)
 //	cells/register, cells/report,
 //	cells/report_health,
@@ -115,6 +118,10 @@ type access struct {
 	operator  bool
 	// cell lets a cell's rep call the route: see cellRule.
 	cell cellRule
+	// operatorOnly, when set, names the part of a request that only an
+	// operator may ask for ("" when the request asks for none): an
+	// api-client may call the route, but not with it.
+	operatorOnly func(request) string
 }
 
 // cellRule is what a cell may do on a route.
@@ -143,6 +150,32 @@ var (
 func (a access) andCells(rule cellRule) access {
 	a.cell = rule
 	return a
+}
+
+// withOperatorOnly keeps the part of a request that part names for
+// operators (see access.operatorOnly).
+func (a access) withOperatorOnly(part func(request) string) access {
+	a.operatorOnly = part
+	return a
+}
+
+// operatorOnlyPart is the part of req only operators may ask for, "" for
+// none.
+func (a access) operatorOnlyPart(req request) string {
+	if a.operatorOnly == nil {
+		return ""
+	}
+	return a.operatorOnly(req)
+}
+
+// overridesFreeze names an update's override of the freeze windows
+// (update.override_freeze): an operator's decision, audited in the
+// operation.
+func overridesFreeze(req request) string {
+	if update, ok := req.(*models.UpdateDesiredLRPRequest); ok && update.GetUpdate().GetOverrideFreeze() {
+		return "update.override_freeze"
+	}
+	return ""
 }
 
 // cellsOnly lets only cells call the route, as rule says.
@@ -188,7 +221,7 @@ var routePolicy = map[string]access{
 	models.RouteDesiredLRPByProcessGuid:   apiClients,
 	models.RouteDesiredLRPs:               apiClients,
 	models.RouteDesiredLRPSchedulingInfos: apiClients,
-	models.RouteUpdateDesiredLRP:          apiClients,
+	models.RouteUpdateDesiredLRP:          apiClients.withOperatorOnly(overridesFreeze),
 	models.RouteRemoveDesiredLRP:          apiClients,
 
 	models.RouteDefinitions: apiClients,
@@ -204,6 +237,10 @@ var routePolicy = map[string]access{
 	models.RouteResumeRollout:  apiClients,
 	models.RouteEditRollout:    apiClients,
 	models.RouteRolloutPlan:    apiClients,
+
+	models.RouteAddFreezeWindow:    operators,
+	models.RouteRemoveFreezeWindow: operators,
+	models.RouteFreezeWindows:      apiClients,
 
 	models.RouteOperations:      apiClients,
 	models.RouteOperation:       apiClients,
@@ -267,6 +304,10 @@ func authorizeAccess(who caller, route string, req request, rule access) *models
 	switch who.identity.Role {
 	case models.RoleAPIClient:
 		if rule.apiClient {
+			if part := rule.operatorOnlyPart(req); part != "" {
+				return models.NewError(models.Error_Unauthorized, "%s may not call %s with %s: operators only",
+					who.description(), route, part)
+			}
 			return nil
 		}
 	case models.RoleOperator:

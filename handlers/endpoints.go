@@ -40,6 +40,10 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteEditRollout, h.editRollout),
 		route(models.RouteRolloutPlan, h.rolloutPlan),
 
+		route(models.RouteAddFreezeWindow, h.addFreezeWindow),
+		route(models.RouteRemoveFreezeWindow, h.removeFreezeWindow),
+		route(models.RouteFreezeWindows, h.freezeWindows),
+
 		route(models.RouteOperations, h.operations),
 		route(models.RouteOperation, h.operation),
 		route(models.RouteCancelOperation, h.cancelOperation),

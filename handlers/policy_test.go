@@ -45,6 +45,9 @@ type policyCase struct {
 	// held marks a route a cell may call only about its own instances,
 	// which the store says: the policy alone lets every cell through.
 	held bool
+	// operatorOnly names the part of the request only an operator may ask
+	// for, which an api-client's refusal names.
+	operatorOnly string
 }
 
 // anyCase is a request on a route no cell may call for itself only.
@@ -103,6 +106,11 @@ var policyCases = []policyCase{
 		three := int32(3)
 		return &models.UpdateDesiredLRPRequest{ProcessGuid: f.guid, Update: &models.DesiredLRPUpdate{Instances: &three}}
 	}, apiCallers),
+	{name: "update an LRP overriding the freeze", route: models.RouteUpdateDesiredLRP, request: func(f fixture) proto.Message {
+		return &models.UpdateDesiredLRPRequest{ProcessGuid: f.guid, Update: &models.DesiredLRPUpdate{
+			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/app"}}, UpdateIdentifier: "hotfix",
+			OverrideFreeze: true, OverrideReason: "INC-42"}}
+	}, allowed: []string{asOperator}, operatorOnly: "update.override_freeze"},
 	anyCase("remove an LRP", models.RouteRemoveDesiredLRP, func(f fixture) proto.Message {
 		return &models.RemoveDesiredLRPRequest{ProcessGuid: f.guid}
 	}, apiCallers),
@@ -147,6 +155,16 @@ var policyCases = []policyCase{
 	anyCase("plan a rollout", models.RouteRolloutPlan, func(f fixture) proto.Message {
 		return &models.RolloutPlanRequest{ProcessGuid: f.guid, ReadyAfterMs: 1000, Update: &models.DesiredLRPUpdate{
 			Definition: &models.LRPDefinition{Action: &models.RunAction{Path: "/bin/app"}}, UpdateIdentifier: "planned"}}
+	}, apiCallers),
+
+	anyCase("add a freeze window", models.RouteAddFreezeWindow, func(fixture) proto.Message {
+		return &models.AddFreezeWindowRequest{Window: &models.FreezeWindow{Name: "xmas", From: "2026-12-24T00:00:00Z", Until: "2026-12-27T00:00:00Z"}}
+	}, []string{asOperator}),
+	anyCase("remove a freeze window", models.RouteRemoveFreezeWindow, func(fixture) proto.Message {
+		return &models.RemoveFreezeWindowRequest{Name: "xmas"}
+	}, []string{asOperator}),
+	anyCase("list freeze windows", models.RouteFreezeWindows, func(fixture) proto.Message {
+		return &models.FreezeWindowsRequest{}
 	}, apiCallers),
 
 	anyCase("list operations", models.RouteOperations, func(f fixture) proto.Message {
@@ -232,6 +250,8 @@ func refusalFor(who string, c policyCase) string {
 		return id.String() + " may not act for cell " + strconv.Quote(c.actsFor) + " on " + c.route
 	case id.Role == models.RoleCell:
 		return id.String() + " may not call " + c.route
+	case id.Role == models.RoleAPIClient && c.operatorOnly != "":
+		return "an api-client certificate may not call " + c.route + " with " + c.operatorOnly + ": operators only"
 	case id.Role == models.RoleAPIClient:
 		return "an api-client certificate may not call " + c.route
 	case id.Role == models.RoleOperator:

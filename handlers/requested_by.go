@@ -61,11 +61,16 @@ func withCaller(ctx context.Context, r *http.Request, c caller) context.Context 
 	return context.WithValue(ctx, callerKey{}, requestedBy(r, c))
 }
 
+// callerOf is the requestedBy withCaller put in ctx ("" for none).
+func callerOf(ctx context.Context) string {
+	who, _ := ctx.Value(callerKey{}).(string)
+	return who
+}
+
 // noteOperation attaches a db.OperationNote naming the caller to ctx, for
 // a write that records an operation: the store fills in the operation it
 // recorded, whose id the handler answers.
 func noteOperation(ctx context.Context) (context.Context, *db.OperationNote) {
-	who, _ := ctx.Value(callerKey{}).(string)
-	note := &db.OperationNote{RequestedBy: who}
+	note := &db.OperationNote{RequestedBy: callerOf(ctx)}
 	return db.WithOperationNote(ctx, note), note
 }

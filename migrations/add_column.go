@@ -142,3 +142,10 @@ var addRolloutsGovernor = addColumns("add_rollouts_governor", 1, "rollouts",
 	columnDef{"admitted_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
 	columnDef{"queue_position", func(driver) string { return "INTEGER NOT NULL DEFAULT 0" }},
 	columnDef{"queue_reason", func(d driver) string { return d.boundedText(200) }})
+
+// addRolloutsFreezeExemption is migration 0021's Go half:
+// rollouts.freeze_exemption, why an active freeze window does not hold the
+// rollout ("revert", "override"; models.FreezeHolds), empty for the records
+// already there.
+var addRolloutsFreezeExemption = addColumn("add_rollouts_freeze_exemption", 1, "rollouts", "freeze_exemption",
+	func(d driver) string { return d.boundedText(16) })

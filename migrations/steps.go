@@ -41,5 +41,6 @@ var registeredSteps = map[int]*goStep{
 	18: dropReceiptsCreatedAt,
 	19: addRolloutsFast,
 	20: addRolloutsJudgement,
+	21: addRolloutsFreezeExemption,
 	22: addRolloutsGovernor,
 }

@@ -904,9 +904,17 @@ type DesiredLRPUpdate struct {
 	// instance of the healthy definition beside each instance of the new
 	// one (at most 10), routable like it, as the analysis' baseline; they go
 	// when the rollout is no longer judged.
-	Baseline      bool `protobuf:"varint,16,opt,name=baseline,proto3" json:"baseline,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Baseline bool `protobuf:"varint,16,opt,name=baseline,proto3" json:"baseline,omitempty"`
+	// override_freeze, with a definition: its rollout starts and progresses
+	// even while a freeze window is active (models.FreezeActive). Operators
+	// only; override_reason is required with it and recorded in the
+	// operation's parameters and history.
+	OverrideFreeze bool `protobuf:"varint,17,opt,name=override_freeze,json=overrideFreeze,proto3" json:"override_freeze,omitempty"`
+	// override_reason: why the freeze is overridden, printable, at most
+	// 1 KiB; only with override_freeze.
+	OverrideReason string `protobuf:"bytes,18,opt,name=override_reason,json=overrideReason,proto3" json:"override_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DesiredLRPUpdate) Reset() {
@@ -1049,6 +1057,20 @@ func (x *DesiredLRPUpdate) GetBaseline() bool {
 		return x.Baseline
 	}
 	return false
+}
+
+func (x *DesiredLRPUpdate) GetOverrideFreeze() bool {
+	if x != nil {
+		return x.OverrideFreeze
+	}
+	return false
+}
+
+func (x *DesiredLRPUpdate) GetOverrideReason() string {
+	if x != nil {
+		return x.OverrideReason
+	}
+	return ""
 }
 
 type DesireLRPRequest struct {
@@ -1816,7 +1838,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\x12?\n" +
-	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\x8f\x06\n" +
+	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xe1\x06\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1840,7 +1862,9 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\von_marginal\x18\x0e \x01(\tR\n" +
 	"onMarginal\x12\x17\n" +
 	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMs\x12\x1a\n" +
-	"\bbaseline\x18\x10 \x01(\bR\bbaselineB\f\n" +
+	"\bbaseline\x18\x10 \x01(\bR\bbaseline\x12'\n" +
+	"\x0foverride_freeze\x18\x11 \x01(\bR\x0eoverrideFreeze\x12'\n" +
+	"\x0foverride_reason\x18\x12 \x01(\tR\x0eoverrideReasonB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +

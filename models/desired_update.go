@@ -27,6 +27,10 @@ type UpdateChange struct {
 	// Judgement is that rollout's analysis and policy (NewRolloutJudgement);
 	// nil when the update asks for none or nothing is activated.
 	Judgement *RolloutJudgement
+	// FreezeExemption is that rollout's RolloutStatus.freeze_exemption:
+	// FreezeExemptOverride when the update overrides the freeze, "" when it
+	// does not or nothing is activated.
+	FreezeExemption string
 	// ScaleFrom and ScaleTo are the instance count before and after. A
 	// scale up adds the indices [ScaleFrom, ScaleTo) as UNCLAIMED ORDINARY
 	// instances of ActiveDefinitionID; a scale down deletes the UNCLAIMED
@@ -70,6 +74,9 @@ func ApplyUpdate(before *DesiredLRP, update *DesiredLRPUpdate, now int64) Update
 		}
 		if change.Activated {
 			change.Judgement = NewRolloutJudgement(update, now)
+			if update.GetOverrideFreeze() {
+				change.FreezeExemption = FreezeExemptOverride
+			}
 		}
 	}
 	return change

@@ -23,6 +23,7 @@ import (
 //	bake_ms                                      0 to 24h (MaxBake)
 //	analysis.interval_ms                         0, or 1s to 1h (MaxAnalysisInterval)
 //	analysis.checks[].timeout_ms                 0 to 1m (MaxAnalysisTimeout)
+//	freeze window's duration_ms                  1ms to 7 days (MaxFreezeDuration)
 //
 // (0 means the default wherever a default exists.) One duration is in
 // seconds: a domain's ttl_seconds, 0 to ten years (MaxDomainTTLSeconds).
@@ -79,6 +80,7 @@ var durationLimits = map[string]int64{
 	"corkboard.models.DesiredLRPUpdate.bake_ms":                MaxBake.Milliseconds(),
 	"corkboard.models.RolloutAnalysis.interval_ms":             MaxAnalysisInterval.Milliseconds(),
 	"corkboard.models.AnalysisCheck.timeout_ms":                MaxAnalysisTimeout.Milliseconds(),
+	"corkboard.models.FreezeWindow.duration_ms":                MaxFreezeDuration.Milliseconds(),
 }
 
 // Millis is ms milliseconds as a time.Duration, clamped to 0 to MaxMillis.

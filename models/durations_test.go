@@ -111,7 +111,10 @@ func durationFixtures() map[string]func() proto.Message {
 		"UpdateDesiredLRPRequest": func() proto.Message {
 			return &models.UpdateDesiredLRPRequest{ProcessGuid: "web", Update: update()}
 		},
-		"UpdateStrategy":      func() proto.Message { return &models.UpdateStrategy{MinReadyMs: 1000} },
+		"UpdateStrategy": func() proto.Message { return &models.UpdateStrategy{MinReadyMs: 1000} },
+		"AddFreezeWindowRequest": func() proto.Message {
+			return &models.AddFreezeWindowRequest{Window: &models.FreezeWindow{Name: "weekend", Schedule: "0 18 * * 5", DurationMs: 1000}}
+		},
 		"UpsertDomainRequest": func() proto.Message { return &models.UpsertDomainRequest{Domain: "apps", TtlSeconds: 60} },
 	}
 }
@@ -173,8 +176,9 @@ var _ = Describe("Duration fields", func() {
 		// Autoscaling (1), DesireLRPRequest and DesiredLRP (7 each),
 		// EditRolloutRequest (3), LRPDefinition (4), PromoteRolloutRequest
 		// (1), RolloutPlanRequest (12), UpdateDesiredLRPRequest (11),
-		// UpdateStrategy (2), UpsertDomainRequest (1).
-		Expect(checked).To(Equal(49))
+		// UpdateStrategy (2), UpsertDomainRequest (1), AddFreezeWindowRequest
+		// (1).
+		Expect(checked).To(Equal(50))
 	})
 
 	DescribeTable("are bounded where the rest of their message is not checked",

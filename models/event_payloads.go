@@ -20,6 +20,7 @@ var eventPayloads = map[string]func() proto.Message{
 	EventRolloutChanged:    func() proto.Message { return &RolloutChangedEvent{} },
 	EventOperationChanged:  func() proto.Message { return &OperationChangedEvent{} },
 	EventDefinitionHealth:  func() proto.Message { return &DefinitionHealthEvent{} },
+	EventFreezeChanged:     func() proto.Message { return &FreezeChangedEvent{} },
 	EventEventsLost:        func() proto.Message { return &EventsLostEvent{} },
 }
 

@@ -16,6 +16,8 @@ const (
 	EventOperationChanged  = "operation_changed"
 	// EventDefinitionHealth is one entry of a cell's health report.
 	EventDefinitionHealth = "definition_health"
+	// EventFreezeChanged: a freeze window was added or removed.
+	EventFreezeChanged = "freeze_changed"
 	// EventEventsLost opens a resumed stream that could not be resumed.
 	EventEventsLost = "events_lost"
 )

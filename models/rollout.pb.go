@@ -157,9 +157,14 @@ type RolloutStatus struct {
 	// Unix nanoseconds the governor admitted the rollout: from then it
 	// moves instances and counts against max_rollouts_in_flight while it
 	// goes on (0 while queued, or before the board's first pass over it).
-	AdmittedAt    int64 `protobuf:"varint,23,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AdmittedAt int64 `protobuf:"varint,23,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
+	// Why an active freeze window does not hold this rollout
+	// (models.FreezeHolds): "revert" (a rollback or an abort) or "override"
+	// (an update with override_freeze); empty: a freeze holds it, unless it
+	// is an auto-revert (state REVERTED).
+	FreezeExemption string `protobuf:"bytes,24,opt,name=freeze_exemption,json=freezeExemption,proto3" json:"freeze_exemption,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RolloutStatus) Reset() {
@@ -330,6 +335,13 @@ func (x *RolloutStatus) GetAdmittedAt() int64 {
 		return x.AdmittedAt
 	}
 	return 0
+}
+
+func (x *RolloutStatus) GetFreezeExemption() string {
+	if x != nil {
+		return x.FreezeExemption
+	}
+	return ""
 }
 
 // StagedRollout asks for a staged phase: the share of instances on the new
@@ -1671,7 +1683,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xac\a\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xd7\a\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -1698,7 +1710,8 @@ const file_rollout_proto_rawDesc = "" +
 	"\tjudgement\x18\x15 \x01(\v2\".corkboard.models.RolloutJudgementR\tjudgement\x12%\n" +
 	"\x0equeue_position\x18\x16 \x01(\x05R\rqueuePosition\x12\x1f\n" +
 	"\vadmitted_at\x18\x17 \x01(\x03R\n" +
-	"admittedAt\"a\n" +
+	"admittedAt\x12)\n" +
+	"\x10freeze_exemption\x18\x18 \x01(\tR\x0ffreezeExemption\"a\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +

@@ -33,6 +33,12 @@ const (
 	// without doing it.
 	RouteRolloutPlan = "/v1/rollouts/plan"
 
+	// Freeze windows: when no rollout starts or progresses but reverts
+	// and overrides.
+	RouteAddFreezeWindow    = "/v1/freeze_windows/add"
+	RouteRemoveFreezeWindow = "/v1/freeze_windows/remove"
+	RouteFreezeWindows      = "/v1/freeze_windows/list"
+
 	// Operations: the audited log of every change to a DesiredLRP.
 	RouteOperations      = "/v1/operations/list"
 	RouteOperation       = "/v1/operations/get"

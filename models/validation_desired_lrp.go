@@ -108,7 +108,10 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 	if u.Instances != nil && u.GetAutoscaling().IsEnabled() {
 		return ErrInvalidField(child(path, "instances"), ErrInstancesAutoscaled)
 	}
-	return u.validateRolloutPolicy(path)
+	if err := u.validateRolloutPolicy(path); err != nil {
+		return err
+	}
+	return u.validateOverride(path)
 }
 
 // ErrInstancesAutoscaled says why instances may not be set while

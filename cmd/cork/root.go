@@ -123,6 +123,7 @@ certificate with the reps (cork logs).`,
 		a.setDomainCommand(),
 		a.cellsCommand(),
 		a.cellCommand(),
+		a.freezeCommand(),
 		a.eventsCommand(),
 		a.logsCommand(),
 	)

@@ -20,9 +20,11 @@ func (a *app) updateCommand() *cobra.Command {
 		queue       bool
 		validate    bool
 		autoscaling autoscalingFlags
+		override    bool
+		reason      string
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]] [--override-freeze --reason TEXT]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
 		Short: "Change a desired LRP's instances, routes, annotation or autoscaling, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
@@ -60,6 +62,11 @@ healthy definition, and once they run it the rollout holds (HOLDING) until
 the share that far gradually rather than at once. Which instances move is
 fixed by --seed (default: the guid and the definition id).
 
+--override-freeze --reason TEXT, with --definition: the new definition rolls
+out even while a freeze window is active ('cork freeze list'). Operators only;
+the reason is required and recorded in the update's operation (its parameters
+and history), and the rollout's status says it overrides the freeze.
+
 --autoscaling FILE (a JSON Autoscaling, the same object as a spec's
 "autoscaling"; '-' reads stdin) replaces the LRP's autoscaling settings.
 With autoscaling enabled the board sets instances from the instances'
@@ -94,6 +101,14 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if err := rollout.check(flags); err != nil {
 				return err
 			}
+			switch {
+			case flags.Changed("override-freeze") && !flags.Changed("definition"):
+				return usageErrorf("--override-freeze lets a new definition roll out during a freeze; it needs --definition")
+			case override && reason == "":
+				return usageErrorf("--override-freeze needs --reason TEXT, recorded in the operation")
+			case flags.Changed("reason") && !override:
+				return usageErrorf("--reason says why a freeze is overridden; it needs --override-freeze")
+			}
 			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !flags.Changed("routes") &&
 				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !rollout.strategy.changed(flags) {
 				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
@@ -118,6 +133,8 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if flags.Changed("definition") {
 				update.Queue = queue
 				update.Validate = validate
+				update.OverrideFreeze = override
+				update.OverrideReason = reason
 			}
 			if flags.Changed("annotation") {
 				update.Annotation = &annotation
@@ -147,6 +164,8 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")
+	flags.BoolVar(&override, "override-freeze", false, "with --definition: roll it out even while a freeze window is active (operators only; needs --reason)")
+	flags.StringVar(&reason, "reason", "", "with --override-freeze: why, recorded in the operation")
 	autoscaling.registerFile(flags)
 	autoscaling.registerEnabled(flags)
 	return cmd

@@ -77,6 +77,9 @@ type Store interface {
 	// store it (analysis.go).
 	RolloutStatus(ctx context.Context, processGuid string) (*models.RolloutStatus, error)
 	RecordVerdict(ctx context.Context, processGuid, definitionID string, verdict *models.AnalysisVerdict) error
+	// FreezeWindows lists the freeze windows, which every pass reads whole
+	// (a handful of rows), so the mirror keeps no copy of them.
+	FreezeWindows(ctx context.Context) ([]*models.FreezeWindow, time.Time, error)
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -396,6 +399,9 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 	snapshot, err := r.mirror.Snapshot(ctx, guids)
 	if err != nil {
 		return nil, r.failed(ctx, logger, kind, "load-snapshot", err)
+	}
+	if snapshot.FreezeWindows, _, err = r.store.FreezeWindows(ctx); err != nil {
+		return nil, r.failed(ctx, logger, kind, "load-freeze-windows", err)
 	}
 	r.noteRollouts(guids, snapshot)
 	r.judgeDue(ctx, snapshot)

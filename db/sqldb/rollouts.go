@@ -37,12 +37,12 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 // rollout governor's.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
  o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
- o.operation_id, o.stage, o.fast, o.judgement, o.admitted_at, o.queue_position, o.queue_reason`
+ o.operation_id, o.stage, o.fast, o.judgement, o.admitted_at, o.queue_position, o.queue_reason, o.freeze_exemption`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
-	"operation_id", "stage", "fast", "judgement", "admitted_at", "queue_position", "queue_reason",
+	"operation_id", "stage", "fast", "judgement", "admitted_at", "queue_position", "queue_reason", "freeze_exemption",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -59,7 +59,7 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	var stage, judgement []byte
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
 		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
-		&rec.OperationID, &stage, &rec.Fast, &judgement, &rec.AdmittedAt, &queuePosition, &rec.QueueReason)
+		&rec.OperationID, &stage, &rec.Fast, &judgement, &rec.AdmittedAt, &queuePosition, &rec.QueueReason, &rec.FreezeExemption)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
 		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
-		rec.OperationID, stage, rec.Fast, judgement, rec.AdmittedAt, rec.QueuePosition, rec.QueueReason}
+		rec.OperationID, stage, rec.Fast, judgement, rec.AdmittedAt, rec.QueuePosition, rec.QueueReason, rec.FreezeExemption}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -125,10 +125,11 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 // counted, not settled, started by operation operationID, in the staged
 // phase stage (nil: not staged; see models.NewRolloutStage), fast or not
 // (convergence.RolloutRow.Fast), judged by judgement (nil: not judged;
-// models.NewRolloutJudgement). A rollout that supersedes one holding a
-// slot of the rollout governor keeps its admission
+// models.NewRolloutJudgement), held by freezes or not as exemption says
+// (convergence.RolloutRow.FreezeExemption). A rollout that supersedes one
+// holding a slot of the rollout governor keeps its admission
 // (convergence.RolloutRow.SupersededAdmission): the LRP is half-way already.
-func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, fast bool, judgement *models.RolloutJudgement, now int64) (*rolloutRecord, error) {
+func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, reason, operationID string, stage *models.RolloutStage, fast bool, exemption string, judgement *models.RolloutJudgement, now int64) (*rolloutRecord, error) {
 	current, err := s.readRollout(ctx, tx, processGuid, s.driver.lockForUpdate())
 	if err != nil {
 		return nil, err
@@ -142,6 +143,7 @@ func (s *SQLDB) startRollout(ctx context.Context, tx *sql.Tx, processGuid, to, r
 		rec.AdmittedAt = current.SupersededAdmission()
 	}
 	rec.Fast = fast
+	rec.FreezeExemption = exemption
 	rec.Judgement = judgement
 	return rec, s.storeRollout(ctx, tx, rec, expect)
 }
@@ -210,6 +212,7 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.StartedAt, status.ProgressAt, status.FinishedAt = rec.StartedAt, rec.ProgressAt, rec.FinishedAt
 	status.OperationId = rec.OperationID
 	status.Fast = rec.Fast
+	status.FreezeExemption = rec.FreezeExemption
 	status.Judgement = rec.Judgement
 	if desired != nil && !rec.Queued() && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
 		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
@@ -469,8 +472,9 @@ func (s *SQLDB) rollBackTo(ctx context.Context, tx *sql.Tx, before *models.Desir
 		return nil, nil, nil, err
 	}
 	reason := fmt.Sprintf("rolling back from %s to %s", before.ActiveDefinitionId, target)
-	// Going back is never staged: the record starts without a stage.
-	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, fast, nil, now)
+	// Going back is never staged: the record starts without a stage. It is
+	// a revert, which no freeze holds (models.FreezeHolds).
+	rollout, err := s.startRollout(ctx, tx, before.ProcessGuid, target, reason, rec.op.Id, nil, fast, models.FreezeExemptRevert, nil, now)
 	if err != nil {
 		return nil, nil, nil, err
 	}

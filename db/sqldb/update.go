@@ -285,6 +285,9 @@ func describeUpdate(before, after *models.DesiredLRP, update *models.DesiredLRPU
 		if update.Staged != nil {
 			parts = append(parts, describeStaged(update.Staged))
 		}
+		if update.OverrideFreeze {
+			parts = append(parts, "overrides any freeze window: "+update.OverrideReason)
+		}
 	case c.definition != nil:
 		parts = append(parts, fmt.Sprintf("definition %s is active already", c.definition.DefinitionId))
 	}
@@ -455,7 +458,7 @@ func (s *SQLDB) applyUpdate(ctx context.Context, tx *sql.Tx, before *models.Desi
 			// operation's parameters, so convergence starting it comes
 			// through here too.
 			reason := convergence.RollingReason(before.ActiveDefinitionId, change.ActiveDefinitionID)
-			if rollout, err = s.startRollout(ctx, tx, processGuid, change.ActiveDefinitionID, reason, operationID, change.Stage, false, change.Judgement, now); err != nil {
+			if rollout, err = s.startRollout(ctx, tx, processGuid, change.ActiveDefinitionID, reason, operationID, change.Stage, false, change.FreezeExemption, change.Judgement, now); err != nil {
 				return nil, err
 			}
 		}

@@ -1,4 +1,0 @@
--- Reserved: version 0021 is the freeze windows' table (issue 31, item 4),
--- built on its own branch. This file only keeps the versions contiguous
--- on the governor's branch, whose migration is 0022; when the two
--- branches merge, the freeze windows' 0021 replaces this file.
