@@ -82,7 +82,12 @@ certificate with the reps (cork logs).`,
 			if a.timeout < 0 {
 				return usageErrorf("--timeout must not be negative")
 			}
-			if cmd.Name() == "help" || cmd.HasParent() && cmd.Parent().Name() == "completion" {
+			// Help and shell completion talk to no board: a TLS setting
+			// that does not load must not break them (the completion
+			// scripts call "cork __complete" at every Tab).
+			switch {
+			case cmd.Name() == "help", cmd.Name() == cobra.ShellCompRequestCmd, cmd.Name() == cobra.ShellCompNoDescRequestCmd,
+				cmd.HasParent() && cmd.Parent().Name() == "completion":
 				return nil
 			}
 			return a.loadTLS()
