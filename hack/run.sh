@@ -37,16 +37,20 @@
 #
 # Expects bin/bbs, bin/rep, bin/cork, bin/hello and bin/droplets (and
 # bin/corkboard-certs with CORKBOARD_TLS=1; the Makefile builds them).
-# BBS_PORT, REP_PORT_BASE and ASSET_PORT move the ports if they are taken.
+# BBS_PORT, REP_PORT_BASE and ASSET_PORT move the ports if they are taken,
+# INSTANCE_PORT_BASE the instances' (61000: cell-z1 61000-61099, cell-z2
+# 61100-61199); CORKBOARD_RUN_DATA moves .data (hack/run_test.go runs a
+# cluster of its own beside a developer's).
 # A rep that exits (its cell drained) is announced with how to start it
 # again: SIGHUP to this script (see watch_rep and start_reps below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 root="$PWD"
-data="$root/.data"
+data="${CORKBOARD_RUN_DATA:-$root/.data}"
 bbs_port="${BBS_PORT:-8889}"
 rep_port_base="${REP_PORT_BASE:-1800}"
+instance_port_base="${INSTANCE_PORT_BASE:-61000}"
 tls="${CORKBOARD_TLS:-}"
 certs="$data/certs"
 # state holds the board's database, the cells' directories, the configs
@@ -103,6 +107,7 @@ stop_all() {
     kill -INT "$droplets_pid" 2>/dev/null || true
     wait "$droplets_pid" 2>/dev/null || true
   fi
+  rm -f "$state/run.pid"
   echo "run: stopped; state is kept in $state/board.db"
   exit "$code"
 }
@@ -218,7 +223,7 @@ rep_config() {
   "listen_address": "127.0.0.1:$((rep_port_base + n))",
   "data_dir": "$state/$id",
   "apps_dir": "$root/bin",
-  "port_range": "$((61000 + 100 * (n - 1)))-$((61099 + 100 * (n - 1)))",
+  "port_range": "$((instance_port_base + 100 * (n - 1)))-$((instance_port_base + 99 + 100 * (n - 1)))",
   "poll_interval": "500ms",
   "bulk_sync_interval": "5s",
   "evacuation_timeout": "2m",
@@ -249,7 +254,7 @@ watch_rep() {
     fi
     cat <<EXITED
 run: rep $id $why; log: $rel/logs/rep-$id.log
-run: to start it again (its cell comes back, no longer draining): kill -HUP $$
+run: to start it again (its cell comes back, no longer draining): kill -HUP \$(cat $rel/run.pid)
 EXITED
   ) &
   watcher_pids+=($!)
@@ -307,6 +312,11 @@ wait_for_log_after() {
 for cell in cell-z1 cell-z2; do
   : >"$logs/rep-$cell.log"
 done
+# SIGHUP starts the reps that are not running (from here on: one that
+# comes while the first start is under way finds them running). run.pid
+# is for the command watch_rep prints.
+trap 'echo "run: SIGHUP: starting the reps that are not running"; start_reps; echo "run: every rep is running"' HUP
+echo $$ >"$state/run.pid"
 start_reps
 
 cork_env="export BBS_URL=$board_url"
@@ -343,15 +353,14 @@ Next, in another terminal:
   bin/cork rollout status hello --watch -o table   # a rollout to the v2 droplet
   bin/cork logs hello/0
   bin/cork cell drain cell-z1               # its instances move to cell-z2; its rep exits
-  $(printf '%-41s' "kill -HUP $$") # starts the reps that exited (the cell comes back)
+  $(printf '%-41s' "kill -HUP \$(cat $rel/run.pid)") # starts the reps that exited (the cell comes back)
 (fixtures/lrps/hello-local.json runs bin/hello as it is, without a download.)
 Ctrl-C stops everything.
 HINT
 
 # Runs until Ctrl-C (a rep that drained exits on its own, watch_rep says
-# so, and the rest go on). SIGHUP starts the reps that are not running; a
-# trapped signal ends wait, hence the loop.
-trap 'echo "run: SIGHUP: starting the reps that are not running"; start_reps; echo "run: every rep is running"' HUP
+# so, and the rest go on). A trapped signal (SIGHUP) ends wait, hence the
+# loop.
 while kill -0 "$board_pid" 2>/dev/null; do
   wait "$board_pid" || true
 done
