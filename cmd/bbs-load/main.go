@@ -92,7 +92,11 @@ func main() {
 			return
 		}
 	}
-	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q\n\n", name)
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want one of: %s)\n\n", name, strings.Join(names, ", "))
 	printHelp(os.Stderr)
 	os.Exit(2)
 }
