@@ -125,12 +125,22 @@ start() {
   set +m
 }
 
-# wait_for_log NAME PATTERN WHAT: waits until the log has a line matching
-# PATTERN; gives up (showing the log) after 60s or if the process died.
+# wait_for_log NAME PATTERN WHAT PID: waits until the log has a line
+# matching PATTERN; gives up (showing the log) after 60s or if the process
+# PID died. wait_for_log_after (below) is the same from a line on.
 wait_for_log() {
-  local name="$1" pattern="$2" what="$3" pid="$4"
+  wait_for_log_after "$1" "$2" "$3" "$4" 1
+}
+
+# wait_for_log_after NAME PATTERN WHAT PID FROM: wait_for_log, reading
+# the log from its line FROM on (a rep's log is appended to across
+# restarts, and its lines carry no pid).
+wait_for_log_after() {
+  local name="$1" pattern="$2" what="$3" pid="$4" from="$5"
   for _ in $(seq 1 600); do
-    if grep -q "$pattern" "$logs/$name.log" 2>/dev/null; then
+    # Not a pipe: with pipefail, tail killed by SIGPIPE when grep -q
+    # stops at a match would fail it.
+    if grep -q "$pattern" <(tail -n "+$from" "$logs/$name.log" 2>/dev/null); then
       return 0
     fi
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -241,15 +251,16 @@ JSON
 # draining. Nothing restarts a rep by itself: a drain is an operator's
 # choice, and an undrain is the rep's next start.
 
-# watch_rep ID PID: in the background, waits for the rep to exit and then
-# prints what happened and the command that starts it again. stop_all
-# ends the watchers before it stops the reps.
+# watch_rep ID PID FROM: in the background, waits for the rep to exit and
+# then prints what happened (its log from line FROM on is this run's) and
+# the command that starts it again. stop_all ends the watchers before it
+# stops the reps.
 watch_rep() {
-  local id="$1" pid="$2"
+  local id="$1" pid="$2" from="$3"
   (
     while kill -0 "$pid" 2>/dev/null; do sleep 1; done
     local why="exited"
-    if grep -q '"message":"rep\.agent\.evacuate\.starting"' "$logs/rep-$id.log" 2>/dev/null; then
+    if grep -q '"message":"rep\.agent\.evacuate\.starting"' <(tail -n "+$from" "$logs/rep-$id.log"); then
       why="exited after its cell drained (its instances moved to the other cell)"
     fi
     cat <<EXITED
@@ -264,7 +275,7 @@ EXITED
 # afresh, and waits until it registered its cell.
 declare -A rep_pid_of=()
 start_reps() {
-  local n=0 cell id zone
+  local n=0 cell id zone from pid
   for cell in cell-z1:z1 cell-z2:z2; do
     n=$((n + 1))
     id="${cell%%:*}"
@@ -276,37 +287,16 @@ start_reps() {
     (umask 077 && rep_config "$id" "$zone" "$n" >"$state/rep-$id.json")
     # Appended to, so that a restart keeps the log of the run before it;
     # from is where the new rep's lines begin.
-    local from
     from=$(($(wc -l <"$logs/rep-$id.log") + 1))
     set -m
     bin/rep -config "$state/rep-$id.json" >>"$logs/rep-$id.log" 2>&1 &
     set +m
-    rep_pid_of[$id]=$!
-    rep_pids+=($!)
-    wait_for_log_after "rep-$id" 'rep\.agent\.registered' "register its cell" "$!" "$from"
-    watch_rep "$id" "$!"
+    pid=$!
+    rep_pid_of[$id]=$pid
+    rep_pids+=("$pid")
+    wait_for_log_after "rep-$id" 'rep\.agent\.registered' "register its cell" "$pid" "$from"
+    watch_rep "$id" "$pid" "$from"
   done
-}
-
-# wait_for_log_after NAME PATTERN WHAT PID FROM: wait_for_log, reading
-# the log from its line FROM on (a rep's log is appended to across
-# restarts, and its lines carry no pid).
-wait_for_log_after() {
-  local name="$1" pattern="$2" what="$3" pid="$4" from="$5"
-  for _ in $(seq 1 600); do
-    if tail -n "+$from" "$logs/$name.log" 2>/dev/null | grep -q "$pattern"; then
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "run: $name exited before $what; its log ($logs/$name.log):" >&2
-      tail -n 20 "$logs/$name.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  echo "run: $name did not $what within 60s; its log ($logs/$name.log):" >&2
-  tail -n 20 "$logs/$name.log" >&2
-  exit 1
 }
 
 for cell in cell-z1 cell-z2; do
