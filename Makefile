@@ -1,19 +1,27 @@
-# Corkboard. `make run` starts a dev board and two reps; `make test` runs every suite.
+# Corkboard. `make run` starts a dev board and two reps; `make test` runs every suite;
+# `make help` lists the targets. Each target's line ends in "## " and its one
+# line for make help; a target without one is missing from help, which
+# hack/makefile_test.go refuses.
 GO ?= go
 BIN := bin
 
-.PHONY: all build run run-tls test test-browser vet check-generated generate bench clean
+.PHONY: all build run run-tls test test-browser vet check-generated generate bench clean help
 
-all: build
+all: build ## the same as build
 
-build:
+# help: one line per target, from the "## " at the end of its line.
+help: ## this list
+	@echo "Targets (make TARGET):"
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+build: ## every command into bin/ (bbs, rep, cork, bbs-load, bbs-migrate, corkboard-certs)
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 # run: the board (SQLite in ./.data; see hack/run.sh) and two reps in zones z1 and
 # z2, until Ctrl-C; see hack/run.sh. bin/hello serves the local specs
 # (fixtures/lrps/hello-local*.json); bin/droplets builds and serves hello's
 # droplets for the others.
-run: build
+run: build ## a dev board and two reps on this machine until Ctrl-C (hack/run.sh)
 	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
 	$(GO) build -o $(BIN)/droplets ./hack/droplets
 	GO="$(GO)" hack/run.sh
@@ -23,7 +31,7 @@ run: build
 # reps on HTTPS requiring client certificates, the board encrypting what it
 # stores (state in .data/tls); it prints the cork environment (BBS_URL,
 # BBS_CA_CERT, BBS_CERT, BBS_KEY). See hack/run.sh.
-run-tls: build
+run-tls: build ## the same cluster with mutual TLS end to end (hack/run-tls.sh)
 	$(GO) build -o $(BIN)/hello ./fixtures/apps/hello
 	$(GO) build -o $(BIN)/droplets ./hack/droplets
 	GO="$(GO)" hack/run-tls.sh
@@ -31,7 +39,7 @@ run-tls: build
 # test: every suite, then the storage suite again with one in three write
 # transactions failing at commit (a conflict, or the connection lost before
 # or after the COMMIT; db/sqldb/commit.go), which must change no outcome.
-test: check-generated vet
+test: check-generated vet ## every suite, then the storage suite with commit faults (needs the databases)
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 	CORKBOARD_COMMIT_FAULTS=3 $(GO) test -count=1 -timeout 10m ./db/sqldb/
 
@@ -40,11 +48,11 @@ test: check-generated vet
 # node_modules is missing; nothing else is installed); see
 # e2e/browser_e2e_test.go. Screenshots go to $CORKBOARD_ARTIFACTS, or a
 # temp dir it prints.
-test-browser:
+test-browser: ## the dashboard in Chromium, driven by playwright-core
 	@if [ ! -d ui/browsertest/node_modules/playwright-core ]; then cd ui/browsertest && npm ci --no-audit --no-fund; fi
 	$(GO) test -v -tags browser -count=1 -timeout 10m ./e2e/ -ginkgo.label-filter=browser -ginkgo.no-color
 
-vet:
+vet: ## gofmt and go vet
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
@@ -53,10 +61,10 @@ vet:
 # as CI runs them after the tests. A finding fails the run and is written
 # to the target's testdata/fuzz/. See hack/fuzz.sh.
 .PHONY: fuzz fuzz-smoke
-fuzz:
+fuzz: ## every fuzz target for 60s each
 	GO="$(GO)" hack/fuzz.sh 60s
 
-fuzz-smoke:
+fuzz-smoke: ## every fuzz target for 3s each, as CI runs them
 	GO="$(GO)" hack/fuzz.sh 3s
 
 # chaos: the fault scenarios on real binaries and real databases (the
@@ -70,13 +78,13 @@ fuzz-smoke:
 # figures. make test runs a bounded
 # part of them (cmd/bbs/chaos_test.go), in the cmd/bbs and e2e suites.
 .PHONY: chaos
-chaos:
+chaos: ## the fault scenarios on real binaries and databases, with their figures
 	GO="$(GO)" hack/chaos.sh
 
-check-generated:
+check-generated: ## fails when generated code differs from make generate
 	hack/check-generated.sh
 
-generate:
+generate: ## the protobuf code and models/proto.sum from models/*.proto
 	hack/generate.sh
 
 # ha-galera, ha-postgres: the writer-kill scenario (e2e/chaos_ha_test.go)
@@ -88,15 +96,15 @@ generate:
 # Prints the failover times and the counts; fails unless nothing
 # acknowledged was lost. See docs/ha.md and hack/ha.sh.
 .PHONY: ha-galera ha-postgres
-ha-galera:
+ha-galera: ## the writer-kill scenario on a private Galera cluster
 	GO="$(GO)" hack/ha.sh galera
 
-ha-postgres:
+ha-postgres: ## the writer-kill scenario on a private Postgres pair under Patroni
 	GO="$(GO)" hack/ha.sh postgres
 
 # bench: every scenario on each database, and issue 28's figures beside
 # a48ab90's in the same run, with new ÷ old ratios; see hack/bench.sh.
-bench: build
+bench: build ## every load scenario on each database (about 45 minutes)
 	hack/bench.sh
 
 # bench-compare OLD=<commit>: peer (this tree's load generator driving
@@ -104,8 +112,8 @@ bench: build
 # in one run (ROUNDS, default 2), then new ÷ old per figure; see
 # hack/bench-compare.sh.
 .PHONY: bench-compare
-bench-compare:
+bench-compare: ## OLD=<commit>: this tree against OLD, new ÷ old per figure
 	hack/bench-compare.sh
 
-clean:
+clean: ## removes bin/
 	rm -rf $(BIN)

@@ -37,14 +37,20 @@
 #
 # Expects bin/bbs, bin/rep, bin/cork, bin/hello and bin/droplets (and
 # bin/corkboard-certs with CORKBOARD_TLS=1; the Makefile builds them).
-# BBS_PORT, REP_PORT_BASE and ASSET_PORT move the ports if they are taken.
+# BBS_PORT, REP_PORT_BASE and ASSET_PORT move the ports if they are taken,
+# INSTANCE_PORT_BASE the instances' (61000: cell-z1 61000-61099, cell-z2
+# 61100-61199); CORKBOARD_RUN_DATA moves .data (hack/run_test.go runs a
+# cluster of its own beside a developer's).
+# A rep that exits (its cell drained) is announced with how to start it
+# again: SIGHUP to this script (see watch_rep and start_reps below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 root="$PWD"
-data="$root/.data"
+data="${CORKBOARD_RUN_DATA:-$root/.data}"
 bbs_port="${BBS_PORT:-8889}"
 rep_port_base="${REP_PORT_BASE:-1800}"
+instance_port_base="${INSTANCE_PORT_BASE:-61000}"
 tls="${CORKBOARD_TLS:-}"
 certs="$data/certs"
 # state holds the board's database, the cells' directories, the configs
@@ -71,13 +77,21 @@ chmod 0700 "$data" "$state" "$logs"
 board_pid=""
 rep_pids=()
 droplets_pid=""
+# watcher_pids are the watch_rep loops, one per running rep (see there).
+watcher_pids=()
 
 # stop_all CODE: stops the reps, then the board, then the droplet server
 # (last: a rep may be downloading until it stops), and exits with CODE.
 stop_all() {
   local code="$1"
-  trap - INT TERM EXIT
+  trap - INT TERM EXIT HUP
   echo
+  # The watchers first, so that reps stopping here are not announced as
+  # exits.
+  if [ "${#watcher_pids[@]}" -gt 0 ]; then
+    kill "${watcher_pids[@]}" 2>/dev/null || true
+    wait "${watcher_pids[@]}" 2>/dev/null || true
+  fi
   if [ "${#rep_pids[@]}" -gt 0 ]; then
     echo "run: stopping the reps (their instances stop with them)"
     kill -INT "${rep_pids[@]}" 2>/dev/null || true
@@ -93,6 +107,7 @@ stop_all() {
     kill -INT "$droplets_pid" 2>/dev/null || true
     wait "$droplets_pid" 2>/dev/null || true
   fi
+  rm -f "$state/run.pid"
   echo "run: stopped; state is kept in $state/board.db"
   exit "$code"
 }
@@ -110,12 +125,22 @@ start() {
   set +m
 }
 
-# wait_for_log NAME PATTERN WHAT: waits until the log has a line matching
-# PATTERN; gives up (showing the log) after 60s or if the process died.
+# wait_for_log NAME PATTERN WHAT PID: waits until the log has a line
+# matching PATTERN; gives up (showing the log) after 60s or if the process
+# PID died. wait_for_log_after (below) is the same from a line on.
 wait_for_log() {
-  local name="$1" pattern="$2" what="$3" pid="$4"
+  wait_for_log_after "$1" "$2" "$3" "$4" 1
+}
+
+# wait_for_log_after NAME PATTERN WHAT PID FROM: wait_for_log, reading
+# the log from its line FROM on (a rep's log is appended to across
+# restarts, and its lines carry no pid).
+wait_for_log_after() {
+  local name="$1" pattern="$2" what="$3" pid="$4" from="$5"
   for _ in $(seq 1 600); do
-    if grep -q "$pattern" "$logs/$name.log" 2>/dev/null; then
+    # Not a pipe: with pipefail, tail killed by SIGPIPE when grep -q
+    # stops at a match would fail it.
+    if grep -q "$pattern" <(tail -n "+$from" "$logs/$name.log" 2>/dev/null); then
       return 0
     fi
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -208,7 +233,7 @@ rep_config() {
   "listen_address": "127.0.0.1:$((rep_port_base + n))",
   "data_dir": "$state/$id",
   "apps_dir": "$root/bin",
-  "port_range": "$((61000 + 100 * (n - 1)))-$((61099 + 100 * (n - 1)))",
+  "port_range": "$((instance_port_base + 100 * (n - 1)))-$((instance_port_base + 99 + 100 * (n - 1)))",
   "poll_interval": "500ms",
   "bulk_sync_interval": "5s",
   "evacuation_timeout": "2m",
@@ -218,17 +243,71 @@ rep_config() {
 JSON
 }
 
-n=0
-for cell in cell-z1:z1 cell-z2:z2; do
-  n=$((n + 1))
-  id="${cell%%:*}"
-  zone="${cell##*:}"
-  rm -f "$state/rep-$id.json"
-  (umask 077 && rep_config "$id" "$zone" "$n" >"$state/rep-$id.json")
-  start "rep-$id" bin/rep -config "$state/rep-$id.json"
-  rep_pids+=($!)
-  wait_for_log "rep-$id" 'rep\.agent\.registered' "register its cell" "$!"
+# A rep exits when its cell drained (cork cell drain, SIGTERM): its
+# instances moved to the other cell, and make run goes on without it.
+# watch_rep says so on the terminal, and how to start it again: SIGHUP to
+# this script starts every rep that is not running (start_reps), and a
+# rep that starts registers its cell afresh, which ends the cell's
+# draining. Nothing restarts a rep by itself: a drain is an operator's
+# choice, and an undrain is the rep's next start.
+
+# watch_rep ID PID FROM: in the background, waits for the rep to exit and
+# then prints what happened (its log from line FROM on is this run's) and
+# the command that starts it again. stop_all ends the watchers before it
+# stops the reps.
+watch_rep() {
+  local id="$1" pid="$2" from="$3"
+  (
+    while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+    local why="exited"
+    if grep -q '"message":"rep\.agent\.evacuate\.starting"' <(tail -n "+$from" "$logs/rep-$id.log"); then
+      why="exited after its cell drained (its instances moved to the other cell)"
+    fi
+    cat <<EXITED
+run: rep $id $why; log: $rel/logs/rep-$id.log
+run: to start it again (its cell comes back, no longer draining): kill -HUP \$(cat $rel/run.pid)
+EXITED
+  ) &
+  watcher_pids+=($!)
+}
+
+# start_reps: starts each rep that is not running, writing its config
+# afresh, and waits until it registered its cell.
+declare -A rep_pid_of=()
+start_reps() {
+  local n=0 cell id zone from pid
+  for cell in cell-z1:z1 cell-z2:z2; do
+    n=$((n + 1))
+    id="${cell%%:*}"
+    zone="${cell##*:}"
+    if [ -n "${rep_pid_of[$id]:-}" ] && kill -0 "${rep_pid_of[$id]}" 2>/dev/null; then
+      continue
+    fi
+    rm -f "$state/rep-$id.json"
+    (umask 077 && rep_config "$id" "$zone" "$n" >"$state/rep-$id.json")
+    # Appended to, so that a restart keeps the log of the run before it;
+    # from is where the new rep's lines begin.
+    from=$(($(wc -l <"$logs/rep-$id.log") + 1))
+    set -m
+    bin/rep -config "$state/rep-$id.json" >>"$logs/rep-$id.log" 2>&1 &
+    set +m
+    pid=$!
+    rep_pid_of[$id]=$pid
+    rep_pids+=("$pid")
+    wait_for_log_after "rep-$id" 'rep\.agent\.registered' "register its cell" "$pid" "$from"
+    watch_rep "$id" "$pid" "$from"
+  done
+}
+
+for cell in cell-z1 cell-z2; do
+  : >"$logs/rep-$cell.log"
 done
+# SIGHUP starts the reps that are not running (from here on: one that
+# comes while the first start is under way finds them running). run.pid
+# is for the command watch_rep prints.
+trap 'echo "run: SIGHUP: starting the reps that are not running"; start_reps; echo "run: every rep is running"' HUP
+echo $$ >"$state/run.pid"
+start_reps
 
 cork_env="export BBS_URL=$board_url"
 dashboard_note=""
@@ -263,11 +342,16 @@ Next, in another terminal:
   bin/cork update hello --definition .data/droplets/lrps/hello-v2-definition.json --id v2
   bin/cork rollout status hello --watch -o table   # a rollout to the v2 droplet
   bin/cork logs hello/0
-  bin/cork cell drain cell-z1               # its instances move to cell-z2
+  bin/cork cell drain cell-z1               # its instances move to cell-z2; its rep exits
+  $(printf '%-41s' "kill -HUP \$(cat $rel/run.pid)") # starts the reps that exited (the cell comes back)
 (fixtures/lrps/hello-local.json runs bin/hello as it is, without a download.)
 Ctrl-C stops everything.
 HINT
 
-# Runs until Ctrl-C (a rep that drained exits on its own; the rest go on).
-wait "$board_pid" || true
+# Runs until Ctrl-C (a rep that drained exits on its own, watch_rep says
+# so, and the rest go on). A trapped signal (SIGHUP) ends wait, hence the
+# loop.
+while kill -0 "$board_pid" 2>/dev/null; do
+  wait "$board_pid" || true
+done
 echo "run: the board exited on its own; see $logs/bbs.log" >&2

@@ -1,40 +1,14 @@
-// Command bbs-load measures the board. Each scenario is a subcommand:
-//
-//	bbs-load [api] [flags]    desire throughput and latency through the HTTP
-//	                          API, and listing many actual LRPs (the default)
-//	bbs-load converge ...     convergence passes over 250,000 instances:
-//	                          steady state, repairs, placing 100,000
-//	bbs-load lifecycle ...    claim + start writes from concurrent cells
-//	bbs-load report ...       cells bulk-reporting on a schedule, then all
-//	                          at once after a board restart
-//	bbs-load rss ...          the memory of a bin/bbs process converging
-//	                          100,000 instances
-//	bbs-load rollout ...      a rolling update of 10,000 instances, surge
-//	                          25%: each pass and the whole rollout
-//	bbs-load operations ...   listing 100,000 operations page by page
-//	bbs-load lists ...        the memory of a bin/bbs process while 8
-//	                          clients list 20,000 LRPs (20 MB) whole at once
-//	bbs-load peer ...         the workload Diego's BBS was measured on: a
-//	                          bin/bbs process, 10,000 one-instance LRPs of
-//	                          ~1 KB, 100 cells, 16 clients; desire, claim +
-//	                          start, a steady pass, whole lists, annotation
-//	                          updates, instances 1→2 and 2→1, peak RSS,
-//	                          the database's bytes per LRP
-//	bbs-load busy ...         desire / update / get latency through the
-//	                          HTTP API while the lease owner converges
-//	                          250,000 instances back to back, full-read
-//	                          passes run beside it and 1,000 cells send
-//	                          bulk reports (or -bbs: a board binary serves
-//	                          and converges on its own)
-//
-//	bbs-load ratios < LOG     not a scenario: new ÷ old per figure from the
-//	                          tagged figure lines of hack/bench-compare.sh
+// Command bbs-load measures the board. Each scenario is a subcommand,
+// `bbs-load SCENARIO [flags]` (api when none is named); `bbs-load help`
+// lists them with one line each (the scenarios table below), and
+// `bbs-load ratios < LOG` is not a scenario: it prints new ÷ old per
+// figure from the tagged figure lines of hack/bench-compare.sh.
 //
 // Every scenario runs on a fresh database of -driver (a temporary SQLite
 // file, or a new database created on the server behind -dsn) and drops it
 // afterwards. `bbs-load SCENARIO -h` lists a scenario's flags; the sizes
-// are all flags. Figures are printed one per line, starting with "figure",
-// with the conditions they were measured under.
+// are all flags. Figures are printed one per line, starting with
+// "figure", with the conditions they were measured under.
 //
 // BBS_LOAD_CPU_PROFILE=FILE writes a CPU profile of the whole run (the
 // in-process board included) to FILE, for go tool pprof.
@@ -43,6 +17,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -50,25 +25,57 @@ import (
 
 type scenario struct {
 	name string
-	run  func(ctx context.Context, args []string) error
+	// summary is the scenario's line in `bbs-load help`.
+	summary string
+	run     func(ctx context.Context, args []string) error
 }
 
 var scenarios = []scenario{
-	{"api", runAPI},
-	{"converge", runConverge},
-	{"lifecycle", runLifecycle},
-	{"report", runReport},
-	{"rss", runRSS},
-	{"rollout", runRollout},
-	{"operations", runOperations},
-	{"lists", runLists},
-	{"peer", runPeer},
-	{"busy", runBusy},
-	{"ratios", runRatios},
+	{"api", "desire throughput and latency through the HTTP API, and listing many actual LRPs (the default)", runAPI},
+	{"converge", "convergence passes over 250,000 instances: steady state, repairs, placing 100,000", runConverge},
+	{"lifecycle", "claim + start writes from concurrent cells", runLifecycle},
+	{"report", "cells bulk-reporting on a schedule, then all at once after a board restart", runReport},
+	{"rss", "the memory of a bin/bbs process converging 100,000 instances", runRSS},
+	{"rollout", "a rolling update of 10,000 instances, surge 25%: each pass and the whole rollout", runRollout},
+	{"operations", "listing 100,000 operations page by page", runOperations},
+	{"lists", "the memory of a bin/bbs process while 8 clients list 20,000 LRPs whole at once", runLists},
+	{"peer", "the workload Diego's BBS was measured on: 10,000 LRPs, 100 cells, 16 clients", runPeer},
+	{"busy", "desire / update / get latency while the lease owner converges 250,000 instances", runBusy},
+	{"ratios", "not a scenario: new ÷ old per figure from hack/bench-compare.sh's log on stdin", runRatios},
+}
+
+// isHelp tells whether the first argument asks for the list of scenarios
+// rather than a scenario's own flags (`bbs-load api -h` shows those).
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// printHelp lists every scenario with its one line, in the order of
+// scenarios.
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "Usage: bbs-load [SCENARIO] [flags]   (no scenario: api)")
+	fmt.Fprintln(w, "       bbs-load SCENARIO -h          (the scenario's flags; the sizes are all flags)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Scenarios:")
+	width := 0
+	for _, s := range scenarios {
+		width = max(width, len(s.name))
+	}
+	for _, s := range scenarios {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.name, s.summary)
+	}
 }
 
 func main() {
 	args := os.Args[1:]
+	if len(args) > 0 && isHelp(args[0]) {
+		printHelp(os.Stdout)
+		return
+	}
 	name := "api"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
@@ -89,7 +96,8 @@ func main() {
 	for i, s := range scenarios {
 		names[i] = s.name
 	}
-	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want one of: %s)\n", name, strings.Join(names, ", "))
+	fmt.Fprintf(os.Stderr, "bbs-load: unknown scenario %q (want one of: %s)\n\n", name, strings.Join(names, ", "))
+	printHelp(os.Stderr)
 	os.Exit(2)
 }
 

@@ -72,7 +72,19 @@ func (a *app) actualLRPsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "actual-lrps [--domain D] [--cell C] [--guid G] [--index I]",
 		Short: "List instances (actual LRPs)",
-		Args:  exactArgs(),
+		Long: `List instances (actual LRPs).
+
+-o wide is the table with a PID column before REASON: the pid of each instance's
+process as its cell's rep reports it (GET /v1/instances on the rep URL of 'cork
+cells'; the board does not store pids). cork asks only the reps of the cells
+the listed rows name, once each. "-" means the row names no cell or its rep runs
+no such instance (yet, or any more); "?" means its rep did not answer, which a
+warning on stderr explains. The pid leads the instance's process group, so
+"kill -TERM -PID" reaches all of it. With isolation it is the instance's init,
+the PID 1 of its PID namespace: SIGKILL to it ends the whole instance, other
+signals to it alone are ignored (send them to the group).`,
+		Annotations: map[string]string{wideAnnotation: "yes"},
+		Args:        exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("index") {
 				if index < 0 {
@@ -83,6 +95,9 @@ func (a *app) actualLRPsCommand() *cobra.Command {
 			lrps, err := a.client().ActualLRPs(ctx, filter)
 			if err != nil {
 				return err
+			}
+			if a.format == formatWide {
+				return a.printActualLRPsWide(ctx, lrps)
 			}
 			return emit(a, lrps, actualLRPTable)
 		}),

@@ -2,20 +2,14 @@ package main_test
 
 import (
 	"context"
-	"net"
-	"net/http/httptest"
 	"time"
 
-	"code.cloudfoundry.org/lager/v3/lagertest"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/corkboard/corkboard/client"
-	"github.com/corkboard/corkboard/convergence"
-	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
-	"github.com/corkboard/corkboard/rep"
 	"github.com/corkboard/corkboard/rep/executor"
 )
 
@@ -61,44 +55,10 @@ var _ = Describe("cork logs", func() {
 		fail(1, "hello/2 is UNCLAIMED and not claimed by any cell yet: it has no log", "hello/2")
 	})
 
-	// registerCell registers a cell whose rep answers at repURL.
-	registerCell := func(cellID, repURL string) {
-		GinkgoHelper()
-		Expect(store.RegisterCell(context.Background(), &models.Cell{
-			CellId: cellID, RepUrl: repURL, Zone: "z1",
-			Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10},
-		}, time.Minute)).To(Succeed())
-	}
-
-	// claimOn places hello/index on the cell and claims it there as
-	// instanceGuid, as the cell's rep would.
+	registerCell := func(cellID, repURL string) { GinkgoHelper(); registerCellOn(store, cellID, repURL) }
 	claimOn := func(cellID string, index int32, instanceGuid string) *client.CellClient {
 		GinkgoHelper()
-		ctx := context.Background()
-		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: indexPtr(index)})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(rows).To(HaveLen(1))
-		version := convergence.RowVersion{
-			Key:   models.ActualLRPKey{ProcessGuid: "hello", Index: index, Presence: models.ActualLRP_ORDINARY},
-			State: rows[0].GetState(), ModificationIndex: int64(rows[0].GetModificationTag().GetIndex()),
-		}
-		result, err := store.ApplyConvergence(ctx, &convergence.ConvergenceWrites{Place: []convergence.Placement{{Row: version, CellID: cellID}}})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(result.Applied).To(Equal(1))
-		cell := client.NewCellClient(board, cellID)
-		_, err = cell.ClaimActualLRP(ctx, client.Instance{ProcessGuid: "hello", Index: index, InstanceGuid: instanceGuid})
-		Expect(err).NotTo(HaveOccurred())
-		return cell
-	}
-
-	// deadURL is a URL where nothing listens.
-	deadURL := func() string {
-		GinkgoHelper()
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		url := "http://" + l.Addr().String()
-		Expect(l.Close()).To(Succeed())
-		return url
+		return claimOnCell(store, board, cellID, index, instanceGuid)
 	}
 
 	It("names the cell when its rep cannot be reached", func() {
@@ -117,23 +77,7 @@ var _ = Describe("cork logs", func() {
 			r := runCork(board, "", "desire", fixture("hello-local.json"))
 			Expect(r.code).To(Equal(0), r.stderr)
 
-			// A real rep's HTTP server over a real executor; its agent is
-			// never started (nothing here needs it).
-			var err error
-			exe, err = executor.NewExecutor(executor.ExecutorConfig{
-				CellID: "cell-a", DataDir: GinkgoT().TempDir(), PortMin: 40000, PortMax: 40009,
-				Logger: lagertest.NewTestLogger("rep"),
-			})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(exe.Shutdown)
-			agent, err := rep.NewAgent(rep.AgentConfig{
-				Cell: &models.Cell{CellId: "cell-a"}, Board: client.New(board),
-				CellClient: client.NewCellClient(board, "cell-a"), Executor: exe,
-			})
-			Expect(err).NotTo(HaveOccurred())
-			server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, exe))
-			DeferCleanup(server.Close)
-			registerCell("cell-a", server.URL)
+			exe = startRep(store, board, "cell-a", 40000)
 			// A cell whose rep is gone is no reason to fail.
 			registerCell("cell-b", deadURL())
 		})
@@ -167,5 +111,3 @@ var _ = Describe("cork logs", func() {
 		})
 	})
 })
-
-func indexPtr(i int32) *int32 { return &i }

@@ -18,7 +18,13 @@ import (
 const (
 	formatJSON  = "json"
 	formatTable = "table"
+	// formatWide is a table with more columns, for the commands whose
+	// Annotations have wideAnnotation (actual-lrps).
+	formatWide = "wide"
 )
+
+// wideAnnotation marks a command that has -o wide.
+const wideAnnotation = "cork.wide"
 
 // jsonLine prints messages as single-line protojson with the proto field
 // names; default values are included so that, say, index 0 is not missing.

@@ -76,13 +76,25 @@ certificate with the reps (cork logs).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if a.format != formatJSON && a.format != formatTable {
+			hasWide := cmd.Annotations[wideAnnotation] != ""
+			switch {
+			case a.format == formatJSON, a.format == formatTable, a.format == formatWide && hasWide:
+			case a.format == formatWide:
+				return usageErrorf("-o wide is for actual-lrps only; here -o must be json or table")
+			case hasWide:
+				return usageErrorf("-o must be json, table or wide, not %q", a.format)
+			default:
 				return usageErrorf("-o must be json or table, not %q", a.format)
 			}
 			if a.timeout < 0 {
 				return usageErrorf("--timeout must not be negative")
 			}
-			if cmd.Name() == "help" || cmd.HasParent() && cmd.Parent().Name() == "completion" {
+			// Help and shell completion talk to no board: a TLS setting
+			// that does not load must not break them (the completion
+			// scripts call "cork __complete" at every Tab).
+			switch {
+			case cmd.Name() == "help", cmd.Name() == cobra.ShellCompRequestCmd, cmd.Name() == cobra.ShellCompNoDescRequestCmd,
+				cmd.HasParent() && cmd.Parent().Name() == "completion":
 				return nil
 			}
 			return a.loadTLS()
@@ -97,7 +109,7 @@ certificate with the reps (cork logs).`,
 	flags.StringVar(&a.caCert, "ca-cert", os.Getenv("BBS_CA_CERT"), "PEM `file` of the CA the board's and the reps' certificates chain to (env BBS_CA_CERT)")
 	flags.StringVar(&a.cert, "cert", os.Getenv("BBS_CERT"), "PEM `file` of cork's client certificate, e.g. an operator's (env BBS_CERT)")
 	flags.StringVar(&a.key, "key", os.Getenv("BBS_KEY"), "PEM `file` of the key of --cert (env BBS_KEY)")
-	flags.StringVarP(&a.format, "output", "o", formatJSON, "output format: json (one object per line) or table")
+	flags.StringVarP(&a.format, "output", "o", formatJSON, "output format: json (one object per line) or table; actual-lrps also has wide (a table with each instance's pid)")
 	flags.DurationVar(&a.timeout, "timeout", client.DefaultTimeout, "time limit for each request to the board")
 	root.SetIn(a.stdin)
 	root.SetOut(a.out)
