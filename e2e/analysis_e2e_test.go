@@ -304,9 +304,16 @@ var _ = Describe("rollouts judged by their analysis", Label("prometheus", "analy
 		history := b.cork("operations", guid, "--kind", "update_definition", "-o", "json")
 		Expect(history).To(ContainSubstring("auto-revert: " + regressed + " failed, verdict FAIL at "))
 		Expect(failedAt).NotTo(BeZero())
-		for _, row := range b.lrps(guid) {
-			Expect(row.GetDefinitionId()).To(Equal(clean), "index %d", row.GetIndex())
-		}
+		// The retiring instances of the regressed version told to stop go
+		// once their reps stopped them.
+		Eventually(func() error {
+			for _, row := range b.lrps(guid) {
+				if row.GetDefinitionId() != clean {
+					return fmt.Errorf("%s/%d (%s) runs %s", guid, row.GetIndex(), row.GetPresence(), row.GetDefinitionId())
+				}
+			}
+			return nil
+		}).Should(Succeed())
 		AddReportEntry("analysis: a crash in the bake to the failing verdict (CRASH_AFTER=12s after 100%)",
 			time.Duration(failedAt-baking.GetJudgement().GetBakeStartedAt()).Round(100*time.Millisecond).String()+" after the bake started")
 	})
