@@ -108,13 +108,13 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		runScript(run, b)
 
 		// What the page showed is what the board holds: every instance on
-		// the new definition, answering as v3 (the staged update the page
-		// promoted; v4 was canceled), and on cell-z2 (the page drained
-		// cell-z1).
+		// the new definition, answering as v5 (the staged update the page
+		// promoted to v3, v4 canceled, then v5 judged by its analysis), and
+		// on cell-z2 (the page drained cell-z1).
 		status := waitForRollout(b, guid, time.Minute, complete())
 		Expect(status.GetActiveDefinitionId()).NotTo(Equal(v1))
-		expectVersion(steady(b, guid, instances, "cell-z2"), status.GetActiveDefinitionId(), "v3")
-		for _, name := range []string{"lrps.png", "lrp-mid-rollout.png", "lrp-done.png", "cells.png"} {
+		expectVersion(steady(b, guid, instances, "cell-z2"), status.GetActiveDefinitionId(), "v5")
+		for _, name := range []string{"lrps.png", "lrp-mid-rollout.png", "lrp-done.png", "lrp-verdicts.png", "cells.png"} {
 			_, err := os.Stat(filepath.Join(run.artefacts, name))
 			Expect(err).NotTo(HaveOccurred(), "screenshot %s", name)
 		}
