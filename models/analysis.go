@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -197,15 +198,32 @@ func validateCheckName(path, name string) error {
 	return nil
 }
 
-func validateWebhookURL(path, url string) error {
-	if url == "" {
+func validateWebhookURL(path, raw string) error {
+	if raw == "" {
 		return ErrInvalidField(path, "required for a webhook check")
 	}
-	if err := validateMaxBytes(path, url, MaxAnalysisURLBytes); err != nil {
+	if err := validateMaxBytes(path, raw, MaxAnalysisURLBytes); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return ErrInvalidField(path, "must be an http:// or https:// URL, got "+quoteShort(url))
+	if err := validateNoControl(path, raw); err != nil {
+		return err
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// The parser's own error quotes the URL, credentials and all.
+		if urlErr, ok := err.(*url.Error); ok {
+			err = urlErr.Err
+		}
+		return ErrInvalidField(path, "must be a URL: "+err.Error())
+	}
+	// Every API client reads a rollout's status, its analysis included,
+	// and the record is not encrypted at rest: no credentials in it. The
+	// error does not quote the URL, so as not to hand them out either.
+	if u.User != nil {
+		return ErrInvalidField(path, "must not hold credentials (user:password@host): every API client reads a rollout's analysis")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ErrInvalidField(path, "must be an http:// or https:// URL naming a host, got "+quoteShort(raw))
 	}
 	return nil
 }

@@ -193,11 +193,21 @@ var _ = Describe("an update's analysis and policy, validated", func() {
 		Entry("prometheus without a query", `{"analysis": {"checks": [{"name": "c", "provider": "prometheus", "max": 1}]}}`, `update.analysis.checks[0].query: required for a prometheus check`),
 		Entry("webhook without a URL", `{"analysis": {"checks": [{"name": "c", "provider": "webhook"}]}}`, `update.analysis.checks[0].url: required for a webhook check`),
 		Entry("webhook with bounds", `{"analysis": {"checks": [{"name": "c", "provider": "webhook", "url": "http://x/", "max": 1}]}}`, `update.analysis.checks[0]: a webhook check has no bounds`),
-		Entry("a webhook URL that is not HTTP", `{"analysis": {"checks": [{"name": "c", "provider": "webhook", "url": "file:///etc/passwd"}]}}`, `update.analysis.checks[0].url: must be an http:// or https:// URL`),
+		Entry("a webhook URL that is not HTTP", `{"analysis": {"checks": [{"name": "c", "provider": "webhook", "url": "file:///etc/passwd"}]}}`, `update.analysis.checks[0].url: must be an http:// or https:// URL naming a host`),
+		Entry("a webhook URL with credentials, not echoed", `{"analysis": {"checks": [{"name": "c", "provider": "webhook", "url": "https://gate:s3cret@gate.example/"}]}}`, `update.analysis.checks[0].url: must not hold credentials (user:password@host)`),
 		Entry("names repeated", `{"analysis": {"checks": [{"name": "c", "provider": "board", "signal": "crash_rate", "max": 1}, {"name": "c", "provider": "board", "signal": "crash_rate", "max": 2}]}}`, `update.analysis.checks[1].name: repeats "c"`),
 		Entry("a name with a space", `{"analysis": {"checks": [{"name": "my check", "provider": "board", "signal": "crash_rate", "max": 1}]}}`, `update.analysis.checks[0].name`),
 		Entry("timeout too long", `{"analysis": {"checks": [{"name": "c", "provider": "webhook", "url": "http://x/", "timeout_ms": "60001"}]}}`, `update.analysis.checks[0].timeout_ms`),
 	)
+
+	It("does not echo a webhook URL's credentials", func() {
+		u := &models.DesiredLRPUpdate{Definition: validDefinition(), Analysis: &models.RolloutAnalysis{Checks: []*models.AnalysisCheck{
+			{Name: "gate", Provider: "webhook", Url: "https://gate:s3cret@gate.example/"},
+		}}}
+		err := (&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: u}).Validate()
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
+	})
 
 	It("refuses analysis, a policy or a bake without a definition", func() {
 		for _, u := range []*models.DesiredLRPUpdate{
