@@ -46,10 +46,16 @@ func (c *Collector) Run(ctx context.Context, hub *events.Hub) {
 }
 
 func (c *Collector) follow(ctx context.Context, sub *events.Subscription) {
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sweep.C:
+			c.mu.Lock()
+			c.window.Sweep(c.now())
+			c.mu.Unlock()
 		case e, ok := <-sub.Events():
 			if !ok {
 				select {

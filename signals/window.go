@@ -37,6 +37,8 @@ type Window struct {
 type record struct {
 	processGuid string
 	firstSeen   time.Time
+	// lastSeen is the latest time the window heard of the definition.
+	lastSeen time.Time
 	crashes     []crash
 	readied     []readied
 	health      []healthReport
@@ -73,6 +75,9 @@ func (w *Window) record(processGuid, definitionID string, at time.Time) *record 
 	}
 	if at.Before(r.firstSeen) {
 		r.firstSeen = at
+	}
+	if at.After(r.lastSeen) {
+		r.lastSeen = at
 	}
 	return r
 }
@@ -124,14 +129,19 @@ func (w *Window) Forget(processGuid string) {
 	}
 }
 
-// prune drops what happened before now − span.
-func (w *Window) prune(now time.Time) {
+// forgetAfter is how long a definition the window heard nothing of is
+// kept: a definition cleaned up (history_limit) is never removed by an
+// event of its own, so without it the window would keep every definition
+// it ever saw. One heard of again after that is seen anew: its span
+// restarts, so its first crash counts over a minute (Figures' example 2).
+const forgetAfter = time.Hour
+
+// prune drops what happened to r before now − span.
+func (w *Window) prune(r *record, now time.Time) {
 	from := now.Add(-w.span)
-	for _, r := range w.defs {
-		r.crashes = slices.DeleteFunc(r.crashes, func(c crash) bool { return c.at.Before(from) })
-		r.readied = slices.DeleteFunc(r.readied, func(x readied) bool { return x.at.Before(from) })
-		r.health = slices.DeleteFunc(r.health, func(h healthReport) bool { return h.at.Before(from) })
-	}
+	r.crashes = slices.DeleteFunc(r.crashes, func(c crash) bool { return c.at.Before(from) })
+	r.readied = slices.DeleteFunc(r.readied, func(x readied) bool { return x.at.Before(from) })
+	r.health = slices.DeleteFunc(r.health, func(h healthReport) bool { return h.at.Before(from) })
 }
 
 // Figures is what the window holds for the definition at now, for its
@@ -165,7 +175,7 @@ func (w *Window) Figures(definitionID string, instances int, now time.Time) *mod
 	if !ok {
 		return nil
 	}
-	w.prune(now)
+	w.prune(r, now)
 	span := min(w.span, max(now.Sub(r.firstSeen), 0))
 	minutes := max(span.Minutes(), 1)
 	f := &models.DefinitionSignals{
@@ -205,12 +215,25 @@ func (w *Window) Figures(definitionID string, instances int, now time.Time) *mod
 	return f
 }
 
-// each calls fn with every definition's figures at now, its LRP and its id.
+// each calls fn with every definition's figures at now, its LRP and its
+// id, once it has forgotten the definitions it heard nothing of for
+// forgetAfter. Each definition is pruned once: the whole walk is linear.
 func (w *Window) each(now time.Time, fn func(processGuid, definitionID string, f *models.DefinitionSignals)) {
+	w.Sweep(now)
 	for id, r := range w.defs {
 		// The LRP's instance count is not known here: the rate is per
 		// instance only in Figures.
 		fn(r.processGuid, id, w.Figures(id, 1, now))
+	}
+}
+
+// Sweep forgets the definitions the window heard nothing of for
+// forgetAfter before now.
+func (w *Window) Sweep(now time.Time) {
+	for id, r := range w.defs {
+		if now.Sub(r.lastSeen) > forgetAfter {
+			delete(w.defs, id)
+		}
 	}
 }
 

@@ -60,6 +60,15 @@ var _ = Describe("Window.Figures (its worked examples)", func() {
 		Expect(w.Figures("v2", 1, t0).GetTopCrashReason()).To(Equal("a"))
 	})
 
+	It("forgets a definition it heard nothing of for an hour", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Crashed("lrp", "v1", ago(2*time.Hour), "x")
+		w.Crashed("lrp", "v2", ago(30*time.Minute), "x")
+		w.Sweep(t0)
+		Expect(w.Figures("v1", 1, t0)).To(BeNil(), "cleaned up long ago")
+		Expect(w.Figures("v2", 1, t0)).NotTo(BeNil(), "heard of within the hour")
+	})
+
 	It("knows nothing of a definition it never saw, and forgets a removed LRP's", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		Expect(w.Figures("v9", 1, t0)).To(BeNil())
