@@ -72,10 +72,14 @@ type Config struct {
 	// http:// (https:// with tls) and the listen address (its host
 	// replaced by address when it listens on all addresses).
 	RepURL string `json:"rep_url"`
-	// DataDir holds the instances' working directories. Required.
+	// DataDir holds the instances' working directories and logs. Required.
+	// The rep makes it 0700, the instances' directories 0700 (owned by
+	// the instance's uid when isolated) and their logs 0600.
 	DataDir string `json:"data_dir"`
-	// AppsDir is where relative action paths resolve. Defaults to the
-	// rep's working directory.
+	// AppsDir is where relative action paths resolve, for definitions
+	// without assets. Defaults to the rep's working directory. Isolated
+	// instances see it read-only, so it must be o+rx (the rep warns at
+	// start when it is not).
 	AppsDir string `json:"apps_dir"`
 	// Address is the host instances answer on, as net info says
 	// ("127.0.0.1").
@@ -113,8 +117,9 @@ type Config struct {
 	// ("10s").
 	StopTimeout string `json:"stop_timeout"`
 	// UnroutableRetryTimeout bounds how long a stop keeps asking a board
-	// that does not answer to mark its instance unroutable before it stops
-	// the instance anyway ("10s"); an Unavailable answer starts it again.
+	// that does not answer (every retry_interval) to mark its instance
+	// unroutable before it stops the instance anyway ("10s"); an
+	// Unavailable answer starts it again.
 	UnroutableRetryTimeout string `json:"unroutable_retry_timeout"`
 	// InstanceLogLimitMB caps each instance's log, in MiB (10, at least
 	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
@@ -122,9 +127,10 @@ type Config struct {
 	// so that an explicit 0 is refused rather than taken for the default.
 	InstanceLogLimitMB *int32 `json:"instance_log_limit_mb"`
 	// AssetCacheMB bounds the cell's cache of definitions' assets (in
-	// data_dir/assets), in MiB (1024, at least 1): past it, the least
-	// recently used downloads that no start uses go. A pointer, so that an
-	// explicit 0 is refused rather than taken for the default.
+	// data_dir/assets, keyed by checksum), in MiB (1024, at least 1): past
+	// it, the least recently used downloads that no start uses go. A
+	// pointer, so that an explicit 0 is refused rather than taken for the
+	// default.
 	AssetCacheMB *int32 `json:"asset_cache_mb"`
 	// AllowLinkLocalAssetHosts lets asset downloads connect to link-local
 	// addresses (169.254.0.0/16, fe80::/10) and the cloud metadata
@@ -132,14 +138,17 @@ type Config struct {
 	// refuses such a connection whatever name or redirect led to it. The
 	// board has its own setting of the same name for the URLs it takes.
 	AllowLinkLocalAssetHosts bool `json:"allow_link_local_asset_hosts"`
-	// LogLevel is debug, info (the default), error or fatal.
+	// LogLevel is debug, info (the default), error or fatal: lager JSON
+	// lines on stdout.
 	LogLevel string `json:"log_level"`
 	// TLS, when set, is the cell's certificate (corkboard://cell/<cell_id>)
 	// and the CA: the rep's server then serves TLS and requires client
-	// certificates of the CA (the board, operators, API clients), and its
-	// client presents the certificate to the board, whose board_url must
-	// be https. The local instance endpoint moves to a plain HTTP listener
-	// of its own on 127.0.0.1 (instances have no certificates). ca_cert,
+	// certificates of the CA (the board and operators may drain it; API
+	// clients and operators may read its instances and logs), and its
+	// client presents the certificate to the board; board_url and rep_url
+	// must then be https. The local instance endpoint
+	// (CORK_INSTANCE_URL) moves to a plain HTTP listener of its own on
+	// 127.0.0.1 (instances have no certificates). ca_cert,
 	// cert and key are PEM file paths, all three required.
 	TLS *certs.Files `json:"tls"`
 	// Isolation is how instances are kept apart from the rep and from
@@ -155,8 +164,9 @@ type Config struct {
 	// rootless containers' subordinate ids.
 	InstanceUIDRange *isolation.UIDRange `json:"instance_uid_range"`
 	// InstanceMaxProcesses bounds the processes and threads of each
-	// isolated instance (1024): RLIMIT_NPROC of its uid, and pids.max
-	// where the cgroup v1 pids controller is mounted.
+	// isolated instance (1024): RLIMIT_NPROC of its uid, and pids.max of
+	// its cgroup where a pids controller is there (v1, or v2 with pids in
+	// the rep's cgroup's cgroup.subtree_control).
 	InstanceMaxProcesses *uint64 `json:"instance_max_processes"`
 	// InstanceMaxOpenFiles is each isolated instance process's
 	// RLIMIT_NOFILE (65536, at most the rep's own hard limit).
@@ -169,8 +179,13 @@ type Config struct {
 
 // Capacity is the cell's capacity.
 type Capacity struct {
-	MemoryMB  int32 `json:"memory_mb"`
-	DiskMB    int32 `json:"disk_mb"`
+	// MemoryMB is the memory, in MiB, the instances placed on the cell
+	// may reserve in all (their definitions' memory_mb).
+	MemoryMB int32 `json:"memory_mb"`
+	// DiskMB is the disk, in MiB, they may reserve in all (their
+	// definitions' disk_mb).
+	DiskMB int32 `json:"disk_mb"`
+	// Instances is how many instances the cell runs at most.
 	Instances int32 `json:"instances"`
 }
 
@@ -241,6 +256,21 @@ func (c *Config) applyDefaults() {
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
+	}
+	// The isolation keys' defaults are the isolation package's.
+	iso := isolation.Config{}.WithDefaults()
+	if c.Isolation == "" {
+		c.Isolation = string(iso.Mode)
+	}
+	if c.InstanceUIDRange == nil {
+		uids := iso.UIDs
+		c.InstanceUIDRange = &uids
+	}
+	if c.InstanceMaxProcesses == nil {
+		c.InstanceMaxProcesses = &iso.MaxProcesses
+	}
+	if c.InstanceMaxOpenFiles == nil {
+		c.InstanceMaxOpenFiles = &iso.MaxOpenFiles
 	}
 }
 
