@@ -91,12 +91,12 @@ type Config struct {
 	WriteLanes int `json:"write_lanes"`
 	// DatabaseTimeout bounds each API call's wait for the database and
 	// each read or write on a Postgres or MySQL connection, the dial
-	// included ("10s", at least 100ms): while the database is down,
+	// included (at least 100ms): while the database is down,
 	// restarting or stalled, calls fail with Unavailable after this long
 	// instead of hanging (README, Database outages).
 	DatabaseTimeout string `json:"database_timeout"`
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests,
-	// as a Go duration ("30s", the default).
+	// as a Go duration.
 	ShutdownTimeout string `json:"shutdown_timeout"`
 	// BoardID names this board as the owner of the convergence lease; it
 	// must differ between boards sharing a database, and should stay the
@@ -111,24 +111,23 @@ type Config struct {
 	// (containers given one host name) must set it (defaultBoardID).
 	BoardID string `json:"board_id"`
 	// CellPresenceTTL is how long a cell's registration lasts unless its
-	// rep renews it ("30s").
+	// rep renews it.
 	CellPresenceTTL string `json:"cell_presence_ttl"`
-	// ConvergenceInterval is the period of the full convergence pass
-	// ("30s").
+	// ConvergenceInterval is the period of the full convergence pass.
 	ConvergenceInterval string `json:"convergence_interval"`
 	// ConvergenceLeaseTTL is how long the convergence lease lasts unless
-	// the owner renews it ("15s", at least 1s); the owner renews it every
+	// the owner renews it (at least 1s); the owner renews it every
 	// third of this, and after the owner dies another board takes over
 	// within about this long.
 	ConvergenceLeaseTTL string `json:"convergence_lease_ttl"`
 	// ConvergenceFullReadInterval is how often the lease owner reads every
-	// row again ("10m"); between, a pass reads only the LRPs the event log
+	// row again; between, a pass reads only the LRPs the event log
 	// names since the last one.
 	ConvergenceFullReadInterval string `json:"convergence_full_read_interval"`
 	// StaleUnclaimed is how long an instance placed on a cell may wait to
-	// be claimed before it is placed again ("60s").
+	// be claimed before it is placed again.
 	StaleUnclaimed string `json:"stale_unclaimed"`
-	// OperationRetention is how long ended operations are kept ("168h");
+	// OperationRetention is how long ended operations are kept;
 	// each LRP keeps its newest 100 whatever their age. The lease owner's
 	// full passes delete the rest (each for up to 2 s), so under a steady
 	// write rate the table holds about what that rate writes in the
@@ -137,7 +136,7 @@ type Config struct {
 	// (issue 28); a busy board wants a shorter retention.
 	OperationRetention string `json:"operation_retention"`
 	// ScaleDownStabilization is the autoscaler's scale-down window for
-	// LRPs that set none ("2m"): an autoscaled count goes down only to the
+	// LRPs that set none: an autoscaled count goes down only to the
 	// highest count wanted within it. An LRP's
 	// autoscaling.scale_down_stabilization_ms overrides it (README,
 	// Autoscaling).
@@ -149,18 +148,18 @@ type Config struct {
 	// (convergence.GovernRollouts, docs/rollouts.md).
 	MaxRolloutsInFlight int `json:"max_rollouts_in_flight"`
 	// EventRetention bounds the age of the event log every board serves
-	// /v1/events from: events older than this ("1h", at least 1m; by the
+	// /v1/events from: events older than this (at least 1m; by the
 	// database's clock) are deleted, in batches; a client resuming from
 	// before them gets events_lost.
 	EventRetention string `json:"event_retention"`
 	// EventRetentionMax bounds the event log's length: events beyond the
-	// newest this many (1,000,000, at least 10,000) are deleted too. The
-	// count bounds the log under any steady write rate: at most 1,000,000
-	// events of some 250 bytes each (packed payload and row; issue 28),
+	// newest this many (at least 10,000) are deleted too. The
+	// count bounds the log under any steady write rate: at the default,
+	// at most 1,000,000 events of some 250 bytes each (packed payload and row; issue 28),
 	// however busy the board.
 	EventRetentionMax int64 `json:"event_retention_max"`
 	// EventPollInterval is how often the board reads the event log for
-	// what other boards wrote ("100ms"); on Postgres a notification wakes
+	// what other boards wrote; on Postgres a notification wakes
 	// it sooner, and its own writes always do.
 	EventPollInterval string `json:"event_poll_interval"`
 	// AllowLinkLocalAssetHosts lets definitions' asset URLs name
@@ -195,33 +194,33 @@ type Config struct {
 	// required with EncryptionKeys.
 	ActiveKeyLabel string `json:"active_key_label"`
 	// MaxRequestsInFlight caps the requests the board serves at once,
-	// event streams aside (0: 1,000); a request past it is answered
+	// event streams aside (0: the default); a request past it is answered
 	// ResourceExhausted at once rather than queued.
 	MaxRequestsInFlight int `json:"max_requests_in_flight"`
 	// MaxEventSubscribers caps the event streams the board serves at once
-	// (0: 1,000); a subscription past it gets a 503 with
+	// (0: the default); a subscription past it gets a 503 with
 	// ResourceExhausted. Every rep holds one stream: size it for the
 	// cells plus the routers and other followers.
 	MaxEventSubscribers int `json:"max_event_subscribers"`
 	// ReservedCellRequests of the requests in flight are kept for cells'
 	// own calls (registration and heartbeat, bulk report, lifecycle,
-	// occupancy, health report), which API clients can never use (0: 200;
-	// below max_requests_in_flight).
+	// occupancy, health report), which API clients can never use (0: the
+	// default; below max_requests_in_flight).
 	ReservedCellRequests int `json:"reserved_cell_requests"`
 	// MaxRequestsPerClient caps the requests one client (its certificate
-	// with TLS, its address on plain HTTP) may have in flight (0: 250).
+	// with TLS, its address on plain HTTP) may have in flight (0: the default).
 	MaxRequestsPerClient int `json:"max_requests_per_client"`
 	// MaxListStreamsPerClient caps the whole-list answers one client may
-	// be reading at once (0: 10).
+	// be reading at once (0: the default).
 	MaxListStreamsPerClient int `json:"max_list_streams_per_client"`
 	// MaxBodyReadersPerClient caps the requests whose bodies one client
-	// may still be sending at once (0: 100).
+	// may still be sending at once (0: the default).
 	MaxBodyReadersPerClient int `json:"max_body_readers_per_client"`
-	// RequestBodyTimeout bounds the arrival of a request's body ("10s",
-	// at least 100ms), before the request counts as in flight.
+	// RequestBodyTimeout bounds the arrival of a request's body (at least
+	// 100ms), before the request counts as in flight.
 	RequestBodyTimeout string `json:"request_body_timeout"`
 	// ListWriteTimeout is how long a client may take to accept one page
-	// of a streamed list before it is cut off ("1m", at least 1s).
+	// of a streamed list before it is cut off (at least 1s).
 	ListWriteTimeout string `json:"list_write_timeout"`
 }
 

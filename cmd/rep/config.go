@@ -81,15 +81,14 @@ type Config struct {
 	// instances see it read-only, so it must be o+rx (the rep warns at
 	// start when it is not).
 	AppsDir string `json:"apps_dir"`
-	// Address is the host instances answer on, as net info says
-	// ("127.0.0.1").
+	// Address is the host instances answer on, as net info says.
 	Address string `json:"address"`
 	// PortRange is the host ports handed to instances, "first-last"
 	// inclusive ("61000-61099").
 	PortRange string `json:"port_range"`
 	// PollInterval is how often the rep lists its cell's instances while
 	// it follows the board's event stream, which tells it of a change at
-	// once: a safety net ("10s").
+	// once: a safety net.
 	PollInterval string `json:"poll_interval"`
 	// RetryInterval is how often the rep lists its cell's instances while
 	// it has no event stream, tries a call the board did not answer again,
@@ -99,35 +98,33 @@ type Config struct {
 	// stream; false leaves it to poll every retry_interval. A pointer, so
 	// that an explicit false is told from the default.
 	EventStream *bool `json:"event_stream"`
-	// BulkSyncInterval is how often it reports everything it runs ("30s").
+	// BulkSyncInterval is how often it reports everything it runs.
 	BulkSyncInterval string `json:"bulk_sync_interval"`
 	// OccupancyBatchInterval is how long it gathers what instances say of
-	// themselves (occupied or ready) before it sends it all in one call
-	// ("250ms").
+	// themselves (occupied or ready) before it sends it all in one call.
 	OccupancyBatchInterval string `json:"occupancy_batch_interval"`
 	// HealthReportInterval is how often it reports its instances' health
-	// checks and memory to the board ("10s"); "0s" sends none.
+	// checks and memory to the board; "0s" sends none.
 	HealthReportInterval string `json:"health_report_interval"`
-	// EvacuationTimeout bounds an evacuation ("10m").
+	// EvacuationTimeout bounds an evacuation.
 	EvacuationTimeout string `json:"evacuation_timeout"`
 	// StopGracePeriod is how long an unroutable instance keeps running
-	// before SIGTERM ("5s").
+	// before SIGTERM.
 	StopGracePeriod string `json:"stop_grace_period"`
-	// StopTimeout is how long after SIGTERM an instance gets SIGKILL
-	// ("10s").
+	// StopTimeout is how long after SIGTERM an instance gets SIGKILL.
 	StopTimeout string `json:"stop_timeout"`
 	// UnroutableRetryTimeout bounds how long a stop keeps asking a board
 	// that does not answer (every retry_interval) to mark its instance
-	// unroutable before it stops the instance anyway ("10s"); an
+	// unroutable before it stops the instance anyway; an
 	// Unavailable answer starts it again.
 	UnroutableRetryTimeout string `json:"unroutable_retry_timeout"`
-	// InstanceLogLimitMB caps each instance's log, in MiB (10, at least
+	// InstanceLogLimitMB caps each instance's log, in MiB (at least
 	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
 	// so an instance's logs take at most twice this much disk. A pointer,
 	// so that an explicit 0 is refused rather than taken for the default.
 	InstanceLogLimitMB *int32 `json:"instance_log_limit_mb"`
 	// AssetCacheMB bounds the cell's cache of definitions' assets (in
-	// data_dir/assets, keyed by checksum), in MiB (1024, at least 1): past
+	// data_dir/assets, keyed by checksum), in MiB (at least 1): past
 	// it, the least recently used downloads that no start uses go. A
 	// pointer, so that an explicit 0 is refused rather than taken for the
 	// default.
@@ -159,17 +156,16 @@ type Config struct {
 	// missing; "none" never isolates them.
 	Isolation string `json:"isolation"`
 	// InstanceUIDRange is the uids (and gids) isolated instances run as,
-	// one of its own per running instance: {"first": 200000, "count":
-	// 65536} by default, above the ids of people, system services and
+	// one of its own per running instance; the default range is above the ids of people, system services and
 	// rootless containers' subordinate ids.
 	InstanceUIDRange *isolation.UIDRange `json:"instance_uid_range"`
 	// InstanceMaxProcesses bounds the processes and threads of each
-	// isolated instance (1024): RLIMIT_NPROC of its uid, and pids.max of
+	// isolated instance: RLIMIT_NPROC of its uid, and pids.max of
 	// its cgroup where a pids controller is there (v1, or v2 with pids in
 	// the rep's cgroup's cgroup.subtree_control).
 	InstanceMaxProcesses *uint64 `json:"instance_max_processes"`
 	// InstanceMaxOpenFiles is each isolated instance process's
-	// RLIMIT_NOFILE (65536, at most the rep's own hard limit).
+	// RLIMIT_NOFILE (at most the rep's own hard limit).
 	InstanceMaxOpenFiles *uint64 `json:"instance_max_open_files"`
 
 	// path is the config file's: hidden from instances, like the
