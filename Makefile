@@ -87,6 +87,15 @@ check-generated: ## fails when generated code differs from make generate
 generate: ## the protobuf code and models/proto.sum from models/*.proto
 	hack/generate.sh
 
+# config-ref: docs/config.md's tables from the board's and the rep's Config
+# structs: keys and types from the fields, meanings from their doc
+# comments, defaults from applyDefaults (internal/configref). The same
+# specs, run by make test without CORKBOARD_UPDATE_CONFIG_REF, fail when
+# the file differs or a field has no doc comment.
+.PHONY: config-ref
+config-ref: ## docs/config.md from the board's and the rep's Config structs
+	CORKBOARD_UPDATE_CONFIG_REF=1 $(GO) test -count=1 ./cmd/bbs/ ./cmd/rep/ -ginkgo.focus 'The config reference'
+
 # ha-galera, ha-postgres: the writer-kill scenario (e2e/chaos_ha_test.go)
 # on a private three-node Galera cluster, or a private Postgres pair under
 # Patroni, behind HAProxy on loopback ports: two boards, two reps running

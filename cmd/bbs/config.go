@@ -66,55 +66,68 @@ type Config struct {
 	DatabaseDriver string `json:"database_driver"`
 	// DatabaseDSN is the driver's DSN; for sqlite, a file path. Required for
 	// postgres and mysql; for sqlite it defaults to board.db in DataDir.
+	// MySQL gets multiStatements=true, parseTime=false and
+	// interpolateParams=true unless the DSN sets them; multiStatements=false
+	// and clientFoundRows=true are refused.
 	DatabaseDSN string `json:"database_dsn"`
 	// DataDir holds the SQLite database when DatabaseDSN is empty. The
 	// board makes it 0700 (tightening it if it was looser), the database
 	// file 0600.
 	DataDir string `json:"data_dir"`
-	// LogLevel is debug, info (the default), error or fatal.
+	// LogLevel is debug, info (the default), error or fatal: lager JSON
+	// lines on stdout.
 	LogLevel string `json:"log_level"`
 	// MaxOpenConnections caps the database connection pool; 0 keeps the
 	// driver's default (8 for sqlite, 64 otherwise).
 	MaxOpenConnections int `json:"max_open_connections"`
-	// WriteLanes is how many lanes coalesce concurrent API writes into
-	// shared transactions (group commit: writes that arrive while others
-	// are being written share one BEGIN, event append and COMMIT); 0 keeps
+	// WriteLanes is how many lanes coalesce concurrent API writes
+	// (desire, update, remove, lifecycle calls) into shared transactions
+	// (group commit: writes that arrive while others are being written
+	// share one BEGIN, event append and COMMIT, each keeping its own result
+	// and error; an LRP's writes always take the same lane); 0 keeps
 	// the database's default (1 on SQLite, off on Postgres and MySQL: a
 	// write waiting for a row lock holds up its lane), -1 turns coalescing
 	// off.
 	WriteLanes int `json:"write_lanes"`
 	// DatabaseTimeout bounds each API call's wait for the database and
-	// each read or write on a database connection ("10s"): while the
-	// database is down or stalled, calls fail with Unavailable after this
-	// long instead of hanging.
+	// each read or write on a Postgres or MySQL connection, the dial
+	// included (at least 100ms): while the database is down,
+	// restarting or stalled, calls fail with Unavailable after this long
+	// instead of hanging (README, Database outages).
 	DatabaseTimeout string `json:"database_timeout"`
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests,
-	// as a Go duration ("30s", the default).
+	// as a Go duration.
 	ShutdownTimeout string `json:"shutdown_timeout"`
 	// BoardID names this board as the owner of the convergence lease; it
 	// must differ between boards sharing a database, and should stay the
 	// same across restarts of one board, so that a restarted board takes
 	// its own lease back at once instead of waiting out its TTL. Defaults
-	// to the host name and 8 hex digits of a hash of the host name, the
-	// absolute data dir and the listen address (see defaultBoardID).
+	// to the host name and the first 8 hex digits of SHA-256 over the host
+	// name, the absolute data dir and the listen address: the same on every
+	// start of one config (even after SIGKILL), and different for two
+	// boards on one host, which cannot share a listen address. With port 0
+	// the suffix is random, new on every start. Boards on different
+	// machines with the same host name, data dir and listen address
+	// (containers given one host name) must set it (defaultBoardID).
 	BoardID string `json:"board_id"`
 	// CellPresenceTTL is how long a cell's registration lasts unless its
-	// rep renews it ("30s").
+	// rep renews it.
 	CellPresenceTTL string `json:"cell_presence_ttl"`
-	// ConvergenceInterval is the period of the full convergence pass
-	// ("30s").
+	// ConvergenceInterval is the period of the full convergence pass.
 	ConvergenceInterval string `json:"convergence_interval"`
 	// ConvergenceLeaseTTL is how long the convergence lease lasts unless
-	// the owner renews it ("15s", at least 1s): after the owner dies,
-	// another board takes over within about this long.
+	// the owner renews it (at least 1s); the owner renews it every
+	// third of this, and after the owner dies another board takes over
+	// within about this long.
 	ConvergenceLeaseTTL string `json:"convergence_lease_ttl"`
 	// ConvergenceFullReadInterval is how often the lease owner reads every
-	// row again rather than what the event log says changed ("10m").
+	// row again; between, a pass reads only the LRPs the event log
+	// names since the last one.
 	ConvergenceFullReadInterval string `json:"convergence_full_read_interval"`
 	// StaleUnclaimed is how long an instance placed on a cell may wait to
-	// be claimed before it is placed again ("60s").
+	// be claimed before it is placed again.
 	StaleUnclaimed string `json:"stale_unclaimed"`
-	// OperationRetention is how long ended operations are kept ("168h");
+	// OperationRetention is how long ended operations are kept;
 	// each LRP keeps its newest 100 whatever their age. The lease owner's
 	// full passes delete the rest (each for up to 2 s), so under a steady
 	// write rate the table holds about what that rate writes in the
@@ -123,25 +136,30 @@ type Config struct {
 	// (issue 28); a busy board wants a shorter retention.
 	OperationRetention string `json:"operation_retention"`
 	// ScaleDownStabilization is the autoscaler's scale-down window for
-	// LRPs that set none ("2m"): an autoscaled count goes down only to the
-	// highest count wanted within it.
+	// LRPs that set none: an autoscaled count goes down only to the
+	// highest count wanted within it. An LRP's
+	// autoscaling.scale_down_stabilization_ms overrides it (README,
+	// Autoscaling).
 	ScaleDownStabilization string `json:"scale_down_stabilization"`
 	// MaxRolloutsInFlight is the most rollouts that move instances at once
 	// across the board (0, the default: no limit); the others wait
-	// QUEUED, first in first out, and reverts and fast rollbacks jump the
-	// queue (convergence.GovernRollouts, docs/rollouts.md).
+	// QUEUED, first in first out, with their place in cork rollout
+	// status, and reverts and fast rollbacks jump the queue
+	// (convergence.GovernRollouts, docs/rollouts.md).
 	MaxRolloutsInFlight int `json:"max_rollouts_in_flight"`
-	// EventRetention and EventRetentionMax bound the event log every
-	// board serves /v1/events from: events older than EventRetention
-	// ("1h") or beyond the newest EventRetentionMax (1,000,000) are
-	// deleted, in batches; a client resuming from before them gets
-	// events_lost. The count bounds the log under any steady write rate:
-	// at most 1,000,000 events of some 250 bytes each (packed payload and
-	// row; issue 28), however busy the board.
-	EventRetention    string `json:"event_retention"`
-	EventRetentionMax int64  `json:"event_retention_max"`
+	// EventRetention bounds the age of the event log every board serves
+	// /v1/events from: events older than this (at least 1m; by the
+	// database's clock) are deleted, in batches; a client resuming from
+	// before them gets events_lost.
+	EventRetention string `json:"event_retention"`
+	// EventRetentionMax bounds the event log's length: events beyond the
+	// newest this many (at least 10,000) are deleted too. The
+	// count bounds the log under any steady write rate: at the default,
+	// at most 1,000,000 events of some 250 bytes each (packed payload and row; issue 28),
+	// however busy the board.
+	EventRetentionMax int64 `json:"event_retention_max"`
 	// EventPollInterval is how often the board reads the event log for
-	// what other boards wrote ("100ms"); on Postgres a notification wakes
+	// what other boards wrote; on Postgres a notification wakes
 	// it sooner, and its own writes always do.
 	EventPollInterval string `json:"event_poll_interval"`
 	// AllowLinkLocalAssetHosts lets definitions' asset URLs name
@@ -160,36 +178,50 @@ type Config struct {
 	// or later and require a client certificate signed by tls.ca_cert;
 	// the certificate's identity (corkboard://role/..., corkboard://cell/...)
 	// says what the caller may do. ca_cert, cert and key are PEM file
-	// paths, all three required. Without it the board serves plain HTTP.
+	// paths, all three required. Without it the board serves plain HTTP,
+	// every caller may call every route, and the board logs bbs.plain-http
+	// saying so (README, Security).
 	TLS *certs.Files `json:"tls"`
 	// EncryptionKeys, label → base64 of 32 random bytes (openssl rand
 	// -base64 32), turn on encryption at rest: run definitions and
 	// operation parameters are stored under AES-256-GCM with the key of
 	// ActiveKeyLabel, and read under any of them. At start the board
 	// re-encrypts, in the background, the rows not under the active key.
+	// Without it they are stored plain and the board logs
+	// bbs.no-encryption-at-rest.
 	EncryptionKeys map[string]string `json:"encryption_keys"`
-	ActiveKeyLabel string            `json:"active_key_label"`
-	// MaxRequestsInFlight and MaxEventSubscribers cap what the board
-	// serves at once (0: 1,000 each); a request past either is answered
+	// ActiveKeyLabel is the label of the key new rows are written under;
+	// required with EncryptionKeys.
+	ActiveKeyLabel string `json:"active_key_label"`
+	// MaxRequestsInFlight caps the requests the board serves at once,
+	// event streams aside (0: the default); a request past it is answered
 	// ResourceExhausted at once rather than queued.
 	MaxRequestsInFlight int `json:"max_requests_in_flight"`
+	// MaxEventSubscribers caps the event streams the board serves at once
+	// (0: the default); a subscription past it gets a 503 with
+	// ResourceExhausted. Every rep holds one stream: size it for the
+	// cells plus the routers and other followers.
 	MaxEventSubscribers int `json:"max_event_subscribers"`
 	// ReservedCellRequests of the requests in flight are kept for cells'
 	// own calls (registration and heartbeat, bulk report, lifecycle,
-	// occupancy), which API clients can never use (0: 200; below
-	// max_requests_in_flight).
+	// occupancy, health report), which API clients can never use (0: the
+	// default; below max_requests_in_flight).
 	ReservedCellRequests int `json:"reserved_cell_requests"`
-	// The caps on one client — its certificate with TLS, its address on
-	// plain HTTP: requests in flight (0: 250), whole-list streams (0: 10)
-	// and requests whose bodies are still arriving (0: 100).
-	MaxRequestsPerClient    int `json:"max_requests_per_client"`
+	// MaxRequestsPerClient caps the requests one client (its certificate
+	// with TLS, its address on plain HTTP) may have in flight (0: the default).
+	MaxRequestsPerClient int `json:"max_requests_per_client"`
+	// MaxListStreamsPerClient caps the whole-list answers one client may
+	// be reading at once (0: the default).
 	MaxListStreamsPerClient int `json:"max_list_streams_per_client"`
+	// MaxBodyReadersPerClient caps the requests whose bodies one client
+	// may still be sending at once (0: the default).
 	MaxBodyReadersPerClient int `json:"max_body_readers_per_client"`
-	// RequestBodyTimeout bounds the arrival of a request's body ("10s");
-	// ListWriteTimeout how long a client may take to accept one page of
-	// a streamed list before it is cut off ("1m").
+	// RequestBodyTimeout bounds the arrival of a request's body (at least
+	// 100ms), before the request counts as in flight.
 	RequestBodyTimeout string `json:"request_body_timeout"`
-	ListWriteTimeout   string `json:"list_write_timeout"`
+	// ListWriteTimeout is how long a client may take to accept one page
+	// of a streamed list before it is cut off (at least 1s).
+	ListWriteTimeout string `json:"list_write_timeout"`
 }
 
 const (
@@ -291,6 +323,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxRequestsInFlight == 0 {
 		c.MaxRequestsInFlight = handlers.DefaultMaxRequestsInFlight
+	}
+	if c.MaxEventSubscribers == 0 {
+		c.MaxEventSubscribers = handlers.DefaultMaxEventSubscribers
 	}
 	if c.ReservedCellRequests == 0 {
 		c.ReservedCellRequests = handlers.DefaultReservedForCells

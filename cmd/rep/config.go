@@ -72,20 +72,23 @@ type Config struct {
 	// http:// (https:// with tls) and the listen address (its host
 	// replaced by address when it listens on all addresses).
 	RepURL string `json:"rep_url"`
-	// DataDir holds the instances' working directories. Required.
+	// DataDir holds the instances' working directories and logs. Required.
+	// The rep makes it 0700, the instances' directories 0700 (owned by
+	// the instance's uid when isolated) and their logs 0600.
 	DataDir string `json:"data_dir"`
-	// AppsDir is where relative action paths resolve. Defaults to the
-	// rep's working directory.
+	// AppsDir is where relative action paths resolve, for definitions
+	// without assets. Defaults to the rep's working directory. Isolated
+	// instances see it read-only, so it must be o+rx (the rep warns at
+	// start when it is not).
 	AppsDir string `json:"apps_dir"`
-	// Address is the host instances answer on, as net info says
-	// ("127.0.0.1").
+	// Address is the host instances answer on, as net info says.
 	Address string `json:"address"`
 	// PortRange is the host ports handed to instances, "first-last"
 	// inclusive ("61000-61099").
 	PortRange string `json:"port_range"`
 	// PollInterval is how often the rep lists its cell's instances while
 	// it follows the board's event stream, which tells it of a change at
-	// once: a safety net ("10s").
+	// once: a safety net.
 	PollInterval string `json:"poll_interval"`
 	// RetryInterval is how often the rep lists its cell's instances while
 	// it has no event stream, tries a call the board did not answer again,
@@ -95,36 +98,36 @@ type Config struct {
 	// stream; false leaves it to poll every retry_interval. A pointer, so
 	// that an explicit false is told from the default.
 	EventStream *bool `json:"event_stream"`
-	// BulkSyncInterval is how often it reports everything it runs ("30s").
+	// BulkSyncInterval is how often it reports everything it runs.
 	BulkSyncInterval string `json:"bulk_sync_interval"`
 	// OccupancyBatchInterval is how long it gathers what instances say of
-	// themselves (occupied or ready) before it sends it all in one call
-	// ("250ms").
+	// themselves (occupied or ready) before it sends it all in one call.
 	OccupancyBatchInterval string `json:"occupancy_batch_interval"`
 	// HealthReportInterval is how often it reports its instances' health
-	// checks and memory to the board ("10s"); "0s" sends none.
+	// checks and memory to the board; "0s" sends none.
 	HealthReportInterval string `json:"health_report_interval"`
-	// EvacuationTimeout bounds an evacuation ("10m").
+	// EvacuationTimeout bounds an evacuation.
 	EvacuationTimeout string `json:"evacuation_timeout"`
 	// StopGracePeriod is how long an unroutable instance keeps running
-	// before SIGTERM ("5s").
+	// before SIGTERM.
 	StopGracePeriod string `json:"stop_grace_period"`
-	// StopTimeout is how long after SIGTERM an instance gets SIGKILL
-	// ("10s").
+	// StopTimeout is how long after SIGTERM an instance gets SIGKILL.
 	StopTimeout string `json:"stop_timeout"`
 	// UnroutableRetryTimeout bounds how long a stop keeps asking a board
-	// that does not answer to mark its instance unroutable before it stops
-	// the instance anyway ("10s"); an Unavailable answer starts it again.
+	// that does not answer (every retry_interval) to mark its instance
+	// unroutable before it stops the instance anyway; an
+	// Unavailable answer starts it again.
 	UnroutableRetryTimeout string `json:"unroutable_retry_timeout"`
-	// InstanceLogLimitMB caps each instance's log, in MiB (10, at least
+	// InstanceLogLimitMB caps each instance's log, in MiB (at least
 	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
 	// so an instance's logs take at most twice this much disk. A pointer,
 	// so that an explicit 0 is refused rather than taken for the default.
 	InstanceLogLimitMB *int32 `json:"instance_log_limit_mb"`
 	// AssetCacheMB bounds the cell's cache of definitions' assets (in
-	// data_dir/assets), in MiB (1024, at least 1): past it, the least
-	// recently used downloads that no start uses go. A pointer, so that an
-	// explicit 0 is refused rather than taken for the default.
+	// data_dir/assets, keyed by checksum), in MiB (at least 1): past
+	// it, the least recently used downloads that no start uses go. A
+	// pointer, so that an explicit 0 is refused rather than taken for the
+	// default.
 	AssetCacheMB *int32 `json:"asset_cache_mb"`
 	// AllowLinkLocalAssetHosts lets asset downloads connect to link-local
 	// addresses (169.254.0.0/16, fe80::/10) and the cloud metadata
@@ -132,14 +135,17 @@ type Config struct {
 	// refuses such a connection whatever name or redirect led to it. The
 	// board has its own setting of the same name for the URLs it takes.
 	AllowLinkLocalAssetHosts bool `json:"allow_link_local_asset_hosts"`
-	// LogLevel is debug, info (the default), error or fatal.
+	// LogLevel is debug, info (the default), error or fatal: lager JSON
+	// lines on stdout.
 	LogLevel string `json:"log_level"`
 	// TLS, when set, is the cell's certificate (corkboard://cell/<cell_id>)
 	// and the CA: the rep's server then serves TLS and requires client
-	// certificates of the CA (the board, operators, API clients), and its
-	// client presents the certificate to the board, whose board_url must
-	// be https. The local instance endpoint moves to a plain HTTP listener
-	// of its own on 127.0.0.1 (instances have no certificates). ca_cert,
+	// certificates of the CA (the board and operators may drain it; API
+	// clients and operators may read its instances and logs), and its
+	// client presents the certificate to the board; board_url and rep_url
+	// must then be https. The local instance endpoint
+	// (CORK_INSTANCE_URL) moves to a plain HTTP listener of its own on
+	// 127.0.0.1 (instances have no certificates). ca_cert,
 	// cert and key are PEM file paths, all three required.
 	TLS *certs.Files `json:"tls"`
 	// Isolation is how instances are kept apart from the rep and from
@@ -150,16 +156,16 @@ type Config struct {
 	// missing; "none" never isolates them.
 	Isolation string `json:"isolation"`
 	// InstanceUIDRange is the uids (and gids) isolated instances run as,
-	// one of its own per running instance: {"first": 200000, "count":
-	// 65536} by default, above the ids of people, system services and
+	// one of its own per running instance; the default range is above the ids of people, system services and
 	// rootless containers' subordinate ids.
 	InstanceUIDRange *isolation.UIDRange `json:"instance_uid_range"`
 	// InstanceMaxProcesses bounds the processes and threads of each
-	// isolated instance (1024): RLIMIT_NPROC of its uid, and pids.max
-	// where the cgroup v1 pids controller is mounted.
+	// isolated instance: RLIMIT_NPROC of its uid, and pids.max of
+	// its cgroup where a pids controller is there (v1, or v2 with pids in
+	// the rep's cgroup's cgroup.subtree_control).
 	InstanceMaxProcesses *uint64 `json:"instance_max_processes"`
 	// InstanceMaxOpenFiles is each isolated instance process's
-	// RLIMIT_NOFILE (65536, at most the rep's own hard limit).
+	// RLIMIT_NOFILE (at most the rep's own hard limit).
 	InstanceMaxOpenFiles *uint64 `json:"instance_max_open_files"`
 
 	// path is the config file's: hidden from instances, like the
@@ -169,8 +175,13 @@ type Config struct {
 
 // Capacity is the cell's capacity.
 type Capacity struct {
-	MemoryMB  int32 `json:"memory_mb"`
-	DiskMB    int32 `json:"disk_mb"`
+	// MemoryMB is the memory, in MiB, the instances placed on the cell
+	// may reserve in all (their definitions' memory_mb).
+	MemoryMB int32 `json:"memory_mb"`
+	// DiskMB is the disk, in MiB, they may reserve in all (their
+	// definitions' disk_mb).
+	DiskMB int32 `json:"disk_mb"`
+	// Instances is how many instances the cell runs at most.
 	Instances int32 `json:"instances"`
 }
 
@@ -241,6 +252,21 @@ func (c *Config) applyDefaults() {
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
+	}
+	// The isolation keys' defaults are the isolation package's.
+	iso := isolation.Config{}.WithDefaults()
+	if c.Isolation == "" {
+		c.Isolation = string(iso.Mode)
+	}
+	if c.InstanceUIDRange == nil {
+		uids := iso.UIDs
+		c.InstanceUIDRange = &uids
+	}
+	if c.InstanceMaxProcesses == nil {
+		c.InstanceMaxProcesses = &iso.MaxProcesses
+	}
+	if c.InstanceMaxOpenFiles == nil {
+		c.InstanceMaxOpenFiles = &iso.MaxOpenFiles
 	}
 }
 

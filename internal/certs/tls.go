@@ -19,9 +19,14 @@ import (
 // one trusted: not the system's), cert and key are this component's own
 // certificate, which it serves and presents as a client.
 type Files struct {
+	// CACert is the PEM file of the CA that peers' certificates must
+	// chain to (the only one trusted: not the system's).
 	CACert string `json:"ca_cert"`
-	Cert   string `json:"cert"`
-	Key    string `json:"key"`
+	// Cert is the PEM file of this component's own certificate, which it
+	// serves and presents as a client.
+	Cert string `json:"cert"`
+	// Key is the PEM file of the certificate's private key.
+	Key string `json:"key"`
 }
 
 // Validate checks the section, whose key in the config is section

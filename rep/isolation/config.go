@@ -30,3 +30,22 @@ const (
 	DefaultMaxProcesses = 1024
 	DefaultMaxOpenFiles = 65536
 )
+
+// WithDefaults is c with each zero field that has a default given it: the
+// one home of those defaults, used by New and by the rep's config (whose
+// reference shows them).
+func (c Config) WithDefaults() Config {
+	if c.Mode == "" {
+		c.Mode = Auto
+	}
+	if c.UIDs == (UIDRange{}) {
+		c.UIDs = UIDRange{First: DefaultUIDFirst, Count: DefaultUIDCount}
+	}
+	if c.MaxProcesses == 0 {
+		c.MaxProcesses = DefaultMaxProcesses
+	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = DefaultMaxOpenFiles
+	}
+	return c
+}

@@ -44,15 +44,7 @@ type Isolator struct {
 // None mode whose Unavailable says why; Full elsewhere is an error naming
 // what is missing.
 func New(cfg Config) (*Isolator, error) {
-	if cfg.UIDs == (UIDRange{}) {
-		cfg.UIDs = UIDRange{First: DefaultUIDFirst, Count: DefaultUIDCount}
-	}
-	if cfg.MaxProcesses == 0 {
-		cfg.MaxProcesses = DefaultMaxProcesses
-	}
-	if cfg.MaxOpenFiles == 0 {
-		cfg.MaxOpenFiles = DefaultMaxOpenFiles
-	}
+	cfg = cfg.WithDefaults()
 	pool, err := NewUIDPool(cfg.UIDs)
 	if err != nil {
 		return nil, fmt.Errorf("instance_uid_range: %w", err)

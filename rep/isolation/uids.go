@@ -19,7 +19,10 @@ const (
 // UIDRange is the uids (and gids, the same numbers) instances run as:
 // First, First+1, ..., First+Count-1.
 type UIDRange struct {
+	// First is the lowest uid of the range; at least 1000.
 	First uint32 `json:"first"`
+	// Count is how many uids the range holds, one per running isolated
+	// instance.
 	Count uint32 `json:"count"`
 }
 
