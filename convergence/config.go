@@ -42,7 +42,9 @@ type Config struct {
 	MaxRolloutsInFlight int32
 	// CrashMemory says how long placement avoids the cells an LRP's
 	// definition crashed on, and when a cell's crashes are reported as a
-	// spike (crash_memory.go). The zero value turns both off.
+	// spike (crash_memory.go). The zero value turns both off. The store
+	// keeps crashes for MaxCrashWindow, so a longer window remembers no
+	// more than that.
 	CrashMemory CrashMemory
 }
 

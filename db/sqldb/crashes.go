@@ -11,7 +11,7 @@ import (
 
 // Table crashes is the planner's memory of crashes (convergence.CrashMemory):
 // a CRASHED row forgets its cell, so the crash path records the cell here in
-// the crash's own transaction. The convergence lease holder reads the rows
+// the crash's own transaction. The convergence lease owner reads the rows
 // of its window every pass (Crashes) and prunes those older than
 // convergence.MaxCrashWindow (PruneCrashes).
 

@@ -3,7 +3,8 @@
 -- CRASHED actual LRP forgets its cell. process_guid and definition_id name
 -- what crashed, cell_id where, crashed_at when (Unix nanoseconds, the
 -- database's clock). The planner reads the rows of its window every pass;
--- the crash path deletes rows older than convergence.MaxCrashWindow.
+-- the lease owner's full passes delete rows older than
+-- convergence.MaxCrashWindow (PruneCrashes).
 -- Every statement is safe to re-run (MySQL commits DDL implicitly).
 CREATE TABLE IF NOT EXISTS crashes (
   process_guid  TEXT    NOT NULL,
