@@ -38,6 +38,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.loadOperations(snapshot)
 	p.placer = newPlacer(p.cells)
 	p.avoided = avoidedCells(cfg.CrashMemory, snapshot.Crashes, p.cells, p.now)
+	p.placer.crashed = p.avoided
 	desired, instances := sortedDesired(snapshot.Desired)
 	ordinaryRows := p.loadRows(snapshot.Actual, desired)
 	p.findOverloaded(snapshot)

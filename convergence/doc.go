@@ -249,7 +249,8 @@
 // within Config.CrashMemory's window (Snapshot.Crashes; crash_memory.go,
 // with a worked example), as it avoids the cell that did not claim it in
 // time: it goes there only when no other cell fits, and is never left
-// unplaced for it. Moves do not look at crashes. Cells whose crashes
+// unplaced for it. A move (below) never goes to such a cell: the
+// instance stays where it runs. Cells whose crashes
 // spike are listed in Plan.CrashSpikes and otherwise placed on as usual.
 // Scenario lines:
 //

@@ -156,9 +156,11 @@ type placer struct {
 	spreadAside []spreadEntry
 	zoneOrder   []int32
 
-	// shun is the shun list of the request being placed (nil for moves
-	// and once the request falls back to any cell).
-	shun []int32
+	// shun is the shun list of the request or move being placed (nil
+	// once a request falls back to any cell); crashed holds every (LRP,
+	// definition)'s, for moves (compute.go sets it).
+	shun    []int32
+	crashed map[CrashPair][]int32
 }
 
 func newPlacer(cells *cellTable) *placer {
@@ -264,11 +266,15 @@ func (pl *placer) placeAll() {
 // placeMove finds a cell for the replacement of a moving instance, with
 // the instance's own resources. A move off an overloaded cell takes any
 // other cell that fits; a rebalance only a cell in a zone that holds fewer
-// of the LRP's instances than the zone it leaves (not counting it).
-// Otherwise the instance stays.
+// of the LRP's instances than the zone it leaves (not counting it). Never
+// a cell where the instance's definition crashed within the crash
+// memory's window: the instance runs where it is, and a move is not worth
+// a likely crash. Otherwise the instance stays.
 func (pl *placer) placeMove(mv *move) {
 	n := need{memory: mv.row.MemoryMB, disk: mv.row.DiskMB}
+	pl.shun = pl.crashed[CrashPair{mv.row.ProcessGuid, mv.row.DefinitionID}]
 	cell := pl.choose(mv.lrp, n, mv.movable.cell)
+	pl.shun = nil
 	if cell == noCell || cell == mv.movable.cell {
 		return
 	}

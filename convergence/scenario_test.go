@@ -128,6 +128,7 @@ var requiredScenarios = []string{
 	"crash_outside_window_ignored",
 	"crash_new_instances_avoid_cell",
 	"crash_spike_reported",
+	"crash_rebalance_avoids_cell",
 }
 
 func scenarioPaths() []string {
