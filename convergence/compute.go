@@ -37,6 +37,8 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.turns = GovernRollouts(board, cfg.MaxRolloutsInFlight)
 	p.loadOperations(snapshot)
 	p.placer = newPlacer(p.cells)
+	p.avoided = avoidedCells(cfg.CrashMemory, snapshot.Crashes, p.cells, p.now)
+	p.placer.crashed = p.avoided
 	desired, instances := sortedDesired(snapshot.Desired)
 	ordinaryRows := p.loadRows(snapshot.Actual, desired)
 	p.findOverloaded(snapshot)
@@ -51,6 +53,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.emitPlacements()
 	p.emitMoves()
 	p.countCells()
+	p.plan.CrashSpikes = cfg.CrashMemory.CrashSpikes(snapshot.Crashes, p.cells.ids, now)
 	return p.plan
 }
 
@@ -103,6 +106,10 @@ type planner struct {
 	// freezeUntil when its occurrence ends (rollout_freeze.go).
 	freeze      *models.FreezeWindow
 	freezeUntil time.Time
+
+	// avoided are the cells each (LRP, definition) crashed on within the
+	// crash memory's window (crash_memory.go).
+	avoided map[CrashPair][]int32
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

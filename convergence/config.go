@@ -40,6 +40,12 @@ type Config struct {
 	// MaxRolloutsInFlight is the most rollouts that move instances at once
 	// across the board (governor.go); the others wait QUEUED. 0: no limit.
 	MaxRolloutsInFlight int32
+	// CrashMemory says how long placement avoids the cells an LRP's
+	// definition crashed on, and when a cell's crashes are reported as a
+	// spike (crash_memory.go). The zero value turns both off. The store
+	// keeps crashes for MaxCrashWindow, so a longer window remembers no
+	// more than that.
+	CrashMemory CrashMemory
 }
 
 // PresenceGrace is the board's last database outage, as it saw it: a rep
@@ -99,6 +105,7 @@ func DefaultConfig() Config {
 		StaleUnclaimed:    60 * time.Second,
 		EvacuationGrace:   60 * time.Second,
 		OperationLeaseTTL: DefaultLeaseTTL,
+		CrashMemory:       DefaultCrashMemory(),
 
 		ScaleDownStabilization: models.DefaultScaleDownStabilization,
 	}

@@ -245,6 +245,20 @@
 // RETIRING rows, which are leaving, nor rows on draining cells), plus
 // those the pass places.
 //
+// An instance also avoids the cells where its LRP's definition crashed
+// within Config.CrashMemory's window (Snapshot.Crashes; crash_memory.go,
+// with a worked example), as it avoids the cell that did not claim it in
+// time: it goes there only when no other cell fits, and is never left
+// unplaced for it. A move (below) never goes to such a cell: the
+// instance stays where it runs. Cells whose crashes
+// spike are listed in Plan.CrashSpikes and otherwise placed on as usual.
+// Scenario lines:
+//
+//	config crash_window=10m spike_min=10 spike_factor=3
+//	crash GUID definition=v1 cell=cell-a at=-5m
+//
+// and the plan shows a crash-spike line per spiking cell.
+//
 // # Moves: overloaded cells and uneven zones
 //
 // moves.go moves a running instance to another cell start before stop: it

@@ -55,7 +55,11 @@ type request struct {
 	// avoid is a cell to use only when nothing else fits: the one that did
 	// not claim this instance in time. noCell when none.
 	avoid int32
-	why   placeWhy
+	// shun are the cells where the instance's definition crashed within
+	// the crash memory's window (CrashMemory), sorted: used, like avoid,
+	// only when nothing else fits. Nil when none.
+	shun []int32
+	why  placeWhy
 	// chained: an earlier write of this plan (Restart, Unassign) changes
 	// the row first, so the Place must expect the version after it.
 	chained bool
@@ -151,6 +155,12 @@ type placer struct {
 	setAside    []int32
 	spreadAside []spreadEntry
 	zoneOrder   []int32
+
+	// shun is the shun list of the request or move being placed (nil
+	// once a request falls back to any cell); crashed holds every (LRP,
+	// definition)'s, for moves (compute.go sets it).
+	shun    []int32
+	crashed map[CrashPair][]int32
 }
 
 func newPlacer(cells *cellTable) *placer {
@@ -256,11 +266,15 @@ func (pl *placer) placeAll() {
 // placeMove finds a cell for the replacement of a moving instance, with
 // the instance's own resources. A move off an overloaded cell takes any
 // other cell that fits; a rebalance only a cell in a zone that holds fewer
-// of the LRP's instances than the zone it leaves (not counting it).
-// Otherwise the instance stays.
+// of the LRP's instances than the zone it leaves (not counting it). Never
+// a cell where the instance's definition crashed within the crash
+// memory's window: the instance runs where it is, and a move is not worth
+// a likely crash. Otherwise the instance stays.
 func (pl *placer) placeMove(mv *move) {
 	n := need{memory: mv.row.MemoryMB, disk: mv.row.DiskMB}
+	pl.shun = pl.crashed[CrashPair{mv.row.ProcessGuid, mv.row.DefinitionID}]
 	cell := pl.choose(mv.lrp, n, mv.movable.cell)
+	pl.shun = nil
 	if cell == noCell || cell == mv.movable.cell {
 		return
 	}
@@ -360,8 +374,12 @@ func (pl *placer) place(r *request) {
 		r.failure = reason
 		return
 	}
+	// First every cell but the avoided ones; when none fits, any cell:
+	// neither a stale claim nor a crash leaves an instance unplaced.
+	pl.shun = r.shun
 	cell := pl.choose(r.lrp, r.need, r.avoid)
-	if cell == noCell && r.avoid != noCell {
+	pl.shun = nil
+	if cell == noCell && (r.avoid != noCell || len(r.shun) > 0) {
 		cell = pl.choose(r.lrp, r.need, noCell)
 	}
 	if cell == noCell {
@@ -428,7 +446,7 @@ func (pl *placer) bestInZone(lrp, zone int32, n need, avoid int32) candidate {
 		if cell := pl.bestFreshCell(lrp, zone, n, avoid); cell != noCell {
 			return candidate{cell: cell}
 		}
-		if avoid == noCell || pl.cells.zone[avoid] != zone {
+		if !pl.avoidsIn(zone, avoid) {
 			pl.exhausted[flag] = true
 		}
 	}
@@ -462,7 +480,7 @@ func (pl *placer) topFresh(h *cellHeap, lrp int32, n need, avoid int32) int32 {
 			h.pop(pl) // full for the rest of the pass
 			continue
 		}
-		if f.disk < int64(n.disk) || cell == avoid || pl.runs(lrp, cell) {
+		if f.disk < int64(n.disk) || pl.avoided(cell, avoid) || pl.runs(lrp, cell) {
 			aside = append(aside, h.pop(pl))
 			continue
 		}
@@ -474,6 +492,26 @@ func (pl *placer) topFresh(h *cellHeap, lrp int32, n need, avoid int32) int32 {
 	}
 	pl.setAside = aside[:0]
 	return found
+}
+
+// avoided reports whether cell is avoid or shunned by the request being
+// placed.
+func (pl *placer) avoided(cell, avoid int32) bool {
+	return cell == avoid || (len(pl.shun) > 0 && slices.Contains(pl.shun, cell))
+}
+
+// avoidsIn reports whether a cell of zone is avoided: then a zone without
+// a fresh cell for this request may still have one for the next.
+func (pl *placer) avoidsIn(zone, avoid int32) bool {
+	if avoid != noCell && pl.cells.zone[avoid] == zone {
+		return true
+	}
+	for _, cell := range pl.shun {
+		if pl.cells.zone[cell] == zone {
+			return true
+		}
+	}
+	return false
 }
 
 func (pl *placer) assign(lrp, cell int32, n need) {

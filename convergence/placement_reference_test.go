@@ -16,7 +16,9 @@ import (
 // of doc.go done the slow, obvious way, to compare against on random
 // states of new instances: rounds of one instance per LRP in guid order,
 // each to the fitting cell with the fewest instances of its LRP in the
-// zone, then on the cell, then the most free memory, then the lowest id.
+// zone, then on the cell, then the most free memory, then the lowest id;
+// a cell where the LRP's definition crashed within the last 10 minutes
+// only when no other cell fits.
 func referencePlacement(s *convergence.Snapshot, now time.Time) []string {
 	type cell struct {
 		convergence.CellRow
@@ -71,22 +73,33 @@ func referencePlacement(s *convergence.Snapshot, now time.Time) []string {
 	for i, r := range requests {
 		position[fmt.Sprintf("%s/%d", r.d.ProcessGuid, r.index)] = i
 	}
+	crashedOn := map[string]bool{} // guid/definition/cell
+	for _, c := range s.Crashes {
+		if now.UnixNano()-c.At < int64(10*time.Minute) {
+			crashedOn[c.ProcessGuid+"/"+c.DefinitionID+"/"+c.CellID] = true
+		}
+	}
 	for _, r := range order {
 		var best *cell
 		key := func(c *cell) []int64 {
 			return []int64{int64(inZone[r.d.ProcessGuid+"/"+c.Zone]), int64(onCell[r.d.ProcessGuid+"/"+c.CellID]), -c.memory}
 		}
-		for _, c := range cells {
-			fits := c.memory >= int64(r.d.MemoryMB) && c.disk >= int64(r.d.DiskMB) && c.slots >= 1
-			for _, tag := range r.d.PlacementTags {
-				fits = fits && slices.Contains(c.PlacementTags, tag)
+		for _, avoidCrashes := range []bool{true, false} {
+			for _, c := range cells {
+				fits := c.memory >= int64(r.d.MemoryMB) && c.disk >= int64(r.d.DiskMB) && c.slots >= 1
+				for _, tag := range r.d.PlacementTags {
+					fits = fits && slices.Contains(c.PlacementTags, tag)
+				}
+				if !fits || (avoidCrashes && crashedOn[r.d.ProcessGuid+"/"+r.d.ActiveDefinitionID+"/"+c.CellID]) {
+					continue
+				}
+				if best == nil || slices.Compare(key(c), key(best)) < 0 ||
+					(slices.Compare(key(c), key(best)) == 0 && c.CellID < best.CellID) {
+					best = c
+				}
 			}
-			if !fits {
-				continue
-			}
-			if best == nil || slices.Compare(key(c), key(best)) < 0 ||
-				(slices.Compare(key(c), key(best)) == 0 && c.CellID < best.CellID) {
-				best = c
+			if best != nil {
+				break
 			}
 		}
 		if best == nil {
@@ -156,6 +169,16 @@ func randomPlacementState(r *rand.Rand, now time.Time) *convergence.Snapshot {
 				}
 			}
 		}
+	}
+	// Crashes, drawn last so the states above stay what they were: some
+	// within the window, some outside it, some of another definition.
+	for range r.IntN(2 * len(s.Cells)) {
+		s.Crashes = append(s.Crashes, convergence.CrashRow{
+			ProcessGuid:  fmt.Sprintf("lrp-%d", r.IntN(len(s.Desired))),
+			DefinitionID: []string{"v1", "v1", "v0"}[r.IntN(3)],
+			CellID:       s.Cells[r.IntN(len(s.Cells))].CellID,
+			At:           now.Add(-time.Duration(r.IntN(15)) * time.Minute).UnixNano(),
+		})
 	}
 	return s
 }

@@ -29,6 +29,10 @@ type Plan struct {
 	// Autoscaled holds the figures of every autoscaled LRP of the pass,
 	// in process guid order.
 	Autoscaled []AutoscaleGauge
+	// CrashSpikes are the registered cells whose crashes within the crash
+	// memory's window spike (CrashMemory), in cell id order. Reported
+	// only: placement treats them as any other cell.
+	CrashSpikes []CellCrashSpike
 }
 
 // Reasons holds one human-readable reason per write, index for index with

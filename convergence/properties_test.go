@@ -119,6 +119,16 @@ func randomSnapshot(r *rand.Rand, now time.Time) *convergence.Snapshot {
 			}
 		}
 	}
+	// Remembered crashes, some outside the window, some on cells not
+	// registered; drawn last so the states above stay what they were.
+	for range r.IntN(8) {
+		s.Crashes = append(s.Crashes, convergence.CrashRow{
+			ProcessGuid:  fmt.Sprintf("lrp-%02d", r.IntN(12)),
+			DefinitionID: "v2",
+			CellID:       cellIDs[r.IntN(len(cellIDs)-1)],
+			At:           now.Add(-time.Duration(r.IntN(1200)) * time.Second).UnixNano(),
+		})
+	}
 	return s
 }
 

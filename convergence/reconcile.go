@@ -2,6 +2,8 @@ package convergence
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/corkboard/corkboard/models"
@@ -469,6 +471,7 @@ func (p *planner) create(d *DesiredSchedule, index int32, why string) {
 		create: int32(len(w.Create) - 1),
 		need:   need{memory: d.MemoryMB, disk: d.DiskMB},
 		avoid:  noCell,
+		shun:   p.avoided[CrashPair{d.ProcessGuid, d.ActiveDefinitionID}],
 		why:    whyNew,
 	})
 }
@@ -482,9 +485,28 @@ func (p *planner) requestPlace(r *row, why placeWhy, chained bool, avoid int32) 
 		create:  -1,
 		need:    need{memory: r.MemoryMB, disk: r.DiskMB},
 		avoid:   avoid,
+		shun:    p.avoided[CrashPair{r.ProcessGuid, r.DefinitionID}],
 		why:     why,
 		chained: chained,
 	})
+}
+
+// crashNote says how a placed request's crash memory (request.shun)
+// weighed: the cells it avoided, or that it went to one of them because
+// no other cell fit. "" when it shuns no cell.
+func (p *planner) crashNote(r *request) string {
+	if len(r.shun) == 0 {
+		return ""
+	}
+	window := p.cfg.CrashMemory.Window
+	if slices.Contains(r.shun, r.cell) {
+		return fmt.Sprintf("; on cell %s though its definition crashed there within %s: no other cell fits", p.cells.ids[r.cell], window)
+	}
+	names := make([]string, len(r.shun))
+	for i, cell := range r.shun {
+		names[i] = p.cells.ids[cell]
+	}
+	return fmt.Sprintf("; avoids %s, where its definition crashed within %s", strings.Join(names, ", "), window)
 }
 
 // emitPlacements turns placement results into writes, in the order the
@@ -500,6 +522,7 @@ func (p *planner) emitPlacements() {
 		if r.create >= 0 {
 			if r.cell != noCell {
 				w.Create[r.create].CellID = p.cells.ids[r.cell]
+				reasons.Create[r.create] += p.crashNote(r)
 			} else {
 				w.Create[r.create].PlacementError = r.failure
 			}
@@ -511,7 +534,7 @@ func (p *planner) emitPlacements() {
 		}
 		if r.cell != noCell {
 			w.Place = append(w.Place, Placement{Row: v, CellID: p.cells.ids[r.cell]})
-			reasons.Place = append(reasons.Place, placeReasons[r.why])
+			reasons.Place = append(reasons.Place, placeReasons[r.why]+p.crashNote(r))
 			continue
 		}
 		if !r.chained && r.row.PlacementError == r.failure {

@@ -424,6 +424,7 @@ func (p *planner) startReplacement(ro *rolloutLRP, ord, ret *row) bool {
 		create:  -1,
 		need:    need{memory: d.MemoryMB, disk: d.DiskMB},
 		avoid:   noCell,
+		shun:    p.avoided[CrashPair{d.ProcessGuid, d.ActiveDefinitionID}],
 		why:     whyRedefined,
 		chained: true,
 	})

@@ -101,8 +101,10 @@ func (s *scenario) parseLine(fields []string, desired map[string]convergence.Des
 		return s.parseOperation(fields[1], attrs)
 	case "freeze":
 		return s.parseFreeze(fields[1], attrs)
+	case "crash":
+		return s.parseCrash(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation or freeze)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation, freeze or crash)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -121,6 +123,9 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.OperationLeaseTTL = attrs.duration("operation_lease_ttl", c.OperationLeaseTTL)
 	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
 	c.MaxRolloutsInFlight = attrs.int32("max_rollouts_in_flight", c.MaxRolloutsInFlight)
+	c.CrashMemory.Window = attrs.duration("crash_window", c.CrashMemory.Window)
+	c.CrashMemory.SpikeMin = attrs.int32("spike_min", c.CrashMemory.SpikeMin)
+	c.CrashMemory.SpikeFactor = attrs.int32("spike_factor", c.CrashMemory.SpikeFactor)
 	return attrs.done()
 }
 
@@ -602,5 +607,17 @@ func (s *scenario) parseFreeze(name string, a *attrs) error {
 		return err
 	}
 	s.snapshot.FreezeWindows = append(s.snapshot.FreezeWindows, w)
+	return a.done()
+}
+
+// parseCrash reads one remembered crash of an LRP's definition on a cell,
+// at a time relative to now.
+func (s *scenario) parseCrash(guid string, a *attrs) error {
+	s.snapshot.Crashes = append(s.snapshot.Crashes, convergence.CrashRow{
+		ProcessGuid:  guid,
+		DefinitionID: a.string("definition", "v1"),
+		CellID:       a.string("cell", ""),
+		At:           s.now.Add(a.duration("at", 0)).UnixNano(),
+	})
 	return a.done()
 }

@@ -63,6 +63,9 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	for i, o := range w.Operations {
 		fmt.Fprintf(&b, "operation %s  # %s\n", renderOperationWrite(o, now), why.Operations[i])
 	}
+	for _, spike := range p.CrashSpikes {
+		fmt.Fprintf(&b, "crash-spike %s crashes=%d median=%d\n", spike.CellID, spike.Crashes, spike.Median)
+	}
 	c := p.Counts
 	fmt.Fprintf(&b, "counts desired=%d running=%d claimed=%d unclaimed=%d crashed=%d missing=%d extra=%d "+
 		"suspect=%d gave_up=%d unplaced=%d present_cells=%d suspect_cells=%d "+

@@ -122,6 +122,13 @@ var requiredScenarios = []string{
 	"baseline_beside_canaries",
 	"baseline_kept_and_trimmed",
 	"baseline_deleted_when_held",
+	// Crash-aware placement (issue 31, item 6).
+	"crash_restart_avoids_cell",
+	"crash_only_cell_fits",
+	"crash_outside_window_ignored",
+	"crash_new_instances_avoid_cell",
+	"crash_spike_reported",
+	"crash_rebalance_avoids_cell",
 }
 
 func scenarioPaths() []string {
@@ -185,7 +192,9 @@ func shuffleSnapshot(s *convergence.Snapshot, seed uint64) *convergence.Snapshot
 		Operations:   append([]convergence.OperationRow(nil), s.Operations...),
 
 		FreezeWindows: append([]*models.FreezeWindow(nil), s.FreezeWindows...),
+		Crashes:       append([]convergence.CrashRow(nil), s.Crashes...),
 	}
+	r.Shuffle(len(out.Crashes), func(i, j int) { out.Crashes[i], out.Crashes[j] = out.Crashes[j], out.Crashes[i] })
 	r.Shuffle(len(out.FreezeWindows), func(i, j int) {
 		out.FreezeWindows[i], out.FreezeWindows[j] = out.FreezeWindows[j], out.FreezeWindows[i]
 	})

@@ -50,6 +50,10 @@ type Snapshot struct {
 	// are all there are (a full snapshot, or a dry run of one LRP, which
 	// then assumes its rollout has a slot).
 	BoardRollouts []RolloutRow
+	// Crashes are the board's crashes within the crash memory's window
+	// (Config.CrashMemory), every LRP's, read whole every pass like
+	// FreezeWindows (an older one in the slice is ignored).
+	Crashes []CrashRow
 }
 
 // RolloutRow is an LRP's rollout record (table rollouts): where its

@@ -53,7 +53,7 @@ func (pl *placer) bestRunningCell(lrp, zone int32, n need, avoid int32) candidat
 		switch {
 		case t.free[top.cell].slots < 1 || !classOK[t.class[top.cell]] || !t.takesInstances(top.cell):
 			h.pop() // never fits again in this pass
-		case top.cell == avoid || !t.fits(top.cell, n):
+		case pl.avoided(top.cell, avoid) || !t.fits(top.cell, n):
 			aside = append(aside, h.pop()) // may fit another instance
 		default:
 			found = candidate{cell: top.cell, count: top.count}

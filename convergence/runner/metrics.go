@@ -89,6 +89,9 @@ type countGauges struct {
 	// autoscaled are the figures of the autoscaled LRPs, by process guid,
 	// as of the latest pass that covered each.
 	autoscaled map[string]convergence.AutoscaleGauge
+	// crashSpikes are the cells whose crashes spiked in the latest full
+	// pass.
+	crashSpikes []convergence.CellCrashSpike
 }
 
 type countGauge struct {
@@ -155,6 +158,22 @@ var (
 		"An autoscaled LRP's max; no series while its max is -1 (no limit).", []string{"process_guid"}, nil)
 )
 
+// crashSpikeDesc is a cell whose crashes spike (convergence.CrashMemory):
+// one series per such cell, its value the crashes within the window.
+var crashSpikeDesc = prometheus.NewDesc("corkboard_cell_crash_spike",
+	"Crashes within the crash memory's window on a cell whose crashes spike (at least spike_min and spike_factor times the median of the cells), as of the latest full convergence pass; no series for other cells.",
+	[]string{"cell"}, nil)
+
+// setCrashSpikes publishes the crash spikes of a full pass, replacing the
+// previous ones.
+func (g *countGauges) setCrashSpikes(spikes []convergence.CellCrashSpike) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owned {
+		g.crashSpikes = spikes
+	}
+}
+
 // setAutoscaled publishes the autoscaler figures of a pass over guids (nil:
 // a full pass, which replaces them all); an LRP of guids without figures is
 // no longer autoscaled.
@@ -184,6 +203,7 @@ func (g *countGauges) setOwned(owned bool) {
 	if !owned {
 		g.counts = nil
 		g.autoscaled = nil
+		g.crashSpikes = nil
 	}
 }
 
@@ -195,6 +215,7 @@ func (g *countGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- autoscaleWantedDesc
 	ch <- autoscaleCurrentDesc
 	ch <- autoscaleMaxDesc
+	ch <- crashSpikeDesc
 }
 
 func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
@@ -204,7 +225,11 @@ func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 	for _, a := range g.autoscaled {
 		autoscaled = append(autoscaled, a)
 	}
+	spikes := g.crashSpikes
 	g.mu.Unlock()
+	for _, s := range spikes {
+		ch <- prometheus.MustNewConstMetric(crashSpikeDesc, prometheus.GaugeValue, float64(s.Crashes), s.CellID)
+	}
 	for _, a := range autoscaled {
 		ch <- prometheus.MustNewConstMetric(autoscaleOccupiedDesc, prometheus.GaugeValue, float64(a.Occupied), a.ProcessGuid)
 		ch <- prometheus.MustNewConstMetric(autoscaleWantedDesc, prometheus.GaugeValue, float64(a.Wanted), a.ProcessGuid)

@@ -80,6 +80,11 @@ type Store interface {
 	// FreezeWindows lists the freeze windows, which every pass reads whole
 	// (a handful of rows), so the mirror keeps no copy of them.
 	FreezeWindows(ctx context.Context) ([]*models.FreezeWindow, time.Time, error)
+	// Crashes lists the crashes of the last window, every LRP's, which
+	// every pass reads for the planner's crash memory; PruneCrashes
+	// deletes those older than convergence.MaxCrashWindow.
+	Crashes(ctx context.Context, window time.Duration) ([]convergence.CrashRow, error)
+	PruneCrashes(ctx context.Context) (int64, error)
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -343,10 +348,20 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 	}
 	r.metrics.counts.set(&plan.Counts)
 	r.metrics.counts.setAutoscaled(plan.Autoscaled, nil)
+	r.metrics.counts.setCrashSpikes(plan.CrashSpikes)
 	// A full plan knows every wake-up there is.
 	s.setWake(plan.NextWake, started)
 	r.pruneOperations(ctx)
 	r.pruneCommitReceipts(ctx)
+	r.pruneCrashes(ctx)
+}
+
+// pruneCrashes deletes crashes no window remembers; a failure is logged
+// and left for the next full pass.
+func (r *Runner) pruneCrashes(ctx context.Context) {
+	if _, err := r.store.PruneCrashes(ctx); err != nil && ctx.Err() == nil {
+		r.logger.Error("prune-crashes-failed", err)
+	}
 }
 
 // pruneCommitReceipts deletes old commit receipts; a failure is logged and
@@ -403,6 +418,9 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 	if snapshot.FreezeWindows, _, err = r.store.FreezeWindows(ctx); err != nil {
 		return nil, r.failed(ctx, logger, kind, "load-freeze-windows", err)
 	}
+	if snapshot.Crashes, err = r.store.Crashes(ctx, r.cfg.Planner.CrashMemory.Window); err != nil {
+		return nil, r.failed(ctx, logger, kind, "load-crashes", err)
+	}
 	r.noteRollouts(guids, snapshot)
 	r.judgeDue(ctx, snapshot)
 	loaded := time.Now()
@@ -447,6 +465,12 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 		"next_wake":   wakeString(plan.NextWake),
 	})
 	logReasons(logger, plan)
+	for _, spike := range plan.CrashSpikes {
+		logger.Info("cell-crash-spike", lager.Data{
+			"cell_id": spike.CellID, "crashes": spike.Crashes, "median": spike.Median,
+			"window": r.cfg.Planner.CrashMemory.Window.String(),
+		})
+	}
 	return plan, nil
 }
 

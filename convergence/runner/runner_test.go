@@ -92,6 +92,36 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, store, "rooms")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1", "cell-1"}))
 			})
 
+			It("restarts a crashed instance on another cell, and reports a cell whose crashes spike", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				registerCell(ctx, store, "cell-2")
+				desire(ctx, store, "web", 1)
+				planner := convergence.DefaultConfig()
+				planner.CrashMemory.SpikeMin, planner.CrashMemory.SpikeFactor = 1, 1
+
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: 200 * time.Millisecond, Planner: planner})
+				Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}), "the tie goes to the lower cell id")
+				key := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: "ig-0", CellID: "cell-1"}
+				_, err := store.ClaimActualLRP(ctx, key, caller)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = store.CrashActualLRP(ctx, key, caller, "exit 1")
+				Expect(err).NotTo(HaveOccurred())
+				r.runner.Trigger("web")
+
+				Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-2"}), "cell-1 is avoided: web crashed there")
+				spikes := func() map[string]float64 {
+					values := map[string]float64{}
+					for _, m := range r.families()["corkboard_cell_crash_spike"].GetMetric() {
+						values[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+					}
+					return values
+				}
+				Eventually(spikes).WithTimeout(runnerLimit).Should(Equal(map[string]float64{"cell-1": 1}), "1 crash, median 0")
+				Expect(r.logger.LogMessages()).To(ContainElement("test.convergence.pass.cell-crash-spike"))
+			})
+
 			It("publishes the rollouts the full pass leaves under way, failed and held", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")

@@ -181,6 +181,11 @@ func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLR
 			if err := s.writeActualLRP(ctx, tx, before, change.After); err != nil {
 				return nil, err
 			}
+			if op.call.Verb == models.LifecycleCrash {
+				if err := s.recordCrash(ctx, tx, before, change.After.Since); err != nil {
+					return nil, err
+				}
+			}
 			result = change.After
 		}
 		return change.Events, nil

@@ -131,6 +131,11 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 		if after, err = updated.lrp(); err != nil {
 			return nil, err
 		}
+		if op.call.Verb == models.LifecycleCrash {
+			if err := s.recordCrash(ctx, tx, before, after.Since); err != nil {
+				return nil, err
+			}
+		}
 		return op.call.Verb.Events(before, after), nil
 	})
 	switch {
