@@ -517,7 +517,19 @@ async function tls() {
   const context = await browser.newContext({ ignoreHTTPSErrors: true });
   const anonymous = await context.newPage();
   await assert.rejects(anonymous.goto(boardURL + '/ui/', { timeout: 15000 }), 'no page without a client certificate');
-  step('without a certificate the browser gets no page');
+  step('without a certificate the browser gets no page (the board ends the TLS handshake)');
+
+  // Asked in plain HTTP, the board's TLS port answers with a page saying
+  // where the dashboard is and which certificate it needs.
+  const plainURL = boardURL.replace(/^https:/, 'http:') + '/ui/';
+  const plain = await context.newPage();
+  const answer = await plain.goto(plainURL);
+  assert.equal(answer.status(), 400);
+  const text = await plain.locator('body').innerText();
+  assert.match(text, /client certificate/);
+  assert.equal(await plain.locator('a').getAttribute('href'), origin + '/ui/');
+  await screenshots(plain, 'tls-')('plain-http.png');
+  step('asked in plain HTTP, the TLS port answers with a page linking the https dashboard and naming the certificate');
 }
 
 try {
