@@ -219,6 +219,12 @@ async function rollout() {
   let release;
   const held = new Promise((resolve) => { release = resolve; });
   await slow.route('**/v1/actual_lrps/list', async (route) => { await held; await route.continue(); });
+  // The LRPs page, its list held back too: "Loading…", not "No LRPs".
+  await slow.goto(boardURL + '/ui/');
+  await slow.locator('[data-testid=lrps-page] > p', { hasText: /^Loading…$/ }).waitFor();
+  await slow.locator('[data-testid=connection][data-state=live]').waitFor();
+  await slow.waitForTimeout(300); // the first events have come and gone
+  assert.equal(await slow.locator('[data-testid=lrps-page]', { hasText: 'No LRPs' }).count(), 0, 'no "No LRPs" before the list');
   await slow.goto(boardURL + '/ui/#/lrps/' + encodeURIComponent(guid));
   await slow.locator('[data-testid=instances] [data-testid=loading]', { hasText: 'Loading instances…' }).waitFor();
   assert.equal(await slow.locator('[data-testid=instances]', { hasText: 'No instances.' }).count(), 0, 'no "No instances." before the data');
@@ -226,7 +232,7 @@ async function rollout() {
   release();
   await slow.waitForFunction(() => document.querySelectorAll('[data-testid=instances] tbody tr[data-state=RUNNING]').length === 4);
   await slow.close();
-  step('the LRP page says "Loading instances…" until its instances arrive, not "No instances."');
+  step('the LRPs and LRP pages say they are loading until their data arrives, not "No LRPs" or "No instances."');
 
   // A board that does not answer: the page says why that may be (a
   // client certificate under mutual TLS among them), and hides it again
@@ -252,7 +258,8 @@ async function rollout() {
   const before = await instanceRows.evaluateAll((rows) => [...new Set(rows.map((r) => r.dataset.definition))]);
   assert.equal(before.length, 1, 'hello runs one definition before the update: ' + before);
   await page.locator('[data-testid=rollout-progress][data-percent="100"]').waitFor();
-  step('the LRP page shows 4 instances on one definition, at 100%');
+  assert.deepEqual(await page.locator('[data-testid=progress-legend] li').evaluateAll((items) => items.map((i) => i.dataset.legend)), ['updated', 'inflight']);
+  step('the LRP page shows 4 instances on one definition, at 100%, the bar with its legend');
 
   // enabled is each action's enabled state and tooltip.
   const enabled = async () => Object.fromEntries(await page.locator('.actions button[data-action]').evaluateAll((bs) =>

@@ -37,7 +37,11 @@ export function rolloutView() {
   const stageBox = h('div', { class: 'stage' });
   const signalsBox = h('div', { class: 'signals', dataset: { testid: 'rollout-signals' } });
   const verdictBox = h('div', { class: 'verdicts', dataset: { testid: 'rollout-verdicts' } });
-  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox, signalsBox, verdictBox);
+  // The bar's legend: its two segments as drawn (app.css .progress).
+  const barLegend = h('ul', { class: 'legend', dataset: { testid: 'progress-legend' } },
+    h('li', { dataset: { legend: 'updated' } }, h('span', { class: 'swatch updated', attrs: { 'aria-hidden': 'true' } }), 'instances on the active definition'),
+    h('li', { dataset: { legend: 'inflight' } }, h('span', { class: 'swatch inflight', attrs: { 'aria-hidden': 'true' } }), 'replacements in flight'));
+  const el = h('div', { class: 'rollout' }, summary, bar, barLegend, clocks, stageBox, signalsBox, verdictBox);
   let status = {};
   // observed holds {t, active, instances} from each rollout_changed of a
   // staged phase while the page is open, for the curve's dots.
