@@ -84,6 +84,7 @@ export function lrpPage(guid) {
       button.disabled = !answer.ok;
       button.title = answer.ok ? '' : answer.why;
       button.parentElement.title = button.title; // a disabled button shows no tooltip in every browser
+      for (const input of button.parentElement.querySelectorAll('input')) input.disabled = button.disabled; // promote's percent, edit's surge
       button.dataset.why = answer.why;
     }
   }
