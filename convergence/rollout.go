@@ -596,6 +596,16 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 		if at := models.StageNextGrowth(ph.stage, instances, p.now); at > 0 {
 			p.wakeAt(at)
 		}
+		// A phase below 100% HOLDs once its share stands at its target
+		// (holds), and only a pass writes that. The allowed count need not
+		// grow then: 4 instances staged to 40% allow 2 from 25% on, so
+		// without this wake the record stays PROGRESSING at its target
+		// until some other pass comes.
+		if ph.stage.GetTargetPercent() < 100 {
+			if at := models.StageTargetAt(ph.stage, p.now); at > 0 {
+				p.wakeAt(at)
+			}
+		}
 	}
 
 	p.countRollout(next)

@@ -114,7 +114,7 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		status := waitForRollout(b, guid, time.Minute, complete())
 		Expect(status.GetActiveDefinitionId()).NotTo(Equal(v1))
 		expectVersion(steady(b, guid, instances, "cell-z2"), status.GetActiveDefinitionId(), "v5")
-		for _, name := range []string{"lrps.png", "lrp-mid-rollout.png", "lrp-done.png", "lrp-verdicts.png", "cells.png"} {
+		for _, name := range []string{"lrps.png", "lrp-loading.png", "unreachable.png", "lrp-mid-rollout.png", "lrp-staged-holding.png", "lrp-done.png", "lrp-verdicts.png", "cells.png"} {
 			_, err := os.Stat(filepath.Join(run.artefacts, name))
 			Expect(err).NotTo(HaveOccurred(), "screenshot %s", name)
 		}
@@ -137,5 +137,8 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		runScript(run, b, "MODE=tls",
 			"CLIENT_CERT="+cluster.path("operator.crt"), "CLIENT_KEY="+cluster.path("operator.key"),
 			"API_CLIENT_CERT="+cluster.path("client.crt"), "API_CLIENT_KEY="+cluster.path("client.key"))
+		// Asked in plain HTTP, the TLS port answered with its page.
+		_, err = os.Stat(filepath.Join(run.artefacts, "tls-plain-http.png"))
+		Expect(err).NotTo(HaveOccurred(), "screenshot tls-plain-http.png")
 	})
 })

@@ -7,7 +7,9 @@
 package ui
 
 import (
+	"bytes"
 	"embed"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
@@ -79,4 +81,37 @@ func Handler() http.Handler {
 			w.Write(body) //nolint:errcheck // the client went away
 		}
 	})
+}
+
+// plainHTTPPage is the page a browser gets when it asks a board with
+// mutual TLS in plain HTTP. It cannot help the browser that asks in
+// https:// without a certificate: the board ends that handshake, and the
+// browser shows its own error, which this page names.
+var plainHTTPPage = template.Must(template.New("plain").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Corkboard: use https</title></head>
+<body style="font: 15px/1.5 system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em">
+<h1>This board speaks HTTPS, with client certificates</h1>
+<p>Its dashboard is at {{if .}}<a href="https://{{.}}/ui/">https://{{.}}/ui/</a>{{else}}https://(this address)/ui/{{end}}.
+The board serves it only to a browser that presents a client certificate of the board's CA:
+an operator certificate sees everything, an api-client one everything but the cells.</p>
+<p>Import the operator certificate into the browser as a PKCS#12 file (made from
+<code>operator.crt</code> and <code>operator.key</code> with <code>openssl pkcs12 -export</code>),
+trust the CA that signed the board's certificate, then open the address above and pick the
+certificate when asked.</p>
+<p>Without a certificate, or with one of another CA, the board ends the TLS handshake before any
+page can be sent: the browser shows only its own error, such as
+<code>ERR_BAD_SSL_CLIENT_AUTH_CERT</code> or "did not accept your login certificate".</p>
+</body></html>
+`))
+
+// PlainHTTPPage is the HTML a board with mutual TLS answers a plain HTTP
+// request with (httpserver.Server.PlainHTTP): where the dashboard is for
+// host (the request's Host, escaped; empty: none named) and the client
+// certificate it needs.
+func PlainHTTPPage(host string) []byte {
+	var out bytes.Buffer
+	if err := plainHTTPPage.Execute(&out, host); err != nil {
+		panic("ui: " + err.Error()) // a fixed template of one string: it always executes
+	}
+	return out.Bytes()
 }

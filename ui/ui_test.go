@@ -106,3 +106,24 @@ var _ = Describe("the dashboard's files", func() {
 		Expect(recorder.Header().Get("Allow")).To(Equal("GET, HEAD"))
 	})
 })
+
+var _ = Describe("the plain-HTTP page", func() {
+	It("links the dashboard over https at the host asked for, and names the certificate it needs", func() {
+		page := string(ui.PlainHTTPPage("127.0.0.1:8889"))
+		Expect(page).To(ContainSubstring(`<a href="https://127.0.0.1:8889/ui/">https://127.0.0.1:8889/ui/</a>`))
+		Expect(page).To(ContainSubstring("client certificate"))
+		Expect(page).To(ContainSubstring("ERR_BAD_SSL_CLIENT_AUTH_CERT"))
+	})
+
+	It("escapes the host, which the client chose", func() {
+		page := string(ui.PlainHTTPPage(`x"><script>alert(1)</script>`))
+		Expect(page).NotTo(ContainSubstring("<script>"))
+		Expect(page).To(ContainSubstring("&lt;script&gt;"))
+	})
+
+	It("names no address when the request named no host", func() {
+		page := string(ui.PlainHTTPPage(""))
+		Expect(page).NotTo(ContainSubstring("<a href"))
+		Expect(page).To(ContainSubstring("https://(this address)/ui/"))
+	})
+})

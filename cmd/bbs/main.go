@@ -297,6 +297,9 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		// Event streams last until the client goes; closing the hub ends
 		// them, so that they do not hold the drain up.
 		OnShutdown: hub.Close,
+		// A browser that asks in plain HTTP is told where the dashboard
+		// is and which certificate it needs.
+		PlainHTTP: ui.PlainHTTPPage,
 	}
 	if dev {
 		// People run dev mode by hand; tell them where to point cork.

@@ -250,6 +250,45 @@ var _ = Describe("Server with TLS", func() {
 			Expect(resp.StatusCode).To(Equal(http.StatusBadRequest))
 		}
 	})
+
+	It("answers a plain HTTP request with the PlainHTTP page for its host, and serves TLS clients as ever", func() {
+		serverConfig, err := files("board").ServerConfig()
+		Expect(err).NotTo(HaveOccurred())
+		ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })
+		page := func(host string) []byte { return []byte("<p>go to https://" + host + "/</p>") }
+		address := start(&httpserver.Server{Handler: ok, TLSConfig: serverConfig, PlainHTTP: page})
+
+		for _, path := range []string{"/ui/", "/v1/desired_lrps/list"} {
+			resp, err := http.Get("http://" + address + path)
+			Expect(err).NotTo(HaveOccurred())
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(resp.StatusCode).To(Equal(http.StatusBadRequest))
+			Expect(resp.Header.Get("Content-Type")).To(Equal("text/html; charset=utf-8"))
+			Expect(string(body)).To(Equal("<p>go to https://"+address+"/</p>"), "the page, never the handler's answer")
+		}
+
+		clientConfig, err := files("operator").ClientConfig()
+		Expect(err).NotTo(HaveOccurred())
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: clientConfig}}
+		for range 3 {
+			resp, err := client.Get("https://" + address + "/")
+			Expect(err).NotTo(HaveOccurred())
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(body)).To(Equal("served"))
+		}
+
+		// Without a certificate the handshake still fails: no page can be
+		// sent before it.
+		pool, err := certs.LoadPool(filepath.Join(dir, "ca.crt"))
+		Expect(err).NotTo(HaveOccurred())
+		anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		_, err = anonymous.Get("https://" + address + "/")
+		Expect(err).To(HaveOccurred())
+	})
 })
 
 func gbytesSay(pattern string) types.GomegaMatcher { return gbytes.Say(pattern) }

@@ -61,6 +61,10 @@ type Server struct {
 	// TLSConfig, when set, makes the server serve TLS with it (see
 	// internal/certs.ServerConfig, which requires client certificates).
 	TLSConfig *tls.Config
+	// PlainHTTP, when set with TLSConfig, is the body (HTML) of the 400
+	// that answers a plain HTTP request on the TLS listener, given the
+	// request's Host (plain.go); unset, net/http's one line answers.
+	PlainHTTP func(host string) []byte
 	// URL, when set, is the URL logged and announced instead of the
 	// listener's own address.
 	URL             string
@@ -93,6 +97,9 @@ func (s *Server) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	if s.TLSConfig != nil {
 		// The handshake happens in the server's connection goroutine,
 		// under its timeouts, not in Accept.
+		if s.PlainHTTP != nil {
+			listener = plainHTTPListener{Listener: listener, page: s.PlainHTTP}
+		}
 		listener = tls.NewListener(listener, s.TLSConfig)
 		scheme = "https"
 	}

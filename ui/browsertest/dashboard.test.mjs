@@ -16,7 +16,8 @@ import { chromium } from 'playwright-core';
 import { createSSEParser, nextBackoff, followEvents } from '../static/js/sse.js';
 import { lineDiff, prettyLines } from '../static/js/diff.js';
 import { stageClock, shareAt, allowedInstances, targetReachedMs, nanosToMs } from '../static/js/share.js';
-import { progressPercent } from '../static/js/rollout.js';
+import { progressPercent, targetText } from '../static/js/rollout.js';
+import { canPause, canResume, canPromote, canEdit, canAbort, canRollBack } from '../static/js/actions.js';
 
 const boardURL = process.env.BOARD_URL;
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -121,6 +122,42 @@ await check('the progress bar rounds down', () => {
   assert.equal(progressPercent(first), 75);
 });
 
+await check('the actions follow the worked example in actions.js', () => {
+  const stage = { target_percent: 50 };
+  const holding = { state: 'HOLDING', stage };
+  const defs = [{ definition_id: 'v2', active: true }, { definition_id: 'v1', healthy: true, became_healthy: true }];
+  const lrp = { active_definition_id: 'v2', healthy_definition_id: 'v1' };
+  const yes = (a) => assert.deepEqual(a, { ok: true, why: '' });
+  yes(canPause(holding));
+  assert.equal(canResume(holding).why, 'the staged phase is not paused');
+  yes(canPromote(holding));
+  yes(canEdit(holding));
+  yes(canAbort(lrp));
+  yes(canRollBack(defs));
+  const complete = { state: 'COMPLETE', stage, finished_at: '1' };
+  const done = { active_definition_id: 'v2', healthy_definition_id: 'v2' };
+  for (const answer of [canPause(complete), canResume(complete), canPromote(complete), canEdit(complete), canAbort(done)]) assert.equal(answer.ok, false);
+  assert.match(canAbort(done).why, /no rollout to abort/);
+  yes(canRollBack(defs));
+  // The rest of the Go rules: a paused phase resumes, HELD resumes, a
+  // reverting rollout is edited, a first definition has nothing to go back to.
+  yes(canResume({ state: 'PROGRESSING', stage: { paused: true } }));
+  assert.equal(canPause({ state: 'PROGRESSING', stage: { paused: true } }).why, 'the staged phase is paused already');
+  yes(canResume({ state: 'HELD' }));
+  assert.match(canPause({ state: 'PROGRESSING' }).why, /not staged/);
+  yes(canEdit({ state: 'REVERTED', finished_at: '0' }));
+  assert.equal(canEdit({ state: 'NONE' }).ok, false);
+  assert.equal(canRollBack([{ definition_id: 'v1', active: true, became_healthy: true }]).ok, false);
+});
+
+await check('a staged phase past its target time says it reached it, never "in 0s"', () => {
+  const at = 1700000000000;
+  const stage = { target_at: String(BigInt(at) * 1000000n) };
+  assert.match(targetText(stage, at - 25000), /^ · target at .* \(in 25s\)$/);
+  assert.match(targetText(stage, at + 1), /^ · target reached at /);
+  assert.equal(targetText({}, at), '');
+});
+
 // ---- the dashboard in Chromium ----
 
 const browser = await chromium.launch({
@@ -176,6 +213,44 @@ async function rollout() {
   step('the LRPs page lists hello, live');
   await shot('lrps.png');
 
+  // Loading states: with the instance list held back, the LRP page says
+  // it is loading, never that there are none; the actions wait too.
+  const slow = await openPage();
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await slow.route('**/v1/actual_lrps/list', async (route) => { await held; await route.continue(); });
+  // The LRPs page, its list held back too: "Loading…", not "No LRPs".
+  await slow.goto(boardURL + '/ui/');
+  await slow.locator('[data-testid=lrps-page] > p', { hasText: /^Loading…$/ }).waitFor();
+  await slow.locator('[data-testid=connection][data-state=live]').waitFor();
+  await slow.waitForTimeout(300); // the first events have come and gone
+  assert.equal(await slow.locator('[data-testid=lrps-page]', { hasText: 'No LRPs' }).count(), 0, 'no "No LRPs" before the list');
+  await slow.goto(boardURL + '/ui/#/lrps/' + encodeURIComponent(guid));
+  await slow.locator('[data-testid=instances] [data-testid=loading]', { hasText: 'Loading instances…' }).waitFor();
+  assert.equal(await slow.locator('[data-testid=instances]', { hasText: 'No instances.' }).count(), 0, 'no "No instances." before the data');
+  await screenshots(slow)('lrp-loading.png');
+  release();
+  await slow.waitForFunction(() => document.querySelectorAll('[data-testid=instances] tbody tr[data-state=RUNNING]').length === 4);
+  await slow.close();
+  step('the LRPs and LRP pages say they are loading until their data arrives, not "No LRPs" or "No instances."');
+
+  // A board that does not answer: the page says why that may be (a
+  // client certificate under mutual TLS among them), and hides it again
+  // once the board answers.
+  const cut = await openPage();
+  await cut.route('**/v1/**', (route) => route.abort('connectionrefused'));
+  await cut.goto(boardURL + '/ui/');
+  const unreachable = cut.locator('[data-testid=unreachable]');
+  await unreachable.waitFor();
+  assert.match(await unreachable.innerText(), /client certificate/);
+  await screenshots(cut)('unreachable.png');
+  await cut.unroute('**/v1/**');
+  await cut.reload();
+  await cut.locator(`[data-testid=lrps] tr[data-guid="${guid}"]`).waitFor();
+  await unreachable.waitFor({ state: 'hidden' });
+  await cut.close();
+  step('a board that does not answer gets an explanation naming the client certificate, gone once it answers');
+
   await row.locator('a').click();
   await page.locator('[data-testid=lrp-page]').waitFor();
   const instanceRows = page.locator('[data-testid=instances] tbody tr[data-definition]');
@@ -183,7 +258,19 @@ async function rollout() {
   const before = await instanceRows.evaluateAll((rows) => [...new Set(rows.map((r) => r.dataset.definition))]);
   assert.equal(before.length, 1, 'hello runs one definition before the update: ' + before);
   await page.locator('[data-testid=rollout-progress][data-percent="100"]').waitFor();
-  step('the LRP page shows 4 instances on one definition, at 100%');
+  assert.deepEqual(await page.locator('[data-testid=progress-legend] li').evaluateAll((items) => items.map((i) => i.dataset.legend)), ['updated', 'inflight']);
+  step('the LRP page shows 4 instances on one definition, at 100%, the bar with its legend');
+
+  // enabled is each action's enabled state and tooltip.
+  const enabled = async () => Object.fromEntries(await page.locator('.actions button[data-action]').evaluateAll((bs) =>
+    bs.map((b) => [b.dataset.action, b.disabled ? 'off: ' + b.title : 'on'])));
+  // With no rollout and one definition, no action would be accepted, and
+  // each says why.
+  await page.waitForFunction(() => document.querySelector('.actions button[data-action=pause]')?.title.includes('no rollout'));
+  const idle = await enabled();
+  assert.deepEqual(Object.keys(idle).sort(), ['abort', 'edit', 'pause', 'promote', 'resume', 'rollback']);
+  for (const [action, state] of Object.entries(idle)) assert.match(state, /^off: \S/, `${action} is disabled with a reason: ${JSON.stringify(idle)}`);
+  step('before any rollout every action is disabled, its tooltip saying why: ' + JSON.stringify(idle));
 
   // update changes VERSION from `from` to `to` in the update form's
   // definition, fills the other fields given (by name), reviews the plan
@@ -275,14 +362,32 @@ async function rollout() {
 
   // A staged update to v3: half the instances, growing 50% per 20 s. It
   // is paused, resumed and promoted to 100% from the page.
-  await update('v2', 'v3', { staged_target: '50', staged_rate: '50', staged_per_ms: '20000' });
+  // 4 instances: 2 allowed from 25% on, so reaching 50% moves nothing;
+  // the phase HOLDs then all the same.
+  await update('v2', 'v3', { staged_target: '50', staged_rate: '50', staged_per_ms: '6000' });
   await page.locator('[data-testid=share-curve]').waitFor();
+  const legend = await page.locator('[data-testid=share-legend] li').evaluateAll((items) => items.map((i) => i.dataset.legend));
+  assert.deepEqual(legend, ['share', 'target', 'now', 'observed']);
+  await page.waitForFunction(() => ['pause', 'abort'].every((a) => !document.querySelector(`.actions button[data-action=${a}]`).disabled));
+  let now = await enabled();
+  assert.equal(now.pause, 'on');
+  assert.equal(now.resume, 'off: the staged phase is not paused');
+  assert.equal(now.abort, 'on');
+  step('a staged update shows its share curve with a legend; pause, promote and abort are enabled, resume is not');
   await confirm('pause');
   await page.locator('.stage .badge', { hasText: 'paused' }).waitFor();
+  await page.waitForFunction(() => !document.querySelector('.actions button[data-action=resume]').disabled);
+  now = await enabled();
+  assert.equal(now.pause, 'off: the staged phase is paused already');
   await shot('lrp-staged-paused.png');
-  step('a staged update shows its share curve, and pauses from the page');
+  step('paused from the page: resume is enabled and pause is not');
   await confirm('resume');
   await page.locator('.stage .badge', { hasText: 'paused' }).waitFor({ state: 'detached' });
+  await page.locator('.rollout .badge.holding').waitFor({ timeout: 30000 });
+  const stageText = await page.locator('.rollout .stage').innerText();
+  assert.doesNotMatch(stageText, /in 0s/, 'a HOLDING phase counts down to nothing: ' + stageText);
+  await shot('lrp-staged-holding.png');
+  step('at its target the staged phase shows HOLDING: ' + stageText.split('\n')[0]);
   await page.locator('[data-testid=edit-surge]').fill('100%');
   await confirm('edit');
   await page.locator('dd', { hasText: 'surge 100%,' }).waitFor();
@@ -350,6 +455,21 @@ async function rollout() {
   await shot('lrp-verdicts.png');
   step('a rollout judged by its analysis shows its policy and PASS verdicts in the verdict panel, and completes after its bake');
 
+  // Paging: the timeline shows the newest 20 operations; "Older
+  // operations…" loads the rest. Annotation updates make enough.
+  for (let i = 0; i < 14; i++) await call('/v1/desired_lrps/update', { process_guid: guid, update: { annotation: `page ${i}` } });
+  const total = ((await call('/v1/operations/list', { process_guid: guid })).operations || []).length;
+  assert.ok(total > 20 && total <= 40, `${total} operations`);
+  const timeline = page.locator('[data-testid=operations] > li[data-id]');
+  await page.locator('[data-testid=operations] > li[data-id]', { hasText: 'UPDATE' }).first().waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=operations] > li[data-id]').length === 20);
+  const older = page.locator('[data-action=older-operations]');
+  await older.click();
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid=operations] > li[data-id]').length === n, total);
+  await older.waitFor({ state: 'hidden' });
+  assert.equal(await timeline.count(), total);
+  step(`the operations timeline shows the newest 20 of ${total}; "Older operations…" loads the rest`);
+
   await page.locator('nav a[data-nav=cells]').click();
   await page.locator('[data-testid=cells] [data-cell]').first().waitFor();
   const cells = await page.locator('[data-testid=cells] [data-cell]').evaluateAll((els) => els.map((e) => e.dataset.cell));
@@ -404,7 +524,19 @@ async function tls() {
   const context = await browser.newContext({ ignoreHTTPSErrors: true });
   const anonymous = await context.newPage();
   await assert.rejects(anonymous.goto(boardURL + '/ui/', { timeout: 15000 }), 'no page without a client certificate');
-  step('without a certificate the browser gets no page');
+  step('without a certificate the browser gets no page (the board ends the TLS handshake)');
+
+  // Asked in plain HTTP, the board's TLS port answers with a page saying
+  // where the dashboard is and which certificate it needs.
+  const plainURL = boardURL.replace(/^https:/, 'http:') + '/ui/';
+  const plain = await context.newPage();
+  const answer = await plain.goto(plainURL);
+  assert.equal(answer.status(), 400);
+  const text = await plain.locator('body').innerText();
+  assert.match(text, /client certificate/);
+  assert.equal(await plain.locator('a').getAttribute('href'), origin + '/ui/');
+  await screenshots(plain, 'tls-')('plain-http.png');
+  step('asked in plain HTTP, the TLS port answers with a page linking the https dashboard and naming the certificate');
 }
 
 try {

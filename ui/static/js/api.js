@@ -9,6 +9,19 @@ export class ApiError extends Error {
   }
 }
 
+// reachListeners hear, after each call, whether the board answered it at
+// all: false when the request failed without an HTTP answer (the browser
+// tells a page no more than that: a board down, a network problem, or a
+// TLS handshake refused, as with a client certificate missing or not
+// trusted), true when any answer came, even an error.
+const reachListeners = [];
+export function onReach(fn) {
+  reachListeners.push(fn);
+}
+function reached(ok, detail) {
+  for (const fn of reachListeners) fn(ok, detail);
+}
+
 export async function call(route, body) {
   let response;
   try {
@@ -19,8 +32,10 @@ export async function call(route, body) {
       cache: 'no-store',
     });
   } catch (err) {
+    reached(false, err.message);
     throw new ApiError('Unavailable', 'the board cannot be reached: ' + err.message);
   }
+  reached(true, '');
   let answer;
   try {
     answer = await response.json();
@@ -41,10 +56,15 @@ export const listActual = async (guid) => (await call('/v1/actual_lrps/list', gu
 export const rolloutStatus = async (guid) => (await call('/v1/rollouts/status', { process_guid: guid })).status || {};
 export const listDefinitions = async (guid) => (await call('/v1/definitions/list', { process_guid: guid })).definitions || [];
 export const getDefinition = async (guid, id) => (await call('/v1/definitions/get', { process_guid: guid, definition_id: id })).definition || {};
+// OPERATIONS_PAGE is how many operations the LRP page reads at a time: the
+// newest 20, then 20 more each time the operator asks for older ones.
+export const OPERATIONS_PAGE = 20;
 // listOperations reads one page of an LRP's operations, newest first, from
 // cursor ('' for the newest): {operations, next_cursor}.
 export const listOperations = async (guid, cursor) => {
-  const answer = await call('/v1/operations/list', cursor ? { process_guid: guid, cursor } : { process_guid: guid });
+  const request = { process_guid: guid, limit: OPERATIONS_PAGE };
+  if (cursor) request.cursor = cursor;
+  const answer = await call('/v1/operations/list', request);
   return { operations: answer.operations || [], next_cursor: answer.next_cursor || '' };
 };
 export const listCells = async () => (await call('/v1/cells/list', {})).cells || [];

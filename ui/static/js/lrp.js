@@ -7,12 +7,13 @@ import { lineDiff, prettyLines } from './diff.js';
 import { rolloutView } from './rollout.js';
 import { operationsView } from './operations.js';
 import { updateForm } from './update.js';
+import { canPause, canResume, canPromote, canEdit, canAbort, canRollBack } from './actions.js';
 import * as api from './api.js';
 
 const PRESENCE_ORDER = { ORDINARY: 0, EVACUATING: 1, SUSPECT: 2, RETIRING: 3 };
 
 export function lrpPage(guid) {
-  const status = h('p', { class: 'muted' });
+  const status = h('p', { class: 'muted' }, 'Loading…');
   const facts = h('dl', { class: 'facts' });
   const actions = h('div', { class: 'actions' });
   const rollout = rolloutView();
@@ -39,10 +40,10 @@ export function lrpPage(guid) {
     diffBox,
     h('h2', null, 'Operations'), operations.el);
 
-  let actual = [];
+  let actual = null; // null until read: the table says it is loading, not that there are none
   let definitions = [];
   let zones = null; // cell id → zone; null when cells may not be listed
-  let rolloutStatus = {};
+  let rolloutStatus = null; // null until read: the actions wait for it
   let diffA = '';
   let diffB = '';
   let picked = false;
@@ -67,6 +68,25 @@ export function lrpPage(guid) {
       fact('strategy', `surge ${strategy.max_surge || '1'}, unavailable ${strategy.max_unavailable || '0'}, min ready ${strategy.min_ready_ms || 0} ms${strategy.auto_revert ? ', auto-revert' : ''}`),
       fact('autoscaling', autoscaling(a, desired.autoscaler)),
       desired.annotation ? fact('annotation', desired.annotation) : null);
+  }
+
+  // buttons holds each action's button by name, with the rule (actions.js)
+  // that says whether the board would accept it now.
+  let buttons = [];
+
+  // refreshActions enables each action the board would accept, and says
+  // on the others why not (their tooltips). Until the page has read the
+  // LRP and its rollout, every action waits.
+  function refreshActions() {
+    const loaded = desired !== null && rolloutStatus !== null;
+    for (const { button, rule } of buttons) {
+      const answer = loaded ? rule() : { ok: false, why: 'loading…' };
+      button.disabled = !answer.ok;
+      button.title = answer.ok ? '' : answer.why;
+      button.parentElement.title = button.title; // a disabled button shows no tooltip in every browser
+      for (const input of button.parentElement.querySelectorAll('input')) input.disabled = button.disabled; // promote's percent, edit's surge
+      button.dataset.why = answer.why;
+    }
   }
 
   function act(label, title, text, route, body, danger) {
@@ -112,16 +132,27 @@ export function lrpPage(guid) {
         });
       } },
     }, 'Edit surge…');
-    replace(actions,
-      act('Pause', `Pause the rollout of ${guid}?`, 'The staged phase stops growing; instances already moved stay.', '/v1/rollouts/pause', () => ({ process_guid: guid })),
-      act('Resume', `Resume the rollout of ${guid}?`, 'The staged phase grows again from where it stood.', '/v1/rollouts/resume', () => ({ process_guid: guid })),
-      h('span', { class: 'group' }, promoteTo, promote),
-      h('span', { class: 'group' }, surge, edit),
-      act('Abort', `Abort the rollout of ${guid}?`, 'The rollout stops and the healthy definition is made active again, rolled back start-before-stop.', '/v1/rollouts/abort', () => ({ process_guid: guid }), true),
-      act('Rollback', `Roll ${guid} back?`, 'The healthy definition (or else the newest definition that ran; never one that failed validation) becomes active again and the instances roll over to it.', '/v1/rollouts/rollback', () => ({ process_guid: guid }), true));
+    const pause = act('Pause', `Pause the rollout of ${guid}?`, 'The staged phase stops growing; instances already moved stay.', '/v1/rollouts/pause', () => ({ process_guid: guid }));
+    const resume = act('Resume', `Resume the rollout of ${guid}?`, 'The staged phase grows again from where it stood; a rollout its failure policy held goes on, judged again from now.', '/v1/rollouts/resume', () => ({ process_guid: guid }));
+    const abort = act('Abort', `Abort the rollout of ${guid}?`, 'The rollout stops and the healthy definition is made active again, rolled back start-before-stop.', '/v1/rollouts/abort', () => ({ process_guid: guid }), true);
+    const rollback = act('Rollback', `Roll ${guid} back?`, 'The healthy definition (or else the newest definition that ran; never one that failed validation) becomes active again and the instances roll over to it.', '/v1/rollouts/rollback', () => ({ process_guid: guid }), true);
+    buttons = [
+      { button: pause, rule: () => canPause(rolloutStatus) },
+      { button: resume, rule: () => canResume(rolloutStatus) },
+      { button: promote, rule: () => canPromote(rolloutStatus) },
+      { button: edit, rule: () => canEdit(rolloutStatus) },
+      { button: abort, rule: () => canAbort(rolloutStatus) },
+      { button: rollback, rule: () => canRollBack(definitions) },
+    ];
+    const wrap = (button, ...before) => h('span', { class: 'group' }, ...before, button);
+    replace(actions, wrap(pause), wrap(resume), wrap(promote, promoteTo), wrap(edit, surge), wrap(abort), wrap(rollback));
+    refreshActions();
   }
-
   function renderInstances() {
+    if (actual === null) {
+      replace(instances, h('tr', null, h('td', { class: 'muted', attrs: { colspan: 9 }, dataset: { testid: 'loading' } }, 'Loading instances…')));
+      return;
+    }
     const rows = [...actual].sort((x, y) => (x.cell_id || '').localeCompare(y.cell_id || '') ||
       (x.index || 0) - (y.index || 0) || (PRESENCE_ORDER[x.presence] || 0) - (PRESENCE_ORDER[y.presence] || 0));
     const out = [];
@@ -217,6 +248,7 @@ export function lrpPage(guid) {
     definitions = await api.listDefinitions(guid);
     renderFacts();
     renderDefinitions();
+    refreshActions();
     if (desired.active_definition_id) form.show(await definition(desired.active_definition_id), desired);
   }
   async function loadActual() {
@@ -226,6 +258,7 @@ export function lrpPage(guid) {
   async function loadRollout() {
     rolloutStatus = await api.rolloutStatus(guid);
     rollout.update(rolloutStatus);
+    refreshActions();
   }
   async function loadOperations() {
     operations.update(await api.listOperations(guid));
@@ -274,10 +307,11 @@ export function lrpPage(guid) {
       // Before its first rollout an LRP has no rollout_changed events;
       // its bar counts the running instances, which this changed. A crash
       // or a start changes the signals, which only GET rollout status has.
-      if (!rolloutStatus.state || rolloutStatus.state === 'NONE' || type === 'actual_lrp_crashed' || type === 'actual_lrp_changed') later('rollout', loadRollout);
+      if (!rolloutStatus || !rolloutStatus.state || rolloutStatus.state === 'NONE' || type === 'actual_lrp_crashed' || type === 'actual_lrp_changed') later('rollout', loadRollout);
     } else if (type === 'rollout_changed' && payload.status) {
       rolloutStatus = payload.status;
       rollout.update(rolloutStatus);
+      refreshActions();
     } else if (type === 'operation_changed') {
       later('operations', loadOperations);
     } else if (type === 'definition_health') {

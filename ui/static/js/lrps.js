@@ -18,12 +18,13 @@ export function lrpsPage() {
         h('th', null, 'Rollout'), h('th', null, 'Autoscaling'))),
       body));
 
-  let desired = [];
+  let desired = null; // null until read: an event before then renders nothing, not "No LRPs"
   const actual = new Map(); // guid → ActualLRP[]
   const rollouts = new Map(); // guid → RolloutStatus
   const schedule = coalesce();
 
   function render() {
+    if (desired === null) return;
     replace(status, desired.length === 0 ? 'No LRPs are desired.' : `${desired.length} LRP${desired.length === 1 ? '' : 's'}`);
     replace(body, desired.map((d) => {
       const guid = d.process_guid;

@@ -1,6 +1,7 @@
 // The dashboard: a hash router over three pages, one event stream for the
 // page's whole life, and a one-second tick for the clocks on screen.
 import { followEvents } from './sse.js';
+import { onReach } from './api.js';
 import { replace } from './dom.js';
 import { lrpsPage } from './lrps.js';
 import { lrpPage } from './lrp.js';
@@ -38,10 +39,23 @@ function setConnection(state, detail) {
   el.textContent = state === 'live' ? '● live' : state === 'reconnecting' ? '○ reconnecting…' : '○ connecting…';
   el.title = detail ? 'event stream: ' + detail : 'event stream';
   if (state === 'live') {
+    // A stream the board answers: it is reachable again.
+    document.getElementById('unreachable').hidden = true;
     if (!wasLive && current) current.reload();
     wasLive = true;
   }
 }
+
+// A request that gets no answer at all shows why that may be (index.html's
+// #unreachable); the next answer hides it again. Without a client
+// certificate under mutual TLS the browser gets no page to show this
+// (the handshake of the page itself fails); with the page already loaded
+// it does, when a later request's handshake is refused.
+onReach((ok, detail) => {
+  const el = document.getElementById('unreachable');
+  el.hidden = ok;
+  if (!ok) document.getElementById('unreachable-detail').textContent = detail;
+});
 
 window.addEventListener('hashchange', show);
 show();

@@ -9,8 +9,8 @@ import * as api from './api.js';
 // view shows the newest page, kept current from the events, and the older
 // pages the operator asked for.
 export function operationsView(guid) {
-  const list = h('ol', { class: 'timeline', dataset: { testid: 'operations' } });
-  const more = h('button', { type: 'button', class: 'small', hidden: true, on: { click: () => loadOlder() } }, 'Older operations…');
+  const list = h('ol', { class: 'timeline', dataset: { testid: 'operations' } }, h('li', { class: 'muted' }, 'Loading operations…'));
+  const more = h('button', { type: 'button', class: 'small', hidden: true, dataset: { action: 'older-operations' }, on: { click: () => loadOlder() } }, 'Older operations…');
   const problem = h('p', { class: 'error' });
   const el = h('div', null, list, more, problem);
   let newest = [];

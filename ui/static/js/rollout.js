@@ -30,12 +30,18 @@ export function rolloutView() {
     class: 'progress', dataset: { testid: 'rollout-progress', percent: '0' },
     attrs: { role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': 0, 'aria-label': 'instances on the active definition' },
   }, updatedFill, flightFill);
-  const summary = h('div', { class: 'rollout-summary' });
+  // Until the first status arrives the summary says so, rather than show
+  // an LRP of no rollout and 0 instances.
+  const summary = h('div', { class: 'rollout-summary muted', dataset: { testid: 'rollout-summary' } }, 'Loading the rollout…');
   const clocks = h('div', { class: 'rollout-clocks muted', dataset: { testid: 'rollout-clocks' } });
   const stageBox = h('div', { class: 'stage' });
   const signalsBox = h('div', { class: 'signals', dataset: { testid: 'rollout-signals' } });
   const verdictBox = h('div', { class: 'verdicts', dataset: { testid: 'rollout-verdicts' } });
-  const el = h('div', { class: 'rollout' }, summary, bar, clocks, stageBox, signalsBox, verdictBox);
+  // The bar's legend: its two segments as drawn (app.css .progress).
+  const barLegend = h('ul', { class: 'legend', dataset: { testid: 'progress-legend' } },
+    h('li', { dataset: { legend: 'updated' } }, h('span', { class: 'swatch updated', attrs: { 'aria-hidden': 'true' } }), 'instances on the active definition'),
+    h('li', { dataset: { legend: 'inflight' } }, h('span', { class: 'swatch inflight', attrs: { 'aria-hidden': 'true' } }), 'replacements in flight'));
+  const el = h('div', { class: 'rollout' }, summary, bar, barLegend, clocks, stageBox, signalsBox, verdictBox);
   let status = {};
   // observed holds {t, active, instances} from each rollout_changed of a
   // staged phase while the page is open, for the curve's dots.
@@ -67,6 +73,7 @@ export function rolloutView() {
     const updated = updatedInstances(status);
     bar.setAttribute('aria-valuetext', `${updated} of ${n} on the active definition`);
     const state = status.state || 'NONE';
+    summary.classList.remove('muted');
     replace(summary,
       badge(state, state.toLowerCase()), ' ',
       h('strong', { dataset: { testid: 'rollout-percent' } }, percent + '%'), ' ',
@@ -177,9 +184,10 @@ export function rolloutView() {
         'Staged phase: ', `${clock.prior}% → ${clock.target}%`,
         clock.percent > 0 && clock.perMs > 0 ? ` at ${clock.percent}% per ${fmtDuration(clock.perMs)}` : ' at once',
         ` · share now ${share.toFixed(1)}% (${allowedInstances(share, n)} of ${n} allowed, ${stage.active_instances || 0} active)`,
-        stage.target_at ? ` · target at ${fmtClock(nanosToMs(stage.target_at))} (in ${fmtDuration(Math.max(0, nanosToMs(stage.target_at) - now))})` : '',
+        targetText(stage, now),
         stage.paused ? [' ', badge('paused', 'retiring'), stage.pause_reason ? ' ' + stage.pause_reason : ''] : ''),
-      shareCurve(clock, now, observed));
+      shareCurve(clock, now, observed),
+      shareLegend());
   }
 
   return { el, update, tick };
@@ -192,6 +200,29 @@ function keepSignals(prev, next) {
   const had = new Map((prev.definitions || []).filter((d) => d.signals).map((d) => [d.definition_id, d.signals]));
   if (had.size === 0 || (next.definitions || []).some((d) => d.signals)) return next;
   return { ...next, definitions: (next.definitions || []).map((d) => (had.has(d.definition_id) ? { ...d, signals: had.get(d.definition_id) } : d)) };
+}
+
+// targetText says when the phase reaches its target: " · target at
+// 12:04:30 (in 25s)" before, " · target reached at 12:04:30" after (the
+// status read before then still names the time; the board's next pass
+// makes a phase below 100% HOLDING), "" when the board names no time
+// (reached when read, or paused).
+export function targetText(stage, now) {
+  const at = nanosToMs(stage.target_at);
+  if (!at) return '';
+  if (at <= now) return ` · target reached at ${fmtClock(at)}`;
+  return ` · target at ${fmtClock(at)} (in ${fmtDuration(at - now)})`;
+}
+
+// shareLegend names what the share curve draws, each with its mark as
+// drawn (the classes of app.css's svg.curve and .legend).
+function shareLegend() {
+  const item = (kind, text) => h('li', { dataset: { legend: kind } }, h('span', { class: 'swatch ' + kind, attrs: { 'aria-hidden': 'true' } }), text);
+  return h('ul', { class: 'legend', dataset: { testid: 'share-legend' } },
+    item('share', 'allowed share of instances on the new definition'),
+    item('target', "the phase's target"),
+    item('now', 'now'),
+    item('observed', 'active instances seen while this page is open (share of all)'));
 }
 
 // shareCurve draws share(t) over the phase, the target, "now", and the
