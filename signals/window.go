@@ -39,9 +39,9 @@ type record struct {
 	firstSeen   time.Time
 	// lastSeen is the latest time the window heard of the definition.
 	lastSeen time.Time
-	crashes     []crash
-	readied     []readied
-	health      []healthReport
+	crashes  []crash
+	readied  []readied
+	health   []healthReport
 }
 
 // healthReport is one cell's report of the definition's health checks
