@@ -2,11 +2,13 @@
 -- crash of an instance, written in the crash's own transaction, because a
 -- CRASHED actual LRP forgets its cell. process_guid and definition_id name
 -- what crashed, cell_id where, crashed_at when (Unix nanoseconds, the
--- database's clock). The planner reads the rows of its window every pass;
+-- database's clock); id is the primary key Galera needs on every table
+-- (two crashes may share everything else). The planner reads the rows of its window every pass;
 -- the lease owner's full passes delete rows older than
 -- convergence.MaxCrashWindow (PruneCrashes).
 -- Every statement is safe to re-run (MySQL commits DDL implicitly).
 CREATE TABLE IF NOT EXISTS crashes (
+  id            INTEGER PRIMARY KEY,
   process_guid  TEXT    NOT NULL,
   definition_id TEXT    NOT NULL,
   cell_id       TEXT    NOT NULL,
