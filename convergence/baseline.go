@@ -30,21 +30,7 @@ import (
 // withoutBaseline splits the baseline instances' rows off rows (an LRP's
 // rows in key order).
 func withoutBaseline(rows []row) (regular, baseline []row) {
-	for i := range rows {
-		if models.IsBaselineIndex(rows[i].Index) {
-			baseline = append(baseline, rows[i])
-		}
-	}
-	if len(baseline) == 0 {
-		return rows, nil
-	}
-	regular = make([]row, 0, len(rows)-len(baseline))
-	for i := range rows {
-		if !models.IsBaselineIndex(rows[i].Index) {
-			regular = append(regular, rows[i])
-		}
-	}
-	return regular, baseline
+	return splitOff(rows, models.IsBaselineIndex)
 }
 
 // baselineWanted is how many baseline instances the LRP d, with

@@ -65,21 +65,27 @@ func (p *planner) validatingOperation(d *DesiredSchedule) *OperationRow {
 // withoutValidation splits the validation instances' rows off rows (an
 // LRP's rows in key order).
 func withoutValidation(rows []row) (regular, validation []row) {
+	return splitOff(rows, models.IsValidationIndex)
+}
+
+// splitOff splits the rows whose index is one of those set apart (is)
+// off rows (an LRP's rows in key order), keeping the order of both.
+func splitOff(rows []row, is func(index int32) bool) (regular, apart []row) {
 	for i := range rows {
-		if models.IsValidationIndex(rows[i].Index) {
-			validation = append(validation, rows[i])
+		if is(rows[i].Index) {
+			apart = append(apart, rows[i])
 		}
 	}
-	if len(validation) == 0 {
+	if len(apart) == 0 {
 		return rows, nil
 	}
-	regular = make([]row, 0, len(rows)-len(validation))
+	regular = make([]row, 0, len(rows)-len(apart))
 	for i := range rows {
-		if !models.IsValidationIndex(rows[i].Index) {
+		if !is(rows[i].Index) {
 			regular = append(regular, rows[i])
 		}
 	}
-	return regular, validation
+	return regular, apart
 }
 
 // reconcileValidation decides for the LRP's validation instances (rows)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,7 +141,7 @@ func (c *AnalysisCheck) validate(path string) error {
 	}
 	switch c.GetProvider() {
 	case AnalysisProviderBoard:
-		if !containsString(BoardSignals, c.GetSignal()) {
+		if !slices.Contains(BoardSignals, c.GetSignal()) {
 			return ErrInvalidField(child(path, "signal"), "must be one of "+strings.Join(BoardSignals, ", ")+", got "+quoteShort(c.GetSignal()))
 		}
 	case AnalysisProviderProm:
@@ -226,15 +227,6 @@ func validateWebhookURL(path, raw string) error {
 		return ErrInvalidField(path, "must be an http:// or https:// URL naming a host, got "+quoteShort(raw))
 	}
 	return nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // validateRolloutPolicy checks an update's on_failure, on_marginal and
@@ -500,6 +492,15 @@ func BaselineWanted(state RolloutStatus_State, j *RolloutJudgement, canaries int
 		return 0
 	}
 	return min(max(canaries, 0), MaxBaselineInstances)
+}
+
+// TakesVerdictOf reports whether a rollout in state, moving to
+// recordDefinitionID while activeDefinitionID is active and judged by j,
+// takes a verdict made of definitionID: it is judged (Judged) and still
+// the rollout to that definition. The runner asks before it judges, the
+// store again under its locks before it keeps the verdict.
+func TakesVerdictOf(state RolloutStatus_State, recordDefinitionID, activeDefinitionID, definitionID string, j *RolloutJudgement) bool {
+	return recordDefinitionID == definitionID && activeDefinitionID == definitionID && Judged(state, j)
 }
 
 // LastBaseline is the latest baseline value a verdict of j measured for

@@ -86,6 +86,20 @@ var _ = Describe("FailureAction and VerdictAction (their worked examples)", func
 	)
 })
 
+var _ = Describe("TakesVerdictOf", func() {
+	judged := &models.RolloutJudgement{Analysis: &models.RolloutAnalysis{}}
+	DescribeTable("whether a verdict of a definition is kept",
+		func(state models.RolloutStatus_State, record, active, of string, j *models.RolloutJudgement, want bool) {
+			Expect(models.TakesVerdictOf(state, record, active, of, j)).To(Equal(want))
+		},
+		Entry("the rollout to it, judged", models.RolloutStatus_PROGRESSING, "v2", "v2", "v2", judged, true),
+		Entry("a newer update made v3 active", models.RolloutStatus_PROGRESSING, "v3", "v3", "v2", judged, false),
+		Entry("the record is of another definition than the active one", models.RolloutStatus_PROGRESSING, "v2", "v3", "v2", judged, false),
+		Entry("HELD: not judged", models.RolloutStatus_HELD, "v2", "v2", "v2", judged, false),
+		Entry("no analysis", models.RolloutStatus_PROGRESSING, "v2", "v2", "v2", &models.RolloutJudgement{OnFailure: "hold"}, false),
+	)
+})
+
 var _ = Describe("BaselineWanted (its worked examples)", func() {
 	judged := &models.RolloutJudgement{Baseline: true, Analysis: &models.RolloutAnalysis{}}
 	DescribeTable("baseline instances beside the canaries",

@@ -74,7 +74,7 @@ func (r *Runner) judge(ctx context.Context, guid, definitionID string, j *models
 		}
 		return
 	}
-	if status.GetActiveDefinitionId() != definitionID || !models.Judged(status.GetState(), status.GetJudgement()) {
+	if !models.TakesVerdictOf(status.GetState(), status.GetActiveDefinitionId(), status.GetActiveDefinitionId(), definitionID, status.GetJudgement()) {
 		return
 	}
 	started := time.Now()

@@ -25,7 +25,7 @@ func (s *SQLDB) RecordVerdict(ctx context.Context, processGuid, definitionID str
 		if err != nil {
 			return nil, err
 		}
-		if rec == nil || rec.DefinitionID != definitionID || desired.ActiveDefinitionId != definitionID || !models.Judged(rec.State, rec.Judgement) {
+		if rec == nil || !models.TakesVerdictOf(rec.State, rec.DefinitionID, desired.ActiveDefinitionId, definitionID, rec.Judgement) {
 			return nil, models.NewError(models.Error_ResourceConflict,
 				"the rollout of %s to %s is no longer judged: a verdict of it is not recorded", processGuid, definitionID)
 		}
