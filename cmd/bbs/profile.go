@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -18,6 +19,12 @@ func init() {
 	address := os.Getenv("CORKBOARD_PPROF_ADDRESS")
 	if address == "" {
 		return
+	}
+	// Profiles show the board's memory: never on an address another host
+	// reaches.
+	if host, _, err := net.SplitHostPort(address); err != nil || !net.ParseIP(host).IsLoopback() {
+		fmt.Fprintln(os.Stderr, "bbs: CORKBOARD_PPROF_ADDRESS must be a loopback IP and port, not", address)
+		os.Exit(2)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
