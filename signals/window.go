@@ -1,8 +1,10 @@
 // Package signals keeps what the board sees happen to each definition's
-// instances — crashes and their reasons, the time from start to ready —
-// over a sliding window, from the event log every board reads. A rollout's
-// status shows them per definition (cork rollout status, the dashboard),
-// and /metrics exports them.
+// instances — crashes and their reasons, the time from start to ready,
+// the cells' health reports — over a sliding window, from the event log
+// every board reads, per definition and per instance (instances.go, which
+// counts each instance's restarts too). A
+// rollout's status shows them (cork rollout status, with --instances per
+// instance; the dashboard), and /metrics exports them.
 package signals
 
 import (
