@@ -273,10 +273,15 @@ export function lrpPage(guid) {
   }
   async function loadRollout() {
     rolloutStatus = await api.rolloutStatus(guid);
-    instanceSignals = new Map((rolloutStatus.definitions || []).flatMap((d) =>
-      (d.instance_signals || []).map((f) => [`${d.definition_id}/${f.index || 0}`, f])));
     rollout.update(rolloutStatus);
     refreshActions();
+    // The table is drawn again only when a figure it shows changed (the
+    // window's span alone grows with every read).
+    const next = new Map((rolloutStatus.definitions || []).flatMap((d) =>
+      (d.instance_signals || []).map((f) => [`${d.definition_id}/${f.index || 0}`, f])));
+    const shown = (m) => JSON.stringify([...m].map(([key, f]) => [key, { ...f, window_ms: undefined }]));
+    if (shown(next) === shown(instanceSignals)) return;
+    instanceSignals = next;
     renderInstances();
   }
   async function loadOperations() {
