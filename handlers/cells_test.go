@@ -342,6 +342,11 @@ var _ = Describe("The cell side", func() {
 						r.Health[0].MemoryBucketCounts[3] = -1
 						return r
 					}, "health[0].memory_bucket_counts[3]"),
+					Entry("a health report with an instance without its guid", models.RouteReportHealth, func(guid, cell string) proto.Message {
+						r := healthReport(cell, guid)
+						r.Health[0].Instances[1].InstanceGuid = ""
+						return r
+					}, "health[0].instances[1].instance_guid"),
 				)
 			})
 		}

@@ -12,15 +12,24 @@ import (
 )
 
 // healthReport is a valid health report of cellID about one definition of
-// guid: 4 checks (1 failed) within 5 ms, 2 instances within 32 MB.
+// guid: 4 checks (1 failed) within 5 ms, 2 instances within 32 MB: index
+// 0 (3 of the checks, the failed one among them, 20 MB) and index 1 (1
+// check, 30 MB).
 func healthReport(cellID, guid string) *models.ReportHealthRequest {
-	latencies := make([]int64, len(models.HealthLatencyBucketsMs)+1)
-	latencies[2] = 4
+	latencies := func(checks int64) []int64 {
+		counts := make([]int64, len(models.HealthLatencyBucketsMs)+1)
+		counts[2] = checks
+		return counts
+	}
 	memory := make([]int64, len(models.MemoryBucketsMB)+1)
 	memory[1] = 2
 	return &models.ReportHealthRequest{CellId: cellID, Health: []*models.DefinitionHealth{{
 		ProcessGuid: guid, DefinitionId: "v1", Checks: 4, CheckFailures: 1,
-		LatencyBucketCounts: latencies, MemoryBucketCounts: memory,
+		LatencyBucketCounts: latencies(4), MemoryBucketCounts: memory,
+		Instances: []*models.InstanceHealth{
+			{Index: 0, InstanceGuid: "instance-0", Checks: 3, CheckFailures: 1, LatencyBucketCounts: latencies(3), MemoryMb: proto.Int64(20)},
+			{Index: 1, InstanceGuid: "instance-1", Checks: 1, LatencyBucketCounts: latencies(1), MemoryMb: proto.Int64(30)},
+		},
 	}}}
 }
 
@@ -91,6 +100,20 @@ var _ = Describe("A cell's health report", func() {
 			Expect(resp.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
 			Expect(resp.GetError().GetMessage()).To(Equal("health[0].latency_bucket_counts: must count each check once: 4 counted, checks 5"))
 			Expect(logged(last)).To(BeEmpty())
+
+			By("refusing one whose instances count more checks than the entry, and accepting an older rep's without instances")
+			bad = healthReport("cell-1", guid)
+			bad.Health[0].Instances[1].Checks, bad.Health[0].Instances[1].LatencyBucketCounts[2] = 2, 2
+			resp = &models.ReportHealthResponse{}
+			b.call(models.RouteReportHealth, bad, resp)
+			Expect(resp.GetError().GetMessage()).To(Equal("health[0].instances: must count at most the entry's checks (4), got 5"))
+			Expect(logged(last)).To(BeEmpty())
+			old := healthReport("cell-1", guid)
+			old.Health[0].Instances = nil
+			resp = &models.ReportHealthResponse{}
+			b.call(models.RouteReportHealth, old, resp)
+			Expect(resp.GetError()).To(BeNil())
+			Expect(logged(last)).To(HaveLen(1))
 		})
 	}
 })

@@ -188,14 +188,17 @@ func WithRolloutPlanner(plan RolloutPlanner) Option {
 }
 
 // Signals answers what happened lately to a definition's instances
-// (signals.Collector), for the given number of them; nil when it knows
-// nothing of the definition.
+// (signals.Collector): Figures for the definition, for the given number
+// of instances, nil when it knows nothing of the definition; Instances
+// per instance, by index, nil when it knows none.
 type Signals interface {
 	Figures(definitionID string, instances int) *models.DefinitionSignals
+	Instances(definitionID string) []*models.InstanceSignals
 }
 
 // WithSignals fills each definition of a rollout status (GET rollout
-// status) with its signals from source. Without it they are absent.
+// status) with its signals and its instances' from source. Without it
+// they are absent.
 func WithSignals(source Signals) Option {
 	return func(o *options) { o.signals = source }
 }

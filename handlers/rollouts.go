@@ -7,7 +7,7 @@ import (
 )
 
 // rolloutStatus answers the stored status, each definition with what this
-// board's signals hold of it.
+// board's signals hold of it and of each of its instances.
 func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutStatusRequest) (*models.RolloutStatusResponse, error) {
 	status, err := h.store.RolloutStatus(ctx, req.GetProcessGuid())
 	if err != nil {
@@ -16,6 +16,7 @@ func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutSt
 	if h.signals != nil {
 		for _, d := range status.GetDefinitions() {
 			d.Signals = h.signals.Figures(d.GetDefinitionId(), int(d.GetInstances()))
+			d.InstanceSignals = h.signals.Instances(d.GetDefinitionId())
 		}
 	}
 	return &models.RolloutStatusResponse{Status: status}, nil

@@ -1,8 +1,10 @@
 package models
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Health reports: what a cell saw of each definition's instances between
@@ -23,6 +25,11 @@ var MemoryBucketsMB = []int64{16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
 // MaxHealthEntries bounds the entries of one ReportHealthRequest; a cell
 // running more definitions sends several.
 const MaxHealthEntries = 1000
+
+// MaxHealthInstances bounds the instances of one DefinitionHealth entry:
+// a cell runs far fewer instances of one definition (one per index, and
+// the index range is MaxInstances).
+const MaxHealthInstances = 1000
 
 // BucketOf is the index of the bucket of bounds that counts v: the first
 // whose bound is at least v, or len(bounds) (the +Inf bucket) when v is
@@ -86,6 +93,25 @@ func AddBucketCounts(dst, src []int64) []int64 {
 	return dst
 }
 
+// ReportedInstances is what a cell reports of a definition's instances:
+// those with checks or a memory sample, sorted by index then instance
+// guid, at most MaxHealthInstances of them (the first in that order; the
+// definition's own counts still count the rest). It sorts instances in
+// place.
+//
+// Worked example: index 1 (guid b) with 3 checks, index 0 (guid a) with
+// a memory sample and no check, index 2 (guid c) with neither (it ended
+// and had counted nothing): a, then b; c is left out.
+func ReportedInstances(instances []*InstanceHealth) []*InstanceHealth {
+	instances = slices.DeleteFunc(instances, func(in *InstanceHealth) bool {
+		return in.GetChecks() == 0 && in.MemoryMb == nil
+	})
+	slices.SortFunc(instances, func(a, b *InstanceHealth) int {
+		return cmp.Or(cmp.Compare(a.GetIndex(), b.GetIndex()), cmp.Compare(a.GetInstanceGuid(), b.GetInstanceGuid()))
+	})
+	return instances[:min(len(instances), MaxHealthInstances)]
+}
+
 // Validate requires the reporting cell_id and 1 to MaxHealthEntries
 // entries (see DefinitionHealth.validate).
 func (r *ReportHealthRequest) Validate() error {
@@ -135,8 +161,76 @@ func (h *DefinitionHealth) validate(path string) error {
 	if latencies != int64(h.GetChecks()) {
 		return ErrInvalidField(child(path, "latency_bucket_counts"), fmt.Sprintf("must count each check once: %d counted, checks %d", latencies, h.GetChecks()))
 	}
-	_, err = validateBucketCounts(child(path, "memory_bucket_counts"), h.GetMemoryBucketCounts(), MemoryBucketsMB)
-	return err
+	if _, err = validateBucketCounts(child(path, "memory_bucket_counts"), h.GetMemoryBucketCounts(), MemoryBucketsMB); err != nil {
+		return err
+	}
+	return h.validateInstances(child(path, "instances"))
+}
+
+// validateInstances requires at most MaxHealthInstances per-instance
+// entries, each valid (InstanceHealth.validate), no instance guid twice,
+// and their checks and failures adding up to no more than the entry's
+// (an instance that ended before the report may have counted checks the
+// entry carries without an instance of its own).
+func (h *DefinitionHealth) validateInstances(path string) error {
+	instances := h.GetInstances()
+	if len(instances) > MaxHealthInstances {
+		return ErrInvalidField(path, fmt.Sprintf("must hold at most %d entries, got %d", MaxHealthInstances, len(instances)))
+	}
+	var checks, failures int64
+	seen := map[string]bool{}
+	for i, in := range instances {
+		at := indexed(path, i)
+		if in == nil {
+			return ErrInvalidField(at, "required")
+		}
+		if err := in.validate(at); err != nil {
+			return err
+		}
+		if seen[in.GetInstanceGuid()] {
+			return ErrInvalidField(child(at, "instance_guid"), "must not repeat an earlier entry's, got "+quoteShort(in.GetInstanceGuid()))
+		}
+		seen[in.GetInstanceGuid()] = true
+		checks += int64(in.GetChecks())
+		failures += int64(in.GetCheckFailures())
+	}
+	if checks > int64(h.GetChecks()) {
+		return ErrInvalidField(path, fmt.Sprintf("must count at most the entry's checks (%d), got %d", h.GetChecks(), checks))
+	}
+	if failures > int64(h.GetCheckFailures()) {
+		return ErrInvalidField(path, fmt.Sprintf("must count at most the entry's check failures (%d), got %d", h.GetCheckFailures(), failures))
+	}
+	return nil
+}
+
+// validate requires the instance's index and guid, counts that are not
+// negative, no more failures than checks, the latency buckets at full
+// length counting each check once, and a memory sample that is not
+// negative.
+func (in *InstanceHealth) validate(path string) error {
+	if err := validateIndex(child(path, "index"), in.GetIndex()); err != nil {
+		return err
+	}
+	if err := validateInstanceGuid(child(path, "instance_guid"), in.GetInstanceGuid()); err != nil {
+		return err
+	}
+	if in.GetChecks() < 0 {
+		return ErrInvalidField(child(path, "checks"), fmt.Sprintf("must not be negative, got %d", in.GetChecks()))
+	}
+	if f := in.GetCheckFailures(); f < 0 || f > in.GetChecks() {
+		return ErrInvalidField(child(path, "check_failures"), fmt.Sprintf("must be 0 to checks (%d), got %d", in.GetChecks(), f))
+	}
+	latencies, err := validateBucketCounts(child(path, "latency_bucket_counts"), in.GetLatencyBucketCounts(), HealthLatencyBucketsMs)
+	if err != nil {
+		return err
+	}
+	if latencies != int64(in.GetChecks()) {
+		return ErrInvalidField(child(path, "latency_bucket_counts"), fmt.Sprintf("must count each check once: %d counted, checks %d", latencies, in.GetChecks()))
+	}
+	if in.MemoryMb != nil && in.GetMemoryMb() < 0 {
+		return ErrInvalidField(child(path, "memory_mb"), fmt.Sprintf("must not be negative, got %d", in.GetMemoryMb()))
+	}
+	return nil
 }
 
 // validateBucketCounts requires one count per bucket of bounds and the

@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
@@ -67,6 +69,13 @@ var _ = Describe("Health buckets", func() {
 	})
 })
 
+// instance is one instance's part of a health report: checks within 1 ms,
+// failures of them, and 12 MB in use.
+func instance(index int32, guid string, checks, failures int32) *models.InstanceHealth {
+	return &models.InstanceHealth{Index: index, InstanceGuid: guid, Checks: checks, CheckFailures: failures,
+		LatencyBucketCounts: latencies(map[int]int64{0: int64(checks)}), MemoryMb: proto.Int64(12)}
+}
+
 var _ = Describe("Validation of health reports", func() {
 	entry := func(guid string) *models.DefinitionHealth {
 		return &models.DefinitionHealth{
@@ -120,6 +129,59 @@ var _ = Describe("Validation of health reports", func() {
 			"health[0].latency_bucket_counts: must count each check once: 11 counted, checks 10"),
 		Entry("a count too large", func(r *models.ReportHealthRequest) { r.Health[0].MemoryBucketCounts[0] = 1 << 40 },
 			"health[0].memory_bucket_counts[0]: must be at most 2147483647, got 1099511627776"),
+
+		// Per instance (an old rep sends none: the entries above).
+		Entry("two instances, their checks within the entry's", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 6, 1), instance(1, "g-1", 4, 0)}
+		}, ""),
+		Entry("an instance with memory alone", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 0, 0)}
+		}, ""),
+		Entry("two starts of one index (a crash and a start on the same cell)", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 2, 1), instance(0, "g-1", 2, 0)}
+		}, ""),
+		Entry("1001 instances", func(r *models.ReportHealthRequest) {
+			for i := range 1001 {
+				r.Health[0].Instances = append(r.Health[0].Instances, instance(int32(i%100), fmt.Sprintf("g-%d", i), 0, 0))
+			}
+		}, "health[0].instances: must hold at most 1000 entries, got 1001"),
+		Entry("a nil instance", func(r *models.ReportHealthRequest) { r.Health[0].Instances = []*models.InstanceHealth{nil} },
+			"health[0].instances[0]: required"),
+		Entry("a negative index", func(r *models.ReportHealthRequest) {
+			r.Health[1].Instances = []*models.InstanceHealth{instance(-1, "g-0", 0, 0)}
+		}, "health[1].instances[0].index: must be between 0 and 99999 (or 100000, a validation instance, or 100001 to 100010, baseline instances), got -1"),
+		Entry("no instance guid", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "", 0, 0)}
+		}, "health[0].instances[0].instance_guid: required"),
+		Entry("an instance guid twice", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 1, 0), instance(1, "g-0", 1, 0)}
+		}, `health[0].instances[1].instance_guid: must not repeat an earlier entry's, got "g-0"`),
+		Entry("more instance failures than its checks", func(r *models.ReportHealthRequest) {
+			in := instance(0, "g-0", 2, 0)
+			in.CheckFailures = 3
+			r.Health[0].Instances = []*models.InstanceHealth{in}
+		}, "health[0].instances[0].check_failures: must be 0 to checks (2), got 3"),
+		Entry("instance latency counts that are not its checks", func(r *models.ReportHealthRequest) {
+			in := instance(0, "g-0", 2, 0)
+			in.LatencyBucketCounts[3] = 5
+			r.Health[0].Instances = []*models.InstanceHealth{in}
+		}, "health[0].instances[0].latency_bucket_counts: must count each check once: 7 counted, checks 2"),
+		Entry("instance latency buckets short of +Inf", func(r *models.ReportHealthRequest) {
+			in := instance(0, "g-0", 0, 0)
+			in.LatencyBucketCounts = nil
+			r.Health[0].Instances = []*models.InstanceHealth{in}
+		}, "health[0].instances[0].latency_bucket_counts: must have 13 entries (one per bucket and one above them), got 0"),
+		Entry("a negative memory sample", func(r *models.ReportHealthRequest) {
+			in := instance(0, "g-0", 0, 0)
+			in.MemoryMb = proto.Int64(-1)
+			r.Health[0].Instances = []*models.InstanceHealth{in}
+		}, "health[0].instances[0].memory_mb: must not be negative, got -1"),
+		Entry("instances with more checks than the entry", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 6, 0), instance(1, "g-1", 6, 0)}
+		}, "health[0].instances: must count at most the entry's checks (10), got 12"),
+		Entry("instances with more failures than the entry", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 3, 1), instance(1, "g-1", 3, 1)}
+		}, "health[0].instances: must count at most the entry's check failures (1), got 2"),
 	)
 
 	It("logs each entry as a definition_health event keyed by its LRP", func() {
@@ -150,4 +212,29 @@ var _ = Describe("BoardSignal of the health signals", func() {
 		Entry("no memory samples: no value", &models.DefinitionSignals{HealthChecks: 4}, "memory_mb_p99", 0.0, false),
 		Entry("no signals at all", nil, "memory_mb_p99", 0.0, false),
 	)
+})
+
+var _ = Describe("ReportedInstances (its worked example)", func() {
+	It("keeps the instances with checks or a memory sample, by index then guid", func() {
+		memoryOnly := instance(0, "a", 0, 0)
+		nothing := instance(2, "c", 0, 0)
+		nothing.MemoryMb = nil
+		got := models.ReportedInstances([]*models.InstanceHealth{instance(1, "b", 3, 0), nothing, memoryOnly, instance(1, "a2", 1, 0)})
+		guids := []string{}
+		for _, in := range got {
+			guids = append(guids, in.GetInstanceGuid())
+		}
+		Expect(guids).To(Equal([]string{"a", "a2", "b"}))
+	})
+
+	It("keeps at most MaxHealthInstances, the first by index", func() {
+		var many []*models.InstanceHealth
+		for i := range models.MaxHealthInstances + 5 {
+			many = append(many, instance(int32(models.MaxHealthInstances+4-i), fmt.Sprintf("g-%d", i), 1, 0))
+		}
+		got := models.ReportedInstances(many)
+		Expect(got).To(HaveLen(models.MaxHealthInstances))
+		Expect(got[0].GetIndex()).To(BeEquivalentTo(0))
+		Expect(got[len(got)-1].GetIndex()).To(BeEquivalentTo(models.MaxHealthInstances - 1))
+	})
 })

@@ -1022,8 +1022,13 @@ type DefinitionHealth struct {
 	// Running instances by memory in use: entry i counts those holding at
 	// most MemoryBucketsMB[i] MB; the last entry those holding more.
 	MemoryBucketCounts []int64 `protobuf:"varint,6,rep,packed,name=memory_bucket_counts,json=memoryBucketCounts,proto3" json:"memory_bucket_counts,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The same per instance (at most MaxHealthInstances): each instance's
+	// part of the checks above and its memory sample. Empty from a rep that
+	// reports per definition only; the board then keeps no per-instance
+	// health figures for the entry.
+	Instances     []*InstanceHealth `protobuf:"bytes,7,rep,name=instances,proto3" json:"instances,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DefinitionHealth) Reset() {
@@ -1098,6 +1103,104 @@ func (x *DefinitionHealth) GetMemoryBucketCounts() []int64 {
 	return nil
 }
 
+func (x *DefinitionHealth) GetInstances() []*InstanceHealth {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
+// InstanceHealth is what a cell saw of one instance of a definition since
+// its previous health report. An instance that crashed and started again
+// on the same cell within one report has an entry per instance guid.
+type InstanceHealth struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Index        int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	InstanceGuid string                 `protobuf:"bytes,2,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
+	// Health checks the instance ran once healthy, and of those failed.
+	Checks        int32 `protobuf:"varint,3,opt,name=checks,proto3" json:"checks,omitempty"`
+	CheckFailures int32 `protobuf:"varint,4,opt,name=check_failures,json=checkFailures,proto3" json:"check_failures,omitempty"`
+	// Its checks by latency, as DefinitionHealth.latency_bucket_counts.
+	LatencyBucketCounts []int64 `protobuf:"varint,5,rep,packed,name=latency_bucket_counts,json=latencyBucketCounts,proto3" json:"latency_bucket_counts,omitempty"`
+	// The memory it held at report time, in MB rounded up; absent when it
+	// no longer runs or its memory could not be read.
+	MemoryMb      *int64 `protobuf:"varint,6,opt,name=memory_mb,json=memoryMb,proto3,oneof" json:"memory_mb,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstanceHealth) Reset() {
+	*x = InstanceHealth{}
+	mi := &file_lifecycle_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstanceHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstanceHealth) ProtoMessage() {}
+
+func (x *InstanceHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_lifecycle_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstanceHealth.ProtoReflect.Descriptor instead.
+func (*InstanceHealth) Descriptor() ([]byte, []int) {
+	return file_lifecycle_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *InstanceHealth) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *InstanceHealth) GetInstanceGuid() string {
+	if x != nil {
+		return x.InstanceGuid
+	}
+	return ""
+}
+
+func (x *InstanceHealth) GetChecks() int32 {
+	if x != nil {
+		return x.Checks
+	}
+	return 0
+}
+
+func (x *InstanceHealth) GetCheckFailures() int32 {
+	if x != nil {
+		return x.CheckFailures
+	}
+	return 0
+}
+
+func (x *InstanceHealth) GetLatencyBucketCounts() []int64 {
+	if x != nil {
+		return x.LatencyBucketCounts
+	}
+	return nil
+}
+
+func (x *InstanceHealth) GetMemoryMb() int64 {
+	if x != nil && x.MemoryMb != nil {
+		return *x.MemoryMb
+	}
+	return 0
+}
+
 // ReportHealthRequest carries a cell's health report: one entry per
 // (process_guid, definition_id) it runs or ran since its previous report.
 type ReportHealthRequest struct {
@@ -1111,7 +1214,7 @@ type ReportHealthRequest struct {
 
 func (x *ReportHealthRequest) Reset() {
 	*x = ReportHealthRequest{}
-	mi := &file_lifecycle_proto_msgTypes[15]
+	mi := &file_lifecycle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1226,7 @@ func (x *ReportHealthRequest) String() string {
 func (*ReportHealthRequest) ProtoMessage() {}
 
 func (x *ReportHealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycle_proto_msgTypes[15]
+	mi := &file_lifecycle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1239,7 @@ func (x *ReportHealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportHealthRequest.ProtoReflect.Descriptor instead.
 func (*ReportHealthRequest) Descriptor() ([]byte, []int) {
-	return file_lifecycle_proto_rawDescGZIP(), []int{15}
+	return file_lifecycle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReportHealthRequest) GetCellId() string {
@@ -1162,7 +1265,7 @@ type ReportHealthResponse struct {
 
 func (x *ReportHealthResponse) Reset() {
 	*x = ReportHealthResponse{}
-	mi := &file_lifecycle_proto_msgTypes[16]
+	mi := &file_lifecycle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1277,7 @@ func (x *ReportHealthResponse) String() string {
 func (*ReportHealthResponse) ProtoMessage() {}
 
 func (x *ReportHealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lifecycle_proto_msgTypes[16]
+	mi := &file_lifecycle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1290,7 @@ func (x *ReportHealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportHealthResponse.ProtoReflect.Descriptor instead.
 func (*ReportHealthResponse) Descriptor() ([]byte, []int) {
-	return file_lifecycle_proto_rawDescGZIP(), []int{16}
+	return file_lifecycle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReportHealthResponse) GetError() *Error {
@@ -1273,14 +1376,24 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\achanges\x18\x02 \x03(\v2!.corkboard.models.OccupancyChangeR\achanges\"b\n" +
 	"\x17ReportOccupancyResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12\x18\n" +
-	"\aapplied\x18\x02 \x01(\x05R\aapplied\"\xff\x01\n" +
+	"\aapplied\x18\x02 \x01(\x05R\aapplied\"\xbf\x02\n" +
 	"\x10DefinitionHealth\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12#\n" +
 	"\rdefinition_id\x18\x02 \x01(\tR\fdefinitionId\x12\x16\n" +
 	"\x06checks\x18\x03 \x01(\x05R\x06checks\x12%\n" +
 	"\x0echeck_failures\x18\x04 \x01(\x05R\rcheckFailures\x122\n" +
 	"\x15latency_bucket_counts\x18\x05 \x03(\x03R\x13latencyBucketCounts\x120\n" +
-	"\x14memory_bucket_counts\x18\x06 \x03(\x03R\x12memoryBucketCounts\"j\n" +
+	"\x14memory_bucket_counts\x18\x06 \x03(\x03R\x12memoryBucketCounts\x12>\n" +
+	"\tinstances\x18\a \x03(\v2 .corkboard.models.InstanceHealthR\tinstances\"\xee\x01\n" +
+	"\x0eInstanceHealth\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12#\n" +
+	"\rinstance_guid\x18\x02 \x01(\tR\finstanceGuid\x12\x16\n" +
+	"\x06checks\x18\x03 \x01(\x05R\x06checks\x12%\n" +
+	"\x0echeck_failures\x18\x04 \x01(\x05R\rcheckFailures\x122\n" +
+	"\x15latency_bucket_counts\x18\x05 \x03(\x03R\x13latencyBucketCounts\x12 \n" +
+	"\tmemory_mb\x18\x06 \x01(\x03H\x00R\bmemoryMb\x88\x01\x01B\f\n" +
+	"\n" +
+	"_memory_mb\"j\n" +
 	"\x13ReportHealthRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12:\n" +
 	"\x06health\x18\x02 \x03(\v2\".corkboard.models.DefinitionHealthR\x06health\"E\n" +
@@ -1299,7 +1412,7 @@ func file_lifecycle_proto_rawDescGZIP() []byte {
 	return file_lifecycle_proto_rawDescData
 }
 
-var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_lifecycle_proto_goTypes = []any{
 	(*ClaimActualLRPRequest)(nil),      // 0: corkboard.models.ClaimActualLRPRequest
 	(*StartActualLRPRequest)(nil),      // 1: corkboard.models.StartActualLRPRequest
@@ -1316,38 +1429,40 @@ var file_lifecycle_proto_goTypes = []any{
 	(*ReportOccupancyRequest)(nil),     // 12: corkboard.models.ReportOccupancyRequest
 	(*ReportOccupancyResponse)(nil),    // 13: corkboard.models.ReportOccupancyResponse
 	(*DefinitionHealth)(nil),           // 14: corkboard.models.DefinitionHealth
-	(*ReportHealthRequest)(nil),        // 15: corkboard.models.ReportHealthRequest
-	(*ReportHealthResponse)(nil),       // 16: corkboard.models.ReportHealthResponse
-	(*NetInfo)(nil),                    // 17: corkboard.models.NetInfo
-	(ActualLRP_Presence)(0),            // 18: corkboard.models.ActualLRP.Presence
-	(*Error)(nil),                      // 19: corkboard.models.Error
-	(*ActualLRP)(nil),                  // 20: corkboard.models.ActualLRP
-	(ActualLRP_State)(0),               // 21: corkboard.models.ActualLRP.State
+	(*InstanceHealth)(nil),             // 15: corkboard.models.InstanceHealth
+	(*ReportHealthRequest)(nil),        // 16: corkboard.models.ReportHealthRequest
+	(*ReportHealthResponse)(nil),       // 17: corkboard.models.ReportHealthResponse
+	(*NetInfo)(nil),                    // 18: corkboard.models.NetInfo
+	(ActualLRP_Presence)(0),            // 19: corkboard.models.ActualLRP.Presence
+	(*Error)(nil),                      // 20: corkboard.models.Error
+	(*ActualLRP)(nil),                  // 21: corkboard.models.ActualLRP
+	(ActualLRP_State)(0),               // 22: corkboard.models.ActualLRP.State
 }
 var file_lifecycle_proto_depIdxs = []int32{
-	17, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
-	18, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	18, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
-	19, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
-	20, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
-	18, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
-	21, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
-	17, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
+	18, // 0: corkboard.models.StartActualLRPRequest.net_info:type_name -> corkboard.models.NetInfo
+	19, // 1: corkboard.models.StartActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	19, // 2: corkboard.models.RemoveActualLRPRequest.presence:type_name -> corkboard.models.ActualLRP.Presence
+	20, // 3: corkboard.models.ActualLRPLifecycleResponse.error:type_name -> corkboard.models.Error
+	21, // 4: corkboard.models.ActualLRPLifecycleResponse.actual_lrp:type_name -> corkboard.models.ActualLRP
+	19, // 5: corkboard.models.ReportedInstance.presence:type_name -> corkboard.models.ActualLRP.Presence
+	22, // 6: corkboard.models.ReportedInstance.state:type_name -> corkboard.models.ActualLRP.State
+	18, // 7: corkboard.models.ReportedInstance.net_info:type_name -> corkboard.models.NetInfo
 	6,  // 8: corkboard.models.BulkReportRequest.instances:type_name -> corkboard.models.ReportedInstance
-	19, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
+	20, // 9: corkboard.models.BulkReportResponse.error:type_name -> corkboard.models.Error
 	6,  // 10: corkboard.models.BulkReportResponse.stop:type_name -> corkboard.models.ReportedInstance
-	20, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
-	19, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
-	18, // 13: corkboard.models.OccupancyChange.presence:type_name -> corkboard.models.ActualLRP.Presence
+	21, // 11: corkboard.models.BulkReportResponse.assigned:type_name -> corkboard.models.ActualLRP
+	20, // 12: corkboard.models.EvacuateActualLRPResponse.error:type_name -> corkboard.models.Error
+	19, // 13: corkboard.models.OccupancyChange.presence:type_name -> corkboard.models.ActualLRP.Presence
 	11, // 14: corkboard.models.ReportOccupancyRequest.changes:type_name -> corkboard.models.OccupancyChange
-	19, // 15: corkboard.models.ReportOccupancyResponse.error:type_name -> corkboard.models.Error
-	14, // 16: corkboard.models.ReportHealthRequest.health:type_name -> corkboard.models.DefinitionHealth
-	19, // 17: corkboard.models.ReportHealthResponse.error:type_name -> corkboard.models.Error
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	20, // 15: corkboard.models.ReportOccupancyResponse.error:type_name -> corkboard.models.Error
+	15, // 16: corkboard.models.DefinitionHealth.instances:type_name -> corkboard.models.InstanceHealth
+	14, // 17: corkboard.models.ReportHealthRequest.health:type_name -> corkboard.models.DefinitionHealth
+	20, // 18: corkboard.models.ReportHealthResponse.error:type_name -> corkboard.models.Error
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_lifecycle_proto_init() }
@@ -1358,13 +1473,14 @@ func file_lifecycle_proto_init() {
 	file_error_proto_init()
 	file_actual_lrp_proto_init()
 	file_lifecycle_proto_msgTypes[1].OneofWrappers = []any{}
+	file_lifecycle_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lifecycle_proto_rawDesc), len(file_lifecycle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

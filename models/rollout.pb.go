@@ -971,9 +971,12 @@ type DefinitionInstances struct {
 	Running int32 `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
 	// What happened to them lately, as the answering board saw it (package
 	// signals); absent where the board keeps no signals.
-	Signals       *DefinitionSignals `protobuf:"bytes,4,opt,name=signals,proto3" json:"signals,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Signals *DefinitionSignals `protobuf:"bytes,4,opt,name=signals,proto3" json:"signals,omitempty"`
+	// The same per instance of the definition the board's signals know of,
+	// by index; empty where the board keeps no signals.
+	InstanceSignals []*InstanceSignals `protobuf:"bytes,5,rep,name=instance_signals,json=instanceSignals,proto3" json:"instance_signals,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DefinitionInstances) Reset() {
@@ -1034,6 +1037,155 @@ func (x *DefinitionInstances) GetSignals() *DefinitionSignals {
 	return nil
 }
 
+func (x *DefinitionInstances) GetInstanceSignals() []*InstanceSignals {
+	if x != nil {
+		return x.InstanceSignals
+	}
+	return nil
+}
+
+// InstanceSignals is what happened to one instance of a definition (one
+// index of the LRP running that definition, whatever instance guid each
+// start gave it) over the board's signal window (signals.Window).
+type InstanceSignals struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index int32                  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The latest instance guid the board heard of for the index (a crashed
+	// or unclaimed row has none: the one before it stays).
+	InstanceGuid string `protobuf:"bytes,2,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
+	// The span the figures cover, in ms: the window, or less while the
+	// board has known the instance for less than a window.
+	WindowMs int64 `protobuf:"varint,3,opt,name=window_ms,json=windowMs,proto3" json:"window_ms,omitempty"`
+	// Crashes in the span, and the reason of the latest of them.
+	Crashes         int32  `protobuf:"varint,4,opt,name=crashes,proto3" json:"crashes,omitempty"`
+	LastCrashReason string `protobuf:"bytes,5,opt,name=last_crash_reason,json=lastCrashReason,proto3" json:"last_crash_reason,omitempty"`
+	// Starts after a crash in the span: the board moved the crashed row back
+	// to UNCLAIMED to place it again.
+	Restarts int32 `protobuf:"varint,6,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	// The time from start (CLAIMED) to ready (RUNNING) of the latest start
+	// that became ready in the span, in ms; absent without one.
+	TimeToReadyMs *int64 `protobuf:"varint,7,opt,name=time_to_ready_ms,json=timeToReadyMs,proto3,oneof" json:"time_to_ready_ms,omitempty"`
+	// Health checks the instance ran once healthy (its cell's reports in the
+	// span) and how many failed.
+	HealthChecks        int32 `protobuf:"varint,8,opt,name=health_checks,json=healthChecks,proto3" json:"health_checks,omitempty"`
+	HealthCheckFailures int32 `protobuf:"varint,9,opt,name=health_check_failures,json=healthCheckFailures,proto3" json:"health_check_failures,omitempty"`
+	// The 99th percentile of its checks' latency, in ms (the upper bound of
+	// its bucket, models.HistogramQuantile), and of the memory it held at
+	// its cell's reports, in MB (the nearest rank of the samples
+	// themselves); absent without samples in the span.
+	HealthLatencyP99Ms *int64 `protobuf:"varint,10,opt,name=health_latency_p99_ms,json=healthLatencyP99Ms,proto3,oneof" json:"health_latency_p99_ms,omitempty"`
+	MemoryMbP99        *int64 `protobuf:"varint,11,opt,name=memory_mb_p99,json=memoryMbP99,proto3,oneof" json:"memory_mb_p99,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *InstanceSignals) Reset() {
+	*x = InstanceSignals{}
+	mi := &file_rollout_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstanceSignals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstanceSignals) ProtoMessage() {}
+
+func (x *InstanceSignals) ProtoReflect() protoreflect.Message {
+	mi := &file_rollout_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstanceSignals.ProtoReflect.Descriptor instead.
+func (*InstanceSignals) Descriptor() ([]byte, []int) {
+	return file_rollout_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *InstanceSignals) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetInstanceGuid() string {
+	if x != nil {
+		return x.InstanceGuid
+	}
+	return ""
+}
+
+func (x *InstanceSignals) GetWindowMs() int64 {
+	if x != nil {
+		return x.WindowMs
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetCrashes() int32 {
+	if x != nil {
+		return x.Crashes
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetLastCrashReason() string {
+	if x != nil {
+		return x.LastCrashReason
+	}
+	return ""
+}
+
+func (x *InstanceSignals) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetTimeToReadyMs() int64 {
+	if x != nil && x.TimeToReadyMs != nil {
+		return *x.TimeToReadyMs
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetHealthChecks() int32 {
+	if x != nil {
+		return x.HealthChecks
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetHealthCheckFailures() int32 {
+	if x != nil {
+		return x.HealthCheckFailures
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetHealthLatencyP99Ms() int64 {
+	if x != nil && x.HealthLatencyP99Ms != nil {
+		return *x.HealthLatencyP99Ms
+	}
+	return 0
+}
+
+func (x *InstanceSignals) GetMemoryMbP99() int64 {
+	if x != nil && x.MemoryMbP99 != nil {
+		return *x.MemoryMbP99
+	}
+	return 0
+}
+
 // DefinitionSignals is what happened to one definition's instances over
 // the board's signal window, from the event log (signals.Window).
 type DefinitionSignals struct {
@@ -1068,7 +1220,7 @@ type DefinitionSignals struct {
 
 func (x *DefinitionSignals) Reset() {
 	*x = DefinitionSignals{}
-	mi := &file_rollout_proto_msgTypes[11]
+	mi := &file_rollout_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1232,7 @@ func (x *DefinitionSignals) String() string {
 func (*DefinitionSignals) ProtoMessage() {}
 
 func (x *DefinitionSignals) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[11]
+	mi := &file_rollout_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1245,7 @@ func (x *DefinitionSignals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefinitionSignals.ProtoReflect.Descriptor instead.
 func (*DefinitionSignals) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{11}
+	return file_rollout_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DefinitionSignals) GetWindowMs() int64 {
@@ -1189,7 +1341,7 @@ type RolloutStatusRequest struct {
 
 func (x *RolloutStatusRequest) Reset() {
 	*x = RolloutStatusRequest{}
-	mi := &file_rollout_proto_msgTypes[12]
+	mi := &file_rollout_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1353,7 @@ func (x *RolloutStatusRequest) String() string {
 func (*RolloutStatusRequest) ProtoMessage() {}
 
 func (x *RolloutStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[12]
+	mi := &file_rollout_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1366,7 @@ func (x *RolloutStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatusRequest.ProtoReflect.Descriptor instead.
 func (*RolloutStatusRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{12}
+	return file_rollout_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RolloutStatusRequest) GetProcessGuid() string {
@@ -1234,7 +1386,7 @@ type RolloutStatusResponse struct {
 
 func (x *RolloutStatusResponse) Reset() {
 	*x = RolloutStatusResponse{}
-	mi := &file_rollout_proto_msgTypes[13]
+	mi := &file_rollout_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1398,7 @@ func (x *RolloutStatusResponse) String() string {
 func (*RolloutStatusResponse) ProtoMessage() {}
 
 func (x *RolloutStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[13]
+	mi := &file_rollout_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1411,7 @@ func (x *RolloutStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RolloutStatusResponse.ProtoReflect.Descriptor instead.
 func (*RolloutStatusResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{13}
+	return file_rollout_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RolloutStatusResponse) GetError() *Error {
@@ -1296,7 +1448,7 @@ type RollbackRequest struct {
 
 func (x *RollbackRequest) Reset() {
 	*x = RollbackRequest{}
-	mi := &file_rollout_proto_msgTypes[14]
+	mi := &file_rollout_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1460,7 @@ func (x *RollbackRequest) String() string {
 func (*RollbackRequest) ProtoMessage() {}
 
 func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[14]
+	mi := &file_rollout_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1473,7 @@ func (x *RollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackRequest.ProtoReflect.Descriptor instead.
 func (*RollbackRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{14}
+	return file_rollout_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RollbackRequest) GetProcessGuid() string {
@@ -1359,7 +1511,7 @@ type RollbackResponse struct {
 
 func (x *RollbackResponse) Reset() {
 	*x = RollbackResponse{}
-	mi := &file_rollout_proto_msgTypes[15]
+	mi := &file_rollout_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1523,7 @@ func (x *RollbackResponse) String() string {
 func (*RollbackResponse) ProtoMessage() {}
 
 func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[15]
+	mi := &file_rollout_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1536,7 @@ func (x *RollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackResponse.ProtoReflect.Descriptor instead.
 func (*RollbackResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{15}
+	return file_rollout_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RollbackResponse) GetError() *Error {
@@ -1423,7 +1575,7 @@ type AbortRolloutRequest struct {
 
 func (x *AbortRolloutRequest) Reset() {
 	*x = AbortRolloutRequest{}
-	mi := &file_rollout_proto_msgTypes[16]
+	mi := &file_rollout_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1587,7 @@ func (x *AbortRolloutRequest) String() string {
 func (*AbortRolloutRequest) ProtoMessage() {}
 
 func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[16]
+	mi := &file_rollout_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1600,7 @@ func (x *AbortRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutRequest.ProtoReflect.Descriptor instead.
 func (*AbortRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{16}
+	return file_rollout_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AbortRolloutRequest) GetProcessGuid() string {
@@ -1475,7 +1627,7 @@ type AbortRolloutResponse struct {
 
 func (x *AbortRolloutResponse) Reset() {
 	*x = AbortRolloutResponse{}
-	mi := &file_rollout_proto_msgTypes[17]
+	mi := &file_rollout_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1639,7 @@ func (x *AbortRolloutResponse) String() string {
 func (*AbortRolloutResponse) ProtoMessage() {}
 
 func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[17]
+	mi := &file_rollout_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1652,7 @@ func (x *AbortRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRolloutResponse.ProtoReflect.Descriptor instead.
 func (*AbortRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{17}
+	return file_rollout_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AbortRolloutResponse) GetError() *Error {
@@ -1541,7 +1693,7 @@ type EditRolloutRequest struct {
 
 func (x *EditRolloutRequest) Reset() {
 	*x = EditRolloutRequest{}
-	mi := &file_rollout_proto_msgTypes[18]
+	mi := &file_rollout_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1705,7 @@ func (x *EditRolloutRequest) String() string {
 func (*EditRolloutRequest) ProtoMessage() {}
 
 func (x *EditRolloutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[18]
+	mi := &file_rollout_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1718,7 @@ func (x *EditRolloutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditRolloutRequest.ProtoReflect.Descriptor instead.
 func (*EditRolloutRequest) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{18}
+	return file_rollout_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EditRolloutRequest) GetProcessGuid() string {
@@ -1630,7 +1782,7 @@ type EditRolloutResponse struct {
 
 func (x *EditRolloutResponse) Reset() {
 	*x = EditRolloutResponse{}
-	mi := &file_rollout_proto_msgTypes[19]
+	mi := &file_rollout_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1794,7 @@ func (x *EditRolloutResponse) String() string {
 func (*EditRolloutResponse) ProtoMessage() {}
 
 func (x *EditRolloutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_rollout_proto_msgTypes[19]
+	mi := &file_rollout_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1807,7 @@ func (x *EditRolloutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditRolloutResponse.ProtoReflect.Descriptor instead.
 func (*EditRolloutResponse) Descriptor() ([]byte, []int) {
-	return file_rollout_proto_rawDescGZIP(), []int{19}
+	return file_rollout_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EditRolloutResponse) GetError() *Error {
@@ -1764,12 +1916,29 @@ const file_rollout_proto_rawDesc = "" +
 	"\x15ResumeRolloutResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x127\n" +
 	"\x06status\x18\x02 \x01(\v2\x1f.corkboard.models.RolloutStatusR\x06status\x12!\n" +
-	"\foperation_id\x18\x03 \x01(\tR\voperationId\"\xb1\x01\n" +
+	"\foperation_id\x18\x03 \x01(\tR\voperationId\"\xff\x01\n" +
 	"\x13DefinitionInstances\x12#\n" +
 	"\rdefinition_id\x18\x01 \x01(\tR\fdefinitionId\x12\x1c\n" +
 	"\tinstances\x18\x02 \x01(\x05R\tinstances\x12\x18\n" +
 	"\arunning\x18\x03 \x01(\x05R\arunning\x12=\n" +
-	"\asignals\x18\x04 \x01(\v2#.corkboard.models.DefinitionSignalsR\asignals\"\xa3\x04\n" +
+	"\asignals\x18\x04 \x01(\v2#.corkboard.models.DefinitionSignalsR\asignals\x12L\n" +
+	"\x10instance_signals\x18\x05 \x03(\v2!.corkboard.models.InstanceSignalsR\x0finstanceSignals\"\xf4\x03\n" +
+	"\x0fInstanceSignals\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12#\n" +
+	"\rinstance_guid\x18\x02 \x01(\tR\finstanceGuid\x12\x1b\n" +
+	"\twindow_ms\x18\x03 \x01(\x03R\bwindowMs\x12\x18\n" +
+	"\acrashes\x18\x04 \x01(\x05R\acrashes\x12*\n" +
+	"\x11last_crash_reason\x18\x05 \x01(\tR\x0flastCrashReason\x12\x1a\n" +
+	"\brestarts\x18\x06 \x01(\x05R\brestarts\x12,\n" +
+	"\x10time_to_ready_ms\x18\a \x01(\x03H\x00R\rtimeToReadyMs\x88\x01\x01\x12#\n" +
+	"\rhealth_checks\x18\b \x01(\x05R\fhealthChecks\x122\n" +
+	"\x15health_check_failures\x18\t \x01(\x05R\x13healthCheckFailures\x126\n" +
+	"\x15health_latency_p99_ms\x18\n" +
+	" \x01(\x03H\x01R\x12healthLatencyP99Ms\x88\x01\x01\x12'\n" +
+	"\rmemory_mb_p99\x18\v \x01(\x03H\x02R\vmemoryMbP99\x88\x01\x01B\x13\n" +
+	"\x11_time_to_ready_msB\x18\n" +
+	"\x16_health_latency_p99_msB\x10\n" +
+	"\x0e_memory_mb_p99\"\xa3\x04\n" +
 	"\x11DefinitionSignals\x12\x1b\n" +
 	"\twindow_ms\x18\x01 \x01(\x03R\bwindowMs\x12\x18\n" +
 	"\acrashes\x18\x02 \x01(\x05R\acrashes\x12\x1d\n" +
@@ -1839,7 +2008,7 @@ func file_rollout_proto_rawDescGZIP() []byte {
 }
 
 var file_rollout_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_rollout_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_rollout_proto_goTypes = []any{
 	(RolloutStatus_State)(0),       // 0: corkboard.models.RolloutStatus.State
 	(*RolloutStatus)(nil),          // 1: corkboard.models.RolloutStatus
@@ -1853,47 +2022,49 @@ var file_rollout_proto_goTypes = []any{
 	(*ResumeRolloutRequest)(nil),   // 9: corkboard.models.ResumeRolloutRequest
 	(*ResumeRolloutResponse)(nil),  // 10: corkboard.models.ResumeRolloutResponse
 	(*DefinitionInstances)(nil),    // 11: corkboard.models.DefinitionInstances
-	(*DefinitionSignals)(nil),      // 12: corkboard.models.DefinitionSignals
-	(*RolloutStatusRequest)(nil),   // 13: corkboard.models.RolloutStatusRequest
-	(*RolloutStatusResponse)(nil),  // 14: corkboard.models.RolloutStatusResponse
-	(*RollbackRequest)(nil),        // 15: corkboard.models.RollbackRequest
-	(*RollbackResponse)(nil),       // 16: corkboard.models.RollbackResponse
-	(*AbortRolloutRequest)(nil),    // 17: corkboard.models.AbortRolloutRequest
-	(*AbortRolloutResponse)(nil),   // 18: corkboard.models.AbortRolloutResponse
-	(*EditRolloutRequest)(nil),     // 19: corkboard.models.EditRolloutRequest
-	(*EditRolloutResponse)(nil),    // 20: corkboard.models.EditRolloutResponse
-	(*RolloutJudgement)(nil),       // 21: corkboard.models.RolloutJudgement
-	(*Error)(nil),                  // 22: corkboard.models.Error
+	(*InstanceSignals)(nil),        // 12: corkboard.models.InstanceSignals
+	(*DefinitionSignals)(nil),      // 13: corkboard.models.DefinitionSignals
+	(*RolloutStatusRequest)(nil),   // 14: corkboard.models.RolloutStatusRequest
+	(*RolloutStatusResponse)(nil),  // 15: corkboard.models.RolloutStatusResponse
+	(*RollbackRequest)(nil),        // 16: corkboard.models.RollbackRequest
+	(*RollbackResponse)(nil),       // 17: corkboard.models.RollbackResponse
+	(*AbortRolloutRequest)(nil),    // 18: corkboard.models.AbortRolloutRequest
+	(*AbortRolloutResponse)(nil),   // 19: corkboard.models.AbortRolloutResponse
+	(*EditRolloutRequest)(nil),     // 20: corkboard.models.EditRolloutRequest
+	(*EditRolloutResponse)(nil),    // 21: corkboard.models.EditRolloutResponse
+	(*RolloutJudgement)(nil),       // 22: corkboard.models.RolloutJudgement
+	(*Error)(nil),                  // 23: corkboard.models.Error
 }
 var file_rollout_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
 	11, // 1: corkboard.models.RolloutStatus.definitions:type_name -> corkboard.models.DefinitionInstances
 	4,  // 2: corkboard.models.RolloutStatus.stage:type_name -> corkboard.models.RolloutStage
-	21, // 3: corkboard.models.RolloutStatus.judgement:type_name -> corkboard.models.RolloutJudgement
+	22, // 3: corkboard.models.RolloutStatus.judgement:type_name -> corkboard.models.RolloutJudgement
 	3,  // 4: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
 	3,  // 5: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
 	3,  // 6: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	22, // 7: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
+	23, // 7: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 8: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	22, // 9: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
+	23, // 9: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 10: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	22, // 11: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
+	23, // 11: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
 	1,  // 12: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	12, // 13: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
-	22, // 14: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
-	1,  // 15: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
-	22, // 16: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
-	1,  // 17: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
-	22, // 18: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 19: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	3,  // 20: corkboard.models.EditRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	22, // 21: corkboard.models.EditRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 22: corkboard.models.EditRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	13, // 13: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
+	12, // 14: corkboard.models.DefinitionInstances.instance_signals:type_name -> corkboard.models.InstanceSignals
+	23, // 15: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
+	1,  // 16: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
+	23, // 17: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
+	1,  // 18: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
+	23, // 19: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 20: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	3,  // 21: corkboard.models.EditRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
+	23, // 22: corkboard.models.EditRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 23: corkboard.models.EditRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_rollout_proto_init() }
@@ -1904,14 +2075,15 @@ func file_rollout_proto_init() {
 	file_error_proto_init()
 	file_analysis_proto_init()
 	file_rollout_proto_msgTypes[11].OneofWrappers = []any{}
-	file_rollout_proto_msgTypes[18].OneofWrappers = []any{}
+	file_rollout_proto_msgTypes[12].OneofWrappers = []any{}
+	file_rollout_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rollout_proto_rawDesc), len(file_rollout_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -22,13 +22,14 @@ func (a *Agent) healthLoop() {
 
 // reportHealth adds what the executor counted since the last call to the
 // pending report and sends it, one DefinitionHealth per (process guid,
-// definition id), at most models.MaxHealthEntries per call. Checks add up
-// until a call carrying them succeeds, so a failed call's counts go with
-// the next report; memory is a sample at report time, so the pending
-// report keeps only the newest one (a definition that no longer runs has
-// none). A call that applied but lost its answer is counted again with
-// the next report: the client never repeats one (it would count twice
-// every time), and the board's signals tolerate the rare overcount
+// definition id), at most models.MaxHealthEntries per call, each with its
+// instances (models.ReportedInstances). Checks add up until a call
+// carrying them succeeds, so a failed call's counts go with the next
+// report; memory is a sample at report time, so the pending report keeps
+// only the newest one (a definition or an instance that no longer runs
+// has none). A call that applied but lost its answer is counted again
+// with the next report: the client never repeats one (it would count
+// twice every time), and the board's signals tolerate the rare overcount
 // better than a lost report.
 func (a *Agent) reportHealth() {
 	taken := map[definitionKey]*models.DefinitionHealth{}
@@ -37,13 +38,18 @@ func (a *Agent) reportHealth() {
 	}
 	for key, pending := range a.pendingHealth {
 		clear(pending.MemoryBucketCounts)
+		for _, in := range pending.Instances {
+			in.MemoryMb = nil
+		}
 		if h, ok := taken[key]; ok {
 			pending.Checks += h.GetChecks()
 			pending.CheckFailures += h.GetCheckFailures()
 			pending.LatencyBucketCounts = models.AddBucketCounts(pending.LatencyBucketCounts, h.GetLatencyBucketCounts())
 			pending.MemoryBucketCounts = models.AddBucketCounts(pending.MemoryBucketCounts, h.GetMemoryBucketCounts())
+			pending.Instances = addInstanceHealth(pending.Instances, h.GetInstances())
 			delete(taken, key)
 		}
+		pending.Instances = models.ReportedInstances(pending.Instances)
 	}
 	for key, h := range taken {
 		a.pendingHealth[key] = h
@@ -75,4 +81,26 @@ func (a *Agent) reportHealth() {
 		}
 	}
 	a.logger.Debug("health-reported", lager.Data{"definitions": len(report)})
+}
+
+// addInstanceHealth adds taken to pending, instance by instance guid:
+// checks, failures and latencies add up, the memory sample is taken's.
+func addInstanceHealth(pending, taken []*models.InstanceHealth) []*models.InstanceHealth {
+	byGuid := make(map[string]*models.InstanceHealth, len(pending))
+	for _, in := range pending {
+		byGuid[in.GetInstanceGuid()] = in
+	}
+	for _, t := range taken {
+		in, ok := byGuid[t.GetInstanceGuid()]
+		if !ok {
+			pending = append(pending, t)
+			byGuid[t.GetInstanceGuid()] = t
+			continue
+		}
+		in.Checks += t.GetChecks()
+		in.CheckFailures += t.GetCheckFailures()
+		in.LatencyBucketCounts = models.AddBucketCounts(in.LatencyBucketCounts, t.GetLatencyBucketCounts())
+		in.MemoryMb = t.MemoryMb
+	}
+	return pending
 }

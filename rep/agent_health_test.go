@@ -3,11 +3,13 @@ package rep_test
 import (
 	"context"
 	"os"
+	"slices"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
@@ -21,14 +23,17 @@ var _ = Describe("the agent's health reports, against a real board", func() {
 	)
 
 	// health is an entry of checks checks within 5 ms (failures of them
-	// failed) and one instance within memoryMB.
+	// failed) and one instance within memoryMB: index 0, instance guid
+	// definitionID-0, which ran those checks and holds memoryMB.
 	health := func(definitionID string, checks, failures int32, memoryMB int64) *models.DefinitionHealth {
 		latencies := make([]int64, len(models.HealthLatencyBucketsMs)+1)
 		latencies[models.BucketOf(models.HealthLatencyBucketsMs, 5)] = int64(checks)
 		memory := make([]int64, len(models.MemoryBucketsMB)+1)
 		memory[models.BucketOf(models.MemoryBucketsMB, memoryMB)] = 1
+		instance := &models.InstanceHealth{Index: 0, InstanceGuid: definitionID + "-0", Checks: checks, CheckFailures: failures,
+			LatencyBucketCounts: slices.Clone(latencies), MemoryMb: proto.Int64(memoryMB)}
 		return &models.DefinitionHealth{ProcessGuid: "hello", DefinitionId: definitionID, Checks: checks, CheckFailures: failures,
-			LatencyBucketCounts: latencies, MemoryBucketCounts: memory}
+			LatencyBucketCounts: latencies, MemoryBucketCounts: memory, Instances: []*models.InstanceHealth{instance}}
 	}
 
 	// logged is every definition_health the board logged, in order.
@@ -100,6 +105,16 @@ var _ = Describe("the agent's health reports, against a real board", func() {
 		Expect(v2.GetChecks()).To(BeEquivalentTo(2))
 		Expect(v2.GetMemoryBucketCounts()).To(Equal(make([]int64, len(models.MemoryBucketsMB)+1)),
 			"no instance of v2 runs now: its checks go without a memory sample")
+
+		By("adding up each instance's checks the same way, by instance guid, with its newest memory sample")
+		Expect(v1.GetInstances()).To(HaveLen(1))
+		Expect(v1.GetInstances()[0].GetInstanceGuid()).To(Equal("v1-0"))
+		Expect(v1.GetInstances()[0].GetChecks()).To(BeEquivalentTo(7))
+		Expect(v1.GetInstances()[0].GetCheckFailures()).To(BeEquivalentTo(1))
+		Expect(v1.GetInstances()[0].GetMemoryMb()).To(BeEquivalentTo(40))
+		Expect(v2.GetInstances()).To(HaveLen(1))
+		Expect(v2.GetInstances()[0].GetChecks()).To(BeEquivalentTo(2))
+		Expect(v2.GetInstances()[0].MemoryMb).To(BeNil(), "v2-0 no longer runs")
 
 		By("sending nothing while nothing was counted")
 		calls := board.count(models.RouteReportHealth)

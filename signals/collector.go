@@ -2,6 +2,7 @@ package signals
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ func NewCollector(span time.Duration, now func() time.Time) *Collector {
 // collectedTypes are the events a collector reads.
 var collectedTypes = []string{
 	models.EventActualLRPCreated, models.EventActualLRPChanged, models.EventActualLRPCrashed,
-	models.EventDesiredLRPRemoved, models.EventDefinitionHealth,
+	models.EventActualLRPRemoved, models.EventDesiredLRPRemoved, models.EventDefinitionHealth,
 }
 
 // Run follows hub from its last event until ctx ends. A subscription the
@@ -69,15 +70,20 @@ func (c *Collector) follow(ctx context.Context, sub *events.Subscription) {
 	}
 }
 
-// Observe counts one event:
-//   - an instance created or changed: its definition has been seen;
+// Observe counts one event, for the definition and for the instance (its
+// index of the definition):
+//   - an instance created or changed: it and its definition have been seen;
 //   - a change from CLAIMED to RUNNING: the instance became ready, its
 //     time from start (CLAIMED) to ready the difference of the two rows'
 //     since;
+//   - a change from CRASHED to another state: the instance restarted, at
+//     the new row's since;
 //   - a crash: at the crashed row's since, with its reason;
 //   - a cell's health report of a definition: at the collector's now (the
 //     event carries no time; the hub hands it over within moments of its
-//     logging);
+//     logging), per instance where the report has instances;
+//   - an instance's row removed: the instance is forgotten
+//     (Window.InstanceRemoved);
 //   - an LRP removed: its definitions are forgotten.
 func (c *Collector) Observe(e models.Event) {
 	c.mu.Lock()
@@ -91,18 +97,26 @@ func (c *Collector) Observe(e models.Event) {
 	switch p := e.Payload.(type) {
 	case *models.ActualLRPCreatedEvent:
 		a := p.GetActualLrp()
-		c.window.Seen(a.GetProcessGuid(), a.GetDefinitionId(), at(a.GetSince()))
+		c.window.InstanceSeen(a.GetProcessGuid(), a.GetDefinitionId(), a.GetIndex(), a.GetInstanceGuid(), at(a.GetSince()))
 	case *models.ActualLRPChangedEvent:
 		before, after := p.GetBefore(), p.GetAfter()
-		c.window.Seen(after.GetProcessGuid(), after.GetDefinitionId(), at(after.GetSince()))
+		guid, def, index := after.GetProcessGuid(), after.GetDefinitionId(), after.GetIndex()
+		c.window.InstanceSeen(guid, def, index, after.GetInstanceGuid(), at(after.GetSince()))
+		sameDefinition := before.GetDefinitionId() == def
 		if before.GetState() == models.ActualLRP_CLAIMED && after.GetState() == models.ActualLRP_RUNNING &&
-			before.GetDefinitionId() == after.GetDefinitionId() && after.GetSince() >= before.GetSince() {
-			c.window.Readied(after.GetProcessGuid(), after.GetDefinitionId(), at(after.GetSince()),
+			sameDefinition && after.GetSince() >= before.GetSince() {
+			c.window.InstanceReadied(guid, def, index, after.GetInstanceGuid(), at(after.GetSince()),
 				time.Duration(after.GetSince()-before.GetSince()))
+		}
+		if before.GetState() == models.ActualLRP_CRASHED && after.GetState() != models.ActualLRP_CRASHED && sameDefinition {
+			c.window.InstanceRestarted(guid, def, index, at(after.GetSince()))
 		}
 	case *models.ActualLRPCrashedEvent:
 		a := p.GetActualLrp()
-		c.window.Crashed(a.GetProcessGuid(), a.GetDefinitionId(), at(a.GetSince()), p.GetCrashReason())
+		c.window.InstanceCrashed(a.GetProcessGuid(), a.GetDefinitionId(), a.GetIndex(), at(a.GetSince()), p.GetCrashReason())
+	case *models.ActualLRPRemovedEvent:
+		a := p.GetActualLrp()
+		c.window.InstanceRemoved(a.GetDefinitionId(), a.GetIndex(), a.GetPresence())
 	case *models.DefinitionHealthEvent:
 		c.window.Reported(p.GetHealth(), c.now())
 	case *models.DesiredLRPRemovedEvent:
@@ -115,6 +129,13 @@ func (c *Collector) Figures(definitionID string, instances int) *models.Definiti
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.window.Figures(definitionID, instances, c.now())
+}
+
+// Instances is Window.Instances at the collector's now.
+func (c *Collector) Instances(definitionID string) []*models.InstanceSignals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.window.Instances(definitionID, c.now())
 }
 
 var (
@@ -141,6 +162,22 @@ var (
 		[]string{"process_guid", "definition_id"}, nil)
 )
 
+// The per-instance gauges: one series per instance the window knows (an
+// index of a definition whose row is there), gone from the next scrape
+// once the window forgets the instance (Window.InstanceRemoved), so the
+// series count stays within the instances that run.
+var (
+	instanceLabels       = []string{"process_guid", "definition_id", "index"}
+	instanceCrashesDesc  = prometheus.NewDesc("corkboard_instance_crashes", "Crashes of the instance within the signal window.", instanceLabels, nil)
+	instanceRestartsDesc = prometheus.NewDesc("corkboard_instance_restarts", "Starts of the instance after a crash within the signal window.", instanceLabels, nil)
+	instanceReadyDesc    = prometheus.NewDesc("corkboard_instance_time_to_ready_seconds", "Time from start (CLAIMED) to ready (RUNNING) of the instance's latest start that became ready within the signal window.", instanceLabels, nil)
+	instanceChecksDesc   = prometheus.NewDesc("corkboard_instance_health_checks", "Health checks the instance ran once healthy within the signal window, as its cell reported them.", instanceLabels, nil)
+	instanceFailuresDesc = prometheus.NewDesc("corkboard_instance_health_check_failures", "Of the instance's health checks within the signal window, those that failed.", instanceLabels, nil)
+	instanceLatencyDesc  = prometheus.NewDesc("corkboard_instance_health_latency_p99_seconds", "The 99th percentile of the latency of the instance's health checks within the signal window (the upper bound of its bucket).", instanceLabels, nil)
+	instanceMemoryDesc   = prometheus.NewDesc("corkboard_instance_memory_p99_bytes", "The 99th percentile of the memory the instance held at its cell's health reports within the signal window.", instanceLabels, nil)
+	instanceDescriptions = []*prometheus.Desc{instanceCrashesDesc, instanceRestartsDesc, instanceReadyDesc, instanceChecksDesc, instanceFailuresDesc, instanceLatencyDesc, instanceMemoryDesc}
+)
+
 // Describe and Collect export the window's figures (prometheus.Collector).
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- crashesDesc
@@ -150,12 +187,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- healthFailuresDesc
 	ch <- healthLatencyDesc
 	ch <- memoryDesc
+	for _, d := range instanceDescriptions {
+		ch <- d
+	}
 }
 
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.window.each(c.now(), func(processGuid, definitionID string, f *models.DefinitionSignals) {
+	c.window.each(c.now(), func(processGuid, definitionID string, f *models.DefinitionSignals, instances []*models.InstanceSignals) {
+		for _, in := range instances {
+			collectInstance(ch, processGuid, definitionID, in)
+		}
 		ch <- prometheus.MustNewConstMetric(windowDesc, prometheus.GaugeValue, float64(f.GetWindowMs())/1000, processGuid, definitionID)
 		ch <- prometheus.MustNewConstMetric(crashesDesc, prometheus.GaugeValue, float64(f.GetCrashes()), processGuid, definitionID)
 		if f.GetReadied() > 0 {
@@ -171,4 +214,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(f.GetMemoryMbP99())*(1<<20), processGuid, definitionID)
 		}
 	})
+}
+
+// collectInstance sends the instance's gauges; those without samples in
+// the window (time to ready, latency, memory) are left out.
+func collectInstance(ch chan<- prometheus.Metric, processGuid, definitionID string, in *models.InstanceSignals) {
+	labels := []string{processGuid, definitionID, strconv.Itoa(int(in.GetIndex()))}
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(instanceCrashesDesc, float64(in.GetCrashes()))
+	gauge(instanceRestartsDesc, float64(in.GetRestarts()))
+	gauge(instanceChecksDesc, float64(in.GetHealthChecks()))
+	gauge(instanceFailuresDesc, float64(in.GetHealthCheckFailures()))
+	if in.TimeToReadyMs != nil {
+		gauge(instanceReadyDesc, float64(in.GetTimeToReadyMs())/1000)
+	}
+	if in.HealthLatencyP99Ms != nil {
+		gauge(instanceLatencyDesc, float64(in.GetHealthLatencyP99Ms())/1000)
+	}
+	if in.MemoryMbP99 != nil {
+		gauge(instanceMemoryDesc, float64(in.GetMemoryMbP99())*(1<<20))
+	}
 }

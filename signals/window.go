@@ -1,11 +1,14 @@
 // Package signals keeps what the board sees happen to each definition's
-// instances — crashes and their reasons, the time from start to ready —
-// over a sliding window, from the event log every board reads. A rollout's
-// status shows them per definition (cork rollout status, the dashboard),
-// and /metrics exports them.
+// instances — crashes and their reasons, the time from start to ready,
+// the cells' health reports — over a sliding window, from the event log
+// every board reads, per definition and per instance (instances.go, which
+// counts each instance's restarts too). A
+// rollout's status shows them (cork rollout status, with --instances per
+// instance; the dashboard), and /metrics exports them.
 package signals
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -42,6 +45,8 @@ type record struct {
 	crashes  []crash
 	readied  []readied
 	health   []healthReport
+	// instances are the definition's instances by index (instances.go).
+	instances map[int32]*instanceRecord
 }
 
 // healthReport is one cell's report of the definition's health checks
@@ -118,6 +123,7 @@ func (w *Window) Reported(h *models.DefinitionHealth, at time.Time) {
 	if len(r.health) > maxKept {
 		r.health = slices.Delete(r.health, 0, len(r.health)-maxKept)
 	}
+	w.reportedInstances(h, at)
 }
 
 // Forget drops every definition of the LRP (removed).
@@ -215,25 +221,28 @@ func (w *Window) Figures(definitionID string, instances int, now time.Time) *mod
 	return f
 }
 
-// each calls fn with every definition's figures at now, its LRP and its
-// id, once it has forgotten the definitions it heard nothing of for
-// forgetAfter. Each definition is pruned once: the whole walk is linear.
-func (w *Window) each(now time.Time, fn func(processGuid, definitionID string, f *models.DefinitionSignals)) {
+// each calls fn with every definition's figures at now, its instances'
+// figures, its LRP and its id, once it has forgotten the definitions and
+// instances it heard nothing of for forgetAfter. Each definition and
+// instance is pruned once: the whole walk is linear.
+func (w *Window) each(now time.Time, fn func(processGuid, definitionID string, f *models.DefinitionSignals, instances []*models.InstanceSignals)) {
 	w.Sweep(now)
 	for id, r := range w.defs {
 		// The LRP's instance count is not known here: the rate is per
 		// instance only in Figures.
-		fn(r.processGuid, id, w.Figures(id, 1, now))
+		fn(r.processGuid, id, w.Figures(id, 1, now), w.Instances(id, now))
 	}
 }
 
-// Sweep forgets the definitions the window heard nothing of for
-// forgetAfter before now.
+// Sweep forgets the definitions, and the instances, the window heard
+// nothing of for forgetAfter before now.
 func (w *Window) Sweep(now time.Time) {
 	for id, r := range w.defs {
 		if now.Sub(r.lastSeen) > forgetAfter {
 			delete(w.defs, id)
+			continue
 		}
+		sweepInstances(r, now)
 	}
 }
 
@@ -253,7 +262,7 @@ func topReason(crashes []crash) string {
 
 // nearestRank is the q-quantile of sorted by the nearest-rank method: the
 // ⌈q × n⌉-th smallest.
-func nearestRank(sorted []time.Duration, q float64) time.Duration {
+func nearestRank[T cmp.Ordered](sorted []T, q float64) T {
 	rank := int(math.Ceil(q * float64(len(sorted))))
 	return sorted[max(rank, 1)-1]
 }

@@ -7,6 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -73,5 +75,22 @@ var _ = Describe("table cells", func() {
 			Expect(printTable(&printed, []string{"GUID", "STATE", "REASON"}, rows)).To(Succeed())
 			Expect(streamed.String()).To(Equal(printed.String()))
 		})
+	})
+})
+
+var _ = Describe("instanceSignalsRows", func() {
+	It("writes a row per instance, definition by definition, a dash where the window has no sample", func() {
+		s := &models.RolloutStatus{Definitions: []*models.DefinitionInstances{
+			{DefinitionId: "v2", InstanceSignals: []*models.InstanceSignals{
+				{Index: 0, InstanceGuid: "g-0", TimeToReadyMs: proto.Int64(1500), HealthChecks: 40, HealthLatencyP99Ms: proto.Int64(5), MemoryMbP99: proto.Int64(12)},
+				{Index: 1, Crashes: 2, Restarts: 2, LastCrashReason: "exited with code 3:\nboom"},
+			}},
+			{DefinitionId: "v1"},
+		}}
+		Expect(instanceSignalsRows(s)).To(Equal([][]string{
+			{"v2", "0", "g-0", "0", "0", "1.5s", "40", "0", "5ms", "12MB", "-"},
+			{"v2", "1", "-", "2", "2", "-", "0", "0", "-", "-", "exited with code 3: boom"},
+		}))
+		Expect(instanceSignalsHeaders).To(HaveLen(len(instanceSignalsRows(s)[0])))
 	})
 })

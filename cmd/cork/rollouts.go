@@ -30,6 +30,38 @@ func rolloutStatusRow(s *models.RolloutStatus, strategy *models.UpdateStrategy, 
 	}
 }
 
+// instanceSignalsHeaders are the columns of 'cork rollout status
+// --instances', LAST_CRASH the free text last.
+var instanceSignalsHeaders = []string{"DEFINITION", "INDEX", "INSTANCE_GUID", "CRASHES", "RESTARTS", "TIME_TO_READY", "CHECKS", "FAILED", "LATENCY_P99", "MEMORY_P99", "LAST_CRASH"}
+
+// instanceSignalsRows are the status's instances, a row each, definition
+// by definition as the status lists them (newest first) and by index
+// within each: "-" where the window has no sample (no start became ready,
+// no check, no memory sample).
+func instanceSignalsRows(s *models.RolloutStatus) [][]string {
+	var rows [][]string
+	for _, d := range s.GetDefinitions() {
+		for _, in := range d.GetInstanceSignals() {
+			ready, latency, memory := "", "", ""
+			if in.TimeToReadyMs != nil {
+				ready = (time.Duration(in.GetTimeToReadyMs()) * time.Millisecond).String()
+			}
+			if in.HealthLatencyP99Ms != nil {
+				latency = (time.Duration(in.GetHealthLatencyP99Ms()) * time.Millisecond).String()
+			}
+			if in.MemoryMbP99 != nil {
+				memory = itoa(in.GetMemoryMbP99()) + "MB"
+			}
+			rows = append(rows, orDash([]string{
+				d.GetDefinitionId(), itoa(in.GetIndex()), in.GetInstanceGuid(), itoa(in.GetCrashes()), itoa(in.GetRestarts()),
+				ready, itoa(in.GetHealthChecks()), itoa(in.GetHealthCheckFailures()), latency, memory,
+				shorten(in.GetLastCrashReason(), 60),
+			}))
+		}
+	}
+	return rows
+}
+
 // emitRolloutStatus prints a status as one JSON line, or as a table with
 // the LRP's effective strategy, which the table reads from the LRP: a
 // RolloutStatus does not carry it. When the LRP is autoscaled, the table is
@@ -159,9 +191,9 @@ func (a *app) rolloutCommand() *cobra.Command {
 }
 
 func (a *app) rolloutStatusCommand() *cobra.Command {
-	var watch bool
+	var watch, instances bool
 	cmd := &cobra.Command{
-		Use:   "status GUID [--watch]",
+		Use:   "status GUID [--watch | --instances]",
 		Short: "Where the LRP's rolling update stands",
 		Long: `Where the LRP's rolling update stands: its state (NONE, PROGRESSING,
 COMPLETE, FAILED, REVERTED, HOLDING, HELD), the active and healthy definitions, how
@@ -194,6 +226,16 @@ ready (p50, p99); the health checks its healthy instances ran (as their
 cells reported them), how many failed and the share, and the checks'
 latency p99; and the p99 of the memory its running instances held. The
 JSON output has them as each definition's "signals".
+
+With --instances and -o table, the output is a row per instance instead
+(per index of each definition, whatever instance guid each start gave it),
+over the same window: its crashes and the latest crash's reason (LAST_CRASH),
+the starts after a crash (RESTARTS), the time from start to ready of its
+latest start (TIME_TO_READY), the health checks it ran once healthy
+(CHECKS), how many failed (FAILED), their latency p99, and the p99 of the
+memory it held (MEMORY_P99), "-" without a sample. Instances whose row is
+gone are not listed. The JSON output always has them as each definition's
+"instance_signals".
 
 With -o table, a rollout whose update asked for analysis, a failure policy or
 a bake (docs/analysis.md) is followed by what judges it ("analysis: 2 checks
@@ -235,10 +277,16 @@ again as a new line or row whenever it changes; with -o table the header is
 printed again only when a column has to widen.`,
 		Args: exactArgs("GUID"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if instances && watch {
+				return usageErrorf("--instances shows the status once: not with --watch")
+			}
 			if !watch {
 				status, err := a.client().RolloutStatus(ctx, args[0])
 				if err != nil {
 					return err
+				}
+				if instances && a.format == formatTable {
+					return printTable(a.out, instanceSignalsHeaders, instanceSignalsRows(status))
 				}
 				return a.emitRolloutStatus(ctx, status)
 			}
@@ -246,6 +294,7 @@ printed again only when a column has to widen.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the status until the rollout is over: one updating progress line on a terminal with -o table, otherwise a line per change")
+	cmd.Flags().BoolVar(&instances, "instances", false, "with -o table, a row per instance instead: its crashes, restarts, time to ready, health checks, latency and memory over the signal window")
 	return cmd
 }
 

@@ -205,8 +205,8 @@ type Executor struct {
 	mu        sync.Mutex
 	instances map[string]*instance // by instance guid, from Run until exit
 	// endedTallies keeps the health checks of instances that ended since
-	// the last TakeHealth, by definition.
-	endedTallies map[healthKey]healthTally
+	// the last TakeHealth, by instance.
+	endedTallies map[instanceKey]healthTally
 	shutDown     bool
 	// starting counts Runs past reserve, so Shutdown can wait for them
 	// and stop what they start.
@@ -331,7 +331,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		ctx:          ctx,
 		cancel:       cancel,
 		instances:    map[string]*instance{},
-		endedTallies: map[healthKey]healthTally{},
+		endedTallies: map[instanceKey]healthTally{},
 	}, nil
 }
 

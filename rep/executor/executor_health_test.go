@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -177,6 +178,19 @@ var _ = Describe("Executor.TakeHealth", func() {
 		mb, ok := models.HistogramQuantile(models.MemoryBucketsMB, taken.MemoryBucketCounts, 0.99)
 		Expect(ok).To(BeTrue())
 		Expect(mb).To(BeNumerically(">", 0))
+
+		By("reporting the same of the instance itself")
+		last := exe.TakeHealth()[0]
+		Expect(last.GetInstances()).To(HaveLen(1))
+		instance := last.GetInstances()[0]
+		Expect(instance.GetIndex()).To(BeEquivalentTo(0))
+		Expect(instance.GetInstanceGuid()).NotTo(BeEmpty())
+		Expect(instance.GetChecks()).To(Equal(last.GetChecks()), "the only instance ran every check")
+		Expect(instance.GetCheckFailures()).To(Equal(last.GetCheckFailures()))
+		Expect(instance.GetLatencyBucketCounts()).To(Equal(last.GetLatencyBucketCounts()))
+		Expect(instance.MemoryMb).NotTo(BeNil())
+		Expect(models.BucketOf(models.MemoryBucketsMB, instance.GetMemoryMb())).To(Equal(slices.Index(last.GetMemoryBucketCounts(), 1)),
+			"its sample is the one the definition's buckets count")
 		Expect((&models.ReportHealthRequest{CellId: "cell-1", Health: exe.TakeHealth()}).Validate()).To(Succeed(), "a valid report")
 
 		By("keeping the checks of an instance that ended for the next take, without a memory sample")
@@ -189,6 +203,9 @@ var _ = Describe("Executor.TakeHealth", func() {
 		Expect(health).To(HaveLen(1))
 		Expect(health[0].Checks).To(BeNumerically(">", 0))
 		Expect(sum(health[0].MemoryBucketCounts)).To(BeZero())
+		Expect(health[0].GetInstances()).To(HaveLen(1))
+		Expect(health[0].GetInstances()[0].GetChecks()).To(Equal(health[0].GetChecks()))
+		Expect(health[0].GetInstances()[0].MemoryMb).To(BeNil(), "it ended: no sample")
 		Expect(exe.TakeHealth()).To(BeEmpty(), "nothing runs and nothing is left to count")
 	})
 })

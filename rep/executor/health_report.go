@@ -61,18 +61,31 @@ type healthKey struct {
 	processGuid, definitionID string
 }
 
+// instanceKey is one instance (one start, by its guid) of a definition.
+type instanceKey struct {
+	healthKey
+	index        int32
+	instanceGuid string
+}
+
+func keyOf(inst *instance) instanceKey {
+	return instanceKey{healthKey{inst.processGuid, inst.definitionId}, inst.index, inst.instanceGuid}
+}
+
 // TakeHealth returns, per definition of the instances it runs or ran
 // since the previous call, the health checks they ran once healthy (how
 // many, how many failed, by latency) since that call, and one memory
 // sample per instance running now (what its process group holds:
 // memory.current of its cgroup, else the resident pages of its
-// processes). Counts are taken: the next call starts from zero. An
-// instance whose memory cannot be read is not sampled. Definitions come
-// sorted by process guid, then definition id.
+// processes); and the same per instance, each with its part of the
+// checks and its own sample. Counts are taken: the next call starts from
+// zero. An instance whose memory cannot be read is not sampled.
+// Definitions come sorted by process guid, then definition id; their
+// instances by index, then instance guid.
 func (e *Executor) TakeHealth() []*models.DefinitionHealth {
 	e.mu.Lock()
 	tallies := e.endedTallies
-	e.endedTallies = map[healthKey]healthTally{}
+	e.endedTallies = map[instanceKey]healthTally{}
 	var running []*instance
 	for _, inst := range e.instances {
 		if inst.running {
@@ -83,7 +96,7 @@ func (e *Executor) TakeHealth() []*models.DefinitionHealth {
 
 	var targets []memoryTarget
 	for _, inst := range running {
-		key := healthKey{inst.processGuid, inst.definitionId}
+		key := keyOf(inst)
 		t := tallies[key]
 		t.add(inst.takeTally())
 		tallies[key] = t
@@ -101,36 +114,51 @@ func (e *Executor) TakeHealth() []*models.DefinitionHealth {
 	inUse := readMemoryInUse("/proc", int64(os.Getpagesize()), targets)
 
 	byKey := map[healthKey]*models.DefinitionHealth{}
-	entry := func(key healthKey) *models.DefinitionHealth {
-		h, ok := byKey[key]
+	byInstance := map[instanceKey]*models.InstanceHealth{}
+	entry := func(key instanceKey) (*models.DefinitionHealth, *models.InstanceHealth) {
+		h, ok := byKey[key.healthKey]
 		if !ok {
 			h = &models.DefinitionHealth{
 				ProcessGuid: key.processGuid, DefinitionId: key.definitionID,
 				LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1),
 				MemoryBucketCounts:  make([]int64, len(models.MemoryBucketsMB)+1),
 			}
-			byKey[key] = h
+			byKey[key.healthKey] = h
 		}
-		return h
+		in, ok := byInstance[key]
+		if !ok {
+			in = &models.InstanceHealth{
+				Index: key.index, InstanceGuid: key.instanceGuid,
+				LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1),
+			}
+			byInstance[key] = in
+			h.Instances = append(h.Instances, in)
+		}
+		return h, in
 	}
 	for key, t := range tallies {
-		h := entry(key)
+		h, in := entry(key)
 		h.Checks += int32(t.checks)
 		h.CheckFailures += int32(t.failures)
 		h.LatencyBucketCounts = models.AddBucketCounts(h.LatencyBucketCounts, t.latency)
+		in.Checks += int32(t.checks)
+		in.CheckFailures += int32(t.failures)
+		in.LatencyBucketCounts = models.AddBucketCounts(in.LatencyBucketCounts, t.latency)
 	}
 	for _, inst := range running {
 		bytes, ok := inUse[inst.pid]
 		if !ok {
 			continue
 		}
-		h := entry(healthKey{inst.processGuid, inst.definitionId})
+		h, in := entry(keyOf(inst))
 		// Rounded up: 100 KiB is in use, not 0 MB.
 		mb := (bytes + 1<<20 - 1) >> 20
 		h.MemoryBucketCounts[models.BucketOf(models.MemoryBucketsMB, mb)]++
+		in.MemoryMb = &mb
 	}
 	out := make([]*models.DefinitionHealth, 0, len(byKey))
 	for _, h := range byKey {
+		h.Instances = models.ReportedInstances(h.Instances)
 		// A definition whose instances ran no check and could not be
 		// read has nothing to say.
 		if h.GetChecks() > 0 || slices.ContainsFunc(h.GetMemoryBucketCounts(), func(c int64) bool { return c > 0 }) {
@@ -150,7 +178,7 @@ func (e *Executor) keepEndedTallyLocked(inst *instance) {
 	if t.checks == 0 {
 		return
 	}
-	key := healthKey{inst.processGuid, inst.definitionId}
+	key := keyOf(inst)
 	kept := e.endedTallies[key]
 	kept.add(t)
 	e.endedTallies[key] = kept

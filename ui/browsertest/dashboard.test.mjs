@@ -261,6 +261,18 @@ async function rollout() {
   assert.deepEqual(await page.locator('[data-testid=progress-legend] li').evaluateAll((items) => items.map((i) => i.dataset.legend)), ['updated', 'inflight']);
   step('the LRP page shows 4 instances on one definition, at 100%, the bar with its legend');
 
+  // Each instance's signals over the board's window (instance_signals of
+  // GET rollout status): none crashed or restarted, and each has a memory
+  // sample from its cell's health reports.
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('[data-testid=instances] tbody tr[data-state=RUNNING]')];
+    return rows.length === 4 && rows.every((r) => r.dataset.windowCrashes === '0' && r.dataset.restarts === '0' && Number(r.dataset.memory) > 0);
+  });
+  const memoryCells = await page.locator('[data-testid=instances] tbody tr[data-state=RUNNING]').evaluateAll((rows) =>
+    rows.map((r) => r.children[14].textContent));
+  for (const text of memoryCells) assert.match(text, /^\d+ MB$/, 'the memory p99 column: ' + JSON.stringify(memoryCells));
+  step('the instance table shows each instance\'s window signals: 0 crashes, 0 restarts, memory p99 ' + memoryCells.join(', '));
+
   // enabled is each action's enabled state and tooltip.
   const enabled = async () => Object.fromEntries(await page.locator('.actions button[data-action]').evaluateAll((bs) =>
     bs.map((b) => [b.dataset.action, b.disabled ? 'off: ' + b.title : 'on'])));

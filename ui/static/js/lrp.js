@@ -12,6 +12,12 @@ import * as api from './api.js';
 
 const PRESENCE_ORDER = { ORDINARY: 0, EVACUATING: 1, SUSPECT: 2, RETIRING: 3 };
 
+// The instance table's columns: the row's own, then what the board's
+// signals saw the instance (its index of its definition) do over their
+// window (GET rollout status, instance_signals), then its address.
+const INSTANCE_COLUMNS = ['index', 'state', 'presence', 'definition', 'routable', 'occupied', 'since', 'crashes',
+  'crashes (window)', 'restarts', 'ready in', 'checks', 'failed', 'check p99', 'memory p99', 'address'];
+
 export function lrpPage(guid) {
   const status = h('p', { class: 'muted' }, 'Loading…');
   const facts = h('dl', { class: 'facts' });
@@ -30,7 +36,7 @@ export function lrpPage(guid) {
     form.el,
     h('h2', null, 'Instances'),
     h('table', { class: 'grid', dataset: { testid: 'instances' } },
-      h('thead', null, h('tr', null, ['index', 'state', 'presence', 'definition', 'routable', 'occupied', 'since', 'crashes', 'address'].map((t) => h('th', null, t)))),
+      h('thead', null, h('tr', null, INSTANCE_COLUMNS.map((t) => h('th', null, t)))),
       instances),
     h('h2', null, 'Definitions'),
     h('p', { class: 'muted small' }, 'Pick two (A and B) to see what changed between them.'),
@@ -44,6 +50,10 @@ export function lrpPage(guid) {
   let definitions = [];
   let zones = null; // cell id → zone; null when cells may not be listed
   let rolloutStatus = null; // null until read: the actions wait for it
+  // instanceSignals are the signals of each instance by "definition/index",
+  // from the latest GET rollout status (a rollout_changed event's status
+  // carries none, and leaves them as they were).
+  let instanceSignals = new Map();
   let diffA = '';
   let diffB = '';
   let picked = false;
@@ -150,7 +160,7 @@ export function lrpPage(guid) {
   }
   function renderInstances() {
     if (actual === null) {
-      replace(instances, h('tr', null, h('td', { class: 'muted', attrs: { colspan: 9 }, dataset: { testid: 'loading' } }, 'Loading instances…')));
+      replace(instances, h('tr', null, h('td', { class: 'muted', attrs: { colspan: INSTANCE_COLUMNS.length }, dataset: { testid: 'loading' } }, 'Loading instances…')));
       return;
     }
     const rows = [...actual].sort((x, y) => (x.cell_id || '').localeCompare(y.cell_id || '') ||
@@ -162,12 +172,17 @@ export function lrpPage(guid) {
       if (id !== cell) {
         cell = id;
         const zone = zones === null ? '—' : zones.get(id) || '—';
-        out.push(h('tr', { class: 'group' }, h('th', { attrs: { colspan: 9 } }, id ? `${id} · zone ${zone}` : 'not placed')));
+        out.push(h('tr', { class: 'group' }, h('th', { attrs: { colspan: INSTANCE_COLUMNS.length } }, id ? `${id} · zone ${zone}` : 'not placed')));
       }
       const state = r.state || 'STATE_UNKNOWN';
       const presence = r.presence || 'PRESENCE_UNKNOWN';
       const ports = ((r.net_info || {}).ports || []).map((p) => p.host_port).filter(Boolean);
-      out.push(h('tr', { dataset: { index: String(r.index || 0), definition: r.definition_id || '', state, presence, cell: id } },
+      const f = instanceSignals.get(`${r.definition_id || ''}/${r.index || 0}`);
+      const signals = f ? {
+        windowCrashes: String(f.crashes || 0), restarts: String(f.restarts || 0), checks: String(f.health_checks || 0),
+        failed: String(f.health_check_failures || 0), memory: f.memory_mb_p99 === undefined ? '' : String(f.memory_mb_p99),
+      } : {};
+      out.push(h('tr', { dataset: { index: String(r.index || 0), definition: r.definition_id || '', state, presence, cell: id, ...signals } },
         h('td', { class: 'num' }, r.index || 0),
         h('td', null, badge(state, state.toLowerCase())),
         h('td', null, presence === 'ORDINARY' ? presence.toLowerCase() : badge(presence, presence.toLowerCase())),
@@ -177,9 +192,10 @@ export function lrpPage(guid) {
         h('td', null, r.occupied ? 'yes' : 'no'),
         h('td', { class: 'small' }, fmtTime(r.since)),
         h('td', { class: 'num' }, r.crash_count || 0, r.crash_reason ? h('span', { class: 'muted', title: r.crash_reason }, ' ⓘ') : ''),
+        ...signalCells(f),
         h('td', { class: 'mono small' }, r.net_info && r.net_info.address ? `${r.net_info.address}${ports.length ? ':' + ports.join(',') : ''}` : r.placement_error || '—')));
     }
-    replace(instances, out.length ? out : h('tr', null, h('td', { class: 'muted', attrs: { colspan: 9 } }, 'No instances.')));
+    replace(instances, out.length ? out : h('tr', null, h('td', { class: 'muted', attrs: { colspan: INSTANCE_COLUMNS.length } }, 'No instances.')));
   }
 
   function renderDefinitions() {
@@ -259,6 +275,14 @@ export function lrpPage(guid) {
     rolloutStatus = await api.rolloutStatus(guid);
     rollout.update(rolloutStatus);
     refreshActions();
+    // The table is drawn again only when a figure it shows changed (the
+    // window's span alone grows with every read).
+    const next = new Map((rolloutStatus.definitions || []).flatMap((d) =>
+      (d.instance_signals || []).map((f) => [`${d.definition_id}/${f.index || 0}`, f])));
+    const shown = (m) => JSON.stringify([...m].map(([key, f]) => [key, { ...f, window_ms: undefined }]));
+    if (shown(next) === shown(instanceSignals)) return;
+    instanceSignals = next;
+    renderInstances();
   }
   async function loadOperations() {
     operations.update(await api.listOperations(guid));
@@ -321,6 +345,30 @@ export function lrpPage(guid) {
   }
 
   return { el, reload, onEvent, tick: () => rollout.tick() };
+}
+
+// signalCells are the instance table's signal columns for f (an
+// InstanceSignals as JSON), empty cells without it (the board keeps no
+// signals, or has not heard of the instance): window crashes (the latest
+// reason as the title), restarts, the latest time to ready, checks, how
+// many failed, the checks' latency p99 and the memory p99.
+function signalCells(f) {
+  if (!f) return INSTANCE_COLUMNS.slice(8, 15).map(() => h('td', { class: 'num muted' }, '—'));
+  const some = (v, fmt) => (v === undefined ? '—' : fmt(Number(v)));
+  return [
+    h('td', { class: 'num', title: f.last_crash_reason || '' }, f.crashes || 0),
+    h('td', { class: 'num' }, f.restarts || 0),
+    h('td', { class: 'num' }, some(f.time_to_ready_ms, fmtMs)),
+    h('td', { class: 'num' }, f.health_checks || 0),
+    h('td', { class: 'num' }, f.health_check_failures || 0),
+    h('td', { class: 'num' }, some(f.health_latency_p99_ms, fmtMs)),
+    h('td', { class: 'num' }, some(f.memory_mb_p99, (mb) => `${mb} MB`)),
+  ];
+}
+
+// fmtMs is a duration in ms as "850 ms" below a second, else "1.5 s".
+function fmtMs(ms) {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 // autoscaling says whether the LRP scales itself, between what bounds, and
