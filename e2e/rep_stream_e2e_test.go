@@ -119,7 +119,7 @@ var _ = Describe("reps that follow the board's event stream", func() {
 		}
 	})
 
-	// A figure for the README, not a requirement: desire → every instance
+	// A figure for docs/running.md (The rep), not a requirement: desire → every instance
 	// RUNNING and answering, with the defaults (the stream, a poll every
 	// 10s) and by polling alone every 1s, as reps did before they
 	// followed the stream. Each run desires a new LRP on the same

@@ -42,7 +42,8 @@
 # 61100-61199); CORKBOARD_RUN_DATA moves .data (hack/run_test.go runs a
 # cluster of its own beside a developer's).
 # A rep that exits (its cell drained) is announced with how to start it
-# again: SIGHUP to this script (see watch_rep and start_reps below).
+# again: SIGHUP to this script (see watch_rep and start_reps below), which
+# also restarts a rep still evacuating once it has exited.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -271,9 +272,10 @@ EXITED
   watcher_pids+=($!)
 }
 
-# start_reps: starts each rep that is not running, writing its config
-# afresh, and waits until it registered its cell.
-declare -A rep_pid_of=()
+# start_reps: starts each rep that is not running (or, evacuating its
+# drained cell, is about to exit), writing its config afresh, and waits
+# until it registered its cell.
+declare -A rep_pid_of=() rep_from_of=()
 start_reps() {
   local n=0 cell id zone from pid
   for cell in cell-z1:z1 cell-z2:z2; do
@@ -281,7 +283,14 @@ start_reps() {
     id="${cell%%:*}"
     zone="${cell##*:}"
     if [ -n "${rep_pid_of[$id]:-}" ] && kill -0 "${rep_pid_of[$id]}" 2>/dev/null; then
-      continue
+      # A rep evacuating its drained cell exits once its instances have
+      # moved: a SIGHUP that comes meanwhile starts it again after that,
+      # rather than finding it running and leaving the cell drained.
+      if ! grep -q '"message":"rep\.agent\.evacuate\.starting"' <(tail -n "+${rep_from_of[$id]}" "$logs/rep-$id.log"); then
+        continue
+      fi
+      echo "run: rep $id is evacuating its cell; it starts again once it has exited"
+      while kill -0 "${rep_pid_of[$id]}" 2>/dev/null; do sleep 0.2; done
     fi
     rm -f "$state/rep-$id.json"
     (umask 077 && rep_config "$id" "$zone" "$n" >"$state/rep-$id.json")
@@ -293,6 +302,7 @@ start_reps() {
     set +m
     pid=$!
     rep_pid_of[$id]=$pid
+    rep_from_of[$id]=$from
     rep_pids+=("$pid")
     wait_for_log_after "rep-$id" 'rep\.agent\.registered' "register its cell" "$pid" "$from"
     watch_rep "$id" "$pid" "$from"
@@ -313,7 +323,7 @@ cork_env="export BBS_URL=$board_url"
 dashboard_note=""
 if [ -n "$tls" ]; then
   cork_env="export BBS_URL=$board_url BBS_CA_CERT=.data/certs/ca.crt BBS_CERT=.data/certs/operator.crt BBS_KEY=.data/certs/operator.key"
-  dashboard_note="  (import a PKCS#12 of operator.crt/.key into the browser: README, The dashboard)"
+  dashboard_note="  (import a PKCS#12 of operator.crt/.key into the browser: docs/dashboard.md)"
   cat <<TLS
 Mutual TLS: the board and the reps serve HTTPS and want a client certificate
 of the CA in .data/certs (operator.crt for cork, client.crt for an API client).
@@ -336,13 +346,16 @@ Next, in another terminal:
   bin/cork desire .data/droplets/lrps/hello.json
                                             # 4 instances of hello v1 from its droplet
                                             # (a droplet download per cell)
+  bin/cork wait hello                       # until all 4 run
   bin/cork actual-lrps -o table             # RUNNING, with ADDRESS host:port->8080
-  curl http://127.0.0.1:61000/              # an instance (any ADDRESS above): "version":"v1"
+  curl http://\$(bin/cork actual-lrps --guid hello --index 0 -o address)/
+                                            # an instance: "version":"v1"
   grep 'GET /hello-' $rel/logs/droplets.log  # the downloads
   bin/cork update hello --definition .data/droplets/lrps/hello-v2-definition.json --id v2
   bin/cork rollout status hello --watch -o table   # a rollout to the v2 droplet
   bin/cork logs hello/0
   bin/cork cell drain cell-z1               # its instances move to cell-z2; its rep exits
+  bin/cork wait hello                       # until they have moved
   $(printf '%-41s' "kill -HUP \$(cat $rel/run.pid)") # starts the reps that exited (the cell comes back)
 (fixtures/lrps/hello-local.json runs bin/hello as it is, without a download.)
 Ctrl-C stops everything.

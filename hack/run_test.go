@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ var _ = Describe("make run", Ordered, func() {
 	var (
 		session  *gexec.Session
 		boardURL string
+		data     string
 	)
 
 	BeforeAll(func() {
@@ -62,10 +64,11 @@ go build -o bin/droplets ./hack/droplets`)
 		ports := freePorts(5)
 		instancePorts := freePorts(200)
 		boardURL = fmt.Sprintf("http://127.0.0.1:%d", ports)
+		data = GinkgoT().TempDir()
 		cmd := exec.Command("hack/run.sh")
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(),
-			"CORKBOARD_RUN_DATA="+GinkgoT().TempDir(),
+			"CORKBOARD_RUN_DATA="+data,
 			"BBS_PORT="+strconv.Itoa(ports),
 			"REP_PORT_BASE="+strconv.Itoa(ports+1), // cell-z1 +2, cell-z2 +3
 			"ASSET_PORT="+strconv.Itoa(ports+4),
@@ -125,6 +128,29 @@ go build -o bin/droplets ./hack/droplets`)
 		Expect(syscall.Kill(pid, syscall.SIGHUP)).To(Succeed())
 		Eventually(session, time.Minute).Should(gbytes.Say(`run: every rep is running\n`))
 		Eventually(draining).Should(BeFalse())
+	})
+
+	It("starts a rep that still evacuates its drained cell once it has exited", func() {
+		cork("set-domain", "cork")
+		cork("desire", "fixtures/lrps/hello-local.json")
+		cork("wait", "hello")
+		from := len(session.Out.Contents())
+		repLog := filepath.Join(data, "logs", "rep-cell-z1.log")
+		before, err := os.ReadFile(repLog)
+		Expect(err).NotTo(HaveOccurred())
+		cork("cell", "drain", "cell-z1")
+		// The SIGHUP comes once the rep has begun to evacuate, while its
+		// instances still wait for their replacements.
+		Eventually(func() string {
+			raw, err := os.ReadFile(repLog)
+			Expect(err).NotTo(HaveOccurred())
+			return string(raw[len(before):])
+		}, time.Minute, 20*time.Millisecond).Should(ContainSubstring(`"message":"rep.agent.evacuate.starting"`))
+		Expect(syscall.Kill(session.Command.Process.Pid, syscall.SIGHUP)).To(Succeed())
+		Eventually(func() string { return string(session.Out.Contents()[from:]) }, 2*time.Minute).Should(
+			MatchRegexp(`run: rep cell-z1 is evacuating its cell; it starts again once it has exited\n(.*\n)*run: every rep is running\n`))
+		Eventually(draining).Should(BeFalse())
+		cork("remove", "hello")
 	})
 
 	It("stops everything on SIGTERM, with no rep announced as exited", func() {

@@ -93,7 +93,7 @@ type Config struct {
 	// each read or write on a Postgres or MySQL connection, the dial
 	// included (at least 100ms): while the database is down,
 	// restarting or stalled, calls fail with Unavailable after this long
-	// instead of hanging (README, Database outages).
+	// instead of hanging (docs/running.md, Database outages).
 	DatabaseTimeout string `json:"database_timeout"`
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight requests,
 	// as a Go duration.
@@ -138,8 +138,8 @@ type Config struct {
 	// ScaleDownStabilization is the autoscaler's scale-down window for
 	// LRPs that set none: an autoscaled count goes down only to the
 	// highest count wanted within it. An LRP's
-	// autoscaling.scale_down_stabilization_ms overrides it (README,
-	// Autoscaling).
+	// autoscaling.scale_down_stabilization_ms overrides it
+	// (docs/autoscaling.md).
 	ScaleDownStabilization string `json:"scale_down_stabilization"`
 	// MaxRolloutsInFlight is the most rollouts that move instances at once
 	// across the board (0, the default: no limit); the others wait
@@ -180,7 +180,7 @@ type Config struct {
 	// says what the caller may do. ca_cert, cert and key are PEM file
 	// paths, all three required. Without it the board serves plain HTTP,
 	// every caller may call every route, and the board logs bbs.plain-http
-	// saying so (README, Security).
+	// saying so (docs/security.md).
 	TLS *certs.Files `json:"tls"`
 	// EncryptionKeys, label → base64 of 32 random bytes (openssl rand
 	// -base64 32), turn on encryption at rest: run definitions and

@@ -23,8 +23,8 @@ import (
 // Postgres, the scale, with CORKBOARD_STALE_VIEW_FULL=1. Since
 // every claim and start is logged for the event stream, the 50,000 run
 // takes 7–8 minutes on the 2-core machine, most of CI's budget, and
-// 10,000 took 63 s of it, which the browser test needed; README has the
-// figures.
+// 10,000 took 63 s of it, which the browser test needed;
+// docs/development.md has the figures.
 func staleViewScale(dialect string) int {
 	if dialect == testdb.Postgres && os.Getenv("CORKBOARD_STALE_VIEW_FULL") == "1" {
 		return 2000

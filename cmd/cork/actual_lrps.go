@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,6 +57,21 @@ func address(n *models.NetInfo) string {
 	return strings.Join(mappings, ",")
 }
 
+// printActualLRPAddresses prints the address of each instance that has
+// one, host:port of its first port, a line each (-o address).
+func printActualLRPAddresses(out io.Writer, lrps []*models.ActualLRP) error {
+	for _, lrp := range lrps {
+		n := lrp.GetNetInfo()
+		if n.GetAddress() == "" || len(n.GetPorts()) == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(out, "%s:%d\n", n.GetAddress(), n.GetPorts()[0].GetHostPort()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // routes shows where each of an instance's routes goes, through its own
 // definition's routes, e.g. hello.example.test->8080.
 func routes(ports []*models.RoutePort) string {
@@ -82,7 +98,12 @@ no such instance (yet, or any more); "?" means its rep did not answer, which a
 warning on stderr explains. The pid leads the instance's process group, so
 "kill -TERM -PID" reaches all of it. With isolation it is the instance's init,
 the PID 1 of its PID namespace: SIGKILL to it ends the whole instance, other
-signals to it alone are ignored (send them to the group).`,
+signals to it alone are ignored (send them to the group).
+
+-o address prints each listed instance's address, host:port of its first
+port, a line each (one that has none yet is left out); -o pid each one's pid
+as -o wide shows it (one its rep does not report is left out). For scripts:
+curl http://$(cork actual-lrps --guid hello --index 0 -o address)/`,
 		Annotations: map[string]string{wideAnnotation: "yes"},
 		Args:        exactArgs(),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
@@ -96,8 +117,13 @@ signals to it alone are ignored (send them to the group).`,
 			if err != nil {
 				return err
 			}
-			if a.format == formatWide {
+			switch a.format {
+			case formatWide:
 				return a.printActualLRPsWide(ctx, lrps)
+			case formatPid:
+				return a.printActualLRPPids(ctx, lrps)
+			case formatAddress:
+				return printActualLRPAddresses(a.out, lrps)
 			}
 			return emit(a, lrps, actualLRPTable)
 		}),

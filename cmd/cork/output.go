@@ -21,9 +21,14 @@ const (
 	// formatWide is a table with more columns, for the commands whose
 	// Annotations have wideAnnotation (actual-lrps).
 	formatWide = "wide"
+	// formatAddress and formatPid print one value an instance a line, for
+	// scripts and the docs' sessions: its host:port (the first port's) or
+	// its pid (actual-lrps, as -o wide).
+	formatAddress = "address"
+	formatPid     = "pid"
 )
 
-// wideAnnotation marks a command that has -o wide.
+// wideAnnotation marks a command that has -o wide, -o address and -o pid.
 const wideAnnotation = "cork.wide"
 
 // jsonLine prints messages as single-line protojson with the proto field

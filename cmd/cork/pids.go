@@ -19,6 +19,41 @@ import (
 // stores no pids; each row's pid is what its cell's rep reports on GET
 // /v1/instances, asked once per cell that a row names.
 func (a *app) printActualLRPsWide(ctx context.Context, lrps []*models.ActualLRP) error {
+	pids, err := a.pidsOf(ctx, lrps)
+	if err != nil {
+		return err
+	}
+	last := len(actualLRPTable.headers) - 1
+	headers := slices.Concat(actualLRPTable.headers[:last], []string{"PID"}, actualLRPTable.headers[last:])
+	rows := make([][]string, 0, len(lrps))
+	for _, lrp := range lrps {
+		row := actualLRPTable.row(lrp)
+		pid := pidCell(lrp, pids)
+		rows = append(rows, slices.Concat(row[:last], []string{pid}, row[last:]))
+	}
+	return printTable(a.out, headers, rows)
+}
+
+// printActualLRPPids prints the pid of each listed instance whose rep
+// reports one, a line each (-o pid): what a script kills.
+func (a *app) printActualLRPPids(ctx context.Context, lrps []*models.ActualLRP) error {
+	pids, err := a.pidsOf(ctx, lrps)
+	if err != nil {
+		return err
+	}
+	for _, lrp := range lrps {
+		if pid := pidCell(lrp, pids); pid != "" && pid != "?" {
+			if _, err := fmt.Fprintln(a.out, pid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pidsOf asks the rep of each cell the rows name for its instances' pids,
+// once a cell, warning on stderr of a cell whose rep did not answer.
+func (a *app) pidsOf(ctx context.Context, lrps []*models.ActualLRP) (map[string]cellPids, error) {
 	var cellIDs []string
 	for _, lrp := range lrps {
 		if id := lrp.GetCellId(); id != "" && !slices.Contains(cellIDs, id) {
@@ -29,7 +64,7 @@ func (a *app) printActualLRPsWide(ctx context.Context, lrps []*models.ActualLRP)
 	if len(cellIDs) > 0 {
 		cells, err := a.client().Cells(ctx)
 		if err != nil {
-			return fmt.Errorf("finding the reps that know the pids: %w", err)
+			return nil, fmt.Errorf("finding the reps that know the pids: %w", err)
 		}
 		pids = a.askPids(ctx, cells, cellIDs)
 		for _, id := range cellIDs {
@@ -38,16 +73,7 @@ func (a *app) printActualLRPsWide(ctx context.Context, lrps []*models.ActualLRP)
 			}
 		}
 	}
-
-	last := len(actualLRPTable.headers) - 1
-	headers := slices.Concat(actualLRPTable.headers[:last], []string{"PID"}, actualLRPTable.headers[last:])
-	rows := make([][]string, 0, len(lrps))
-	for _, lrp := range lrps {
-		row := actualLRPTable.row(lrp)
-		pid := pidCell(lrp, pids)
-		rows = append(rows, slices.Concat(row[:last], []string{pid}, row[last:]))
-	}
-	return printTable(a.out, headers, rows)
+	return pids, nil
 }
 
 // cellPids is what one cell's rep said: each instance guid's pid, or why

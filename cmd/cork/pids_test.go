@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 	"github.com/corkboard/corkboard/rep/executor"
@@ -86,6 +89,12 @@ var _ = Describe("cork actual-lrps -o wide", func() {
 		Expect(rows["2"]).To(HaveKeyWithValue("PID", "?"))
 		Expect(rows["3"]).To(HaveKeyWithValue("PID", "-")) // unclaimed: no cell
 		Expect(r.stderr).To(MatchRegexp(`^cork: warning: no pids from cell cell-b: asking its rep: .*\n$`))
+
+		// -o pid: the pids alone, one a line, for scripts; rows without
+		// one are left out.
+		r = runCork(board, "", "actual-lrps", "--guid", "hello", "-o", "pid")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(Equal(strconv.Itoa(pid) + "\n"))
 	})
 
 	It("asks no rep and no cell list when no row names a cell", func() {
@@ -105,6 +114,54 @@ var _ = Describe("cork actual-lrps -o wide", func() {
 		Expect(r.stderr).To(ContainSubstring("-o wide is for actual-lrps only"))
 		r = runCork(board, "", "actual-lrps", "-o", "yaml")
 		Expect(r.code).To(Equal(2))
-		Expect(r.stderr).To(ContainSubstring(`-o must be json, table or wide, not "yaml"`))
+		Expect(r.stderr).To(ContainSubstring(`-o must be json, table, wide, address or pid, not "yaml"`))
+	})
+})
+
+var _ = Describe("cork actual-lrps -o address", func() {
+	It("prints host:port of each started instance's first port, a line each", func() {
+		board, store := startBoardWithStore(nil)
+		Expect(runCork(board, "", "desire", fixture("hello-local.json")).code).To(Equal(0))
+		registerCellOn(store, "cell-a", deadURL())
+		cell := claimOnCell(store, board, "cell-a", 1, "ig-1")
+		claimOnCell(store, board, "cell-a", 2, "ig-2") // claimed, no address yet
+		_, err := cell.StartActualLRP(context.Background(), client.Instance{ProcessGuid: "hello", Index: 1, InstanceGuid: "ig-1"},
+			&models.NetInfo{Address: "10.0.0.5", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}, {ContainerPort: 9090, HostPort: 61002}}}, true)
+		Expect(err).NotTo(HaveOccurred())
+
+		r := runCork(board, "", "actual-lrps", "--guid", "hello", "-o", "address")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(Equal("10.0.0.5:61001\n"))
+		r = runCork(board, "", "list", "-o", "address")
+		Expect(r.code).To(Equal(2))
+		Expect(r.stderr).To(ContainSubstring("-o address is for actual-lrps only"))
+	})
+})
+
+var _ = Describe("cork wait", func() {
+	It("waits until every index runs the active definition, and says what is in the way when it gives up", func() {
+		board, store := startBoardWithStore(nil)
+		Expect(runCork(board, "", "desire", fixture("hello-local.json")).code).To(Equal(0))
+		r := runCork(board, "", "wait", "hello", "--within", "1s")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(MatchRegexp(`^cork: hello: not settled within 1s: index 0 is UNCLAIMED\n$`))
+
+		registerCellOn(store, "cell-a", deadURL())
+		desired, err := store.DesiredLRPByProcessGuid(context.Background(), "hello")
+		Expect(err).NotTo(HaveOccurred())
+		for i := range desired.GetInstances() {
+			guid := "ig-" + strconv.Itoa(int(i))
+			cell := claimOnCell(store, board, "cell-a", i, guid)
+			_, err := cell.StartActualLRP(context.Background(), client.Instance{ProcessGuid: "hello", Index: i, InstanceGuid: guid},
+				&models.NetInfo{Address: "10.0.0.5", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61000 + uint32(i)}}}, true)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		r = runCork(board, "", "wait", "hello", "--within", "10s")
+		Expect(r.code).To(Equal(0), r.stderr)
+		Expect(r.stdout).To(Equal(fmt.Sprintf("hello: %d instances running %s\n", desired.GetInstances(), desired.GetActiveDefinitionId())))
+
+		r = runCork(board, "", "wait", "nobody")
+		Expect(r.code).To(Equal(1))
+		Expect(r.stderr).To(ContainSubstring("ResourceNotFound"))
 	})
 })

@@ -78,11 +78,12 @@ certificate with the reps (cork logs).`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			hasWide := cmd.Annotations[wideAnnotation] != ""
 			switch {
-			case a.format == formatJSON, a.format == formatTable, a.format == formatWide && hasWide:
-			case a.format == formatWide:
-				return usageErrorf("-o wide is for actual-lrps only; here -o must be json or table")
+			case a.format == formatJSON, a.format == formatTable:
+			case hasWide && (a.format == formatWide || a.format == formatAddress || a.format == formatPid):
+			case a.format == formatWide, a.format == formatAddress, a.format == formatPid:
+				return usageErrorf("-o %s is for actual-lrps only; here -o must be json or table", a.format)
 			case hasWide:
-				return usageErrorf("-o must be json, table or wide, not %q", a.format)
+				return usageErrorf("-o must be json, table, wide, address or pid, not %q", a.format)
 			default:
 				return usageErrorf("-o must be json or table, not %q", a.format)
 			}
@@ -109,7 +110,7 @@ certificate with the reps (cork logs).`,
 	flags.StringVar(&a.caCert, "ca-cert", os.Getenv("BBS_CA_CERT"), "PEM `file` of the CA the board's and the reps' certificates chain to (env BBS_CA_CERT)")
 	flags.StringVar(&a.cert, "cert", os.Getenv("BBS_CERT"), "PEM `file` of cork's client certificate, e.g. an operator's (env BBS_CERT)")
 	flags.StringVar(&a.key, "key", os.Getenv("BBS_KEY"), "PEM `file` of the key of --cert (env BBS_KEY)")
-	flags.StringVarP(&a.format, "output", "o", formatJSON, "output format: json (one object per line) or table; actual-lrps also has wide (a table with each instance's pid)")
+	flags.StringVarP(&a.format, "output", "o", formatJSON, "output format: json (one object per line) or table; actual-lrps also has wide (a table with each instance's pid), address and pid (one instance's host:port or pid a line, for scripts)")
 	flags.DurationVar(&a.timeout, "timeout", client.DefaultTimeout, "time limit for each request to the board")
 	root.SetIn(a.stdin)
 	root.SetOut(a.out)
@@ -138,6 +139,7 @@ certificate with the reps (cork logs).`,
 		a.freezeCommand(),
 		a.eventsCommand(),
 		a.logsCommand(),
+		a.waitCommand(),
 	)
 	return root
 }
