@@ -241,7 +241,7 @@ func (p *planner) finishBlocked() {
 				previous = rec.BlockedBy
 			}
 			next.BlockedBy = DiagnoseRollout(p.blockedSituation(pr, &next, unplaced), previous, p.now)
-			p.countBlocked(next.BlockedBy)
+			p.countBlocked(&next)
 		}
 		if rec != nil && next.Equal(*rec) && !write.Settled && write.SetActiveDefinitionID == "" {
 			drop[pr.at] = true
@@ -264,9 +264,11 @@ func (p *planner) finishBlocked() {
 	p.plan.Writes.Rollouts, p.plan.Reasons.Rollouts = w, r
 }
 
-// countBlocked counts a blocked rollout in the plan's Counts: by reason,
-// and among those blocked for Config.BlockedAlertAfter or longer.
-func (p *planner) countBlocked(b *models.BlockedBy) {
+// countBlocked counts a blocked rollout, its record next, in the plan's
+// Counts: by reason, its operation (if one started it) by reason, and
+// among those blocked for Config.BlockedAlertAfter or longer.
+func (p *planner) countBlocked(next *RolloutRow) {
+	b := next.BlockedBy
 	if b == nil {
 		return
 	}
@@ -275,6 +277,12 @@ func (p *planner) countBlocked(b *models.BlockedBy) {
 		c.RolloutsBlocked = map[string]int{}
 	}
 	c.RolloutsBlocked[b.Reason]++
+	if next.OperationID != "" {
+		if c.OperationsBlocked == nil {
+			c.OperationsBlocked = map[string]int{}
+		}
+		c.OperationsBlocked[b.Reason]++
+	}
 	if after := p.cfg.BlockedAlertAfter; after > 0 && p.now-b.Since >= int64(after) {
 		c.RolloutsBlockedTooLong++
 	}

@@ -109,4 +109,8 @@ type Counts struct {
 	// alert watches.
 	RolloutsBlocked        map[string]int
 	RolloutsBlockedTooLong int
+	// OperationsBlocked counts, by reason, the blocked rollouts of
+	// RolloutsBlocked that an operation started: that operation is under
+	// way and carries the rollout's blocked_by. Nil when none.
+	OperationsBlocked map[string]int
 }

@@ -16,6 +16,15 @@ const (
 	BlockedPlacementRefused = "placement_refused_by_tags"
 )
 
+// BlockedReasons are the causes above, in the order of the constants: the
+// reason label values corkboard_blocked is published with (0 when
+// nothing is blocked by one).
+var BlockedReasons = []string{
+	BlockedNoCapacity, BlockedHealthCheck, BlockedBudgetExhausted, BlockedFrozen, BlockedQueued,
+	BlockedAwaitingPromote, BlockedMinReady, BlockedBaking, BlockedCellUnreachable,
+	BlockedDownloadFailing, BlockedPlacementRefused,
+}
+
 // The beginnings of the crash reasons a rep reports (rep/agent_instance.go
 // and rep/executor) that the planner tells apart when it says why a
 // rollout is blocked: a start that failed putting an asset in place
