@@ -38,6 +38,10 @@ type RolloutSituation struct {
 	// Waiting are the wanted indices of the rollout's definition that do
 	// not count as updated yet, in index order.
 	Waiting []WaitingInstance
+	// BudgetHeldBy, when the LRP's disruption budget is spent so that the
+	// rollout may start no replacement, says which disruption holds it;
+	// "" otherwise. The disruption budget fills it in.
+	BudgetHeldBy string
 }
 
 // WaitingInstance is one index of a rollout's definition that does not
@@ -85,7 +89,11 @@ type ZoneShortfall struct {
 //     last crash's error), health check failing (the last crash's check
 //     output);
 //  6. waiting for min-ready: an index serves but not for min_ready yet
-//     (estimate: the earliest such index counts).
+//     (estimate: the earliest such index counts);
+//  7. budget exhausted: the LRP's disruption budget is spent, and which
+//     disruption holds it. Last, because an index of steps 5 and 6 is
+//     itself a disruption that holds the budget: its cause is the one to
+//     act on.
 //
 // The rollout-wide causes come first: while one holds, the waiting
 // indices wait on it. Since is previous's since when previous has the same
@@ -156,6 +164,9 @@ func diagnose(s RolloutSituation) *models.BlockedBy {
 	if ready != nil {
 		return &models.BlockedBy{Reason: models.BlockedMinReady, Estimate: ready.ReadyAt,
 			Detail: fmt.Sprintf("index %d serves and counts as updated at %s (min_ready)", ready.Index, time.Unix(0, ready.ReadyAt).UTC().Format(time.RFC3339))}
+	}
+	if s.BudgetHeldBy != "" {
+		return &models.BlockedBy{Reason: models.BlockedBudgetExhausted, Detail: "disruption budget spent: " + s.BudgetHeldBy}
 	}
 	return nil
 }
