@@ -35,8 +35,10 @@ type RolloutSituation struct {
 	BakeUntil int64
 	// Definition is the definition the rollout moves to.
 	Definition string
-	// Waiting are the wanted indices of the rollout's definition that do
-	// not count as updated yet, in index order.
+	// Waiting are the wanted indices that do not count as updated yet and
+	// that something is known of, in index order: an ORDINARY row of the
+	// rollout's definition that does not serve for min_ready, a SUSPECT
+	// row, or an instance this pass could not place.
 	Waiting []WaitingInstance
 	// BudgetHeldBy, when the LRP's disruption budget is spent so that the
 	// rollout may start no replacement, says which disruption holds it;
