@@ -51,6 +51,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.decideMoves()
 	p.placer.placeAll()
 	p.emitPlacements()
+	p.finishBlocked()
 	p.emitMoves()
 	p.countCells()
 	p.plan.CrashSpikes = cfg.CrashMemory.CrashSpikes(snapshot.Crashes, p.cells.ids, now)
@@ -110,6 +111,10 @@ type planner struct {
 	// avoided are the cells each (LRP, definition) crashed on within the
 	// crash memory's window (crash_memory.go).
 	avoided map[CrashPair][]int32
+
+	// blocked are the rollout records this pass may write, waiting for
+	// placement to say what blocks them (finishBlocked).
+	blocked []pendingRollout
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

@@ -46,6 +46,10 @@ type Config struct {
 	// keeps crashes for MaxCrashWindow, so a longer window remembers no
 	// more than that.
 	CrashMemory CrashMemory
+	// BlockedAlertAfter is how long a rollout may stay blocked by one
+	// cause (its blocked_by's since) before Counts.RolloutsBlockedTooLong
+	// counts it. 0: never counted.
+	BlockedAlertAfter time.Duration
 }
 
 // PresenceGrace is the board's last database outage, as it saw it: a rep
@@ -96,6 +100,10 @@ const (
 	DefaultRolloutInterval = time.Second
 )
 
+// DefaultBlockedAlertAfter is Config.BlockedAlertAfter's default (the
+// board's blocked_alert_after).
+const DefaultBlockedAlertAfter = 10 * time.Minute
+
 // DefaultConfig is the board's configuration unless an operator overrides
 // it: the crash policy of DefaultCrashPolicy, a stale_unclaimed of 60 s and
 // an evacuation grace of 60 s (twice the default presence TTL of 30 s).
@@ -106,6 +114,7 @@ func DefaultConfig() Config {
 		EvacuationGrace:   60 * time.Second,
 		OperationLeaseTTL: DefaultLeaseTTL,
 		CrashMemory:       DefaultCrashMemory(),
+		BlockedAlertAfter: DefaultBlockedAlertAfter,
 
 		ScaleDownStabilization: models.DefaultScaleDownStabilization,
 	}

@@ -507,6 +507,25 @@
 // says admitted=-1m or queued=true, and may carry queue_position= and
 // queue_reason=; config max_rollouts_in_flight=N sets the limit.
 //
+// # Why a rollout is stuck
+//
+// Every record a pass leaves under way gets a blocked_by from
+// DiagnoseRollout (blocked.go, with its order of causes and a worked
+// example): queued, frozen, awaiting promote, baking, then the first cause
+// of a waiting index (placement refused by tags, no capacity zone by zone,
+// cell unreachable, asset download failing, health check failing), then
+// waiting for min-ready; nil when none holds. The placement causes are
+// this pass's own placement failures, so the record's write waits until
+// placement is done (finishBlocked), keeping its place among the rollout
+// writes; a record whose blocked_by, since included, and everything else
+// are unchanged is not written. since is the stored one while the reason
+// stays. Counts.RolloutsBlocked counts them by reason, and
+// RolloutsBlockedTooLong those blocked for Config.BlockedAlertAfter or
+// longer. Scenario lines: a rollout may carry blocked=REASON
+// blocked_since=-5m blocked_detail="..." blocked_estimate=+1m; config
+// blocked_alert_after=10m; the plan shows the same on rollout lines and a
+// "blocked rollouts=REASON:N too_long=N" line after the counts.
+//
 // # Staged phases and validation
 //
 // A record with a stage limits the rollout to the indices its share

@@ -57,3 +57,66 @@ func joinWithAnd(parts []string) string {
 	}
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
+
+// zoneShortfalls says, zone by zone (in zone order), what no cell of the
+// zone that would take an instance with the tags of e has enough of for
+// need n: memory, then disk among the cells with the memory, then a free
+// instance slot among the cells with both. A zone where some cell fits is
+// left out; so is one with no such cell at all.
+func zoneShortfalls(t *cellTable, e *eligibility, n need) []ZoneShortfall {
+	type best struct {
+		any                   bool
+		memory, disk, slots   int64
+		withMemory, withDisks bool
+	}
+	zones := make([]best, len(t.zones))
+	for cell := range t.ids {
+		if !t.takesInstances(int32(cell)) || !e.classOK[t.class[cell]] {
+			continue
+		}
+		z, f := &zones[t.zone[cell]], t.free[cell]
+		if !z.any {
+			z.any, z.memory = true, f.memory
+		}
+		z.memory = max(z.memory, f.memory)
+		if f.memory < int64(n.memory) {
+			continue
+		}
+		if !z.withMemory {
+			z.withMemory, z.disk = true, f.disk
+		}
+		z.disk = max(z.disk, f.disk)
+		if f.disk < int64(n.disk) {
+			continue
+		}
+		z.withDisks = true
+		z.slots = max(z.slots, f.slots)
+	}
+	var out []ZoneShortfall
+	for i, z := range zones {
+		switch {
+		case !z.any:
+		case !z.withMemory:
+			out = append(out, ZoneShortfall{Zone: t.zones[i], Short: "memory", Free: max(z.memory, 0), Need: int64(n.memory)})
+		case !z.withDisks:
+			out = append(out, ZoneShortfall{Zone: t.zones[i], Short: "disk", Free: max(z.disk, 0), Need: int64(n.disk)})
+		case z.slots < 1:
+			out = append(out, ZoneShortfall{Zone: t.zones[i], Short: "instances", Free: max(z.slots, 0), Need: 1})
+		}
+	}
+	return out
+}
+
+// refusedByTags reports whether no present cell that takes instances has
+// the tags of e (and e asks for some).
+func refusedByTags(t *cellTable, e *eligibility) bool {
+	if len(e.tags) == 0 {
+		return false
+	}
+	for cell := range t.ids {
+		if t.takesInstances(int32(cell)) && e.classOK[t.class[cell]] {
+			return false
+		}
+	}
+	return true
+}

@@ -102,4 +102,15 @@ type Counts struct {
 	RolloutsUnderWay int
 	RolloutsFailed   int
 	RolloutsHeld     int
+	// RolloutsBlocked counts, by reason (models.BlockedBy's), the rollouts
+	// this pass leaves under way with a blocked_by (DiagnoseRollout); nil
+	// when none is blocked. RolloutsBlockedTooLong counts those blocked by
+	// the same reason for Config.BlockedAlertAfter or longer: what an
+	// alert watches.
+	RolloutsBlocked        map[string]int
+	RolloutsBlockedTooLong int
+	// OperationsBlocked counts, by reason, the blocked rollouts of
+	// RolloutsBlocked that an operation started: that operation is under
+	// way and carries the rollout's blocked_by. Nil when none.
+	OperationsBlocked map[string]int
 }

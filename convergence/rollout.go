@@ -72,6 +72,9 @@ type rolloutLRP struct {
 	crashed      int32
 	crashes      int32
 	crashReasons []string
+	// bakeUntil is when the bake ends, when this pass found the rollout
+	// baking (bakes); 0 otherwise.
+	bakeUntil int64
 }
 
 // underway reports whether the LRP's instances are being replaced or moved
@@ -617,11 +620,9 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	if rec == nil && next.State == models.RolloutStatus_NONE {
 		return
 	}
-	if rec != nil && next.Equal(*rec) && !write.Settled && write.SetActiveDefinitionID == "" {
-		return
-	}
-	next.ModificationIndex = 0
-	write.Record = next
+	// The write waits for placement, whose failures say what blocks the
+	// rollout: finishBlocked decides it, in this place among the writes.
+	p.blocked = append(p.blocked, pendingRollout{ro: ro, instances: instances, rows: rows, next: next, write: write, at: len(p.plan.Writes.Rollouts)})
 	p.rolloutWrite(write, next.Reason)
 }
 
@@ -741,6 +742,7 @@ func (p *planner) bakes(ro *rolloutLRP, next *RolloutRow) bool {
 		ro.outcome.note(next.Reason)
 	}
 	p.wakeAt(until)
+	ro.bakeUntil = until
 	return true
 }
 

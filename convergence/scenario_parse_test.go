@@ -123,6 +123,7 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.OperationLeaseTTL = attrs.duration("operation_lease_ttl", c.OperationLeaseTTL)
 	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
 	c.MaxRolloutsInFlight = attrs.int32("max_rollouts_in_flight", c.MaxRolloutsInFlight)
+	c.BlockedAlertAfter = attrs.duration("blocked_alert_after", c.BlockedAlertAfter)
 	c.CrashMemory.Window = attrs.duration("crash_window", c.CrashMemory.Window)
 	c.CrashMemory.SpikeMin = attrs.int32("spike_min", c.CrashMemory.SpikeMin)
 	c.CrashMemory.SpikeFactor = attrs.int32("spike_factor", c.CrashMemory.SpikeFactor)
@@ -312,6 +313,11 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		QueueReason:        a.string("queue_reason", ""),
 		FreezeExemption:    a.string("exempt", ""),
 	})
+	if reason := a.string("blocked", ""); reason != "" {
+		s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].BlockedBy = &models.BlockedBy{
+			Reason: reason, Detail: a.string("blocked_detail", ""), Since: at("blocked_since"), Estimate: at("blocked_estimate"),
+		}
+	}
 	rec := &s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1]
 	// A record is admitted when it started (a rollout under way before
 	// the governor) unless the scenario says when, or queued=true.

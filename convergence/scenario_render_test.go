@@ -2,6 +2,8 @@ package convergence_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +75,13 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 		c.Desired, c.Running, c.Claimed, c.Unclaimed, c.Crashed, c.Missing, c.Extra,
 		c.Suspect, c.GaveUp, c.Unplaced, c.PresentCells, c.SuspectCells,
 		c.RolloutsUnderWay, c.RolloutsFailed, c.RolloutsHeld)
+	if len(c.RolloutsBlocked) > 0 {
+		reasons := slices.Sorted(maps.Keys(c.RolloutsBlocked))
+		for i, reason := range reasons {
+			reasons[i] = fmt.Sprintf("%s:%d", reason, c.RolloutsBlocked[reason])
+		}
+		fmt.Fprintf(&b, "blocked rollouts=%s too_long=%d\n", strings.Join(reasons, ","), c.RolloutsBlockedTooLong)
+	}
 	if p.NextWake.IsZero() {
 		b.WriteString("next-wake none\n")
 	} else {
@@ -194,6 +203,13 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	out += " reason=" + strconv.Quote(r.Reason)
 	if r.QueueReason != "" {
 		out += " queue_reason=" + strconv.Quote(r.QueueReason)
+	}
+	if b := r.BlockedBy; b != nil {
+		out += " blocked=" + b.Reason + " blocked_since=" + renderAt(b.Since, now)
+		if b.Estimate != 0 {
+			out += " blocked_estimate=" + renderAt(b.Estimate, now)
+		}
+		out += " blocked_detail=" + strconv.Quote(b.Detail)
 	}
 	return out
 }

@@ -108,6 +108,9 @@ type RolloutRow struct {
 	// FreezeExemption says why an active freeze window does not hold the
 	// rollout ("revert", "override"; models.FreezeHolds); "" when one does.
 	FreezeExemption string
+	// BlockedBy is what holds the rollout, as the last pass diagnosed it
+	// (DiagnoseRollout); nil while nothing does. Immutable like Stage.
+	BlockedBy *models.BlockedBy
 }
 
 // Equal reports whether r and o hold the same record (RolloutRow has
@@ -115,9 +118,11 @@ type RolloutRow struct {
 func (r RolloutRow) Equal(o RolloutRow) bool {
 	rs, os := r.Stage, o.Stage
 	rj, oj := r.Judgement, o.Judgement
+	rb, ob := r.BlockedBy, o.BlockedBy
 	r.Stage, o.Stage = nil, nil
 	r.Judgement, o.Judgement = nil, nil
-	return r == o && proto.Equal(rs, os) && proto.Equal(rj, oj)
+	r.BlockedBy, o.BlockedBy = nil, nil
+	return r == o && proto.Equal(rs, os) && proto.Equal(rj, oj) && proto.Equal(rb, ob)
 }
 
 // StartedRollout is the record of a rollout of processGuid to definition

@@ -149,3 +149,8 @@ var addRolloutsGovernor = addColumns("add_rollouts_governor", 1, "rollouts",
 // already there.
 var addRolloutsFreezeExemption = addColumn("add_rollouts_freeze_exemption", 1, "rollouts", "freeze_exemption",
 	func(d driver) string { return d.boundedText(16) })
+
+// addRolloutsBlockedBy is migration 0025's Go half: rollouts.blocked_by,
+// the protobuf of the models.BlockedBy the planner last found blocking the
+// rollout, NULL while nothing does.
+var addRolloutsBlockedBy = addColumn("add_rollouts_blocked_by", 1, "rollouts", "blocked_by", driver.nullBlob)

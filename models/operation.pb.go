@@ -213,7 +213,11 @@ type Operation struct {
 	// definition it activates.
 	DefinitionId string `protobuf:"bytes,14,opt,name=definition_id,json=definitionId,proto3" json:"definition_id,omitempty"`
 	// history is what happened to the operation, oldest first.
-	History       []*OperationEvent `protobuf:"bytes,15,rep,name=history,proto3" json:"history,omitempty"`
+	History []*OperationEvent `protobuf:"bytes,15,rep,name=history,proto3" json:"history,omitempty"`
+	// blocked_by, while the operation is IN_PROGRESS and the rollout it
+	// started does not move, is that rollout's blocked_by: read from the
+	// rollout's record, never stored with the operation.
+	BlockedBy     *BlockedBy `protobuf:"bytes,16,opt,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -349,6 +353,13 @@ func (x *Operation) GetDefinitionId() string {
 func (x *Operation) GetHistory() []*OperationEvent {
 	if x != nil {
 		return x.History
+	}
+	return nil
+}
+
+func (x *Operation) GetBlockedBy() *BlockedBy {
+	if x != nil {
+		return x.BlockedBy
 	}
 	return nil
 }
@@ -794,7 +805,7 @@ var File_operation_proto protoreflect.FileDescriptor
 
 const file_operation_proto_rawDesc = "" +
 	"\n" +
-	"\x0foperation.proto\x12\x10corkboard.models\x1a\x19google/protobuf/any.proto\x1a\verror.proto\"\xfd\x06\n" +
+	"\x0foperation.proto\x12\x10corkboard.models\x1a\x19google/protobuf/any.proto\x1a\verror.proto\x1a\rblocked.proto\"\xb9\a\n" +
 	"\tOperation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fprocess_guid\x18\x02 \x01(\tR\vprocessGuid\x12\x1a\n" +
@@ -817,7 +828,9 @@ const file_operation_proto_rawDesc = "" +
 	"\x10lease_expires_at\x18\f \x01(\x03R\x0eleaseExpiresAt\x12!\n" +
 	"\frequested_by\x18\r \x01(\tR\vrequestedBy\x12#\n" +
 	"\rdefinition_id\x18\x0e \x01(\tR\fdefinitionId\x12:\n" +
-	"\ahistory\x18\x0f \x03(\v2 .corkboard.models.OperationEventR\ahistory\"\xc2\x01\n" +
+	"\ahistory\x18\x0f \x03(\v2 .corkboard.models.OperationEventR\ahistory\x12:\n" +
+	"\n" +
+	"blocked_by\x18\x10 \x01(\v2\x1b.corkboard.models.BlockedByR\tblockedBy\"\xc2\x01\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\n" +
 	"\n" +
@@ -902,27 +915,29 @@ var file_operation_proto_goTypes = []any{
 	(*CancelOperationRequest)(nil),  // 9: corkboard.models.CancelOperationRequest
 	(*CancelOperationResponse)(nil), // 10: corkboard.models.CancelOperationResponse
 	(*anypb.Any)(nil),               // 11: google.protobuf.Any
-	(*Error)(nil),                   // 12: corkboard.models.Error
+	(*BlockedBy)(nil),               // 12: corkboard.models.BlockedBy
+	(*Error)(nil),                   // 13: corkboard.models.Error
 }
 var file_operation_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.Operation.kind:type_name -> corkboard.models.Operation.Kind
 	11, // 1: corkboard.models.Operation.parameters:type_name -> google.protobuf.Any
 	1,  // 2: corkboard.models.Operation.status:type_name -> corkboard.models.Operation.Status
 	3,  // 3: corkboard.models.Operation.history:type_name -> corkboard.models.OperationEvent
-	3,  // 4: corkboard.models.OperationHistory.events:type_name -> corkboard.models.OperationEvent
-	1,  // 5: corkboard.models.OperationsRequest.status:type_name -> corkboard.models.Operation.Status
-	0,  // 6: corkboard.models.OperationsRequest.kind:type_name -> corkboard.models.Operation.Kind
-	12, // 7: corkboard.models.OperationsResponse.error:type_name -> corkboard.models.Error
-	2,  // 8: corkboard.models.OperationsResponse.operations:type_name -> corkboard.models.Operation
-	12, // 9: corkboard.models.OperationResponse.error:type_name -> corkboard.models.Error
-	2,  // 10: corkboard.models.OperationResponse.operation:type_name -> corkboard.models.Operation
-	12, // 11: corkboard.models.CancelOperationResponse.error:type_name -> corkboard.models.Error
-	2,  // 12: corkboard.models.CancelOperationResponse.operation:type_name -> corkboard.models.Operation
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	12, // 4: corkboard.models.Operation.blocked_by:type_name -> corkboard.models.BlockedBy
+	3,  // 5: corkboard.models.OperationHistory.events:type_name -> corkboard.models.OperationEvent
+	1,  // 6: corkboard.models.OperationsRequest.status:type_name -> corkboard.models.Operation.Status
+	0,  // 7: corkboard.models.OperationsRequest.kind:type_name -> corkboard.models.Operation.Kind
+	13, // 8: corkboard.models.OperationsResponse.error:type_name -> corkboard.models.Error
+	2,  // 9: corkboard.models.OperationsResponse.operations:type_name -> corkboard.models.Operation
+	13, // 10: corkboard.models.OperationResponse.error:type_name -> corkboard.models.Error
+	2,  // 11: corkboard.models.OperationResponse.operation:type_name -> corkboard.models.Operation
+	13, // 12: corkboard.models.CancelOperationResponse.error:type_name -> corkboard.models.Error
+	2,  // 13: corkboard.models.CancelOperationResponse.operation:type_name -> corkboard.models.Operation
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_operation_proto_init() }
@@ -931,6 +946,7 @@ func file_operation_proto_init() {
 		return
 	}
 	file_error_proto_init()
+	file_blocked_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

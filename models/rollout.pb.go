@@ -163,8 +163,12 @@ type RolloutStatus struct {
 	// (an update with override_freeze); empty: a freeze holds it, unless it
 	// is an auto-revert (state REVERTED).
 	FreezeExemption string `protobuf:"bytes,24,opt,name=freeze_exemption,json=freezeExemption,proto3" json:"freeze_exemption,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Why the rollout does not move, computed by the planner every pass
+	// (docs/rollouts.md "Why a rollout is stuck"); absent while nothing
+	// holds it. since is the first pass that saw this reason.
+	BlockedBy     *BlockedBy `protobuf:"bytes,25,opt,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RolloutStatus) Reset() {
@@ -342,6 +346,13 @@ func (x *RolloutStatus) GetFreezeExemption() string {
 		return x.FreezeExemption
 	}
 	return ""
+}
+
+func (x *RolloutStatus) GetBlockedBy() *BlockedBy {
+	if x != nil {
+		return x.BlockedBy
+	}
+	return nil
 }
 
 // StagedRollout asks for a staged phase: the share of instances on the new
@@ -1835,7 +1846,7 @@ var File_rollout_proto protoreflect.FileDescriptor
 
 const file_rollout_proto_rawDesc = "" +
 	"\n" +
-	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\"\xd7\a\n" +
+	"\rrollout.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\x0eanalysis.proto\x1a\rblocked.proto\"\x93\b\n" +
 	"\rRolloutStatus\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12;\n" +
 	"\x05state\x18\x02 \x01(\x0e2%.corkboard.models.RolloutStatus.StateR\x05state\x12\x16\n" +
@@ -1863,7 +1874,9 @@ const file_rollout_proto_rawDesc = "" +
 	"\x0equeue_position\x18\x16 \x01(\x05R\rqueuePosition\x12\x1f\n" +
 	"\vadmitted_at\x18\x17 \x01(\x03R\n" +
 	"admittedAt\x12)\n" +
-	"\x10freeze_exemption\x18\x18 \x01(\tR\x0ffreezeExemption\"a\n" +
+	"\x10freeze_exemption\x18\x18 \x01(\tR\x0ffreezeExemption\x12:\n" +
+	"\n" +
+	"blocked_by\x18\x19 \x01(\v2\x1b.corkboard.models.BlockedByR\tblockedBy\"a\n" +
 	"\x05State\x12\b\n" +
 	"\x04NONE\x10\x00\x12\x0f\n" +
 	"\vPROGRESSING\x10\x01\x12\f\n" +
@@ -2033,38 +2046,40 @@ var file_rollout_proto_goTypes = []any{
 	(*EditRolloutRequest)(nil),     // 20: corkboard.models.EditRolloutRequest
 	(*EditRolloutResponse)(nil),    // 21: corkboard.models.EditRolloutResponse
 	(*RolloutJudgement)(nil),       // 22: corkboard.models.RolloutJudgement
-	(*Error)(nil),                  // 23: corkboard.models.Error
+	(*BlockedBy)(nil),              // 23: corkboard.models.BlockedBy
+	(*Error)(nil),                  // 24: corkboard.models.Error
 }
 var file_rollout_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.RolloutStatus.state:type_name -> corkboard.models.RolloutStatus.State
 	11, // 1: corkboard.models.RolloutStatus.definitions:type_name -> corkboard.models.DefinitionInstances
 	4,  // 2: corkboard.models.RolloutStatus.stage:type_name -> corkboard.models.RolloutStage
 	22, // 3: corkboard.models.RolloutStatus.judgement:type_name -> corkboard.models.RolloutJudgement
-	3,  // 4: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
-	3,  // 5: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
-	3,  // 6: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	23, // 7: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 8: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	23, // 9: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 10: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	23, // 11: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 12: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	13, // 13: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
-	12, // 14: corkboard.models.DefinitionInstances.instance_signals:type_name -> corkboard.models.InstanceSignals
-	23, // 15: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
-	1,  // 16: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
-	23, // 17: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
-	1,  // 18: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
-	23, // 19: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 20: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	3,  // 21: corkboard.models.EditRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
-	23, // 22: corkboard.models.EditRolloutResponse.error:type_name -> corkboard.models.Error
-	1,  // 23: corkboard.models.EditRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	23, // 4: corkboard.models.RolloutStatus.blocked_by:type_name -> corkboard.models.BlockedBy
+	3,  // 5: corkboard.models.StagedRollout.safe_rate:type_name -> corkboard.models.SafeRate
+	3,  // 6: corkboard.models.RolloutStage.safe_rate:type_name -> corkboard.models.SafeRate
+	3,  // 7: corkboard.models.PromoteRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
+	24, // 8: corkboard.models.PromoteRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 9: corkboard.models.PromoteRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	24, // 10: corkboard.models.PauseRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 11: corkboard.models.PauseRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	24, // 12: corkboard.models.ResumeRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 13: corkboard.models.ResumeRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	13, // 14: corkboard.models.DefinitionInstances.signals:type_name -> corkboard.models.DefinitionSignals
+	12, // 15: corkboard.models.DefinitionInstances.instance_signals:type_name -> corkboard.models.InstanceSignals
+	24, // 16: corkboard.models.RolloutStatusResponse.error:type_name -> corkboard.models.Error
+	1,  // 17: corkboard.models.RolloutStatusResponse.status:type_name -> corkboard.models.RolloutStatus
+	24, // 18: corkboard.models.RollbackResponse.error:type_name -> corkboard.models.Error
+	1,  // 19: corkboard.models.RollbackResponse.status:type_name -> corkboard.models.RolloutStatus
+	24, // 20: corkboard.models.AbortRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 21: corkboard.models.AbortRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	3,  // 22: corkboard.models.EditRolloutRequest.safe_rate:type_name -> corkboard.models.SafeRate
+	24, // 23: corkboard.models.EditRolloutResponse.error:type_name -> corkboard.models.Error
+	1,  // 24: corkboard.models.EditRolloutResponse.status:type_name -> corkboard.models.RolloutStatus
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_rollout_proto_init() }
@@ -2074,6 +2089,7 @@ func file_rollout_proto_init() {
 	}
 	file_error_proto_init()
 	file_analysis_proto_init()
+	file_blocked_proto_init()
 	file_rollout_proto_msgTypes[11].OneofWrappers = []any{}
 	file_rollout_proto_msgTypes[12].OneofWrappers = []any{}
 	file_rollout_proto_msgTypes[19].OneofWrappers = []any{}

@@ -184,7 +184,7 @@ func (a *Agent) runInstance(inst *agentInstance, def *models.LRPDefinition) {
 			return
 		}
 		inst.logger.Error("run-failed", err)
-		a.reportCrash(inst, "could not start: "+err.Error())
+		a.reportCrash(inst, models.CrashCouldNotStart+err.Error())
 		return
 	}
 	a.mu.Lock()

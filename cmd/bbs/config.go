@@ -147,6 +147,12 @@ type Config struct {
 	// status, and reverts and fast rollbacks jump the queue
 	// (convergence.GovernRollouts, docs/rollouts.md).
 	MaxRolloutsInFlight int `json:"max_rollouts_in_flight"`
+	// BlockedAlertAfter is how long a rollout may stay blocked by one
+	// cause (its blocked_by's since) before the metric
+	// corkboard_rollouts_blocked_too_long counts it, which the
+	// CorkboardRolloutBlocked alert watches (docs/rollouts.md, "Why a
+	// rollout is stuck"); 0s never counts one.
+	BlockedAlertAfter string `json:"blocked_alert_after"`
 	// EventRetention bounds the age of the event log every board serves
 	// /v1/events from: events older than this (at least 1m; by the
 	// database's clock) are deleted, in batches; a client resuming from
@@ -309,6 +315,9 @@ func (c *Config) applyDefaults() {
 	if c.StaleUnclaimed == "" {
 		c.StaleUnclaimed = convergence.DefaultConfig().StaleUnclaimed.String()
 	}
+	if c.BlockedAlertAfter == "" {
+		c.BlockedAlertAfter = convergence.DefaultBlockedAlertAfter.String()
+	}
 	if c.ScaleDownStabilization == "" {
 		c.ScaleDownStabilization = convergence.DefaultConfig().ScaleDownStabilization.String()
 	}
@@ -449,6 +458,7 @@ func (c Config) validate() error {
 		configfile.Duration{Key: "stale_unclaimed", Value: c.StaleUnclaimed},
 		configfile.Duration{Key: "operation_retention", Value: c.OperationRetention},
 		configfile.Duration{Key: "scale_down_stabilization", Value: c.ScaleDownStabilization},
+		configfile.Duration{Key: "blocked_alert_after", Value: c.BlockedAlertAfter},
 		configfile.Duration{Key: "event_retention", Value: c.EventRetention, Least: time.Minute},
 		configfile.Duration{Key: "event_poll_interval", Value: c.EventPollInterval, Least: minimumEventPollInterval},
 		configfile.Duration{Key: "request_body_timeout", Value: c.RequestBodyTimeout, Least: minimumRequestBodyTimeout},
@@ -542,6 +552,7 @@ func (c Config) runnerConfig() runner.RunnerConfig {
 	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
 	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
 	planner.MaxRolloutsInFlight = int32(c.MaxRolloutsInFlight)
+	planner.BlockedAlertAfter = configfile.MustDuration(c.BlockedAlertAfter)
 	return runner.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),

@@ -255,6 +255,9 @@ func describeFields(d *lrpDescription, now time.Time) [][]string {
 		{"Annotation:", oneLine(lrp.GetAnnotation())},
 		{"Rollout:", rolloutLine(d.rollout, now)},
 	}
+	if b := d.rollout.GetBlockedBy(); b != nil {
+		fields = append(fields, []string{"Blocked:", blockedLine(b, now)})
+	}
 	if stage := stageCell(d.rollout, now); stage != "" {
 		fields = append(fields, []string{"Stage:", stage})
 	}

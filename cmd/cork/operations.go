@@ -90,8 +90,18 @@ func operationFields(op *models.Operation) [][]string {
 		{"finished_at", timestamp(op.GetFinishedAt())},
 		{"lease", leaseText},
 		{"reason", oneLine(op.GetReason())},
+		{"blocked_by", blockedText(op.GetBlockedBy())},
 		{"parameters", shorten(parameters(op.GetParameters()), maxParametersWidth)},
 	}
+}
+
+// blockedText is an operation's blocked_by as blockedLine says it, ""
+// when nothing blocks it.
+func blockedText(b *models.BlockedBy) string {
+	if b == nil {
+		return ""
+	}
+	return blockedLine(b, time.Now())
 }
 
 // parametersJSON leaves out what the request did not set, unlike jsonLine:

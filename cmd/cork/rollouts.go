@@ -80,6 +80,9 @@ func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) er
 	if err := printTable(a.out, rolloutStatusHeaders, [][]string{row}); err != nil {
 		return err
 	}
+	if b := s.GetBlockedBy(); b != nil {
+		fmt.Fprintf(a.out, "blocked: %s\n", blockedLine(b, time.Now()))
+	}
 	if lrp.GetAutoscaling().IsEnabled() {
 		fmt.Fprintf(a.out, "autoscaler: %s\n", autoscalerLine(lrp))
 	}
@@ -95,6 +98,25 @@ func (a *app) emitRolloutStatus(ctx context.Context, s *models.RolloutStatus) er
 		}
 	}
 	return nil
+}
+
+// blockedLine says what blocks a rollout, and since when, at now, e.g.
+// "no_capacity for 12m3s (since 2026-11-25T11:48:00Z) — index 0 fits no
+// cell: zone z1 is short of memory (256 MB free at most, 512 MB needed)",
+// followed by "; expected to move at TIME" when the board can tell.
+func blockedLine(b *models.BlockedBy, now time.Time) string {
+	line := b.GetReason()
+	if b.GetSince() != 0 {
+		since := time.Unix(0, b.GetSince())
+		line += fmt.Sprintf(" for %s (since %s)", max(now.Sub(since), 0).Round(time.Second), timestamp(b.GetSince()))
+	}
+	if b.GetDetail() != "" {
+		line += " — " + oneLine(b.GetDetail())
+	}
+	if b.GetEstimate() != 0 {
+		line += "; expected to move at " + timestamp(b.GetEstimate())
+	}
+	return line
 }
 
 // judgementLine says what judges a rollout, e.g. "analysis: 2 checks every

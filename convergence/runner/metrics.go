@@ -132,6 +132,8 @@ var countGaugeList = []countGauge{
 		func(c *convergence.Counts) int { return c.RolloutsUnderWay }),
 	gauge("corkboard_rollouts_failed", "Rollouts FAILED (stopped by the progress deadline or a verdict) and waiting for a rollback or a new definition, as of the latest full convergence pass. Diego has no such metric.",
 		func(c *convergence.Counts) int { return c.RolloutsFailed }),
+	gauge("corkboard_rollouts_blocked_too_long", "Rollouts blocked by one cause (their blocked_by) for blocked_alert_after or longer, as of the latest full convergence pass: what an alert watches. Diego has no such metric.",
+		func(c *convergence.Counts) int { return c.RolloutsBlockedTooLong }),
 	gauge("corkboard_rollouts_held", "Rollouts HELD (stopped by the progress deadline or a verdict under on_failure hold) and waiting for a resume, rollback or abort, as of the latest full convergence pass. Diego has no such metric.",
 		func(c *convergence.Counts) int { return c.RolloutsHeld }),
 }
@@ -157,6 +159,13 @@ var (
 	autoscaleMaxDesc = prometheus.NewDesc("corkboard_autoscaler_max_instances",
 		"An autoscaled LRP's max; no series while its max is -1 (no limit).", []string{"process_guid"}, nil)
 )
+
+// blockedDesc counts what does not move, by kind (rollout, operation) and
+// reason (models.BlockedReasons): every pair has a series, 0 when nothing
+// is so blocked. Drains publish their own kind where they are counted.
+var blockedDesc = prometheus.NewDesc("corkboard_blocked",
+	"Rollouts under way, and operations whose rollout is under way, that are blocked (their blocked_by), by kind and reason, as of the latest full convergence pass. Diego has no such metric.",
+	[]string{"kind", "reason"}, nil)
 
 // crashSpikeDesc is a cell whose crashes spike (convergence.CrashMemory):
 // one series per such cell, its value the crashes within the window.
@@ -216,6 +225,7 @@ func (g *countGauges) Describe(ch chan<- *prometheus.Desc) {
 	ch <- autoscaleCurrentDesc
 	ch <- autoscaleMaxDesc
 	ch <- crashSpikeDesc
+	ch <- blockedDesc
 }
 
 func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
@@ -243,5 +253,9 @@ func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, gauge := range countGaugeList {
 		ch <- prometheus.MustNewConstMetric(gauge.desc, prometheus.GaugeValue, float64(gauge.value(counts)))
+	}
+	for _, reason := range models.BlockedReasons {
+		ch <- prometheus.MustNewConstMetric(blockedDesc, prometheus.GaugeValue, float64(counts.RolloutsBlocked[reason]), "rollout", reason)
+		ch <- prometheus.MustNewConstMetric(blockedDesc, prometheus.GaugeValue, float64(counts.OperationsBlocked[reason]), "operation", reason)
 	}
 }

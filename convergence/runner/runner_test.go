@@ -138,6 +138,37 @@ var _ = Describe("Runner", func() {
 				Expect(r.gauge("corkboard_rollouts_held")()).To(Equal(0.0))
 			})
 
+			It("publishes the blocked rollouts by kind and reason, and those blocked too long", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "rolling", 1)
+				_, err := store.UpdateDesiredLRP(ctx, "rolling", &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{
+					DefinitionId: "huge", Action: &models.RunAction{Path: "/bin/rolling"}, MemoryMb: 1 << 30, DiskMb: 64,
+				}})
+				Expect(err).NotTo(HaveOccurred())
+				planner := convergence.DefaultConfig()
+				planner.BlockedAlertAfter = time.Nanosecond
+
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: 200 * time.Millisecond, Planner: planner})
+				blocked := func() map[string]float64 {
+					values := map[string]float64{}
+					for _, m := range r.families()["corkboard_blocked"].GetMetric() {
+						if v := m.GetGauge().GetValue(); v != 0 {
+							values[m.GetLabel()[0].GetValue()+"/"+m.GetLabel()[1].GetValue()] = v
+						}
+					}
+					return values
+				}
+				Eventually(blocked).WithTimeout(runnerLimit).Should(Equal(map[string]float64{
+					"rollout/" + models.BlockedNoCapacity: 1, "operation/" + models.BlockedNoCapacity: 1,
+				}), "v2 fits no cell, and the update's operation waits on its rollout")
+				Expect(r.families()["corkboard_blocked"].GetMetric()).To(HaveLen(2*len(models.BlockedReasons)), "every kind and reason has a series")
+				Eventually(r.gauge("corkboard_rollouts_blocked_too_long")).WithTimeout(runnerLimit).Should(Equal(1.0), "blocked by one cause for longer than 1ns, once a later pass sees it")
+				st, err := store.RolloutStatus(ctx, "rolling")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(st.GetBlockedBy().GetDetail()).To(HavePrefix("index 0 fits no cell: zone "))
+			})
+
 			It("converges as soon as it owns the lease, and on a trigger without waiting for the interval", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")

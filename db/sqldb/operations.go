@@ -500,6 +500,9 @@ func (s *SQLDB) Operations(ctx context.Context, filter db.OperationFilter) ([]*m
 		ops = append(ops, rec.op)
 		return nil
 	})
+	if err == nil {
+		err = s.addBlockedBy(ctx, ops)
+	}
 	if err != nil {
 		return nil, "", asModelError("list operations", err)
 	}
@@ -546,7 +549,36 @@ func (s *SQLDB) Operation(ctx context.Context, id string) (*models.Operation, er
 	if rec == nil {
 		return nil, errNotFound("operation %q not found", id)
 	}
+	if err := s.addBlockedBy(ctx, []*models.Operation{rec.op}); err != nil {
+		return nil, asModelError("get operation", err)
+	}
 	return rec.op, nil
+}
+
+// addBlockedBy gives each IN_PROGRESS operation of ops whose LRP's rollout
+// record it started (rollouts.operation_id) that record's blocked_by: what
+// the planner found holding the rollout, and so the operation. Nothing is
+// stored with the operation; an operation that ended has none.
+func (s *SQLDB) addBlockedBy(ctx context.Context, ops []*models.Operation) error {
+	for _, op := range ops {
+		if op.Status != models.Operation_IN_PROGRESS {
+			continue
+		}
+		var blocked []byte
+		err := s.queryRow(ctx, s.conn, "SELECT blocked_by FROM rollouts WHERE process_guid = ? AND operation_id = ?",
+			op.ProcessGuid, op.Id).Scan(&blocked)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && blocked == nil {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		op.BlockedBy = &models.BlockedBy{}
+		if err := proto.Unmarshal(blocked, op.BlockedBy); err != nil {
+			return errInvalidRecord("rollout of desired_lrp %q: blocked_by: %v", op.ProcessGuid, err)
+		}
+	}
+	return nil
 }
 
 // CancelOperation cancels an operation that has not ended (see

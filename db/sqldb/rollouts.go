@@ -34,15 +34,16 @@ var _ db.RolloutDB = (*SQLDB)(nil)
 // scanRollout reads them. stage (migration 0008) is NULL unless the
 // rollout is staged; fast (migration 0019) marks a fast rollout;
 // admitted_at, queue_position and queue_reason (migration 0022) are the
-// rollout governor's.
+// rollout governor's; blocked_by (migration 0025) is NULL unless the
+// planner found the rollout blocked.
 const rolloutColumnList = `o.process_guid, o.state, o.reason, o.definition_id, o.failed_definition_id,
  o.started_at, o.progress_at, o.finished_at, o.updated_instances, o.in_flight, o.settled, o.modification_index,
- o.operation_id, o.stage, o.fast, o.judgement, o.admitted_at, o.queue_position, o.queue_reason, o.freeze_exemption`
+ o.operation_id, o.stage, o.fast, o.judgement, o.admitted_at, o.queue_position, o.queue_reason, o.freeze_exemption, o.blocked_by`
 
 var rolloutColumns = []string{
 	"process_guid", "state", "reason", "definition_id", "failed_definition_id",
 	"started_at", "progress_at", "finished_at", "updated_instances", "in_flight", "settled", "modification_index",
-	"operation_id", "stage", "fast", "judgement", "admitted_at", "queue_position", "queue_reason", "freeze_exemption",
+	"operation_id", "stage", "fast", "judgement", "admitted_at", "queue_position", "queue_reason", "freeze_exemption", "blocked_by",
 }
 
 // rolloutRecord is one row of rollouts.
@@ -56,10 +57,10 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 	rec := &rolloutRecord{}
 	var state string
 	var updated, inFlight, queuePosition int64
-	var stage, judgement []byte
+	var stage, judgement, blocked []byte
 	err := row.Scan(&rec.ProcessGuid, &state, &rec.Reason, &rec.DefinitionID, &rec.FailedDefinitionID,
 		&rec.StartedAt, &rec.ProgressAt, &rec.FinishedAt, &updated, &inFlight, &rec.Settled, &rec.ModificationIndex,
-		&rec.OperationID, &stage, &rec.Fast, &judgement, &rec.AdmittedAt, &queuePosition, &rec.QueueReason, &rec.FreezeExemption)
+		&rec.OperationID, &stage, &rec.Fast, &judgement, &rec.AdmittedAt, &queuePosition, &rec.QueueReason, &rec.FreezeExemption, &blocked)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +77,12 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 		rec.Judgement = &models.RolloutJudgement{}
 		if err := proto.Unmarshal(judgement, rec.Judgement); err != nil {
 			return nil, errInvalidRecord("rollout of desired_lrp %q: judgement: %v", rec.ProcessGuid, err)
+		}
+	}
+	if blocked != nil {
+		rec.BlockedBy = &models.BlockedBy{}
+		if err := proto.Unmarshal(blocked, rec.BlockedBy); err != nil {
+			return nil, errInvalidRecord("rollout of desired_lrp %q: blocked_by: %v", rec.ProcessGuid, err)
 		}
 	}
 	return rec, nil
@@ -105,10 +112,14 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 	if err != nil {
 		return errInvalid("judgement", err.Error())
 	}
+	blocked, err := encodeMessage(rec.BlockedBy, rec.BlockedBy == nil)
+	if err != nil {
+		return errInvalid("blocked_by", err.Error())
+	}
 	rec.ModificationIndex = expect + 1
 	values := []any{rec.State.String(), rec.Reason, rec.DefinitionID, rec.FailedDefinitionID,
 		rec.StartedAt, rec.ProgressAt, rec.FinishedAt, rec.UpdatedInstances, rec.InFlight, rec.Settled, rec.ModificationIndex,
-		rec.OperationID, stage, rec.Fast, judgement, rec.AdmittedAt, rec.QueuePosition, rec.QueueReason, rec.FreezeExemption}
+		rec.OperationID, stage, rec.Fast, judgement, rec.AdmittedAt, rec.QueuePosition, rec.QueueReason, rec.FreezeExemption, blocked}
 	if expect == 0 {
 		_, err := s.exec(ctx, tx, insertStatement("rollouts", rolloutColumns), append([]any{rec.ProcessGuid}, values...)...)
 		if isUniqueViolation(err) {
@@ -214,6 +225,7 @@ func buildRolloutStatus(processGuid string, desired *models.DesiredLRP, rec *rol
 	status.Fast = rec.Fast
 	status.FreezeExemption = rec.FreezeExemption
 	status.Judgement = rec.Judgement
+	status.BlockedBy = rec.BlockedBy
 	if desired != nil && !rec.Queued() && models.RolloutDeadlineRuns(rec.State, rec.FinishedAt, rec.Stage) {
 		deadline := models.StoredRolloutStrategy(desired.Instances, desired.UpdateStrategy).ProgressDeadline
 		status.DeadlineAt = rec.DeadlineFrom() + int64(deadline)

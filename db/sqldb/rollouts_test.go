@@ -186,6 +186,51 @@ var _ = forEachDialect("RolloutDB", func(b *board) {
 			Expect(status().AdmittedAt).To(BeZero())
 		})
 
+		It("stores the planner's blocked_by with the record, shows it in the status, its event and the operation that started the rollout, and a new rollout starts without one", func() {
+			update("v2")
+			operationID := newestOperation(b, "web").Id
+			snapshot, err := b.store.ConvergenceSnapshot(b.ctx, []string{"web"})
+			Expect(err).NotTo(HaveOccurred())
+			rec := snapshot.Rollouts[0]
+			Expect(rec.BlockedBy).To(BeNil())
+			blocked := &models.BlockedBy{Reason: models.BlockedNoCapacity, Since: 7,
+				Detail: "index 0 fits no cell: zone z1 is short of memory (256 MB free at most, 512 MB needed)"}
+			rec.BlockedBy = blocked
+			sink.take()
+			_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
+				ProcessGuid: "web", ExpectModificationIndex: rec.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: rec,
+			}}})
+			Expect(err).NotTo(HaveOccurred())
+
+			snapshot, err = b.store.ConvergenceSnapshot(b.ctx, []string{"web"})
+			Expect(err).NotTo(HaveOccurred())
+			rec.ModificationIndex++
+			Expect(snapshot.Rollouts[0].Equal(rec)).To(BeTrue(), "read back as written")
+			Expect(status().BlockedBy).To(EqualProto(blocked))
+			events := sink.take()
+			Expect(eventTypes(events)).To(ContainElement(models.EventRolloutChanged))
+			for _, e := range events {
+				if e.Type == models.EventRolloutChanged {
+					Expect(e.Payload.(*models.RolloutChangedEvent).Status.BlockedBy).To(EqualProto(blocked))
+				}
+			}
+			op, err := b.store.Operation(b.ctx, operationID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(op.Status).To(Equal(models.Operation_IN_PROGRESS))
+			Expect(op.BlockedBy).To(EqualProto(blocked))
+			ops, _, err := b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web"})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ops[0].Id).To(Equal(operationID))
+			Expect(ops[0].BlockedBy).To(EqualProto(blocked))
+
+			By("a new definition starts a rollout that nothing blocks yet; the superseded operation ended and carries none")
+			update("v3")
+			Expect(status().BlockedBy).To(BeNil())
+			op, err = b.store.Operation(b.ctx, operationID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(op.BlockedBy).To(BeNil())
+		})
+
 		It("has no deadline once the rollout completed", func() {
 			update("v2")
 			completeRollout()

@@ -79,7 +79,7 @@ func interruption(ctx context.Context, what, detail string) error {
 func (e *Executor) fetchAssets(ctx context.Context, inst *instance, assets []*models.Asset) error {
 	for _, asset := range assets {
 		if err := e.fetchAsset(ctx, inst, asset); err != nil {
-			return fmt.Errorf("asset %s: %w", asset.GetUrl(), err)
+			return fmt.Errorf("%s%s: %w", models.CrashAsset, asset.GetUrl(), err)
 		}
 	}
 	return nil

@@ -933,18 +933,18 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 // took 21.5s of it): GET /health on port 8080: 503".
 func startTimeoutReason(timeout, preparation time.Duration, last error) string {
 	if preparation > 0 {
-		return fmt.Sprintf("did not become healthy within %s (downloads and setup took %s of it): %v", timeout, formatDuration(preparation), last)
+		return fmt.Sprintf("%s%s (downloads and setup took %s of it): %v", models.CrashNeverHealthy, timeout, formatDuration(preparation), last)
 	}
-	return fmt.Sprintf("did not become healthy within %s: %v", timeout, last)
+	return fmt.Sprintf("%s%s: %v", models.CrashNeverHealthy, timeout, last)
 }
 
 // unhealthyReason says why a healthy instance was judged unhealthy, with
 // the last check's failure.
 func unhealthyReason(failures int, last error) string {
 	if failures == 1 {
-		return "health check failed: " + last.Error()
+		return models.CrashHealthCheckFailed + ": " + last.Error()
 	}
-	return fmt.Sprintf("health check failed %d times in a row: %v", failures, last)
+	return fmt.Sprintf("%s %d times in a row: %v", models.CrashHealthCheckFailed, failures, last)
 }
 
 // killUnhealthy kills an instance that never became healthy. It was never

@@ -84,11 +84,27 @@ export function rolloutView() {
       // its place in the queue; the reason below says of how many.
       status.queue_position ? [' · ', h('span', { class: 'badge queued', dataset: { testid: 'rollout-queue-position' } }, `queued #${status.queue_position}`)] : '',
       status.failed_definition_id ? [' · failed ', h('span', { class: 'mono' }, shortID(status.failed_definition_id))] : '',
-      status.reason ? h('div', { class: 'muted' }, status.reason) : '');
+      status.reason ? h('div', { class: 'muted' }, status.reason) : '',
+      blockedLine(status.blocked_by));
     tick();
     renderStage();
     renderSignals();
     renderVerdicts();
+  }
+
+  // blockedLine says what blocks the rollout (its blocked_by, which the
+  // planner computes every pass): the reason, since when, the detail, and
+  // when it is expected to move if the board can tell; nothing while no
+  // cause holds it.
+  function blockedLine(b) {
+    if (!b || !b.reason) {
+      return '';
+    }
+    return h('div', { class: 'blocked', dataset: { testid: 'rollout-blocked' } },
+      h('span', { class: 'badge blocked', dataset: { testid: 'rollout-blocked-reason' } }, `blocked: ${b.reason}`), ' ',
+      b.since ? `since ${fmtClock(nanosToMs(b.since))} · ` : '',
+      b.detail || '',
+      b.estimate ? ` · expected to move at ${fmtClock(nanosToMs(b.estimate))}` : '');
   }
 
   // renderVerdicts is the verdict panel: what judges the rollout (its

@@ -1,0 +1,89 @@
+package convergence_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/convergence"
+	"github.com/corkboard/corkboard/models"
+)
+
+var _ = Describe("DiagnoseRollout", func() {
+	const now = int64(1000)
+	unplaced := convergence.WaitingInstance{Index: 1, Unplaced: true,
+		Short: []convergence.ZoneShortfall{{Zone: "z1", Short: "memory", Free: 512, Need: 1024}, {Zone: "z2", Short: "instances", Need: 1}}}
+	refused := convergence.WaitingInstance{Index: 2, Unplaced: true, RefusedByTags: true, Tags: []string{"gpu", "ssd"}}
+	unhealthy := convergence.WaitingInstance{Index: 2, CrashReason: "did not become healthy within 60s: GET /health on port 8080: 503"}
+	failedCheck := convergence.WaitingInstance{Index: 3, CrashReason: "health check failed 3 times in a row: TCP connect to port 8080: connection refused"}
+	download := convergence.WaitingInstance{Index: 0, CrashReason: "could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found"}
+	otherCrash := convergence.WaitingInstance{Index: 0, CrashReason: "exited with code 3"}
+	lost := convergence.WaitingInstance{Index: 4, LostCell: "cell-b"}
+	ready := func(index int32, at int64) convergence.WaitingInstance {
+		return convergence.WaitingInstance{Index: index, ReadyAt: at}
+	}
+
+	DescribeTable("names the first cause that holds, in DiagnoseRollout's order",
+		func(s convergence.RolloutSituation, reason, detail string, estimate int64) {
+			b := convergence.DiagnoseRollout(s, nil, now)
+			if reason == "" {
+				Expect(b).To(BeNil())
+				return
+			}
+			Expect(b).NotTo(BeNil())
+			Expect(b.Reason).To(Equal(reason))
+			Expect(b.Detail).To(Equal(detail))
+			Expect(b.Estimate).To(Equal(estimate))
+			Expect(b.Since).To(Equal(now))
+		},
+		Entry("nothing holds it", convergence.RolloutSituation{}, "", "", int64(0)),
+		Entry("an index that crashed for another reason is no cause",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{otherCrash}}, "", "", int64(0)),
+		Entry("queued, before everything else",
+			convergence.RolloutSituation{Turn: convergence.RolloutTurn{Position: 2, Queued: 5}, Limit: 10, FrozenBy: "xmas", FrozenUntil: 5000,
+				Waiting: []convergence.WaitingInstance{unplaced}},
+			models.BlockedQueued, "queued: position 2 of 5 (max_rollouts_in_flight 10)", int64(0)),
+		Entry("frozen, until the window ends",
+			convergence.RolloutSituation{FrozenBy: "xmas", FrozenUntil: 3600e9, Holding: true},
+			models.BlockedFrozen, "freeze window xmas holds it until 1970-01-01T01:00:00Z", int64(3600e9)),
+		Entry("awaiting promote",
+			convergence.RolloutSituation{Holding: true, HoldingReason: "holding at 50% (2 of 4 on v2): promote to go on", BakeUntil: 9},
+			models.BlockedAwaitingPromote, "holding at 50% (2 of 4 on v2): promote to go on", int64(0)),
+		Entry("baking, until the bake ends",
+			convergence.RolloutSituation{Definition: "v2", BakeUntil: 60e9},
+			models.BlockedBaking, "every index runs v2; the bake ends at 1970-01-01T00:01:00Z", int64(60e9)),
+		Entry("refused by tags comes before no capacity",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unplaced, refused}},
+			models.BlockedPlacementRefused, "index 2 fits no cell: no present cell has tags [gpu ssd]", int64(0)),
+		Entry("no capacity: each zone and what it is short of",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{download, unplaced, lost}},
+			models.BlockedNoCapacity, "index 1 fits no cell: zone z1 is short of memory (512 MB free at most, 1024 MB needed); zone z2 has no free instance slot", int64(0)),
+		Entry("cell unreachable comes before a crash",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{download, lost}},
+			models.BlockedCellUnreachable, "index 4 ran on cell cell-b, which is unreachable", int64(0)),
+		Entry("a failing download, with its error",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{download, unhealthy}},
+			models.BlockedDownloadFailing, "index 0 could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found", int64(0)),
+		Entry("a failing health check, the first index of two, with its output",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unhealthy, failedCheck, ready(5, 70)}},
+			models.BlockedHealthCheck, "index 2 crashed: did not become healthy within 60s: GET /health on port 8080: 503 (and 1 more)", int64(0)),
+		Entry("waiting for min-ready: the earliest index to count",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{ready(1, 90e9), ready(3, 30e9)}, BudgetHeldBy: "a drain of cell-b"},
+			models.BlockedMinReady, "index 3 serves and counts as updated at 1970-01-01T00:00:30Z (min_ready)", int64(30e9)),
+		Entry("budget exhausted, when no index says more",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{otherCrash}, BudgetHeldBy: "a drain of cell-b evacuates index 2"},
+			models.BlockedBudgetExhausted, "disruption budget spent: a drain of cell-b evacuates index 2", int64(0)),
+	)
+
+	It("keeps since while the reason stays, and starts it anew when the reason changes (the worked example)", func() {
+		s := convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unplaced, unhealthy}}
+		first := convergence.DiagnoseRollout(s, nil, 100)
+		Expect(first.Since).To(Equal(int64(100)))
+		again := convergence.DiagnoseRollout(s, first, 200)
+		Expect(again.Reason).To(Equal(models.BlockedNoCapacity))
+		Expect(again.Since).To(Equal(int64(100)), "the first pass that saw it")
+		s.Waiting = []convergence.WaitingInstance{unhealthy}
+		changed := convergence.DiagnoseRollout(s, again, 300)
+		Expect(changed.Reason).To(Equal(models.BlockedHealthCheck))
+		Expect(changed.Since).To(Equal(int64(300)))
+	})
+})

@@ -1,0 +1,9 @@
+-- Why a rollout is stuck (issue 31, item 5; docs/rollouts.md): a rollout
+-- record carries what the planner found blocking it. The column
+--   rollouts.blocked_by BLOB (NULL: nothing blocks it),
+-- holding the protobuf of a models.BlockedBy (reason, detail, since,
+-- estimate), is added by this migration's Go step (add_rollouts_blocked_by,
+-- in migrations/add_column.go) only where it is missing, so the migration
+-- is safe to run again on every dialect (MySQL commits DDL implicitly);
+-- there is no SQL statement here. since must outlive a pass, which is why
+-- it is stored with the record.
