@@ -1,5 +1,10 @@
 package models
 
+// Validate checks a disruption budget, as validate does.
+func (b *DisruptionBudget) Validate() error {
+	return b.validate("")
+}
+
 // validate checks a disruption budget: max_unavailable is empty (the
 // update strategy's), a count such as "1", or a percent of the instances
 // such as "25%" (0-100). A nil budget is valid: the default.
@@ -30,7 +35,7 @@ func (b *DisruptionBudget) validate(path string) error {
 // API checks it on the way in) counts as unset.
 func ResolveDisruptionBudget(instances int32, b *DisruptionBudget, strategy RolloutStrategy) int32 {
 	v := b.GetMaxUnavailable()
-	if v == "" || b.validate("") != nil {
+	if v == "" || b.Validate() != nil {
 		return strategy.MaxUnavailable
 	}
 	return scaleCountOrPercent(v, max(instances, 0), false)
