@@ -152,7 +152,7 @@ var addRolloutsFreezeExemption = addColumn("add_rollouts_freeze_exemption", 1, "
 
 // addDisruptionBudgetAndDrains is migration 0024's Go half:
 // desired_lrps.disruption_budget (the max_unavailable of the LRP's
-// models.DisruptionBudget, '' when unset), and cells.drain_started_at and
+// models.DisruptionBudget, ” when unset), and cells.drain_started_at and
 // cells.drain_deadline (Unix nanoseconds; 0 for a cell that does not
 // drain, or drains without a deadline).
 var addDisruptionBudgetAndDrains = joinSteps("add_disruption_budget_and_drains", 1,
