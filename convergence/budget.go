@@ -19,6 +19,9 @@ type BudgetIndex struct {
 	// stop. The index goes down when that instance stops, before its
 	// replacement is ready.
 	Leaving bool
+	// Since is when an index that is not Up went down or started leaving
+	// (Unix nanoseconds; 0 when unknown).
+	Since int64
 }
 
 // DisruptionBudget is one DesiredLRP's disruption budget tallied for a
@@ -39,6 +42,9 @@ type DisruptionBudget struct {
 	// Leaving counts the wanted indices served only by an instance on its
 	// way out (BudgetIndex.Leaving).
 	Leaving int32
+	// Since is the earliest Since of the indices down or leaving: how long
+	// the budget has been drawn on (0 when nothing is, or unknown).
+	Since int64
 }
 
 // TallyBudget counts an LRP's wanted indices against its budget: n is the
@@ -86,10 +92,14 @@ func TallyBudget(n, b int32, indices []BudgetIndex) DisruptionBudget {
 	for _, x := range indices {
 		switch {
 		case x.Up:
+			continue
 		case x.Leaving:
 			t.Leaving++
 		default:
 			t.Down++
+		}
+		if x.Since != 0 && (t.Since == 0 || x.Since < t.Since) {
+			t.Since = x.Since
 		}
 	}
 	return t
@@ -118,10 +128,10 @@ func (t DisruptionBudget) Floor() int32 {
 }
 
 // Holds says, in words for a BlockedBy detail, what holds the budget:
-// "budget 1 of 6 spent: 1 leaving (evacuating or told to stop), 0 down".
+// "budget 1, spent 1: 1 leaving (evacuating or told to stop), 0 down".
 func (t DisruptionBudget) Holds() string {
-	return fmt.Sprintf("budget %d of %d spent: %d leaving (evacuating or told to stop), %d down",
-		t.Spent(), t.MaxUnavailable, t.Leaving, t.Down)
+	return fmt.Sprintf("budget %d, spent %d: %d leaving (evacuating or told to stop), %d down",
+		t.MaxUnavailable, t.Spent(), t.Leaving, t.Down)
 }
 
 // budgetOf resolves d's disruption budget at instances
@@ -130,28 +140,45 @@ func budgetOf(d *DesiredSchedule, instances int32) int32 {
 	return models.ResolveDisruptionBudget(instances, d.DisruptionBudget, storedStrategy(d, instances))
 }
 
-// tallyBudget tallies d's budget over its rows in key order (none with a
-// negative index), the indices in covered served by autoscaled stand-ins.
-func (p *planner) tallyBudget(d *DesiredSchedule, rows []row, instances int32, covered coveredIndices) DisruptionBudget {
-	indices := make([]BudgetIndex, instances)
-	for i := range rows {
-		r := &rows[i]
-		if r.Index < 0 || r.Index >= instances {
+// BudgetRow is what the budget reads of one actual row of an LRP.
+type BudgetRow struct {
+	Index         int32
+	Presence      models.ActualLRP_Presence
+	State         models.ActualLRP_State
+	Routable      bool
+	StopRequested bool
+	// OnPresentCell: the row names a cell whose presence has not expired.
+	OnPresentCell bool
+	Since         int64
+}
+
+// TallyRows tallies an LRP's budget (TallyBudget) from its rows, in any
+// order: n its instances, b its resolved budget, covered the indices
+// autoscaled stand-ins serve (nil for none). Rows outside 0..n-1 play no
+// part. An index is Up when its ORDINARY row is RUNNING and routable on a
+// present cell, or its RETIRING row is RUNNING and routable and not told
+// to stop; Leaving when not Up but a RETIRING row told to stop, or an
+// EVACUATING row on a present cell, is RUNNING and routable. A SUSPECT
+// row (its cell lost) serves by chance only: its index counts as down.
+// Since is the latest Since of the index's rows.
+func TallyRows(n, b int32, rows []BudgetRow, covered map[int32]bool) DisruptionBudget {
+	n = max(n, 0)
+	indices := make([]BudgetIndex, n)
+	for _, r := range rows {
+		if r.Index < 0 || r.Index >= n {
 			continue
 		}
 		x := &indices[r.Index]
+		x.Since = max(x.Since, r.Since)
 		serves := r.State == running && r.Routable
 		switch r.Presence {
 		case ordinary:
-			x.Up = x.Up || serves && p.cells.isPresent(r.cell)
+			x.Up = x.Up || serves && r.OnPresentCell
 		case retiring:
-			if serves && !r.StopRequested {
-				x.Up = true
-			} else if serves {
-				x.Leaving = true
-			}
+			x.Up = x.Up || serves && !r.StopRequested
+			x.Leaving = x.Leaving || serves && r.StopRequested
 		case evacuating:
-			x.Leaving = x.Leaving || serves && p.cells.isPresent(r.cell)
+			x.Leaving = x.Leaving || serves && r.OnPresentCell
 		}
 	}
 	for index := range indices {
@@ -159,5 +186,69 @@ func (p *planner) tallyBudget(d *DesiredSchedule, rows []row, instances int32, c
 			indices[index].Up = true
 		}
 	}
-	return TallyBudget(instances, budgetOf(d, instances), indices)
+	return TallyBudget(n, b, indices)
+}
+
+// Evacuation is DecideEvacuation's answer for one instance of a draining
+// cell.
+type Evacuation struct {
+	// Go: hand the instance over now.
+	Go bool
+	// Overdue: it goes only because the drain's deadline has passed; the
+	// budget would hold it. The store records the first such evacuation
+	// of a drain (Cell.drain_overdue_at).
+	Overdue bool
+	// Blocked, when it does not go: budget_exhausted, what holds the
+	// budget, since when, and the deadline as the estimate.
+	Blocked *models.BlockedBy
+}
+
+// DecideEvacuation decides whether an instance of LRP guid on a draining
+// cell may be handed over now (the store's EvacuateActualLRP), given
+// whether the instance serves (RUNNING and routable), its LRP's budget t
+// and the drain's deadline (Unix nanoseconds, 0 for none):
+//
+//  0. An instance that serves nothing goes: handing it over costs no
+//     availability.
+//  1. The budget has a handover left (t.Handovers() > 0): it goes.
+//  2. Otherwise, at or past a deadline: it goes all the same, Overdue.
+//  3. Otherwise it waits (its rep keeps it running and asks again), and
+//     Blocked says why: reason budget_exhausted, the detail naming the LRP
+//     and what spends its budget, since t.Since, estimate the deadline.
+//
+// Worked example, web with 4 instances and budget 0, a drain with a
+// deadline at 10:10, web/1 evacuating since 10:00 (its replacement
+// starting):
+//
+//  1. 10:01, web/3 asks: Spent 1, Handovers 0 — it waits; blocked since
+//     10:00, estimate 10:10.
+//  2. 10:02, web/1's replacement serves and its EVACUATING instance stops:
+//     Spent 0, Handovers 1 — web/3 goes on its next ask.
+//  3. Had web/1's replacement found no cell, web/3 would go at 10:10,
+//     Overdue, and the drain would record it.
+func DecideEvacuation(guid string, serves bool, t DisruptionBudget, deadline, now int64) Evacuation {
+	if !serves || t.Handovers() > 0 {
+		return Evacuation{Go: true}
+	}
+	if deadline != 0 && now >= deadline {
+		return Evacuation{Go: true, Overdue: true}
+	}
+	return Evacuation{Blocked: &models.BlockedBy{
+		Reason:   models.BlockedBudgetExhausted,
+		Detail:   guid + "'s disruption budget: " + t.Holds(),
+		Since:    t.Since,
+		Estimate: deadline,
+	}}
+}
+
+// tallyBudget tallies d's budget over its rows (TallyRows), the indices in
+// covered served by autoscaled stand-ins.
+func (p *planner) tallyBudget(d *DesiredSchedule, rows []row, instances int32, covered coveredIndices) DisruptionBudget {
+	view := make([]BudgetRow, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		view[i] = BudgetRow{Index: r.Index, Presence: r.Presence, State: r.State, Routable: r.Routable,
+			StopRequested: r.StopRequested, OnPresentCell: p.cells.isPresent(r.cell), Since: r.Since}
+	}
+	return TallyRows(instances, budgetOf(d, instances), view, covered)
 }

@@ -152,14 +152,16 @@ var addRolloutsFreezeExemption = addColumn("add_rollouts_freeze_exemption", 1, "
 
 // addDisruptionBudgetAndDrains is migration 0024's Go half:
 // desired_lrps.disruption_budget (the max_unavailable of the LRP's
-// models.DisruptionBudget, ” when unset), and cells.drain_started_at and
-// cells.drain_deadline (Unix nanoseconds; 0 for a cell that does not
-// drain, or drains without a deadline).
+// models.DisruptionBudget, empty when unset), and cells.drain_started_at,
+// cells.drain_deadline and cells.drain_overdue_at (Unix nanoseconds; 0
+// for a cell that does not drain, a drain without a deadline, or one no
+// evacuation of which went ahead past its deadline).
 var addDisruptionBudgetAndDrains = joinSteps("add_disruption_budget_and_drains", 1,
 	addColumns("", 0, "desired_lrps", columnDef{"disruption_budget", func(d driver) string { return d.boundedText(16) }}),
 	addColumns("", 0, "cells",
 		columnDef{"drain_started_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
-		columnDef{"drain_deadline", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }}))
+		columnDef{"drain_deadline", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
+		columnDef{"drain_overdue_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }}))
 
 // joinSteps runs the Go steps in order as one, named name at revision:
 // an addColumns step per table of a migration that adds columns to

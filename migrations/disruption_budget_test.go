@@ -12,7 +12,7 @@ import (
 
 var _ = Describe("0024_disruption_budget_and_drains", func() {
 	for _, dialect := range testdb.MustDialects() {
-		It("adds desired_lrps.disruption_budget, cells.drain_started_at and cells.drain_deadline, keeps the rows there, and runs again cleanly, on "+dialect, func() {
+		It("adds desired_lrps.disruption_budget, cells.drain_started_at, drain_deadline and drain_overdue_at, keeps the rows there, and runs again cleanly, on "+dialect, func() {
 			ctx := context.Background()
 			conn, _ := freshDB(dialect)
 			runner := newRunner(conn, dialect)
@@ -27,6 +27,7 @@ var _ = Describe("0024_disruption_budget_and_drains", func() {
 			Expect(preview.SQL()).To(ContainSubstring("add column desired_lrps.disruption_budget: ALTER TABLE desired_lrps ADD COLUMN disruption_budget"))
 			Expect(preview.SQL()).To(ContainSubstring("add column cells.drain_started_at: ALTER TABLE cells ADD COLUMN drain_started_at BIGINT NOT NULL DEFAULT 0"))
 			Expect(preview.SQL()).To(ContainSubstring("add column cells.drain_deadline: ALTER TABLE cells ADD COLUMN drain_deadline BIGINT NOT NULL DEFAULT 0"))
+			Expect(preview.SQL()).To(ContainSubstring("add column cells.drain_overdue_at: ALTER TABLE cells ADD COLUMN drain_overdue_at BIGINT NOT NULL DEFAULT 0"))
 
 			applied, err := runner.Up(ctx, migrations.UpOptions{Target: 24})
 			Expect(err).NotTo(HaveOccurred())

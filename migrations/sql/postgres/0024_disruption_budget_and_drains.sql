@@ -6,6 +6,8 @@
 --     drain began, 0 while it does not drain)
 --   cells.drain_deadline           BIGINT (Unix nanoseconds from which its
 --     evacuations proceed whatever the budgets, 0 for none)
+--   cells.drain_overdue_at         BIGINT (Unix nanoseconds the first
+--     evacuation went ahead past the deadline over a spent budget, 0 none)
 -- are added by this migration's Go step (add_disruption_budget_and_drains,
 -- in migrations/add_column.go) only where they are missing, so the
 -- migration is safe to run again on every dialect (MySQL commits DDL
