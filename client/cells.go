@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -23,4 +24,22 @@ func (c *Client) Cells(ctx context.Context) ([]*models.Cell, error) {
 // flag stays until the cell's rep starts afresh (see CellClient.Heartbeat).
 func (c *Client) DrainCell(ctx context.Context, cellID string) error {
 	return c.call(ctx, models.RouteDrainCell, &models.DrainCellRequest{CellId: cellID}, &models.DrainCellResponse{}, safeToRepeat)
+}
+
+// DrainCellBy is DrainCell with a deadline: from now plus deadline the
+// drain's evacuations go ahead whatever the LRPs' disruption budgets
+// (0: no deadline; a drain under way keeps the one it has).
+func (c *Client) DrainCellBy(ctx context.Context, cellID string, deadline time.Duration) error {
+	req := &models.DrainCellRequest{CellId: cellID, DeadlineMs: deadline.Milliseconds()}
+	return c.call(ctx, models.RouteDrainCell, req, &models.DrainCellResponse{}, safeToRepeat)
+}
+
+// DrainStatus says how the cell's drain goes: what is left on it, and
+// each LRP whose disruption budget holds an evacuation.
+func (c *Client) DrainStatus(ctx context.Context, cellID string) (*models.DrainStatus, error) {
+	var resp models.DrainStatusResponse
+	if err := c.call(ctx, models.RouteDrainStatus, &models.DrainStatusRequest{CellId: cellID}, &resp, safeToRepeat); err != nil {
+		return nil, err
+	}
+	return resp.GetStatus(), nil
 }

@@ -62,11 +62,16 @@ var _ = Describe("Draining and evacuation against a real board", func() {
 		Expect(cells).To(HaveLen(1))
 		return cells[0]
 	}
+	// budget is hello's disruption budget: index 1 never runs here, so the
+	// default (0) would hold index 0's hand-over; "100%" lets it go.
+	budget := "100%"
 	// runPlaced desires hello, places index 0 on the cell as convergence
 	// would, and claims and starts it through the rep's client.
 	runPlaced := func() *models.NetInfo {
 		GinkgoHelper()
-		_, err := api.DesireLRP(ctx, helloLRP("hello"))
+		lrp := helloLRP("hello")
+		lrp.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: budget}
+		_, err := api.DesireLRP(ctx, lrp)
 		Expect(err).NotTo(HaveOccurred())
 		rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "hello", Index: proto.Int32(0)})
 		Expect(err).NotTo(HaveOccurred())
@@ -129,6 +134,34 @@ var _ = Describe("Draining and evacuation against a real board", func() {
 		other.CellId = "cell-other"
 		_, err := rep.Heartbeat(ctx, other, true)
 		Expect(err).To(MatchError(ContainSubstring("not this client's cell")))
+	})
+
+	It("holds a hand-over the disruption budget does not allow, names the blocker in the drain status, and lets it go at the deadline", func() {
+		budget = ""
+		DeferCleanup(func() { budget = "100%" })
+		_, err := rep.Heartbeat(ctx, cell, true)
+		Expect(err).NotTo(HaveOccurred())
+		runPlaced()
+		Expect(api.DrainCellBy(ctx, cellID, time.Hour)).To(Succeed())
+
+		_, err = rep.EvacuateActualLRP(ctx, placed)
+		Expect(err).To(MatchError(ContainSubstring("budget_exhausted: hello's disruption budget: budget 0, spent 1: 0 leaving (evacuating or told to stop), 1 down")))
+		Expect(rowOf(models.ActualLRP_EVACUATING)).To(BeNil())
+		status, err := api.DrainStatus(ctx, cellID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(status.GetWaiting()).To(BeEquivalentTo(1))
+		Expect(status.GetBlocked()).To(HaveLen(1))
+		Expect(status.GetBlocked()[0].GetProcessGuid()).To(Equal("hello"))
+		Expect(status.GetBlocked()[0].GetBlockedBy().GetReason()).To(Equal(models.BlockedBudgetExhausted))
+		Expect(status.GetBlocked()[0].GetBlockedBy().GetEstimate()).To(Equal(status.GetCell().GetDrainDeadline()))
+
+		By("a deadline that has passed lets it go, and the cell records it")
+		Expect(api.DrainCellBy(ctx, cellID, time.Millisecond)).To(Succeed())
+		time.Sleep(5 * time.Millisecond)
+		keep, err := rep.EvacuateActualLRP(ctx, placed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(keep).To(BeTrue())
+		Expect(cellListed().GetDrainOverdueAt()).NotTo(BeZero())
 	})
 
 	It("evacuates a running instance, marks the evacuating one unroutable and removes it", func() {

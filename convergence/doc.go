@@ -423,6 +423,21 @@
 // With S = 0, U = 1 on the same LRP, one index at a time is retired with
 // Stop: 9 serving at the least, never more than 10 instances.
 //
+// # Disruption budget
+//
+// Every DesiredLRP has a disruption budget: how many of its wanted indices
+// may be down at once for every voluntary disruption together
+// (DesiredLRP.disruption_budget, default the strategy's max_unavailable;
+// models.ResolveDisruptionBudget). TallyBudget (budget.go, with a worked
+// example) counts the indices down (crashes, lost cells, stops under way:
+// involuntary losses count, and nothing blocks them) and leaving (served
+// only by an EVACUATING instance or a RETIRING one told to stop), and the
+// planner asks it before each voluntary disruption: a rollout's
+// stop-at-once replacement (rollbacks and reverts alike) takes one of its
+// Stops; a move starts only while it has Handovers left; the store asks it
+// before each evacuation of a draining cell. Scenario lines set it with
+// budget= on a desired line.
+//
 // # Rollout records
 //
 // Each LRP that changed definition has a record (RolloutRow); the

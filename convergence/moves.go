@@ -65,7 +65,7 @@ func (p *planner) isMovable(r *row) bool {
 // considerMoves registers the LRP's movable instances with the placer when
 // the LRP is settled and either one of them sits on an overloaded cell or
 // its zones are uneven. found lists the movable instances, index order.
-func (p *planner) considerMoves(d *DesiredSchedule, ro *rolloutLRP, rows []row, found []movable, instances int32) {
+func (p *planner) considerMoves(d *DesiredSchedule, ro *rolloutLRP, rows []row, found []movable, instances int32, covered coveredIndices) {
 	if len(found) == 0 || (ro != nil && (ro.outdated > 0 || hasRetiring(rows))) {
 		return
 	}
@@ -80,6 +80,12 @@ func (p *planner) considerMoves(d *DesiredSchedule, ro *rolloutLRP, rows []row, 
 	}
 	uneven := instances >= 2 && int32(len(found)) == instances && p.zonesUneven(d.PlacementTags, found)
 	if !onFullCell && !uneven {
+		return
+	}
+	if p.tallyBudget(d, rows, instances, covered).Handovers() == 0 {
+		// The LRP's disruption budget is spent (budget.go): a move keeps
+		// its index serving until the replacement is ready, but none
+		// starts while indices are down or leaving beyond the budget.
 		return
 	}
 	p.placer.noteMovable(found, uneven, max(storedStrategy(d, instances).MaxSurge, 1))

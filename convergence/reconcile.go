@@ -73,6 +73,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 	if record := p.rollouts[d.ProcessGuid]; needsRollout(d, record, rows) {
 		ro = p.newRollout(d, record, instances)
 		ro.covered = covered
+		ro.budget = p.tallyBudget(d, rows[first:], instances, covered)
 		slots = wantedSlots(rows[first:], instances)
 		p.planRollout(ro, slots)
 	}
@@ -161,7 +162,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 	}
 	p.reconcileValidation(d, validation)
 	p.reconcileBaseline(d, baseline, p.baselineWanted(d, ro, instances, rows))
-	p.considerMoves(d, ro, rows, p.movable, instances)
+	p.considerMoves(d, ro, rows[first:], p.movable, instances, covered)
 	p.placer.endLRP(d)
 	if ro != nil {
 		// Every row, validation instances too: cleanup keeps what any

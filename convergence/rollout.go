@@ -28,6 +28,9 @@ type rolloutLRP struct {
 	started  map[int32]Replacement
 	stopping map[int32]bool
 	step     RolloutStep
+	// budget is the LRP's disruption budget tallied before this pass's
+	// writes (budget.go): the stops it has left bound the step.
+	budget DisruptionBudget
 	// promoted are the indices whose RETIRING instance runs the active
 	// definition again and becomes their ORDINARY one (see promoteBack).
 	promoted map[int32]bool
@@ -244,7 +247,7 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
 		return
 	}
-	ro.step = PlanRolloutStep(indices, s, time.Unix(0, p.now))
+	ro.step = PlanRolloutStep(indices, s, ro.budget.Stops(), time.Unix(0, p.now))
 	for _, start := range ro.step.Start {
 		ro.started[start.Index] = start
 	}

@@ -26,12 +26,12 @@ var _ = Describe("Rollout steps for random states", func() {
 			in := randomUpdateStrategy(r)
 			s, err := models.ResolveRolloutStrategy(int32(len(indices)), in)
 			Expect(err).NotTo(HaveOccurred(), "seed %d", seed)
-			step := convergence.PlanRolloutStep(indices, s, now)
+			step := convergence.PlanRolloutStep(indices, s, s.MaxUnavailable, now)
 			checkRolloutStep(indices, s, now, step, seed)
 
 			shuffled := slices.Clone(indices)
 			r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-			Expect(convergence.PlanRolloutStep(shuffled, s, now)).To(Equal(step), "seed %d: order matters", seed)
+			Expect(convergence.PlanRolloutStep(shuffled, s, s.MaxUnavailable, now)).To(Equal(step), "seed %d: order matters", seed)
 		}
 	})
 })

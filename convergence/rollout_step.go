@@ -103,9 +103,11 @@ type RolloutStep struct {
 //  2. Serving, fewer than MaxSurge predecessors kept beside a successor
 //     that is not ready: start before stop — the old instance keeps
 //     serving until its successor is ready (the surge).
-//  3. Serving, the surge used up, and stopping it still leaves at least
-//     MinAvailable indices available: start it and stop the old instance
-//     at once (the unavailability).
+//  3. Serving, the surge used up, stopping it still leaves at least
+//     MinAvailable indices available, and the LRP's disruption budget has
+//     a stop left (stops, DisruptionBudget.Stops: what crashes, drains and
+//     other stops have not spent): start it and stop the old instance at
+//     once (the unavailability).
 //  4. Otherwise nothing more starts this pass.
 //
 // So a step that starts anything leaves at most MaxSurge + MaxUnavailable
@@ -136,7 +138,7 @@ type RolloutStep struct {
 //     instances.
 //  6. Fast, room 4: starts 4 (start before stop); the next 6 wait for
 //     room.
-func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, now time.Time) RolloutStep {
+func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, stops int32, now time.Time) RolloutStep {
 	var step RolloutStep
 	var candidates []*RolloutIndex
 	for i := range indices {
@@ -182,9 +184,10 @@ func PlanRolloutStep(indices []RolloutIndex, s models.RolloutStrategy, now time.
 		case step.Surging < surge:
 			step.Start = append(step.Start, Replacement{Index: x.Index})
 			step.Surging++
-		case step.Available-1 >= s.MinAvailable():
+		case step.Available-1 >= s.MinAvailable() && stops > 0:
 			step.Start = append(step.Start, Replacement{Index: x.Index, StopOld: true})
 			step.Available--
+			stops--
 		default:
 			// Every later candidate is serving too: none fits.
 			return step

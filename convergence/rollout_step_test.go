@@ -106,7 +106,7 @@ var _ = Describe("PlanRolloutStep", func() {
 			if st.fast {
 				s = s.FastRollout(st.room)
 			}
-			step := convergence.PlanRolloutStep(indices, s, now)
+			step := convergence.PlanRolloutStep(indices, s, s.MaxUnavailable, now)
 			if wantStart == nil {
 				Expect(step.Start).To(BeEmpty(), "start")
 			} else {
@@ -226,19 +226,19 @@ var _ = Describe("PlanRolloutStep", func() {
 		s, err := models.ResolveRolloutStrategy(5, &models.UpdateStrategy{MaxSurge: "3", MinReadyMs: 30_000})
 		Expect(err).NotTo(HaveOccurred())
 		indices := outdated(5, started(0, 1, 2), runningFor(10*time.Second, 0), runningFor(20*time.Second, 1))
-		step := convergence.PlanRolloutStep(indices, s, now)
+		step := convergence.PlanRolloutStep(indices, s, s.MaxUnavailable, now)
 		Expect(step.Wake).To(Equal(now.Add(10 * time.Second)))
 		Expect(step.InFlight).To(Equal(int32(3)))
 		Expect(step.Surging).To(Equal(int32(3)))
 
-		step = convergence.PlanRolloutStep(outdated(5), s, now)
+		step = convergence.PlanRolloutStep(outdated(5), s, s.MaxUnavailable, now)
 		Expect(step.Wake.IsZero()).To(BeTrue(), "nothing serving waits for min_ready")
 	})
 
 	It("counts in flight and surging after the step", func() {
 		s, err := models.ResolveRolloutStrategy(10, &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "25%"})
 		Expect(err).NotTo(HaveOccurred())
-		step := convergence.PlanRolloutStep(outdated(10), s, now)
+		step := convergence.PlanRolloutStep(outdated(10), s, s.MaxUnavailable, now)
 		Expect(step.InFlight).To(Equal(int32(5)))
 		Expect(step.Surging).To(Equal(int32(3)))
 		Expect(step.Available).To(Equal(int32(8)))

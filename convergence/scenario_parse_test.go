@@ -166,6 +166,10 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]conver
 			break
 		}
 	}
+	var budget *models.DisruptionBudget
+	if v, ok := a.take("budget"); ok {
+		budget = &models.DisruptionBudget{MaxUnavailable: v}
+	}
 	active := a.string("definition", "v1")
 	autoscaling, autoscaler, err := s.parseAutoscaling(a)
 	if err != nil {
@@ -179,6 +183,7 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]conver
 		ActiveDefinitionID:  active,
 		HealthyDefinitionID: a.string("healthy", active),
 		UpdateStrategy:      strategy,
+		DisruptionBudget:    budget,
 		MemoryMB:            a.int32("memory", 256),
 		DiskMB:              a.int32("disk", 512),
 		Autoscaling:         autoscaling,

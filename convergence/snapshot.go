@@ -171,6 +171,9 @@ type DesiredSchedule struct {
 	HealthyDefinitionID string
 	// UpdateStrategy as stored; nil means every default.
 	UpdateStrategy *models.UpdateStrategy
+	// DisruptionBudget as stored; nil means the strategy's max_unavailable
+	// (models.ResolveDisruptionBudget, budget.go).
+	DisruptionBudget *models.DisruptionBudget
 	// Resources of the active definition.
 	MemoryMB int32
 	DiskMB   int32

@@ -22,6 +22,16 @@ type CellDB interface {
 	// drains already is left as it is. It emits cell_changed when it
 	// changes the cell.
 	DrainCell(ctx context.Context, cellID string) error
+	// DrainCellBy is DrainCell with a deadline: from now plus deadline the
+	// drain's evacuations go ahead whatever the disruption budgets
+	// (convergence.DecideEvacuation). A positive deadline replaces the
+	// one a drain under way has; 0 leaves it. A drain's start is recorded
+	// (Cell.drain_started_at) when the cell starts draining.
+	DrainCellBy(ctx context.Context, cellID string, deadline time.Duration) error
+	// DrainStatus is how the cell's drain goes: its instances left, and
+	// each LRP whose disruption budget holds an evacuation, with a
+	// BlockedBy. An unknown cell is ResourceNotFound.
+	DrainStatus(ctx context.Context, cellID string) (*models.DrainStatus, error)
 	// Cells lists every known cell, expired or not, with free capacity
 	// computed from the instances placed on it.
 	Cells(ctx context.Context) ([]*models.Cell, error)

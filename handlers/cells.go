@@ -25,11 +25,21 @@ func (h *storeHandlers) registerCell(ctx context.Context, req *models.RegisterCe
 // placement skips the cell from the next pass on, and the rep, told on its
 // next heartbeat, evacuates each instance (which triggers a pass for its
 // LRP).
+// A deadline_ms bounds how long the drain waits for disruption budgets.
 func (h *storeHandlers) drainCell(ctx context.Context, req *models.DrainCellRequest) (*models.DrainCellResponse, error) {
-	if err := h.store.DrainCell(ctx, req.GetCellId()); err != nil {
+	if err := h.store.DrainCellBy(ctx, req.GetCellId(), models.Millis(req.GetDeadlineMs())); err != nil {
 		return nil, err
 	}
 	return &models.DrainCellResponse{}, nil
+}
+
+// drainStatus says how the cell's drain goes (db.CellDB.DrainStatus).
+func (h *storeHandlers) drainStatus(ctx context.Context, req *models.DrainStatusRequest) (*models.DrainStatusResponse, error) {
+	status, err := h.store.DrainStatus(ctx, req.GetCellId())
+	if err != nil {
+		return nil, err
+	}
+	return &models.DrainStatusResponse{Status: status}, nil
 }
 
 // cells hands fn the cells after cursor (see listing.read): a page, or

@@ -51,6 +51,7 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteRegisterCell, h.registerCell),
 		listRoute[models.CellsRequest, *models.CellsRequest, *models.CellsResponse](models.RouteCells, h.cells),
 		route(models.RouteDrainCell, h.drainCell),
+		route(models.RouteDrainStatus, h.drainStatus),
 		route(models.RouteClaimActualLRP, h.claimActualLRP),
 		route(models.RouteStartActualLRP, h.startActualLRP),
 		route(models.RouteCrashActualLRP, h.crashActualLRP),

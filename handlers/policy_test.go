@@ -185,6 +185,9 @@ var policyCases = []policyCase{
 	cellCase(cell1, "drain cell-1", models.RouteDrainCell, func(fixture) proto.Message {
 		return &models.DrainCellRequest{CellId: cell1}
 	}, []string{asOperator, asCell1}),
+	anyCase("drain status of cell-1", models.RouteDrainStatus, func(fixture) proto.Message {
+		return &models.DrainStatusRequest{CellId: cell1}
+	}, []string{asOperator}),
 
 	cellCase(cell1, "register cell-1", models.RouteRegisterCell, func(fixture) proto.Message { return registerRequest(cell1) }, []string{asCell1}),
 	cellCase(cell1, "claim an instance placed on cell-1, for cell-1", models.RouteClaimActualLRP, claimFor(cell1), []string{asCell1}),

@@ -150,6 +150,48 @@ var addRolloutsGovernor = addColumns("add_rollouts_governor", 1, "rollouts",
 var addRolloutsFreezeExemption = addColumn("add_rollouts_freeze_exemption", 1, "rollouts", "freeze_exemption",
 	func(d driver) string { return d.boundedText(16) })
 
+// addDisruptionBudgetAndDrains is migration 0024's Go half:
+// desired_lrps.disruption_budget (the max_unavailable of the LRP's
+// models.DisruptionBudget, empty when unset), and cells.drain_started_at,
+// cells.drain_deadline and cells.drain_overdue_at (Unix nanoseconds; 0
+// for a cell that does not drain, a drain without a deadline, or one no
+// evacuation of which went ahead past its deadline).
+var addDisruptionBudgetAndDrains = joinSteps("add_disruption_budget_and_drains", 1,
+	addColumns("", 0, "desired_lrps", columnDef{"disruption_budget", func(d driver) string { return d.boundedText(16) }}),
+	addColumns("", 0, "cells",
+		columnDef{"drain_started_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
+		columnDef{"drain_deadline", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
+		columnDef{"drain_overdue_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }}))
+
+// joinSteps runs the Go steps in order as one, named name at revision:
+// an addColumns step per table of a migration that adds columns to
+// several.
+func joinSteps(name string, revision int, steps ...*goStep) *goStep {
+	return &goStep{
+		Name:     name,
+		Revision: revision,
+		Describe: func(ctx context.Context, env stepEnv) (string, error) {
+			var said []string
+			for _, step := range steps {
+				s, err := step.Describe(ctx, env)
+				if err != nil {
+					return "", err
+				}
+				said = append(said, s)
+			}
+			return strings.Join(said, "; "), nil
+		},
+		Run: func(ctx context.Context, env stepEnv) error {
+			for _, step := range steps {
+				if err := step.Run(ctx, env); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
 // addRolloutsBlockedBy is migration 0025's Go half: rollouts.blocked_by,
 // the protobuf of the models.BlockedBy the planner last found blocking the
 // rollout, NULL while nothing does.

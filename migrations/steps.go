@@ -43,5 +43,6 @@ var registeredSteps = map[int]*goStep{
 	20: addRolloutsJudgement,
 	21: addRolloutsFreezeExemption,
 	22: addRolloutsGovernor,
+	24: addDisruptionBudgetAndDrains,
 	25: addRolloutsBlockedBy,
 }

@@ -107,9 +107,19 @@ type Cell struct {
 	// (each in its own namespaces as an unprivileged uid of its own) or
 	// "none" (plain processes with the rep's uid); empty from a rep that
 	// does not say.
-	Isolation     string `protobuf:"bytes,10,opt,name=isolation,proto3" json:"isolation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Isolation string `protobuf:"bytes,10,opt,name=isolation,proto3" json:"isolation,omitempty"`
+	// Read-only, set by the board: Unix nanoseconds the cell's drain began
+	// (0 while it does not drain).
+	DrainStartedAt int64 `protobuf:"varint,11,opt,name=drain_started_at,json=drainStartedAt,proto3" json:"drain_started_at,omitempty"`
+	// Read-only: Unix nanoseconds from which the drain's evacuations go
+	// ahead whatever the disruption budgets (0: it waits for them however
+	// long it takes).
+	DrainDeadline int64 `protobuf:"varint,12,opt,name=drain_deadline,json=drainDeadline,proto3" json:"drain_deadline,omitempty"`
+	// Read-only: Unix nanoseconds the first evacuation went ahead past the
+	// deadline over a spent budget (0: none did).
+	DrainOverdueAt int64 `protobuf:"varint,13,opt,name=drain_overdue_at,json=drainOverdueAt,proto3" json:"drain_overdue_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Cell) Reset() {
@@ -210,6 +220,27 @@ func (x *Cell) GetIsolation() string {
 		return x.Isolation
 	}
 	return ""
+}
+
+func (x *Cell) GetDrainStartedAt() int64 {
+	if x != nil {
+		return x.DrainStartedAt
+	}
+	return 0
+}
+
+func (x *Cell) GetDrainDeadline() int64 {
+	if x != nil {
+		return x.DrainDeadline
+	}
+	return 0
+}
+
+func (x *Cell) GetDrainOverdueAt() int64 {
+	if x != nil {
+		return x.DrainOverdueAt
+	}
+	return 0
 }
 
 // RegisterCellRequest registers a cell or renews its presence (heartbeat).
@@ -449,8 +480,12 @@ func (x *CellsResponse) GetNextCursor() string {
 // DrainCellRequest marks a cell draining: nothing new is placed on it, and
 // its rep, told so on its next heartbeat, evacuates its instances.
 type DrainCellRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CellId string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	// How long the drain waits for disruption budgets: from now plus this,
+	// its evacuations go ahead whatever the budgets. 0: no deadline (a
+	// drain under way keeps the one it has). At most 7 days.
+	DeadlineMs    int64 `protobuf:"varint,2,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -492,6 +527,244 @@ func (x *DrainCellRequest) GetCellId() string {
 	return ""
 }
 
+func (x *DrainCellRequest) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+type DrainStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainStatusRequest) Reset() {
+	*x = DrainStatusRequest{}
+	mi := &file_cell_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainStatusRequest) ProtoMessage() {}
+
+func (x *DrainStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainStatusRequest.ProtoReflect.Descriptor instead.
+func (*DrainStatusRequest) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DrainStatusRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+type DrainStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Status        *DrainStatus           `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainStatusResponse) Reset() {
+	*x = DrainStatusResponse{}
+	mi := &file_cell_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainStatusResponse) ProtoMessage() {}
+
+func (x *DrainStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainStatusResponse.ProtoReflect.Descriptor instead.
+func (*DrainStatusResponse) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DrainStatusResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *DrainStatusResponse) GetStatus() *DrainStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// DrainStatus is how a cell's drain goes: what is left on the cell, and
+// each LRP whose disruption budget holds its evacuation.
+type DrainStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cell as Cells lists it, drain fields included.
+	Cell *Cell `protobuf:"bytes,1,opt,name=cell,proto3" json:"cell,omitempty"`
+	// ORDINARY instances on the cell not handed over yet.
+	Waiting int32 `protobuf:"varint,2,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// EVACUATING instances on the cell serving until their replacements run.
+	Evacuating int32 `protobuf:"varint,3,opt,name=evacuating,proto3" json:"evacuating,omitempty"`
+	// The LRPs whose budget holds an evacuation, by process guid.
+	Blocked       []*DrainBlockedLRP `protobuf:"bytes,4,rep,name=blocked,proto3" json:"blocked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainStatus) Reset() {
+	*x = DrainStatus{}
+	mi := &file_cell_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainStatus) ProtoMessage() {}
+
+func (x *DrainStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainStatus.ProtoReflect.Descriptor instead.
+func (*DrainStatus) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DrainStatus) GetCell() *Cell {
+	if x != nil {
+		return x.Cell
+	}
+	return nil
+}
+
+func (x *DrainStatus) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetEvacuating() int32 {
+	if x != nil {
+		return x.Evacuating
+	}
+	return 0
+}
+
+func (x *DrainStatus) GetBlocked() []*DrainBlockedLRP {
+	if x != nil {
+		return x.Blocked
+	}
+	return nil
+}
+
+type DrainBlockedLRP struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	// Its instances on the cell waiting to be evacuated.
+	Waiting       int32      `protobuf:"varint,2,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	BlockedBy     *BlockedBy `protobuf:"bytes,3,opt,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainBlockedLRP) Reset() {
+	*x = DrainBlockedLRP{}
+	mi := &file_cell_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainBlockedLRP) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainBlockedLRP) ProtoMessage() {}
+
+func (x *DrainBlockedLRP) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainBlockedLRP.ProtoReflect.Descriptor instead.
+func (*DrainBlockedLRP) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DrainBlockedLRP) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *DrainBlockedLRP) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *DrainBlockedLRP) GetBlockedBy() *BlockedBy {
+	if x != nil {
+		return x.BlockedBy
+	}
+	return nil
+}
+
 type DrainCellResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -501,7 +774,7 @@ type DrainCellResponse struct {
 
 func (x *DrainCellResponse) Reset() {
 	*x = DrainCellResponse{}
-	mi := &file_cell_proto_msgTypes[7]
+	mi := &file_cell_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +786,7 @@ func (x *DrainCellResponse) String() string {
 func (*DrainCellResponse) ProtoMessage() {}
 
 func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[7]
+	mi := &file_cell_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +799,7 @@ func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
 func (*DrainCellResponse) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{7}
+	return file_cell_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DrainCellResponse) GetError() *Error {
@@ -541,11 +814,11 @@ var File_cell_proto protoreflect.FileDescriptor
 const file_cell_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"cell.proto\x12\x10corkboard.models\x1a\verror.proto\"b\n" +
+	"cell.proto\x12\x10corkboard.models\x1a\verror.proto\x1a\rblocked.proto\"b\n" +
 	"\fCellCapacity\x12\x1b\n" +
 	"\tmemory_mb\x18\x01 \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\x02 \x01(\x05R\x06diskMb\x12\x1c\n" +
-	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xd6\x02\n" +
+	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xd1\x03\n" +
 	"\x04Cell\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x17\n" +
 	"\arep_url\x18\x02 \x01(\tR\x06repUrl\x12\x12\n" +
@@ -558,7 +831,10 @@ const file_cell_proto_rawDesc = "" +
 	"\x04free\x18\b \x01(\v2\x1e.corkboard.models.CellCapacityR\x04free\x12\x1a\n" +
 	"\bdraining\x18\t \x01(\bR\bdraining\x12\x1c\n" +
 	"\tisolation\x18\n" +
-	" \x01(\tR\tisolation\"b\n" +
+	" \x01(\tR\tisolation\x12(\n" +
+	"\x10drain_started_at\x18\v \x01(\x03R\x0edrainStartedAt\x12%\n" +
+	"\x0edrain_deadline\x18\f \x01(\x03R\rdrainDeadline\x12(\n" +
+	"\x10drain_overdue_at\x18\r \x01(\x03R\x0edrainOverdueAt\"b\n" +
 	"\x13RegisterCellRequest\x12*\n" +
 	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x1f\n" +
 	"\vfresh_start\x18\x02 \x01(\bR\n" +
@@ -574,9 +850,28 @@ const file_cell_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12,\n" +
 	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cells\x12\x1f\n" +
 	"\vnext_cursor\x18\x03 \x01(\tR\n" +
-	"nextCursor\"+\n" +
+	"nextCursor\"L\n" +
 	"\x10DrainCellRequest\x12\x17\n" +
-	"\acell_id\x18\x01 \x01(\tR\x06cellId\"B\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x1f\n" +
+	"\vdeadline_ms\x18\x02 \x01(\x03R\n" +
+	"deadlineMs\"-\n" +
+	"\x12DrainStatusRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"{\n" +
+	"\x13DrainStatusResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x125\n" +
+	"\x06status\x18\x02 \x01(\v2\x1d.corkboard.models.DrainStatusR\x06status\"\xb0\x01\n" +
+	"\vDrainStatus\x12*\n" +
+	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x18\n" +
+	"\awaiting\x18\x02 \x01(\x05R\awaiting\x12\x1e\n" +
+	"\n" +
+	"evacuating\x18\x03 \x01(\x05R\n" +
+	"evacuating\x12;\n" +
+	"\ablocked\x18\x04 \x03(\v2!.corkboard.models.DrainBlockedLRPR\ablocked\"\x8a\x01\n" +
+	"\x0fDrainBlockedLRP\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x18\n" +
+	"\awaiting\x18\x02 \x01(\x05R\awaiting\x12:\n" +
+	"\n" +
+	"blocked_by\x18\x03 \x01(\v2\x1b.corkboard.models.BlockedByR\tblockedBy\"B\n" +
 	"\x11DrainCellResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05errorB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
@@ -592,7 +887,7 @@ func file_cell_proto_rawDescGZIP() []byte {
 	return file_cell_proto_rawDescData
 }
 
-var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_cell_proto_goTypes = []any{
 	(*CellCapacity)(nil),         // 0: corkboard.models.CellCapacity
 	(*Cell)(nil),                 // 1: corkboard.models.Cell
@@ -601,22 +896,32 @@ var file_cell_proto_goTypes = []any{
 	(*CellsRequest)(nil),         // 4: corkboard.models.CellsRequest
 	(*CellsResponse)(nil),        // 5: corkboard.models.CellsResponse
 	(*DrainCellRequest)(nil),     // 6: corkboard.models.DrainCellRequest
-	(*DrainCellResponse)(nil),    // 7: corkboard.models.DrainCellResponse
-	(*Error)(nil),                // 8: corkboard.models.Error
+	(*DrainStatusRequest)(nil),   // 7: corkboard.models.DrainStatusRequest
+	(*DrainStatusResponse)(nil),  // 8: corkboard.models.DrainStatusResponse
+	(*DrainStatus)(nil),          // 9: corkboard.models.DrainStatus
+	(*DrainBlockedLRP)(nil),      // 10: corkboard.models.DrainBlockedLRP
+	(*DrainCellResponse)(nil),    // 11: corkboard.models.DrainCellResponse
+	(*Error)(nil),                // 12: corkboard.models.Error
+	(*BlockedBy)(nil),            // 13: corkboard.models.BlockedBy
 }
 var file_cell_proto_depIdxs = []int32{
-	0, // 0: corkboard.models.Cell.capacity:type_name -> corkboard.models.CellCapacity
-	0, // 1: corkboard.models.Cell.free:type_name -> corkboard.models.CellCapacity
-	1, // 2: corkboard.models.RegisterCellRequest.cell:type_name -> corkboard.models.Cell
-	8, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
-	8, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
-	1, // 5: corkboard.models.CellsResponse.cells:type_name -> corkboard.models.Cell
-	8, // 6: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	0,  // 0: corkboard.models.Cell.capacity:type_name -> corkboard.models.CellCapacity
+	0,  // 1: corkboard.models.Cell.free:type_name -> corkboard.models.CellCapacity
+	1,  // 2: corkboard.models.RegisterCellRequest.cell:type_name -> corkboard.models.Cell
+	12, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
+	12, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
+	1,  // 5: corkboard.models.CellsResponse.cells:type_name -> corkboard.models.Cell
+	12, // 6: corkboard.models.DrainStatusResponse.error:type_name -> corkboard.models.Error
+	9,  // 7: corkboard.models.DrainStatusResponse.status:type_name -> corkboard.models.DrainStatus
+	1,  // 8: corkboard.models.DrainStatus.cell:type_name -> corkboard.models.Cell
+	10, // 9: corkboard.models.DrainStatus.blocked:type_name -> corkboard.models.DrainBlockedLRP
+	13, // 10: corkboard.models.DrainBlockedLRP.blocked_by:type_name -> corkboard.models.BlockedBy
+	12, // 11: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_cell_proto_init() }
@@ -625,13 +930,14 @@ func file_cell_proto_init() {
 		return
 	}
 	file_error_proto_init()
+	file_blocked_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cell_proto_rawDesc), len(file_cell_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -131,9 +131,13 @@ type DesiredLRP struct {
 	Autoscaling *Autoscaling `protobuf:"bytes,13,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
 	// What the autoscaler last decided, and the counts it wanted within the
 	// scale-down stabilization window. Set by the board; ignored on desire.
-	Autoscaler    *AutoscalerStatus `protobuf:"bytes,14,opt,name=autoscaler,proto3" json:"autoscaler,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Autoscaler *AutoscalerStatus `protobuf:"bytes,14,opt,name=autoscaler,proto3" json:"autoscaler,omitempty"`
+	// How many indices may be down at once for every voluntary disruption
+	// together (rollouts, drains, scale-downs, moves, reverts). Unset: the
+	// update strategy's max_unavailable.
+	DisruptionBudget *DisruptionBudget `protobuf:"bytes,15,opt,name=disruption_budget,json=disruptionBudget,proto3" json:"disruption_budget,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DesiredLRP) Reset() {
@@ -264,6 +268,61 @@ func (x *DesiredLRP) GetAutoscaler() *AutoscalerStatus {
 	return nil
 }
 
+func (x *DesiredLRP) GetDisruptionBudget() *DisruptionBudget {
+	if x != nil {
+		return x.DisruptionBudget
+	}
+	return nil
+}
+
+// DisruptionBudget bounds the voluntary disruptions of one DesiredLRP
+// (convergence/budget.go).
+type DisruptionBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A count ("1") or a percent of the instances ("25%", rounded down).
+	// Empty: the update strategy's max_unavailable.
+	MaxUnavailable string `protobuf:"bytes,1,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DisruptionBudget) Reset() {
+	*x = DisruptionBudget{}
+	mi := &file_desired_lrp_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisruptionBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisruptionBudget) ProtoMessage() {}
+
+func (x *DisruptionBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_desired_lrp_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisruptionBudget.ProtoReflect.Descriptor instead.
+func (*DisruptionBudget) Descriptor() ([]byte, []int) {
+	return file_desired_lrp_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DisruptionBudget) GetMaxUnavailable() string {
+	if x != nil {
+		return x.MaxUnavailable
+	}
+	return ""
+}
+
 // Autoscaling sets an LRP's instance count from its instances' occupancy.
 // wanted = clamp(ceil(occupied / (1 − ready_target)), min, max).
 type Autoscaling struct {
@@ -282,7 +341,7 @@ type Autoscaling struct {
 
 func (x *Autoscaling) Reset() {
 	*x = Autoscaling{}
-	mi := &file_desired_lrp_proto_msgTypes[2]
+	mi := &file_desired_lrp_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -294,7 +353,7 @@ func (x *Autoscaling) String() string {
 func (*Autoscaling) ProtoMessage() {}
 
 func (x *Autoscaling) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[2]
+	mi := &file_desired_lrp_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -307,7 +366,7 @@ func (x *Autoscaling) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Autoscaling.ProtoReflect.Descriptor instead.
 func (*Autoscaling) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{2}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Autoscaling) GetEnabled() bool {
@@ -356,7 +415,7 @@ type AutoscalingPolicy struct {
 
 func (x *AutoscalingPolicy) Reset() {
 	*x = AutoscalingPolicy{}
-	mi := &file_desired_lrp_proto_msgTypes[3]
+	mi := &file_desired_lrp_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +427,7 @@ func (x *AutoscalingPolicy) String() string {
 func (*AutoscalingPolicy) ProtoMessage() {}
 
 func (x *AutoscalingPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[3]
+	mi := &file_desired_lrp_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +440,7 @@ func (x *AutoscalingPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoscalingPolicy.ProtoReflect.Descriptor instead.
 func (*AutoscalingPolicy) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{3}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AutoscalingPolicy) GetType() string {
@@ -407,7 +466,7 @@ type AutoscalingPolicyParameters struct {
 
 func (x *AutoscalingPolicyParameters) Reset() {
 	*x = AutoscalingPolicyParameters{}
-	mi := &file_desired_lrp_proto_msgTypes[4]
+	mi := &file_desired_lrp_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +478,7 @@ func (x *AutoscalingPolicyParameters) String() string {
 func (*AutoscalingPolicyParameters) ProtoMessage() {}
 
 func (x *AutoscalingPolicyParameters) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[4]
+	mi := &file_desired_lrp_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +491,7 @@ func (x *AutoscalingPolicyParameters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoscalingPolicyParameters.ProtoReflect.Descriptor instead.
 func (*AutoscalingPolicyParameters) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{4}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AutoscalingPolicyParameters) GetRoomOccupancy() *RoomOccupancyParameters {
@@ -452,7 +511,7 @@ type RoomOccupancyParameters struct {
 
 func (x *RoomOccupancyParameters) Reset() {
 	*x = RoomOccupancyParameters{}
-	mi := &file_desired_lrp_proto_msgTypes[5]
+	mi := &file_desired_lrp_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +523,7 @@ func (x *RoomOccupancyParameters) String() string {
 func (*RoomOccupancyParameters) ProtoMessage() {}
 
 func (x *RoomOccupancyParameters) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[5]
+	mi := &file_desired_lrp_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +536,7 @@ func (x *RoomOccupancyParameters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoomOccupancyParameters.ProtoReflect.Descriptor instead.
 func (*RoomOccupancyParameters) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{5}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RoomOccupancyParameters) GetReadyTarget() float64 {
@@ -513,7 +572,7 @@ type AutoscalerDecision struct {
 
 func (x *AutoscalerDecision) Reset() {
 	*x = AutoscalerDecision{}
-	mi := &file_desired_lrp_proto_msgTypes[6]
+	mi := &file_desired_lrp_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +584,7 @@ func (x *AutoscalerDecision) String() string {
 func (*AutoscalerDecision) ProtoMessage() {}
 
 func (x *AutoscalerDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[6]
+	mi := &file_desired_lrp_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +597,7 @@ func (x *AutoscalerDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoscalerDecision.ProtoReflect.Descriptor instead.
 func (*AutoscalerDecision) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{6}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AutoscalerDecision) GetAt() int64 {
@@ -623,7 +682,7 @@ type AutoscalerRecommendation struct {
 
 func (x *AutoscalerRecommendation) Reset() {
 	*x = AutoscalerRecommendation{}
-	mi := &file_desired_lrp_proto_msgTypes[7]
+	mi := &file_desired_lrp_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +694,7 @@ func (x *AutoscalerRecommendation) String() string {
 func (*AutoscalerRecommendation) ProtoMessage() {}
 
 func (x *AutoscalerRecommendation) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[7]
+	mi := &file_desired_lrp_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +707,7 @@ func (x *AutoscalerRecommendation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoscalerRecommendation.ProtoReflect.Descriptor instead.
 func (*AutoscalerRecommendation) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{7}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AutoscalerRecommendation) GetAt() int64 {
@@ -677,7 +736,7 @@ type AutoscalerStatus struct {
 
 func (x *AutoscalerStatus) Reset() {
 	*x = AutoscalerStatus{}
-	mi := &file_desired_lrp_proto_msgTypes[8]
+	mi := &file_desired_lrp_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +748,7 @@ func (x *AutoscalerStatus) String() string {
 func (*AutoscalerStatus) ProtoMessage() {}
 
 func (x *AutoscalerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[8]
+	mi := &file_desired_lrp_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +761,7 @@ func (x *AutoscalerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutoscalerStatus.ProtoReflect.Descriptor instead.
 func (*AutoscalerStatus) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{8}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AutoscalerStatus) GetLastDecision() *AutoscalerDecision {
@@ -742,7 +801,7 @@ type DesiredLRPSchedulingInfo struct {
 
 func (x *DesiredLRPSchedulingInfo) Reset() {
 	*x = DesiredLRPSchedulingInfo{}
-	mi := &file_desired_lrp_proto_msgTypes[9]
+	mi := &file_desired_lrp_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +813,7 @@ func (x *DesiredLRPSchedulingInfo) String() string {
 func (*DesiredLRPSchedulingInfo) ProtoMessage() {}
 
 func (x *DesiredLRPSchedulingInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[9]
+	mi := &file_desired_lrp_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +826,7 @@ func (x *DesiredLRPSchedulingInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPSchedulingInfo.ProtoReflect.Descriptor instead.
 func (*DesiredLRPSchedulingInfo) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{9}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DesiredLRPSchedulingInfo) GetProcessGuid() string {
@@ -913,13 +972,16 @@ type DesiredLRPUpdate struct {
 	// override_reason: why the freeze is overridden, printable, at most
 	// 1 KiB; only with override_freeze.
 	OverrideReason string `protobuf:"bytes,18,opt,name=override_reason,json=overrideReason,proto3" json:"override_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// disruption_budget replaces the LRP's disruption budget; an empty
+	// max_unavailable goes back to the update strategy's.
+	DisruptionBudget *DisruptionBudget `protobuf:"bytes,19,opt,name=disruption_budget,json=disruptionBudget,proto3" json:"disruption_budget,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DesiredLRPUpdate) Reset() {
 	*x = DesiredLRPUpdate{}
-	mi := &file_desired_lrp_proto_msgTypes[10]
+	mi := &file_desired_lrp_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +993,7 @@ func (x *DesiredLRPUpdate) String() string {
 func (*DesiredLRPUpdate) ProtoMessage() {}
 
 func (x *DesiredLRPUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[10]
+	mi := &file_desired_lrp_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1006,7 @@ func (x *DesiredLRPUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPUpdate.ProtoReflect.Descriptor instead.
 func (*DesiredLRPUpdate) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{10}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DesiredLRPUpdate) GetInstances() int32 {
@@ -1073,6 +1135,13 @@ func (x *DesiredLRPUpdate) GetOverrideReason() string {
 	return ""
 }
 
+func (x *DesiredLRPUpdate) GetDisruptionBudget() *DisruptionBudget {
+	if x != nil {
+		return x.DisruptionBudget
+	}
+	return nil
+}
+
 type DesireLRPRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	DesiredLrp    *DesiredLRP            `protobuf:"bytes,1,opt,name=desired_lrp,json=desiredLrp,proto3" json:"desired_lrp,omitempty"`
@@ -1082,7 +1151,7 @@ type DesireLRPRequest struct {
 
 func (x *DesireLRPRequest) Reset() {
 	*x = DesireLRPRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[11]
+	mi := &file_desired_lrp_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1163,7 @@ func (x *DesireLRPRequest) String() string {
 func (*DesireLRPRequest) ProtoMessage() {}
 
 func (x *DesireLRPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[11]
+	mi := &file_desired_lrp_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1176,7 @@ func (x *DesireLRPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesireLRPRequest.ProtoReflect.Descriptor instead.
 func (*DesireLRPRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{11}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DesireLRPRequest) GetDesiredLrp() *DesiredLRP {
@@ -1129,7 +1198,7 @@ type DesireLRPResponse struct {
 
 func (x *DesireLRPResponse) Reset() {
 	*x = DesireLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[12]
+	mi := &file_desired_lrp_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1210,7 @@ func (x *DesireLRPResponse) String() string {
 func (*DesireLRPResponse) ProtoMessage() {}
 
 func (x *DesireLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[12]
+	mi := &file_desired_lrp_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1223,7 @@ func (x *DesireLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesireLRPResponse.ProtoReflect.Descriptor instead.
 func (*DesireLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{12}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DesireLRPResponse) GetError() *Error {
@@ -1187,7 +1256,7 @@ type DesiredLRPByProcessGuidRequest struct {
 
 func (x *DesiredLRPByProcessGuidRequest) Reset() {
 	*x = DesiredLRPByProcessGuidRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[13]
+	mi := &file_desired_lrp_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1268,7 @@ func (x *DesiredLRPByProcessGuidRequest) String() string {
 func (*DesiredLRPByProcessGuidRequest) ProtoMessage() {}
 
 func (x *DesiredLRPByProcessGuidRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[13]
+	mi := &file_desired_lrp_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1281,7 @@ func (x *DesiredLRPByProcessGuidRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPByProcessGuidRequest.ProtoReflect.Descriptor instead.
 func (*DesiredLRPByProcessGuidRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{13}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DesiredLRPByProcessGuidRequest) GetProcessGuid() string {
@@ -1232,7 +1301,7 @@ type DesiredLRPResponse struct {
 
 func (x *DesiredLRPResponse) Reset() {
 	*x = DesiredLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[14]
+	mi := &file_desired_lrp_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1313,7 @@ func (x *DesiredLRPResponse) String() string {
 func (*DesiredLRPResponse) ProtoMessage() {}
 
 func (x *DesiredLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[14]
+	mi := &file_desired_lrp_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1326,7 @@ func (x *DesiredLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPResponse.ProtoReflect.Descriptor instead.
 func (*DesiredLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{14}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DesiredLRPResponse) GetError() *Error {
@@ -1290,7 +1359,7 @@ type DesiredLRPsRequest struct {
 
 func (x *DesiredLRPsRequest) Reset() {
 	*x = DesiredLRPsRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[15]
+	mi := &file_desired_lrp_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1371,7 @@ func (x *DesiredLRPsRequest) String() string {
 func (*DesiredLRPsRequest) ProtoMessage() {}
 
 func (x *DesiredLRPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[15]
+	mi := &file_desired_lrp_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1384,7 @@ func (x *DesiredLRPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPsRequest.ProtoReflect.Descriptor instead.
 func (*DesiredLRPsRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{15}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DesiredLRPsRequest) GetDomain() string {
@@ -1359,7 +1428,7 @@ type DesiredLRPsResponse struct {
 
 func (x *DesiredLRPsResponse) Reset() {
 	*x = DesiredLRPsResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[16]
+	mi := &file_desired_lrp_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1440,7 @@ func (x *DesiredLRPsResponse) String() string {
 func (*DesiredLRPsResponse) ProtoMessage() {}
 
 func (x *DesiredLRPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[16]
+	mi := &file_desired_lrp_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1453,7 @@ func (x *DesiredLRPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPsResponse.ProtoReflect.Descriptor instead.
 func (*DesiredLRPsResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{16}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DesiredLRPsResponse) GetError() *Error {
@@ -1424,7 +1493,7 @@ type DesiredLRPSchedulingInfosRequest struct {
 
 func (x *DesiredLRPSchedulingInfosRequest) Reset() {
 	*x = DesiredLRPSchedulingInfosRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[17]
+	mi := &file_desired_lrp_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1505,7 @@ func (x *DesiredLRPSchedulingInfosRequest) String() string {
 func (*DesiredLRPSchedulingInfosRequest) ProtoMessage() {}
 
 func (x *DesiredLRPSchedulingInfosRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[17]
+	mi := &file_desired_lrp_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1518,7 @@ func (x *DesiredLRPSchedulingInfosRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DesiredLRPSchedulingInfosRequest.ProtoReflect.Descriptor instead.
 func (*DesiredLRPSchedulingInfosRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{17}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DesiredLRPSchedulingInfosRequest) GetDomain() string {
@@ -1493,7 +1562,7 @@ type DesiredLRPSchedulingInfosResponse struct {
 
 func (x *DesiredLRPSchedulingInfosResponse) Reset() {
 	*x = DesiredLRPSchedulingInfosResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[18]
+	mi := &file_desired_lrp_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1574,7 @@ func (x *DesiredLRPSchedulingInfosResponse) String() string {
 func (*DesiredLRPSchedulingInfosResponse) ProtoMessage() {}
 
 func (x *DesiredLRPSchedulingInfosResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[18]
+	mi := &file_desired_lrp_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1587,7 @@ func (x *DesiredLRPSchedulingInfosResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use DesiredLRPSchedulingInfosResponse.ProtoReflect.Descriptor instead.
 func (*DesiredLRPSchedulingInfosResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{18}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DesiredLRPSchedulingInfosResponse) GetError() *Error {
@@ -1552,7 +1621,7 @@ type UpdateDesiredLRPRequest struct {
 
 func (x *UpdateDesiredLRPRequest) Reset() {
 	*x = UpdateDesiredLRPRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[19]
+	mi := &file_desired_lrp_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1633,7 @@ func (x *UpdateDesiredLRPRequest) String() string {
 func (*UpdateDesiredLRPRequest) ProtoMessage() {}
 
 func (x *UpdateDesiredLRPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[19]
+	mi := &file_desired_lrp_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1646,7 @@ func (x *UpdateDesiredLRPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDesiredLRPRequest.ProtoReflect.Descriptor instead.
 func (*UpdateDesiredLRPRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{19}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateDesiredLRPRequest) GetProcessGuid() string {
@@ -1606,7 +1675,7 @@ type UpdateDesiredLRPResponse struct {
 
 func (x *UpdateDesiredLRPResponse) Reset() {
 	*x = UpdateDesiredLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[20]
+	mi := &file_desired_lrp_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1687,7 @@ func (x *UpdateDesiredLRPResponse) String() string {
 func (*UpdateDesiredLRPResponse) ProtoMessage() {}
 
 func (x *UpdateDesiredLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[20]
+	mi := &file_desired_lrp_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1700,7 @@ func (x *UpdateDesiredLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateDesiredLRPResponse.ProtoReflect.Descriptor instead.
 func (*UpdateDesiredLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{20}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateDesiredLRPResponse) GetError() *Error {
@@ -1664,7 +1733,7 @@ type RemoveDesiredLRPRequest struct {
 
 func (x *RemoveDesiredLRPRequest) Reset() {
 	*x = RemoveDesiredLRPRequest{}
-	mi := &file_desired_lrp_proto_msgTypes[21]
+	mi := &file_desired_lrp_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1745,7 @@ func (x *RemoveDesiredLRPRequest) String() string {
 func (*RemoveDesiredLRPRequest) ProtoMessage() {}
 
 func (x *RemoveDesiredLRPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[21]
+	mi := &file_desired_lrp_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1758,7 @@ func (x *RemoveDesiredLRPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveDesiredLRPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveDesiredLRPRequest) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{21}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveDesiredLRPRequest) GetProcessGuid() string {
@@ -1710,7 +1779,7 @@ type RemoveDesiredLRPResponse struct {
 
 func (x *RemoveDesiredLRPResponse) Reset() {
 	*x = RemoveDesiredLRPResponse{}
-	mi := &file_desired_lrp_proto_msgTypes[22]
+	mi := &file_desired_lrp_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1791,7 @@ func (x *RemoveDesiredLRPResponse) String() string {
 func (*RemoveDesiredLRPResponse) ProtoMessage() {}
 
 func (x *RemoveDesiredLRPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_desired_lrp_proto_msgTypes[22]
+	mi := &file_desired_lrp_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1804,7 @@ func (x *RemoveDesiredLRPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveDesiredLRPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveDesiredLRPResponse) Descriptor() ([]byte, []int) {
-	return file_desired_lrp_proto_rawDescGZIP(), []int{22}
+	return file_desired_lrp_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RemoveDesiredLRPResponse) GetError() *Error {
@@ -1765,7 +1834,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\x14progress_deadline_ms\x18\x04 \x01(\x03R\x12progressDeadlineMs\x12\x1f\n" +
 	"\vauto_revert\x18\x05 \x01(\bR\n" +
 	"autoRevert\x12#\n" +
-	"\rhistory_limit\x18\x06 \x01(\x05R\fhistoryLimit\"\xc1\x05\n" +
+	"\rhistory_limit\x18\x06 \x01(\x05R\fhistoryLimit\"\x92\x06\n" +
 	"\n" +
 	"DesiredLRP\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x16\n" +
@@ -1789,7 +1858,10 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\vautoscaling\x18\r \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\x12B\n" +
 	"\n" +
 	"autoscaler\x18\x0e \x01(\v2\".corkboard.models.AutoscalerStatusR\n" +
-	"autoscaler\"\xc7\x01\n" +
+	"autoscaler\x12O\n" +
+	"\x11disruption_budget\x18\x0f \x01(\v2\".corkboard.models.DisruptionBudgetR\x10disruptionBudget\";\n" +
+	"\x10DisruptionBudget\x12'\n" +
+	"\x0fmax_unavailable\x18\x01 \x01(\tR\x0emaxUnavailable\"\xc7\x01\n" +
 	"\vAutoscaling\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x10\n" +
 	"\x03min\x18\x02 \x01(\x05R\x03min\x12\x10\n" +
@@ -1838,7 +1910,7 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\tmemory_mb\x18\n" +
 	" \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\v \x01(\x05R\x06diskMb\x12?\n" +
-	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xe1\x06\n" +
+	"\vautoscaling\x18\f \x01(\v2\x1d.corkboard.models.AutoscalingR\vautoscaling\"\xb2\a\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12/\n" +
 	"\x06routes\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06routes\x12#\n" +
@@ -1864,7 +1936,8 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\abake_ms\x18\x0f \x01(\x03R\x06bakeMs\x12\x1a\n" +
 	"\bbaseline\x18\x10 \x01(\bR\bbaseline\x12'\n" +
 	"\x0foverride_freeze\x18\x11 \x01(\bR\x0eoverrideFreeze\x12'\n" +
-	"\x0foverride_reason\x18\x12 \x01(\tR\x0eoverrideReasonB\f\n" +
+	"\x0foverride_reason\x18\x12 \x01(\tR\x0eoverrideReason\x12O\n" +
+	"\x11disruption_budget\x18\x13 \x01(\v2\".corkboard.models.DisruptionBudgetR\x10disruptionBudgetB\f\n" +
 	"\n" +
 	"_instancesB\r\n" +
 	"\v_annotation\"Q\n" +
@@ -1928,78 +2001,81 @@ func file_desired_lrp_proto_rawDescGZIP() []byte {
 	return file_desired_lrp_proto_rawDescData
 }
 
-var file_desired_lrp_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_desired_lrp_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_desired_lrp_proto_goTypes = []any{
 	(*UpdateStrategy)(nil),                    // 0: corkboard.models.UpdateStrategy
 	(*DesiredLRP)(nil),                        // 1: corkboard.models.DesiredLRP
-	(*Autoscaling)(nil),                       // 2: corkboard.models.Autoscaling
-	(*AutoscalingPolicy)(nil),                 // 3: corkboard.models.AutoscalingPolicy
-	(*AutoscalingPolicyParameters)(nil),       // 4: corkboard.models.AutoscalingPolicyParameters
-	(*RoomOccupancyParameters)(nil),           // 5: corkboard.models.RoomOccupancyParameters
-	(*AutoscalerDecision)(nil),                // 6: corkboard.models.AutoscalerDecision
-	(*AutoscalerRecommendation)(nil),          // 7: corkboard.models.AutoscalerRecommendation
-	(*AutoscalerStatus)(nil),                  // 8: corkboard.models.AutoscalerStatus
-	(*DesiredLRPSchedulingInfo)(nil),          // 9: corkboard.models.DesiredLRPSchedulingInfo
-	(*DesiredLRPUpdate)(nil),                  // 10: corkboard.models.DesiredLRPUpdate
-	(*DesireLRPRequest)(nil),                  // 11: corkboard.models.DesireLRPRequest
-	(*DesireLRPResponse)(nil),                 // 12: corkboard.models.DesireLRPResponse
-	(*DesiredLRPByProcessGuidRequest)(nil),    // 13: corkboard.models.DesiredLRPByProcessGuidRequest
-	(*DesiredLRPResponse)(nil),                // 14: corkboard.models.DesiredLRPResponse
-	(*DesiredLRPsRequest)(nil),                // 15: corkboard.models.DesiredLRPsRequest
-	(*DesiredLRPsResponse)(nil),               // 16: corkboard.models.DesiredLRPsResponse
-	(*DesiredLRPSchedulingInfosRequest)(nil),  // 17: corkboard.models.DesiredLRPSchedulingInfosRequest
-	(*DesiredLRPSchedulingInfosResponse)(nil), // 18: corkboard.models.DesiredLRPSchedulingInfosResponse
-	(*UpdateDesiredLRPRequest)(nil),           // 19: corkboard.models.UpdateDesiredLRPRequest
-	(*UpdateDesiredLRPResponse)(nil),          // 20: corkboard.models.UpdateDesiredLRPResponse
-	(*RemoveDesiredLRPRequest)(nil),           // 21: corkboard.models.RemoveDesiredLRPRequest
-	(*RemoveDesiredLRPResponse)(nil),          // 22: corkboard.models.RemoveDesiredLRPResponse
-	(*structpb.Struct)(nil),                   // 23: google.protobuf.Struct
-	(*ModificationTag)(nil),                   // 24: corkboard.models.ModificationTag
-	(*LRPDefinition)(nil),                     // 25: corkboard.models.LRPDefinition
-	(*StagedRollout)(nil),                     // 26: corkboard.models.StagedRollout
-	(*RolloutAnalysis)(nil),                   // 27: corkboard.models.RolloutAnalysis
-	(*Error)(nil),                             // 28: corkboard.models.Error
+	(*DisruptionBudget)(nil),                  // 2: corkboard.models.DisruptionBudget
+	(*Autoscaling)(nil),                       // 3: corkboard.models.Autoscaling
+	(*AutoscalingPolicy)(nil),                 // 4: corkboard.models.AutoscalingPolicy
+	(*AutoscalingPolicyParameters)(nil),       // 5: corkboard.models.AutoscalingPolicyParameters
+	(*RoomOccupancyParameters)(nil),           // 6: corkboard.models.RoomOccupancyParameters
+	(*AutoscalerDecision)(nil),                // 7: corkboard.models.AutoscalerDecision
+	(*AutoscalerRecommendation)(nil),          // 8: corkboard.models.AutoscalerRecommendation
+	(*AutoscalerStatus)(nil),                  // 9: corkboard.models.AutoscalerStatus
+	(*DesiredLRPSchedulingInfo)(nil),          // 10: corkboard.models.DesiredLRPSchedulingInfo
+	(*DesiredLRPUpdate)(nil),                  // 11: corkboard.models.DesiredLRPUpdate
+	(*DesireLRPRequest)(nil),                  // 12: corkboard.models.DesireLRPRequest
+	(*DesireLRPResponse)(nil),                 // 13: corkboard.models.DesireLRPResponse
+	(*DesiredLRPByProcessGuidRequest)(nil),    // 14: corkboard.models.DesiredLRPByProcessGuidRequest
+	(*DesiredLRPResponse)(nil),                // 15: corkboard.models.DesiredLRPResponse
+	(*DesiredLRPsRequest)(nil),                // 16: corkboard.models.DesiredLRPsRequest
+	(*DesiredLRPsResponse)(nil),               // 17: corkboard.models.DesiredLRPsResponse
+	(*DesiredLRPSchedulingInfosRequest)(nil),  // 18: corkboard.models.DesiredLRPSchedulingInfosRequest
+	(*DesiredLRPSchedulingInfosResponse)(nil), // 19: corkboard.models.DesiredLRPSchedulingInfosResponse
+	(*UpdateDesiredLRPRequest)(nil),           // 20: corkboard.models.UpdateDesiredLRPRequest
+	(*UpdateDesiredLRPResponse)(nil),          // 21: corkboard.models.UpdateDesiredLRPResponse
+	(*RemoveDesiredLRPRequest)(nil),           // 22: corkboard.models.RemoveDesiredLRPRequest
+	(*RemoveDesiredLRPResponse)(nil),          // 23: corkboard.models.RemoveDesiredLRPResponse
+	(*structpb.Struct)(nil),                   // 24: google.protobuf.Struct
+	(*ModificationTag)(nil),                   // 25: corkboard.models.ModificationTag
+	(*LRPDefinition)(nil),                     // 26: corkboard.models.LRPDefinition
+	(*StagedRollout)(nil),                     // 27: corkboard.models.StagedRollout
+	(*RolloutAnalysis)(nil),                   // 28: corkboard.models.RolloutAnalysis
+	(*Error)(nil),                             // 29: corkboard.models.Error
 }
 var file_desired_lrp_proto_depIdxs = []int32{
-	23, // 0: corkboard.models.DesiredLRP.routes:type_name -> google.protobuf.Struct
+	24, // 0: corkboard.models.DesiredLRP.routes:type_name -> google.protobuf.Struct
 	0,  // 1: corkboard.models.DesiredLRP.update_strategy:type_name -> corkboard.models.UpdateStrategy
-	24, // 2: corkboard.models.DesiredLRP.modification_tag:type_name -> corkboard.models.ModificationTag
-	25, // 3: corkboard.models.DesiredLRP.definition:type_name -> corkboard.models.LRPDefinition
-	2,  // 4: corkboard.models.DesiredLRP.autoscaling:type_name -> corkboard.models.Autoscaling
-	8,  // 5: corkboard.models.DesiredLRP.autoscaler:type_name -> corkboard.models.AutoscalerStatus
-	3,  // 6: corkboard.models.Autoscaling.policy:type_name -> corkboard.models.AutoscalingPolicy
-	4,  // 7: corkboard.models.AutoscalingPolicy.parameters:type_name -> corkboard.models.AutoscalingPolicyParameters
-	5,  // 8: corkboard.models.AutoscalingPolicyParameters.room_occupancy:type_name -> corkboard.models.RoomOccupancyParameters
-	6,  // 9: corkboard.models.AutoscalerStatus.last_decision:type_name -> corkboard.models.AutoscalerDecision
-	7,  // 10: corkboard.models.AutoscalerStatus.recommendations:type_name -> corkboard.models.AutoscalerRecommendation
-	23, // 11: corkboard.models.DesiredLRPSchedulingInfo.routes:type_name -> google.protobuf.Struct
-	24, // 12: corkboard.models.DesiredLRPSchedulingInfo.modification_tag:type_name -> corkboard.models.ModificationTag
-	2,  // 13: corkboard.models.DesiredLRPSchedulingInfo.autoscaling:type_name -> corkboard.models.Autoscaling
-	23, // 14: corkboard.models.DesiredLRPUpdate.routes:type_name -> google.protobuf.Struct
-	25, // 15: corkboard.models.DesiredLRPUpdate.definition:type_name -> corkboard.models.LRPDefinition
-	0,  // 16: corkboard.models.DesiredLRPUpdate.update_strategy:type_name -> corkboard.models.UpdateStrategy
-	24, // 17: corkboard.models.DesiredLRPUpdate.modification_tag:type_name -> corkboard.models.ModificationTag
-	26, // 18: corkboard.models.DesiredLRPUpdate.staged:type_name -> corkboard.models.StagedRollout
-	2,  // 19: corkboard.models.DesiredLRPUpdate.autoscaling:type_name -> corkboard.models.Autoscaling
-	27, // 20: corkboard.models.DesiredLRPUpdate.analysis:type_name -> corkboard.models.RolloutAnalysis
-	1,  // 21: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	28, // 22: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 23: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	28, // 24: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 25: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	28, // 26: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
-	1,  // 27: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
-	28, // 28: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
-	9,  // 29: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
-	10, // 30: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
-	28, // 31: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	1,  // 32: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
-	28, // 33: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	25, // 2: corkboard.models.DesiredLRP.modification_tag:type_name -> corkboard.models.ModificationTag
+	26, // 3: corkboard.models.DesiredLRP.definition:type_name -> corkboard.models.LRPDefinition
+	3,  // 4: corkboard.models.DesiredLRP.autoscaling:type_name -> corkboard.models.Autoscaling
+	9,  // 5: corkboard.models.DesiredLRP.autoscaler:type_name -> corkboard.models.AutoscalerStatus
+	2,  // 6: corkboard.models.DesiredLRP.disruption_budget:type_name -> corkboard.models.DisruptionBudget
+	4,  // 7: corkboard.models.Autoscaling.policy:type_name -> corkboard.models.AutoscalingPolicy
+	5,  // 8: corkboard.models.AutoscalingPolicy.parameters:type_name -> corkboard.models.AutoscalingPolicyParameters
+	6,  // 9: corkboard.models.AutoscalingPolicyParameters.room_occupancy:type_name -> corkboard.models.RoomOccupancyParameters
+	7,  // 10: corkboard.models.AutoscalerStatus.last_decision:type_name -> corkboard.models.AutoscalerDecision
+	8,  // 11: corkboard.models.AutoscalerStatus.recommendations:type_name -> corkboard.models.AutoscalerRecommendation
+	24, // 12: corkboard.models.DesiredLRPSchedulingInfo.routes:type_name -> google.protobuf.Struct
+	25, // 13: corkboard.models.DesiredLRPSchedulingInfo.modification_tag:type_name -> corkboard.models.ModificationTag
+	3,  // 14: corkboard.models.DesiredLRPSchedulingInfo.autoscaling:type_name -> corkboard.models.Autoscaling
+	24, // 15: corkboard.models.DesiredLRPUpdate.routes:type_name -> google.protobuf.Struct
+	26, // 16: corkboard.models.DesiredLRPUpdate.definition:type_name -> corkboard.models.LRPDefinition
+	0,  // 17: corkboard.models.DesiredLRPUpdate.update_strategy:type_name -> corkboard.models.UpdateStrategy
+	25, // 18: corkboard.models.DesiredLRPUpdate.modification_tag:type_name -> corkboard.models.ModificationTag
+	27, // 19: corkboard.models.DesiredLRPUpdate.staged:type_name -> corkboard.models.StagedRollout
+	3,  // 20: corkboard.models.DesiredLRPUpdate.autoscaling:type_name -> corkboard.models.Autoscaling
+	28, // 21: corkboard.models.DesiredLRPUpdate.analysis:type_name -> corkboard.models.RolloutAnalysis
+	2,  // 22: corkboard.models.DesiredLRPUpdate.disruption_budget:type_name -> corkboard.models.DisruptionBudget
+	1,  // 23: corkboard.models.DesireLRPRequest.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	29, // 24: corkboard.models.DesireLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 25: corkboard.models.DesireLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	29, // 26: corkboard.models.DesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 27: corkboard.models.DesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	29, // 28: corkboard.models.DesiredLRPsResponse.error:type_name -> corkboard.models.Error
+	1,  // 29: corkboard.models.DesiredLRPsResponse.desired_lrps:type_name -> corkboard.models.DesiredLRP
+	29, // 30: corkboard.models.DesiredLRPSchedulingInfosResponse.error:type_name -> corkboard.models.Error
+	10, // 31: corkboard.models.DesiredLRPSchedulingInfosResponse.desired_lrp_scheduling_infos:type_name -> corkboard.models.DesiredLRPSchedulingInfo
+	11, // 32: corkboard.models.UpdateDesiredLRPRequest.update:type_name -> corkboard.models.DesiredLRPUpdate
+	29, // 33: corkboard.models.UpdateDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	1,  // 34: corkboard.models.UpdateDesiredLRPResponse.desired_lrp:type_name -> corkboard.models.DesiredLRP
+	29, // 35: corkboard.models.RemoveDesiredLRPResponse.error:type_name -> corkboard.models.Error
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_desired_lrp_proto_init() }
@@ -2012,14 +2088,14 @@ func file_desired_lrp_proto_init() {
 	file_definition_proto_init()
 	file_rollout_proto_init()
 	file_analysis_proto_init()
-	file_desired_lrp_proto_msgTypes[10].OneofWrappers = []any{}
+	file_desired_lrp_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_desired_lrp_proto_rawDesc), len(file_desired_lrp_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -78,6 +78,7 @@ var durationLimits = map[string]int64{
 	"corkboard.models.RolloutPlanRequest.ready_after_ms":       MaxReadyAfterMs,
 	"corkboard.models.UpsertDomainRequest.ttl_seconds":         MaxDomainTTLSeconds,
 	"corkboard.models.DesiredLRPUpdate.bake_ms":                MaxBake.Milliseconds(),
+	"corkboard.models.DrainCellRequest.deadline_ms":            MaxDrainDeadline.Milliseconds(),
 	"corkboard.models.RolloutAnalysis.interval_ms":             MaxAnalysisInterval.Milliseconds(),
 	"corkboard.models.AnalysisCheck.timeout_ms":                MaxAnalysisTimeout.Milliseconds(),
 	"corkboard.models.FreezeWindow.duration_ms":                MaxFreezeDuration.Milliseconds(),

@@ -116,6 +116,7 @@ func durationFixtures() map[string]func() proto.Message {
 			return &models.AddFreezeWindowRequest{Window: &models.FreezeWindow{Name: "weekend", Schedule: "0 18 * * 5", DurationMs: 1000}}
 		},
 		"UpsertDomainRequest": func() proto.Message { return &models.UpsertDomainRequest{Domain: "apps", TtlSeconds: 60} },
+		"DrainCellRequest":    func() proto.Message { return &models.DrainCellRequest{CellId: "cell-1", DeadlineMs: 1000} },
 	}
 }
 
@@ -177,8 +178,8 @@ var _ = Describe("Duration fields", func() {
 		// EditRolloutRequest (3), LRPDefinition (4), PromoteRolloutRequest
 		// (1), RolloutPlanRequest (12), UpdateDesiredLRPRequest (11),
 		// UpdateStrategy (2), UpsertDomainRequest (1), AddFreezeWindowRequest
-		// (1).
-		Expect(checked).To(Equal(50))
+		// (1), DrainCellRequest (1).
+		Expect(checked).To(Equal(51))
 	})
 
 	DescribeTable("are bounded where the rest of their message is not checked",

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Limits of the cell side of the API. Lengths are in bytes.
@@ -202,6 +203,17 @@ func (r *CellsRequest) Validate() error {
 
 // Validate requires the cell_id of the cell to drain.
 func (r *DrainCellRequest) Validate() error {
+	if err := validateCellID("cell_id", r.GetCellId()); err != nil {
+		return err
+	}
+	return validateMillis("deadline_ms", r.GetDeadlineMs(), MaxDrainDeadline.Milliseconds())
+}
+
+// MaxDrainDeadline bounds a drain's deadline_ms.
+const MaxDrainDeadline = 7 * 24 * time.Hour
+
+// Validate requires a valid cell_id.
+func (r *DrainStatusRequest) Validate() error {
 	return validateCellID("cell_id", r.GetCellId())
 }
 

@@ -32,6 +32,9 @@ func (d *DesiredLRP) validate(path string) error {
 			return err
 		}
 	}
+	if err := d.GetDisruptionBudget().validate(child(path, "disruption_budget")); err != nil {
+		return err
+	}
 	if d.GetDefinition() == nil {
 		return ErrInvalidField(child(path, "definition"), "required")
 	}
@@ -90,6 +93,9 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 		if err := u.GetUpdateStrategy().validate(child(path, "update_strategy")); err != nil {
 			return err
 		}
+	}
+	if err := u.GetDisruptionBudget().validate(child(path, "disruption_budget")); err != nil {
+		return err
 	}
 	if u.GetValidate() && u.GetDefinition() == nil {
 		return ErrInvalidField(child(path, "validate"), "requires a definition")

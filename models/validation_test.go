@@ -175,6 +175,12 @@ var _ = Describe("Validation", func() {
 		Entry("no update strategy", func(d *models.DesiredLRP) { d.UpdateStrategy = nil }, ""),
 		Entry("an invalid update strategy", func(d *models.DesiredLRP) { d.UpdateStrategy.MaxSurge = "lots" },
 			`desired_lrp.update_strategy.max_surge: must be a count like "2" or a percent like "25%" (0-100%), got "lots"`),
+		Entry("a disruption budget", func(d *models.DesiredLRP) {
+			d.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: "25%"}
+		}, ""),
+		Entry("an invalid disruption budget", func(d *models.DesiredLRP) {
+			d.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: "1.5"}
+		}, `desired_lrp.disruption_budget.max_unavailable: must be a count like "2" or a percent like "25%" (0-100%), got "1.5"`),
 
 		Entry("no definition", func(d *models.DesiredLRP) { d.Definition = nil },
 			"desired_lrp.definition: required"),

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,23 +47,85 @@ func (a *app) cellsCommand() *cobra.Command {
 func (a *app) cellCommand() *cobra.Command {
 	cell := &cobra.Command{
 		Use:   "cell",
-		Short: "Act on one cell (drain)",
+		Short: "Act on one cell (drain, drain-status)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("cell wants a subcommand: drain")
+			return usageErrorf("cell wants a subcommand: drain or drain-status")
 		},
 	}
-	cell.AddCommand(a.cellDrainCommand())
+	cell.AddCommand(a.cellDrainCommand(), a.cellDrainStatusCommand())
 	return cell
 }
 
 func (a *app) cellDrainCommand() *cobra.Command {
+	var deadline time.Duration
+	cmd := &cobra.Command{
+		Use:   "drain CELL [--deadline 10m]",
+		Short: "Drain a cell: place nothing new on it; its rep moves every instance elsewhere, start-before-stop, within the LRPs' disruption budgets (prints nothing on success)",
+		Long: `Drain a cell: placement puts nothing new on it, and its rep hands every
+instance over to a replacement elsewhere, start-before-stop. A hand-over that
+would take an LRP below its disruption budget waits until the budget allows it
+('cork cell drain-status CELL' names each LRP that holds the drain and why).
+
+--deadline D: from now plus D the drain's hand-overs go ahead whatever the
+budgets, and the cell records the first that did. Without it the drain waits
+for the budgets however long it takes (the rep's own evacuation timeout still
+applies). Draining a cell that drains already sets a new deadline.`,
+		Args: exactArgs("CELL"),
+		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
+			if deadline < 0 {
+				return usageErrorf("--deadline must not be negative, got %s", deadline)
+			}
+			return a.client().DrainCellBy(ctx, args[0], deadline)
+		}),
+	}
+	cmd.Flags().DurationVar(&deadline, "deadline", 0, "from now plus this, evacuations go ahead whatever the disruption budgets (0: wait for them)")
+	return cmd
+}
+
+// drainBlockedTable lists the LRPs whose disruption budget holds a drain.
+var drainBlockedTable = table[*models.DrainBlockedLRP]{
+	headers: []string{"PROCESS_GUID", "WAITING", "REASON", "SINCE", "ESTIMATE", "DETAIL"},
+	row: func(b *models.DrainBlockedLRP) []string {
+		by := b.GetBlockedBy()
+		return []string{b.GetProcessGuid(), itoa(b.GetWaiting()), by.GetReason(), timestamp(by.GetSince()), timestamp(by.GetEstimate()), by.GetDetail()}
+	},
+}
+
+func (a *app) cellDrainStatusCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "drain CELL",
-		Short: "Drain a cell: place nothing new on it; its rep moves every instance elsewhere, start-before-stop (prints nothing on success)",
+		Use:   "drain-status CELL",
+		Short: "Show how a cell's drain goes: what is left on it, and each LRP whose disruption budget holds it, with why and until when",
 		Args:  exactArgs("CELL"),
 		RunE: a.runE(func(ctx context.Context, cmd *cobra.Command, args []string) error {
-			return a.client().DrainCell(ctx, args[0])
+			status, err := a.client().DrainStatus(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.format != formatTable {
+				return emit(a, []*models.DrainStatus{status}, table[*models.DrainStatus]{})
+			}
+			writeDrainStatus(a.out, status)
+			return emit(a, status.GetBlocked(), drainBlockedTable)
 		}),
+	}
+}
+
+// writeDrainStatus writes the lines above the blocked LRPs' table.
+func writeDrainStatus(w io.Writer, s *models.DrainStatus) {
+	c := s.GetCell()
+	drain := "not draining"
+	if c.GetDraining() {
+		drain = "draining since " + timestamp(c.GetDrainStartedAt())
+		if c.GetDrainDeadline() != 0 {
+			drain += ", deadline " + timestamp(c.GetDrainDeadline())
+		} else {
+			drain += ", no deadline"
+		}
+	}
+	fmt.Fprintf(w, "Cell:      %s (%s)\n", c.GetCellId(), drain)
+	fmt.Fprintf(w, "Left:      %d to hand over, %d evacuating\n", s.GetWaiting(), s.GetEvacuating())
+	if at := c.GetDrainOverdueAt(); at != 0 {
+		fmt.Fprintf(w, "Overdue:   since %s hand-overs go ahead past the deadline, over spent budgets\n", timestamp(at))
 	}
 }

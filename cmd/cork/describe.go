@@ -250,6 +250,7 @@ func describeFields(d *lrpDescription, now time.Time) [][]string {
 		{"Active:", lrp.GetActiveDefinitionId()},
 		{"Healthy:", lrp.GetHealthyDefinitionId()},
 		{"Strategy:", strings.Join(effectiveStrategyFields(lrp.GetInstances(), lrp.GetUpdateStrategy()), " ")},
+		{"Budget:", effectiveBudget(lrp)},
 		{"Routes:", routesText(lrp)},
 		{"Placement tags:", strings.Join(lrp.GetPlacementTags(), ",")},
 		{"Annotation:", oneLine(lrp.GetAnnotation())},

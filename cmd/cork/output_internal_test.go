@@ -53,6 +53,18 @@ var _ = Describe("table cells", func() {
 			"max_surge=1,max_unavailable=0,min_ready=0s,progress_deadline=10m,auto_revert=no,history_limit=10"),
 	)
 
+	DescribeTable("effectiveBudget: what the board applies, for the instances",
+		func(instances int32, s *models.UpdateStrategy, budget *models.DisruptionBudget, want string) {
+			Expect(effectiveBudget(&models.DesiredLRP{Instances: instances, UpdateStrategy: s, DisruptionBudget: budget})).To(Equal(want))
+		},
+		Entry("none: the strategy's default 0", int32(4), nil, nil, "0 (the strategy's max_unavailable)"),
+		Entry("none: the strategy's 25% of 8", int32(8), strategy("", "25%"), nil, "2 (the strategy's max_unavailable)"),
+		Entry("a count", int32(8), nil, &models.DisruptionBudget{MaxUnavailable: "1"}, "1"),
+		Entry("a percent with its count", int32(8), nil, &models.DisruptionBudget{MaxUnavailable: "25%"}, "25%(2)"),
+		Entry("a stored budget that no longer validates: the strategy's", int32(8), strategy("", "1"),
+			&models.DisruptionBudget{MaxUnavailable: "lots"}, "1 (the strategy's max_unavailable)"),
+	)
+
 	Describe("tableStream", func() {
 		It("prints the header once while the rows fit, and again, wider, when one does not", func() {
 			var out strings.Builder

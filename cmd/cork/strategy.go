@@ -58,3 +58,17 @@ func shortDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// effectiveBudget shows an LRP's disruption budget as the board applies
+// it, resolved with the board's own function: "25%(2)", "1", or
+// "0 (the strategy's max_unavailable)" when none is set.
+func effectiveBudget(lrp *models.DesiredLRP) string {
+	instances := lrp.GetInstances()
+	resolved := models.ResolveDisruptionBudget(instances, lrp.GetDisruptionBudget(),
+		models.StoredRolloutStrategy(instances, lrp.GetUpdateStrategy()))
+	stored := lrp.GetDisruptionBudget().GetMaxUnavailable()
+	if stored == "" || lrp.GetDisruptionBudget().Validate() != nil {
+		return itoa(resolved) + " (the strategy's max_unavailable)"
+	}
+	return resolvedCount(stored, resolved)
+}

@@ -22,9 +22,10 @@ func (a *app) updateCommand() *cobra.Command {
 		autoscaling autoscalingFlags
 		override    bool
 		reason      string
+		budget      string
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]] [--override-freeze --reason TEXT]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [strategy flags]",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]] [--override-freeze --reason TEXT]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [--disruption-budget N|P%] [strategy flags]",
 		Short: "Change a desired LRP's instances, routes, annotation or autoscaling, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
@@ -85,6 +86,12 @@ index runs the new definition before the rollout completes, and --baseline
 runs a fresh instance of the healthy definition beside each new one while it
 is judged, for the analysis to compare with. See docs/analysis.md.
 
+--disruption-budget N or P% sets how many of the LRP's indices may be down at
+once for every voluntary disruption together: rollouts, drains of its cells,
+moves between cells and zones, reverts. Crashes and lost cells count against
+it but are never held. '' goes back to the default, the update strategy's
+max_unavailable. See docs/disruption-budget.md.
+
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
 update_strategy. The board replaces the stored strategy as a whole, so cork
@@ -110,8 +117,8 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				return usageErrorf("--reason says why a freeze is overridden; it needs --override-freeze")
 			}
 			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !flags.Changed("routes") &&
-				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !rollout.strategy.changed(flags) {
-				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled or a strategy flag")
+				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !flags.Changed("disruption-budget") && !rollout.strategy.changed(flags) {
+				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled, --disruption-budget or a strategy flag")
 			}
 			stdin := 0
 			for _, file := range []string{rollout.definitionFile, routesFile, autoscaling.file, rollout.analysisFile} {
@@ -139,6 +146,9 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if flags.Changed("annotation") {
 				update.Annotation = &annotation
 			}
+			if flags.Changed("disruption-budget") {
+				update.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: budget}
+			}
 			update.Autoscaling = autoscalingSettings
 			if flags.Changed("routes") {
 				routes := &structpb.Struct{}
@@ -162,6 +172,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	rollout.register(flags)
 	flags.StringVar(&routesFile, "routes", "", "JSON file with the new routes, e.g. {\"http\": [{\"hostname\": \"a.example\", \"port\": 8080}]} ('-' for stdin)")
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
+	flags.StringVar(&budget, "disruption-budget", "", `indices that may be down at once for every voluntary disruption: a count or a percent ("" for the strategy's max_unavailable)`)
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")
 	flags.BoolVar(&override, "override-freeze", false, "with --definition: roll it out even while a freeze window is active (operators only; needs --reason)")

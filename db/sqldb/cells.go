@@ -88,9 +88,13 @@ func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.D
 			return nil, errLostRace
 		}
 		after.Draining = before.Draining && !freshStart
+		if after.Draining {
+			// The drain goes on: its start, deadline and record stay.
+			after.DrainStartedAt, after.DrainDeadline, after.DrainOverdueAt = before.DrainStartedAt, before.DrainDeadline, before.DrainOverdueAt
+		}
 		_, err = s.exec(ctx, tx, `UPDATE cells SET rep_url = ?, zone = ?, memory_mb = ?, disk_mb = ?, max_instances = ?,
- placement_tags = ?, isolation = ?, expires_at = ?, draining = ? WHERE cell_id = ?`,
-			slices.Concat(fields, []any{after.ExpiresAt, after.Draining, after.CellId})...)
+ placement_tags = ?, isolation = ?, expires_at = ?, draining = ?, drain_started_at = ?, drain_deadline = ?, drain_overdue_at = ? WHERE cell_id = ?`,
+			slices.Concat(fields, []any{after.ExpiresAt, after.Draining, after.DrainStartedAt, after.DrainDeadline, after.DrainOverdueAt, after.CellId})...)
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +114,15 @@ func (s *SQLDB) HeartbeatCell(ctx context.Context, cell *models.Cell, ttl time.D
 
 // DrainCell sets the cell's draining flag; see db.CellDB.
 func (s *SQLDB) DrainCell(ctx context.Context, cellID string) error {
+	return s.DrainCellBy(ctx, cellID, 0)
+}
+
+// DrainCellBy sets the cell's draining flag, its drain's start and, when
+// deadline is positive, its deadline; see db.CellDB.
+func (s *SQLDB) DrainCellBy(ctx context.Context, cellID string, deadline time.Duration) error {
+	if deadline < 0 || deadline > models.MaxDrainDeadline {
+		return errInvalid("deadline_ms", fmt.Sprintf("must be between 0 and %d (7 days), got %d", models.MaxDrainDeadline.Milliseconds(), deadline.Milliseconds()))
+	}
 	if cellID == "" {
 		return errInvalid("cell_id", "required")
 	}
@@ -125,14 +138,23 @@ func (s *SQLDB) DrainCell(ctx context.Context, cellID string) error {
 		if before == nil {
 			return nil, errNotFound("cell %q not found", cellID)
 		}
-		if before.Draining {
+		after := proto.Clone(before).(*models.Cell)
+		if !before.Draining {
+			after.Draining = true
+			after.DrainStartedAt = now
+			after.DrainDeadline = 0
+			after.DrainOverdueAt = 0
+		}
+		if deadline > 0 {
+			after.DrainDeadline = now + int64(deadline)
+		}
+		if proto.Equal(before, after) {
 			return nil, nil
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE cells SET draining = ? WHERE cell_id = ?`, true, cellID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE cells SET draining = ?, drain_started_at = ?, drain_deadline = ?, drain_overdue_at = ? WHERE cell_id = ?`,
+			true, after.DrainStartedAt, after.DrainDeadline, after.DrainOverdueAt, cellID); err != nil {
 			return nil, err
 		}
-		after := proto.Clone(before).(*models.Cell)
-		after.Draining = true
 		return []models.Event{models.CellChanged(before, after)}, nil
 	})
 }
@@ -185,7 +207,8 @@ func sameCellFields(a, b *models.Cell) bool {
 		proto.Equal(a.Capacity, b.Capacity) && slices.Equal(a.PlacementTags, b.PlacementTags)
 }
 
-const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining, isolation FROM cells`
+const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining, isolation,
+ drain_started_at, drain_deadline, drain_overdue_at FROM cells`
 
 // registeredCellColumns are the columns a registration inserts: the
 // cell's fields (HeartbeatCell's fields), then cell_id, expires_at,
@@ -206,7 +229,8 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 	cell := &models.Cell{Capacity: &models.CellCapacity{}}
 	var tags string
 	dest := []any{&cell.CellId, &cell.RepUrl, &cell.Zone, &cell.Capacity.MemoryMb, &cell.Capacity.DiskMb,
-		&cell.Capacity.Instances, &tags, &cell.ExpiresAt, &cell.Draining, &cell.Isolation}
+		&cell.Capacity.Instances, &tags, &cell.ExpiresAt, &cell.Draining, &cell.Isolation,
+		&cell.DrainStartedAt, &cell.DrainDeadline, &cell.DrainOverdueAt}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -234,7 +258,8 @@ const selectUsageByCell = usageByCell + `<> '' GROUP BY a.cell_id`
 // aggregate query; the caller completes the usage's condition (see
 // cellsWithUsage).
 const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
- c.placement_tags, c.expires_at, c.draining, c.isolation, COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
+ c.placement_tags, c.expires_at, c.draining, c.isolation, c.drain_started_at, c.drain_deadline, c.drain_overdue_at,
+ COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
  FROM cells c LEFT JOIN (` + usageByCell
 
 // Cells lists every registered cell, present or not, ordered by cell id,

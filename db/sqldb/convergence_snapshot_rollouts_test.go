@@ -49,6 +49,7 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 		blob, err := proto.Marshal(strategy)
 		Expect(err).NotTo(HaveOccurred())
 		b.exec("UPDATE desired_lrps SET healthy_definition_id = ?, update_strategy = ? WHERE process_guid IN ('web', 'worker')", "v1", blob)
+		b.exec("UPDATE desired_lrps SET disruption_budget = '10%' WHERE process_guid = 'worker'")
 
 		snap := snapshot()
 		Expect(snap.Desired).To(HaveLen(3))
@@ -58,6 +59,8 @@ var _ = forEachDialect("ConvergenceSnapshot of rolling updates", func(b *board) 
 		Expect(web.HealthyDefinitionID).To(Equal("v1"))
 		Expect(web.UpdateStrategy).To(EqualProto(strategy))
 		Expect(worker.UpdateStrategy).To(EqualProto(strategy))
+		Expect(web.DisruptionBudget).To(BeNil(), "never set: the strategy's")
+		Expect(worker.DisruptionBudget).To(EqualProto(&models.DisruptionBudget{MaxUnavailable: "10%"}))
 	})
 
 	It("reads whether each instance is occupied and whether a RETIRING one was told to stop", func() {

@@ -17,6 +17,7 @@ var _ = forEachDialect("DesireLRP", func(b *board) {
 	It("stores the LRP, its first definition as active, and one UNCLAIMED instance per index", func() {
 		lrp := newLRP("web", "apps", 3)
 		lrp.UpdateStrategy = &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "1", AutoRevert: true}
+		lrp.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: "2"}
 		stored, err := b.store.DesireLRP(b.ctx, lrp)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -35,6 +36,7 @@ var _ = forEachDialect("DesireLRP", func(b *board) {
 		Expect(got.Routes).To(EqualProto(lrp.Routes))
 		Expect(got.PlacementTags).To(Equal([]string{"zone-a", "ssd"}))
 		Expect(got.UpdateStrategy).To(EqualProto(lrp.UpdateStrategy))
+		Expect(got.DisruptionBudget).To(EqualProto(lrp.DisruptionBudget))
 
 		instances := b.instances("web")
 		Expect(instances).To(HaveLen(3))

@@ -212,3 +212,17 @@ func newGUID() string {
 	hex.Encode(out[24:], b[10:])
 	return string(out[:])
 }
+
+// encodeDisruptionBudget stores a disruption budget as its max_unavailable
+// ("": unset, the update strategy's).
+func encodeDisruptionBudget(b *models.DisruptionBudget) string {
+	return b.GetMaxUnavailable()
+}
+
+// decodeDisruptionBudget reads a stored disruption budget; "" is nil.
+func decodeDisruptionBudget(stored string) *models.DisruptionBudget {
+	if stored == "" {
+		return nil
+	}
+	return &models.DisruptionBudget{MaxUnavailable: stored}
+}

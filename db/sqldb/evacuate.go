@@ -26,6 +26,14 @@ import (
 // A call naming an instance that runs on another cell (either row holds
 // the caller's instance guid on a cell not the caller's) is refused with
 // InvalidStateTransition (models.CheckInstanceCell) and changes nothing.
+//
+// A RUNNING instance is handed over only as its LRP's disruption budget
+// allows (convergence.DecideEvacuation; the desired row is read locked,
+// so two cells evacuating one LRP take turns): while the budget is spent
+// the call is refused with ResourceConflict naming what holds it, and the
+// rep keeps the instance running and asks again. Past the drain's
+// deadline it goes all the same, and the first such hand-over is recorded
+// on the cell (drain_overdue_at, with a cell_changed event).
 func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index int32, caller models.Caller) (bool, error) {
 	ordinaryKey := models.ActualLRPKey{ProcessGuid: processGuid, Index: index, Presence: models.ActualLRP_ORDINARY}
 	if err := checkLifecycleCall(ordinaryKey, caller); err != nil {
@@ -65,8 +73,22 @@ func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index
 					"cannot evacuate actual LRP %s yet: its EVACUATING row is instance %q on cell %q, still being replaced; keep running and try again",
 					describeKey(ordinaryKey), evacuating.InstanceGuid, evacuating.CellId)
 			}
+			decision, err := s.decideEvacuation(ctx, tx, ordinary, caller.CellID, now)
+			if err != nil {
+				return nil, err
+			}
+			if !decision.Go {
+				return nil, models.NewError(models.Error_ResourceConflict,
+					"cannot evacuate actual LRP %s yet: %s: %s; keep running and try again",
+					describeKey(ordinaryKey), decision.Blocked.Reason, decision.Blocked.Detail)
+			}
 			keepRunning = true
-			return s.evacuateRunning(ctx, tx, ordinary, now)
+			events, err := s.evacuateRunning(ctx, tx, ordinary, now)
+			if err != nil || !decision.Overdue {
+				return events, err
+			}
+			overdue, err := s.recordOverdue(ctx, tx, caller.CellID, now)
+			return append(events, overdue...), err
 		case ordinary.State == models.ActualLRP_CLAIMED && ordinary.BelongsTo(caller.InstanceGuid, caller.CellID),
 			ordinary.State == models.ActualLRP_UNCLAIMED && ordinary.CellId == caller.CellID:
 			after := unassigned(ordinary, now)

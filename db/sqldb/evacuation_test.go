@@ -191,8 +191,17 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 
 	BeforeEach(func() {
 		sink = recordEvents(b)
-		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 3))
+		// The hand-over itself is under test here: a budget of every
+		// instance, on present cells, never holds one (the budget's own
+		// specs are under "Evacuation within the disruption budget").
+		lrp := newLRP("web", "apps", 3)
+		lrp.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: "100%"}
+		_, err := b.store.DesireLRP(b.ctx, lrp)
 		Expect(err).NotTo(HaveOccurred())
+		for _, id := range []string{"cell-1", "cell-2"} {
+			Expect(b.store.RegisterCell(b.ctx, &models.Cell{CellId: id, RepUrl: "http://" + id, Zone: "z1",
+				Capacity: &models.CellCapacity{MemoryMb: 4096, DiskMb: 16384, Instances: 50}}, time.Hour)).To(Succeed())
+		}
 		b.clock.Advance(time.Second)
 	})
 

@@ -557,6 +557,7 @@ func copyDesiredLRP(lrp *models.DesiredLRP) *models.DesiredLRP {
 		ActiveDefinitionId:  lrp.ActiveDefinitionId,
 		HealthyDefinitionId: lrp.HealthyDefinitionId,
 		UpdateStrategy:      lrp.UpdateStrategy,
+		DisruptionBudget:    lrp.DisruptionBudget,
 		Definition:          lrp.Definition,
 		CreatedAt:           lrp.CreatedAt,
 		Autoscaling:         lrp.Autoscaling,

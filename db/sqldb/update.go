@@ -318,6 +318,13 @@ func describeUpdate(before, after *models.DesiredLRP, update *models.DesiredLRPU
 	if update.UpdateStrategy != nil {
 		parts = append(parts, "update strategy replaced")
 	}
+	if b := update.DisruptionBudget; b != nil {
+		if b.GetMaxUnavailable() == "" {
+			parts = append(parts, "disruption budget: the update strategy's max_unavailable")
+		} else {
+			parts = append(parts, "disruption budget: max_unavailable "+b.GetMaxUnavailable())
+		}
+	}
 	if len(parts) == 0 {
 		return "nothing to change"
 	}
@@ -395,6 +402,10 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 		if c.storedStrategy, err = decodeUpdateStrategy(strategy, strategy != nil); err != nil {
 			return nil, errInvalid("update.update_strategy", err.Error())
 		}
+	}
+	if update.DisruptionBudget != nil {
+		c.columns = append(c.columns, "disruption_budget = ?")
+		c.args = append(c.args, encodeDisruptionBudget(update.DisruptionBudget))
 	}
 	if update.Definition != nil {
 		if err := checkEncodable(update.Definition); err != nil {
@@ -542,6 +553,9 @@ func (s *SQLDB) updatedRow(ctx context.Context, tx *sql.Tx, before *models.Desir
 	}
 	if update.UpdateStrategy != nil {
 		after.UpdateStrategy = c.storedStrategy
+	}
+	if update.DisruptionBudget != nil {
+		after.DisruptionBudget = decodeDisruptionBudget(encodeDisruptionBudget(update.DisruptionBudget))
 	}
 	if change.Instances != nil {
 		after.Instances = *change.Instances

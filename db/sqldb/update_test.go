@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -82,6 +83,22 @@ var _ = forEachDialect("UpdateDesiredLRP", func(b *board) {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(updated.UpdateStrategy).To(EqualProto(strategy))
 			Expect(get().UpdateStrategy).To(EqualProto(strategy))
+		})
+
+		It("stores a disruption budget, says so in the operation, and an empty one goes back to the strategy's", func() {
+			budget := &models.DisruptionBudget{MaxUnavailable: "25%"}
+			updated, err := b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{DisruptionBudget: budget})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(updated.DisruptionBudget).To(EqualProto(budget))
+			Expect(get()).To(EqualProto(updated))
+			ops, _, err := b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web"})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ops[0].History[0].Message).To(Equal("disruption budget: max_unavailable 25%"))
+
+			updated, err = b.store.UpdateDesiredLRP(b.ctx, "web", &models.DesiredLRPUpdate{DisruptionBudget: &models.DisruptionBudget{}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(updated.DisruptionBudget).To(BeNil())
+			Expect(get()).To(EqualProto(updated))
 		})
 
 		It("is ResourceNotFound for an unknown guid", func() {

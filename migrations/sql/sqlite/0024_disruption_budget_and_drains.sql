@@ -1,0 +1,16 @@
+-- Disruption budgets and drains that wait (issue 31, items 1 and 2). The
+-- columns
+--   desired_lrps.disruption_budget text   ('': the update strategy's
+--     max_unavailable; else a count "1" or a percent "25%")
+--   cells.drain_started_at         BIGINT (Unix nanoseconds the cell's
+--     drain began, 0 while it does not drain)
+--   cells.drain_deadline           BIGINT (Unix nanoseconds from which its
+--     evacuations proceed whatever the budgets, 0 for none)
+--   cells.drain_overdue_at         BIGINT (Unix nanoseconds the first
+--     evacuation went ahead past the deadline over a spent budget, 0 none)
+-- are added by this migration's Go step (add_disruption_budget_and_drains,
+-- in migrations/add_column.go) only where they are missing, so the
+-- migration is safe to run again on every dialect (MySQL commits DDL
+-- implicitly). Every LRP keeps the budget it had (its strategy's), and a
+-- cell draining already keeps draining without a deadline; there is no SQL
+-- statement here.
