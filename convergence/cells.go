@@ -37,6 +37,14 @@ type cellTable struct {
 	class     []int32
 	free      []capacity
 	capacity  []capacity
+	// startsLeft is, per cell, how many more instances this pass may give
+	// it under the start governor (StartsLeft), and recentStarts the Since
+	// of its counted starts, this pass's included (at startsNow); nil
+	// without a limit (startLimit 0).
+	startLimit   int32
+	startsLeft   []int32
+	recentStarts map[int32][]int64
+	startsNow    int64
 
 	zones []string
 	// classes are the distinct placement tag sets, each sorted and without
@@ -150,6 +158,45 @@ func (t *cellTable) isDraining(cell int32) bool {
 	return cell != noCell && t.draining[cell]
 }
 
+// limitStarts applies the start governor: recent are the Since of each
+// cell's recent starts (RecentStart) among the rows read, to which each
+// cell's UnreadStarts are added. Nothing without a limit.
+func (t *cellTable) limitStarts(limit int32, rows []CellRow, recent map[int32][]int64, now int64) {
+	if limit <= 0 {
+		return
+	}
+	for i := range rows {
+		if cell := t.lookup(rows[i].CellID); cell != noCell {
+			recent[cell] = append(recent[cell], rows[i].UnreadStarts...)
+		}
+	}
+	t.startLimit, t.recentStarts, t.startsNow = limit, recent, now
+	t.startsLeft = make([]int32, len(t.ids))
+	for cell := range t.ids {
+		t.startsLeft[cell], _ = StartsLeft(limit, recent[int32(cell)], now)
+	}
+}
+
+// startsAgain is when a cell without starts left may start again.
+func (t *cellTable) startsAgain(cell int32) int64 {
+	_, again := StartsLeft(t.startLimit, t.recentStarts[cell], t.startsNow)
+	return again
+}
+
+// mayStart reports whether the start governor lets the cell be given
+// another instance this pass.
+func (t *cellTable) mayStart(cell int32) bool {
+	return t.startsLeft == nil || t.startsLeft[cell] != 0
+}
+
+// started charges one start to the cell's budget.
+func (t *cellTable) started(cell int32) {
+	if t.startsLeft != nil && t.startsLeft[cell] > 0 {
+		t.startsLeft[cell]--
+		t.recentStarts[cell] = append(t.recentStarts[cell], t.startsNow)
+	}
+}
+
 // takesInstances reports whether placement may put instances on the cell:
 // present and not draining.
 func (t *cellTable) takesInstances(cell int32) bool {
@@ -167,7 +214,7 @@ func (t *cellTable) use(cell int32, r *ActualRow) {
 
 func (t *cellTable) fits(cell int32, n need) bool {
 	f := &t.free[cell]
-	return f.memory >= int64(n.memory) && f.disk >= int64(n.disk) && f.slots >= 1
+	return f.memory >= int64(n.memory) && f.disk >= int64(n.disk) && f.slots >= 1 && t.mayStart(cell)
 }
 
 // room counts how many more instances of need the cells could take that

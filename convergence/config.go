@@ -40,6 +40,10 @@ type Config struct {
 	// MaxRolloutsInFlight is the most rollouts that move instances at once
 	// across the board (governor.go); the others wait QUEUED. 0: no limit.
 	MaxRolloutsInFlight int32
+	// MaxStartsPerCellPerSecond is the most instances placement gives one
+	// cell within any StartWindow (cell_starts.go); the others wait for a
+	// later pass. 0: no limit.
+	MaxStartsPerCellPerSecond int32
 	// CrashMemory says how long placement avoids the cells an LRP's
 	// definition crashed on, and when a cell's crashes are reported as a
 	// spike (crash_memory.go). The zero value turns both off. The store

@@ -10,7 +10,7 @@ import (
 // in the order tags, memory, disk, instance slot, that no present cell
 // meets together with the ones before it.
 func explainNoFit(t *cellTable, e *eligibility, n need) string {
-	var tagged, withMemory, withDisk, draining bool
+	var tagged, withMemory, withDisk, draining, startLimited bool
 	for cell := range t.ids {
 		if t.present[cell] && t.draining[cell] {
 			draining = true
@@ -24,6 +24,7 @@ func explainNoFit(t *cellTable, e *eligibility, n need) string {
 			withMemory = true
 			if f.disk >= int64(n.disk) {
 				withDisk = true
+				startLimited = startLimited || (f.slots >= 1 && !t.mayStart(int32(cell)))
 			}
 		}
 	}
@@ -36,6 +37,9 @@ func explainNoFit(t *cellTable, e *eligibility, n need) string {
 		return "no present cell that is not draining has tags [" + strings.Join(e.tags, " ") + "]"
 	case !tagged:
 		return "no present cell has tags [" + strings.Join(e.tags, " ") + "]"
+	}
+	if startLimited {
+		return startLimitReason(t.startLimit)
 	}
 	wants := []string{fmt.Sprintf("%d MB free memory", n.memory)}
 	if withMemory {

@@ -123,6 +123,7 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.OperationLeaseTTL = attrs.duration("operation_lease_ttl", c.OperationLeaseTTL)
 	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
 	c.MaxRolloutsInFlight = attrs.int32("max_rollouts_in_flight", c.MaxRolloutsInFlight)
+	c.MaxStartsPerCellPerSecond = attrs.int32("max_starts_per_cell_per_second", c.MaxStartsPerCellPerSecond)
 	c.CrashMemory.Window = attrs.duration("crash_window", c.CrashMemory.Window)
 	c.CrashMemory.SpikeMin = attrs.int32("spike_min", c.CrashMemory.SpikeMin)
 	c.CrashMemory.SpikeFactor = attrs.int32("spike_factor", c.CrashMemory.SpikeFactor)
@@ -130,6 +131,14 @@ func (s *scenario) parseConfig(fields []string) error {
 }
 
 func (s *scenario) parseCell(id string, a *attrs) error {
+	var unreadStarts []int64
+	for _, ago := range a.list("unread_starts") {
+		d, err := time.ParseDuration(ago)
+		if err != nil {
+			return fmt.Errorf("unread_starts: want durations before now, e.g. -500ms, got %q", ago)
+		}
+		unreadStarts = append(unreadStarts, s.now.Add(d).UnixNano())
+	}
 	s.snapshot.Cells = append(s.snapshot.Cells, convergence.CellRow{
 		CellID: id,
 		Zone:   a.string("zone", ""),
@@ -146,6 +155,7 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 			DiskMB:    a.int32("unread_disk", 0),
 			Instances: a.int32("unread_instances", 0),
 		},
+		UnreadStarts: unreadStarts,
 	})
 	return a.done()
 }

@@ -226,6 +226,11 @@ type CellRow struct {
 	// the cell: zero in a full snapshot, the other LRPs' rows in a
 	// partial one.
 	UnreadUse Resources
+	// UnreadStarts are the Since of the rows the snapshot does not hold
+	// that count as recent starts on the cell (RecentStart), for the start
+	// governor: nil in a full snapshot; in a partial one, filled only
+	// while the board has a max_starts_per_cell_per_second.
+	UnreadStarts []int64
 }
 
 // Resources is memory, disk and an instance count.

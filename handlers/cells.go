@@ -18,7 +18,7 @@ func (h *storeHandlers) registerCell(ctx context.Context, req *models.RegisterCe
 	if err != nil {
 		return nil, err
 	}
-	return &models.RegisterCellResponse{PresenceTtlMs: h.presenceTTL.Milliseconds(), Draining: draining}, nil
+	return &models.RegisterCellResponse{PresenceTtlMs: h.presenceTTL.Milliseconds(), Draining: draining, MaxAssetDownloads: h.maxAssetDownloads}, nil
 }
 
 // drainCell marks the cell draining. Convergence needs no pass for it:

@@ -275,9 +275,13 @@ type RegisterCellResponse struct {
 	PresenceTtlMs int64 `protobuf:"varint,2,opt,name=presence_ttl_ms,json=presenceTtlMs,proto3" json:"presence_ttl_ms,omitempty"`
 	// Whether the cell is draining after this registration, so that its rep
 	// learns of a drain within one heartbeat and evacuates.
-	Draining      bool `protobuf:"varint,3,opt,name=draining,proto3" json:"draining,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Draining bool `protobuf:"varint,3,opt,name=draining,proto3" json:"draining,omitempty"`
+	// The board's max_asset_downloads_per_cell: how many asset downloads
+	// the rep runs at once (0: no limit); the rest wait their turn, first
+	// in first out (models.DownloadsToBegin).
+	MaxAssetDownloads int32 `protobuf:"varint,10,opt,name=max_asset_downloads,json=maxAssetDownloads,proto3" json:"max_asset_downloads,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterCellResponse) Reset() {
@@ -329,6 +333,13 @@ func (x *RegisterCellResponse) GetDraining() bool {
 		return x.Draining
 	}
 	return false
+}
+
+func (x *RegisterCellResponse) GetMaxAssetDownloads() int32 {
+	if x != nil {
+		return x.MaxAssetDownloads
+	}
+	return 0
 }
 
 type CellsRequest struct {
@@ -562,11 +573,13 @@ const file_cell_proto_rawDesc = "" +
 	"\x13RegisterCellRequest\x12*\n" +
 	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x1f\n" +
 	"\vfresh_start\x18\x02 \x01(\bR\n" +
-	"freshStart\"\x89\x01\n" +
+	"freshStart\"\xb9\x01\n" +
 	"\x14RegisterCellResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12&\n" +
 	"\x0fpresence_ttl_ms\x18\x02 \x01(\x03R\rpresenceTtlMs\x12\x1a\n" +
-	"\bdraining\x18\x03 \x01(\bR\bdraining\"<\n" +
+	"\bdraining\x18\x03 \x01(\bR\bdraining\x12.\n" +
+	"\x13max_asset_downloads\x18\n" +
+	" \x01(\x05R\x11maxAssetDownloads\"<\n" +
 	"\fCellsRequest\x12\x16\n" +
 	"\x06cursor\x18\x01 \x01(\tR\x06cursor\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x8d\x01\n" +

@@ -147,6 +147,17 @@ type Config struct {
 	// status, and reverts and fast rollbacks jump the queue
 	// (convergence.GovernRollouts, docs/rollouts.md).
 	MaxRolloutsInFlight int `json:"max_rollouts_in_flight"`
+	// MaxStartsPerCellPerSecond is the most instances placement gives one
+	// cell within any second (0, the default: no limit); the others wait,
+	// unplaced with a placement error saying so, for a pass once the cell
+	// may start again. New instances, restarts, rollout replacements and
+	// moves all count (convergence.StartsLeft, docs/fleet.md).
+	MaxStartsPerCellPerSecond int `json:"max_starts_per_cell_per_second"`
+	// MaxAssetDownloadsPerCell is how many asset downloads each rep runs
+	// at once (0, the default: no limit); the board hands it to every rep
+	// in its registration answers, and the rest of a cell's downloads
+	// wait their turn, first in first out (models.DownloadsToBegin).
+	MaxAssetDownloadsPerCell int `json:"max_asset_downloads_per_cell"`
 	// EventRetention bounds the age of the event log every board serves
 	// /v1/events from: events older than this (at least 1m; by the
 	// database's clock) are deleted, in batches; a client resuming from
@@ -487,6 +498,12 @@ func (c Config) validate() error {
 	if c.MaxRolloutsInFlight < 0 || c.MaxRolloutsInFlight > maxRolloutsInFlight {
 		return configfile.Invalid("max_rollouts_in_flight", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxRolloutsInFlight, c.MaxRolloutsInFlight))
 	}
+	if c.MaxStartsPerCellPerSecond < 0 || c.MaxStartsPerCellPerSecond > maxStartsPerCellPerSecond {
+		return configfile.Invalid("max_starts_per_cell_per_second", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxStartsPerCellPerSecond, c.MaxStartsPerCellPerSecond))
+	}
+	if c.MaxAssetDownloadsPerCell < 0 || c.MaxAssetDownloadsPerCell > maxAssetDownloadsPerCell {
+		return configfile.Invalid("max_asset_downloads_per_cell", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxAssetDownloadsPerCell, c.MaxAssetDownloadsPerCell))
+	}
 	if c.MaxEventSubscribers < 0 {
 		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
 	}
@@ -533,6 +550,15 @@ func (c Config) eventPollInterval() time.Duration {
 // at once is no limit at all.
 const maxRolloutsInFlight = 1_000_000
 
+// maxStartsPerCellPerSecond bounds max_starts_per_cell_per_second: a cell
+// slot count per second, stored as an int32 by the planner; more than
+// 100,000 is no limit at all.
+const maxStartsPerCellPerSecond = 100_000
+
+// maxAssetDownloadsPerCell bounds max_asset_downloads_per_cell: more than
+// 10,000 downloads at once on one cell is no limit at all.
+const maxAssetDownloadsPerCell = 10_000
+
 // runnerConfig is the convergence runner's configuration.
 func (c Config) runnerConfig() runner.RunnerConfig {
 	planner := convergence.DefaultConfig()
@@ -542,6 +568,7 @@ func (c Config) runnerConfig() runner.RunnerConfig {
 	planner.EvacuationGrace = 2 * c.cellPresenceTTL()
 	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
 	planner.MaxRolloutsInFlight = int32(c.MaxRolloutsInFlight)
+	planner.MaxStartsPerCellPerSecond = int32(c.MaxStartsPerCellPerSecond)
 	return runner.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),

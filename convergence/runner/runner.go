@@ -185,6 +185,7 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 	}
 	r.mirror = NewMirror(store, cfg.Now)
 	r.mirror.FullReadInterval = cfg.FullReadInterval
+	r.mirror.StartsLimited = cfg.Planner.MaxStartsPerCellPerSecond > 0
 	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseOwned)
 	return r
 }
