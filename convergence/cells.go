@@ -29,8 +29,9 @@ type cellTable struct {
 	byID    map[string]int32
 	present []bool
 	// draining cells stay present (their rows are not suspect) but take
-	// no new instances.
-	draining []bool
+	// no new instances; nor do quarantined ones (quarantine.go).
+	draining    []bool
+	quarantined []bool
 	// expiresAt is Unix nanoseconds.
 	expiresAt []int64
 	zone      []int32
@@ -62,15 +63,16 @@ func newCellTable(rows []CellRow, now int64, grace PresenceGrace) *cellTable {
 
 	n := len(sorted)
 	t := &cellTable{
-		ids:       make([]string, n),
-		byID:      make(map[string]int32, n),
-		present:   make([]bool, n),
-		draining:  make([]bool, n),
-		expiresAt: make([]int64, n),
-		zone:      make([]int32, n),
-		class:     make([]int32, n),
-		free:      make([]capacity, n),
-		capacity:  make([]capacity, n),
+		ids:         make([]string, n),
+		byID:        make(map[string]int32, n),
+		present:     make([]bool, n),
+		draining:    make([]bool, n),
+		quarantined: make([]bool, n),
+		expiresAt:   make([]int64, n),
+		zone:        make([]int32, n),
+		class:       make([]int32, n),
+		free:        make([]capacity, n),
+		capacity:    make([]capacity, n),
 	}
 	zoneIndex := map[string]int32{}
 	classIndex := map[string]int32{}
@@ -79,6 +81,7 @@ func newCellTable(rows []CellRow, now int64, grace PresenceGrace) *cellTable {
 		t.byID[c.CellID] = int32(i)
 		t.present[i] = c.ExpiresAt > now || grace.keeps(c.ExpiresAt, now)
 		t.draining[i] = c.Draining
+		t.quarantined[i] = c.Quarantined
 		t.expiresAt[i] = c.ExpiresAt
 		t.capacity[i] = capacity{
 			memory: int64(c.Capacity.MemoryMB),
@@ -198,9 +201,19 @@ func (t *cellTable) started(cell int32) {
 }
 
 // takesInstances reports whether placement may put instances on the cell:
-// present and not draining.
+// present, not draining and not quarantined.
 func (t *cellTable) takesInstances(cell int32) bool {
-	return t.present[cell] && !t.draining[cell]
+	return t.present[cell] && !t.draining[cell] && !t.quarantined[cell]
+}
+
+// quarantine marks the cells this pass quarantines: it places nothing on
+// them already.
+func (t *cellTable) quarantine(cells []CellQuarantine) {
+	for _, q := range cells {
+		if cell := t.lookup(q.CellID); cell != noCell {
+			t.quarantined[cell] = true
+		}
+	}
 }
 
 // use charges a row's resources to the cell it names, whatever its state

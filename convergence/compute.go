@@ -28,6 +28,10 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	for _, domain := range snapshot.FreshDomains {
 		p.fresh[domain] = true
 	}
+	if cfg.QuarantineOnCrashSpike {
+		p.plan.Quarantine = QuarantineSpikes(cfg.CrashMemory, snapshot.Crashes, snapshot.Cells, now)
+		p.cells.quarantine(p.plan.Quarantine)
+	}
 	p.freezeAt(snapshot.FreezeWindows, now)
 	p.loadRollouts(snapshot)
 	board := snapshot.Rollouts

@@ -44,6 +44,10 @@ type Config struct {
 	// cell within any StartWindow (cell_starts.go); the others wait for a
 	// later pass. 0: no limit.
 	MaxStartsPerCellPerSecond int32
+	// QuarantineOnCrashSpike: a cell whose crashes spike is quarantined
+	// (QuarantineSpikes, Plan.Quarantine): placement puts nothing new on
+	// it until an operator clears it. False: spikes are only reported.
+	QuarantineOnCrashSpike bool
 	// CrashMemory says how long placement avoids the cells an LRP's
 	// definition crashed on, and when a cell's crashes are reported as a
 	// spike (crash_memory.go). The zero value turns both off. The store

@@ -178,8 +178,9 @@ func (pl *placer) beginLRP() {
 
 // keep notes that a row of the current LRP stays on its cell. Rows on a
 // draining cell do not count towards the spread: they are about to move.
+// Rows on a quarantined cell do: they stay where they run.
 func (pl *placer) keep(cell int32) {
-	if cell != noCell && pl.cells.takesInstances(cell) {
+	if pl.cells.isPresent(cell) && !pl.cells.isDraining(cell) {
 		pl.stays = append(pl.stays, cell)
 	}
 }

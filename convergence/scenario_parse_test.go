@@ -124,6 +124,7 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
 	c.MaxRolloutsInFlight = attrs.int32("max_rollouts_in_flight", c.MaxRolloutsInFlight)
 	c.MaxStartsPerCellPerSecond = attrs.int32("max_starts_per_cell_per_second", c.MaxStartsPerCellPerSecond)
+	c.QuarantineOnCrashSpike = attrs.bool("quarantine_on_crash_spike", c.QuarantineOnCrashSpike)
 	c.CrashMemory.Window = attrs.duration("crash_window", c.CrashMemory.Window)
 	c.CrashMemory.SpikeMin = attrs.int32("spike_min", c.CrashMemory.SpikeMin)
 	c.CrashMemory.SpikeFactor = attrs.int32("spike_factor", c.CrashMemory.SpikeFactor)
@@ -150,6 +151,7 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 		PlacementTags: a.list("tags"),
 		ExpiresAt:     s.now.Add(a.duration("expires", 30*time.Second)).UnixNano(),
 		Draining:      a.bool("draining", false),
+		Quarantined:   a.bool("quarantined", false),
 		UnreadUse: convergence.Resources{
 			MemoryMB:  a.int32("unread_memory", 0),
 			DiskMB:    a.int32("unread_disk", 0),
@@ -157,6 +159,13 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 		},
 		UnreadStarts: unreadStarts,
 	})
+	if cleared, ok := a.take("cleared"); ok {
+		d, err := time.ParseDuration(cleared)
+		if err != nil {
+			return fmt.Errorf("cleared: want a duration before now, e.g. -2m, got %q", cleared)
+		}
+		s.snapshot.Cells[len(s.snapshot.Cells)-1].QuarantineClearedAt = s.now.Add(d).UnixNano()
+	}
 	return a.done()
 }
 

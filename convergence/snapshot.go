@@ -222,6 +222,11 @@ type CellRow struct {
 	ExpiresAt int64
 	// Draining: placement puts nothing new on the cell; it stays present.
 	Draining bool
+	// Quarantined: placement puts nothing new on the cell until an
+	// operator clears it (quarantine.go); QuarantineClearedAt is when one
+	// last did (Unix nanoseconds, 0 for never).
+	Quarantined         bool
+	QuarantineClearedAt int64
 	// UnreadUse is what the rows that the snapshot does not hold use on
 	// the cell: zero in a full snapshot, the other LRPs' rows in a
 	// partial one.

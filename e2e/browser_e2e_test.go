@@ -114,7 +114,7 @@ var _ = Describe("the dashboard in Chromium", Label("browser"), func() {
 		status := waitForRollout(b, guid, time.Minute, complete())
 		Expect(status.GetActiveDefinitionId()).NotTo(Equal(v1))
 		expectVersion(steady(b, guid, instances, "cell-z2"), status.GetActiveDefinitionId(), "v5")
-		for _, name := range []string{"lrps.png", "freeze.png", "lrp-loading.png", "unreachable.png", "lrp-mid-rollout.png", "lrp-staged-holding.png", "lrp-done.png", "lrp-verdicts.png", "cells.png"} {
+		for _, name := range []string{"lrps.png", "freeze.png", "lrp-loading.png", "unreachable.png", "lrp-mid-rollout.png", "lrp-staged-holding.png", "lrp-done.png", "lrp-verdicts.png", "cells.png", "cells-quarantined.png"} {
 			_, err := os.Stat(filepath.Join(run.artefacts, name))
 			Expect(err).NotTo(HaveOccurred(), "screenshot %s", name)
 		}

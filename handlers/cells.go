@@ -25,6 +25,25 @@ func (h *storeHandlers) registerCell(ctx context.Context, req *models.RegisterCe
 // placement skips the cell from the next pass on, and the rep, told on its
 // next heartbeat, evacuates each instance (which triggers a pass for its
 // LRP).
+// quarantineCell and clearCell change a cell's quarantine, recording who
+// asked (as an operation's requested_by names a caller) on the cell and in
+// the cell_changed event they log: a cell belongs to no LRP, so no
+// operation is recorded. No pass is triggered: placement reads the cells
+// every pass.
+func (h *storeHandlers) quarantineCell(ctx context.Context, req *models.QuarantineCellRequest) (*models.QuarantineCellResponse, error) {
+	if _, err := h.store.QuarantineCell(ctx, req.GetCellId(), req.GetReason(), callerOf(ctx), -1); err != nil {
+		return nil, err
+	}
+	return &models.QuarantineCellResponse{}, nil
+}
+
+func (h *storeHandlers) clearCell(ctx context.Context, req *models.ClearCellQuarantineRequest) (*models.ClearCellQuarantineResponse, error) {
+	if err := h.store.ClearCellQuarantine(ctx, req.GetCellId(), callerOf(ctx)); err != nil {
+		return nil, err
+	}
+	return &models.ClearCellQuarantineResponse{}, nil
+}
+
 func (h *storeHandlers) drainCell(ctx context.Context, req *models.DrainCellRequest) (*models.DrainCellResponse, error) {
 	if err := h.store.DrainCell(ctx, req.GetCellId()); err != nil {
 		return nil, err

@@ -52,6 +52,8 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteRegisterCell, h.registerCell),
 		listRoute[models.CellsRequest, *models.CellsRequest, *models.CellsResponse](models.RouteCells, h.cells),
 		route(models.RouteDrainCell, h.drainCell),
+		route(models.RouteQuarantineCell, h.quarantineCell),
+		route(models.RouteClearCell, h.clearCell),
 		route(models.RouteClaimActualLRP, h.claimActualLRP),
 		route(models.RouteStartActualLRP, h.startActualLRP),
 		route(models.RouteCrashActualLRP, h.crashActualLRP),

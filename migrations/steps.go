@@ -43,4 +43,5 @@ var registeredSteps = map[int]*goStep{
 	20: addRolloutsJudgement,
 	21: addRolloutsFreezeExemption,
 	22: addRolloutsGovernor,
+	26: addCellsQuarantine,
 }

@@ -107,9 +107,24 @@ type Cell struct {
 	// (each in its own namespaces as an unprivileged uid of its own) or
 	// "none" (plain processes with the rep's uid); empty from a rep that
 	// does not say.
-	Isolation     string `protobuf:"bytes,10,opt,name=isolation,proto3" json:"isolation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Isolation string `protobuf:"bytes,10,opt,name=isolation,proto3" json:"isolation,omitempty"`
+	// Read-only, set by the board: the cell is quarantined (POST
+	// /v1/cells/quarantine, or the board itself on a crash spike with
+	// quarantine_on_crash_spike): placement puts nothing new on it until an
+	// operator clears it (POST /v1/cells/clear); its instances keep running.
+	// quarantined_at is Unix nanoseconds (0: not quarantined), quarantined_by
+	// who (a caller as an operation's requested_by names one, or "board"),
+	// quarantine_reason why.
+	QuarantinedAt    int64  `protobuf:"varint,20,opt,name=quarantined_at,json=quarantinedAt,proto3" json:"quarantined_at,omitempty"`
+	QuarantinedBy    string `protobuf:"bytes,21,opt,name=quarantined_by,json=quarantinedBy,proto3" json:"quarantined_by,omitempty"`
+	QuarantineReason string `protobuf:"bytes,22,opt,name=quarantine_reason,json=quarantineReason,proto3" json:"quarantine_reason,omitempty"`
+	// Read-only: when and by whom the quarantine was last cleared (0 and ""
+	// for never). A crash spike quarantines the cell again only on crashes
+	// after it.
+	QuarantineClearedAt int64  `protobuf:"varint,23,opt,name=quarantine_cleared_at,json=quarantineClearedAt,proto3" json:"quarantine_cleared_at,omitempty"`
+	QuarantineClearedBy string `protobuf:"bytes,24,opt,name=quarantine_cleared_by,json=quarantineClearedBy,proto3" json:"quarantine_cleared_by,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Cell) Reset() {
@@ -208,6 +223,41 @@ func (x *Cell) GetDraining() bool {
 func (x *Cell) GetIsolation() string {
 	if x != nil {
 		return x.Isolation
+	}
+	return ""
+}
+
+func (x *Cell) GetQuarantinedAt() int64 {
+	if x != nil {
+		return x.QuarantinedAt
+	}
+	return 0
+}
+
+func (x *Cell) GetQuarantinedBy() string {
+	if x != nil {
+		return x.QuarantinedBy
+	}
+	return ""
+}
+
+func (x *Cell) GetQuarantineReason() string {
+	if x != nil {
+		return x.QuarantineReason
+	}
+	return ""
+}
+
+func (x *Cell) GetQuarantineClearedAt() int64 {
+	if x != nil {
+		return x.QuarantineClearedAt
+	}
+	return 0
+}
+
+func (x *Cell) GetQuarantineClearedBy() string {
+	if x != nil {
+		return x.QuarantineClearedBy
 	}
 	return ""
 }
@@ -457,6 +507,196 @@ func (x *CellsResponse) GetNextCursor() string {
 	return ""
 }
 
+// QuarantineCellRequest quarantines a cell: placement puts nothing new on
+// it until it is cleared; its instances keep running. A cell quarantined
+// already is left as it is. Operators only.
+type QuarantineCellRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CellId string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	// Why, for whoever clears it: printable, at most 1 KiB; required.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantineCellRequest) Reset() {
+	*x = QuarantineCellRequest{}
+	mi := &file_cell_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantineCellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantineCellRequest) ProtoMessage() {}
+
+func (x *QuarantineCellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantineCellRequest.ProtoReflect.Descriptor instead.
+func (*QuarantineCellRequest) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *QuarantineCellRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *QuarantineCellRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type QuarantineCellResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantineCellResponse) Reset() {
+	*x = QuarantineCellResponse{}
+	mi := &file_cell_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantineCellResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantineCellResponse) ProtoMessage() {}
+
+func (x *QuarantineCellResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantineCellResponse.ProtoReflect.Descriptor instead.
+func (*QuarantineCellResponse) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *QuarantineCellResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ClearCellQuarantineRequest clears a cell's quarantine, recording who did
+// and when; a cell not quarantined is left as it is. Operators only.
+type ClearCellQuarantineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearCellQuarantineRequest) Reset() {
+	*x = ClearCellQuarantineRequest{}
+	mi := &file_cell_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearCellQuarantineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearCellQuarantineRequest) ProtoMessage() {}
+
+func (x *ClearCellQuarantineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearCellQuarantineRequest.ProtoReflect.Descriptor instead.
+func (*ClearCellQuarantineRequest) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClearCellQuarantineRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+type ClearCellQuarantineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearCellQuarantineResponse) Reset() {
+	*x = ClearCellQuarantineResponse{}
+	mi := &file_cell_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearCellQuarantineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearCellQuarantineResponse) ProtoMessage() {}
+
+func (x *ClearCellQuarantineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearCellQuarantineResponse.ProtoReflect.Descriptor instead.
+func (*ClearCellQuarantineResponse) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ClearCellQuarantineResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // DrainCellRequest marks a cell draining: nothing new is placed on it, and
 // its rep, told so on its next heartbeat, evacuates its instances.
 type DrainCellRequest struct {
@@ -468,7 +708,7 @@ type DrainCellRequest struct {
 
 func (x *DrainCellRequest) Reset() {
 	*x = DrainCellRequest{}
-	mi := &file_cell_proto_msgTypes[6]
+	mi := &file_cell_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +720,7 @@ func (x *DrainCellRequest) String() string {
 func (*DrainCellRequest) ProtoMessage() {}
 
 func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[6]
+	mi := &file_cell_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +733,7 @@ func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellRequest.ProtoReflect.Descriptor instead.
 func (*DrainCellRequest) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{6}
+	return file_cell_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DrainCellRequest) GetCellId() string {
@@ -512,7 +752,7 @@ type DrainCellResponse struct {
 
 func (x *DrainCellResponse) Reset() {
 	*x = DrainCellResponse{}
-	mi := &file_cell_proto_msgTypes[7]
+	mi := &file_cell_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +764,7 @@ func (x *DrainCellResponse) String() string {
 func (*DrainCellResponse) ProtoMessage() {}
 
 func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[7]
+	mi := &file_cell_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +777,7 @@ func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
 func (*DrainCellResponse) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{7}
+	return file_cell_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DrainCellResponse) GetError() *Error {
@@ -556,7 +796,7 @@ const file_cell_proto_rawDesc = "" +
 	"\fCellCapacity\x12\x1b\n" +
 	"\tmemory_mb\x18\x01 \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\x02 \x01(\x05R\x06diskMb\x12\x1c\n" +
-	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xd6\x02\n" +
+	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xb9\x04\n" +
 	"\x04Cell\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x17\n" +
 	"\arep_url\x18\x02 \x01(\tR\x06repUrl\x12\x12\n" +
@@ -569,7 +809,12 @@ const file_cell_proto_rawDesc = "" +
 	"\x04free\x18\b \x01(\v2\x1e.corkboard.models.CellCapacityR\x04free\x12\x1a\n" +
 	"\bdraining\x18\t \x01(\bR\bdraining\x12\x1c\n" +
 	"\tisolation\x18\n" +
-	" \x01(\tR\tisolation\"b\n" +
+	" \x01(\tR\tisolation\x12%\n" +
+	"\x0equarantined_at\x18\x14 \x01(\x03R\rquarantinedAt\x12%\n" +
+	"\x0equarantined_by\x18\x15 \x01(\tR\rquarantinedBy\x12+\n" +
+	"\x11quarantine_reason\x18\x16 \x01(\tR\x10quarantineReason\x122\n" +
+	"\x15quarantine_cleared_at\x18\x17 \x01(\x03R\x13quarantineClearedAt\x122\n" +
+	"\x15quarantine_cleared_by\x18\x18 \x01(\tR\x13quarantineClearedBy\"b\n" +
 	"\x13RegisterCellRequest\x12*\n" +
 	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x1f\n" +
 	"\vfresh_start\x18\x02 \x01(\bR\n" +
@@ -587,7 +832,16 @@ const file_cell_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12,\n" +
 	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cells\x12\x1f\n" +
 	"\vnext_cursor\x18\x03 \x01(\tR\n" +
-	"nextCursor\"+\n" +
+	"nextCursor\"H\n" +
+	"\x15QuarantineCellRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"G\n" +
+	"\x16QuarantineCellResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\"5\n" +
+	"\x1aClearCellQuarantineRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"L\n" +
+	"\x1bClearCellQuarantineResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\"+\n" +
 	"\x10DrainCellRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\"B\n" +
 	"\x11DrainCellResponse\x12-\n" +
@@ -605,31 +859,37 @@ func file_cell_proto_rawDescGZIP() []byte {
 	return file_cell_proto_rawDescData
 }
 
-var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_cell_proto_goTypes = []any{
-	(*CellCapacity)(nil),         // 0: corkboard.models.CellCapacity
-	(*Cell)(nil),                 // 1: corkboard.models.Cell
-	(*RegisterCellRequest)(nil),  // 2: corkboard.models.RegisterCellRequest
-	(*RegisterCellResponse)(nil), // 3: corkboard.models.RegisterCellResponse
-	(*CellsRequest)(nil),         // 4: corkboard.models.CellsRequest
-	(*CellsResponse)(nil),        // 5: corkboard.models.CellsResponse
-	(*DrainCellRequest)(nil),     // 6: corkboard.models.DrainCellRequest
-	(*DrainCellResponse)(nil),    // 7: corkboard.models.DrainCellResponse
-	(*Error)(nil),                // 8: corkboard.models.Error
+	(*CellCapacity)(nil),                // 0: corkboard.models.CellCapacity
+	(*Cell)(nil),                        // 1: corkboard.models.Cell
+	(*RegisterCellRequest)(nil),         // 2: corkboard.models.RegisterCellRequest
+	(*RegisterCellResponse)(nil),        // 3: corkboard.models.RegisterCellResponse
+	(*CellsRequest)(nil),                // 4: corkboard.models.CellsRequest
+	(*CellsResponse)(nil),               // 5: corkboard.models.CellsResponse
+	(*QuarantineCellRequest)(nil),       // 6: corkboard.models.QuarantineCellRequest
+	(*QuarantineCellResponse)(nil),      // 7: corkboard.models.QuarantineCellResponse
+	(*ClearCellQuarantineRequest)(nil),  // 8: corkboard.models.ClearCellQuarantineRequest
+	(*ClearCellQuarantineResponse)(nil), // 9: corkboard.models.ClearCellQuarantineResponse
+	(*DrainCellRequest)(nil),            // 10: corkboard.models.DrainCellRequest
+	(*DrainCellResponse)(nil),           // 11: corkboard.models.DrainCellResponse
+	(*Error)(nil),                       // 12: corkboard.models.Error
 }
 var file_cell_proto_depIdxs = []int32{
-	0, // 0: corkboard.models.Cell.capacity:type_name -> corkboard.models.CellCapacity
-	0, // 1: corkboard.models.Cell.free:type_name -> corkboard.models.CellCapacity
-	1, // 2: corkboard.models.RegisterCellRequest.cell:type_name -> corkboard.models.Cell
-	8, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
-	8, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
-	1, // 5: corkboard.models.CellsResponse.cells:type_name -> corkboard.models.Cell
-	8, // 6: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	0,  // 0: corkboard.models.Cell.capacity:type_name -> corkboard.models.CellCapacity
+	0,  // 1: corkboard.models.Cell.free:type_name -> corkboard.models.CellCapacity
+	1,  // 2: corkboard.models.RegisterCellRequest.cell:type_name -> corkboard.models.Cell
+	12, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
+	12, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
+	1,  // 5: corkboard.models.CellsResponse.cells:type_name -> corkboard.models.Cell
+	12, // 6: corkboard.models.QuarantineCellResponse.error:type_name -> corkboard.models.Error
+	12, // 7: corkboard.models.ClearCellQuarantineResponse.error:type_name -> corkboard.models.Error
+	12, // 8: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_cell_proto_init() }
@@ -644,7 +904,7 @@ func file_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cell_proto_rawDesc), len(file_cell_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -48,6 +48,8 @@ const (
 	RouteRegisterCell    = "/v1/cells/register"
 	RouteCells           = "/v1/cells/list"
 	RouteDrainCell       = "/v1/cells/drain"
+	RouteQuarantineCell  = "/v1/cells/quarantine"
+	RouteClearCell       = "/v1/cells/clear"
 	RouteClaimActualLRP  = "/v1/actual_lrps/claim"
 	RouteStartActualLRP  = "/v1/actual_lrps/start"
 	RouteCrashActualLRP  = "/v1/actual_lrps/crash"

@@ -158,6 +158,13 @@ type Config struct {
 	// in its registration answers, and the rest of a cell's downloads
 	// wait their turn, first in first out (models.DownloadsToBegin).
 	MaxAssetDownloadsPerCell int `json:"max_asset_downloads_per_cell"`
+	// QuarantineOnCrashSpike quarantines a cell once its crashes spike
+	// (the rule of corkboard_cell_crash_spike, counting only crashes since
+	// an operator last cleared the cell): placement puts nothing new on it
+	// until an operator clears it with cork cell clear; its instances keep
+	// running. Off by default: a spike is only reported
+	// (convergence.QuarantineSpikes, docs/fleet.md).
+	QuarantineOnCrashSpike bool `json:"quarantine_on_crash_spike"`
 	// EventRetention bounds the age of the event log every board serves
 	// /v1/events from: events older than this (at least 1m; by the
 	// database's clock) are deleted, in batches; a client resuming from
@@ -569,6 +576,7 @@ func (c Config) runnerConfig() runner.RunnerConfig {
 	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
 	planner.MaxRolloutsInFlight = int32(c.MaxRolloutsInFlight)
 	planner.MaxStartsPerCellPerSecond = int32(c.MaxStartsPerCellPerSecond)
+	planner.QuarantineOnCrashSpike = c.QuarantineOnCrashSpike
 	return runner.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),

@@ -499,6 +499,21 @@ async function rollout() {
   await shot('cells.png');
   step(`the cells page lists ${cells.join(', ')}`);
 
+  // Quarantine: cell-z2 quarantined through the API shows its badge and
+  // reason, live; cleared from the page, both go.
+  const z2 = page.locator('[data-testid=cells] [data-cell=cell-z2]');
+  await freezeCall('/v1/cells/quarantine', { cell_id: 'cell-z2', reason: 'browser test: disk errors' });
+  await z2.locator('[data-testid=cell-quarantined]').waitFor();
+  assert.match(await z2.locator('[data-testid=cell-quarantine-reason]').innerText(), /^Quarantined .+ by .+: browser test: disk errors\./);
+  await shot('cells-quarantined.png');
+  await z2.locator('[data-action=clear-quarantine]').click();
+  await dialog.waitFor();
+  await page.locator('[data-testid=dialog-confirm]').click();
+  await dialog.waitFor({ state: 'hidden' });
+  await z2.locator('[data-testid=cell-quarantined]').waitFor({ state: 'hidden' });
+  assert.equal(await z2.locator('[data-action=clear-quarantine]').count(), 0, 'no clear button once cleared');
+  step('a quarantined cell shows its badge and reason, live, and is cleared from the page');
+
   // Draining cell-z1 from the page: its instances move to cell-z2, and
   // its card says so as it happens.
   const z1 = page.locator('[data-testid=cells] [data-cell=cell-z1]');

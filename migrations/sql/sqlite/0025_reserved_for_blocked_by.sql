@@ -1,0 +1,3 @@
+-- Version 0025 is blocked_by's (issue 31, item 5), built on another
+-- branch; this file only keeps the versions contiguous until that
+-- branch's 0025 takes its place. It changes nothing.
