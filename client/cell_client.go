@@ -76,6 +76,9 @@ type HeartbeatResult struct {
 	// Draining says the cell is being drained (cork cell drain): evacuate
 	// every instance (EvacuateActualLRP) and place nothing new.
 	Draining bool
+	// MaxAssetDownloads is the board's max_asset_downloads_per_cell: how
+	// many asset downloads the rep runs at once (0: no limit).
+	MaxAssetDownloads int32
 }
 
 // Heartbeat registers the cell, or renews its presence, and says whether
@@ -93,8 +96,9 @@ func (c *CellClient) Heartbeat(ctx context.Context, cell *models.Cell, freshStar
 		return nil, err
 	}
 	return &HeartbeatResult{
-		PresenceTTL: models.Millis(resp.GetPresenceTtlMs()),
-		Draining:    resp.GetDraining(),
+		PresenceTTL:       models.Millis(resp.GetPresenceTtlMs()),
+		Draining:          resp.GetDraining(),
+		MaxAssetDownloads: resp.GetMaxAssetDownloads(),
 	}, nil
 }
 

@@ -17,6 +17,18 @@ func (c *Client) Cells(ctx context.Context) ([]*models.Cell, error) {
 	return resp.GetCells(), nil
 }
 
+// QuarantineCell quarantines the cell: placement puts nothing new on it
+// until ClearCellQuarantine; its instances keep running. reason is
+// required. Operators only.
+func (c *Client) QuarantineCell(ctx context.Context, cellID, reason string) error {
+	return c.call(ctx, models.RouteQuarantineCell, &models.QuarantineCellRequest{CellId: cellID, Reason: reason}, &models.QuarantineCellResponse{}, safeToRepeat)
+}
+
+// ClearCellQuarantine clears the cell's quarantine. Operators only.
+func (c *Client) ClearCellQuarantine(ctx context.Context, cellID string) error {
+	return c.call(ctx, models.RouteClearCell, &models.ClearCellQuarantineRequest{CellId: cellID}, &models.ClearCellQuarantineResponse{}, safeToRepeat)
+}
+
 // DrainCell marks the cell draining: placement puts nothing new on it, and
 // its rep, told so on its next heartbeat, evacuates its instances (each
 // gets a replacement elsewhere before it stops). Draining a cell that

@@ -29,14 +29,23 @@ type cellTable struct {
 	byID    map[string]int32
 	present []bool
 	// draining cells stay present (their rows are not suspect) but take
-	// no new instances.
-	draining []bool
+	// no new instances; nor do quarantined ones (quarantine.go).
+	draining    []bool
+	quarantined []bool
 	// expiresAt is Unix nanoseconds.
 	expiresAt []int64
 	zone      []int32
 	class     []int32
 	free      []capacity
 	capacity  []capacity
+	// startsLeft is, per cell, how many more instances this pass may give
+	// it under the start governor (StartsLeft), and recentStarts the Since
+	// of its counted starts, this pass's included (at startsNow); nil
+	// without a limit (startLimit 0).
+	startLimit   int32
+	startsLeft   []int32
+	recentStarts map[int32][]int64
+	startsNow    int64
 
 	zones []string
 	// classes are the distinct placement tag sets, each sorted and without
@@ -54,15 +63,16 @@ func newCellTable(rows []CellRow, now int64, grace PresenceGrace) *cellTable {
 
 	n := len(sorted)
 	t := &cellTable{
-		ids:       make([]string, n),
-		byID:      make(map[string]int32, n),
-		present:   make([]bool, n),
-		draining:  make([]bool, n),
-		expiresAt: make([]int64, n),
-		zone:      make([]int32, n),
-		class:     make([]int32, n),
-		free:      make([]capacity, n),
-		capacity:  make([]capacity, n),
+		ids:         make([]string, n),
+		byID:        make(map[string]int32, n),
+		present:     make([]bool, n),
+		draining:    make([]bool, n),
+		quarantined: make([]bool, n),
+		expiresAt:   make([]int64, n),
+		zone:        make([]int32, n),
+		class:       make([]int32, n),
+		free:        make([]capacity, n),
+		capacity:    make([]capacity, n),
 	}
 	zoneIndex := map[string]int32{}
 	classIndex := map[string]int32{}
@@ -71,6 +81,7 @@ func newCellTable(rows []CellRow, now int64, grace PresenceGrace) *cellTable {
 		t.byID[c.CellID] = int32(i)
 		t.present[i] = c.ExpiresAt > now || grace.keeps(c.ExpiresAt, now)
 		t.draining[i] = c.Draining
+		t.quarantined[i] = c.Quarantined
 		t.expiresAt[i] = c.ExpiresAt
 		t.capacity[i] = capacity{
 			memory: int64(c.Capacity.MemoryMB),
@@ -150,10 +161,59 @@ func (t *cellTable) isDraining(cell int32) bool {
 	return cell != noCell && t.draining[cell]
 }
 
+// limitStarts applies the start governor: recent are the Since of each
+// cell's recent starts (RecentStart) among the rows read, to which each
+// cell's UnreadStarts are added. Nothing without a limit.
+func (t *cellTable) limitStarts(limit int32, rows []CellRow, recent map[int32][]int64, now int64) {
+	if limit <= 0 {
+		return
+	}
+	for i := range rows {
+		if cell := t.lookup(rows[i].CellID); cell != noCell {
+			recent[cell] = append(recent[cell], rows[i].UnreadStarts...)
+		}
+	}
+	t.startLimit, t.recentStarts, t.startsNow = limit, recent, now
+	t.startsLeft = make([]int32, len(t.ids))
+	for cell := range t.ids {
+		t.startsLeft[cell], _ = StartsLeft(limit, recent[int32(cell)], now)
+	}
+}
+
+// startsAgain is when a cell without starts left may start again.
+func (t *cellTable) startsAgain(cell int32) int64 {
+	_, again := StartsLeft(t.startLimit, t.recentStarts[cell], t.startsNow)
+	return again
+}
+
+// mayStart reports whether the start governor lets the cell be given
+// another instance this pass.
+func (t *cellTable) mayStart(cell int32) bool {
+	return t.startsLeft == nil || t.startsLeft[cell] != 0
+}
+
+// started charges one start to the cell's budget.
+func (t *cellTable) started(cell int32) {
+	if t.startsLeft != nil && t.startsLeft[cell] > 0 {
+		t.startsLeft[cell]--
+		t.recentStarts[cell] = append(t.recentStarts[cell], t.startsNow)
+	}
+}
+
 // takesInstances reports whether placement may put instances on the cell:
-// present and not draining.
+// present, not draining and not quarantined.
 func (t *cellTable) takesInstances(cell int32) bool {
-	return t.present[cell] && !t.draining[cell]
+	return t.present[cell] && !t.draining[cell] && !t.quarantined[cell]
+}
+
+// quarantine marks the cells this pass quarantines: it places nothing on
+// them already.
+func (t *cellTable) quarantine(cells []CellQuarantine) {
+	for _, q := range cells {
+		if cell := t.lookup(q.CellID); cell != noCell {
+			t.quarantined[cell] = true
+		}
+	}
 }
 
 // use charges a row's resources to the cell it names, whatever its state
@@ -167,7 +227,7 @@ func (t *cellTable) use(cell int32, r *ActualRow) {
 
 func (t *cellTable) fits(cell int32, n need) bool {
 	f := &t.free[cell]
-	return f.memory >= int64(n.memory) && f.disk >= int64(n.disk) && f.slots >= 1
+	return f.memory >= int64(n.memory) && f.disk >= int64(n.disk) && f.slots >= 1 && t.mayStart(cell)
 }
 
 // room counts how many more instances of need the cells could take that

@@ -28,6 +28,10 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	for _, domain := range snapshot.FreshDomains {
 		p.fresh[domain] = true
 	}
+	if cfg.QuarantineOnCrashSpike {
+		p.plan.Quarantine = QuarantineSpikes(cfg.CrashMemory, snapshot.Crashes, snapshot.Cells, now)
+		p.cells.quarantine(p.plan.Quarantine)
+	}
 	p.freezeAt(snapshot.FreezeWindows, now)
 	p.loadRollouts(snapshot)
 	board := snapshot.Rollouts
@@ -40,7 +44,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.avoided = avoidedCells(cfg.CrashMemory, snapshot.Crashes, p.cells, p.now)
 	p.placer.crashed = p.avoided
 	desired, instances := sortedDesired(snapshot.Desired)
-	ordinaryRows := p.loadRows(snapshot.Actual, desired)
+	ordinaryRows := p.loadRows(snapshot.Actual, desired, snapshot.Cells)
 	p.findOverloaded(snapshot)
 	p.plan.Counts.Desired = instances
 	p.plan.Writes.PlacementEpoch = snapshot.PlacementEpoch
@@ -50,6 +54,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.cleanForgottenOperations()
 	p.decideMoves()
 	p.placer.placeAll()
+	p.wakeForStarts()
 	p.emitPlacements()
 	p.finishBlocked()
 	p.emitMoves()
@@ -168,15 +173,22 @@ func (p *planner) reserve(creates int) {
 // loadRows orders the rows by key, charges each to its cell and returns
 // how many are ORDINARY. Rows loaded with ORDER BY process_guid, index,
 // presence are already in order and are only checked.
-func (p *planner) loadRows(actual []ActualRow, desired []*DesiredSchedule) (ordinaryRows int) {
+func (p *planner) loadRows(actual []ActualRow, desired []*DesiredSchedule, cellRows []CellRow) (ordinaryRows int) {
 	p.rows = make([]row, len(actual))
 	sorted := true
+	var recentStarts map[int32][]int64
+	if p.cfg.MaxStartsPerCellPerSecond > 0 {
+		recentStarts = map[int32][]int64{}
+	}
 	for i := range actual {
 		r := &actual[i]
 		cell := p.cells.lookup(r.CellID)
 		p.rows[i] = row{ActualRow: r, cell: cell}
 		if cell != noCell {
 			p.cells.use(cell, r)
+			if recentStarts != nil && RecentStart(r, p.now) {
+				recentStarts[cell] = append(recentStarts[cell], r.Since)
+			}
 		}
 		if r.Presence == ordinary {
 			ordinaryRows++
@@ -185,6 +197,7 @@ func (p *planner) loadRows(actual []ActualRow, desired []*DesiredSchedule) (ordi
 			sorted = false
 		}
 	}
+	p.cells.limitStarts(p.cfg.MaxStartsPerCellPerSecond, cellRows, recentStarts, p.now)
 	if !sorted {
 		p.rows = sortRows(p.rows, desired)
 	}
@@ -373,6 +386,35 @@ func (p *planner) noteSuspectCell(r *row) {
 		p.unknownSuspectCells = map[string]bool{}
 	}
 	p.unknownSuspectCells[r.CellID] = true
+}
+
+// wakeForStarts sets the plan's NextWake no later than the first moment
+// a cell the start governor kept an instance from may start again, so
+// that the instance waits no longer than it must.
+func (p *planner) wakeForStarts() {
+	if p.cells.startsLeft == nil {
+		return
+	}
+	reason := startLimitReason(p.cells.startLimit)
+	waiting := false
+	for i := range p.placer.requests {
+		if p.placer.requests[i].failure == reason {
+			waiting = true
+			break
+		}
+	}
+	if !waiting {
+		return
+	}
+	for cell, left := range p.cells.startsLeft {
+		if left != 0 {
+			continue
+		}
+		p.wakeAt(p.cells.startsAgain(int32(cell)))
+	}
+	if p.wake != 0 {
+		p.plan.NextWake = time.Unix(0, p.wake).UTC()
+	}
 }
 
 func (p *planner) wakeAt(t int64) {

@@ -40,6 +40,14 @@ type Config struct {
 	// MaxRolloutsInFlight is the most rollouts that move instances at once
 	// across the board (governor.go); the others wait QUEUED. 0: no limit.
 	MaxRolloutsInFlight int32
+	// MaxStartsPerCellPerSecond is the most instances placement gives one
+	// cell within any StartWindow (cell_starts.go); the others wait for a
+	// later pass. 0: no limit.
+	MaxStartsPerCellPerSecond int32
+	// QuarantineOnCrashSpike: a cell whose crashes spike is quarantined
+	// (QuarantineSpikes, Plan.Quarantine): placement puts nothing new on
+	// it until an operator clears it. False: spikes are only reported.
+	QuarantineOnCrashSpike bool
 	// CrashMemory says how long placement avoids the cells an LRP's
 	// definition crashed on, and when a cell's crashes are reported as a
 	// spike (crash_memory.go). The zero value turns both off. The store

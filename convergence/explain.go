@@ -10,10 +10,13 @@ import (
 // in the order tags, memory, disk, instance slot, that no present cell
 // meets together with the ones before it.
 func explainNoFit(t *cellTable, e *eligibility, n need) string {
-	var tagged, withMemory, withDisk, draining bool
+	var tagged, withMemory, withDisk, draining, quarantined, startLimited bool
 	for cell := range t.ids {
 		if t.present[cell] && t.draining[cell] {
 			draining = true
+		}
+		if t.present[cell] && t.quarantined[cell] {
+			quarantined = true
 		}
 		if !t.takesInstances(int32(cell)) || !e.classOK[t.class[cell]] {
 			continue
@@ -24,10 +27,15 @@ func explainNoFit(t *cellTable, e *eligibility, n need) string {
 			withMemory = true
 			if f.disk >= int64(n.disk) {
 				withDisk = true
+				startLimited = startLimited || (f.slots >= 1 && !t.mayStart(int32(cell)))
 			}
 		}
 	}
 	switch {
+	case !tagged && len(e.tags) == 0 && quarantined:
+		return "every present cell is draining or quarantined"
+	case !tagged && quarantined:
+		return "no present cell that is neither draining nor quarantined has tags [" + strings.Join(e.tags, " ") + "]"
 	case !tagged && len(e.tags) == 0 && draining:
 		return "every present cell is draining"
 	case !tagged && len(e.tags) == 0:
@@ -36,6 +44,9 @@ func explainNoFit(t *cellTable, e *eligibility, n need) string {
 		return "no present cell that is not draining has tags [" + strings.Join(e.tags, " ") + "]"
 	case !tagged:
 		return "no present cell has tags [" + strings.Join(e.tags, " ") + "]"
+	}
+	if startLimited {
+		return startLimitReason(t.startLimit)
 	}
 	wants := []string{fmt.Sprintf("%d MB free memory", n.memory)}
 	if withMemory {

@@ -178,8 +178,9 @@ func (pl *placer) beginLRP() {
 
 // keep notes that a row of the current LRP stays on its cell. Rows on a
 // draining cell do not count towards the spread: they are about to move.
+// Rows on a quarantined cell do: they stay where they run.
 func (pl *placer) keep(cell int32) {
-	if cell != noCell && pl.cells.takesInstances(cell) {
+	if pl.cells.isPresent(cell) && !pl.cells.isDraining(cell) {
 		pl.stays = append(pl.stays, cell)
 	}
 }
@@ -297,7 +298,7 @@ func (pl *placer) buildHeaps() {
 	pl.heapPos = make([]int32, len(t.ids))
 	for cell := range t.ids {
 		pl.heapOf[cell] = -1
-		if !t.takesInstances(int32(cell)) || t.free[cell].slots < 1 {
+		if !t.takesInstances(int32(cell)) || t.free[cell].slots < 1 || !t.mayStart(int32(cell)) {
 			continue
 		}
 		h := t.zone[cell]*int32(classes) + t.class[cell]
@@ -476,7 +477,7 @@ func (pl *placer) topFresh(h *cellHeap, lrp int32, n need, avoid int32) int32 {
 		if f.memory < int64(n.memory) {
 			break // no cell further down has more memory
 		}
-		if f.slots < 1 {
+		if f.slots < 1 || !t.mayStart(cell) {
 			h.pop(pl) // full for the rest of the pass
 			continue
 		}
@@ -519,8 +520,9 @@ func (pl *placer) assign(lrp, cell int32, n need) {
 	f.memory -= int64(n.memory)
 	f.disk -= int64(n.disk)
 	f.slots--
+	pl.cells.started(cell)
 	h := &pl.heaps[pl.heapOf[cell]]
-	if f.slots < 1 {
+	if f.slots < 1 || !pl.cells.mayStart(cell) {
 		h.remove(pl, pl.heapPos[cell])
 	} else {
 		h.fix(pl, pl.heapPos[cell])

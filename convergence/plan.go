@@ -33,6 +33,11 @@ type Plan struct {
 	// memory's window spike (CrashMemory), in cell id order. Reported
 	// only: placement treats them as any other cell.
 	CrashSpikes []CellCrashSpike
+	// Quarantine are the cells this pass quarantines on their crash
+	// spike (Config.QuarantineOnCrashSpike, QuarantineSpikes); the runner
+	// writes each (db.CellDB.QuarantineCell). This pass already places
+	// nothing on them.
+	Quarantine []CellQuarantine
 }
 
 // Reasons holds one human-readable reason per write, index for index with

@@ -124,6 +124,8 @@ func (s *scenario) parseConfig(fields []string) error {
 	c.ScaleDownStabilization = attrs.duration("scale_down_stabilization", c.ScaleDownStabilization)
 	c.MaxRolloutsInFlight = attrs.int32("max_rollouts_in_flight", c.MaxRolloutsInFlight)
 	c.BlockedAlertAfter = attrs.duration("blocked_alert_after", c.BlockedAlertAfter)
+	c.MaxStartsPerCellPerSecond = attrs.int32("max_starts_per_cell_per_second", c.MaxStartsPerCellPerSecond)
+	c.QuarantineOnCrashSpike = attrs.bool("quarantine_on_crash_spike", c.QuarantineOnCrashSpike)
 	c.CrashMemory.Window = attrs.duration("crash_window", c.CrashMemory.Window)
 	c.CrashMemory.SpikeMin = attrs.int32("spike_min", c.CrashMemory.SpikeMin)
 	c.CrashMemory.SpikeFactor = attrs.int32("spike_factor", c.CrashMemory.SpikeFactor)
@@ -131,6 +133,14 @@ func (s *scenario) parseConfig(fields []string) error {
 }
 
 func (s *scenario) parseCell(id string, a *attrs) error {
+	var unreadStarts []int64
+	for _, ago := range a.list("unread_starts") {
+		d, err := time.ParseDuration(ago)
+		if err != nil {
+			return fmt.Errorf("unread_starts: want durations before now, e.g. -500ms, got %q", ago)
+		}
+		unreadStarts = append(unreadStarts, s.now.Add(d).UnixNano())
+	}
 	s.snapshot.Cells = append(s.snapshot.Cells, convergence.CellRow{
 		CellID: id,
 		Zone:   a.string("zone", ""),
@@ -142,12 +152,21 @@ func (s *scenario) parseCell(id string, a *attrs) error {
 		PlacementTags: a.list("tags"),
 		ExpiresAt:     s.now.Add(a.duration("expires", 30*time.Second)).UnixNano(),
 		Draining:      a.bool("draining", false),
+		Quarantined:   a.bool("quarantined", false),
 		UnreadUse: convergence.Resources{
 			MemoryMB:  a.int32("unread_memory", 0),
 			DiskMB:    a.int32("unread_disk", 0),
 			Instances: a.int32("unread_instances", 0),
 		},
+		UnreadStarts: unreadStarts,
 	})
+	if cleared, ok := a.take("cleared"); ok {
+		d, err := time.ParseDuration(cleared)
+		if err != nil {
+			return fmt.Errorf("cleared: want a duration before now, e.g. -2m, got %q", cleared)
+		}
+		s.snapshot.Cells[len(s.snapshot.Cells)-1].QuarantineClearedAt = s.now.Add(d).UnixNano()
+	}
 	return a.done()
 }
 

@@ -68,6 +68,9 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 	for _, spike := range p.CrashSpikes {
 		fmt.Fprintf(&b, "crash-spike %s crashes=%d median=%d\n", spike.CellID, spike.Crashes, spike.Median)
 	}
+	for _, q := range p.Quarantine {
+		fmt.Fprintf(&b, "quarantine %s cleared_at=%d  # %s\n", q.CellID, q.ClearedAt, q.Reason)
+	}
 	c := p.Counts
 	fmt.Fprintf(&b, "counts desired=%d running=%d claimed=%d unclaimed=%d crashed=%d missing=%d extra=%d "+
 		"suspect=%d gave_up=%d unplaced=%d present_cells=%d suspect_cells=%d "+

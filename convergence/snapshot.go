@@ -230,10 +230,20 @@ type CellRow struct {
 	ExpiresAt int64
 	// Draining: placement puts nothing new on the cell; it stays present.
 	Draining bool
+	// Quarantined: placement puts nothing new on the cell until an
+	// operator clears it (quarantine.go); QuarantineClearedAt is when one
+	// last did (Unix nanoseconds, 0 for never).
+	Quarantined         bool
+	QuarantineClearedAt int64
 	// UnreadUse is what the rows that the snapshot does not hold use on
 	// the cell: zero in a full snapshot, the other LRPs' rows in a
 	// partial one.
 	UnreadUse Resources
+	// UnreadStarts are the Since of the rows the snapshot does not hold
+	// that count as recent starts on the cell (RecentStart), for the start
+	// governor: nil in a full snapshot; in a partial one, filled only
+	// while the board has a max_starts_per_cell_per_second.
+	UnreadStarts []int64
 }
 
 // Resources is memory, disk and an instance count.

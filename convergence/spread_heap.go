@@ -51,7 +51,7 @@ func (pl *placer) bestRunningCell(lrp, zone int32, n need, avoid int32) candidat
 			continue
 		}
 		switch {
-		case t.free[top.cell].slots < 1 || !classOK[t.class[top.cell]] || !t.takesInstances(top.cell):
+		case t.free[top.cell].slots < 1 || !t.mayStart(top.cell) || !classOK[t.class[top.cell]] || !t.takesInstances(top.cell):
 			h.pop() // never fits again in this pass
 		case pl.avoided(top.cell, avoid) || !t.fits(top.cell, n):
 			aside = append(aside, h.pop()) // may fit another instance

@@ -32,6 +32,20 @@ type CellDB interface {
 	// each LRP whose disruption budget holds an evacuation, with a
 	// BlockedBy. An unknown cell is ResourceNotFound.
 	DrainStatus(ctx context.Context, cellID string) (*models.DrainStatus, error)
+	// QuarantineCell quarantines the cell: placement puts nothing new on
+	// it until ClearCellQuarantine; its instances keep running. by names
+	// who asked (a caller, or "board"), reason why. clearedAt ≥ 0 makes it
+	// conditional on the cell's quarantine_cleared_at still being that
+	// (the board's own quarantine, planned from crashes since a clear it
+	// saw); -1 for any. A cell quarantined already, or cleared since, is
+	// left as it is and changed is false. An unknown cell is
+	// ResourceNotFound. It emits cell_changed when it changes the cell.
+	QuarantineCell(ctx context.Context, cellID, reason, by string, clearedAt int64) (changed bool, err error)
+	// ClearCellQuarantine clears the cell's quarantine and records by whom
+	// and when (quarantine_cleared_at, quarantine_cleared_by); a cell not
+	// quarantined is left as it is. An unknown cell is ResourceNotFound.
+	// It emits cell_changed when it changes the cell.
+	ClearCellQuarantine(ctx context.Context, cellID, by string) error
 	// Cells lists every known cell, expired or not, with free capacity
 	// computed from the instances placed on it.
 	Cells(ctx context.Context) ([]*models.Cell, error)

@@ -250,9 +250,11 @@ var routePolicy = map[string]access{
 	// a cell's subscription to the events about that cell.
 	models.RouteEvents: apiClients.andCells(everyCell),
 
-	models.RouteCells:       operators,
-	models.RouteDrainCell:   operators.andCells(ownCell(func(r *models.DrainCellRequest) string { return r.GetCellId() })),
-	models.RouteDrainStatus: operators,
+	models.RouteCells:          operators,
+	models.RouteQuarantineCell: operators,
+	models.RouteClearCell:      operators,
+	models.RouteDrainStatus:    operators,
+	models.RouteDrainCell:      operators.andCells(ownCell(func(r *models.DrainCellRequest) string { return r.GetCellId() })),
 
 	models.RouteRegisterCell:      cellsOnly(ownCell(func(r *models.RegisterCellRequest) string { return r.GetCell().GetCellId() })),
 	models.RouteClaimActualLRP:    cellsOnly(ownCell(func(r *models.ClaimActualLRPRequest) string { return r.GetCellId() })),

@@ -18,7 +18,26 @@ func (h *storeHandlers) registerCell(ctx context.Context, req *models.RegisterCe
 	if err != nil {
 		return nil, err
 	}
-	return &models.RegisterCellResponse{PresenceTtlMs: h.presenceTTL.Milliseconds(), Draining: draining}, nil
+	return &models.RegisterCellResponse{PresenceTtlMs: h.presenceTTL.Milliseconds(), Draining: draining, MaxAssetDownloads: h.maxAssetDownloads}, nil
+}
+
+// quarantineCell and clearCell change a cell's quarantine, recording who
+// asked (as an operation's requested_by names a caller) on the cell and in
+// the cell_changed event they log: a cell belongs to no LRP, so no
+// operation is recorded. No pass is triggered: placement reads the cells
+// every pass.
+func (h *storeHandlers) quarantineCell(ctx context.Context, req *models.QuarantineCellRequest) (*models.QuarantineCellResponse, error) {
+	if _, err := h.store.QuarantineCell(ctx, req.GetCellId(), req.GetReason(), callerOf(ctx), -1); err != nil {
+		return nil, err
+	}
+	return &models.QuarantineCellResponse{}, nil
+}
+
+func (h *storeHandlers) clearCell(ctx context.Context, req *models.ClearCellQuarantineRequest) (*models.ClearCellQuarantineResponse, error) {
+	if err := h.store.ClearCellQuarantine(ctx, req.GetCellId(), callerOf(ctx)); err != nil {
+		return nil, err
+	}
+	return &models.ClearCellQuarantineResponse{}, nil
 }
 
 // drainCell marks the cell draining. Convergence needs no pass for it:

@@ -12,7 +12,8 @@ import (
 // event stream (see serveEvents).
 func endpoints(store db.DB, o options) []endpoint {
 	h := &storeHandlers{store: store, presenceTTL: o.presenceTTL, converge: o.converge, planRollout: o.planRollout,
-		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts, hub: o.hub, signals: o.signals}
+		allowLinkLocalAssetHosts: o.allowLinkLocalAssetHosts, hub: o.hub, signals: o.signals,
+		maxAssetDownloads: o.maxAssetDownloads}
 	return []endpoint{
 		route(models.RoutePing, h.ping),
 
@@ -52,6 +53,8 @@ func endpoints(store db.DB, o options) []endpoint {
 		listRoute[models.CellsRequest, *models.CellsRequest, *models.CellsResponse](models.RouteCells, h.cells),
 		route(models.RouteDrainCell, h.drainCell),
 		route(models.RouteDrainStatus, h.drainStatus),
+		route(models.RouteQuarantineCell, h.quarantineCell),
+		route(models.RouteClearCell, h.clearCell),
 		route(models.RouteClaimActualLRP, h.claimActualLRP),
 		route(models.RouteStartActualLRP, h.startActualLRP),
 		route(models.RouteCrashActualLRP, h.crashActualLRP),
@@ -70,6 +73,8 @@ func endpoints(store db.DB, o options) []endpoint {
 type storeHandlers struct {
 	store       db.DB
 	presenceTTL time.Duration
+	// maxAssetDownloads: see WithMaxAssetDownloadsPerCell.
+	maxAssetDownloads int32
 	// converge asks for a convergence pass over one LRP.
 	converge func(processGuid string)
 	// planRollout answers dry runs of updates (nil: not served).

@@ -34,7 +34,7 @@ func (h *storeHandlers) freezeWindows(ctx context.Context, _ *models.FreezeWindo
 	if err != nil {
 		return nil, err
 	}
-	resp := &models.FreezeWindowsResponse{Windows: windows}
+	resp := &models.FreezeWindowsResponse{Windows: windows, Upcoming: models.FreezeUpcoming(windows, now, models.FreezeUpcomingHorizon)}
 	if active, until := models.FreezeActive(windows, now); active != nil {
 		resp.Active, resp.ActiveUntil = active.GetName(), until.UnixNano()
 	}

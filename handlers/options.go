@@ -68,6 +68,10 @@ type options struct {
 	// requireCertificates refuses a request without a verified client
 	// certificate (see WithRequiredClientCertificates).
 	requireCertificates bool
+	// maxAssetDownloads is the board's max_asset_downloads_per_cell,
+	// handed to reps in every registration answer
+	// (WithMaxAssetDownloadsPerCell).
+	maxAssetDownloads int32
 }
 
 func defaultOptions() options {
@@ -107,6 +111,13 @@ func WithPresenceTTL(ttl time.Duration) Option {
 			o.presenceTTL = ttl
 		}
 	}
+}
+
+// WithMaxAssetDownloadsPerCell sets the max_asset_downloads_per_cell every
+// registration answer hands its rep (models.DownloadsToBegin); 0, the
+// default, is no limit.
+func WithMaxAssetDownloadsPerCell(n int32) Option {
+	return func(o *options) { o.maxAssetDownloads = max(n, 0) }
 }
 
 // WithEvents serves POST /v1/events from hub, the hub the store publishes

@@ -182,6 +182,12 @@ var policyCases = []policyCase{
 		[]string{asAPIClient, asOperator, asCell1, asCell2}),
 
 	anyCase("list cells", models.RouteCells, func(fixture) proto.Message { return &models.CellsRequest{} }, []string{asOperator}),
+	anyCase("quarantine cell-1", models.RouteQuarantineCell, func(fixture) proto.Message {
+		return &models.QuarantineCellRequest{CellId: cell1, Reason: "its disk fails"}
+	}, []string{asOperator}),
+	anyCase("clear cell-1's quarantine", models.RouteClearCell, func(fixture) proto.Message {
+		return &models.ClearCellQuarantineRequest{CellId: cell1}
+	}, []string{asOperator}),
 	cellCase(cell1, "drain cell-1", models.RouteDrainCell, func(fixture) proto.Message {
 		return &models.DrainCellRequest{CellId: cell1}
 	}, []string{asOperator, asCell1}),

@@ -143,6 +143,19 @@ var addRolloutsGovernor = addColumns("add_rollouts_governor", 1, "rollouts",
 	columnDef{"queue_position", func(driver) string { return "INTEGER NOT NULL DEFAULT 0" }},
 	columnDef{"queue_reason", func(d driver) string { return d.boundedText(200) }})
 
+// addCellsQuarantine is migration 0026's Go half: cells.quarantined_at
+// (Unix nanoseconds the cell was quarantined, 0 while not),
+// cells.quarantined_by and cells.quarantine_reason (who and why),
+// cells.quarantine_cleared_at and cells.quarantine_cleared_by (when and by
+// whom an operator last cleared it; 0 and ” for never). Every cell already
+// there is neither.
+var addCellsQuarantine = addColumns("add_cells_quarantine", 1, "cells",
+	columnDef{"quarantined_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
+	columnDef{"quarantined_by", func(d driver) string { return d.boundedText(256) }},
+	columnDef{"quarantine_reason", func(d driver) string { return d.boundedText(1100) }},
+	columnDef{"quarantine_cleared_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
+	columnDef{"quarantine_cleared_by", func(d driver) string { return d.boundedText(256) }})
+
 // addRolloutsFreezeExemption is migration 0021's Go half:
 // rollouts.freeze_exemption, why an active freeze window does not hold the
 // rollout ("revert", "override"; models.FreezeHolds), empty for the records

@@ -45,4 +45,5 @@ var registeredSteps = map[int]*goStep{
 	22: addRolloutsGovernor,
 	24: addDisruptionBudgetAndDrains,
 	25: addRolloutsBlockedBy,
+	26: addCellsQuarantine,
 }

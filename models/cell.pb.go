@@ -118,8 +118,23 @@ type Cell struct {
 	// Read-only: Unix nanoseconds the first evacuation went ahead past the
 	// deadline over a spent budget (0: none did).
 	DrainOverdueAt int64 `protobuf:"varint,13,opt,name=drain_overdue_at,json=drainOverdueAt,proto3" json:"drain_overdue_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Read-only, set by the board: the cell is quarantined (POST
+	// /v1/cells/quarantine, or the board itself on a crash spike with
+	// quarantine_on_crash_spike): placement puts nothing new on it until an
+	// operator clears it (POST /v1/cells/clear); its instances keep running.
+	// quarantined_at is Unix nanoseconds (0: not quarantined), quarantined_by
+	// who (a caller as an operation's requested_by names one, or "board"),
+	// quarantine_reason why.
+	QuarantinedAt    int64  `protobuf:"varint,20,opt,name=quarantined_at,json=quarantinedAt,proto3" json:"quarantined_at,omitempty"`
+	QuarantinedBy    string `protobuf:"bytes,21,opt,name=quarantined_by,json=quarantinedBy,proto3" json:"quarantined_by,omitempty"`
+	QuarantineReason string `protobuf:"bytes,22,opt,name=quarantine_reason,json=quarantineReason,proto3" json:"quarantine_reason,omitempty"`
+	// Read-only: when and by whom the quarantine was last cleared (0 and ""
+	// for never). A crash spike quarantines the cell again only on crashes
+	// after it.
+	QuarantineClearedAt int64  `protobuf:"varint,23,opt,name=quarantine_cleared_at,json=quarantineClearedAt,proto3" json:"quarantine_cleared_at,omitempty"`
+	QuarantineClearedBy string `protobuf:"bytes,24,opt,name=quarantine_cleared_by,json=quarantineClearedBy,proto3" json:"quarantine_cleared_by,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Cell) Reset() {
@@ -243,6 +258,41 @@ func (x *Cell) GetDrainOverdueAt() int64 {
 	return 0
 }
 
+func (x *Cell) GetQuarantinedAt() int64 {
+	if x != nil {
+		return x.QuarantinedAt
+	}
+	return 0
+}
+
+func (x *Cell) GetQuarantinedBy() string {
+	if x != nil {
+		return x.QuarantinedBy
+	}
+	return ""
+}
+
+func (x *Cell) GetQuarantineReason() string {
+	if x != nil {
+		return x.QuarantineReason
+	}
+	return ""
+}
+
+func (x *Cell) GetQuarantineClearedAt() int64 {
+	if x != nil {
+		return x.QuarantineClearedAt
+	}
+	return 0
+}
+
+func (x *Cell) GetQuarantineClearedBy() string {
+	if x != nil {
+		return x.QuarantineClearedBy
+	}
+	return ""
+}
+
 // RegisterCellRequest registers a cell or renews its presence (heartbeat).
 type RegisterCellRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -306,9 +356,13 @@ type RegisterCellResponse struct {
 	PresenceTtlMs int64 `protobuf:"varint,2,opt,name=presence_ttl_ms,json=presenceTtlMs,proto3" json:"presence_ttl_ms,omitempty"`
 	// Whether the cell is draining after this registration, so that its rep
 	// learns of a drain within one heartbeat and evacuates.
-	Draining      bool `protobuf:"varint,3,opt,name=draining,proto3" json:"draining,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Draining bool `protobuf:"varint,3,opt,name=draining,proto3" json:"draining,omitempty"`
+	// The board's max_asset_downloads_per_cell: how many asset downloads
+	// the rep runs at once (0: no limit); the rest wait their turn, first
+	// in first out (models.DownloadsToBegin).
+	MaxAssetDownloads int32 `protobuf:"varint,10,opt,name=max_asset_downloads,json=maxAssetDownloads,proto3" json:"max_asset_downloads,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterCellResponse) Reset() {
@@ -360,6 +414,13 @@ func (x *RegisterCellResponse) GetDraining() bool {
 		return x.Draining
 	}
 	return false
+}
+
+func (x *RegisterCellResponse) GetMaxAssetDownloads() int32 {
+	if x != nil {
+		return x.MaxAssetDownloads
+	}
+	return 0
 }
 
 type CellsRequest struct {
@@ -477,6 +538,196 @@ func (x *CellsResponse) GetNextCursor() string {
 	return ""
 }
 
+// QuarantineCellRequest quarantines a cell: placement puts nothing new on
+// it until it is cleared; its instances keep running. A cell quarantined
+// already is left as it is. Operators only.
+type QuarantineCellRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CellId string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	// Why, for whoever clears it: printable, at most 1 KiB; required.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantineCellRequest) Reset() {
+	*x = QuarantineCellRequest{}
+	mi := &file_cell_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantineCellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantineCellRequest) ProtoMessage() {}
+
+func (x *QuarantineCellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantineCellRequest.ProtoReflect.Descriptor instead.
+func (*QuarantineCellRequest) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *QuarantineCellRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *QuarantineCellRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type QuarantineCellResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuarantineCellResponse) Reset() {
+	*x = QuarantineCellResponse{}
+	mi := &file_cell_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuarantineCellResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuarantineCellResponse) ProtoMessage() {}
+
+func (x *QuarantineCellResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuarantineCellResponse.ProtoReflect.Descriptor instead.
+func (*QuarantineCellResponse) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *QuarantineCellResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// ClearCellQuarantineRequest clears a cell's quarantine, recording who did
+// and when; a cell not quarantined is left as it is. Operators only.
+type ClearCellQuarantineRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearCellQuarantineRequest) Reset() {
+	*x = ClearCellQuarantineRequest{}
+	mi := &file_cell_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearCellQuarantineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearCellQuarantineRequest) ProtoMessage() {}
+
+func (x *ClearCellQuarantineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearCellQuarantineRequest.ProtoReflect.Descriptor instead.
+func (*ClearCellQuarantineRequest) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ClearCellQuarantineRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+type ClearCellQuarantineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearCellQuarantineResponse) Reset() {
+	*x = ClearCellQuarantineResponse{}
+	mi := &file_cell_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearCellQuarantineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearCellQuarantineResponse) ProtoMessage() {}
+
+func (x *ClearCellQuarantineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cell_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearCellQuarantineResponse.ProtoReflect.Descriptor instead.
+func (*ClearCellQuarantineResponse) Descriptor() ([]byte, []int) {
+	return file_cell_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ClearCellQuarantineResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // DrainCellRequest marks a cell draining: nothing new is placed on it, and
 // its rep, told so on its next heartbeat, evacuates its instances.
 type DrainCellRequest struct {
@@ -492,7 +743,7 @@ type DrainCellRequest struct {
 
 func (x *DrainCellRequest) Reset() {
 	*x = DrainCellRequest{}
-	mi := &file_cell_proto_msgTypes[6]
+	mi := &file_cell_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -504,7 +755,7 @@ func (x *DrainCellRequest) String() string {
 func (*DrainCellRequest) ProtoMessage() {}
 
 func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[6]
+	mi := &file_cell_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -517,7 +768,7 @@ func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellRequest.ProtoReflect.Descriptor instead.
 func (*DrainCellRequest) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{6}
+	return file_cell_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DrainCellRequest) GetCellId() string {
@@ -543,7 +794,7 @@ type DrainStatusRequest struct {
 
 func (x *DrainStatusRequest) Reset() {
 	*x = DrainStatusRequest{}
-	mi := &file_cell_proto_msgTypes[7]
+	mi := &file_cell_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +806,7 @@ func (x *DrainStatusRequest) String() string {
 func (*DrainStatusRequest) ProtoMessage() {}
 
 func (x *DrainStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[7]
+	mi := &file_cell_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +819,7 @@ func (x *DrainStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatusRequest.ProtoReflect.Descriptor instead.
 func (*DrainStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{7}
+	return file_cell_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DrainStatusRequest) GetCellId() string {
@@ -588,7 +839,7 @@ type DrainStatusResponse struct {
 
 func (x *DrainStatusResponse) Reset() {
 	*x = DrainStatusResponse{}
-	mi := &file_cell_proto_msgTypes[8]
+	mi := &file_cell_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +851,7 @@ func (x *DrainStatusResponse) String() string {
 func (*DrainStatusResponse) ProtoMessage() {}
 
 func (x *DrainStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[8]
+	mi := &file_cell_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +864,7 @@ func (x *DrainStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatusResponse.ProtoReflect.Descriptor instead.
 func (*DrainStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{8}
+	return file_cell_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DrainStatusResponse) GetError() *Error {
@@ -648,7 +899,7 @@ type DrainStatus struct {
 
 func (x *DrainStatus) Reset() {
 	*x = DrainStatus{}
-	mi := &file_cell_proto_msgTypes[9]
+	mi := &file_cell_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +911,7 @@ func (x *DrainStatus) String() string {
 func (*DrainStatus) ProtoMessage() {}
 
 func (x *DrainStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[9]
+	mi := &file_cell_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +924,7 @@ func (x *DrainStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainStatus.ProtoReflect.Descriptor instead.
 func (*DrainStatus) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{9}
+	return file_cell_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DrainStatus) GetCell() *Cell {
@@ -716,7 +967,7 @@ type DrainBlockedLRP struct {
 
 func (x *DrainBlockedLRP) Reset() {
 	*x = DrainBlockedLRP{}
-	mi := &file_cell_proto_msgTypes[10]
+	mi := &file_cell_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +979,7 @@ func (x *DrainBlockedLRP) String() string {
 func (*DrainBlockedLRP) ProtoMessage() {}
 
 func (x *DrainBlockedLRP) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[10]
+	mi := &file_cell_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +992,7 @@ func (x *DrainBlockedLRP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainBlockedLRP.ProtoReflect.Descriptor instead.
 func (*DrainBlockedLRP) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{10}
+	return file_cell_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DrainBlockedLRP) GetProcessGuid() string {
@@ -774,7 +1025,7 @@ type DrainCellResponse struct {
 
 func (x *DrainCellResponse) Reset() {
 	*x = DrainCellResponse{}
-	mi := &file_cell_proto_msgTypes[11]
+	mi := &file_cell_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +1037,7 @@ func (x *DrainCellResponse) String() string {
 func (*DrainCellResponse) ProtoMessage() {}
 
 func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cell_proto_msgTypes[11]
+	mi := &file_cell_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +1050,7 @@ func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
 func (*DrainCellResponse) Descriptor() ([]byte, []int) {
-	return file_cell_proto_rawDescGZIP(), []int{11}
+	return file_cell_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DrainCellResponse) GetError() *Error {
@@ -818,7 +1069,7 @@ const file_cell_proto_rawDesc = "" +
 	"\fCellCapacity\x12\x1b\n" +
 	"\tmemory_mb\x18\x01 \x01(\x05R\bmemoryMb\x12\x17\n" +
 	"\adisk_mb\x18\x02 \x01(\x05R\x06diskMb\x12\x1c\n" +
-	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xd1\x03\n" +
+	"\tinstances\x18\x03 \x01(\x05R\tinstances\"\xb4\x05\n" +
 	"\x04Cell\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x17\n" +
 	"\arep_url\x18\x02 \x01(\tR\x06repUrl\x12\x12\n" +
@@ -834,15 +1085,22 @@ const file_cell_proto_rawDesc = "" +
 	" \x01(\tR\tisolation\x12(\n" +
 	"\x10drain_started_at\x18\v \x01(\x03R\x0edrainStartedAt\x12%\n" +
 	"\x0edrain_deadline\x18\f \x01(\x03R\rdrainDeadline\x12(\n" +
-	"\x10drain_overdue_at\x18\r \x01(\x03R\x0edrainOverdueAt\"b\n" +
+	"\x10drain_overdue_at\x18\r \x01(\x03R\x0edrainOverdueAt\x12%\n" +
+	"\x0equarantined_at\x18\x14 \x01(\x03R\rquarantinedAt\x12%\n" +
+	"\x0equarantined_by\x18\x15 \x01(\tR\rquarantinedBy\x12+\n" +
+	"\x11quarantine_reason\x18\x16 \x01(\tR\x10quarantineReason\x122\n" +
+	"\x15quarantine_cleared_at\x18\x17 \x01(\x03R\x13quarantineClearedAt\x122\n" +
+	"\x15quarantine_cleared_by\x18\x18 \x01(\tR\x13quarantineClearedBy\"b\n" +
 	"\x13RegisterCellRequest\x12*\n" +
 	"\x04cell\x18\x01 \x01(\v2\x16.corkboard.models.CellR\x04cell\x12\x1f\n" +
 	"\vfresh_start\x18\x02 \x01(\bR\n" +
-	"freshStart\"\x89\x01\n" +
+	"freshStart\"\xb9\x01\n" +
 	"\x14RegisterCellResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12&\n" +
 	"\x0fpresence_ttl_ms\x18\x02 \x01(\x03R\rpresenceTtlMs\x12\x1a\n" +
-	"\bdraining\x18\x03 \x01(\bR\bdraining\"<\n" +
+	"\bdraining\x18\x03 \x01(\bR\bdraining\x12.\n" +
+	"\x13max_asset_downloads\x18\n" +
+	" \x01(\x05R\x11maxAssetDownloads\"<\n" +
 	"\fCellsRequest\x12\x16\n" +
 	"\x06cursor\x18\x01 \x01(\tR\x06cursor\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x8d\x01\n" +
@@ -850,7 +1108,16 @@ const file_cell_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x12,\n" +
 	"\x05cells\x18\x02 \x03(\v2\x16.corkboard.models.CellR\x05cells\x12\x1f\n" +
 	"\vnext_cursor\x18\x03 \x01(\tR\n" +
-	"nextCursor\"L\n" +
+	"nextCursor\"H\n" +
+	"\x15QuarantineCellRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"G\n" +
+	"\x16QuarantineCellResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\"5\n" +
+	"\x1aClearCellQuarantineRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"L\n" +
+	"\x1bClearCellQuarantineResponse\x12-\n" +
+	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\"L\n" +
 	"\x10DrainCellRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x1f\n" +
 	"\vdeadline_ms\x18\x02 \x01(\x03R\n" +
@@ -887,41 +1154,47 @@ func file_cell_proto_rawDescGZIP() []byte {
 	return file_cell_proto_rawDescData
 }
 
-var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_cell_proto_goTypes = []any{
-	(*CellCapacity)(nil),         // 0: corkboard.models.CellCapacity
-	(*Cell)(nil),                 // 1: corkboard.models.Cell
-	(*RegisterCellRequest)(nil),  // 2: corkboard.models.RegisterCellRequest
-	(*RegisterCellResponse)(nil), // 3: corkboard.models.RegisterCellResponse
-	(*CellsRequest)(nil),         // 4: corkboard.models.CellsRequest
-	(*CellsResponse)(nil),        // 5: corkboard.models.CellsResponse
-	(*DrainCellRequest)(nil),     // 6: corkboard.models.DrainCellRequest
-	(*DrainStatusRequest)(nil),   // 7: corkboard.models.DrainStatusRequest
-	(*DrainStatusResponse)(nil),  // 8: corkboard.models.DrainStatusResponse
-	(*DrainStatus)(nil),          // 9: corkboard.models.DrainStatus
-	(*DrainBlockedLRP)(nil),      // 10: corkboard.models.DrainBlockedLRP
-	(*DrainCellResponse)(nil),    // 11: corkboard.models.DrainCellResponse
-	(*Error)(nil),                // 12: corkboard.models.Error
-	(*BlockedBy)(nil),            // 13: corkboard.models.BlockedBy
+	(*CellCapacity)(nil),                // 0: corkboard.models.CellCapacity
+	(*Cell)(nil),                        // 1: corkboard.models.Cell
+	(*RegisterCellRequest)(nil),         // 2: corkboard.models.RegisterCellRequest
+	(*RegisterCellResponse)(nil),        // 3: corkboard.models.RegisterCellResponse
+	(*CellsRequest)(nil),                // 4: corkboard.models.CellsRequest
+	(*CellsResponse)(nil),               // 5: corkboard.models.CellsResponse
+	(*QuarantineCellRequest)(nil),       // 6: corkboard.models.QuarantineCellRequest
+	(*QuarantineCellResponse)(nil),      // 7: corkboard.models.QuarantineCellResponse
+	(*ClearCellQuarantineRequest)(nil),  // 8: corkboard.models.ClearCellQuarantineRequest
+	(*ClearCellQuarantineResponse)(nil), // 9: corkboard.models.ClearCellQuarantineResponse
+	(*DrainCellRequest)(nil),            // 10: corkboard.models.DrainCellRequest
+	(*DrainStatusRequest)(nil),          // 11: corkboard.models.DrainStatusRequest
+	(*DrainStatusResponse)(nil),         // 12: corkboard.models.DrainStatusResponse
+	(*DrainStatus)(nil),                 // 13: corkboard.models.DrainStatus
+	(*DrainBlockedLRP)(nil),             // 14: corkboard.models.DrainBlockedLRP
+	(*DrainCellResponse)(nil),           // 15: corkboard.models.DrainCellResponse
+	(*Error)(nil),                       // 16: corkboard.models.Error
+	(*BlockedBy)(nil),                   // 17: corkboard.models.BlockedBy
 }
 var file_cell_proto_depIdxs = []int32{
 	0,  // 0: corkboard.models.Cell.capacity:type_name -> corkboard.models.CellCapacity
 	0,  // 1: corkboard.models.Cell.free:type_name -> corkboard.models.CellCapacity
 	1,  // 2: corkboard.models.RegisterCellRequest.cell:type_name -> corkboard.models.Cell
-	12, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
-	12, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
+	16, // 3: corkboard.models.RegisterCellResponse.error:type_name -> corkboard.models.Error
+	16, // 4: corkboard.models.CellsResponse.error:type_name -> corkboard.models.Error
 	1,  // 5: corkboard.models.CellsResponse.cells:type_name -> corkboard.models.Cell
-	12, // 6: corkboard.models.DrainStatusResponse.error:type_name -> corkboard.models.Error
-	9,  // 7: corkboard.models.DrainStatusResponse.status:type_name -> corkboard.models.DrainStatus
-	1,  // 8: corkboard.models.DrainStatus.cell:type_name -> corkboard.models.Cell
-	10, // 9: corkboard.models.DrainStatus.blocked:type_name -> corkboard.models.DrainBlockedLRP
-	13, // 10: corkboard.models.DrainBlockedLRP.blocked_by:type_name -> corkboard.models.BlockedBy
-	12, // 11: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	16, // 6: corkboard.models.QuarantineCellResponse.error:type_name -> corkboard.models.Error
+	16, // 7: corkboard.models.ClearCellQuarantineResponse.error:type_name -> corkboard.models.Error
+	16, // 8: corkboard.models.DrainStatusResponse.error:type_name -> corkboard.models.Error
+	13, // 9: corkboard.models.DrainStatusResponse.status:type_name -> corkboard.models.DrainStatus
+	1,  // 10: corkboard.models.DrainStatus.cell:type_name -> corkboard.models.Cell
+	14, // 11: corkboard.models.DrainStatus.blocked:type_name -> corkboard.models.DrainBlockedLRP
+	17, // 12: corkboard.models.DrainBlockedLRP.blocked_by:type_name -> corkboard.models.BlockedBy
+	16, // 13: corkboard.models.DrainCellResponse.error:type_name -> corkboard.models.Error
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_cell_proto_init() }
@@ -937,7 +1210,7 @@ func file_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cell_proto_rawDesc), len(file_cell_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

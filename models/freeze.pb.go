@@ -368,8 +368,12 @@ type FreezeWindowsResponse struct {
 	Windows []*FreezeWindow `protobuf:"bytes,2,rep,name=windows,proto3" json:"windows,omitempty"`
 	// The window active at the board's time of the answer ("" for none), and
 	// when its current occurrence ends (Unix nanoseconds; 0 for none).
-	Active        string `protobuf:"bytes,3,opt,name=active,proto3" json:"active,omitempty"`
-	ActiveUntil   int64  `protobuf:"varint,4,opt,name=active_until,json=activeUntil,proto3" json:"active_until,omitempty"`
+	Active      string `protobuf:"bytes,3,opt,name=active,proto3" json:"active,omitempty"`
+	ActiveUntil int64  `protobuf:"varint,4,opt,name=active_until,json=activeUntil,proto3" json:"active_until,omitempty"`
+	// The next occurrence of each window that starts within a week of the
+	// board's time (models.FreezeUpcoming), in start order; an occurrence
+	// active now is in active, not here.
+	Upcoming      []*FreezeOccurrence `protobuf:"bytes,5,rep,name=upcoming,proto3" json:"upcoming,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -432,6 +436,75 @@ func (x *FreezeWindowsResponse) GetActiveUntil() int64 {
 	return 0
 }
 
+func (x *FreezeWindowsResponse) GetUpcoming() []*FreezeOccurrence {
+	if x != nil {
+		return x.Upcoming
+	}
+	return nil
+}
+
+// FreezeOccurrence is one occurrence of a freeze window: Unix nanoseconds
+// it starts (included) and ends (excluded).
+type FreezeOccurrence struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	StartsAt      int64                  `protobuf:"varint,2,opt,name=starts_at,json=startsAt,proto3" json:"starts_at,omitempty"`
+	EndsAt        int64                  `protobuf:"varint,3,opt,name=ends_at,json=endsAt,proto3" json:"ends_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FreezeOccurrence) Reset() {
+	*x = FreezeOccurrence{}
+	mi := &file_freeze_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FreezeOccurrence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FreezeOccurrence) ProtoMessage() {}
+
+func (x *FreezeOccurrence) ProtoReflect() protoreflect.Message {
+	mi := &file_freeze_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FreezeOccurrence.ProtoReflect.Descriptor instead.
+func (*FreezeOccurrence) Descriptor() ([]byte, []int) {
+	return file_freeze_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FreezeOccurrence) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FreezeOccurrence) GetStartsAt() int64 {
+	if x != nil {
+		return x.StartsAt
+	}
+	return 0
+}
+
+func (x *FreezeOccurrence) GetEndsAt() int64 {
+	if x != nil {
+		return x.EndsAt
+	}
+	return 0
+}
+
 // FreezeChangedEvent carries a freeze window when it is added (before
 // absent) or removed (after absent), and who asked for the change (as an
 // operation's requested_by names a caller).
@@ -446,7 +519,7 @@ type FreezeChangedEvent struct {
 
 func (x *FreezeChangedEvent) Reset() {
 	*x = FreezeChangedEvent{}
-	mi := &file_freeze_proto_msgTypes[7]
+	mi := &file_freeze_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +531,7 @@ func (x *FreezeChangedEvent) String() string {
 func (*FreezeChangedEvent) ProtoMessage() {}
 
 func (x *FreezeChangedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_freeze_proto_msgTypes[7]
+	mi := &file_freeze_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +544,7 @@ func (x *FreezeChangedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreezeChangedEvent.ProtoReflect.Descriptor instead.
 func (*FreezeChangedEvent) Descriptor() ([]byte, []int) {
-	return file_freeze_proto_rawDescGZIP(), []int{7}
+	return file_freeze_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FreezeChangedEvent) GetBefore() *FreezeWindow {
@@ -520,12 +593,17 @@ const file_freeze_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x1aRemoveFreezeWindowResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\"\x16\n" +
-	"\x14FreezeWindowsRequest\"\xbb\x01\n" +
+	"\x14FreezeWindowsRequest\"\xfb\x01\n" +
 	"\x15FreezeWindowsResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x128\n" +
 	"\awindows\x18\x02 \x03(\v2\x1e.corkboard.models.FreezeWindowR\awindows\x12\x16\n" +
 	"\x06active\x18\x03 \x01(\tR\x06active\x12!\n" +
-	"\factive_until\x18\x04 \x01(\x03R\vactiveUntil\"\xa5\x01\n" +
+	"\factive_until\x18\x04 \x01(\x03R\vactiveUntil\x12>\n" +
+	"\bupcoming\x18\x05 \x03(\v2\".corkboard.models.FreezeOccurrenceR\bupcoming\"\\\n" +
+	"\x10FreezeOccurrence\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\tstarts_at\x18\x02 \x01(\x03R\bstartsAt\x12\x17\n" +
+	"\aends_at\x18\x03 \x01(\x03R\x06endsAt\"\xa5\x01\n" +
 	"\x12FreezeChangedEvent\x126\n" +
 	"\x06before\x18\x01 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x06before\x124\n" +
 	"\x05after\x18\x02 \x01(\v2\x1e.corkboard.models.FreezeWindowR\x05after\x12!\n" +
@@ -543,7 +621,7 @@ func file_freeze_proto_rawDescGZIP() []byte {
 	return file_freeze_proto_rawDescData
 }
 
-var file_freeze_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_freeze_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_freeze_proto_goTypes = []any{
 	(*FreezeWindow)(nil),               // 0: corkboard.models.FreezeWindow
 	(*AddFreezeWindowRequest)(nil),     // 1: corkboard.models.AddFreezeWindowRequest
@@ -552,23 +630,25 @@ var file_freeze_proto_goTypes = []any{
 	(*RemoveFreezeWindowResponse)(nil), // 4: corkboard.models.RemoveFreezeWindowResponse
 	(*FreezeWindowsRequest)(nil),       // 5: corkboard.models.FreezeWindowsRequest
 	(*FreezeWindowsResponse)(nil),      // 6: corkboard.models.FreezeWindowsResponse
-	(*FreezeChangedEvent)(nil),         // 7: corkboard.models.FreezeChangedEvent
-	(*Error)(nil),                      // 8: corkboard.models.Error
+	(*FreezeOccurrence)(nil),           // 7: corkboard.models.FreezeOccurrence
+	(*FreezeChangedEvent)(nil),         // 8: corkboard.models.FreezeChangedEvent
+	(*Error)(nil),                      // 9: corkboard.models.Error
 }
 var file_freeze_proto_depIdxs = []int32{
 	0, // 0: corkboard.models.AddFreezeWindowRequest.window:type_name -> corkboard.models.FreezeWindow
-	8, // 1: corkboard.models.AddFreezeWindowResponse.error:type_name -> corkboard.models.Error
+	9, // 1: corkboard.models.AddFreezeWindowResponse.error:type_name -> corkboard.models.Error
 	0, // 2: corkboard.models.AddFreezeWindowResponse.window:type_name -> corkboard.models.FreezeWindow
-	8, // 3: corkboard.models.RemoveFreezeWindowResponse.error:type_name -> corkboard.models.Error
-	8, // 4: corkboard.models.FreezeWindowsResponse.error:type_name -> corkboard.models.Error
+	9, // 3: corkboard.models.RemoveFreezeWindowResponse.error:type_name -> corkboard.models.Error
+	9, // 4: corkboard.models.FreezeWindowsResponse.error:type_name -> corkboard.models.Error
 	0, // 5: corkboard.models.FreezeWindowsResponse.windows:type_name -> corkboard.models.FreezeWindow
-	0, // 6: corkboard.models.FreezeChangedEvent.before:type_name -> corkboard.models.FreezeWindow
-	0, // 7: corkboard.models.FreezeChangedEvent.after:type_name -> corkboard.models.FreezeWindow
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	7, // 6: corkboard.models.FreezeWindowsResponse.upcoming:type_name -> corkboard.models.FreezeOccurrence
+	0, // 7: corkboard.models.FreezeChangedEvent.before:type_name -> corkboard.models.FreezeWindow
+	0, // 8: corkboard.models.FreezeChangedEvent.after:type_name -> corkboard.models.FreezeWindow
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_freeze_proto_init() }
@@ -583,7 +663,7 @@ func file_freeze_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_freeze_proto_rawDesc), len(file_freeze_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -45,9 +45,11 @@ const (
 	RouteCancelOperation = "/v1/operations/cancel"
 
 	// The cell side: what reps call.
-	RouteRegisterCell = "/v1/cells/register"
-	RouteCells        = "/v1/cells/list"
-	RouteDrainCell    = "/v1/cells/drain"
+	RouteRegisterCell   = "/v1/cells/register"
+	RouteCells          = "/v1/cells/list"
+	RouteDrainCell      = "/v1/cells/drain"
+	RouteQuarantineCell = "/v1/cells/quarantine"
+	RouteClearCell      = "/v1/cells/clear"
 	// RouteDrainStatus says how a cell's drain goes, and which LRPs'
 	// disruption budgets hold it (a BlockedBy each).
 	RouteDrainStatus     = "/v1/cells/drain_status"

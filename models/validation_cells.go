@@ -217,6 +217,30 @@ func (r *DrainStatusRequest) Validate() error {
 	return validateCellID("cell_id", r.GetCellId())
 }
 
+// MaxQuarantineReasonBytes bounds a quarantine's reason.
+const MaxQuarantineReasonBytes = 1024
+
+func (r *QuarantineCellRequest) Validate() error {
+	if err := validateCellID("cell_id", r.GetCellId()); err != nil {
+		return err
+	}
+	reason := r.GetReason()
+	if reason == "" {
+		return ErrInvalidField("reason", "required: say why, for whoever clears it")
+	}
+	if err := validateName("reason", reason); err != nil {
+		return err
+	}
+	if len(reason) > MaxQuarantineReasonBytes {
+		return ErrInvalidField("reason", fmt.Sprintf("must be at most %d bytes, got %d", MaxQuarantineReasonBytes, len(reason)))
+	}
+	return nil
+}
+
+func (r *ClearCellQuarantineRequest) Validate() error {
+	return validateCellID("cell_id", r.GetCellId())
+}
+
 // validateInstanceKey checks the fields that name an instance and its
 // caller, in the order they appear in the lifecycle requests.
 func validateInstanceKey(processGuid string, index int32) error {

@@ -416,6 +416,7 @@ func (a *Agent) heartbeatLoop() {
 			a.logger.Info("registered", lager.Data{"presence_ttl": result.PresenceTTL.String(), "rep_url": a.cfg.Cell.GetRepUrl()})
 			fresh = false
 		}
+		a.cfg.Executor.SetMaxAssetDownloads(result.MaxAssetDownloads)
 		if result.Draining {
 			a.Drain("the board says this cell drains")
 		}

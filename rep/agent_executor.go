@@ -38,6 +38,9 @@ type Executor interface {
 	// checks did since the previous call and a memory sample of each
 	// instance running now (see rep/executor's TakeHealth).
 	TakeHealth() []*models.DefinitionHealth
+	// SetMaxAssetDownloads sets how many asset downloads run at once, as
+	// the board's heartbeat answers say (0: no limit).
+	SetMaxAssetDownloads(n int32)
 }
 
 // The executor of a real cell is an Executor.

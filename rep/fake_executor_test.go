@@ -89,6 +89,8 @@ func (f *fakeExecutor) Shutdown() {
 
 func (f *fakeExecutor) StopTimeout() time.Duration { return executor.DefaultStopTimeout }
 
+func (f *fakeExecutor) SetMaxAssetDownloads(int32) {}
+
 // Crash ends a running instance on its own, as a process that died: the
 // agent gets Crashed with reason. It reports whether the instance ran.
 func (f *fakeExecutor) Crash(instanceGuid, reason string) bool {

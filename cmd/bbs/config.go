@@ -153,6 +153,24 @@ type Config struct {
 	// CorkboardRolloutBlocked alert watches (docs/rollouts.md, "Why a
 	// rollout is stuck"); 0s never counts one.
 	BlockedAlertAfter string `json:"blocked_alert_after"`
+	// MaxStartsPerCellPerSecond is the most instances placement gives one
+	// cell within any second (0, the default: no limit); the others wait,
+	// unplaced with a placement error saying so, for a pass once the cell
+	// may start again. New instances, restarts, rollout replacements and
+	// moves all count (convergence.StartsLeft, docs/fleet.md).
+	MaxStartsPerCellPerSecond int `json:"max_starts_per_cell_per_second"`
+	// MaxAssetDownloadsPerCell is how many asset downloads each rep runs
+	// at once (0, the default: no limit); the board hands it to every rep
+	// in its registration answers, and the rest of a cell's downloads
+	// wait their turn, first in first out (models.DownloadsToBegin).
+	MaxAssetDownloadsPerCell int `json:"max_asset_downloads_per_cell"`
+	// QuarantineOnCrashSpike quarantines a cell once its crashes spike
+	// (the rule of corkboard_cell_crash_spike, counting only crashes since
+	// an operator last cleared the cell): placement puts nothing new on it
+	// until an operator clears it with cork cell clear; its instances keep
+	// running. Off by default: a spike is only reported
+	// (convergence.QuarantineSpikes, docs/fleet.md).
+	QuarantineOnCrashSpike bool `json:"quarantine_on_crash_spike"`
 	// EventRetention bounds the age of the event log every board serves
 	// /v1/events from: events older than this (at least 1m; by the
 	// database's clock) are deleted, in batches; a client resuming from
@@ -497,6 +515,12 @@ func (c Config) validate() error {
 	if c.MaxRolloutsInFlight < 0 || c.MaxRolloutsInFlight > maxRolloutsInFlight {
 		return configfile.Invalid("max_rollouts_in_flight", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxRolloutsInFlight, c.MaxRolloutsInFlight))
 	}
+	if c.MaxStartsPerCellPerSecond < 0 || c.MaxStartsPerCellPerSecond > maxStartsPerCellPerSecond {
+		return configfile.Invalid("max_starts_per_cell_per_second", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxStartsPerCellPerSecond, c.MaxStartsPerCellPerSecond))
+	}
+	if c.MaxAssetDownloadsPerCell < 0 || c.MaxAssetDownloadsPerCell > maxAssetDownloadsPerCell {
+		return configfile.Invalid("max_asset_downloads_per_cell", fmt.Sprintf("must be 0 (no limit, the default) to %d, got %d", maxAssetDownloadsPerCell, c.MaxAssetDownloadsPerCell))
+	}
 	if c.MaxEventSubscribers < 0 {
 		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
 	}
@@ -543,6 +567,15 @@ func (c Config) eventPollInterval() time.Duration {
 // at once is no limit at all.
 const maxRolloutsInFlight = 1_000_000
 
+// maxStartsPerCellPerSecond bounds max_starts_per_cell_per_second: a cell
+// slot count per second, stored as an int32 by the planner; more than
+// 100,000 is no limit at all.
+const maxStartsPerCellPerSecond = 100_000
+
+// maxAssetDownloadsPerCell bounds max_asset_downloads_per_cell: more than
+// 10,000 downloads at once on one cell is no limit at all.
+const maxAssetDownloadsPerCell = 10_000
+
 // runnerConfig is the convergence runner's configuration.
 func (c Config) runnerConfig() runner.RunnerConfig {
 	planner := convergence.DefaultConfig()
@@ -553,6 +586,8 @@ func (c Config) runnerConfig() runner.RunnerConfig {
 	planner.ScaleDownStabilization = configfile.MustDuration(c.ScaleDownStabilization)
 	planner.MaxRolloutsInFlight = int32(c.MaxRolloutsInFlight)
 	planner.BlockedAlertAfter = configfile.MustDuration(c.BlockedAlertAfter)
+	planner.MaxStartsPerCellPerSecond = int32(c.MaxStartsPerCellPerSecond)
+	planner.QuarantineOnCrashSpike = c.QuarantineOnCrashSpike
 	return runner.RunnerConfig{
 		Owner:              c.BoardID,
 		Interval:           configfile.MustDuration(c.ConvergenceInterval),

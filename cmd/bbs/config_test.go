@@ -36,7 +36,10 @@ var _ = Describe("Config", func() {
 			"convergence_lease_ttl": "6s",
 			"stale_unclaimed": "2m",
 			"operation_retention": "48h",
-			"max_rollouts_in_flight": 10
+			"max_rollouts_in_flight": 10,
+			"max_starts_per_cell_per_second": 5,
+			"quarantine_on_crash_spike": true,
+			"max_asset_downloads_per_cell": 2
 		}`), false, "", "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.cellPresenceTTL()).To(Equal(20 * time.Second))
@@ -47,6 +50,9 @@ var _ = Describe("Config", func() {
 		Expect(runner.Planner.StaleUnclaimed).To(Equal(2 * time.Minute))
 		Expect(runner.OperationRetention).To(Equal(48 * time.Hour))
 		Expect(runner.Planner.MaxRolloutsInFlight).To(BeEquivalentTo(10))
+		Expect(runner.Planner.MaxStartsPerCellPerSecond).To(BeEquivalentTo(5))
+		Expect(runner.Planner.QuarantineOnCrashSpike).To(BeTrue())
+		Expect(cfg.MaxAssetDownloadsPerCell).To(Equal(2))
 		Expect(runner.Planner.CrashPolicy).To(Equal(convergence.DefaultCrashPolicy()))
 		Expect(cfg.ListenAddress).To(Equal("0.0.0.0:8889"))
 		Expect(cfg.DatabaseDriver).To(Equal("postgres"))
@@ -182,6 +188,11 @@ var _ = Describe("Config", func() {
 		Entry("a negative cap on requests in flight", `{"listen_address": ":8889", "data_dir": "/d", "max_requests_in_flight": -1}`, "max_requests_in_flight"),
 		Entry("a negative max_rollouts_in_flight", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": -1}`, "max_rollouts_in_flight"),
 		Entry("a max_rollouts_in_flight past a million", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": 1000001}`, "max_rollouts_in_flight"),
+		Entry("a negative max_starts_per_cell_per_second", `{"listen_address": ":8889", "data_dir": "/d", "max_starts_per_cell_per_second": -1}`, "max_starts_per_cell_per_second"),
+		Entry("a max_starts_per_cell_per_second past 100,000", `{"listen_address": ":8889", "data_dir": "/d", "max_starts_per_cell_per_second": 100001}`, "max_starts_per_cell_per_second"),
+		Entry("a negative max_asset_downloads_per_cell", `{"listen_address": ":8889", "data_dir": "/d", "max_asset_downloads_per_cell": -1}`, "max_asset_downloads_per_cell"),
+		Entry("a max_asset_downloads_per_cell past 10,000", `{"listen_address": ":8889", "data_dir": "/d", "max_asset_downloads_per_cell": 10001}`, "max_asset_downloads_per_cell"),
+		Entry("a quarantine_on_crash_spike that is not a boolean", `{"listen_address": ":8889", "data_dir": "/d", "quarantine_on_crash_spike": "yes"}`, "quarantine_on_crash_spike"),
 		Entry("a max_rollouts_in_flight that is not a number", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": "ten"}`, "max_rollouts_in_flight"),
 		Entry("a negative cap on event subscribers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_subscribers": -5}`, "max_event_subscribers"),
 		Entry("a negative reservation for cells", `{"listen_address": ":8889", "data_dir": "/d", "reserved_cell_requests": -1}`, "reserved_cell_requests"),

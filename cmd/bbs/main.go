@@ -258,6 +258,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithEvents(hub),
 		handlers.WithSignals(signalCollector),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
+		handlers.WithMaxAssetDownloadsPerCell(int32(cfg.MaxAssetDownloadsPerCell)),
 		handlers.WithConvergenceTrigger(converger.Trigger),
 		// Dry runs of updates plan with the runner's own configuration.
 		handlers.WithRolloutPlanner(runner.NewRolloutPlanner(store, runnerConfig).Plan),

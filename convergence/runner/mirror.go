@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -59,6 +60,9 @@ type Mirror struct {
 	// FullReadInterval is how often everything is read again
 	// (DefaultFullReadInterval when zero).
 	FullReadInterval time.Duration
+	// StartsLimited: the planner has a max_starts_per_cell_per_second, so
+	// a partial snapshot carries each cell's UnreadStarts.
+	StartsLimited bool
 
 	readAt   time.Time
 	position uint64 // the log position the rows are complete up to
@@ -243,7 +247,34 @@ func (m *Mirror) partial(s *convergence.Snapshot, guids []string) *convergence.S
 		}
 		p.Cells[i] = c
 	}
+	if m.StartsLimited {
+		m.noteUnreadStarts(p, s.Actual, guids)
+	}
 	return p
+}
+
+// noteUnreadStarts adds to p's cells the Since of the rows left out of it
+// (those of LRPs not in guids, sorted) that count as recent starts by the
+// mirror's clock (convergence.RecentStart); the planner counts them again
+// at its own now.
+func (m *Mirror) noteUnreadStarts(p *convergence.Snapshot, all []convergence.ActualRow, guids []string) {
+	now := m.now().UnixNano()
+	index := make(map[string]int, len(p.Cells))
+	for i := range p.Cells {
+		index[p.Cells[i].CellID] = i
+	}
+	for i := range all {
+		r := &all[i]
+		if !convergence.RecentStart(r, now) {
+			continue
+		}
+		if _, read := slices.BinarySearch(guids, r.ProcessGuid); read {
+			continue
+		}
+		if c, ok := index[r.CellID]; ok {
+			p.Cells[c].UnreadStarts = append(p.Cells[c].UnreadStarts, r.Since)
+		}
+	}
 }
 
 // addUsage adds (sign 1) or takes away (sign -1) what rows use on their

@@ -85,6 +85,9 @@ type Store interface {
 	// deletes those older than convergence.MaxCrashWindow.
 	Crashes(ctx context.Context, window time.Duration) ([]convergence.CrashRow, error)
 	PruneCrashes(ctx context.Context) (int64, error)
+	// QuarantineCell quarantines a cell whose crashes spike
+	// (Plan.Quarantine; db.CellDB).
+	QuarantineCell(ctx context.Context, cellID, reason, by string, clearedAt int64) (bool, error)
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -185,6 +188,7 @@ func NewRunner(logger lager.Logger, store Store, registry prometheus.Registerer,
 	}
 	r.mirror = NewMirror(store, cfg.Now)
 	r.mirror.FullReadInterval = cfg.FullReadInterval
+	r.mirror.StartsLimited = cfg.Planner.MaxStartsPerCellPerSecond > 0
 	r.lease = newLeaseKeeper(r.logger, store, cfg.Owner, cfg.LeaseTTL, r.leaseOwned)
 	return r
 }
@@ -471,7 +475,28 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 			"window": r.cfg.Planner.CrashMemory.Window.String(),
 		})
 	}
+	r.quarantine(ctx, logger, plan.Quarantine)
 	return plan, nil
+}
+
+// QuarantinedBy is who a quarantine the board decides on is recorded as
+// (cells.quarantined_by).
+const QuarantinedBy = "board (quarantine_on_crash_spike)"
+
+// quarantine writes the plan's quarantines, each only while the cell's
+// last clear is still the one the plan counted from. A failure is logged
+// and left to the next pass, which decides again.
+func (r *Runner) quarantine(ctx context.Context, logger lager.Logger, cells []convergence.CellQuarantine) {
+	for _, q := range cells {
+		changed, err := r.store.QuarantineCell(ctx, q.CellID, q.Reason, QuarantinedBy, q.ClearedAt)
+		if err != nil {
+			logger.Error("quarantine-cell-failed", err, lager.Data{"cell_id": q.CellID})
+			continue
+		}
+		if changed {
+			logger.Info("cell-quarantined", lager.Data{"cell_id": q.CellID, "reason": q.Reason})
+		}
+	}
 }
 
 // noteRollouts updates the set of LRPs with a rollout under way from a

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -159,6 +160,91 @@ func (s *SQLDB) DrainCellBy(ctx context.Context, cellID string, deadline time.Du
 	})
 }
 
+// QuarantineCell quarantines the cell; see db.CellDB.
+func (s *SQLDB) QuarantineCell(ctx context.Context, cellID, reason, by string, clearedAt int64) (bool, error) {
+	if cellID == "" {
+		return false, errInvalid("cell_id", "required")
+	}
+	if err := checkWidth("cell_id", cellID, maxCellID); err != nil {
+		return false, err
+	}
+	reason, by = truncateText(reason, maxQuarantineReason), truncateText(by, maxQuarantineBy)
+	changed := false
+	err := s.transactPublishing(ctx, "quarantine cell", func(tx *sql.Tx) ([]models.Event, error) {
+		changed = false
+		now := s.now().UnixNano()
+		before, err := s.lockCell(ctx, tx, cellID, now)
+		if err != nil {
+			return nil, err
+		}
+		if before == nil {
+			return nil, errNotFound("cell %q not found", cellID)
+		}
+		if before.QuarantinedAt != 0 || (clearedAt >= 0 && before.QuarantineClearedAt != clearedAt) {
+			return nil, nil
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE cells SET quarantined_at = ?, quarantined_by = ?, quarantine_reason = ? WHERE cell_id = ?`,
+			now, by, reason, cellID); err != nil {
+			return nil, err
+		}
+		after := proto.Clone(before).(*models.Cell)
+		after.QuarantinedAt, after.QuarantinedBy, after.QuarantineReason = now, by, reason
+		changed = true
+		return []models.Event{models.CellChanged(before, after)}, nil
+	})
+	return changed, err
+}
+
+// ClearCellQuarantine clears the cell's quarantine; see db.CellDB.
+func (s *SQLDB) ClearCellQuarantine(ctx context.Context, cellID, by string) error {
+	if cellID == "" {
+		return errInvalid("cell_id", "required")
+	}
+	if err := checkWidth("cell_id", cellID, maxCellID); err != nil {
+		return err
+	}
+	by = truncateText(by, maxQuarantineBy)
+	return s.transactPublishing(ctx, "clear cell quarantine", func(tx *sql.Tx) ([]models.Event, error) {
+		now := s.now().UnixNano()
+		before, err := s.lockCell(ctx, tx, cellID, now)
+		if err != nil {
+			return nil, err
+		}
+		if before == nil {
+			return nil, errNotFound("cell %q not found", cellID)
+		}
+		if before.QuarantinedAt == 0 {
+			return nil, nil
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE cells SET quarantined_at = 0, quarantined_by = '', quarantine_reason = '',
+ quarantine_cleared_at = ?, quarantine_cleared_by = ? WHERE cell_id = ?`, now, by, cellID); err != nil {
+			return nil, err
+		}
+		after := proto.Clone(before).(*models.Cell)
+		after.QuarantinedAt, after.QuarantinedBy, after.QuarantineReason = 0, "", ""
+		after.QuarantineClearedAt, after.QuarantineClearedBy = now, by
+		return []models.Event{models.CellChanged(before, after)}, nil
+	})
+}
+
+// The widths of cells.quarantine_reason and cells.quarantined_by (and
+// quarantine_cleared_by), migration 0026; the API bounds a reason tighter.
+const (
+	maxQuarantineReason = 1100
+	maxQuarantineBy     = 256
+)
+
+// truncateText cuts text to at most n bytes on a rune boundary.
+func truncateText(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
+}
+
 func checkCell(cell *models.Cell, ttl time.Duration) error {
 	switch {
 	case cell == nil:
@@ -208,7 +294,8 @@ func sameCellFields(a, b *models.Cell) bool {
 }
 
 const selectCell = `SELECT cell_id, rep_url, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at, draining, isolation,
- drain_started_at, drain_deadline, drain_overdue_at FROM cells`
+ drain_started_at, drain_deadline, drain_overdue_at,
+ quarantined_at, quarantined_by, quarantine_reason, quarantine_cleared_at, quarantine_cleared_by FROM cells`
 
 // registeredCellColumns are the columns a registration inserts: the
 // cell's fields (HeartbeatCell's fields), then cell_id, expires_at,
@@ -230,7 +317,8 @@ func scanCell(row rowScanner, now int64, extra ...any) (*models.Cell, error) {
 	var tags string
 	dest := []any{&cell.CellId, &cell.RepUrl, &cell.Zone, &cell.Capacity.MemoryMb, &cell.Capacity.DiskMb,
 		&cell.Capacity.Instances, &tags, &cell.ExpiresAt, &cell.Draining, &cell.Isolation,
-		&cell.DrainStartedAt, &cell.DrainDeadline, &cell.DrainOverdueAt}
+		&cell.DrainStartedAt, &cell.DrainDeadline, &cell.DrainOverdueAt,
+		&cell.QuarantinedAt, &cell.QuarantinedBy, &cell.QuarantineReason, &cell.QuarantineClearedAt, &cell.QuarantineClearedBy}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -259,6 +347,7 @@ const selectUsageByCell = usageByCell + `<> '' GROUP BY a.cell_id`
 // cellsWithUsage).
 const selectCellsWithUsage = `SELECT c.cell_id, c.rep_url, c.zone, c.memory_mb, c.disk_mb, c.max_instances,
  c.placement_tags, c.expires_at, c.draining, c.isolation, c.drain_started_at, c.drain_deadline, c.drain_overdue_at,
+ c.quarantined_at, c.quarantined_by, c.quarantine_reason, c.quarantine_cleared_at, c.quarantine_cleared_by,
  COALESCE(u.memory_mb, 0), COALESCE(u.disk_mb, 0), COALESCE(u.instances, 0)
  FROM cells c LEFT JOIN (` + usageByCell
 

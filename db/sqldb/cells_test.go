@@ -164,6 +164,69 @@ var _ = forEachDialect("CellDB", func(b *board) {
 		})
 	})
 
+	Describe("QuarantineCell and ClearCellQuarantine", func() {
+		It("quarantines with who and why, survives heartbeats, clears keeping who and when, and announces each change", func() {
+			cell := newCell("cell-1", "z1")
+			Expect(b.store.RegisterCell(b.ctx, cell, ttl)).To(Succeed())
+			sink.take()
+
+			changed, err := b.store.QuarantineCell(b.ctx, "cell-1", "disk errors", "operator (cert CN=alice)", -1)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(changed).To(BeTrue())
+			quarantined := cells()[0]
+			Expect(quarantined.GetQuarantinedAt()).To(Equal(b.clock.Now().UnixNano()))
+			Expect(quarantined.GetQuarantinedBy()).To(Equal("operator (cert CN=alice)"))
+			Expect(quarantined.GetQuarantineReason()).To(Equal("disk errors"))
+			events := sink.take()
+			Expect(events).To(HaveLen(1))
+			Expect(events[0].Type).To(Equal("cell_changed"))
+
+			By("quarantining again, or as the board after a clear it did not see: nothing changes")
+			changed, err = b.store.QuarantineCell(b.ctx, "cell-1", "another reason", "board", -1)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(changed).To(BeFalse())
+			Expect(cells()[0].GetQuarantineReason()).To(Equal("disk errors"))
+
+			By("a heartbeat keeps the quarantine")
+			_, err = b.store.HeartbeatCell(b.ctx, cell, ttl, true)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cells()[0].GetQuarantinedAt()).NotTo(BeZero())
+			sink.take()
+
+			b.clock.Advance(time.Minute)
+			Expect(b.store.ClearCellQuarantine(b.ctx, "cell-1", "operator (cert CN=bob)")).To(Succeed())
+			cleared := cells()[0]
+			Expect(cleared.GetQuarantinedAt()).To(BeZero())
+			Expect(cleared.GetQuarantinedBy()).To(BeEmpty())
+			Expect(cleared.GetQuarantineReason()).To(BeEmpty())
+			Expect(cleared.GetQuarantineClearedAt()).To(Equal(b.clock.Now().UnixNano()))
+			Expect(cleared.GetQuarantineClearedBy()).To(Equal("operator (cert CN=bob)"))
+			Expect(sink.take()).To(HaveLen(1))
+			Expect(b.store.ClearCellQuarantine(b.ctx, "cell-1", "operator (cert CN=bob)")).To(Succeed(), "clearing again")
+			Expect(sink.take()).To(BeEmpty())
+
+			By("the board's own quarantine only while the clear it counted from is still the last")
+			changed, err = b.store.QuarantineCell(b.ctx, "cell-1", "crash spike", "board", 0)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(changed).To(BeFalse(), "planned before the clear")
+			changed, err = b.store.QuarantineCell(b.ctx, "cell-1", "crash spike", "board", cleared.GetQuarantineClearedAt())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(changed).To(BeTrue())
+
+			snapshot, err := b.store.ConvergenceSnapshot(b.ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(snapshot.Cells).To(HaveLen(1))
+			Expect(snapshot.Cells[0].Quarantined).To(BeTrue())
+			Expect(snapshot.Cells[0].QuarantineClearedAt).To(Equal(cleared.GetQuarantineClearedAt()))
+		})
+
+		It("refuses an unknown cell", func() {
+			_, err := b.store.QuarantineCell(b.ctx, "cell-9", "why", "me", -1)
+			Expect(err).To(HaveErrorType(models.Error_ResourceNotFound))
+			Expect(b.store.ClearCellQuarantine(b.ctx, "cell-9", "me")).To(HaveErrorType(models.Error_ResourceNotFound))
+		})
+	})
+
 	Describe("Cells", func() {
 		It("lists every cell by id, present or not", func() {
 			// Registered 20 s apart: cell-c's 30 s are over when cell-b comes.

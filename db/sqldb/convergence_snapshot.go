@@ -55,7 +55,7 @@ const selectSnapshotOperations = `SELECT o.id, o.process_guid, o.sequence, o.kin
  LEFT JOIN run_infos r ON r.process_guid = o.process_guid AND r.definition_id = o.definition_id`
 
 const selectSnapshotCells = `SELECT cell_id, zone, memory_mb, disk_mb, max_instances, placement_tags, expires_at,
- draining FROM cells`
+ draining, quarantined_at, quarantine_cleared_at FROM cells`
 
 // A large board's snapshot is read in parallel parts.
 var (
@@ -655,10 +655,10 @@ func (s *SQLDB) readCells(ctx context.Context, r *snapshotReader) error {
 
 func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 	var cellID, zone, tags sql.RawBytes
-	var memory, disk, instances, expiresAt int64
+	var memory, disk, instances, expiresAt, quarantinedAt, clearedAt int64
 	var draining bool
 	err := r.s.eachRow(ctx, tx, selectSnapshotCells, nil, func(rows *sql.Rows) error {
-		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt, &draining); err != nil {
+		if err := rows.Scan(&cellID, &zone, &memory, &disk, &instances, &tags, &expiresAt, &draining, &quarantinedAt, &clearedAt); err != nil {
 			return err
 		}
 		c := convergence.CellRow{
@@ -667,6 +667,9 @@ func (r *snapshotReader) readCells(ctx context.Context, tx *sql.Tx) error {
 			Capacity:  convergence.Resources{MemoryMB: int32(memory), DiskMB: int32(disk), Instances: int32(instances)},
 			ExpiresAt: expiresAt,
 			Draining:  draining,
+
+			Quarantined:         quarantinedAt != 0,
+			QuarantineClearedAt: clearedAt,
 		}
 		var err error
 		if c.PlacementTags, err = r.placementTags(tags); err != nil {

@@ -76,6 +76,8 @@ type assetCache struct {
 	inflight map[string]*assetDownload // by checksum
 	useSeq   uint64                    // orders entries by last use
 	stats    AssetCacheStats
+	// gate holds downloads to max_asset_downloads_per_cell.
+	gate downloadGate
 }
 
 // cacheEntry is one cached file. Its fields after path are guarded by
@@ -283,7 +285,10 @@ func (c *assetCache) run(ctx context.Context, dl *assetDownload, asset *models.A
 		}
 	}
 	if fetched {
-		entry, err = c.fetch(ctx, dl, asset)
+		if err = c.gate.enter(ctx, note); err == nil {
+			entry, err = c.fetch(ctx, dl, asset)
+			c.gate.leave()
+		}
 	}
 
 	c.mu.Lock()

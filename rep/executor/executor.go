@@ -348,6 +348,14 @@ func (e *Executor) AssetCacheStats() AssetCacheStats {
 
 // StopTimeout is how long Stop waits after SIGTERM before SIGKILL
 // (ExecutorConfig.StopTimeout, its default filled in).
+// SetMaxAssetDownloads sets how many asset downloads the cell runs at
+// once (the board's max_asset_downloads_per_cell; 0: no limit). Downloads
+// under way when it is lowered finish; the waiting ones begin as
+// models.DownloadsToBegin allows.
+func (e *Executor) SetMaxAssetDownloads(n int32) {
+	e.assets.gate.setLimit(n)
+}
+
 func (e *Executor) StopTimeout() time.Duration {
 	return e.cfg.StopTimeout
 }

@@ -213,6 +213,28 @@ async function rollout() {
   step('the LRPs page lists hello, live');
   await shot('lrps.png');
 
+  // Freeze windows: one coming in an hour shows in the banner as coming,
+  // one active now as the freeze with its end; removed, the banner goes.
+  const freezeCall = async (route, body) => {
+    const resp = await fetch(boardURL + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const answer = await resp.json();
+    assert.ok(resp.ok && !answer.error, `${route}: ${resp.status} ${JSON.stringify(answer)}`);
+  };
+  const inMinutes = (m) => new Date(Date.now() + m * 60000).toISOString().replace(/\.\d+Z$/, 'Z');
+  const banner = page.locator('[data-testid=freeze-banner]');
+  await freezeCall('/v1/freeze_windows/add', { window: { name: 'browser-coming', from: inMinutes(60), until: inMinutes(120) } });
+  await page.locator('[data-testid=freeze-upcoming]', { hasText: 'browser-coming' }).waitFor();
+  assert.equal(await page.locator('[data-testid=freeze-active]').count(), 0, 'no freeze is active yet');
+  await freezeCall('/v1/freeze_windows/add', { window: { name: 'browser-now', from: inMinutes(-1), until: inMinutes(10) } });
+  const active = page.locator('[data-testid=freeze-active]', { hasText: 'browser-now' });
+  await active.waitFor();
+  assert.match(await active.innerText(), /Frozen by browser-now until .+: no rollout starts or progresses except reverts and overrides\./);
+  await shot('freeze.png');
+  await freezeCall('/v1/freeze_windows/remove', { name: 'browser-now' });
+  await freezeCall('/v1/freeze_windows/remove', { name: 'browser-coming' });
+  await banner.waitFor({ state: 'hidden' });
+  step('the freeze banner shows the active window until its end and the one coming, live, and goes once they are removed');
+
   // Loading states: with the instance list held back, the LRP page says
   // it is loading, never that there are none; the actions wait too.
   const slow = await openPage();
@@ -488,6 +510,21 @@ async function rollout() {
   assert.ok(cells.length >= 1, 'the cells page lists the cells');
   await shot('cells.png');
   step(`the cells page lists ${cells.join(', ')}`);
+
+  // Quarantine: cell-z2 quarantined through the API shows its badge and
+  // reason, live; cleared from the page, both go.
+  const z2 = page.locator('[data-testid=cells] [data-cell=cell-z2]');
+  await freezeCall('/v1/cells/quarantine', { cell_id: 'cell-z2', reason: 'browser test: disk errors' });
+  await z2.locator('[data-testid=cell-quarantined]').waitFor();
+  assert.match(await z2.locator('[data-testid=cell-quarantine-reason]').innerText(), /^Quarantined .+ by .+: browser test: disk errors\./);
+  await shot('cells-quarantined.png');
+  await z2.locator('[data-action=clear-quarantine]').click();
+  await dialog.waitFor();
+  await page.locator('[data-testid=dialog-confirm]').click();
+  await dialog.waitFor({ state: 'hidden' });
+  await z2.locator('[data-testid=cell-quarantined]').waitFor({ state: 'hidden' });
+  assert.equal(await z2.locator('[data-action=clear-quarantine]').count(), 0, 'no clear button once cleared');
+  step('a quarantined cell shows its badge and reason, live, and is cleared from the page');
 
   // Draining cell-z1 from the page: its instances move to cell-z2, and
   // its card says so as it happens.

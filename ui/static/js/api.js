@@ -67,6 +67,7 @@ export const listOperations = async (guid, cursor) => {
   const answer = await call('/v1/operations/list', request);
   return { operations: answer.operations || [], next_cursor: answer.next_cursor || '' };
 };
+export const listFreezeWindows = async () => call('/v1/freeze_windows/list', {});
 export const listCells = async () => (await call('/v1/cells/list', {})).cells || [];
 
 // concernsLRP says which process guid an event is about, or ''.

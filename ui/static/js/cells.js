@@ -38,13 +38,29 @@ export function cellsPage() {
           act: () => api.call('/v1/cells/drain', { cell_id: c.cell_id }).then(() => later()),
         }) },
       }, 'Drain…');
+      // A quarantined cell (cork cell quarantine, or the board on a crash
+      // spike) takes nothing new until an operator clears it.
+      const quarantined = c.quarantined_at && c.quarantined_at !== '0';
+      const clear = quarantined ? h('button', {
+        type: 'button', dataset: { action: 'clear-quarantine' },
+        on: { click: () => confirmAction({
+          title: `Clear ${c.cell_id}'s quarantine?`,
+          body: h('p', null, 'Placement may put new instances on it again. The board records who cleared it and when.'),
+          confirmLabel: 'Clear quarantine',
+          act: () => api.call('/v1/cells/clear', { cell_id: c.cell_id }).then(() => later()),
+        }) },
+      }, 'Clear quarantine…') : null;
       return h('article', { class: 'card cell', dataset: { cell: c.cell_id } },
         h('header', null,
           h('h2', null, c.cell_id), ' ',
           h('span', { class: 'muted' }, 'zone ', c.zone || '—'), ' ',
           c.present ? badge('present', 'running') : badge('suspect', 'crashed'), ' ',
           c.draining ? badge('draining', 'retiring') : null,
-          h('span', { class: 'spacer' }), drain),
+          quarantined ? h('span', { class: 'badge crashed', title: c.quarantine_reason || '', dataset: { testid: 'cell-quarantined' } }, 'quarantined') : null,
+          h('span', { class: 'spacer' }), clear, ' ', drain),
+        quarantined ? h('p', { class: 'small', dataset: { testid: 'cell-quarantine-reason' } },
+          'Quarantined ', fmtTime(c.quarantined_at), ' by ', c.quarantined_by || '—', ': ', c.quarantine_reason || '—',
+          '. Nothing new is placed on it until an operator clears it; its instances keep running.') : null,
         bar('memory MB', cap.memory_mb, free.memory_mb),
         bar('disk MB', cap.disk_mb, free.disk_mb),
         bar('instances', cap.instances, free.instances),

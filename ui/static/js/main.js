@@ -6,8 +6,10 @@ import { replace } from './dom.js';
 import { lrpsPage } from './lrps.js';
 import { lrpPage } from './lrp.js';
 import { cellsPage } from './cells.js';
+import { freezeBanner } from './freeze.js';
 
 const view = document.getElementById('view');
+const freeze = freezeBanner(document.getElementById('freeze'));
 let current = null;
 // wasLive: the stream has been live once. The first time it goes live
 // the page re-reads what it shows, since a change between its first read
@@ -42,6 +44,7 @@ function setConnection(state, detail) {
     // A stream the board answers: it is reachable again.
     document.getElementById('unreachable').hidden = true;
     if (!wasLive && current) current.reload();
+    if (!wasLive) freeze.reload();
     wasLive = true;
   }
 }
@@ -62,9 +65,15 @@ show();
 followEvents({
   onState: setConnection,
   onEvent: (type, payload) => {
+    freeze.onEvent(type);
+    if (type === 'events_lost') freeze.reload();
     if (!current) return;
     if (type === 'events_lost') current.reload();
     else current.onEvent(type, payload);
   },
 });
-setInterval(() => { if (current && current.tick) current.tick(); }, 1000);
+freeze.reload();
+setInterval(() => {
+  freeze.tick();
+  if (current && current.tick) current.tick();
+}, 1000);

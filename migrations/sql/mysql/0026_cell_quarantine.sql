@@ -1,0 +1,10 @@
+-- Cell quarantine (issue 31, item 6; docs/fleet.md): a quarantined cell
+-- takes no new placements until an operator clears it. The columns
+--   cells.quarantined_at        BIGINT (Unix nanoseconds; 0: not quarantined)
+--   cells.quarantined_by        text   (who: a caller, or the board for a crash spike)
+--   cells.quarantine_reason     text   (why, as it was asked or the spike's figures)
+--   cells.quarantine_cleared_at BIGINT (when an operator last cleared it; 0: never)
+--   cells.quarantine_cleared_by text   (who cleared it)
+-- are added by this migration's Go step (add_cells_quarantine, in
+-- migrations/add_column.go) only where they are missing, so the migration
+-- is safe to run again on every dialect; there is no SQL statement here.
