@@ -41,8 +41,8 @@ type RolloutSituation struct {
 	// row, or an instance this pass could not place.
 	Waiting []WaitingInstance
 	// BudgetHeldBy, when the LRP's disruption budget is spent so that the
-	// rollout may start no replacement, says which disruption holds it;
-	// "" otherwise. The disruption budget fills it in.
+	// rollout may start no replacement, says what holds it
+	// (DisruptionBudget.Holds); "" otherwise.
 	BudgetHeldBy string
 }
 
@@ -168,7 +168,7 @@ func diagnose(s RolloutSituation) *models.BlockedBy {
 			Detail: fmt.Sprintf("index %d serves and counts as updated at %s (min_ready)", ready.Index, time.Unix(0, ready.ReadyAt).UTC().Format(time.RFC3339))}
 	}
 	if s.BudgetHeldBy != "" {
-		return &models.BlockedBy{Reason: models.BlockedBudgetExhausted, Detail: "disruption budget spent: " + s.BudgetHeldBy}
+		return &models.BlockedBy{Reason: models.BlockedBudgetExhausted, Detail: "disruption " + s.BudgetHeldBy}
 	}
 	return nil
 }
@@ -381,6 +381,9 @@ func (p *planner) blockedSituation(pr *pendingRollout, next *RolloutRow, unplace
 		if w := waiting[index]; w != nil {
 			s.Waiting = append(s.Waiting, *w)
 		}
+	}
+	if ro.budgetHeld {
+		s.BudgetHeldBy = ro.budget.Holds()
 	}
 	return s
 }

@@ -67,11 +67,11 @@ var _ = Describe("DiagnoseRollout", func() {
 			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unhealthy, failedCheck, ready(5, 70)}},
 			models.BlockedHealthCheck, "index 2 crashed: did not become healthy within 60s: GET /health on port 8080: 503 (and 1 more)", int64(0)),
 		Entry("waiting for min-ready: the earliest index to count",
-			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{ready(1, 90e9), ready(3, 30e9)}, BudgetHeldBy: "a drain of cell-b"},
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{ready(1, 90e9), ready(3, 30e9)}, BudgetHeldBy: "budget 1, spent 1: 1 leaving (evacuating or told to stop), 0 down"},
 			models.BlockedMinReady, "index 3 serves and counts as updated at 1970-01-01T00:00:30Z (min_ready)", int64(30e9)),
 		Entry("budget exhausted, when no index says more",
-			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{otherCrash}, BudgetHeldBy: "a drain of cell-b evacuates index 2"},
-			models.BlockedBudgetExhausted, "disruption budget spent: a drain of cell-b evacuates index 2", int64(0)),
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{otherCrash}, BudgetHeldBy: "budget 1, spent 1: 1 leaving (evacuating or told to stop), 0 down"},
+			models.BlockedBudgetExhausted, "disruption budget 1, spent 1: 1 leaving (evacuating or told to stop), 0 down", int64(0)),
 	)
 
 	It("keeps since while the reason stays, and starts it anew when the reason changes (the worked example)", func() {

@@ -28,6 +28,9 @@ type rolloutLRP struct {
 	started  map[int32]Replacement
 	stopping map[int32]bool
 	step     RolloutStep
+	// budgetHeld: the step started nothing only because the disruption
+	// budget had no stop left (another disruption spent it).
+	budgetHeld bool
 	// budget is the LRP's disruption budget tallied before this pass's
 	// writes (budget.go): the stops it has left bound the step.
 	budget DisruptionBudget
@@ -248,6 +251,11 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 		return
 	}
 	ro.step = PlanRolloutStep(indices, s, ro.budget.Stops(), time.Unix(0, p.now))
+	if len(ro.step.Start) == 0 && ro.budget.Stops() == 0 {
+		// What the budget held: the step with no budget would start
+		// something (blocked.go reports it as budget_exhausted).
+		ro.budgetHeld = len(PlanRolloutStep(indices, s, ro.budget.MaxUnavailable+ro.budget.Instances, time.Unix(0, p.now)).Start) > 0
+	}
 	for _, start := range ro.step.Start {
 		ro.started[start.Index] = start
 	}
