@@ -152,3 +152,159 @@ func randomBudgetState(r *rand.Rand, now time.Time) *convergence.Snapshot {
 	slices.SortFunc(s.Actual, func(a, b convergence.ActualRow) int { return compareKeys(a.Key(), b.Key()) })
 	return s
 }
+
+// These specs play many passes: between two passes the cells' reps act
+// (placed instances start, instances told to stop stop, an EVACUATING
+// instance stops once its index's ORDINARY instance serves), drains begin
+// and hand instances over as DecideEvacuation allows, instances crash,
+// and LRPs scale down. Every pass's plan is held to the same floor as
+// above, so the budget holds over random interleavings of them all, not
+// only from states written by hand.
+var _ = Describe("Passes under disruption budgets, with drains, crashes and scale-downs between them", func() {
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := convergence.DefaultConfig()
+
+	It("never take an LRP's serving indices below instances − budget, pass after pass", func() {
+		for seed := range uint64(300) {
+			r := rand.New(rand.NewPCG(seed, 47))
+			now := start
+			s := randomBudgetState(r, now)
+			for pass := range 20 {
+				plan := convergence.Compute(s, now, cfg)
+				after, err := convergence.ApplyPlan(s, plan, now)
+				Expect(err).NotTo(HaveOccurred(), "seed %d pass %d: %v", seed, pass, plan.Reasons)
+				present := presentCells(s, now)
+				for _, d := range s.Desired {
+					b := models.ResolveDisruptionBudget(d.Instances, d.DisruptionBudget, models.StoredRolloutStrategy(d.Instances, d.UpdateStrategy))
+					before := budgetServingIndices(s.Actual, d, present)
+					floor := min(int(d.Instances-b), before)
+					Expect(budgetServingIndices(after.Actual, d, present)).To(BeNumerically(">=", floor),
+						"%s\n%s\nseed %d pass %d: %s (%d instances, budget %d) from %d serving: %v", dumpRows(s.Actual, d.ProcessGuid), dumpRows(after.Actual, d.ProcessGuid), seed, pass, d.ProcessGuid, d.Instances, b, before, plan.Reasons)
+				}
+				now = now.Add(2 * time.Second)
+				s = betweenPasses(r, after, now)
+			}
+		}
+	})
+})
+
+// presentCells says which cells' presence has not expired at now.
+func presentCells(s *convergence.Snapshot, now time.Time) map[string]bool {
+	present := map[string]bool{}
+	for _, c := range s.Cells {
+		present[c.CellID] = c.ExpiresAt > now.UnixNano()
+	}
+	return present
+}
+
+// betweenPasses is what the world does to s between two passes, at now:
+// see the Describe above. Present cells stay present.
+func betweenPasses(r *rand.Rand, s *convergence.Snapshot, now time.Time) *convergence.Snapshot {
+	for i := range s.Cells {
+		if c := &s.Cells[i]; c.ExpiresAt > now.Add(-time.Minute).UnixNano() && c.ExpiresAt < now.Add(time.Minute).UnixNano() {
+			// Present cells heartbeat; a cell lost stays lost.
+			if c.ExpiresAt > now.Add(-2*time.Second).UnixNano() {
+				c.ExpiresAt = now.Add(time.Minute).UnixNano()
+			}
+		}
+		if r.IntN(40) == 0 {
+			s.Cells[i].Draining = true
+		}
+	}
+	present := presentCells(s, now)
+	draining := map[string]bool{}
+	for _, c := range s.Cells {
+		draining[c.CellID] = c.Draining
+	}
+	serves := func(row convergence.ActualRow) bool {
+		return row.State == runningState && row.Routable && present[row.CellID]
+	}
+	ordinaryServes := map[models.ActualLRPKey]bool{}
+	for _, row := range s.Actual {
+		if row.Presence == ordinary && serves(row) {
+			ordinaryServes[row.Key()] = true
+		}
+	}
+	var rows []convergence.ActualRow
+	for _, row := range s.Actual {
+		changed := true
+		switch {
+		case row.Presence == ordinary && (row.State == unclaimedState && row.CellID != "" || row.State == models.ActualLRP_CLAIMED) && present[row.CellID] && r.IntN(3) != 0:
+			row.State, row.Routable, row.Since = runningState, true, now.UnixNano()
+			row.InstanceGuid = fmt.Sprintf("%s-%d-%d", row.ProcessGuid, row.Index, now.Unix())
+		case row.Presence == models.ActualLRP_RETIRING && row.StopRequested && r.IntN(4) != 0:
+			continue
+		case row.Presence == models.ActualLRP_EVACUATING && ordinaryServes[models.ActualLRPKey{ProcessGuid: row.ProcessGuid, Index: row.Index, Presence: ordinary}]:
+			continue
+		case row.State == runningState && r.IntN(50) == 0:
+			if row.Presence == models.ActualLRP_EVACUATING {
+				// An evacuating instance that crashes is gone: its rep
+				// removes its row.
+				continue
+			}
+			row.State, row.Routable, row.CrashCount, row.Since = crashedState, false, row.CrashCount+1, now.UnixNano()
+		default:
+			changed = false
+		}
+		if changed {
+			row.ModificationIndex++
+		}
+		rows = append(rows, row)
+	}
+	s.Actual = rows
+	for i := range s.Desired {
+		if d := &s.Desired[i]; d.Instances > 1 && r.IntN(30) == 0 {
+			d.Instances--
+		}
+	}
+	// Drains hand over their cells' serving ORDINARY instances, one at a
+	// time per LRP, as the store does: each asks DecideEvacuation over
+	// the rows as they are after the handovers before it.
+	evacuating := map[models.ActualLRPKey]bool{}
+	for _, row := range s.Actual {
+		if row.Presence == models.ActualLRP_EVACUATING {
+			evacuating[models.ActualLRPKey{ProcessGuid: row.ProcessGuid, Index: row.Index, Presence: ordinary}] = true
+		}
+	}
+	for i := range s.Actual {
+		row := s.Actual[i]
+		if row.Presence != ordinary || !draining[row.CellID] || !serves(row) || evacuating[row.Key()] || r.IntN(2) == 0 {
+			continue
+		}
+		var d convergence.DesiredSchedule
+		for _, x := range s.Desired {
+			if x.ProcessGuid == row.ProcessGuid {
+				d = x
+			}
+		}
+		b := models.ResolveDisruptionBudget(d.Instances, d.DisruptionBudget, models.StoredRolloutStrategy(d.Instances, d.UpdateStrategy))
+		var budgetRows []convergence.BudgetRow
+		for _, x := range s.Actual {
+			if x.ProcessGuid == row.ProcessGuid {
+				budgetRows = append(budgetRows, convergence.BudgetRow{Index: x.Index, Presence: x.Presence, State: x.State, Routable: x.Routable,
+					StopRequested: x.StopRequested, OnPresentCell: present[x.CellID], Since: x.Since})
+			}
+		}
+		t := convergence.TallyRows(d.Instances, b, budgetRows, nil)
+		if !convergence.DecideEvacuation(row.ProcessGuid, true, t, 0, now.UnixNano()).Go {
+			continue
+		}
+		evac := row
+		evac.Presence, evac.ModificationIndex = models.ActualLRP_EVACUATING, 1
+		s.Actual[i].State, s.Actual[i].CellID, s.Actual[i].Routable, s.Actual[i].InstanceGuid = unclaimedState, "", false, ""
+		s.Actual[i].Since, s.Actual[i].ModificationIndex = now.UnixNano(), row.ModificationIndex+1
+		s.Actual = append(s.Actual, evac)
+	}
+	slices.SortFunc(s.Actual, func(a, b convergence.ActualRow) int { return compareKeys(a.Key(), b.Key()) })
+	return s
+}
+
+func dumpRows(rows []convergence.ActualRow, guid string) string {
+	out := ""
+	for _, r := range rows {
+		if r.ProcessGuid == guid {
+			out += fmt.Sprintf("%d %v %v cell=%s def=%s routable=%v stop=%v\n", r.Index, r.Presence, r.State, r.CellID, r.DefinitionID, r.Routable, r.StopRequested)
+		}
+	}
+	return out
+}
