@@ -535,8 +535,9 @@ async function rollout() {
   await dialog.waitFor({ state: 'hidden' });
   await z1.locator('.badge', { hasText: 'draining' }).waitFor();
   await z1.locator('.capacity', { hasText: 'instances' }).locator('.figure', { hasText: /^0 \/ 16$/ }).waitFor();
+  await z1.locator('[data-testid=drain-status]', { hasText: /Draining since .+ · deadline none \(waits for the budgets\) · 0 waiting, 0 evacuating/ }).waitFor();
   await shot('cells-drained.png');
-  step('cell-z1 drained from the page: draining, and its instances gone, live');
+  step('cell-z1 drained from the page: draining, its drain status, and its instances gone, live');
 
 }
 

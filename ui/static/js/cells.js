@@ -1,5 +1,7 @@
-// The cells page: each cell's capacity in use, whether it drains, whether
-// its presence is current (present) or expired (suspect).
+// The cells page: each cell's capacity in use, whether it drains (and how
+// the drain goes: what is left, its deadline, and each LRP whose disruption
+// budget holds it), whether its presence is current (present) or expired
+// (suspect).
 import { h, replace, badge, coalesce, fmtTime } from './dom.js';
 import { confirmAction } from './dialog.js';
 import * as api from './api.js';
@@ -10,6 +12,8 @@ export function cellsPage() {
   const el = h('section', { class: 'page', dataset: { testid: 'cells-page' } }, h('h1', null, 'Cells'), status, list);
   const schedule = coalesce(250);
   let cells = [];
+  // drains: the drain status of each draining cell, by cell id.
+  let drains = {};
 
   function bar(label, capacity, free) {
     const total = capacity || 0;
@@ -61,6 +65,7 @@ export function cellsPage() {
         quarantined ? h('p', { class: 'small', dataset: { testid: 'cell-quarantine-reason' } },
           'Quarantined ', fmtTime(c.quarantined_at), ' by ', c.quarantined_by || '—', ': ', c.quarantine_reason || '—',
           '. Nothing new is placed on it until an operator clears it; its instances keep running.') : null,
+        c.draining ? drainStatus(c, drains[c.cell_id]) : null,
         bar('memory MB', cap.memory_mb, free.memory_mb),
         bar('disk MB', cap.disk_mb, free.disk_mb),
         bar('instances', cap.instances, free.instances),
@@ -68,9 +73,39 @@ export function cellsPage() {
     }));
   }
 
+  // drainStatus says how c's drain goes (GET /v1/cells/drain_status):
+  // instances left, its deadline, whether it went ahead past it, and each
+  // LRP whose disruption budget holds an evacuation, with why.
+  function drainStatus(c, st) {
+    const set = (v) => v && v !== '0';
+    const line = h('p', { class: 'small', dataset: { testid: 'drain-status' } },
+      'Draining since ', set(c.drain_started_at) ? fmtTime(c.drain_started_at) : '—',
+      ' · deadline ', set(c.drain_deadline) ? fmtTime(c.drain_deadline) : 'none (waits for the budgets)',
+      st ? ` · ${st.waiting || 0} waiting, ${st.evacuating || 0} evacuating` : '',
+      set(c.drain_overdue_at) ? ` · went ahead past its deadline at ${fmtTime(c.drain_overdue_at)}` : '');
+    const blocked = (st && st.blocked) || [];
+    if (blocked.length === 0) return line;
+    return h('div', null, line, h('ul', { class: 'small', dataset: { testid: 'drain-blocked' } }, blocked.map((b) => {
+      const by = b.blocked_by || {};
+      return h('li', { dataset: { lrp: b.process_guid } },
+        h('a', { href: '#/lrps/' + encodeURIComponent(b.process_guid) }, b.process_guid), `: ${b.waiting || 0} waiting — `,
+        h('span', { class: 'badge crashed' }, by.reason || 'blocked'), ' ', by.detail || '',
+        set(by.since) ? ` (since ${fmtTime(by.since)})` : '');
+    })));
+  }
+
   async function reload() {
     try {
       cells = (await api.listCells()).sort((a, b) => a.cell_id.localeCompare(b.cell_id));
+      const next = {};
+      await Promise.all(cells.filter((c) => c.draining).map(async (c) => {
+        try {
+          next[c.cell_id] = (await api.call('/v1/cells/drain_status', { cell_id: c.cell_id })).status || {};
+        } catch (err) {
+          // The cell's card still shows; its drain line says nothing more.
+        }
+      }));
+      drains = next;
       render();
     } catch (err) {
       replace(status, h('span', { class: 'error' }, err.type === 'Unauthorized'
