@@ -58,7 +58,9 @@ var _ = Describe("Two boards on one database", func() {
 			Eventually(first.session).WithTimeout(startupLimit).Should(gexec.Exit())
 			Eventually(func() float64 { return second.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))
 			AddReportEntry("takeover after SIGKILL ("+dialect+", lease TTL "+e2eLeaseTTL+")", time.Since(killed).Round(time.Millisecond).String())
-			Expect(string(second.session.Out.Contents())).To(ContainSubstring(`"bbs.convergence.lease.acquired"`))
+			// The log line and the metric are written together; the line
+			// reaches the test through a pipe, a moment later.
+			Eventually(func() string { return string(second.session.Out.Contents()) }).Should(ContainSubstring(`"bbs.convergence.lease.acquired"`))
 
 			_, err = api.DesireLRP(ctx, lrpSpec("after", "apps", 2))
 			Expect(err).NotTo(HaveOccurred())
