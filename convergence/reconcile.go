@@ -229,6 +229,8 @@ func wantedSlots(rows []row, instances int32) []indexRows {
 			slot.sus = r
 		case retiring:
 			slot.ret = r
+		case evacuating:
+			slot.evac = r
 		}
 	}
 	return slots

@@ -198,6 +198,16 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 			// business first; the index rolls once that is settled.
 			x.Current = true
 		}
+		if e := slot.evac; e != nil && e.State == running && e.Routable && p.cells.isPresent(e.cell) {
+			// So is a drain's hand-over: its EVACUATING instance serves
+			// until the ORDINARY one runs, on the definition it had. Were
+			// the index rolled now, its ORDINARY row would look like an
+			// outdated instance that serves nothing, be moved onto the
+			// active definition at once, outside the surge and the
+			// budget, and the evacuating instance would wait on a
+			// definition that has not proven itself.
+			x.Current = true
+		}
 		if r := slot.ret; r != nil {
 			x.Retiring = true
 			x.RetiringStopping = r.StopRequested
@@ -479,8 +489,8 @@ func (ro *rolloutLRP) createdAt(id string) int64 {
 
 // indexRows are the rows of one wanted index that a rollout looks at.
 type indexRows struct {
-	index         int32
-	ord, sus, ret *row
+	index               int32
+	ord, sus, ret, evac *row
 }
 
 // finishRollout writes the LRP's rollout record when this pass changes
