@@ -148,20 +148,10 @@ func (h *DefinitionHealth) validate(path string) error {
 	if err := validateDefinitionID(child(path, "definition_id"), h.GetDefinitionId()); err != nil {
 		return err
 	}
-	if h.GetChecks() < 0 {
-		return ErrInvalidField(child(path, "checks"), fmt.Sprintf("must not be negative, got %d", h.GetChecks()))
-	}
-	if f := h.GetCheckFailures(); f < 0 || f > h.GetChecks() {
-		return ErrInvalidField(child(path, "check_failures"), fmt.Sprintf("must be 0 to checks (%d), got %d", h.GetChecks(), f))
-	}
-	latencies, err := validateBucketCounts(child(path, "latency_bucket_counts"), h.GetLatencyBucketCounts(), HealthLatencyBucketsMs)
-	if err != nil {
+	if err := validateChecks(path, h.GetChecks(), h.GetCheckFailures(), h.GetLatencyBucketCounts()); err != nil {
 		return err
 	}
-	if latencies != int64(h.GetChecks()) {
-		return ErrInvalidField(child(path, "latency_bucket_counts"), fmt.Sprintf("must count each check once: %d counted, checks %d", latencies, h.GetChecks()))
-	}
-	if _, err = validateBucketCounts(child(path, "memory_bucket_counts"), h.GetMemoryBucketCounts(), MemoryBucketsMB); err != nil {
+	if _, err := validateBucketCounts(child(path, "memory_bucket_counts"), h.GetMemoryBucketCounts(), MemoryBucketsMB); err != nil {
 		return err
 	}
 	return h.validateInstances(child(path, "instances"))
@@ -203,6 +193,27 @@ func (h *DefinitionHealth) validateInstances(path string) error {
 	return nil
 }
 
+// validateChecks requires, of a report's entry or instance at path, checks
+// that are not negative, no more failures than checks, and the latency
+// buckets at full length (the table's bounds and +Inf) counting each
+// check once.
+func validateChecks(path string, checks, failures int32, latencyBuckets []int64) error {
+	if checks < 0 {
+		return ErrInvalidField(child(path, "checks"), fmt.Sprintf("must not be negative, got %d", checks))
+	}
+	if failures < 0 || failures > checks {
+		return ErrInvalidField(child(path, "check_failures"), fmt.Sprintf("must be 0 to checks (%d), got %d", checks, failures))
+	}
+	latencies, err := validateBucketCounts(child(path, "latency_bucket_counts"), latencyBuckets, HealthLatencyBucketsMs)
+	if err != nil {
+		return err
+	}
+	if latencies != int64(checks) {
+		return ErrInvalidField(child(path, "latency_bucket_counts"), fmt.Sprintf("must count each check once: %d counted, checks %d", latencies, checks))
+	}
+	return nil
+}
+
 // validate requires the instance's index and guid, counts that are not
 // negative, no more failures than checks, the latency buckets at full
 // length counting each check once, and a memory sample that is not
@@ -214,18 +225,8 @@ func (in *InstanceHealth) validate(path string) error {
 	if err := validateInstanceGuid(child(path, "instance_guid"), in.GetInstanceGuid()); err != nil {
 		return err
 	}
-	if in.GetChecks() < 0 {
-		return ErrInvalidField(child(path, "checks"), fmt.Sprintf("must not be negative, got %d", in.GetChecks()))
-	}
-	if f := in.GetCheckFailures(); f < 0 || f > in.GetChecks() {
-		return ErrInvalidField(child(path, "check_failures"), fmt.Sprintf("must be 0 to checks (%d), got %d", in.GetChecks(), f))
-	}
-	latencies, err := validateBucketCounts(child(path, "latency_bucket_counts"), in.GetLatencyBucketCounts(), HealthLatencyBucketsMs)
-	if err != nil {
+	if err := validateChecks(path, in.GetChecks(), in.GetCheckFailures(), in.GetLatencyBucketCounts()); err != nil {
 		return err
-	}
-	if latencies != int64(in.GetChecks()) {
-		return ErrInvalidField(child(path, "latency_bucket_counts"), fmt.Sprintf("must count each check once: %d counted, checks %d", latencies, in.GetChecks()))
 	}
 	if in.MemoryMb != nil && in.GetMemoryMb() < 0 {
 		return ErrInvalidField(child(path, "memory_mb"), fmt.Sprintf("must not be negative, got %d", in.GetMemoryMb()))
