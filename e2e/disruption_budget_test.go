@@ -200,7 +200,7 @@ var _ = Describe("disruption budget", func() {
 		AddReportEntry("deadline set to rep exited", took.Round(time.Millisecond).String())
 		AddReportEntry("deadline to first overdue hand-over", time.Duration(cell.GetDrainOverdueAt()-cell.GetDrainDeadline()).Round(time.Millisecond).String())
 
-		By("aborting the rollout brings the held index back, on the remaining cell")
+		By("aborting the rollout brings the index it left down back, on the remaining cell")
 		_, err = b.client().AbortRollout(ctx, guid, false)
 		Expect(err).NotTo(HaveOccurred())
 		rows = steady(b, guid, instances, "cell-z2")
