@@ -92,6 +92,9 @@ type countGauges struct {
 	// crashSpikes are the cells whose crashes spiked in the latest full
 	// pass.
 	crashSpikes []convergence.CellCrashSpike
+	// drainsBlocked counts the LRPs whose evacuations wait, by reason, as
+	// of the latest full pass (Runner.drainsBlocked).
+	drainsBlocked map[string]int
 }
 
 type countGauge struct {
@@ -160,11 +163,11 @@ var (
 		"An autoscaled LRP's max; no series while its max is -1 (no limit).", []string{"process_guid"}, nil)
 )
 
-// blockedDesc counts what does not move, by kind (rollout, operation) and
-// reason (models.BlockedReasons): every pair has a series, 0 when nothing
-// is so blocked. Drains publish their own kind where they are counted.
+// blockedDesc counts what does not move, by kind (rollout, operation,
+// drain) and reason (models.BlockedReasons): every pair has a series, 0
+// when nothing is so blocked.
 var blockedDesc = prometheus.NewDesc("corkboard_blocked",
-	"Rollouts under way, and operations whose rollout is under way, that are blocked (their blocked_by), by kind and reason, as of the latest full convergence pass. Diego has no such metric.",
+	"Rollouts under way, operations whose rollout is under way, and LRPs whose evacuation from a draining cell waits, that are blocked (their blocked_by), by kind and reason, as of the latest full convergence pass. Diego has no such metric.",
 	[]string{"kind", "reason"}, nil)
 
 // crashSpikeDesc is a cell whose crashes spike (convergence.CrashMemory):
@@ -180,6 +183,16 @@ func (g *countGauges) setCrashSpikes(spikes []convergence.CellCrashSpike) {
 	defer g.mu.Unlock()
 	if g.owned {
 		g.crashSpikes = spikes
+	}
+}
+
+// setDrainsBlocked publishes the drains' blocked LRPs of a full pass,
+// replacing the previous ones.
+func (g *countGauges) setDrainsBlocked(blocked map[string]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owned {
+		g.drainsBlocked = blocked
 	}
 }
 
@@ -213,6 +226,7 @@ func (g *countGauges) setOwned(owned bool) {
 		g.counts = nil
 		g.autoscaled = nil
 		g.crashSpikes = nil
+		g.drainsBlocked = nil
 	}
 }
 
@@ -236,6 +250,7 @@ func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 		autoscaled = append(autoscaled, a)
 	}
 	spikes := g.crashSpikes
+	drains := g.drainsBlocked
 	g.mu.Unlock()
 	for _, s := range spikes {
 		ch <- prometheus.MustNewConstMetric(crashSpikeDesc, prometheus.GaugeValue, float64(s.Crashes), s.CellID)
@@ -257,5 +272,6 @@ func (g *countGauges) Collect(ch chan<- prometheus.Metric) {
 	for _, reason := range models.BlockedReasons {
 		ch <- prometheus.MustNewConstMetric(blockedDesc, prometheus.GaugeValue, float64(counts.RolloutsBlocked[reason]), "rollout", reason)
 		ch <- prometheus.MustNewConstMetric(blockedDesc, prometheus.GaugeValue, float64(counts.OperationsBlocked[reason]), "operation", reason)
+		ch <- prometheus.MustNewConstMetric(blockedDesc, prometheus.GaugeValue, float64(drains[reason]), "drain", reason)
 	}
 }

@@ -88,6 +88,9 @@ type Store interface {
 	// QuarantineCell quarantines a cell whose crashes spike
 	// (Plan.Quarantine; db.CellDB).
 	QuarantineCell(ctx context.Context, cellID, reason, by string, clearedAt int64) (bool, error)
+	// DrainStatus says which LRPs' disruption budgets hold a draining
+	// cell's evacuations (db.CellDB), for corkboard_blocked's drain kind.
+	DrainStatus(ctx context.Context, cellID string) (*models.DrainStatus, error)
 }
 
 // RunnerConfig configures a Runner; zero values take the defaults.
@@ -166,6 +169,10 @@ type Runner struct {
 	// being replaced or moved (Plan.Underway); only the converging
 	// goroutine touches it.
 	rolling map[string]struct{}
+
+	// draining are the cells the latest full pass saw draining; only the
+	// converging goroutine touches it.
+	draining []string
 
 	// judging are the LRPs a verdict is being made of (analysis.go).
 	judgingMu sync.Mutex
@@ -353,11 +360,33 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 	r.metrics.counts.set(&plan.Counts)
 	r.metrics.counts.setAutoscaled(plan.Autoscaled, nil)
 	r.metrics.counts.setCrashSpikes(plan.CrashSpikes)
+	r.metrics.counts.setDrainsBlocked(r.drainsBlocked(ctx))
 	// A full plan knows every wake-up there is.
 	s.setWake(plan.NextWake, started)
 	r.pruneOperations(ctx)
 	r.pruneCommitReceipts(ctx)
 	r.pruneCrashes(ctx)
+}
+
+// drainsBlocked counts, by reason, the LRPs whose evacuation from a
+// draining cell waits (one per cell and LRP, as the cell's drain status
+// names them), over the cells the latest full pass saw draining. A cell
+// whose status cannot be read is left out and logged.
+func (r *Runner) drainsBlocked(ctx context.Context) map[string]int {
+	counts := map[string]int{}
+	for _, cellID := range r.draining {
+		status, err := r.store.DrainStatus(ctx, cellID)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.logger.Error("drain-status-failed", err, lager.Data{"cell_id": cellID})
+			}
+			continue
+		}
+		for _, b := range status.GetBlocked() {
+			counts[b.GetBlockedBy().GetReason()]++
+		}
+	}
+	return counts
 }
 
 // pruneCrashes deletes crashes no window remembers; a failure is logged
@@ -426,6 +455,14 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 		return nil, r.failed(ctx, logger, kind, "load-crashes", err)
 	}
 	r.noteRollouts(guids, snapshot)
+	if guids == nil {
+		r.draining = r.draining[:0]
+		for _, c := range snapshot.Cells {
+			if c.Draining {
+				r.draining = append(r.draining, c.CellID)
+			}
+		}
+	}
 	r.judgeDue(ctx, snapshot)
 	loaded := time.Now()
 	planner := r.cfg.Planner

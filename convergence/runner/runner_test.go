@@ -162,11 +162,36 @@ var _ = Describe("Runner", func() {
 				Eventually(blocked).WithTimeout(runnerLimit).Should(Equal(map[string]float64{
 					"rollout/" + models.BlockedNoCapacity: 1, "operation/" + models.BlockedNoCapacity: 1,
 				}), "v2 fits no cell, and the update's operation waits on its rollout")
-				Expect(r.families()["corkboard_blocked"].GetMetric()).To(HaveLen(2*len(models.BlockedReasons)), "every kind and reason has a series")
+				Expect(r.families()["corkboard_blocked"].GetMetric()).To(HaveLen(3*len(models.BlockedReasons)), "every kind and reason has a series")
 				Eventually(r.gauge("corkboard_rollouts_blocked_too_long")).WithTimeout(runnerLimit).Should(Equal(1.0), "blocked by one cause for longer than 1ns, once a later pass sees it")
 				st, err := store.RolloutStatus(ctx, "rolling")
 				Expect(err).NotTo(HaveOccurred())
 				Expect(st.GetBlockedBy().GetDetail()).To(HavePrefix("index 0 fits no cell: zone "))
+			})
+
+			It("publishes a drain whose evacuation a spent disruption budget holds, as kind drain", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				desire(ctx, store, "web", 2)
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: 200 * time.Millisecond})
+				Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
+				By("index 0 runs, index 1 never starts: web's budget of 0 is spent")
+				key := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+				caller := models.Caller{InstanceGuid: "instance-0", CellID: "cell-1"}
+				_, err := store.ClaimActualLRP(ctx, key, caller)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = store.StartActualLRP(ctx, key, caller, &models.NetInfo{Address: "10.0.0.1"}, true)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(store.DrainCell(ctx, "cell-1")).To(Succeed())
+				drains := func() float64 {
+					for _, m := range r.families()["corkboard_blocked"].GetMetric() {
+						if m.GetLabel()[0].GetValue() == "drain" && m.GetLabel()[1].GetValue() == models.BlockedBudgetExhausted {
+							return m.GetGauge().GetValue()
+						}
+					}
+					return -1
+				}
+				Eventually(drains).WithTimeout(runnerLimit).Should(Equal(1.0), "web/0's hand-over waits for web/1")
 			})
 
 			It("converges as soon as it owns the lease, and on a trigger without waiting for the interval", func() {
