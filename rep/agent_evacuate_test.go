@@ -67,7 +67,11 @@ var _ = Describe("the agent evacuating its cell, on a fake executor", func() {
 		ctx := context.Background()
 		def := reptest.HelloDefinition(reptest.HTTPCheck())
 		def.DefinitionId = ""
-		_, err = board.store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 2, Definition: def})
+		// A budget of 100%: this spec is about the rep's hand-over, not the
+		// disruption budget, which with its default of 0 hands over one
+		// instance at a time (docs/disruption-budget.md).
+		_, err = board.store.DesireLRP(ctx, &models.DesiredLRP{ProcessGuid: "hello", Domain: "rep-suite", Instances: 2, Definition: def,
+			DisruptionBudget: &models.DisruptionBudget{MaxUnavailable: "100%"}})
 		Expect(err).NotTo(HaveOccurred())
 		var placements []convergence.Placement
 		for _, row := range board.rows("hello") {
