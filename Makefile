@@ -39,9 +39,9 @@ run-tls: build ## the same cluster with mutual TLS end to end (hack/run-tls.sh)
 # test: every suite, then the storage suite again with one in three write
 # transactions failing at commit (a conflict, or the connection lost before
 # or after the COMMIT; db/sqldb/commit.go), which must change no outcome.
+# The end-to-end suite runs beside the others (hack/test.sh).
 test: check-generated vet ## every suite, then the storage suite with commit faults (needs the databases)
-	$(GO) test -count=1 -p 1 -timeout 30m ./...
-	CORKBOARD_COMMIT_FAULTS=3 $(GO) test -count=1 -timeout 10m ./db/sqldb/
+	GO="$(GO)" hack/test.sh
 
 # test-browser: the dashboard in Debian's Chromium (/usr/bin/chromium),
 # driven by playwright-core from ui/browsertest (npm ci there when its

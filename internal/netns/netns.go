@@ -16,12 +16,16 @@ package netns
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"sync/atomic"
 )
 
 // Namespace is a network namespace with one veth pair to the host: the
@@ -34,25 +38,62 @@ type Namespace struct {
 	IP     string
 	// hostLink is the pair's end on the host: Partition sets it down.
 	hostLink string
+	// subnetNo is the number of its /30 (claimSubnet).
+	subnetNo int
 }
 
-// block is the namespaces' addresses: subnets numbers the /30s this
-// process hands out in it.
+// block is the namespaces' addresses, 16,384 /30s.
 const block = "10.231.0.0/16"
 
-var subnets atomic.Int32
+// claims is where the /30s in use on this machine are claimed, one file
+// each, named by the /30's number: test processes that run at the same
+// time (go test runs packages side by side) must not hand out the same
+// addresses, so a /30 is taken by creating its file, which fails when
+// another process holds it, and given back by Delete.
+var claims = "/run/corkboard-netns"
+
+// claimSubnet claims a free /30 of block for the namespace named name
+// and returns its number, 1 to 16,383 (0 would hold the block's network
+// address). It looks from a random number on, so that processes starting
+// together rarely try the same files.
+func claimSubnet(name string) (int, error) {
+	if err := os.MkdirAll(claims, 0o755); err != nil {
+		return 0, err
+	}
+	var b [2]byte
+	rand.Read(b[:])
+	start := int(binary.BigEndian.Uint16(b[:]))
+	for i := range 16383 {
+		n := 1 + (start+i)%16383
+		f, err := os.OpenFile(filepath.Join(claims, strconv.Itoa(n)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		_, err = f.WriteString(name + "\n")
+		f.Close()
+		return n, err
+	}
+	return 0, fmt.Errorf("every /30 of %s is claimed: see %s", block, claims)
+}
 
 // Create makes a namespace and its veth pair, both up.
 func Create() (*Namespace, error) {
 	var random [3]byte
 	rand.Read(random[:])
 	id := hex.EncodeToString(random[:])
-	n := subnets.Add(1)
+	n, err := claimSubnet("corkboard-" + id)
+	if err != nil {
+		return nil, err
+	}
 	ns := &Namespace{
 		Name:     "corkboard-" + id,
 		HostIP:   fmt.Sprintf("10.231.%d.%d", n/64, (n%64)*4+1),
 		IP:       fmt.Sprintf("10.231.%d.%d", n/64, (n%64)*4+2),
 		hostLink: "ckh" + id,
+		subnetNo: n,
 	}
 	inner := "ckn" + id
 	steps := [][]string{
@@ -94,7 +135,8 @@ const forwardingPath = "/proc/sys/net/ipv4/ip_forward"
 
 // EnableForwarding turns this host's IPv4 forwarding on, so namespaces
 // reach each other through it, and returns what turns it back to what it
-// was.
+// was — unless a namespace, this process's or another's, still holds a
+// /30 then: its processes may still need the forwarding.
 func EnableForwarding() (restore func() error, err error) {
 	was, err := os.ReadFile(forwardingPath)
 	if err != nil {
@@ -103,7 +145,12 @@ func EnableForwarding() (restore func() error, err error) {
 	if err := os.WriteFile(forwardingPath, []byte("1\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("turning IPv4 forwarding on: %w", err)
 	}
-	return func() error { return os.WriteFile(forwardingPath, was, 0o644) }, nil
+	return func() error {
+		if held, _ := os.ReadDir(claims); len(held) > 0 {
+			return nil
+		}
+		return os.WriteFile(forwardingPath, was, 0o644)
+	}, nil
 }
 
 // Partition cuts the namespace off: its link goes down, and packets sent
@@ -121,7 +168,9 @@ func (ns *Namespace) Heal() error { return ip("link", "set", ns.hostLink, "up") 
 func (ns *Namespace) Delete() error {
 	ip("route", "del", "blackhole", ns.subnet(), "metric", "4000")
 	ip("link", "del", ns.hostLink)
-	return ip("netns", "del", ns.Name)
+	err := ip("netns", "del", ns.Name)
+	os.Remove(filepath.Join(claims, strconv.Itoa(ns.subnetNo)))
+	return err
 }
 
 // subnet is the pair's /30.
