@@ -124,21 +124,7 @@ func (s *SQLDB) DrainCellBy(ctx context.Context, cellID string, deadline time.Du
 	if deadline < 0 || deadline > models.MaxDrainDeadline {
 		return errInvalid("deadline_ms", fmt.Sprintf("must be between 0 and %d (7 days), got %d", models.MaxDrainDeadline.Milliseconds(), deadline.Milliseconds()))
 	}
-	if cellID == "" {
-		return errInvalid("cell_id", "required")
-	}
-	if err := checkWidth("cell_id", cellID, maxCellID); err != nil {
-		return err
-	}
-	return s.transactPublishing(ctx, "drain cell", func(tx *sql.Tx) ([]models.Event, error) {
-		now := s.now().UnixNano()
-		before, err := s.lockCell(ctx, tx, cellID, now)
-		if err != nil {
-			return nil, err
-		}
-		if before == nil {
-			return nil, errNotFound("cell %q not found", cellID)
-		}
+	return s.changeCell(ctx, "drain cell", cellID, func(before *models.Cell, now int64) (*models.Cell, string, []any) {
 		after := proto.Clone(before).(*models.Cell)
 		if !before.Draining {
 			after.Draining = true
@@ -150,61 +136,58 @@ func (s *SQLDB) DrainCellBy(ctx context.Context, cellID string, deadline time.Du
 			after.DrainDeadline = now + int64(deadline)
 		}
 		if proto.Equal(before, after) {
-			return nil, nil
+			return nil, "", nil
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE cells SET draining = ?, drain_started_at = ?, drain_deadline = ?, drain_overdue_at = ? WHERE cell_id = ?`,
-			true, after.DrainStartedAt, after.DrainDeadline, after.DrainOverdueAt, cellID); err != nil {
-			return nil, err
-		}
-		return []models.Event{models.CellChanged(before, after)}, nil
+		return after, "draining = ?, drain_started_at = ?, drain_deadline = ?, drain_overdue_at = ?",
+			[]any{true, after.DrainStartedAt, after.DrainDeadline, after.DrainOverdueAt}
 	})
 }
 
 // QuarantineCell quarantines the cell; see db.CellDB.
 func (s *SQLDB) QuarantineCell(ctx context.Context, cellID, reason, by string, clearedAt int64) (bool, error) {
-	if cellID == "" {
-		return false, errInvalid("cell_id", "required")
-	}
-	if err := checkWidth("cell_id", cellID, maxCellID); err != nil {
-		return false, err
-	}
 	reason, by = truncateText(reason, maxQuarantineReason), truncateText(by, maxQuarantineBy)
 	changed := false
-	err := s.transactPublishing(ctx, "quarantine cell", func(tx *sql.Tx) ([]models.Event, error) {
+	err := s.changeCell(ctx, "quarantine cell", cellID, func(before *models.Cell, now int64) (*models.Cell, string, []any) {
 		changed = false
-		now := s.now().UnixNano()
-		before, err := s.lockCell(ctx, tx, cellID, now)
-		if err != nil {
-			return nil, err
-		}
-		if before == nil {
-			return nil, errNotFound("cell %q not found", cellID)
-		}
 		if before.QuarantinedAt != 0 || (clearedAt >= 0 && before.QuarantineClearedAt != clearedAt) {
-			return nil, nil
-		}
-		if _, err := s.exec(ctx, tx, `UPDATE cells SET quarantined_at = ?, quarantined_by = ?, quarantine_reason = ? WHERE cell_id = ?`,
-			now, by, reason, cellID); err != nil {
-			return nil, err
+			return nil, "", nil
 		}
 		after := proto.Clone(before).(*models.Cell)
 		after.QuarantinedAt, after.QuarantinedBy, after.QuarantineReason = now, by, reason
 		changed = true
-		return []models.Event{models.CellChanged(before, after)}, nil
+		return after, "quarantined_at = ?, quarantined_by = ?, quarantine_reason = ?", []any{now, by, reason}
 	})
-	return changed, err
+	return changed && err == nil, err
 }
 
 // ClearCellQuarantine clears the cell's quarantine; see db.CellDB.
 func (s *SQLDB) ClearCellQuarantine(ctx context.Context, cellID, by string) error {
+	by = truncateText(by, maxQuarantineBy)
+	return s.changeCell(ctx, "clear cell quarantine", cellID, func(before *models.Cell, now int64) (*models.Cell, string, []any) {
+		if before.QuarantinedAt == 0 {
+			return nil, "", nil
+		}
+		after := proto.Clone(before).(*models.Cell)
+		after.QuarantinedAt, after.QuarantinedBy, after.QuarantineReason = 0, "", ""
+		after.QuarantineClearedAt, after.QuarantineClearedBy = now, by
+		return after, "quarantined_at = 0, quarantined_by = '', quarantine_reason = '', quarantine_cleared_at = ?, quarantine_cleared_by = ?",
+			[]any{now, by}
+	})
+}
+
+// changeCell is an operator's change to one cell's row: it checks
+// cellID, locks the row (ResourceNotFound when there is none) and asks
+// change what becomes of the cell at now: nil when nothing changes, or
+// the cell after, with the UPDATE's SET clause and its arguments, which
+// it writes, logging cell_changed with the cell before and after.
+func (s *SQLDB) changeCell(ctx context.Context, what, cellID string, change func(before *models.Cell, now int64) (after *models.Cell, set string, args []any)) error {
 	if cellID == "" {
 		return errInvalid("cell_id", "required")
 	}
 	if err := checkWidth("cell_id", cellID, maxCellID); err != nil {
 		return err
 	}
-	by = truncateText(by, maxQuarantineBy)
-	return s.transactPublishing(ctx, "clear cell quarantine", func(tx *sql.Tx) ([]models.Event, error) {
+	return s.transactPublishing(ctx, what, func(tx *sql.Tx) ([]models.Event, error) {
 		now := s.now().UnixNano()
 		before, err := s.lockCell(ctx, tx, cellID, now)
 		if err != nil {
@@ -213,16 +196,13 @@ func (s *SQLDB) ClearCellQuarantine(ctx context.Context, cellID, by string) erro
 		if before == nil {
 			return nil, errNotFound("cell %q not found", cellID)
 		}
-		if before.QuarantinedAt == 0 {
+		after, set, args := change(before, now)
+		if after == nil {
 			return nil, nil
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE cells SET quarantined_at = 0, quarantined_by = '', quarantine_reason = '',
- quarantine_cleared_at = ?, quarantine_cleared_by = ? WHERE cell_id = ?`, now, by, cellID); err != nil {
+		if _, err := s.exec(ctx, tx, "UPDATE cells SET "+set+" WHERE cell_id = ?", append(args, cellID)...); err != nil {
 			return nil, err
 		}
-		after := proto.Clone(before).(*models.Cell)
-		after.QuarantinedAt, after.QuarantinedBy, after.QuarantineReason = 0, "", ""
-		after.QuarantineClearedAt, after.QuarantineClearedBy = now, by
 		return []models.Event{models.CellChanged(before, after)}, nil
 	})
 }
