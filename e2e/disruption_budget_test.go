@@ -19,7 +19,8 @@ import (
 
 // The disruption budget (docs/disruption-budget.md) with real reps: one
 // LRP's rollout, two drains and its autoscaler's scale-down at once never
-// take more of its indices down than its budget allows, and a drain the budget holds
+// take more of its indices down than its budget allows; a drain that a
+// rollout's new instance, still starting, holds by spending the budget
 // says so and goes ahead at its deadline.
 var _ = Describe("disruption budget", func() {
 	const guid = "hello"
@@ -165,7 +166,7 @@ var _ = Describe("disruption budget", func() {
 		Expect(fewest).To(BeNumerically(">=", after-budget), "fewest of the wanted indices serving at one look: %s", worst)
 	})
 
-	It("holds a drain while a failed rollout spends the budget, names the LRP budget_exhausted, and goes ahead past its deadline", func() {
+	It("holds a drain while a rollout's new instance, still starting, spends the budget, names the LRP budget_exhausted, and goes ahead past its deadline", func() {
 		const instances = 4
 		b := startBoard(nil)
 		b.cork("set-domain", "cork")
@@ -184,20 +185,36 @@ var _ = Describe("disruption budget", func() {
 		v1ID := rows[0].GetDefinitionId()
 		Expect(zonesOf(rows)).To(HaveKey("cell-z1"), "cell-z1 holds some of it: %s", describe(rows))
 
-		By("a rollout to a definition that never gets healthy fails at its deadline, holding one index down: the budget is spent")
-		// Failed, the rollout starts nothing more, so what the drain
-		// hands over is replaced on v1. (A rollout still PROGRESSING would
-		// move each evacuated index onto the broken definition, and the
-		// drain could not end before the rep's evacuation timeout.)
-		_, err = b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-			Definition:     definitionFixture("hello-unhealthy-definition.json"),
-			UpdateStrategy: &models.UpdateStrategy{MaxSurge: "0", MaxUnavailable: "1", ProgressDeadlineMs: 5000},
-		})
+		By("a rollout to a definition slow to become healthy stops one index, whose new instance is still starting: the budget is spent")
+		// The new definition's health check fails throughout the spec and
+		// its start timeout is far off: its instance is starting, not
+		// crashed, and the rollout stays PROGRESSING, as when an operator
+		// drains a cell during a rollout of a slow-starting version.
+		slow := definitionFixture("hello-unhealthy-definition.json")
+		slow.StartTimeoutMs = (10 * time.Minute).Milliseconds()
+		updated, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{Definition: slow})
 		Expect(err).NotTo(HaveOccurred())
-		waitForRollout(b, guid, changeLimit, rolloutCondition{"FAILED", func(s *models.RolloutStatus) bool {
-			return s.GetState() == models.RolloutStatus_FAILED
-		}})
-		Expect(servingIndices(b, guid, v1ID)).To(HaveLen(instances - 1))
+		v2ID := updated.GetActiveDefinitionId()
+		Expect(v2ID).NotTo(BeElementOf(v1ID, ""))
+		Eventually(func() error {
+			var starting []*models.ActualLRP
+			for _, row := range b.lrps(guid) {
+				if row.GetDefinitionId() == v2ID && row.GetCellId() != "" && row.GetState() != models.ActualLRP_RUNNING {
+					starting = append(starting, row)
+				}
+			}
+			if len(starting) != 1 || len(servingIndices(b, guid, v1ID)) != instances-1 {
+				return fmt.Errorf("want one instance of the new definition starting and %d indices serving v1, have %s", instances-1, describe(b.lrps(guid)))
+			}
+			return nil
+		}).Should(Succeed())
+		expectProgressing := func() {
+			GinkgoHelper()
+			s, err := b.client().RolloutStatus(ctx, guid)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.GetState()).To(Equal(models.RolloutStatus_PROGRESSING), "the rollout goes on: %s", s.GetReason())
+		}
+		expectProgressing()
 
 		By("a drain without a deadline waits, and says for what")
 		drained := time.Now()
@@ -235,8 +252,11 @@ var _ = Describe("disruption budget", func() {
 		took := time.Since(set)
 		Expect(z1.session.Out).NotTo(gbytes.Say(`rep\.agent\.evacuate\.timed-out-stopping-the-rest`))
 
+		// What cell-z1 handed over went on the definition it ran, not onto
+		// the one still starting, which would have taken it down too.
 		serving := servingIndices(b, guid, v1ID)
 		Expect(serving).To(HaveLen(instances-1), "the indices the rollout did not take down serve on v1: %s", describe(b.lrps(guid)))
+		expectProgressing()
 		for _, row := range b.lrps(guid) {
 			Expect(row.GetCellId()).NotTo(Equal("cell-z1"), "nothing is left on the drained cell: %s", describe(b.lrps(guid)))
 		}
@@ -255,7 +275,7 @@ var _ = Describe("disruption budget", func() {
 		AddReportEntry("deadline set to rep exited", took.Round(time.Millisecond).String())
 		AddReportEntry("deadline to first overdue hand-over", time.Duration(cell.GetDrainOverdueAt()-cell.GetDrainDeadline()).Round(time.Millisecond).String())
 
-		By("aborting the rollout brings the index it left down back, on the remaining cell")
+		By("aborting the rollout brings the index its new instance held down back on v1, on the remaining cell")
 		_, err = b.client().AbortRollout(ctx, guid, false)
 		Expect(err).NotTo(HaveOccurred())
 		rows = steady(b, guid, instances, "cell-z2")
