@@ -3,6 +3,9 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,13 +14,13 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
 
-	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
 )
 
 // The disruption budget (docs/disruption-budget.md) with real reps: one
-// LRP's rollout, two drains and a scale-down at once never take more of
-// its indices down than its budget allows, and a drain the budget holds
+// LRP's rollout, two drains and its autoscaler's scale-down at once never
+// take more of its indices down than its budget allows; a drain that a
+// rollout's new instance, still starting, holds by spending the budget
 // says so and goes ahead at its deadline.
 var _ = Describe("disruption budget", func() {
 	const guid = "hello"
@@ -30,8 +33,17 @@ var _ = Describe("disruption budget", func() {
 	// deadline against hanging, not a speed requirement.
 	const changeLimit = 3 * time.Minute
 
-	It("keeps 6 instances over 3 cells with budget 1 at most one index down through a rollout, two drains and a scale-down to 5 issued at once", func() {
+	It("keeps 6 instances over 3 cells with budget 1 at most one index down through a rollout, two drains and an autoscaler scale-down to 5 issued at once", func() {
 		const before, after, budget = 6, 5, 1
+		// window is the LRP's scale_down_stabilization_ms, short for the
+		// test: the autoscaler goes down this long after the occupancy
+		// does, while the rollout and the drains are under way.
+		const window = 100 * time.Millisecond
+		// minReady keeps each of the rollout's new instances from counting
+		// as done for this long, so that the rollout is still under way
+		// when the autoscaler decides (a deadline, not a speed: the
+		// autoscaler's decision comes well within one minReady).
+		const minReady = 2 * time.Second
 		b := startBoard(nil)
 		b.cork("set-domain", "cork")
 		z1 := startRep(b, "cell-z1", "z1", reps)
@@ -40,14 +52,34 @@ var _ = Describe("disruption budget", func() {
 
 		lrp := &models.DesiredLRP{}
 		readFixture("hello-local.json", lrp)
-		lrp.Instances = before
+		lrp.Instances = after
 		// The strategy alone would take two indices down at once: the
 		// budget gives it one.
-		lrp.UpdateStrategy = &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "2"}
+		lrp.UpdateStrategy = &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "2", MinReadyMs: minReady.Milliseconds()}
 		lrp.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: fmt.Sprint(budget)}
+		// The autoscaler owns the count: min 5, and with ready_target 0.5
+		// three occupied instances want ceil(3 / (1 − 0.5)) = 6.
+		lrp.Autoscaling = &models.Autoscaling{
+			Enabled: true, Min: after, Max: 8,
+			Policy: &models.AutoscalingPolicy{
+				Type: models.RoomOccupancyPolicy,
+				Parameters: &models.AutoscalingPolicyParameters{
+					RoomOccupancy: &models.RoomOccupancyParameters{ReadyTarget: 0.5},
+				},
+			},
+			ScaleDownStabilizationMs: window.Milliseconds(),
+		}
 		_, err := b.client().DesireLRP(ctx, lrp)
 		Expect(err).NotTo(HaveOccurred())
+		steady(b, guid, after, "cell-z1", "cell-z2", "cell-z3")
+
+		By("3 of them occupied: the autoscaler scales up to 6")
+		var occupied []*models.ActualLRP
+		for i := range int32(3) {
+			occupied = append(occupied, occupyIndex(b, guid, i))
+		}
 		rows := steady(b, guid, before, "cell-z1", "cell-z2", "cell-z3")
+		Expect(desiredInstances(b, guid)).To(BeEquivalentTo(before))
 		v1ID := rows[0].GetDefinitionId()
 		expectVersion(rows, v1ID, "v1")
 		Expect(zonesOf(rows)).To(HaveLen(3), "every cell holds some of it: %s", describe(rows))
@@ -56,6 +88,7 @@ var _ = Describe("disruption budget", func() {
 		r := startRouter(b, guid)
 		Eventually(r.routable).Should(Equal(before), "the router sees every instance before the changes")
 		sampler := watchWantedIndices(b, guid, after)
+		counts := sampleCounts(b, guid)
 
 		start := time.Now()
 		var issued sync.WaitGroup
@@ -77,10 +110,16 @@ var _ = Describe("disruption budget", func() {
 		})
 		issue("the drain of cell-z1", func() error { return b.client().DrainCell(ctx, "cell-z1") })
 		issue("the drain of cell-z2", func() error { return b.client().DrainCell(ctx, "cell-z2") })
-		issue("the scale-down to 5", func() error {
-			five := int32(after)
-			_, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{Instances: &five})
-			return err
+		// Nothing sets the count: the instances say they are ready, and
+		// the autoscaler decides 5 (ceil(0 / 0.5) = 0, clamped to min 5)
+		// once the window has passed.
+		issue("the instances' release of their occupancy", func() error {
+			for _, row := range occupied {
+				if code := post(row, "/ready"); code != http.StatusNoContent {
+					return fmt.Errorf("POST /ready to %s/%d: %d", guid, row.GetIndex(), code)
+				}
+			}
+			return nil
 		})
 		issued.Wait()
 		Expect(v2ID).NotTo(BeElementOf(v1ID, ""))
@@ -95,10 +134,27 @@ var _ = Describe("disruption budget", func() {
 		Expect(z1.session.Out).NotTo(gbytes.Say(`rep\.agent\.evacuate\.timed-out-stopping-the-rest`))
 		Expect(z2.session.Out).NotTo(gbytes.Say(`rep\.agent\.evacuate\.timed-out-stopping-the-rest`))
 
+		By("the autoscaler made the scale-down, while the rollout was under way")
+		Expect(desiredInstances(b, guid)).To(BeEquivalentTo(after))
+		ops, _ := autoscaleOps(b, guid)
+		Expect(ops).To(ContainElement(MatchRegexp(`^FINISHED history: .*occupied 0, ready_target 0\.5: .*wanted 5; instances 6 → 5`)),
+			"an AUTOSCALE operation took the count from 6 to 5 on no occupancy")
+		samples := counts.stop()
+		down := slices.IndexFunc(samples, func(smp countSample) bool { return smp.instances == after })
+		Expect(down).To(BeNumerically(">", 0), "the count was seen at 6, then at 5")
+		for _, smp := range samples[:down] {
+			Expect(smp.instances).To(BeEquivalentTo(before), "6 until the scale-down, at %s", smp.at.Format(time.StampMilli))
+		}
+		scaledDown := samples[down].at
+		Expect(scaledDown.UnixNano()).To(BeNumerically("<", status.GetFinishedAt()), "the scale-down came before the rollout completed")
+
 		Eventually(r.sent).Should(BeNumerically(">", 100))
 		stats := r.stop()
 		looks, fewest, worst := sampler.stop()
 		AddReportEntry("changes issued to 5 on v2 on cell-z3, both drained reps gone", took.Round(time.Millisecond).String())
+		AddReportEntry("autoscaler at 5 after / rollout COMPLETE after", fmt.Sprintf("%s / %s",
+			scaledDown.Sub(start).Round(time.Millisecond), time.Unix(0, status.GetFinishedAt()).Sub(start).Round(time.Millisecond)))
+		AddReportEntry("AUTOSCALE operations (newest first)", strings.Join(ops, "\n"))
 		AddReportEntry("router", fmt.Sprintf("%d requests, %d failed, fewest routable indices %d, answers by version %v, %d relists",
 			stats.Requests, len(stats.Failures), stats.Fewest, stats.Versions, stats.Relists))
 		AddReportEntry("sampler", fmt.Sprintf("%d looks, fewest of indices 0-%d serving %d", looks, after-1, fewest))
@@ -110,7 +166,7 @@ var _ = Describe("disruption budget", func() {
 		Expect(fewest).To(BeNumerically(">=", after-budget), "fewest of the wanted indices serving at one look: %s", worst)
 	})
 
-	It("holds a drain while a failed rollout spends the budget, names the LRP budget_exhausted, and goes ahead past its deadline", func() {
+	It("holds a drain while a rollout's new instance, still starting, spends the budget, names the LRP budget_exhausted, and goes ahead past its deadline", func() {
 		const instances = 4
 		b := startBoard(nil)
 		b.cork("set-domain", "cork")
@@ -129,20 +185,36 @@ var _ = Describe("disruption budget", func() {
 		v1ID := rows[0].GetDefinitionId()
 		Expect(zonesOf(rows)).To(HaveKey("cell-z1"), "cell-z1 holds some of it: %s", describe(rows))
 
-		By("a rollout to a definition that never gets healthy fails at its deadline, holding one index down: the budget is spent")
-		// Failed, the rollout starts nothing more, so what the drain
-		// hands over is replaced on v1. (A rollout still PROGRESSING would
-		// move each evacuated index onto the broken definition, and the
-		// drain could not end before the rep's evacuation timeout.)
-		_, err = b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{
-			Definition:     definitionFixture("hello-unhealthy-definition.json"),
-			UpdateStrategy: &models.UpdateStrategy{MaxSurge: "0", MaxUnavailable: "1", ProgressDeadlineMs: 5000},
-		})
+		By("a rollout to a definition slow to become healthy stops one index, whose new instance is still starting: the budget is spent")
+		// The new definition's health check fails throughout the spec and
+		// its start timeout is far off: its instance is starting, not
+		// crashed, and the rollout stays PROGRESSING, as when an operator
+		// drains a cell during a rollout of a slow-starting version.
+		slow := definitionFixture("hello-unhealthy-definition.json")
+		slow.StartTimeoutMs = (10 * time.Minute).Milliseconds()
+		updated, err := b.client().UpdateDesiredLRP(ctx, guid, &models.DesiredLRPUpdate{Definition: slow})
 		Expect(err).NotTo(HaveOccurred())
-		waitForRollout(b, guid, changeLimit, rolloutCondition{"FAILED", func(s *models.RolloutStatus) bool {
-			return s.GetState() == models.RolloutStatus_FAILED
-		}})
-		Expect(servingIndices(b, guid, v1ID)).To(HaveLen(instances - 1))
+		v2ID := updated.GetActiveDefinitionId()
+		Expect(v2ID).NotTo(BeElementOf(v1ID, ""))
+		Eventually(func() error {
+			var starting []*models.ActualLRP
+			for _, row := range b.lrps(guid) {
+				if row.GetDefinitionId() == v2ID && row.GetCellId() != "" && row.GetState() != models.ActualLRP_RUNNING {
+					starting = append(starting, row)
+				}
+			}
+			if len(starting) != 1 || len(servingIndices(b, guid, v1ID)) != instances-1 {
+				return fmt.Errorf("want one instance of the new definition starting and %d indices serving v1, have %s", instances-1, describe(b.lrps(guid)))
+			}
+			return nil
+		}).Should(Succeed())
+		expectProgressing := func() {
+			GinkgoHelper()
+			s, err := b.client().RolloutStatus(ctx, guid)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.GetState()).To(Equal(models.RolloutStatus_PROGRESSING), "the rollout goes on: %s", s.GetReason())
+		}
+		expectProgressing()
 
 		By("a drain without a deadline waits, and says for what")
 		drained := time.Now()
@@ -180,8 +252,11 @@ var _ = Describe("disruption budget", func() {
 		took := time.Since(set)
 		Expect(z1.session.Out).NotTo(gbytes.Say(`rep\.agent\.evacuate\.timed-out-stopping-the-rest`))
 
+		// What cell-z1 handed over went on the definition it ran, not onto
+		// the one still starting, which would have taken it down too.
 		serving := servingIndices(b, guid, v1ID)
 		Expect(serving).To(HaveLen(instances-1), "the indices the rollout did not take down serve on v1: %s", describe(b.lrps(guid)))
+		expectProgressing()
 		for _, row := range b.lrps(guid) {
 			Expect(row.GetCellId()).NotTo(Equal("cell-z1"), "nothing is left on the drained cell: %s", describe(b.lrps(guid)))
 		}
@@ -200,7 +275,7 @@ var _ = Describe("disruption budget", func() {
 		AddReportEntry("deadline set to rep exited", took.Round(time.Millisecond).String())
 		AddReportEntry("deadline to first overdue hand-over", time.Duration(cell.GetDrainOverdueAt()-cell.GetDrainDeadline()).Round(time.Millisecond).String())
 
-		By("aborting the rollout brings the index it left down back, on the remaining cell")
+		By("aborting the rollout brings the index its new instance held down back on v1, on the remaining cell")
 		_, err = b.client().AbortRollout(ctx, guid, false)
 		Expect(err).NotTo(HaveOccurred())
 		rows = steady(b, guid, instances, "cell-z2")
@@ -208,47 +283,16 @@ var _ = Describe("disruption budget", func() {
 	})
 })
 
-// wantedWatch counts, at each look, the indices below wanted that have a
-// RUNNING, routable instance (any presence) answering as itself.
-type wantedWatch struct {
-	*watcher
-	mu     sync.Mutex
-	looks  int
-	fewest int
-	worst  string
+// watchWantedIndices watches guid's indices below wanted, served by an
+// instance of any presence.
+func watchWantedIndices(b *board, guid string, wanted int32) *servingWatch {
+	return watchServing(b, guid, func(row *models.ActualLRP) bool { return row.GetIndex() < wanted })
 }
 
-func watchWantedIndices(b *board, guid string, wanted int32) *wantedWatch {
-	w := &wantedWatch{fewest: -1}
-	api := b.client()
-	w.watcher = startWatcher(func() {
-		rows, err := api.ActualLRPs(context.Background(), client.ActualLRPFilter{ProcessGuid: guid})
-		if err != nil {
-			return // not a look: the board did not answer
-		}
-		serving := map[int32]bool{}
-		for _, row := range rows {
-			if row.GetIndex() >= wanted || serving[row.GetIndex()] || row.GetState() != models.ActualLRP_RUNNING || !row.GetRoutable() {
-				continue
-			}
-			if answers(row) {
-				serving[row.GetIndex()] = true
-			}
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.looks++
-		if w.fewest == -1 || len(serving) < w.fewest {
-			w.fewest = len(serving)
-			w.worst = time.Now().Format(time.StampMilli) + " " + describe(rows)
-		}
-	})
-	return w
-}
-
-func (w *wantedWatch) stop() (looks, fewest int, worst string) {
-	w.halt()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.looks, w.fewest, w.worst
+// desiredInstances is guid's DesiredLRP's instances.
+func desiredInstances(b *board, guid string) int32 {
+	GinkgoHelper()
+	lrp, err := b.client().DesiredLRPByProcessGuid(context.Background(), guid)
+	Expect(err).NotTo(HaveOccurred())
+	return lrp.GetInstances()
 }

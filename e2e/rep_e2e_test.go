@@ -365,52 +365,60 @@ func (w *watcher) halt() {
 	<-w.done
 }
 
-// availability counts, at each look, the indices of an LRP that have a
-// RUNNING, routable instance (ORDINARY or EVACUATING) answering as itself.
-type availability struct {
+// servingWatch counts, at each look, the indices of an LRP that have a
+// RUNNING, routable instance answering as itself, among the rows counts
+// accepts, and keeps the fewest seen and the rows of that look.
+type servingWatch struct {
 	*watcher
-	mu           sync.Mutex
-	observations int
-	fewest       int
-	worst        string
+	mu     sync.Mutex
+	looks  int
+	fewest int
+	worst  string
 }
 
-func watchAvailability(b *board, guid string) *availability {
-	a := &availability{fewest: -1}
+func watchServing(b *board, guid string, counts func(*models.ActualLRP) bool) *servingWatch {
+	w := &servingWatch{fewest: -1}
 	api := b.client()
-	a.watcher = startWatcher(func() {
+	w.watcher = startWatcher(func() {
 		rows, err := api.ActualLRPs(context.Background(), client.ActualLRPFilter{ProcessGuid: guid})
 		if err != nil {
-			return // not an observation: the board did not answer
+			return // not a look: the board did not answer
 		}
 		serving := map[int32]bool{}
 		for _, row := range rows {
-			if serving[row.GetIndex()] || row.GetState() != models.ActualLRP_RUNNING || !row.GetRoutable() {
-				continue
-			}
-			if row.GetPresence() != models.ActualLRP_ORDINARY && row.GetPresence() != models.ActualLRP_EVACUATING {
+			if serving[row.GetIndex()] || row.GetState() != models.ActualLRP_RUNNING || !row.GetRoutable() || !counts(row) {
 				continue
 			}
 			if answers(row) {
 				serving[row.GetIndex()] = true
 			}
 		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.observations++
-		if a.fewest == -1 || len(serving) < a.fewest {
-			a.fewest = len(serving)
-			a.worst = describe(rows)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.looks++
+		if w.fewest == -1 || len(serving) < w.fewest {
+			w.fewest = len(serving)
+			w.worst = time.Now().Format(time.StampMilli) + " " + describe(rows)
 		}
 	})
-	return a
+	return w
 }
 
-func (a *availability) stop() (observations, fewest int, worst string) {
-	a.halt()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.observations, a.fewest, a.worst
+// watchAvailability watches every index of guid, served by an ORDINARY or
+// an EVACUATING instance.
+func watchAvailability(b *board, guid string) *servingWatch {
+	return watchServing(b, guid, func(row *models.ActualLRP) bool {
+		return row.GetPresence() == models.ActualLRP_ORDINARY || row.GetPresence() == models.ActualLRP_EVACUATING
+	})
+}
+
+// stop ends the watch and returns how many looks it took, the fewest
+// serving indices at one look and that look's rows.
+func (w *servingWatch) stop() (looks, fewest int, worst string) {
+	w.halt()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.looks, w.fewest, w.worst
 }
 
 // instanceWatch checks, at each look, that each of the given instances
