@@ -63,6 +63,13 @@ type WaitingInstance struct {
 	LostCell string
 	// CrashReason is the reason of its last crash, "" for none.
 	CrashReason string
+	// CheckFailure is what its failing health check said, "" when none
+	// fails (CheckFailing), CheckFailureAt when that check ran and
+	// CheckFailingSince when its checks began to fail in a row (Unix
+	// nanoseconds, its cell's clock).
+	CheckFailure      string
+	CheckFailureAt    int64
+	CheckFailingSince int64
 	// ReadyAt (Unix nanoseconds) is when it counts as updated, for an
 	// instance that serves but has not served for min_ready yet; 0
 	// otherwise.
@@ -88,8 +95,9 @@ type ZoneShortfall struct {
 //  5. a waiting index, the first in index order of the first of these
 //     that any has: placement refused by tags, no capacity (each zone and
 //     what it is short of), cell unreachable, asset download failing (the
-//     last crash's error), health check failing (the last crash's check
-//     output);
+//     last crash's error), health check failing (the failing check's
+//     output its cell reports of the instance, before any crash, else
+//     the last crash's check output);
 //  6. waiting for min-ready: an index serves but not for min_ready yet
 //     (estimate: the earliest such index counts);
 //  7. budget exhausted: the LRP's disruption budget is spent, and which
@@ -151,7 +159,7 @@ func diagnose(s RolloutSituation) *models.BlockedBy {
 		if first == nil {
 			continue
 		}
-		detail = fmt.Sprintf("index %d %s", first.Index, detail)
+		detail = fmt.Sprintf("index %d%s", first.Index, detail)
 		if n > 1 {
 			detail += fmt.Sprintf(" (and %d more)", n-1)
 		}
@@ -174,7 +182,9 @@ func diagnose(s RolloutSituation) *models.BlockedBy {
 }
 
 // instanceCause is one cause a waiting index can have: holds reports
-// whether the index has it and says so, after "index N".
+// whether the index has it and says so, right after "index N" (its words
+// begin with their own separator: " fits no cell", ": health check
+// failing").
 type instanceCause struct {
 	reason string
 	holds  func(w *WaitingInstance) (string, bool)
@@ -183,32 +193,111 @@ type instanceCause struct {
 // instanceCauses are the causes of step 5 of DiagnoseRollout, in order.
 var instanceCauses = []instanceCause{
 	{models.BlockedPlacementRefused, func(w *WaitingInstance) (string, bool) {
-		return "fits no cell: no present cell has tags [" + strings.Join(w.Tags, " ") + "]", w.Unplaced && w.RefusedByTags
+		return " fits no cell: no present cell has tags [" + strings.Join(w.Tags, " ") + "]", w.Unplaced && w.RefusedByTags
 	}},
 	{models.BlockedNoCapacity, func(w *WaitingInstance) (string, bool) {
 		if !w.Unplaced || w.RefusedByTags {
 			return "", false
 		}
 		if len(w.Short) == 0 {
-			return "fits no cell: no present cell takes instances", true
+			return " fits no cell: no present cell takes instances", true
 		}
 		zones := make([]string, len(w.Short))
 		for i, z := range w.Short {
 			zones[i] = z.describe()
 		}
-		return "fits no cell: " + strings.Join(zones, "; "), true
+		return " fits no cell: " + strings.Join(zones, "; "), true
 	}},
 	{models.BlockedCellUnreachable, func(w *WaitingInstance) (string, bool) {
-		return "ran on cell " + w.LostCell + ", which is unreachable", w.LostCell != ""
+		return " ran on cell " + w.LostCell + ", which is unreachable", w.LostCell != ""
 	}},
 	{models.BlockedDownloadFailing, func(w *WaitingInstance) (string, bool) {
-		return "could not start: " + strings.TrimPrefix(w.CrashReason, models.CrashCouldNotStart),
+		return " could not start: " + strings.TrimPrefix(w.CrashReason, models.CrashCouldNotStart),
 			strings.HasPrefix(w.CrashReason, models.CrashCouldNotStart+models.CrashAsset)
 	}},
 	{models.BlockedHealthCheck, func(w *WaitingInstance) (string, bool) {
-		return "crashed: " + w.CrashReason,
+		if w.CheckFailure != "" {
+			// What it fails now comes before how an earlier start ended.
+			failing := time.Duration(w.CheckFailureAt - w.CheckFailingSince).Round(time.Second)
+			return fmt.Sprintf(": health check failing: %s (since %s)", w.CheckFailure, failing), true
+		}
+		return " crashed: " + w.CrashReason,
 			strings.HasPrefix(w.CrashReason, models.CrashNeverHealthy) || strings.HasPrefix(w.CrashReason, models.CrashHealthCheckFailed)
 	}},
+}
+
+// CheckFailure is an instance's failing health check as its cell last
+// reported it: the start (instance guid) that ran it, what the latest
+// check said ("GET http://10.0.0.1:61001/health: 503 Service
+// Unavailable"), when it ran, and when the checks failing in a row up to
+// it began (Unix nanoseconds, the cell's clock).
+type CheckFailure struct {
+	ProcessGuid, DefinitionID string
+	Index                     int32
+	InstanceGuid              string
+	Output                    string
+	At, Since                 int64
+}
+
+// checkKey names one index of one definition of an LRP.
+type checkKey struct {
+	guid, definition string
+	index            int32
+}
+
+// RecentCheckFailure is how recent a reported failing health check must
+// be to say why an instance waits. A rep reports an instance's failing
+// check with every health report (every 10 s by default) while the
+// check fails, and without it once a check passes; a failure not
+// reported again for a minute is one the board has heard nothing of since
+// (its cell reports no more, or the report was lost), not one it knows
+// to go on.
+const RecentCheckFailure = time.Minute
+
+// CheckFailing says whether f, the failing check a cell last reported of
+// an index, says why the index's row r waits at now: it is of the row's
+// start (the same instance guid), the row's instance runs (CLAIMED: it
+// starts, its startup checks fail; RUNNING: it served, its checks fail),
+// the check ran since the row's last change (its claim, or its becoming
+// healthy: a failure before that was answered by the change), and within
+// RecentCheckFailure of now.
+//
+// Worked example, now 12:00:30, RecentCheckFailure 1 minute, index 3
+// CLAIMED since 12:00:00 as instance g3:
+//
+//  1. g3's check at 12:00:25 failed ("GET http://10.0.0.1:61001/health:
+//     503 Service Unavailable", failing since 12:00:13): it says why,
+//     the detail "index 3: health check failing: GET
+//     http://10.0.0.1:61001/health: 503 Service Unavailable (since 12s)".
+//  2. The same failure of g2, an earlier start: no.
+//  3. g3's check at 11:59:50, before its claim: no.
+//  4. Now 12:01:30, nothing reported since the 12:00:25 failure: no.
+//  5. The row CRASHED: no (its crash reason speaks for it).
+func CheckFailing(r *ActualRow, f *CheckFailure, now int64) bool {
+	return f != nil && f.Output != "" &&
+		f.InstanceGuid == r.InstanceGuid &&
+		(r.State == models.ActualLRP_CLAIMED || r.State == models.ActualLRP_RUNNING) &&
+		f.At >= r.Since &&
+		now-f.At <= int64(RecentCheckFailure)
+}
+
+// loadCheckFailures keys the snapshot's failing checks by instance.
+func (p *planner) loadCheckFailures(failures []CheckFailure) {
+	p.checkFailures = make(map[checkKey]*CheckFailure, len(failures))
+	for i := range failures {
+		f := &failures[i]
+		p.checkFailures[checkKey{f.ProcessGuid, f.DefinitionID, f.Index}] = f
+	}
+}
+
+// noteCheckFailure gives w the failing check of r, its row, when one
+// says why it waits (CheckFailing).
+func (p *planner) noteCheckFailure(w *WaitingInstance, r *row) {
+	f := p.checkFailures[checkKey{r.ProcessGuid, r.DefinitionID, r.Index}]
+	if !CheckFailing(r.ActualRow, f, p.now) {
+		return
+	}
+	w.CheckFailure, w.CheckFailureAt, w.CheckFailingSince = f.Output, f.At, f.Since
 }
 
 // describe says what a zone is short of: "zone z1 is short of memory (512
@@ -360,9 +449,11 @@ func (p *planner) blockedSituation(pr *pendingRollout, next *RolloutRow, unplace
 		case r.State == running && r.Routable:
 			if p.now-r.Since < minReady {
 				at(r.Index).ReadyAt = r.Since + minReady
+				p.noteCheckFailure(at(r.Index), r)
 			}
 		default:
 			at(r.Index).CrashReason = r.CrashReason
+			p.noteCheckFailure(at(r.Index), r)
 		}
 	}
 	for index := range pr.instances {

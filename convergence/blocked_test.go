@@ -18,6 +18,10 @@ var _ = Describe("DiagnoseRollout", func() {
 	download := convergence.WaitingInstance{Index: 0, CrashReason: "could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found"}
 	otherCrash := convergence.WaitingInstance{Index: 0, CrashReason: "exited with code 3"}
 	lost := convergence.WaitingInstance{Index: 4, LostCell: "cell-b"}
+	// failing: index 3 starts, its startup check failing since 13 s, last
+	// at 25 s.
+	failing := convergence.WaitingInstance{Index: 3, CheckFailure: "GET http://10.0.0.1:61001/health: 503 Service Unavailable",
+		CheckFailureAt: 25e9, CheckFailingSince: 13e9}
 	ready := func(index int32, at int64) convergence.WaitingInstance {
 		return convergence.WaitingInstance{Index: index, ReadyAt: at}
 	}
@@ -66,6 +70,19 @@ var _ = Describe("DiagnoseRollout", func() {
 		Entry("a failing health check, the first index of two, with its output",
 			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unhealthy, failedCheck, ready(5, 70)}},
 			models.BlockedHealthCheck, "index 2 crashed: did not become healthy within 60s: GET /health on port 8080: 503 (and 1 more)", int64(0)),
+		Entry("a failing health check before any crash, with its output and how long it has failed",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{otherCrash, failing, ready(5, 70)}},
+			models.BlockedHealthCheck, "index 3: health check failing: GET http://10.0.0.1:61001/health: 503 Service Unavailable (since 12s)", int64(0)),
+		Entry("a failing health check says more than an earlier start's crash",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{{Index: 2, CrashReason: unhealthy.CrashReason,
+				CheckFailure: "TCP connect to 10.0.0.1:61002: connection refused", CheckFailureAt: 90e9, CheckFailingSince: 88_400e6}}},
+			models.BlockedHealthCheck, "index 2: health check failing: TCP connect to 10.0.0.1:61002: connection refused (since 2s)", int64(0)),
+		Entry("a failing health check and a crashed one: the first index, and the other counted",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unhealthy, failing}},
+			models.BlockedHealthCheck, "index 2 crashed: did not become healthy within 60s: GET /health on port 8080: 503 (and 1 more)", int64(0)),
+		Entry("a failing download comes before a failing health check",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{failing, download}},
+			models.BlockedDownloadFailing, "index 0 could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found", int64(0)),
 		Entry("waiting for min-ready: the earliest index to count",
 			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{ready(1, 90e9), ready(3, 30e9)}, BudgetHeldBy: "budget 1, spent 1: 1 leaving (evacuating or told to stop), 0 down"},
 			models.BlockedMinReady, "index 3 serves and counts as updated at 1970-01-01T00:00:30Z (min_ready)", int64(30e9)),
@@ -86,4 +103,34 @@ var _ = Describe("DiagnoseRollout", func() {
 		Expect(changed.Reason).To(Equal(models.BlockedHealthCheck))
 		Expect(changed.Since).To(Equal(int64(300)))
 	})
+})
+
+var _ = Describe("CheckFailing (its worked example)", func() {
+	// 12:00:30, as Unix nanoseconds from 12:00:00.
+	const s = int64(1e9)
+	now := 30 * s
+	claimed := func(since int64) *convergence.ActualRow {
+		return &convergence.ActualRow{ProcessGuid: "web", Index: 3, InstanceGuid: "g3", DefinitionID: "v2",
+			State: models.ActualLRP_CLAIMED, Since: since}
+	}
+	failure := func(guid string, at int64) *convergence.CheckFailure {
+		return &convergence.CheckFailure{ProcessGuid: "web", DefinitionID: "v2", Index: 3, InstanceGuid: guid,
+			Output: "GET http://10.0.0.1:61001/health: 503 Service Unavailable", At: at, Since: 13 * s}
+	}
+	DescribeTable("whether a reported failing check says why the row waits",
+		func(r *convergence.ActualRow, f *convergence.CheckFailure, now int64, want bool) {
+			Expect(convergence.CheckFailing(r, f, now)).To(Equal(want))
+		},
+		Entry("1. its start's check failed 5 s ago", claimed(0), failure("g3", 25*s), now, true),
+		Entry("2. an earlier start's", claimed(0), failure("g2", 25*s), now, false),
+		Entry("3. before its claim", claimed(0), failure("g3", -10*s), now, false),
+		Entry("4. reported 65 s ago, nothing since", claimed(0), failure("g3", 25*s), now+60*s, false),
+		Entry("4. reported exactly RecentCheckFailure ago: still recent", claimed(0), failure("g3", 25*s), 25*s+int64(convergence.RecentCheckFailure), true),
+		Entry("5. the row CRASHED", &convergence.ActualRow{InstanceGuid: "g3", State: models.ActualLRP_CRASHED}, failure("g3", 25*s), now, false),
+		Entry("a RUNNING row whose checks fail after it became healthy",
+			&convergence.ActualRow{InstanceGuid: "g3", State: models.ActualLRP_RUNNING, Since: 20 * s}, failure("g3", 25*s), now, true),
+		Entry("a RUNNING row: a failure before it became healthy was answered",
+			&convergence.ActualRow{InstanceGuid: "g3", State: models.ActualLRP_RUNNING, Since: 26 * s}, failure("g3", 25*s), now, false),
+		Entry("none reported", claimed(0), nil, now, false),
+	)
 })

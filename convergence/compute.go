@@ -33,6 +33,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 		p.cells.quarantine(p.plan.Quarantine)
 	}
 	p.freezeAt(snapshot.FreezeWindows, now)
+	p.loadCheckFailures(snapshot.CheckFailures)
 	p.loadRollouts(snapshot)
 	board := snapshot.Rollouts
 	if snapshot.BoardRollouts != nil {
@@ -120,6 +121,8 @@ type planner struct {
 	// blocked are the rollout records this pass may write, waiting for
 	// placement to say what blocks them (finishBlocked).
 	blocked []pendingRollout
+	// checkFailures are the snapshot's CheckFailures by instance.
+	checkFailures map[checkKey]*CheckFailure
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

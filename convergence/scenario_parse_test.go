@@ -103,8 +103,10 @@ func (s *scenario) parseLine(fields []string, desired map[string]convergence.Des
 		return s.parseFreeze(fields[1], attrs)
 	case "crash":
 		return s.parseCrash(fields[1], attrs)
+	case "check_failure":
+		return s.parseCheckFailure(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation, freeze or crash)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation, freeze, crash or check_failure)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -240,6 +242,7 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]converge
 		State:             models.ActualLRP_State(state),
 		Domain:            a.string("domain", d.Domain),
 		CellID:            a.string("cell", ""),
+		InstanceGuid:      a.string("instance", ""),
 		DefinitionID:      a.string("definition", d.ActiveDefinitionID),
 		CrashCount:        a.int32("crashes", 0),
 		Since:             s.now.Add(a.duration("since", 0)).UnixNano(),
@@ -642,6 +645,27 @@ func (s *scenario) parseFreeze(name string, a *attrs) error {
 
 // parseCrash reads one remembered crash of an LRP's definition on a cell,
 // at a time relative to now.
+// parseCheckFailure reads a failing health check a cell reported:
+// check_failure GUID/INDEX definition=v2 instance=g3 output="..." at=-5s
+// since=-17s (times relative to now).
+func (s *scenario) parseCheckFailure(key string, a *attrs) error {
+	guid, indexText, ok := strings.Cut(key, "/")
+	index, err := strconv.ParseInt(indexText, 10, 32)
+	if !ok || err != nil {
+		return fmt.Errorf("check_failure %q: want process_guid/index", key)
+	}
+	s.snapshot.CheckFailures = append(s.snapshot.CheckFailures, convergence.CheckFailure{
+		ProcessGuid:  guid,
+		Index:        int32(index),
+		DefinitionID: a.string("definition", "v1"),
+		InstanceGuid: a.string("instance", ""),
+		Output:       a.string("output", ""),
+		At:           s.now.Add(a.duration("at", 0)).UnixNano(),
+		Since:        s.now.Add(a.duration("since", 0)).UnixNano(),
+	})
+	return a.done()
+}
+
 func (s *scenario) parseCrash(guid string, a *attrs) error {
 	s.snapshot.Crashes = append(s.snapshot.Crashes, convergence.CrashRow{
 		ProcessGuid:  guid,

@@ -193,7 +193,11 @@ func shuffleSnapshot(s *convergence.Snapshot, seed uint64) *convergence.Snapshot
 
 		FreezeWindows: append([]*models.FreezeWindow(nil), s.FreezeWindows...),
 		Crashes:       append([]convergence.CrashRow(nil), s.Crashes...),
+		CheckFailures: append([]convergence.CheckFailure(nil), s.CheckFailures...),
 	}
+	r.Shuffle(len(out.CheckFailures), func(i, j int) {
+		out.CheckFailures[i], out.CheckFailures[j] = out.CheckFailures[j], out.CheckFailures[i]
+	})
 	r.Shuffle(len(out.Crashes), func(i, j int) { out.Crashes[i], out.Crashes[j] = out.Crashes[j], out.Crashes[i] })
 	r.Shuffle(len(out.FreezeWindows), func(i, j int) {
 		out.FreezeWindows[i], out.FreezeWindows[j] = out.FreezeWindows[j], out.FreezeWindows[i]

@@ -54,6 +54,11 @@ type Snapshot struct {
 	// (Config.CrashMemory), every LRP's, read whole every pass like
 	// FreezeWindows (an older one in the slice is ignored).
 	Crashes []CrashRow
+	// CheckFailures are the failing health checks of instances as their
+	// cells last reported them (the board's signals keep them, not the
+	// database), any LRP's, at most one per (LRP, definition, index): a
+	// rollout's blocked_by names a waiting instance's (CheckFailing).
+	CheckFailures []CheckFailure
 }
 
 // RolloutRow is an LRP's rollout record (table rollouts): where its

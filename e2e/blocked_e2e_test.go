@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -74,5 +75,58 @@ var _ = Describe("a rollout blocked by no capacity", func() {
 			g.Expect(s.GetBlockedBy()).To(BeNil())
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(b.cork("rollout", "status", "blocked", "-o", "table")).NotTo(ContainSubstring("blocked:"))
+	})
+})
+
+// A rollout whose new instance starts but never passes its health check
+// names the check's output in blocked_by while the instance still starts,
+// before its start timeout makes it a crash: the rep reports the failing
+// startup check, the board keeps it and the planner quotes it.
+var _ = Describe("a rollout blocked by a failing health check", func() {
+	ctx := context.Background()
+
+	It("shows the check's output in cork rollout status before any crash", func() {
+		b := startBoard(nil)
+		b.cork("set-domain", "cork")
+		startRep(b, "cell-z1", "z1")
+		lrp := &models.DesiredLRP{}
+		readFixture("hello-local.json", lrp)
+		lrp.ProcessGuid = "checkfail"
+		lrp.Instances = 1
+		_, err := b.client().DesireLRP(ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		steady(b, "checkfail", 1, "cell-z1")
+
+		By("updating to a definition whose /health answers 503, with a start timeout far beyond the spec")
+		unhealthy := definitionFixture("hello-unhealthy-definition.json")
+		unhealthy.StartTimeoutMs = 120000
+		_, err = b.client().UpdateDesiredLRP(ctx, "checkfail", &models.DesiredLRPUpdate{
+			Definition:     unhealthy,
+			UpdateStrategy: &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "0"},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		detail := regexp.MustCompile(`^index 0: health check failing: GET http://\S+:\d+/health: 503 Service Unavailable \(since \d+s\)$`)
+		var status *models.RolloutStatus
+		Eventually(func(g Gomega) {
+			status, err = b.client().RolloutStatus(ctx, "checkfail")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(status.GetBlockedBy().GetReason()).To(Equal(models.BlockedHealthCheck))
+			g.Expect(status.GetBlockedBy().GetDetail()).To(MatchRegexp(detail.String()))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		By("while the new instance still starts and has never crashed")
+		checked := 0
+		for _, row := range b.lrps("checkfail") {
+			if row.GetDefinitionId() == status.GetActiveDefinitionId() {
+				Expect(row.GetState()).To(Equal(models.ActualLRP_CLAIMED), "it starts")
+				Expect(row.GetCrashCount()).To(BeZero())
+				Expect(row.GetCrashReason()).To(BeEmpty())
+				checked++
+			}
+		}
+		Expect(checked).To(Equal(1), "one row runs the new definition")
+		table := b.cork("rollout", "status", "checkfail", "-o", "table")
+		Expect(table).To(ContainSubstring("blocked: health_check_failing for "))
+		Expect(table).To(MatchRegexp(`index 0: health check failing: GET http://\S+:\d+/health: 503 Service Unavailable \(since \d+s\)`))
 	})
 })

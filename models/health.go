@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"unicode/utf8"
 )
 
 // Health reports: what a cell saw of each definition's instances between
@@ -30,6 +32,27 @@ const MaxHealthEntries = 1000
 // a cell runs far fewer instances of one definition (one per index, and
 // the index range is MaxInstances).
 const MaxHealthInstances = 1000
+
+// MaxCheckFailureBytes bounds an instance's last_check_failure: enough
+// for a check, its address and what answered (an HTTP status, a dial
+// error), not for a page of output. A cell cuts longer text
+// (CutCheckFailure) rather than lose the report.
+const MaxCheckFailureBytes = 512
+
+// CutCheckFailure is what a cell reports of a failed check's output: at
+// most MaxCheckFailureBytes bytes of valid UTF-8, cut at a character's
+// start, invalid bytes replaced.
+func CutCheckFailure(output string) string {
+	output = strings.ToValidUTF8(output, "\uFFFD")
+	if len(output) <= MaxCheckFailureBytes {
+		return output
+	}
+	cut := MaxCheckFailureBytes
+	for cut > 0 && !utf8.RuneStart(output[cut]) {
+		cut--
+	}
+	return output[:cut]
+}
 
 // BucketOf is the index of the bucket of bounds that counts v: the first
 // whose bound is at least v, or len(bounds) (the +Inf bucket) when v is
@@ -94,22 +117,38 @@ func AddBucketCounts(dst, src []int64) []int64 {
 }
 
 // ReportedInstances is what a cell reports of a definition's instances:
-// those with checks or a memory sample, sorted by index then instance
-// guid, at most MaxHealthInstances of them (the first in that order; the
-// definition's own counts still count the rest). It sorts instances in
-// place.
+// those with checks, a memory sample or a failing check (one still
+// starting, whose startup checks fail, has no counted check and may have
+// no sample), sorted by index then instance guid, at most
+// MaxHealthInstances of them (the first in that order; the definition's
+// own counts still count the rest). It sorts instances in place.
 //
 // Worked example: index 1 (guid b) with 3 checks, index 0 (guid a) with
 // a memory sample and no check, index 2 (guid c) with neither (it ended
-// and had counted nothing): a, then b; c is left out.
+// and had counted nothing), index 3 (guid d) with neither but a failing
+// startup check: a, then b, then d; c is left out.
 func ReportedInstances(instances []*InstanceHealth) []*InstanceHealth {
 	instances = slices.DeleteFunc(instances, func(in *InstanceHealth) bool {
-		return in.GetChecks() == 0 && in.MemoryMb == nil
+		return !in.HasNews()
 	})
 	slices.SortFunc(instances, func(a, b *InstanceHealth) int {
 		return cmp.Or(cmp.Compare(a.GetIndex(), b.GetIndex()), cmp.Compare(a.GetInstanceGuid(), b.GetInstanceGuid()))
 	})
 	return instances[:min(len(instances), MaxHealthInstances)]
+}
+
+// HasNews says whether a cell has anything to report of the instance:
+// checks, a memory sample or a failing check.
+func (in *InstanceHealth) HasNews() bool {
+	return in.GetChecks() > 0 || in.MemoryMb != nil || in.GetLastCheckFailure() != ""
+}
+
+// HasNews says whether a cell has anything to report of the definition:
+// checks, a memory sample, or an instance with news.
+func (h *DefinitionHealth) HasNews() bool {
+	return h.GetChecks() > 0 ||
+		slices.ContainsFunc(h.GetMemoryBucketCounts(), func(c int64) bool { return c > 0 }) ||
+		slices.ContainsFunc(h.GetInstances(), (*InstanceHealth).HasNews)
 }
 
 // Validate requires the reporting cell_id and 1 to MaxHealthEntries
@@ -216,8 +255,8 @@ func validateChecks(path string, checks, failures int32, latencyBuckets []int64)
 
 // validate requires the instance's index and guid, counts that are not
 // negative, no more failures than checks, the latency buckets at full
-// length counting each check once, and a memory sample that is not
-// negative.
+// length counting each check once, a memory sample that is not
+// negative, and a failing check that is whole (validateCheckFailure).
 func (in *InstanceHealth) validate(path string) error {
 	if err := validateIndex(child(path, "index"), in.GetIndex()); err != nil {
 		return err
@@ -230,6 +269,36 @@ func (in *InstanceHealth) validate(path string) error {
 	}
 	if in.MemoryMb != nil && in.GetMemoryMb() < 0 {
 		return ErrInvalidField(child(path, "memory_mb"), fmt.Sprintf("must not be negative, got %d", in.GetMemoryMb()))
+	}
+	return in.validateCheckFailure(path)
+}
+
+// validateCheckFailure requires, of an instance whose latest check
+// failed, its output (at most MaxCheckFailureBytes of UTF-8), when it ran
+// (above 0), and when its failures in a row began (above 0, not after
+// it); and of an instance without one, neither time.
+func (in *InstanceHealth) validateCheckFailure(path string) error {
+	output, at, since := in.GetLastCheckFailure(), in.GetLastCheckFailureAt(), in.GetCheckFailingSince()
+	if output == "" {
+		if at != 0 {
+			return ErrInvalidField(child(path, "last_check_failure_at"), fmt.Sprintf("must be 0 without a last_check_failure, got %d", at))
+		}
+		if since != 0 {
+			return ErrInvalidField(child(path, "check_failing_since"), fmt.Sprintf("must be 0 without a last_check_failure, got %d", since))
+		}
+		return nil
+	}
+	if err := validateMaxBytes(child(path, "last_check_failure"), output, MaxCheckFailureBytes); err != nil {
+		return err
+	}
+	if err := validateUTF8(child(path, "last_check_failure"), output); err != nil {
+		return err
+	}
+	if at <= 0 {
+		return ErrInvalidField(child(path, "last_check_failure_at"), fmt.Sprintf("must be above 0 with a last_check_failure, got %d", at))
+	}
+	if since <= 0 || since > at {
+		return ErrInvalidField(child(path, "check_failing_since"), fmt.Sprintf("must be above 0 and at most last_check_failure_at (%d) with a last_check_failure, got %d", at, since))
 	}
 	return nil
 }

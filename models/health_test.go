@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -176,6 +178,36 @@ var _ = Describe("Validation of health reports", func() {
 			in.MemoryMb = proto.Int64(-1)
 			r.Health[0].Instances = []*models.InstanceHealth{in}
 		}, "health[0].instances[0].memory_mb: must not be negative, got -1"),
+		Entry("a failing check", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "GET http://10.0.0.1:61001/health: 503 Service Unavailable", 2000, 1000)}
+		}, ""),
+		Entry("a failing check that has failed once: since is its own time", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "TCP connect to 10.0.0.1:61001: connection refused", 2000, 2000)}
+		}, ""),
+		Entry("a failing check's output of 512 bytes", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), strings.Repeat("x", 512), 2000, 1000)}
+		}, ""),
+		Entry("a failing check's output of 513 bytes", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), strings.Repeat("x", 513), 2000, 1000)}
+		}, "health[0].instances[0].last_check_failure: must be at most 512 bytes, got 513"),
+		Entry("a failing check's output that is not UTF-8", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "503 \xff", 2000, 1000)}
+		}, "health[0].instances[0].last_check_failure: must be valid UTF-8"),
+		Entry("a failing check without its time", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "503", 0, 0)}
+		}, "health[0].instances[0].last_check_failure_at: must be above 0 with a last_check_failure, got 0"),
+		Entry("a failing check without since", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "503", 2000, 0)}
+		}, "health[0].instances[0].check_failing_since: must be above 0 and at most last_check_failure_at (2000) with a last_check_failure, got 0"),
+		Entry("a failing check since after it ran", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "503", 2000, 2001)}
+		}, "health[0].instances[0].check_failing_since: must be above 0 and at most last_check_failure_at (2000) with a last_check_failure, got 2001"),
+		Entry("a time without a failing check", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "", 2000, 0)}
+		}, "health[0].instances[0].last_check_failure_at: must be 0 without a last_check_failure, got 2000"),
+		Entry("since without a failing check", func(r *models.ReportHealthRequest) {
+			r.Health[0].Instances = []*models.InstanceHealth{failing(instance(0, "g-0", 0, 0), "", 0, 1000)}
+		}, "health[0].instances[0].check_failing_since: must be 0 without a last_check_failure, got 1000"),
 		Entry("instances with more checks than the entry", func(r *models.ReportHealthRequest) {
 			r.Health[0].Instances = []*models.InstanceHealth{instance(0, "g-0", 6, 0), instance(1, "g-1", 6, 0)}
 		}, "health[0].instances: must count at most the entry's checks (10), got 12"),
@@ -227,6 +259,18 @@ var _ = Describe("ReportedInstances (its worked example)", func() {
 		Expect(guids).To(Equal([]string{"a", "a2", "b"}))
 	})
 
+	It("keeps an instance with a failing check and nothing else (one still starting)", func() {
+		starting := instance(3, "d", 0, 0)
+		starting.MemoryMb = nil
+		nothing := instance(2, "c", 0, 0)
+		nothing.MemoryMb = nil
+		got := models.ReportedInstances([]*models.InstanceHealth{failing(starting, "TCP connect to 10.0.0.1:61001: connection refused", 2, 1), nothing})
+		Expect(got).To(HaveLen(1))
+		Expect(got[0].GetInstanceGuid()).To(Equal("d"))
+		Expect((&models.DefinitionHealth{Instances: got}).HasNews()).To(BeTrue(), "a definition whose only news is a failing check is reported")
+		Expect((&models.DefinitionHealth{Instances: []*models.InstanceHealth{nothing}}).HasNews()).To(BeFalse())
+	})
+
 	It("keeps at most MaxHealthInstances, the first by index", func() {
 		var many []*models.InstanceHealth
 		for i := range models.MaxHealthInstances + 5 {
@@ -236,5 +280,27 @@ var _ = Describe("ReportedInstances (its worked example)", func() {
 		Expect(got).To(HaveLen(models.MaxHealthInstances))
 		Expect(got[0].GetIndex()).To(BeEquivalentTo(0))
 		Expect(got[len(got)-1].GetIndex()).To(BeEquivalentTo(models.MaxHealthInstances - 1))
+	})
+})
+
+// failing gives in a failing check: its output, when it ran and since
+// when it fails.
+func failing(in *models.InstanceHealth, output string, at, since int64) *models.InstanceHealth {
+	in.LastCheckFailure, in.LastCheckFailureAt, in.CheckFailingSince = output, at, since
+	return in
+}
+
+var _ = Describe("CutCheckFailure", func() {
+	It("keeps short output as it is", func() {
+		Expect(models.CutCheckFailure("GET http://10.0.0.1:61001/health: 503 Service Unavailable")).To(Equal("GET http://10.0.0.1:61001/health: 503 Service Unavailable"))
+	})
+	It("cuts long output to MaxCheckFailureBytes at a character's start", func() {
+		long := strings.Repeat("x", models.MaxCheckFailureBytes-1) + "é and more"
+		got := models.CutCheckFailure(long)
+		Expect(got).To(Equal(strings.Repeat("x", models.MaxCheckFailureBytes-1)), "é is 2 bytes: it does not fit in the last one")
+		Expect(utf8.ValidString(got)).To(BeTrue())
+	})
+	It("replaces bytes that are not UTF-8", func() {
+		Expect(models.CutCheckFailure("503 \xff")).To(Equal("503 \uFFFD"))
 	})
 })

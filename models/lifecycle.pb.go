@@ -1124,9 +1124,20 @@ type InstanceHealth struct {
 	LatencyBucketCounts []int64 `protobuf:"varint,5,rep,packed,name=latency_bucket_counts,json=latencyBucketCounts,proto3" json:"latency_bucket_counts,omitempty"`
 	// The memory it held at report time, in MB rounded up; absent when it
 	// no longer runs or its memory could not be read.
-	MemoryMb      *int64 `protobuf:"varint,6,opt,name=memory_mb,json=memoryMb,proto3,oneof" json:"memory_mb,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MemoryMb *int64 `protobuf:"varint,6,opt,name=memory_mb,json=memoryMb,proto3,oneof" json:"memory_mb,omitempty"`
+	// While its latest health check failed (a startup check before it
+	// became healthy, or a check once healthy): what that check said, as a
+	// person reads it ("GET http://10.0.0.1:61001/health: 503 Service
+	// Unavailable", "TCP connect to 10.0.0.1:61001: connection refused"),
+	// at most MaxCheckFailureBytes (512) bytes of valid UTF-8, cut by the
+	// cell; when that check ran (Unix nanoseconds); and when the first of
+	// the checks failing in a row up to it ran. All three are empty once a
+	// check passes: an instance whose checks pass has nothing failing.
+	LastCheckFailure   string `protobuf:"bytes,7,opt,name=last_check_failure,json=lastCheckFailure,proto3" json:"last_check_failure,omitempty"`
+	LastCheckFailureAt int64  `protobuf:"varint,8,opt,name=last_check_failure_at,json=lastCheckFailureAt,proto3" json:"last_check_failure_at,omitempty"`
+	CheckFailingSince  int64  `protobuf:"varint,9,opt,name=check_failing_since,json=checkFailingSince,proto3" json:"check_failing_since,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *InstanceHealth) Reset() {
@@ -1197,6 +1208,27 @@ func (x *InstanceHealth) GetLatencyBucketCounts() []int64 {
 func (x *InstanceHealth) GetMemoryMb() int64 {
 	if x != nil && x.MemoryMb != nil {
 		return *x.MemoryMb
+	}
+	return 0
+}
+
+func (x *InstanceHealth) GetLastCheckFailure() string {
+	if x != nil {
+		return x.LastCheckFailure
+	}
+	return ""
+}
+
+func (x *InstanceHealth) GetLastCheckFailureAt() int64 {
+	if x != nil {
+		return x.LastCheckFailureAt
+	}
+	return 0
+}
+
+func (x *InstanceHealth) GetCheckFailingSince() int64 {
+	if x != nil {
+		return x.CheckFailingSince
 	}
 	return 0
 }
@@ -1384,14 +1416,17 @@ const file_lifecycle_proto_rawDesc = "" +
 	"\x0echeck_failures\x18\x04 \x01(\x05R\rcheckFailures\x122\n" +
 	"\x15latency_bucket_counts\x18\x05 \x03(\x03R\x13latencyBucketCounts\x120\n" +
 	"\x14memory_bucket_counts\x18\x06 \x03(\x03R\x12memoryBucketCounts\x12>\n" +
-	"\tinstances\x18\a \x03(\v2 .corkboard.models.InstanceHealthR\tinstances\"\xee\x01\n" +
+	"\tinstances\x18\a \x03(\v2 .corkboard.models.InstanceHealthR\tinstances\"\xff\x02\n" +
 	"\x0eInstanceHealth\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12#\n" +
 	"\rinstance_guid\x18\x02 \x01(\tR\finstanceGuid\x12\x16\n" +
 	"\x06checks\x18\x03 \x01(\x05R\x06checks\x12%\n" +
 	"\x0echeck_failures\x18\x04 \x01(\x05R\rcheckFailures\x122\n" +
 	"\x15latency_bucket_counts\x18\x05 \x03(\x03R\x13latencyBucketCounts\x12 \n" +
-	"\tmemory_mb\x18\x06 \x01(\x03H\x00R\bmemoryMb\x88\x01\x01B\f\n" +
+	"\tmemory_mb\x18\x06 \x01(\x03H\x00R\bmemoryMb\x88\x01\x01\x12,\n" +
+	"\x12last_check_failure\x18\a \x01(\tR\x10lastCheckFailure\x121\n" +
+	"\x15last_check_failure_at\x18\b \x01(\x03R\x12lastCheckFailureAt\x12.\n" +
+	"\x13check_failing_since\x18\t \x01(\x03R\x11checkFailingSinceB\f\n" +
 	"\n" +
 	"_memory_mb\"j\n" +
 	"\x13ReportHealthRequest\x12\x17\n" +

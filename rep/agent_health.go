@@ -25,9 +25,9 @@ func (a *Agent) healthLoop() {
 // definition id), at most models.MaxHealthEntries per call, each with its
 // instances (models.ReportedInstances). Checks add up until a call
 // carrying them succeeds, so a failed call's counts go with the next
-// report; memory is a sample at report time, so the pending report keeps
-// only the newest one (a definition or an instance that no longer runs
-// has none). A call that applied but lost its answer is counted again
+// report; memory and an instance's failing check are samples at report
+// time, so the pending report keeps only the newest (a definition or an
+// instance that no longer runs, or whose checks pass again, has none). A call that applied but lost its answer is counted again
 // with the next report: the client never repeats one (it would count
 // twice every time), and the board's signals tolerate the rare overcount
 // better than a lost report.
@@ -40,6 +40,7 @@ func (a *Agent) reportHealth() {
 		clear(pending.MemoryBucketCounts)
 		for _, in := range pending.Instances {
 			in.MemoryMb = nil
+			in.LastCheckFailure, in.LastCheckFailureAt, in.CheckFailingSince = "", 0, 0
 		}
 		if h, ok := taken[key]; ok {
 			pending.Checks += h.GetChecks()
@@ -57,9 +58,9 @@ func (a *Agent) reportHealth() {
 
 	report := make([]*models.DefinitionHealth, 0, len(a.pendingHealth))
 	for key, h := range a.pendingHealth {
-		if h.GetChecks() == 0 && !slices.ContainsFunc(h.GetMemoryBucketCounts(), func(c int64) bool { return c > 0 }) {
-			// Nothing to say: no checks since the last report, and no
-			// instance of it runs.
+		if !h.HasNews() {
+			// Nothing to say: no checks since the last report, no
+			// instance of it runs, none fails its check.
 			delete(a.pendingHealth, key)
 			continue
 		}
@@ -84,7 +85,8 @@ func (a *Agent) reportHealth() {
 }
 
 // addInstanceHealth adds taken to pending, instance by instance guid:
-// checks, failures and latencies add up, the memory sample is taken's.
+// checks, failures and latencies add up, the memory sample and the
+// failing check are taken's.
 func addInstanceHealth(pending, taken []*models.InstanceHealth) []*models.InstanceHealth {
 	byGuid := make(map[string]*models.InstanceHealth, len(pending))
 	for _, in := range pending {
@@ -101,6 +103,7 @@ func addInstanceHealth(pending, taken []*models.InstanceHealth) []*models.Instan
 		in.CheckFailures += t.GetCheckFailures()
 		in.LatencyBucketCounts = models.AddBucketCounts(in.LatencyBucketCounts, t.GetLatencyBucketCounts())
 		in.MemoryMb = t.MemoryMb
+		in.LastCheckFailure, in.LastCheckFailureAt, in.CheckFailingSince = t.GetLastCheckFailure(), t.GetLastCheckFailureAt(), t.GetCheckFailingSince()
 	}
 	return pending
 }

@@ -122,6 +122,39 @@ var _ = Describe("the agent's health reports, against a real board", func() {
 		Expect(logged()).To(HaveLen(2))
 	})
 
+	It("sends an instance that only fails its startup check, with the newest failure when a send failed", func() {
+		// failing is v3's only instance, still starting: no counted
+		// check, no memory sample, a failing check at at (since 1000).
+		failing := func(output string, at int64) *models.DefinitionHealth {
+			h := health("v3", 0, 0, 0)
+			clear(h.MemoryBucketCounts)
+			in := h.Instances[0]
+			in.MemoryMb = nil
+			in.LastCheckFailure, in.LastCheckFailureAt, in.CheckFailingSince = output, at, 1000
+			return h
+		}
+		start(rep.AgentConfig{HealthReportInterval: 200 * time.Millisecond})
+		board.forget(models.RouteReportHealth)
+		exe.OfferHealth(failing("GET http://10.0.0.1:61001/health: connection refused", 2000))
+		Eventually(func() int { return board.count(models.RouteReportHealth) }).Should(BeNumerically(">=", 1))
+		Expect(logged()).To(BeEmpty(), "the board did not take it")
+
+		exe.OfferHealth(failing("GET http://10.0.0.1:61001/health: 503 Service Unavailable", 3000))
+		board.mu.Lock()
+		board.unknown = map[string]bool{}
+		board.mu.Unlock()
+		Eventually(logged).Should(HaveLen(1))
+		in := logged()[0].GetHealth().GetInstances()
+		Expect(in).To(HaveLen(1))
+		Expect(in[0].GetLastCheckFailure()).To(Equal("GET http://10.0.0.1:61001/health: 503 Service Unavailable"), "the newest failure only")
+		Expect(in[0].GetLastCheckFailureAt()).To(BeEquivalentTo(3000))
+		Expect(in[0].GetCheckFailingSince()).To(BeEquivalentTo(1000))
+
+		By("sending nothing more once its checks pass (the executor has nothing to say of it)")
+		calls := board.count(models.RouteReportHealth)
+		Consistently(func() int { return board.count(models.RouteReportHealth) }).WithTimeout(time.Second).Should(Equal(calls))
+	})
+
 	It("sends none when health reports are disabled", func() {
 		start(rep.AgentConfig{HealthReportInterval: 100 * time.Millisecond, DisableHealthReports: true})
 		exe.OfferHealth(health("v1", 4, 1, 20))

@@ -131,6 +131,13 @@ func (c *Collector) Figures(definitionID string, instances int) *models.Definiti
 	return c.window.Figures(definitionID, instances, c.now())
 }
 
+// CheckFailures is Window.CheckFailures at the collector's now.
+func (c *Collector) CheckFailures() []CheckFailure {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.window.CheckFailures(c.now())
+}
+
 // Instances is Window.Instances at the collector's now.
 func (c *Collector) Instances(definitionID string) []*models.InstanceSignals {
 	c.mu.Lock()

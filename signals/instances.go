@@ -18,7 +18,9 @@ import (
 // Memory bound: a definition keeps an instance per index the board heard
 // of and has not forgotten, at most one per index an LRP can have
 // (models.MaxInstances, and the validation and baseline indices), and
-// each instance keeps at most maxKeptPerInstance figures of each kind.
+// each instance keeps at most maxKeptPerInstance figures of each kind,
+// and one failing health check (its latest, of at most
+// models.MaxCheckFailureBytes), forgotten once older than the span.
 // An instance is forgotten when its row is removed (an ORDINARY row: the
 // LRP scaled down or was removed; a RETIRING one: the definition no longer
 // runs at that index), when its LRP is removed, and when the window heard
@@ -38,6 +40,22 @@ type instanceRecord struct {
 	restarts            []time.Time
 	readied             []readied
 	health              []instanceReport
+	// failing is the instance's failing health check as its cell last
+	// reported it, nil when none fails: one per instance, at most
+	// models.MaxCheckFailureBytes of output.
+	failing *CheckFailure
+}
+
+// CheckFailure is an instance's failing health check, as its cell
+// reported it: the start (instance guid) that ran it, what the latest
+// check said, when it ran, and when its checks began to fail in a row
+// (the cell's clock, Unix nanoseconds).
+type CheckFailure struct {
+	ProcessGuid, DefinitionID string
+	Index                     int32
+	InstanceGuid              string
+	Output                    string
+	At, Since                 int64
 }
 
 // instanceReport is one cell's report of the instance's checks and
@@ -122,7 +140,53 @@ func (w *Window) reportedInstances(h *models.DefinitionHealth, at time.Time) {
 			at: at, checks: int64(x.GetChecks()), failures: int64(x.GetCheckFailures()),
 			latency: x.GetLatencyBucketCounts(), memoryMB: memory,
 		}), maxKeptPerInstance)
+		noteFailing(in, h, x)
 	}
+}
+
+// noteFailing keeps what x, one instance of the report h, says of its
+// checks: a failing check replaces the one kept unless that one is newer
+// (a report of an earlier start that arrives late); a report of the kept
+// start without one means its checks pass again, and forgets it.
+func noteFailing(in *instanceRecord, h *models.DefinitionHealth, x *models.InstanceHealth) {
+	if x.GetLastCheckFailure() == "" {
+		if in.failing != nil && in.failing.InstanceGuid == x.GetInstanceGuid() {
+			in.failing = nil
+		}
+		return
+	}
+	if in.failing != nil && in.failing.At > x.GetLastCheckFailureAt() {
+		return
+	}
+	in.failing = &CheckFailure{
+		ProcessGuid: h.GetProcessGuid(), DefinitionID: h.GetDefinitionId(), Index: x.GetIndex(),
+		InstanceGuid: x.GetInstanceGuid(), Output: x.GetLastCheckFailure(),
+		At: x.GetLastCheckFailureAt(), Since: x.GetCheckFailingSince(),
+	}
+}
+
+// CheckFailures are the failing health checks the window holds, of every
+// instance it knows, at now: those reported within the span (older ones
+// are forgotten), by process guid, definition and index.
+func (w *Window) CheckFailures(now time.Time) []CheckFailure {
+	from := now.Add(-w.span).UnixNano()
+	var out []CheckFailure
+	for _, r := range w.defs {
+		for _, in := range r.instances {
+			if in.failing == nil {
+				continue
+			}
+			if in.failing.At < from {
+				in.failing = nil
+				continue
+			}
+			out = append(out, *in.failing)
+		}
+	}
+	slices.SortFunc(out, func(a, b CheckFailure) int {
+		return cmp.Or(cmp.Compare(a.ProcessGuid, b.ProcessGuid), cmp.Compare(a.DefinitionID, b.DefinitionID), cmp.Compare(a.Index, b.Index))
+	})
+	return out
 }
 
 // InstanceRemoved forgets the instance at index of the definition when the
@@ -145,6 +209,9 @@ func pruneInstance(in *instanceRecord, from time.Time) {
 	in.restarts = slices.DeleteFunc(in.restarts, func(at time.Time) bool { return at.Before(from) })
 	in.readied = slices.DeleteFunc(in.readied, func(x readied) bool { return x.at.Before(from) })
 	in.health = slices.DeleteFunc(in.health, func(h instanceReport) bool { return h.at.Before(from) })
+	if in.failing != nil && in.failing.At < from.UnixNano() {
+		in.failing = nil
+	}
 }
 
 // Instances is what the window holds for each instance of the definition

@@ -256,3 +256,76 @@ var _ = Describe("Collector per instance", func() {
 		Expect(series()).To(HaveKey("corkboard_instance_crashes{index=1}"))
 	})
 })
+
+// Window.CheckFailures: the failing check of each instance, as its cell
+// last reported it.
+var _ = Describe("Window.CheckFailures", func() {
+	// failingReport is a report of lrp's v2 with one instance per part;
+	// output "" is an instance whose checks pass.
+	type failingPart struct {
+		index        int32
+		guid, output string
+		at, since    time.Duration
+	}
+	failingReport := func(parts ...failingPart) *models.DefinitionHealth {
+		h := report(nil, 0, nil)
+		for _, p := range parts {
+			in := &models.InstanceHealth{Index: p.index, InstanceGuid: p.guid,
+				LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1)}
+			if p.output != "" {
+				in.LastCheckFailure, in.LastCheckFailureAt, in.CheckFailingSince = p.output, ago(p.at).UnixNano(), ago(p.since).UnixNano()
+			}
+			h.Instances = append(h.Instances, in)
+		}
+		return h
+	}
+	const refused, unavailable = "GET http://10.0.0.1:61001/health: connection refused", "GET http://10.0.0.1:61001/health: 503 Service Unavailable"
+
+	It("keeps the latest failing check of each instance, by index", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Reported(failingReport(failingPart{3, "g3", refused, 20 * time.Second, 30 * time.Second}, failingPart{1, "g1", "", 0, 0}), ago(20*time.Second))
+		w.Reported(failingReport(failingPart{3, "g3", unavailable, 10 * time.Second, 30 * time.Second}), ago(10*time.Second))
+		Expect(w.CheckFailures(t0)).To(Equal([]signals.CheckFailure{{
+			ProcessGuid: "lrp", DefinitionID: "v2", Index: 3, InstanceGuid: "g3", Output: unavailable,
+			At: ago(10 * time.Second).UnixNano(), Since: ago(30 * time.Second).UnixNano(),
+		}}))
+	})
+
+	It("forgets it when a report of the same start says its checks pass, not for another start's", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Reported(failingReport(failingPart{3, "g3", refused, 20 * time.Second, 30 * time.Second}), ago(20*time.Second))
+		w.Reported(failingReport(failingPart{3, "g-older", "", 0, 0}), ago(15*time.Second))
+		Expect(w.CheckFailures(t0)).To(HaveLen(1), "another start's passing checks say nothing of g3")
+		w.Reported(failingReport(failingPart{3, "g3", "", 0, 0}), ago(10*time.Second))
+		Expect(w.CheckFailures(t0)).To(BeEmpty())
+	})
+
+	It("keeps the newer of two starts' failures when an older report arrives late", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Reported(failingReport(failingPart{3, "g-new", unavailable, 5 * time.Second, 8 * time.Second}), ago(5*time.Second))
+		w.Reported(failingReport(failingPart{3, "g-old", refused, 40 * time.Second, 60 * time.Second}), ago(4*time.Second))
+		failures := w.CheckFailures(t0)
+		Expect(failures).To(HaveLen(1))
+		Expect(failures[0].InstanceGuid).To(Equal("g-new"))
+	})
+
+	It("forgets a failure older than the span, and with its instance", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Reported(failingReport(failingPart{0, "g0", refused, 6 * time.Minute, 7 * time.Minute}, failingPart{1, "g1", refused, time.Minute, time.Minute}, failingPart{2, "g2", refused, time.Minute, time.Minute}), ago(time.Minute))
+		w.InstanceRemoved("v2", 2, models.ActualLRP_ORDINARY)
+		failures := w.CheckFailures(t0)
+		Expect(failures).To(HaveLen(1))
+		Expect(failures[0].Index).To(BeEquivalentTo(1))
+		w.Forget("lrp")
+		Expect(w.CheckFailures(t0)).To(BeEmpty())
+	})
+
+	It("reaches the collector's CheckFailures from a definition_health event", func() {
+		c := signals.NewCollector(5*time.Minute, func() time.Time { return t0 })
+		c.Observe(models.DefinitionHealthLogged("cell-1", failingReport(failingPart{3, "g3", unavailable, 10 * time.Second, 12 * time.Second})))
+		failures := c.CheckFailures()
+		Expect(failures).To(HaveLen(1))
+		Expect(failures[0].Output).To(Equal(unavailable))
+		Expect(time.Duration(failures[0].At - failures[0].Since)).To(Equal(2 * time.Second))
+	})
+})

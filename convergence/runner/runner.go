@@ -123,6 +123,10 @@ type RunnerConfig struct {
 	// PresenceGrace, when set, says each pass what the board saw of its
 	// last database outage (see PresenceGrace).
 	PresenceGrace func() convergence.PresenceGrace
+	// CheckFailures, when set, gives each pass the failing health checks
+	// the board's signals hold (Snapshot.CheckFailures): the board's
+	// memory of its cells' health reports, not the database's.
+	CheckFailures func() []convergence.CheckFailure
 	// FullReadInterval is how often passes read every row again rather
 	// than what the event log says changed (DefaultFullReadInterval); see
 	// Mirror.
@@ -453,6 +457,9 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 	}
 	if snapshot.Crashes, err = r.store.Crashes(ctx, r.cfg.Planner.CrashMemory.Window); err != nil {
 		return nil, r.failed(ctx, logger, kind, "load-crashes", err)
+	}
+	if r.cfg.CheckFailures != nil {
+		snapshot.CheckFailures = r.cfg.CheckFailures()
 	}
 	r.noteRollouts(guids, snapshot)
 	if guids == nil {

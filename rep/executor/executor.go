@@ -884,10 +884,12 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 	deadline := inst.startBegan.Add(timeout)
 	startInterval := min(e.cfg.StartCheckInterval, check.interval)
 	for {
+		began := time.Now()
 		err := check.run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		inst.noteCheck(began, err)
 		if err == nil {
 			break
 		}
@@ -912,6 +914,7 @@ func (e *Executor) monitor(ctx context.Context, logger lager.Logger, inst *insta
 			return
 		}
 		inst.recordCheck(time.Since(began), err != nil)
+		inst.noteCheck(began, err)
 		if err == nil {
 			if failures > 0 {
 				inst.logLine("health check passed again after %d failed", failures)

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -207,5 +208,72 @@ var _ = Describe("Executor.TakeHealth", func() {
 		Expect(health[0].GetInstances()[0].GetChecks()).To(Equal(health[0].GetChecks()))
 		Expect(health[0].GetInstances()[0].MemoryMb).To(BeNil(), "it ended: no sample")
 		Expect(exe.TakeHealth()).To(BeEmpty(), "nothing runs and nothing is left to count")
+	})
+})
+
+// What a health report says of an instance whose latest check failed:
+// the check's output with the address the cell checked, when, and since
+// when its checks fail in a row; once a check passes, nothing.
+var _ = Describe("Executor.TakeHealth of failing checks", func() {
+	var exe *executor.Executor
+
+	BeforeEach(func() {
+		exe = reptest.StartExecutor(newConfig())
+	})
+
+	// instanceOf is the one instance of the only definition of a take.
+	instanceOf := func(health []*models.DefinitionHealth) *models.InstanceHealth {
+		GinkgoHelper()
+		Expect(health).To(HaveLen(1))
+		Expect(health[0].GetInstances()).To(HaveLen(1))
+		return health[0].GetInstances()[0]
+	}
+
+	It("reports a starting instance whose startup checks fail, before its start timeout ends it", func() {
+		// /health never answers 200; the start timeout is far away.
+		def := reptest.HelloDefinition(reptest.HTTPCheck(), "UNHEALTHY", "1")
+		netInfo, err := exe.Run(reptest.Spec("never", def))
+		Expect(err).NotTo(HaveOccurred())
+		url := fmt.Sprintf("GET http://%s:%d/health: 503 Service Unavailable", netInfo.GetAddress(), netInfo.GetPorts()[0].GetHostPort())
+
+		var first *models.InstanceHealth
+		Eventually(func(g Gomega) {
+			first = instanceOf(exe.TakeHealth())
+			g.Expect(first.GetLastCheckFailure()).To(Equal(url))
+		}).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		Expect(first.GetInstanceGuid()).To(Equal("never"))
+		Expect(first.GetChecks()).To(BeZero(), "startup checks are not counted")
+		Expect(first.GetCheckFailingSince()).To(BeNumerically(">", 0))
+		Expect(first.GetCheckFailingSince()).To(BeNumerically("<=", first.GetLastCheckFailureAt()))
+
+		By("keeping since and moving the time on as later checks fail")
+		time.Sleep(1500 * time.Millisecond)
+		health := exe.TakeHealth()
+		later := instanceOf(health)
+		Expect(later.GetLastCheckFailure()).To(Equal(url))
+		Expect(later.GetCheckFailingSince()).To(Equal(first.GetCheckFailingSince()))
+		Expect(later.GetLastCheckFailureAt()).To(BeNumerically(">", first.GetLastCheckFailureAt()))
+		Expect((&models.ReportHealthRequest{CellId: "cell-1", Health: health}).Validate()).To(Succeed(), "a valid report")
+		Consistently(exe.Events(), 500*time.Millisecond).ShouldNot(Receive(), "no crash yet, nor Healthy")
+	})
+
+	It("reports a healthy instance's failing checks and nothing once they pass again", func() {
+		check := reptest.HTTPCheck()
+		check.IntervalMs, check.TimeoutMs, check.FailureThreshold = 500, 500, 100
+		// A second after the start, /health answers 503 four times, then
+		// 200 again; the threshold keeps it healthy.
+		def := reptest.HelloDefinition(check, "UNHEALTHY_AFTER", "1s", "UNHEALTHY_CHECKS", "4")
+		reptest.RunHealthy(exe, reptest.Spec("wobbly", def))
+		Expect(instanceOf(exe.TakeHealth()).GetLastCheckFailure()).To(BeEmpty(), "healthy: its latest check passed")
+
+		Eventually(func() string {
+			return instanceOf(exe.TakeHealth()).GetLastCheckFailure()
+		}).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(MatchRegexp(`^GET http://\S+:\d+/health: 503 Service Unavailable$`))
+		Eventually(func() string {
+			return instanceOf(exe.TakeHealth()).GetLastCheckFailure()
+		}).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(BeEmpty())
+		in := instanceOf(exe.TakeHealth())
+		Expect(in.GetLastCheckFailureAt()).To(BeZero())
+		Expect(in.GetCheckFailingSince()).To(BeZero())
 	})
 })

@@ -64,6 +64,9 @@ type instance struct {
 	// tally counts its checks once healthy, until the executor's next
 	// TakeHealth (health_report.go).
 	tally healthTally
+	// failing is its latest check's failure, startup checks included;
+	// zero once a check passes (noteCheck).
+	failing failingCheck
 }
 
 func (i *instance) status() InstanceStatus {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"syscall"
 	"time"
@@ -78,8 +79,31 @@ func (h *healthCheck) String() string {
 	return fmt.Sprintf("TCP connect to port %d", h.containerPort)
 }
 
+// checkFailure is a failed check, in two forms: Error() is the short one
+// that crash reasons quote, naming the definition's port ("GET /health on
+// port 8080: 503"); output is the one an operator reads in the
+// instance's health report and a rollout's blocked_by, naming the address
+// the cell checked and all the answer said ("GET
+// http://10.0.0.1:61001/health: 503 Service Unavailable").
+type checkFailure struct {
+	short, output string
+}
+
+func (f *checkFailure) Error() string { return f.short }
+
+// checkOutput is what a failed check said, as a health report carries it
+// (at most models.MaxCheckFailureBytes).
+func checkOutput(err error) string {
+	var f *checkFailure
+	if errors.As(err, &f) {
+		return models.CutCheckFailure(f.output)
+	}
+	return models.CutCheckFailure(err.Error())
+}
+
 // run performs one check; its error reads after "health check failed: ",
-// e.g. "GET /health on port 8080: 503".
+// e.g. "GET /health on port 8080: 503" (a *checkFailure, see checkOutput
+// for the operator's form).
 func (h *healthCheck) run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
@@ -89,24 +113,41 @@ func (h *healthCheck) run(ctx context.Context) error {
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "tcp", h.target)
 	if err != nil {
-		return fmt.Errorf("%s: %s", h, h.describeNetError(err))
+		problem := h.describeNetError(err)
+		return &checkFailure{
+			short:  fmt.Sprintf("%s: %s", h, problem),
+			output: fmt.Sprintf("TCP connect to %s: %s", h.target, problem),
+		}
 	}
 	conn.Close()
 	return nil
 }
 
 func (h *healthCheck) runHTTP(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.target+h.path, nil)
+	url := "http://" + h.target + h.path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w", h, err)
+		return &checkFailure{short: fmt.Sprintf("%s: %v", h, err), output: fmt.Sprintf("GET %s: %v", url, err)}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %s", h, h.describeNetError(err))
+		// The client's error repeats the method and URL ("Get
+		// \"http://...\": EOF"): the output names them once.
+		bare := err
+		var urlErr *neturl.Error
+		if errors.As(err, &urlErr) {
+			bare = urlErr.Err
+		}
+		return &checkFailure{
+			short:  fmt.Sprintf("%s: %s", h, h.describeNetError(err)),
+			output: fmt.Sprintf("GET %s: %s", url, h.describeNetError(bare)),
+		}
 	}
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("%s: %d", h, resp.StatusCode)
+		// resp.Status is the status line's code and text, "503 Service
+		// Unavailable" (or the app's own text).
+		return &checkFailure{short: fmt.Sprintf("%s: %d", h, resp.StatusCode), output: fmt.Sprintf("GET %s: %s", url, resp.Status)}
 	}
 	return nil
 }

@@ -16,7 +16,10 @@ import (
 // The checks an instance runs while it starts are not counted: they fail
 // until it listens, and that wait is its time to ready, which the board
 // measures on its own. Failures counted here are those of an instance
-// that had been healthy.
+// that had been healthy. What the latest check said when it failed is
+// reported for every running instance, starting or healthy: an instance
+// whose startup checks keep failing shows why before its start timeout
+// makes it a crash.
 
 // healthTally is what an instance's checks did since the last take.
 type healthTally struct {
@@ -56,6 +59,40 @@ func (i *instance) takeTally() healthTally {
 	return t
 }
 
+// failingCheck is an instance's latest check, when it failed: what it
+// said (checkOutput), when it ran, and when the first of the checks
+// failing in a row up to it ran. The zero value: the latest check passed,
+// or none ran yet.
+type failingCheck struct {
+	output    string
+	at, since time.Time
+}
+
+// noteCheck records the outcome of a check of the instance that began at
+// began, startup checks included: a failure becomes its failing check
+// (since stays that of the first failure in a row), a pass clears it.
+func (i *instance) noteCheck(began time.Time, err error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if err == nil {
+		i.failing = failingCheck{}
+		return
+	}
+	since := i.failing.since
+	if since.IsZero() {
+		since = began
+	}
+	i.failing = failingCheck{output: checkOutput(err), at: began, since: since}
+}
+
+// failingNow is the instance's failing check, the zero value when its
+// latest check passed.
+func (i *instance) failingNow() failingCheck {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.failing
+}
+
 // healthKey is a definition of an LRP.
 type healthKey struct {
 	processGuid, definitionID string
@@ -78,8 +115,10 @@ func keyOf(inst *instance) instanceKey {
 // sample per instance running now (what its process group holds:
 // memory.current of its cgroup, else the resident pages of its
 // processes); and the same per instance, each with its part of the
-// checks and its own sample. Counts are taken: the next call starts from
-// zero. An instance whose memory cannot be read is not sampled.
+// checks, its own sample, and, when its latest check failed (a startup
+// check too: an instance that never becomes healthy is reported), that
+// failure. Counts are taken: the next call starts from zero. An instance
+// whose memory cannot be read is not sampled.
 // Definitions come sorted by process guid, then definition id; their
 // instances by index, then instance guid.
 func (e *Executor) TakeHealth() []*models.DefinitionHealth {
@@ -146,6 +185,14 @@ func (e *Executor) TakeHealth() []*models.DefinitionHealth {
 		in.LatencyBucketCounts = models.AddBucketCounts(in.LatencyBucketCounts, t.latency)
 	}
 	for _, inst := range running {
+		f := inst.failingNow()
+		if f.output == "" {
+			continue
+		}
+		_, in := entry(keyOf(inst))
+		in.LastCheckFailure, in.LastCheckFailureAt, in.CheckFailingSince = f.output, f.at.UnixNano(), f.since.UnixNano()
+	}
+	for _, inst := range running {
 		bytes, ok := inUse[inst.pid]
 		if !ok {
 			continue
@@ -159,9 +206,9 @@ func (e *Executor) TakeHealth() []*models.DefinitionHealth {
 	out := make([]*models.DefinitionHealth, 0, len(byKey))
 	for _, h := range byKey {
 		h.Instances = models.ReportedInstances(h.Instances)
-		// A definition whose instances ran no check and could not be
-		// read has nothing to say.
-		if h.GetChecks() > 0 || slices.ContainsFunc(h.GetMemoryBucketCounts(), func(c int64) bool { return c > 0 }) {
+		// A definition whose instances ran no check, could not be
+		// read and fail no check has nothing to say.
+		if h.HasNews() {
 			out = append(out, h)
 		}
 	}
