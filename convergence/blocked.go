@@ -64,12 +64,8 @@ type WaitingInstance struct {
 	// CrashReason is the reason of its last crash, "" for none.
 	CrashReason string
 	// CheckFailure is what its failing health check said, "" when none
-	// fails (CheckFailing), CheckFailureAt when that check ran and
-	// CheckFailingSince when its checks began to fail in a row (Unix
-	// nanoseconds, its cell's clock).
-	CheckFailure      string
-	CheckFailureAt    int64
-	CheckFailingSince int64
+	// fails (CheckFailing).
+	CheckFailure string
 	// ReadyAt (Unix nanoseconds) is when it counts as updated, for an
 	// instance that serves but has not served for min_ready yet; 0
 	// otherwise.
@@ -218,8 +214,11 @@ var instanceCauses = []instanceCause{
 	{models.BlockedHealthCheck, func(w *WaitingInstance) (string, bool) {
 		if w.CheckFailure != "" {
 			// What it fails now comes before how an earlier start ended.
-			failing := time.Duration(w.CheckFailureAt - w.CheckFailingSince).Round(time.Second)
-			return fmt.Sprintf(": health check failing: %s (since %s)", w.CheckFailure, failing), true
+			// The detail holds no time of its own, so that it stays the
+			// same while the check keeps failing the same way and the
+			// record is not written again at each report: the
+			// blocked_by's since says how long.
+			return ": health check failing: " + w.CheckFailure, true
 		}
 		return " crashed: " + w.CrashReason,
 			strings.HasPrefix(w.CrashReason, models.CrashNeverHealthy) || strings.HasPrefix(w.CrashReason, models.CrashHealthCheckFailed)
@@ -268,7 +267,7 @@ const RecentCheckFailure = time.Minute
 //  1. g3's check at 12:00:25 failed ("GET http://10.0.0.1:61001/health:
 //     503 Service Unavailable", failing since 12:00:13): it says why,
 //     the detail "index 3: health check failing: GET
-//     http://10.0.0.1:61001/health: 503 Service Unavailable (since 12s)".
+//     http://10.0.0.1:61001/health: 503 Service Unavailable".
 //  2. The same failure of g2, an earlier start: no.
 //  3. g3's check at 11:59:50, before its claim: no.
 //  4. Now 12:01:30, nothing reported since the 12:00:25 failure: no.
@@ -297,7 +296,7 @@ func (p *planner) noteCheckFailure(w *WaitingInstance, r *row) {
 	if !CheckFailing(r.ActualRow, f, p.now) {
 		return
 	}
-	w.CheckFailure, w.CheckFailureAt, w.CheckFailingSince = f.Output, f.At, f.Since
+	w.CheckFailure = f.Output
 }
 
 // describe says what a zone is short of: "zone z1 is short of memory (512
