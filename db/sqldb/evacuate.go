@@ -26,6 +26,10 @@ import (
 // A call naming an instance that runs on another cell (either row holds
 // the caller's instance guid on a cell not the caller's) is refused with
 // InvalidStateTransition (models.CheckInstanceCell) and changes nothing.
+// A call naming an instance a rolling update made RETIRING (the RETIRING
+// row, locked after the other two, is the caller's) is refused with
+// ResourceConflict: its rep is to follow that row, which serves until the
+// update asks for its stop, and stop it as RETIRING.
 //
 // A RUNNING instance is handed over only as its LRP's disruption budget
 // allows (convergence.DecideEvacuation; the desired row is read locked,
@@ -41,6 +45,8 @@ func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index
 	}
 	evacuatingKey := ordinaryKey
 	evacuatingKey.Presence = models.ActualLRP_EVACUATING
+	retiringKey := ordinaryKey
+	retiringKey.Presence = models.ActualLRP_RETIRING
 	var keepRunning bool
 	err := s.transactPublishing(ctx, "evacuate actual lrp", func(tx *sql.Tx) ([]models.Event, error) {
 		keepRunning = false
@@ -61,6 +67,24 @@ func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index
 			// Evacuated already: a repeat.
 			keepRunning = true
 			return nil, nil
+		}
+		if ordinary == nil || !ordinary.BelongsTo(caller.InstanceGuid, caller.CellID) {
+			// A rolling update may have made the instance RETIRING since
+			// its rep last looked: it serves until its replacement runs,
+			// and the update then asks the rep to stop it. Told that
+			// nothing of it needs to keep running, the rep would stop it
+			// as the ORDINARY instance it believed it was, leaving its
+			// RETIRING row routable (seen in the e2e budget spec: the
+			// router's requests to it were refused until the row went).
+			retiring, err := s.lockActualLRP(ctx, tx, retiringKey)
+			if err != nil {
+				return nil, err
+			}
+			if retiring != nil && retiring.BelongsTo(caller.InstanceGuid, caller.CellID) {
+				return nil, models.NewError(models.Error_ResourceConflict,
+					"cannot evacuate actual LRP %s: instance %q is RETIRING, replaced by a rolling update, which asks for its stop once its replacement runs; keep running",
+					describeKey(ordinaryKey), caller.InstanceGuid)
+			}
 		}
 		if ordinary == nil {
 			return nil, nil

@@ -324,6 +324,27 @@ var _ = forEachDialect("Evacuation", func(b *board) {
 			}
 		})
 
+		It("refuses an instance a rolling update made RETIRING, asked to stop or not, and writes nothing: its rep follows the RETIRING row", func() {
+			running := run(0, rep, true)
+			_, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{
+				Retire: []convergence.Retirement{{Row: versionOf(running)}},
+				Create: []convergence.NewActualLRP{{ProcessGuid: "web", Index: 0, Domain: "apps", DefinitionID: running.DefinitionId, CellID: "cell-2"}},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			retiringKey := ordinaryKey(0)
+			retiringKey.Presence = models.ActualLRP_RETIRING
+			Expect(rowOf(retiringKey).GetInstanceGuid()).To(Equal(rep.InstanceGuid))
+
+			_, err = expectUnchanged(func() (bool, error) { return evacuate(0, rep) })
+			Expect(err).To(HaveErrorType(models.Error_ResourceConflict))
+			Expect(err.Error()).To(ContainSubstring(`instance "` + rep.InstanceGuid + `" is RETIRING`))
+
+			_, err = b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{RequestStop: []convergence.RowVersion{versionOf(rowOf(retiringKey))}})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = expectUnchanged(func() (bool, error) { return evacuate(0, rep) })
+			Expect(err).To(HaveErrorType(models.Error_ResourceConflict))
+		})
+
 		It("makes a running instance wait while an earlier evacuation of its index is not over", func() {
 			run(0, rep, true)
 			_, err := evacuate(0, rep)
