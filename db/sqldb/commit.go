@@ -45,7 +45,7 @@ import (
 // On MySQL a transaction that appends events keeps its receipt on its
 // first outbox row instead (receiptOnEvents): a row of commit_receipts of
 // its own cost the server a statement, a row of another table, the
-// prune's delete and the purge of it, 4–8% of a desire. The outbox row's
+// prune's delete and the purge of it: 4–8% of bbs-load peer's writes. The outbox row's
 // id is the key settling inserts again (settleOnEvents), in a transaction
 // that deletes it before it commits; the token says where the row went
 // once the sequencer moved it into the log, which copies it:

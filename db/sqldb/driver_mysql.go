@@ -125,7 +125,7 @@ func (mysqlDriver) keepsReceipts() bool { return true }
 
 // receiptOnEvents: a receipt of its own costs MySQL a statement and a row
 // of another table, then the prune's delete and InnoDB's purge of it,
-// about 40µs of the server's CPU per write measured (docs/perf-writes.md);
+// some 28µs of the server's CPU per write measured (docs/perf-writes.md);
 // on an outbox row the transaction inserts anyway it costs 16 bytes.
 func (mysqlDriver) receiptOnEvents() bool { return true }
 
