@@ -156,6 +156,13 @@ var addCellsQuarantine = addColumns("add_cells_quarantine", 1, "cells",
 	columnDef{"quarantine_cleared_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
 	columnDef{"quarantine_cleared_by", func(d driver) string { return d.boundedText(256) }})
 
+// addEventReceipts is migration 0027's Go half: event_outbox.receipt and
+// event_log.receipt, a write transaction's commit receipt on its first
+// event row (MySQL; NULL elsewhere and on every row already there).
+var addEventReceipts = joinSteps("add_event_receipts", 1,
+	addColumns("", 0, "event_outbox", columnDef{"receipt", driver.nullBlob}),
+	addColumns("", 0, "event_log", columnDef{"receipt", driver.nullBlob}))
+
 // addRolloutsFreezeExemption is migration 0021's Go half:
 // rollouts.freeze_exemption, why an active freeze window does not hold the
 // rollout ("revert", "override"; models.FreezeHolds), empty for the records

@@ -9,28 +9,50 @@ import (
 	"time"
 )
 
-// cpuMeter measures the CPU time the board process and, on Postgres, the
-// database server's processes spend over one step, so that a figure says
-// what an operation costs the servers and not only how fast it returned
-// (on a loaded machine the rate mostly says how much CPU was left).
+// cpuMeter measures the CPU time the board process and, on Postgres and
+// MySQL, the database server's processes spend over one step, so that a
+// figure says what an operation costs the servers and not only how fast
+// it returned (on a loaded machine the rate mostly says how much CPU was
+// left). The database's figure is the whole server's: on a server other
+// clients share, theirs too.
 type cpuMeter struct {
 	board    int // the board's pid
-	database int // the Postgres postmaster's pid, 0 when unknown
+	database int // the Postgres postmaster's or the MySQL server's pid, 0 when unknown
+	// threaded: the server is one process (MySQL), not a parent and its
+	// backends (Postgres).
+	threaded bool
 }
 
 // newCPUMeter finds the Postgres postmaster behind d (the parent of one of
-// its backends); on other databases only the board is measured.
+// its backends) or the MySQL server (by its pid file, when it runs on this
+// machine); otherwise only the board is measured.
 func newCPUMeter(ctx context.Context, d *database, board int) cpuMeter {
 	m := cpuMeter{board: board}
-	if d.driver != "postgres" {
-		return m
-	}
-	var backend int
-	if err := d.conn.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
-		return m
-	}
-	if stat, err := readStat(backend); err == nil {
-		m.database = stat.ppid
+	switch d.driver {
+	case "postgres":
+		var backend int
+		if err := d.conn.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+			return m
+		}
+		if stat, err := readStat(backend); err == nil {
+			m.database = stat.ppid
+		}
+	case "mysql":
+		var pidFile string
+		if err := d.conn.QueryRowContext(ctx, "SELECT @@pid_file").Scan(&pidFile); err != nil {
+			return m
+		}
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			return m // a server on another machine, or one whose files this user cannot read
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil {
+			return m
+		}
+		if _, err := readStat(pid); err == nil {
+			m.database, m.threaded = pid, true
+		}
 	}
 	return m
 }
@@ -44,6 +66,12 @@ func (m cpuMeter) sample() cpuSample {
 		s.board = stat.cpu
 	}
 	if m.database == 0 {
+		return s
+	}
+	if m.threaded {
+		if stat, err := readStat(m.database); err == nil {
+			s.database = stat.cpu
+		}
 		return s
 	}
 	entries, err := os.ReadDir("/proc")

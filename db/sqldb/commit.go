@@ -42,8 +42,42 @@ import (
 //     outcome stays unknown and the caller gets Unavailable, as for any
 //     write the database did not answer.
 //
-// Receipts are pruned after receiptRetention (PruneCommitReceipts). SQLite
-// keeps none: it runs in the board's process, with no connection to lose.
+// On MySQL a transaction that appends events keeps its receipt on its
+// first outbox row instead (receiptOnEvents): a row of commit_receipts of
+// its own cost the server a statement, a row of another table, the
+// prune's delete and the purge of it: 4–8% of bbs-load peer's writes. The outbox row's
+// id is the key settling inserts again (settleOnEvents), in a transaction
+// that deletes it before it commits; the token says where the row went
+// once the sequencer moved it into the log, which copies it:
+//
+//  1. The insert fails on the id: the transaction committed.
+//  2. The insert succeeds, and the log holds the token past the position
+//     the board saw before the COMMIT: the transaction committed and its
+//     events were logged.
+//  3. The insert succeeds and the log does not hold the token: the
+//     transaction did not commit. Settling commits its insert and delete
+//     of the id, and the transaction runs again only when that commit
+//     succeeds: then it never will commit.
+//  4. Anything fails otherwise: the outcome stays unknown (Unavailable).
+//
+// Why each holds. On one server: the lost transaction's uncommitted row
+// keeps its id locked until it ends, so the insert waits for it (as in the
+// table's case 2); a sequencer moving the row keeps the id locked until
+// its commit, and the log read comes after that in settling's
+// transaction. On Galera, where locks are a node's own and a write set may
+// be applied on the settling node later than on the writer's: the id is in
+// both transactions' write sets, and certification lets only the first of
+// the two in the cluster's order commit. If the lost transaction came
+// first, the settling node either had applied it (and its move, if made)
+// before the insert — cases 1 and 2, read from rows that node holds — or
+// settling's commit fails certification (case 4). If settling came first,
+// the lost transaction fails certification: it never commits (case 3).
+// An event row's id is never handed out twice, so the insert can fail on
+// the lost transaction's row only.
+//
+// Receipts are pruned after receiptRetention (PruneCommitReceipts); those
+// on events go with the outbox's and the log's rows. SQLite keeps none: it
+// runs in the board's process, with no connection to lose.
 
 // insertReceipt inserts a commit receipt. The token is its one column: it
 // says when the receipt was made too (newReceiptToken).
@@ -76,10 +110,11 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 	if s.driver.keepsReceipts() {
 		token = s.newReceiptToken()
 	}
+	var receiptRow int64 // the outbox row carrying the receipt, if one does
 	var err error
 	switch {
 	case len(changes) > 0:
-		err = s.appendEvents(ctx, tx, changes, token)
+		receiptRow, err = s.appendEvents(ctx, tx, changes, token)
 	case token != nil:
 		_, err = s.exec(ctx, tx, insertReceipt, token)
 	}
@@ -87,15 +122,21 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 		tx.Rollback()
 		return err
 	}
+	// Read before the COMMIT is sent: the events it commits are logged
+	// past it.
+	logSeen := s.logSeen.Load()
 	if err = s.withFault(tx.Commit, firstAttempt)(); err != nil {
 		// A fault that kept the COMMIT from running left tx open; after a
 		// COMMIT, this is a no-op (sql.ErrTxDone).
 		tx.Rollback()
 	}
-	if err != nil && token != nil && isUnreachable(err) {
-		return s.settle(token, err)
+	switch {
+	case err == nil || token == nil || !isUnreachable(err):
+		return err
+	case receiptRow != 0:
+		return s.settleOnEvents(token, receiptRow, logSeen, err)
 	}
-	return err
+	return s.settle(token, err)
 }
 
 // commitStatement runs a write of one statement that commits on its own
@@ -125,6 +166,52 @@ func (s *SQLDB) settle(token []byte, commitErr error) error {
 	default:
 		return commitErr
 	}
+}
+
+// settleOnEvents learns whether the transaction whose receipt token is on
+// outbox row id committed (cases 1–4 above); logSeen is SQLDB.logSeen as
+// it was before its COMMIT.
+func (s *SQLDB) settleOnEvents(token []byte, id, logSeen int64, commitErr error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	committed, err := s.findReceiptOnEvents(ctx, token, id, logSeen)
+	switch {
+	case err != nil:
+		return commitErr
+	case committed:
+		return nil
+	default:
+		return fmt.Errorf("%w: %v", errCommitLost, commitErr)
+	}
+}
+
+// findReceiptOnEvents is settleOnEvents's transaction: whether the
+// transaction committed, or an error when that stays unknown.
+func (s *SQLDB) findReceiptOnEvents(ctx context.Context, token []byte, id, logSeen int64) (committed bool, err error) {
+	tx, err := s.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	_, err = s.exec(ctx, tx, "INSERT INTO event_outbox (id, event_type, event_key, payload) VALUES (?, '', '', ?)", id, []byte{})
+	if isUniqueViolation(err) {
+		return true, nil // case 1
+	}
+	if err != nil {
+		return false, err
+	}
+	var logged int
+	err = s.queryRow(ctx, tx, "SELECT COUNT(*) FROM event_log WHERE position > ? AND receipt = ?", logSeen, token).Scan(&logged)
+	if err != nil {
+		return false, err
+	}
+	if logged > 0 {
+		return true, nil // case 2; the rollback takes the id back
+	}
+	if _, err := s.exec(ctx, tx, "DELETE FROM event_outbox WHERE id = ?", id); err != nil {
+		return false, err
+	}
+	return false, tx.Commit() // case 3, once committed
 }
 
 // newReceiptToken makes a commit receipt's token: 8 bytes of the store's
@@ -209,6 +296,10 @@ const (
 	// faultLostAfterCommit commits, then fails as a connection broken
 	// before the COMMIT's answer arrived.
 	faultLostAfterCommit
+	// faultLostAfterLogged is faultLostAfterCommit with the committed
+	// events moved into the log before it fails, as a sequencer may move
+	// them before settling looks for them; only a spec asks for it.
+	faultLostAfterLogged
 )
 
 // errInjectedConnLoss is an injected broken connection; isUnreachable
@@ -223,7 +314,7 @@ type commitFaults struct {
 	// conflictsOnly: the database runs in the board's process (SQLite),
 	// where no connection can break.
 	conflictsOnly bool
-	counts        [4]int
+	counts        [5]int
 }
 
 // WithCommitFaults makes one in oneIn write transactions (chosen by a
@@ -248,7 +339,8 @@ func (s *SQLDB) InjectedCommitFaults() (conflicts, lostBefore, lostAfter int) {
 	}
 	s.faults.mu.Lock()
 	defer s.faults.mu.Unlock()
-	return s.faults.counts[faultConflict], s.faults.counts[faultLostBeforeCommit], s.faults.counts[faultLostAfterCommit]
+	return s.faults.counts[faultConflict], s.faults.counts[faultLostBeforeCommit],
+		s.faults.counts[faultLostAfterCommit] + s.faults.counts[faultLostAfterLogged]
 }
 
 func (f *commitFaults) next() commitFault {
@@ -284,6 +376,16 @@ func (s *SQLDB) withFault(commit func() error, firstAttempt bool) func() error {
 	case faultLostAfterCommit:
 		return func() error {
 			if err := commit(); err != nil {
+				return err
+			}
+			return errInjectedConnLoss
+		}
+	case faultLostAfterLogged:
+		return func() error {
+			if err := commit(); err != nil {
+				return err
+			}
+			if err := s.logCommitted(context.Background()); err != nil {
 				return err
 			}
 			return errInjectedConnLoss

@@ -72,7 +72,9 @@ var _ = forEachDialect("writes whose commit fails", func(b *board) {
 		return lines
 	}
 
-	kinds := []string{"conflict", "lost-before", "lost-after"}
+	// lost-after-logged has the sequencer move the committed events into
+	// the log before settling looks for the receipt.
+	kinds := []string{"conflict", "lost-before", "lost-after", "lost-after-logged"}
 	if b.dialect == testdb.SQLite {
 		kinds = kinds[:1] // no connection to lose: SQLite runs in the board's process
 	}
@@ -90,18 +92,52 @@ var _ = forEachDialect("writes whose commit fails", func(b *board) {
 	if b.dialect == testdb.SQLite {
 		return
 	}
-	It("keeps a receipt per committed write until it is pruned", func() {
+	// receipts counts the receipts stored: in commit_receipts, and on
+	// MySQL on event rows (commit.go).
+	receipts := func() int {
+		GinkgoHelper()
+		return b.count("SELECT COUNT(*) FROM commit_receipts") +
+			b.count("SELECT COUNT(*) FROM event_outbox WHERE receipt IS NOT NULL") +
+			b.count("SELECT COUNT(*) FROM event_log WHERE receipt IS NOT NULL")
+	}
+
+	It("keeps a receipt per committed write", func() {
 		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(BeNumerically(">=", 1))
-		n, err := b.store.PruneCommitReceipts(b.ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(n).To(BeZero(), "a fresh receipt is kept")
-		b.clock.Advance(2 * time.Minute)
-		_, err = b.store.PruneCommitReceipts(b.ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(BeZero())
+		Expect(receipts()).To(BeNumerically(">=", 1))
 	})
+
+	if b.dialect == testdb.MySQL {
+		It("keeps a write's receipt on its first event row, and carries it into the log with it", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 2))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(BeZero(), "no receipt row of its own")
+			Expect(b.count("SELECT COUNT(*) FROM event_outbox WHERE receipt IS NOT NULL")).To(Equal(1))
+			first := b.count("SELECT COUNT(*) FROM event_outbox WHERE receipt IS NOT NULL AND id = (SELECT MIN(id) FROM event_outbox)")
+			Expect(first).To(Equal(1), "on the transaction's first event row")
+
+			_, err = b.store.SequenceEvents(b.ctx, 1000)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.count("SELECT COUNT(*) FROM event_outbox")).To(BeZero())
+			Expect(b.count("SELECT COUNT(*) FROM event_log WHERE receipt IS NOT NULL")).To(Equal(1))
+			Expect(b.count("SELECT COUNT(*) FROM event_log WHERE receipt IS NOT NULL AND position = (SELECT MIN(position) FROM event_log)")).To(Equal(1))
+		})
+	}
+
+	if b.dialect == testdb.Postgres {
+		It("keeps a receipt per committed write in commit_receipts until it is pruned", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(BeNumerically(">=", 1))
+			n, err := b.store.PruneCommitReceipts(b.ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n).To(BeZero(), "a fresh receipt is kept")
+			b.clock.Advance(2 * time.Minute)
+			_, err = b.store.PruneCommitReceipts(b.ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(BeZero())
+		})
+	}
 
 	// The prune's exact count needs a store without the suite's commit
 	// faults: a prune whose answer is lost runs again and deletes nothing.
@@ -149,23 +185,25 @@ var _ = forEachDialect("writes whose commit fails", func(b *board) {
 		Expect(n).To(BeZero(), "nothing more is old enough")
 	})
 
-	It("prunes the receipts of the writes made more than a minute ago, and keeps those of later writes", func() {
-		_, err := b.store.DesireLRP(b.ctx, newLRP("old", "apps", 1))
-		Expect(err).NotTo(HaveOccurred())
-		older := b.count("SELECT COUNT(*) FROM commit_receipts")
-		Expect(older).To(BeNumerically(">=", 1))
-		b.clock.Advance(30 * time.Second)
-		_, err = b.store.DesireLRP(b.ctx, newLRP("new", "apps", 1))
-		Expect(err).NotTo(HaveOccurred())
-		total := b.count("SELECT COUNT(*) FROM commit_receipts")
-		Expect(total).To(BeNumerically(">", older))
+	if b.dialect == testdb.Postgres {
+		It("prunes the receipts of the writes made more than a minute ago, and keeps those of later writes", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("old", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			older := b.count("SELECT COUNT(*) FROM commit_receipts")
+			Expect(older).To(BeNumerically(">=", 1))
+			b.clock.Advance(30 * time.Second)
+			_, err = b.store.DesireLRP(b.ctx, newLRP("new", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			total := b.count("SELECT COUNT(*) FROM commit_receipts")
+			Expect(total).To(BeNumerically(">", older))
 
-		b.clock.Advance(45 * time.Second) // the first write's receipts are 75 s old, the second's 45 s
-		n, err := plainStore().PruneCommitReceipts(b.ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(n).To(BeEquivalentTo(older))
-		Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(Equal(total - older))
-	})
+			b.clock.Advance(45 * time.Second) // the first write's receipts are 75 s old, the second's 45 s
+			n, err := plainStore().PruneCommitReceipts(b.ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n).To(BeEquivalentTo(older))
+			Expect(b.count("SELECT COUNT(*) FROM commit_receipts")).To(Equal(total - older))
+		})
+	}
 
 	It("makes tokens that sort after the ones it made earlier, byte by byte and in the database", func() {
 		store := plainStore()

@@ -56,6 +56,10 @@ type driver interface {
 	// receipt (commit.go): where a connection to the database can break
 	// during a COMMIT. SQLite runs in the board's process: it has none.
 	keepsReceipts() bool
+	// receiptOnEvents reports whether a write transaction that appends
+	// events puts its receipt on its first outbox row rather than in a row
+	// of commit_receipts of its own (commit.go).
+	receiptOnEvents() bool
 	// injectedConflict is the error the database reports for a deadlock or
 	// serialization failure, as its driver returns it: what the
 	// commit-fault seam injects (WithCommitFaults).
@@ -116,7 +120,7 @@ type driver interface {
 	remove() func(s *SQLDB, ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error)
 	// appendEvents inserts encoded events into the outbox in one
 	// statement, however many there are, with the commit receipt when one
-	// is given.
+	// is given (in commit_receipts: receiptOnEvents is false).
 	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte) error
 	// moveEvents moves outbox rows into the log without reading them
 	// out of the database (SequenceEvents).
@@ -175,6 +179,7 @@ func (general) sizePool(conn *sql.DB) {
 }
 
 func (general) oneWriter() bool                       { return false }
+func (general) receiptOnEvents() bool                 { return false }
 func (general) inProcess() bool                       { return false }
 func (general) preparesStatements() bool              { return false }
 func (general) snapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }

@@ -95,11 +95,13 @@ func (s *SQLDB) QueuedWrites() int {
 }
 
 // WithEveryCommitFaulted makes every write transaction's first commit fail
-// with the fault named kind: "conflict", "lost-before" or "lost-after" (the
-// last two where the database keeps receipts: not SQLite).
+// with the fault named kind: "conflict", "lost-before", "lost-after" or
+// "lost-after-logged" (the last three where the database keeps receipts:
+// not SQLite).
 func WithEveryCommitFaulted(kind string) Option {
 	return func(s *SQLDB) {
-		only := map[string]commitFault{"conflict": faultConflict, "lost-before": faultLostBeforeCommit, "lost-after": faultLostAfterCommit}[kind]
+		only := map[string]commitFault{"conflict": faultConflict, "lost-before": faultLostBeforeCommit, "lost-after": faultLostAfterCommit,
+			"lost-after-logged": faultLostAfterLogged}[kind]
 		if only == faultNone {
 			panic("unknown commit fault " + kind)
 		}

@@ -49,38 +49,58 @@ func WithEventsCommitted(committed func()) Option {
 
 // appendEvents inserts changes into the outbox, in order, and the commit
 // receipt when one is given (commit.go) with them: in the same statement
-// on Postgres, in the same round trip where the driver joins statements
-// (MySQL).
-func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event, receipt []byte) error {
+// on Postgres, in the same round trip where the driver joins statements,
+// or, where the driver puts receipts on the events (MySQL), on the first
+// outbox row, whose id it then returns (0 otherwise).
+func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event, receipt []byte) (receiptRow int64, err error) {
 	types, keys, payloads, err := encodeEvents(changes)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if appendAll := s.driver.appendEvents(); appendAll != nil {
-		return appendAll(s, ctx, tx, types, keys, payloads, receipt)
+		return 0, appendAll(s, ctx, tx, types, keys, payloads, receipt)
 	}
+	onEvents := receipt != nil && s.driver.receiptOnEvents()
 	for start := 0; start < len(changes); start += batchSize {
 		end := min(start+batchSize, len(changes))
-		args := make([]any, 0, 3*(end-start)+2)
+		columns := []string{"event_type", "event_key", "payload"}
+		carries := onEvents && start == 0 // this batch's first row carries the receipt
+		if carries {
+			columns = append(columns, "receipt")
+		}
+		args := make([]any, 0, len(columns)*(end-start)+2)
 		for i := start; i < end; i++ {
 			args = append(args, types[i], keys[i], payloads[i])
+			switch {
+			case carries && i == 0:
+				args = append(args, receipt)
+			case carries:
+				args = append(args, nil)
+			}
 		}
 		var b strings.Builder
-		writeInsert(&b, "event_outbox", []string{"event_type", "event_key", "payload"}, end-start)
-		if end == len(changes) && receipt != nil && s.driver.joinsStatements() {
+		writeInsert(&b, "event_outbox", columns, end-start)
+		if end == len(changes) && receipt != nil && !onEvents && s.driver.joinsStatements() {
 			b.WriteString(";\n" + insertReceipt)
 			args = append(args, receipt)
 			receipt = nil
 		}
-		if _, err := s.exec(ctx, tx, b.String(), args...); err != nil {
-			return err
+		res, err := s.exec(ctx, tx, b.String(), args...)
+		if err != nil {
+			return 0, err
+		}
+		if carries {
+			// A multi-row insert's id is its first row's.
+			if receiptRow, err = res.LastInsertId(); err != nil {
+				return 0, err
+			}
 		}
 	}
-	if receipt != nil {
+	if receipt != nil && !onEvents {
 		_, err := s.exec(ctx, tx, insertReceipt, receipt)
-		return err
+		return 0, err
 	}
-	return nil
+	return receiptRow, nil
 }
 
 // encodeEvents is changes as the outbox's columns, in order. A payload is
@@ -141,7 +161,7 @@ func (s *SQLDB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, asModelError("sequence events", err)
 	}
-	moved := 0
+	moved, last := 0, int64(0)
 	err = s.transact(ctx, "sequence events", func(tx *sql.Tx) error {
 		var head int64
 		err := s.queryRow(ctx, tx, "SELECT position FROM event_log_head WHERE id = 1"+s.driver.lockForUpdate()).Scan(&head)
@@ -156,16 +176,33 @@ func (s *SQLDB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 		} else {
 			moved, err = s.moveEvents(ctx, tx, head, limit)
 		}
+		last = head + int64(moved)
 		return err
 	})
+	if err == nil {
+		s.sawLogPosition(last)
+	}
 	return moved, err
+}
+
+// sawLogPosition notes that the log's positions up to position are taken
+// (SQLDB.logSeen).
+func (s *SQLDB) sawLogPosition(position int64) {
+	for {
+		seen := s.logSeen.Load()
+		if position <= seen || s.logSeen.CompareAndSwap(seen, position) {
+			return
+		}
+	}
 }
 
 // moveEvents moves up to limit outbox rows, oldest first, into the log at
 // the positions after head, and moves the head past them, in tx, which
-// holds the head's row lock. It reads the rows and writes them back.
+// holds the head's row lock. It reads the rows and writes them back, with
+// the commit receipts they carry (commit.go: a lost commit is settled by
+// its receipt in the log once its events have moved).
 func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error) {
-	rows, err := s.query(ctx, tx, "SELECT id, event_type, event_key, payload FROM event_outbox ORDER BY id LIMIT ?", limit)
+	rows, err := s.query(ctx, tx, "SELECT id, event_type, event_key, payload, receipt FROM event_outbox ORDER BY id LIMIT ?", limit)
 	if err != nil {
 		return 0, err
 	}
@@ -174,13 +211,13 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 	for rows.Next() {
 		var id int64
 		var eventType, key string
-		var payload []byte
-		if err := rows.Scan(&id, &eventType, &key, &payload); err != nil {
+		var payload, receipt []byte
+		if err := rows.Scan(&id, &eventType, &key, &payload, &receipt); err != nil {
 			rows.Close()
 			return 0, err
 		}
 		ids = append(ids, id)
-		logged = append(logged, head+int64(len(ids)), eventType, key, payload)
+		logged = append(logged, head+int64(len(ids)), eventType, key, payload, receipt)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -189,16 +226,16 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	const perRow = 4
+	const perRow = 5
 	for start := 0; start < len(ids); start += batchSize {
 		end := min(start+batchSize, len(ids))
 		var b strings.Builder
-		b.WriteString("INSERT INTO event_log (position, event_type, event_key, payload, created_at) VALUES ")
+		b.WriteString("INSERT INTO event_log (position, event_type, event_key, payload, receipt, created_at) VALUES ")
 		for i := start; i < end; i++ {
 			if i > start {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, " + s.driver.nowNanos() + ")")
+			b.WriteString("(?, ?, ?, ?, ?, " + s.driver.nowNanos() + ")")
 		}
 		if _, err := s.exec(ctx, tx, b.String(), logged[start*perRow:end*perRow]...); err != nil {
 			return 0, err
@@ -254,6 +291,9 @@ func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]even
 	}
 	if err := rows.Err(); err != nil {
 		return nil, asModelError("read events", err)
+	}
+	if len(out) > 0 {
+		s.sawLogPosition(int64(out[len(out)-1].ID))
 	}
 	return out, nil
 }

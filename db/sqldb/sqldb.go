@@ -52,6 +52,12 @@ type SQLDB struct {
 	// nil on a board.
 	faults *commitFaults
 
+	// logSeen is the highest event log position this store has seen taken
+	// (SequenceEvents, ReadEvents): events committed after it was read get
+	// positions past it, so a lost commit's settling looks for its receipt
+	// in the log only there (settleOnEvents).
+	logSeen atomic.Int64
+
 	// fastUpdates counts the updates stored by the Postgres fast path
 	// (updateNowPostgres), for the specs to see it taken.
 	fastUpdates atomic.Int64

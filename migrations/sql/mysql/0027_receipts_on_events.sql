@@ -1,0 +1,11 @@
+-- Commit receipts on the events (issue 29): on MySQL a write transaction
+-- that appends events puts its receipt on its first outbox row instead of
+-- a row of commit_receipts of its own, and the sequencer carries it into
+-- the log (db/sqldb/commit.go). Its Go step (add_event_receipts, in
+-- migrations/add_column.go) adds, only where they are missing,
+--   event_outbox.receipt  the receipt's token, NULL on the other rows
+--   event_log.receipt     the same, copied as the row is logged
+-- both NULL on Postgres and SQLite, which keep receipts as before or none.
+-- MariaDB 10.3+ and MySQL 8.0.12+ add a trailing NULL column without
+-- rewriting the table. It is safe to re-run; there is no SQL statement
+-- here.
