@@ -156,7 +156,7 @@ var addCellsQuarantine = addColumns("add_cells_quarantine", 1, "cells",
 	columnDef{"quarantine_cleared_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
 	columnDef{"quarantine_cleared_by", func(d driver) string { return d.boundedText(256) }})
 
-// addEventReceipts is migration 0027's Go half: event_outbox.receipt and
+// addEventReceipts is migration 0028's Go half: event_outbox.receipt and
 // event_log.receipt, a write transaction's commit receipt on its first
 // event row (MySQL; NULL elsewhere and on every row already there).
 var addEventReceipts = joinSteps("add_event_receipts", 1,
