@@ -225,19 +225,6 @@ var instanceCauses = []instanceCause{
 	}},
 }
 
-// CheckFailure is an instance's failing health check as its cell last
-// reported it: the start (instance guid) that ran it, what the latest
-// check said ("GET http://10.0.0.1:61001/health: 503 Service
-// Unavailable"), when it ran, and when the checks failing in a row up to
-// it began (Unix nanoseconds, the cell's clock).
-type CheckFailure struct {
-	ProcessGuid, DefinitionID string
-	Index                     int32
-	InstanceGuid              string
-	Output                    string
-	At, Since                 int64
-}
-
 // checkKey names one index of one definition of an LRP.
 type checkKey struct {
 	guid, definition string
@@ -272,7 +259,7 @@ const RecentCheckFailure = time.Minute
 //  3. g3's check at 11:59:50, before its claim: no.
 //  4. Now 12:01:30, nothing reported since the 12:00:25 failure: no.
 //  5. The row CRASHED: no (its crash reason speaks for it).
-func CheckFailing(r *ActualRow, f *CheckFailure, now int64) bool {
+func CheckFailing(r *ActualRow, f *models.CheckFailure, now int64) bool {
 	return f != nil && f.Output != "" &&
 		f.InstanceGuid == r.InstanceGuid &&
 		(r.State == models.ActualLRP_CLAIMED || r.State == models.ActualLRP_RUNNING) &&
@@ -281,8 +268,8 @@ func CheckFailing(r *ActualRow, f *CheckFailure, now int64) bool {
 }
 
 // loadCheckFailures keys the snapshot's failing checks by instance.
-func (p *planner) loadCheckFailures(failures []CheckFailure) {
-	p.checkFailures = make(map[checkKey]*CheckFailure, len(failures))
+func (p *planner) loadCheckFailures(failures []models.CheckFailure) {
+	p.checkFailures = make(map[checkKey]*models.CheckFailure, len(failures))
 	for i := range failures {
 		f := &failures[i]
 		p.checkFailures[checkKey{f.ProcessGuid, f.DefinitionID, f.Index}] = f

@@ -111,12 +111,12 @@ var _ = Describe("CheckFailing (its worked example)", func() {
 		return &convergence.ActualRow{ProcessGuid: "web", Index: 3, InstanceGuid: "g3", DefinitionID: "v2",
 			State: models.ActualLRP_CLAIMED, Since: since}
 	}
-	failure := func(guid string, at int64) *convergence.CheckFailure {
-		return &convergence.CheckFailure{ProcessGuid: "web", DefinitionID: "v2", Index: 3, InstanceGuid: guid,
+	failure := func(guid string, at int64) *models.CheckFailure {
+		return &models.CheckFailure{ProcessGuid: "web", DefinitionID: "v2", Index: 3, InstanceGuid: guid,
 			Output: "GET http://10.0.0.1:61001/health: 503 Service Unavailable", At: at, Since: 13 * s}
 	}
 	DescribeTable("whether a reported failing check says why the row waits",
-		func(r *convergence.ActualRow, f *convergence.CheckFailure, now int64, want bool) {
+		func(r *convergence.ActualRow, f *models.CheckFailure, now int64, want bool) {
 			Expect(convergence.CheckFailing(r, f, now)).To(Equal(want))
 		},
 		Entry("1. its start's check failed 5 s ago", claimed(0), failure("g3", 25*s), now, true),

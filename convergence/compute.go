@@ -122,7 +122,7 @@ type planner struct {
 	// placement to say what blocks them (finishBlocked).
 	blocked []pendingRollout
 	// checkFailures are the snapshot's CheckFailures by instance.
-	checkFailures map[checkKey]*CheckFailure
+	checkFailures map[checkKey]*models.CheckFailure
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

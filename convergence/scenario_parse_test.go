@@ -654,7 +654,7 @@ func (s *scenario) parseCheckFailure(key string, a *attrs) error {
 	if !ok || err != nil {
 		return fmt.Errorf("check_failure %q: want process_guid/index", key)
 	}
-	s.snapshot.CheckFailures = append(s.snapshot.CheckFailures, convergence.CheckFailure{
+	s.snapshot.CheckFailures = append(s.snapshot.CheckFailures, models.CheckFailure{
 		ProcessGuid:  guid,
 		Index:        int32(index),
 		DefinitionID: a.string("definition", "v1"),

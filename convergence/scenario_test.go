@@ -193,7 +193,7 @@ func shuffleSnapshot(s *convergence.Snapshot, seed uint64) *convergence.Snapshot
 
 		FreezeWindows: append([]*models.FreezeWindow(nil), s.FreezeWindows...),
 		Crashes:       append([]convergence.CrashRow(nil), s.Crashes...),
-		CheckFailures: append([]convergence.CheckFailure(nil), s.CheckFailures...),
+		CheckFailures: append([]models.CheckFailure(nil), s.CheckFailures...),
 	}
 	r.Shuffle(len(out.CheckFailures), func(i, j int) {
 		out.CheckFailures[i], out.CheckFailures[j] = out.CheckFailures[j], out.CheckFailures[i]

@@ -58,7 +58,7 @@ type Snapshot struct {
 	// cells last reported them (the board's signals keep them, not the
 	// database), any LRP's, at most one per (LRP, definition, index): a
 	// rollout's blocked_by names a waiting instance's (CheckFailing).
-	CheckFailures []CheckFailure
+	CheckFailures []models.CheckFailure
 }
 
 // RolloutRow is an LRP's rollout record (table rollouts): where its

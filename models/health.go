@@ -327,3 +327,18 @@ func validateBucketCounts(path string, counts, bounds []int64) (int64, error) {
 func DefinitionHealthLogged(cellID string, h *DefinitionHealth) Event {
 	return Event{Type: EventDefinitionHealth, Key: h.GetProcessGuid(), Payload: &DefinitionHealthEvent{CellId: cellID, Health: h}}
 }
+
+// CheckFailure is an instance's failing health check as its cell last
+// reported it (InstanceHealth.last_check_failure): the start (instance
+// guid) that ran it, what the latest check said ("GET
+// http://10.0.0.1:61001/health: 503 Service Unavailable"), when it ran,
+// and when the checks failing in a row up to it began (Unix nanoseconds,
+// the cell's clock). The board's signals keep the latest of each
+// instance; the planner quotes it (convergence.CheckFailing).
+type CheckFailure struct {
+	ProcessGuid, DefinitionID string
+	Index                     int32
+	InstanceGuid              string
+	Output                    string
+	At, Since                 int64
+}

@@ -132,7 +132,7 @@ func (c *Collector) Figures(definitionID string, instances int) *models.Definiti
 }
 
 // CheckFailures is Window.CheckFailures at the collector's now.
-func (c *Collector) CheckFailures() []CheckFailure {
+func (c *Collector) CheckFailures() []models.CheckFailure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.window.CheckFailures(c.now())

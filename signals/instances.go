@@ -43,19 +43,7 @@ type instanceRecord struct {
 	// failing is the instance's failing health check as its cell last
 	// reported it, nil when none fails: one per instance, at most
 	// models.MaxCheckFailureBytes of output.
-	failing *CheckFailure
-}
-
-// CheckFailure is an instance's failing health check, as its cell
-// reported it: the start (instance guid) that ran it, what the latest
-// check said, when it ran, and when its checks began to fail in a row
-// (the cell's clock, Unix nanoseconds).
-type CheckFailure struct {
-	ProcessGuid, DefinitionID string
-	Index                     int32
-	InstanceGuid              string
-	Output                    string
-	At, Since                 int64
+	failing *models.CheckFailure
 }
 
 // instanceReport is one cell's report of the instance's checks and
@@ -158,7 +146,7 @@ func noteFailing(in *instanceRecord, h *models.DefinitionHealth, x *models.Insta
 	if in.failing != nil && in.failing.At > x.GetLastCheckFailureAt() {
 		return
 	}
-	in.failing = &CheckFailure{
+	in.failing = &models.CheckFailure{
 		ProcessGuid: h.GetProcessGuid(), DefinitionID: h.GetDefinitionId(), Index: x.GetIndex(),
 		InstanceGuid: x.GetInstanceGuid(), Output: x.GetLastCheckFailure(),
 		At: x.GetLastCheckFailureAt(), Since: x.GetCheckFailingSince(),
@@ -168,9 +156,9 @@ func noteFailing(in *instanceRecord, h *models.DefinitionHealth, x *models.Insta
 // CheckFailures are the failing health checks the window holds, of every
 // instance it knows, at now: those reported within the span (older ones
 // are forgotten), by process guid, definition and index.
-func (w *Window) CheckFailures(now time.Time) []CheckFailure {
+func (w *Window) CheckFailures(now time.Time) []models.CheckFailure {
 	from := now.Add(-w.span).UnixNano()
-	var out []CheckFailure
+	var out []models.CheckFailure
 	for _, r := range w.defs {
 		for _, in := range r.instances {
 			if in.failing == nil {
@@ -183,7 +171,7 @@ func (w *Window) CheckFailures(now time.Time) []CheckFailure {
 			out = append(out, *in.failing)
 		}
 	}
-	slices.SortFunc(out, func(a, b CheckFailure) int {
+	slices.SortFunc(out, func(a, b models.CheckFailure) int {
 		return cmp.Or(cmp.Compare(a.ProcessGuid, b.ProcessGuid), cmp.Compare(a.DefinitionID, b.DefinitionID), cmp.Compare(a.Index, b.Index))
 	})
 	return out

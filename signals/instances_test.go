@@ -285,7 +285,7 @@ var _ = Describe("Window.CheckFailures", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		w.Reported(failingReport(failingPart{3, "g3", refused, 20 * time.Second, 30 * time.Second}, failingPart{1, "g1", "", 0, 0}), ago(20*time.Second))
 		w.Reported(failingReport(failingPart{3, "g3", unavailable, 10 * time.Second, 30 * time.Second}), ago(10*time.Second))
-		Expect(w.CheckFailures(t0)).To(Equal([]signals.CheckFailure{{
+		Expect(w.CheckFailures(t0)).To(Equal([]models.CheckFailure{{
 			ProcessGuid: "lrp", DefinitionID: "v2", Index: 3, InstanceGuid: "g3", Output: unavailable,
 			At: ago(10 * time.Second).UnixNano(), Since: ago(30 * time.Second).UnixNano(),
 		}}))

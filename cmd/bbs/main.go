@@ -244,9 +244,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	})
 	// Why a rollout's instance waits: the failing checks its rep
 	// reports, which this board's signals keep.
-	runnerConfig.CheckFailures = func() []convergence.CheckFailure {
-		return checkFailures(signalCollector.CheckFailures())
-	}
+	runnerConfig.CheckFailures = signalCollector.CheckFailures
 	runnerConfig.PresenceGrace = func() convergence.PresenceGrace {
 		return presenceGrace(watch.LastOutage(), cfg.cellPresenceTTL(), now())
 	}
@@ -465,15 +463,3 @@ func rotateKeys(logger lager.Logger, store *sqldb.SQLDB) {
 // rotationPasses bounds the start's re-encryption: a row changed under a
 // pass is picked up by the next.
 const rotationPasses = 5
-
-// checkFailures are the signals' failing checks as the planner reads them.
-func checkFailures(failures []signals.CheckFailure) []convergence.CheckFailure {
-	out := make([]convergence.CheckFailure, len(failures))
-	for i, f := range failures {
-		out[i] = convergence.CheckFailure{
-			ProcessGuid: f.ProcessGuid, DefinitionID: f.DefinitionID, Index: f.Index,
-			InstanceGuid: f.InstanceGuid, Output: f.Output, At: f.At, Since: f.Since,
-		}
-	}
-	return out
-}

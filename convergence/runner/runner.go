@@ -126,7 +126,7 @@ type RunnerConfig struct {
 	// CheckFailures, when set, gives each pass the failing health checks
 	// the board's signals hold (Snapshot.CheckFailures): the board's
 	// memory of its cells' health reports, not the database's.
-	CheckFailures func() []convergence.CheckFailure
+	CheckFailures func() []models.CheckFailure
 	// FullReadInterval is how often passes read every row again rather
 	// than what the event log says changed (DefaultFullReadInterval); see
 	// Mirror.
