@@ -156,10 +156,11 @@ type BudgetRow struct {
 // order: n its instances, b its resolved budget, covered the indices
 // autoscaled stand-ins serve (nil for none). Rows outside 0..n-1 play no
 // part. An index is Up when its ORDINARY row is RUNNING and routable on a
-// present cell, or its RETIRING row is RUNNING and routable and not told
-// to stop; Leaving when not Up but a RETIRING row told to stop, or an
-// EVACUATING row on a present cell, is RUNNING and routable. A SUSPECT
-// row (its cell lost) serves by chance only: its index counts as down.
+// present cell, or its RETIRING row is RUNNING and routable on a present
+// cell and not told to stop; Leaving when not Up but a RETIRING row told
+// to stop, or an EVACUATING row, is RUNNING and routable on a present
+// cell. A SUSPECT row (its cell lost), and any row on a lost cell, serves
+// by chance only: its index counts as down.
 // Since is the latest Since of the index's rows.
 func TallyRows(n, b int32, rows []BudgetRow, covered map[int32]bool) DisruptionBudget {
 	n = max(n, 0)
@@ -175,8 +176,10 @@ func TallyRows(n, b int32, rows []BudgetRow, covered map[int32]bool) DisruptionB
 		case ordinary:
 			x.Up = x.Up || serves && r.OnPresentCell
 		case retiring:
-			x.Up = x.Up || serves && !r.StopRequested
-			x.Leaving = x.Leaving || serves && r.StopRequested
+			// On a lost cell it serves by chance only, as a SUSPECT
+			// row does.
+			x.Up = x.Up || serves && !r.StopRequested && r.OnPresentCell
+			x.Leaving = x.Leaving || serves && r.StopRequested && r.OnPresentCell
 		case evacuating:
 			x.Leaving = x.Leaving || serves && r.OnPresentCell
 		}

@@ -89,6 +89,10 @@ var _ = Describe("TallyRows", func() {
 		Entry("RETIRING kept serving (a surge or a move): up", []convergence.BudgetRow{serving(0, ret), {Index: 0, Presence: ord, State: unc}}, int32(0), int32(0)),
 		Entry("RETIRING told to stop, successor not serving: leaving",
 			[]convergence.BudgetRow{{Index: 0, Presence: ret, State: run, Routable: true, StopRequested: true, OnPresentCell: true}}, int32(0), int32(1)),
+		Entry("RETIRING serving on a lost cell: down",
+			[]convergence.BudgetRow{{Index: 0, Presence: ret, State: run, Routable: true}, {Index: 0, Presence: ord, State: unc}}, int32(1), int32(0)),
+		Entry("RETIRING told to stop on a lost cell: down",
+			[]convergence.BudgetRow{{Index: 0, Presence: ret, State: run, Routable: true, StopRequested: true}}, int32(1), int32(0)),
 		Entry("SUSPECT serving only: down", []convergence.BudgetRow{serving(0, sus)}, int32(1), int32(0)),
 		Entry("an extra index plays no part", []convergence.BudgetRow{serving(0, ord), {Index: 3, Presence: ord, State: unc}}, int32(0), int32(0)),
 	)
