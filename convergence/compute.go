@@ -49,6 +49,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.plan.Counts.Desired = instances
 	p.plan.Writes.PlacementEpoch = snapshot.PlacementEpoch
 	p.reserve(instances - ordinaryRows)
+	p.tallyGroups(desired, snapshot.BudgetGroups)
 	p.reconcileAll(desired)
 	p.cleanForgottenLRPs()
 	p.cleanForgottenOperations()
@@ -120,6 +121,11 @@ type planner struct {
 	// blocked are the rollout records this pass may write, waiting for
 	// placement to say what blocks them (finishBlocked).
 	blocked []pendingRollout
+
+	// groups are the budget groups some LRP of the snapshot names, by
+	// name, tallied before the LRPs are decided and drawn down as they
+	// are (tallyGroups, budget.go).
+	groups map[string]*GroupBudget
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

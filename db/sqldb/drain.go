@@ -86,7 +86,7 @@ func (s *SQLDB) decideEvacuation(ctx context.Context, tx *sql.Tx, instance *mode
 		return convergence.Evacuation{}, err
 	}
 	serves := instance.State == models.ActualLRP_RUNNING && instance.Routable
-	return convergence.DecideEvacuation(guid, serves, t, deadline, now), nil
+	return convergence.DecideEvacuation(guid, serves, t, nil, deadline, now), nil
 }
 
 // recordOverdue notes on cell cellID that an evacuation went ahead past
@@ -152,7 +152,7 @@ func (s *SQLDB) DrainStatus(ctx context.Context, cellID string) (*models.DrainSt
 		if !ok {
 			continue
 		}
-		if e := convergence.DecideEvacuation(guid, true, t, status.Cell.DrainDeadline, now); e.Blocked != nil {
+		if e := convergence.DecideEvacuation(guid, true, t, nil, status.Cell.DrainDeadline, now); e.Blocked != nil {
 			status.Blocked = append(status.Blocked, &models.DrainBlockedLRP{ProcessGuid: guid, Waiting: waiting[guid], BlockedBy: e.Blocked})
 		}
 	}
