@@ -46,4 +46,5 @@ var registeredSteps = map[int]*goStep{
 	24: addDisruptionBudgetAndDrains,
 	25: addRolloutsBlockedBy,
 	26: addCellsQuarantine,
+	27: addDesiredLRPsBudgetGroup,
 }
