@@ -82,3 +82,15 @@ func ResolveGroupBudget(total int32, g *BudgetGroup) (budget int32, ok bool) {
 	}
 	return scaleCountOrPercent(v, max(total, 0), false), true
 }
+
+// BudgetGroupChanged is the event of a group set (before nil when new) or
+// removed (after nil) at the request of requestedBy, keyed by the group's
+// name.
+func BudgetGroupChanged(before, after *BudgetGroup, requestedBy string) Event {
+	name := after.GetName()
+	if after == nil {
+		name = before.GetName()
+	}
+	return Event{Type: EventBudgetGroupChanged, Key: "budget_group/" + name,
+		Payload: &BudgetGroupChangedEvent{Before: before, After: after, RequestedBy: requestedBy}}
+}

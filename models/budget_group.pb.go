@@ -382,6 +382,69 @@ func (x *BudgetGroupsResponse) GetGroups() []*BudgetGroup {
 	return nil
 }
 
+// BudgetGroupChangedEvent carries a budget group when it is set (before
+// absent when it is new) or removed (after absent), and who asked for the
+// change (as an operation's requested_by names a caller).
+type BudgetGroupChangedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Before        *BudgetGroup           `protobuf:"bytes,1,opt,name=before,proto3" json:"before,omitempty"`
+	After         *BudgetGroup           `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	RequestedBy   string                 `protobuf:"bytes,3,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetGroupChangedEvent) Reset() {
+	*x = BudgetGroupChangedEvent{}
+	mi := &file_budget_group_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetGroupChangedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetGroupChangedEvent) ProtoMessage() {}
+
+func (x *BudgetGroupChangedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_budget_group_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetGroupChangedEvent.ProtoReflect.Descriptor instead.
+func (*BudgetGroupChangedEvent) Descriptor() ([]byte, []int) {
+	return file_budget_group_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BudgetGroupChangedEvent) GetBefore() *BudgetGroup {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *BudgetGroupChangedEvent) GetAfter() *BudgetGroup {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *BudgetGroupChangedEvent) GetRequestedBy() string {
+	if x != nil {
+		return x.RequestedBy
+	}
+	return ""
+}
+
 var File_budget_group_proto protoreflect.FileDescriptor
 
 const file_budget_group_proto_rawDesc = "" +
@@ -407,7 +470,11 @@ const file_budget_group_proto_rawDesc = "" +
 	"\x13BudgetGroupsRequest\"|\n" +
 	"\x14BudgetGroupsResponse\x12-\n" +
 	"\x05error\x18\x01 \x01(\v2\x17.corkboard.models.ErrorR\x05error\x125\n" +
-	"\x06groups\x18\x02 \x03(\v2\x1d.corkboard.models.BudgetGroupR\x06groupsB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
+	"\x06groups\x18\x02 \x03(\v2\x1d.corkboard.models.BudgetGroupR\x06groups\"\xa8\x01\n" +
+	"\x17BudgetGroupChangedEvent\x125\n" +
+	"\x06before\x18\x01 \x01(\v2\x1d.corkboard.models.BudgetGroupR\x06before\x123\n" +
+	"\x05after\x18\x02 \x01(\v2\x1d.corkboard.models.BudgetGroupR\x05after\x12!\n" +
+	"\frequested_by\x18\x03 \x01(\tR\vrequestedByB'Z%github.com/corkboard/corkboard/modelsb\x06proto3"
 
 var (
 	file_budget_group_proto_rawDescOnce sync.Once
@@ -421,7 +488,7 @@ func file_budget_group_proto_rawDescGZIP() []byte {
 	return file_budget_group_proto_rawDescData
 }
 
-var file_budget_group_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_budget_group_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_budget_group_proto_goTypes = []any{
 	(*BudgetGroup)(nil),               // 0: corkboard.models.BudgetGroup
 	(*SetBudgetGroupRequest)(nil),     // 1: corkboard.models.SetBudgetGroupRequest
@@ -430,20 +497,23 @@ var file_budget_group_proto_goTypes = []any{
 	(*RemoveBudgetGroupResponse)(nil), // 4: corkboard.models.RemoveBudgetGroupResponse
 	(*BudgetGroupsRequest)(nil),       // 5: corkboard.models.BudgetGroupsRequest
 	(*BudgetGroupsResponse)(nil),      // 6: corkboard.models.BudgetGroupsResponse
-	(*Error)(nil),                     // 7: corkboard.models.Error
+	(*BudgetGroupChangedEvent)(nil),   // 7: corkboard.models.BudgetGroupChangedEvent
+	(*Error)(nil),                     // 8: corkboard.models.Error
 }
 var file_budget_group_proto_depIdxs = []int32{
 	0, // 0: corkboard.models.SetBudgetGroupRequest.group:type_name -> corkboard.models.BudgetGroup
-	7, // 1: corkboard.models.SetBudgetGroupResponse.error:type_name -> corkboard.models.Error
+	8, // 1: corkboard.models.SetBudgetGroupResponse.error:type_name -> corkboard.models.Error
 	0, // 2: corkboard.models.SetBudgetGroupResponse.group:type_name -> corkboard.models.BudgetGroup
-	7, // 3: corkboard.models.RemoveBudgetGroupResponse.error:type_name -> corkboard.models.Error
-	7, // 4: corkboard.models.BudgetGroupsResponse.error:type_name -> corkboard.models.Error
+	8, // 3: corkboard.models.RemoveBudgetGroupResponse.error:type_name -> corkboard.models.Error
+	8, // 4: corkboard.models.BudgetGroupsResponse.error:type_name -> corkboard.models.Error
 	0, // 5: corkboard.models.BudgetGroupsResponse.groups:type_name -> corkboard.models.BudgetGroup
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	0, // 6: corkboard.models.BudgetGroupChangedEvent.before:type_name -> corkboard.models.BudgetGroup
+	0, // 7: corkboard.models.BudgetGroupChangedEvent.after:type_name -> corkboard.models.BudgetGroup
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_budget_group_proto_init() }
@@ -458,7 +528,7 @@ func file_budget_group_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_budget_group_proto_rawDesc), len(file_budget_group_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
