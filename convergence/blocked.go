@@ -40,9 +40,10 @@ type RolloutSituation struct {
 	// rollout's definition that does not serve for min_ready, a SUSPECT
 	// row, or an instance this pass could not place.
 	Waiting []WaitingInstance
-	// BudgetHeldBy, when the LRP's disruption budget is spent so that the
-	// rollout may start no replacement, says what holds it
-	// (DisruptionBudget.Holds); "" otherwise.
+	// BudgetHeldBy, when the LRP's disruption budget (or its budget
+	// group's) is spent so that the rollout may start no replacement, says
+	// what holds it (DisruptionBudget.Holds, "budget " + GroupBudget.Holds);
+	// "" otherwise.
 	BudgetHeldBy string
 }
 
@@ -461,6 +462,10 @@ func (p *planner) blockedSituation(pr *pendingRollout, next *RolloutRow, unplace
 	}
 	if ro.budgetHeld {
 		s.BudgetHeldBy = ro.budget.Holds()
+		if ro.budget.Stops() > 0 {
+			// Only its budget group holds it.
+			s.BudgetHeldBy = "budget " + ro.group.Holds()
+		}
 	}
 	return s
 }

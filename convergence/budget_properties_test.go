@@ -277,16 +277,8 @@ func betweenPasses(r *rand.Rand, s *convergence.Snapshot, now time.Time) *conver
 				d = x
 			}
 		}
-		b := models.ResolveDisruptionBudget(d.Instances, d.DisruptionBudget, models.StoredRolloutStrategy(d.Instances, d.UpdateStrategy))
-		var budgetRows []convergence.BudgetRow
-		for _, x := range s.Actual {
-			if x.ProcessGuid == row.ProcessGuid {
-				budgetRows = append(budgetRows, convergence.BudgetRow{Index: x.Index, Presence: x.Presence, State: x.State, Routable: x.Routable,
-					StopRequested: x.StopRequested, OnPresentCell: present[x.CellID], Since: x.Since})
-			}
-		}
-		t := convergence.TallyRows(d.Instances, b, budgetRows, nil)
-		if !convergence.DecideEvacuation(row.ProcessGuid, true, t, 0, now.UnixNano()).Go {
+		t := tallyLRP(s, d, present)
+		if !convergence.DecideEvacuation(row.ProcessGuid, true, t, tallyGroupOf(s, d, present), 0, now.UnixNano()).Go {
 			continue
 		}
 		evac := row
@@ -297,6 +289,39 @@ func betweenPasses(r *rand.Rand, s *convergence.Snapshot, now time.Time) *conver
 	}
 	slices.SortFunc(s.Actual, func(a, b convergence.ActualRow) int { return compareKeys(a.Key(), b.Key()) })
 	return s
+}
+
+// tallyLRP tallies d's own budget over s's rows, as the store does before
+// a hand-over.
+func tallyLRP(s *convergence.Snapshot, d convergence.DesiredSchedule, present map[string]bool) convergence.DisruptionBudget {
+	b := models.ResolveDisruptionBudget(d.Instances, d.DisruptionBudget, models.StoredRolloutStrategy(d.Instances, d.UpdateStrategy))
+	var budgetRows []convergence.BudgetRow
+	for _, x := range s.Actual {
+		if x.ProcessGuid == d.ProcessGuid {
+			budgetRows = append(budgetRows, convergence.BudgetRow{Index: x.Index, Presence: x.Presence, State: x.State, Routable: x.Routable,
+				StopRequested: x.StopRequested, OnPresentCell: present[x.CellID], Since: x.Since})
+		}
+	}
+	return convergence.TallyRows(d.Instances, b, budgetRows, nil)
+}
+
+// tallyGroupOf tallies d's budget group over its members' rows in s, as
+// the store does before a hand-over; nil when d names no defined group.
+func tallyGroupOf(s *convergence.Snapshot, d convergence.DesiredSchedule, present map[string]bool) *convergence.GroupBudget {
+	name := d.DisruptionBudget.GetGroup()
+	for _, g := range s.BudgetGroups {
+		if name == "" || g.Name != name {
+			continue
+		}
+		var members []convergence.GroupMember
+		for _, m := range s.Desired {
+			if m.DisruptionBudget.GetGroup() == name {
+				members = append(members, convergence.GroupMember{ProcessGuid: m.ProcessGuid, Budget: tallyLRP(s, m, present)})
+			}
+		}
+		return convergence.TallyGroup(g, members)
+	}
+	return nil
 }
 
 func dumpRows(rows []convergence.ActualRow, guid string) string {

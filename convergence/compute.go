@@ -50,6 +50,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.plan.Counts.Desired = instances
 	p.plan.Writes.PlacementEpoch = snapshot.PlacementEpoch
 	p.reserve(instances - ordinaryRows)
+	p.tallyGroups(desired, snapshot.BudgetGroups)
 	p.reconcileAll(desired)
 	p.cleanForgottenLRPs()
 	p.cleanForgottenOperations()
@@ -123,6 +124,11 @@ type planner struct {
 	blocked []pendingRollout
 	// checkFailures are the snapshot's CheckFailures by instance.
 	checkFailures map[checkKey]*models.CheckFailure
+
+	// groups are the budget groups some LRP of the snapshot names, by
+	// name, tallied before the LRPs are decided and drawn down as they
+	// are (tallyGroups, budget.go).
+	groups map[string]*GroupBudget
 }
 
 // row is an actual row with the index of the cell it names (noCell when it

@@ -438,6 +438,15 @@
 // before each evacuation of a draining cell. Scenario lines set it with
 // budget= on a desired line.
 //
+// An LRP may also name a budget group (disruption_budget.group;
+// Snapshot.BudgetGroups): a budget its members share. TallyGroup sums the
+// members' spent before the LRPs are decided; each LRP's stops and
+// hand-overs are then the fewer of its own and its group's
+// (GroupStops, GroupHandovers), and every stop a rollout takes is drawn
+// from the group at once, LRP after LRP in process guid order. Scenario
+// lines define a group with "budgetgroup NAME max_unavailable=N" and put
+// an LRP in it with budget_group= on its desired line.
+//
 // # Rollout records
 //
 // Each LRP that changed definition has a record (RolloutRow); the

@@ -82,10 +82,11 @@ func (p *planner) considerMoves(d *DesiredSchedule, ro *rolloutLRP, rows []row, 
 	if !onFullCell && !uneven {
 		return
 	}
-	if p.tallyBudget(d, rows, instances, covered).Handovers() == 0 {
-		// The LRP's disruption budget is spent (budget.go): a move keeps
-		// its index serving until the replacement is ready, but none
-		// starts while indices are down or leaving beyond the budget.
+	if GroupHandovers(p.tallyBudget(d, rows, instances, covered), p.groupOf(d)) == 0 {
+		// The LRP's disruption budget, or its group's, is spent
+		// (budget.go): a move keeps its index serving until the
+		// replacement is ready, but none starts while indices are down or
+		// leaving beyond the budget.
 		return
 	}
 	p.placer.noteMovable(found, uneven, max(storedStrategy(d, instances).MaxSurge, 1))

@@ -74,6 +74,7 @@ func (p *planner) reconcileLRP(d *DesiredSchedule, rows []row) {
 		ro = p.newRollout(d, record, instances)
 		ro.covered = covered
 		ro.budget = p.tallyBudget(d, rows[first:], instances, covered)
+		ro.group = p.groupOf(d)
 		slots = wantedSlots(rows[first:], instances)
 		p.planRollout(ro, slots)
 	}

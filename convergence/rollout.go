@@ -32,8 +32,10 @@ type rolloutLRP struct {
 	// budget had no stop left (another disruption spent it).
 	budgetHeld bool
 	// budget is the LRP's disruption budget tallied before this pass's
-	// writes (budget.go): the stops it has left bound the step.
+	// writes (budget.go): the stops it has left bound the step, with those
+	// its budget group has left (group, nil for none; GroupStops).
 	budget DisruptionBudget
+	group  *GroupBudget
 	// promoted are the indices whose RETIRING instance runs the active
 	// definition again and becomes their ORDINARY one (see promoteBack).
 	promoted map[int32]bool
@@ -260,14 +262,24 @@ func (p *planner) planRollout(ro *rolloutLRP, slots []indexRows) {
 	if ro.reverting = p.revertsNow(ro, int32(len(slots))); ro.reverting {
 		return
 	}
-	ro.step = PlanRolloutStep(indices, s, ro.budget.Stops(), time.Unix(0, p.now))
-	if len(ro.step.Start) == 0 && ro.budget.Stops() == 0 {
+	stops := GroupStops(ro.budget, ro.group)
+	ro.step = PlanRolloutStep(indices, s, stops, time.Unix(0, p.now))
+	if len(ro.step.Start) == 0 && stops == 0 {
 		// What the budget held: the step with no budget would start
 		// something (blocked.go reports it as budget_exhausted).
 		ro.budgetHeld = len(PlanRolloutStep(indices, s, ro.budget.MaxUnavailable+ro.budget.Instances, time.Unix(0, p.now)).Start) > 0
 	}
+	serving := make(map[int32]bool, len(indices))
+	for _, x := range indices {
+		serving[x.Index] = x.Serving
+	}
 	for _, start := range ro.step.Start {
 		ro.started[start.Index] = start
+		if start.StopOld && serving[start.Index] {
+			// A serving index taken down: drawn from the group at once,
+			// so that the LRPs decided after this one see what is left.
+			ro.group.Draw(d.ProcessGuid, 1)
+		}
 	}
 	for _, x := range indices {
 		// Superseded: a replacement on an older definition that does not

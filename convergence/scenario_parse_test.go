@@ -101,12 +101,19 @@ func (s *scenario) parseLine(fields []string, desired map[string]convergence.Des
 		return s.parseOperation(fields[1], attrs)
 	case "freeze":
 		return s.parseFreeze(fields[1], attrs)
+	case "budgetgroup":
+		g := &models.BudgetGroup{Name: fields[1], MaxUnavailable: attrs.string("max_unavailable", "")}
+		if err := models.ValidateBudgetGroup("budgetgroup "+fields[1], g); err != nil {
+			return err
+		}
+		s.snapshot.BudgetGroups = append(s.snapshot.BudgetGroups, g)
+		return nil
 	case "crash":
 		return s.parseCrash(fields[1], attrs)
 	case "check_failure":
 		return s.parseCheckFailure(fields[1], attrs)
 	}
-	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation, freeze, crash or check_failure)", fields[0])
+	return fmt.Errorf("unknown keyword %q (want now, config, fresh, partial, cell, desired, actual, rollout, definition, operation, freeze, budgetgroup, crash or check_failure)", fields[0])
 }
 
 func (s *scenario) parseConfig(fields []string) error {
@@ -190,6 +197,12 @@ func (s *scenario) parseDesired(guid string, a *attrs, desired map[string]conver
 	var budget *models.DisruptionBudget
 	if v, ok := a.take("budget"); ok {
 		budget = &models.DisruptionBudget{MaxUnavailable: v}
+	}
+	if g, ok := a.take("budget_group"); ok {
+		if budget == nil {
+			budget = &models.DisruptionBudget{}
+		}
+		budget.Group = g
 	}
 	active := a.string("definition", "v1")
 	autoscaling, autoscaler, err := s.parseAutoscaling(a)

@@ -192,11 +192,15 @@ func shuffleSnapshot(s *convergence.Snapshot, seed uint64) *convergence.Snapshot
 		Operations:   append([]convergence.OperationRow(nil), s.Operations...),
 
 		FreezeWindows: append([]*models.FreezeWindow(nil), s.FreezeWindows...),
+		BudgetGroups:  append([]*models.BudgetGroup(nil), s.BudgetGroups...),
 		Crashes:       append([]convergence.CrashRow(nil), s.Crashes...),
 		CheckFailures: append([]models.CheckFailure(nil), s.CheckFailures...),
 	}
 	r.Shuffle(len(out.CheckFailures), func(i, j int) {
 		out.CheckFailures[i], out.CheckFailures[j] = out.CheckFailures[j], out.CheckFailures[i]
+	})
+	r.Shuffle(len(out.BudgetGroups), func(i, j int) {
+		out.BudgetGroups[i], out.BudgetGroups[j] = out.BudgetGroups[j], out.BudgetGroups[i]
 	})
 	r.Shuffle(len(out.Crashes), func(i, j int) { out.Crashes[i], out.Crashes[j] = out.Crashes[j], out.Crashes[i] })
 	r.Shuffle(len(out.FreezeWindows), func(i, j int) {

@@ -25,6 +25,11 @@ type Snapshot struct {
 	// FreezeWindows are every stored freeze window, read each pass
 	// (models.FreezeActive decides which is active at the pass's time).
 	FreezeWindows []*models.FreezeWindow
+	// BudgetGroups are every stored budget group, read each pass like
+	// FreezeWindows: the disruption budgets LRPs share (budget.go,
+	// GroupBudget). A Partial snapshot holds every LRP of each group one
+	// of its LRPs names, so each group is tallied whole.
+	BudgetGroups []*models.BudgetGroup
 	// Partial: only some LRPs were read (a targeted pass). Decisions that
 	// need every row of a cell wait for a full snapshot.
 	Partial bool

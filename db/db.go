@@ -27,6 +27,21 @@ type DB interface {
 	RolloutDB
 	OperationDB
 	FreezeDB
+	BudgetGroupDB
+}
+
+// BudgetGroupDB stores budget groups (models.BudgetGroup): disruption
+// budgets shared by the LRPs that name them.
+type BudgetGroupDB interface {
+	// SetBudgetGroup stores a valid group, new or replacing the one of its
+	// name, stamped with the board's time and requestedBy.
+	SetBudgetGroup(ctx context.Context, g *models.BudgetGroup, requestedBy string) (*models.BudgetGroup, error)
+	// RemoveBudgetGroup deletes a group at the request of requestedBy; an
+	// unknown name is ResourceNotFound. The LRPs that name it keep naming
+	// it: their group counts as not defined.
+	RemoveBudgetGroup(ctx context.Context, name, requestedBy string) error
+	// BudgetGroups lists every group in name order (bytes).
+	BudgetGroups(ctx context.Context) ([]*models.BudgetGroup, error)
 }
 
 // FreezeDB stores freeze windows (models.FreezeWindow): periods during

@@ -92,6 +92,9 @@ var fuzzRoutes = []fuzzRoute{
 	{models.RouteAddFreezeWindow, newMessage[models.AddFreezeWindowRequest](), newMessage[models.AddFreezeWindowResponse](), true},
 	{models.RouteRemoveFreezeWindow, newMessage[models.RemoveFreezeWindowRequest](), newMessage[models.RemoveFreezeWindowResponse](), true},
 	{models.RouteFreezeWindows, newMessage[models.FreezeWindowsRequest](), newMessage[models.FreezeWindowsResponse](), false},
+	{models.RouteSetBudgetGroup, newMessage[models.SetBudgetGroupRequest](), newMessage[models.SetBudgetGroupResponse](), true},
+	{models.RouteRemoveBudgetGroup, newMessage[models.RemoveBudgetGroupRequest](), newMessage[models.RemoveBudgetGroupResponse](), true},
+	{models.RouteBudgetGroups, newMessage[models.BudgetGroupsRequest](), newMessage[models.BudgetGroupsResponse](), false},
 }
 
 // Encodings the fuzzer picks from, by index: the two content types, and
@@ -251,6 +254,9 @@ func fuzzSeeds() map[string]proto.Message {
 			Name: "weekend", Schedule: "0 18 * * 5", DurationMs: 3_600_000, TimeZone: "Europe/Berlin"}},
 		models.RouteRemoveFreezeWindow: &models.RemoveFreezeWindowRequest{Name: "weekend"},
 		models.RouteFreezeWindows:      &models.FreezeWindowsRequest{},
+		models.RouteSetBudgetGroup:     &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: "checkout", MaxUnavailable: "10%"}},
+		models.RouteRemoveBudgetGroup:  &models.RemoveBudgetGroupRequest{Name: "checkout"},
+		models.RouteBudgetGroups:       &models.BudgetGroupsRequest{},
 		models.RouteOperation:          &models.OperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
 		models.RouteCancelOperation:    &models.CancelOperationRequest{Id: models.OperationIDFloor(time.Unix(1_700_000_000, 0)) + "00000000"},
 		models.RouteRegisterCell:       &models.RegisterCellRequest{Cell: fuzzCell()},

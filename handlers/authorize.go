@@ -33,6 +33,8 @@ import (
 //	cells/list                                 operator
 //	freeze_windows/add|remove                  operator
 //	freeze_windows/list                        api-client, operator
+//	budget_groups/set|remove                   operator
+//	budget_groups/list                         api-client, operator
 //	desired_lrps/update with override_freeze   operator (operatorOnly)
 //	cells/drain                                operator; a cell for itself (a rep marks its cell draining when it evacuates)
 //	cells/register, cells/report,
@@ -241,6 +243,10 @@ var routePolicy = map[string]access{
 	models.RouteAddFreezeWindow:    operators,
 	models.RouteRemoveFreezeWindow: operators,
 	models.RouteFreezeWindows:      apiClients,
+
+	models.RouteSetBudgetGroup:    operators,
+	models.RouteRemoveBudgetGroup: operators,
+	models.RouteBudgetGroups:      apiClients,
 
 	models.RouteOperations:      apiClients,
 	models.RouteOperation:       apiClients,

@@ -44,6 +44,9 @@ func endpoints(store db.DB, o options) []endpoint {
 		route(models.RouteAddFreezeWindow, h.addFreezeWindow),
 		route(models.RouteRemoveFreezeWindow, h.removeFreezeWindow),
 		route(models.RouteFreezeWindows, h.freezeWindows),
+		route(models.RouteSetBudgetGroup, h.setBudgetGroup),
+		route(models.RouteRemoveBudgetGroup, h.removeBudgetGroup),
+		route(models.RouteBudgetGroups, h.budgetGroups),
 
 		route(models.RouteOperations, h.operations),
 		route(models.RouteOperation, h.operation),

@@ -167,6 +167,16 @@ var policyCases = []policyCase{
 		return &models.FreezeWindowsRequest{}
 	}, apiCallers),
 
+	anyCase("set a budget group", models.RouteSetBudgetGroup, func(fixture) proto.Message {
+		return &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: "checkout", MaxUnavailable: "2"}}
+	}, []string{asOperator}),
+	anyCase("remove a budget group", models.RouteRemoveBudgetGroup, func(fixture) proto.Message {
+		return &models.RemoveBudgetGroupRequest{Name: "checkout"}
+	}, []string{asOperator}),
+	anyCase("list budget groups", models.RouteBudgetGroups, func(fixture) proto.Message {
+		return &models.BudgetGroupsRequest{}
+	}, apiCallers),
+
 	anyCase("list operations", models.RouteOperations, func(f fixture) proto.Message {
 		return &models.OperationsRequest{ProcessGuid: f.guid}
 	}, apiCallers),

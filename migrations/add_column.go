@@ -183,6 +183,40 @@ var addDisruptionBudgetAndDrains = joinSteps("add_disruption_budget_and_drains",
 		columnDef{"drain_deadline", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }},
 		columnDef{"drain_overdue_at", func(driver) string { return "BIGINT NOT NULL DEFAULT 0" }}))
 
+// addDesiredLRPsBudgetGroup is migration 0027's Go half:
+// desired_lrps.budget_group, the budget group the LRP names (its
+// models.DisruptionBudget.group; empty for none, as for every LRP already
+// there), and the index desired_lrps_budget_group on it, by which a drain's
+// hand-over finds the other members of its LRP's group.
+var addDesiredLRPsBudgetGroup = joinSteps("add_desired_lrps_budget_group", 1,
+	addColumns("", 0, "desired_lrps", columnDef{"budget_group", func(d driver) string { return d.boundedText(255) }}),
+	addIndex("desired_lrps", "desired_lrps_budget_group", "budget_group"))
+
+// addIndex is a Go step that creates the index name on table (columns)
+// where it is missing: MySQL has no CREATE INDEX IF NOT EXISTS.
+func addIndex(table, name string, columns ...string) *goStep {
+	ix := listIndex{table: table, name: name, columns: columns}
+	return &goStep{
+		Describe: func(ctx context.Context, env stepEnv) (string, error) {
+			exists, err := indexExists(ctx, env.q, env.dialect, table, name)
+			if err != nil || exists {
+				return "index " + name + " exists: nothing to create", err
+			}
+			return "create index " + name + ": " + ix.create(), nil
+		},
+		Run: func(ctx context.Context, env stepEnv) error {
+			exists, err := indexExists(ctx, env.q, env.dialect, table, name)
+			if err != nil || exists {
+				return err
+			}
+			if _, err := env.q.ExecContext(ctx, ix.create()); err != nil {
+				return fmt.Errorf("create index %s: %w", name, err)
+			}
+			return nil
+		},
+	}
+}
+
 // joinSteps runs the Go steps in order as one, named name at revision:
 // an addColumns step per table of a migration that adds columns to
 // several.

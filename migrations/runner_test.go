@@ -30,7 +30,7 @@ func boardTablesOf(dialect string) []string {
 }
 
 // boardTables is every table the latest schema has on SQLite.
-var boardTables = []string{"actual_lrps", "cells", "crashes", "desired_lrps", "domains", "event_log", "event_log_head", "event_outbox", "freeze_windows", "leases", "operations", "placement_epoch", "rollouts", "run_infos", "schema_migrations"}
+var boardTables = []string{"actual_lrps", "budget_groups", "cells", "crashes", "desired_lrps", "domains", "event_log", "event_log_head", "event_outbox", "freeze_windows", "leases", "operations", "placement_epoch", "rollouts", "run_infos", "schema_migrations"}
 
 var _ = Describe("Runner", func() {
 	for _, dialect := range testdb.MustDialects() {

@@ -46,5 +46,6 @@ var registeredSteps = map[int]*goStep{
 	24: addDisruptionBudgetAndDrains,
 	25: addRolloutsBlockedBy,
 	26: addCellsQuarantine,
+	27: addDesiredLRPsBudgetGroup,
 	28: addEventReceipts,
 }

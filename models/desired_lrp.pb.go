@@ -282,8 +282,12 @@ type DisruptionBudget struct {
 	// A count ("1") or a percent of the instances ("25%", rounded down).
 	// Empty: the update strategy's max_unavailable.
 	MaxUnavailable string `protobuf:"bytes,1,opt,name=max_unavailable,json=maxUnavailable,proto3" json:"max_unavailable,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The budget group (BudgetGroup) the LRP belongs to, "" for none: its
+	// voluntary disruptions also draw on the group's budget, shared by every
+	// LRP that names it. A name no group has counts as no group budget.
+	Group         string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DisruptionBudget) Reset() {
@@ -319,6 +323,13 @@ func (*DisruptionBudget) Descriptor() ([]byte, []int) {
 func (x *DisruptionBudget) GetMaxUnavailable() string {
 	if x != nil {
 		return x.MaxUnavailable
+	}
+	return ""
+}
+
+func (x *DisruptionBudget) GetGroup() string {
+	if x != nil {
+		return x.Group
 	}
 	return ""
 }
@@ -1859,9 +1870,10 @@ const file_desired_lrp_proto_rawDesc = "" +
 	"\n" +
 	"autoscaler\x18\x0e \x01(\v2\".corkboard.models.AutoscalerStatusR\n" +
 	"autoscaler\x12O\n" +
-	"\x11disruption_budget\x18\x0f \x01(\v2\".corkboard.models.DisruptionBudgetR\x10disruptionBudget\";\n" +
+	"\x11disruption_budget\x18\x0f \x01(\v2\".corkboard.models.DisruptionBudgetR\x10disruptionBudget\"Q\n" +
 	"\x10DisruptionBudget\x12'\n" +
-	"\x0fmax_unavailable\x18\x01 \x01(\tR\x0emaxUnavailable\"\xc7\x01\n" +
+	"\x0fmax_unavailable\x18\x01 \x01(\tR\x0emaxUnavailable\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\"\xc7\x01\n" +
 	"\vAutoscaling\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x10\n" +
 	"\x03min\x18\x02 \x01(\x05R\x03min\x12\x10\n" +

@@ -7,12 +7,20 @@ func (b *DisruptionBudget) Validate() error {
 
 // validate checks a disruption budget: max_unavailable is empty (the
 // update strategy's), a count such as "1", or a percent of the instances
-// such as "25%" (0-100). A nil budget is valid: the default.
+// such as "25%" (0-100); group is empty (none) or a budget group's name
+// (validateBudgetGroupName; the group need not exist). A nil budget is
+// valid: the default.
 func (b *DisruptionBudget) validate(path string) error {
 	if b == nil {
 		return nil
 	}
-	return validateCountOrPercent(child(path, "max_unavailable"), b.GetMaxUnavailable())
+	if err := validateCountOrPercent(child(path, "max_unavailable"), b.GetMaxUnavailable()); err != nil {
+		return err
+	}
+	if g := b.GetGroup(); g != "" {
+		return validateBudgetGroupName(child(path, "group"), g)
+	}
+	return nil
 }
 
 // ResolveDisruptionBudget turns a DesiredLRP's disruption budget into the
@@ -32,10 +40,11 @@ func (b *DisruptionBudget) validate(path string) error {
 //  3. Budget "3": 3; budget "20": 8.
 //
 // A budget that does not validate (only a stored row can hold one: the
-// API checks it on the way in) counts as unset.
+// API checks it on the way in) counts as unset. The group plays no part
+// here: ResolveGroupBudget resolves the group's own budget.
 func ResolveDisruptionBudget(instances int32, b *DisruptionBudget, strategy RolloutStrategy) int32 {
 	v := b.GetMaxUnavailable()
-	if v == "" || b.Validate() != nil {
+	if v == "" || validateCountOrPercent("", v) != nil {
 		return strategy.MaxUnavailable
 	}
 	return scaleCountOrPercent(v, max(instances, 0), false)

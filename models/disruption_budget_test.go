@@ -43,5 +43,52 @@ var _ = Describe("ResolveDisruptionBudget", func() {
 			"update.disruption_budget.max_unavailable"),
 		Entry("an update above 100%", &models.DesiredLRPUpdate{DisruptionBudget: &models.DisruptionBudget{MaxUnavailable: "101%"}},
 			"update.disruption_budget.max_unavailable"),
+		Entry("an update naming a group", &models.DesiredLRPUpdate{DisruptionBudget: &models.DisruptionBudget{Group: "checkout"}}, ""),
+		Entry("an update naming a group with a leading space", &models.DesiredLRPUpdate{DisruptionBudget: &models.DisruptionBudget{Group: " checkout"}},
+			"update.disruption_budget.group: must not start or end with a space"),
+	)
+
+	It("plays no part for the group: a budget naming one resolves as before", func() {
+		b := &models.DisruptionBudget{MaxUnavailable: "3", Group: "checkout"}
+		Expect(models.ResolveDisruptionBudget(8, b, strategy(8, "25%"))).To(Equal(int32(3)))
+		Expect(models.ResolveDisruptionBudget(8, &models.DisruptionBudget{Group: "checkout"}, strategy(8, "25%"))).To(Equal(int32(2)))
+	})
+})
+
+var _ = Describe("Budget groups", func() {
+	DescribeTable("ResolveGroupBudget",
+		func(total int32, g *models.BudgetGroup, want int32, wantOK bool) {
+			got, ok := models.ResolveGroupBudget(total, g)
+			Expect([]any{got, ok}).To(Equal([]any{want, wantOK}))
+		},
+		// The worked example: 12 LRPs of 2 instances.
+		Entry("1. a count", int32(24), &models.BudgetGroup{Name: "checkout", MaxUnavailable: "2"}, int32(2), true),
+		Entry("2. 10% rounds down", int32(24), &models.BudgetGroup{Name: "checkout", MaxUnavailable: "10%"}, int32(2), true),
+		Entry("2. 25%", int32(24), &models.BudgetGroup{Name: "checkout", MaxUnavailable: "25%"}, int32(6), true),
+		Entry("2. 0", int32(24), &models.BudgetGroup{Name: "checkout", MaxUnavailable: "0"}, int32(0), true),
+		Entry("3. a count above the total", int32(24), &models.BudgetGroup{Name: "checkout", MaxUnavailable: "40"}, int32(24), true),
+		Entry("not defined", int32(24), nil, int32(0), false),
+		Entry("a stored value that does not validate", int32(24), &models.BudgetGroup{Name: "checkout", MaxUnavailable: "lots"}, int32(0), false),
+	)
+
+	DescribeTable("validation names the field",
+		func(r interface{ Validate() error }, want string) {
+			err := r.Validate()
+			if want == "" {
+				Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			Expect(err).To(MatchError(ContainSubstring(want)))
+		},
+		Entry("a count", &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: "checkout", MaxUnavailable: "2"}}, ""),
+		Entry("a percent", &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: "checkout", MaxUnavailable: "10%"}}, ""),
+		Entry("no group", &models.SetBudgetGroupRequest{}, "budget_group: required"),
+		Entry("no name", &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{MaxUnavailable: "2"}}, "budget_group.name: required"),
+		Entry("no max_unavailable", &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: "checkout"}},
+			"budget_group.max_unavailable: required"),
+		Entry("a bad max_unavailable", &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: "checkout", MaxUnavailable: "2.5"}},
+			`budget_group.max_unavailable: must be a count like "2" or a percent like "25%" (0-100%), got "2.5"`),
+		Entry("remove: no name", &models.RemoveBudgetGroupRequest{}, "name: required"),
+		Entry("remove: a name", &models.RemoveBudgetGroupRequest{Name: "checkout"}, ""),
 	)
 })

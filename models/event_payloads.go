@@ -9,19 +9,20 @@ import (
 // eventPayloads maps every event type to a constructor of its payload, so
 // that a subscriber can decode `data` knowing only the `event` name.
 var eventPayloads = map[string]func() proto.Message{
-	EventDesiredLRPCreated: func() proto.Message { return &DesiredLRPCreatedEvent{} },
-	EventDesiredLRPChanged: func() proto.Message { return &DesiredLRPChangedEvent{} },
-	EventDesiredLRPRemoved: func() proto.Message { return &DesiredLRPRemovedEvent{} },
-	EventActualLRPCreated:  func() proto.Message { return &ActualLRPCreatedEvent{} },
-	EventActualLRPChanged:  func() proto.Message { return &ActualLRPChangedEvent{} },
-	EventActualLRPRemoved:  func() proto.Message { return &ActualLRPRemovedEvent{} },
-	EventActualLRPCrashed:  func() proto.Message { return &ActualLRPCrashedEvent{} },
-	EventCellChanged:       func() proto.Message { return &CellChangedEvent{} },
-	EventRolloutChanged:    func() proto.Message { return &RolloutChangedEvent{} },
-	EventOperationChanged:  func() proto.Message { return &OperationChangedEvent{} },
-	EventDefinitionHealth:  func() proto.Message { return &DefinitionHealthEvent{} },
-	EventFreezeChanged:     func() proto.Message { return &FreezeChangedEvent{} },
-	EventEventsLost:        func() proto.Message { return &EventsLostEvent{} },
+	EventDesiredLRPCreated:  func() proto.Message { return &DesiredLRPCreatedEvent{} },
+	EventDesiredLRPChanged:  func() proto.Message { return &DesiredLRPChangedEvent{} },
+	EventDesiredLRPRemoved:  func() proto.Message { return &DesiredLRPRemovedEvent{} },
+	EventActualLRPCreated:   func() proto.Message { return &ActualLRPCreatedEvent{} },
+	EventActualLRPChanged:   func() proto.Message { return &ActualLRPChangedEvent{} },
+	EventActualLRPRemoved:   func() proto.Message { return &ActualLRPRemovedEvent{} },
+	EventActualLRPCrashed:   func() proto.Message { return &ActualLRPCrashedEvent{} },
+	EventCellChanged:        func() proto.Message { return &CellChangedEvent{} },
+	EventRolloutChanged:     func() proto.Message { return &RolloutChangedEvent{} },
+	EventOperationChanged:   func() proto.Message { return &OperationChangedEvent{} },
+	EventDefinitionHealth:   func() proto.Message { return &DefinitionHealthEvent{} },
+	EventFreezeChanged:      func() proto.Message { return &FreezeChangedEvent{} },
+	EventBudgetGroupChanged: func() proto.Message { return &BudgetGroupChangedEvent{} },
+	EventEventsLost:         func() proto.Message { return &EventsLostEvent{} },
 }
 
 // NewEventPayload returns an empty payload message for eventType, or nil

@@ -18,6 +18,8 @@ const (
 	EventDefinitionHealth = "definition_health"
 	// EventFreezeChanged: a freeze window was added or removed.
 	EventFreezeChanged = "freeze_changed"
+	// EventBudgetGroupChanged: a budget group was set or removed.
+	EventBudgetGroupChanged = "budget_group_changed"
 	// EventEventsLost opens a resumed stream that could not be resumed.
 	EventEventsLost = "events_lost"
 )

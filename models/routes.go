@@ -39,6 +39,11 @@ const (
 	RouteRemoveFreezeWindow = "/v1/freeze_windows/remove"
 	RouteFreezeWindows      = "/v1/freeze_windows/list"
 
+	// Budget groups: disruption budgets shared by the LRPs that name them.
+	RouteSetBudgetGroup    = "/v1/budget_groups/set"
+	RouteRemoveBudgetGroup = "/v1/budget_groups/remove"
+	RouteBudgetGroups      = "/v1/budget_groups/list"
+
 	// Operations: the audited log of every change to a DesiredLRP.
 	RouteOperations      = "/v1/operations/list"
 	RouteOperation       = "/v1/operations/get"

@@ -296,11 +296,11 @@ var _ = Describe("Validation of the cell side", func() {
 		Entry("every known type at once", &models.EventsRequest{Types: models.EventTypes()}, ""),
 		Entry("an unknown type", &models.EventsRequest{Types: []string{"cell_changed", "actual_lrp_exploded"}},
 			`types[1]: unknown event type "actual_lrp_exploded"; want one of actual_lrp_changed, actual_lrp_crashed, `+
-				`actual_lrp_created, actual_lrp_removed, cell_changed, definition_health, desired_lrp_changed, desired_lrp_created, `+
+				`actual_lrp_created, actual_lrp_removed, budget_group_changed, cell_changed, definition_health, desired_lrp_changed, desired_lrp_created, `+
 				`desired_lrp_removed, events_lost, freeze_changed, operation_changed, rollout_changed`),
 		Entry("a type in the wrong case", &models.EventsRequest{Types: []string{"Cell_Changed"}},
 			`types[0]: unknown event type "Cell_Changed"; want one of actual_lrp_changed, actual_lrp_crashed, `+
-				`actual_lrp_created, actual_lrp_removed, cell_changed, definition_health, desired_lrp_changed, desired_lrp_created, `+
+				`actual_lrp_created, actual_lrp_removed, budget_group_changed, cell_changed, definition_health, desired_lrp_changed, desired_lrp_created, `+
 				`desired_lrp_removed, events_lost, freeze_changed, operation_changed, rollout_changed`),
 	)
 
@@ -366,6 +366,7 @@ var _ = Describe("Validation of the cell side", func() {
 				models.OperationChanged(&models.Operation{ProcessGuid: "g"}),
 				models.DefinitionHealthLogged("c", &models.DefinitionHealth{ProcessGuid: "g"}),
 				models.FreezeChanged(nil, &models.FreezeWindow{Name: "xmas"}, "cork"),
+				models.BudgetGroupChanged(nil, &models.BudgetGroup{Name: "checkout"}, "cork"),
 			}
 			types := []string{models.EventEventsLost}
 			for _, e := range events {

@@ -181,6 +181,15 @@ var _ = Describe("Validation", func() {
 		Entry("an invalid disruption budget", func(d *models.DesiredLRP) {
 			d.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: "1.5"}
 		}, `desired_lrp.disruption_budget.max_unavailable: must be a count like "2" or a percent like "25%" (0-100%), got "1.5"`),
+		Entry("a disruption budget group only", func(d *models.DesiredLRP) {
+			d.DisruptionBudget = &models.DisruptionBudget{Group: "checkout"}
+		}, ""),
+		Entry("a disruption budget group with a control character", func(d *models.DesiredLRP) {
+			d.DisruptionBudget = &models.DisruptionBudget{Group: "check\tout"}
+		}, `desired_lrp.disruption_budget.group: must be printable, got "check\tout"`),
+		Entry("a disruption budget group over 128 bytes", func(d *models.DesiredLRP) {
+			d.DisruptionBudget = &models.DisruptionBudget{Group: strings.Repeat("g", 129)}
+		}, `desired_lrp.disruption_budget.group: must be at most 128 bytes, got 129`),
 
 		Entry("no definition", func(d *models.DesiredLRP) { d.Definition = nil },
 			"desired_lrp.definition: required"),

@@ -40,6 +40,9 @@ type lrpDescription struct {
 	// (cells/list is for operators only on a board with client
 	// certificates); the page goes on without zones.
 	cellsRefused error
+	// group is the budget group the LRP names, nil when it names none or
+	// one that is not defined.
+	group *models.BudgetGroup
 }
 
 func (a *app) describeCommand() *cobra.Command {
@@ -111,6 +114,17 @@ func (a *app) describe(ctx context.Context, guid string) (*lrpDescription, error
 	}
 	if d.operations, err = a.listOperations(ctx, client.OperationFilter{ProcessGuid: guid}, describeOperations); err != nil {
 		return nil, err
+	}
+	if name := lrp.GetDisruptionBudget().GetGroup(); name != "" {
+		groups, err := c.BudgetGroups(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range groups {
+			if g.GetName() == name {
+				d.group = g
+			}
+		}
 	}
 	cells, err := c.Cells(ctx)
 	switch {
@@ -251,6 +265,7 @@ func describeFields(d *lrpDescription, now time.Time) [][]string {
 		{"Healthy:", lrp.GetHealthyDefinitionId()},
 		{"Strategy:", strings.Join(effectiveStrategyFields(lrp.GetInstances(), lrp.GetUpdateStrategy()), " ")},
 		{"Budget:", effectiveBudget(lrp)},
+		{"Budget group:", budgetGroupLine(lrp, d.group)},
 		{"Routes:", routesText(lrp)},
 		{"Placement tags:", strings.Join(lrp.GetPlacementTags(), ",")},
 		{"Annotation:", oneLine(lrp.GetAnnotation())},

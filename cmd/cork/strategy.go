@@ -59,6 +59,21 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
+// budgetGroupLine shows the budget group an LRP names: "group checkout
+// (max_unavailable 2 across its LRPs)", "group checkout (undefined)" when
+// no group of that name is set (only the LRP's own budget holds it), or
+// "-" when it names none.
+func budgetGroupLine(lrp *models.DesiredLRP, g *models.BudgetGroup) string {
+	name := lrp.GetDisruptionBudget().GetGroup()
+	switch {
+	case name == "":
+		return "-"
+	case g == nil:
+		return "group " + name + " (undefined)"
+	}
+	return "group " + name + " (max_unavailable " + g.GetMaxUnavailable() + " across its LRPs)"
+}
+
 // effectiveBudget shows an LRP's disruption budget as the board applies
 // it, resolved with the board's own function: "25%(2)", "1", or
 // "0 (the strategy's max_unavailable)" when none is set.

@@ -23,9 +23,10 @@ func (a *app) updateCommand() *cobra.Command {
 		override    bool
 		reason      string
 		budget      string
+		budgetGroup string
 	)
 	cmd := &cobra.Command{
-		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]] [--override-freeze --reason TEXT]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [--disruption-budget N|P%] [strategy flags]",
+		Use:   "update GUID [--instances N] [--definition FILE [--id ID] [--queue] [--validate] [--target-percent P [--safe-rate R] [--seed S]] [--override-freeze --reason TEXT]] [--routes FILE] [--annotation S] [--autoscaling FILE] [--autoscaling-enabled=false] [--disruption-budget N|P%] [--budget-group NAME] [strategy flags]",
 		Short: "Change a desired LRP's instances, routes, annotation or autoscaling, or give it a new definition",
 		Long: `Change a desired LRP. At least one change flag is required.
 
@@ -90,7 +91,10 @@ is judged, for the analysis to compare with. See docs/analysis.md.
 once for every voluntary disruption together: rollouts, drains of its cells,
 moves between cells and zones, reverts. Crashes and lost cells count against
 it but are never held. '' goes back to the default, the update strategy's
-max_unavailable. See docs/disruption-budget.md.
+max_unavailable. --budget-group NAME puts the LRP in a budget group ('cork
+budget-group'), whose budget it then shares with the group's other LRPs; ""
+takes it out. Either flag keeps what the other one is. See
+docs/disruption-budget.md.
 
 The strategy flags (--max-surge, --max-unavailable, --min-ready,
 --progress-deadline, --auto-revert, --history-limit) change the LRP's
@@ -117,8 +121,8 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				return usageErrorf("--reason says why a freeze is overridden; it needs --override-freeze")
 			}
 			if !flags.Changed("instances") && !flags.Changed("definition") && !flags.Changed("annotation") && !flags.Changed("routes") &&
-				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !flags.Changed("disruption-budget") && !rollout.strategy.changed(flags) {
-				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled, --disruption-budget or a strategy flag")
+				!flags.Changed("autoscaling") && !flags.Changed("autoscaling-enabled") && !flags.Changed("disruption-budget") && !flags.Changed("budget-group") && !rollout.strategy.changed(flags) {
+				return usageErrorf("update needs at least one of --instances, --definition, --routes, --annotation, --autoscaling, --autoscaling-enabled, --disruption-budget, --budget-group or a strategy flag")
 			}
 			stdin := 0
 			for _, file := range []string{rollout.definitionFile, routesFile, autoscaling.file, rollout.analysisFile} {
@@ -146,8 +150,23 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 			if flags.Changed("annotation") {
 				update.Annotation = &annotation
 			}
-			if flags.Changed("disruption-budget") {
-				update.DisruptionBudget = &models.DisruptionBudget{MaxUnavailable: budget}
+			if flags.Changed("disruption-budget") || flags.Changed("budget-group") {
+				// An update replaces the whole budget: the field not given
+				// keeps what the LRP has.
+				current, err := a.client().DesiredLRPByProcessGuid(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				update.DisruptionBudget = &models.DisruptionBudget{
+					MaxUnavailable: current.GetDisruptionBudget().GetMaxUnavailable(),
+					Group:          current.GetDisruptionBudget().GetGroup(),
+				}
+				if flags.Changed("disruption-budget") {
+					update.DisruptionBudget.MaxUnavailable = budget
+				}
+				if flags.Changed("budget-group") {
+					update.DisruptionBudget.Group = budgetGroup
+				}
 			}
 			update.Autoscaling = autoscalingSettings
 			if flags.Changed("routes") {
@@ -172,6 +191,7 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 	rollout.register(flags)
 	flags.StringVar(&routesFile, "routes", "", "JSON file with the new routes, e.g. {\"http\": [{\"hostname\": \"a.example\", \"port\": 8080}]} ('-' for stdin)")
 	flags.StringVar(&annotation, "annotation", "", "new annotation")
+	flags.StringVar(&budgetGroup, "budget-group", "", `the budget group whose disruption budget the LRP shares with the group's other LRPs ("" for none)`)
 	flags.StringVar(&budget, "disruption-budget", "", `indices that may be down at once for every voluntary disruption: a count or a percent ("" for the strategy's max_unavailable)`)
 	flags.BoolVar(&queue, "queue", false, "with --definition: wait for a rollout under way to end instead of superseding it")
 	flags.BoolVar(&validate, "validate", false, "with --definition: run one unroutable instance of it until healthy (3 attempts) before it becomes active")

@@ -223,7 +223,7 @@ func (m *Mirror) full(cells []convergence.CellRow, fresh []string, placementEpoc
 // partial narrows a full snapshot to guids; each cell's UnreadUse is what
 // the rows left out use on it.
 func (m *Mirror) partial(s *convergence.Snapshot, guids []string) *convergence.Snapshot {
-	guids = unionSorted(guids)
+	guids = withGroupMates(s.Desired, unionSorted(guids))
 	p := &convergence.Snapshot{
 		Desired:        runsOf(s.Desired, guids, desiredGuid),
 		Actual:         runsOf(s.Actual, guids, actualGuid),
@@ -377,3 +377,27 @@ func actualGuid(r *convergence.ActualRow) string         { return r.ProcessGuid 
 func rolloutGuid(r *convergence.RolloutRow) string       { return r.ProcessGuid }
 func definitionGuid(d *convergence.DefinitionRow) string { return d.ProcessGuid }
 func operationGuid(o *convergence.OperationRow) string   { return o.ProcessGuid }
+
+// withGroupMates adds to guids (sorted) every LRP of desired that names a
+// budget group one of guids' LRPs names, so that a targeted pass tallies
+// each group whole (convergence.GroupBudget): deciding one member over a
+// part of its group could spend what the others spend already. It reads
+// all of desired only when one of guids names a group.
+func withGroupMates(desired []convergence.DesiredSchedule, guids []string) []string {
+	groups := map[string]bool{}
+	for _, d := range runsOf(desired, guids, desiredGuid) {
+		if g := d.DisruptionBudget.GetGroup(); g != "" {
+			groups[g] = true
+		}
+	}
+	if len(groups) == 0 {
+		return guids
+	}
+	var mates []string
+	for _, d := range desired {
+		if groups[d.DisruptionBudget.GetGroup()] {
+			mates = append(mates, d.ProcessGuid)
+		}
+	}
+	return unionSorted(guids, mates)
+}

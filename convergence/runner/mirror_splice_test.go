@@ -4,7 +4,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/convergence/runner"
+	"github.com/corkboard/corkboard/models"
 )
 
 var _ = Describe("Mirror splicing", func() {
@@ -22,5 +24,22 @@ var _ = Describe("Mirror splicing", func() {
 		Entry("the example of spliceRuns", []string{"a", "a", "b", "c", "c", "d"}, []string{"b", "b", "e"},
 			[]string{"b", "c", "e"}, []string{"a", "a", "b", "b", "d", "e"}),
 		Entry("a changed LRP with no rows before or after", []string{"a"}, nil, []string{"z"}, []string{"a"}),
+	)
+})
+
+var _ = Describe("A partial snapshot", func() {
+	desired := []convergence.DesiredSchedule{
+		{ProcessGuid: "a", DisruptionBudget: &models.DisruptionBudget{Group: "checkout"}},
+		{ProcessGuid: "b"},
+		{ProcessGuid: "c", DisruptionBudget: &models.DisruptionBudget{MaxUnavailable: "1", Group: "checkout"}},
+		{ProcessGuid: "d", DisruptionBudget: &models.DisruptionBudget{Group: "search"}},
+	}
+	DescribeTable("holds every LRP of each budget group one of its LRPs names",
+		func(guids, want []string) {
+			Expect(runner.PartialDesired(desired, guids)).To(Equal(want))
+		},
+		Entry("an LRP in no group: itself", []string{"b"}, []string{"b"}),
+		Entry("an LRP of checkout: the whole group", []string{"c"}, []string{"a", "c"}),
+		Entry("two groups", []string{"a", "d"}, []string{"a", "c", "d"}),
 	)
 })

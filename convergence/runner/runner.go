@@ -80,6 +80,9 @@ type Store interface {
 	// FreezeWindows lists the freeze windows, which every pass reads whole
 	// (a handful of rows), so the mirror keeps no copy of them.
 	FreezeWindows(ctx context.Context) ([]*models.FreezeWindow, time.Time, error)
+	// BudgetGroups lists the budget groups, which every pass reads whole
+	// (a handful of rows), as FreezeWindows.
+	BudgetGroups(ctx context.Context) ([]*models.BudgetGroup, error)
 	// Crashes lists the crashes of the last window, every LRP's, which
 	// every pass reads for the planner's crash memory; PruneCrashes
 	// deletes those older than convergence.MaxCrashWindow.
@@ -454,6 +457,9 @@ func (r *Runner) pass(ctx context.Context, kind string, guids []string) (*conver
 	}
 	if snapshot.FreezeWindows, _, err = r.store.FreezeWindows(ctx); err != nil {
 		return nil, r.failed(ctx, logger, kind, "load-freeze-windows", err)
+	}
+	if snapshot.BudgetGroups, err = r.store.BudgetGroups(ctx); err != nil {
+		return nil, r.failed(ctx, logger, kind, "load-budget-groups", err)
 	}
 	if snapshot.Crashes, err = r.store.Crashes(ctx, r.cfg.Planner.CrashMemory.Window); err != nil {
 		return nil, r.failed(ctx, logger, kind, "load-crashes", err)

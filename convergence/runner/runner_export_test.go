@@ -31,3 +31,14 @@ func PartialStarts(rows []convergence.ActualRow, cells []convergence.CellRow, gu
 	}
 	return out
 }
+
+// PartialDesired is the process guids of the DesiredLRPs a partial
+// snapshot of guids (sorted) holds, from desired (sorted).
+func PartialDesired(desired []convergence.DesiredSchedule, guids []string) []string {
+	m := &Mirror{now: time.Now}
+	var out []string
+	for _, d := range m.partial(&convergence.Snapshot{Desired: desired}, guids).Desired {
+		out = append(out, d.ProcessGuid)
+	}
+	return out
+}

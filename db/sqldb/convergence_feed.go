@@ -37,8 +37,9 @@ func (s *SQLDB) ConvergenceMark(ctx context.Context) (convergence.Mark, error) {
 }
 
 // ConvergenceChanges reads the keys of the events at positions
-// after+1..upTo, but those of cell and freeze window events, which name
-// no LRP (the snapshot reads cells and windows whole every pass). The log has no holes, so it holds all of them exactly
+// after+1..upTo, but those of cell, freeze window and budget group events,
+// which name no LRP (the snapshot reads cells, and each pass windows and
+// groups, whole). The log has no holes, so it holds all of them exactly
 // when its first position past after is after+1.
 func (s *SQLDB) ConvergenceChanges(ctx context.Context, after, upTo uint64) ([]string, bool, error) {
 	if upTo <= after {
@@ -54,7 +55,7 @@ func (s *SQLDB) ConvergenceChanges(ctx context.Context, after, upTo uint64) ([]s
 	}
 	var guids []string
 	err = s.eachRow(ctx, s.conn, `SELECT DISTINCT event_key FROM event_log
- WHERE position > ? AND position <= ? AND event_type NOT IN (?, ?)`, []any{int64(after), int64(upTo), models.EventCellChanged, models.EventFreezeChanged},
+ WHERE position > ? AND position <= ? AND event_type NOT IN (?, ?, ?)`, []any{int64(after), int64(upTo), models.EventCellChanged, models.EventFreezeChanged, models.EventBudgetGroupChanged},
 		func(rows *sql.Rows) error {
 			var guid string
 			if err := rows.Scan(&guid); err != nil {

@@ -24,7 +24,7 @@ var _ db.ConvergenceDB = (*SQLDB)(nil)
 // the autoscaler's state once per LRP that has one.
 const selectSnapshotDesired = `SELECT d.process_guid, d.domain, d.instances, d.placement_tags,
  d.active_definition_id, d.healthy_definition_id, d.update_strategy, COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0),
- d.modification_tag_index, d.autoscaling, d.autoscaler, d.disruption_budget
+ d.modification_tag_index, d.autoscaling, d.autoscaler, d.disruption_budget, d.budget_group
  FROM desired_lrps d
  LEFT JOIN run_infos r ON r.process_guid = d.process_guid AND r.definition_id = d.active_definition_id`
 
@@ -324,11 +324,11 @@ func (r *snapshotReader) readLRPs(ctx context.Context, tx *sql.Tx, filters []gui
 }
 
 func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
-	var guid, domain, tags, definitionID, healthyID, strategy, autoscaling, autoscaler, budget sql.RawBytes
+	var guid, domain, tags, definitionID, healthyID, strategy, autoscaling, autoscaler, budget, group sql.RawBytes
 	var instances, memory, disk, tagIndex int64
 	scan := func(rows *sql.Rows) error {
 		if err := rows.Scan(&guid, &domain, &instances, &tags, &definitionID, &healthyID, &strategy, &memory, &disk,
-			&tagIndex, &autoscaling, &autoscaler, &budget); err != nil {
+			&tagIndex, &autoscaling, &autoscaler, &budget, &group); err != nil {
 			return err
 		}
 		d := convergence.DesiredSchedule{
@@ -340,7 +340,7 @@ func (r *snapshotReader) readDesired(ctx context.Context, tx *sql.Tx, filters []
 			MemoryMB:            int32(memory),
 			DiskMB:              int32(disk),
 			ModificationIndex:   tagIndex,
-			DisruptionBudget:    decodeDisruptionBudget(string(budget)),
+			DisruptionBudget:    decodeDisruptionBudget(string(budget), string(group)),
 		}
 		var err error
 		if d.PlacementTags, err = r.placementTags(tags); err != nil {

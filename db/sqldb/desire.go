@@ -86,7 +86,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 		stored.ProcessGuid, stored.Domain, stored.Instances, tags, routes, stored.Annotation,
 		stored.ActiveDefinitionId, stored.HealthyDefinitionId, strategy,
 		stored.ModificationTag.Epoch, int64(0), now, now, autoscaling, autoscaler,
-		encodeDisruptionBudget(stored.DisruptionBudget),
+		stored.DisruptionBudget.GetMaxUnavailable(), stored.DisruptionBudget.GetGroup(),
 	}
 	def.CreatedAt = now
 	request := &models.DesireLRPRequest{DesiredLrp: lrp}

@@ -48,8 +48,8 @@ import (
 // less the ActualLRPCreated of an index whose left-over instance was kept.
 // The statement answers whether it stored the LRP, the indices of the
 // instances it stored and the operation's sequence.
-// $1 to $15 and $35 are the desired row (desiredLRPColumns, its last
-// column, disruption_budget, after the rest); $12 (now) is also the
+// $1 to $15, $35 and $36 are the desired row (desiredLRPColumns, its last
+// columns, disruption_budget and budget_group, after the rest); $12 (now) is also the
 // definition's created_at, the instances' since and the operation's times.
 // The casts in NOT EXISTS give $1 and $7 the type of their columns, which
 // Postgres would otherwise deduce as text there and as varchar in SELECT.
@@ -60,8 +60,8 @@ const desireNewPostgres = `WITH taken AS (
 ), desired AS (
 	INSERT INTO desired_lrps (process_guid, domain, instances, placement_tags, routes, annotation,
 		active_definition_id, healthy_definition_id, update_strategy,
-		modification_tag_epoch, modification_tag_index, created_at, updated_at, autoscaling, autoscaler, disruption_budget)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $35
+		modification_tag_epoch, modification_tag_index, created_at, updated_at, autoscaling, autoscaler, disruption_budget, budget_group)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $35, $36
 	WHERE NOT EXISTS (SELECT 1 FROM run_infos WHERE process_guid = $1::varchar AND definition_id = $7::varchar)
 		AND NOT EXISTS (SELECT 1 FROM operations WHERE process_guid = $1::varchar)
 		AND NOT EXISTS (SELECT 1 FROM taken) AND (SELECT count(*) FROM left_over) >= 0
@@ -164,12 +164,12 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	// and lost its connection is settled as stored (commitStatement).
 	token := s.newReceiptToken()
 	args := make([]any, 0, len(desiredRow)+19)
-	last := len(desiredRow) - 1 // disruption_budget, $35
+	last := len(desiredRow) - 2 // disruption_budget and budget_group, $35 and $36
 	args = append(args, desiredRow[:last]...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
 		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
-		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf), token, desiredRow[last])
+		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf), token, desiredRow[last], desiredRow[last+1])
 
 	// Prepared: parsing, analysing and planning the statement cost the
 	// database more than running it.

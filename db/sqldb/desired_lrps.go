@@ -25,7 +25,7 @@ const selectDesiredLRP = `SELECT ` + desiredRowColumns + `, r.definition
 // before the definition, which each select adds its own way.
 const desiredRowColumns = `d.process_guid, d.domain, d.instances, d.placement_tags, d.routes,
  d.annotation, d.active_definition_id, d.healthy_definition_id, d.update_strategy,
- d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, d.disruption_budget`
+ d.modification_tag_epoch, d.modification_tag_index, d.created_at, d.autoscaling, d.autoscaler, d.disruption_budget, d.budget_group`
 
 // selectSchedulingInfo reads plain columns only (and the small autoscaling
 // settings); the resources come from the active definition's row, not its
@@ -225,14 +225,14 @@ func (s *SQLDB) scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 	var strategy sql.Null[[]byte]
 	var tagIndex int64
 	var autoscaling, autoscaler, definition []byte
-	var budget string
+	var budget, group string
 	err := row.Scan(&lrp.ProcessGuid, &lrp.Domain, &lrp.Instances, &tags, &routes,
 		&lrp.Annotation, &lrp.ActiveDefinitionId, &lrp.HealthyDefinitionId, &strategy,
-		&lrp.ModificationTag.Epoch, &tagIndex, &lrp.CreatedAt, &autoscaling, &autoscaler, &budget, &definition)
+		&lrp.ModificationTag.Epoch, &tagIndex, &lrp.CreatedAt, &autoscaling, &autoscaler, &budget, &group, &definition)
 	if err != nil {
 		return nil, err
 	}
-	lrp.DisruptionBudget = decodeDisruptionBudget(budget)
+	lrp.DisruptionBudget = decodeDisruptionBudget(budget, group)
 	lrp.ModificationTag.Index = uint32(tagIndex)
 	if lrp.PlacementTags, err = decodePlacementTags(tags); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: placement_tags: %v", lrp.ProcessGuid, err)

@@ -214,15 +214,16 @@ func newGUID() string {
 }
 
 // encodeDisruptionBudget stores a disruption budget as its max_unavailable
-// ("": unset, the update strategy's).
-func encodeDisruptionBudget(b *models.DisruptionBudget) string {
-	return b.GetMaxUnavailable()
+// ("": unset, the update strategy's), in desired_lrps.disruption_budget,
+// and its group ("": none), in desired_lrps.budget_group.
+func encodeDisruptionBudget(b *models.DisruptionBudget) (maxUnavailable, group string) {
+	return b.GetMaxUnavailable(), b.GetGroup()
 }
 
-// decodeDisruptionBudget reads a stored disruption budget; "" is nil.
-func decodeDisruptionBudget(stored string) *models.DisruptionBudget {
-	if stored == "" {
+// decodeDisruptionBudget reads a stored disruption budget; both "" is nil.
+func decodeDisruptionBudget(maxUnavailable, group string) *models.DisruptionBudget {
+	if maxUnavailable == "" && group == "" {
 		return nil
 	}
-	return &models.DisruptionBudget{MaxUnavailable: stored}
+	return &models.DisruptionBudget{MaxUnavailable: maxUnavailable, Group: group}
 }

@@ -63,7 +63,7 @@ var (
 		"process_guid", "domain", "instances", "placement_tags", "routes", "annotation",
 		"active_definition_id", "healthy_definition_id", "update_strategy",
 		"modification_tag_epoch", "modification_tag_index", "created_at", "updated_at",
-		"autoscaling", "autoscaler", "disruption_budget",
+		"autoscaling", "autoscaler", "disruption_budget", "budget_group",
 	}
 	runInfoColumns = []string{
 		"process_guid", "definition_id", "content_hash", "memory_mb", "disk_mb", "definition", "created_at", "route_ports", "routes",

@@ -127,7 +127,7 @@ func forEachDialect(text string, body func(b *board)) bool {
 	return true
 }
 
-var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts", "operations", "event_log", "event_outbox", "commit_receipts", "freeze_windows", "crashes"}
+var boardTables = []string{"actual_lrps", "run_infos", "desired_lrps", "domains", "cells", "leases", "rollouts", "operations", "event_log", "event_outbox", "commit_receipts", "freeze_windows", "crashes", "budget_groups"}
 
 func (b *board) reset() {
 	m := migratedDatabaseFor(b.dialect)

@@ -324,6 +324,9 @@ func describeUpdate(before, after *models.DesiredLRP, update *models.DesiredLRPU
 		} else {
 			parts = append(parts, "disruption budget: max_unavailable "+b.GetMaxUnavailable())
 		}
+		if b.GetGroup() != "" {
+			parts = append(parts, "budget group "+b.GetGroup())
+		}
 	}
 	if len(parts) == 0 {
 		return "nothing to change"
@@ -404,8 +407,9 @@ func (s *SQLDB) prepareUpdate(update *models.DesiredLRPUpdate) (*desiredChange, 
 		}
 	}
 	if update.DisruptionBudget != nil {
-		c.columns = append(c.columns, "disruption_budget = ?")
-		c.args = append(c.args, encodeDisruptionBudget(update.DisruptionBudget))
+		budget, group := encodeDisruptionBudget(update.DisruptionBudget)
+		c.columns = append(c.columns, "disruption_budget = ?", "budget_group = ?")
+		c.args = append(c.args, budget, group)
 	}
 	if update.Definition != nil {
 		if err := checkEncodable(update.Definition); err != nil {
