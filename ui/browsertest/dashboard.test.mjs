@@ -504,6 +504,12 @@ async function rollout() {
   assert.equal(await timeline.count(), total);
   step(`the operations timeline shows the newest 20 of ${total}; "Older operations…" loads the rest`);
 
+  // The facts say the LRP's disruption budget and its budget group.
+  await page.locator('dd', { hasText: "the strategy's max_unavailable" }).waitFor();
+  await call('/v1/desired_lrps/update', { process_guid: guid, update: { disruption_budget: { max_unavailable: '1', group: 'checkout' } } });
+  await page.locator('dd', { hasText: '1 · group checkout' }).waitFor();
+  step('the LRP page shows its disruption budget and budget group as they change');
+
   await page.locator('nav a[data-nav=cells]').click();
   await page.locator('[data-testid=cells] [data-cell]').first().waitFor();
   const cells = await page.locator('[data-testid=cells] [data-cell]').evaluateAll((els) => els.map((e) => e.dataset.cell));

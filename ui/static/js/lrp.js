@@ -77,6 +77,7 @@ export function lrpPage(guid) {
       fact('healthy definition', h('span', { class: 'mono', title: desired.healthy_definition_id }, shortID(desired.healthy_definition_id))),
       fact('strategy', `surge ${strategy.max_surge || '1'}, unavailable ${strategy.max_unavailable || '0'}, min ready ${strategy.min_ready_ms || 0} ms${strategy.auto_revert ? ', auto-revert' : ''}`),
       fact('autoscaling', autoscaling(a, desired.autoscaler)),
+      fact('disruption budget', disruptionBudget(desired.disruption_budget)),
       desired.annotation ? fact('annotation', desired.annotation) : null);
   }
 
@@ -369,6 +370,15 @@ function signalCells(f) {
 // fmtMs is a duration in ms as "850 ms" below a second, else "1.5 s".
 function fmtMs(ms) {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+// disruptionBudget says how many of the LRP's indices voluntary
+// disruptions may take down at once (docs/disruption-budget.md), and the
+// budget group it shares with other LRPs, if any.
+function disruptionBudget(budget) {
+  const b = budget || {};
+  const own = b.max_unavailable ? b.max_unavailable : "the strategy's max_unavailable";
+  return b.group ? `${own} · group ${b.group}` : own;
 }
 
 // autoscaling says whether the LRP scales itself, between what bounds, and
