@@ -137,8 +137,11 @@ var _ = Describe("disruption budget", func() {
 		By("the autoscaler made the scale-down, while the rollout was under way")
 		Expect(desiredInstances(b, guid)).To(BeEquivalentTo(after))
 		ops, _ := autoscaleOps(b, guid)
-		Expect(ops).To(ContainElement(MatchRegexp(`^FINISHED history: .*occupied 0, ready_target 0\.5: .*wanted 5; instances 6 → 5`)),
-			"an AUTOSCALE operation took the count from 6 to 5 on no occupancy")
+		// Occupied 0, 1 or 2 all want the minimum, 5: which of them the
+		// autoscaler saw depends on when the instances' reports of their
+		// released occupancy reached it.
+		Expect(ops).To(ContainElement(MatchRegexp(`^FINISHED history: occupied [0-2], ready_target 0\.5: .*wanted 5; instances 6 → 5`)),
+			"an AUTOSCALE operation took the count from 6 to 5 once the occupancy was released")
 		samples := counts.stop()
 		down := slices.IndexFunc(samples, func(smp countSample) bool { return smp.instances == after })
 		Expect(down).To(BeNumerically(">", 0), "the count was seen at 6, then at 5")
