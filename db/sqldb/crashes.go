@@ -52,7 +52,8 @@ func (s *SQLDB) Crashes(ctx context.Context, window time.Duration) ([]convergenc
 }
 
 // PruneCrashes deletes the crashes older than convergence.MaxCrashWindow by
-// the database's clock, and says how many it deleted.
+// the database's clock, and says how many it deleted (a DELETE run again
+// after a connection lost under it counts only what the second run found).
 func (s *SQLDB) PruneCrashes(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.autocommit(ctx, "prune crashes", func() error {
