@@ -116,12 +116,24 @@ func (t DisruptionBudget) Spent() int32 {
 // Stops is how many serving indices a stop-before-start disruption may
 // take down now.
 func (t DisruptionBudget) Stops() int32 {
-	return max(t.MaxUnavailable-t.Spent(), 0)
+	return stopsLeft(t.MaxUnavailable, t.Spent())
 }
 
 // Handovers is how many start-before-stop disruptions may begin now.
 func (t DisruptionBudget) Handovers() int32 {
-	return max(max(t.MaxUnavailable, 1)-t.Spent(), 0)
+	return handoversLeft(t.MaxUnavailable, t.Spent())
+}
+
+// stopsLeft is what a budget of maxUnavailable with spent used leaves for
+// stop-before-start disruptions, and handoversLeft what it leaves for
+// start-before-stop ones: at least one at a time while nothing is spent,
+// even with a budget of 0 (an LRP's budget and a group's alike).
+func stopsLeft(maxUnavailable, spent int32) int32 {
+	return max(maxUnavailable-spent, 0)
+}
+
+func handoversLeft(maxUnavailable, spent int32) int32 {
+	return max(max(maxUnavailable, 1)-spent, 0)
 }
 
 // Floor is the fewest indices voluntary disruptions leave serving:
@@ -357,7 +369,7 @@ func (g *GroupBudget) Stops() int32 {
 	if g == nil {
 		return math.MaxInt32
 	}
-	return max(g.MaxUnavailable-g.Spent, 0)
+	return stopsLeft(g.MaxUnavailable, g.Spent)
 }
 
 // Handovers is how many start-before-stop disruptions (drains' hand-overs)
@@ -366,7 +378,7 @@ func (g *GroupBudget) Handovers() int32 {
 	if g == nil {
 		return math.MaxInt32
 	}
-	return max(max(g.MaxUnavailable, 1)-g.Spent, 0)
+	return handoversLeft(g.MaxUnavailable, g.Spent)
 }
 
 // Floor is the fewest of the members' indices that voluntary disruptions

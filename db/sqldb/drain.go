@@ -39,7 +39,7 @@ func (s *SQLDB) lrpBudget(ctx context.Context, q queryer, guid, lock string, now
 	if err != nil || group == "" {
 		return t, nil, true, err
 	}
-	g, err = s.groupBudget(ctx, q, group, lock, expires, now)
+	g, err = s.groupBudget(ctx, q, group, lock, expires, now, guid, t)
 	return t, g, true, err
 }
 
@@ -47,8 +47,10 @@ func (s *SQLDB) lrpBudget(ctx context.Context, q queryer, guid, lock string, now
 // (convergence.TallyGroup), nil when the group is not defined. lock ends
 // the read of the group's row: it serializes the evacuations of the
 // group's LRPs, as the desired row's lock does those of one LRP (the
-// desired row is always locked first).
-func (s *SQLDB) groupBudget(ctx context.Context, q queryer, name, lock string, expires map[string]int64, now int64) (*convergence.GroupBudget, error) {
+// desired row is always locked first). own is the member whose budget
+// the caller tallied already, ownBudget that tally: its rows are not read
+// again.
+func (s *SQLDB) groupBudget(ctx context.Context, q queryer, name, lock string, expires map[string]int64, now int64, own string, ownBudget convergence.DisruptionBudget) (*convergence.GroupBudget, error) {
 	g, err := scanBudgetGroup(s.queryRow(ctx, q, `SELECT `+budgetGroupColumns+` FROM budget_groups WHERE name = ?`+lock, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -77,6 +79,10 @@ func (s *SQLDB) groupBudget(ctx context.Context, q queryer, name, lock string, e
 	}
 	tallied := make([]convergence.GroupMember, len(members))
 	for i, m := range members {
+		if m.guid == own {
+			tallied[i] = convergence.GroupMember{ProcessGuid: own, Budget: ownBudget}
+			continue
+		}
 		t, err := s.tallyStored(ctx, q, m.guid, m.instances, m.strategy, m.budget, expires, now)
 		if err != nil {
 			return nil, err
