@@ -54,6 +54,18 @@ var _ = Describe("per-cell limits with a real rep", func() {
 		Expect(err).NotTo(HaveOccurred())
 		steady(b, guid, instances, "cell-z1")
 		took := time.Since(desired)
+		// steady read every row RUNNING; the stream may deliver the last
+		// of those changes a moment later: wait for them before stopping it.
+		Eventually(func() int {
+			ran := map[int32]bool{}
+			for _, event := range changes.soFar() {
+				if p, ok := event.Payload.(*models.ActualLRPChangedEvent); ok && p.GetAfter().GetProcessGuid() == guid &&
+					p.GetAfter().GetState() == models.ActualLRP_RUNNING {
+					ran[p.GetAfter().GetIndex()] = true
+				}
+			}
+			return len(ran)
+		}).WithTimeout(10*time.Second).Should(Equal(instances), "the stream delivered every index's RUNNING")
 		events, lost := changes.stop()
 		Expect(lost).To(BeZero(), "the event stream lost none of the rows' changes")
 
