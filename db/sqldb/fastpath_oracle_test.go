@@ -258,7 +258,11 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 		for err := range errs {
 			Expect(err).NotTo(HaveOccurred())
 		}
-		Expect(store.FastUpdates()).To(BeNumerically(">", 0))
+		if injectedFaults(store) == 0 {
+			// Under injected commit faults every fast attempt may fail
+			// and leave its update to the general path (as w.update allows).
+			Expect(store.FastUpdates()).To(BeNumerically(">", 0), "some updates took the fast path")
+		}
 
 		lrp, err := store.DesiredLRPByProcessGuid(b.ctx, "web")
 		Expect(err).NotTo(HaveOccurred())
