@@ -128,48 +128,55 @@ func (w *Window) reportedInstances(h *models.DefinitionHealth, at time.Time) {
 			at: at, checks: int64(x.GetChecks()), failures: int64(x.GetCheckFailures()),
 			latency: x.GetLatencyBucketCounts(), memoryMB: memory,
 		}), maxKeptPerInstance)
-		noteFailing(in, h, x)
+		if noteFailing(in, h, x) {
+			w.failing[instanceKey{h.GetDefinitionId(), x.GetIndex()}] = struct{}{}
+		}
 	}
 }
 
 // noteFailing keeps what x, one instance of the report h, says of its
 // checks: a failing check replaces the one kept unless that one is newer
 // (a report of an earlier start that arrives late); a report of the kept
-// start without one means its checks pass again, and forgets it.
-func noteFailing(in *instanceRecord, h *models.DefinitionHealth, x *models.InstanceHealth) {
+// start without one means its checks pass again, and forgets it. It says
+// whether it kept x's failing check.
+func noteFailing(in *instanceRecord, h *models.DefinitionHealth, x *models.InstanceHealth) bool {
 	if x.GetLastCheckFailure() == "" {
 		if in.failing != nil && in.failing.InstanceGuid == x.GetInstanceGuid() {
 			in.failing = nil
 		}
-		return
+		return false
 	}
 	if in.failing != nil && in.failing.At > x.GetLastCheckFailureAt() {
-		return
+		return false
 	}
 	in.failing = &models.CheckFailure{
 		ProcessGuid: h.GetProcessGuid(), DefinitionID: h.GetDefinitionId(), Index: x.GetIndex(),
 		InstanceGuid: x.GetInstanceGuid(), Output: x.GetLastCheckFailure(),
 		At: x.GetLastCheckFailureAt(), Since: x.GetCheckFailingSince(),
 	}
+	return true
 }
 
 // CheckFailures are the failing health checks the window holds, of every
 // instance it knows, at now: those reported within the span (older ones
-// are forgotten), by process guid, definition and index.
+// are forgotten), by process guid, definition and index. It visits only
+// the instances noted failing (Window.failing), not every one it knows.
 func (w *Window) CheckFailures(now time.Time) []models.CheckFailure {
 	from := now.Add(-w.span).UnixNano()
 	var out []models.CheckFailure
-	for _, r := range w.defs {
-		for _, in := range r.instances {
-			if in.failing == nil {
-				continue
-			}
-			if in.failing.At < from {
-				in.failing = nil
-				continue
-			}
-			out = append(out, *in.failing)
+	for key := range w.failing {
+		var in *instanceRecord
+		if r, ok := w.defs[key.definitionID]; ok {
+			in = r.instances[key.index]
 		}
+		if in != nil && in.failing != nil && in.failing.At < from {
+			in.failing = nil
+		}
+		if in == nil || in.failing == nil {
+			delete(w.failing, key)
+			continue
+		}
+		out = append(out, *in.failing)
 	}
 	slices.SortFunc(out, func(a, b models.CheckFailure) int {
 		return cmp.Or(cmp.Compare(a.ProcessGuid, b.ProcessGuid), cmp.Compare(a.DefinitionID, b.DefinitionID), cmp.Compare(a.Index, b.Index))

@@ -2,6 +2,7 @@ package signals_test
 
 import (
 	"fmt"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -320,6 +321,22 @@ var _ = Describe("Window.CheckFailures", func() {
 		Expect(w.CheckFailures(t0)).To(BeEmpty())
 	})
 
+	It("does not bring a forgotten failure back when its instance is seen again, and reports a new one", func() {
+		w := signals.NewWindow(5 * time.Minute)
+		w.Reported(failingReport(failingPart{2, "g2", refused, time.Minute, time.Minute}), ago(time.Minute))
+		w.InstanceRemoved("v2", 2, models.ActualLRP_ORDINARY)
+		w.InstanceSeen("lrp", "v2", 2, "g2-again", ago(30*time.Second))
+		Expect(w.CheckFailures(t0)).To(BeEmpty())
+		w.Reported(failingReport(failingPart{2, "g2-again", unavailable, 20 * time.Second, 20 * time.Second}), ago(20*time.Second))
+		failures := w.CheckFailures(t0)
+		Expect(failures).To(HaveLen(1))
+		Expect(failures[0].InstanceGuid).To(Equal("g2-again"))
+		w.Reported(failingReport(failingPart{2, "g2-again", "", 0, 0}), ago(10*time.Second))
+		Expect(w.CheckFailures(t0)).To(BeEmpty())
+		w.Reported(failingReport(failingPart{2, "g2-again", refused, 5 * time.Second, 5 * time.Second}), ago(5*time.Second))
+		Expect(w.CheckFailures(t0)).To(HaveLen(1), "failing again after passing")
+	})
+
 	It("reaches the collector's CheckFailures from a definition_health event", func() {
 		c := signals.NewCollector(5*time.Minute, func() time.Time { return t0 })
 		c.Observe(models.DefinitionHealthLogged("cell-1", failingReport(failingPart{3, "g3", unavailable, 10 * time.Second, 12 * time.Second})))
@@ -329,3 +346,24 @@ var _ = Describe("Window.CheckFailures", func() {
 		Expect(time.Duration(failures[0].At - failures[0].Since)).To(Equal(2 * time.Second))
 	})
 })
+
+// BenchmarkCheckFailures is what every convergence pass pays to read the
+// failing checks of a board that knows 30,000 instances, one of them
+// failing: it visits the failing one, not the 30,000.
+func BenchmarkCheckFailures(b *testing.B) {
+	w := signals.NewWindow(5 * time.Minute)
+	for i := range 30000 {
+		w.InstanceSeen(fmt.Sprintf("lrp-%d", i), fmt.Sprintf("def-%d", i), 0, "g", t0)
+	}
+	h := &models.DefinitionHealth{ProcessGuid: "lrp-7", DefinitionId: "def-7", Checks: 1, CheckFailures: 1,
+		LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1),
+		Instances: []*models.InstanceHealth{{Index: 0, InstanceGuid: "g", Checks: 1, CheckFailures: 1,
+			LatencyBucketCounts: make([]int64, len(models.HealthLatencyBucketsMs)+1),
+			LastCheckFailure:    "GET /health: 503", LastCheckFailureAt: t0.UnixNano(), CheckFailingSince: t0.UnixNano()}}}
+	w.Reported(h, t0)
+	for b.Loop() {
+		if len(w.CheckFailures(t0)) != 1 {
+			b.Fatal("want the one failing check")
+		}
+	}
+}

@@ -35,6 +35,18 @@ const maxKept = 10000
 type Window struct {
 	span time.Duration
 	defs map[string]*record
+	// failing holds the instances whose failing check was noted
+	// (noteFailing), so that CheckFailures, which every convergence pass
+	// calls, visits those rather than every instance the window knows. A
+	// key whose instance was forgotten since, or whose check passes again,
+	// is dropped by the next CheckFailures.
+	failing map[instanceKey]struct{}
+}
+
+// instanceKey names an instance of the window: its definition and index.
+type instanceKey struct {
+	definitionID string
+	index        int32
 }
 
 type record struct {
@@ -69,7 +81,7 @@ type readied struct {
 
 // NewWindow returns an empty window over span.
 func NewWindow(span time.Duration) *Window {
-	return &Window{span: span, defs: map[string]*record{}}
+	return &Window{span: span, defs: map[string]*record{}, failing: map[instanceKey]struct{}{}}
 }
 
 func (w *Window) record(processGuid, definitionID string, at time.Time) *record {
