@@ -21,6 +21,7 @@ targets=(
   "./models FuzzWireRanges"
   "./handlers FuzzAPIRequest"
   "./db/sqldb FuzzRoutesJSON"
+  "./db/sqldb FuzzDeflateFixed"
   "./cmd/cork FuzzSpecFile"
   "./cmd/bbs FuzzBoardConfig"
   "./cmd/rep FuzzRepConfig"

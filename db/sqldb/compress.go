@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
 )
 
@@ -37,9 +36,10 @@ import (
 // same bytes twice (a desired_lrp_changed of 441 bytes packs to about 200).
 // Short blobs do not shrink and stay plain. The column comments of
 // migrations 0007 and 0013 ("the protobuf of ...") describe what a blob
-// holds once unpacked. The price is CPU: some 10µs to pack a blob (most
-// of it resetting DEFLATE's tables) and 2µs to unpack one, so an
-// annotation update, which packs three, pays some 30µs.
+// holds once unpacked. The price is CPU: 1–4µs to pack a blob with the
+// board's own encoder (deflate.go: fixed Huffman codes, small tables; the
+// standard library's writer took some 10µs, most of it setting up) and
+// about 2µs to unpack one (the standard library's reader).
 //
 // Worked example (bbs-load peer): a 252-byte actual_lrp_changed whose
 // DEFLATE is 155 bytes is stored as 00 02 and those 155 bytes (157 in
@@ -64,7 +64,7 @@ const (
 // packDictionary is DEFLATE's preset dictionary for format 0x02: strings
 // that the board's own blobs carry over and over, which a short blob then
 // refers to rather than spells (the type URL of an update's request is 60
-// bytes of a 98-byte parameters blob, which packs to 41). It is part of the format: a blob
+// bytes of a 98-byte parameters blob, which packs to about 35). It is part of the format: a blob
 // packed with it unpacks only with it, so it never changes; another
 // dictionary would be another format byte.
 const packDictionary = "" +
@@ -79,58 +79,11 @@ const packDictionary = "" +
 	"type.googleapis.com/corkboard.models.UpdateDesiredLRPRequest" +
 	"corkboard-client from 127.0.0.1:"
 
-// packLevel is DEFLATE's default level. BestSpeed would ignore the preset
-// dictionary; on blobs this short every level from 2 up costs about the
-// same (some 10µs, most of it resetting the writer's tables).
-const packLevel = flate.DefaultCompression
-
-// packers keeps DEFLATE's writers (some 700 KB each, most of it the match
-// tables) from one blob to the next. Packing is all CPU, so no more than
-// one writer per processor is ever made, and a packer waits for one
-// rather than allocating another: a sync.Pool would drop them at every
-// garbage collection and the board would allocate them again, hundreds of
-// kilobytes a write. unpackers keeps readers, which are small.
-var (
-	packers   = newPackerPool(runtime.GOMAXPROCS(0))
-	unpackers = sync.Pool{New: func() any {
-		return flate.NewReaderDict(bytes.NewReader(nil), []byte(packDictionary))
-	}}
-)
-
-// packerPool holds at most size writers, made as they are first needed.
-type packerPool struct {
-	free chan *flate.Writer
-	mu   sync.Mutex
-	made int
-}
-
-func newPackerPool(size int) *packerPool {
-	return &packerPool{free: make(chan *flate.Writer, max(size, 1))}
-}
-
-// get is a free writer, a new one while fewer than the pool's size are
-// made, else the next one put back.
-func (p *packerPool) get() *flate.Writer {
-	select {
-	case w := <-p.free:
-		return w
-	default:
-	}
-	p.mu.Lock()
-	if p.made < cap(p.free) {
-		p.made++
-		p.mu.Unlock()
-		w, err := flate.NewWriterDict(nil, packLevel, []byte(packDictionary))
-		if err != nil {
-			panic(err) // a valid level
-		}
-		return w
-	}
-	p.mu.Unlock()
-	return <-p.free
-}
-
-func (p *packerPool) put(w *flate.Writer) { p.free <- w }
+// unpackers keeps DEFLATE's readers, which are small, from one blob to
+// the next.
+var unpackers = sync.Pool{New: func() any {
+	return flate.NewReaderDict(bytes.NewReader(nil), []byte(packDictionary))
+}}
 
 // pack is what the board stores for the protobuf blob plain: plain itself
 // when packing would not shorten it (and for nil, NULL), else the packed
@@ -139,23 +92,16 @@ func pack(plain []byte) []byte {
 	if len(plain) < minPacked {
 		return plain
 	}
-	var out bytes.Buffer
-	out.Grow(len(plain))
-	out.Write([]byte{envelopeMarker, packedFormat})
-	w := packers.get()
-	defer packers.put(w)
-	w.Reset(&out)
-	if _, err := w.Write(plain); err != nil {
-		return plain // a bytes.Buffer does not fail
-	}
-	if err := w.Close(); err != nil {
+	out := make([]byte, 0, len(plain))
+	out = append(out, envelopeMarker, packedFormat)
+	out = appendDeflateFixed(out, packDictionaryBytes, plain)
+	if len(out) >= len(plain) {
 		return plain
 	}
-	if out.Len() >= len(plain) {
-		return plain
-	}
-	return out.Bytes()
+	return out
 }
+
+var packDictionaryBytes = []byte(packDictionary)
 
 // isPacked reports whether blob is a packed blob (pack).
 func isPacked(blob []byte) bool {

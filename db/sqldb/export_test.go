@@ -19,6 +19,14 @@ var (
 	Unpack            = unpack
 )
 
+// PackDictionary is the packed format's preset dictionary.
+const PackDictionary = packDictionary
+
+// DeflateFixed is the raw DEFLATE pack writes for plain.
+func DeflateFixed(plain []byte) []byte {
+	return appendDeflateFixed(nil, []byte(packDictionary), plain)
+}
+
 func Upsert(dialectName, table string, columns, key, update []string) string {
 	return mustDriver(dialectName).upsert(table, columns, key, update)
 }
