@@ -77,31 +77,22 @@ func appendDeflateFixed(dst, dict, plain []byte) []byte {
 	p := len(dict)
 	for p < len(buf) {
 		length, distance := e.longestMatch(p)
-		if length >= deflateMinMatch && length < deflateMaxMatch && p+1 < len(buf) {
-			e.insert(p)
-			if next, _ := e.longestMatch(p + 1); next > length {
-				e.out.literal(buf[p])
-				p++
-				continue
-			}
-			e.out.match(length, distance)
-			for q := p + 1; q < p+length; q++ {
-				e.insert(q)
-			}
-			p += length
-			continue
-		}
-		if length >= deflateMinMatch {
-			e.out.match(length, distance)
-			for q := p; q < p+length; q++ {
-				e.insert(q)
-			}
-			p += length
-			continue
-		}
-		e.out.literal(buf[p])
 		e.insert(p)
-		p++
+		if length >= deflateMinMatch && length < deflateMaxMatch {
+			if next, _ := e.longestMatch(p + 1); next > length {
+				length = 0 // the next position's match is longer: a literal first
+			}
+		}
+		if length < deflateMinMatch {
+			e.out.literal(buf[p])
+			p++
+			continue
+		}
+		e.out.match(length, distance)
+		for q := p + 1; q < p+length; q++ {
+			e.insert(q)
+		}
+		p += length
 	}
 	e.out.symbol(256) // end of block
 	out := e.out.flush()

@@ -24,7 +24,7 @@ const PackDictionary = packDictionary
 
 // DeflateFixed is the raw DEFLATE pack writes for plain.
 func DeflateFixed(plain []byte) []byte {
-	return appendDeflateFixed(nil, []byte(packDictionary), plain)
+	return appendDeflateFixed(nil, packDictionaryBytes, plain)
 }
 
 func Upsert(dialectName, table string, columns, key, update []string) string {
