@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"code.cloudfoundry.org/lager/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/events"
 )
@@ -19,8 +21,12 @@ type boundsLog struct{ last atomic.Uint64 }
 
 func (l *boundsLog) SequenceEvents(context.Context, int) (int, error) { return 0, nil }
 
-func (l *boundsLog) ReadEvents(context.Context, uint64, int) ([]events.Event, error) {
+func (l *boundsLog) ReadLogged(context.Context, uint64, int) ([]events.Logged, error) {
 	return nil, nil
+}
+
+func (l *boundsLog) DecodePayload(string, []byte) (proto.Message, error) {
+	return nil, errors.New("boundsLog keeps no payloads")
 }
 
 func (l *boundsLog) EventLogBounds(context.Context) (uint64, uint64, error) {
@@ -40,10 +46,10 @@ func following(log *boundsLog) *events.Hub {
 	return hub
 }
 
-func logged(ids ...uint64) []events.Event {
-	var got []events.Event
+func logged(ids ...uint64) []events.Logged {
+	var got []events.Logged
 	for _, id := range ids {
-		got = append(got, events.Event{ID: id})
+		got = append(got, events.Logged{ID: id})
 	}
 	return got
 }
@@ -53,16 +59,16 @@ var _ = Describe("Catching up with the log", func() {
 		log := &boundsLog{}
 		hub := following(log)
 		log.last.Store(5)
-		hub.Append(logged(1, 2, 3)...)
+		Expect(hub.Append(logged(1, 2, 3)...)).To(Succeed())
 
 		done := make(chan error, 1)
 		go func() { done <- hub.CatchUp(context.Background()) }()
 		Consistently(done).WithTimeout(100 * time.Millisecond).ShouldNot(Receive())
 		// What the log gains after the call does not hold it back.
 		log.last.Store(9)
-		hub.Append(logged(4)...)
+		Expect(hub.Append(logged(4)...)).To(Succeed())
 		Consistently(done).WithTimeout(100 * time.Millisecond).ShouldNot(Receive())
-		hub.Append(logged(5)...)
+		Expect(hub.Append(logged(5)...)).To(Succeed())
 		Eventually(done).Should(Receive(BeNil()))
 	})
 

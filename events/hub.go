@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -52,6 +54,36 @@ type Event struct {
 	models.Event
 }
 
+// Logged is an event as its log keeps it: its payload still in the log's
+// encoding (Log.DecodePayload reads it).
+type Logged struct {
+	ID        uint64
+	Type, Key string
+	Stored    []byte
+}
+
+// kept is an event as the history keeps it. One from the log keeps its
+// payload as the log stored it, packed, and each subscriber that takes it
+// decodes it: a decoded desired LRP change — two LRPs with their routes
+// and tags — takes several times the memory of its packed bytes, and a
+// board keeps DefaultHistory of them (bbs-load peer, 10,000 LRPs: a ring
+// of decoded events was 12.5 MB of the board's 40 MB live heap; kept
+// packed, the board's peak RSS went from 111 to 77 MiB). Its cells, which a rep's
+// filter reads for every event it passes, are decoded once, as it is
+// appended. A published event (a hub without a log) keeps its payload.
+type kept struct {
+	id        uint64
+	eventType string
+	key       string
+	cells     models.EventCells
+	payload   proto.Message
+	stored    []byte
+}
+
+func keepEvent(e Event) kept {
+	return kept{id: e.ID, eventType: e.Type, key: e.Key, cells: e.Cells(), payload: e.Payload}
+}
+
 // Filter narrows a subscription; zero values match everything.
 // events_lost is always delivered.
 type Filter struct {
@@ -62,9 +94,9 @@ type Filter struct {
 	CellID string
 }
 
-func (f Filter) matches(e *Event) bool {
-	typeWanted := len(f.Types) == 0 || e.Type == models.EventEventsLost || slices.Contains(f.Types, e.Type)
-	return typeWanted && (f.CellID == "" || e.ConcernsCell(f.CellID))
+func (f Filter) matches(e *kept) bool {
+	typeWanted := len(f.Types) == 0 || e.eventType == models.EventEventsLost || slices.Contains(f.Types, e.eventType)
+	return typeWanted && (f.CellID == "" || e.cells.Has(f.CellID))
 }
 
 // Log is the event log a hub is a window on (sqldb.SQLDB).
@@ -72,9 +104,12 @@ type Log interface {
 	// SequenceEvents moves up to limit committed events into the log
 	// and says how many it moved.
 	SequenceEvents(ctx context.Context, limit int) (int, error)
-	// ReadEvents returns up to limit events after position after, in
-	// order.
-	ReadEvents(ctx context.Context, after uint64, limit int) ([]Event, error)
+	// ReadLogged returns up to limit events after position after, in
+	// order, as the log keeps them.
+	ReadLogged(ctx context.Context, after uint64, limit int) ([]Logged, error)
+	// DecodePayload returns the payload of an event of eventType from
+	// its encoding in the log (Logged.Stored).
+	DecodePayload(eventType string, stored []byte) (proto.Message, error)
 	// EventLogBounds is the first position the log still keeps and the
 	// last one taken (first is last+1 when it keeps nothing).
 	EventLogBounds(ctx context.Context) (first, last uint64, err error)
@@ -85,7 +120,7 @@ type Hub struct {
 	mu sync.RWMutex
 	// ring holds the ids [oldest, next), the event with id n in slot
 	// n % len(ring).
-	ring        []Event
+	ring        []kept
 	oldest      uint64
 	next        uint64
 	subscribers map[*Subscription]struct{}
@@ -105,7 +140,7 @@ type Option func(*Hub)
 // WithHistory sets how many events the hub keeps for resuming and for
 // subscribers that read behind; at least 1.
 func WithHistory(events int) Option {
-	return func(h *Hub) { h.ring = make([]Event, max(events, 1)) }
+	return func(h *Hub) { h.ring = make([]kept, max(events, 1)) }
 }
 
 // WithLog makes the hub a window on log: its events come from a Tailer,
@@ -131,7 +166,7 @@ func NewHub(opts ...Option) *Hub {
 		opt(h)
 	}
 	if h.ring == nil {
-		h.ring = make([]Event, DefaultHistory)
+		h.ring = make([]kept, DefaultHistory)
 	}
 	first := uint64(max(time.Now().UnixMicro(), 1))
 	h.oldest, h.next = first, first
@@ -145,35 +180,64 @@ func NewHub(opts ...Option) *Hub {
 func (h *Hub) Publish(events ...models.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	numbered := make([]Event, len(events))
+	numbered := make([]kept, len(events))
 	for i, e := range events {
-		numbered[i] = Event{ID: h.next + uint64(i), Event: e}
+		numbered[i] = keepEvent(Event{ID: h.next + uint64(i), Event: e})
 	}
 	h.appendLocked(numbered)
 }
 
-// Append keeps events already numbered — by their log positions — in the
-// history and wakes every subscriber. Ids must grow: one at or below the
-// newest kept is a repeat and dropped. An id beyond the next one expected
-// empties the history and goes on from there (the tailer gave up waiting
-// for a hole); subscribers behind it read the log.
-func (h *Hub) Append(events ...Event) {
+// Append keeps events of the hub's log, numbered by their log positions,
+// in the history and wakes every subscriber. Ids must grow: one at or
+// below the newest kept is a repeat and dropped. An id beyond the next one
+// expected empties the history and goes on from there (the tailer gave up
+// waiting for a hole); subscribers behind it read the log. It appends
+// nothing and fails when an event that can concern a cell cannot be
+// decoded (kept).
+func (h *Hub) Append(logged ...Logged) error {
+	entries := make([]kept, len(logged))
+	for i, l := range logged {
+		entries[i] = kept{id: l.ID, eventType: l.Type, key: l.Key, stored: l.Stored}
+		if models.EventTypeConcernsCells(l.Type) {
+			e, err := h.decode(entries[i])
+			if err != nil {
+				return err
+			}
+			entries[i].cells = e.Cells()
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.appendLocked(events)
+	h.appendLocked(entries)
+	return nil
 }
 
-func (h *Hub) appendLocked(events []Event) {
+// decode returns a kept event with its payload, decoding what the log
+// stored.
+func (h *Hub) decode(k kept) (Event, error) {
+	e := Event{ID: k.id, Event: models.Event{Type: k.eventType, Key: k.key, Payload: k.payload}}
+	if e.Payload != nil || h.log == nil {
+		return e, nil
+	}
+	payload, err := h.log.DecodePayload(k.eventType, k.stored)
+	if err != nil {
+		return Event{}, fmt.Errorf("decode %s event at %d: %w", k.eventType, k.id, err)
+	}
+	e.Payload = payload
+	return e, nil
+}
+
+func (h *Hub) appendLocked(events []kept) {
 	if len(events) == 0 || h.closed {
 		return
 	}
 	size := uint64(len(h.ring))
 	for _, e := range events {
-		if e.ID < h.next {
+		if e.id < h.next {
 			continue
 		}
-		if e.ID > h.next {
-			h.oldest, h.next = e.ID, e.ID
+		if e.id > h.next {
+			h.oldest, h.next = e.id, e.id
 		}
 		h.ring[h.next%size] = e
 		h.next++
@@ -323,8 +387,9 @@ func (h *Hub) Close() {
 var errBehindHistory = errors.New("behind the history")
 
 // read copies up to cap(batch) events at or after *cursor that pass the
-// filter, and moves the cursor past every event it looked at.
-func (h *Hub) read(cursor *uint64, filter Filter, batch []Event) ([]Event, error) {
+// filter, and moves the cursor past every event it looked at. The caller
+// decodes them, after the lock is let go.
+func (h *Hub) read(cursor *uint64, filter Filter, batch []kept) ([]kept, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {

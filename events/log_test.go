@@ -192,6 +192,32 @@ var _ = Describe("A hub following the event log", func() {
 		Expect(createdGuids(receive(sub, 6))).To(Equal([]string{"web", "api"}), "the history, then what follows")
 	})
 
+	It("scopes a cell's stream to its own rows, from the history and from the log alike, each payload decoded", func() {
+		board := followingBoard(conn, testdb.SQLite, 3, time.Hour)
+		board.desire("web")
+		board.desire("api")
+		Eventually(board.hub.LastID).ShouldNot(BeZero())
+		seen := board.hub.LastID()
+		live := subscribe(board.hub, 0, events.Filter{CellID: "cell-1"})
+		for _, cellID := range []string{"cell-1", "cell-2"} {
+			cell := &models.Cell{CellId: cellID, RepUrl: "http://" + cellID, Zone: "z1", Capacity: &models.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Instances: 10}}
+			Expect(board.store.RegisterCell(context.Background(), cell, time.Minute)).To(Succeed())
+		}
+		Eventually(board.hub.LastID).Should(BeNumerically(">=", seen+2))
+		board.desire("later")
+		Eventually(board.hub.LastID).Should(BeNumerically(">=", seen+5))
+
+		// The history holds 3 events: a resume from before the cells
+		// registered reads their events from the log.
+		resumed := subscribe(board.hub, seen, events.Filter{CellID: "cell-1"})
+		for _, sub := range []*events.Subscription{live, resumed} {
+			got := receive(sub, 1)
+			Expect(got[0].Type).To(Equal(models.EventCellChanged))
+			Expect(got[0].Payload.(*models.CellChangedEvent).GetAfter().GetCellId()).To(Equal("cell-1"))
+			expectQuiet(sub)
+		}
+	})
+
 	It("lets a slow subscriber read the log rather than cutting it off", func() {
 		board := followingBoard(conn, testdb.SQLite, 3, time.Hour)
 		sub := subscribe(board.hub, 0, events.Filter{})

@@ -88,14 +88,19 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 	if first != nil && !s.send(*first) {
 		return
 	}
-	batch := make([]Event, 0, subscriberBuffer)
+	batch := make([]kept, 0, subscriberBuffer)
 	for {
 		var err error
 		batch, err = s.hub.read(&s.cursor, s.filter, batch[:0])
 		if err == errBehindHistory {
 			batch, err = s.readLog(ctx, batch[:0])
 		}
-		for _, e := range batch {
+		for _, k := range batch {
+			e, decodeErr := s.hub.decode(k)
+			if decodeErr != nil {
+				s.fail(decodeErr)
+				return
+			}
 			if !s.send(e) {
 				return
 			}
@@ -122,17 +127,21 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 // cursor past them. When the log no longer keeps the event at the cursor
 // (trimmed while the subscriber read), batch starts with events_lost and
 // the cursor moves to the oldest event of the history.
-func (s *Subscription) readLog(ctx context.Context, batch []Event) ([]Event, error) {
-	logged, err := s.hub.log.ReadEvents(ctx, s.cursor-1, cap(batch))
+func (s *Subscription) readLog(ctx context.Context, batch []kept) ([]kept, error) {
+	logged, err := s.hub.log.ReadLogged(ctx, s.cursor-1, cap(batch))
 	if err != nil {
 		return batch, err
 	}
 	if len(logged) == 0 || logged[0].ID != s.cursor {
-		return append(batch, *s.hub.lostFrom(&s.cursor)), nil
+		return append(batch, keepEvent(*s.hub.lostFrom(&s.cursor))), nil
 	}
-	for _, e := range logged {
-		if s.filter.matches(&e) {
-			batch = append(batch, e)
+	for _, l := range logged {
+		e, err := s.hub.decode(kept{id: l.ID, eventType: l.Type, key: l.Key, stored: l.Stored})
+		if err != nil {
+			return batch, err
+		}
+		if k := keepEvent(e); s.filter.matches(&k) {
+			batch = append(batch, k)
 		}
 		s.cursor = e.ID + 1
 	}

@@ -154,7 +154,7 @@ func (t *Tailer) readOnce(ctx context.Context, holeSince time.Time) (more, hole 
 		}
 	}
 	next := t.hub.LastID() + 1
-	logged, err := t.log.ReadEvents(ctx, next-1, tailBatch)
+	logged, err := t.log.ReadLogged(ctx, next-1, tailBatch)
 	if err != nil {
 		return false, false, err
 	}
@@ -167,13 +167,14 @@ func (t *Tailer) readOnce(ctx context.Context, holeSince time.Time) (more, hole 
 	}
 	if upTo < len(logged) {
 		if holeSince.IsZero() || time.Since(holeSince) < t.holeWait {
-			t.hub.Append(logged[:upTo]...)
-			return false, true, nil
+			return false, true, t.hub.Append(logged[:upTo]...)
 		}
 		t.logger.Error("hole-skipped", nil, lager.Data{"missing_from": next + uint64(upTo), "next_present": logged[upTo].ID})
 		upTo = len(logged)
 	}
-	t.hub.Append(logged[:upTo]...)
+	if err := t.hub.Append(logged[:upTo]...); err != nil {
+		return false, false, err
+	}
 	return len(logged) == tailBatch, false, nil
 }
 

@@ -251,11 +251,10 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 	return len(ids), nil
 }
 
-// ReadEvents returns up to limit events of the log after position after,
-// in order. An event of a type this version does not know (written by a
-// newer board) comes with an empty payload, so that it still holds its
-// place: a reader takes a missing position for a late commit.
-func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
+// ReadLogged returns up to limit events logged after position after, in
+// order, with their payloads as the log keeps them (DecodePayload reads
+// them): what a board's tailer keeps in its hub.
+func (s *SQLDB) ReadLogged(ctx context.Context, after uint64, limit int) ([]events.Logged, error) {
 	// Nothing is logged past the head (both are written in one
 	// transaction, and one statement reads both with one snapshot), so the
 	// upper bound selects nothing less. It is there for Postgres's
@@ -269,25 +268,14 @@ func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]even
 		return nil, asModelError("read events", err)
 	}
 	defer rows.Close()
-	var out []events.Event
+	var out []events.Logged
 	for rows.Next() {
 		var position int64
-		var e events.Event
-		var raw []byte
-		if err := rows.Scan(&position, &e.Type, &e.Key, &raw); err != nil {
+		var e events.Logged
+		if err := rows.Scan(&position, &e.Type, &e.Key, &e.Stored); err != nil {
 			return nil, asModelError("read events", err)
 		}
 		e.ID = uint64(position)
-		e.Payload = models.NewEventPayload(e.Type)
-		if e.Payload == nil {
-			e.Payload = &emptypb.Empty{}
-		}
-		if raw, err = unpack(raw); err != nil {
-			return nil, asModelError("read events", fmt.Errorf("decode %s event at %d: %w", e.Type, position, err))
-		}
-		if err := proto.Unmarshal(raw, e.Payload); err != nil {
-			return nil, asModelError("read events", fmt.Errorf("decode %s event at %d: %w", e.Type, position, err))
-		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -295,6 +283,42 @@ func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]even
 	}
 	if len(out) > 0 {
 		s.sawLogPosition(int64(out[len(out)-1].ID))
+	}
+	return out, nil
+}
+
+// DecodePayload returns the payload of a logged event of eventType. An
+// event of a type this version does not know (written by a newer board)
+// gets an empty payload, so that it still holds its place: a reader takes
+// a missing position for a late commit.
+func (s *SQLDB) DecodePayload(eventType string, stored []byte) (proto.Message, error) {
+	payload := models.NewEventPayload(eventType)
+	if payload == nil {
+		payload = &emptypb.Empty{}
+	}
+	raw, err := unpack(stored)
+	if err != nil {
+		return nil, err
+	}
+	if err := proto.Unmarshal(raw, payload); err != nil {
+		return nil, err
+	}
+	return payload, nil
+}
+
+// ReadEvents is ReadLogged with each payload decoded.
+func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
+	logged, err := s.ReadLogged(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.Event, len(logged))
+	for i, l := range logged {
+		payload, err := s.DecodePayload(l.Type, l.Stored)
+		if err != nil {
+			return nil, asModelError("read events", fmt.Errorf("decode %s event at %d: %w", l.Type, l.ID, err))
+		}
+		out[i] = events.Event{ID: l.ID, Event: models.Event{Type: l.Type, Key: l.Key, Payload: payload}}
 	}
 	return out, nil
 }
