@@ -77,6 +77,10 @@ type busyConfig struct {
 	noFullReads              bool
 	// bbs, when set, is the board binary that serves and converges.
 	bbs string
+	// bytesEvery, when set, measures the database this often in the
+	// window too, to show the event log bounded by its retention under
+	// steady writes (issue 28: "measure the size after 1 hour of busy").
+	bytesEvery time.Duration
 }
 
 // busyClientPrefix starts the guid of every LRP the clients desire; the
@@ -97,6 +101,7 @@ func runBusy(ctx context.Context, args []string) error {
 	flags.DurationVar(&cfg.passEvery, "pass-every", time.Second, "start a pass from the mirror at most this often; 0: back to back")
 	flags.DurationVar(&cfg.fullReadEvery, "full-read-every", 10*time.Second, "start a full-read pass at most this often; 0: back to back")
 	flags.BoolVar(&cfg.noFullReads, "no-full-reads", false, "run no full-read passes in the window")
+	flags.DurationVar(&cfg.bytesEvery, "bytes-every", 0, "also measure the database's tables this often during the window (0: only after it)")
 	flags.StringVar(&cfg.bbs, "bbs", "", "a board binary to serve and converge instead of the in-process board and lease owner (its schema must be this binary's)")
 	flags.Parse(args)
 	l := &cfg.layout
@@ -134,7 +139,9 @@ func runBusy(ctx context.Context, args []string) error {
 	}
 	step("the lease owner's first pass read everything into its mirror in %s (before the window, not measured)", seconds(first.total()))
 
+	stopWatching := watchBytes(ctx, d, cfg.bytesEvery)
 	w := runBusyWindow(ctx, d.store, mirror, cells, reports, b.url, cfg)
+	stopWatching()
 	if err := w.failed.get(); err != nil {
 		return err
 	}
@@ -160,7 +167,7 @@ func runBusy(ctx context.Context, args []string) error {
 		l.total(), l.lrps, l.instances, l.cells, cfg.period, w.mirrored.total.count(), pacing(cfg.passEvery),
 		w.full.total.count(), fullPacing, cfg.clients, cfg.duration)
 	busyFigures(d.driver, conditions, cfg, w)
-	return nil
+	return busyBytesFigure(ctx, d, conditions)
 }
 
 // seedBusy registers the cells and seeds the RUNNING instances. The cells
@@ -223,7 +230,9 @@ func runBusyOn(ctx context.Context, cfg busyConfig) error {
 	if err != nil {
 		return err
 	}
+	stopWatching := watchBytes(ctx, d, cfg.bytesEvery)
 	w := runBusyWindow(ctx, nil, nil, cellClients(board.url, *l), cellReports(*l), board.url, cfg)
+	stopWatching()
 	if err := w.failed.get(); err != nil {
 		return err
 	}
@@ -251,7 +260,66 @@ func runBusyOn(ctx context.Context, cfg busyConfig) error {
 	conditions := fmt.Sprintf("%d RUNNING instances = %d LRPs × %d, %d cells bulk-reporting every %s, %s's own passes every %s (%d in the window), full reads every %s, %d clients closed loop over HTTP for %s",
 		l.total(), l.lrps, l.instances, l.cells, cfg.period, cfg.bbs, cfg.passEvery, inWindow, fullReads, cfg.clients, cfg.duration)
 	busyFigures(d.driver, conditions, cfg, w)
+	return busyBytesFigure(ctx, d, conditions)
+}
+
+// watchBytes measures the database every interval (none for 0) until the
+// returned stop is called, each measurement a step.
+func watchBytes(ctx context.Context, d *database, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		began := time.Now()
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+			}
+			value, _, err := busyBytes(ctx, d)
+			if err != nil {
+				step("database after %s of the window: %v", seconds(time.Since(began)), err)
+				continue
+			}
+			step("database after %s of the window: %s", seconds(time.Since(began)), value)
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// busyBytesFigure prints the database's size after the window.
+func busyBytesFigure(ctx context.Context, d *database, conditions string) error {
+	value, how, err := busyBytes(ctx, d)
+	if err != nil {
+		return fmt.Errorf("database size: %w", err)
+	}
+	figure("busy.db-bytes", d.driver, conditions+", after the window, "+how, value, "", true)
 	return nil
+}
+
+// busyBytes is the database's size, each table's, and how many events
+// its log keeps: under steady writes the log's retention (an hour, at
+// most 1,000,000 events, by default) is what bounds it.
+func busyBytes(ctx context.Context, d *database) (value, how string, err error) {
+	tables, how, err := databaseBytes(ctx, d.conn, d.driver)
+	if err != nil {
+		return "", "", err
+	}
+	var logged int64
+	if err := d.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM event_log").Scan(&logged); err != nil {
+		return "", "", err
+	}
+	return describeTables(tables) + fmt.Sprintf("; %d events in the log", logged), how, nil
 }
 
 // busyFigures prints the latency of each kind of client request.

@@ -170,3 +170,22 @@ func describeBytes(tables []tableBytes, lrps int) string {
 	return fmt.Sprintf("%d bytes per LRP (%.1f MB in %d tables; per LRP: %s)",
 		total/int64(lrps), float64(total)/1e6, len(tables), strings.Join(parts, ", "))
 }
+
+// describeTables is the database's size and each table's, in MB, largest
+// first; tables under 0.1 MB are summed as "others".
+func describeTables(tables []tableBytes) string {
+	var total, others int64
+	var parts []string
+	for _, t := range tables {
+		total += t.bytes
+		if t.bytes < 100_000 {
+			others += t.bytes
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f", t.table, float64(t.bytes)/1e6))
+	}
+	if others > 0 {
+		parts = append(parts, fmt.Sprintf("others %.1f", float64(others)/1e6))
+	}
+	return fmt.Sprintf("%.1f MB in %d tables (MB: %s)", float64(total)/1e6, len(tables), strings.Join(parts, ", "))
+}

@@ -124,8 +124,9 @@ var _ = Describe("scenarios", func() {
 				// reads everything again (runner.Mirror, rightly). With
 				// passes every second, the one full read the spec expects
 				// depended on the machine's speed.
-				session := run("busy", "-cells", "20", "-per-cell", "10", "-duration", "2s", "-period", "1s", "-clients", "4", "-pass-every", "200ms")
+				session := run("busy", "-cells", "20", "-per-cell", "10", "-duration", "2s", "-period", "1s", "-clients", "4", "-pass-every", "200ms", "-bytes-every", "900ms")
 				Expect(session).To(gbytes.Say(`the lease owner's first pass read everything into its mirror`))
+				Expect(session).To(gbytes.Say(`database after [\d.]+m?s of the window: [\d.]+ MB in \d+ tables \(MB: .*\); \d+ events in the log`))
 				Expect(session).To(gbytes.Say(`the lease owner's passes from its mirror, (back to back|every [0-9.]+m?s): \d+ in the window, .*; \d+ writes, all to the clients' LRPs .*; 1 full reads in all`))
 				Expect(session).To(gbytes.Say(`full-read passes .*: \d+ in the window`))
 				Expect(session).To(gbytes.Say(`bulk reports: 40 of 20 cells' 10 instances every 1s`))
@@ -134,6 +135,8 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure busy.desire \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed, .*\(target p99 < 20ms: (met|MISSED)\)`))
 				Expect(session).To(gbytes.Say(`figure busy.update \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
 				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver + conditions + `.*\]: \d+ requests \(\d+/s\), 0 failed`))
+				// The log holds at least the clients' writes' events.
+				Expect(session).To(gbytes.Say(`figure busy.db-bytes \[` + driver + conditions + `.*after the window.*\]: [\d.]+ MB in \d+ tables \(MB: .*\); [1-9]\d* events in the log`))
 			})
 
 			It("busy -bbs: a board binary serves and converges on its own", func() {
@@ -145,6 +148,7 @@ var _ = Describe("scenarios", func() {
 				Expect(session).To(gbytes.Say(`figure busy.desire \[` + driver + `, 200 RUNNING instances .*'s own passes every 500ms .*\]: \d+ requests \(\d+/s\), 0 failed`))
 				Expect(session).To(gbytes.Say(`figure busy.update \[` + driver))
 				Expect(session).To(gbytes.Say(`figure busy.get \[` + driver))
+				Expect(session).To(gbytes.Say(`figure busy.db-bytes \[` + driver + `.*\]: [\d.]+ MB in \d+ tables`))
 			})
 
 			It("rollout: a rolling update to the end, each pass and the whole", func() {
