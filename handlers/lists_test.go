@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/handlers"
@@ -59,7 +60,13 @@ var _ = Describe("Lists", func() {
 					guids = nil
 					for i := range 5 {
 						guid := fmt.Sprintf("%s-%d", domain, i)
-						b.mustDesire(newLRP(guid, domain, 2))
+						lrp := newLRP(guid, domain, 2)
+						routes, err := structpb.NewStruct(map[string]any{
+							"cf-router": []any{map[string]any{"hostnames": []any{guid + ".example.com"}, "port": 8080}},
+						})
+						Expect(err).NotTo(HaveOccurred())
+						lrp.Routes = routes
+						b.mustDesire(lrp)
 						guids = append(guids, guid)
 					}
 				})
@@ -77,6 +84,9 @@ var _ = Describe("Lists", func() {
 					Expect(lrpGuids(lrps)).To(Equal(guids))
 					for _, lrp := range lrps {
 						Expect(lrp.GetDefinition().GetAction().GetPath()).NotTo(BeEmpty(), "with its definition")
+						// Each item is encoded apart from the others, with
+						// the sizes its page measured (appendSizedField).
+						Expect(proto.Equal(lrp, b.mustGet(lrp.GetProcessGuid()))).To(BeTrue(), "%s as listed and as read alone", lrp.GetProcessGuid())
 					}
 
 					infos := &models.DesiredLRPSchedulingInfosResponse{}
