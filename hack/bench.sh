@@ -16,7 +16,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 # BENCH_ONLY="compare converge-1m" runs only the named runs (scenario
-# names, compare, operations-cost, go-bench); every run when unset.
+# names, compare, operations-cost, go-bench); every run when unset, but
+# for busy-1h, which runs only when named: an hour of busy per database
+# against bin/bbs, its database measured every 10 minutes — what the
+# event log's retention holds under steady writes (issue 28).
 ONLY=" ${BENCH_ONLY:-} "
 
 # Extra flags per scenario, e.g. BENCH_CONVERGE_FLAGS='-lrps 10000'.
@@ -81,6 +84,10 @@ scenarios() {
     -passes 10 -full-passes 3 -repairs=false -place-lrps 0 "${MILLION_FLAGS[@]}"
   run rss-1m "$driver" bin/bbs-load rss -driver "$driver" "$@" -lrps 200000 -cells 5000 -passes 3 -timeout 15m \
     -report-window 30s
+  if [[ "$ONLY" == *" busy-1h "* ]]; then
+    run busy-1h "$driver" bin/bbs-load busy -driver "$driver" "$@" -bbs bin/bbs -clients 2 -duration 1h \
+      -bytes-every 10m "${BUSY_FLAGS[@]}"
+  fi
 }
 
 echo "## $(date -u +%FT%TZ) $(nproc) cores, $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -111,7 +118,7 @@ for driver in "${drivers[@]}"; do
   sed -n "s/^\(desire\|list actual\)/api [$driver] \1/p" "$out/api-$driver.log" 2>/dev/null
 done
 for driver in "${drivers[@]}"; do
-  for name in converge lifecycle report rss rollout operations lists busy converge-1m rss-1m; do
+  for name in converge lifecycle report rss rollout operations lists busy converge-1m rss-1m busy-1h; do
     grep -h '^figure ' "$out/$name-$driver.log" 2>/dev/null | sed 's/^figure //'
   done
 done
