@@ -197,19 +197,30 @@ func (h *Hub) Publish(events ...models.Event) {
 func (h *Hub) Append(logged ...Logged) error {
 	entries := make([]kept, len(logged))
 	for i, l := range logged {
-		entries[i] = kept{id: l.ID, eventType: l.Type, key: l.Key, stored: l.Stored}
-		if models.EventTypeConcernsCells(l.Type) {
-			e, err := h.decode(entries[i])
-			if err != nil {
-				return err
-			}
-			entries[i].cells = e.Cells()
+		var err error
+		if entries[i], err = h.keepLogged(l); err != nil {
+			return err
 		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.appendLocked(entries)
 	return nil
+}
+
+// keepLogged is an event of the log as the hub keeps it: packed, with its
+// cells decoded when it can concern one (kept).
+func (h *Hub) keepLogged(l Logged) (kept, error) {
+	k := kept{id: l.ID, eventType: l.Type, key: l.Key, stored: l.Stored}
+	if !models.EventTypeConcernsCells(l.Type) {
+		return k, nil
+	}
+	e, err := h.decode(k)
+	if err != nil {
+		return kept{}, err
+	}
+	k.cells = e.Cells()
+	return k, nil
 }
 
 // decode returns a kept event with its payload, decoding what the log

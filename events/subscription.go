@@ -123,10 +123,11 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 	}
 }
 
-// readLog reads the next events from the log into batch, moving the
-// cursor past them. When the log no longer keeps the event at the cursor
-// (trimmed while the subscriber read), batch starts with events_lost and
-// the cursor moves to the oldest event of the history.
+// readLog reads the next events from the log into batch, as the history
+// keeps them (feed decodes those it sends), moving the cursor past them.
+// When the log no longer keeps the event at the cursor (trimmed while the
+// subscriber read), batch starts with events_lost and the cursor moves to
+// the oldest event of the history.
 func (s *Subscription) readLog(ctx context.Context, batch []kept) ([]kept, error) {
 	logged, err := s.hub.log.ReadLogged(ctx, s.cursor-1, cap(batch))
 	if err != nil {
@@ -136,14 +137,14 @@ func (s *Subscription) readLog(ctx context.Context, batch []kept) ([]kept, error
 		return append(batch, keepEvent(*s.hub.lostFrom(&s.cursor))), nil
 	}
 	for _, l := range logged {
-		e, err := s.hub.decode(kept{id: l.ID, eventType: l.Type, key: l.Key, stored: l.Stored})
+		k, err := s.hub.keepLogged(l)
 		if err != nil {
 			return batch, err
 		}
-		if k := keepEvent(e); s.filter.matches(&k) {
+		if s.filter.matches(&k) {
 			batch = append(batch, k)
 		}
-		s.cursor = e.ID + 1
+		s.cursor = l.ID + 1
 	}
 	return batch, nil
 }
