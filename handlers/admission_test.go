@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
@@ -336,7 +337,9 @@ var _ = Describe("Admission", func() {
 		// A board on a database with one connection, whose sockets
 		// buffer little, so that a client that does not read holds the
 		// stream up after a few pages.
-		serve := func(opts ...handlers.Option) {
+		// serve starts the board, its store seen through pages when
+		// given.
+		serve := func(pages *countingPages, opts ...handlers.Option) {
 			database, err := testdb.Create(testdb.SQLite)
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(database.Drop)
@@ -345,7 +348,11 @@ var _ = Describe("Admission", func() {
 			DeferCleanup(conn.Close)
 			Expect(migrations.Up(context.Background(), conn, testdb.SQLite)).To(Succeed())
 			conn.SetMaxOpenConns(1)
-			store := sqldb.New(conn, testdb.SQLite)
+			var store db.DB = sqldb.New(conn, testdb.SQLite)
+			if pages != nil {
+				pages.DB = store
+				store = pages
+			}
 			b = &board{wire: jsonWire, registry: prometheus.NewRegistry(), logger: lagertest.NewTestLogger("handlers-test"), client: http.DefaultClient}
 			b.server = httptest.NewUnstartedServer(handlers.New(b.logger, store, b.registry, opts...))
 			b.server.Listener = smallBuffers{b.server.Listener}
@@ -378,7 +385,7 @@ var _ = Describe("Admission", func() {
 		}
 
 		It("holds no database connection while its client is slow, and the client gets the whole list", func() {
-			serve()
+			serve(nil)
 			resp, _ := stall()
 			Expect(b.inUse("list_streams")).To(BeEquivalentTo(1))
 
@@ -402,8 +409,26 @@ var _ = Describe("Admission", func() {
 			Expect(got).To(ConsistOf(guids))
 		})
 
+		It("stops reading the list, a page ahead at most, when its client stops taking pages", func() {
+			pages := &countingPages{}
+			serve(pages)
+			stall()
+			// The pages written fill the sockets' small buffers, the
+			// write of the next one blocks, and the page after it is
+			// read meanwhile; then nothing more is read.
+			settled := func() bool {
+				before := pages.count()
+				time.Sleep(200 * time.Millisecond)
+				return pages.count() == before
+			}
+			Eventually(settled).Should(BeTrue())
+			read := pages.count()
+			Consistently(pages.count, time.Second, 50*time.Millisecond).Should(Equal(read))
+			Expect(read).To(BeNumerically("<", len(guids)/handlers.StreamPage()), "the whole list was read")
+		})
+
 		It("cuts a reader that does not take a page within the write timeout", func() {
-			serve(handlers.WithListWriteTimeout(300 * time.Millisecond))
+			serve(nil, handlers.WithListWriteTimeout(300*time.Millisecond))
 			stall()
 			Eventually(func() float64 { return b.inUse("list_streams") }).Should(BeZero())
 			ended := logsWith(b.logger.Logs(), "route", models.RouteDesiredLRPs)
@@ -412,6 +437,19 @@ var _ = Describe("Admission", func() {
 		})
 	})
 })
+
+// countingPages counts the page reads of streamed lists of desired LRPs.
+type countingPages struct {
+	db.DB
+	reads atomic.Int64
+}
+
+func (s *countingPages) EachDesiredLRP(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRP) error) error {
+	s.reads.Add(1)
+	return s.DB.EachDesiredLRP(ctx, filter, fn)
+}
+
+func (s *countingPages) count() int64 { return s.reads.Load() }
 
 // smallBuffers gives every connection it accepts a small send buffer.
 type smallBuffers struct{ net.Listener }

@@ -16,15 +16,16 @@ import (
 // pages or whole, as models/list_page.go describes. A request with a limit
 // gets that page and a next_cursor, read with one query. One without gets
 // the whole list, streamed a page (streamPage items, or fewer that reach
-// streamPageBytes) at a time: each page
-// is one short keyset query after the last item sent (the same cursor a
-// paging client would pass), read into memory, its connection given back
-// to the pool, and only then written to the client, within the list write
-// timeout. So a client that reads slowly holds one page of memory and its
-// own request's place, never a database connection, and one that stops
-// reading is cut off; eight clients listing a large board at once hold
-// eight pages, not eight copies of the database. Each page query is
-// bounded by the database timeout, as any call is.
+// streamPageBytes) at a time: each page is one short keyset query after
+// the last item of the page before (the same cursor a paging client
+// would pass), read into memory, its connection given back to the pool,
+// and only then written to the client, within the list write timeout.
+// The next page is read while one is written. So a client that reads
+// slowly holds two pages of memory and its own request's place, never a
+// database connection, and one that stops reading is cut off; eight
+// clients listing a large board at once hold sixteen pages, not eight
+// copies of the database. Each page query is bounded by the database
+// timeout, as any call is.
 //
 // A streamed answer is the same message a buffered one would be, so
 // clients decode it unchanged: in protobuf, a message is the
@@ -163,29 +164,43 @@ func (l *listing) streams(req request) bool {
 // error field.
 func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *listing, req pagedRequest, errorResponse func(*models.Error) proto.Message) {
 	out := newListWriter(w, cd, l.items, c.api.listWriteTimeout)
-	page := make([]listItem, 0, streamPage)
 	sent, pages := 0, 0
-	cursor := req.GetCursor()
 	// err is the store's failure to read a page or the codec's to encode
 	// one; writeErr the client's failure to take one.
 	var err, writeErr error
 	limit := streamPage
+	reading, stopReading := context.WithCancel(ctx)
+	next := c.readAhead(reading, l, req, req.GetCursor(), limit)
+	defer func() {
+		// A page still being read when the answer ends (the client
+		// stopped taking them) is abandoned, its query cancelled; the
+		// handler returns once its connection is back in the pool.
+		stopReading()
+		if next != nil {
+			<-next
+		}
+	}()
 	for {
-		page = page[:0]
-		var full bool
-		if full, err = c.readPage(ctx, l, req, cursor, limit, &page); err != nil {
+		read := <-next
+		next = nil
+		if err = read.err; err != nil {
 			break
 		}
-		limit = nextPageLimit(len(page), limit, streamPage)
-		if writeErr = out.add(page); writeErr != nil {
+		limit = nextPageLimit(len(read.page), limit, streamPage)
+		if read.full {
+			// The next page is read while this one is written, as the
+			// database would send a single query's rows while the board
+			// wrote those before them.
+			next = c.readAhead(reading, l, req, read.page[len(read.page)-1].ListCursor(), limit)
+		}
+		if writeErr = out.add(read.page); writeErr != nil {
 			break
 		}
-		sent += len(page)
+		sent += len(read.page)
 		pages++
-		if !full {
+		if !read.full {
 			break
 		}
-		cursor = page[len(page)-1].ListCursor()
 	}
 	if writeErr != nil && !errors.As(writeErr, new(encodeError)) {
 		c.record(http.StatusOK, nil, lager.Data{"items_sent": sent, "pages": pages, "ended": "write failed: " + writeErr.Error()})
@@ -207,6 +222,27 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 		return
 	}
 	c.record(http.StatusOK, failed, lager.Data{"items_sent": sent, "pages": pages})
+}
+
+// pageRead is the outcome of one readPage.
+type pageRead struct {
+	page []listItem
+	full bool
+	err  error
+}
+
+// readAhead starts reading the page after cursor (readPage) and returns
+// where its outcome will be: one value, which the reading goroutine
+// leaves there whether or not anyone takes it.
+func (c *call) readAhead(ctx context.Context, l *listing, req pagedRequest, cursor string, limit int) <-chan pageRead {
+	outcome := make(chan pageRead, 1)
+	go func() {
+		var read pageRead
+		read.page = make([]listItem, 0, limit)
+		read.full, read.err = c.readPage(ctx, l, req, cursor, limit, &read.page)
+		outcome <- read
+	}()
+	return outcome
 }
 
 // nextPageLimit is how many items a streamed list asks the store for
