@@ -155,6 +155,27 @@ var _ = forEachDialect("the event log", func(b *board) {
 		Expect(len(raw)).To(BeNumerically("<", proto.Size(logged[0].Payload)))
 	})
 
+	It("stores an instance's changed event packed too, and reads it back as it was published", func() {
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		b.exec("UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'web'")
+		_, last := bounds()
+		sink := recordEvents(b)
+		key := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+		_, err = b.store.ClaimActualLRP(b.ctx, key, models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"})
+		Expect(err).NotTo(HaveOccurred())
+
+		logged := readAll(b, b.store, last)
+		published := sink.take()
+		Expect(eventsOf(logged)).To(HaveLen(len(published)))
+		Expect(logged[0].Type).To(Equal(models.EventActualLRPChanged))
+		Expect(logged[0].Payload).To(EqualProto(published[0].Payload))
+		var raw []byte
+		Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), "SELECT payload FROM event_log WHERE position = ?"), int64(logged[0].ID)).Scan(&raw)).To(Succeed())
+		Expect(raw[:2]).To(Equal([]byte{0x00, 0x02}))
+		Expect(len(raw)).To(BeNumerically("<", proto.Size(logged[0].Payload)))
+	})
+
 	It("reads an event logged before payloads were packed: plain protobuf", func() {
 		_, last := bounds()
 		lrp := newLRP("web", "apps", 1)
