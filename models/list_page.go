@@ -11,8 +11,9 @@ import (
 // by key order and come in pages or as a stream:
 //
 //   - limit 0 (the default, what Diego-style clients send) answers the
-//     whole list, but the board reads and writes it a page at a time, so a
-//     call needs memory for one page, not for the database;
+//     whole list, but the board reads and writes it a page at a time (the
+//     next page read while one is written), so a call needs memory for two
+//     pages, not for the database;
 //   - limit 1 to MaxListPage answers one page, with next_cursor naming the
 //     last item when more may follow (empty on the last page).
 //
