@@ -151,19 +151,29 @@ var updateActualLRP = "UPDATE actual_lrps SET " + strings.Join(actualLRPMutableC
 // that changed since before was read is errLostRace. Only a RUNNING
 // instance is ever stored occupied (see storedOccupied).
 func (s *SQLDB) writeActualLRP(ctx context.Context, q queryer, before, after *models.ActualLRP) error {
-	netInfo, err := encodeNetInfo(after.NetInfo)
-	if err != nil {
-		return errInvalid("net_info", err.Error())
-	}
-	routePorts, err := storedRoutePorts(after)
+	args, err := actualLRPWriteArgs(before, after)
 	if err != nil {
 		return err
 	}
-	return s.execOne(ctx, q, updateActualLRP,
-		after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
+	return s.execOne(ctx, q, updateActualLRP, args...)
+}
+
+// actualLRPWriteArgs are updateActualLRP's arguments for storing after
+// over before. after is set as a read will return it (storedRoutePorts,
+// storedOccupied), so that events made of it show the row as stored.
+func actualLRPWriteArgs(before, after *models.ActualLRP) ([]any, error) {
+	netInfo, err := encodeNetInfo(after.NetInfo)
+	if err != nil {
+		return nil, errInvalid("net_info", err.Error())
+	}
+	routePorts, err := storedRoutePorts(after)
+	if err != nil {
+		return nil, err
+	}
+	return []any{after.InstanceGuid, after.CellId, after.State.String(), netInfo, after.CrashCount, after.CrashReason,
 		after.Since, after.PlacementError, after.Routable, storedOccupied(after), int64(after.ModificationTag.Index), routePorts,
 		before.ProcessGuid, before.Index, before.Presence.String(),
-		before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
+		before.ModificationTag.Epoch, int64(before.ModificationTag.Index)}, nil
 }
 
 // storedOccupied is what a write stores as occupied: an instance that is

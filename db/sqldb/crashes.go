@@ -15,17 +15,20 @@ import (
 // of its window every pass (Crashes) and prunes those older than
 // convergence.MaxCrashWindow (PruneCrashes).
 
-// recordCrash notes that before, the row as it was when its instance
-// crashed, crashed on its cell at at (Unix nanoseconds). A row crashed
-// without a cell (never the case for CLAIMED or RUNNING) is not recorded.
-func (s *SQLDB) recordCrash(ctx context.Context, tx *sql.Tx, before *models.ActualLRP, at int64) error {
-	if before.CellId == "" {
-		return nil
+// crashRecorded is the row of crashes a lifecycle call that wrote after
+// over before adds, as insertCrash's arguments: a crash notes that before,
+// the row as it was when its instance crashed, crashed on its cell at the
+// crash's time (after.Since, Unix nanoseconds). Any other call, and a row
+// crashed without a cell (never the case for CLAIMED or RUNNING), adds none.
+func crashRecorded(verb models.LifecycleVerb, before, after *models.ActualLRP) ([]any, bool) {
+	if verb != models.LifecycleCrash || before.CellId == "" {
+		return nil, false
 	}
-	_, err := s.exec(ctx, tx, "INSERT INTO crashes (process_guid, definition_id, cell_id, crashed_at) VALUES (?, ?, ?, ?)",
-		before.ProcessGuid, before.DefinitionId, before.CellId, at)
-	return err
+	return []any{before.ProcessGuid, before.DefinitionId, before.CellId, after.Since}, true
 }
+
+// insertCrash stores crashRecorded's row.
+const insertCrash = "INSERT INTO crashes (process_guid, definition_id, cell_id, crashed_at) VALUES (?, ?, ?, ?)"
 
 // Crashes lists the crashes of the last window by the database's clock,
 // every LRP's, for Snapshot.Crashes. Their order means nothing: the

@@ -112,12 +112,10 @@ type driver interface {
 	// once (updatesAtOnce) in one statement, or returns a nil LRP to
 	// leave it to UpdateDesiredLRP's transactional path.
 	updateNow() updateNowFunc
-	// lifecycle runs a lifecycle call that has a one-statement form, or
-	// returns a nil ActualLRP to leave it to the transactional path.
-	lifecycle() func(s *SQLDB, ctx context.Context, op lifecycleOp) (*models.ActualLRP, error)
-	// remove runs RemoveActualLRP in one statement, or returns false to
-	// leave it to the transactional path.
-	remove() func(s *SQLDB, ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error)
+	// lifecycle runs a lifecycle call on its fast path and says it did
+	// (done; the row after, nil when removed), or leaves it to the
+	// transactional path.
+	lifecycle() lifecycleFunc
 	// appendEvents inserts encoded events into the outbox in one
 	// statement, however many there are, with the commit receipt when one
 	// is given (in commit_receipts: receiptOnEvents is false).
@@ -223,11 +221,7 @@ func (general) updateNow() updateNowFunc {
 	return nil
 }
 
-func (general) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
-	return nil
-}
-
-func (general) remove() func(*SQLDB, context.Context, models.ActualLRPKey, models.Caller) (bool, error) {
+func (general) lifecycle() lifecycleFunc {
 	return nil
 }
 

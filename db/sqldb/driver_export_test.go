@@ -31,11 +31,7 @@ func (generalOnly) updateNow() updateNowFunc {
 	return nil
 }
 
-func (generalOnly) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
-	return nil
-}
-
-func (generalOnly) remove() func(*SQLDB, context.Context, models.ActualLRPKey, models.Caller) (bool, error) {
+func (generalOnly) lifecycle() lifecycleFunc {
 	return nil
 }
 
@@ -59,7 +55,7 @@ func (generalOnly) insertCreated() func([]*models.ActualLRP, int64) (string, []a
 // verb, so that a differential spec can tell it compares two paths.
 func (s *SQLDB) HasFastPaths() bool {
 	d := s.driver
-	return d.desireNew() != nil || d.updateNow() != nil || d.lifecycle() != nil || d.remove() != nil || d.appendEvents() != nil ||
+	return d.desireNew() != nil || d.updateNow() != nil || d.lifecycle() != nil || d.appendEvents() != nil ||
 		d.moveEvents() != nil || d.writeActualLRPs() != nil || d.insertCreated() != nil
 }
 

@@ -118,12 +118,8 @@ func (postgresDriver) updateNow() updateNowFunc {
 	return (*SQLDB).updateNowPostgres
 }
 
-func (postgresDriver) lifecycle() func(*SQLDB, context.Context, lifecycleOp) (*models.ActualLRP, error) {
+func (postgresDriver) lifecycle() lifecycleFunc {
 	return (*SQLDB).lifecyclePostgres
-}
-
-func (postgresDriver) remove() func(*SQLDB, context.Context, models.ActualLRPKey, models.Caller) (bool, error) {
-	return (*SQLDB).removePostgres
 }
 
 func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {

@@ -23,9 +23,10 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// The Postgres fast paths (desire_postgres.go, lifecycle_postgres.go and
-// the fast verbs of driver_postgres.go) restate the general path's rules in
-// SQL. These specs hold each to the general path: the same calls run on
+// The Postgres fast paths (desire_postgres.go, update_postgres.go,
+// lifecycle_postgres.go and the fast verbs of driver_postgres.go) write
+// what the general path writes in fewer statements, some with its
+// conditions in SQL. These specs hold each to the general path: the same calls run on
 // fresh tables through a store with the fast paths and through one without
 // (sqldb.WithoutFastPaths), and everything a user sees must be equal: what
 // each call returns (models, errors, the operation it noted), then every
@@ -41,9 +42,9 @@ import (
 // clock stamps are overwritten with it); the one time the database stamps,
 // when an event was logged, is not part of an event as served.
 //
-// The lifecycle rules themselves are held to models.DecideLifecycle by
-// lifecycle_oracle_test.go; here the lifecycle calls appear only as far as
-// their events and the remove path are concerned.
+// The lifecycle calls' fast path is held to models.DecideLifecycle row by
+// row by lifecycle_oracle_test.go; here the lifecycle calls appear only as
+// far as their events and removals are concerned.
 var _ = Describe("the Postgres fast paths against the general path", func() {
 	if !slices.Contains(testdb.MustDialects(), testdb.Postgres) {
 		return

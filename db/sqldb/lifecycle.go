@@ -20,52 +20,32 @@ var _ db.ActualLRPLifecycleDB = (*SQLDB)(nil)
 // repeat of a claim or start that already holds: reps may repeat
 // themselves, and hear the row as stored.
 //
-// On Postgres the common case is one round trip: a single conditional
-// UPDATE that locks, checks and writes the row and returns it before and
-// after (see lifecycle_postgres.go). When that matches nothing — a refusal,
-// a repeat, a missing or locked row — the call runs the general path
-// below, in a transaction, which also words the precise error.
+// On Postgres the common case is two round trips: a read of the row
+// without lock or transaction, the decision, then one auto-committed
+// statement that writes it if the row is still as read (see
+// lifecycle_postgres.go). Anything else — a refusal, a repeat, a missing
+// row, a row that moved on — runs the general path below, in a
+// transaction, which also words the precise error.
 
 func (s *SQLDB) ClaimActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (*models.ActualLRP, error) {
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return nil, err
 	}
-	return s.lifecycle(ctx, lifecycleOp{
-		key:  key,
-		call: models.LifecycleCall{Verb: models.LifecycleClaim, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID},
-		fast: claimPostgres(caller),
-	})
+	return s.lifecycle(ctx, lifecycleOpFor(key,
+		models.LifecycleCall{Verb: models.LifecycleClaim, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID}))
 }
 
 func (s *SQLDB) StartActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller, netInfo *models.NetInfo, routable bool) (*models.ActualLRP, error) {
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return nil, err
 	}
-	encodedNetInfo, err := encodeNetInfo(netInfo)
-	if err != nil {
+	if _, err := encodeNetInfo(netInfo); err != nil {
 		return nil, errInvalid("net_info", err.Error())
 	}
 	routable = models.RoutableWhenStarted(key.Index, routable)
-	fast := startPostgres(caller, encodedNetInfo, routable)
-	if key.Presence != models.ActualLRP_ORDINARY {
-		// Only ever RUNNING → RUNNING: the general path checks that.
-		fast = nil
-	}
-	op := lifecycleOp{
-		key: key,
-		call: models.LifecycleCall{Verb: models.LifecycleStart, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID,
-			NetInfo: netInfo, Routable: routable},
-		fast: fast,
-	}
-	// An instance that starts takes the routes of its definition; a
-	// running one keeps its own (a change of routes rewrites them).
-	op.read = func(ctx context.Context, tx *sql.Tx, before *models.ActualLRP, call *models.LifecycleCall) (err error) {
-		if before.State != models.ActualLRP_RUNNING {
-			call.RoutePorts, err = s.definitionRoutePorts(ctx, tx, before.ProcessGuid, before.DefinitionId)
-		}
-		return err
-	}
-	started, err := s.lifecycle(ctx, op)
+	started, err := s.lifecycle(ctx, lifecycleOpFor(key,
+		models.LifecycleCall{Verb: models.LifecycleStart, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID,
+			NetInfo: netInfo, Routable: routable}))
 	if err != nil || routable {
 		return started, err
 	}
@@ -84,12 +64,9 @@ func (s *SQLDB) CrashActualLRP(ctx context.Context, key models.ActualLRPKey, cal
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return nil, err
 	}
-	return s.lifecycle(ctx, lifecycleOp{
-		key: key,
-		call: models.LifecycleCall{Verb: models.LifecycleCrash, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID,
-			CrashReason: reason},
-		fast: crashPostgres(caller, reason),
-	})
+	return s.lifecycle(ctx, lifecycleOpFor(key,
+		models.LifecycleCall{Verb: models.LifecycleCrash, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID,
+			CrashReason: reason}))
 }
 
 // FailActualLRP gives an UNCLAIMED row placed on cellID back for placement
@@ -103,11 +80,8 @@ func (s *SQLDB) FailActualLRP(ctx context.Context, key models.ActualLRPKey, cell
 	if cellID == "" {
 		return nil, errInvalid("cell_id", "required")
 	}
-	return s.lifecycle(ctx, lifecycleOp{
-		key:  key,
-		call: models.LifecycleCall{Verb: models.LifecycleFail, CellID: cellID, PlacementError: placementError},
-		fast: failPostgres(cellID, placementError),
-	})
+	return s.lifecycle(ctx, lifecycleOpFor(key,
+		models.LifecycleCall{Verb: models.LifecycleFail, CellID: cellID, PlacementError: placementError}))
 }
 
 // RemoveActualLRP deletes the row if it belongs to the caller, whatever its
@@ -116,16 +90,8 @@ func (s *SQLDB) RemoveActualLRP(ctx context.Context, key models.ActualLRPKey, ca
 	if err := checkLifecycleCall(key, caller); err != nil {
 		return err
 	}
-	if remove := s.driver.remove(); remove != nil {
-		done, err := remove(s, ctx, key, caller)
-		if err != nil || done {
-			return asModelError("remove actual lrp", err)
-		}
-	}
-	_, err := s.lifecycle(ctx, lifecycleOp{
-		key:  key,
-		call: models.LifecycleCall{Verb: models.LifecycleRemove, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID},
-	})
+	_, err := s.lifecycle(ctx, lifecycleOpFor(key,
+		models.LifecycleCall{Verb: models.LifecycleRemove, InstanceGuid: caller.InstanceGuid, CellID: caller.CellID}))
 	return err
 }
 
@@ -133,11 +99,30 @@ func (s *SQLDB) RemoveActualLRP(ctx context.Context, key models.ActualLRPKey, ca
 type lifecycleOp struct {
 	key  models.ActualLRPKey
 	call models.LifecycleCall
-	// read, when set, reads what the call needs besides the row into
-	// call, in the call's transaction.
-	read func(ctx context.Context, tx *sql.Tx, before *models.ActualLRP, call *models.LifecycleCall) error
-	// fast is the call's one-statement form on Postgres.
-	fast *fastLifecycle
+	// read, when set, puts into call what the call needs besides the row;
+	// definitionRoutePorts reads the route ports of the row's definition.
+	read func(before *models.ActualLRP, call *models.LifecycleCall, definitionRoutePorts func() ([]*models.RoutePort, error)) error
+}
+
+// lifecycleFunc is a driver's fast path for a lifecycle call: done says
+// it ran the call (after is the row afterwards, nil when removed); when
+// not done, the transactional path decides.
+type lifecycleFunc func(s *SQLDB, ctx context.Context, op lifecycleOp) (after *models.ActualLRP, done bool, err error)
+
+// lifecycleOpFor is the op of call on key. A start reads the route ports of the row's definition: an instance that
+// starts takes the routes of its definition; a running one keeps its own
+// (a change of routes rewrites them).
+func lifecycleOpFor(key models.ActualLRPKey, call models.LifecycleCall) lifecycleOp {
+	op := lifecycleOp{key: key, call: call}
+	if call.Verb == models.LifecycleStart {
+		op.read = func(before *models.ActualLRP, call *models.LifecycleCall, definitionRoutePorts func() ([]*models.RoutePort, error)) (err error) {
+			if before.State != models.ActualLRP_RUNNING {
+				call.RoutePorts, err = definitionRoutePorts()
+			}
+			return err
+		}
+	}
+	return op
 }
 
 // lifecycle runs op: lock the row, decide (models.DecideLifecycle), write
@@ -145,50 +130,16 @@ type lifecycleOp struct {
 // (nil when removed).
 func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLRP, error) {
 	opName := string(op.call.Verb) + " actual lrp"
-	if fast := s.driver.lifecycle(); fast != nil && op.fast != nil {
-		after, err := fast(s, ctx, op)
-		if err != nil || after != nil {
+	if fast := s.driver.lifecycle(); fast != nil {
+		after, done, err := fast(s, ctx, op)
+		if err != nil || done {
 			return after, asModelError(opName, err)
 		}
 	}
 	var result *models.ActualLRP
-	err := s.transactKeyed(ctx, opName, op.key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
-		before, err := s.lockActualLRP(ctx, tx, op.key)
-		if err != nil {
-			return nil, err
-		}
-		if before == nil {
-			return nil, errActualNotFound(op.key)
-		}
-		call := op.call
-		if op.read != nil {
-			if err := op.read(ctx, tx, before, &call); err != nil {
-				return nil, err
-			}
-		}
-		change, err := models.DecideLifecycle(before, call, s.now().UnixNano())
-		switch {
-		case err != nil:
-			return nil, err
-		case change.Removed:
-			if err := s.deleteActualLRP(ctx, tx, before); err != nil {
-				return nil, err
-			}
-		case change.After == nil:
-			result = before
-			return nil, nil
-		default:
-			if err := s.writeActualLRP(ctx, tx, before, change.After); err != nil {
-				return nil, err
-			}
-			if op.call.Verb == models.LifecycleCrash {
-				if err := s.recordCrash(ctx, tx, before, change.After.Since); err != nil {
-					return nil, err
-				}
-			}
-			result = change.After
-		}
-		return change.Events, nil
+	err := s.transactKeyed(ctx, opName, op.key.ProcessGuid, func(tx *sql.Tx) (events []models.Event, err error) {
+		result, events, err = s.lifecycleInTx(ctx, tx, op)
+		return events, err
 	})
 	if err != nil {
 		return nil, err
@@ -196,11 +147,61 @@ func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLR
 	return result, nil
 }
 
+// lifecycleInTx is the general path's body in tx: it locks the row,
+// decides and writes the difference, and returns the row afterwards (nil
+// when removed) and the events to log.
+func (s *SQLDB) lifecycleInTx(ctx context.Context, tx *sql.Tx, op lifecycleOp) (*models.ActualLRP, []models.Event, error) {
+	before, err := s.lockActualLRP(ctx, tx, op.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if before == nil {
+		return nil, nil, errActualNotFound(op.key)
+	}
+	call := op.call
+	if op.read != nil {
+		err := op.read(before, &call, func() ([]*models.RoutePort, error) {
+			return s.definitionRoutePorts(ctx, tx, before.ProcessGuid, before.DefinitionId)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	change, err := models.DecideLifecycle(before, call, s.now().UnixNano())
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case change.Removed:
+		if err := s.deleteActualLRP(ctx, tx, before); err != nil {
+			return nil, nil, err
+		}
+		return nil, change.Events, nil
+	case change.After == nil:
+		return before, nil, nil
+	}
+	if err := s.writeActualLRP(ctx, tx, before, change.After); err != nil {
+		return nil, nil, err
+	}
+	if crash, ok := crashRecorded(op.call.Verb, before, change.After); ok {
+		if _, err := s.exec(ctx, tx, insertCrash, crash...); err != nil {
+			return nil, nil, err
+		}
+	}
+	return change.After, change.Events, nil
+}
+
 // deleteActualLRP deletes the row before, compare-and-set on its tag.
 func (s *SQLDB) deleteActualLRP(ctx context.Context, tx *sql.Tx, before *models.ActualLRP) error {
-	return s.execOne(ctx, tx, `DELETE FROM actual_lrps WHERE process_guid = ? AND instance_index = ? AND presence = ?
- AND modification_tag_epoch = ? AND modification_tag_index = ?`,
-		before.ProcessGuid, before.Index, before.Presence.String(), before.ModificationTag.Epoch, int64(before.ModificationTag.Index))
+	return s.execOne(ctx, tx, deleteActualLRPSQL, actualLRPDeleteArgs(before)...)
+}
+
+// deleteActualLRPSQL deletes a row compare-and-set on its tag
+// (actualLRPDeleteArgs).
+const deleteActualLRPSQL = `DELETE FROM actual_lrps WHERE process_guid = ? AND instance_index = ? AND presence = ?
+ AND modification_tag_epoch = ? AND modification_tag_index = ?`
+
+func actualLRPDeleteArgs(before *models.ActualLRP) []any {
+	return []any{before.ProcessGuid, before.Index, before.Presence.String(), before.ModificationTag.Epoch, int64(before.ModificationTag.Index)}
 }
 
 func checkKey(key models.ActualLRPKey) error {

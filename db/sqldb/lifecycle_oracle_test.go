@@ -13,13 +13,14 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// The lifecycle calls' one-statement forms on Postgres (lifecycle_postgres.go)
-// restate models.DecideLifecycle in SQL. This oracle holds them to it: for
-// every generated row and call, the fast path must write exactly when the
-// decider writes, and write the row the decider decides; when it matches
-// nothing, the call as a whole (falling back to the general path) must
-// answer as the decider does: the same refusal, or the row as stored for a
-// repeat.
+// The lifecycle calls' fast path on Postgres (lifecycle_postgres.go) reads
+// the row, decides with models.DecideLifecycle and writes in one statement
+// of its own. This oracle holds it to the decider: for every generated row
+// and call, the fast path must write exactly when the decider writes, and
+// store and answer the row the decider decides (every column, as a read
+// returns it); when it writes nothing, the row must be unchanged and the
+// call as a whole (falling back to the general path) must answer as the
+// decider does: the same refusal, or the row as stored for a repeat.
 var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycle", func() {
 	for _, dialect := range testdb.MustDialects() {
 		if dialect != testdb.Postgres {

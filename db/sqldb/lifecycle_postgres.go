@@ -6,47 +6,88 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/lib/pq"
+
+	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
 
-// The lifecycle calls' one-statement forms on Postgres, where claim and
-// start throughput is bound by round trips and the database's CPU.
+// The lifecycle calls' fast path on Postgres, where claim and start
+// throughput is bound by round trips and the database's CPU. The general
+// path (lifecycle) costs five: BEGIN, the locked read, the write, the
+// events with the commit receipt, COMMIT. This costs two, for every call
+// (claim, start, crash, fail, remove):
 //
-// Each is an UPDATE of the row joined to itself as it was: the subquery
-// old locks the row and the outer WHERE holds the call's conditions — the
-// cases in which models.DecideLifecycle writes — so the statement writes
-// exactly what the general path would, and RETURNING gives the row before
-// (old) and after (a) for the events. It matches nothing when the decider
-// would refuse the call or find it a repeat, or when the row is missing;
-// the caller then takes the general path, which tells these apart. The
-// oracle spec (lifecycle_oracle_test.go) holds each statement to the
-// decider over generated rows and calls.
+//  1. Read the row without lock or transaction, with the route ports of
+//     its definition when the call reads them (lifecycleOp.read).
+//  2. Decide in Go, with models.DecideLifecycle and the general path's own
+//     helpers: the row after (actualLRPWriteArgs), the crash to record
+//     (crashRecorded), the events.
+//  3. Write it all in one prepared, auto-committed statement
+//     (lifecycleWriteStatement) that stores the row — or deletes it, for
+//     a removal — only if it still carries the tag read, compare-and-set
+//     as the general path's write is, and everything else only if it did.
 //
-// Each runs in a transaction of its own with the event log's append
-// (writeStatement). The lock is taken NOWAIT: a locked row fails the statement
-// with lock_not_available, and the general path waits for it in a
-// transaction instead and decides with what it then finds.
+// So the statement writes what the general path would have written had
+// it locked the row at the read; it states no rule of its own. The
+// statement waits for a row another transaction holds, as the general
+// path's lock would, and then finds the tag moved.
 //
-// The statements are prepared once per connection (statementCache.get), so
-// Postgres soon runs them on a cached generic plan.
+// It declines — leaves the call to the general path, to lock, decide
+// with what it then finds and word any refusal — when the row is missing,
+// when the decider refuses the call or finds it a repeat, when the
+// statement stores nothing (the row moved on since the read) or fails
+// for a transient reason, and for a write under a lease tenure
+// (db.WithFence), whose fence is checked in a transaction.
+//
+// Worked example (bbs-load peer's start): the read finds web/0 CLAIMED
+// by ig-1 on cell-1 at tag (e1, 4), and its definition's route port 8080.
+// The decider gives RUNNING, routable, that route, tag (e1, 5), and one
+// actual_lrp_changed event. The statement updates web/0 where its tag is
+// (e1, 4), inserts the event and the receipt, and answers 1: the call
+// answers the row after. Had a convergence pass unclaimed web/0 between
+// the read and the statement (tag (e1, 5)), it would answer 0 and the
+// general path would refuse the start with the row as it then is.
 
-// fastLifecycle is one call's statement and, given the time, its
-// arguments after the key ($1, $2, $3).
-type fastLifecycle struct {
-	query string
-	args  func(now int64) []any
+// selectActualToDecide is the fast path's read (1) of a call without
+// lifecycleOp.read; selectActualToDecideWithRoutes adds the route ports
+// of the row's definition (definitionRoutePorts' column).
+var (
+	selectActualToDecide           = selectActualLRP + " WHERE process_guid = ? AND instance_index = ? AND presence = ?"
+	selectActualToDecideWithRoutes = "SELECT " + prefixed("a.", actualLRPColumns) + `,
+ (SELECT r.route_ports FROM run_infos r WHERE r.process_guid = a.process_guid AND r.definition_id = a.definition_id)
+ FROM actual_lrps a WHERE a.process_guid = ? AND a.instance_index = ? AND a.presence = ?`
+)
+
+// lifecycleWriteStatement is the fast path's write (3) of a row (write is
+// updateActualLRP) or of a removal (deleteActualLRPSQL), then, only where
+// that wrote the row, the crash (when the fifth argument after write's own
+// is true), the events in order and the commit receipt (commitStatement).
+// The answer is how many rows it wrote.
+func lifecycleWriteStatement(write string) string {
+	return dialect.Rebind(dialect.Postgres, `WITH written AS (
+	`+write+`
+	RETURNING process_guid
+), crash AS (
+	INSERT INTO crashes (process_guid, definition_id, cell_id, crashed_at)
+	SELECT ?::varchar, ?::varchar, ?::varchar, ?::bigint FROM written WHERE ?::boolean
+), logged AS (
+	INSERT INTO event_outbox (event_type, event_key, payload)
+	SELECT e.event_type, e.event_key, e.payload
+	FROM unnest(?::text[], ?::text[], ?::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n)
+	WHERE EXISTS (SELECT 1 FROM written)
+	ORDER BY e.n
+), receipt AS (
+	INSERT INTO commit_receipts (token) SELECT ?::bytea FROM written
+)
+SELECT count(*) FROM written`)
 }
 
-// lifecycleUpdatePostgres builds a one-statement lifecycle call that sets
-// set where the row as it was (old) satisfies where.
-func lifecycleUpdatePostgres(set, where string) string {
-	return `UPDATE actual_lrps a SET ` + set + `, modification_tag_index = old.modification_tag_index + 1
- FROM (SELECT ` + strings.Join(actualLRPColumns, ", ") + ` FROM actual_lrps
- WHERE process_guid = $1 AND instance_index = $2 AND presence = $3 FOR UPDATE NOWAIT) old
- WHERE a.process_guid = old.process_guid AND a.instance_index = old.instance_index AND a.presence = old.presence
- AND (` + where + `)
- RETURNING ` + prefixed("old.", actualLRPColumns) + ", " + prefixed("a.", actualLRPColumns)
-}
+var (
+	writeActualStatement  = lifecycleWriteStatement(updateActualLRP)
+	removeActualStatement = lifecycleWriteStatement(deleteActualLRPSQL)
+)
 
 func prefixed(prefix string, columns []string) string {
 	out := make([]string, len(columns))
@@ -56,130 +97,124 @@ func prefixed(prefix string, columns []string) string {
 	return strings.Join(out, ", ")
 }
 
-// claimPostgres: UNCLAIMED placed on the caller's cell → CLAIMED.
-var claimPostgresSQL = lifecycleUpdatePostgres(
-	`state = 'CLAIMED', instance_guid = $4, placement_error = '', since = $6`,
-	`old.state = 'UNCLAIMED' AND old.cell_id = $5`)
-
-func claimPostgres(caller models.Caller) *fastLifecycle {
-	return &fastLifecycle{claimPostgresSQL, func(now int64) []any {
-		return []any{caller.InstanceGuid, caller.CellID, now}
-	}}
-}
-
-// startPostgres: UNCLAIMED placed on the caller's cell, or CLAIMED or
-// RUNNING by the caller → RUNNING; not a repeat of the same start.
-var startPostgresSQL = lifecycleUpdatePostgres(
-	`state = 'RUNNING', instance_guid = $4, net_info = $7, routable = $8, placement_error = '',
- since = CASE WHEN old.state = 'RUNNING' THEN old.since ELSE $6 END,
- route_ports = CASE WHEN old.state = 'RUNNING' THEN old.route_ports
- ELSE (SELECT r.route_ports FROM run_infos r WHERE r.process_guid = old.process_guid AND r.definition_id = old.definition_id) END`,
-	`((old.state = 'UNCLAIMED' AND old.cell_id = $5)
- OR (old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5))
- AND NOT (old.state = 'RUNNING' AND old.net_info IS NOT DISTINCT FROM $7 AND old.routable = $8)`)
-
-func startPostgres(caller models.Caller, netInfo []byte, routable bool) *fastLifecycle {
-	return &fastLifecycle{startPostgresSQL, func(now int64) []any {
-		return []any{caller.InstanceGuid, caller.CellID, now, netInfo, routable}
-	}}
-}
-
-// crashPostgres: CLAIMED or RUNNING by the caller → CRASHED.
-var crashPostgresSQL = lifecycleUpdatePostgres(
-	`state = 'CRASHED', crash_count = old.crash_count + 1, crash_reason = $7, since = $6,
- instance_guid = '', cell_id = '', net_info = NULL, routable = FALSE, occupied = FALSE, placement_error = '',
- route_ports = NULL`,
-	`old.state IN ('CLAIMED', 'RUNNING') AND old.instance_guid = $4 AND old.cell_id = $5`)
-
-func crashPostgres(caller models.Caller, reason string) *fastLifecycle {
-	return &fastLifecycle{crashPostgresSQL, func(now int64) []any {
-		return []any{caller.InstanceGuid, caller.CellID, now, reason}
-	}}
-}
-
-// failPostgres: UNCLAIMED placed on the cell → no cell, placement error.
-var failPostgresSQL = lifecycleUpdatePostgres(
-	`cell_id = '', instance_guid = '', placement_error = $6, since = $5`,
-	`old.state = 'UNCLAIMED' AND old.cell_id = $4`)
-
-func failPostgres(cellID, placementError string) *fastLifecycle {
-	return &fastLifecycle{failPostgresSQL, func(now int64) []any {
-		return []any{cellID, now, placementError}
-	}}
-}
-
-// lifecyclePostgres runs op's one-statement form. It returns the row after
-// the write, or nil (and no error) when the general path must decide.
-func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.ActualLRP, error) {
-	stmt, err := s.statements.get(ctx, s.conn, op.fast.query)
-	if err != nil {
-		return nil, err
+// lifecyclePostgres runs op's fast path (lifecycleFunc).
+func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.ActualLRP, bool, error) {
+	if _, fenced := db.FenceOf(ctx); fenced {
+		return nil, false, nil
 	}
-	args := append([]any{op.key.ProcessGuid, op.key.Index, op.key.Presence.String()},
-		op.fast.args(s.now().UnixNano())...)
-	var after *models.ActualLRP
-	err = s.writeStatement(ctx, op.key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
-		var old, updated actualLRPScan
-		err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...).Scan(append(old.dest(), updated.dest()...)...)
+	before, call, err := s.readActualToDecide(ctx, op)
+	if err != nil || before == nil {
+		return nil, false, err
+	}
+	change, err := models.DecideLifecycle(before, call, s.now().UnixNano())
+	if err != nil || (change.After == nil && !change.Removed) {
+		return nil, false, nil
+	}
+	after := change.After
+	query, args := removeActualStatement, actualLRPDeleteArgs(before)
+	if !change.Removed {
+		if args, err = actualLRPWriteArgs(before, after); err != nil {
+			return nil, false, err
+		}
+		query = writeActualStatement
+	}
+	var crash []any
+	recorded := false
+	if !change.Removed {
+		crash, recorded = crashRecorded(op.call.Verb, before, after)
+	}
+	if !recorded {
+		crash = []any{"", "", "", int64(0)}
+	}
+	types, keys, payloads, err := encodeEvents(change.Events)
+	if err != nil {
+		return nil, false, err
+	}
+	token := s.newReceiptToken()
+	args = append(args, crash...)
+	args = append(args, recorded, pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), token)
+
+	stmt, err := s.statements.get(ctx, s.conn, query)
+	if err != nil {
+		return nil, false, err
+	}
+	var wrote int
+	run := func(stmt *sql.Stmt) error {
+		return stmt.QueryRowContext(ctx, args...).Scan(&wrote)
+	}
+	// Coalesced as updateNowPostgres is: in a group's transaction, a
+	// statement that stored nothing — the row changed since it was read,
+	// most likely by an earlier write of the group — leaves the call to
+	// the general path's body in that transaction, which sees that write.
+	var inGroup struct {
+		decided bool
+		after   *models.ActualLRP
+	}
+	err = s.writeCoalesced(ctx, op.key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
+		inGroup.decided, inGroup.after = false, nil
+		if err := run(tx.StmtContext(ctx, stmt)); err != nil {
+			return nil, err
+		}
+		if wrote == 1 {
+			return nil, nil
+		}
+		lrp, events, err := s.lifecycleInTx(ctx, tx, op)
 		if err != nil {
 			return nil, err
 		}
-		before, err := old.lrp()
-		if err != nil {
-			return nil, err
+		inGroup.decided, inGroup.after = true, lrp
+		return events, nil
+	}, func() error {
+		// A group that ran the body and rolled back sends the call here.
+		inGroup.decided, inGroup.after = false, nil
+		settled, err := s.commitStatement(token, func() error { return run(stmt) })
+		if settled {
+			wrote = 1
 		}
-		if after, err = updated.lrp(); err != nil {
-			return nil, err
-		}
-		if op.call.Verb == models.LifecycleCrash {
-			if err := s.recordCrash(ctx, tx, before, after.Since); err != nil {
-				return nil, err
-			}
-		}
-		return op.call.Verb.Events(before, after), nil
+		return err
 	})
 	switch {
-	case err == nil:
-		return after, nil
-	case errors.Is(err, sql.ErrNoRows) || isLockNotAvailable(err) || isRetryable(err):
-		return nil, nil
+	case err == nil && inGroup.decided:
+		return inGroup.after, true, nil
+	case err == nil && wrote == 1:
+		s.eventsCommitted()
+		return after, true, nil
+	case err == nil, isRetryable(err):
+		return nil, false, nil
 	default:
-		return nil, err
+		return nil, false, err
 	}
 }
 
-// removePostgres deletes the caller's row in one statement. It reports
-// false when the general path must decide: no such row, not the caller's,
-// or locked.
-func (s *SQLDB) removePostgres(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (bool, error) {
-	stmt, err := s.statements.get(ctx, s.conn, removePostgresSQL)
+// readActualToDecide is the fast path's read (1): the row as committed,
+// nil when there is none, and op's call with what op.read puts in it.
+func (s *SQLDB) readActualToDecide(ctx context.Context, op lifecycleOp) (*models.ActualLRP, models.LifecycleCall, error) {
+	call := op.call
+	args := []any{op.key.ProcessGuid, op.key.Index, op.key.Presence.String()}
+	var row rowScanner
+	var routePorts []byte
+	if op.read == nil {
+		row = s.queryRow(ctx, s.conn, selectActualToDecide, args...)
+	} else {
+		row = extraColumns{row: s.queryRow(ctx, s.conn, selectActualToDecideWithRoutes, args...), extra: []any{&routePorts}}
+	}
+	before, err := scanActualLRP(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, call, nil
+	}
 	if err != nil {
-		return false, err
+		return nil, call, err
 	}
-	err = s.writeStatement(ctx, key.ProcessGuid, func(tx *sql.Tx) ([]models.Event, error) {
-		before, err := scanActualLRP(tx.StmtContext(ctx, stmt).QueryRowContext(ctx,
-			key.ProcessGuid, key.Index, key.Presence.String(), caller.InstanceGuid, caller.CellID))
+	if op.read != nil {
+		err := op.read(before, &call, func() ([]*models.RoutePort, error) {
+			return routePortsOfDefinition(before.ProcessGuid, before.DefinitionId, routePorts)
+		})
 		if err != nil {
-			return nil, err
+			return nil, call, err
 		}
-		return models.LifecycleRemove.Events(before, nil), nil
-	})
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, sql.ErrNoRows) || isLockNotAvailable(err) || isRetryable(err):
-		return false, nil
-	default:
-		return false, err
 	}
+	return before, call, nil
 }
-
-var removePostgresSQL = `DELETE FROM actual_lrps a
- USING (SELECT process_guid, instance_index, presence FROM actual_lrps
- WHERE process_guid = $1 AND instance_index = $2 AND presence = $3 FOR UPDATE NOWAIT) old
- WHERE a.process_guid = old.process_guid AND a.instance_index = old.instance_index AND a.presence = old.presence
- AND a.instance_guid = $4 AND a.cell_id = $5
- RETURNING ` + prefixed("a.", actualLRPColumns)
 
 // postgresLockNotAvailable is what FOR UPDATE NOWAIT fails with.
 const postgresLockNotAvailable = "55P03"

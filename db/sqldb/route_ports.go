@@ -114,6 +114,12 @@ func (s *SQLDB) definitionRoutePorts(ctx context.Context, q queryer, processGuid
 	if err != nil {
 		return nil, err
 	}
+	return routePortsOfDefinition(processGuid, definitionID, blob)
+}
+
+// routePortsOfDefinition decodes the route_ports column of a definition's
+// row (NULL, or no row, is none).
+func routePortsOfDefinition(processGuid, definitionID string, blob []byte) ([]*models.RoutePort, error) {
 	ports, err := decodeRoutePorts(blob)
 	if err != nil {
 		return nil, errInvalidRecord("definition %q of desired_lrp %q: route_ports: %v", definitionID, processGuid, err)
