@@ -110,13 +110,42 @@ func unmarshalProtobuf(body []byte, msg proto.Message) error {
 		proto.Reset(msg)
 		return err
 	}
-	return unknownFields(msg.ProtoReflect(), "")
+	return unknownFields(msg.ProtoReflect(), &fieldPath{index: -1})
 }
 
-func unknownFields(m protoreflect.Message, path string) error {
+// fieldPath names a message within the request: its field, its place in
+// the field's list or map, and the message holding it (none at the top).
+// It is built into a string (String) only when an error names it: a
+// request without unknown fields builds no path.
+type fieldPath struct {
+	up    *fieldPath
+	fd    protoreflect.FieldDescriptor // nil at the top
+	index int                          // a list element's, -1 otherwise
+	key   *protoreflect.MapKey         // a map value's, nil otherwise
+}
+
+// String is "definition.env[0]" or "routes.fields[http]", "" at the top.
+func (p *fieldPath) String() string {
+	if p.fd == nil {
+		return ""
+	}
+	name := string(p.fd.Name())
+	if up := p.up.String(); up != "" {
+		name = up + "." + name
+	}
+	switch {
+	case p.index >= 0:
+		name = fmt.Sprintf("%s[%d]", name, p.index)
+	case p.key != nil:
+		name = fmt.Sprintf("%s[%v]", name, p.key.Interface())
+	}
+	return name
+}
+
+func unknownFields(m protoreflect.Message, path *fieldPath) error {
 	if unknown := m.GetUnknown(); len(unknown) > 0 {
 		number, _, _ := protowire.ConsumeTag(unknown)
-		where := path
+		where := path.String()
 		if where == "" {
 			where = string(m.Descriptor().Name())
 		}
@@ -124,23 +153,19 @@ func unknownFields(m protoreflect.Message, path string) error {
 	}
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		name := string(fd.Name())
-		if path != "" {
-			name = path + "." + name
-		}
 		switch {
 		case fd.IsList() && fd.Message() != nil:
 			list := v.List()
 			for i := 0; i < list.Len() && err == nil; i++ {
-				err = unknownFields(list.Get(i).Message(), fmt.Sprintf("%s[%d]", name, i))
+				err = unknownFields(list.Get(i).Message(), &fieldPath{up: path, fd: fd, index: i})
 			}
 		case fd.IsMap() && fd.MapValue().Message() != nil:
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				err = unknownFields(mv.Message(), fmt.Sprintf("%s[%v]", name, k.Interface()))
+				err = unknownFields(mv.Message(), &fieldPath{up: path, fd: fd, index: -1, key: &k})
 				return err == nil
 			})
 		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-			err = unknownFields(v.Message(), name)
+			err = unknownFields(v.Message(), &fieldPath{up: path, fd: fd, index: -1})
 		}
 		return err == nil
 	})

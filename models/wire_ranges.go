@@ -27,7 +27,7 @@ import (
 // decoder). Bytes that are not a valid encoding are refused too; the board
 // runs proto.Unmarshal first, so that only a range is reported here.
 func CheckWireRanges(b []byte, md protoreflect.MessageDescriptor) error {
-	return checkWireRanges(b, md, "", 0)
+	return checkWireRanges(b, md, nil, 0)
 }
 
 // maxWireDepth matches protobuf-go's default recursion limit: an encoding
@@ -36,12 +36,25 @@ const maxWireDepth = 10000
 
 var errWireDepth = errors.New("exceeded maximum recursion depth")
 
-func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, path string, depth int) error {
+func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *wirePlace, depth int) error {
 	if depth > maxWireDepth {
 		return errWireDepth
 	}
 	fields := md.Fields()
-	counts := map[protowire.Number]int{}
+	// counts numbers the elements of each list field as they come; only
+	// lists are numbered, so most messages need no map.
+	var counts map[protowire.Number]int
+	element := func(fd protoreflect.FieldDescriptor) int {
+		if !fd.IsList() {
+			return -1
+		}
+		if counts == nil {
+			counts = map[protowire.Number]int{}
+		}
+		n := counts[fd.Number()]
+		counts[fd.Number()]++
+		return n
+	}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -56,7 +69,6 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, path string, d
 			b = b[n:]
 			continue
 		}
-		name := wirePath(path, fd, counts)
 		switch {
 		case typ == protowire.VarintType && narrowKind(fd.Kind()):
 			v, n := protowire.ConsumeVarint(b)
@@ -64,8 +76,7 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, path string, d
 				return protowire.ParseError(n)
 			}
 			b = b[n:]
-			counts[num]++
-			if err := checkVarint(fd, name, v); err != nil {
+			if err := checkVarint(fd, &wirePlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
 				return err
 			}
 		case typ == protowire.BytesType && fd.IsList() && narrowKind(fd.Kind()):
@@ -80,10 +91,9 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, path string, d
 					return protowire.ParseError(n)
 				}
 				packed = packed[n:]
-				if err := checkVarint(fd, wirePath(path, fd, counts), v); err != nil {
+				if err := checkVarint(fd, &wirePlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
 					return err
 				}
-				counts[num]++
 			}
 		case typ == protowire.BytesType && fd.Message() != nil:
 			inner, n := protowire.ConsumeBytes(b)
@@ -91,11 +101,11 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, path string, d
 				return protowire.ParseError(n)
 			}
 			b = b[n:]
-			counts[num]++
+			place := &wirePlace{up: at, fd: fd, index: element(fd)}
 			if fd.IsMap() {
-				name = mapEntryPath(path, fd, inner)
+				place.entry = inner
 			}
-			if err := checkWireRanges(inner, fd.Message(), name, depth+1); err != nil {
+			if err := checkWireRanges(inner, fd.Message(), place, depth+1); err != nil {
 				return err
 			}
 		default:
@@ -103,10 +113,43 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, path string, d
 				return protowire.ParseError(n)
 			}
 			b = b[n:]
-			counts[num]++
+			element(fd)
 		}
 	}
 	return nil
+}
+
+// wirePlace is where a value sits in the message walked: its field, its
+// number in the field's list (-1 for a field that is not a list), a map
+// entry's bytes, and the place of the message holding it (nil at the
+// top). It is named (String) only when an error names it: a request
+// without a fault builds no path.
+type wirePlace struct {
+	up    *wirePlace
+	fd    protoreflect.FieldDescriptor
+	index int
+	entry []byte
+}
+
+// String names the place: "definition.ports[2]" for the third element of
+// a list, "routes.fields["http"]" for a map entry (by its key as the
+// entry's bytes hold it), the field's name otherwise, under its parents'.
+func (p *wirePlace) String() string {
+	if p == nil {
+		return ""
+	}
+	path := p.up.String()
+	if p.entry != nil {
+		return mapEntryPath(path, p.fd, p.entry)
+	}
+	name := string(p.fd.Name())
+	if path != "" {
+		name = path + "." + name
+	}
+	if p.index >= 0 {
+		name = fmt.Sprintf("%s[%d]", name, p.index)
+	}
+	return name
 }
 
 // narrowKind is a kind whose values are 32 bits but travel as varints.
@@ -120,26 +163,28 @@ func narrowKind(k protoreflect.Kind) bool {
 
 // checkVarint refuses v when it does not fit fd's kind: an int32 or enum
 // is a sign-extended 32-bit value (a negative one takes ten bytes); a
-// uint32 or sint32 (zigzag) fits in 32 bits unsigned.
-func checkVarint(fd protoreflect.FieldDescriptor, path string, v uint64) error {
+// uint32 or sint32 (zigzag) fits in 32 bits unsigned. The error names at.
+func checkVarint(fd protoreflect.FieldDescriptor, at *wirePlace, v uint64) error {
 	var ok bool
-	var shown string
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.EnumKind:
 		ok = int64(v) >= math.MinInt32 && int64(v) <= math.MaxInt32
-		shown = strconv.FormatInt(int64(v), 10)
 	default:
 		ok = v <= math.MaxUint32
-		shown = strconv.FormatUint(v, 10)
 	}
 	if ok {
 		return nil
 	}
+	shown := strconv.FormatUint(v, 10)
 	kind := fd.Kind().String()
-	if fd.Kind() == protoreflect.EnumKind {
+	switch fd.Kind() {
+	case protoreflect.Int32Kind:
+		shown = strconv.FormatInt(int64(v), 10)
+	case protoreflect.EnumKind:
+		shown = strconv.FormatInt(int64(v), 10)
 		kind = "enum " + string(fd.Enum().FullName())
 	}
-	return fmt.Errorf("invalid value for %s field %s: %s", kind, shortPath(path), shown)
+	return fmt.Errorf("invalid value for %s field %s: %s", kind, shortPath(at.String()), shown)
 }
 
 // maxPathBytes bounds the path an error names: a message nested a
@@ -158,19 +203,6 @@ func shortPath(path string) string {
 		tail++
 	}
 	return path[:head] + "..." + path[tail:]
-}
-
-// wirePath names the next value of fd under path: "ports[2]" for the
-// third element of a list, the field's name otherwise.
-func wirePath(path string, fd protoreflect.FieldDescriptor, counts map[protowire.Number]int) string {
-	name := string(fd.Name())
-	if path != "" {
-		name = path + "." + name
-	}
-	if fd.IsList() {
-		name = fmt.Sprintf("%s[%d]", name, counts[fd.Number()])
-	}
-	return name
 }
 
 // mapEntryPath names a map entry under path by its key as the entry's
