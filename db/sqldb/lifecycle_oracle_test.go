@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -204,6 +205,77 @@ var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycl
 			Expect(counts["fast wrote true"]).To(BeNumerically(">", 20))
 			Expect(counts["fast wrote false"]).To(BeNumerically(">", 20))
 			Expect(counts["refused"]).To(BeNumerically(">", 20))
+		})
+
+		It("keeps a row's writes in order when its calls race: each write one tag step and one event", func() {
+			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+			Expect(err).NotTo(HaveOccurred())
+			var definitionID string
+			Expect(b.conn.QueryRow(`SELECT active_definition_id FROM desired_lrps WHERE process_guid = 'web'`).Scan(&definitionID)).To(Succeed())
+			b.exec(`DELETE FROM actual_lrps`)
+			b.putActual(&models.ActualLRP{
+				ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY, Domain: "apps", DefinitionId: definitionID,
+				State: models.ActualLRP_RUNNING, InstanceGuid: "ig-1", CellId: "cell-1", Since: 100,
+				ModificationTag: &models.ModificationTag{Epoch: "e1", Index: 3},
+			})
+			Expect(b.store.SequenceEvents(b.ctx, 10_000)).Error().NotTo(HaveOccurred())
+			_, seen, err := b.store.EventLogBounds(b.ctx)
+			Expect(err).NotTo(HaveOccurred())
+
+			// Writers start the instance again and again with one net info
+			// or another: each start that finds the other writes, one that
+			// finds its own is a repeat, and between a fast path's read and
+			// its statement another writer often moves the row on.
+			key := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+			caller := models.Caller{InstanceGuid: "ig-1", CellID: "cell-1"}
+			nets := []*models.NetInfo{
+				{Address: "10.0.0.1", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61001}}},
+				{Address: "10.0.0.2", Ports: []*models.PortMapping{{ContainerPort: 8080, HostPort: 61002}}},
+			}
+			const writers, each = 8, 25
+			var wg sync.WaitGroup
+			errs := make(chan error, writers*each)
+			for g := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := range each {
+						_, err := b.store.StartActualLRP(b.ctx, key, caller, nets[(g+j)%2], true)
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				Expect(err).NotTo(HaveOccurred())
+			}
+
+			for {
+				moved, err := b.store.SequenceEvents(b.ctx, 10_000)
+				Expect(err).NotTo(HaveOccurred())
+				if moved == 0 {
+					break
+				}
+			}
+			logged, err := b.store.ReadEvents(b.ctx, seen, 100_000)
+			Expect(err).NotTo(HaveOccurred())
+			tag := uint32(3)
+			var net *models.NetInfo
+			for _, e := range logged {
+				changed, ok := e.Payload.(*models.ActualLRPChangedEvent)
+				Expect(ok).To(BeTrue(), "event %d is a %s", e.ID, e.Type)
+				Expect(changed.Before.ModificationTag.Index).To(Equal(tag), "event %d follows the write before it", e.ID)
+				Expect(changed.After.ModificationTag.Index).To(Equal(tag+1), "event %d is one step", e.ID)
+				Expect(proto.Equal(changed.Before.NetInfo, changed.After.NetInfo)).To(BeFalse(), "event %d changed the net info", e.ID)
+				tag, net = tag+1, changed.After.NetInfo
+			}
+			Expect(len(logged)).To(BeNumerically(">=", 2), "the writers moved the row on")
+			rows := b.instances("web")
+			Expect(rows).To(HaveLen(1))
+			final := rows[0]
+			Expect(final.ModificationTag.Index).To(Equal(tag), "the row is the last event's after")
+			Expect(proto.Equal(final.NetInfo, net)).To(BeTrue())
 		})
 	}
 })
