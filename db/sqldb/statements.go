@@ -83,17 +83,33 @@ func (c *statementCache) get(ctx context.Context, conn *sql.DB, query string) (*
 	if err != nil {
 		return nil, err
 	}
+	first := c.keep(query, stmt)
+	if first != stmt {
+		stmt.Close() // outside c.mu: see keep
+	}
+	return first, nil
+}
+
+// keep caches stmt for query unless a statement is cached for it already,
+// and returns the one cached. A caller whose stmt lost closes it after
+// keep returns, never under c.mu: closing a statement waits for every
+// connection it was prepared on to be free, and a connection may be busy
+// in a transaction whose next statement waits for c.mu (statement), so
+// closing under c.mu could hold every write of the store until the
+// database ends that transaction (as a fault-injected run once did for
+// 90 s: three racing desires, each waiting on another through c.mu, a
+// connection and a row lock).
+func (c *statementCache) keep(query string, stmt *sql.Stmt) *sql.Stmt {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if first := c.stmts[query]; first != nil {
-		stmt.Close()
-		return first, nil
+		return first
 	}
 	if c.stmts == nil {
 		c.stmts = map[string]*sql.Stmt{}
 	}
 	c.stmts[query] = stmt
-	return stmt, nil
+	return stmt
 }
 
 // prepare prepares query on conn for the cache.
@@ -101,15 +117,14 @@ func (c *statementCache) prepare(conn *sql.DB, query string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	stmt, err := conn.PrepareContext(ctx, query)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case err != nil:
+	if err != nil {
+		c.mu.Lock()
 		delete(c.stmts, query)
-	case c.stmts[query] != nil: // get prepared it meanwhile
-		stmt.Close()
-	default:
-		c.stmts[query] = stmt
+		c.mu.Unlock()
+		return
+	}
+	if c.keep(query, stmt) != stmt { // get prepared it meanwhile
+		stmt.Close() // outside c.mu: see keep
 	}
 }
 
