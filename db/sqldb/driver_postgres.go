@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -315,4 +316,13 @@ func postgresDSN(dsn string) string {
 		}
 	}
 	return dsn
+}
+
+// postgresLockNotAvailable is what FOR UPDATE NOWAIT fails with (the
+// desire and update fast paths take their locks NOWAIT).
+const postgresLockNotAvailable = "55P03"
+
+func isLockNotAvailable(err error) bool {
+	var pgErr sqlStateError
+	return errors.As(err, &pgErr) && pgErr.SQLState() == postgresLockNotAvailable
 }

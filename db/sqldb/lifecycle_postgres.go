@@ -215,11 +215,3 @@ func (s *SQLDB) readActualToDecide(ctx context.Context, op lifecycleOp) (*models
 	}
 	return before, call, nil
 }
-
-// postgresLockNotAvailable is what FOR UPDATE NOWAIT fails with.
-const postgresLockNotAvailable = "55P03"
-
-func isLockNotAvailable(err error) bool {
-	var pgErr sqlStateError
-	return errors.As(err, &pgErr) && pgErr.SQLState() == postgresLockNotAvailable
-}

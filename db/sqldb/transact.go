@@ -102,34 +102,3 @@ func (s *SQLDB) transactKeyed(ctx context.Context, op, key string, fn func(tx *s
 		return s.transactPublishing(ctx, op, fn)
 	})
 }
-
-// writeStatement runs one Postgres fast-path statement on the LRP key in a
-// transaction, to append its events to the log with it, coalesced with
-// other writes as transactKeyed is. Unlike transactPublishing it never
-// retries: a statement that fails for a transient reason is left to the
-// general path, which does.
-func (s *SQLDB) writeStatement(ctx context.Context, key string, write func(tx *sql.Tx) ([]models.Event, error)) error {
-	return s.writeCoalesced(ctx, key, write, func() error {
-		return s.writeAlone(ctx, write)
-	})
-}
-
-// writeAlone is writeStatement in a transaction of its own.
-func (s *SQLDB) writeAlone(ctx context.Context, write func(tx *sql.Tx) ([]models.Event, error)) error {
-	tx, err := s.conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	changes, err := write(tx)
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := s.commit(ctx, tx, changes, true); err != nil {
-		return err
-	}
-	if len(changes) > 0 {
-		s.eventsCommitted()
-	}
-	return nil
-}
