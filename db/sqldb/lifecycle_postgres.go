@@ -118,11 +118,7 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 		}
 		query = writeActualStatement
 	}
-	var crash []any
-	recorded := false
-	if !change.Removed {
-		crash, recorded = crashRecorded(op.call.Verb, before, after)
-	}
+	crash, recorded := crashRecorded(op.call.Verb, before, after)
 	if !recorded {
 		crash = []any{"", "", "", int64(0)}
 	}
