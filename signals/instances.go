@@ -25,7 +25,8 @@ import (
 // LRP scaled down or was removed; a RETIRING one: the definition no longer
 // runs at that index), when its LRP is removed, and when the window heard
 // nothing of it for forgetAfter (a row removed while the board did not
-// follow the log).
+// follow the log). A removed index is remembered, one mark per index, so
+// that a cell's late report does not bring the instance back.
 
 // maxKeptPerInstance bounds what an instance keeps of each kind: past it
 // the oldest goes first. 1,000 crashes of one instance in one span say
@@ -87,9 +88,11 @@ func (w *Window) instance(processGuid, definitionID string, index int32, instanc
 }
 
 // InstanceSeen notes that the instance at index of the definition existed
-// at at, with instanceGuid (empty for a row without one).
+// at at, with instanceGuid (empty for a row without one): a row of it is
+// there again, whatever was removed before.
 func (w *Window) InstanceSeen(processGuid, definitionID string, index int32, instanceGuid string, at time.Time) {
 	w.instance(processGuid, definitionID, index, instanceGuid, at)
+	delete(w.defs[definitionID].removed, index)
 }
 
 // InstanceCrashed notes a crash of the instance at index, with its reason.
@@ -118,7 +121,11 @@ func (w *Window) InstanceReadied(processGuid, definitionID string, index int32, 
 // reportedInstances notes the per-instance part of a cell's health report
 // of the definition, at at.
 func (w *Window) reportedInstances(h *models.DefinitionHealth, at time.Time) {
+	removed := w.defs[h.GetDefinitionId()].removed
 	for _, x := range h.GetInstances() {
+		if _, gone := removed[x.GetIndex()]; gone {
+			continue
+		}
 		in := w.instance(h.GetProcessGuid(), h.GetDefinitionId(), x.GetIndex(), x.GetInstanceGuid(), at)
 		memory := int64(-1)
 		if x.MemoryMb != nil {
@@ -189,12 +196,22 @@ func (w *Window) CheckFailures(now time.Time) []models.CheckFailure {
 // or a RETIRING one (the definition no longer runs there). An EVACUATING
 // or SUSPECT row is a stand-in whose ORDINARY row goes on: the instance is
 // kept.
+//
+// A cell's health report counts the checks since its last one, so a report
+// taken after the row went may still name the instance: until a row at that
+// index is seen again (InstanceSeen), such a report counts for the
+// definition and not for the instance, which would otherwise come back for
+// forgetAfter.
 func (w *Window) InstanceRemoved(definitionID string, index int32, presence models.ActualLRP_Presence) {
 	if presence != models.ActualLRP_ORDINARY && presence != models.ActualLRP_RETIRING {
 		return
 	}
 	if r, ok := w.defs[definitionID]; ok {
 		delete(r.instances, index)
+		if r.removed == nil {
+			r.removed = map[int32]struct{}{}
+		}
+		r.removed[index] = struct{}{}
 	}
 }
 

@@ -169,6 +169,29 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 			Expect(indices).To(Equal([]int32{2, 3}))
 		})
 
+		It("does not bring a removed instance back with a cell's late report, until a row at its index is seen again", func() {
+			w := signals.NewWindow(5 * time.Minute)
+			for index := range int32(3) {
+				w.InstanceSeen("lrp", "v2", index, fmt.Sprintf("g%d", index), ago(time.Minute))
+			}
+			w.InstanceRemoved("v2", 2, models.ActualLRP_ORDINARY)
+			// The cell's report covers the checks since its last one,
+			// index 2's before it stopped among them.
+			w.Reported(instanceReport(instancePart{index: 1, guid: "g1", latency: map[int]int64{2: 5}},
+				instancePart{index: 2, guid: "g2", latency: map[int]int64{2: 3}}), ago(10*time.Second))
+			Expect(instancesByIndex(w.Instances("v2", t0))).To(HaveLen(2))
+			Expect(instancesByIndex(w.Instances("v2", t0))).NotTo(HaveKey(int32(2)))
+			Expect(w.Figures("v2", 2, t0).GetHealthChecks()).To(BeEquivalentTo(8), "the definition counts them all")
+
+			// Scaled up again: a new row at index 2, and its reports.
+			w.InstanceSeen("lrp", "v2", 2, "g2-again", ago(5*time.Second))
+			w.Reported(instanceReport(instancePart{index: 2, guid: "g2-again", latency: map[int]int64{2: 4}}), ago(time.Second))
+			again := instancesByIndex(w.Instances("v2", t0))
+			Expect(again).To(HaveKey(int32(2)))
+			Expect(again[2].GetHealthChecks()).To(BeEquivalentTo(4))
+			Expect(again[2].GetInstanceGuid()).To(Equal("g2-again"))
+		})
+
 		It("forgets an instance it heard nothing of for an hour, and a removed LRP's", func() {
 			w := signals.NewWindow(5 * time.Minute)
 			w.InstanceSeen("lrp", "v2", 0, "g0", ago(2*time.Hour))

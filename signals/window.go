@@ -59,6 +59,10 @@ type record struct {
 	health   []healthReport
 	// instances are the definition's instances by index (instances.go).
 	instances map[int32]*instanceRecord
+	// removed are the indices whose row was removed since a row of theirs
+	// was last seen (instances.go): a cell's late report does not bring
+	// them back.
+	removed map[int32]struct{}
 }
 
 // healthReport is one cell's report of the definition's health checks
