@@ -16,7 +16,8 @@ import (
 
 // mysqlDriver is MySQL and MariaDB: ON DUPLICATE KEY instead of ON
 // CONFLICT, no VALUES table both spell alike, and several statements in
-// one round trip (multiStatements, which Open requires).
+// one round trip (multiStatements, which Open requires), which give it the
+// lifecycle calls' one-batch write (lifecycle_mysql.go).
 type mysqlDriver struct{ general }
 
 func (mysqlDriver) name() dialect.Name { return dialect.MySQL }
@@ -118,6 +119,10 @@ func (mysqlDriver) insertMissing(table string, columns, key []string, rows int) 
 // the others a round trip is cheap (SQLite runs in process) or a write
 // has a single-statement path of its own (Postgres).
 func (mysqlDriver) joinsStatements() bool { return true }
+
+func (mysqlDriver) lifecycle() lifecycleFunc {
+	return (*SQLDB).lifecycleMySQL
+}
 
 // keepsReceipts: a connection to MySQL can break during a COMMIT, and a
 // Galera cluster's failover breaks every connection to the old writer.

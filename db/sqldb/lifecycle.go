@@ -20,12 +20,12 @@ var _ db.ActualLRPLifecycleDB = (*SQLDB)(nil)
 // repeat of a claim or start that already holds: reps may repeat
 // themselves, and hear the row as stored.
 //
-// On Postgres the common case is two round trips: a read of the row
-// without lock or transaction, the decision, then one auto-committed
-// statement that writes it if the row is still as read (see
-// lifecycle_postgres.go). Anything else — a refusal, a repeat, a missing
-// row, a row that moved on — runs the general path below, in a
-// transaction, which also words the precise error.
+// On Postgres and MySQL the common case is two round trips: a read of the
+// row without lock or transaction, the decision, then one round trip that
+// writes it if the row is still as read, and commits (see
+// lifecycle_fast.go). Anything else — a refusal, a repeat, a missing row, a
+// row that moved on — runs the general path below, in a transaction, which
+// also words the precise error.
 
 func (s *SQLDB) ClaimActualLRP(ctx context.Context, key models.ActualLRPKey, caller models.Caller) (*models.ActualLRP, error) {
 	if err := checkLifecycleCall(key, caller); err != nil {

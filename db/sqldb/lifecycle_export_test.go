@@ -6,15 +6,19 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// LifecycleFastPath runs call's fast path on Postgres alone, as the
-// lifecycle calls build it, without the general path behind it: wrote
-// says whether it wrote the row (or deleted it, for remove), after is the
-// row it wrote. Every call has a fast path (hasFast).
+// LifecycleFastPath runs call's fast path alone, as the lifecycle calls
+// build it, without the general path behind it: wrote says whether it
+// wrote the row (or deleted it, for remove), after is the row it wrote.
+// hasFast says whether the store's driver has one.
 func (s *SQLDB) LifecycleFastPath(ctx context.Context, key models.ActualLRPKey, call models.LifecycleCall) (hasFast, wrote bool, after *models.ActualLRP, err error) {
+	fast := s.driver.lifecycle()
+	if fast == nil {
+		return false, false, nil, nil
+	}
 	if call.Verb == models.LifecycleStart {
 		call.Routable = models.RoutableWhenStarted(key.Index, call.Routable)
 	}
-	after, wrote, err = s.lifecyclePostgres(ctx, lifecycleOpFor(key, call))
+	after, wrote, err = fast(s, ctx, lifecycleOpFor(key, call))
 	return true, wrote, after, err
 }
 
@@ -22,4 +26,17 @@ func (s *SQLDB) LifecycleFastPath(ctx context.Context, key models.ActualLRPKey, 
 // it starts.
 func (s *SQLDB) DefinitionRoutePorts(ctx context.Context, processGuid, definitionID string) ([]*models.RoutePort, error) {
 	return s.definitionRoutePorts(ctx, s.conn, processGuid, definitionID)
+}
+
+// HasLifecycleFastPath reports whether the named dialect's driver has a
+// lifecycle fast path.
+func HasLifecycleFastPath(dialectName string) bool {
+	d, err := newDriver(dialectName)
+	return err == nil && d.lifecycle() != nil
+}
+
+// RunLifecycleBatch runs a batch as the MySQL lifecycle fast path runs
+// its own (runLifecycleBatch).
+func (s *SQLDB) RunLifecycleBatch(ctx context.Context, batch string, args ...any) (wrote bool, err error) {
+	return s.runLifecycleBatch(ctx, batch, args)
 }

@@ -14,23 +14,24 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// The lifecycle calls' fast path on Postgres (lifecycle_postgres.go) reads
-// the row, decides with models.DecideLifecycle and writes in one statement
-// of its own. This oracle holds it to the decider: for every generated row
-// and call, the fast path must write exactly when the decider writes, and
-// store and answer the row the decider decides (every column, as a read
-// returns it); when it writes nothing, the row must be unchanged and the
-// call as a whole (falling back to the general path) must answer as the
-// decider does: the same refusal, or the row as stored for a repeat.
-var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycle", func() {
+// The lifecycle calls' fast path on the server databases
+// (lifecycle_fast.go) reads the row, decides with models.DecideLifecycle
+// and writes in one round trip of its own. This oracle holds it to the
+// decider: for every generated row and call, the fast path must write
+// exactly when the decider writes, and store and answer the row the
+// decider decides (every column, as a read returns it); when it writes
+// nothing, the row must be unchanged and the call as a whole (falling back
+// to the general path) must answer as the decider does: the same refusal,
+// or the row as stored for a repeat.
+var _ = Describe("the lifecycle fast path against models.DecideLifecycle", func() {
 	for _, dialect := range testdb.MustDialects() {
-		if dialect != testdb.Postgres {
-			continue
+		if !sqldb.HasLifecycleFastPath(dialect) {
+			continue // SQLite: one writer, in process; every call is general
 		}
 		b := &board{dialect: dialect}
 		BeforeEach(func() { b.reset() })
 
-		It("agrees with the decider on every generated row and call", func() {
+		It("agrees with the decider on every generated row and call on "+dialect, func() {
 			// This spec tells the fast statement's own writes from the
 			// general path's, so it runs without injected commit faults
 			// (CommitFaultsEnv): a faulted statement leaves its call to
@@ -207,7 +208,7 @@ var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycl
 			Expect(counts["refused"]).To(BeNumerically(">", 20))
 		})
 
-		It("keeps a row's writes in order when its calls race: each write one tag step and one event", func() {
+		It("keeps a row's writes in order when its calls race on "+dialect+": each write one tag step and one event", func() {
 			_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
 			Expect(err).NotTo(HaveOccurred())
 			var definitionID string
@@ -247,9 +248,20 @@ var _ = Describe("the Postgres lifecycle fast path against models.DecideLifecycl
 			}
 			wg.Wait()
 			close(errs)
+			// A call whose every attempt met a deadlock (the general path
+			// tries five times) is refused as Deadlock, having written
+			// nothing, and its rep asks again; eight writers on one row
+			// with injected commit faults (CommitFaultsEnv) may see one.
+			// Anything else is a failure, and so are many refusals.
+			refused := 0
 			for err := range errs {
+				if models.ConvertError(err).GetType() == models.Error_Deadlock {
+					refused++
+					continue
+				}
 				Expect(err).NotTo(HaveOccurred())
 			}
+			Expect(refused).To(BeNumerically("<=", writers*each/50), "at most 2%% of the calls refused as Deadlock")
 
 			for {
 				moved, err := b.store.SequenceEvents(b.ctx, 10_000)
