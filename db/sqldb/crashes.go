@@ -27,8 +27,11 @@ func crashRecorded(verb models.LifecycleVerb, before, after *models.ActualLRP) (
 	return []any{before.ProcessGuid, before.DefinitionId, before.CellId, after.Since}, true
 }
 
-// insertCrash stores crashRecorded's row.
-const insertCrash = "INSERT INTO crashes (process_guid, definition_id, cell_id, crashed_at) VALUES (?, ?, ?, ?)"
+// crashColumns are crashRecorded's columns; insertCrash stores its row.
+var (
+	crashColumns = []string{"process_guid", "definition_id", "cell_id", "crashed_at"}
+	insertCrash  = insertStatement("crashes", crashColumns)
+)
 
 // Crashes lists the crashes of the last window by the database's clock,
 // every LRP's, for Snapshot.Crashes. Their order means nothing: the

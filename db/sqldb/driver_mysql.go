@@ -16,8 +16,8 @@ import (
 
 // mysqlDriver is MySQL and MariaDB: ON DUPLICATE KEY instead of ON
 // CONFLICT, no VALUES table both spell alike, and several statements in
-// one round trip (multiStatements, which Open requires), which give it the
-// lifecycle calls' one-batch write (lifecycle_mysql.go).
+// one round trip (multiStatements, which Open requires), which give the
+// lifecycle calls a one-batch write (batch_mysql.go, lifecycle_mysql.go).
 type mysqlDriver struct{ general }
 
 func (mysqlDriver) name() dialect.Name { return dialect.MySQL }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	onEvents := receipt != nil && s.driver.receiptOnEvents()
 	for start := 0; start < len(changes); start += batchSize {
 		end := min(start+batchSize, len(changes))
-		columns := []string{"event_type", "event_key", "payload"}
+		columns := slices.Clone(outboxColumns)
 		carries := onEvents && start == 0 // this batch's first row carries the receipt
 		if carries {
 			columns = append(columns, "receipt")
@@ -102,6 +103,10 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 	}
 	return receiptRow, nil
 }
+
+// outboxColumns are the outbox's columns a write inserts, in
+// encodeEvents' order.
+var outboxColumns = []string{"event_type", "event_key", "payload"}
 
 // encodeEvents is changes as the outbox's columns, in order. A payload is
 // the protobuf of the event's message, packed when that is shorter

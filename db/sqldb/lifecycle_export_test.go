@@ -35,8 +35,7 @@ func HasLifecycleFastPath(dialectName string) bool {
 	return err == nil && d.lifecycle() != nil
 }
 
-// RunLifecycleBatch runs a batch as the MySQL lifecycle fast path runs
-// its own (runLifecycleBatch).
-func (s *SQLDB) RunLifecycleBatch(ctx context.Context, batch string, args ...any) (wrote bool, err error) {
-	return s.runLifecycleBatch(ctx, batch, args)
+// RunBatch runs a batch as the MySQL fast paths run theirs (runBatch).
+func (s *SQLDB) RunBatch(ctx context.Context, batch string, args ...any) (wrote bool, err error) {
+	return s.runBatch(ctx, batch, args)
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/corkboard/corkboard/internal/testdb"
 )
 
-// The MySQL lifecycle fast path sends a transaction as one batch; a
-// statement that fails stops the batch with the transaction open on the
-// connection, which goes back to the pool (lifecycle_mysql.go).
-var _ = Describe("the MySQL lifecycle batch", func() {
+// The MySQL fast paths send a transaction as one batch; a statement that
+// fails stops the batch with the transaction open on the connection,
+// which goes back to the pool (batch_mysql.go).
+var _ = Describe("the MySQL write batch", func() {
 	if !slices.Contains(testdb.MustDialects(), testdb.MySQL) {
 		return
 	}
@@ -31,7 +31,7 @@ var _ = Describe("the MySQL lifecycle batch", func() {
 		pool.SetMaxOpenConns(1)
 		store := sqldb.New(pool, testdb.MySQL)
 
-		wrote, err := store.RunLifecycleBatch(ctx, `START TRANSACTION;
+		wrote, err := store.RunBatch(ctx, `START TRANSACTION;
 INSERT INTO commit_receipts (token) VALUES (?);
 SET @corkboard_wrote = ROW_COUNT();
 INSERT INTO no_such_table (token) VALUES (?);
