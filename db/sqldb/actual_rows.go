@@ -142,9 +142,16 @@ var actualLRPMutableColumns = []string{
 	"placement_error", "routable", "occupied", "modification_tag_index", "route_ports",
 }
 
-var updateActualLRP = "UPDATE actual_lrps SET " + strings.Join(actualLRPMutableColumns, " = ?, ") + ` = ?
- WHERE process_guid = ? AND instance_index = ? AND presence = ?
+// actualLRPAssignments and actualLRPByTag are the parts of a row's write:
+// its mutable columns, and the row by key and tag (compare-and-set);
+// updateActualLRP and deleteActualLRPSQL are made of them, and the MySQL
+// batch's writes (lifecycle_mysql.go).
+var (
+	actualLRPAssignments = " SET " + strings.Join(actualLRPMutableColumns, " = ?, ") + " = ?"
+	actualLRPByTag       = ` WHERE process_guid = ? AND instance_index = ? AND presence = ?
  AND modification_tag_epoch = ? AND modification_tag_index = ?`
+	updateActualLRP = "UPDATE actual_lrps" + actualLRPAssignments + actualLRPByTag
+)
 
 // writeActualLRP stores after over before, compare-and-set on before's
 // modification tag; after must carry before's tag index plus one. A row

@@ -197,8 +197,7 @@ func (s *SQLDB) deleteActualLRP(ctx context.Context, tx *sql.Tx, before *models.
 
 // deleteActualLRPSQL deletes a row compare-and-set on its tag
 // (actualLRPDeleteArgs).
-const deleteActualLRPSQL = `DELETE FROM actual_lrps WHERE process_guid = ? AND instance_index = ? AND presence = ?
- AND modification_tag_epoch = ? AND modification_tag_index = ?`
+var deleteActualLRPSQL = "DELETE FROM actual_lrps" + actualLRPByTag
 
 func actualLRPDeleteArgs(before *models.ActualLRP) []any {
 	return []any{before.ProcessGuid, before.Index, before.Presence.String(), before.ModificationTag.Epoch, int64(before.ModificationTag.Index)}

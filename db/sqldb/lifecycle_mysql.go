@@ -10,7 +10,7 @@ import (
 // (3) is one batch (writeBatch), sent in one round trip:
 //
 //	START TRANSACTION;
-//	UPDATE actual_lrps SET … WHERE <key> AND <the tag read>;  -- or the DELETE
+//	UPDATE actual_lrps USE INDEX (PRIMARY) SET … WHERE <key> AND <the tag read>;  -- or the DELETE
 //	SET @corkboard_wrote = ROW_COUNT();
 //	INSERT INTO crashes … SELECT … FROM DUAL WHERE @corkboard_wrote = 1;  -- a crash recorded
 //	INSERT INTO event_outbox … SELECT … FROM DUAL WHERE @corkboard_wrote = 1;  -- each event, in order
@@ -20,11 +20,22 @@ import (
 // It runs alone: with coalescing on (write_lanes) the call takes the
 // general path, whose writes are grouped.
 
+// The batch's write reaches the row by the primary key's index, named:
+// MariaDB may otherwise reach it through actual_lrps_definition, locking
+// that index's entry before the row, while a write that locked the row
+// first (the general path's locked read, another batch) then waits for
+// that entry to update the columns it indexes — a deadlock, which the
+// storage suite's race spec met (8 writers starting one instance).
+var (
+	updateActualByPrimary = "UPDATE actual_lrps USE INDEX (PRIMARY)" + actualLRPAssignments + actualLRPByTag
+	deleteActualByPrimary = "DELETE actual_lrps FROM actual_lrps USE INDEX (PRIMARY)" + actualLRPByTag
+)
+
 // lifecycleBatch is w's batch and its arguments.
 func lifecycleBatch(w *lifecycleWrite) (string, []any) {
-	write := updateActualLRP
+	write := updateActualByPrimary
 	if w.removed {
-		write = deleteActualLRPSQL
+		write = deleteActualByPrimary
 	}
 	b := newWriteBatch(write, w.row...)
 	if w.recorded {

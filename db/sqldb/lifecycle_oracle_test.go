@@ -250,9 +250,12 @@ var _ = Describe("the lifecycle fast path against models.DecideLifecycle", func(
 			close(errs)
 			// A call whose every attempt met a deadlock (the general path
 			// tries five times) is refused as Deadlock, having written
-			// nothing, and its rep asks again; eight writers on one row
-			// with injected commit faults (CommitFaultsEnv) may see one.
-			// Anything else is a failure, and so are many refusals.
+			// nothing, and its rep asks again. One run of the suite with
+			// injected commit faults (CommitFaultsEnv) saw that on MySQL,
+			// when MariaDB reached the row through another index
+			// (lifecycle_mysql.go names the primary key's since); the
+			// rare refusal stays allowed. Anything else is a failure, and
+			// so are many refusals.
 			refused := 0
 			for err := range errs {
 				if models.ConvertError(err).GetType() == models.Error_Deadlock {
