@@ -99,7 +99,7 @@ func (s *SQLDB) selectActualLRPs(ctx context.Context, q queryer, where string, a
 // when there is none.
 func (s *SQLDB) lockActualLRP(ctx context.Context, tx *sql.Tx, key models.ActualLRPKey) (*models.ActualLRP, error) {
 	lrp, err := scanActualLRP(s.queryRow(ctx, tx, selectActualLRP+
-		" WHERE process_guid = ? AND instance_index = ? AND presence = ?"+s.driver.lockForUpdate(),
+		actualLRPByKey+s.driver.lockForUpdate(),
 		key.ProcessGuid, key.Index, key.Presence.String()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -142,15 +142,17 @@ var actualLRPMutableColumns = []string{
 	"placement_error", "routable", "occupied", "modification_tag_index", "route_ports",
 }
 
-// actualLRPAssignments and actualLRPByTag are the parts of a row's write:
-// its mutable columns, and the row by key and tag (compare-and-set);
-// updateActualLRP and deleteActualLRPSQL are made of them, and the MySQL
-// batch's writes (lifecycle_mysql.go).
+// The parts of a row's reads and writes: actualLRPByKey is the row by
+// its key, actualLRPTagIs its tag (a write's compare-and-set),
+// actualLRPAssignments its mutable columns. updateActualLRP and
+// deleteActualLRPSQL are made of them, and the MySQL batch's writes
+// (lifecycle_mysql.go). A write's arguments (actualLRPWriteArgs,
+// actualLRPDeleteArgs) end with the key's three and the tag's two.
 var (
-	actualLRPAssignments = " SET " + strings.Join(actualLRPMutableColumns, " = ?, ") + " = ?"
-	actualLRPByTag       = ` WHERE process_guid = ? AND instance_index = ? AND presence = ?
- AND modification_tag_epoch = ? AND modification_tag_index = ?`
-	updateActualLRP = "UPDATE actual_lrps" + actualLRPAssignments + actualLRPByTag
+	actualLRPByKey       = " WHERE process_guid = ? AND instance_index = ? AND presence = ?"
+	actualLRPTagIs       = " AND modification_tag_epoch = ? AND modification_tag_index = ?"
+	actualLRPAssignments = strings.Join(actualLRPMutableColumns, " = ?, ") + " = ?"
+	updateActualLRP      = "UPDATE actual_lrps SET " + actualLRPAssignments + actualLRPByKey + actualLRPTagIs
 )
 
 // writeActualLRP stores after over before, compare-and-set on before's

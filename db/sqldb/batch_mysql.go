@@ -101,7 +101,8 @@ func (s *SQLDB) runBatch(ctx context.Context, batch string, args []any) (wrote b
 		wrote = len(affected) > 1 && affected[1] == 1
 		return nil
 	})
-	if err == nil && rawErr != nil && !errors.Is(rawErr, sqldriver.ErrBadConn) {
+	if err == nil {
+		// Raw's own failure; its ErrBadConn comes only with err set.
 		err = rawErr
 	}
 	return wrote, err

@@ -197,7 +197,7 @@ func (s *SQLDB) deleteActualLRP(ctx context.Context, tx *sql.Tx, before *models.
 
 // deleteActualLRPSQL deletes a row compare-and-set on its tag
 // (actualLRPDeleteArgs).
-var deleteActualLRPSQL = "DELETE FROM actual_lrps" + actualLRPByTag
+var deleteActualLRPSQL = "DELETE FROM actual_lrps" + actualLRPByKey + actualLRPTagIs
 
 func actualLRPDeleteArgs(before *models.ActualLRP) []any {
 	return []any{before.ProcessGuid, before.Index, before.Presence.String(), before.ModificationTag.Epoch, int64(before.ModificationTag.Index)}

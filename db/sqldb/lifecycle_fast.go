@@ -54,7 +54,7 @@ import (
 // lifecycleOp.read; selectActualToDecideWithRoutes adds the route ports
 // of the row's definition (definitionRoutePorts' column).
 var (
-	selectActualToDecide           = selectActualLRP + " WHERE process_guid = ? AND instance_index = ? AND presence = ?"
+	selectActualToDecide           = selectActualLRP + actualLRPByKey
 	selectActualToDecideWithRoutes = "SELECT " + prefixed("a.", actualLRPColumns) + `,
  (SELECT r.route_ports FROM run_infos r WHERE r.process_guid = a.process_guid AND r.definition_id = a.definition_id)
  FROM actual_lrps a WHERE a.process_guid = ? AND a.instance_index = ? AND a.presence = ?`

@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"slices"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -10,7 +11,7 @@ import (
 // (3) is one batch (writeBatch), sent in one round trip:
 //
 //	START TRANSACTION;
-//	UPDATE actual_lrps USE INDEX (PRIMARY) SET … WHERE <key> AND <the tag read>;  -- or the DELETE
+//	UPDATE actual_lrps USE INDEX (PRIMARY) SET … WHERE <key> IN (<the key>) AND <the tag read>;  -- or the DELETE
 //	SET @corkboard_wrote = ROW_COUNT();
 //	INSERT INTO crashes … SELECT … FROM DUAL WHERE @corkboard_wrote = 1;  -- a crash recorded
 //	INSERT INTO event_outbox … SELECT … FROM DUAL WHERE @corkboard_wrote = 1;  -- each event, in order
@@ -20,24 +21,22 @@ import (
 // It runs alone: with coalescing on (write_lanes) the call takes the
 // general path, whose writes are grouped.
 
-// The batch's write reaches the row by the primary key's index, named:
-// MariaDB may otherwise reach it through actual_lrps_definition, locking
-// that index's entry before the row, while a write that locked the row
-// first (the general path's locked read, another batch) then waits for
-// that entry to update the columns it indexes — a deadlock, which the
-// storage suite's race spec met (8 writers starting one instance).
-var (
-	updateActualByPrimary = "UPDATE actual_lrps USE INDEX (PRIMARY)" + actualLRPAssignments + actualLRPByTag
-	deleteActualByPrimary = "DELETE actual_lrps FROM actual_lrps USE INDEX (PRIMARY)" + actualLRPByTag
-)
-
-// lifecycleBatch is w's batch and its arguments.
-func lifecycleBatch(w *lifecycleWrite) (string, []any) {
-	write := updateActualByPrimary
-	if w.removed {
-		write = deleteActualByPrimary
+// lifecycleBatch is w's batch and its arguments. Its write names the row
+// by key as the driver's keyed writes do (updateByKeys, deleteByKeys: the
+// primary key's index, named), then the tag read. Unnamed, MariaDB may
+// reach the row through actual_lrps_definition, locking that index's
+// entry before the row, while a write that locked the row first (the
+// general path's locked read) then waits for that entry to update the
+// columns it indexes — a deadlock, which the storage suite's race spec
+// met (8 writers starting one instance).
+func lifecycleBatch(d driver, w *lifecycleWrite) (string, []any) {
+	keyed, tag := w.row[:len(w.row)-2], w.row[len(w.row)-2:]
+	write, args := d.deleteByKeys(actualLRPKeys, 1), keyed
+	if !w.removed {
+		n := len(actualLRPMutableColumns)
+		write, args = d.updateByKeys(actualLRPKeys, actualLRPAssignments, keyed[:n], keyed[n:])
 	}
-	b := newWriteBatch(write, w.row...)
+	b := newWriteBatch(write+actualLRPTagIs, append(slices.Clip(args), tag...)...)
 	if w.recorded {
 		b.insert("crashes", crashColumns, w.crash...)
 	}
@@ -56,7 +55,7 @@ func (s *SQLDB) lifecycleMySQL(ctx context.Context, op lifecycleOp) (*models.Act
 	if err != nil || w == nil {
 		return nil, false, err
 	}
-	batch, args := lifecycleBatch(w)
+	batch, args := lifecycleBatch(s.driver, w)
 	var wrote bool
 	settled, err := s.commitStatement(w.token, func() (err error) {
 		wrote, err = s.runBatch(ctx, batch, args)
