@@ -104,3 +104,10 @@ func WithEveryCommitFaulted(kind string) Option {
 		s.faults = &commitFaults{rng: rand.New(rand.NewPCG(1, 2)), oneIn: 1, only: only}
 	}
 }
+
+// HasEventMoveFastPath reports whether the named dialect's driver moves
+// events from the outbox into the log with a fast verb of its own.
+func HasEventMoveFastPath(dialectName string) bool {
+	d, err := newDriver(dialectName)
+	return err == nil && d.moveEvents() != nil
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -361,41 +362,6 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 		})
 	})
 
-	It("moves events into the log as the general path does: in limits, past gaps and a late commit", func() {
-		differential(func(w *witness) {
-			// More events than one of the general path's insert batches.
-			w.desire("many", newLRP("many", "apps", 1100))
-			for _, limit := range []int{7, 500, 1000, 1000} {
-				moved, err := w.store.SequenceEvents(w.ctx, limit)
-				w.note("sequenced %d of at most %d (%v)", moved, limit, err)
-			}
-
-			// A gap in the outbox's ids: an insert rolled back.
-			tx, err := w.b.conn.Begin()
-			Expect(err).NotTo(HaveOccurred())
-			held, err := proto.Marshal(models.CellChanged(nil, &models.Cell{CellId: "held"}).Payload)
-			Expect(err).NotTo(HaveOccurred())
-			_, err = tx.Exec(`INSERT INTO event_outbox (event_type, event_key, payload) VALUES ($1, 'held', $2)`, models.EventCellChanged, held)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(tx.Rollback()).To(Succeed())
-			w.desire("after a gap", newLRP("gap", "apps", 1))
-
-			// An event whose transaction commits after later ones did:
-			// it is logged after them, by the next move.
-			tx, err = w.b.conn.Begin()
-			Expect(err).NotTo(HaveOccurred())
-			_, err = tx.Exec(`INSERT INTO event_outbox (event_type, event_key, payload) VALUES ($1, 'held', $2)`, models.EventCellChanged, held)
-			Expect(err).NotTo(HaveOccurred())
-			w.desire("while an event is uncommitted", newLRP("late", "apps", 2))
-			moved, err := w.store.SequenceEvents(w.ctx, 1000)
-			w.note("sequenced %d before the late commit (%v)", moved, err)
-			Expect(tx.Commit()).To(Succeed())
-			moved, err = w.store.SequenceEvents(w.ctx, 1000)
-			w.note("sequenced %d after it (%v)", moved, err)
-			w.readBack()
-		})
-	})
-
 	It("stores bulk reports, occupancy and route changes (batched actual writes) as the general path does", func() {
 		differential(func(w *witness) {
 			w.desire("web", newLRP("web", "apps", 4))
@@ -520,6 +486,69 @@ type witness struct {
 	lines []string
 	// eventsFrom is the log's head when the run began.
 	eventsFrom uint64
+}
+
+// The event move's fast verb (driver_postgres.go's one statement,
+// driver_sqlite.go's four of fixed text) against the general path's, on
+// every database whose driver has one.
+var _ = Describe("the event move's fast path against the general path", func() {
+	for _, dialectName := range testdb.MustDialects() {
+		if !sqldb.HasEventMoveFastPath(dialectName) {
+			continue
+		}
+		b := &board{dialect: dialectName}
+		outboxInsert := dialect.Rebind(dialect.Name(dialectName), `INSERT INTO event_outbox (event_type, event_key, payload) VALUES (?, 'held', ?)`)
+
+		It("moves events into the log as the general path does: in limits, past gaps and a late commit, on "+dialectName, func() {
+			fast := runWitnessed(b, false, func(w *witness) { moveEventsScenario(w, outboxInsert) })
+			general := runWitnessed(b, true, func(w *witness) { moveEventsScenario(w, outboxInsert) })
+			expectSameLines("fast path", fast, "general path", general)
+		})
+	}
+})
+
+// moveEventsScenario sequences events in limits smaller and larger than a
+// batch, past a gap in the outbox's ids and, where writers run at once, past
+// an event whose transaction commits after later ones did.
+func moveEventsScenario(w *witness, outboxInsert string) {
+	GinkgoHelper()
+	// More events than one of the general path's insert batches.
+	w.desire("many", newLRP("many", "apps", 1100))
+	for _, limit := range []int{7, 500, 1000, 1000} {
+		moved, err := w.store.SequenceEvents(w.ctx, limit)
+		w.note("sequenced %d of at most %d (%v)", moved, limit, err)
+	}
+
+	// A gap in the outbox's ids: an insert rolled back.
+	tx, err := w.b.conn.Begin()
+	Expect(err).NotTo(HaveOccurred())
+	held, err := proto.Marshal(models.CellChanged(nil, &models.Cell{CellId: "held"}).Payload)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = tx.Exec(outboxInsert, models.EventCellChanged, held)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(tx.Rollback()).To(Succeed())
+	w.desire("after a gap", newLRP("gap", "apps", 1))
+
+	if w.b.dialect == testdb.SQLite {
+		// One write transaction at a time: no event commits late.
+		moved, err := w.store.SequenceEvents(w.ctx, 1000)
+		w.note("sequenced %d (%v)", moved, err)
+		w.readBack()
+		return
+	}
+	// An event whose transaction commits after later ones did: it is
+	// logged after them, by the next move.
+	tx, err = w.b.conn.Begin()
+	Expect(err).NotTo(HaveOccurred())
+	_, err = tx.Exec(outboxInsert, models.EventCellChanged, held)
+	Expect(err).NotTo(HaveOccurred())
+	w.desire("while an event is uncommitted", newLRP("late", "apps", 2))
+	moved, err := w.store.SequenceEvents(w.ctx, 1000)
+	w.note("sequenced %d before the late commit (%v)", moved, err)
+	Expect(tx.Commit()).To(Succeed())
+	moved, err = w.store.SequenceEvents(w.ctx, 1000)
+	w.note("sequenced %d after it (%v)", moved, err)
+	w.readBack()
 }
 
 // runWitnessed runs scenario on fresh tables, through a store with the
