@@ -116,7 +116,7 @@ func (s *SQLDB) moveEventsSQLite(ctx context.Context, tx *sql.Tx, head int64, li
 	if _, err := s.exec(ctx, tx, "DELETE FROM event_outbox WHERE id <= ?", last.Int64); err != nil {
 		return 0, err
 	}
-	if _, err := s.exec(ctx, tx, "UPDATE event_log_head SET position = ? WHERE id = 1", head+int64(picked)); err != nil {
+	if _, err := s.exec(ctx, tx, advanceLogHead, head+int64(picked)); err != nil {
 		return 0, err
 	}
 	return picked, nil
@@ -125,7 +125,7 @@ func (s *SQLDB) moveEventsSQLite(ctx context.Context, tx *sql.Tx, head int64, li
 // moveEventsSQLiteSQL logs the outbox rows with ids up to its second
 // argument at the positions after its first (the head), in id order,
 // with the receipts they carry.
-var moveEventsSQLiteSQL = `INSERT INTO event_log (position, event_type, event_key, payload, receipt, created_at)
+var moveEventsSQLiteSQL = insertIntoEventLog + `
  SELECT ? + ROW_NUMBER() OVER (ORDER BY id), event_type, event_key, payload, receipt, ` + dialect.NowNanos(dialect.SQLite) + `
  FROM event_outbox WHERE id <= ? ORDER BY id`
 

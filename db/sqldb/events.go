@@ -231,7 +231,7 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 	for start := 0; start < len(ids); start += batchSize {
 		end := min(start+batchSize, len(ids))
 		var b strings.Builder
-		b.WriteString("INSERT INTO event_log (position, event_type, event_key, payload, receipt, created_at) VALUES ")
+		b.WriteString(insertIntoEventLog + " VALUES ")
 		for i := start; i < end; i++ {
 			if i > start {
 				b.WriteString(", ")
@@ -245,11 +245,18 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 			return 0, err
 		}
 	}
-	if _, err := s.exec(ctx, tx, "UPDATE event_log_head SET position = ? WHERE id = 1", head+int64(len(ids))); err != nil {
+	if _, err := s.exec(ctx, tx, advanceLogHead, head+int64(len(ids))); err != nil {
 		return 0, err
 	}
 	return len(ids), nil
 }
+
+// insertIntoEventLog begins an insert of logged events, with the commit
+// receipts they carry; advanceLogHead moves the head to its argument.
+const (
+	insertIntoEventLog = "INSERT INTO event_log (position, event_type, event_key, payload, receipt, created_at)"
+	advanceLogHead     = "UPDATE event_log_head SET position = ? WHERE id = 1"
+)
 
 // ReadLogged returns up to limit events logged after position after, in
 // order, with their payloads as the log keeps them (DecodePayload reads

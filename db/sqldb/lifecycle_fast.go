@@ -55,18 +55,10 @@ import (
 // of the row's definition (definitionRoutePorts' column).
 var (
 	selectActualToDecide           = selectActualLRP + actualLRPByKey
-	selectActualToDecideWithRoutes = "SELECT " + prefixed("a.", actualLRPColumns) + `,
+	selectActualToDecideWithRoutes = "SELECT " + strings.Join(actualLRPColumns, ", ") + `,
  (SELECT r.route_ports FROM run_infos r WHERE r.process_guid = a.process_guid AND r.definition_id = a.definition_id)
- FROM actual_lrps a WHERE a.process_guid = ? AND a.instance_index = ? AND a.presence = ?`
+ FROM actual_lrps a` + actualLRPByKey
 )
-
-func prefixed(prefix string, columns []string) string {
-	out := make([]string, len(columns))
-	for i, c := range columns {
-		out[i] = prefix + c
-	}
-	return strings.Join(out, ", ")
-}
 
 // lifecycleWrite is what the fast path writes for a call (2): the row
 // after, or its removal, compare-and-set on the tag read; the crash to
