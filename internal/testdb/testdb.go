@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/lib/pq"
@@ -126,9 +127,28 @@ func CreateOn(dialectName, adminDSN string) (*Database, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Database{Dialect: dialectName, DSN: filepath.Join(dir, "board.db"), drop: func() error { return os.RemoveAll(dir) }}, nil
+		return &Database{Dialect: dialectName, DSN: filepath.Join(dir, "board.db"), drop: func() error { return removeSQLiteFolder(dir) }}, nil
 	}
 	return createOnServer(dialectName, srv, adminDSN, name)
+}
+
+// removeSQLiteFolder removes a SQLite database's temporary folder. A pool's
+// Close does not wait for the connections still in use or being opened
+// (the store, for one, prepares a statement seen for the first time on a
+// connection of its own, in the background: db/sqldb/statements.go), and
+// such a connection can create the -shm file after RemoveAll listed the
+// folder, which then fails as not empty (the client suite met it: a
+// folder left holding only board.db-shm). The pool closes the connection
+// when it is given back, so the removal is tried again.
+func removeSQLiteFolder(dir string) error {
+	var err error
+	for range 20 {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
 }
 
 func createOnServer(dialect string, srv server, adminDSN, name string) (*Database, error) {
