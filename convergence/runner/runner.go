@@ -24,6 +24,11 @@ const (
 	// (beyond the newest DefaultKeepOperations of each LRP, kept anyway).
 	DefaultOperationRetention = 7 * 24 * time.Hour
 	DefaultKeepOperations     = 100
+	// DefaultReceiptPruneInterval is how often the old commit receipts
+	// are deleted: a small part of the time the store keeps one
+	// (db/sqldb/commit.go), so that the table holds little more than that
+	// time's writes whatever Interval is.
+	DefaultReceiptPruneInterval = 5 * time.Second
 )
 
 // Pruning: a full pass deletes the ended operations past their retention
@@ -123,6 +128,9 @@ type RunnerConfig struct {
 	// what is written in OperationRetention.
 	OperationRetention time.Duration
 	KeepOperations     int
+	// ReceiptPruneInterval is how often the converging board deletes old
+	// commit receipts (DefaultReceiptPruneInterval).
+	ReceiptPruneInterval time.Duration
 	// PresenceGrace, when set, says each pass what the board saw of its
 	// last database outage (see PresenceGrace).
 	PresenceGrace func() convergence.PresenceGrace
@@ -237,6 +245,9 @@ func (cfg RunnerConfig) withDefaults() RunnerConfig {
 	if cfg.KeepOperations <= 0 {
 		cfg.KeepOperations = DefaultKeepOperations
 	}
+	if cfg.ReceiptPruneInterval <= 0 {
+		cfg.ReceiptPruneInterval = DefaultReceiptPruneInterval
+	}
 	return cfg
 }
 
@@ -317,7 +328,8 @@ func (r *Runner) converge(ctx context.Context) {
 
 // convergeDuring runs passes until the tenure ends: a full pass at once
 // (the board may have just taken over), then one every interval and at
-// each plan's NextWake, and targeted passes as triggers come.
+// each plan's NextWake, and targeted passes as triggers come. It deletes
+// old commit receipts every ReceiptPruneInterval.
 func (r *Runner) convergeDuring(tenure context.Context) {
 	// A new owner starts from a full pass, which covers every trigger so
 	// far, on everything read again: another board converged meanwhile.
@@ -327,11 +339,15 @@ func (r *Runner) convergeDuring(tenure context.Context) {
 	defer s.stop()
 	rollouts := time.NewTimer(r.cfg.RolloutInterval)
 	defer rollouts.Stop()
+	receipts := time.NewTicker(r.cfg.ReceiptPruneInterval)
+	defer receipts.Stop()
 	r.fullPass(tenure, s)
 	for {
 		select {
 		case <-tenure.Done():
 			return
+		case <-receipts.C:
+			r.pruneCommitReceipts(tenure)
 		case <-rollouts.C:
 			rollouts.Reset(r.cfg.RolloutInterval)
 			if guids := r.rollingGuids(); len(guids) > 0 {
@@ -371,7 +387,6 @@ func (r *Runner) fullPass(ctx context.Context, s *schedule) {
 	// A full plan knows every wake-up there is.
 	s.setWake(plan.NextWake, started)
 	r.pruneOperations(ctx)
-	r.pruneCommitReceipts(ctx)
 	r.pruneCrashes(ctx)
 }
 
@@ -405,7 +420,7 @@ func (r *Runner) pruneCrashes(ctx context.Context) {
 }
 
 // pruneCommitReceipts deletes old commit receipts; a failure is logged and
-// left for the next full pass.
+// left for the next prune, ReceiptPruneInterval later.
 func (r *Runner) pruneCommitReceipts(ctx context.Context) {
 	if _, err := r.store.PruneCommitReceipts(ctx); err != nil && ctx.Err() == nil {
 		r.logger.Error("prune-commit-receipts-failed", err)

@@ -60,6 +60,46 @@ var _ = Describe("Runner", func() {
 				return sqldb.New(conn, dialect)
 			}
 
+			if dialect != testdb.SQLite { // SQLite keeps no commit receipts
+				It("deletes old commit receipts every ReceiptPruneInterval, between full passes an hour apart, and keeps fresh ones", func() {
+					// The store's clock, which stamps and prunes receipts, and
+					// the planner's, jumped a minute ahead below.
+					var ahead atomic.Int64
+					now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+					conn, err := sqldb.Open(ctx, dialect, database.DSN)
+					Expect(err).NotTo(HaveOccurred())
+					DeferCleanup(conn.Close)
+					store := sqldb.New(conn, dialect, sqldb.WithClock(now))
+					registerCell(ctx, store, "cell-1")
+					desire(ctx, store, "web", 2)
+					r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, ReceiptPruneInterval: 50 * time.Millisecond, Now: now})
+					Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
+					// Claims keep their receipts in commit_receipts on both
+					// databases (MySQL's other writes keep theirs on their events).
+					lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "web"})
+					Expect(err).NotTo(HaveOccurred())
+					for _, lrp := range lrps {
+						key := models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
+						_, err := store.ClaimActualLRP(ctx, key, models.Caller{InstanceGuid: fmt.Sprintf("instance-%d", lrp.Index), CellID: lrp.CellId})
+						Expect(err).NotTo(HaveOccurred())
+					}
+					var newest []byte
+					Expect(conn.QueryRow("SELECT token FROM commit_receipts ORDER BY token DESC LIMIT 1").Scan(&newest)).To(Succeed(), "the claims left receipts")
+					madeByNow := func() int {
+						var n int
+						Expect(conn.QueryRow(dialectpkg.Rebind(dialectpkg.Name(dialect), "SELECT COUNT(*) FROM commit_receipts WHERE token <= ?"), newest).Scan(&n)).To(Succeed())
+						return n
+					}
+					before := madeByNow()
+					Expect(before).To(BeNumerically(">=", 2))
+					Consistently(madeByNow).WithTimeout(500*time.Millisecond).Should(Equal(before), "receipts younger than 30 s are kept")
+
+					ahead.Store(int64(time.Minute))
+					Eventually(madeByNow).WithTimeout(runnerLimit).Should(BeZero(), "a minute on, the next prune deletes them")
+					Expect(r.counter("corkboard_convergence_lrp_runs_total", "full")()).To(Equal(1.0), "only the pass on taking the lease")
+				})
+			}
+
 			It("publishes each autoscaled LRP's occupied, wanted and current instances", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")

@@ -41,6 +41,9 @@ import (
 //  3. The insert fails otherwise (the database is still unreachable): the
 //     outcome stays unknown and the caller gets Unavailable, as for any
 //     write the database did not answer.
+//  4. The insert succeeds, but the token was made receiptTrusted or more
+//     ago: a committed transaction's receipt may have been pruned, so the
+//     outcome stays unknown (Unavailable), as in 3.
 //
 // On MySQL a transaction that appends events keeps its receipt on its
 // first outbox row instead (receiptOnEvents): a row of commit_receipts of
@@ -75,9 +78,10 @@ import (
 // An event row's id is never handed out twice, so the insert can fail on
 // the lost transaction's row only.
 //
-// Receipts are pruned after receiptRetention (PruneCommitReceipts); those
-// on events go with the outbox's and the log's rows. SQLite keeps none: it
-// runs in the board's process, with no connection to lose.
+// Receipts are pruned after receiptRetention (PruneCommitReceipts, every
+// few seconds by the converging board); those on events go with the
+// outbox's and the log's rows. SQLite keeps none: it runs in the board's
+// process, with no connection to lose.
 
 // insertReceipt inserts a commit receipt. The token is its one column: it
 // says when the receipt was made too (newReceiptToken).
@@ -87,9 +91,25 @@ const insertReceipt = "INSERT INTO commit_receipts (token) VALUES (?)"
 // it did not apply: the transaction runs again.
 var errCommitLost = errors.New("the connection broke during COMMIT and the transaction did not apply")
 
-// receiptRetention is how long a receipt is kept: far longer than any
-// settling of a lost commit takes (settleTimeout).
-const receiptRetention = time.Minute
+// A receipt is kept receiptRetention after its token was made, by the
+// clock of the board that prunes it, and its absence is trusted for
+// receiptTrusted after that, by the clock of the board that made it and
+// settles it (case 4 above): the 10 s between them is how far two boards'
+// clocks may differ without a settle trusting the absence of a receipt
+// that was pruned. receiptTrusted covers an API write's commit and settle
+// under the default database timeout (10 s, then settleTimeout). The
+// table holds about receiptRetention of writes.
+//
+// Worked example: board A makes a token at 12:00:00. Board B, whose clock
+// is 9 s ahead, deletes the tokens made before its clock less 30 s: this
+// one once B's clock passes 12:00:30, that is after A's 12:00:21. A
+// settle of A's whose insert returned before A's 12:00:20 trusts what it
+// found; one that returned later answers Unavailable unless the insert
+// failed on the key (case 1 holds at any age).
+const (
+	receiptRetention = 30 * time.Second
+	receiptTrusted   = 20 * time.Second
+)
 
 // settleTimeout bounds settling a lost commit, whatever the caller's
 // context: a caller whose deadline ended the commit must still learn
@@ -159,12 +179,14 @@ func (s *SQLDB) settle(token []byte, commitErr error) error {
 	defer cancel()
 	_, err := s.exec(ctx, s.conn, insertReceipt, token)
 	switch {
-	case err == nil:
-		return fmt.Errorf("%w: %v", errCommitLost, commitErr)
 	case isUniqueViolation(err):
-		return nil
+		return nil // case 1
+	case err != nil:
+		return commitErr // case 3
+	case s.now().Sub(receiptMadeAt(token)) >= receiptTrusted:
+		return commitErr // case 4
 	default:
-		return commitErr
+		return fmt.Errorf("%w: %v", errCommitLost, commitErr) // case 2
 	}
 }
 
@@ -230,6 +252,11 @@ func (s *SQLDB) newReceiptToken() []byte {
 		panic("sqldb: no randomness for a commit receipt: " + err.Error())
 	}
 	return token
+}
+
+// receiptMadeAt is when token was made, by its maker's clock.
+func receiptMadeAt(token []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(token)))
 }
 
 // receiptsMadeBefore is the 8-byte key that every token made before t

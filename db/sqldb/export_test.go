@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 
 	"github.com/corkboard/corkboard/db"
@@ -90,6 +91,13 @@ func DeleteActualByKeys(dialectName string, n int) string {
 // NewReceiptToken makes a commit receipt's token as a write would, at the
 // store's time.
 func (s *SQLDB) NewReceiptToken() []byte { return s.newReceiptToken() }
+
+// Settle is what a write whose COMMIT failed with commitErr learns from
+// its receipt token (commit.go); IsCommitLost says whether that answer was
+// "it did not apply, run it again".
+func (s *SQLDB) Settle(token []byte, commitErr error) error { return s.settle(token, commitErr) }
+
+func IsCommitLost(err error) bool { return errors.Is(err, errCommitLost) }
 
 // FastUpdates is how many updates the Postgres fast path stored
 // (updateNowPostgres).
