@@ -64,8 +64,8 @@ var _ = Describe("the driver", func() {
 		Entry("Postgres with USING", sqldb.Postgres,
 			"WITH v (k1, k2, k3) AS (VALUES (?::text, ?::integer, ?::text)) DELETE FROM actual_lrps USING v WHERE "+
 				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3"),
-		Entry("MySQL with a tuple list", sqldb.MySQL,
-			"DELETE actual_lrps FROM actual_lrps USE INDEX (PRIMARY) WHERE (process_guid, instance_index, presence) IN ((?, ?, ?))"),
+		Entry("MySQL with the key's equalities (one key; a tuple list for more)", sqldb.MySQL,
+			"DELETE actual_lrps FROM actual_lrps USE INDEX (PRIMARY) WHERE (process_guid = ? AND instance_index = ? AND presence = ?)"),
 	)
 
 	It("refuses an unknown dialect", func() {

@@ -11,7 +11,7 @@ import (
 // (3) is one batch (writeBatch), sent in one round trip:
 //
 //	START TRANSACTION;
-//	UPDATE actual_lrps USE INDEX (PRIMARY) SET … WHERE <key> IN (<the key>) AND <the tag read>;  -- or the DELETE
+//	UPDATE actual_lrps USE INDEX (PRIMARY) SET … WHERE (<the key's columns> = …) AND <the tag read>;  -- or the DELETE
 //	SET @corkboard_wrote = ROW_COUNT();
 //	INSERT INTO crashes … SELECT … FROM DUAL WHERE @corkboard_wrote = 1;  -- a crash recorded
 //	INSERT INTO event_outbox … SELECT … FROM DUAL WHERE @corkboard_wrote = 1;  -- each event, in order
