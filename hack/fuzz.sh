@@ -22,6 +22,7 @@ targets=(
   "./handlers FuzzAPIRequest"
   "./db/sqldb FuzzRoutesJSON"
   "./db/sqldb FuzzDeflateFixed"
+  "./db/sqldb FuzzInflateFixed"
   "./cmd/cork FuzzSpecFile"
   "./cmd/bbs FuzzBoardConfig"
   "./cmd/rep FuzzRepConfig"

@@ -8,8 +8,9 @@ import (
 // deflateFixed is the encoder pack uses: it writes raw DEFLATE (RFC 1951)
 // as one block of fixed Huffman codes (BTYPE 01), finding matches in the
 // preset dictionary and in what it already wrote. Any DEFLATE reader given
-// the same dictionary expands it (unpack uses the standard library's), so
-// the stored format — packed format 0x02 — is what it was with the
+// the same dictionary expands it (unpack reads it with inflate.go's reader
+// of exactly this shape, and other streams with the standard library's),
+// so the stored format — packed format 0x02 — is what it was with the
 // standard library's encoder, and blobs either wrote read alike.
 //
 // Why not the standard library's writer: the board packs blobs of 100 to

@@ -23,6 +23,12 @@ var (
 // PackDictionary is the packed format's preset dictionary.
 const PackDictionary = packDictionary
 
+// InflateFixed is unpack's reader of fixed-code streams; UnpackStandard
+// is unpack by the standard library's reader alone.
+var InflateFixed = inflateFixed
+
+var UnpackStandard = unpackStandard
+
 // DeflateFixed is the raw DEFLATE pack writes for plain.
 func DeflateFixed(plain []byte) []byte {
 	return appendDeflateFixed(nil, packDictionaryBytes, plain)
