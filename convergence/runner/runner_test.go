@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -52,12 +53,16 @@ var _ = Describe("Runner", func() {
 				Expect(conn.Close()).To(Succeed())
 			})
 
-			// newStore is one board's connection to the database.
-			newStore := func() *sqldb.SQLDB {
+			// open is a connection to the database, closed after the spec;
+			// newStore is one board's store over a connection of its own.
+			open := func() *sql.DB {
 				conn, err := sqldb.Open(ctx, dialect, database.DSN)
 				Expect(err).NotTo(HaveOccurred())
 				DeferCleanup(conn.Close)
-				return sqldb.New(conn, dialect)
+				return conn
+			}
+			newStore := func(opts ...sqldb.Option) *sqldb.SQLDB {
+				return sqldb.New(open(), dialect, opts...)
 			}
 
 			if dialect != testdb.SQLite { // SQLite keeps no commit receipts
@@ -66,9 +71,7 @@ var _ = Describe("Runner", func() {
 					// the planner's, jumped a minute ahead below.
 					var ahead atomic.Int64
 					now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-					conn, err := sqldb.Open(ctx, dialect, database.DSN)
-					Expect(err).NotTo(HaveOccurred())
-					DeferCleanup(conn.Close)
+					conn := open()
 					store := sqldb.New(conn, dialect, sqldb.WithClock(now))
 					registerCell(ctx, store, "cell-1")
 					desire(ctx, store, "web", 2)
@@ -345,10 +348,7 @@ var _ = Describe("Runner", func() {
 				// armed for the time until NextWake by the machine's clock
 				// would fire an hour late.
 				ahead := func() time.Time { return time.Now().Add(time.Hour) }
-				conn, err := sqldb.Open(ctx, dialect, database.DSN)
-				Expect(err).NotTo(HaveOccurred())
-				DeferCleanup(conn.Close)
-				store := sqldb.New(conn, dialect, sqldb.WithClock(ahead))
+				store := newStore(sqldb.WithClock(ahead))
 				registerCell(ctx, store, "cell-1")
 				desire(ctx, store, "crashy", 1)
 				planner := convergence.DefaultConfig()
@@ -359,7 +359,7 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, store, "crashy")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
 				key := models.ActualLRPKey{ProcessGuid: "crashy", Index: 0, Presence: models.ActualLRP_ORDINARY}
 				caller := models.Caller{InstanceGuid: "instance-1", CellID: "cell-1"}
-				_, err = store.ClaimActualLRP(ctx, key, caller)
+				_, err := store.ClaimActualLRP(ctx, key, caller)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = store.CrashActualLRP(ctx, key, caller, "exit status 1")
 				Expect(err).NotTo(HaveOccurred())
@@ -408,10 +408,7 @@ var _ = Describe("Runner", func() {
 				a.runner.Trigger("before")
 				Eventually(cellsOf(ctx, store, "before")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
 
-				conn, err := sqldb.Open(ctx, dialect, database.DSN)
-				Expect(err).NotTo(HaveOccurred())
-				DeferCleanup(conn.Close)
-				_, err = conn.ExecContext(ctx, dialectpkg.Rebind(dialectpkg.Name(dialect),
+				_, err := open().ExecContext(ctx, dialectpkg.Rebind(dialectpkg.Name(dialect),
 					"UPDATE leases SET owner = ?, tenure = tenure + 1, expires_at = ? WHERE name = ?"),
 					"board-b", time.Now().Add(time.Hour).UnixNano(), runner.LeaseName)
 				Expect(err).NotTo(HaveOccurred())
