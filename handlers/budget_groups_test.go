@@ -60,7 +60,7 @@ var _ = Describe("Budget groups API", func() {
 					name := randomName("checkout")
 					resp := &models.SetBudgetGroupResponse{}
 					b.call(models.RouteSetBudgetGroup, &models.SetBudgetGroupRequest{Group: &models.BudgetGroup{Name: name, MaxUnavailable: "101%"}}, resp)
-					Expect(proto.Equal(resp.GetError(), models.ErrInvalidField("budget_group.max_unavailable",
+					Expect(proto.Equal(resp.GetError(), models.ErrInvalidField("group.max_unavailable",
 						`must be a count like "2" or a percent like "25%" (0-100%), got "101%"`))).To(BeTrue(), "%v", resp.GetError())
 					Expect(named(name)).To(BeNil())
 				})

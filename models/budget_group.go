@@ -46,7 +46,7 @@ func validateBudgetGroupName(path, name string) error {
 
 // Validate requires a valid group.
 func (r *SetBudgetGroupRequest) Validate() error {
-	return r.GetGroup().validate("budget_group")
+	return r.GetGroup().validate("group")
 }
 
 // Validate requires a valid name.

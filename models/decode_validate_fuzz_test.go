@@ -57,7 +57,8 @@ func typeIndex(types []protoreflect.MessageType, name string) uint8 {
 // Validate must not panic, must not change the message, must answer the
 // same for the same content (twice, and after a protobuf round trip), and
 // must refuse with an InvalidRequest whose message is valid, printable
-// UTF-8 and starts with the path of a field of the message.
+// UTF-8 and starts with the path of a field of the message (or, when one
+// of several is required, those fields' paths separated by ", ").
 func FuzzDecodeValidate(f *testing.F) {
 	types := validatedTypes()
 	add := func(name string, m proto.Message) {
@@ -125,6 +126,12 @@ func FuzzDecodeValidate(f *testing.F) {
 	f.Add(typeIndex(types, "DesireLRPRequest"), uint8(0), garbled)
 	f.Add(typeIndex(types, "UpsertDomainRequest"), uint8(1), []byte(`{"domain": "ap\u0000ps"}`))
 	f.Add(typeIndex(types, "DesireLRPRequest"), uint8(1), []byte(`{"desired_lrp": {"routes": {"a\nb": 1e999}}}`))
+	// An edit that changes nothing is refused naming every field it could
+	// change: "max_surge, max_unavailable, …: at least one is required".
+	f.Add(typeIndex(types, "EditRolloutRequest"), uint8(0), []byte("\n\x010"))
+	// A budget group set without its group is refused naming "group",
+	// the request's field (it once said "budget_group").
+	f.Add(typeIndex(types, "SetBudgetGroupRequest"), uint8(1), []byte("{}"))
 
 	f.Fuzz(func(t *testing.T, index, encoding uint8, data []byte) {
 		mt := types[int(index)%len(types)]
@@ -171,8 +178,9 @@ func errorText(err error) string {
 }
 
 // checkValidationError holds a refusal to what a client may rely on: an
-// InvalidRequest *models.Error whose message is "path: reason", valid
-// printable UTF-8 (values are quoted), the path starting with a field of
+// InvalidRequest *models.Error whose message is "path: reason" (or
+// "path, path, …: reason" when one of several fields is required), valid
+// printable UTF-8 (values are quoted), each path starting with a field of
 // the message (or the message's own name, for one validated on its own,
 // as Autoscaling is).
 func checkValidationError(t *testing.T, descriptor protoreflect.MessageDescriptor, err error) {
@@ -188,16 +196,18 @@ func checkValidationError(t *testing.T, descriptor protoreflect.MessageDescripto
 	if i := strings.IndexFunc(message, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
 		t.Fatalf("%s: error message holds a control character at byte %d: %q", descriptor.Name(), i, message)
 	}
-	path, _, ok := strings.Cut(message, ": ")
-	if !ok || path == "" {
+	paths, _, ok := strings.Cut(message, ": ")
+	if !ok || paths == "" {
 		t.Fatalf("%s: error message names no field: %q", descriptor.Name(), message)
 	}
-	first := path
-	if i := strings.IndexAny(first, ".["); i >= 0 {
-		first = first[:i]
-	}
-	if descriptor.Fields().ByName(protoreflect.Name(first)) == nil && first != snakeCase(string(descriptor.Name())) {
-		t.Fatalf("%s: error message starts with %q, not a field of the message: %q", descriptor.Name(), first, message)
+	for _, path := range strings.Split(paths, ", ") {
+		first := path
+		if i := strings.IndexAny(first, ".["); i >= 0 {
+			first = first[:i]
+		}
+		if descriptor.Fields().ByName(protoreflect.Name(first)) == nil && first != snakeCase(string(descriptor.Name())) {
+			t.Fatalf("%s: error message names %q, not a field of the message: %q", descriptor.Name(), first, message)
+		}
 	}
 }
 

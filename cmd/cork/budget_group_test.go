@@ -82,7 +82,7 @@ var _ = Describe("cork budget-group", func() {
 	It("passes the board's refusal of a bad group, naming the field", func() {
 		r := runCork(board, "", "budget-group", "set", "checkout", "--max-unavailable", "two")
 		Expect(r.code).To(Equal(1))
-		Expect(r.stderr).To(ContainSubstring(`budget_group.max_unavailable: must be a count like "2" or a percent like "25%" (0-100%), got "two"`))
+		Expect(r.stderr).To(ContainSubstring(`group.max_unavailable: must be a count like "2" or a percent like "25%" (0-100%), got "two"`))
 	})
 
 	DescribeTable("refuses what does not go together as a usage error",

@@ -30,10 +30,10 @@ const budgetGroupColumns = `name, max_unavailable, requested_by, created_at, upd
 // Setting a group to what it is already changes nothing and logs nothing.
 func (s *SQLDB) SetBudgetGroup(ctx context.Context, g *models.BudgetGroup, requestedBy string) (*models.BudgetGroup, error) {
 	if g == nil {
-		return nil, errInvalid("budget_group", "required")
+		return nil, errInvalid("group", "required")
 	}
 	stored := &models.BudgetGroup{Name: g.GetName(), MaxUnavailable: g.GetMaxUnavailable()}
-	if err := models.ValidateBudgetGroup("budget_group", stored); err != nil {
+	if err := models.ValidateBudgetGroup("group", stored); err != nil {
 		return nil, err
 	}
 	if err := checkWidth("budget_group.requested_by", requestedBy, 256); err != nil {

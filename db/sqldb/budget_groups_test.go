@@ -73,11 +73,11 @@ var _ = forEachDialect("BudgetGroupDB", func(b *board) {
 			group *models.BudgetGroup
 			field string
 		}{
-			{nil, "budget_group: required"},
-			{&models.BudgetGroup{MaxUnavailable: "2"}, "budget_group.name: required"},
-			{&models.BudgetGroup{Name: "checkout"}, "budget_group.max_unavailable: required"},
-			{&models.BudgetGroup{Name: "checkout", MaxUnavailable: "two"}, "budget_group.max_unavailable: must be a count"},
-			{&models.BudgetGroup{Name: "check\x00out", MaxUnavailable: "2"}, "budget_group.name: must be printable"},
+			{nil, "group: required"},
+			{&models.BudgetGroup{MaxUnavailable: "2"}, "group.name: required"},
+			{&models.BudgetGroup{Name: "checkout"}, "group.max_unavailable: required"},
+			{&models.BudgetGroup{Name: "checkout", MaxUnavailable: "two"}, "group.max_unavailable: must be a count"},
+			{&models.BudgetGroup{Name: "check\x00out", MaxUnavailable: "2"}, "group.name: must be printable"},
 		} {
 			_, err := b.store.SetBudgetGroup(b.ctx, c.group, "alice")
 			Expect(err).To(HaveErrorType(models.Error_InvalidRequest), "%v", c.group)
