@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,8 +241,7 @@ func percentile(values []time.Duration, p float64) time.Duration {
 }
 
 // BenchmarkListDesiredLRPs lists 2,000 desired LRPs with their
-// definitions, each shaped as bbs-load peer's (arguments and an
-// environment of about 900 bytes, stored packed to about 400), as a whole
+// definitions, each shaped as bbs-load peer's (peerShapedLRP), as a whole
 // list of desired LRPs reads them: the read, unpacking and decoding each
 // definition.
 func BenchmarkListDesiredLRPs(b *testing.B) {
@@ -251,17 +249,7 @@ func BenchmarkListDesiredLRPs(b *testing.B) {
 	forEachBenchDialect(b, func(b *testing.B, env benchEnv) {
 		ctx := context.Background()
 		for i := range lrps {
-			guid := fmt.Sprintf("lrp-%04d", i)
-			lrp := newLRP(guid, "bench", 1)
-			action := lrp.Definition.Action
-			action.Path = "/home/vcap/app/bin/server"
-			action.Args = []string{"--port", "8080", "--log-level", "info", "--config", "/home/vcap/app/config/production.yml",
-				strings.Repeat("--feature-flag-", 35)}
-			action.Env = []*models.EnvironmentVariable{
-				{Name: "VCAP_APPLICATION", Value: `{"application_name":"` + guid + `","space_name":"load","organization_name":"bench","limits":{"mem":256,"disk":512}}`},
-				{Name: "DATABASE_URL", Value: "postgres://app:secret@db.internal.example.com:5432/" + guid + "?sslmode=require"},
-				{Name: "LANG", Value: "en_US.UTF-8"},
-			}
+			lrp := peerShapedLRP(fmt.Sprintf("lrp-%04d", i))
 			if _, err := env.store.DesireLRP(ctx, lrp); err != nil {
 				b.Fatal(err)
 			}

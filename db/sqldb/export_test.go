@@ -89,13 +89,11 @@ func SelectActualByKeys(dialectName string, n int, lock bool) string {
 	return mustDriver(dialectName).selectByKeys(actualLRPKeys, "state", n, lock)
 }
 
-// UpdateActualByKeysFor is the driver's update of n actual LRP rows by
-// key, setting state, for each n.
-func UpdateActualByKeysFor(dialectName string) func(n int) string {
-	return func(n int) string {
-		query, _ := mustDriver(dialectName).updateByKeys(actualLRPKeys, "state = ?", nil, make([]any, 3*n))
-		return query
-	}
+// UpdateActualByKeys is the driver's update of n actual LRP rows by key,
+// setting state.
+func UpdateActualByKeys(dialectName string, n int) string {
+	query, _ := mustDriver(dialectName).updateByKeys(actualLRPKeys, "state = ?", nil, make([]any, 3*n))
+	return query
 }
 
 // DeleteActualByKeys is the driver's delete of n actual LRP rows by key.

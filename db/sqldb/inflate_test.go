@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/db/sqldb"
 )
@@ -101,16 +102,15 @@ func sqldbStream(bits string) []byte {
 
 // BenchmarkUnpack is what unpacking one of the board's blobs costs, by
 // the fixed-code reader and by the standard library's: a definition as
-// bbs-load peer desires them (936 bytes plain, 384 packed), a repetitive
-// one, and an event-sized blob.
+// bbs-load peer desires them (peerShapedLRP's), a repetitive one, and an
+// event-sized blob.
 func BenchmarkUnpack(b *testing.B) {
 	event := []byte("\n\x8a\x01\n\x0bpeer-000123\x10\x01\x1a\x08ORDINARY\"\x24b7f43632-8467-479d-84ac-aa957f5cd77c*\x09cell-0094")
 	event = append(event, event...)
-	peer := []byte("\n\x12d-1c9b6c90a4ffaaf9\x12\xed\x06\n\x19/home/vcap/app/bin/server\x12\x06--port\x12\x048080\x12\v--log-level\x12\x04info" +
-		"\x12\b--config\x12$/home/vcap/app/config/production.yml\x12\x8a\x04" + strings.Repeat("--feature-flag-", 35) +
-		"\x1a\x81\x01\n\x10VCAP_APPLICATION\x12m{\"application_name\":\"peer-1\",\"space_name\":\"load\",\"organization_name\":\"bench\",\"limits\":{\"mem\":256,\"disk\":512}}" +
-		"\x1aY\n\fDATABASE_URL\x12Ipostgres://app:secret@db.internal.example.com:5432/peer-1?sslmode=require\x1a\x13\n\x04LANG\x12\ven_US.UTF-8" +
-		"\x1a\x02\x90?\"\x0e\b\x02\x10\x90?\x1a\a/health0\x80\x028\x80\x04@\xe0\xa8\xea\xec\x94\xec\xb0\xf6\x18")
+	peer, err := proto.Marshal(peerShapedLRP("peer-1").Definition)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, plain := range [][]byte{peer, definitionLike, event} {
 		blob := sqldb.Pack(plain)
 		for _, reader := range []struct {

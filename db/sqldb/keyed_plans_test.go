@@ -69,8 +69,8 @@ var _ = forEachDialect("planning keyed writes", func(b *board) {
 			Expect(plans[0]["type"]).To(BeElementOf("const", "eq_ref", "range"), "%v", plans[0])
 			Expect(plans[0]["rows"]).To(Equal(fmt.Sprint(n)), "%v", plans[0])
 		},
-		Entry("an update of one row", sqldb.UpdateActualByKeysFor(sqldb.MySQL), []any{"RUNNING"}, 1),
-		Entry("an update of two rows", sqldb.UpdateActualByKeysFor(sqldb.MySQL), []any{"RUNNING"}, 2),
+		Entry("an update of one row", func(n int) string { return sqldb.UpdateActualByKeys(sqldb.MySQL, n) }, []any{"RUNNING"}, 1),
+		Entry("an update of two rows", func(n int) string { return sqldb.UpdateActualByKeys(sqldb.MySQL, n) }, []any{"RUNNING"}, 2),
 		Entry("a delete of one row", func(n int) string { return sqldb.DeleteActualByKeys(sqldb.MySQL, n) }, nil, 1),
 		Entry("a delete of two rows", func(n int) string { return sqldb.DeleteActualByKeys(sqldb.MySQL, n) }, nil, 2),
 		Entry("a locked read of one row", func(n int) string { return sqldb.SelectActualByKeys(sqldb.MySQL, n, true) }, nil, 1),
