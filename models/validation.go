@@ -226,7 +226,7 @@ func child(path, field string) string {
 }
 
 func indexed(path string, i int) string {
-	return fmt.Sprintf("%s[%d]", printablePath(path), i)
+	return printablePath(path) + "[" + strconv.Itoa(i) + "]"
 }
 
 // keyed is the path of a map entry, such as a key of routes: a plain key
@@ -246,7 +246,7 @@ var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // UTF-8 (control and format characters, invalid bytes), leaving the rest,
 // and already escaped parts, as they are.
 func printablePath(path string) string {
-	if utf8.ValidString(path) && strings.IndexFunc(path, notPrintable) < 0 {
+	if printableASCII(path) || utf8.ValidString(path) && strings.IndexFunc(path, notPrintable) < 0 {
 		return path
 	}
 	var b strings.Builder
@@ -264,6 +264,19 @@ func printablePath(path string) string {
 		at += size
 	}
 	return b.String()
+}
+
+// printableASCII says whether s is all printable ASCII, as every path of
+// a valid request is: the common case, checked byte by byte rather than
+// rune by rune against Unicode's tables (a cell's bulk report builds some
+// ten paths for each of its instances).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // quoteLimit is how many bytes of a rejected value an error quotes.

@@ -295,20 +295,26 @@ func addUsage(usage map[string]convergence.Resources, rows []convergence.ActualR
 
 // spliceRuns returns rows (in guid order) with the run of each guid of
 // changed (sorted) replaced by fresh's run of it (fresh holds only those
-// guids, in order). When every run keeps its length — an LRP whose
-// instances changed state, the common case — the runs are overwritten in
-// place; otherwise the rows are copied once, runs of other guids in
-// blocks.
+// guids, in order). It works in rows' own array whenever it can hold the
+// result, so that a mirror of a million instances is not copied and
+// reallocated each time an LRP is desired or scaled: the rows between the
+// changed runs move by what the runs before them grew or shrank, those
+// moving towards the start first (front to back), then those moving
+// towards the end (back to front), so that no block is overwritten before
+// it moves; fresh's runs are copied in last. When the array is too small,
+// the rows are copied once into a new one with room to grow (an eighth
+// more).
 //
-// Example: rows a a b c c d, changed [b c e], fresh b b e. Out: a a (the
-// block before b), b b (fresh's b; rows' b dropped), nothing for c (rows'
-// c c dropped, fresh has none: the LRP is gone), d (the block before e),
-// e (fresh's, new): a a b b d e.
-// With changed [b c] and fresh b c c, b and c are overwritten in place.
+// Example: rows a a b c c d, changed [b c e], fresh b b e. The blocks
+// between the runs are "a a" (stays), nothing, and "d", whose runs before
+// it went from 3 rows (b c c) to 2 (b b): d moves one place towards the
+// start; then e (new) goes after it and b b where b was: a a b b d e.
+// With changed [b c] and fresh b c c, no block moves and b and c are
+// overwritten in place.
 func spliceRuns[T any](rows, fresh []T, changed []string, guid func(*T) string) []T {
 	type span struct{ at, end, f, fEnd int }
 	spans := make([]span, 0, len(changed))
-	inPlace := true
+	size := len(rows)
 	from, f := 0, 0
 	for _, g := range changed {
 		at := from + sort.Search(len(rows)-from, func(i int) bool { return guid(&rows[from+i]) >= g })
@@ -321,23 +327,47 @@ func spliceRuns[T any](rows, fresh []T, changed []string, guid func(*T) string) 
 			fEnd++
 		}
 		spans = append(spans, span{at, end, f, fEnd})
-		inPlace = inPlace && end-at == fEnd-f
+		size += (fEnd - f) - (end - at)
 		from, f = end, fEnd
 	}
-	if inPlace {
+	if size > cap(rows) {
+		out := make([]T, 0, size+size/8)
+		from = 0
 		for _, s := range spans {
-			copy(rows[s.at:s.end], fresh[s.f:s.fEnd])
+			out = append(out, rows[from:s.at]...)
+			out = append(out, fresh[s.f:s.fEnd]...)
+			from = s.end
 		}
-		return rows
+		return append(out, rows[from:]...)
 	}
-	out := make([]T, 0, len(rows)+len(fresh))
-	from = 0
+	// The rows before the first span, between two spans and after the
+	// last, each with how far it moves.
+	type block struct{ start, end, shift int }
+	blocks := make([]block, 0, len(spans)+1)
+	start, shift := 0, 0
 	for _, s := range spans {
-		out = append(out, rows[from:s.at]...)
-		out = append(out, fresh[s.f:s.fEnd]...)
-		from = s.end
+		blocks = append(blocks, block{start, s.at, shift})
+		start, shift = s.end, shift+(s.fEnd-s.f)-(s.end-s.at)
 	}
-	return append(out, rows[from:]...)
+	blocks = append(blocks, block{start, len(rows), shift})
+	buf := rows[:max(len(rows), size)]
+	for _, b := range blocks {
+		if b.shift < 0 {
+			copy(buf[b.start+b.shift:b.end+b.shift], buf[b.start:b.end])
+		}
+	}
+	for k := len(blocks) - 1; k >= 0; k-- {
+		if b := blocks[k]; b.shift > 0 {
+			copy(buf[b.start+b.shift:b.end+b.shift], buf[b.start:b.end])
+		}
+	}
+	for i, s := range spans {
+		// Span i's rows go right after block i, moved.
+		copy(buf[blocks[i].end+blocks[i].shift:], fresh[s.f:s.fEnd])
+	}
+	// Rows past the end would keep their strings alive.
+	clear(buf[size:])
+	return buf[:size]
 }
 
 // runsOf copies the runs of guids (sorted) out of rows (in guid order).
