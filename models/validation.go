@@ -47,6 +47,41 @@ var (
 	definitionIDRegexp = regexp.MustCompile(definitionIDPattern)
 )
 
+// isProcessGuid and isDefinitionID say whether s matches processGuidPattern
+// and definitionIDPattern, byte by byte: a cell's bulk report holds three
+// such names for each of its instances, and a regular expression took a
+// tenth of the board's CPU with a million instances reporting. Their
+// validators accept what these accept at once and run the patterns only
+// to explain a refusal; a spec holds the two to the patterns on random
+// names.
+func isProcessGuid(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isAlnum(s[i]) && s[i] != '_' && s[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isDefinitionID(s string) bool {
+	if len(s) < 1 || len(s) > 64 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isAlnum(s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+}
+
 // ValidateProcessGuid reports whether guid is a valid process_guid.
 func ValidateProcessGuid(guid string) error {
 	return validateProcessGuid("process_guid", guid)
@@ -59,6 +94,9 @@ func ValidateUpdateIdentifier(id string) error {
 }
 
 func validateProcessGuid(path, guid string) error {
+	if isProcessGuid(guid) {
+		return nil
+	}
 	if guid == "" {
 		return ErrInvalidField(path, "required")
 	}
@@ -72,6 +110,9 @@ func validateProcessGuid(path, guid string) error {
 }
 
 func validateDefinitionID(path, id string) error {
+	if isDefinitionID(id) {
+		return nil
+	}
 	if id == "" {
 		return ErrInvalidField(path, "required")
 	}

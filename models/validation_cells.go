@@ -51,6 +51,9 @@ func validateCellID(path, id string) error {
 }
 
 func validateInstanceGuid(path, guid string) error {
+	if isProcessGuid(guid) { // instanceGuidPattern is processGuidPattern
+		return nil
+	}
 	if guid == "" {
 		return ErrInvalidField(path, "required")
 	}
