@@ -51,27 +51,19 @@ var _ = Describe("Names checked byte by byte", func() {
 		return out
 	}
 
-	It("accepts a process guid exactly when its pattern matches", func() {
-		accepted := 0
-		for _, name := range names(20000) {
-			err := models.ValidateProcessGuid(name)
-			Expect(err == nil).To(Equal(processGuid.MatchString(name)), "%q: %v", name, err)
-			if err == nil {
-				accepted++
+	DescribeTable("accept a name exactly when its pattern matches",
+		func(validate func(string) error, pattern *regexp.Regexp) {
+			accepted := 0
+			for _, name := range names(20000) {
+				err := validate(name)
+				Expect(err == nil).To(Equal(pattern.MatchString(name)), "%q: %v", name, err)
+				if err == nil {
+					accepted++
+				}
 			}
-		}
-		Expect(accepted).To(BeNumerically(">", 1000))
-	})
-
-	It("accepts a definition id exactly when its pattern matches", func() {
-		accepted := 0
-		for _, name := range names(20000) {
-			err := models.ValidateUpdateIdentifier(name)
-			Expect(err == nil).To(Equal(definitionID.MatchString(name)), "%q: %v", name, err)
-			if err == nil {
-				accepted++
-			}
-		}
-		Expect(accepted).To(BeNumerically(">", 1000))
-	})
+			Expect(accepted).To(BeNumerically(">", 1000))
+		},
+		Entry("a process guid", models.ValidateProcessGuid, processGuid),
+		Entry("a definition id", models.ValidateUpdateIdentifier, definitionID),
+	)
 })
