@@ -1,6 +1,7 @@
 package models
 
 import (
+	"bytes"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -268,11 +269,33 @@ func NextVersion(lrp *ActualLRP) *ActualLRP {
 }
 
 // SameNetInfo compares net info as stored: unset is not the same as empty.
+// It says what proto.Equal says, field by field: a cell's bulk report
+// compares every instance it runs, and proto.Equal's reflection took 4%
+// of the board's CPU with a million instances reporting. A spec changes
+// each field NetInfo and PortMapping declare, found by their descriptors,
+// and requires a difference, so a field added to either cannot be left
+// out of the comparison unnoticed.
 func SameNetInfo(a, b *NetInfo) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return proto.Equal(a, b)
+	if a.Address != b.Address || a.InstanceAddress != b.InstanceAddress || len(a.Ports) != len(b.Ports) ||
+		!bytes.Equal(a.unknownFields, b.unknownFields) {
+		return false
+	}
+	for i, p := range a.Ports {
+		q := b.Ports[i]
+		if p == nil || q == nil {
+			if p != q {
+				return false
+			}
+			continue
+		}
+		if p.ContainerPort != q.ContainerPort || p.HostPort != q.HostPort || !bytes.Equal(p.unknownFields, q.unknownFields) {
+			return false
+		}
+	}
+	return true
 }
 
 // CloneNetInfo is a deep copy of n (nil stays nil).
