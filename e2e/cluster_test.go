@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -423,12 +424,19 @@ func freePort() int {
 
 // freePortRange finds n consecutive ports nobody listens on now, below
 // Linux's usual ephemeral range (32768-60999), so that no outgoing
-// connection takes one of them meanwhile.
+// connection takes one of them meanwhile, and overlapping no range it
+// handed out before in this run: a rep binds its range's ports only as its
+// instances start, so a range free now may be another rep's, handed out a
+// moment ago, and two reps sharing ports take each other's (a staged
+// rollout's rep once found 15 of its 20 in use by the other rep's
+// instances).
 func freePortRange(n int) int {
 	GinkgoHelper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	for range 1000 {
 		first := 20000 + rand.IntN(12000-n)
-		free := true
+		free := !slices.ContainsFunc(handedOut.ranges, func(r [2]int) bool { return first < r[1] && r[0] < first+n })
 		for port := first; port < first+n && free; port++ {
 			l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 			if err != nil {
@@ -438,9 +446,16 @@ func freePortRange(n int) int {
 			l.Close()
 		}
 		if free {
+			handedOut.ranges = append(handedOut.ranges, [2]int{first, first + n})
 			return first
 		}
 	}
 	Fail("no free port range")
 	return 0
+}
+
+// handedOut is the port ranges freePortRange gave, [first, end).
+var handedOut struct {
+	sync.Mutex
+	ranges [][2]int
 }
