@@ -68,3 +68,22 @@ var _ = DescribeTable("chooseBreakage",
 	Entry("nothing broken",
 		layout{prefix: "lrp", lrps: 10, instances: 5, cells: 10, zones: 4}, 0.0, 0.0, 0.0, 0, 0, 0),
 )
+
+var _ = Describe("cells' own addresses", func() {
+	DescribeTable("numbers each cell's loopback address, leaving out last bytes 0 and 255",
+		func(cell int, want string) { Expect(cellAddress(cell).String()).To(Equal(want)) },
+		Entry("the first", 0, "127.1.0.1"),
+		Entry("the last of a block", 253, "127.1.0.254"),
+		Entry("the first of the next", 254, "127.1.1.1"),
+		Entry("the last numbered", maxOwnAddresses-1, "127.1.255.254"),
+	)
+
+	DescribeTable("are used against a board on an IPv4 loopback address only",
+		func(url string, want bool) { Expect(onLoopback(url)).To(Equal(want)) },
+		Entry("127.0.0.1", "http://127.0.0.1:8889", true),
+		Entry("IPv6's loopback, which they cannot reach", "http://[::1]:8889", false),
+		Entry("a name", "http://localhost:8889", false),
+		Entry("another host", "https://10.0.0.5:8889", false),
+		Entry("not a URL", "http://[::1", false),
+	)
+})

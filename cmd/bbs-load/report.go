@@ -5,6 +5,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -141,15 +144,53 @@ func cellReports(l layout) [][]*models.ReportedInstance {
 	return reports
 }
 
-// cellClients makes a client for every cell of the layout, sharing a new
-// connection pool, as reps (re)connecting to a board would.
-func cellClients(url string, l layout) []*simulatedCell {
-	httpClient := pooledHTTPClient(l.cells * 4)
+// cellClients makes a client for every cell of the layout, as reps
+// (re)connecting to a board would. Against a board on a loopback address,
+// each cell connects from a loopback address of its own (cellAddress), as
+// each rep has its own: the board counts callers by their address on
+// plain HTTP, and its per-caller limits are for one rep, not for a
+// thousand cells reporting as one caller. Otherwise, or past
+// maxOwnAddresses cells, the cells share one connection pool.
+func cellClients(boardURL string, l layout) []*simulatedCell {
+	shared := pooledHTTPClient(l.cells * 4)
+	own := l.cells <= maxOwnAddresses && onLoopback(boardURL)
 	cells := make([]*simulatedCell, l.cells)
 	for i := range cells {
-		cells[i] = &simulatedCell{index: i, client: client.NewCellClient(url, cellID(i), client.WithHTTPClient(httpClient))}
+		httpClient := shared
+		if own {
+			httpClient = httpClientFrom(cellAddress(i), 4)
+		}
+		cells[i] = &simulatedCell{index: i, client: client.NewCellClient(boardURL, cellID(i), client.WithHTTPClient(httpClient))}
 	}
 	return cells
+}
+
+// cellAddress is cell i's loopback address: 127.1.0.1 for the first, then
+// on through 127.1.0.254, 127.1.1.1, … (a last byte of 0 or 255 is left out).
+func cellAddress(i int) net.IP {
+	return net.IPv4(127, 1, byte(i/254), byte(i%254+1))
+}
+
+// maxOwnAddresses is how many cells cellAddress numbers.
+const maxOwnAddresses = 256 * 254
+
+// onLoopback says whether rawURL's host is an IPv4 loopback address, which
+// the cells' own addresses can reach.
+func onLoopback(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip.To4() != nil && ip.IsLoopback()
+}
+
+// httpClientFrom is pooledHTTPClient connecting from the address from.
+func httpClientFrom(from net.IP, connections int) *http.Client {
+	c := pooledHTTPClient(connections)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: from}, Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	c.Transport.(*http.Transport).DialContext = dialer.DialContext
+	return c
 }
 
 // sendReports has each cell report every period, cell i first at
