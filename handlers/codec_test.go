@@ -86,7 +86,7 @@ func BenchmarkDecodeDesire(b *testing.B) {
 	}
 }
 
-// declaredOnly lets a request skip the walk for unknown fields only when
+// CheckWireRanges' declaredOnly lets a request skip the walk for unknown fields only when
 // the walk would find none. Seeded: 3,000 requests (a desire and a cell's
 // bulk report), each with one field of a random number and wire type put
 // in a random message of it, as a client's encoder would write it.
@@ -111,7 +111,9 @@ var _ = Describe("the check that a protobuf request holds only declared fields",
 		for name, request := range requests {
 			body, err := proto.Marshal(request())
 			Expect(err).NotTo(HaveOccurred())
-			Expect(declaredOnly(body, request().ProtoReflect().Descriptor(), 0)).To(BeTrue(), name)
+			declared, err := models.CheckWireRanges(body, request().ProtoReflect().Descriptor())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(declared).To(BeTrue(), name)
 		}
 	})
 
@@ -146,7 +148,9 @@ var _ = Describe("the check that a protobuf request holds only declared fields",
 				continue // a value the field cannot hold
 			}
 			walk := unknownFields(decoded.ProtoReflect(), &fieldPath{index: -1})
-			Expect(declaredOnly(body, decoded.ProtoReflect().Descriptor(), 0)).To(Equal(walk == nil),
+			declared, err := models.CheckWireRanges(body, decoded.ProtoReflect().Descriptor())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(declared).To(Equal(walk == nil),
 				"case %d, %s: field %d of wire type %d in %s: the walk says %v", i, name, number, typ, target.Descriptor().FullName(), walk)
 			if walk == nil {
 				clean++

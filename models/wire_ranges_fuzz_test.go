@@ -34,7 +34,7 @@ func FuzzWireRanges(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pick uint8, data []byte) {
 		mt := types[int(pick)%len(types)]
 		md := mt.Descriptor()
-		checkErr := models.CheckWireRanges(data, md)
+		_, checkErr := models.CheckWireRanges(data, md)
 
 		msg := mt.New().Interface()
 		if proto.Unmarshal(data, msg) == nil {
@@ -42,7 +42,7 @@ func FuzzWireRanges(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s: marshal what decoded: %v", md.Name(), err)
 			}
-			if err := models.CheckWireRanges(again, md); err != nil {
+			if _, err := models.CheckWireRanges(again, md); err != nil {
 				t.Fatalf("%s: refuses its own encoding %x: %v", md.Name(), again, err)
 			}
 		}

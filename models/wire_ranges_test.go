@@ -126,6 +126,12 @@ func kindName(fd protoreflect.FieldDescriptor) string {
 }
 
 var _ = Describe("CheckWireRanges", func() {
+	// rangeErr is CheckWireRanges' refusal, if any.
+	rangeErr := func(b []byte, md protoreflect.MessageDescriptor) error {
+		_, err := models.CheckWireRanges(b, md)
+		return err
+	}
+
 	// Every validated message, every 32-bit varint field in it however
 	// deep: the value protobuf-go would truncate is refused naming the
 	// field, and the extremes that fit pass and decode.
@@ -157,13 +163,13 @@ var _ = Describe("CheckWireRanges", func() {
 						if signed {
 							shown = strconv.FormatInt(int64(v), 10)
 						}
-						err := models.CheckWireRanges(b, md)
+						err := rangeErr(b, md)
 						Expect(err).To(MatchError(fmt.Sprintf("invalid value for %s field %s: %s", kindName(f.field), name, shown)),
 							"%s %s = %d (packed %v)", md.Name(), name, v, packed)
 					}
 					for _, v := range in {
 						b, name := f.encode(v, packed)
-						Expect(models.CheckWireRanges(b, md)).To(Succeed(), "%s %s = %d (packed %v)", md.Name(), name, v, packed)
+						Expect(rangeErr(b, md)).To(Succeed(), "%s %s = %d (packed %v)", md.Name(), name, v, packed)
 						Expect(proto.Unmarshal(b, mt.New().Interface())).To(Succeed(), "%s %s = %d", md.Name(), name, v)
 					}
 				}
@@ -187,14 +193,18 @@ var _ = Describe("CheckWireRanges", func() {
 		lrp.Definition.MemoryMb = -1
 		b, err := proto.Marshal(&models.DesireLRPRequest{DesiredLrp: lrp})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(models.CheckWireRanges(b, (&models.DesireLRPRequest{}).ProtoReflect().Descriptor())).To(Succeed())
+		declared, err := models.CheckWireRanges(b, (&models.DesireLRPRequest{}).ProtoReflect().Descriptor())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(declared).To(BeTrue())
 	})
 
 	It("skips fields it does not know, and refuses bytes that are not an encoding", func() {
 		md := (&models.DesireLRPRequest{}).ProtoReflect().Descriptor()
 		unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), math.MaxUint64)
-		Expect(models.CheckWireRanges(unknown, md)).To(Succeed())
-		Expect(models.CheckWireRanges([]byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}, md)).To(HaveOccurred())
-		Expect(models.CheckWireRanges([]byte{0x0a, 0x05, 0x18}, md)).To(HaveOccurred())
+		declared, err := models.CheckWireRanges(unknown, md)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(declared).To(BeFalse(), "an undeclared field")
+		Expect(rangeErr([]byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}, md)).To(HaveOccurred())
+		Expect(rangeErr([]byte{0x0a, 0x05, 0x18}, md)).To(HaveOccurred())
 	})
 })
