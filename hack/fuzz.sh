@@ -23,6 +23,7 @@ targets=(
   "./db/sqldb FuzzRoutesJSON"
   "./db/sqldb FuzzDeflateFixed"
   "./db/sqldb FuzzInflateFixed"
+  "./db/sqldb FuzzReadBundle"
   "./cmd/cork FuzzSpecFile"
   "./cmd/bbs FuzzBoardConfig"
   "./cmd/rep FuzzRepConfig"

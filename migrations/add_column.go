@@ -163,6 +163,15 @@ var addEventReceipts = joinSteps("add_event_receipts", 1,
 	addColumns("", 0, "event_outbox", columnDef{"receipt", driver.nullBlob}),
 	addColumns("", 0, "event_log", columnDef{"receipt", driver.nullBlob}))
 
+// addEventBundles is migration 0029's Go half: event_outbox.event_count
+// and event_log.event_count, how many events the row holds (1 on every
+// row already there; db/sqldb/bundle.go).
+var addEventBundles = joinSteps("add_event_bundles", 1,
+	addColumns("", 0, "event_outbox", columnDef{"event_count", eventCount}),
+	addColumns("", 0, "event_log", columnDef{"event_count", eventCount}))
+
+func eventCount(driver) string { return "SMALLINT NOT NULL DEFAULT 1" }
+
 // addRolloutsFreezeExemption is migration 0021's Go half:
 // rollouts.freeze_exemption, why an active freeze window does not hold the
 // rollout ("revert", "override"; models.FreezeHolds), empty for the records

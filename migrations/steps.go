@@ -48,4 +48,5 @@ var registeredSteps = map[int]*goStep{
 	26: addCellsQuarantine,
 	27: addDesiredLRPsBudgetGroup,
 	28: addEventReceipts,
+	29: addEventBundles,
 }

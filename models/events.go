@@ -86,3 +86,18 @@ func withoutDefinition(lrp *DesiredLRP) *DesiredLRP {
 func OperationChanged(op *Operation) Event {
 	return Event{Type: EventOperationChanged, Key: op.GetProcessGuid(), Payload: &OperationChangedEvent{Operation: op}}
 }
+
+// EventNamesLRP reports whether an event of eventType is keyed by a
+// process guid, that is, whether it is about one LRP. Cell, freeze window
+// and budget group events are keyed by what they are about instead (a cell
+// id, "freeze/" or "budget_group/" and a name), and an events_lost event
+// opens a stream, keyed by nothing. Convergence reads the keys of the
+// events that name an LRP to learn which LRPs changed; the event log
+// bundles only those (db/sqldb/bundle.go).
+func EventNamesLRP(eventType string) bool {
+	switch eventType {
+	case EventCellChanged, EventFreezeChanged, EventBudgetGroupChanged, EventEventsLost:
+		return false
+	}
+	return true
+}

@@ -316,7 +316,7 @@ func busyBytes(ctx context.Context, d *database) (value, how string, err error) 
 		return "", "", err
 	}
 	var logged int64
-	if err := d.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM event_log").Scan(&logged); err != nil {
+	if err := d.conn.QueryRowContext(ctx, "SELECT COALESCE(SUM(event_count), 0) FROM event_log").Scan(&logged); err != nil {
 		return "", "", err
 	}
 	return describeTables(tables) + fmt.Sprintf("; %d events in the log", logged), how, nil

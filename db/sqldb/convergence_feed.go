@@ -37,39 +37,49 @@ func (s *SQLDB) ConvergenceMark(ctx context.Context) (convergence.Mark, error) {
 }
 
 // ConvergenceChanges reads the keys of the events at positions
-// after+1..upTo, but those of cell, freeze window and budget group events,
-// which name no LRP (the snapshot reads cells, and each pass windows and
-// groups, whole). The log has no holes, so it holds all of them exactly
-// when its first position past after is after+1.
+// after+1..upTo that name an LRP (models.EventNamesLRP: not those of
+// cells, freeze windows and budget groups, which the snapshot reads whole)
+// and of the bundles there, which hold only such events (bundle.go). The
+// log has no holes, so it holds all of them exactly when its first row
+// past after holds after+1, as its first event (a row of one event at
+// after+1, or a bundle beginning there) or a later one (a bundle that
+// began at or before after: marks fall between rows, but this reads any
+// after).
 func (s *SQLDB) ConvergenceChanges(ctx context.Context, after, upTo uint64) ([]string, bool, error) {
 	if upTo <= after {
 		return nil, false, nil
 	}
-	var first sql.NullInt64
-	err := s.queryRow(ctx, s.conn, "SELECT MIN(position) FROM event_log WHERE position > ?", int64(after)).Scan(&first)
+	var first int64
+	err := s.queryRow(ctx, s.conn, "SELECT position - event_count + 1 FROM event_log WHERE position > ? ORDER BY position LIMIT 1", int64(after)).Scan(&first)
+	if err == sql.ErrNoRows {
+		return nil, true, nil
+	}
 	if err != nil {
 		return nil, false, asModelError("read convergence changes", err)
 	}
-	if !first.Valid || uint64(first.Int64) != after+1 {
+	if uint64(first) > after+1 {
 		return nil, true, nil
 	}
 	var guids []string
-	err = s.eachRow(ctx, s.conn, `SELECT DISTINCT event_key FROM event_log
- WHERE position > ? AND position <= ? AND event_type NOT IN (?, ?, ?)`, []any{int64(after), int64(upTo), models.EventCellChanged, models.EventFreezeChanged, models.EventBudgetGroupChanged},
+	err = s.eachRow(ctx, s.conn, `SELECT DISTINCT event_type, event_key FROM event_log
+ WHERE position > ? AND position <= ?`, []any{int64(after), int64(upTo)},
 		func(rows *sql.Rows) error {
-			var guid string
-			if err := rows.Scan(&guid); err != nil {
+			var eventType, guid string
+			if err := rows.Scan(&eventType, &guid); err != nil {
 				return err
 			}
-			guids = append(guids, guid)
+			if eventType == bundleType || models.EventNamesLRP(eventType) {
+				guids = append(guids, guid)
+			}
 			return nil
 		})
 	if err != nil {
 		return nil, false, asModelError("read convergence changes", err)
 	}
-	// Sorted here, as bytes, so every dialect's collation gives one order.
+	// Sorted here, as bytes, so every dialect's collation gives one order;
+	// a guid with events and bundles was read once for each.
 	slices.Sort(guids)
-	return guids, false, nil
+	return slices.Compact(guids), false, nil
 }
 
 // ConvergenceRows reads the LRPs' rows in one read-only transaction, as

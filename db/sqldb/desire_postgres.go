@@ -39,13 +39,16 @@ import (
 // nothing. Instances skip an index that already has an ORDINARY instance,
 // as insertUnclaimed does, so one left over from a removed LRP is kept.
 //
-// The events go to the outbox in the same statement (logged), so that a
-// desire is one auto-committed round trip rather than four (BEGIN, this,
-// the outbox insert, COMMIT): $30 to $33 are every event the desire can
-// have, in order (the LRP, its instances by index, the operation), with
-// the instance index each is about, or -1. Only the events of what the
-// statement stored are inserted: all of them when the LRP was stored,
-// less the ActualLRPCreated of an index whose left-over instance was kept.
+// The events go to the outbox in the same statement, so that a desire is
+// one auto-committed round trip rather than four (BEGIN, this, the outbox
+// insert, COMMIT). Only the events of what the statement stored are
+// inserted: all of them when the LRP was stored with every instance
+// ($38 of them), bundled (bundle.go: $30 to $32 and $37, the rows of the
+// LRP's events), by logged; or, when a left-over instance was kept at an
+// index, by logged_each, one row per event less that index's
+// ActualLRPCreated: $39 to $41 are every event the desire can have, in
+// order (the LRP, its instances by index, the operation), and $33 the
+// instance index each is about, or -1.
 // The statement answers whether it stored the LRP, the indices of the
 // instances it stored and the operation's sequence.
 // $1 to $15, $35 and $36 are the desired row (desiredLRPColumns, its last
@@ -89,10 +92,16 @@ const desireNewPostgres = `WITH taken AS (
 	FROM desired d
 	RETURNING sequence
 ), logged AS (
+	INSERT INTO event_outbox (event_type, event_key, payload, event_count)
+	SELECT e.event_type, e.event_key, e.payload, e.event_count
+	FROM unnest($30::text[], $31::text[], $32::bytea[], $37::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
+	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) = $38::bigint
+	ORDER BY e.n
+), logged_each AS (
 	INSERT INTO event_outbox (event_type, event_key, payload)
 	SELECT e.event_type, e.event_key, e.payload
-	FROM unnest($30::text[], $31::text[], $32::bytea[], $33::int[]) WITH ORDINALITY AS e(event_type, event_key, payload, instance_index, n)
-	WHERE EXISTS (SELECT 1 FROM desired)
+	FROM unnest($39::text[], $40::text[], $41::bytea[], $33::int[]) WITH ORDINALITY AS e(event_type, event_key, payload, instance_index, n)
+	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) <> $38::bigint
 		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
 	ORDER BY e.n
 ), receipt AS (
@@ -156,20 +165,22 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		instanceOf = append(instanceOf, int32(i))
 	}
 	instanceOf = append(instanceOf, -1)
-	types, keys, payloads, err := encodeEvents(append(desiredEvents(stored, created), models.OperationChanged(op)))
+	events, err := marshalEvents(append(desiredEvents(stored, created), models.OperationChanged(op)))
 	if err != nil {
 		return nil, err
 	}
+	bundled, each := events.bundled(), events.eachRow()
 	// The receipt is inserted only with the LRP: a statement that stored it
 	// and lost its connection is settled as stored (commitStatement).
 	token := s.newReceiptToken()
-	args := make([]any, 0, len(desiredRow)+19)
+	args := make([]any, 0, len(desiredRow)+24)
 	last := len(desiredRow) - 2 // disruption_budget and budget_group, $35 and $36
 	args = append(args, desiredRow[:last]...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
 		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
-		pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf), token, desiredRow[last], desiredRow[last+1])
+		pq.Array(bundled.types), pq.Array(bundled.keys), pq.ByteaArray(bundled.payloads), pq.Array(instanceOf), token, desiredRow[last], desiredRow[last+1],
+		pq.Array(bundled.counts), int64(len(created)), pq.Array(each.types), pq.Array(each.keys), pq.ByteaArray(each.payloads))
 
 	// Prepared: parsing, analysing and planning the statement cost the
 	// database more than running it.

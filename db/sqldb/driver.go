@@ -119,10 +119,10 @@ type driver interface {
 	// appendEvents inserts encoded events into the outbox in one
 	// statement, however many there are, with the commit receipt when one
 	// is given (in commit_receipts: receiptOnEvents is false).
-	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte) error
+	appendEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, rows outboxRows, receipt []byte) error
 	// moveEvents moves outbox rows into the log without reading them
 	// out of the database (SequenceEvents).
-	moveEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error)
+	moveEvents() func(s *SQLDB, ctx context.Context, tx *sql.Tx, head int64, limit int) (moved int, newHead int64, err error)
 	// writeActualLRPs stores one batch of actual row writes (at most
 	// batchSize/2) in one statement.
 	writeActualLRPs() func(s *SQLDB, ctx context.Context, q queryer, writes []rowWrite) error
@@ -225,11 +225,11 @@ func (general) lifecycle() lifecycleFunc {
 	return nil
 }
 
-func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {
+func (general) appendEvents() func(*SQLDB, context.Context, *sql.Tx, outboxRows, []byte) error {
 	return nil
 }
 
-func (general) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, error) {
+func (general) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, int64, error) {
 	return nil
 }
 

@@ -35,11 +35,11 @@ func (generalOnly) lifecycle() lifecycleFunc {
 	return nil
 }
 
-func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {
+func (generalOnly) appendEvents() func(*SQLDB, context.Context, *sql.Tx, outboxRows, []byte) error {
 	return nil
 }
 
-func (generalOnly) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, error) {
+func (generalOnly) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, int64, error) {
 	return nil
 }
 

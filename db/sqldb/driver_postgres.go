@@ -123,11 +123,11 @@ func (postgresDriver) lifecycle() lifecycleFunc {
 	return (*SQLDB).lifecyclePostgres
 }
 
-func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, []string, []string, [][]byte, []byte) error {
+func (postgresDriver) appendEvents() func(*SQLDB, context.Context, *sql.Tx, outboxRows, []byte) error {
 	return (*SQLDB).appendEventsPostgres
 }
 
-func (postgresDriver) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, error) {
+func (postgresDriver) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, int64, error) {
 	return (*SQLDB).moveEventsPostgres
 }
 
@@ -143,8 +143,8 @@ func (postgresDriver) insertCreated() func([]*models.ActualLRP, int64) (string, 
 // there are, with the commit receipt, prepared once per pooled connection:
 // parsing and planning it cost Postgres more than running it, on every
 // write.
-func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, keys []string, payloads [][]byte, receipt []byte) error {
-	query, args := appendEventsPostgresSQL, []any{pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads)}
+func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, rows outboxRows, receipt []byte) error {
+	query, args := appendEventsPostgresSQL, rows.arrays()
 	if receipt != nil {
 		query, args = appendEventsReceiptPostgresSQL, append(args, receipt)
 	}
@@ -156,15 +156,16 @@ func (s *SQLDB) appendEventsPostgres(ctx context.Context, tx *sql.Tx, types, key
 	return err
 }
 
-// appendEventsPostgresSQL inserts events given as three arrays of one length;
-// ORDINALITY keeps their order, and with it their ids'.
-const appendEventsPostgresSQL = `INSERT INTO event_outbox (event_type, event_key, payload)
- SELECT e.event_type, e.event_key, e.payload
- FROM unnest($1::text[], $2::text[], $3::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n) ORDER BY e.n`
+// appendEventsPostgresSQL inserts outbox rows given as four arrays of one
+// length (outboxRows.arrays); ORDINALITY keeps their order, and with it
+// their ids'.
+const appendEventsPostgresSQL = `INSERT INTO event_outbox (event_type, event_key, payload, event_count)
+ SELECT e.event_type, e.event_key, e.payload, e.event_count
+ FROM unnest($1::text[], $2::text[], $3::bytea[], $4::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n) ORDER BY e.n`
 
 // appendEventsReceiptPostgresSQL is appendEventsPostgresSQL with the commit
-// receipt ($4) inserted by the same statement.
-const appendEventsReceiptPostgresSQL = `WITH receipt AS (INSERT INTO commit_receipts (token) VALUES ($4))
+// receipt ($5) inserted by the same statement.
+const appendEventsReceiptPostgresSQL = `WITH receipt AS (INSERT INTO commit_receipts (token) VALUES ($5))
 ` + appendEventsPostgresSQL
 
 // moveEventsPostgres is moveEvents in one statement that moves the rows
@@ -177,22 +178,24 @@ const appendEventsReceiptPostgresSQL = `WITH receipt AS (INSERT INTO commit_rece
 // limit a constant and the table small, Postgres would sort its heap,
 // which grows with every row it ever held until it is vacuumed), and
 // the range between two subquery values counts as a sliver.
-func (s *SQLDB) moveEventsPostgres(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error) {
+func (s *SQLDB) moveEventsPostgres(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, int64, error) {
 	stmt, err := s.statements.get(ctx, s.conn, moveEventsPostgresSQL)
 	if err != nil {
-		return 0, err
+		return 0, head, err
 	}
 	var moved int
+	var events int64
 	var notified sql.NullBool
-	if err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, head, limit).Scan(&moved, &notified); err != nil {
-		return 0, err
+	if err := tx.StmtContext(ctx, stmt).QueryRowContext(ctx, head, limit).Scan(&moved, &events, &notified); err != nil {
+		return 0, head, err
 	}
-	return moved, nil
+	return moved, head + events, nil
 }
 
 // moveEventsPostgresSQL deletes the oldest $2 outbox rows and logs what the
-// DELETE returned, numbered $1+1, $1+2, … in id order, so that exactly the
-// rows deleted are logged. Every part reads the outbox with the statement's
+// DELETE returned, in id order, each at $1 plus the events of the rows up
+// to it and itself (its last event's position, bundle.go), so that exactly
+// the rows deleted are logged. Every part reads the outbox with the statement's
 // one snapshot, taken after the caller locked the head (no other sequencer
 // deletes meanwhile), so the rows it sees with ids from the lowest to the
 // highest picked are the picked ones: a row committed since is not seen,
@@ -208,17 +211,17 @@ var moveEventsPostgresSQL = `WITH picked AS (
 ), moved AS (
 	DELETE FROM event_outbox
 	WHERE id BETWEEN (SELECT min(id) FROM picked) AND (SELECT max(id) FROM picked)
-	RETURNING id, event_type, event_key, payload
+	RETURNING id, event_type, event_key, payload, event_count
 ), logged AS (
-	INSERT INTO event_log (position, event_type, event_key, payload, created_at)
-	SELECT $1 + row_number() OVER (ORDER BY id), event_type, event_key, payload, ` + postgresDriver{}.nowNanos() + `
+	INSERT INTO event_log (position, event_type, event_key, payload, event_count, created_at)
+	SELECT $1 + sum(event_count) OVER (ORDER BY id), event_type, event_key, payload, event_count, ` + postgresDriver{}.nowNanos() + `
 	FROM moved
 ), head AS (
-	UPDATE event_log_head SET position = $1 + (SELECT count(*) FROM moved)
+	UPDATE event_log_head SET position = $1 + (SELECT sum(event_count) FROM moved)
 	WHERE id = 1 AND EXISTS (SELECT 1 FROM moved)
 )
-SELECT n, CASE WHEN n > 0 THEN pg_notify('` + eventNotifyChannel + `', '') IS NULL END
-FROM (SELECT count(*) AS n FROM moved) c`
+SELECT n, events, CASE WHEN n > 0 THEN pg_notify('` + eventNotifyChannel + `', '') IS NULL END
+FROM (SELECT count(*) AS n, COALESCE(sum(event_count), 0) AS events FROM moved) c`
 
 // writeActualLRPsPostgres is one UPDATE of many rows, joined to the new
 // values; the first row of VALUES gives the columns their types.

@@ -85,7 +85,7 @@ func (sqliteDriver) updateEachByKey(column, set string, setArgs []any, changes [
 	return updateEachJoiningKeys(column, set, setArgs, changes, false)
 }
 
-func (sqliteDriver) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, error) {
+func (sqliteDriver) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, int64, error) {
 	return (*SQLDB).moveEventsSQLite
 }
 
@@ -101,32 +101,35 @@ func (sqliteDriver) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, i
 // lock (every write transaction begins IMMEDIATE), so no row is added or
 // committed between the statements. Example: the outbox holds ids 7, 9,
 // 12 and 15 and limit is 3: the count is 3 and the highest id 12; ids 7,
-// 9 and 12 are logged at head+1, head+2 and head+3 in id order, deleted,
-// and the head moves to head+3; 15 stays for the next move.
-func (s *SQLDB) moveEventsSQLite(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error) {
+// 9 and 12, one event each, are logged at head+1, head+2 and head+3 in id
+// order, deleted, and the head moves to head+3 (had 9 been a bundle of
+// two, at head+1, head+3 and head+4, and the head would move to head+4);
+// 15 stays for the next move.
+func (s *SQLDB) moveEventsSQLite(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, int64, error) {
 	var picked int
-	var last sql.NullInt64
-	err := s.queryRow(ctx, tx, "SELECT COUNT(*), MAX(id) FROM (SELECT id FROM event_outbox ORDER BY id LIMIT ?)", limit).Scan(&picked, &last)
+	var last, events sql.NullInt64
+	err := s.queryRow(ctx, tx, "SELECT COUNT(*), MAX(id), SUM(event_count) FROM (SELECT id, event_count FROM event_outbox ORDER BY id LIMIT ?)", limit).Scan(&picked, &last, &events)
 	if err != nil || picked == 0 {
-		return 0, err
+		return 0, head, err
 	}
 	if _, err := s.exec(ctx, tx, moveEventsSQLiteSQL, head, last.Int64); err != nil {
-		return 0, err
+		return 0, head, err
 	}
 	if _, err := s.exec(ctx, tx, "DELETE FROM event_outbox WHERE id <= ?", last.Int64); err != nil {
-		return 0, err
+		return 0, head, err
 	}
-	if _, err := s.exec(ctx, tx, advanceLogHead, head+int64(picked)); err != nil {
-		return 0, err
+	newHead := head + events.Int64
+	if _, err := s.exec(ctx, tx, advanceLogHead, newHead); err != nil {
+		return 0, head, err
 	}
-	return picked, nil
+	return picked, newHead, nil
 }
 
 // moveEventsSQLiteSQL logs the outbox rows with ids up to its second
-// argument at the positions after its first (the head), in id order,
-// with the receipts they carry.
+// argument after its first (the head), in id order, each at its last
+// event's position (bundle.go), with the receipts they carry.
 var moveEventsSQLiteSQL = insertIntoEventLog + `
- SELECT ? + ROW_NUMBER() OVER (ORDER BY id), event_type, event_key, payload, receipt, ` + dialect.NowNanos(dialect.SQLite) + `
+ SELECT ? + SUM(event_count) OVER (ORDER BY id), event_type, event_key, payload, receipt, event_count, ` + dialect.NowNanos(dialect.SQLite) + `
  FROM event_outbox WHERE id <= ? ORDER BY id`
 
 // prepareSQLiteFile makes the folder of a SQLite file path (0700) and the

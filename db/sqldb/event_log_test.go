@@ -100,6 +100,57 @@ var _ = forEachDialect("the event log", func(b *board) {
 		Expect(last).To(Equal(before + 4))
 	})
 
+	It("logs a transaction's events about one LRP as one row, and reads on from any position inside it", func() {
+		_, before := bounds()
+		_, err := b.store.DesireLRP(b.ctx, newLRP("web", "apps", 2))
+		Expect(err).NotTo(HaveOccurred())
+		whole := readAll(b, b.store, before)
+		Expect(eventTypes(eventsOf(whole))).To(Equal([]string{"desired_lrp_created", "actual_lrp_created", "actual_lrp_created", "operation_changed"}))
+
+		By("storing the four events in one row at the last one's position")
+		var rows, events, position int64
+		Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), "SELECT COUNT(*), SUM(event_count), MAX(position) FROM event_log WHERE position > ?"), int64(before)).
+			Scan(&rows, &events, &position)).To(Succeed())
+		Expect([]int64{rows, events, position}).To(Equal([]int64{1, 4, int64(before) + 4}))
+
+		By("reading from every position inside it, whole or a page at a time")
+		for k := range uint64(4) {
+			page, err := b.store.ReadEvents(b.ctx, before+k, 100)
+			Expect(err).NotTo(HaveOccurred())
+			expectContiguous(page, before+k+1)
+			Expect(eventsOf(page)).To(HaveLen(int(4 - k)))
+			for i, e := range page {
+				Expect(e.Type).To(Equal(whole[k+uint64(i)].Type))
+				Expect(e.Key).To(Equal("web"))
+				Expect(e.Payload).To(EqualProto(whole[k+uint64(i)].Payload))
+			}
+			Expect(readAll(b, b.store, before+k)).To(HaveLen(int(4 - k)))
+		}
+		page, err := b.store.ReadEvents(b.ctx, before+1, 2)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(page).To(HaveLen(2))
+		expectContiguous(page, before+2)
+
+		By("saying where it begins, and that convergence misses none of it from inside it")
+		first, last := bounds()
+		Expect([]uint64{first, last}).To(Equal([]uint64{before + 1, before + 4}))
+		for k := range uint64(4) {
+			guids, lost, err := b.store.ConvergenceChanges(b.ctx, before+k, last)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(lost).To(BeFalse())
+			Expect(guids).To(Equal([]string{"web"}))
+		}
+	})
+
+	It("refuses a bundle row that does not hold its event_count events, naming its position", func() {
+		_, last := bounds()
+		b.exec("INSERT INTO event_outbox (event_type, event_key, payload, event_count) VALUES ('bundle', 'web', ?, 3)",
+			sqldb.AppendBundle(nil, []string{"desired_lrp_changed", "operation_changed"}, [][]byte{nil, nil}))
+		sequence(b, b.store)
+		_, err := b.store.ReadEvents(b.ctx, last, 10)
+		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("event_log row at %d: malformed event bundle: 2 events, event_count 3", last+3))))
+	})
+
 	It("says it keeps nothing when it is empty: the first position is the one after the last", func() {
 		first, last := bounds()
 		Expect(first).To(Equal(last + 1))
@@ -148,9 +199,11 @@ var _ = forEachDialect("the event log", func(b *board) {
 			Expect(e.Type).To(Equal(published[i].Type))
 			Expect(e.Payload).To(EqualProto(published[i].Payload))
 		}
+		// The update's two events, the LRP's change and its operation's,
+		// are one bundle, at the second one's position.
 		var raw []byte
-		Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), "SELECT payload FROM event_log WHERE position = ?"), int64(logged[0].ID)).Scan(&raw)).To(Succeed())
-		Expect(logged[0].Type).To(Equal(models.EventDesiredLRPChanged))
+		Expect(b.conn.QueryRow(dialect.Rebind(dialect.Name(b.dialect), "SELECT payload FROM event_log WHERE position = ?"), int64(logged[1].ID)).Scan(&raw)).To(Succeed())
+		Expect(eventTypes(eventsOf(logged))).To(Equal([]string{models.EventDesiredLRPChanged, models.EventOperationChanged}))
 		Expect(raw[:2]).To(Equal([]byte{0x00, 0x02}))
 		Expect(len(raw)).To(BeNumerically("<", proto.Size(logged[0].Payload)))
 	})
@@ -260,7 +313,8 @@ var _ = forEachDialect("the event log", func(b *board) {
 	})
 
 	Describe("trimming", func() {
-		// logEvents desires n more LRPs of one instance: 3 events each.
+		// logEvents desires n more LRPs of one instance: 3 events each,
+		// one row.
 		desired := 0
 		logEvents := func(n int) {
 			GinkgoHelper()
@@ -276,18 +330,35 @@ var _ = forEachDialect("the event log", func(b *board) {
 			first, last := bounds()
 			Expect(last - first + 1).To(BeEquivalentTo(15))
 
+			// Each desire's three events are one row (a bundle), at
+			// first+2, first+5, … first+14.
 			deleted, err := b.store.TrimEventLog(b.ctx, time.Hour, 4, 3, 2)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(deleted).To(BeEquivalentTo(6), "two statements of three")
+			Expect(deleted).To(BeEquivalentTo(2), "two statements of three positions, a row each")
 			Expect(firstKept()).To(Equal(first + 6))
 
+			// The newest four events are the last row's and the one
+			// before's last: that row is kept whole.
 			deleted, err = b.store.TrimEventLog(b.ctx, time.Hour, 4, 3, 100)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(deleted).To(BeEquivalentTo(5))
+			Expect(deleted).To(BeEquivalentTo(1))
 			newFirst, newLast := bounds()
-			Expect(newFirst).To(Equal(last - 3))
+			Expect(newFirst).To(Equal(last - 5))
 			Expect(newLast).To(Equal(last))
-			expectContiguous(readAll(b, b.store, 0), last-3)
+			expectContiguous(readAll(b, b.store, 0), last-5)
+		})
+
+		It("works off a backlog of bundles statement by statement, though each holds fewer rows than its batch", func() {
+			logEvents(10)
+			first, last := bounds()
+			deleted, err := b.store.TrimEventLog(b.ctx, time.Hour, 3, 9, 2)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(deleted).To(BeEquivalentTo(6), "two statements of nine positions, three rows each")
+			Expect(firstKept()).To(Equal(first + 18))
+			deleted, err = b.store.TrimEventLog(b.ctx, time.Hour, 3, 9, 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(deleted).To(BeEquivalentTo(3))
+			Expect(firstKept()).To(Equal(last - 2))
 		})
 
 		It("deletes what is older than the retention by the database's clock, and nothing younger", func() {
@@ -298,7 +369,7 @@ var _ = forEachDialect("the event log", func(b *board) {
 
 			deleted, err := b.store.TrimEventLog(b.ctx, time.Hour, 1_000_000, 100, 10)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(deleted).To(BeEquivalentTo(3))
+			Expect(deleted).To(BeEquivalentTo(1), "one row, the bundle of the first desire's events")
 			Expect(firstKept()).To(Equal(first + 3))
 
 			deleted, err = b.store.TrimEventLog(b.ctx, time.Hour, 1_000_000, 100, 10)

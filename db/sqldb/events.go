@@ -48,22 +48,24 @@ func WithEventsCommitted(committed func()) Option {
 	return func(s *SQLDB) { s.eventsCommitted = committed }
 }
 
-// appendEvents inserts changes into the outbox, in order, and the commit
-// receipt when one is given (commit.go) with them: in the same statement
-// on Postgres, in the same round trip where the driver joins statements,
-// or, where the driver puts receipts on the events (MySQL), on the first
-// outbox row, whose id it then returns (0 otherwise).
+// appendEvents inserts changes into the outbox, in order, bundled
+// (bundle.go), and the commit receipt when one is given (commit.go) with
+// them: in the same statement on Postgres, in the same round trip where
+// the driver joins statements, or, where the driver puts receipts on the
+// events (MySQL), on the first outbox row, whose id it then returns (0
+// otherwise).
 func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.Event, receipt []byte) (receiptRow int64, err error) {
-	types, keys, payloads, err := encodeEvents(changes)
+	rows, err := encodeEvents(changes)
 	if err != nil {
 		return 0, err
 	}
 	if appendAll := s.driver.appendEvents(); appendAll != nil {
-		return 0, appendAll(s, ctx, tx, types, keys, payloads, receipt)
+		return 0, appendAll(s, ctx, tx, rows, receipt)
 	}
 	onEvents := receipt != nil && s.driver.receiptOnEvents()
-	for start := 0; start < len(changes); start += batchSize {
-		end := min(start+batchSize, len(changes))
+	n := len(rows.types)
+	for start := 0; start < n; start += batchSize {
+		end := min(start+batchSize, n)
 		columns := slices.Clone(outboxColumns)
 		carries := onEvents && start == 0 // this batch's first row carries the receipt
 		if carries {
@@ -71,7 +73,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		}
 		args := make([]any, 0, len(columns)*(end-start)+2)
 		for i := start; i < end; i++ {
-			args = append(args, types[i], keys[i], payloads[i])
+			args = append(args, rows.types[i], rows.keys[i], rows.payloads[i], rows.counts[i])
 			switch {
 			case carries && i == 0:
 				args = append(args, receipt)
@@ -81,7 +83,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		}
 		var b strings.Builder
 		writeInsert(&b, "event_outbox", columns, end-start)
-		if end == len(changes) && receipt != nil && !onEvents && s.driver.joinsStatements() {
+		if end == n && receipt != nil && !onEvents && s.driver.joinsStatements() {
 			b.WriteString(";\n" + insertReceipt)
 			args = append(args, receipt)
 			receipt = nil
@@ -105,11 +107,11 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 }
 
 // outboxColumns are the outbox's columns a write inserts, in
-// encodeEvents' order.
-var outboxColumns = []string{"event_type", "event_key", "payload"}
+// outboxRows' order.
+var outboxColumns = []string{"event_type", "event_key", "payload", "event_count"}
 
-// encodeEvents is changes as the outbox's columns, in order. A payload is
-// the protobuf of the event's message, packed when that is shorter
+// encodeEvents is changes as the outbox's rows, bundled (bundle.go). A
+// payload, a bundle's or an event's, is packed when that is shorter
 // (compress.go): a changed event carries its row twice, before and after,
 // and packing stores the second copy as a few back-references.
 //
@@ -121,18 +123,12 @@ var outboxColumns = []string{"event_type", "event_key", "payload"}
 // too took the log from 3,022 to 2,673–2,677 bytes per LRP in bbs-load
 // peer on Postgres (10,000 LRPs, 5,000 updates and scalings; two
 // alternated runs), with claims and starts, placing and scaling no slower.
-func encodeEvents(changes []models.Event) (types, keys []string, payloads [][]byte, err error) {
-	types = make([]string, len(changes))
-	keys = make([]string, len(changes))
-	payloads = make([][]byte, len(changes))
-	for i, e := range changes {
-		raw, err := proto.Marshal(e.Payload)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("encode %s event: %w", e.Type, err)
-		}
-		types[i], keys[i], payloads[i] = e.Type, e.Key, pack(raw)
+func encodeEvents(changes []models.Event) (outboxRows, error) {
+	e, err := marshalEvents(changes)
+	if err != nil {
+		return outboxRows{}, err
 	}
-	return types, keys, payloads, nil
+	return e.bundled(), nil
 }
 
 // logCommitted sequences until the outbox holds nothing this call saw
@@ -149,9 +145,9 @@ func (s *SQLDB) logCommitted(ctx context.Context) error {
 	}
 }
 
-// SequenceEvents moves up to limit committed events from the outbox into
-// the log, oldest first, at the positions after the head, and returns how
-// many it moved. Sequencers take turns on the head's row lock; writers
+// SequenceEvents moves up to limit committed outbox rows (events or
+// bundles, bundle.go) into the log, oldest first, at the positions after
+// the head, and returns how many rows it moved. Sequencers take turns on the head's row lock; writers
 // never wait for them. An empty outbox costs one indexed read and no lock.
 func (s *SQLDB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 	var first int64
@@ -173,11 +169,10 @@ func (s *SQLDB) SequenceEvents(ctx context.Context, limit int) (int, error) {
 			return err
 		}
 		if moveAll := s.driver.moveEvents(); moveAll != nil {
-			moved, err = moveAll(s, ctx, tx, head, limit)
+			moved, last, err = moveAll(s, ctx, tx, head, limit)
 		} else {
-			moved, err = s.moveEvents(ctx, tx, head, limit)
+			moved, last, err = s.moveEvents(ctx, tx, head, limit)
 		}
-		last = head + int64(moved)
 		return err
 	})
 	if err == nil {
@@ -198,36 +193,40 @@ func (s *SQLDB) sawLogPosition(position int64) {
 }
 
 // moveEvents moves up to limit outbox rows, oldest first, into the log at
-// the positions after head, and moves the head past them, in tx, which
-// holds the head's row lock. It reads the rows and writes them back, with
-// the commit receipts they carry (commit.go: a lost commit is settled by
-// its receipt in the log once its events have moved).
-func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit int) (int, error) {
-	rows, err := s.query(ctx, tx, "SELECT id, event_type, event_key, payload, receipt FROM event_outbox ORDER BY id LIMIT ?", limit)
+// the positions after head, and moves the head past their events, in tx,
+// which holds the head's row lock; it returns how many rows it moved. It
+// reads the rows and writes them back, with the commit receipts they
+// carry (commit.go: a lost commit is settled by its receipt in the log
+// once its events have moved). A row's position is its last event's
+// (bundle.go).
+func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit int) (moved int, newHead int64, err error) {
+	rows, err := s.query(ctx, tx, "SELECT id, event_type, event_key, payload, receipt, event_count FROM event_outbox ORDER BY id LIMIT ?", limit)
 	if err != nil {
-		return 0, err
+		return 0, head, err
 	}
 	var ids []any
 	var logged []any
+	position := head
 	for rows.Next() {
-		var id int64
+		var id, count int64
 		var eventType, key string
 		var payload, receipt []byte
-		if err := rows.Scan(&id, &eventType, &key, &payload, &receipt); err != nil {
+		if err := rows.Scan(&id, &eventType, &key, &payload, &receipt, &count); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, head, err
 		}
+		position += count
 		ids = append(ids, id)
-		logged = append(logged, head+int64(len(ids)), eventType, key, payload, receipt)
+		logged = append(logged, position, eventType, key, payload, receipt, count)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, head, err
 	}
 	if len(ids) == 0 {
-		return 0, nil
+		return 0, head, nil
 	}
-	const perRow = 5
+	const perRow = 6
 	for start := 0; start < len(ids); start += batchSize {
 		end := min(start+batchSize, len(ids))
 		var b strings.Builder
@@ -236,31 +235,32 @@ func (s *SQLDB) moveEvents(ctx context.Context, tx *sql.Tx, head int64, limit in
 			if i > start {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, " + s.driver.nowNanos() + ")")
+			b.WriteString("(?, ?, ?, ?, ?, ?, " + s.driver.nowNanos() + ")")
 		}
 		if _, err := s.exec(ctx, tx, b.String(), logged[start*perRow:end*perRow]...); err != nil {
-			return 0, err
+			return 0, head, err
 		}
 		if _, err := s.exec(ctx, tx, "DELETE FROM event_outbox WHERE id IN "+inList(end-start), ids[start:end]...); err != nil {
-			return 0, err
+			return 0, head, err
 		}
 	}
-	if _, err := s.exec(ctx, tx, advanceLogHead, head+int64(len(ids))); err != nil {
-		return 0, err
+	if _, err := s.exec(ctx, tx, advanceLogHead, position); err != nil {
+		return 0, head, err
 	}
-	return len(ids), nil
+	return len(ids), position, nil
 }
 
-// insertIntoEventLog begins an insert of logged events, with the commit
+// insertIntoEventLog begins an insert of logged rows, with the commit
 // receipts they carry; advanceLogHead moves the head to its argument.
 const (
-	insertIntoEventLog = "INSERT INTO event_log (position, event_type, event_key, payload, receipt, created_at)"
+	insertIntoEventLog = "INSERT INTO event_log (position, event_type, event_key, payload, receipt, event_count, created_at)"
 	advanceLogHead     = "UPDATE event_log_head SET position = ? WHERE id = 1"
 )
 
 // ReadLogged returns up to limit events logged after position after, in
 // order, with their payloads as the log keeps them (DecodePayload reads
-// them): what a board's tailer keeps in its hub.
+// them): what a board's tailer keeps in its hub. It reads up to limit rows,
+// the first of which may be a bundle holding events up to after too.
 func (s *SQLDB) ReadLogged(ctx context.Context, after uint64, limit int) ([]events.Logged, error) {
 	// Nothing is logged past the head (both are written in one
 	// transaction, and one statement reads both with one snapshot), so the
@@ -268,7 +268,7 @@ func (s *SQLDB) ReadLogged(ctx context.Context, after uint64, limit int) ([]even
 	// planner: without statistics (a log never analysed) it takes
 	// "position > after" for a third of the log and reads all of it, per
 	// read; a range it takes for a sliver, and reads the index.
-	rows, err := s.query(ctx, s.conn, `SELECT position, event_type, event_key, payload FROM event_log
+	rows, err := s.query(ctx, s.conn, `SELECT position, event_type, event_key, payload, event_count FROM event_log
  WHERE position > ? AND position <= (SELECT position FROM event_log_head WHERE id = 1)
  ORDER BY position LIMIT ?`, int64(after), limit)
 	if err != nil {
@@ -276,20 +276,51 @@ func (s *SQLDB) ReadLogged(ctx context.Context, after uint64, limit int) ([]even
 	}
 	defer rows.Close()
 	var out []events.Logged
-	for rows.Next() {
-		var position int64
-		var e events.Logged
-		if err := rows.Scan(&position, &e.Type, &e.Key, &e.Stored); err != nil {
+	for rows.Next() && len(out) < limit {
+		var position, count int64
+		var eventType, key string
+		var stored []byte
+		if err := rows.Scan(&position, &eventType, &key, &stored, &count); err != nil {
 			return nil, asModelError("read events", err)
 		}
-		e.ID = uint64(position)
-		out = append(out, e)
+		if out, err = appendLogged(out, after, position, count, eventType, key, stored); err != nil {
+			return nil, asModelError("read events", err)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, asModelError("read events", err)
 	}
+	out = out[:min(len(out), limit)]
 	if len(out) > 0 {
 		s.sawLogPosition(int64(out[len(out)-1].ID))
+	}
+	return out, nil
+}
+
+// appendLogged appends the events past after of the log's row at position
+// holding count events: the row's own event, or its bundle's (bundle.go),
+// each with its payload's protobuf as it is, unpacked (DecodePayload reads
+// both).
+func appendLogged(out []events.Logged, after uint64, position, count int64, eventType, key string, stored []byte) ([]events.Logged, error) {
+	if eventType != bundleType {
+		if count != 1 {
+			return nil, errInvalidRecord("event_log row at %d: a %s event with event_count %d", position, eventType, count)
+		}
+		return append(out, events.Logged{ID: uint64(position), Type: eventType, Key: key, Stored: stored}), nil
+	}
+	blob, err := unpack(stored)
+	if err != nil {
+		return nil, errInvalidRecord("event_log row at %d: %v", position, err)
+	}
+	bundle, err := readBundle(blob, int(count))
+	if err != nil {
+		return nil, errInvalidRecord("event_log row at %d: %v", position, err)
+	}
+	first := position - count + 1
+	for i, e := range bundle {
+		if id := uint64(first + int64(i)); id > after {
+			out = append(out, events.Logged{ID: id, Type: e.eventType, Key: key, Stored: e.raw})
+		}
 	}
 	return out, nil
 }
@@ -335,7 +366,9 @@ func (s *SQLDB) ReadEvents(ctx context.Context, after uint64, limit int) ([]even
 func (s *SQLDB) EventLogBounds(ctx context.Context) (first, last uint64, err error) {
 	var head int64
 	var oldest sql.NullInt64
-	err = s.queryRow(ctx, s.conn, "SELECT h.position, (SELECT MIN(position) FROM event_log) FROM event_log_head h WHERE h.id = 1").Scan(&head, &oldest)
+	// The oldest row's first event (bundle.go).
+	err = s.queryRow(ctx, s.conn, `SELECT h.position, (SELECT position - event_count + 1 FROM event_log ORDER BY position LIMIT 1)
+ FROM event_log_head h WHERE h.id = 1`).Scan(&head, &oldest)
 	if err == sql.ErrNoRows {
 		return 0, 0, errInvalidRecord("event_log_head has no row: the database was not migrated by this version")
 	}
@@ -352,12 +385,16 @@ func (s *SQLDB) EventLogBounds(ctx context.Context) (first, last uint64, err err
 // clock) and those beyond the newest maxEvents, at most batch rows per
 // statement and maxBatches statements per call, oldest first, so that a
 // large backlog is worked off over several calls without one long
-// transaction. It returns how many rows it deleted.
+// transaction. It returns how many rows it deleted. A row goes whole: a
+// bundle (bundle.go) holding an event to keep is kept, with its older
+// events.
 //
 // Example: the log keeps positions 1 to 1,500,000, maxEvents is 1,000,000
 // and everything is younger than maxAge. Positions up to 500,000 go; with
-// batch 10,000 the first call deletes 1–10,000, 10,001–20,000, … up to
-// maxBatches statements, and the next calls go on from there.
+// batch 10,000 the first call deletes the rows at 1–10,000, 10,001–20,000,
+// … up to maxBatches statements, and the next calls go on from there. Had
+// positions 499,998–500,001 been one bundle, it would stay, and the log
+// would begin at 499,998.
 func (s *SQLDB) TrimEventLog(ctx context.Context, maxAge time.Duration, maxEvents uint64, batch, maxBatches int) (int64, error) {
 	first, last, err := s.EventLogBounds(ctx)
 	if err != nil || first > last {
@@ -377,9 +414,11 @@ func (s *SQLDB) TrimEventLog(ctx context.Context, maxAge time.Duration, maxEvent
 		}
 		n, _ := res.RowsAffected()
 		deleted += n
-		// A batch that kept rows reached the events to keep: positions and
-		// creation times grow together.
-		if n < int64(batch) || end > last {
+		// A batch that deleted nothing reached the events to keep:
+		// positions and creation times grow together. (One that deleted
+		// fewer rows than batch may not have: a bundle's row takes several
+		// positions.)
+		if n == 0 || end > last {
 			break
 		}
 		first = end

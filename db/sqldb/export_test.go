@@ -20,6 +20,26 @@ var (
 	Unpack            = unpack
 )
 
+// BundleSpans is how many events each outbox row holds (bundle.go);
+// MaxBundle the most one row holds.
+var BundleSpans = bundleSpans
+
+const MaxBundle = maxBundle
+
+// AppendBundle appends a bundle's blob of events of types with payloads
+// raws.
+var AppendBundle = appendBundle
+
+// ReadBundle reads a bundle's blob, which must hold count events, into
+// their types and payloads.
+func ReadBundle(blob []byte, count int) (types []string, raws [][]byte, err error) {
+	bundle, err := readBundle(blob, count)
+	for _, e := range bundle {
+		types, raws = append(types, e.eventType), append(raws, e.raw)
+	}
+	return types, raws, err
+}
+
 // PackDictionary is the packed format's preset dictionary.
 const PackDictionary = packDictionary
 

@@ -73,9 +73,8 @@ type lifecycleWrite struct {
 	crash    []any
 	recorded bool
 
-	types, keys []string
-	payloads    [][]byte
-	token       []byte
+	events outboxRows
+	token  []byte
 }
 
 // decideLifecycleWrite is the fast path's read (1) and decision (2): nil
@@ -99,7 +98,7 @@ func (s *SQLDB) decideLifecycleWrite(ctx context.Context, op lifecycleOp) (*life
 		return nil, err
 	}
 	w.crash, w.recorded = crashRecorded(op.call.Verb, before, w.after)
-	if w.types, w.keys, w.payloads, err = encodeEvents(change.Events); err != nil {
+	if w.events, err = encodeEvents(change.Events); err != nil {
 		return nil, err
 	}
 	w.token = s.newReceiptToken()

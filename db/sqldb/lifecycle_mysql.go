@@ -40,8 +40,8 @@ func lifecycleBatch(d driver, w *lifecycleWrite) (string, []any) {
 	if w.recorded {
 		b.insert("crashes", crashColumns, w.crash...)
 	}
-	for i := range w.types {
-		b.insert("event_outbox", outboxColumns, w.types[i], w.keys[i], w.payloads[i])
+	for i := range w.events.types {
+		b.insert("event_outbox", outboxColumns, w.events.types[i], w.events.keys[i], w.events.payloads[i], w.events.counts[i])
 	}
 	return b.commit(w.token)
 }

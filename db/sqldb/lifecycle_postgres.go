@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"slices"
 
-	"github.com/lib/pq"
-
 	"github.com/corkboard/corkboard/db/dialect"
 	"github.com/corkboard/corkboard/models"
 )
@@ -27,9 +25,9 @@ func lifecycleWriteStatement(write string) string {
 	INSERT INTO crashes (process_guid, definition_id, cell_id, crashed_at)
 	SELECT ?::varchar, ?::varchar, ?::varchar, ?::bigint FROM written WHERE ?::boolean
 ), logged AS (
-	INSERT INTO event_outbox (event_type, event_key, payload)
-	SELECT e.event_type, e.event_key, e.payload
-	FROM unnest(?::text[], ?::text[], ?::bytea[]) WITH ORDINALITY AS e(event_type, event_key, payload, n)
+	INSERT INTO event_outbox (event_type, event_key, payload, event_count)
+	SELECT e.event_type, e.event_key, e.payload, e.event_count
+	FROM unnest(?::text[], ?::text[], ?::bytea[], ?::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
 	WHERE EXISTS (SELECT 1 FROM written)
 	ORDER BY e.n
 ), receipt AS (
@@ -58,7 +56,9 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 		crash = []any{"", "", "", int64(0)}
 	}
 	args := append(slices.Clip(w.row), crash...)
-	args = append(args, w.recorded, pq.Array(w.types), pq.Array(w.keys), pq.ByteaArray(w.payloads), w.token)
+	args = append(args, w.recorded)
+	args = append(args, w.events.arrays()...)
+	args = append(args, w.token)
 
 	stmt, err := s.statements.get(ctx, s.conn, query)
 	if err != nil {

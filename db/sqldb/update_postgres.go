@@ -129,9 +129,13 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		events, instanceOf = append(events, models.ActualLRPRemoved(lrp)), append(instanceOf, -1)
 	}
 	events, instanceOf = append(events, models.OperationChanged(rec.op)), append(instanceOf, -1)
-	types, keys, payloads, err := encodeEvents(events)
+	encoded, err := marshalEvents(events)
 	if err != nil {
 		return nil, nil, err
+	}
+	bundled, each := encoded.bundled(), outboxRows{}
+	if len(created) > 0 {
+		each = encoded.eachRow()
 	}
 
 	token := s.newReceiptToken()
@@ -144,7 +148,9 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		presenceOrdinary,
 		change.ScaleFrom, presenceOrdinary, before.Domain, change.ActiveDefinitionID, stateUnclaimed, now, pq.Array(epochs))
 	args = append(args, operation...)
-	args = append(args, pq.Array(types), pq.Array(keys), pq.ByteaArray(payloads), pq.Array(instanceOf), token)
+	args = append(args, bundled.arrays()...)
+	args = append(args, int64(len(created)), pq.Array(each.types), pq.Array(each.keys), pq.ByteaArray(each.payloads),
+		pq.Array(instanceOf), int64(len(created)), token)
 
 	stmt, err := s.statements.get(ctx, s.conn, dialect.Rebind(dialect.Postgres, updateNowStatement(set)))
 	if err != nil {
@@ -259,7 +265,9 @@ func (e extraColumns) Scan(dest ...any) error {
 // (same indices and tags: the events describe them); every other part
 // writes only when desired did. The instances inserted skip an index that
 // has an ORDINARY instance already, as insertUnclaimed does, and the
-// events of those are not logged. The receipt goes with the rest
+// events of those are not logged: logged inserts the events bundled
+// (bundle.go) when every instance was inserted, logged_each one row per
+// event, less those, when not. The receipt goes with the rest
 // (commitStatement). The answer is how many desired rows were updated.
 func updateNowStatement(set string) string {
 	return `WITH taken AS (
@@ -292,10 +300,16 @@ func updateNowStatement(set string) string {
 	INSERT INTO operations (` + strings.Join(operationColumns, ", ") + `)
 	SELECT ` + strings.TrimSuffix(strings.Repeat("?, ", len(operationColumns)), ", ") + ` FROM desired
 ), logged AS (
+	INSERT INTO event_outbox (event_type, event_key, payload, event_count)
+	SELECT e.event_type, e.event_key, e.payload, e.event_count
+	FROM unnest(?::text[], ?::text[], ?::bytea[], ?::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
+	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) = ?::bigint
+	ORDER BY e.n
+), logged_each AS (
 	INSERT INTO event_outbox (event_type, event_key, payload)
 	SELECT e.event_type, e.event_key, e.payload
 	FROM unnest(?::text[], ?::text[], ?::bytea[], ?::int[]) WITH ORDINALITY AS e(event_type, event_key, payload, instance_index, n)
-	WHERE EXISTS (SELECT 1 FROM desired)
+	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) <> ?::bigint
 		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
 	ORDER BY e.n
 ), receipt AS (

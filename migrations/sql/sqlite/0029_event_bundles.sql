@@ -1,0 +1,12 @@
+-- Event bundles (issue 28; db/sqldb/bundle.go): from this version on, a
+-- row of event_outbox or event_log may hold several events of one
+-- transaction about one LRP, a bundle, whose payload a board that
+-- predates this migration cannot read. Its Go step (add_event_bundles, in
+-- migrations/add_column.go) adds, only where they are missing,
+--   event_outbox.event_count  how many events the row holds, 1 on every
+--                             row already there
+--   event_log.event_count     the same, copied as the row is logged; a
+--                             row's position is its last event's, so its
+--                             events are position-event_count+1 … position
+-- and the version makes a board older than it refuse the database rather
+-- than misread it. It is safe to re-run; there is no SQL statement here.
