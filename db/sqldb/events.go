@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -299,8 +300,12 @@ func (s *SQLDB) ReadLogged(ctx context.Context, after uint64, limit int) ([]even
 
 // appendLogged appends the events past after of the log's row at position
 // holding count events: the row's own event, or its bundle's (bundle.go),
-// each with its payload's protobuf as it is, unpacked (DecodePayload reads
-// both).
+// each with its payload packed again on its own, in a slice of its own
+// size (DecodePayload reads it), since a board's hub keeps its last events
+// as read: kept unpacked, each a slice of its bundle's expanded blob, or
+// packed in pack's buffer, as long as the payload unpacked, they took
+// 20–30 MB more of the board's peak RSS in the thousand-slow-clients spec
+// (cmd/bbs), whose 600 LRPs carry 8 KB annotations.
 func appendLogged(out []events.Logged, after uint64, position, count int64, eventType, key string, stored []byte) ([]events.Logged, error) {
 	if eventType != bundleType {
 		if count != 1 {
@@ -319,7 +324,7 @@ func appendLogged(out []events.Logged, after uint64, position, count int64, even
 	first := position - count + 1
 	for i, e := range bundle {
 		if id := uint64(first + int64(i)); id > after {
-			out = append(out, events.Logged{ID: id, Type: e.eventType, Key: key, Stored: e.raw})
+			out = append(out, events.Logged{ID: id, Type: e.eventType, Key: key, Stored: bytes.Clone(pack(e.raw))})
 		}
 	}
 	return out, nil
