@@ -55,4 +55,8 @@
 //     edited: a changed definition is a new one, stored by an update.
 //   - stage: where a staged phase stands (RolloutStage, RolloutStatus's
 //     field stage, cork's STAGE column): shares, rate, seed, pause.
+//   - bundle: one row of the event outbox or the event log holding several
+//     consecutive events of one transaction about one LRP (event_count of
+//     them, db/sqldb/bundle.go). Events keep a position each; writes that
+//     share a transaction (coalesced) form a group, never a bundle.
 package models
