@@ -32,13 +32,24 @@ var _ = Describe("0029_event_bundles", func() {
 			Expect(strings1(conn, "SELECT event_count FROM event_outbox")).To(Equal([]string{"1"}))
 			Expect(strings1(conn, "SELECT event_count FROM event_log")).To(Equal([]string{"1"}))
 
+			By("refusing, where boards share the database, the log row an older board's sequencer would write: one naming no event_count")
+			oldSequencer := "INSERT INTO event_log (position, event_type, event_key, payload, created_at) SELECT 2 + id, event_type, event_key, payload, 0 FROM event_outbox"
+			_, err = conn.Exec(oldSequencer)
+			if dialect == "sqlite" {
+				Expect(err).NotTo(HaveOccurred(), "one board's own file: the column keeps its default")
+			} else {
+				Expect(err).To(MatchError(ContainSubstring("event_count")))
+			}
+			execSQL(conn, dialect, "INSERT INTO event_outbox (event_type, event_key, payload) VALUES ('actual_lrp_changed', 'web', ?)", []byte("p"))
+			Expect(strings1(conn, "SELECT MIN(event_count) FROM event_outbox")).To(Equal([]string{"1"}), "an older board's outbox rows are single events")
+
 			By("running again, as after a crash (or MySQL's implicit commit) between the DDL and the version's record")
 			execSQL(conn, dialect, "UPDATE event_log SET event_count = 3")
 			execSQL(conn, dialect, "UPDATE schema_migrations SET dirty = ? WHERE version = ?", true, 29)
 			applied, err = runner.Up(ctx, migrations.UpOptions{Target: 29, RetryDirty: true})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ids(applied)).To(Equal([]string{"0029_event_bundles"}))
-			Expect(strings1(conn, "SELECT event_count FROM event_log")).To(Equal([]string{"3"}))
+			Expect(strings1(conn, "SELECT event_count FROM event_log WHERE position = 1")).To(Equal([]string{"3"}))
 		})
 	}
 })

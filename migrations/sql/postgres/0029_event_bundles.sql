@@ -9,4 +9,13 @@
 --                             row's position is its last event's, so its
 --                             events are position-event_count+1 … position
 -- and the version makes a board older than it refuse the database rather
--- than misread it. It is safe to re-run; there is no SQL statement here.
+-- than misread it.
+--
+-- A board older than this that is still running once a newer one has
+-- migrated (a rolling upgrade) would move a bundle into the log as one
+-- event, with event_count 1, and every newer board would then refuse that
+-- row. So the log's event_count loses its default: such a board's
+-- sequencer, which names no event_count, fails (NOT NULL), and it leaves
+-- the outbox to the newer boards. (MySQL refuses the missing value in
+-- strict mode, its default.) Safe to re-run.
+ALTER TABLE event_log ALTER COLUMN event_count DROP DEFAULT;

@@ -9,4 +9,7 @@
 --                             row's position is its last event's, so its
 --                             events are position-event_count+1 … position
 -- and the version makes a board older than it refuse the database rather
--- than misread it. It is safe to re-run; there is no SQL statement here.
+-- than misread it.
+--
+-- SQLite's database is one board's: no older board can be running beside
+-- it, and the columns keep their default. There is no SQL statement here.
