@@ -18,9 +18,11 @@ import (
 	"github.com/corkboard/corkboard/models"
 )
 
-// The busy scenario measures the API while the board is busy: the
-// issue's "API p99 < 20 ms for desire / update / get while a
-// 250,000-instance convergence pass and 1,000 cells' bulk reports run".
+// The busy scenario measures the API while the board is busy: issue 28's
+// "API p99 < 20 ms for desire/update/get while the lease owner passes a
+// million instances from its mirror and 1,000 cells bulk-report" (make
+// bench's busy-1m: -per-cell 1000 -no-full-reads; the defaults seed
+// 1,000 cells × 250 = 250,000 instances, make bench's busy).
 //
 // -cells × -per-cell RUNNING instances are seeded and an in-process board
 // serves them. For -duration (the window), at once:
@@ -30,8 +32,8 @@ import (
 //     have nothing to do); every later pass may only write to the LRPs
 //     the clients desired or updated, and must not touch a seeded one;
 //   - a second goroutine reads every row and plans a pass over them every
-//     -full-read-every: the 250,000-instance pass of the target, as at
-//     takeover or every full_read_interval. It leaves its writes to the lease owner,
+//     -full-read-every: the pass over every instance, as at takeover or
+//     every full_read_interval. It leaves its writes to the lease owner,
 //     as a deployment has one writer: two would place the same new
 //     instances twice (one skipped as stale), and each placement of the
 //     second would move the placement epoch behind the mirror's back and
