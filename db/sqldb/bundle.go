@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lib/pq"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/models"
@@ -132,10 +131,9 @@ func (e encodedEvents) bundled() outboxRows {
 	return rows
 }
 
-// arrays are the rows as Postgres arrays of their types, keys, payloads
-// and event counts, in order.
-func (r outboxRows) arrays() []any {
-	return []any{pq.Array(r.types), pq.Array(r.keys), pq.ByteaArray(r.payloads), pq.Array(r.counts)}
+// row is row i's values in outboxColumns' order.
+func (r outboxRows) row(i int) []any {
+	return []any{r.types[i], r.keys[i], r.payloads[i], r.counts[i]}
 }
 
 func (r *outboxRows) add(eventType, key string, payload []byte, count int64) {

@@ -165,11 +165,10 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		instanceOf = append(instanceOf, int32(i))
 	}
 	instanceOf = append(instanceOf, -1)
-	events, err := marshalEvents(append(desiredEvents(stored, created), models.OperationChanged(op)))
+	bundled, each, err := fastPathEvents(append(desiredEvents(stored, created), models.OperationChanged(op)), len(created))
 	if err != nil {
 		return nil, err
 	}
-	bundled, each := events.bundled(), events.eachRow()
 	// The receipt is inserted only with the LRP: a statement that stored it
 	// and lost its connection is settled as stored (commitStatement).
 	token := s.newReceiptToken()
@@ -180,7 +179,8 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
 		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
 		pq.Array(bundled.types), pq.Array(bundled.keys), pq.ByteaArray(bundled.payloads), pq.Array(instanceOf), token, desiredRow[last], desiredRow[last+1],
-		pq.Array(bundled.counts), int64(len(created)), pq.Array(each.types), pq.Array(each.keys), pq.ByteaArray(each.payloads))
+		pq.Array(bundled.counts), int64(len(created)))
+	args = append(args, each.eventArrays()...)
 
 	// Prepared: parsing, analysing and planning the statement cost the
 	// database more than running it.

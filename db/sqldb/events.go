@@ -74,7 +74,7 @@ func (s *SQLDB) appendEvents(ctx context.Context, tx *sql.Tx, changes []models.E
 		}
 		args := make([]any, 0, len(columns)*(end-start)+2)
 		for i := start; i < end; i++ {
-			args = append(args, rows.types[i], rows.keys[i], rows.payloads[i], rows.counts[i])
+			args = append(args, rows.row(i)...)
 			switch {
 			case carries && i == 0:
 				args = append(args, receipt)

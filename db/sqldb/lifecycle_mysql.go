@@ -41,7 +41,7 @@ func lifecycleBatch(d driver, w *lifecycleWrite) (string, []any) {
 		b.insert("crashes", crashColumns, w.crash...)
 	}
 	for i := range w.events.types {
-		b.insert("event_outbox", outboxColumns, w.events.types[i], w.events.keys[i], w.events.payloads[i], w.events.counts[i])
+		b.insert("event_outbox", outboxColumns, w.events.row(i)...)
 	}
 	return b.commit(w.token)
 }

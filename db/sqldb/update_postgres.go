@@ -129,13 +129,9 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		events, instanceOf = append(events, models.ActualLRPRemoved(lrp)), append(instanceOf, -1)
 	}
 	events, instanceOf = append(events, models.OperationChanged(rec.op)), append(instanceOf, -1)
-	encoded, err := marshalEvents(events)
+	bundled, each, err := fastPathEvents(events, len(created))
 	if err != nil {
 		return nil, nil, err
-	}
-	bundled, each := encoded.bundled(), outboxRows{}
-	if len(created) > 0 {
-		each = encoded.eachRow()
 	}
 
 	token := s.newReceiptToken()
@@ -149,8 +145,9 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		change.ScaleFrom, presenceOrdinary, before.Domain, change.ActiveDefinitionID, stateUnclaimed, now, pq.Array(epochs))
 	args = append(args, operation...)
 	args = append(args, bundled.arrays()...)
-	args = append(args, int64(len(created)), pq.Array(each.types), pq.Array(each.keys), pq.ByteaArray(each.payloads),
-		pq.Array(instanceOf), int64(len(created)), token)
+	args = append(args, int64(len(created)))
+	args = append(args, each.eventArrays()...)
+	args = append(args, pq.Array(instanceOf), int64(len(created)), token)
 
 	stmt, err := s.statements.get(ctx, s.conn, dialect.Rebind(dialect.Postgres, updateNowStatement(set)))
 	if err != nil {
