@@ -42,9 +42,17 @@ var _ = Describe("A rolling update across a board failover", func() {
 		}
 		It("is completed by the other board after the lease owner is SIGKILLed mid-rollout, no index lost or doubled, on "+dialect, func() {
 			database := newDatabase(dialect)
-			first := startConvergingBoard(database, map[string]any{"board_id": "board-first"})
+			// The spec is about the lease, not the cells: a presence TTL
+			// longer than the e2e settings' 1 s keeps a heartbeat that a
+			// loaded machine delays from marking instances SUSPECT, which
+			// the watch would count as an index without a routable
+			// instance (seen once in CI, with no failover yet).
+			settings := func(id string) map[string]any {
+				return map[string]any{"board_id": id, "cell_presence_ttl": "5s"}
+			}
+			first := startConvergingBoard(database, settings("board-first"))
 			Eventually(func() float64 { return first.metric(heldSeries) }).WithTimeout(convergeLimit).Should(Equal(1.0))
-			second := startConvergingBoard(database, map[string]any{"board_id": "board-second"})
+			second := startConvergingBoard(database, settings("board-second"))
 
 			api := second.client()
 			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
