@@ -20,12 +20,14 @@ import (
 //
 // The statement stores the desired row, its definition, its instances and
 // the desire's operation (db.OperationDB), and appends its events to the
-// log's outbox, auto-committed, but only when no definition with that id is stored for
-// the guid yet: then there is no content to compare, and the writes are
-// those of the transactional path. Otherwise, or when the guid is already
+// log's outbox, auto-committed, but only when the guid has no stored
+// definition with that id and no instance rows: then there is no content
+// to compare and no left-over instance to keep, and the writes are those
+// of the transactional path. Otherwise, or when the guid is already
 // desired, it stores nothing and returns 0, and the caller runs the
 // transactional path, which tells ResourceExists from a reusable or
-// conflicting definition.
+// conflicting definition, and keeps an ORDINARY instance left over from a
+// removed LRP at its index, as insertUnclaimed does.
 //
 // The definition, instance, operation and event inserts select from the
 // desired insert's RETURNING, so they store nothing when it stored nothing.
@@ -36,21 +38,19 @@ import (
 // from them; the unique index on (process_guid, sequence) refuses a 1
 // stored meanwhile, and the transactional path takes over. A concurrent
 // desire of the same guid makes ON CONFLICT wait for it and then store
-// nothing. Instances skip an index that already has an ORDINARY instance,
-// as insertUnclaimed does, so one left over from a removed LRP is kept.
+// nothing. The instances are inserted without ON CONFLICT: the guid had
+// none when the statement began, so a conflict means another writer
+// inserted one meanwhile, and its unique violation fails the statement
+// and leaves the desire to the transactional path. So a statement that
+// commits has stored every instance, and its events are known before it
+// runs.
 //
 // The events go to the outbox in the same statement, so that a desire is
 // one auto-committed round trip rather than four (BEGIN, this, the outbox
-// insert, COMMIT). Only the events of what the statement stored are
-// inserted: all of them when the LRP was stored with every instance
-// ($38 of them), bundled (bundle.go: $30 to $32 and $37, the rows of the
-// LRP's events), by logged; or, when a left-over instance was kept at an
-// index, by logged_each, one row per event less that index's
-// ActualLRPCreated: $39 to $41 are every event the desire can have, in
-// order (the LRP, its instances by index, the operation), and $33 the
-// instance index each is about, or -1.
-// The statement answers whether it stored the LRP, the indices of the
-// instances it stored and the operation's sequence.
+// insert, COMMIT): bundled (bundle.go: $30 to $33, the rows of the LRP's
+// events), by logged; $34 is the commit receipt.
+// The statement answers whether it stored the LRP and the operation's
+// sequence.
 // $1 to $15, $35 and $36 are the desired row (desiredLRPColumns, its last
 // columns, disruption_budget and budget_group, after the rest); $12 (now) is also the
 // definition's created_at, the instances' since and the operation's times.
@@ -58,8 +58,6 @@ import (
 // Postgres would otherwise deduce as text there and as varchar in SELECT.
 const desireNewPostgres = `WITH taken AS (
 	SELECT 1 FROM desired_lrps WHERE process_guid = $1::varchar FOR UPDATE NOWAIT
-), left_over AS (
-	SELECT 1 FROM actual_lrps WHERE process_guid = $1::varchar FOR UPDATE NOWAIT
 ), desired AS (
 	INSERT INTO desired_lrps (process_guid, domain, instances, placement_tags, routes, annotation,
 		active_definition_id, healthy_definition_id, update_strategy,
@@ -67,7 +65,8 @@ const desireNewPostgres = `WITH taken AS (
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $35, $36
 	WHERE NOT EXISTS (SELECT 1 FROM run_infos WHERE process_guid = $1::varchar AND definition_id = $7::varchar)
 		AND NOT EXISTS (SELECT 1 FROM operations WHERE process_guid = $1::varchar)
-		AND NOT EXISTS (SELECT 1 FROM taken) AND (SELECT count(*) FROM left_over) >= 0
+		AND NOT EXISTS (SELECT 1 FROM actual_lrps WHERE process_guid = $1::varchar)
+		AND NOT EXISTS (SELECT 1 FROM taken)
 	ON CONFLICT (process_guid) DO NOTHING
 	RETURNING process_guid, domain, active_definition_id
 ), definition AS (
@@ -80,8 +79,6 @@ const desireNewPostgres = `WITH taken AS (
 	SELECT d.process_guid, e.ordinality - 1, $20, d.domain, d.active_definition_id, $21,
 		$12, '', '', e.epoch, 0
 	FROM desired d, unnest($22::text[]) WITH ORDINALITY AS e(epoch, ordinality)
-	ON CONFLICT (process_guid, instance_index, presence) DO NOTHING
-	RETURNING instance_index
 ), operation AS (
 	INSERT INTO operations (id, process_guid, sequence, kind, status, reason, parameters, definition_id,
 		requested_by, created_at, started_at, finished_at, lease_owner, lease_expires_at, history, ended,
@@ -94,22 +91,14 @@ const desireNewPostgres = `WITH taken AS (
 ), logged AS (
 	INSERT INTO event_outbox (event_type, event_key, payload, event_count)
 	SELECT e.event_type, e.event_key, e.payload, e.event_count
-	FROM unnest($30::text[], $31::text[], $32::bytea[], $37::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
-	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) = $38::bigint
-	ORDER BY e.n
-), logged_each AS (
-	INSERT INTO event_outbox (event_type, event_key, payload)
-	SELECT e.event_type, e.event_key, e.payload
-	FROM unnest($39::text[], $40::text[], $41::bytea[], $33::int[]) WITH ORDINALITY AS e(event_type, event_key, payload, instance_index, n)
-	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) <> $38::bigint
-		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
+	FROM unnest($30::text[], $31::text[], $32::bytea[], $33::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
+	WHERE EXISTS (SELECT 1 FROM desired)
 	ORDER BY e.n
 ), receipt AS (
 	INSERT INTO commit_receipts (token)
 	SELECT $34 FROM desired
 )
-SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instances),
-	COALESCE((SELECT sequence FROM operation), 0)`
+SELECT (SELECT count(*) FROM desired), COALESCE((SELECT sequence FROM operation), 0)`
 
 // desireNew runs desireNewPostgres for stored, whose definition carries its
 // id and created_at, desiredRow, the desired_lrps row in desiredLRPColumns
@@ -119,14 +108,14 @@ SELECT (SELECT count(*) FROM desired), ARRAY(SELECT instance_index FROM instance
 // the transactional path to sort out.
 //
 // The statement commits on its own, events included. It waits for no row
-// lock: the first two WITH parts
-// lock the guid's existing rows NOWAIT (taken, left_over; count(*) makes
-// Postgres lock every left-over row, not just the first), and a locked
-// one — say, a remove in progress — fails the statement with
+// lock it can avoid: taken locks the guid's desired row NOWAIT, and a
+// locked one — say, a remove in progress — fails the statement with
 // lock_not_available, leaving the desire to the transactional path, which
-// waits for it and decides with what it then finds. The one wait left is
-// ON CONFLICT's, for a concurrent desire inserting the same guid:
-// whichever of the two commits, the other stores nothing and logs nothing.
+// waits for it and decides with what it then finds. The waits left are
+// ON CONFLICT's, for a concurrent desire inserting the same guid (whichever
+// of the two commits, the other stores nothing and logs nothing), and an
+// instance insert's, for another writer's uncommitted instance of the guid
+// (its commit fails the statement, as above).
 func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desiredRow []any, request *models.DesireLRPRequest) (*models.Operation, error) {
 	def := stored.Definition
 	// Sealed here, before the statement: its row (the guid and the
@@ -153,19 +142,14 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	if err != nil {
 		return nil, err
 	}
-	// Every event the desire can have, as the transactional path would
-	// publish them with every instance stored; the statement drops those
-	// of instances it kept a left-over row for.
+	// The desire's events, as the transactional path would publish them:
+	// a statement that commits has stored every instance.
 	created := make([]*models.ActualLRP, len(epochs))
-	instanceOf := make([]int32, 0, len(epochs)+2)
-	instanceOf = append(instanceOf, -1)
 	for i := range created {
 		created[i] = newUnclaimed(stored.ProcessGuid, int32(i), stored.Domain, stored.ActiveDefinitionId,
 			epochs[i], stored.CreatedAt)
-		instanceOf = append(instanceOf, int32(i))
 	}
-	instanceOf = append(instanceOf, -1)
-	bundled, each, err := fastPathEvents(append(desiredEvents(stored, created), models.OperationChanged(op)), len(created))
+	encoded, err := marshalEvents(append(desiredEvents(stored, created), models.OperationChanged(op)))
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +161,9 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	args = append(args, desiredRow[:last]...)
 	args = append(args, models.DefinitionContentHash(def), def.MemoryMb, def.DiskMb, blob,
 		presenceOrdinary, stateUnclaimed, pq.Array(epochs),
-		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports,
-		pq.Array(bundled.types), pq.Array(bundled.keys), pq.ByteaArray(bundled.payloads), pq.Array(instanceOf), token, desiredRow[last], desiredRow[last+1],
-		pq.Array(bundled.counts), int64(len(created)))
-	args = append(args, each.eventArrays()...)
+		op.Id, op.Kind.String(), op.Status.String(), parameters, op.RequestedBy, history, served.ports)
+	args = append(args, encoded.bundled().arrays()...)
+	args = append(args, token, desiredRow[last], desiredRow[last+1])
 
 	// Prepared: parsing, analysing and planning the statement cost the
 	// database more than running it.
@@ -189,9 +172,8 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 		return nil, err
 	}
 	var desired int
-	var indices pq.Int64Array
 	run := func(stmt *sql.Stmt) error {
-		return stmt.QueryRowContext(ctx, args...).Scan(&desired, &indices, &op.Sequence)
+		return stmt.QueryRowContext(ctx, args...).Scan(&desired, &op.Sequence)
 	}
 	// Coalesced, the statement runs in the group's transaction; one that
 	// stored nothing fails the group and runs again alone, committing on
@@ -214,6 +196,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	switch {
 	case err == nil && desired == 1:
 		s.eventsCommitted()
+		s.fastDesires.Add(1)
 		return op, nil
 	case err == nil:
 		return nil, nil

@@ -140,29 +140,9 @@ func (postgresDriver) insertCreated() func([]*models.ActualLRP, int64) (string, 
 }
 
 // arrays are outbox rows as Postgres arrays of their types, keys,
-// payloads and event counts, in order; eventArrays without the counts.
+// payloads and event counts, in order.
 func (r outboxRows) arrays() []any {
-	return append(r.eventArrays(), pq.Array(r.counts))
-}
-
-func (r outboxRows) eventArrays() []any {
-	return []any{pq.Array(r.types), pq.Array(r.keys), pq.ByteaArray(r.payloads)}
-}
-
-// fastPathEvents lays out the events of a one-statement desire or update
-// (desireNewPostgres, updateNowStatement): bundled, the rows its logged
-// part inserts when every instance it meant to insert was inserted; and,
-// when it inserts instances at all, one row per event, the rows its
-// logged_each part inserts, less a kept left-over index's, when not.
-func fastPathEvents(changes []models.Event, instances int) (bundled, each outboxRows, err error) {
-	encoded, err := marshalEvents(changes)
-	if err != nil {
-		return outboxRows{}, outboxRows{}, err
-	}
-	if instances > 0 {
-		each = encoded.eachRow()
-	}
-	return encoded.bundled(), each, nil
+	return []any{pq.Array(r.types), pq.Array(r.keys), pq.ByteaArray(r.payloads), pq.Array(r.counts)}
 }
 
 // appendEventsPostgres inserts the events in one statement however many

@@ -135,3 +135,6 @@ func IsCommitLost(err error) bool { return errors.Is(err, errCommitLost) }
 // FastUpdates is how many updates the Postgres fast path stored
 // (updateNowPostgres).
 func (s *SQLDB) FastUpdates() int64 { return s.fastUpdates.Load() }
+
+// FastDesires is how many desires the Postgres fast path stored.
+func (s *SQLDB) FastDesires() int64 { return s.fastDesires.Load() }

@@ -63,12 +63,12 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 
 	It("desires as the general path does: new LRPs and their variants, repeats, left-overs and refusals", func() {
 		differential(func(w *witness) {
-			w.desire("web", newLRP("web", "apps", 2))
-			w.desire("web again", newLRP("web", "apps", 2))
-			w.desire("web again, other content", newLRP("web", "apps", 3))
+			w.desireTaking("web", newLRP("web", "apps", 2), true)
+			w.desireTaking("web again", newLRP("web", "apps", 2), false)
+			w.desireTaking("web again, other content", newLRP("web", "apps", 3), false)
 
 			bare := &models.DesiredLRP{ProcessGuid: "bare", Domain: "apps", Instances: 1, Definition: newDefinition("", "/bin/bare")}
-			w.desire("bare: no routes, annotation or tags, a generated definition id", bare)
+			w.desireTaking("bare: no routes, annotation or tags, a generated definition id", bare, true)
 
 			routes, err := structpb.NewStruct(map[string]any{
 				"http": []any{
@@ -80,19 +80,19 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 			Expect(err).NotTo(HaveOccurred())
 			routed := newLRP("routed", "apps", 1)
 			routed.Routes, routed.Annotation = routes, strings.Repeat("x", 300)
-			w.desire("routed: two hostnames, tcp, a long annotation", routed)
+			w.desireTaking("routed: two hostnames, tcp, a long annotation", routed, true)
 
 			strategy := newLRP("strategy", "apps", 1)
 			strategy.UpdateStrategy = &models.UpdateStrategy{MaxSurge: "25%", MaxUnavailable: "1", MinReadyMs: 5000, AutoRevert: true}
-			w.desire("with an update strategy", strategy)
+			w.desireTaking("with an update strategy", strategy, true)
 
 			scaled := newLRP("scaled", "apps", 9)
 			scaled.Autoscaling = autoscalingSettings(2, 5)
-			w.desire("autoscaled, instances clamped to the maximum", scaled)
+			w.desireTaking("autoscaled, instances clamped to the maximum", scaled, true)
 			fromZero := newLRP("from-zero", "apps", 0)
 			fromZero.Autoscaling = autoscalingSettings(2, 5)
-			w.desire("autoscaled from 0, which becomes the minimum", fromZero)
-			w.desire("no instances", newLRP("none", "apps", 0))
+			w.desireTaking("autoscaled from 0, which becomes the minimum", fromZero, true)
+			w.desireTaking("no instances", newLRP("none", "apps", 0), true)
 
 			// A running instance left over at index 0 (no LRP, no
 			// operations): kept, and only index 1 is created.
@@ -101,41 +101,41 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 				State: models.ActualLRP_RUNNING, InstanceGuid: "ig-left", CellId: "cell-1", Since: 5,
 				ModificationTag: &models.ModificationTag{Epoch: "left-epoch", Index: 4},
 			})
-			w.desire("over a left-over running instance", newLRP("left", "apps", 2))
+			w.desireTaking("over a left-over running instance", newLRP("left", "apps", 2), false)
 
 			// A definition left over from an LRP whose rows are gone: the
 			// same id with other content is a conflict, with the same
 			// content it is reused.
-			w.desire("kept", newLRP("kept", "apps", 1))
+			w.desireTaking("kept", newLRP("kept", "apps", 1), true)
 			for _, table := range []string{"desired_lrps", "actual_lrps", "operations"} {
 				w.b.exec("DELETE FROM "+table+" WHERE process_guid = ?", "kept")
 			}
 			w.b.clock.Advance(time.Second)
 			other := newLRP("kept", "apps", 1)
 			other.Definition.Action.Path = "/bin/other"
-			w.desire("kept again, its stored definition id with other content", other)
-			w.desire("kept again, its stored definition", newLRP("kept", "apps", 1))
+			w.desireTaking("kept again, its stored definition id with other content", other, false)
+			w.desireTaking("kept again, its stored definition", newLRP("kept", "apps", 1), false)
 
 			// Removed and desired again: the guid's operations live on.
 			w.record("remove web", nil, w.store.RemoveDesiredLRP(w.ctx, "web"))
 			w.b.clock.Advance(time.Second)
-			w.desire("web after its removal", newLRP("web", "apps", 1))
+			w.desireTaking("web after its removal", newLRP("web", "apps", 1), false)
 
-			w.desire("no LRP", nil)
-			w.desire("no guid", newLRP("", "apps", 1))
+			w.desireTaking("no LRP", nil, false)
+			w.desireTaking("no guid", newLRP("", "apps", 1), false)
 			noDefinition := newLRP("nodef", "apps", 1)
 			noDefinition.Definition = nil
-			w.desire("no definition", noDefinition)
-			w.desire("negative instances", newLRP("negative", "apps", -1))
-			w.desire("a guid too long", newLRP(strings.Repeat("g", 129), "apps", 1))
-			w.desire("a guid with a trailing space", newLRP("space ", "apps", 1))
-			w.desire("a domain too long", newLRP("domain", strings.Repeat("d", 256), 1))
+			w.desireTaking("no definition", noDefinition, false)
+			w.desireTaking("negative instances", newLRP("negative", "apps", -1), false)
+			w.desireTaking("a guid too long", newLRP(strings.Repeat("g", 129), "apps", 1), false)
+			w.desireTaking("a guid with a trailing space", newLRP("space ", "apps", 1), false)
+			w.desireTaking("a domain too long", newLRP("domain", strings.Repeat("d", 256), 1), false)
 			longID := newLRP("longid", "apps", 1)
 			longID.Definition.DefinitionId = strings.Repeat("v", 65)
-			w.desire("a definition id too long", longID)
+			w.desireTaking("a definition id too long", longID, false)
 			badScaling := newLRP("badscaling", "apps", 1)
 			badScaling.Autoscaling = autoscalingSettings(5, 2)
-			w.desire("autoscaling with min above max", badScaling)
+			w.desireTaking("autoscaling with min above max", badScaling, false)
 			w.readBack("web", "kept", "nodef", "negative")
 		})
 	})
@@ -169,13 +169,15 @@ var _ = Describe("the Postgres fast paths against the general path", func() {
 			w.update("autoscaling off", "scaled", &models.DesiredLRPUpdate{Autoscaling: &models.Autoscaling{}}, true)
 
 			// api/2 claimed: a scale down deletes the UNCLAIMED api/1 only,
-			// and a scale up creates api/1 again, keeping api/2.
+			// and a scale up creates api/1 again, keeping api/2. That scale
+			// up meets an instance at an index it would create (the
+			// statement's insert fails on it), so the general path keeps it.
 			w.b.exec("UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'api'")
 			key := models.ActualLRPKey{ProcessGuid: "api", Index: 2, Presence: models.ActualLRP_ORDINARY}
 			claimed, err := w.store.ClaimActualLRP(w.ctx, key, models.Caller{InstanceGuid: "ig-api-2", CellID: "cell-1"})
 			w.record("claim api/2", claimed, err)
 			w.update("instances 3 → 1 past a claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(1)}, true)
-			w.update("instances 1 → 3 over the claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(3)}, true)
+			w.update("instances 1 → 3 over the claimed instance", "api", &models.DesiredLRPUpdate{Instances: instances(3)}, false)
 
 			// Left to the general path.
 			stale := tag("web")
@@ -593,6 +595,23 @@ func (w *witness) desire(label string, lrp *models.DesiredLRP) {
 	stored, err := w.store.DesireLRP(db.WithOperationNote(w.ctx, note), lrp)
 	w.record("desire "+label, stored, err)
 	w.record("desire "+label+": its operation", note.Operation, nil)
+}
+
+// desireTaking is desire, and fast says whether a store with the fast
+// paths must have taken its desire fast path (desireNewPostgres), held
+// as update holds its fast.
+func (w *witness) desireTaking(label string, lrp *models.DesiredLRP, fast bool) {
+	GinkgoHelper()
+	taken := w.store.FastDesires()
+	faults := injectedFaults(w.store)
+	w.desire(label, lrp)
+	want := int64(0)
+	if fast && w.store.HasFastPaths() {
+		want = 1
+	}
+	if injectedFaults(w.store) == faults || want == 0 {
+		Expect(w.store.FastDesires()-taken).To(Equal(want), "desire %q took the fast path", label)
+	}
 }
 
 // update updates the LRP guid and writes down what it returned and the

@@ -58,9 +58,10 @@ type SQLDB struct {
 	// in the log only there (settleOnEvents).
 	logSeen atomic.Int64
 
-	// fastUpdates counts the updates stored by the Postgres fast path
-	// (updateNowPostgres), for the specs to see it taken.
-	fastUpdates atomic.Int64
+	// fastUpdates and fastDesires count the updates and desires stored
+	// by the Postgres fast paths (updateNowPostgres, desireNew), for the
+	// specs to see them taken.
+	fastUpdates, fastDesires atomic.Int64
 
 	// keys seals run definitions and operation parameters at rest; nil
 	// leaves them plain (WithEncryption, encryption.go).

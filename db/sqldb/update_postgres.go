@@ -116,20 +116,16 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		doomedIndices[i], doomedEpochs[i], doomedTags[i] = lrp.Index, lrp.ModificationTag.Epoch, int64(lrp.ModificationTag.Index)
 	}
 
-	// Every event, in the transactional path's order; an instance's
-	// ActualLRPCreated carries its index, for the statement to drop it
-	// when the index had an instance already (insertUnclaimed skips it),
-	// every other event -1.
+	// Every event, in the transactional path's order: a statement that
+	// commits has inserted every instance.
 	events := []models.Event{models.DesiredLRPChanged(before, after)}
-	instanceOf := []int32{-1}
 	for _, lrp := range created {
-		events, instanceOf = append(events, models.ActualLRPCreated(lrp)), append(instanceOf, lrp.Index)
+		events = append(events, models.ActualLRPCreated(lrp))
 	}
 	for _, lrp := range doomed {
-		events, instanceOf = append(events, models.ActualLRPRemoved(lrp)), append(instanceOf, -1)
+		events = append(events, models.ActualLRPRemoved(lrp))
 	}
-	events, instanceOf = append(events, models.OperationChanged(rec.op)), append(instanceOf, -1)
-	bundled, each, err := fastPathEvents(events, len(created))
+	encoded, err := marshalEvents(append(events, models.OperationChanged(rec.op)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,10 +140,8 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 		presenceOrdinary,
 		change.ScaleFrom, presenceOrdinary, before.Domain, change.ActiveDefinitionID, stateUnclaimed, now, pq.Array(epochs))
 	args = append(args, operation...)
-	args = append(args, bundled.arrays()...)
-	args = append(args, int64(len(created)))
-	args = append(args, each.eventArrays()...)
-	args = append(args, pq.Array(instanceOf), int64(len(created)), token)
+	args = append(args, encoded.bundled().arrays()...)
+	args = append(args, token)
 
 	stmt, err := s.statements.get(ctx, s.conn, dialect.Rebind(dialect.Postgres, updateNowStatement(set)))
 	if err != nil {
@@ -260,12 +254,15 @@ func (e extraColumns) Scan(dest ...any) error {
 // transactional path's would.) desired updates the row only if it still
 // carries the tag read and the instances locked are exactly those read
 // (same indices and tags: the events describe them); every other part
-// writes only when desired did. The instances inserted skip an index that
-// has an ORDINARY instance already, as insertUnclaimed does, and the
-// events of those are not logged: logged inserts the events bundled
-// (bundle.go) when every instance was inserted, logged_each one row per
-// event, less those, when not. The receipt goes with the rest
-// (commitStatement). The answer is how many desired rows were updated.
+// writes only when desired did. The instances are inserted without ON
+// CONFLICT: an index that has an ORDINARY instance already (one a scale
+// down left to stop, say) fails the statement with a unique violation,
+// and the transactional path, which keeps that instance as
+// insertUnclaimed does, takes over. So a statement that commits has
+// inserted every instance, and logged inserts the events as they were
+// laid out before it ran, bundled (bundle.go). The receipt goes with the
+// rest (commitStatement). The answer is how many desired rows were
+// updated.
 func updateNowStatement(set string) string {
 	return `WITH taken AS (
 	SELECT 1 FROM desired_lrps WHERE process_guid = ?::varchar FOR UPDATE NOWAIT
@@ -291,8 +288,6 @@ func updateNowStatement(set string) string {
 		since, crash_reason, placement_error, modification_tag_epoch, modification_tag_index)
 	SELECT d.process_guid, ?::integer + e.ordinality - 1, ?, ?, ?, ?, ?, '', '', e.epoch, 0
 	FROM desired d, unnest(?::text[]) WITH ORDINALITY AS e(epoch, ordinality)
-	ON CONFLICT (process_guid, instance_index, presence) DO NOTHING
-	RETURNING instance_index
 ), operation AS (
 	INSERT INTO operations (` + strings.Join(operationColumns, ", ") + `)
 	SELECT ` + strings.TrimSuffix(strings.Repeat("?, ", len(operationColumns)), ", ") + ` FROM desired
@@ -300,14 +295,7 @@ func updateNowStatement(set string) string {
 	INSERT INTO event_outbox (event_type, event_key, payload, event_count)
 	SELECT e.event_type, e.event_key, e.payload, e.event_count
 	FROM unnest(?::text[], ?::text[], ?::bytea[], ?::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
-	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) = ?::bigint
-	ORDER BY e.n
-), logged_each AS (
-	INSERT INTO event_outbox (event_type, event_key, payload)
-	SELECT e.event_type, e.event_key, e.payload
-	FROM unnest(?::text[], ?::text[], ?::bytea[], ?::int[]) WITH ORDINALITY AS e(event_type, event_key, payload, instance_index, n)
-	WHERE EXISTS (SELECT 1 FROM desired) AND (SELECT count(*) FROM instances) <> ?::bigint
-		AND (e.instance_index < 0 OR e.instance_index IN (SELECT instance_index FROM instances))
+	WHERE EXISTS (SELECT 1 FROM desired)
 	ORDER BY e.n
 ), receipt AS (
 	INSERT INTO commit_receipts (token)
