@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +140,37 @@ var _ = forEachDialect("the event log", func(b *board) {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(lost).To(BeFalse())
 			Expect(guids).To(Equal([]string{"web"}))
+		}
+	})
+
+	It("hands a bundle's events out one by one, each in memory of its own size: packed again when large, as they are when small", func() {
+		_, before := bounds()
+		large := newLRP("large", "apps", 1)
+		large.Annotation = strings.Repeat("a", 8000)
+		for _, lrp := range []*models.DesiredLRP{large, newLRP("small", "apps", 1)} {
+			_, err := b.store.DesireLRP(b.ctx, lrp)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		sequence(b, b.store)
+		logged, err := b.store.ReadLogged(b.ctx, before, 100)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(logged).To(HaveLen(6))
+		for _, l := range logged {
+			// Not a slice of the bundle's expanded blob, nor pack's buffer
+			// (the size unpacked): a slice of its own, as the allocator
+			// rounds it.
+			Expect(cap(l.Stored)).To(BeNumerically("<=", 2*len(l.Stored)), "%s of %s: a slice of its own", l.Type, l.Key)
+			payload, err := b.store.DecodePayload(l.Type, l.Stored)
+			Expect(err).NotTo(HaveOccurred())
+			packed := len(l.Stored) >= 2 && l.Stored[0] == 0x00 && l.Stored[1] == 0x02
+			if l.Key == "small" || l.Type == models.EventActualLRPCreated {
+				Expect(packed).To(BeFalse(), "%s of %s, small, as it is", l.Type, l.Key)
+				Expect(proto.Size(payload)).To(Equal(len(l.Stored)))
+				continue
+			}
+			Expect(packed).To(BeTrue(), "%s of %s, with the 8 KB annotation, packed", l.Type, l.Key)
+			Expect(len(l.Stored)).To(BeNumerically("<", 1000))
+			Expect(proto.Size(payload)).To(BeNumerically(">", 8000))
 		}
 	})
 

@@ -298,14 +298,22 @@ func (s *SQLDB) ReadLogged(ctx context.Context, after uint64, limit int) ([]even
 	return out, nil
 }
 
+// repackFrom is the size from which appendLogged packs a bundled event's
+// payload again.
+const repackFrom = 512
+
 // appendLogged appends the events past after of the log's row at position
 // holding count events: the row's own event, or its bundle's (bundle.go),
-// each with its payload packed again on its own, in a slice of its own
-// size (DecodePayload reads it), since a board's hub keeps its last events
-// as read: kept unpacked, each a slice of its bundle's expanded blob, or
-// packed in pack's buffer, as long as the payload unpacked, they took
-// 20–30 MB more of the board's peak RSS in the thousand-slow-clients spec
-// (cmd/bbs), whose 600 LRPs carry 8 KB annotations.
+// each payload in a slice of its own size (DecodePayload reads it), since
+// a board's hub keeps its last events as read: kept as slices of their
+// bundle's expanded blob, or in pack's buffer, they held the whole blob's
+// or the unpacked size's memory, 20–30 MB more of the board's peak RSS in
+// the thousand-slow-clients spec (cmd/bbs), whose 600 LRPs carry 8 KB
+// annotations. A payload of repackFrom bytes or more is packed again on
+// its own (those 8 KB events shrink to a few hundred bytes); a smaller one
+// is kept as it is, which costs a ring of 10,000 events one or two MB at
+// most, where packing each cost a DEFLATE per event read: 4–5% of the
+// board's CPU in bbs-load peer's desires and updates on Postgres.
 func appendLogged(out []events.Logged, after uint64, position, count int64, eventType, key string, stored []byte) ([]events.Logged, error) {
 	if eventType != bundleType {
 		if count != 1 {
@@ -324,7 +332,11 @@ func appendLogged(out []events.Logged, after uint64, position, count int64, even
 	first := position - count + 1
 	for i, e := range bundle {
 		if id := uint64(first + int64(i)); id > after {
-			out = append(out, events.Logged{ID: id, Type: e.eventType, Key: key, Stored: bytes.Clone(pack(e.raw))})
+			payload := e.raw
+			if len(payload) >= repackFrom {
+				payload = pack(payload)
+			}
+			out = append(out, events.Logged{ID: id, Type: e.eventType, Key: key, Stored: bytes.Clone(payload)})
 		}
 	}
 	return out, nil
