@@ -599,41 +599,41 @@ func (w *witness) desire(label string, lrp *models.DesiredLRP) {
 
 // desireTaking is desire, and fast says whether a store with the fast
 // paths must have taken its desire fast path (desireNewPostgres), held
-// as update holds its fast.
+// as update holds its fast (heldToPath).
 func (w *witness) desireTaking(label string, lrp *models.DesiredLRP, fast bool) {
 	GinkgoHelper()
-	taken := w.store.FastDesires()
-	faults := injectedFaults(w.store)
-	w.desire(label, lrp)
-	want := int64(0)
-	if fast && w.store.HasFastPaths() {
-		want = 1
-	}
-	if injectedFaults(w.store) == faults || want == 0 {
-		Expect(w.store.FastDesires()-taken).To(Equal(want), "desire %q took the fast path", label)
-	}
+	w.heldToPath(fmt.Sprintf("desire %q", label), w.store.FastDesires, fast, func() { w.desire(label, lrp) })
 }
 
 // update updates the LRP guid and writes down what it returned and the
 // operation it noted. fast says whether a store with the fast paths must
-// have taken its update fast path (updateNowPostgres); under injected
-// commit faults (CORKBOARD_COMMIT_FAULTS) a call given one may leave it to
-// the general path, and only the others are held to it.
+// have taken its update fast path (updateNowPostgres; heldToPath).
 func (w *witness) update(label, guid string, update *models.DesiredLRPUpdate, fast bool) {
 	GinkgoHelper()
 	w.b.clock.Advance(time.Millisecond)
-	taken := w.store.FastUpdates()
-	faults := injectedFaults(w.store)
-	note := &db.OperationNote{RequestedBy: "oracle"}
-	updated, err := w.store.UpdateDesiredLRP(db.WithOperationNote(w.ctx, note), guid, update)
-	w.record("update "+label, updated, err)
-	w.record("update "+label+": its operation", note.Operation, nil)
+	w.heldToPath(fmt.Sprintf("update %q", label), w.store.FastUpdates, fast, func() {
+		note := &db.OperationNote{RequestedBy: "oracle"}
+		updated, err := w.store.UpdateDesiredLRP(db.WithOperationNote(w.ctx, note), guid, update)
+		w.record("update "+label, updated, err)
+		w.record("update "+label+": its operation", note.Operation, nil)
+	})
+}
+
+// heldToPath runs call, what, and holds it to the path fast names: a store
+// with the fast paths must have counted one call of the fast path (taken,
+// its counter), every other store none. Under injected commit faults
+// (CORKBOARD_COMMIT_FAULTS) a call given one may leave it to the general
+// path, and only the others are held to taking it.
+func (w *witness) heldToPath(what string, taken func() int64, fast bool, call func()) {
+	GinkgoHelper()
+	before, faults := taken(), injectedFaults(w.store)
+	call()
 	want := int64(0)
 	if fast && w.store.HasFastPaths() {
 		want = 1
 	}
 	if injectedFaults(w.store) == faults || want == 0 {
-		Expect(w.store.FastUpdates()-taken).To(Equal(want), "updates %q took by the fast path", label)
+		Expect(taken()-before).To(Equal(want), "%s took the fast path", what)
 	}
 }
 
