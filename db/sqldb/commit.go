@@ -297,7 +297,7 @@ func (s *SQLDB) checkFence(ctx context.Context, tx *sql.Tx) error {
 	if !ok {
 		return nil
 	}
-	err := rowlock.Check(ctx, tx, s.driver.name(), leasesTable, f.Lease, f.Owner, f.Tenure)
+	err := rowlock.Check(ctx, cachedQuerier{s: s, tx: tx}, s.driver.name(), leasesTable, f.Lease, f.Owner, f.Tenure)
 	if errors.Is(err, rowlock.ErrFenced) {
 		return models.NewError(models.Error_ResourceConflict, "refused a write of a lease tenure that ended: %v", err)
 	}

@@ -121,7 +121,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 				}
 				return nil, nil, err
 			}
-		} else if _, err := tx.ExecContext(ctx, insertDesired, row...); err != nil {
+		} else if _, err := s.exec(ctx, tx, insertDesired, row...); err != nil {
 			if isUniqueViolation(err) {
 				return nil, nil, models.NewError(models.Error_ResourceExists, "desired_lrp %q already exists", stored.ProcessGuid)
 			}

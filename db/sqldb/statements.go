@@ -153,3 +153,21 @@ func (s *SQLDB) statement(ctx context.Context, q queryer, query string, args int
 func (s *SQLDB) rebound(query string) string {
 	return dialect.Rebind(s.driver.name(), query)
 }
+
+// cachedQuerier is tx for a package that runs its own statements
+// (rowlock.Querier): they run through the store's statement cache, as the
+// store's own do (exec, queryRow). A fenced write checks its lease this
+// way on every commit; sent as text, SQLite compiled that statement each
+// time.
+type cachedQuerier struct {
+	s  *SQLDB
+	tx *sql.Tx
+}
+
+func (q cachedQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return q.s.exec(ctx, q.tx, query, args...)
+}
+
+func (q cachedQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return q.s.queryRow(ctx, q.tx, query, args...)
+}
