@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -427,6 +428,24 @@ var _ = Describe("Admission", func() {
 			Expect(read).To(BeNumerically("<", len(guids)/handlers.StreamPage()), "the whole list was read")
 		})
 
+		It("holds only the page read ahead while its client stops taking pages, not the one it writes too", func() {
+			pages := &countingPages{watch: true}
+			serve(pages)
+			stall()
+			// The write of a page blocks on the full sockets; the page
+			// after it has been read meanwhile. The one being written is
+			// in the answer's bytes already: its items must be free.
+			settled := func() bool {
+				before := pages.count()
+				time.Sleep(200 * time.Millisecond)
+				return pages.count() == before
+			}
+			Eventually(settled).Should(BeTrue())
+			Expect(pages.count()).To(BeNumerically(">=", 3), "pages were written before the stream stood")
+			Eventually(pages.held, 5*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", handlers.StreamPage()),
+				"LRPs of the list still reachable while it stands (a page is %d)", handlers.StreamPage())
+		})
+
 		It("cuts a reader that does not take a page within the write timeout", func() {
 			serve(nil, handlers.WithListWriteTimeout(300*time.Millisecond))
 			stall()
@@ -438,15 +457,35 @@ var _ = Describe("Admission", func() {
 	})
 })
 
-// countingPages counts the page reads of streamed lists of desired LRPs.
+// countingPages counts the page reads of streamed lists of desired LRPs;
+// with watch set, it also counts the LRPs it hands out and, by a
+// finalizer on each, those the collector has freed since.
 type countingPages struct {
 	db.DB
-	reads atomic.Int64
+	reads            atomic.Int64
+	watch            bool
+	handed, released atomic.Int64
 }
 
 func (s *countingPages) EachDesiredLRP(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRP) error) error {
 	s.reads.Add(1)
-	return s.DB.EachDesiredLRP(ctx, filter, fn)
+	if !s.watch {
+		return s.DB.EachDesiredLRP(ctx, filter, fn)
+	}
+	return s.DB.EachDesiredLRP(ctx, filter, func(lrp *models.DesiredLRP) error {
+		s.handed.Add(1)
+		runtime.SetFinalizer(lrp, func(*models.DesiredLRP) { s.released.Add(1) })
+		return fn(lrp)
+	})
+}
+
+// held is how many LRPs handed out are still reachable, after a
+// collection (finalizers run after the collection that finds their
+// object unreachable, in a goroutine of their own).
+func (s *countingPages) held() int64 {
+	runtime.GC()
+	runtime.GC()
+	return s.handed.Load() - s.released.Load()
 }
 
 func (s *countingPages) count() int64 { return s.reads.Load() }

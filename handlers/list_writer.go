@@ -50,17 +50,20 @@ func newListWriter(w http.ResponseWriter, cd codec, items protoreflect.FieldDesc
 	return &listWriter{w: w, controller: http.NewResponseController(w), cd: cd, items: items, writeTimeout: writeTimeout}
 }
 
-// add writes one page of items. An encodeError writes nothing; the
-// caller ends the answer with it.
-func (lw *listWriter) add(items []listItem) error {
+// encode encodes one page of items, for write to send; it keeps no
+// reference to them, so that a caller that lets go of them before write
+// does not hold them while a slow client takes the bytes. An encodeError
+// leaves nothing to write; the caller ends the answer with it.
+func (lw *listWriter) encode(items []listItem) error {
 	lw.buf = lw.buf[:0]
 	for _, item := range items {
 		var err error
 		if lw.buf, err = lw.appendItem(lw.buf, item); err != nil {
+			lw.buf = lw.buf[:0]
 			return encodeError{err}
 		}
 	}
-	return lw.write()
+	return nil
 }
 
 func (lw *listWriter) appendItem(buf []byte, item proto.Message) ([]byte, error) {

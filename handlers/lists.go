@@ -42,7 +42,8 @@ import (
 // unless they reach streamPageBytes first: 500 items of the largest kind
 // (a desired LRP may carry 128 KiB of routes and 10 KiB of annotation)
 // could be tens of megabytes, and a hundred slow readers would hold a
-// hundred pages.
+// hundred pages. A slow reader's stream holds one page's items (the page
+// read ahead) and the bytes of the page it writes (stream).
 var (
 	streamPage      = 500
 	streamPageBytes = 256 << 10
@@ -193,12 +194,21 @@ func (c *call) stream(ctx context.Context, w http.ResponseWriter, cd codec, l *l
 			// wrote those before them.
 			next = c.readAhead(reading, l, req, read.page[len(read.page)-1].ListCursor(), limit)
 		}
-		if writeErr = out.add(read.page); writeErr != nil {
+		if writeErr = out.encode(read.page); writeErr != nil {
 			break
 		}
-		sent += len(read.page)
+		// The page is in out's bytes now: its items are let go of before
+		// the write, which a slow client can hold for up to
+		// listWriteTimeout, so that a stream holds one page of items
+		// (the one read ahead) rather than two.
+		items, full := len(read.page), read.full
+		read = pageRead{}
+		if writeErr = out.write(); writeErr != nil {
+			break
+		}
+		sent += items
 		pages++
-		if !read.full {
+		if !full {
 			break
 		}
 	}
