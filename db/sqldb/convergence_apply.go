@@ -411,7 +411,7 @@ func (s *SQLDB) writeConvergenceChanges(ctx context.Context, tx *sql.Tx, kind *c
 	rowsPerChange := 1
 	switch {
 	case kind.deletes:
-		query, args = s.driver.deleteByKeys(actualLRPKeys, len(keys)), actualKeyArgs(keys)
+		query, args = s.driver.deleteByKeys(actualLRPKeys, actualKeyArgs(keys))
 	case kind.column != "":
 		changes := make([]valueChange, len(matched))
 		for i, c := range matched {
@@ -453,8 +453,8 @@ type lockedRow struct {
 // lockConvergenceRows reads the rows with these keys, locking them for the
 // rest of the transaction, by key; keys without a row are absent.
 func (s *SQLDB) lockConvergenceRows(ctx context.Context, tx *sql.Tx, keys []models.ActualLRPKey) (map[models.ActualLRPKey]lockedRow, error) {
-	query := s.driver.selectByKeys(actualLRPKeys, strings.Join(actualLRPColumns, ", "), len(keys), true)
-	rows, err := s.query(ctx, tx, query, actualKeyArgs(keys)...)
+	query, args := s.driver.selectByKeys(actualLRPKeys, strings.Join(actualLRPColumns, ", "), actualKeyArgs(keys), true)
+	rows, err := s.query(ctx, tx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -121,9 +121,9 @@ func (s *SQLDB) ownRows(ctx context.Context, tx *sql.Tx, rows []*models.ActualLR
 	for i, lrp := range rows {
 		keys[i] = models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: models.ActualLRP_ORDINARY}
 	}
-	query := s.driver.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", len(keys), false)
+	query, args := s.driver.selectByKeys(actualLRPKeys, "process_guid, instance_index, modification_tag_epoch", actualKeyArgs(keys), false)
 	tagEpochs := make(map[models.ActualLRPKey]string, len(rows))
-	err := s.eachRow(ctx, tx, query, actualKeyArgs(keys), func(result *sql.Rows) error {
+	err := s.eachRow(ctx, tx, query, args, func(result *sql.Rows) error {
 		var guid, tagEpoch string
 		var index int64
 		if err := result.Scan(&guid, &index, &tagEpoch); err != nil {

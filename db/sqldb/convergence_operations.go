@@ -87,8 +87,9 @@ func (a *convergenceApplier) checkOperationTransitions(ctx context.Context, writ
 	}
 	stored := map[string]version{}
 	for _, batch := range batches(uniqueStrings(ids)) {
-		err := a.s.eachRow(ctx, a.s.conn, "SELECT id, process_guid, kind, status, modification_index FROM operations WHERE id IN "+inList(len(batch)),
-			stringArgs(batch), func(rows *sql.Rows) error {
+		in, args := a.s.driver.inStrings(batch)
+		err := a.s.eachRow(ctx, a.s.conn, "SELECT id, process_guid, kind, status, modification_index FROM operations WHERE id"+in,
+			args, func(rows *sql.Rows) error {
 				var id, kind, status string
 				var v version
 				if err := rows.Scan(&id, &v.processGuid, &kind, &status, &v.index); err != nil {

@@ -187,8 +187,8 @@ func (s *SQLDB) snapshotParts(ctx context.Context, processGuids []string) ([][]g
 		slices.Sort(guids)
 		var filters []guidFilter
 		for _, batch := range batches(guids) {
-			in := " IN " + inList(len(batch))
-			filters = append(filters, guidFilter{where: func(c string) string { return c + in }, args: stringArgs(batch)})
+			in, args := s.driver.inStrings(batch)
+			filters = append(filters, guidFilter{where: func(c string) string { return c + in }, args: args})
 		}
 		return [][]guidFilter{filters}, nil
 	}
@@ -484,7 +484,7 @@ func (r *snapshotReader) resolveResources(ctx context.Context, tx *sql.Tx) error
 		for _, k := range batch {
 			args = append(args, k.processGuid, k.definitionID)
 		}
-		query := r.s.driver.selectByKeys(runInfoKeys, "process_guid, definition_id, memory_mb, disk_mb", len(batch), false)
+		query, args := r.s.driver.selectByKeys(runInfoKeys, "process_guid, definition_id, memory_mb, disk_mb", args, false)
 		err := r.s.eachRow(ctx, tx, query, args, func(rows *sql.Rows) error {
 			if err := rows.Scan(&guid, &definitionID, &memory, &disk); err != nil {
 				return err

@@ -11,16 +11,20 @@ import (
 // batchSize at a time. Each dialect gets the form its planner turns into
 // one primary key lookup per key:
 //
-//   - SQLite and Postgres join the table with the keys as a VALUES table
-//     named v (k1, k2, …). SQLite scans the whole table for
-//     "(key) IN (VALUES …)", but searches its key index for the join.
-//     Postgres types a VALUES column by its first row, which says so.
+//   - Postgres joins the table with the keys as a VALUES table named v
+//     (k1, k2, …), typed by its first row, which says so.
+//   - SQLite joins the same v, read from one argument, the keys as a JSON
+//     array (json_each: withKeysJSON in driver_sqlite.go), so that the
+//     text does not vary with the number of keys and is compiled once.
+//     SQLite scans the whole table for "(key) IN (…)", but searches its
+//     key index for the join.
 //   - MySQL has no VALUES table that MariaDB and MySQL spell alike, so it
 //     gets "(key) IN ((…), …)" with USE INDEX (PRIMARY): MariaDB otherwise
 //     spends most of a second per statement weighing the other index that
 //     starts with process_guid.
 //
-// Keys are bound in order, each as its columns in order.
+// Keys are bound in order, each as its columns in order (on SQLite, in
+// that order inside the one argument).
 
 // keyTable is a table whose rows convergence addresses by key.
 type keyTable struct {
@@ -44,22 +48,21 @@ var (
 )
 
 // selectByKeys, deleteByKeys, updateByKeys and updateEachByKey are
-// driver verbs (driver.go): MySQL's forms are in driver_mysql.go; SQLite
-// and Postgres join the table with the keys as a VALUES table, built by
-// the functions below. typed gives the first row of VALUES casts, which
-// Postgres types the table's columns by.
+// driver verbs (driver.go): MySQL's and SQLite's forms are in their
+// drivers' files; Postgres joins the table with the keys as a VALUES
+// table, built by the functions below, whose first row carries casts,
+// which Postgres types the table's columns by.
 
 // selectJoiningKeys reads columns (of t, unqualified) of the rows with n
 // keys, joined to the VALUES table of the keys.
-func selectJoiningKeys(t keyTable, columns string, n int, typed bool) string {
-	return withKeys(t, n, 0, typed) + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV()
+func selectJoiningKeys(t keyTable, columns string, n int) string {
+	return withKeys(t, n, 0) + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV()
 }
 
 // updateJoiningKeys sets set (whose ? take setArgs) in the rows whose keys
 // keyArgs holds, and returns the statement with its arguments in order.
-func updateJoiningKeys(t keyTable, set string, setArgs, keyArgs []any, typed bool) (string, []any) {
-	n := len(keyArgs) / len(t.columns)
-	query := withKeys(t, n, 0, typed) + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
+func updateJoiningKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
+	query := withKeys(t, t.keys(keyArgs), 0) + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
 	return query, append(keyArgs[:len(keyArgs):len(keyArgs)], setArgs...)
 }
 
@@ -73,20 +76,26 @@ type valueChange struct {
 // updateEachJoiningKeys sets column (cell_id, placement_error or
 // definition_id) to each row's own value, and set (whose ? take setArgs)
 // in every row; the database reports one affected row per row changed.
-func updateEachJoiningKeys(column, set string, setArgs []any, changes []valueChange, typed bool) (query string, args []any, rowsPerChange int) {
+func updateEachJoiningKeys(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int) {
 	t := actualLRPKeys
-	args = make([]any, 0, len(changes)*4+len(setArgs))
+	args = append(valueChangeArgs(changes), setArgs...)
+	query = withKeys(t, len(changes), 1) + " UPDATE " + t.name + " SET " + column + " = v.value, " + set +
+		" FROM v WHERE " + t.joinV()
+	return query, args, 1
+}
+
+// valueChangeArgs is each change's key, then its value.
+func valueChangeArgs(changes []valueChange) []any {
+	args := make([]any, 0, len(changes)*4)
 	for _, c := range changes {
 		args = append(args, c.row.ProcessGuid, c.row.Index, c.row.Presence.String(), c.value)
 	}
-	query = withKeys(t, len(changes), 1, typed) + " UPDATE " + t.name + " SET " + column + " = v.value, " + set +
-		" FROM v WHERE " + t.joinV()
-	return query, append(args, setArgs...), 1
+	return args
 }
 
 // withKeys is "WITH v (k1, …[, value]) AS (VALUES …)" for n keys, each
-// followed by values extra columns; typed casts the first row's values.
-func withKeys(t keyTable, n, values int, typed bool) string {
+// followed by values extra columns, the first row's values cast.
+func withKeys(t keyTable, n, values int) string {
 	names := make([]string, len(t.columns), len(t.columns)+values)
 	first := make([]string, len(t.columns), len(t.columns)+values)
 	for i := range t.columns {
@@ -102,18 +111,18 @@ func withKeys(t keyTable, n, values int, typed bool) string {
 	b.Grow(n*(len(row)+2) + 64)
 	b.WriteString("WITH v (" + strings.Join(names, ", ") + ") AS (VALUES ")
 	for i := range n {
-		switch {
-		case i > 0:
+		if i > 0 {
 			b.WriteString(", " + row)
-		case typed:
+		} else {
 			b.WriteString("(" + strings.Join(first, ", ") + ")")
-		default:
-			b.WriteString(row)
 		}
 	}
 	b.WriteString(")")
 	return b.String()
 }
+
+// keys is how many keys keyArgs holds (each its columns, in order).
+func (t keyTable) keys(keyArgs []any) int { return len(keyArgs) / len(t.columns) }
 
 // joinV matches the table's key columns with v's.
 func (t keyTable) joinV() string {

@@ -48,6 +48,9 @@ type driver interface {
 	oneWriter() bool
 	// inProcess reports whether a statement costs no network round trip.
 	inProcess() bool
+	// inStrings is what follows a column in the condition that the column
+	// holds one of values (not empty), with its arguments.
+	inStrings(values []string) (in string, args []any)
 	// preparesStatements reports whether the store runs its statements
 	// prepared (statements.go), because running a prepared statement costs
 	// the database less than parsing and planning its text each time.
@@ -98,8 +101,8 @@ type driver interface {
 	// Convergence's statements on rows named by a list of keys
 	// (convergence_sql.go).
 
-	selectByKeys(t keyTable, columns string, n int, lock bool) string
-	deleteByKeys(t keyTable, n int) string
+	selectByKeys(t keyTable, columns string, keyArgs []any, lock bool) (string, []any)
+	deleteByKeys(t keyTable, keyArgs []any) (string, []any)
 	updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any)
 	updateEachByKey(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int)
 
@@ -181,6 +184,11 @@ func (general) receiptOnEvents() bool                 { return false }
 func (general) inProcess() bool                       { return false }
 func (general) preparesStatements() bool              { return false }
 func (general) snapshotIsolation() sql.IsolationLevel { return sql.LevelRepeatableRead }
+
+// inStrings is an IN list of a placeholder per value.
+func (general) inStrings(values []string) (string, []any) {
+	return " IN " + inList(len(values)), stringArgs(values)
+}
 
 // bytewise is the column itself where it is byte-collated already.
 func (general) bytewise(column string) string { return column }

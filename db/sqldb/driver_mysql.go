@@ -144,21 +144,20 @@ func (mysqlDriver) blobType() string { return "BINARY" }
 // "(key) IN ((…), …)" with USE INDEX (PRIMARY): MariaDB otherwise spends
 // most of a second per statement weighing the other index that starts
 // with process_guid (see convergence_sql.go).
-func (mysqlDriver) selectByKeys(t keyTable, columns string, n int, lock bool) string {
-	query := "SELECT " + columns + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
+func (mysqlDriver) selectByKeys(t keyTable, columns string, keyArgs []any, lock bool) (string, []any) {
+	query := "SELECT " + columns + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(t.keys(keyArgs))
 	if lock {
 		query += " FOR UPDATE"
 	}
-	return query
+	return query, keyArgs
 }
 
-func (mysqlDriver) deleteByKeys(t keyTable, n int) string {
-	return "DELETE " + t.name + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(n)
+func (mysqlDriver) deleteByKeys(t keyTable, keyArgs []any) (string, []any) {
+	return "DELETE " + t.name + " FROM " + t.name + " USE INDEX (PRIMARY) WHERE " + t.inTuples(t.keys(keyArgs)), keyArgs
 }
 
 func (mysqlDriver) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
-	n := len(keyArgs) / len(t.columns)
-	query := "UPDATE " + t.name + " USE INDEX (PRIMARY) SET " + set + " WHERE " + t.inTuples(n)
+	query := "UPDATE " + t.name + " USE INDEX (PRIMARY) SET " + set + " WHERE " + t.inTuples(t.keys(keyArgs))
 	return query, append(setArgs[:len(setArgs):len(setArgs)], keyArgs...)
 }
 

@@ -88,24 +88,24 @@ func (postgresDriver) nowNanos() string { return dialect.NowNanos(dialect.Postgr
 func (postgresDriver) blobType() string { return "BYTEA" }
 
 // selectByKeys locks only the table's rows, not the VALUES table's.
-func (postgresDriver) selectByKeys(t keyTable, columns string, n int, lock bool) string {
-	query := selectJoiningKeys(t, columns, n, true)
+func (postgresDriver) selectByKeys(t keyTable, columns string, keyArgs []any, lock bool) (string, []any) {
+	query := selectJoiningKeys(t, columns, t.keys(keyArgs))
 	if lock {
 		query += " FOR UPDATE OF " + t.name
 	}
-	return query
+	return query, keyArgs
 }
 
-func (postgresDriver) deleteByKeys(t keyTable, n int) string {
-	return withKeys(t, n, 0, true) + " DELETE FROM " + t.name + " USING v WHERE " + t.joinV()
+func (postgresDriver) deleteByKeys(t keyTable, keyArgs []any) (string, []any) {
+	return withKeys(t, t.keys(keyArgs), 0) + " DELETE FROM " + t.name + " USING v WHERE " + t.joinV(), keyArgs
 }
 
 func (postgresDriver) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
-	return updateJoiningKeys(t, set, setArgs, keyArgs, true)
+	return updateJoiningKeys(t, set, setArgs, keyArgs)
 }
 
 func (postgresDriver) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (string, []any, int) {
-	return updateEachJoiningKeys(column, set, setArgs, changes, true)
+	return updateEachJoiningKeys(column, set, setArgs, changes)
 }
 
 // The fast paths. Each is tried first; the transactional path runs when

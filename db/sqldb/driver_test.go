@@ -12,6 +12,7 @@ import (
 
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
 )
 
 var _ = Describe("the driver", func() {
@@ -41,8 +42,8 @@ var _ = Describe("the driver", func() {
 		func(dialect string, lock bool, want string) {
 			Expect(sqldb.SelectActualByKeys(dialect, 2, lock)).To(Equal(want))
 		},
-		Entry("SQLite joins a VALUES table and never locks", sqldb.SQLite, true,
-			"WITH v (k1, k2, k3) AS (VALUES (?, ?, ?), (?, ?, ?)) SELECT state FROM v JOIN actual_lrps ON "+
+		Entry("SQLite joins the keys of one JSON argument, whatever their number, and never locks", sqldb.SQLite, true,
+			"WITH v (k1, k2, k3) AS (SELECT value->>0, value->>1, value->>2 FROM json_each(?)) SELECT state FROM v JOIN actual_lrps ON "+
 				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3"),
 		Entry("Postgres types the first row and locks the table's rows", sqldb.Postgres, true,
 			"WITH v (k1, k2, k3) AS (VALUES (?::text, ?::integer, ?::text), (?, ?, ?)) SELECT state FROM v JOIN actual_lrps ON "+
@@ -59,7 +60,7 @@ var _ = Describe("the driver", func() {
 			Expect(sqldb.DeleteActualByKeys(dialect, 1)).To(Equal(want))
 		},
 		Entry("SQLite by rowid", sqldb.SQLite,
-			"WITH v (k1, k2, k3) AS (VALUES (?, ?, ?)) DELETE FROM actual_lrps WHERE rowid IN (SELECT actual_lrps.rowid FROM v JOIN actual_lrps ON "+
+			"WITH v (k1, k2, k3) AS (SELECT value->>0, value->>1, value->>2 FROM json_each(?)) DELETE FROM actual_lrps WHERE rowid IN (SELECT actual_lrps.rowid FROM v JOIN actual_lrps ON "+
 				"actual_lrps.process_guid = v.k1 AND actual_lrps.instance_index = v.k2 AND actual_lrps.presence = v.k3)"),
 		Entry("Postgres with USING", sqldb.Postgres,
 			"WITH v (k1, k2, k3) AS (VALUES (?::text, ?::integer, ?::text)) DELETE FROM actual_lrps USING v WHERE "+
@@ -67,6 +68,15 @@ var _ = Describe("the driver", func() {
 		Entry("MySQL with the key's equalities (one key; a tuple list for more)", sqldb.MySQL,
 			"DELETE actual_lrps FROM actual_lrps USE INDEX (PRIMARY) WHERE (process_guid = ? AND instance_index = ? AND presence = ?)"),
 	)
+
+	It("gives SQLite the keys as one JSON argument: an array of each key's columns", func() {
+		keys := []models.ActualLRPKey{
+			{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY},
+			{ProcessGuid: `quote"d`, Index: 12, Presence: models.ActualLRP_EVACUATING},
+		}
+		Expect(sqldb.ActualKeysArgs(sqldb.SQLite, keys)).To(Equal([]any{`[["web",0,"ORDINARY"],["quote\"d",12,"EVACUATING"]]`}))
+		Expect(sqldb.ActualKeysArgs(sqldb.Postgres, keys)).To(Equal([]any{"web", int32(0), "ORDINARY", `quote"d`, int32(12), "EVACUATING"}))
+	})
 
 	It("refuses an unknown dialect", func() {
 		Expect(func() { sqldb.New(nil, "oracle") }).To(PanicWith(ContainSubstring(`"oracle"`)))

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/models"
 )
 
 // Seams for the external test package.
@@ -106,7 +107,8 @@ func CellPageQuery(dialectName string, limit int) string {
 
 // SelectActualByKeys is the driver's read of n actual LRP rows by key.
 func SelectActualByKeys(dialectName string, n int, lock bool) string {
-	return mustDriver(dialectName).selectByKeys(actualLRPKeys, "state", n, lock)
+	query, _ := mustDriver(dialectName).selectByKeys(actualLRPKeys, "state", make([]any, 3*n), lock)
+	return query
 }
 
 // UpdateActualByKeys is the driver's update of n actual LRP rows by key,
@@ -118,7 +120,15 @@ func UpdateActualByKeys(dialectName string, n int) string {
 
 // DeleteActualByKeys is the driver's delete of n actual LRP rows by key.
 func DeleteActualByKeys(dialectName string, n int) string {
-	return mustDriver(dialectName).deleteByKeys(actualLRPKeys, n)
+	query, _ := mustDriver(dialectName).deleteByKeys(actualLRPKeys, make([]any, 3*n))
+	return query
+}
+
+// ActualKeysArgs is the driver's arguments for a read of keys' actual LRP
+// rows (selectByKeys).
+func ActualKeysArgs(dialectName string, keys []models.ActualLRPKey) []any {
+	_, args := mustDriver(dialectName).selectByKeys(actualLRPKeys, "state", actualKeyArgs(keys), false)
+	return args
 }
 
 // NewReceiptToken makes a commit receipt's token as a write would, at the

@@ -31,7 +31,7 @@ import (
 // met (8 writers starting one instance).
 func lifecycleBatch(d driver, w *lifecycleWrite) (string, []any) {
 	keyed, tag := w.row[:len(w.row)-2], w.row[len(w.row)-2:]
-	write, args := d.deleteByKeys(actualLRPKeys, 1), keyed
+	write, args := d.deleteByKeys(actualLRPKeys, keyed)
 	if !w.removed {
 		n := len(actualLRPMutableColumns)
 		write, args = d.updateByKeys(actualLRPKeys, actualLRPAssignments, keyed[:n], keyed[n:])
