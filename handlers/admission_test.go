@@ -417,12 +417,7 @@ var _ = Describe("Admission", func() {
 			// The pages written fill the sockets' small buffers, the
 			// write of the next one blocks, and the page after it is
 			// read meanwhile; then nothing more is read.
-			settled := func() bool {
-				before := pages.count()
-				time.Sleep(200 * time.Millisecond)
-				return pages.count() == before
-			}
-			Eventually(settled).Should(BeTrue())
+			Eventually(pages.settled).Should(BeTrue())
 			read := pages.count()
 			Consistently(pages.count, time.Second, 50*time.Millisecond).Should(Equal(read))
 			Expect(read).To(BeNumerically("<", len(guids)/handlers.StreamPage()), "the whole list was read")
@@ -435,12 +430,7 @@ var _ = Describe("Admission", func() {
 			// The write of a page blocks on the full sockets; the page
 			// after it has been read meanwhile. The one being written is
 			// in the answer's bytes already: its items must be free.
-			settled := func() bool {
-				before := pages.count()
-				time.Sleep(200 * time.Millisecond)
-				return pages.count() == before
-			}
-			Eventually(settled).Should(BeTrue())
+			Eventually(pages.settled).Should(BeTrue())
 			Expect(pages.count()).To(BeNumerically(">=", 3), "pages were written before the stream stood")
 			Eventually(pages.held, 5*time.Second, 100*time.Millisecond).Should(BeNumerically("<=", handlers.StreamPage()),
 				"LRPs of the list still reachable while it stands (a page is %d)", handlers.StreamPage())
@@ -489,6 +479,13 @@ func (s *countingPages) held() int64 {
 }
 
 func (s *countingPages) count() int64 { return s.reads.Load() }
+
+// settled says no page was read for 200 ms.
+func (s *countingPages) settled() bool {
+	before := s.count()
+	time.Sleep(200 * time.Millisecond)
+	return s.count() == before
+}
 
 // smallBuffers gives every connection it accepts a small send buffer.
 type smallBuffers struct{ net.Listener }
