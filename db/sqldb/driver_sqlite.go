@@ -121,7 +121,11 @@ func (sqliteDriver) updateEachByKey(column, set string, setArgs []any, changes [
 // withKeysJSON is "WITH v (k1, …[, value]) AS (SELECT value->>0, … FROM
 // json_each(?))" for t's keys, each followed by values extra columns, and
 // its argument: keyArgs (each key's columns, then its extra values, in
-// order) as a JSON array of one array per key.
+// order) as a JSON array of one array per key. JSON strings are UTF-8:
+// the keys are (process guids and definition ids are ASCII by the
+// models' validation, presences enum names); an extra value that is not
+// (a placement error, which the board writes itself) would be stored with
+// U+FFFD for each byte that is not.
 func withKeysJSON(t keyTable, values int, keyArgs []any) (string, string) {
 	width := len(t.columns) + values
 	names := make([]string, 0, width)
