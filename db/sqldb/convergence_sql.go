@@ -14,7 +14,7 @@ import (
 //   - Postgres joins the table with the keys as a VALUES table named v
 //     (k1, k2, …), typed by its first row, which says so.
 //   - SQLite joins the same v, read from one argument, the keys as a JSON
-//     array (json_each: withKeysJSON in driver_sqlite.go), so that the
+//     array (json_each: jsonKeys in driver_sqlite.go), so that the
 //     text does not vary with the number of keys and is compiled once.
 //     SQLite scans the whole table for "(key) IN (…)", but searches its
 //     key index for the join.
@@ -48,22 +48,38 @@ var (
 )
 
 // selectByKeys, deleteByKeys, updateByKeys and updateEachByKey are
-// driver verbs (driver.go): MySQL's and SQLite's forms are in their
-// drivers' files; Postgres joins the table with the keys as a VALUES
-// table, built by the functions below, whose first row carries casts,
-// which Postgres types the table's columns by.
+// driver verbs (driver.go): MySQL's forms are in driver_mysql.go. Postgres
+// and SQLite join the table with v, a keys table (keysTable): Postgres's
+// a VALUES table (valuesKeys), SQLite's read from one JSON argument
+// (jsonKeys in driver_sqlite.go).
 
-// selectJoiningKeys reads columns (of t, unqualified) of the rows with n
-// keys, joined to the VALUES table of the keys.
-func selectJoiningKeys(t keyTable, columns string, n int) string {
-	return withKeys(t, n, 0) + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV()
+// keysTable is v (k1, …[, value]): the WITH clause that makes it, and the
+// arguments that clause binds.
+type keysTable struct {
+	with string
+	args []any
 }
 
-// updateJoiningKeys sets set (whose ? take setArgs) in the rows whose keys
-// keyArgs holds, and returns the statement with its arguments in order.
-func updateJoiningKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
-	query := withKeys(t, t.keys(keyArgs), 0) + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
-	return query, append(keyArgs[:len(keyArgs):len(keyArgs)], setArgs...)
+// selectJoining reads columns (of t, unqualified) of the rows whose keys
+// v holds, and returns the statement with its arguments in order.
+func (v keysTable) selectJoining(t keyTable, columns string) (string, []any) {
+	return v.with + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV(), v.args
+}
+
+// updateJoining sets set (whose ? take setArgs) in the rows whose keys v
+// holds, and returns the statement with its arguments in order.
+func (v keysTable) updateJoining(t keyTable, set string, setArgs []any) (string, []any) {
+	query := v.with + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV()
+	return query, append(v.args[:len(v.args):len(v.args)], setArgs...)
+}
+
+// updateEachJoining sets column (cell_id, placement_error or
+// definition_id) of each actual LRP to its own value, v's value column
+// (v holds valueChangeArgs), and set (whose ? take setArgs) in every row;
+// the database reports one affected row per row changed.
+func (v keysTable) updateEachJoining(column, set string, setArgs []any) (query string, args []any, rowsPerChange int) {
+	query, args = v.updateJoining(actualLRPKeys, column+" = v.value, "+set, setArgs)
+	return query, args, 1
 }
 
 // valueChange is a change to one actual_lrps row that sets one column to
@@ -73,17 +89,6 @@ type valueChange struct {
 	value string
 }
 
-// updateEachJoiningKeys sets column (cell_id, placement_error or
-// definition_id) to each row's own value, and set (whose ? take setArgs)
-// in every row; the database reports one affected row per row changed.
-func updateEachJoiningKeys(column, set string, setArgs []any, changes []valueChange) (query string, args []any, rowsPerChange int) {
-	t := actualLRPKeys
-	args = append(valueChangeArgs(changes), setArgs...)
-	query = withKeys(t, len(changes), 1) + " UPDATE " + t.name + " SET " + column + " = v.value, " + set +
-		" FROM v WHERE " + t.joinV()
-	return query, args, 1
-}
-
 // valueChangeArgs is each change's key, then its value.
 func valueChangeArgs(changes []valueChange) []any {
 	args := make([]any, 0, len(changes)*4)
@@ -91,6 +96,13 @@ func valueChangeArgs(changes []valueChange) []any {
 		args = append(args, c.row.ProcessGuid, c.row.Index, c.row.Presence.String(), c.value)
 	}
 	return args
+}
+
+// valuesKeys is v as Postgres's VALUES table of keyArgs (each key's
+// columns, then its values extra columns, in order), the first row's
+// values cast, which Postgres types v's columns by.
+func valuesKeys(t keyTable, values int, keyArgs []any) keysTable {
+	return keysTable{with: withKeys(t, len(keyArgs)/(len(t.columns)+values), values), args: keyArgs}
 }
 
 // withKeys is "WITH v (k1, …[, value]) AS (VALUES …)" for n keys, each

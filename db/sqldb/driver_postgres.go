@@ -89,23 +89,24 @@ func (postgresDriver) blobType() string { return "BYTEA" }
 
 // selectByKeys locks only the table's rows, not the VALUES table's.
 func (postgresDriver) selectByKeys(t keyTable, columns string, keyArgs []any, lock bool) (string, []any) {
-	query := selectJoiningKeys(t, columns, t.keys(keyArgs))
+	query, args := valuesKeys(t, 0, keyArgs).selectJoining(t, columns)
 	if lock {
 		query += " FOR UPDATE OF " + t.name
 	}
-	return query, keyArgs
+	return query, args
 }
 
 func (postgresDriver) deleteByKeys(t keyTable, keyArgs []any) (string, []any) {
-	return withKeys(t, t.keys(keyArgs), 0) + " DELETE FROM " + t.name + " USING v WHERE " + t.joinV(), keyArgs
+	v := valuesKeys(t, 0, keyArgs)
+	return v.with + " DELETE FROM " + t.name + " USING v WHERE " + t.joinV(), v.args
 }
 
 func (postgresDriver) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
-	return updateJoiningKeys(t, set, setArgs, keyArgs)
+	return valuesKeys(t, 0, keyArgs).updateJoining(t, set, setArgs)
 }
 
 func (postgresDriver) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (string, []any, int) {
-	return updateEachJoiningKeys(column, set, setArgs, changes)
+	return valuesKeys(actualLRPKeys, 1, valueChangeArgs(changes)).updateEachJoining(column, set, setArgs)
 }
 
 // The fast paths. Each is tried first; the transactional path runs when

@@ -85,7 +85,7 @@ func (sqliteDriver) lockForUpdate() string { return "" }
 func (sqliteDriver) blobType() string { return "BLOB" }
 
 // SQLite's keyed statements join the table with the keys read from one
-// argument, a JSON array of the keys' arrays, by json_each (withKeysJSON):
+// argument, a JSON array of the keys' arrays, by json_each (jsonKeys):
 // their text is then the same for any number of keys, so SQLite compiles
 // each once (preparesStatements), where a VALUES table of one row of
 // placeholders per key was compiled on every call — 3% of the board's
@@ -95,38 +95,33 @@ func (sqliteDriver) blobType() string { return "BLOB" }
 
 // selectByKeys never locks: SQLite's write transactions run one at a time.
 func (sqliteDriver) selectByKeys(t keyTable, columns string, keyArgs []any, _ bool) (string, []any) {
-	with, keys := withKeysJSON(t, 0, keyArgs)
-	return with + " SELECT " + columns + " FROM v JOIN " + t.name + " ON " + t.joinV(), []any{keys}
+	return jsonKeys(t, 0, keyArgs).selectJoining(t, columns)
 }
 
 // deleteByKeys deletes by rowid: SQLite's DELETE takes no join.
 func (sqliteDriver) deleteByKeys(t keyTable, keyArgs []any) (string, []any) {
-	with, keys := withKeysJSON(t, 0, keyArgs)
-	return with + " DELETE FROM " + t.name + " WHERE rowid IN (SELECT " + t.name +
-		".rowid FROM v JOIN " + t.name + " ON " + t.joinV() + ")", []any{keys}
+	v := jsonKeys(t, 0, keyArgs)
+	return v.with + " DELETE FROM " + t.name + " WHERE rowid IN (SELECT " + t.name +
+		".rowid FROM v JOIN " + t.name + " ON " + t.joinV() + ")", v.args
 }
 
 func (sqliteDriver) updateByKeys(t keyTable, set string, setArgs, keyArgs []any) (string, []any) {
-	with, keys := withKeysJSON(t, 0, keyArgs)
-	return with + " UPDATE " + t.name + " SET " + set + " FROM v WHERE " + t.joinV(), append([]any{keys}, setArgs...)
+	return jsonKeys(t, 0, keyArgs).updateJoining(t, set, setArgs)
 }
 
 func (sqliteDriver) updateEachByKey(column, set string, setArgs []any, changes []valueChange) (string, []any, int) {
-	t := actualLRPKeys
-	with, keys := withKeysJSON(t, 1, valueChangeArgs(changes))
-	return with + " UPDATE " + t.name + " SET " + column + " = v.value, " + set + " FROM v WHERE " + t.joinV(),
-		append([]any{keys}, setArgs...), 1
+	return jsonKeys(actualLRPKeys, 1, valueChangeArgs(changes)).updateEachJoining(column, set, setArgs)
 }
 
-// withKeysJSON is "WITH v (k1, …[, value]) AS (SELECT value->>0, … FROM
-// json_each(?))" for t's keys, each followed by values extra columns, and
-// its argument: keyArgs (each key's columns, then its extra values, in
-// order) as a JSON array of one array per key. JSON strings are UTF-8:
-// the keys are (process guids and definition ids are ASCII by the
-// models' validation, presences enum names); an extra value that is not
-// (a placement error, which the board writes itself) would be stored with
+// jsonKeys is v as "WITH v (k1, …[, value]) AS (SELECT value->>0, … FROM
+// json_each(?))" for t's keys, each followed by values extra columns,
+// bound to keyArgs (each key's columns, then its extra values, in order)
+// as a JSON array of one array per key. JSON strings are UTF-8: the keys
+// are (process guids and definition ids are ASCII by the models'
+// validation, presences enum names); an extra value that is not (a
+// placement error, which the board writes itself) would be stored with
 // U+FFFD for each byte that is not.
-func withKeysJSON(t keyTable, values int, keyArgs []any) (string, string) {
+func jsonKeys(t keyTable, values int, keyArgs []any) keysTable {
 	width := len(t.columns) + values
 	names := make([]string, 0, width)
 	fields := make([]string, 0, width)
@@ -147,7 +142,10 @@ func withKeysJSON(t keyTable, values int, keyArgs []any) (string, string) {
 	if err != nil {
 		panic("sqldb: keys that do not encode as JSON: " + err.Error())
 	}
-	return "WITH v (" + strings.Join(names, ", ") + ") AS (SELECT " + strings.Join(fields, ", ") + " FROM json_each(?))", string(list)
+	return keysTable{
+		with: "WITH v (" + strings.Join(names, ", ") + ") AS (SELECT " + strings.Join(fields, ", ") + " FROM json_each(?))",
+		args: []any{string(list)},
+	}
 }
 
 func (sqliteDriver) moveEvents() func(*SQLDB, context.Context, *sql.Tx, int64, int) (int, int64, error) {
