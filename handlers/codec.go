@@ -37,7 +37,28 @@ var protobufCodec = codec{
 var jsonCodec = codec{
 	contentType: models.ContentTypeJSON,
 	unmarshal:   unmarshalJSON,
-	marshal:     protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false}.Marshal,
+	marshal:     marshalJSON,
+}
+
+var protojsonOptions = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false}
+
+// marshalJSON encodes msg in JSON, first decoding the definitions a list
+// read left encoded (models.DesiredLRP.SetEncodedDefinition), which
+// protojson would leave out: in msg, a desired LRP, or in a list of them.
+func marshalJSON(msg proto.Message) ([]byte, error) {
+	var lrps []*models.DesiredLRP
+	switch m := msg.(type) {
+	case *models.DesiredLRP:
+		lrps = []*models.DesiredLRP{m}
+	case *models.DesiredLRPsResponse:
+		lrps = m.GetDesiredLrps()
+	}
+	for _, lrp := range lrps {
+		if err := lrp.DecodeEncodedDefinition(); err != nil {
+			return nil, models.NewError(models.Error_InvalidRecord, "definition of desired_lrp %q: %v", lrp.GetProcessGuid(), err)
+		}
+	}
+	return protojsonOptions.Marshal(msg)
 }
 
 // codecFor picks the codec for a request's Content-Type. No Content-Type

@@ -37,7 +37,9 @@ func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPs
 	if err != nil {
 		return err
 	}
-	return h.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit}, fn)
+	// Definitions may come encoded: the list only encodes them again, and
+	// the JSON codec decodes them first (marshalJSON).
+	return h.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit, EncodedDefinitions: true}, fn)
 }
 
 // desiredLRPSchedulingInfos hands fn the matching LRPs after cursor (see listing.read).

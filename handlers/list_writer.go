@@ -46,6 +46,10 @@ type encodeError struct{ err error }
 
 func (e encodeError) Error() string { return "encode response: " + e.err.Error() }
 
+// Unwrap lets the answer's error be the codec's own when it is a
+// models.Error (a stored definition that does not decode, marshalJSON).
+func (e encodeError) Unwrap() error { return e.err }
+
 func newListWriter(w http.ResponseWriter, cd codec, items protoreflect.FieldDescriptor, writeTimeout time.Duration) *listWriter {
 	return &listWriter{w: w, controller: http.NewResponseController(w), cd: cd, items: items, writeTimeout: writeTimeout}
 }

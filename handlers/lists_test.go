@@ -115,6 +115,10 @@ var _ = Describe("Lists", func() {
 						b.call(models.RouteDesiredLRPs, request, resp)
 						Expect(resp.GetError()).To(BeNil())
 						Expect(len(resp.GetDesiredLrps())).To(BeNumerically("<=", 2))
+						for _, lrp := range resp.GetDesiredLrps() {
+							Expect(lrp.GetDefinition().GetAction().GetPath()).NotTo(BeEmpty(), "with its definition")
+							Expect(proto.Equal(lrp, b.mustGet(lrp.GetProcessGuid()))).To(BeTrue(), "%s as paged and as read alone", lrp.GetProcessGuid())
+						}
 						read = append(read, lrpGuids(resp.GetDesiredLrps())...)
 						if resp.GetNextCursor() == "" {
 							break

@@ -243,7 +243,9 @@ func percentile(values []time.Duration, p float64) time.Duration {
 // BenchmarkListDesiredLRPs lists 2,000 desired LRPs with their
 // definitions, each shaped as bbs-load peer's (peerShapedLRP), as a whole
 // list of desired LRPs reads them: the read, unpacking and decoding each
-// definition.
+// definition. Its "answer" runs read and encode each LRP as a protobuf
+// list answer does (measured, then marshalled), with the definitions
+// decoded or kept encoded (EncodedDefinitions).
 func BenchmarkListDesiredLRPs(b *testing.B) {
 	const lrps = 2000
 	forEachBenchDialect(b, func(b *testing.B, env benchEnv) {
@@ -265,5 +267,31 @@ func BenchmarkListDesiredLRPs(b *testing.B) {
 				}
 			}
 		})
+		for _, encoded := range []bool{false, true} {
+			name := "answer, definitions decoded"
+			if encoded {
+				name = "answer, definitions kept encoded"
+			}
+			b.Run(fmt.Sprintf("%d %s", lrps, name), func(b *testing.B) {
+				var answer []byte
+				for b.Loop() {
+					answer = answer[:0]
+					listed := 0
+					err := env.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{EncodedDefinitions: encoded}, func(lrp *models.DesiredLRP) error {
+						listed++
+						_ = proto.Size(lrp)
+						var err error
+						answer, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(answer, lrp)
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if listed != lrps {
+						b.Fatalf("listed %d LRPs, want %d", listed, lrps)
+					}
+				}
+			})
+		}
 	})
 }

@@ -59,7 +59,7 @@ func (s *SQLDB) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]
 // EachDesiredLRP is DesiredLRPs handing each LRP to fn as it is read.
 func (s *SQLDB) EachDesiredLRP(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRP) error) error {
 	err := s.eachDesiredBatch(ctx, selectDesiredLRP, filter, func(rows *sql.Rows) error {
-		lrp, err := s.scanDesiredLRP(rows)
+		lrp, err := s.scanDesiredRow(rows, filter.EncodedDefinitions)
 		if err != nil {
 			return err
 		}
@@ -219,7 +219,15 @@ func (s *SQLDB) eachRow(ctx context.Context, q queryer, query string, args []any
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// scanDesiredLRP reads a row of selectDesiredLRP (or a select of the same
+// columns) into an LRP with its definition decoded.
 func (s *SQLDB) scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
+	return s.scanDesiredRow(row, false)
+}
+
+// scanDesiredRow is scanDesiredLRP, with the definition left encoded
+// (models.DesiredLRP.SetEncodedDefinition) when encoded is set.
+func (s *SQLDB) scanDesiredRow(row rowScanner, encoded bool) (*models.DesiredLRP, error) {
 	lrp := &models.DesiredLRP{ModificationTag: &models.ModificationTag{}}
 	var tags, routes string
 	var strategy sql.Null[[]byte]
@@ -249,10 +257,15 @@ func (s *SQLDB) scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 	if lrp.Autoscaler, err = decodeAutoscalerStatus(autoscaler); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: autoscaler: %v", lrp.ProcessGuid, err)
 	}
-	if definition != nil {
-		if lrp.Definition, err = s.decodeStoredDefinition(lrp.ProcessGuid, lrp.ActiveDefinitionId, definition); err != nil {
-			return nil, err
-		}
+	switch {
+	case definition == nil:
+	case encoded:
+		err = s.attachStoredDefinition(lrp, definition)
+	default:
+		lrp.Definition, err = s.decodeStoredDefinition(lrp.ProcessGuid, lrp.ActiveDefinitionId, definition)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return lrp, nil
 }

@@ -135,10 +135,39 @@ func (s *SQLDB) encodeDefinition(processGuid string, def *models.LRPDefinition) 
 
 // decodeStoredDefinition reads back a run_infos.definition blob, plain or
 // sealed, packed or not, of the row (processGuid, definitionID). Every
-// read of the column goes through it. Its errors are InvalidRecord and
+// read of the column goes through it or attachStoredDefinition, both
+// through openStoredDefinition. Its errors are InvalidRecord and
 // name the row: a blob sealed under a key not configured, one altered or
 // copied from another row, or one that is not a definition.
 func (s *SQLDB) decodeStoredDefinition(processGuid, definitionID string, blob []byte) (*models.LRPDefinition, error) {
+	plain, err := s.openStoredDefinition(processGuid, definitionID, blob)
+	if err != nil {
+		return nil, err
+	}
+	def, err := decodeDefinition(plain)
+	if err != nil {
+		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
+	}
+	return def, nil
+}
+
+// attachStoredDefinition is decodeStoredDefinition for lrp's active
+// definition, left encoded in lrp (models.DesiredLRP.SetEncodedDefinition):
+// opened and expanded, its fields' framing checked, not decoded.
+func (s *SQLDB) attachStoredDefinition(lrp *models.DesiredLRP, blob []byte) error {
+	plain, err := s.openStoredDefinition(lrp.ProcessGuid, lrp.ActiveDefinitionId, blob)
+	if err != nil {
+		return err
+	}
+	if err := lrp.SetEncodedDefinition(plain); err != nil {
+		return errInvalidRecord("definition %q of desired_lrp %q: %v", lrp.ActiveDefinitionId, lrp.ProcessGuid, err)
+	}
+	return nil
+}
+
+// openStoredDefinition is a stored blob's definition protobuf: the blob
+// opened when sealed and expanded when packed (decodeStoredDefinition).
+func (s *SQLDB) openStoredDefinition(processGuid, definitionID string, blob []byte) ([]byte, error) {
 	plain, err := s.keys.openBlob(runInfoRow(processGuid, definitionID), blob)
 	if err != nil {
 		return nil, errInvalidRecord("%v", err)
@@ -146,11 +175,7 @@ func (s *SQLDB) decodeStoredDefinition(processGuid, definitionID string, blob []
 	if plain, err = unpack(plain); err != nil {
 		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
 	}
-	def, err := decodeDefinition(plain)
-	if err != nil {
-		return nil, errInvalidRecord("definition %q of desired_lrp %q: %v", definitionID, processGuid, err)
-	}
-	return def, nil
+	return plain, nil
 }
 
 // encodeParameters is what operations.parameters stores for the

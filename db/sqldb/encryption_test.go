@@ -210,6 +210,49 @@ var _ = forEachDialect("encryption at rest", func(b *board) {
 		}
 	})
 
+	It("hands a list's definitions encoded when asked, each the definition it decodes to: plain, packed or sealed", func() {
+		plain := b.storeWith(nil)
+		short := newLRP("short", "enc", 1)
+		short.Definition = &models.LRPDefinition{DefinitionId: "v1", Action: &models.RunAction{Path: "/a"}, MemoryMb: 1}
+		_, err := plain.DesireLRP(b.ctx, short)
+		Expect(err).NotTo(HaveOccurred())
+		packed := newLRP("packed", "enc", 1)
+		packed.Definition.Action.Args = append(packed.Definition.Action.Args, strings.Repeat("--flag ", 40))
+		_, err = plain.DesireLRP(b.ctx, packed)
+		Expect(err).NotTo(HaveOccurred())
+		store := b.storeWith(encKeyring("k1"))
+		_, err = store.DesireLRP(b.ctx, secretLRP("sealed", encSecret))
+		Expect(err).NotTo(HaveOccurred())
+		blobs := b.rawBlobs("run_infos")
+		Expect(blobs["short/v1"][0]).To(BeEquivalentTo(0x0a), "plain protobuf: field 1, definition_id")
+		Expect(blobs["packed/v1"][:2]).To(Equal([]byte{0x00, 0x02}), "packed")
+		Expect(blobs["sealed/v1"][:2]).To(Equal([]byte{0x00, 0x01}), "sealed")
+
+		decoded, err := store.DesiredLRPs(b.ctx, db.DesiredLRPFilter{Domain: "enc"})
+		Expect(err).NotTo(HaveOccurred())
+		var encoded []*models.DesiredLRP
+		Expect(store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", EncodedDefinitions: true}, func(lrp *models.DesiredLRP) error {
+			encoded = append(encoded, lrp)
+			return nil
+		})).To(Succeed())
+		Expect(encoded).To(HaveLen(3))
+		for i, lrp := range encoded {
+			Expect(lrp.Definition).To(BeNil(), lrp.ProcessGuid)
+			Expect(decoded[i].Definition).NotTo(BeNil(), lrp.ProcessGuid)
+			wire, err := proto.Marshal(lrp)
+			Expect(err).NotTo(HaveOccurred())
+			read := &models.DesiredLRP{}
+			Expect(proto.Unmarshal(wire, read)).To(Succeed())
+			Expect(read).To(EqualProto(decoded[i]), "%s as a client reads it", lrp.ProcessGuid)
+		}
+
+		By("refusing a stored definition that is not protobuf fields, naming its row")
+		b.exec("UPDATE run_infos SET definition = ? WHERE process_guid = 'short' AND definition_id = 'v1'", []byte{0x0a, 0x7f, 'v'})
+		err = store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", EncodedDefinitions: true}, func(*models.DesiredLRP) error { return nil })
+		Expect(err).To(HaveErrorType(models.Error_InvalidRecord))
+		Expect(err).To(MatchError(ContainSubstring(`definition "v1" of desired_lrp "short"`)))
+	})
+
 	It("writes the envelope format: marker, version, label, nonce, ciphertext and tag", func() {
 		store := b.storeWith(encKeyring("key-2025"))
 		desired, err := store.DesireLRP(b.ctx, secretLRP("web", encSecret))
