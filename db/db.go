@@ -75,11 +75,11 @@ type DesiredLRPFilter struct {
 	// reads at most that many. Lists come in process guid order (bytes).
 	After string
 	Limit int
-	// EncodedDefinitions lets EachDesiredLRP hand each LRP's definition
-	// still encoded (models.DesiredLRP.SetEncodedDefinition), for a caller
-	// that only encodes the LRPs again as protobuf; it may hand them
-	// decoded all the same. Other reads ignore it.
-	EncodedDefinitions bool
+	// KeepEncoded lets EachDesiredLRP and EachDesiredLRPSchedulingInfo
+	// hand fields still encoded (models.KeepEncoded): each LRP's
+	// definition and routes, for a caller that only encodes them again as
+	// protobuf. They may come decoded all the same; other reads ignore it.
+	KeepEncoded bool
 }
 
 type DesiredLRPDB interface {

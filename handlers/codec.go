@@ -42,23 +42,37 @@ var jsonCodec = codec{
 
 var protojsonOptions = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false}
 
-// marshalJSON encodes msg in JSON, first decoding the definitions a list
-// read left encoded (models.DesiredLRP.SetEncodedDefinition), which
-// protojson would leave out: in msg, a desired LRP, or in a list of them.
+// marshalJSON encodes msg in JSON, first decoding the fields a list read
+// left encoded (models.KeepEncoded), which protojson would leave out: in
+// msg, an item, or in the items of its lists, a response.
 func marshalJSON(msg proto.Message) ([]byte, error) {
-	var lrps []*models.DesiredLRP
-	switch m := msg.(type) {
-	case *models.DesiredLRP:
-		lrps = []*models.DesiredLRP{m}
-	case *models.DesiredLRPsResponse:
-		lrps = m.GetDesiredLrps()
+	if err := decodeEncodedFields(msg.ProtoReflect()); err != nil {
+		return nil, err
 	}
-	for _, lrp := range lrps {
-		if err := lrp.DecodeEncodedDefinition(); err != nil {
-			return nil, models.NewError(models.Error_InvalidRecord, "definition of desired_lrp %q: %v", lrp.GetProcessGuid(), err)
+	var err error
+	msg.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if !fd.IsList() || fd.Message() == nil {
+			return true
 		}
+		list := v.List()
+		for i := 0; i < list.Len() && err == nil; i++ {
+			err = decodeEncodedFields(list.Get(i).Message())
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return protojsonOptions.Marshal(msg)
+}
+
+// decodeEncodedFields is models.DecodeEncodedFields, its error an
+// InvalidRecord naming the item.
+func decodeEncodedFields(m protoreflect.Message) error {
+	if err := models.DecodeEncodedFields(m.Interface()); err != nil {
+		return models.NewError(models.Error_InvalidRecord, "%s: stored field does not decode: %v", m.Descriptor().Name(), err)
+	}
+	return nil
 }
 
 // codecFor picks the codec for a request's Content-Type. No Content-Type

@@ -37,9 +37,9 @@ func (h *storeHandlers) desiredLRPs(ctx context.Context, req *models.DesiredLRPs
 	if err != nil {
 		return err
 	}
-	// Definitions may come encoded: the list only encodes them again, and
-	// the JSON codec decodes them first (marshalJSON).
-	return h.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit, EncodedDefinitions: true}, fn)
+	// Definitions and routes may come encoded: the list only encodes them
+	// again, and the JSON codec decodes them first (marshalJSON).
+	return h.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit, KeepEncoded: true}, fn)
 }
 
 // desiredLRPSchedulingInfos hands fn the matching LRPs after cursor (see listing.read).
@@ -48,7 +48,8 @@ func (h *storeHandlers) desiredLRPSchedulingInfos(ctx context.Context, req *mode
 	if err != nil {
 		return err
 	}
-	return h.store.EachDesiredLRPSchedulingInfo(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit}, fn)
+	// Routes may come encoded, as for desiredLRPs.
+	return h.store.EachDesiredLRPSchedulingInfo(ctx, db.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids(), After: after, Limit: limit, KeepEncoded: true}, fn)
 }
 
 func (h *storeHandlers) updateDesiredLRP(ctx context.Context, req *models.UpdateDesiredLRPRequest) (*models.UpdateDesiredLRPResponse, error) {

@@ -94,6 +94,16 @@ var _ = Describe("Lists", func() {
 					Expect(infos.GetError()).To(BeNil())
 					Expect(infos.GetDesiredLrpSchedulingInfos()).To(HaveLen(5))
 					Expect(infos.GetNextCursor()).To(BeEmpty())
+					for i, info := range infos.GetDesiredLrpSchedulingInfos() {
+						Expect(info.GetRoutes().GetFields()).To(HaveKey("cf-router"), "with its routes")
+						Expect(proto.Equal(info.GetRoutes(), lrps[i].GetRoutes())).To(BeTrue(), "%s's routes as listed in both lists", info.GetProcessGuid())
+					}
+					paged := &models.DesiredLRPSchedulingInfosResponse{}
+					b.call(models.RouteDesiredLRPSchedulingInfos, &models.DesiredLRPSchedulingInfosRequest{Domain: domain, Limit: 2}, paged)
+					Expect(paged.GetDesiredLrpSchedulingInfos()).To(HaveLen(2))
+					for i, info := range paged.GetDesiredLrpSchedulingInfos() {
+						Expect(proto.Equal(info, infos.GetDesiredLrpSchedulingInfos()[i])).To(BeTrue(), "%s as paged and as streamed", info.GetProcessGuid())
+					}
 
 					actual := b.actualLRPs(&models.ActualLRPsRequest{Domain: domain})
 					Expect(actual).To(HaveLen(10))

@@ -245,7 +245,7 @@ func percentile(values []time.Duration, p float64) time.Duration {
 // list of desired LRPs reads them: the read, unpacking and decoding each
 // definition. Its "answer" runs read and encode each LRP as a protobuf
 // list answer does (measured, then marshalled), with the definitions
-// decoded or kept encoded (EncodedDefinitions).
+// decoded or kept encoded (KeepEncoded).
 func BenchmarkListDesiredLRPs(b *testing.B) {
 	const lrps = 2000
 	forEachBenchDialect(b, func(b *testing.B, env benchEnv) {
@@ -277,7 +277,7 @@ func BenchmarkListDesiredLRPs(b *testing.B) {
 				for b.Loop() {
 					answer = answer[:0]
 					listed := 0
-					err := env.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{EncodedDefinitions: encoded}, func(lrp *models.DesiredLRP) error {
+					err := env.store.EachDesiredLRP(ctx, db.DesiredLRPFilter{KeepEncoded: encoded}, func(lrp *models.DesiredLRP) error {
 						listed++
 						_ = proto.Size(lrp)
 						var err error

@@ -59,7 +59,7 @@ func (s *SQLDB) DesiredLRPs(ctx context.Context, filter db.DesiredLRPFilter) ([]
 // EachDesiredLRP is DesiredLRPs handing each LRP to fn as it is read.
 func (s *SQLDB) EachDesiredLRP(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRP) error) error {
 	err := s.eachDesiredBatch(ctx, selectDesiredLRP, filter, func(rows *sql.Rows) error {
-		lrp, err := s.scanDesiredRow(rows, filter.EncodedDefinitions)
+		lrp, err := s.scanDesiredRow(rows, filter.KeepEncoded)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func (s *SQLDB) DesiredLRPSchedulingInfos(ctx context.Context, filter db.Desired
 // to fn as it is read.
 func (s *SQLDB) EachDesiredLRPSchedulingInfo(ctx context.Context, filter db.DesiredLRPFilter, fn func(*models.DesiredLRPSchedulingInfo) error) error {
 	err := s.eachDesiredBatch(ctx, selectSchedulingInfo, filter, func(rows *sql.Rows) error {
-		info, err := scanSchedulingInfo(rows)
+		info, err := scanSchedulingInfo(rows, filter.KeepEncoded)
 		if err != nil {
 			return err
 		}
@@ -225,8 +225,8 @@ func (s *SQLDB) scanDesiredLRP(row rowScanner) (*models.DesiredLRP, error) {
 	return s.scanDesiredRow(row, false)
 }
 
-// scanDesiredRow is scanDesiredLRP, with the definition left encoded
-// (models.DesiredLRP.SetEncodedDefinition) when encoded is set.
+// scanDesiredRow is scanDesiredLRP, with the definition and the routes
+// kept encoded (models.KeepEncoded) when encoded is set.
 func (s *SQLDB) scanDesiredRow(row rowScanner, encoded bool) (*models.DesiredLRP, error) {
 	lrp := &models.DesiredLRP{ModificationTag: &models.ModificationTag{}}
 	var tags, routes string
@@ -245,7 +245,7 @@ func (s *SQLDB) scanDesiredRow(row rowScanner, encoded bool) (*models.DesiredLRP
 	if lrp.PlacementTags, err = decodePlacementTags(tags); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: placement_tags: %v", lrp.ProcessGuid, err)
 	}
-	if lrp.Routes, err = decodeRoutes(routes); err != nil {
+	if err = readRoutes(lrp, &lrp.Routes, routes, encoded); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: routes: %v", lrp.ProcessGuid, err)
 	}
 	if lrp.UpdateStrategy, err = decodeUpdateStrategy(strategy.V, strategy.Valid); err != nil {
@@ -270,7 +270,9 @@ func (s *SQLDB) scanDesiredRow(row rowScanner, encoded bool) (*models.DesiredLRP
 	return lrp, nil
 }
 
-func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error) {
+// scanSchedulingInfo reads a row of selectSchedulingInfo, its routes kept
+// encoded (models.KeepEncoded) when encoded is set.
+func scanSchedulingInfo(row rowScanner, encoded bool) (*models.DesiredLRPSchedulingInfo, error) {
 	info := &models.DesiredLRPSchedulingInfo{ModificationTag: &models.ModificationTag{}}
 	var tags, routes string
 	var tagIndex int64
@@ -285,7 +287,7 @@ func scanSchedulingInfo(row rowScanner) (*models.DesiredLRPSchedulingInfo, error
 	if info.PlacementTags, err = decodePlacementTags(tags); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: placement_tags: %v", info.ProcessGuid, err)
 	}
-	if info.Routes, err = decodeRoutes(routes); err != nil {
+	if err = readRoutes(info, &info.Routes, routes, encoded); err != nil {
 		return nil, errInvalidRecord("desired_lrp %q: routes: %v", info.ProcessGuid, err)
 	}
 	if info.Autoscaling, err = decodeAutoscaling(autoscaling); err != nil {

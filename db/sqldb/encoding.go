@@ -56,6 +56,27 @@ func decodeRoutes(text string) (*structpb.Struct, error) {
 	return routes, nil
 }
 
+// readRoutes reads stored routes (text) into msg's routes field: decoded
+// into routes, or kept encoded (models.KeepEncoded) when encoded is set.
+func readRoutes(msg proto.Message, routes **structpb.Struct, text string, encoded bool) error {
+	if !encoded || text == "" {
+		var err error
+		*routes, err = decodeRoutes(text)
+		return err
+	}
+	b, ok := routesProtobuf(text)
+	if !ok {
+		decoded, err := decodeRoutes(text)
+		if err != nil {
+			return err
+		}
+		if b, err = proto.Marshal(decoded); err != nil {
+			return err
+		}
+	}
+	return models.KeepEncoded(msg, models.DesiredLRPRoutesField, b)
+}
+
 // encodeMessage returns nil (NULL) for a nil message and non-nil bytes
 // otherwise, so an empty message is told apart from an unset one.
 func encodeMessage(m proto.Message, isNil bool) ([]byte, error) {
@@ -152,14 +173,14 @@ func (s *SQLDB) decodeStoredDefinition(processGuid, definitionID string, blob []
 }
 
 // attachStoredDefinition is decodeStoredDefinition for lrp's active
-// definition, left encoded in lrp (models.DesiredLRP.SetEncodedDefinition):
+// definition, left encoded in lrp (models.KeepEncoded):
 // opened and expanded, its fields' framing checked, not decoded.
 func (s *SQLDB) attachStoredDefinition(lrp *models.DesiredLRP, blob []byte) error {
 	plain, err := s.openStoredDefinition(lrp.ProcessGuid, lrp.ActiveDefinitionId, blob)
 	if err != nil {
 		return err
 	}
-	if err := lrp.SetEncodedDefinition(plain); err != nil {
+	if err := models.KeepEncoded(lrp, models.DesiredLRPDefinitionField, plain); err != nil {
 		return errInvalidRecord("definition %q of desired_lrp %q: %v", lrp.ActiveDefinitionId, lrp.ProcessGuid, err)
 	}
 	return nil

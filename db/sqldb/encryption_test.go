@@ -210,7 +210,7 @@ var _ = forEachDialect("encryption at rest", func(b *board) {
 		}
 	})
 
-	It("hands a list's definitions encoded when asked, each the definition it decodes to: plain, packed or sealed", func() {
+	It("hands a list's definitions and routes encoded when asked, each the field it decodes to: plain, packed or sealed", func() {
 		plain := b.storeWith(nil)
 		short := newLRP("short", "enc", 1)
 		short.Definition = &models.LRPDefinition{DefinitionId: "v1", Action: &models.RunAction{Path: "/a"}, MemoryMb: 1}
@@ -231,14 +231,16 @@ var _ = forEachDialect("encryption at rest", func(b *board) {
 		decoded, err := store.DesiredLRPs(b.ctx, db.DesiredLRPFilter{Domain: "enc"})
 		Expect(err).NotTo(HaveOccurred())
 		var encoded []*models.DesiredLRP
-		Expect(store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", EncodedDefinitions: true}, func(lrp *models.DesiredLRP) error {
+		Expect(store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", KeepEncoded: true}, func(lrp *models.DesiredLRP) error {
 			encoded = append(encoded, lrp)
 			return nil
 		})).To(Succeed())
 		Expect(encoded).To(HaveLen(3))
 		for i, lrp := range encoded {
 			Expect(lrp.Definition).To(BeNil(), lrp.ProcessGuid)
+			Expect(lrp.Routes).To(BeNil(), lrp.ProcessGuid)
 			Expect(decoded[i].Definition).NotTo(BeNil(), lrp.ProcessGuid)
+			Expect(decoded[i].Routes).NotTo(BeNil(), lrp.ProcessGuid)
 			wire, err := proto.Marshal(lrp)
 			Expect(err).NotTo(HaveOccurred())
 			read := &models.DesiredLRP{}
@@ -246,9 +248,27 @@ var _ = forEachDialect("encryption at rest", func(b *board) {
 			Expect(read).To(EqualProto(decoded[i]), "%s as a client reads it", lrp.ProcessGuid)
 		}
 
+		infos, err := store.DesiredLRPSchedulingInfos(b.ctx, db.DesiredLRPFilter{Domain: "enc"})
+		Expect(err).NotTo(HaveOccurred())
+		var encodedInfos []*models.DesiredLRPSchedulingInfo
+		Expect(store.EachDesiredLRPSchedulingInfo(b.ctx, db.DesiredLRPFilter{Domain: "enc", KeepEncoded: true}, func(info *models.DesiredLRPSchedulingInfo) error {
+			encodedInfos = append(encodedInfos, info)
+			return nil
+		})).To(Succeed())
+		Expect(encodedInfos).To(HaveLen(3))
+		for i, info := range encodedInfos {
+			Expect(info.Routes).To(BeNil(), info.ProcessGuid)
+			Expect(infos[i].Routes).NotTo(BeNil(), info.ProcessGuid)
+			wire, err := proto.Marshal(info)
+			Expect(err).NotTo(HaveOccurred())
+			read := &models.DesiredLRPSchedulingInfo{}
+			Expect(proto.Unmarshal(wire, read)).To(Succeed())
+			Expect(read).To(EqualProto(infos[i]), "%s as a client reads it", info.ProcessGuid)
+		}
+
 		By("refusing a stored definition that is not protobuf fields, naming its row")
 		b.exec("UPDATE run_infos SET definition = ? WHERE process_guid = 'short' AND definition_id = 'v1'", []byte{0x0a, 0x7f, 'v'})
-		err = store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", EncodedDefinitions: true}, func(*models.DesiredLRP) error { return nil })
+		err = store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", KeepEncoded: true}, func(*models.DesiredLRP) error { return nil })
 		Expect(err).To(HaveErrorType(models.Error_InvalidRecord))
 		Expect(err).To(MatchError(ContainSubstring(`definition "v1" of desired_lrp "short"`)))
 	})

@@ -15,6 +15,7 @@ import (
 var (
 	DecodeRoutes      = decodeRoutes
 	ParseRoutes       = parseRoutes
+	RoutesProtobuf    = routesProtobuf
 	IsRetryable       = isRetryable
 	IsUniqueViolation = isUniqueViolation
 	Pack              = pack

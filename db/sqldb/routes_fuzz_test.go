@@ -12,8 +12,9 @@ import (
 
 // FuzzRoutesJSON holds the stored-routes decoder to its promise: whatever
 // the text, its answer is protojson's — the same routes when protojson
-// reads them, an error when protojson refuses — and the fast path never
-// claims a text protojson would read otherwise. Seeds in
+// reads them, an error when protojson refuses — the fast path never
+// claims a text protojson would read otherwise, and routesProtobuf takes
+// the texts the fast path takes and writes the Struct it reads. Seeds in
 // testdata/fuzz/FuzzRoutesJSON: routes as the board stores them, and the
 // texts the fast path must leave to protojson.
 func FuzzRoutesJSON(f *testing.F) {
@@ -47,9 +48,20 @@ func FuzzRoutesJSON(f *testing.F) {
 		case wantErr == nil && !proto.Equal(got, want):
 			t.Fatalf("%q: the decoder read %v, protojson %v", text, got, want)
 		}
-		if fast, ok := sqldb.ParseRoutes(text); ok {
+		fast, ok := sqldb.ParseRoutes(text)
+		if ok {
 			if wantErr != nil || !proto.Equal(fast, want) {
 				t.Fatalf("%q: the fast path read %v, protojson %v (%v)", text, fast, want, wantErr)
+			}
+		}
+		encoded, encodedOK := sqldb.RoutesProtobuf(text)
+		if encodedOK != ok {
+			t.Fatalf("%q: the fast path took it %v, routesProtobuf %v", text, ok, encodedOK)
+		}
+		if ok {
+			read := &structpb.Struct{}
+			if err := proto.Unmarshal(encoded, read); err != nil || !proto.Equal(read, fast) {
+				t.Fatalf("%q: routesProtobuf wrote %v (%v), the fast path read %v", text, read, err, fast)
 			}
 		}
 	})

@@ -1,9 +1,12 @@
 package sqldb
 
 import (
+	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -62,66 +65,111 @@ func (p *routesParser) consume(c byte) bool {
 	return false
 }
 
-func (p *routesParser) object() (*structpb.Struct, bool) {
+// members reads an object, calling member after each key and its colon
+// to read the value; it refuses a key repeated within the object, as
+// protojson does.
+func (p *routesParser) members(member func(key string) bool) bool {
 	if !p.consume('{') {
-		return nil, false
+		return false
 	}
 	if p.depth++; p.depth > maxRoutesDepth {
-		return nil, false
+		return false
 	}
 	defer func() { p.depth-- }()
-	fields := map[string]*structpb.Value{}
 	if p.consume('}') {
-		return &structpb.Struct{Fields: fields}, true
+		return true
 	}
+	var keys routeKeys
 	for {
 		p.skipSpace()
 		key, ok := p.str()
-		if !ok || !p.consume(':') {
-			return nil, false
+		if !ok || !p.consume(':') || !keys.add(key) {
+			return false
 		}
-		if _, repeated := fields[key]; repeated {
-			return nil, false
+		if !member(key) {
+			return false
 		}
-		value, ok := p.value()
-		if !ok {
-			return nil, false
-		}
-		fields[key] = value
 		if p.consume('}') {
-			return &structpb.Struct{Fields: fields}, true
+			return true
 		}
 		if !p.consume(',') {
-			return nil, false
+			return false
 		}
 	}
 }
 
-func (p *routesParser) list() (*structpb.ListValue, bool) {
+// routeKeys are the keys of one object: a few in a slice (most objects
+// of routes have one to three), more in a map.
+type routeKeys struct {
+	few  []string
+	many map[string]bool
+}
+
+// add adds key, false when it is there already.
+func (k *routeKeys) add(key string) bool {
+	if k.many == nil && len(k.few) < 8 {
+		if slices.Contains(k.few, key) {
+			return false
+		}
+		k.few = append(k.few, key)
+		return true
+	}
+	if k.many == nil {
+		k.many = make(map[string]bool, 2*len(k.few))
+		for _, f := range k.few {
+			k.many[f] = true
+		}
+	}
+	if k.many[key] {
+		return false
+	}
+	k.many[key] = true
+	return true
+}
+
+// elements reads a list, calling element to read each value.
+func (p *routesParser) elements(element func() bool) bool {
 	if !p.consume('[') {
-		return nil, false
+		return false
 	}
 	if p.depth++; p.depth > maxRoutesDepth {
-		return nil, false
+		return false
 	}
 	defer func() { p.depth-- }()
-	list := &structpb.ListValue{}
 	if p.consume(']') {
-		return list, true
+		return true
 	}
 	for {
-		value, ok := p.value()
-		if !ok {
-			return nil, false
+		if !element() {
+			return false
 		}
-		list.Values = append(list.Values, value)
 		if p.consume(']') {
-			return list, true
+			return true
 		}
 		if !p.consume(',') {
-			return nil, false
+			return false
 		}
 	}
+}
+
+func (p *routesParser) object() (*structpb.Struct, bool) {
+	fields := map[string]*structpb.Value{}
+	ok := p.members(func(key string) bool {
+		value, ok := p.value()
+		fields[key] = value
+		return ok
+	})
+	return &structpb.Struct{Fields: fields}, ok
+}
+
+func (p *routesParser) list() (*structpb.ListValue, bool) {
+	list := &structpb.ListValue{}
+	ok := p.elements(func() bool {
+		value, ok := p.value()
+		list.Values = append(list.Values, value)
+		return ok
+	})
+	return list, ok
 }
 
 func (p *routesParser) value() (*structpb.Value, bool) {
@@ -150,6 +198,110 @@ func (p *routesParser) value() (*structpb.Value, bool) {
 		return structpb.NewNullValue(), true
 	}
 	return nil, false
+}
+
+// The numbers of google.protobuf.Struct's, ListValue's and Value's fields
+// (struct.proto), which appendObject and its kin write.
+const (
+	structFields  protowire.Number = 1 // Struct: map<string, Value> fields
+	mapEntryKey   protowire.Number = 1
+	mapEntryValue protowire.Number = 2
+	listValues    protowire.Number = 1 // ListValue: repeated Value values
+	valueNull     protowire.Number = 1 // Value's oneof kind
+	valueNumber   protowire.Number = 2
+	valueString   protowire.Number = 3
+	valueBool     protowire.Number = 4
+	valueStruct   protowire.Number = 5
+	valueList     protowire.Number = 6
+)
+
+// routesProtobuf is the protobuf of the google.protobuf.Struct the text
+// holds, written as the text is read, without building the Struct: what
+// parseRoutes would read, then proto.Marshal would write, up to the order
+// of the map's entries (which no encoding fixes). ok false leaves the
+// text to protojson, as parseRoutes does.
+func routesProtobuf(text string) (encoded []byte, ok bool) {
+	p := &routesParser{text: text}
+	p.skipSpace()
+	encoded, ok = p.appendObject(make([]byte, 0, len(text)))
+	if !ok {
+		return nil, false
+	}
+	p.skipSpace()
+	return encoded, p.pos == len(p.text)
+}
+
+// appendObject appends the Struct an object is.
+func (p *routesParser) appendObject(b []byte) ([]byte, bool) {
+	ok := p.members(func(key string) bool {
+		var ok bool
+		b, ok = appendSized(b, structFields, func(entry []byte) ([]byte, bool) {
+			entry = protowire.AppendTag(entry, mapEntryKey, protowire.BytesType)
+			entry = protowire.AppendString(entry, key)
+			return appendSized(entry, mapEntryValue, p.appendValue)
+		})
+		return ok
+	})
+	return b, ok
+}
+
+// appendList appends the ListValue a list is.
+func (p *routesParser) appendList(b []byte) ([]byte, bool) {
+	ok := p.elements(func() bool {
+		var ok bool
+		b, ok = appendSized(b, listValues, p.appendValue)
+		return ok
+	})
+	return b, ok
+}
+
+// appendValue appends the Value a value is.
+func (p *routesParser) appendValue(b []byte) ([]byte, bool) {
+	p.skipSpace()
+	if p.pos == len(p.text) {
+		return b, false
+	}
+	switch c := p.text[p.pos]; {
+	case c == '{':
+		return appendSized(b, valueStruct, p.appendObject)
+	case c == '[':
+		return appendSized(b, valueList, p.appendList)
+	case c == '"':
+		s, ok := p.str()
+		b = protowire.AppendTag(b, valueString, protowire.BytesType)
+		return protowire.AppendString(b, s), ok
+	case c == '-' || ('0' <= c && c <= '9'):
+		n, ok := p.number()
+		b = protowire.AppendTag(b, valueNumber, protowire.Fixed64Type)
+		return protowire.AppendFixed64(b, math.Float64bits(n)), ok
+	case p.word("true"):
+		b = protowire.AppendTag(b, valueBool, protowire.VarintType)
+		return protowire.AppendVarint(b, 1), true
+	case p.word("false"):
+		b = protowire.AppendTag(b, valueBool, protowire.VarintType)
+		return protowire.AppendVarint(b, 0), true
+	case p.word("null"):
+		b = protowire.AppendTag(b, valueNull, protowire.VarintType)
+		return protowire.AppendVarint(b, 0), true
+	}
+	return b, false
+}
+
+// appendSized appends field number, length-delimited, its content what
+// content appends: written in place, then moved up behind its length.
+func appendSized(b []byte, number protowire.Number, content func([]byte) ([]byte, bool)) ([]byte, bool) {
+	b = protowire.AppendTag(b, number, protowire.BytesType)
+	start := len(b)
+	b, ok := content(b)
+	if !ok {
+		return b, false
+	}
+	n := len(b) - start
+	width := protowire.SizeVarint(uint64(n))
+	b = slices.Grow(b, width)[:len(b)+width]
+	copy(b[start+width:], b[start:start+n])
+	protowire.AppendVarint(b[start:start], uint64(n))
+	return b, true
 }
 
 // word consumes w when it comes next.

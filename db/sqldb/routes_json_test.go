@@ -27,10 +27,14 @@ var _ = Describe("decoding stored routes", func() {
 		}
 		Expect(err).NotTo(HaveOccurred(), "protojson reads %q", text)
 		Expect(proto.Equal(got, want)).To(BeTrue(), "%q: got %v, protojson %v", text, got, want)
+		expectProtobufAsParsed(text)
 	}
 
 	DescribeTable("answers as protojson does",
-		expectAsProtojson,
+		func(text string) {
+			expectAsProtojson(text)
+			expectProtobufAsParsed(text)
+		},
 		Entry("a cf-router route", `{"cf-router":[{"hostnames":["web.example.com"],"port":8080}]}`),
 		Entry("spaces and newlines", " {\n \"a\" : [ 1 , 2.5 ,-3e2, 0.5E-1 ] ,\t\"b\":{ } }\r\n"),
 		Entry("true, false, null and empty containers", `{"t":true,"f":false,"n":null,"o":{},"l":[]}`),
@@ -42,6 +46,8 @@ var _ = Describe("decoding stored routes", func() {
 		Entry("an empty object", `{}`),
 		Entry("nested deeper than the fast path goes", strings.Repeat(`{"a":`, 40)+"1"+strings.Repeat("}", 40)),
 		Entry("a repeated key", `{"a":1,"a":2}`),
+		Entry("nine keys", `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":{"a":[]}}`),
+		Entry("a key repeated after eight others", `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"c":0}`),
 		Entry("a number out of range", `{"a":1e400}`),
 		Entry("a leading zero", `{"a":01}`),
 		Entry("a bare dot", `{"a":1.}`),
@@ -84,6 +90,21 @@ var _ = Describe("decoding stored routes", func() {
 		Expect(proto.Equal(parsed, routes)).To(BeTrue())
 	})
 })
+
+// expectProtobufAsParsed holds routesProtobuf to parseRoutes: it writes
+// for the texts parseRoutes reads, the Struct parseRoutes reads, and
+// leaves to protojson the texts parseRoutes leaves.
+func expectProtobufAsParsed(text string) {
+	parsed, ok := sqldb.ParseRoutes(text)
+	encoded, encodedOK := sqldb.RoutesProtobuf(text)
+	Expect(encodedOK).To(Equal(ok), "%q: parseRoutes %v, routesProtobuf %v", text, ok, encodedOK)
+	if !ok {
+		return
+	}
+	read := &structpb.Struct{}
+	Expect(proto.Unmarshal(encoded, read)).To(Succeed(), "%q", text)
+	Expect(proto.Equal(read, parsed)).To(BeTrue(), "%q: written %v, parsed %v", text, read, parsed)
+}
 
 // randomStruct is a Struct of random keys and values, strings drawn to
 // include quotes, backslashes, control characters and non-ASCII text.
