@@ -95,6 +95,20 @@ func (b *board) rawBlobs(table string) map[string][]byte {
 	return blobs
 }
 
+// expectReadAs holds items read with fields kept encoded to the same
+// items read decoded: each, encoded as protobuf, decodes to its twin.
+func expectReadAs[M proto.Message](kept, decoded []M) {
+	GinkgoHelper()
+	Expect(kept).To(HaveLen(len(decoded)))
+	for i, item := range kept {
+		wire, err := proto.Marshal(item)
+		Expect(err).NotTo(HaveOccurred())
+		read := decoded[i].ProtoReflect().New().Interface()
+		Expect(proto.Unmarshal(wire, read)).To(Succeed())
+		Expect(read).To(EqualProto(decoded[i]), "item %d as a client reads it", i)
+	}
+}
+
 // labelsIn counts the rows of a blob column by the label they are sealed
 // under, "" for plain.
 func (b *board) labelsIn(table string) map[string]int {
@@ -228,43 +242,29 @@ var _ = forEachDialect("encryption at rest", func(b *board) {
 		Expect(blobs["packed/v1"][:2]).To(Equal([]byte{0x00, 0x02}), "packed")
 		Expect(blobs["sealed/v1"][:2]).To(Equal([]byte{0x00, 0x01}), "sealed")
 
-		decoded, err := store.DesiredLRPs(b.ctx, db.DesiredLRPFilter{Domain: "enc"})
+		filter := db.DesiredLRPFilter{Domain: "enc"}
+		decoded, err := store.DesiredLRPs(b.ctx, filter)
 		Expect(err).NotTo(HaveOccurred())
-		var encoded []*models.DesiredLRP
-		Expect(store.EachDesiredLRP(b.ctx, db.DesiredLRPFilter{Domain: "enc", KeepEncoded: true}, func(lrp *models.DesiredLRP) error {
-			encoded = append(encoded, lrp)
-			return nil
-		})).To(Succeed())
-		Expect(encoded).To(HaveLen(3))
-		for i, lrp := range encoded {
+		filter.KeepEncoded = true
+		kept, err := sqldb.Collect(store.EachDesiredLRP, b.ctx, filter)
+		Expect(err).NotTo(HaveOccurred())
+		for i, lrp := range kept {
 			Expect(lrp.Definition).To(BeNil(), lrp.ProcessGuid)
 			Expect(lrp.Routes).To(BeNil(), lrp.ProcessGuid)
 			Expect(decoded[i].Definition).NotTo(BeNil(), lrp.ProcessGuid)
 			Expect(decoded[i].Routes).NotTo(BeNil(), lrp.ProcessGuid)
-			wire, err := proto.Marshal(lrp)
-			Expect(err).NotTo(HaveOccurred())
-			read := &models.DesiredLRP{}
-			Expect(proto.Unmarshal(wire, read)).To(Succeed())
-			Expect(read).To(EqualProto(decoded[i]), "%s as a client reads it", lrp.ProcessGuid)
 		}
+		expectReadAs(kept, decoded)
 
 		infos, err := store.DesiredLRPSchedulingInfos(b.ctx, db.DesiredLRPFilter{Domain: "enc"})
 		Expect(err).NotTo(HaveOccurred())
-		var encodedInfos []*models.DesiredLRPSchedulingInfo
-		Expect(store.EachDesiredLRPSchedulingInfo(b.ctx, db.DesiredLRPFilter{Domain: "enc", KeepEncoded: true}, func(info *models.DesiredLRPSchedulingInfo) error {
-			encodedInfos = append(encodedInfos, info)
-			return nil
-		})).To(Succeed())
-		Expect(encodedInfos).To(HaveLen(3))
-		for i, info := range encodedInfos {
+		keptInfos, err := sqldb.Collect(store.EachDesiredLRPSchedulingInfo, b.ctx, filter)
+		Expect(err).NotTo(HaveOccurred())
+		for i, info := range keptInfos {
 			Expect(info.Routes).To(BeNil(), info.ProcessGuid)
 			Expect(infos[i].Routes).NotTo(BeNil(), info.ProcessGuid)
-			wire, err := proto.Marshal(info)
-			Expect(err).NotTo(HaveOccurred())
-			read := &models.DesiredLRPSchedulingInfo{}
-			Expect(proto.Unmarshal(wire, read)).To(Succeed())
-			Expect(read).To(EqualProto(infos[i]), "%s as a client reads it", info.ProcessGuid)
 		}
+		expectReadAs(keptInfos, infos)
 
 		By("refusing a stored definition that is not protobuf fields, naming its row")
 		b.exec("UPDATE run_infos SET definition = ? WHERE process_guid = 'short' AND definition_id = 'v1'", []byte{0x0a, 0x7f, 'v'})

@@ -22,6 +22,11 @@ var (
 	Unpack            = unpack
 )
 
+// Collect is collect, for reading a streaming read's items at once.
+func Collect[Filter, Item any](each func(context.Context, Filter, func(Item) error) error, ctx context.Context, filter Filter) ([]Item, error) {
+	return collect(each, ctx, filter)
+}
+
 // BundleSpans is how many events each outbox row holds (bundle.go);
 // MaxBundle the most one row holds.
 var BundleSpans = bundleSpans
