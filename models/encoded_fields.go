@@ -49,10 +49,10 @@ func KeepEncoded(msg proto.Message, number protowire.Number, encoded []byte) err
 	if fd == nil || fd.Message() == nil || fd.IsList() || fd.IsMap() {
 		return fmt.Errorf("%s has no message field %d", m.Descriptor().FullName(), number)
 	}
-	if m.Has(fd) || holdsField(m.GetUnknown(), number) {
+	if _, held := walkFields(m.GetUnknown(), number); m.Has(fd) || held {
 		return fmt.Errorf("%s: %s holds it already", fd.Name(), m.Descriptor().Name())
 	}
-	if !wellFramed(encoded) {
+	if framed, _ := walkFields(encoded, 0); !framed {
 		return fmt.Errorf("%s: not a protobuf encoding", fd.Name())
 	}
 	unknown := append([]byte(nil), m.GetUnknown()...)
@@ -74,29 +74,16 @@ func DecodeEncodedFields(msg proto.Message) error {
 	return proto.UnmarshalOptions{Merge: true}.Unmarshal(unknown, msg)
 }
 
-// wellFramed says whether b is a sequence of complete fields.
-func wellFramed(b []byte) bool {
-	for len(b) > 0 {
-		_, _, n := protowire.ConsumeField(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-	}
-	return true
-}
-
-// holdsField says whether the fields b holds (well framed) include number.
-func holdsField(b []byte, number protowire.Number) bool {
+// walkFields says whether b is a sequence of complete fields, and whether
+// one of them, before any that is not complete, is field number.
+func walkFields(b []byte, number protowire.Number) (framed, holds bool) {
 	for len(b) > 0 {
 		num, _, n := protowire.ConsumeField(b)
 		if n < 0 {
-			return false
+			return false, holds
 		}
-		if num == number {
-			return true
-		}
+		holds = holds || num == number
 		b = b[n:]
 	}
-	return false
+	return true, holds
 }
