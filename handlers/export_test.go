@@ -32,15 +32,22 @@ func PolicyRoutes() []string {
 	return routes
 }
 
-// SetStreamPage sets how many items a streamed list reads at once, until
-// the returned func restores it.
+// SetStreamPage sets how many items every page of a streamed list reads
+// at most (its first and its largest), until the returned func restores
+// them.
 func SetStreamPage(n int) (restore func()) {
-	was := streamPage
-	streamPage = n
-	return func() { streamPage = was }
+	return SetStreamPages(n, n)
 }
 
-// StreamPage is how many items a streamed list reads at once.
+// SetStreamPages sets a streamed list's first page and its largest, until
+// restore.
+func SetStreamPages(first, largest int) (restore func()) {
+	was, wasMax := streamPage, streamPageMax
+	streamPage, streamPageMax = first, largest
+	return func() { streamPage, streamPageMax = was, wasMax }
+}
+
+// StreamPage is how many items a streamed list's first page reads.
 func StreamPage() int { return streamPage }
 
 // CellsOnlyRoutes lists the routes the policy lets only cells call.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -245,3 +246,39 @@ var _ = DescribeTable("a streamed list's next page limit",
 	Entry("one item that filled a page alone: two next", 1, 500, 500, 2),
 	Entry("never more than the largest page", 480, 500, 500, 500),
 )
+
+// pageLimits is a store that writes down the limit of each read of actual
+// LRPs: a streamed list's page queries.
+type pageLimits struct {
+	db.DB
+	mu     sync.Mutex
+	limits []int
+}
+
+func (p *pageLimits) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn func(*models.ActualLRP) error) error {
+	p.mu.Lock()
+	p.limits = append(p.limits, filter.Limit)
+	p.mu.Unlock()
+	return p.DB.EachActualLRP(ctx, filter, fn)
+}
+
+var _ = Describe("A streamed list of small items", func() {
+	It("asks for pages twice as large as the last one that ended on its count, up to the largest page, and answers every item once", func() {
+		DeferCleanup(handlers.SetStreamPages(2, 8))
+		store := &pageLimits{DB: stores[testdb.MustDialects()[0]]}
+		b := newBoard(store, protobufWire)
+		domain := randomName("grow")
+		b.mustDesire(newLRP(randomName("web"), domain, 25))
+
+		actual := b.actualLRPs(&models.ActualLRPsRequest{Domain: domain})
+		keys := map[string]bool{}
+		for _, lrp := range actual {
+			keys[fmt.Sprintf("%s/%d", lrp.GetProcessGuid(), lrp.GetIndex())] = true
+		}
+		Expect(actual).To(HaveLen(25))
+		Expect(keys).To(HaveLen(25), "no instance twice")
+		// 2 + 4 + 8 + 8 read 22 instances in full pages; the last page
+		// holds the other 3.
+		Expect(store.limits).To(Equal([]int{2, 4, 8, 8, 8}))
+	})
+})
