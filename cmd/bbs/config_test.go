@@ -93,6 +93,25 @@ var _ = Describe("Config", func() {
 		Expect(runner.OperationRetention).To(Equal(7*24*time.Hour), "a week of operations")
 	})
 
+	DescribeTable("spaces triggered convergence passes by 50 ms on SQLite and not at all on the server databases, unless told",
+		func(file string, want time.Duration) {
+			cfg, err := buildConfig(writeConfig(file), false, "", "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.runnerConfig().TriggerSpacing).To(Equal(want))
+		},
+		Entry("SQLite", `{"listen_address": "127.0.0.1:9000", "data_dir": "/d"}`, 50*time.Millisecond),
+		Entry("Postgres", `{"listen_address": "127.0.0.1:9000", "database_driver": "postgres", "database_dsn": "postgres://bbs@db/bbs"}`, time.Duration(0)),
+		Entry("MySQL", `{"listen_address": "127.0.0.1:9000", "database_driver": "mysql", "database_dsn": "bbs@tcp(db:3306)/bbs"}`, time.Duration(0)),
+		Entry("SQLite told 0s", `{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "convergence_trigger_spacing": "0s"}`, time.Duration(0)),
+		Entry("Postgres told 20ms", `{"listen_address": "127.0.0.1:9000", "database_driver": "postgres", "database_dsn": "postgres://bbs@db/bbs", "convergence_trigger_spacing": "20ms"}`, 20*time.Millisecond),
+	)
+
+	It("takes blocked_alert_after 0s, which never counts a blocked rollout", func() {
+		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "blocked_alert_after": "0s"}`), false, "", "")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.runnerConfig().Planner.BlockedAlertAfter).To(BeZero())
+	})
+
 	Describe("the default board id", func() {
 		boardID := func(text, listen, dataDir string) string {
 			GinkgoHelper()
@@ -206,6 +225,9 @@ var _ = Describe("Config", func() {
 		Entry("a body timeout too short", `{"listen_address": ":8889", "data_dir": "/d", "request_body_timeout": "1ms"}`, "request_body_timeout"),
 		Entry("a list write timeout under a second", `{"listen_address": ":8889", "data_dir": "/d", "list_write_timeout": "10ms"}`, "list_write_timeout"),
 		Entry("encryption keys without an active label", `{"listen_address": ":8889", "data_dir": "/d", "encryption_keys": {"k1": "`+strings.Repeat("A", 43)+`="}}`, "active_key_label"),
+		Entry("a trigger spacing that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "convergence_trigger_spacing": "soon"}`, "convergence_trigger_spacing"),
+		Entry("a negative blocked_alert_after", `{"listen_address": ":8889", "data_dir": "/d", "blocked_alert_after": "-1m"}`, "blocked_alert_after"),
+		Entry("a negative trigger spacing", `{"listen_address": ":8889", "data_dir": "/d", "convergence_trigger_spacing": "-5ms"}`, "convergence_trigger_spacing"),
 		Entry("no JSON at all", `listen_address = ":8889"`, "invalid character"),
 	)
 

@@ -15,6 +15,9 @@ func SpliceGuids(rows, fresh, changed []string) []string {
 	return spliceRuns(rows, fresh, changed, func(s *string) string { return *s })
 }
 
+// TriggeredPassWait is triggeredPassWait, for its table.
+var TriggeredPassWait = triggeredPassWait
+
 // PruneUntil is pruneUntil, for its specs.
 var PruneUntil = pruneUntil
 

@@ -103,6 +103,28 @@ var _ = Describe("Runner", func() {
 				})
 			}
 
+			It("spaces triggered passes by TriggerSpacing: one after a quiet spell runs at once, later triggers wait and share a pass", func() {
+				store := newStore()
+				registerCell(ctx, store, "cell-1")
+				r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, TriggerSpacing: 3 * time.Second})
+				Eventually(r.counter("corkboard_convergence_lrp_runs_total", "full")).WithTimeout(runnerLimit).Should(Equal(1.0), "the pass on taking the lease")
+
+				desire(ctx, store, "first", 1)
+				r.runner.Trigger("first")
+				Eventually(cellsOf(ctx, store, "first")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}), "no triggered pass ran before: at once")
+
+				desire(ctx, store, "second", 1)
+				desire(ctx, store, "third", 1)
+				r.runner.Trigger("second")
+				r.runner.Trigger("third")
+				Consistently(cellsOf(ctx, store, "second"), time.Second, 100*time.Millisecond).Should(Equal([]string{""}),
+					"within 3 s of the last triggered pass: waiting")
+				Eventually(cellsOf(ctx, store, "second")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				Eventually(cellsOf(ctx, store, "third")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
+				Expect(r.counter("corkboard_convergence_lrp_runs_total", "targeted")()).To(Equal(2.0), "first, then second and third together")
+				Expect(r.counter("corkboard_convergence_lrp_runs_total", "full")()).To(Equal(1.0))
+			})
+
 			It("publishes each autoscaled LRP's occupied, wanted and current instances", func() {
 				store := newStore()
 				registerCell(ctx, store, "cell-1")
@@ -448,6 +470,22 @@ var _ = Describe("Runner", func() {
 		})
 	}
 })
+
+var _ = DescribeTable("a triggered pass's wait (triggeredPassWait's worked example, spacing 50 ms)",
+	func(lastEnded, now, want time.Duration) {
+		at := func(d time.Duration) time.Time { return time.Unix(10, 0).Add(d) }
+		var last time.Time
+		if lastEnded >= 0 {
+			last = at(lastEnded)
+		}
+		Expect(runner.TriggeredPassWait(last, at(now), 50*time.Millisecond)).To(Equal(want))
+	},
+	Entry("a trigger 10 ms after a pass ended waits 40 ms", time.Duration(0), 10*time.Millisecond, 40*time.Millisecond),
+	Entry("one 45 ms after, 5 ms", time.Duration(0), 45*time.Millisecond, 5*time.Millisecond),
+	Entry("one 50 ms after runs at once", time.Duration(0), 50*time.Millisecond, time.Duration(0)),
+	Entry("one 130 ms after a pass that ended at 70 ms runs at once", 70*time.Millisecond, 200*time.Millisecond, time.Duration(0)),
+	Entry("the first triggered pass runs at once", time.Duration(-1), time.Duration(0), time.Duration(0)),
+)
 
 var _ = Describe("Runner triggers", func() {
 	var r *runner.Runner

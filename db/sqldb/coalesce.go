@@ -128,6 +128,15 @@ func defaultLanes(d driver) int {
 	return 0
 }
 
+// OneWriter reports whether the named database writes one transaction at
+// a time (SQLite): every API write and every convergence pass then wait
+// for the same writer, which the board's defaults for that database
+// (coalescing here, the spacing of triggered passes in cmd/bbs) allow for.
+func OneWriter(driverName string) bool {
+	d, err := newDriver(driverName)
+	return err == nil && d.oneWriter()
+}
+
 // writeCoalesced runs an API write on the LRP key: grouped with others
 // when some are queued with it, else alone (see coalescer). It returns the
 // write's own error.

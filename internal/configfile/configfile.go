@@ -52,21 +52,25 @@ func Invalid(key, reason string) error {
 	return &KeyError{Key: key, Reason: reason}
 }
 
-// Duration is one duration key to check: its value as written, and the
-// least it may be (0: any positive duration).
+// Duration is one duration key to check: its value as written, the least
+// it may be (0: any positive duration), and whether 0 is allowed too (for
+// a key whose 0s turns something off).
 type Duration struct {
 	Key   string
 	Value string
 	Least time.Duration
+	Zero  bool
 }
 
 // CheckDurations returns a *KeyError for the first duration that is not a
-// positive Go duration or is shorter than its Least, and nil when all are
-// good.
+// positive Go duration (or 0, where Zero allows it) or is shorter than its
+// Least, and nil when all are good.
 func CheckDurations(durations ...Duration) error {
 	for _, d := range durations {
 		parsed, err := time.ParseDuration(d.Value)
 		switch {
+		case err == nil && parsed == 0 && d.Zero:
+			// 0 turns the key's setting off: nothing more to check.
 		case err != nil || parsed <= 0:
 			return Invalid(d.Key, fmt.Sprintf("%q is not a positive duration like \"30s\"", d.Value))
 		case parsed < d.Least:

@@ -119,6 +119,15 @@ var _ = Describe("CheckDurations", func() {
 		Entry("negative", "-1m", time.Duration(0), `"-1m" is not a positive duration like "30s"`),
 		Entry("under the minimum", "500ms", time.Second, `"500ms" is shorter than the minimum of 1s`),
 	)
+
+	It("takes 0 for a key that allows it, and nothing negative", func() {
+		Expect(configfile.CheckDurations(configfile.Duration{Key: "off", Value: "0s", Zero: true})).To(Succeed())
+		Expect(configfile.CheckDurations(configfile.Duration{Key: "off", Value: "0", Zero: true})).To(Succeed())
+		Expect(configfile.CheckDurations(configfile.Duration{Key: "off", Value: "-1s", Zero: true})).
+			To(MatchError(`config: off: "-1s" is not a positive duration like "30s"`))
+		Expect(configfile.CheckDurations(configfile.Duration{Key: "off", Value: "0s"})).
+			To(MatchError(`config: off: "0s" is not a positive duration like "30s"`), "without Zero, 0 is refused")
+	})
 })
 
 var _ = Describe("MustDuration", func() {
