@@ -272,9 +272,25 @@ EXITED
   watcher_pids+=($!)
 }
 
-# start_reps: starts each rep that is not running (or, evacuating its
-# drained cell, is about to exit), writing its config afresh, and waits
-# until it registered its cell.
+# cork_here runs bin/cork against this run's board (as the operator, under
+# TLS).
+cork_here() {
+  if [ -n "$tls" ]; then
+    BBS_URL="$board_url" BBS_CA_CERT="$certs/ca.crt" BBS_CERT="$certs/operator.crt" BBS_KEY="$certs/operator.key" bin/cork "$@"
+  else
+    BBS_URL="$board_url" bin/cork "$@"
+  fi
+}
+
+# cell_draining ID: whether the board has the cell draining (a board that
+# does not answer says no).
+cell_draining() {
+  cork_here cells -o table 2>/dev/null | awk -v id="$1" '$1 == id && $4 == "yes" { found = 1 } END { exit !found }'
+}
+
+# start_reps: starts each rep that is not running (or, its cell drained,
+# is about to exit: it starts once it has), writing its config afresh, and
+# waits until it registered its cell.
 declare -A rep_pid_of=() rep_from_of=()
 start_reps() {
   local n=0 cell id zone from pid
@@ -285,8 +301,12 @@ start_reps() {
     if [ -n "${rep_pid_of[$id]:-}" ] && kill -0 "${rep_pid_of[$id]}" 2>/dev/null; then
       # A rep evacuating its drained cell exits once its instances have
       # moved: a SIGHUP that comes meanwhile starts it again after that,
-      # rather than finding it running and leaving the cell drained.
-      if ! grep -q '"message":"rep\.agent\.evacuate\.starting"' <(tail -n "+${rep_from_of[$id]}" "$logs/rep-$id.log"); then
+      # rather than finding it running and leaving the cell drained. The
+      # board says the cell drains from cork cell drain on; the rep learns
+      # it at its next heartbeat (up to 2 s later) and only then evacuates,
+      # so a SIGHUP in between asks the board.
+      if ! grep -q '"message":"rep\.agent\.evacuate\.starting"' <(tail -n "+${rep_from_of[$id]}" "$logs/rep-$id.log") &&
+        ! cell_draining "$id"; then
         continue
       fi
       echo "run: rep $id is evacuating its cell; it starts again once it has exited"

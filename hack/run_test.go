@@ -153,6 +153,18 @@ go build -o bin/droplets ./hack/droplets`)
 		cork("remove", "hello")
 	})
 
+	It("starts a rep whose cell the board drains before the rep has heard of it, once it has exited", func() {
+		// No instance runs: the drain moves nothing, and the rep exits at
+		// its next heartbeat (a third of make run's 6 s presence TTL),
+		// when it hears of the drain. The SIGHUP comes before that.
+		from := len(session.Out.Contents())
+		cork("cell", "drain", "cell-z1")
+		Expect(syscall.Kill(session.Command.Process.Pid, syscall.SIGHUP)).To(Succeed())
+		Eventually(func() string { return string(session.Out.Contents()[from:]) }, 2*time.Minute).Should(
+			MatchRegexp(`run: rep cell-z1 is evacuating its cell; it starts again once it has exited\n(.*\n)*run: every rep is running\n`))
+		Eventually(draining).Should(BeFalse(), "the rep started again, and its cell is back")
+	})
+
 	It("stops everything on SIGTERM, with no rep announced as exited", func() {
 		before := strings.Count(string(session.Out.Contents()), "exited")
 		session.Terminate()
