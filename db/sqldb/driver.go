@@ -165,10 +165,17 @@ type general struct{}
 
 // idleTransactionLimit is how long a database keeps a transaction its
 // board left idle before it ends it (postgresDSN, idleTransactionBound):
-// far longer than any of the board's transactions waits on the board, and
-// short enough that the row locks of a board cut off mid-transaction are
-// released well within a client's retries.
-const idleTransactionLimit = 30 * time.Second
+// far longer than any of the board's transactions waits on the board
+// between two statements (milliseconds), and shorter than the default
+// convergence lease (convergence.DefaultLeaseTTL, 15 s), so that by the
+// time another board takes the lease over from a board cut off
+// mid-transaction, that transaction's row locks are gone. Those locks can
+// stop every board: a sequencer cut off while it holds the event log
+// head's lock holds up every other board's sequencing, and with it every
+// convergence pass, until the database ends its transaction. At 30 s, a
+// board that took over a partitioned board's lease after 2 s could not
+// pass for up to 40 s (the partition spec in cmd/bbs).
+const idleTransactionLimit = 10 * time.Second
 
 func (general) openPool(name dialect.Name, dsn string, _ time.Duration) (*sql.DB, error) {
 	return sql.Open(string(name), dsn)

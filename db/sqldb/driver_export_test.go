@@ -111,3 +111,7 @@ func HasEventMoveFastPath(dialectName string) bool {
 	d, err := newDriver(dialectName)
 	return err == nil && d.moveEvents() != nil
 }
+
+// IdleTransactionLimit is how long the board's database keeps a
+// transaction the board left idle (postgresDSN, idleTransactionBound).
+const IdleTransactionLimit = idleTransactionLimit

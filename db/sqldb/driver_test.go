@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -87,13 +88,17 @@ var _ = Describe("Open's DSN defaults", func() {
 	DescribeTable("Postgres gets one round trip per statement, and ends a cut-off board's transactions",
 		func(dsn, want string) { Expect(sqldb.PostgresDSN(dsn)).To(Equal(want)) },
 		Entry("URL with parameters", "postgres://u@h/db?sslmode=disable",
-			"postgres://u@h/db?sslmode=disable&binary_parameters=yes&idle_in_transaction_session_timeout=30000"),
+			"postgres://u@h/db?sslmode=disable&binary_parameters=yes&idle_in_transaction_session_timeout=10000"),
 		Entry("URL without parameters", "postgresql://u@h/db",
-			"postgresql://u@h/db?binary_parameters=yes&idle_in_transaction_session_timeout=30000"),
-		Entry("keyword list", "host=h dbname=db", "host=h dbname=db binary_parameters=yes idle_in_transaction_session_timeout=30000"),
+			"postgresql://u@h/db?binary_parameters=yes&idle_in_transaction_session_timeout=10000"),
+		Entry("keyword list", "host=h dbname=db", "host=h dbname=db binary_parameters=yes idle_in_transaction_session_timeout=10000"),
 		Entry("the operator's own choice", "postgres://h/db?binary_parameters=no&idle_in_transaction_session_timeout=5000",
 			"postgres://h/db?binary_parameters=no&idle_in_transaction_session_timeout=5000"),
 	)
+
+	It("ends a cut-off board's idle transactions before another board would take its lease over", func() {
+		Expect(sqldb.IdleTransactionLimit).To(BeNumerically("<", convergence.DefaultLeaseTTL))
+	})
 
 	// Registered where Postgres runs (CORKBOARD_POSTGRES_DSN).
 	if !slices.Contains(testdb.MustDialects(), testdb.Postgres) {
@@ -108,7 +113,7 @@ var _ = Describe("Open's DSN defaults", func() {
 		DeferCleanup(conn.Close)
 		var timeout string
 		Expect(conn.QueryRow("SHOW idle_in_transaction_session_timeout").Scan(&timeout)).To(Succeed())
-		Expect(timeout).To(Equal("30s"))
+		Expect(timeout).To(Equal("10s"))
 	})
 
 	DescribeTable("MySQL gets the parameters the board relies on",
@@ -136,7 +141,7 @@ var _ = Describe("Open's DSN defaults", func() {
 			DeferCleanup(conn.Close)
 			var limit int
 			Expect(conn.QueryRow("SELECT @@SESSION.idle_transaction_timeout").Scan(&limit)).To(Succeed())
-			Expect(limit).To(Equal(30), "the board's default")
+			Expect(limit).To(Equal(10), "the board's default")
 
 			// The operator's own choice, shorter, shows what the limit does.
 			cut, err := sqldb.Open(ctx, testdb.MySQL, database.DSN+"?idle_transaction_timeout=1")

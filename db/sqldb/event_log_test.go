@@ -344,6 +344,47 @@ var _ = forEachDialect("the event log", func(b *board) {
 		Expect(late[0].Key).To(Equal("middle"))
 	})
 
+	It("sequences on once the database ends the idle transaction of a board cut off holding the log's head", func() {
+		if b.dialect == sqldb.SQLite {
+			Skip("SQLite runs in the board's process: no board is cut off from it")
+		}
+		// The operator's own limit, 1 s, shows what the board's default
+		// (sqldb.IdleTransactionLimit) does.
+		dsn := migratedDatabaseFor(b.dialect).database.DSN
+		separator := "?"
+		if strings.Contains(dsn, "?") {
+			separator = "&"
+		}
+		limit := map[string]string{sqldb.Postgres: "idle_in_transaction_session_timeout=1000", sqldb.MySQL: "idle_transaction_timeout=1"}[b.dialect]
+		cut, err := sqldb.Open(b.ctx, b.dialect, dsn+separator+limit)
+		Expect(err).NotTo(HaveOccurred())
+		defer cut.Close()
+
+		// A board's sequencer locks the head, then its board is cut off:
+		// the transaction waits on a board that never comes back.
+		tx, err := cut.BeginTx(b.ctx, nil)
+		Expect(err).NotTo(HaveOccurred())
+		defer tx.Rollback()
+		var head int64
+		Expect(tx.QueryRowContext(b.ctx, "SELECT position FROM event_log_head WHERE id = 1 FOR UPDATE").Scan(&head)).To(Succeed())
+
+		// Writes go on; their events wait for the head, and are logged
+		// once the database has ended the cut board's transaction (not
+		// after MariaDB's 50 s lock wait, nor ever on Postgres).
+		_, err = b.store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		started := time.Now()
+		moved, err := b.store.SequenceEvents(b.ctx, 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(moved).To(Equal(1), "the desire's one row")
+		Expect(time.Since(started)).To(BeNumerically("<", 10*time.Second))
+		logged, err := b.store.ReadEvents(b.ctx, uint64(head), 10)
+		Expect(err).NotTo(HaveOccurred())
+		expectContiguous(logged, uint64(head)+1)
+		Expect(eventTypes(eventsOf(logged))).To(Equal([]string{"desired_lrp_created", "actual_lrp_created", "operation_changed"}))
+		Expect(tx.Commit()).NotTo(Succeed(), "the cut board's transaction is over")
+	})
+
 	Describe("trimming", func() {
 		// logEvents desires n more LRPs of one instance: 3 events each,
 		// one row.
