@@ -268,7 +268,7 @@ func (c *coalescer) commit(group []*coalescedWrite, firstAttempt bool) (int, err
 	// The group's transaction outlives no write of it: each statement runs
 	// under its own write's context, and a write whose context ends fails
 	// the group like any other failure.
-	tx, err := s.conn.BeginTx(context.Background(), nil)
+	tx, err := s.beginWrite(context.Background())
 	if err != nil {
 		return -1, err
 	}

@@ -115,3 +115,15 @@ func HasEventMoveFastPath(dialectName string) bool {
 // IdleTransactionLimit is how long the board's database keeps a
 // transaction the board left idle (postgresDSN, idleTransactionBound).
 const IdleTransactionLimit = idleTransactionLimit
+
+// InWriteTransaction runs fn in one of the store's write transactions.
+func (s *SQLDB) InWriteTransaction(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.transact(ctx, "test write", fn)
+}
+
+// HasWriter reports whether pool runs its write transactions on a writer
+// (writer.go).
+func HasWriter(pool *sql.DB) bool {
+	_, ok := writers.Load(pool)
+	return ok
+}

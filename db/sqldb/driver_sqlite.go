@@ -32,6 +32,12 @@ func (sqliteDriver) dataSource(dsn string, _ time.Duration) (string, error) {
 	return sqliteURI(dsn), nil
 }
 
+// openPool: a pool whose write transactions run on one connection of it
+// (writer.go).
+func (sqliteDriver) openPool(name dialect.Name, dsn string, _ time.Duration) (*sql.DB, error) {
+	return openWriterPool(string(name), dsn)
+}
+
 // sizePool: one writer at a time is SQLite's rule; extra connections serve reads.
 func (sqliteDriver) sizePool(conn *sql.DB) { conn.SetMaxOpenConns(8) }
 

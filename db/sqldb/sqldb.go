@@ -31,6 +31,10 @@ type SQLDB struct {
 	// allows one writer at a time anyway: waiting on a Go mutex is cheaper
 	// than SQLite's sleeping busy handler. Nil for the server databases.
 	writeLock *sync.Mutex
+	// writer runs this store's write transactions on SQLite when its pool
+	// came from Open (writer.go); its mu is then writeLock. Nil for the
+	// server databases.
+	writer *writer
 
 	// coalescer groups concurrent API writes into shared transactions
 	// (coalesce.go); nil when they each run alone.
@@ -108,6 +112,10 @@ func New(conn *sql.DB, dialectName string, opts ...Option) *SQLDB {
 	}
 	if d.oneWriter() {
 		s.writeLock = &sync.Mutex{}
+		if w, ok := writers.Load(conn); ok {
+			s.writer = w.(*writer)
+			s.writeLock = &s.writer.mu
+		}
 	}
 	s.statements = &statementCache{all: d.preparesStatements()}
 	s.coalescer = newCoalescer(s, defaultLanes(d))

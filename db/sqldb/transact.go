@@ -59,7 +59,7 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event
 		s.writeLock.Lock()
 		defer s.writeLock.Unlock()
 	}
-	tx, err := s.conn.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -72,6 +72,15 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event
 		return false, err
 	}
 	return len(events) > 0, nil
+}
+
+// beginWrite begins a write transaction, under writeLock where there is
+// one: on SQLite on the writer's connection (writer.go).
+func (s *SQLDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	if s.writer != nil {
+		return s.writer.begin(ctx)
+	}
+	return s.conn.BeginTx(ctx, nil)
 }
 
 // backoff is the wait before retry number n (1 for the first retry).
