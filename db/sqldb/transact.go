@@ -74,8 +74,8 @@ func (s *SQLDB) attempt(ctx context.Context, fn func(tx *sql.Tx) ([]models.Event
 	return len(events) > 0, nil
 }
 
-// beginWrite begins a write transaction, under writeLock where there is
-// one: on SQLite on the writer's connection (writer.go).
+// beginWrite begins a write transaction: on SQLite on the writer's
+// connection (writer.go). The caller holds writeLock where there is one.
 func (s *SQLDB) beginWrite(ctx context.Context) (*sql.Tx, error) {
 	if s.writer != nil {
 		return s.writer.begin(ctx)
