@@ -38,7 +38,7 @@ func (a *convergenceApplier) createBatch(ctx context.Context, batch []convergenc
 	s := a.s
 	rows := make([]*models.ActualLRP, len(batch))
 	for i, c := range batch {
-		rows[i] = withRow(&models.ActualLRP{ModificationTag: &models.ModificationTag{Epoch: newGUID()}}, convergence.Created(c, a.now))
+		rows[i] = withRow(&models.ActualLRP{ModificationTag: &models.ModificationTag{Epoch: newEpoch()}}, convergence.Created(c, a.now))
 	}
 	placing := slices.ContainsFunc(batch, func(c convergence.NewActualLRP) bool { return c.CellID != "" })
 	placed := false

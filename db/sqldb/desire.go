@@ -54,7 +54,7 @@ func (s *SQLDB) DesireLRP(ctx context.Context, lrp *models.DesiredLRP) (*models.
 	}
 	stored.ActiveDefinitionId = def.DefinitionId
 	stored.HealthyDefinitionId = def.DefinitionId
-	stored.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
+	stored.ModificationTag = &models.ModificationTag{Epoch: newEpoch()}
 	stored.CreatedAt = now
 	stored.Autoscaler = nil
 	if stored.Autoscaling.IsEnabled() {
@@ -337,7 +337,7 @@ func (s *SQLDB) insertUnclaimed(ctx context.Context, tx *sql.Tx, processGuid, do
 		batch := make([]*models.ActualLRP, 0, rows)
 		args := make([]any, 0, rows*perRow)
 		for index := start; index < end; index++ {
-			lrp := newUnclaimed(processGuid, int32(index), domain, definitionID, newGUID(), now)
+			lrp := newUnclaimed(processGuid, int32(index), domain, definitionID, newEpoch(), now)
 			batch = append(batch, lrp)
 			args = append(args, processGuid, int32(index), presenceOrdinary, domain, definitionID, stateUnclaimed,
 				now, "", "", lrp.ModificationTag.Epoch, int64(0))

@@ -126,7 +126,7 @@ func (s *SQLDB) desireNew(ctx context.Context, stored *models.DesiredLRP, desire
 	}
 	epochs := make([]string, stored.Instances)
 	for i := range epochs {
-		epochs[i] = newGUID()
+		epochs[i] = newEpoch()
 	}
 	op, err := s.draftOperation(ctx, stored.ProcessGuid, models.Operation_DESIRE, request, stored.CreatedAt)
 	if err != nil {

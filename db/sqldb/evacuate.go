@@ -134,7 +134,7 @@ func (s *SQLDB) EvacuateActualLRP(ctx context.Context, processGuid string, index
 func (s *SQLDB) evacuateRunning(ctx context.Context, tx *sql.Tx, ordinary *models.ActualLRP, now int64) ([]models.Event, error) {
 	evacuating := models.NextVersion(ordinary)
 	evacuating.Presence = models.ActualLRP_EVACUATING
-	evacuating.ModificationTag = &models.ModificationTag{Epoch: newGUID()}
+	evacuating.ModificationTag = &models.ModificationTag{Epoch: newEpoch()}
 	if err := s.insertActualLRP(ctx, tx, evacuating); err != nil {
 		if isUniqueViolation(err) {
 			return nil, errLostRace

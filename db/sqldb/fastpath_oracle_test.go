@@ -36,7 +36,7 @@ import (
 //
 // What differs by nature is normalized (witness.lines): the random ids,
 // modification tag epochs and operation ids, become their order of first
-// appearance ("guid-3", "op-1"), so that a row and its events must still
+// appearance ("epoch-3", "op-1"), so that a row and its events must still
 // name the same tag epoch; event positions count from the run's first event;
 // a convergence pass's placement epoch is written down as set or not.
 // Every time is the test clock's, equal on both sides (the seeder's wall
@@ -704,13 +704,15 @@ func (w *witness) readBack(guids ...string) {
 }
 
 // randomIDs are what a store makes at random: modification tag epochs
-// (newGUID) and operation ids (models.NewOperationID).
+// (newEpoch), which the lines show after "epoch:" (prototext) or
+// "Epoch:" (Go's %+v), and operation ids (models.NewOperationID). Each
+// pattern's first group is the id.
 var randomIDs = []struct {
 	pattern *regexp.Regexp
 	name    string
 }{
-	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "guid"},
-	{regexp.MustCompile(`\b[0-9a-f]{24}\b`), "op"},
+	{regexp.MustCompile(`(?i)epoch:\s*"?([A-Za-z0-9_-]{16})`), "epoch"},
+	{regexp.MustCompile(`\b([0-9a-f]{24})\b`), "op"},
 }
 
 // normalized is the lines with each random id replaced by its kind and
@@ -721,12 +723,19 @@ func (w *witness) normalized() []string {
 	for _, r := range randomIDs {
 		seen := map[string]string{}
 		for i, line := range out {
-			out[i] = r.pattern.ReplaceAllStringFunc(line, func(id string) string {
+			var b strings.Builder
+			last := 0
+			for _, m := range r.pattern.FindAllStringSubmatchIndex(line, -1) {
+				id := line[m[2]:m[3]]
 				if _, ok := seen[id]; !ok {
 					seen[id] = fmt.Sprintf("%s-%d", r.name, len(seen)+1)
 				}
-				return seen[id]
-			})
+				b.WriteString(line[last:m[2]])
+				b.WriteString(seen[id])
+				last = m[3]
+			}
+			b.WriteString(line[last:])
+			out[i] = b.String()
 		}
 	}
 	return out

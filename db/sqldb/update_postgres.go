@@ -98,7 +98,7 @@ func (s *SQLDB) updateNowPostgres(ctx context.Context, processGuid string, updat
 	switch {
 	case change.ScaleTo > change.ScaleFrom:
 		for index := change.ScaleFrom; index < change.ScaleTo; index++ {
-			lrp := newUnclaimed(processGuid, index, before.Domain, change.ActiveDefinitionID, newGUID(), now)
+			lrp := newUnclaimed(processGuid, index, before.Domain, change.ActiveDefinitionID, newEpoch(), now)
 			created = append(created, lrp)
 			epochs = append(epochs, lrp.ModificationTag.Epoch)
 		}
