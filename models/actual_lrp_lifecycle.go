@@ -134,6 +134,25 @@ func DecideLifecycle(before *ActualLRP, call LifecycleCall, now int64) (Lifecycl
 	return LifecycleChange{After: after, Events: call.Verb.Events(before, after)}, nil
 }
 
+// RepeatWritesNothing reports whether a call of v, decided again on the
+// row its first decision wrote, writes nothing and answers that row: true
+// for claim (rule 2) and start (rule 3), which reps repeat; false for
+// crash (refused once CRASHED), fail (refused once off the cell) and
+// remove (the row is gone). So a store may learn the outcome of a claim
+// or a start whose commit went unanswered by deciding the call again on
+// the row as it then is, rather than by a commit receipt
+// (db/sqldb/commit.go): a repeat where the first one applied, the same
+// write where it did not.
+//
+// Worked example: web/0 UNCLAIMED on cell-1 at tag index 4; ig-1's claim
+// writes CLAIMED at 5, and the answer is lost. Decided again on CLAIMED
+// at 5 it writes nothing and answers that row; decided again on the row
+// still UNCLAIMED at 4 (the first claim never applied) it writes CLAIMED
+// at 5, as the first would have.
+func (v LifecycleVerb) RepeatWritesNothing() bool {
+	return v == LifecycleClaim || v == LifecycleStart
+}
+
 // Events are what a lifecycle call that wrote announces: before and after
 // the row (after nil for remove).
 func (v LifecycleVerb) Events(before, after *ActualLRP) []Event {

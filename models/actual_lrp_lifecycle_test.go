@@ -248,6 +248,55 @@ var _ = Describe("DecideLifecycle", func() {
 	})
 })
 
+// RepeatWritesNothing is held to DecideLifecycle: for every verb and every
+// row a call of it writes from, the call decided again on the row written
+// writes nothing, without error, exactly when the verb says so.
+var _ = Describe("RepeatWritesNothing", func() {
+	verbs := []models.LifecycleVerb{models.LifecycleClaim, models.LifecycleStart, models.LifecycleCrash,
+		models.LifecycleFail, models.LifecycleRemove}
+	rows := map[string]*models.ActualLRP{
+		"UNCLAIMED placed on cell-1": lifecycleRow(models.ActualLRP_UNCLAIMED),
+		"CLAIMED by ig-1":            lifecycleRow(models.ActualLRP_CLAIMED),
+		"RUNNING by ig-1":            lifecycleRow(models.ActualLRP_RUNNING),
+		"RUNNING by ig-1, evacuating": lifecycleRow(models.ActualLRP_RUNNING, func(l *models.ActualLRP) {
+			l.Presence = models.ActualLRP_EVACUATING
+		}),
+	}
+	calls := func(verb models.LifecycleVerb) []models.LifecycleCall {
+		switch verb {
+		case models.LifecycleStart:
+			return []models.LifecycleCall{call(verb, "ig-1", "cell-1", withNet(lifecycleNet, true)),
+				call(verb, "ig-1", "cell-1", withNet(lifecycleNet2, false))}
+		case models.LifecycleCrash:
+			return []models.LifecycleCall{call(verb, "ig-1", "cell-1", func(c *models.LifecycleCall) { c.CrashReason = "OOM" })}
+		case models.LifecycleFail:
+			return []models.LifecycleCall{call(verb, "", "cell-1", func(c *models.LifecycleCall) { c.PlacementError = "no room" })}
+		}
+		return []models.LifecycleCall{call(verb, "ig-1", "cell-1")}
+	}
+	for _, verb := range verbs {
+		It(string(verb)+" says what deciding it again on its own write does", func() {
+			wrote := 0
+			for name, row := range rows {
+				for _, c := range calls(verb) {
+					first, err := models.DecideLifecycle(row, c, lifecycleNow)
+					if err != nil || (first.After == nil && !first.Removed) {
+						continue // refused, or a repeat already: nothing to repeat
+					}
+					wrote++
+					repeatWritesNothing := false
+					if first.After != nil {
+						again, err := models.DecideLifecycle(first.After, c, lifecycleNow+1)
+						repeatWritesNothing = err == nil && again.After == nil && !again.Removed && len(again.Events) == 0
+					}
+					Expect(verb.RepeatWritesNothing()).To(Equal(repeatWritesNothing), "%s from %s", verb, name)
+				}
+			}
+			Expect(wrote).To(BeNumerically(">", 0), "some row takes a %s", verb)
+		})
+	}
+})
+
 // The transition table in actual_lrp_transitions.go's doc comment, read
 // from the source and held against CheckTransition on rows as the
 // lifecycle calls leave them: a cell that names a caller the rows cannot

@@ -20,7 +20,7 @@ import (
 //	<write>;
 //	SET @corkboard_wrote = ROW_COUNT();
 //	INSERT INTO <table> (<columns>) SELECT ?, … FROM DUAL WHERE @corkboard_wrote = 1;  -- each insert, in order
-//	INSERT INTO commit_receipts (token) SELECT ? FROM DUAL WHERE @corkboard_wrote = 1;
+//	INSERT INTO commit_receipts (token) SELECT ? FROM DUAL WHERE @corkboard_wrote = 1;  -- but for a claim or a start
 //	COMMIT
 //
 // The statements are sent with multiStatements, their arguments
@@ -28,7 +28,8 @@ import (
 // commit_receipts, not on the first event as the general path puts it
 // (receiptOnEvents): a lost answer is settled by the token alone
 // (commitStatement), without the event's id, which only the answer would
-// carry.
+// carry. A claim or a start has none: its repeat writes nothing, so a lost
+// answer is settled by deciding it again (commitStatement).
 //
 // A batch runs on a connection held for it (runBatch, sql.Conn.Raw), for
 // two things database/sql does not give: the rows each statement affected
@@ -59,10 +60,12 @@ func (w *writeBatch) insert(table string, columns []string, values ...any) {
 	w.args = append(w.args, values...)
 }
 
-// commit ends the batch with the receipt and the COMMIT, and returns it
-// with its arguments.
+// commit ends the batch with the receipt, if token is not nil, and the
+// COMMIT, and returns it with its arguments.
 func (w *writeBatch) commit(token []byte) (string, []any) {
-	w.insert("commit_receipts", []string{"token"}, token)
+	if token != nil {
+		w.insert("commit_receipts", []string{"token"}, token)
+	}
 	w.b.WriteString(";\nCOMMIT")
 	return w.b.String(), w.args
 }

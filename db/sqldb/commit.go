@@ -78,6 +78,12 @@ import (
 // An event row's id is never handed out twice, so the insert can fail on
 // the lost transaction's row only.
 //
+// A claim or a start on the fast path (lifecycle_fast.go) keeps no
+// receipt: a repeat of it writes nothing (models.LifecycleVerb.
+// RepeatWritesNothing), so its lost answer is settled by deciding the call
+// again on the general path (commitStatement). Those are most of a cell's
+// calls, and each saves the database a row and its prune.
+//
 // Receipts are pruned after receiptRetention (PruneCommitReceipts, every
 // few seconds by the converging board); those on events go with the
 // outbox's and the log's rows. SQLite keeps none: it runs in the board's
@@ -90,6 +96,11 @@ const insertReceipt = "INSERT INTO commit_receipts (token) VALUES (?)"
 // errCommitLost says a commit's connection broke and its receipt proved
 // it did not apply: the transaction runs again.
 var errCommitLost = errors.New("the connection broke during COMMIT and the transaction did not apply")
+
+// errRepeatToSettle says the connection broke under a write without a
+// receipt, whose repeat writes nothing: the call is decided again
+// (commitStatement).
+var errRepeatToSettle = errors.New("the connection broke under a write whose repeat writes nothing, and it is decided again")
 
 // A receipt is kept receiptRetention after its token was made, by the
 // clock of the board that prunes it, and its absence is trusted for
@@ -159,13 +170,26 @@ func (s *SQLDB) commit(ctx context.Context, tx *sql.Tx, changes []models.Event, 
 	return s.settle(token, err)
 }
 
-// commitStatement runs a write of one statement that commits on its own
-// and inserts the receipt token when it applied (a Postgres fast path),
-// with the commit-fault seam's fault if any. A connection lost under it is
-// settled by the receipt: settled says the statement applied although run
-// did not return its answer.
+// commitStatement runs a write of one statement (or one batch) that
+// commits on its own and inserts the receipt token when it applied (the
+// fast paths), with the commit-fault seam's fault if any. A connection
+// lost under it is settled by the receipt: settled says the statement
+// applied although run did not return its answer.
+//
+// A nil token is a claim's or a start's, which carries no receipt: its
+// repeat writes nothing (models.LifecycleVerb.RepeatWritesNothing). A
+// connection lost under it answers errRepeatToSettle, and the call is
+// decided again by the general path, whose locked read waits for the
+// lost write if the database still runs it: where that write applied, the
+// call is a repeat and answers the row it wrote; where it did not, the
+// call writes as it would have. A write the database runs only after that
+// finds the row's tag moved on and stores nothing, its compare-and-set
+// failing as any stale write's does.
 func (s *SQLDB) commitStatement(token []byte, run func() error) (settled bool, err error) {
 	if err = s.withFault(run, true)(); err != nil && isUnreachable(err) {
+		if token == nil {
+			return false, fmt.Errorf("%w: %v", errRepeatToSettle, err)
+		}
 		err = s.settle(token, err)
 		return err == nil, err
 	}

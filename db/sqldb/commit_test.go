@@ -19,9 +19,11 @@ import (
 // A write whose COMMIT fails is run again or not by what happened to it
 // (commit.go): a conflict and a connection lost before the COMMIT did not
 // apply and run again; a connection lost after the COMMIT applied, and its
-// receipt says so, so it is not run again. Either way the caller sees what
-// a write without the fault sees: the same answers, the same rows, each
-// event logged once and each operation recorded once.
+// receipt says so, so it is not run again — or, for a claim or a start,
+// which keep no receipt, it is decided again and found a repeat. Either
+// way the caller sees what a write without the fault sees: the same
+// answers, the same rows, each event logged once and each operation
+// recorded once.
 var _ = forEachDialect("writes whose commit fails", func(b *board) {
 	// transcript runs a desire, a claim, a start, an update and a remove
 	// on store and writes down what each answered and what the tables hold
@@ -143,6 +145,33 @@ var _ = forEachDialect("writes whose commit fails", func(b *board) {
 	// The prune's exact count needs a store without the suite's commit
 	// faults: a prune whose answer is lost runs again and deletes nothing.
 	plainStore := func() *sqldb.SQLDB { return sqldb.New(b.conn, b.dialect, sqldb.WithClock(b.clock.Now)) }
+
+	It("keeps no receipt for a claim or a start, whose repeat writes nothing, and one for a crash", func() {
+		store := plainStore()
+		_, err := store.DesireLRP(b.ctx, newLRP("web", "apps", 1))
+		Expect(err).NotTo(HaveOccurred())
+		b.exec("UPDATE actual_lrps SET cell_id = 'cell-1' WHERE process_guid = 'web'")
+		caller := models.Caller{InstanceGuid: "ig-0", CellID: "cell-1"}
+		key := models.ActualLRPKey{ProcessGuid: "web", Index: 0, Presence: models.ActualLRP_ORDINARY}
+		changed := func() int {
+			GinkgoHelper()
+			return b.count("SELECT COUNT(*) FROM event_outbox WHERE event_type = 'actual_lrp_changed'") +
+				b.count("SELECT COUNT(*) FROM event_log WHERE event_type = 'actual_lrp_changed'")
+		}
+		kept := receipts()
+
+		_, err = store.ClaimActualLRP(b.ctx, key, caller)
+		Expect(err).NotTo(HaveOccurred())
+		started, err := store.StartActualLRP(b.ctx, key, caller, &models.NetInfo{Address: "10.0.0.1"}, true)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(started.State).To(Equal(models.ActualLRP_RUNNING))
+		Expect(changed()).To(Equal(2), "the claim and the start wrote")
+		Expect(receipts()).To(Equal(kept), "and kept no receipt")
+
+		_, err = store.CrashActualLRP(b.ctx, key, caller, "OOM")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(receipts()).To(Equal(kept+1), "a crash's repeat would be refused: it keeps one")
+	})
 
 	// tokens lists the stored receipts' tokens in the database's order.
 	tokens := func() [][]byte {

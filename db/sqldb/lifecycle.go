@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/corkboard/corkboard/db"
@@ -130,9 +131,13 @@ func lifecycleOpFor(key models.ActualLRPKey, call models.LifecycleCall) lifecycl
 // (nil when removed).
 func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLRP, error) {
 	opName := string(op.call.Verb) + " actual lrp"
+	unanswered := false
 	if fast := s.driver.lifecycle(); fast != nil {
 		after, done, err := fast(s, ctx, op)
-		if err != nil || done {
+		// A claim's or a start's write whose answer was lost is decided
+		// again below (commitStatement).
+		unanswered = errors.Is(err, errRepeatToSettle)
+		if (err != nil && !unanswered) || done {
 			return after, asModelError(opName, err)
 		}
 	}
@@ -141,6 +146,12 @@ func (s *SQLDB) lifecycle(ctx context.Context, op lifecycleOp) (*models.ActualLR
 		result, events, err = s.lifecycleInTx(ctx, tx, op)
 		return events, err
 	})
+	if unanswered {
+		// The lost write may have appended events, which a repeat does
+		// not: the tailer is woken for them as that write's answer would
+		// have woken it.
+		s.eventsCommitted()
+	}
 	if err != nil {
 		return nil, err
 	}

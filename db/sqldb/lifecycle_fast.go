@@ -45,10 +45,13 @@ import (
 // by ig-1 on cell-1 at tag (e1, 4), and its definition's route port 8080.
 // The decider gives RUNNING, routable, that route, tag (e1, 5), and one
 // actual_lrp_changed event. The write updates web/0 where its tag is
-// (e1, 4), inserts the event and the receipt, and answers 1: the call
-// answers the row after. Had a convergence pass unclaimed web/0 between
-// the read and the write (tag (e1, 5)), it would answer 0 and the general
-// path would refuse the start with the row as it then is.
+// (e1, 4), inserts the event (and no receipt: a start's repeat writes
+// nothing, models.LifecycleVerb.RepeatWritesNothing), and answers 1: the
+// call answers the row after. Had its answer been lost, the general path
+// would have decided the start again and found it a repeat. Had a
+// convergence pass unclaimed web/0 between the read and the write (tag
+// (e1, 5)), it would answer 0 and the general path would refuse the start
+// with the row as it then is.
 
 // selectActualToDecide is the fast path's read (1) of a call without
 // lifecycleOp.read; selectActualToDecideWithRoutes adds the route ports
@@ -62,7 +65,8 @@ var (
 
 // lifecycleWrite is what the fast path writes for a call (2): the row
 // after, or its removal, compare-and-set on the tag read; the crash to
-// record; the events in order; the commit receipt's token.
+// record; the events in order; the commit receipt's token, nil for a
+// claim or a start, whose repeat writes nothing (commitStatement).
 type lifecycleWrite struct {
 	after   *models.ActualLRP
 	removed bool
@@ -101,7 +105,9 @@ func (s *SQLDB) decideLifecycleWrite(ctx context.Context, op lifecycleOp) (*life
 	if w.events, err = encodeEvents(change.Events); err != nil {
 		return nil, err
 	}
-	w.token = s.newReceiptToken()
+	if !op.call.Verb.RepeatWritesNothing() {
+		w.token = s.newReceiptToken()
+	}
 	return w, nil
 }
 
@@ -142,6 +148,8 @@ func (s *SQLDB) fastLifecycleOutcome(w *lifecycleWrite, wrote bool, err error) (
 	case err == nil && wrote:
 		s.eventsCommitted()
 		return w.after, true, nil
+	case errors.Is(err, errRepeatToSettle):
+		return nil, false, err // decided again by the general path (lifecycle)
 	case err == nil, isRetryable(err):
 		return nil, false, nil
 	default:

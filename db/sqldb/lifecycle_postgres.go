@@ -15,9 +15,15 @@ import (
 // lifecycleWriteStatement is the fast path's write (3) of a row (write is
 // updateActualLRP) or of a removal (deleteActualLRPSQL), then, only where
 // that wrote the row, the crash (when the fifth argument after write's own
-// is true), the events in order and the commit receipt (commitStatement).
-// The answer is how many rows it wrote.
-func lifecycleWriteStatement(write string) string {
+// is true), the events in order and, withReceipt, the commit receipt
+// (commitStatement). The answer is how many rows it wrote.
+func lifecycleWriteStatement(write string, withReceipt bool) string {
+	receipt := ""
+	if withReceipt {
+		receipt = `, receipt AS (
+	INSERT INTO commit_receipts (token) SELECT ?::bytea FROM written
+)`
+	}
 	return dialect.Rebind(dialect.Postgres, `WITH written AS (
 	`+write+`
 	RETURNING process_guid
@@ -30,15 +36,17 @@ func lifecycleWriteStatement(write string) string {
 	FROM unnest(?::text[], ?::text[], ?::bytea[], ?::smallint[]) WITH ORDINALITY AS e(event_type, event_key, payload, event_count, n)
 	WHERE EXISTS (SELECT 1 FROM written)
 	ORDER BY e.n
-), receipt AS (
-	INSERT INTO commit_receipts (token) SELECT ?::bytea FROM written
-)
+)`+receipt+`
 SELECT count(*) FROM written`)
 }
 
+// The statements of the three writes the fast path makes: a row with a
+// receipt (crash, fail), a row without one (claim, start: their repeat
+// writes nothing), a removal.
 var (
-	writeActualStatement  = lifecycleWriteStatement(updateActualLRP)
-	removeActualStatement = lifecycleWriteStatement(deleteActualLRPSQL)
+	writeActualStatement          = lifecycleWriteStatement(updateActualLRP, true)
+	writeActualRepeatingStatement = lifecycleWriteStatement(updateActualLRP, false)
+	removeActualStatement         = lifecycleWriteStatement(deleteActualLRPSQL, true)
 )
 
 // lifecyclePostgres runs op's fast path (lifecycleFunc).
@@ -48,8 +56,11 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 		return nil, false, err
 	}
 	query := writeActualStatement
-	if w.removed {
+	switch {
+	case w.removed:
 		query = removeActualStatement
+	case w.token == nil:
+		query = writeActualRepeatingStatement
 	}
 	crash := w.crash
 	if !w.recorded {
@@ -58,7 +69,9 @@ func (s *SQLDB) lifecyclePostgres(ctx context.Context, op lifecycleOp) (*models.
 	args := append(slices.Clip(w.row), crash...)
 	args = append(args, w.recorded)
 	args = append(args, w.events.arrays()...)
-	args = append(args, w.token)
+	if w.token != nil {
+		args = append(args, w.token)
+	}
 
 	stmt, err := s.statements.get(ctx, s.conn, query)
 	if err != nil {
