@@ -77,17 +77,21 @@ var _ = Describe("Runner", func() {
 					desire(ctx, store, "web", 2)
 					r := startRunner(store, runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, ReceiptPruneInterval: 50 * time.Millisecond, Now: now})
 					Eventually(cellsOf(ctx, store, "web")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1", "cell-1"}))
-					// Claims keep their receipts in commit_receipts on both
-					// databases (MySQL's other writes keep theirs on their events).
+					// Crashes keep their receipts in commit_receipts on both
+					// databases (claims keep none, their repeat writing
+					// nothing; MySQL's other writes keep theirs on their events).
 					lrps, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: "web"})
 					Expect(err).NotTo(HaveOccurred())
 					for _, lrp := range lrps {
 						key := models.ActualLRPKey{ProcessGuid: lrp.ProcessGuid, Index: lrp.Index, Presence: lrp.Presence}
-						_, err := store.ClaimActualLRP(ctx, key, models.Caller{InstanceGuid: fmt.Sprintf("instance-%d", lrp.Index), CellID: lrp.CellId})
+						caller := models.Caller{InstanceGuid: fmt.Sprintf("instance-%d", lrp.Index), CellID: lrp.CellId}
+						_, err := store.ClaimActualLRP(ctx, key, caller)
+						Expect(err).NotTo(HaveOccurred())
+						_, err = store.CrashActualLRP(ctx, key, caller, "OOM")
 						Expect(err).NotTo(HaveOccurred())
 					}
 					var newest []byte
-					Expect(conn.QueryRow("SELECT token FROM commit_receipts ORDER BY token DESC LIMIT 1").Scan(&newest)).To(Succeed(), "the claims left receipts")
+					Expect(conn.QueryRow("SELECT token FROM commit_receipts ORDER BY token DESC LIMIT 1").Scan(&newest)).To(Succeed(), "the crashes left receipts")
 					madeByNow := func() int {
 						var n int
 						Expect(conn.QueryRow(dialectpkg.Rebind(dialectpkg.Name(dialect), "SELECT COUNT(*) FROM commit_receipts WHERE token <= ?"), newest).Scan(&n)).To(Succeed())
