@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -37,6 +38,73 @@ func checkFilterNames(filter db.ActualLRPFilter) error {
 // listing 100,000 rows makes a few hundred allocations instead of 200,000.
 const allocChunk = 512
 
+// listStrings makes a list's strings from its rows' columns, keeping one
+// copy of each value that repeats across rows.
+type listStrings struct {
+	// lastGuid and lastDefinition are the row before's: an LRP's
+	// instances are consecutive rows in the list's order.
+	lastGuid, lastDefinition string
+	// kept holds values of columns with few distinct values (domains,
+	// cells, reasons), up to maxListStrings of them.
+	kept map[string]string
+}
+
+// maxListStrings bounds listStrings.kept: a column with more distinct
+// values than that (reasons each naming an instance, say) gets a copy a
+// row past it, as without keeping.
+const maxListStrings = 4096
+
+// lrp is the row's guid and definition id, the row before's copies when
+// they are the same.
+func (l *listStrings) lrp(guid, definitionID []byte) (string, string) {
+	if string(guid) != l.lastGuid {
+		l.lastGuid = string(guid)
+	}
+	if string(definitionID) != l.lastDefinition {
+		l.lastDefinition = string(definitionID)
+	}
+	return l.lastGuid, l.lastDefinition
+}
+
+// shared is b as a string, the copy kept when b was seen before.
+func (l *listStrings) shared(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := l.kept[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if l.kept == nil {
+		l.kept = make(map[string]string)
+	}
+	if len(l.kept) < maxListStrings {
+		l.kept[s] = s
+	}
+	return s
+}
+
+// routePortsMemo decodes a list's stored route ports (decodeRoutePorts),
+// once for each distinct blob in a row of the rows before: an LRP's
+// instances store their definition's. The ports it returns are shared
+// and must not be changed (models.InstanceRoutePorts copies them).
+type routePortsMemo struct {
+	last  []byte
+	ports []*models.RoutePort
+}
+
+func (m *routePortsMemo) decode(blob []byte) ([]*models.RoutePort, error) {
+	if m.last != nil && bytes.Equal(blob, m.last) {
+		return m.ports, nil
+	}
+	ports, err := decodeRoutePorts(blob)
+	if err != nil {
+		return nil, err
+	}
+	m.last, m.ports = append(m.last[:0], blob...), ports
+	return ports, nil
+}
+
 // ActualLRPs lists the matching instances ordered by process guid, index
 // and presence name. It reads plain columns; only net_info is decoded.
 func (s *SQLDB) ActualLRPs(ctx context.Context, filter db.ActualLRPFilter) ([]*models.ActualLRP, error) {
@@ -52,12 +120,17 @@ func (s *SQLDB) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn
 
 	var chunk []models.ActualLRP
 	var tags []models.ModificationTag
-	// Presence, state and net_info are only looked at, never kept, so
-	// they are read without copying.
-	var presence, state, netInfo, routePorts sql.RawBytes
+	// Columns are read without copying (sql.RawBytes) and made strings
+	// only as needed: consecutive rows are mostly one LRP's instances, on
+	// few cells and domains, with few distinct reasons, so a list keeps
+	// one copy of each such value (listStrings) rather than one a row.
+	// Presence, state and net_info are only looked at, never kept.
+	var guid, presence, domain, cellID, definitionID, state, netInfo, crashReason, placementError, routePorts sql.RawBytes
 	// Integers are read as int64, the type every driver returns: scanning
 	// into an int32 goes through a string conversion in database/sql.
 	var index, crashCount, tagIndex int64
+	var strs listStrings
+	var ports routePortsMemo
 	scan := func(rows *sql.Rows) error {
 		if len(chunk) == 0 {
 			chunk = make([]models.ActualLRP, allocChunk)
@@ -65,12 +138,15 @@ func (s *SQLDB) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn
 		}
 		lrp, tag := &chunk[0], &tags[0]
 		chunk, tags = chunk[1:], tags[1:]
-		err := rows.Scan(&lrp.ProcessGuid, &index, &presence, &lrp.Domain, &lrp.InstanceGuid,
-			&lrp.CellId, &lrp.DefinitionId, &state, &netInfo, &crashCount, &lrp.CrashReason,
-			&lrp.Since, &lrp.PlacementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex, &routePorts)
+		err := rows.Scan(&guid, &index, &presence, &domain, &lrp.InstanceGuid,
+			&cellID, &definitionID, &state, &netInfo, &crashCount, &crashReason,
+			&lrp.Since, &placementError, &lrp.Routable, &lrp.Occupied, &lrp.StopRequested, &tag.Epoch, &tagIndex, &routePorts)
 		if err != nil {
 			return err
 		}
+		lrp.ProcessGuid, lrp.DefinitionId = strs.lrp(guid, definitionID)
+		lrp.Domain, lrp.CellId = strs.shared(domain), strs.shared(cellID)
+		lrp.CrashReason, lrp.PlacementError = strs.shared(crashReason), strs.shared(placementError)
 		lrp.Index, lrp.CrashCount = int32(index), int32(crashCount)
 		lrp.Presence = models.ActualLRP_Presence(models.ActualLRP_Presence_value[string(presence)])
 		lrp.State = models.ActualLRP_State(models.ActualLRP_State_value[string(state)])
@@ -83,11 +159,11 @@ func (s *SQLDB) EachActualLRP(ctx context.Context, filter db.ActualLRPFilter, fn
 			}
 		}
 		if routePorts != nil && lrp.NetInfo != nil {
-			ports, err := decodeRoutePorts(routePorts)
+			stored, err := ports.decode(routePorts)
 			if err != nil {
 				return errInvalidRecord("actual_lrp %q index %d: route_ports: %v", lrp.ProcessGuid, lrp.Index, err)
 			}
-			lrp.RoutePorts = models.InstanceRoutePorts(ports, lrp.NetInfo)
+			lrp.RoutePorts = models.InstanceRoutePorts(stored, lrp.NetInfo)
 		}
 		return fn(lrp)
 	}

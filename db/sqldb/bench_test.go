@@ -77,9 +77,17 @@ func BenchmarkListActualLRPs(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// Every instance routed as a definition with routes has it: its
+		// routes without host ports, which a list fills from net_info.
+		routePorts, err := proto.Marshal(&models.RoutePorts{Ports: []*models.RoutePort{
+			{Router: "http", Route: "web.example.com", ContainerPort: 8080},
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
 		if _, err := env.conn.Exec(dialect.Rebind(dialect.Name(env.dialect),
-			"UPDATE actual_lrps SET state = 'RUNNING', cell_id = 'cell-1', instance_guid = 'ig', routable = ?, net_info = ?"),
-			true, netInfo); err != nil {
+			"UPDATE actual_lrps SET state = 'RUNNING', cell_id = 'cell-1', instance_guid = 'ig', routable = ?, net_info = ?, route_ports = ?"),
+			true, netInfo, routePorts); err != nil {
 			b.Fatal(err)
 		}
 		b.Run("100000", func(b *testing.B) {
