@@ -38,52 +38,6 @@ func checkFilterNames(filter db.ActualLRPFilter) error {
 // listing 100,000 rows makes a few hundred allocations instead of 200,000.
 const allocChunk = 512
 
-// listStrings makes a list's strings from its rows' columns, keeping one
-// copy of each value that repeats across rows.
-type listStrings struct {
-	// lastGuid and lastDefinition are the row before's: an LRP's
-	// instances are consecutive rows in the list's order.
-	lastGuid, lastDefinition string
-	// kept holds values of columns with few distinct values (domains,
-	// cells, reasons), up to maxListStrings of them.
-	kept map[string]string
-}
-
-// maxListStrings bounds listStrings.kept: a column with more distinct
-// values than that (reasons each naming an instance, say) gets a copy a
-// row past it, as without keeping.
-const maxListStrings = 4096
-
-// lrp is the row's guid and definition id, the row before's copies when
-// they are the same.
-func (l *listStrings) lrp(guid, definitionID []byte) (string, string) {
-	if string(guid) != l.lastGuid {
-		l.lastGuid = string(guid)
-	}
-	if string(definitionID) != l.lastDefinition {
-		l.lastDefinition = string(definitionID)
-	}
-	return l.lastGuid, l.lastDefinition
-}
-
-// shared is b as a string, the copy kept when b was seen before.
-func (l *listStrings) shared(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if s, ok := l.kept[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if l.kept == nil {
-		l.kept = make(map[string]string)
-	}
-	if len(l.kept) < maxListStrings {
-		l.kept[s] = s
-	}
-	return s
-}
-
 // routePortsMemo decodes a list's stored route ports (decodeRoutePorts),
 // once for each distinct blob in a row of the rows before: an LRP's
 // instances store their definition's. The ports it returns are shared

@@ -740,15 +740,3 @@ func decodeShared[M any](seen map[string]M, stored sql.RawBytes, decode func([]b
 	seen[string(stored)] = m
 	return m, nil
 }
-
-// interner keeps one copy of each distinct string.
-type interner map[string]string
-
-func (in interner) get(b []byte) string {
-	if s, ok := in[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	in[s] = s
-	return s
-}
