@@ -119,9 +119,10 @@ type Config struct {
 	// Unavailable answer starts it again.
 	UnroutableRetryTimeout string `json:"unroutable_retry_timeout"`
 	// InstanceLogLimitMB caps each instance's log, in MiB (at least
-	// 1): past it, output.log becomes output.log.1 and a fresh one starts,
-	// so an instance's logs take at most twice this much disk. A pointer,
-	// so that an explicit 0 is refused rather than taken for the default.
+	// 1): past it, the log (instances/.INSTANCE_GUID.log in the data
+	// dir) becomes .log.1 and a fresh one starts, so an instance's logs
+	// take at most twice this much disk. A pointer, so that an explicit 0
+	// is refused rather than taken for the default.
 	InstanceLogLimitMB *int32 `json:"instance_log_limit_mb"`
 	// AssetCacheMB bounds the cell's cache of definitions' assets (in
 	// data_dir/assets, keyed by checksum), in MiB (at least 1): past

@@ -22,8 +22,9 @@
 //     INSTANCE_INDEX, INSTANCE_GUID, PROCESS_GUID, DEFINITION_ID, CELL_ID,
 //     CORK_INSTANCE_URL, the definition's env (which cannot override those
 //     names), and a minimal PATH and HOME (which it can);
-//   - a log, output.log in its working directory (see Logs). When an
-//     instance ends, its directory is kept for its log, in place of the
+//   - a log, DataDir/instances/.<instance_guid>.log, beside its working
+//     directory and out of the instance's reach (see Logs). When an
+//     instance ends, its directory is kept with its log, in place of the
 //     one kept for an earlier instance of the same (process guid, index);
 //     at most 32 are kept, the oldest going first (see Kept logs).
 //
@@ -126,18 +127,21 @@
 // # Logs
 //
 // An instance's stdout and stderr are one pipe, which the rep copies into
-// output.log in its working directory: one pipe keeps the order the
-// instance wrote in. The rep adds lines of its own, "[rep <time>] ...",
-// saying what it did (started, SIGTERM, SIGKILL, how it ended); the last
-// of them follows everything the instance wrote.
+// its log, .<instance_guid>.log beside its working directory: one pipe
+// keeps the order the instance wrote in. Beside, not in: an isolated
+// instance owns its directory and could swap a file there for a link
+// that the rep would then read or write as root. The rep adds lines of
+// its own, "[rep <time>] ...", saying what it did (started, SIGTERM,
+// SIGKILL, how it ended); the last of them follows everything the
+// instance wrote.
 //
 // The log is capped at ExecutorConfig.LogLimit (10 MiB by default): when
-// output.log would grow past it, it becomes output.log.1, replacing the
-// one before, and a fresh output.log starts. So an instance's logs never
+// it would grow past it, it becomes .<instance_guid>.log.1, replacing
+// the one before, and a fresh log starts. So an instance's logs never
 // take more than twice the limit, however much it writes, and its oldest
 // lines go first. A rotation cuts after the last whole line that fits,
-// unless a single line is longer than the limit. LogTail reads
-// output.log.1 then output.log, at most the last MiB of them, so the
+// unless a single line is longer than the limit. LogTail reads the
+// rotated log then the current one, at most the last MiB of them, so the
 // last lines are right just after a rotation too.
 //
 // The rep reads the pipe all the time, also while it stops an instance,

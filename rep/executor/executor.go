@@ -84,9 +84,9 @@ type ExecutorConfig struct {
 	// Once healthy, the definition's interval applies. Zero means
 	// DefaultStartCheckInterval.
 	StartCheckInterval time.Duration
-	// LogLimit caps each instance's log, in bytes. When output.log would
-	// grow past it, it is renamed to output.log.1 (replacing the one
-	// before) and a fresh output.log starts, so an instance's logs never
+	// LogLimit caps each instance's log, in bytes. When the log would
+	// grow past it, it is renamed to its ".1" (replacing the one
+	// before) and a fresh log starts, so an instance's logs never
 	// take more than 2 × LogLimit of disk. Zero means DefaultLogLimit.
 	LogLimit int64
 	// MemoryCheckInterval is how often the memory watchdog sums each
@@ -730,7 +730,7 @@ func (e *Executor) Instances() []InstanceStatus {
 
 // LogTail returns the last lines of the instance's log (its stdout and
 // stderr in one file, with lines from the rep marked "[rep]"), reading
-// across a rotation: output.log.1, then output.log. It works for running
+// across a rotation: the rotated log, then the current one. It works for running
 // instances and for finished ones whose working dir is still kept (the
 // last to end of each index, see keepFinished). An unknown instance gives
 // an error wrapping ErrInstanceNotFound.

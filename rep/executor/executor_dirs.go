@@ -1,11 +1,13 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,8 +43,9 @@ type keptDir struct {
 	ended *EndedInstance
 }
 
-// workDirs manages DataDir/instances/<instance_guid>/: the working
-// directory, HOME and log of each instance.
+// workDirs manages DataDir/instances/<instance_guid>/, the working
+// directory and HOME of each instance, and its log beside it
+// (instanceLogPath).
 type workDirs struct {
 	root   string
 	logger lager.Logger
@@ -72,6 +75,7 @@ func openWorkDirs(root string, logger lager.Logger) (*workDirs, error) {
 	var leftovers []leftover
 	for _, entry := range entries {
 		if !entry.IsDir() {
+			removeOrphanLog(root, entry.Name(), logger)
 			continue
 		}
 		dir := filepath.Join(root, entry.Name())
@@ -93,6 +97,25 @@ func openWorkDirs(root string, logger lager.Logger) (*workDirs, error) {
 	}
 	w.prune()
 	return w, nil
+}
+
+// removeOrphanLog deletes name, in root, when it is an instance's log
+// (instanceLogPath) whose directory is gone: an earlier rep stopped
+// between removing the one and the other.
+func removeOrphanLog(root, name string, logger lager.Logger) {
+	guid, ok := strings.CutPrefix(strings.TrimSuffix(name, rotatedLogSuffix), ".")
+	if !ok {
+		return
+	}
+	if guid, ok = strings.CutSuffix(guid, instanceLogSuffix); !ok || guid == "" {
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(root, guid)); !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err := os.Remove(filepath.Join(root, name)); err != nil {
+		logger.Error("removing-orphan-log", err, lager.Data{"file": name})
+	}
 }
 
 func (w *workDirs) path(instanceGuid string) string {
@@ -117,10 +140,13 @@ func (w *workDirs) create(instanceGuid string) (string, error) {
 	return dir, nil
 }
 
-// remove deletes the directory of an instance that never started.
+// remove deletes an instance's directory and its log.
 func (w *workDirs) remove(instanceGuid string) {
 	if err := os.RemoveAll(w.path(instanceGuid)); err != nil {
 		w.logger.Error("removing-working-dir", err, lager.Data{"instance_guid": instanceGuid})
+	}
+	if err := removeInstanceLog(w.path(instanceGuid)); err != nil {
+		w.logger.Error("removing-instance-log", err, lager.Data{"instance_guid": instanceGuid})
 	}
 }
 

@@ -112,19 +112,83 @@ echo temp > /tmp/t.txt && cat /tmp/t.txt
 		}
 		Expect(log).NotTo(ContainSubstring("neighbour-secret"))
 
-		// Its directory is its own, its log the rep's alone.
+		// Its directory is its own, its log the rep's alone, beside it.
 		dir := filepath.Join(cfg.DataDir, "instances", "probe")
 		info, err := os.Stat(dir)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(info.Mode().Perm()).To(Equal(os.FileMode(0o700)))
 		Expect(info.Sys().(*syscall.Stat_t).Uid).To(Equal(uint32(uid)))
-		logInfo, err := os.Stat(filepath.Join(dir, "output.log"))
+		logInfo, err := os.Lstat(instanceLogFile(cfg.DataDir, "probe"))
 		Expect(err).NotTo(HaveOccurred())
+		Expect(logInfo.Mode().IsRegular()).To(BeTrue())
 		Expect(logInfo.Mode().Perm()).To(Equal(os.FileMode(0o600)))
 		Expect(logInfo.Sys().(*syscall.Stat_t).Uid).To(Equal(uint32(0)))
 		dataInfo, err := os.Stat(cfg.DataDir)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dataInfo.Mode().Perm()).To(Equal(os.FileMode(0o700)))
+	})
+
+	Context("with a log limit of 4 KiB", func() {
+		BeforeEach(func() {
+			cfg.LogLimit = 4 << 10
+		})
+
+		It("keeps its log out of the instance's reach: links, FIFOs and directories it makes change nothing the rep reads or writes", func() {
+			// A file only root may read or write, outside what the
+			// instance sees.
+			secret := filepath.Join(GinkgoT().TempDir(), "root-only")
+			Expect(os.WriteFile(secret, []byte("ROOT-ONLY-CONTENT\n"), 0o600)).To(Succeed())
+			// Where a log inside its directory would be, the instance
+			// puts a link to the secret, a directory where the rotated
+			// file would go, and a FIFO; then it writes past the limit
+			// several times, so that the rep rotates.
+			log := runScript("grabber", `
+echo "home=[$(ls -A "$HOME" | tr '\n' ' ')]"
+test -e "$(dirname "$HOME")/.grabber.log" && echo "sees-log" || echo "log-hidden"
+for name in output.log .grabber.log log; do ln -s "$SECRET" "$HOME/$name"; done
+mkdir "$HOME/output.log.1" "$HOME/.grabber.log.1" && touch "$HOME/output.log.1/keep" "$HOME/.grabber.log.1/keep"
+mkfifo "$HOME/fifo"
+i=0; while [ $i -lt 150 ]; do echo "line $i, padded to be some forty bytes"; i=$((i+1)); done
+echo last-line
+`, "SECRET", secret)
+			Expect(log).To(ContainSubstring("home=[]"))
+			Expect(log).To(ContainSubstring("log-hidden"))
+			Expect(log).To(ContainSubstring("line 149, padded"))
+			Expect(log).To(ContainSubstring("last-line"))
+			Expect(log).NotTo(ContainSubstring("ROOT-ONLY"))
+			Expect(os.ReadFile(secret)).To(Equal([]byte("ROOT-ONLY-CONTENT\n")))
+			// The rep rotated its own files, beside the directory.
+			rotated, err := os.Lstat(instanceLogFile(cfg.DataDir, "grabber") + ".1")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(rotated.Mode().IsRegular()).To(BeTrue())
+		})
+	})
+
+	It("gives the instance no open file but its standard three: not the init's status pipe, nor what the rep inherited", func() {
+		// A file the rep's process holds open without close-on-exec, as
+		// one inherited from whatever started it would be.
+		secret := filepath.Join(GinkgoT().TempDir(), "inherited")
+		Expect(os.WriteFile(secret, []byte("INHERITED-CONTENT\n"), 0o600)).To(Succeed())
+		fd, err := syscall.Open(secret, syscall.O_RDONLY, 0)
+		Expect(err).NotTo(HaveOccurred())
+		const inheritedFD = 57
+		Expect(syscall.Dup2(fd, inheritedFD)).To(Succeed())
+		syscall.Close(fd)
+		DeferCleanup(func() { syscall.Close(inheritedFD) })
+
+		// Were the init's status pipe open, "signal 9" written to it
+		// would be taken for how the instance ended.
+		log := runScript("fd-prober", `
+for fd in 3 4 5 6 7 8 9 57; do test -e /proc/self/fd/$fd && echo "open-fd-$fd"; done
+echo "looked"
+for fd in 3 4 5 6 7 8 9; do (eval "echo 'signal 9' >&$fd") 2>/dev/null; done
+exit 3
+`)
+		Expect(log).To(ContainSubstring("looked"))
+		Expect(log).NotTo(ContainSubstring("open-fd-"))
+		ended, ok := exe.Ended("fd-prober")
+		Expect(ok).To(BeTrue())
+		Expect(ended.Ending).To(Equal("crashed: exited with code 3"))
 	})
 
 	It("gives each running instance its own uid and frees it when the instance ends", func() {

@@ -122,7 +122,7 @@ var _ = Describe("instances of a rep that dies", func() {
 		// The recorded start time is not the stranger's.
 		pidFile := filepath.Join(dataDir, "instances", ".old-instance.pid")
 		Expect(os.WriteFile(pidFile, fmt.Appendf(nil, "%d 1\n", stranger.Process.Pid), 0o644)).To(Succeed())
-		Expect(os.WriteFile(filepath.Join(dir, "output.log"), []byte("old news\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(instanceLogFile(dataDir, "old-instance"), []byte("old news\n"), 0o644)).To(Succeed())
 
 		cfg := newConfig()
 		cfg.DataDir = dataDir
@@ -131,6 +131,22 @@ var _ = Describe("instances of a rep that dies", func() {
 		// The old instance's log stays readable.
 		Expect(exe.LogTail("old-instance", 1)).To(Equal([]byte("old news\n")))
 		Expect(pidFile).NotTo(BeAnExistingFile())
+	})
+
+	It("removes the logs an earlier rep left of instances whose directories are gone, and keeps the others", func() {
+		instances := filepath.Join(dataDir, "instances")
+		Expect(os.MkdirAll(filepath.Join(instances, "kept"), 0o755)).To(Succeed())
+		for _, name := range []string{".gone.log", ".gone.log.1", ".kept.log", ".kept.log.1", "unrelated.log"} {
+			Expect(os.WriteFile(filepath.Join(instances, name), []byte("old news\n"), 0o644)).To(Succeed())
+		}
+
+		cfg := newConfig()
+		cfg.DataDir = dataDir
+		exe := reptest.StartExecutor(cfg)
+		Expect(filepath.Join(instances, ".gone.log")).NotTo(BeAnExistingFile())
+		Expect(filepath.Join(instances, ".gone.log.1")).NotTo(BeAnExistingFile())
+		Expect(filepath.Join(instances, "unrelated.log")).To(BeAnExistingFile())
+		Expect(exe.LogTail("kept", 2)).To(Equal([]byte("old news\nold news\n")))
 	})
 
 	It("ignores a pid file in an instance's own directory, which an isolated instance may write", func() {

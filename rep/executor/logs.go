@@ -12,22 +12,48 @@ import (
 	"code.cloudfoundry.org/lager/v3"
 )
 
-// instanceLogName is the file in an instance's working directory that
-// takes both its stdout and its stderr, in the order the instance wrote
-// them, plus the rep's own lines about it (prefixed "[rep <time>]"). One
-// file keeps that order for `cork logs`; two files would lose it.
+// An instance's log takes both its stdout and its stderr, in the order
+// the instance wrote them, plus the rep's own lines about it (prefixed
+// "[rep <time>]"). One file keeps that order for `cork logs`; two files
+// would lose it.
 //
 // The file is capped (ExecutorConfig.LogLimit): when it would grow past
-// the limit it is renamed to instanceLogName+".1", replacing the one
-// before, and a fresh one is started. So an instance's logs never take
-// more than twice the limit, however much it writes.
-const instanceLogName = "output.log"
+// the limit it is renamed to its name+".1", replacing the one before, and
+// a fresh one is started. So an instance's logs never take more than
+// twice the limit, however much it writes.
+//
+// It is beside the instance's working directory, not in it, as the pid
+// file is: DataDir/instances/.<instance_guid>.log (and .log.1). An
+// isolated instance owns its directory and everything in it, so a log
+// there could be renamed by the instance and replaced with a symbolic
+// link, a FIFO or a directory — and the rep, as root, would then read
+// another file to a client as the instance's log, block opening it, or
+// write the instance's output into it when it rotates. Beside the
+// directory it is in the rep's data dir, which no isolated instance sees.
+// (Instance guids never start with a dot, so no directory is named so.)
+const instanceLogSuffix = ".log"
 
-// rotatedLogSuffix names the previous log of an instance: output.log.1.
+// rotatedLogSuffix names the previous log of an instance: .<guid>.log.1.
 const rotatedLogSuffix = ".1"
 
+// instanceLogPath is the log of the instance whose working directory is
+// dir.
 func instanceLogPath(dir string) string {
-	return filepath.Join(dir, instanceLogName)
+	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+instanceLogSuffix)
+}
+
+// removeInstanceLog deletes the log of the instance whose working
+// directory is dir, and the one its last rotation left.
+func removeInstanceLog(dir string) error {
+	path := instanceLogPath(dir)
+	err := os.Remove(path)
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	if rotatedErr := os.Remove(path + rotatedLogSuffix); rotatedErr != nil && !errors.Is(rotatedErr, os.ErrNotExist) && err == nil {
+		err = rotatedErr
+	}
+	return err
 }
 
 // instanceLog writes an instance's log: what the copy from its output
@@ -51,7 +77,8 @@ type instanceLog struct {
 	failing bool
 }
 
-// openInstanceLog opens (or creates) output.log in dir. A log kept from an
+// openInstanceLog opens (or creates) the log of the instance whose
+// working directory is dir (instanceLogPath). A log kept from an
 // earlier instance with the same guid is appended to; if it is already
 // past the limit, the first write rotates it.
 func openInstanceLog(dir string, limit int64, logger lager.Logger) (*instanceLog, error) {
@@ -159,9 +186,9 @@ func (l *instanceLog) append(p []byte) {
 	l.noteResult("writing", err)
 }
 
-// rotate needs l.mu held. It renames output.log to output.log.1 and
-// starts a fresh output.log. Should the rename fail, opening the fresh
-// one truncates output.log instead: its lines are lost, the cap holds.
+// rotate needs l.mu held. It renames the log to its ".1" and starts a
+// fresh one. Should the rename fail, opening the fresh one truncates the
+// log instead: its lines are lost, the cap holds.
 func (l *instanceLog) rotate() {
 	if l.file != nil {
 		l.file.Close()

@@ -33,8 +33,8 @@ var _ = Describe("instance logs with a limit", func() {
 		exe = reptest.StartExecutor(cfg)
 	})
 
-	instanceDir := func(instanceGuid string) string {
-		return filepath.Join(cfg.DataDir, "instances", instanceGuid)
+	logFile := func(instanceGuid string) string {
+		return instanceLogFile(cfg.DataDir, instanceGuid)
 	}
 
 	// numbered is a script printing "line <from>" to "line <to-1>", one
@@ -49,7 +49,7 @@ var _ = Describe("instance logs with a limit", func() {
 			cfg.LogLimit = 64 << 10
 		})
 
-		It("keeps an app that writes far more within twice the limit, in output.log and output.log.1", func() {
+		It("keeps an app that writes far more within twice the limit, in its log and the one rotated before it", func() {
 			// About 2.4 MB on stdout and stderr, interleaved.
 			script := `i=0; while [ $i -lt 20000 ]; do ` +
 				`echo "to stdout: line $i, with some padding"; ` +
@@ -62,7 +62,7 @@ var _ = Describe("instance logs with a limit", func() {
 			var largestFile, largestTotal int64
 			var names []string
 			Eventually(func() ([]byte, error) {
-				sizes := logSizes(instanceDir("chatty"))
+				sizes := logSizes(logFile("chatty"))
 				var total int64
 				for name, size := range sizes {
 					largestFile = max(largestFile, size)
@@ -75,8 +75,8 @@ var _ = Describe("instance logs with a limit", func() {
 
 			Expect(largestFile).To(BeNumerically("<=", cfg.LogLimit))
 			Expect(largestTotal).To(BeNumerically("<=", 2*cfg.LogLimit))
-			Expect(names).To(HaveEach(BeElementOf("output.log", "output.log.1")))
-			Expect(filepath.Join(instanceDir("chatty"), "output.log.1")).To(BeAnExistingFile())
+			Expect(names).To(HaveEach(BeElementOf(logFile("chatty"), logFile("chatty")+".1")))
+			Expect(logFile("chatty") + ".1").To(BeAnExistingFile())
 
 			// The order of stdout and stderr survives the pipe.
 			Expect(exe.LogTail("chatty", 5)).To(Equal([]byte(
@@ -89,7 +89,7 @@ var _ = Describe("instance logs with a limit", func() {
 			// The rep's own lines count against the limit too.
 			Expect(exe.Stop("chatty")).To(Succeed())
 			Expect(exe.LogTail("chatty", 3)).To(MatchRegexp(`^done\n\[rep \S+\] stopping: SIGTERM .*\n\[rep \S+\] stopped: .+\n$`))
-			for _, size := range logSizes(instanceDir("chatty")) {
+			for _, size := range logSizes(logFile("chatty")) {
 				Expect(size).To(BeNumerically("<=", cfg.LogLimit))
 			}
 		})
@@ -99,7 +99,7 @@ var _ = Describe("instance logs with a limit", func() {
 
 			_, err := exe.Run(reptest.Spec("endless", reptest.ShellDefinition(`while :; do echo "more and more"; done`)))
 			Expect(err).NotTo(HaveOccurred())
-			Eventually(filepath.Join(instanceDir("endless"), "output.log.1")).Should(BeAnExistingFile())
+			Eventually(logFile("endless") + ".1").Should(BeAnExistingFile())
 			Expect(exe.Stop("endless")).To(Succeed())
 			Expect(endEvent(exe).Kind).To(Equal(executor.Exited))
 
@@ -119,20 +119,19 @@ var _ = Describe("instance logs with a limit", func() {
 			cfg.LogLimit = 4096
 		})
 
-		It("tails across output.log.1 and output.log, in order, right after a rotation", func() {
+		It("tails across the rotated log and the current one, in order, right after a rotation", func() {
 			// 10,000 bytes of ten-byte lines: two rotations at least.
 			_, err := exe.Run(reptest.Spec("rotated", reptest.ShellDefinition(numbered(1000, 2000)+"; sleep 100")))
 			Expect(err).NotTo(HaveOccurred())
 			Eventually(func() ([]byte, error) { return exe.LogTail("rotated", 1) }).Should(Equal([]byte("line 1999\n")))
 
-			dir := instanceDir("rotated")
-			Expect(filepath.Join(dir, "output.log.1")).To(BeAnExistingFile())
-			current, err := os.ReadFile(filepath.Join(dir, "output.log"))
+			Expect(logFile("rotated") + ".1").To(BeAnExistingFile())
+			current, err := os.ReadFile(logFile("rotated"))
 			Expect(err).NotTo(HaveOccurred())
 			inCurrent := bytes.Count(current, []byte("\n"))
 
-			// More lines than output.log holds: the rest come from
-			// output.log.1, which holds about 400.
+			// More lines than the current log holds: the rest come from
+			// the rotated one, which holds about 400.
 			for _, n := range []int{inCurrent + 1, inCurrent + 20, inCurrent + 300} {
 				var want strings.Builder
 				for i := 2000 - n; i < 2000; i++ {
@@ -147,7 +146,7 @@ var _ = Describe("instance logs with a limit", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(endEvent(exe).Kind).To(Equal(executor.Crashed))
 
-			rotated, err := os.ReadFile(filepath.Join(instanceDir("whole"), "output.log.1"))
+			rotated, err := os.ReadFile(logFile("whole") + ".1")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(string(rotated)).To(MatchRegexp(`^(line \d{4}\n)+$`))
 			Expect(len(rotated)).To(BeNumerically(">", 4096-10))
@@ -158,7 +157,7 @@ var _ = Describe("instance logs with a limit", func() {
 			_, err := exe.Run(reptest.Spec("long", reptest.ShellDefinition(`printf 'short\n`+long+`\nend\n'; sleep 100`)))
 			Expect(err).NotTo(HaveOccurred())
 			Eventually(func() ([]byte, error) { return exe.LogTail("long", 1) }).Should(Equal([]byte("end\n")))
-			for _, size := range logSizes(instanceDir("long")) {
+			for _, size := range logSizes(logFile("long")) {
 				Expect(size).To(BeNumerically("<=", 4096))
 			}
 			// 10,000 bytes cannot fit in 2 × 4 KiB: what is left of the
@@ -190,7 +189,7 @@ var _ = Describe("instance logs with a limit", func() {
 
 			var escaped int
 			Eventually(func() error {
-				data, err := os.ReadFile(filepath.Join(instanceDir("leaver"), "escaped.pid"))
+				data, err := os.ReadFile(filepath.Join(cfg.DataDir, "instances", "leaver", "escaped.pid"))
 				if err != nil {
 					return err
 				}
@@ -216,30 +215,32 @@ var _ = Describe("instance logs with a limit", func() {
 	})
 
 	Describe("LogTail on files left by a rotation", func() {
-		write := func(instanceGuid, name, content string) {
+		// write writes an instance's log (suffix "") or the one
+		// rotated before it (suffix ".1").
+		write := func(instanceGuid, suffix, content string) {
 			dir := filepath.Join(cfg.DataDir, "instances", instanceGuid)
 			Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
-			Expect(os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)).To(Succeed())
+			Expect(os.WriteFile(logFile(instanceGuid)+suffix, []byte(content), 0o644)).To(Succeed())
 		}
 
-		It("reads output.log.1 before output.log, joining a line cut in two", func() {
-			write("cut", "output.log.1", "one\ntwo\nthr")
-			write("cut", "output.log", "ee\nfour\n")
+		It("reads the rotated log before the current one, joining a line cut in two", func() {
+			write("cut", ".1", "one\ntwo\nthr")
+			write("cut", "", "ee\nfour\n")
 			Expect(exe.LogTail("cut", 1)).To(Equal([]byte("four\n")))
 			Expect(exe.LogTail("cut", 2)).To(Equal([]byte("three\nfour\n")))
 			Expect(exe.LogTail("cut", 3)).To(Equal([]byte("two\nthree\nfour\n")))
 			Expect(exe.LogTail("cut", 100)).To(Equal([]byte("one\ntwo\nthree\nfour\n")))
 		})
 
-		It("reads output.log.1 alone between a rotation's rename and its fresh output.log", func() {
-			write("between", "output.log.1", "one\ntwo\n")
+		It("reads the rotated log alone between a rotation's rename and its fresh log", func() {
+			write("between", ".1", "one\ntwo\n")
 			Expect(exe.LogTail("between", 1)).To(Equal([]byte("two\n")))
 		})
 
 		It("reads at most the last MiB of both, starting at a whole line", func() {
 			line := strings.Repeat("y", 99) + "\n"
-			write("big-rotated", "output.log.1", "cut"+strings.Repeat(line, 6000))
-			write("big-rotated", "output.log", strings.Repeat(line, 6000))
+			write("big-rotated", ".1", "cut"+strings.Repeat(line, 6000))
+			write("big-rotated", "", strings.Repeat(line, 6000))
 
 			log, err := exe.LogTail("big-rotated", 1_000_000)
 			Expect(err).NotTo(HaveOccurred())
@@ -251,21 +252,22 @@ var _ = Describe("instance logs with a limit", func() {
 	})
 })
 
-// logSizes is the size of each output.log* file in an instance's
-// directory. A file may go (rotate) between the listing and the look.
-func logSizes(dir string) map[string]int64 {
-	entries, err := os.ReadDir(dir)
-	Expect(err).NotTo(HaveOccurred())
+// logSizes is the size of an instance's log (path) and of the one rotated
+// before it, those that exist. A file may go (rotate) between the looks.
+func logSizes(path string) map[string]int64 {
 	sizes := map[string]int64{}
-	for _, entry := range entries {
-		if !strings.HasPrefix(entry.Name(), "output.log") {
-			continue
-		}
-		if info, err := entry.Info(); err == nil {
-			sizes[entry.Name()] = info.Size()
+	for _, name := range []string{path, path + ".1"} {
+		if info, err := os.Stat(name); err == nil {
+			sizes[name] = info.Size()
 		}
 	}
 	return sizes
+}
+
+// instanceLogFile is where the rep keeps the log of an instance: beside
+// its directory, DataDir/instances/.<guid>.log.
+func instanceLogFile(dataDir, instanceGuid string) string {
+	return filepath.Join(dataDir, "instances", "."+instanceGuid+".log")
 }
 
 // endEvent waits for the executor's next Crashed or Exited event,

@@ -15,11 +15,12 @@ const maxTailBytes = 1 << 20
 // happened while it read.
 const tailAttempts = 3
 
-// tailLines returns the last n lines of the log in dir (each with its
-// newline; an unfinished last line counts as one), reading at most
-// maxTailBytes from its end. The log is output.log.1 followed by
-// output.log, so the lines are right just after a rotation too, and a
-// line the rotation cut in two comes back whole.
+// tailLines returns the last n lines of the log of the instance whose
+// working directory is dir (each with its newline; an unfinished last
+// line counts as one), reading at most maxTailBytes from its end. The log
+// is the rotated file (.log.1) followed by the current one (.log), so the
+// lines are right just after a rotation too, and a line the rotation cut
+// in two comes back whole.
 func tailLines(dir string, n int) ([]byte, error) {
 	path := instanceLogPath(dir)
 	for attempt := 1; ; attempt++ {
@@ -33,14 +34,14 @@ func tailLines(dir string, n int) ([]byte, error) {
 	}
 }
 
-// readLogEnd reads the end of output.log and, when that holds fewer than
-// n whole lines, the end of output.log.1 before it, at most maxTailBytes
+// readLogEnd reads the end of the log at path and, when that holds fewer
+// than n whole lines, the end of the rotated one before it, at most maxTailBytes
 // in all. cut says whether the log goes on before what was read. stable
 // is false when the log rotated while it read: what was read may then
 // have a gap or a part twice, and the caller reads again.
 func readLogEnd(path string, n int) (buf []byte, cut bool, stable bool, err error) {
 	rotatedPath := path + rotatedLogSuffix
-	// The older file first: a rotation renames output.log onto it, which
+	// The older file first: a rotation renames the current log onto it, which
 	// the check at the end sees.
 	rotated, err := os.Open(rotatedPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -61,7 +61,7 @@ var _ = Describe("Executor.LogTail", func() {
 		dir := filepath.Join(cfg.DataDir, "instances", "big")
 		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
 		line := strings.Repeat("x", 99) + "\n"
-		Expect(os.WriteFile(filepath.Join(dir, "output.log"), []byte("cut"+strings.Repeat(line, 20000)), 0o644)).To(Succeed())
+		Expect(os.WriteFile(instanceLogFile(cfg.DataDir, "big"), []byte("cut"+strings.Repeat(line, 20000)), 0o644)).To(Succeed())
 
 		log, err := exe.LogTail("big", 1_000_000)
 		Expect(err).NotTo(HaveOccurred())

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +81,9 @@ func runInit() int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 127
 	}
+	if err := closeOnExecAbove(syscall.Stderr); err != nil {
+		return fail(err)
+	}
 	var cfg initConfig
 	configFile := os.NewFile(configFD, "config")
 	decoder := json.NewDecoder(configFile)
@@ -126,6 +130,31 @@ func runInit() int {
 	}
 	fmt.Fprintln(status, "started")
 	return reap(child, status)
+}
+
+// closeOnExecAbove marks every descriptor the init holds above lowest
+// close-on-exec, so that the action gets only its standard three. The
+// init's status pipe (statusFD) stays open for the init, which reports
+// on it after the action started: had the action it too, it could write
+// "signal 9" there and have its rep record a death that did not happen.
+// And a descriptor the rep inherited without close-on-exec from whatever
+// started it (the init inherits it in turn) would hand the action a file
+// its uid may not open.
+func closeOnExecAbove(lowest int) error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing the init's open descriptors: %w", err)
+	}
+	for _, entry := range entries {
+		fd, err := strconv.Atoi(entry.Name())
+		if err != nil || fd <= lowest {
+			continue
+		}
+		// The directory's own descriptor, closed by now, is already
+		// close-on-exec; marking a closed one does nothing.
+		syscall.CloseOnExec(fd)
+	}
+	return nil
 }
 
 // enterRoot builds the instance's root under NewRoot and makes it the

@@ -228,7 +228,11 @@ func (iso *Isolator) Acquire(instanceGuid, dir string) (*Identity, error) {
 
 // Own gives the instance's directory and everything in it to the
 // instance (the rep wrote its assets as root), the directory itself
-// mode 0700. Files the rep keeps writing there (the log) stay the rep's.
+// mode 0700. The rep keeps nothing there that it writes or reads back
+// later (its log and pid file are beside the directory, in the data dir
+// no instance sees): whatever is in a directory its instance owns, the
+// instance can replace — with a symbolic link to a file only root may
+// read, say.
 func (ident *Identity) Own() error {
 	if ident == nil {
 		return nil
@@ -237,22 +241,12 @@ func (ident *Identity) Own() error {
 		if err != nil {
 			return err
 		}
-		if path != ident.dir && isRepFile(d.Name()) {
-			return nil
-		}
 		return os.Lchown(path, int(ident.UID), int(ident.GID))
 	})
 	if err != nil {
 		return fmt.Errorf("giving %s to uid %d: %w", ident.dir, ident.UID, err)
 	}
 	return os.Chmod(ident.dir, 0o700)
-}
-
-// isRepFile names the files the rep keeps in an instance's directory:
-// its log, written by the rep only, so that an instance cannot rewrite
-// the rep's lines in it.
-func isRepFile(name string) bool {
-	return strings.HasPrefix(name, "output.log")
 }
 
 // Release frees the uid and removes the pids cgroup, once nothing of the
