@@ -33,14 +33,15 @@ var _ = Describe("a rep with instance_log_limit_mb", func() {
 		b.cork("desire", specPath)
 
 		Eventually(only.instances).Should(HaveLen(1))
-		dir := filepath.Join(dataDir, "instances", only.instances()[0].InstanceGuid)
-		Eventually(filepath.Join(dir, "output.log.1")).Should(BeAnExistingFile())
-		// Both logs, seen at one moment: a rotation renames output.log
+		// The log is beside the instance's directory, out of its reach.
+		log := filepath.Join(dataDir, "instances", "."+only.instances()[0].InstanceGuid+".log")
+		Eventually(log + ".1").Should(BeAnExistingFile())
+		// Both logs, seen at one moment: a rotation renames the log
 		// before it opens the next one, so one look may miss it.
 		sizes := func() (map[string]int64, error) {
 			seen := map[string]int64{}
-			for _, name := range []string{"output.log", "output.log.1"} {
-				info, err := os.Stat(filepath.Join(dir, name))
+			for _, name := range []string{log, log + ".1"} {
+				info, err := os.Stat(name)
 				if err != nil {
 					return nil, err
 				}
