@@ -57,6 +57,8 @@ var _ = Describe("Bad input", func() {
 						Entry("negative instances", "desired_lrp.instances", func(l *models.DesiredLRP) { l.Instances = -1 }),
 						Entry("an annotation over 10 KiB", "desired_lrp.annotation", func(l *models.DesiredLRP) { l.Annotation = strings.Repeat("a", 10*1024+1) }),
 						Entry("routes over 128 KiB", "desired_lrp.routes", func(l *models.DesiredLRP) { l.Routes = bigRoutes() }),
+						Entry("routes nesting 33 levels", "desired_lrp.routes", func(l *models.DesiredLRP) { l.Routes = deepRoutes(33) }),
+						Entry("routes nesting 4,000 levels, which a list would fail to read back", "desired_lrp.routes", func(l *models.DesiredLRP) { l.Routes = deepRoutes(4000) }),
 						Entry("no definition", "desired_lrp.definition", func(l *models.DesiredLRP) { l.Definition = nil }),
 						Entry("a definition without an action path", "desired_lrp.definition.action.path", func(l *models.DesiredLRP) { l.Definition.Action.Path = "" }),
 						Entry("port 0", "desired_lrp.definition.ports", func(l *models.DesiredLRP) { l.Definition.Ports = []uint32{0} }),
@@ -123,6 +125,7 @@ var _ = Describe("Bad input", func() {
 							Entry("negative instances", "update.instances", &models.DesiredLRPUpdate{Instances: proto.Int32(-2)}),
 							Entry("an annotation over 10 KiB", "update.annotation", &models.DesiredLRPUpdate{Annotation: proto.String(strings.Repeat("a", 10*1024+1))}),
 							Entry("routes over 128 KiB", "update.routes", &models.DesiredLRPUpdate{Routes: bigRoutes()}),
+							Entry("routes nesting 4,000 levels", "update.routes", &models.DesiredLRPUpdate{Routes: deepRoutes(4000)}),
 							Entry("a definition without an action path", "update.definition.action.path", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Action.Path = "" }), UpdateIdentifier: "v2"}),
 							Entry("a bad port", "update.definition.ports", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Ports = []uint32{70000} }), UpdateIdentifier: "v2"}),
 							Entry("too many ports", "update.definition.ports", &models.DesiredLRPUpdate{Definition: definitionWith(func(d *models.LRPDefinition) { d.Ports = []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9} }), UpdateIdentifier: "v2"}),
@@ -249,6 +252,15 @@ func bigRoutes() *structpb.Struct {
 	routes, err := structpb.NewStruct(map[string]any{"http": strings.Repeat("r", 128*1024+1)})
 	Expect(err).NotTo(HaveOccurred())
 	return routes
+}
+
+// deepRoutes nests depth levels of lists in routes: {"a": [[…["deep"]…]]}.
+func deepRoutes(depth int) *structpb.Struct {
+	inner := structpb.NewStringValue("deep")
+	for level := depth; level > 1; level-- {
+		inner = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{inner}})
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{"a": inner}}
 }
 
 func definitionWith(change func(*models.LRPDefinition)) *models.LRPDefinition {

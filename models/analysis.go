@@ -251,12 +251,17 @@ func (u *DesiredLRPUpdate) validateRolloutPolicy(path string) error {
 		}
 	}
 	if u.GetDefinition() == nil {
-		for field, set := range map[string]bool{
-			"analysis": u.GetAnalysis() != nil, "on_failure": u.GetOnFailure() != "",
-			"on_marginal": u.GetOnMarginal() != "", "bake_ms": u.GetBakeMs() != 0,
+		// In field order, so that the same request always names the same
+		// field.
+		for _, f := range []struct {
+			field string
+			set   bool
+		}{
+			{"analysis", u.GetAnalysis() != nil}, {"on_failure", u.GetOnFailure() != ""},
+			{"on_marginal", u.GetOnMarginal() != ""}, {"bake_ms", u.GetBakeMs() != 0},
 		} {
-			if set {
-				return ErrInvalidField(child(path, field), "requires a definition")
+			if f.set {
+				return ErrInvalidField(child(path, f.field), "requires a definition")
 			}
 		}
 	}

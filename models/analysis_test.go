@@ -233,6 +233,14 @@ var _ = Describe("an update's analysis and policy, validated", func() {
 		}
 	})
 
+	It("names the same field every time for a request with several of them without a definition", func() {
+		u := &models.DesiredLRPUpdate{OnFailure: "hold", BakeMs: 1000, OnMarginal: "hold"}
+		for range 50 {
+			err := (&models.UpdateDesiredLRPRequest{ProcessGuid: "g", Update: u}).Validate()
+			Expect(err).To(MatchError("InvalidRequest: update.on_failure: requires a definition"))
+		}
+	})
+
 	It("accepts the analysis of the guide", func() {
 		var body = `{"analysis": {"interval_ms": "5000", "checks": [
 			{"name": "crashes", "provider": "board", "signal": "crash_rate", "max": 0.01},

@@ -28,6 +28,14 @@ const (
 	MaxAnnotationBytes = 10 * 1024
 	// MaxRoutesBytes is 128 KiB of routes, measured as compact JSON.
 	MaxRoutesBytes = 128 * 1024
+	// MaxRoutesDepth is how deep routes may nest: the routes object is
+	// level 1, each object or list inside it one more. Routers' routes
+	// nest three or four levels ({"cf-router": [{"hostnames": [...]}]});
+	// a few thousand levels fit in 128 KiB of JSON, and past about 5,000
+	// a standard protobuf reader refuses the message (its recursion
+	// limit), so such routes, once stored, would break every list, event
+	// and operation that carries them.
+	MaxRoutesDepth = 32
 	// MaxPorts is the most ports one definition may expose.
 	MaxPorts = 8
 	// MaxDomainTTLSeconds is ten years. A domain that should never expire
@@ -211,6 +219,10 @@ func validateRoutes(path string, routes *structpb.Struct) error {
 	if routes == nil {
 		return nil
 	}
+	// Before the values, whose paths grow with the depth.
+	if structDepth(routes, MaxRoutesDepth) > MaxRoutesDepth {
+		return ErrInvalidField(path, fmt.Sprintf("must nest at most %d levels deep", MaxRoutesDepth))
+	}
 	if err := validateStructValues(path, routes); err != nil {
 		return err
 	}
@@ -222,6 +234,35 @@ func validateRoutes(path string, routes *structpb.Struct) error {
 		return ErrInvalidField(path, fmt.Sprintf("must be at most %d bytes as JSON, got %d", MaxRoutesBytes, len(encoded)))
 	}
 	return nil
+}
+
+// structDepth is how deep s nests (s itself is level 1, each object or
+// list in it one more), looking no deeper than limit+1: the answer is
+// exact up to limit, and limit+1 says "deeper than limit".
+func structDepth(s *structpb.Struct, limit int) int {
+	deepest := 1
+	var walk func(v *structpb.Value, depth int)
+	walk = func(v *structpb.Value, depth int) {
+		if deepest > limit {
+			return
+		}
+		switch kind := v.GetKind().(type) {
+		case *structpb.Value_StructValue:
+			deepest = max(deepest, depth)
+			for _, field := range kind.StructValue.GetFields() {
+				walk(field, depth+1)
+			}
+		case *structpb.Value_ListValue:
+			deepest = max(deepest, depth)
+			for _, item := range kind.ListValue.GetValues() {
+				walk(item, depth+1)
+			}
+		}
+	}
+	for _, field := range s.GetFields() {
+		walk(field, 2)
+	}
+	return deepest
 }
 
 func validateStructValues(path string, s *structpb.Struct) error {

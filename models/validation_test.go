@@ -69,6 +69,21 @@ func routesOfJSONSize(size int) *structpb.Struct {
 	return routes
 }
 
+// routesNested is a routes Struct that nests depth levels: {"a": [[…]]},
+// the object level 1 and each list one more, the deepest holding a
+// string in a list of one, or an object of one when objects is true.
+func routesNested(depth int, objects bool) *structpb.Struct {
+	inner := structpb.NewStringValue("deep")
+	for level := depth; level > 1; level-- {
+		if objects {
+			inner = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"k": inner}})
+		} else {
+			inner = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{inner}})
+		}
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{"a": inner}}
+}
+
 // expectValidation runs Validate and checks it answered want: "" for a
 // valid message, otherwise an InvalidRequest whose message is exactly
 // want. It also checks that validating left the message as it was.
@@ -167,6 +182,20 @@ var _ = Describe("Validation", func() {
 				"z": structpb.NewNumberValue(math.NaN()), "m": {}, "a": structpb.NewNumberValue(math.Inf(-1)),
 			}}
 		}, "desired_lrp.routes.a: must be a finite number, got -Inf"),
+
+		Entry("routes a router would send, four levels deep", func(d *models.DesiredLRP) {
+			routes, err := structpb.NewStruct(map[string]any{"cf-router": []any{map[string]any{"hostnames": []any{"a.example.com"}, "port": 8080}}})
+			Expect(err).NotTo(HaveOccurred())
+			d.Routes = routes
+		}, ""),
+		Entry("routes nesting 32 levels of lists", func(d *models.DesiredLRP) { d.Routes = routesNested(32, false) }, ""),
+		Entry("routes nesting 33 levels of lists", func(d *models.DesiredLRP) { d.Routes = routesNested(33, false) },
+			"desired_lrp.routes: must nest at most 32 levels deep"),
+		Entry("routes nesting 33 levels of objects", func(d *models.DesiredLRP) { d.Routes = routesNested(33, true) },
+			"desired_lrp.routes: must nest at most 32 levels deep"),
+		Entry("routes nesting 5,000 levels, past protobuf's recursion limit", func(d *models.DesiredLRP) {
+			d.Routes = routesNested(5000, false)
+		}, "desired_lrp.routes: must nest at most 32 levels deep"),
 
 		Entry("annotation of exactly 10 KiB", func(d *models.DesiredLRP) { d.Annotation = strings.Repeat("x", 10*1024) }, ""),
 		Entry("annotation one byte over 10 KiB", func(d *models.DesiredLRP) { d.Annotation = strings.Repeat("x", 10*1024+1) },
