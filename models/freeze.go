@@ -343,6 +343,13 @@ func (w *FreezeWindow) validate(path string) error {
 	return nil
 }
 
+// A one-off window's times lie within these: the board keeps and
+// compares times as Unix nanoseconds, which end in April 2262.
+var (
+	freezeTimesFrom  = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	freezeTimesUntil = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 func (w *FreezeWindow) validateOneOff(path string) error {
 	if w.GetFrom() == "" && w.GetUntil() == "" {
 		return ErrInvalidField(path+".schedule", "a window needs schedule (recurring) or from and until (one-off)")
@@ -362,6 +369,9 @@ func (w *FreezeWindow) validateOneOff(path string) error {
 		t, err := time.Parse(time.RFC3339, value)
 		if err != nil {
 			return ErrInvalidField(path+"."+field, "must be an RFC 3339 time such as 2026-12-24T18:00:00+01:00, got "+quoteShort(value))
+		}
+		if t.Before(freezeTimesFrom) || !t.Before(freezeTimesUntil) {
+			return ErrInvalidField(path+"."+field, "must be from "+freezeTimesFrom.Format(time.RFC3339)+" and before "+freezeTimesUntil.Format(time.RFC3339)+", got "+value)
 		}
 		times[i] = t
 	}

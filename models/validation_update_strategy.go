@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -29,9 +30,17 @@ func (s *UpdateStrategy) validate(path string) error {
 	return validateNotNegative(child(path, "history_limit"), int64(s.GetHistoryLimit()))
 }
 
+// MaxCountOrPercentLength bounds a count or percent as written: the
+// columns that keep one (a disruption budget's, a budget group's) are
+// VARCHAR(16), and no count the board can act on needs more digits.
+const MaxCountOrPercentLength = 16
+
 func validateCountOrPercent(path, value string) error {
 	if value == "" {
 		return nil
+	}
+	if len(value) > MaxCountOrPercentLength {
+		return ErrInvalidField(path, fmt.Sprintf("must be at most %d characters, got %d", MaxCountOrPercentLength, len(value)))
 	}
 	if _, _, ok := ParseCountOrPercent(value); !ok {
 		return ErrInvalidField(path, `must be a count like "2" or a percent like "25%" (0-100%), got `+quoteShort(value))
