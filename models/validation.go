@@ -182,6 +182,16 @@ func validatePort(path string, port uint32) error {
 	return nil
 }
 
+// validateNoNUL refuses U+0000 in free text (an annotation, a reason):
+// Postgres cannot keep it in a text column, so the same request would be
+// kept by SQLite and MySQL and fail on Postgres.
+func validateNoNUL(path, value string) error {
+	if strings.IndexByte(value, 0) >= 0 {
+		return ErrInvalidField(path, "must not hold NUL (U+0000)")
+	}
+	return nil
+}
+
 func validateUTF8(path, value string) error {
 	if !utf8.ValidString(value) {
 		return ErrInvalidField(path, "must be valid UTF-8")

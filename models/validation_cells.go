@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits of the cell side of the API. Lengths are in bytes.
@@ -104,7 +105,33 @@ func validateReason(path, reason string, required bool) error {
 	if err := validateMaxBytes(path, reason, MaxReasonBytes); err != nil {
 		return err
 	}
-	return validateUTF8(path, reason)
+	if err := validateUTF8(path, reason); err != nil {
+		return err
+	}
+	return validateNoNUL(path, reason)
+}
+
+// CleanReason makes text a reason validateReason accepts (when not
+// empty): invalid UTF-8 becomes U+FFFD, NUL is dropped, and what is past
+// MaxReasonBytes is cut off at a character's start. A cell builds its
+// crash reasons from what a process printed, which may hold any bytes,
+// and a reason the board refused would lose the crash it explains.
+//
+// Worked examples:
+//  1. "exited with code 3" → the same.
+//  2. "setup failed: boom\x00!" → "setup failed: boom!".
+//  3. "bad \xff byte" → "bad \uFFFD byte".
+//  4. 4,095 "a" then "é" (2 bytes) → the 4,095 "a": é would end past 4,096.
+func CleanReason(text string) string {
+	text = strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", "")
+	if len(text) <= MaxReasonBytes {
+		return text
+	}
+	cut := MaxReasonBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
 }
 
 // Validate requires a cell: a cell_id, an absolute http(s) rep_url, a

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"math/rand/v2"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -198,6 +199,9 @@ var _ = Describe("Validation of the cell side", func() {
 		Entry("CrashActualLRPRequest with a reason over 4 KiB",
 			&models.CrashActualLRPRequest{ProcessGuid: "web", InstanceGuid: anInstance, CellId: aCell, CrashReason: strings.Repeat("r", 4097)},
 			"crash_reason: must be at most 4096 bytes, got 4097"),
+		Entry("CrashActualLRPRequest with NUL in its reason",
+			&models.CrashActualLRPRequest{ProcessGuid: "web", InstanceGuid: anInstance, CellId: aCell, CrashReason: "boom\x00x"},
+			"crash_reason: must not hold NUL (U+0000)"),
 		Entry("CrashActualLRPRequest without an instance guid",
 			&models.CrashActualLRPRequest{ProcessGuid: "web", CellId: aCell}, "instance_guid: required"),
 
@@ -207,6 +211,8 @@ var _ = Describe("Validation of the cell side", func() {
 			&models.FailActualLRPRequest{ProcessGuid: "web", Index: 3, CellId: aCell}, "placement_error: required"),
 		Entry("FailActualLRPRequest with a reason not UTF-8",
 			&models.FailActualLRPRequest{ProcessGuid: "web", CellId: aCell, PlacementError: "\xff"}, "placement_error: must be valid UTF-8"),
+		Entry("FailActualLRPRequest with NUL in its reason",
+			&models.FailActualLRPRequest{ProcessGuid: "web", CellId: aCell, PlacementError: "no\x00room"}, "placement_error: must not hold NUL (U+0000)"),
 		Entry("FailActualLRPRequest without a cell",
 			&models.FailActualLRPRequest{ProcessGuid: "web", PlacementError: "no"}, "cell_id: required"),
 
@@ -386,3 +392,29 @@ func nineMappings() []*models.PortMapping {
 	}
 	return mappings
 }
+
+var _ = Describe("CleanReason", func() {
+	DescribeTable("makes any text a reason the board accepts (its worked examples)",
+		func(text, want string) {
+			Expect(models.CleanReason(text)).To(Equal(want))
+		},
+		Entry("1. a plain reason", "exited with code 3", "exited with code 3"),
+		Entry("2. NUL dropped", "setup failed: boom\x00!", "setup failed: boom!"),
+		Entry("3. invalid UTF-8 replaced", "bad \xff byte", "bad \uFFFD byte"),
+		Entry("4. cut at a character's start", strings.Repeat("a", 4095)+"é", strings.Repeat("a", 4095)),
+		Entry("exactly the limit", strings.Repeat("a", 4096), strings.Repeat("a", 4096)),
+	)
+
+	It("gives what a crash call accepts for random bytes (a property, seeded)", func() {
+		random := rand.New(rand.NewPCG(28, 2))
+		for range 2000 {
+			raw := make([]byte, random.IntN(6000))
+			for i := range raw {
+				raw[i] = byte(random.IntN(256))
+			}
+			reason := models.CleanReason(string(raw))
+			request := &models.CrashActualLRPRequest{ProcessGuid: "web", InstanceGuid: "i-1", CellId: "cell-1", CrashReason: reason}
+			Expect(request.Validate()).To(Succeed(), "%q", raw)
+		}
+	})
+})

@@ -27,6 +27,9 @@ func (d *DesiredLRP) validate(path string) error {
 	if err := validateMaxBytes(child(path, "annotation"), d.GetAnnotation(), MaxAnnotationBytes); err != nil {
 		return err
 	}
+	if err := validateNoNUL(child(path, "annotation"), d.GetAnnotation()); err != nil {
+		return err
+	}
 	if d.GetUpdateStrategy() != nil {
 		if err := d.GetUpdateStrategy().validate(child(path, "update_strategy")); err != nil {
 			return err
@@ -66,6 +69,9 @@ func (u *DesiredLRPUpdate) validate(path string) error {
 	}
 	if u.Annotation != nil {
 		if err := validateMaxBytes(child(path, "annotation"), u.GetAnnotation(), MaxAnnotationBytes); err != nil {
+			return err
+		}
+		if err := validateNoNUL(child(path, "annotation"), u.GetAnnotation()); err != nil {
 			return err
 		}
 	}

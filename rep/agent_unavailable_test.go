@@ -168,6 +168,14 @@ var _ = Describe("the agent, while its board cannot reach its database", func() 
 		))
 	})
 
+	It("reports a crash whose reason holds bytes the board refuses, cleaned rather than lost", func() {
+		Expect(exe.Crash(row.GetInstanceGuid(), "setup failed: boom\x00! \xff")).To(BeTrue())
+		Eventually(func() *models.ActualLRP { return store.rows("hello")[0] }).Should(And(
+			HaveField("State", models.ActualLRP_CRASHED),
+			HaveField("CrashReason", "setup failed: boom! \uFFFD"),
+		))
+	})
+
 	It("keeps a retiring instance told to stop running, and routable, until the board can mark it unroutable, however long that takes", func() {
 		store.setDown(true)
 		ctx := context.Background()

@@ -135,8 +135,10 @@ func (c *CellCalls[K]) Start(ctx context.Context, about CallAbout[K], netInfo *m
 
 // Crash tells the board the instance crashed, repeated until the board
 // answers: otherwise its row would stay RUNNING, and routable, on a dead
-// process.
+// process. The reason is cleaned first (models.CleanReason): one built
+// from what a process printed may hold bytes the board refuses.
 func (c *CellCalls[K]) Crash(ctx context.Context, about CallAbout[K], reason string) (*models.ActualLRP, error) {
+	reason = models.CleanReason(reason)
 	var crashed *models.ActualLRP
 	err := c.untilAnswered(ctx, about, "crash", func(ctx context.Context) error {
 		var err error
