@@ -2,6 +2,8 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -108,6 +110,19 @@ var _ = Describe("The cell side", func() {
 						Expect(proto.Equal(stored.GetFree(), registerRequest(cell).GetCell().GetCapacity())).To(BeTrue(), "free: %v", stored.GetFree())
 						Expect(stored.GetZone()).To(Equal("z1"))
 						Expect(stored.GetPlacementTags()).To(Equal([]string{"linux"}))
+					})
+
+					It("keeps as many placement tags as the API allows, of the longest kind, with multi-byte characters, on every database", func() {
+						req := registerRequest(cell)
+						req.Cell.PlacementTags = nil
+						for i := range models.MaxPlacementTags {
+							tag := fmt.Sprintf("tag-%02d-", i)
+							req.Cell.PlacementTags = append(req.Cell.PlacementTags, tag+strings.Repeat("é", (models.MaxPlacementTagBytes-len(tag))/2))
+						}
+						resp := &models.RegisterCellResponse{}
+						b.call(models.RouteRegisterCell, req, resp)
+						Expect(resp.GetError()).To(BeNil())
+						Expect(cellNamed(cell).GetPlacementTags()).To(Equal(req.Cell.PlacementTags))
 					})
 
 					It("uses a 30 s presence TTL by default", func() {

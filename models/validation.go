@@ -36,6 +36,13 @@ const (
 	// limit), so such routes, once stored, would break every list, event
 	// and operation that carries them.
 	MaxRoutesDepth = 32
+	// MaxPlacementTags and MaxPlacementTagBytes bound a cell's or an
+	// LRP's placement tags, kept as a JSON list in a TEXT column: 64 of
+	// 255 bytes stay well inside MySQL's 64 KiB TEXT, escapes and all,
+	// where unbounded tags were kept by SQLite and Postgres and refused by
+	// MySQL.
+	MaxPlacementTags     = 64
+	MaxPlacementTagBytes = 255
 	// MaxPorts is the most ports one definition may expose.
 	MaxPorts = 8
 	// MaxDomainTTLSeconds is ten years. A domain that should never expire
@@ -200,9 +207,15 @@ func validateUTF8(path, value string) error {
 }
 
 func validatePlacementTags(path string, tags []string) error {
+	if len(tags) > MaxPlacementTags {
+		return ErrInvalidField(path, fmt.Sprintf("must be at most %d tags, got %d", MaxPlacementTags, len(tags)))
+	}
 	for i, tag := range tags {
 		if tag == "" {
 			return ErrInvalidField(indexed(path, i), "must not be empty")
+		}
+		if err := validateMaxBytes(indexed(path, i), tag, MaxPlacementTagBytes); err != nil {
+			return err
 		}
 		if err := validateName(indexed(path, i), tag); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 
@@ -110,6 +111,11 @@ var _ = Describe("Validation of the cell side", func() {
 		Entry("no placement tags", func(c *models.Cell) { c.PlacementTags = nil }, ""),
 		Entry("an empty placement tag", func(c *models.Cell) { c.PlacementTags = []string{"gpu", ""} },
 			"cell.placement_tags[1]: must not be empty"),
+		Entry("64 placement tags of 255 bytes", func(c *models.Cell) { c.PlacementTags = numberedTags(64, 255) }, ""),
+		Entry("65 placement tags", func(c *models.Cell) { c.PlacementTags = numberedTags(65, 10) },
+			"cell.placement_tags: must be at most 64 tags, got 65"),
+		Entry("a placement tag of 256 bytes", func(c *models.Cell) { c.PlacementTags = []string{"gpu", strings.Repeat("t", 256)} },
+			"cell.placement_tags[1]: must be at most 255 bytes, got 256"),
 
 		Entry("the first problem in proto field order is the one reported", func(c *models.Cell) {
 			c.Capacity = nil
@@ -418,3 +424,13 @@ var _ = Describe("CleanReason", func() {
 		}
 	})
 })
+
+// numberedTags is n distinct placement tags of size bytes each.
+func numberedTags(n, size int) []string {
+	tags := make([]string, n)
+	for i := range tags {
+		tag := fmt.Sprintf("tag-%d-", i)
+		tags[i] = tag + strings.Repeat("t", size-len(tag))
+	}
+	return tags
+}

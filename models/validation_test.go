@@ -149,6 +149,8 @@ var _ = Describe("Validation", func() {
 
 		Entry("an empty placement tag", func(d *models.DesiredLRP) { d.PlacementTags = []string{"zone-a", ""} },
 			"desired_lrp.placement_tags[1]: must not be empty"),
+		Entry("65 placement tags", func(d *models.DesiredLRP) { d.PlacementTags = numberedTags(65, 10) },
+			"desired_lrp.placement_tags: must be at most 64 tags, got 65"),
 
 		Entry("no routes", func(d *models.DesiredLRP) { d.Routes = nil }, ""),
 		Entry("routes of exactly 128 KiB as JSON", func(d *models.DesiredLRP) { d.Routes = routesOfJSONSize(128 * 1024) }, ""),

@@ -22,6 +22,10 @@ var _ db.BudgetGroupDB = (*SQLDB)(nil)
 // rows. An LRP names its group in desired_lrps.budget_group; nothing ties
 // the two, so a group can be set before or after its LRPs name it.
 
+// maxBudgetGroupBy is the width of budget_groups.requested_by, migration
+// 0027.
+const maxBudgetGroupBy = 256
+
 const budgetGroupColumns = `name, max_unavailable, requested_by, created_at, updated_at`
 
 // SetBudgetGroup stores g, valid as models.ValidateBudgetGroup checks:
@@ -36,9 +40,10 @@ func (s *SQLDB) SetBudgetGroup(ctx context.Context, g *models.BudgetGroup, reque
 	if err := models.ValidateBudgetGroup("group", stored); err != nil {
 		return nil, err
 	}
-	if err := checkWidth("budget_group.requested_by", requestedBy, 256); err != nil {
-		return nil, err
-	}
+	// Who asked is the board's record, not the client's input: cut to the
+	// column's width (a long X-Corkboard-Requested-By or User-Agent, plus
+	// " from <address>"), as a quarantine's is, rather than refused.
+	requestedBy = truncateText(requestedBy, maxBudgetGroupBy)
 	err := s.transactPublishing(ctx, "set budget group", func(tx *sql.Tx) ([]models.Event, error) {
 		existing, err := s.readBudgetGroup(ctx, tx, stored.Name, s.driver.lockForUpdate())
 		if err != nil {

@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -52,6 +53,17 @@ var _ = forEachDialect("BudgetGroupDB", func(b *board) {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(set).To(EqualProto(replaced))
 		Expect(sink.take()).To(BeEmpty())
+	})
+
+	It("keeps who asked cut to 256 bytes rather than refusing a long caller name", func() {
+		long := strings.Repeat("a", 250) + " from 127.0.0.1:40000"
+		set, err := b.store.SetBudgetGroup(b.ctx, &models.BudgetGroup{Name: "checkout", MaxUnavailable: "2"}, long)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(set.GetRequestedBy()).To(Equal(long[:256]))
+		groups, err := b.store.BudgetGroups(b.ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(groups).To(HaveLen(1))
+		Expect(groups[0].GetRequestedBy()).To(Equal(long[:256]))
 	})
 
 	It("removes a group and logs budget_group_changed; an unknown one is ResourceNotFound", func() {
