@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // Health reports: what a cell saw of each definition's instances between
@@ -341,4 +343,61 @@ type CheckFailure struct {
 	InstanceGuid              string
 	Output                    string
 	At, Since                 int64
+}
+
+// HeldInstance is an instance a cell holds, as its row says: what an
+// entry of the cell's health report must be about (HealthHeldBy).
+type HeldInstance struct {
+	ProcessGuid  string
+	DefinitionID string
+	InstanceGuid string
+}
+
+// HealthHeldBy is what the board keeps of a cell's health report, given
+// the instances the cell holds (rows of any presence placed on it): a
+// cell speaks only for its own instances, so that a cell's certificate
+// cannot fail another app's rollout with made-up failures.
+//
+//  1. An entry is kept only when the cell holds an instance of its
+//     (process_guid, definition_id); its definition-wide figures are the
+//     cell's own instances' then.
+//  2. Of a kept entry, an instance's part is kept only when its
+//     instance_guid is one the cell holds of that definition; the entry
+//     is copied when parts are dropped, never changed in place.
+//  3. The rest is dropped without an error: an instance that ended on the
+//     cell since the rep sampled it leaves a report behind it in the
+//     ordinary course, and the rest of that report is good.
+//
+// Worked example: cell A holds web/v2 instances g1 and g2. Its report
+// {web v2 [g1 g9]}, {web v1 [g0]}, {api v1} keeps {web v2 [g1]}: v1 of
+// web and api v1 are not A's (1), and g9 is no instance of A's (2).
+func HealthHeldBy(report []*DefinitionHealth, held []HeldInstance) []*DefinitionHealth {
+	type definition struct{ processGuid, definitionID string }
+	instances := map[definition]map[string]bool{}
+	for _, h := range held {
+		key := definition{h.ProcessGuid, h.DefinitionID}
+		if instances[key] == nil {
+			instances[key] = map[string]bool{}
+		}
+		instances[key][h.InstanceGuid] = true
+	}
+	var kept []*DefinitionHealth
+	for _, entry := range report {
+		guids, ok := instances[definition{entry.GetProcessGuid(), entry.GetDefinitionId()}]
+		if !ok {
+			continue
+		}
+		var parts []*InstanceHealth
+		for _, part := range entry.GetInstances() {
+			if guids[part.GetInstanceGuid()] {
+				parts = append(parts, part)
+			}
+		}
+		if len(parts) != len(entry.GetInstances()) {
+			entry = proto.CloneOf(entry)
+			entry.Instances = parts
+		}
+		kept = append(kept, entry)
+	}
+	return kept
 }

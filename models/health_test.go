@@ -304,3 +304,56 @@ var _ = Describe("CutCheckFailure", func() {
 		Expect(models.CutCheckFailure("503 \xff")).To(Equal("503 \uFFFD"))
 	})
 })
+
+var _ = Describe("HealthHeldBy", func() {
+	entry := func(guid, definitionID string, instanceGuids ...string) *models.DefinitionHealth {
+		h := &models.DefinitionHealth{ProcessGuid: guid, DefinitionId: definitionID, Checks: 1}
+		for _, g := range instanceGuids {
+			h.Instances = append(h.Instances, &models.InstanceHealth{InstanceGuid: g, Checks: 1})
+		}
+		return h
+	}
+	// summary is what a report holds, one string an entry:
+	// "web v2 [g1]".
+	summary := func(report []*models.DefinitionHealth) []string {
+		var out []string
+		for _, h := range report {
+			var guids []string
+			for _, in := range h.GetInstances() {
+				guids = append(guids, in.GetInstanceGuid())
+			}
+			out = append(out, fmt.Sprintf("%s %s %v", h.GetProcessGuid(), h.GetDefinitionId(), guids))
+		}
+		return out
+	}
+	// Cell A's instances in the worked example.
+	heldByA := []models.HeldInstance{{"web", "v2", "g1"}, {"web", "v2", "g2"}}
+
+	DescribeTable("keeps what is about the cell's own instances",
+		func(report []*models.DefinitionHealth, held []models.HeldInstance, want []string) {
+			Expect(summary(models.HealthHeldBy(report, held))).To(Equal(want))
+		},
+		Entry("the worked example",
+			[]*models.DefinitionHealth{entry("web", "v2", "g1", "g9"), entry("web", "v1", "g0"), entry("api", "v1")}, heldByA,
+			[]string{"web v2 [g1]"}),
+		Entry("1. an entry without instance parts, of a definition the cell holds",
+			[]*models.DefinitionHealth{entry("web", "v2")}, heldByA, []string{"web v2 []"}),
+		Entry("1. another LRP's definition of the same id",
+			[]*models.DefinitionHealth{entry("api", "v2")}, heldByA, nil),
+		Entry("2. every part the cell's, in the report's order",
+			[]*models.DefinitionHealth{entry("web", "v2", "g2", "g1")}, heldByA, []string{"web v2 [g2 g1]"}),
+		Entry("2. a part without an instance guid",
+			[]*models.DefinitionHealth{entry("web", "v2", "", "g1")}, heldByA, []string{"web v2 [g1]"}),
+		Entry("2. an instance of the cell's, under another definition",
+			[]*models.DefinitionHealth{entry("web", "v2", "g1"), entry("web", "v3", "g1")},
+			append([]models.HeldInstance{{"web", "v3", "g7"}}, heldByA...), []string{"web v2 [g1]", "web v3 []"}),
+		Entry("a cell that holds nothing", []*models.DefinitionHealth{entry("web", "v2", "g1")}, nil, nil),
+	)
+
+	It("leaves the report it was given as it was (2)", func() {
+		report := []*models.DefinitionHealth{entry("web", "v2", "g1", "g9")}
+		kept := models.HealthHeldBy(report, heldByA)
+		Expect(kept[0].GetInstances()).To(HaveLen(1))
+		Expect(report[0].GetInstances()).To(HaveLen(2))
+	})
+})
