@@ -150,12 +150,10 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 				if err := sub.Err(); err != nil {
 					reason = err.Error()
 				}
-				s.comment("closed: " + reason)
-				s.flush() //nolint:errcheck // ending anyway
-				return sent, reason
+				return sent, s.end(reason)
 			}
 			if err := s.event(e); err != nil {
-				return sent, err.Error()
+				return sent, s.end(err.Error())
 			}
 			sent++
 			// Take what else is ready, then flush once for all of it.
@@ -165,7 +163,7 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 					break
 				}
 				if err := s.event(e); err != nil {
-					return sent, err.Error()
+					return sent, s.end(err.Error())
 				}
 				sent++
 			}
@@ -174,6 +172,16 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 			return sent, "write failed: " + err.Error()
 		}
 	}
+}
+
+// end ends the stream as every ending does: what is pending (the events
+// taken before it) is sent, then the ": closed: <reason>" comment, so a
+// subscriber resumes after the last event it got and knows why it must.
+// It returns the reason.
+func (s *eventStream) end(reason string) string {
+	s.comment("closed: " + reason)
+	s.flush() //nolint:errcheck // ending anyway
+	return reason
 }
 
 func (s *eventStream) event(e events.Event) error {

@@ -337,6 +337,18 @@ var _ = Describe("The event stream", func() {
 		Eventually(func() []string { return endReasons(b) }).Should(ContainElement("client went away"))
 	})
 
+	It("sends the events taken before one it cannot encode, then ends with a comment naming it", func() {
+		b := eventsBoard(jsonWire)
+		stream := b.openEvents(&models.EventsRequest{}, "")
+		Eventually(hub.Subscribers).Should(Equal(1))
+		// Invalid UTF-8 in a string: no encoding can render it.
+		bad := models.ActualLRPCrashed(&models.ActualLRP{ProcessGuid: "web", State: models.ActualLRP_CRASHED, CrashReason: "\xff"})
+		hub.Publish(actualEvent("web", 0), actualEvent("web", 1), bad)
+		Expect(indexIn(stream.nextEvents(1)[0])).To(BeEquivalentTo(0))
+		Expect(indexIn(stream.nextEvents(1)[0])).To(BeEquivalentTo(1))
+		Expect(stream.untilEnd()).To(ContainElement(HavePrefix("closed: encode actual_lrp_crashed event: ")))
+	})
+
 	It("ends with a comment saying so when the hub closes", func() {
 		b := eventsBoard(jsonWire)
 		stream := b.openEvents(&models.EventsRequest{}, "")
