@@ -131,6 +131,24 @@ var _ = Describe("A hub following the event log", func() {
 		Expect(createdGuids(receive(sub, 1))).To(Equal([]string{"live"}))
 	})
 
+	It("replays from the log an event of the filtered type behind more than a batch of others, without waiting for a write", func() {
+		board := followingBoard(conn, testdb.SQLite, 4, time.Hour)
+		board.desire("first")
+		Eventually(board.hub.LastID).ShouldNot(BeZero())
+		seen := board.hub.LastID()
+		// 40 desires: 120 events, none of them the one the client asks for.
+		for i := range 40 {
+			board.desire(fmt.Sprintf("filler-%d", i))
+		}
+		Expect(board.store.RemoveDesiredLRP(context.Background(), "first")).To(Succeed())
+		Eventually(board.hub.LastID).Should(BeNumerically(">", seen+120))
+
+		sub := subscribe(board.hub, seen, events.Filter{Types: []string{models.EventDesiredLRPRemoved}})
+		got := receive(sub, 1)
+		Expect(got[0].Type).To(Equal(models.EventDesiredLRPRemoved))
+		Expect(got[0].Key).To(Equal("first"))
+	})
+
 	It("resumes a client on a board started after the events it missed, as after a restart", func() {
 		before := followingBoard(conn, testdb.SQLite, 100, time.Hour)
 		before.desire("web")

@@ -91,6 +91,7 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 	batch := make([]kept, 0, subscriberBuffer)
 	for {
 		var err error
+		from := s.cursor
 		batch, err = s.hub.read(&s.cursor, s.filter, batch[:0])
 		if err == errBehindHistory {
 			batch, err = s.readLog(ctx, batch[:0])
@@ -109,7 +110,11 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 			s.fail(err)
 			return
 		}
-		if len(batch) > 0 {
+		// A read that moved the cursor may have more behind it, though
+		// the filter took none of what it read: a stream of one type,
+		// resumed from the log, skips batches of the others (a wait here
+		// would last until the next append).
+		if len(batch) > 0 || s.cursor != from {
 			continue
 		}
 		select {
