@@ -2,11 +2,13 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
 )
@@ -71,13 +73,40 @@ var _ = Describe("A cell's health report", func() {
 					}
 				}
 			}
+			// The cell's own instances, instance-0 and instance-1, which
+			// its report is about (a report of another's logs nothing).
+			cellID := randomName("cell")
+			registered := &models.RegisterCellResponse{}
+			b.call(models.RouteRegisterCell, registerRequest(cellID), registered)
+			Expect(registered.GetError()).To(BeNil())
+			b.mustDesire(newLRP(guid, randomName("domain"), 2))
+			for index := range int32(2) {
+				place(store, models.ActualLRPKey{ProcessGuid: guid, Index: index, Presence: models.ActualLRP_ORDINARY}, cellID)
+				claimed := &models.ActualLRPLifecycleResponse{}
+				b.call(models.RouteClaimActualLRP, &models.ClaimActualLRPRequest{ProcessGuid: guid, Index: index,
+					InstanceGuid: fmt.Sprintf("instance-%d", index), CellId: cellID}, claimed)
+				Expect(claimed.GetError()).To(BeNil())
+			}
+			rows, err := store.ActualLRPs(ctx, db.ActualLRPFilter{ProcessGuid: guid})
+			Expect(err).NotTo(HaveOccurred())
+			definitionID := rows[0].GetDefinitionId()
+			// ofCell is healthReport of the cell's instances.
+			ofCell := func() *models.ReportHealthRequest {
+				r := healthReport(cellID, guid)
+				r.Health[0].DefinitionId = definitionID
+				return r
+			}
+
 			sequence()
 			_, last, err := store.EventLogBounds(ctx)
 			Expect(err).NotTo(HaveOccurred())
 
-			report := healthReport("cell-1", guid)
-			second := healthReport("cell-1", guid).Health[0]
-			second.DefinitionId = "v2"
+			report := ofCell()
+			// A second entry of index 0 alone, as after instance-1 ended.
+			second := ofCell().Health[0]
+			second.Checks, second.CheckFailures = 3, 1
+			second.LatencyBucketCounts[2] = 3
+			second.Instances = second.Instances[:1]
 			report.Health = append(report.Health, second)
 			resp := &models.ReportHealthResponse{}
 			b.call(models.RouteReportHealth, report, resp)
@@ -87,13 +116,13 @@ var _ = Describe("A cell's health report", func() {
 			for i, e := range events {
 				Expect(e.Type).To(Equal(models.EventDefinitionHealth))
 				Expect(e.Key).To(Equal(guid))
-				Expect(proto.Equal(e.Payload, &models.DefinitionHealthEvent{CellId: "cell-1", Health: report.Health[i]})).To(BeTrue(), "event %d: %v", i, e.Payload)
+				Expect(proto.Equal(e.Payload, &models.DefinitionHealthEvent{CellId: cellID, Health: report.Health[i]})).To(BeTrue(), "event %d: %v", i, e.Payload)
 			}
 
 			By("refusing a report whose latency buckets do not count its checks, with the field named")
 			_, last, err = store.EventLogBounds(ctx)
 			Expect(err).NotTo(HaveOccurred())
-			bad := healthReport("cell-1", guid)
+			bad := ofCell()
 			bad.Health[0].Checks = 5
 			resp = &models.ReportHealthResponse{}
 			b.call(models.RouteReportHealth, bad, resp)
@@ -102,13 +131,13 @@ var _ = Describe("A cell's health report", func() {
 			Expect(logged(last)).To(BeEmpty())
 
 			By("refusing one whose instances count more checks than the entry, and accepting an older rep's without instances")
-			bad = healthReport("cell-1", guid)
+			bad = ofCell()
 			bad.Health[0].Instances[1].Checks, bad.Health[0].Instances[1].LatencyBucketCounts[2] = 2, 2
 			resp = &models.ReportHealthResponse{}
 			b.call(models.RouteReportHealth, bad, resp)
 			Expect(resp.GetError().GetMessage()).To(Equal("health[0].instances: must count at most the entry's checks (4), got 5"))
 			Expect(logged(last)).To(BeEmpty())
-			old := healthReport("cell-1", guid)
+			old := ofCell()
 			old.Health[0].Instances = nil
 			resp = &models.ReportHealthResponse{}
 			b.call(models.RouteReportHealth, old, resp)
