@@ -69,5 +69,13 @@ func SetStreamPageBytes(n int) (restore func()) {
 	return func() { streamPageBytes = was }
 }
 
+// SetOnePageBytes sets how many bytes of items end a page asked for with
+// a limit, until restore.
+func SetOnePageBytes(n int) (restore func()) {
+	was := onePageBytes
+	onePageBytes = n
+	return func() { onePageBytes = was }
+}
+
 // NextPageLimit is nextPageLimit, for its table test.
 var NextPageLimit = nextPageLimit

@@ -58,7 +58,16 @@ var (
 	streamPageBytes = 256 << 10
 )
 
-// errPageFull stops a page's read once it holds streamPageBytes. A
+// onePageBytes bounds a page a client asks for with a limit, as
+// streamPageBytes bounds a streamed one: a page ends after the item that
+// reaches it, with a next_cursor, however many the limit allowed. 1,000
+// desired LRPs may each carry a definition of up to 1 MiB; without it one
+// request for a page of them held gigabytes, and a client's 250 requests
+// a multiple of that. Measured in protobuf bytes; JSON takes about twice.
+var onePageBytes = 1 << 20
+
+// errPageFull stops a page's read once it holds streamPageBytes (or
+// onePageBytes). A
 // models.Error, so that the store hands it back as it is.
 var errPageFull = &models.Error{Type: models.Error_UnknownError, Message: "list page full"}
 
@@ -134,8 +143,9 @@ func listField(response protoreflect.MessageDescriptor) protoreflect.FieldDescri
 	return found
 }
 
-// onePage answers a request with a limit: that many items at most, and a
-// next_cursor when more follow (one item more is read to know).
+// onePage answers a request with a limit: that many items at most, fewer
+// when they reach onePageBytes, and a next_cursor when more may follow
+// (one item more is read to know, unless the page filled by its bytes).
 func (l *listing) onePage(ctx context.Context, req pagedRequest) (protoreflect.Message, error) {
 	limit := int(req.GetLimit())
 	if limit == 0 {
@@ -144,17 +154,22 @@ func (l *listing) onePage(ctx context.Context, req pagedRequest) (protoreflect.M
 		limit = models.MaxListPage
 	}
 	var items []listItem
+	size, full := 0, false
 	err := l.read(ctx, req, req.GetCursor(), limit+1, func(item listItem) error {
 		items = append(items, item)
+		if size += proto.Size(item); size >= onePageBytes && len(items) <= limit {
+			full = true
+			return errPageFull
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !full {
 		return nil, err
 	}
 	response := l.newResponse()
-	if len(items) > limit {
-		items = items[:limit]
-		response.Set(l.nextCursor, protoreflect.ValueOfString(items[limit-1].ListCursor()))
+	if len(items) > limit || full {
+		items = items[:min(len(items), limit)]
+		response.Set(l.nextCursor, protoreflect.ValueOfString(items[len(items)-1].ListCursor()))
 	}
 	list := response.Mutable(l.items).List()
 	for _, item := range items {

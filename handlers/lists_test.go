@@ -145,6 +145,28 @@ var _ = Describe("Lists", func() {
 					Expect(lrpGuids(rest)).To(Equal(guids[2:]))
 				})
 
+				It("ends a page asked for with a limit when its items reach the page's bytes, and the pages still follow each other to the end", func() {
+					// Two and a half items' bytes end a page at its third.
+					item := proto.Size(b.mustGet(guids[0]))
+					DeferCleanup(handlers.SetOnePageBytes(2*item + item/2))
+					var read []string
+					var sizes []int
+					request := &models.DesiredLRPsRequest{Domain: domain, Limit: 1000}
+					for range 5 {
+						resp := &models.DesiredLRPsResponse{}
+						b.call(models.RouteDesiredLRPs, request, resp)
+						Expect(resp.GetError()).To(BeNil())
+						read = append(read, lrpGuids(resp.GetDesiredLrps())...)
+						sizes = append(sizes, len(resp.GetDesiredLrps()))
+						if resp.GetNextCursor() == "" {
+							break
+						}
+						request.Cursor = resp.GetNextCursor()
+					}
+					Expect(read).To(Equal(guids))
+					Expect(sizes).To(Equal([]int{3, 2}))
+				})
+
 				It("pages actual LRPs and cells the same way", func() {
 					var read []*models.ActualLRP
 					request := &models.ActualLRPsRequest{Domain: domain, Limit: 3}

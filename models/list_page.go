@@ -14,8 +14,10 @@ import (
 //     whole list, but the board reads and writes it a page at a time (the
 //     next page read while one is written), so a call needs memory for two
 //     pages, not for the database;
-//   - limit 1 to MaxListPage answers one page, with next_cursor naming the
-//     last item when more may follow (empty on the last page).
+//   - limit 1 to MaxListPage answers one page of at most limit items,
+//     fewer when they reach 1 MiB (a page of large definitions), with
+//     next_cursor naming the last item when more may follow (empty on
+//     the last page); a page shorter than limit is no last page.
 //
 // A cursor, with either, starts the list after the item it names. Keys
 // are compared as bytes on every dialect, so pages neither repeat nor skip
