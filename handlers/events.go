@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/events"
+	"github.com/corkboard/corkboard/internal/admission"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -55,6 +56,14 @@ func (a *api) serveEvents(o options) http.Handler {
 		if !call.readBodyFirst(w, r, http.StatusServiceUnavailable, errorOnlyResponse) {
 			return
 		}
+		// The client's own cap first: one client that opens streams and
+		// never reads them takes its share, not the board's.
+		streaming, refused := a.admissions.take(admission.EventStream, call.client, call.class, false)
+		if refused != nil {
+			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, refused)
+			return
+		}
+		defer streaming.release()
 		if !a.subscribers.acquire(call.class) {
 			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted())
 			return

@@ -14,14 +14,16 @@ import (
 
 // Names of the limits, as metrics label them and refusals name them,
 // besides admission's (requests_in_flight, requests_per_client,
-// list_streams_per_client, body_readers_per_client).
+// list_streams_per_client, body_readers_per_client,
+// event_streams_per_client).
 const (
 	limitRequestsInFlight = admission.RequestsInFlight
 	limitEventSubscribers = "event_subscribers"
 	// The in-use gauges of the per-client stages count the board's total
 	// under these names.
-	inUseBodyReaders = "body_readers"
-	inUseListStreams = "list_streams"
+	inUseBodyReaders  = "body_readers"
+	inUseListStreams  = "list_streams"
+	inUseEventStreams = "event_streams"
 )
 
 // Classes of callers, as metrics label them: a certificate's role, or
@@ -76,14 +78,15 @@ func cellCall(route string, who caller) bool {
 }
 
 // admissions counts, stage by stage (admission.Body, Request,
-// ListStream), the places taken on the whole board and by each client,
+// ListStream, EventStream), the places taken on the whole board and by
+// each client,
 // and asks admission.Decide before a place is taken.
 type admissions struct {
 	limits  admission.Limits
 	metrics *metrics
 
 	mu     sync.Mutex
-	stages [3]stageCount
+	stages [4]stageCount
 }
 
 type stageCount struct {
@@ -92,10 +95,11 @@ type stageCount struct {
 }
 
 // stageInUse names the in-use gauge of each stage.
-var stageInUse = [3]string{
-	admission.Body:       inUseBodyReaders,
-	admission.Request:    limitRequestsInFlight,
-	admission.ListStream: inUseListStreams,
+var stageInUse = [4]string{
+	admission.Body:        inUseBodyReaders,
+	admission.Request:     limitRequestsInFlight,
+	admission.ListStream:  inUseListStreams,
+	admission.EventStream: inUseEventStreams,
 }
 
 func newAdmissions(limits admission.Limits, m *metrics) *admissions {

@@ -160,6 +160,33 @@ var _ = Describe("Limits", func() {
 		}
 	})
 
+	Describe("on one client's event streams", func() {
+		It("refuses a client's stream past its cap with 503 naming the limit, while another client still subscribes", func() {
+			b := newBoardWith(stores[testdb.SQLite], jsonWire, handlers.WithMaxEventStreamsPerClient(2), handlers.WithEvents(newHub()))
+			first := b.openEvents(&models.EventsRequest{}, "")
+			b.openEvents(&models.EventsRequest{}, "")
+
+			resp, _ := b.postEvents(&models.EventsRequest{}, "")
+			Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable))
+			body, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			refusal := &models.PingResponse{}
+			Expect(jsonWire.unmarshal(body, refusal)).To(Succeed(), "body: %q", body)
+			Expect(refusal.GetError().GetType()).To(Equal(models.Error_ResourceExhausted))
+			Expect(refusal.GetError().GetMessage()).To(Equal("event_streams_per_client: the board serves at most 2 event streams at once to one client; retry later"))
+			Expect(b.limitRejections("event_streams_per_client")).To(BeEquivalentTo(1))
+			Expect(b.inUse("event_subscribers")).To(BeEquivalentTo(2), "the refused one took no place of the board's")
+
+			b.as(clientFrom("127.0.0.2")).openEvents(&models.EventsRequest{}, "")
+			Expect(b.inUse("event_streams")).To(BeEquivalentTo(3))
+
+			By("taking a stream again once one of the client's has gone")
+			first.close()
+			Eventually(func() float64 { return b.inUse("event_streams") }).Should(BeEquivalentTo(2))
+			b.openEvents(&models.EventsRequest{}, "")
+		})
+	})
+
 	It("keeps the defaults for values that are not positive", func() {
 		b := newBoardWith(stores[testdb.SQLite], jsonWire, handlers.WithMaxRequestsInFlight(0), handlers.WithMaxEventSubscribers(-1), handlers.WithEvents(newHub()))
 		b.openEvents(&models.EventsRequest{}, "")

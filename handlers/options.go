@@ -262,6 +262,16 @@ func WithMaxListStreamsPerClient(max int) Option {
 	}
 }
 
+// WithMaxEventStreamsPerClient bounds the event streams one client has
+// open at once. Values ≤ 0 keep the default.
+func WithMaxEventStreamsPerClient(max int) Option {
+	return func(o *options) {
+		if max > 0 {
+			o.limits.EventStreamsPerClient = max
+		}
+	}
+}
+
 // WithMaxBodyReadersPerClient bounds the requests of one client whose
 // bodies are still arriving. Values ≤ 0 keep the default.
 func WithMaxBodyReadersPerClient(max int) Option {

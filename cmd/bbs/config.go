@@ -54,6 +54,7 @@ import (
 //	  "max_requests_per_client": 250,
 //	  "max_list_streams_per_client": 10,
 //	  "max_body_readers_per_client": 100,
+//	  "max_event_streams_per_client": 100,
 //	  "request_body_timeout": "10s",
 //	  "list_write_timeout": "1m",
 //	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"},
@@ -250,6 +251,9 @@ type Config struct {
 	// MaxBodyReadersPerClient caps the requests whose bodies one client
 	// may still be sending at once (0: the default).
 	MaxBodyReadersPerClient int `json:"max_body_readers_per_client"`
+	// MaxEventStreamsPerClient caps the event streams one client may have
+	// open at once, of the board's max_event_subscribers (0: the default).
+	MaxEventStreamsPerClient int `json:"max_event_streams_per_client"`
 	// RequestBodyTimeout bounds the arrival of a request's body (at least
 	// 100ms), before the request counts as in flight.
 	RequestBodyTimeout string `json:"request_body_timeout"`
@@ -378,6 +382,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxBodyReadersPerClient == 0 {
 		c.MaxBodyReadersPerClient = admission.DefaultBodyReadersPerClient
+	}
+	if c.MaxEventStreamsPerClient == 0 {
+		c.MaxEventStreamsPerClient = admission.DefaultEventStreamsPerClient
 	}
 	if c.RequestBodyTimeout == "" {
 		c.RequestBodyTimeout = handlers.DefaultRequestBodyTimeout.String()
@@ -518,6 +525,7 @@ func (c Config) validate() error {
 		{"max_requests_per_client", c.MaxRequestsPerClient, admission.DefaultRequestsPerClient},
 		{"max_list_streams_per_client", c.MaxListStreamsPerClient, admission.DefaultListStreamsPerClient},
 		{"max_body_readers_per_client", c.MaxBodyReadersPerClient, admission.DefaultBodyReadersPerClient},
+		{"max_event_streams_per_client", c.MaxEventStreamsPerClient, admission.DefaultEventStreamsPerClient},
 	} {
 		if cap.value < 0 {
 			return configfile.Invalid(cap.key, fmt.Sprintf("must be 0 (the default, %d) or more", cap.def))

@@ -221,6 +221,7 @@ var _ = Describe("Config", func() {
 		Entry("a negative cap on a client's list streams", `{"listen_address": ":8889", "data_dir": "/d", "max_list_streams_per_client": -1}`, "max_list_streams_per_client"),
 		Entry("a negative cap on a client's bodies", `{"listen_address": ":8889", "data_dir": "/d", "max_body_readers_per_client": -1}`, "max_body_readers_per_client"),
 		Entry("a cap on a client's bodies of the wrong type", `{"listen_address": ":8889", "data_dir": "/d", "max_body_readers_per_client": "many"}`, "max_body_readers_per_client"),
+		Entry("a negative cap on a client's event streams", `{"listen_address": ":8889", "data_dir": "/d", "max_event_streams_per_client": -1}`, "max_event_streams_per_client"),
 		Entry("a body timeout that is no duration", `{"listen_address": ":8889", "data_dir": "/d", "request_body_timeout": "soon"}`, "request_body_timeout"),
 		Entry("a body timeout too short", `{"listen_address": ":8889", "data_dir": "/d", "request_body_timeout": "1ms"}`, "request_body_timeout"),
 		Entry("a list write timeout under a second", `{"listen_address": ":8889", "data_dir": "/d", "list_write_timeout": "10ms"}`, "list_write_timeout"),

@@ -272,6 +272,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 		handlers.WithMaxRequestsPerClient(cfg.MaxRequestsPerClient),
 		handlers.WithMaxListStreamsPerClient(cfg.MaxListStreamsPerClient),
 		handlers.WithMaxBodyReadersPerClient(cfg.MaxBodyReadersPerClient),
+		handlers.WithMaxEventStreamsPerClient(cfg.MaxEventStreamsPerClient),
 		handlers.WithRequestBodyTimeout(cfg.requestBodyTimeout()),
 		handlers.WithListWriteTimeout(cfg.listWriteTimeout()),
 		handlers.WithDatabaseTimeout(cfg.databaseTimeout()),

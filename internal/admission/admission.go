@@ -1,14 +1,15 @@
 // Package admission decides whether the board takes on one more request,
-// one more whole-list stream or one more body to read, given what is in
-// use, who asks and the limits. It holds no state: the handlers count and
+// one more whole-list stream, one more event stream or one more body to
+// read, given what is in use, who asks and the limits. It holds no state: the handlers count and
 // ask; the decision lives here, in one place, with its table test.
 //
 // The rules:
 //   - A caller (one client certificate with TLS, one remote address on
 //     plain HTTP) has its own caps on bodies it has arriving, requests it
-//     has in flight and whole-list streams it has open, so that one client
-//     cannot take more than its share of the board however many
-//     connections it opens.
+//     has in flight, whole-list streams and event streams it has open, so
+//     that one client cannot take more than its share of the board however
+//     many connections it opens (the board's cap on event streams, which
+//     every rep needs one of, is the handlers').
 //   - Of the board's requests in flight, ReservedForCells are for cell
 //     calls only (a rep's registration and heartbeat, bulk report,
 //     lifecycle and occupancy calls): no flood of API calls can stop a
@@ -32,6 +33,8 @@ const (
 	// BodyReadersPerClient bounds one caller's requests whose bodies are
 	// still arriving.
 	BodyReadersPerClient = "body_readers_per_client"
+	// EventStreamsPerClient bounds one caller's open event streams.
+	EventStreamsPerClient = "event_streams_per_client"
 )
 
 // Defaults a deployment gets unless its config says otherwise.
@@ -52,26 +55,33 @@ const (
 	// milliseconds from a healthy client, so 100 at once is a client with
 	// 100 requests starting together.
 	DefaultBodyReadersPerClient = 100
+	// DefaultEventStreamsPerClient: a rep holds one stream, a router or
+	// another follower a few; a tenth of the board's 1,000 streams, so
+	// that one client that opens and never reads them leaves the rest to
+	// the cells and everyone else.
+	DefaultEventStreamsPerClient = 100
 )
 
 // Limits are the caps the decisions apply. Every value is positive, and
 // ReservedForCells is below RequestsInFlight (Check says so).
 type Limits struct {
-	RequestsInFlight     int
-	ReservedForCells     int
-	RequestsPerClient    int
-	ListStreamsPerClient int
-	BodyReadersPerClient int
+	RequestsInFlight      int
+	ReservedForCells      int
+	RequestsPerClient     int
+	ListStreamsPerClient  int
+	BodyReadersPerClient  int
+	EventStreamsPerClient int
 }
 
 // DefaultLimits are the defaults above.
 func DefaultLimits() Limits {
 	return Limits{
-		RequestsInFlight:     DefaultRequestsInFlight,
-		ReservedForCells:     DefaultReservedForCells,
-		RequestsPerClient:    DefaultRequestsPerClient,
-		ListStreamsPerClient: DefaultListStreamsPerClient,
-		BodyReadersPerClient: DefaultBodyReadersPerClient,
+		RequestsInFlight:      DefaultRequestsInFlight,
+		ReservedForCells:      DefaultReservedForCells,
+		RequestsPerClient:     DefaultRequestsPerClient,
+		ListStreamsPerClient:  DefaultListStreamsPerClient,
+		BodyReadersPerClient:  DefaultBodyReadersPerClient,
+		EventStreamsPerClient: DefaultEventStreamsPerClient,
 	}
 }
 
@@ -88,6 +98,8 @@ func (l Limits) Check() error {
 		return fmt.Errorf("ListStreamsPerClient: must be at least 1, got %d", l.ListStreamsPerClient)
 	case l.BodyReadersPerClient < 1:
 		return fmt.Errorf("BodyReadersPerClient: must be at least 1, got %d", l.BodyReadersPerClient)
+	case l.EventStreamsPerClient < 1:
+		return fmt.Errorf("EventStreamsPerClient: must be at least 1, got %d", l.EventStreamsPerClient)
 	}
 	return nil
 }
@@ -102,6 +114,8 @@ const (
 	Request
 	// ListStream: streaming a whole list, on top of the request's place.
 	ListStream
+	// EventStream: serving an event stream, for as long as it lasts.
+	EventStream
 )
 
 // InUse is what is taken, before the place asked for: on the whole board
@@ -136,6 +150,10 @@ func Decide(l Limits, stage Stage, cellCall bool, used InUse) string {
 		if used.Client >= l.ListStreamsPerClient {
 			return ListStreamsPerClient
 		}
+	case EventStream:
+		if used.Client >= l.EventStreamsPerClient {
+			return EventStreamsPerClient
+		}
 	}
 	return ""
 }
@@ -155,6 +173,8 @@ func Refusal(l Limits, limit string, cellCall bool) string {
 		return fmt.Sprintf("%s: the board streams at most %d whole lists at once to one client; ask for pages (limit) or retry later", limit, l.ListStreamsPerClient)
 	case BodyReadersPerClient:
 		return fmt.Sprintf("%s: the board reads at most %d request bodies at once from one client; retry later", limit, l.BodyReadersPerClient)
+	case EventStreamsPerClient:
+		return fmt.Sprintf("%s: the board serves at most %d event streams at once to one client; retry later", limit, l.EventStreamsPerClient)
 	}
 	return limit + ": limit reached; retry later"
 }

@@ -9,11 +9,12 @@ import (
 
 var _ = Describe("Decide", func() {
 	limits := admission.Limits{
-		RequestsInFlight:     10,
-		ReservedForCells:     3,
-		RequestsPerClient:    4,
-		ListStreamsPerClient: 2,
-		BodyReadersPerClient: 5,
+		RequestsInFlight:      10,
+		ReservedForCells:      3,
+		RequestsPerClient:     4,
+		ListStreamsPerClient:  2,
+		BodyReadersPerClient:  5,
+		EventStreamsPerClient: 3,
 	}
 	DescribeTable("admits or names the limit that refuses",
 		func(stage admission.Stage, cellCall bool, used admission.InUse, refusedBy string) {
@@ -38,6 +39,10 @@ var _ = Describe("Decide", func() {
 		Entry("a list stream, none open", admission.ListStream, false, admission.InUse{}, ""),
 		Entry("a list stream, the client one below its cap", admission.ListStream, false, admission.InUse{Board: 50, Client: 1}, ""),
 		Entry("a list stream, the client at its cap", admission.ListStream, false, admission.InUse{Client: 2}, admission.ListStreamsPerClient),
+		Entry("an event stream, none open", admission.EventStream, false, admission.InUse{}, ""),
+		Entry("an event stream, the client one below its cap", admission.EventStream, false, admission.InUse{Board: 500, Client: 2}, ""),
+		Entry("an event stream, the client at its cap", admission.EventStream, false, admission.InUse{Client: 3}, admission.EventStreamsPerClient),
+		Entry("a cell's event stream, the cell at its cap: no reservation for streams", admission.EventStream, true, admission.InUse{Client: 3}, admission.EventStreamsPerClient),
 	)
 
 	It("with no reservation, lets API calls use every place", func() {
@@ -49,7 +54,7 @@ var _ = Describe("Decide", func() {
 })
 
 var _ = Describe("Refusal", func() {
-	limits := admission.Limits{RequestsInFlight: 10, ReservedForCells: 3, RequestsPerClient: 4, ListStreamsPerClient: 2, BodyReadersPerClient: 5}
+	limits := admission.Limits{RequestsInFlight: 10, ReservedForCells: 3, RequestsPerClient: 4, ListStreamsPerClient: 2, BodyReadersPerClient: 5, EventStreamsPerClient: 3}
 	DescribeTable("names the limit and its value",
 		func(limit string, cellCall bool, message string) {
 			Expect(admission.Refusal(limits, limit, cellCall)).To(Equal(message))
@@ -59,6 +64,7 @@ var _ = Describe("Refusal", func() {
 		Entry("a client's requests", admission.RequestsPerClient, false, "requests_per_client: the board serves at most 4 requests at once to one client; retry later"),
 		Entry("a client's list streams", admission.ListStreamsPerClient, false, "list_streams_per_client: the board streams at most 2 whole lists at once to one client; ask for pages (limit) or retry later"),
 		Entry("a client's bodies", admission.BodyReadersPerClient, false, "body_readers_per_client: the board reads at most 5 request bodies at once from one client; retry later"),
+		Entry("a client's event streams", admission.EventStreamsPerClient, false, "event_streams_per_client: the board serves at most 3 event streams at once to one client; retry later"),
 	)
 })
 
@@ -81,5 +87,6 @@ var _ = Describe("Limits.Check", func() {
 		Entry("no requests per client", func(l *admission.Limits) { l.RequestsPerClient = 0 }, "RequestsPerClient"),
 		Entry("no list streams per client", func(l *admission.Limits) { l.ListStreamsPerClient = 0 }, "ListStreamsPerClient"),
 		Entry("no bodies per client", func(l *admission.Limits) { l.BodyReadersPerClient = 0 }, "BodyReadersPerClient"),
+		Entry("no event streams per client", func(l *admission.Limits) { l.EventStreamsPerClient = 0 }, "EventStreamsPerClient"),
 	)
 })
