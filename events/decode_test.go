@@ -56,7 +56,7 @@ var _ = Describe("A hub keeping its log's events packed", func() {
 		DeferCleanup(hub.Close)
 	})
 
-	It("decodes an event that can concern a cell once as it keeps it, and the others only for a subscriber that takes them", func() {
+	It("decodes an event that can concern a cell once as it keeps it, and the others only for a subscriber that takes them, once for all of them", func() {
 		cellSub := subscribe(hub, 0, events.Filter{CellID: "cell-1"})
 		Expect(hub.Append(
 			logEvent(1, models.ActualLRPCreated(&models.ActualLRP{ProcessGuid: "web", CellId: "cell-1"})),
@@ -69,12 +69,23 @@ var _ = Describe("A hub keeping its log's events packed", func() {
 		Expect(got[0].ID).To(Equal(uint64(1)))
 		Expect(got[0].Payload.(*models.ActualLRPCreatedEvent).GetActualLrp().GetProcessGuid()).To(Equal("web"))
 		expectQuiet(cellSub)
-		Expect(log.decodes.Load()).To(Equal(int64(3)), "the one event the cell's stream took")
+		Expect(log.decodes.Load()).To(Equal(int64(2)), "the cell's stream took the payload decoded as it was kept")
 
 		everything := subscribe(hub, 1, events.Filter{})
 		got = receive(everything, 2)
 		Expect(got[0].Payload.(*models.DesiredLRPCreatedEvent).GetDesiredLrp().GetInstances()).To(Equal(int32(1)))
 		Expect(got[1].Payload.(*models.ActualLRPCreatedEvent).GetActualLrp().GetCellId()).To(Equal("cell-2"))
+		Expect(log.decodes.Load()).To(Equal(int64(3)), "the desired LRP's event, which nothing had decoded")
+
+		By("giving every other subscriber that takes it the same payload, decoded once")
+		var payloads []proto.Message
+		for range 5 {
+			payloads = append(payloads, receive(subscribe(hub, 1, events.Filter{}), 1)[0].Payload)
+		}
+		for _, p := range payloads {
+			Expect(p).To(BeIdenticalTo(got[0].Payload))
+		}
+		Expect(log.decodes.Load()).To(Equal(int64(3)))
 	})
 
 	It("keeps nothing of a batch holding an event it cannot learn the cells of", func() {

@@ -63,8 +63,9 @@ type Logged struct {
 }
 
 // kept is an event as the history keeps it. One from the log keeps its
-// payload as the log stored it, packed, and each subscriber that takes it
-// decodes it: a decoded desired LRP change — two LRPs with their routes
+// payload as the log stored it, packed, and the first subscriber that
+// takes it decodes it (the next ones share that payload while it is
+// among the last sharedDecoded decoded): a decoded desired LRP change — two LRPs with their routes
 // and tags — takes several times the memory of its packed bytes, and a
 // board keeps DefaultHistory of them (bbs-load peer, 10,000 LRPs: a ring
 // of decoded events was 12.5 MB of the board's 40 MB live heap; kept
@@ -132,6 +133,48 @@ type Hub struct {
 	// advanced is closed, and replaced, whenever events are appended:
 	// CatchUp waits on it.
 	advanced chan struct{}
+	// decoded shares the payloads decoded lately among subscribers.
+	decoded sharedPayloads
+}
+
+// sharedDecoded is how many decoded payloads the hub keeps for the
+// subscribers that take the same events: those following live take the
+// newest few, and every one of them then gets the one copy rather than
+// decoding its own. Without it, a few hundred subscribers that stop
+// reading held a few hundred copies of the same large events (a desired
+// LRP with 128 KiB of routes decodes to megabytes), and their decoding
+// was most of the board's CPU.
+const sharedDecoded = 256
+
+// sharedPayloads are the payloads of the last sharedDecoded events
+// decoded from the log, by id. A payload is never changed once decoded
+// (subscribers only read them), so any number may hold it.
+type sharedPayloads struct {
+	mu   sync.Mutex
+	byID map[uint64]proto.Message
+	ids  [sharedDecoded]uint64 // a ring of the ids in byID, oldest at next
+	next int
+}
+
+func (p *sharedPayloads) get(id uint64) proto.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byID[id]
+}
+
+func (p *sharedPayloads) put(id uint64, payload proto.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byID == nil {
+		p.byID = make(map[uint64]proto.Message, sharedDecoded)
+	}
+	if _, ok := p.byID[id]; ok {
+		return
+	}
+	delete(p.byID, p.ids[p.next])
+	p.ids[p.next] = id
+	p.next = (p.next + 1) % sharedDecoded
+	p.byID[id] = payload
 }
 
 // Option configures a Hub.
@@ -224,16 +267,22 @@ func (h *Hub) keepLogged(l Logged) (kept, error) {
 }
 
 // decode returns a kept event with its payload, decoding what the log
-// stored.
+// stored, or taking the payload another subscriber had decoded of it
+// (sharedPayloads).
 func (h *Hub) decode(k kept) (Event, error) {
 	e := Event{ID: k.id, Event: models.Event{Type: k.eventType, Key: k.key, Payload: k.payload}}
 	if e.Payload != nil || h.log == nil {
+		return e, nil
+	}
+	if shared := h.decoded.get(k.id); shared != nil {
+		e.Payload = shared
 		return e, nil
 	}
 	payload, err := h.log.DecodePayload(k.eventType, k.stored)
 	if err != nil {
 		return Event{}, fmt.Errorf("decode %s event at %d: %w", k.eventType, k.id, err)
 	}
+	h.decoded.put(k.id, payload)
 	e.Payload = payload
 	return e, nil
 }
