@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -99,7 +100,7 @@ func (a *api) serveEvents(o options) http.Handler {
 		sub := o.hub.Subscribe(lastEventID, filter)
 		defer sub.Close()
 
-		stream := newEventStream(w, req.GetProtobuf(), o.eventsWriteTimeout)
+		stream := newEventStream(w, req.GetProtobuf(), o.eventsWriteTimeout, a.encodedEvents)
 		defer stream.clearDeadline()
 		w.Header().Set("Content-Type", ContentTypeEventStream)
 		w.Header().Set("Cache-Control", "no-cache")
@@ -129,11 +130,14 @@ type eventStream struct {
 	controller   *http.ResponseController
 	protobuf     bool
 	writeTimeout time.Duration
-	pending      []byte
+	encoded      *encodedEvents
+	// armed says the write deadline is set for what is being written
+	// since the last flush.
+	armed bool
 }
 
-func newEventStream(w http.ResponseWriter, protobuf bool, writeTimeout time.Duration) *eventStream {
-	return &eventStream{w: w, controller: http.NewResponseController(w), protobuf: protobuf, writeTimeout: writeTimeout}
+func newEventStream(w http.ResponseWriter, protobuf bool, writeTimeout time.Duration, encoded *encodedEvents) *eventStream {
+	return &eventStream{w: w, controller: http.NewResponseController(w), protobuf: protobuf, writeTimeout: writeTimeout, encoded: encoded}
 }
 
 // run copies events to the client until the stream ends, and says how
@@ -151,7 +155,9 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 			return sent, "client went away"
 
 		case <-heartbeat.C:
-			s.comment("heartbeat")
+			if err := s.comment("heartbeat"); err != nil {
+				return sent, "write failed: " + err.Error()
+			}
 
 		case e, ok := <-sub.Events():
 			if !ok {
@@ -162,7 +168,7 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 				return sent, s.end(reason)
 			}
 			if err := s.event(e); err != nil {
-				return sent, s.end(err.Error())
+				return sent, s.ended(err)
 			}
 			sent++
 			// Take what else is ready, then flush once for all of it.
@@ -172,7 +178,7 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 					break
 				}
 				if err := s.event(e); err != nil {
-					return sent, s.end(err.Error())
+					return sent, s.ended(err)
 				}
 				sent++
 			}
@@ -183,67 +189,165 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 	}
 }
 
-// end ends the stream as every ending does: what is pending (the events
-// taken before it) is sent, then the ": closed: <reason>" comment, so a
-// subscriber resumes after the last event it got and knows why it must.
-// It returns the reason.
+// errWrite marks a failed write to the client, which ends the stream
+// without a comment (it could not be written either).
+type errWrite struct{ err error }
+
+func (e errWrite) Error() string { return "write failed: " + e.err.Error() }
+
+// ended is the reason a stream ends on err: a failed write as it is, any
+// other (an event that cannot be encoded) after its comment (end).
+func (s *eventStream) ended(err error) string {
+	var failed errWrite
+	if errors.As(err, &failed) {
+		return failed.Error()
+	}
+	return s.end(err.Error())
+}
+
+// end ends the stream as every ending does: what was written before (the
+// events taken before it) is flushed, then the ": closed: <reason>"
+// comment, so a subscriber resumes after the last event it got and knows
+// why it must. It returns the reason.
 func (s *eventStream) end(reason string) string {
-	s.comment("closed: " + reason)
-	s.flush() //nolint:errcheck // ending anyway
+	if s.comment("closed: "+reason) == nil {
+		s.flush() //nolint:errcheck // ending anyway
+	}
 	return reason
 }
 
+// event writes one event's frame. Its data, encoded once for every stream
+// of this encoding (encodedEvents), goes to the connection as it is rather
+// than copied into a buffer of the stream's own: a subscriber that stops
+// reading holds a reference to the shared bytes while its write waits for
+// the write timeout, not a copy of each event it was sent.
 func (s *eventStream) event(e events.Event) error {
-	data, err := s.encode(e.Payload)
+	data, err := s.encode(e)
 	if err != nil {
 		return errors.New("encode " + e.Type + " event: " + err.Error())
 	}
+	head := make([]byte, 0, 64)
 	if e.ID != 0 {
-		s.pending = append(s.pending, "id: "...)
-		s.pending = strconv.AppendUint(s.pending, e.ID, 10)
-		s.pending = append(s.pending, '\n')
+		head = append(head, "id: "...)
+		head = strconv.AppendUint(head, e.ID, 10)
+		head = append(head, '\n')
 	}
-	s.pending = append(s.pending, "event: "...)
-	s.pending = append(s.pending, e.Type...)
-	s.pending = append(s.pending, "\ndata: "...)
-	s.pending = append(s.pending, data...)
-	s.pending = append(s.pending, "\n\n"...)
+	head = append(head, "event: "...)
+	head = append(head, e.Type...)
+	head = append(head, "\ndata: "...)
+	if err := s.write(head); err != nil {
+		return err
+	}
+	if err := s.write(data); err != nil {
+		return err
+	}
+	return s.write(frameEnd)
+}
+
+var frameEnd = []byte("\n\n")
+
+// encode renders a payload on one line: single-line protojson (it escapes
+// every newline inside strings), or base64; an event of the log is
+// encoded once for all the streams that send it (encodedEvents).
+func (s *eventStream) encode(e events.Event) ([]byte, error) {
+	if e.ID != 0 {
+		if data := s.encoded.get(e.ID, s.protobuf); data != nil {
+			return data, nil
+		}
+	}
+	var data []byte
+	if !s.protobuf {
+		var err error
+		if data, err = eventData.Marshal(e.Payload); err != nil {
+			return nil, err
+		}
+	} else {
+		raw, err := proto.Marshal(e.Payload)
+		if err != nil {
+			return nil, err
+		}
+		data = base64.StdEncoding.AppendEncode(nil, raw)
+	}
+	if e.ID != 0 {
+		s.encoded.put(e.ID, s.protobuf, data)
+	}
+	return data, nil
+}
+
+func (s *eventStream) comment(text string) error {
+	return s.write([]byte(": " + text + "\n\n"))
+}
+
+// write writes p to the response, the write deadline set for it when it
+// is the first since the last flush.
+func (s *eventStream) write(p []byte) error {
+	if !s.armed {
+		if err := s.controller.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return errWrite{err}
+		}
+		s.armed = true
+	}
+	if _, err := s.w.Write(p); err != nil {
+		return errWrite{err}
+	}
 	return nil
 }
 
-// encode renders a payload on one line: single-line protojson (it escapes
-// every newline inside strings), or base64.
-func (s *eventStream) encode(payload proto.Message) ([]byte, error) {
-	if !s.protobuf {
-		return eventData.Marshal(payload)
-	}
-	raw, err := proto.Marshal(payload)
-	if err != nil {
-		return nil, err
-	}
-	return base64.StdEncoding.AppendEncode(nil, raw), nil
-}
-
-func (s *eventStream) comment(text string) {
-	s.pending = append(s.pending, ": "...)
-	s.pending = append(s.pending, text...)
-	s.pending = append(s.pending, "\n\n"...)
-}
-
-// flush writes what is pending and pushes it to the client. A client that
-// does not read lets the write block until the write timeout, which ends
+// flush pushes what was written to the client. A client that does not
+// read lets a write or the flush block until the write timeout, which ends
 // the stream: the board never waits long on a subscriber.
 func (s *eventStream) flush() error {
-	if err := s.controller.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
-	}
-	if len(s.pending) > 0 {
-		if _, err := s.w.Write(s.pending); err != nil {
+	if !s.armed {
+		if err := s.controller.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}
-		s.pending = s.pending[:0]
 	}
+	s.armed = false
 	return s.controller.Flush()
+}
+
+// sharedEncodings is how many encoded events encodedEvents keeps: enough
+// for the streams following live to find the newest ones.
+const sharedEncodings = 256
+
+// encodedEvents are the frames' data of the last events encoded, by id
+// and encoding, shared by every stream: an event of the log is the same
+// for every subscriber, so a few hundred streams encode it once (protojson
+// of a desired LRP change with large routes took milliseconds each).
+// The bytes are never changed once kept.
+type encodedEvents struct {
+	mu   sync.Mutex
+	byID map[encodedKey][]byte
+	keys [sharedEncodings]encodedKey // a ring of the keys in byID, oldest at next
+	next int
+}
+
+type encodedKey struct {
+	id       uint64
+	protobuf bool
+}
+
+func newEncodedEvents() *encodedEvents {
+	return &encodedEvents{byID: make(map[encodedKey][]byte, sharedEncodings)}
+}
+
+func (c *encodedEvents) get(id uint64, protobuf bool) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byID[encodedKey{id, protobuf}]
+}
+
+func (c *encodedEvents) put(id uint64, protobuf bool, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := encodedKey{id, protobuf}
+	if _, ok := c.byID[key]; ok {
+		return
+	}
+	delete(c.byID, c.keys[c.next])
+	c.keys[c.next] = key
+	c.next = (c.next + 1) % sharedEncodings
+	c.byID[key] = data
 }
 
 // clearDeadline leaves the connection as it found it, for the next request

@@ -110,6 +110,7 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 		instances:           store,
 		admissions:          newAdmissions(o.admissionLimits(), m),
 		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m),
+		encodedEvents:       newEncodedEvents(),
 		databaseTimeout:     o.databaseTimeout,
 		requestBodyTimeout:  o.requestBodyTimeout,
 		listWriteTimeout:    o.listWriteTimeout,
@@ -168,6 +169,8 @@ type api struct {
 	// subscribers bounds the event streams.
 	admissions  *admissions
 	subscribers *limit
+	// encodedEvents shares what the event streams encoded lately.
+	encodedEvents *encodedEvents
 	// databaseTimeout bounds each call's store work (WithDatabaseTimeout).
 	databaseTimeout time.Duration
 	// requestBodyTimeout bounds a body's arrival, listWriteTimeout a
