@@ -78,6 +78,11 @@ var _ = Describe("the agent's health reports, against a real board", func() {
 	BeforeEach(func() {
 		board = startCountingBoard()
 		exe = newFakeExecutor()
+		// The instances the reports below speak for are cell-a's: the
+		// board keeps only what a cell says of its own.
+		board.holds("cell-a", "hello", 0, "v1", "v1-0")
+		board.holds("cell-a", "hello", 1, "v2", "v2-0")
+		board.holds("cell-a", "hello", 2, "v3", "v3-0")
 	})
 
 	It("sends what the executor counted every interval, one entry per definition; a failed send keeps counting and keeps the newest memory sample", func() {

@@ -2,6 +2,7 @@ package rep_test
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +29,7 @@ import (
 // counts the calls by route and can play a board that predates a route.
 type countingBoard struct {
 	store *sqldb.SQLDB
+	conn  *sql.DB
 	url   string
 
 	mu      sync.Mutex
@@ -46,7 +48,7 @@ func startCountingBoard() *countingBoard {
 	DeferCleanup(conn.Close)
 	Expect(migrations.Up(ctx, conn, testdb.SQLite)).To(Succeed())
 
-	b := &countingBoard{store: sqldb.New(conn, testdb.SQLite), calls: map[string]int{}, unknown: map[string]bool{}}
+	b := &countingBoard{store: sqldb.New(conn, testdb.SQLite), conn: conn, calls: map[string]int{}, unknown: map[string]bool{}}
 	api := handlers.New(lagertest.NewTestLogger("board"), b.store, nil)
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
@@ -73,6 +75,17 @@ func (b *countingBoard) forget(route string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.unknown[route] = true
+}
+
+// holds writes a RUNNING row of processGuid at index on cellID, running
+// definitionID as instanceGuid, as a claim and a start would leave it: an
+// instance the cell's health reports may speak for.
+func (b *countingBoard) holds(cellID, processGuid string, index int32, definitionID, instanceGuid string) {
+	GinkgoHelper()
+	_, err := b.conn.Exec(`INSERT INTO actual_lrps (process_guid, instance_index, presence, domain, instance_guid, cell_id,
+ definition_id, state, since, modification_tag_epoch) VALUES (?, ?, 'ORDINARY', 'rep-suite', ?, ?, ?, 'RUNNING', 1, 'e')`,
+		processGuid, index, instanceGuid, cellID, definitionID)
+	Expect(err).NotTo(HaveOccurred())
 }
 
 func (b *countingBoard) rows(processGuid string) []*models.ActualLRP {
