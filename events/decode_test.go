@@ -63,6 +63,7 @@ var _ = Describe("A hub keeping its log's events packed", func() {
 			logEvent(2, models.DesiredLRPCreated(&models.DesiredLRP{ProcessGuid: "web", Instances: 1})),
 			logEvent(3, models.ActualLRPCreated(&models.ActualLRP{ProcessGuid: "api", CellId: "cell-2"})),
 		)).To(Succeed())
+		log.last.Store(3)
 		Expect(log.decodes.Load()).To(Equal(int64(2)), "the two actual LRP events, for their cells")
 
 		got := receive(cellSub, 1)

@@ -387,13 +387,14 @@ func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 	switch {
 	case lastEventID == 0:
 		s.cursor = h.next
-	case lastEventID+1 >= h.oldest && lastEventID < h.next:
-		s.cursor = lastEventID + 1
 	case h.log != nil:
-		// Older than the history, or newer than this board has read yet:
-		// the log knows whether it was ever given and is still kept.
+		// The log knows whether the id was ever given and what follows
+		// it is still kept (a board's history may hold events the log
+		// trimmed, or not yet the newest).
 		s.cursor = lastEventID + 1
 		askLog = true
+	case lastEventID+1 >= h.oldest && lastEventID < h.next:
+		s.cursor = lastEventID + 1
 	default:
 		s.cursor = h.oldest
 		lost = h.lostLocked(lastEventID)

@@ -188,14 +188,39 @@ var _ = Describe("A hub following the event log", func() {
 		Eventually(board.hub.LastID).Should(Equal(seen + 8))
 		_, err := board.store.TrimEventLog(context.Background(), time.Hour, 4, 100, 10)
 		Expect(err).NotTo(HaveOccurred())
+		first, _, err := board.store.EventLogBounds(context.Background())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first).To(BeNumerically("<", seen+7), "the log keeps more than the history")
 
 		sub := subscribe(board.hub, seen, events.Filter{})
-		got := receive(sub, 3)
+		got := receive(sub, int(seen+8-first)+2)
 		Expect(got[0].Type).To(Equal(models.EventEventsLost))
 		Expect(got[0].ID).To(BeZero())
 		Expect(got[0].Payload.(*models.EventsLostEvent).GetLastEventId()).To(Equal(seen))
-		Expect(got[0].Payload.(*models.EventsLostEvent).GetOldestKeptId()).To(Equal(seen + 7))
-		expectConsecutive(got[1:], seen+7)
+		Expect(got[0].Payload.(*models.EventsLostEvent).GetOldestKeptId()).To(Equal(first), "the log's oldest, not the history's")
+		expectConsecutive(got[1:], first)
+	})
+
+	It("answers a resume the log trimmed the same on a board whose history still holds it", func() {
+		board := followingBoard(conn, testdb.SQLite, 100, time.Hour)
+		board.desire("old")
+		Eventually(board.hub.LastID).ShouldNot(BeZero())
+		seen := board.hub.LastID() - 2
+		board.desire("newer")
+		board.desire("newest")
+		Eventually(board.hub.LastID).Should(Equal(seen + 8))
+		_, err := board.store.TrimEventLog(context.Background(), time.Hour, 4, 100, 10)
+		Expect(err).NotTo(HaveOccurred())
+		first, _, err := board.store.EventLogBounds(context.Background())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first).To(BeNumerically(">", seen+1), "the log trimmed what follows the client's last event")
+
+		sub := subscribe(board.hub, seen, events.Filter{})
+		got := receive(sub, int(seen+8-first)+2)
+		Expect(got[0].Type).To(Equal(models.EventEventsLost))
+		Expect(got[0].Payload.(*models.EventsLostEvent).GetOldestKeptId()).To(Equal(first))
+		expectConsecutive(got[1:], first)
+		expectQuiet(sub)
 	})
 
 	It("starts with events_lost for an id the log never gave, e.g. from a board before the log", func() {

@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"sync"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 // Subscription is one subscriber's view of the hub: a channel of events in
@@ -59,8 +61,7 @@ func (s *Subscription) wakeUp() {
 // cursor is behind the history, to the channel until the subscription or
 // the hub ends, or it cannot go on (the subscriber fell behind a hub
 // without a log; the log could not be read). askLog says the cursor came
-// from a Last-Event-ID the history does not cover, to be checked against
-// the log first.
+// from a Last-Event-ID, to be checked against the log first.
 func (s *Subscription) feed(first *Event, askLog bool) {
 	defer close(s.events)
 	defer s.hub.unsubscribe(s)
@@ -81,7 +82,17 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 			s.fail(err)
 			return
 		}
-		if s.cursor < logFirst || s.cursor-1 > logLast {
+		switch {
+		case s.cursor < logFirst:
+			// Trimmed from the log: the stream goes on with the log's
+			// oldest event, whatever this board's history still holds,
+			// so every board answers a resume alike.
+			first = &Event{Event: models.Event{
+				Type:    models.EventEventsLost,
+				Payload: &models.EventsLostEvent{LastEventId: s.cursor - 1, OldestKeptId: logFirst},
+			}}
+			s.cursor = logFirst
+		case s.cursor-1 > logLast:
 			first = s.hub.lostFrom(&s.cursor)
 		}
 	}
