@@ -145,6 +145,19 @@ var _ = Describe("isolated instances", func() {
 				Expect(uid).To(BeNumerically("<", isolation.DefaultUIDFirst+isolation.DefaultUIDCount))
 			}
 			Expect(answers(victim)).To(BeTrue())
+
+			if mode == "full" {
+				By("keeping its log out of its reach: a link it puts where its log was hands out nothing of the cell's")
+				desireSpec(b, "log-swapper", `
+mv "$HOME/output.log" "$HOME/saved.log" 2>/dev/null
+for name in output.log ".$INSTANCE_GUID.log"; do ln -sf "$KEY" "$HOME/$name"; done
+echo "log-swapper wrote this"
+exec "$APPS_DIR/hello"`, "KEY", filepath.Join(repDir, "cell-z1.key"), "APPS_DIR", apps)
+				steady(b, "log-swapper", 1, "cell-z1")
+				log := b.cork("logs", "log-swapper/0", "-n", "100")
+				Expect(log).To(ContainSubstring("log-swapper wrote this"))
+				Expect(log).NotTo(ContainSubstring("PRIVATE KEY"))
+			}
 		},
 		Entry(`with isolation "full": every attempt fails, its own work succeeds`, "full", map[string]string{
 			"read-config": "no", "read-cert": "no", "read-key": "no",
