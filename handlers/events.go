@@ -156,7 +156,7 @@ func (s *eventStream) run(r *http.Request, sub *events.Subscription, heartbeatIn
 
 		case <-heartbeat.C:
 			if err := s.comment("heartbeat"); err != nil {
-				return sent, "write failed: " + err.Error()
+				return sent, err.Error()
 			}
 
 		case e, ok := <-sub.Events():
