@@ -42,12 +42,14 @@ const (
 	// DefaultIdleTimeout is how long a kept-alive connection may wait for
 	// its next request.
 	DefaultIdleTimeout = 2 * time.Minute
-	// DefaultMaxHeaderBytes bounds the request line and headers; request
-	// bodies have their own limit in the handlers. The API's callers send
-	// a few hundred bytes of headers (no cookies: certificates say who
-	// calls); every connection still sending its headers may hold this
-	// much, and 5,000 of them at 64 KiB took a board to 640 MB.
-	DefaultMaxHeaderBytes = 16 << 10
+	// DefaultMaxHeaderBytes bounds the request line and headers to 16 KiB
+	// on the wire: net/http reads 4 KiB past MaxHeaderBytes before it
+	// answers 431, so the value here is 12 KiB. Request bodies have their
+	// own limit in the handlers. The API's callers send a few hundred
+	// bytes of headers (no cookies: certificates say who calls); every
+	// connection still sending its headers may hold this much, and 5,000
+	// of them at 64 KiB took a board to 640 MB.
+	DefaultMaxHeaderBytes = 16<<10 - 4096
 )
 
 // Server is an ifrit runner serving HTTP, or HTTPS when TLSConfig is set.
