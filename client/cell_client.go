@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -130,7 +129,7 @@ func (c *CellClient) CrashActualLRP(ctx context.Context, instance Instance, reas
 	req := &models.CrashActualLRPRequest{
 		ProcessGuid: instance.ProcessGuid, Index: instance.Index,
 		InstanceGuid: instance.InstanceGuid, CellId: c.cellID,
-		CrashReason: shorten(reason, models.MaxReasonBytes),
+		CrashReason: models.CutText(reason, models.MaxReasonBytes),
 	}
 	return c.lifecycle(ctx, models.RouteCrashActualLRP, req)
 }
@@ -141,7 +140,7 @@ func (c *CellClient) CrashActualLRP(ctx context.Context, instance Instance, reas
 func (c *CellClient) FailActualLRP(ctx context.Context, processGuid string, index int32, placementError string) (*models.ActualLRP, error) {
 	req := &models.FailActualLRPRequest{
 		ProcessGuid: processGuid, Index: index, CellId: c.cellID,
-		PlacementError: shorten(placementError, models.MaxReasonBytes),
+		PlacementError: models.CutText(placementError, models.MaxReasonBytes),
 	}
 	return c.lifecycle(ctx, models.RouteFailActualLRP, req)
 }
@@ -238,16 +237,4 @@ func (c *CellClient) lifecycle(ctx context.Context, route string, req proto.Mess
 		return nil, err
 	}
 	return required(route, resp.GetActualLrp())
-}
-
-// shorten cuts s to at most limit bytes, at a character boundary.
-func shorten(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

@@ -408,9 +408,15 @@ func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 
 // lostLocked is the events_lost event for a resume after lastEventID.
 func (h *Hub) lostLocked(lastEventID uint64) *Event {
+	return lostEvent(lastEventID, h.oldest)
+}
+
+// lostEvent is the events_lost event of a stream resumed after
+// lastEventID that goes on with oldestKept.
+func lostEvent(lastEventID, oldestKept uint64) *Event {
 	return &Event{Event: models.Event{
 		Type:    models.EventEventsLost,
-		Payload: &models.EventsLostEvent{LastEventId: lastEventID, OldestKeptId: h.oldest},
+		Payload: &models.EventsLostEvent{LastEventId: lastEventID, OldestKeptId: oldestKept},
 	}}
 }
 

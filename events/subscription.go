@@ -3,8 +3,6 @@ package events
 import (
 	"context"
 	"sync"
-
-	"github.com/corkboard/corkboard/models"
 )
 
 // Subscription is one subscriber's view of the hub: a channel of events in
@@ -87,10 +85,7 @@ func (s *Subscription) feed(first *Event, askLog bool) {
 			// Trimmed from the log: the stream goes on with the log's
 			// oldest event, whatever this board's history still holds,
 			// so every board answers a resume alike.
-			first = &Event{Event: models.Event{
-				Type:    models.EventEventsLost,
-				Payload: &models.EventsLostEvent{LastEventId: s.cursor - 1, OldestKeptId: logFirst},
-			}}
+			first = lostEvent(s.cursor-1, logFirst)
 			s.cursor = logFirst
 		case s.cursor-1 > logLast:
 			first = s.hub.lostFrom(&s.cursor)

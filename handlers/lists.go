@@ -154,16 +154,8 @@ func (l *listing) onePage(ctx context.Context, req pagedRequest) (protoreflect.M
 		limit = models.MaxListPage
 	}
 	var items []listItem
-	size, full := 0, false
-	err := l.read(ctx, req, req.GetCursor(), limit+1, func(item listItem) error {
-		items = append(items, item)
-		if size += proto.Size(item); size >= onePageBytes && len(items) <= limit {
-			full = true
-			return errPageFull
-		}
-		return nil
-	})
-	if err != nil && !full {
+	full, err := l.readItems(ctx, req, req.GetCursor(), limit+1, onePageBytes, &items)
+	if err != nil {
 		return nil, err
 	}
 	response := l.newResponse()
@@ -304,10 +296,21 @@ func nextPageLimit(read, asked, max int) int {
 func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, cursor string, limit int, page *[]listItem) (full bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.api.databaseTimeout)
 	defer cancel()
+	full, err = l.readItems(ctx, req, cursor, limit, streamPageBytes, page)
+	if err != nil {
+		return false, err
+	}
+	return full || len(*page) == limit, nil
+}
+
+// readItems reads the items after cursor into page, at most limit of
+// them, and stops after the one whose bytes (protobuf) bring the page to
+// maxBytes; byBytes says it stopped so.
+func (l *listing) readItems(ctx context.Context, req pagedRequest, cursor string, limit, maxBytes int, page *[]listItem) (byBytes bool, err error) {
 	size := 0
 	err = l.read(ctx, req, cursor, limit, func(item listItem) error {
 		*page = append(*page, item)
-		if size += proto.Size(item); size >= streamPageBytes {
+		if size += proto.Size(item); size >= maxBytes {
 			return errPageFull
 		}
 		return nil
@@ -315,5 +318,5 @@ func (c *call) readPage(ctx context.Context, l *listing, req pagedRequest, curso
 	if errors.Is(err, errPageFull) {
 		return true, nil
 	}
-	return err == nil && len(*page) == limit, err
+	return false, err
 }

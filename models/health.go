@@ -45,15 +45,19 @@ const MaxCheckFailureBytes = 512
 // most MaxCheckFailureBytes bytes of valid UTF-8, cut at a character's
 // start, invalid bytes replaced.
 func CutCheckFailure(output string) string {
-	output = strings.ToValidUTF8(output, "\uFFFD")
-	if len(output) <= MaxCheckFailureBytes {
-		return output
+	return CutText(strings.ToValidUTF8(output, "\uFFFD"), MaxCheckFailureBytes)
+}
+
+// CutText is text cut to at most limit bytes, at a character's start.
+func CutText(text string, limit int) string {
+	if len(text) <= limit {
+		return text
 	}
-	cut := MaxCheckFailureBytes
-	for cut > 0 && !utf8.RuneStart(output[cut]) {
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return output[:cut]
+	return text[:cut]
 }
 
 // BucketOf is the index of the bucket of bounds that counts v: the first

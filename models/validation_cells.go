@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Limits of the cell side of the API. Lengths are in bytes.
@@ -123,15 +122,7 @@ func validateReason(path, reason string, required bool) error {
 //  3. "bad \xff byte" → "bad \uFFFD byte".
 //  4. 4,095 "a" then "é" (2 bytes) → the 4,095 "a": é would end past 4,096.
 func CleanReason(text string) string {
-	text = strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", "")
-	if len(text) <= MaxReasonBytes {
-		return text
-	}
-	cut := MaxReasonBytes
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut]
+	return CutText(strings.ReplaceAll(strings.ToValidUTF8(text, "\uFFFD"), "\x00", ""), MaxReasonBytes)
 }
 
 // Validate requires a cell: a cell_id, an absolute http(s) rep_url, a

@@ -43,7 +43,7 @@ func (s *SQLDB) SetBudgetGroup(ctx context.Context, g *models.BudgetGroup, reque
 	// Who asked is the board's record, not the client's input: cut to the
 	// column's width (a long X-Corkboard-Requested-By or User-Agent, plus
 	// " from <address>"), as a quarantine's is, rather than refused.
-	requestedBy = truncateText(requestedBy, maxBudgetGroupBy)
+	requestedBy = models.CutText(requestedBy, maxBudgetGroupBy)
 	err := s.transactPublishing(ctx, "set budget group", func(tx *sql.Tx) ([]models.Event, error) {
 		existing, err := s.readBudgetGroup(ctx, tx, stored.Name, s.driver.lockForUpdate())
 		if err != nil {

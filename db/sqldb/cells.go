@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -145,7 +144,7 @@ func (s *SQLDB) DrainCellBy(ctx context.Context, cellID string, deadline time.Du
 
 // QuarantineCell quarantines the cell; see db.CellDB.
 func (s *SQLDB) QuarantineCell(ctx context.Context, cellID, reason, by string, clearedAt int64) (bool, error) {
-	reason, by = truncateText(reason, maxQuarantineReason), truncateText(by, maxQuarantineBy)
+	reason, by = models.CutText(reason, maxQuarantineReason), models.CutText(by, maxQuarantineBy)
 	changed := false
 	err := s.changeCell(ctx, "quarantine cell", cellID, func(before *models.Cell, now int64) (*models.Cell, string, []any) {
 		changed = false
@@ -162,7 +161,7 @@ func (s *SQLDB) QuarantineCell(ctx context.Context, cellID, reason, by string, c
 
 // ClearCellQuarantine clears the cell's quarantine; see db.CellDB.
 func (s *SQLDB) ClearCellQuarantine(ctx context.Context, cellID, by string) error {
-	by = truncateText(by, maxQuarantineBy)
+	by = models.CutText(by, maxQuarantineBy)
 	return s.changeCell(ctx, "clear cell quarantine", cellID, func(before *models.Cell, now int64) (*models.Cell, string, []any) {
 		if before.QuarantinedAt == 0 {
 			return nil, "", nil
@@ -213,17 +212,6 @@ const (
 	maxQuarantineReason = 1100
 	maxQuarantineBy     = 256
 )
-
-// truncateText cuts text to at most n bytes on a rune boundary.
-func truncateText(text string, n int) string {
-	if len(text) <= n {
-		return text
-	}
-	for n > 0 && !utf8.RuneStart(text[n]) {
-		n--
-	}
-	return text[:n]
-}
 
 func checkCell(cell *models.Cell, ttl time.Duration) error {
 	switch {
