@@ -30,6 +30,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/corkboard/corkboard/internal/recent"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -133,8 +134,10 @@ type Hub struct {
 	// advanced is closed, and replaced, whenever events are appended:
 	// CatchUp waits on it.
 	advanced chan struct{}
-	// decoded shares the payloads decoded lately among subscribers.
-	decoded sharedPayloads
+	// decoded shares the payloads decoded lately among subscribers, by
+	// id; a payload is never changed once decoded (subscribers only read
+	// them), so any number may hold it.
+	decoded *recent.Map[uint64, proto.Message]
 }
 
 // sharedDecoded is how many decoded payloads the hub keeps for the
@@ -145,37 +148,6 @@ type Hub struct {
 // LRP with 128 KiB of routes decodes to megabytes), and their decoding
 // was most of the board's CPU.
 const sharedDecoded = 256
-
-// sharedPayloads are the payloads of the last sharedDecoded events
-// decoded from the log, by id. A payload is never changed once decoded
-// (subscribers only read them), so any number may hold it.
-type sharedPayloads struct {
-	mu   sync.Mutex
-	byID map[uint64]proto.Message
-	ids  [sharedDecoded]uint64 // a ring of the ids in byID, oldest at next
-	next int
-}
-
-func (p *sharedPayloads) get(id uint64) proto.Message {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.byID[id]
-}
-
-func (p *sharedPayloads) put(id uint64, payload proto.Message) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byID == nil {
-		p.byID = make(map[uint64]proto.Message, sharedDecoded)
-	}
-	if _, ok := p.byID[id]; ok {
-		return
-	}
-	delete(p.byID, p.ids[p.next])
-	p.ids[p.next] = id
-	p.next = (p.next + 1) % sharedDecoded
-	p.byID[id] = payload
-}
 
 // Option configures a Hub.
 type Option func(*Hub)
@@ -204,6 +176,7 @@ func NewHub(opts ...Option) *Hub {
 		subscribers: map[*Subscription]struct{}{},
 		done:        make(chan struct{}),
 		advanced:    make(chan struct{}),
+		decoded:     recent.New[uint64, proto.Message](sharedDecoded),
 	}
 	for _, opt := range opts {
 		opt(h)
@@ -268,13 +241,13 @@ func (h *Hub) keepLogged(l Logged) (kept, error) {
 
 // decode returns a kept event with its payload, decoding what the log
 // stored, or taking the payload another subscriber had decoded of it
-// (sharedPayloads).
+// (Hub.decoded).
 func (h *Hub) decode(k kept) (Event, error) {
 	e := Event{ID: k.id, Event: models.Event{Type: k.eventType, Key: k.key, Payload: k.payload}}
 	if e.Payload != nil || h.log == nil {
 		return e, nil
 	}
-	if shared := h.decoded.get(k.id); shared != nil {
+	if shared, ok := h.decoded.Get(k.id); ok {
 		e.Payload = shared
 		return e, nil
 	}
@@ -282,7 +255,7 @@ func (h *Hub) decode(k kept) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("decode %s event at %d: %w", k.eventType, k.id, err)
 	}
-	h.decoded.put(k.id, payload)
+	h.decoded.Put(k.id, payload)
 	e.Payload = payload
 	return e, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/corkboard/corkboard/events"
 	"github.com/corkboard/corkboard/internal/admission"
+	"github.com/corkboard/corkboard/internal/recent"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -251,7 +251,7 @@ var frameEnd = []byte("\n\n")
 // encoded once for all the streams that send it (encodedEvents).
 func (s *eventStream) encode(e events.Event) ([]byte, error) {
 	if e.ID != 0 {
-		if data := s.encoded.get(e.ID, s.protobuf); data != nil {
+		if data, ok := s.encoded.Get(encodedKey{e.ID, s.protobuf}); ok {
 			return data, nil
 		}
 	}
@@ -269,7 +269,7 @@ func (s *eventStream) encode(e events.Event) ([]byte, error) {
 		data = base64.StdEncoding.AppendEncode(nil, raw)
 	}
 	if e.ID != 0 {
-		s.encoded.put(e.ID, s.protobuf, data)
+		s.encoded.Put(encodedKey{e.ID, s.protobuf}, data)
 	}
 	return data, nil
 }
@@ -315,12 +315,7 @@ const sharedEncodings = 256
 // for every subscriber, so a few hundred streams encode it once (protojson
 // of a desired LRP change with large routes took milliseconds each).
 // The bytes are never changed once kept.
-type encodedEvents struct {
-	mu   sync.Mutex
-	byID map[encodedKey][]byte
-	keys [sharedEncodings]encodedKey // a ring of the keys in byID, oldest at next
-	next int
-}
+type encodedEvents = recent.Map[encodedKey, []byte]
 
 type encodedKey struct {
 	id       uint64
@@ -328,26 +323,7 @@ type encodedKey struct {
 }
 
 func newEncodedEvents() *encodedEvents {
-	return &encodedEvents{byID: make(map[encodedKey][]byte, sharedEncodings)}
-}
-
-func (c *encodedEvents) get(id uint64, protobuf bool) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byID[encodedKey{id, protobuf}]
-}
-
-func (c *encodedEvents) put(id uint64, protobuf bool, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := encodedKey{id, protobuf}
-	if _, ok := c.byID[key]; ok {
-		return
-	}
-	delete(c.byID, c.keys[c.next])
-	c.keys[c.next] = key
-	c.next = (c.next + 1) % sharedEncodings
-	c.byID[key] = data
+	return recent.New[encodedKey, []byte](sharedEncodings)
 }
 
 // clearDeadline leaves the connection as it found it, for the next request
