@@ -205,7 +205,7 @@ var _ = Describe("Bad input", func() {
 						lrp := protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 1<<32+2)
 						return protowire.AppendBytes(protowire.AppendTag(valid, 1, protowire.BytesType), lrp)
 					}),
-					Entry("JSON instances of 2^32+2", jsonWire, "invalid value for int32 field instances: 4294967298", func(guid, domain string) []byte {
+					Entry("JSON instances of 2^32+2", jsonWire, "invalid value for int32 field desired_lrp.instances: 4294967298", func(guid, domain string) []byte {
 						return desireJSON(guid, domain, `"instances": 4294967298`)
 					}),
 					Entry("protobuf port of 2^32+8080", protobufWire, "invalid value for uint32 field desired_lrp.definition.ports[0]: 4294975376", func(guid, domain string) []byte {
@@ -218,7 +218,7 @@ var _ = Describe("Bad input", func() {
 						definition := protowire.AppendBytes(protowire.AppendTag(nil, 11, protowire.BytesType), ports)
 						return protowire.AppendBytes(protowire.AppendTag(body, 1, protowire.BytesType), definition)
 					}),
-					Entry("JSON port of 2^32+8080", jsonWire, "invalid value for uint32 field ports: 4294975376", func(guid, domain string) []byte {
+					Entry("JSON port of 2^32+8080", jsonWire, "invalid value for uint32 field desired_lrp.definition.ports[0]: 4294975376", func(guid, domain string) []byte {
 						return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", "instances": 1, "definition": {"action": {"path": "/bin/app"}, "ports": [4294975376]}}}`)
 					}),
 					Entry("random bytes as protobuf", protobufWire, "", func(_, _ string) []byte {
@@ -227,10 +227,10 @@ var _ = Describe("Bad input", func() {
 					Entry("truncated JSON", jsonWire, "", func(guid, domain string) []byte {
 						return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", "instances": 1,`)
 					}),
-					Entry("JSON with an unknown field", jsonWire, `unknown field "colour"`, func(guid, domain string) []byte {
+					Entry("JSON with an unknown field", jsonWire, `desired_lrp: unknown field "colour"`, func(guid, domain string) []byte {
 						return desireJSON(guid, domain, `"instances": 1, "colour": "blue"`)
 					}),
-					Entry("JSON with a string for a number", jsonWire, "instances", func(guid, domain string) []byte {
+					Entry("JSON with a string for a number", jsonWire, `invalid value for int32 field desired_lrp.instances: "many"`, func(guid, domain string) []byte {
 						return desireJSON(guid, domain, `"instances": "many"`)
 					}),
 					Entry("JSON that is not an object", jsonWire, "", func(_, _ string) []byte {

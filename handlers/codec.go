@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -128,8 +127,10 @@ func readBody(w http.ResponseWriter, r *http.Request, c codec, msg proto.Message
 	return nil
 }
 
+// unmarshalJSON is models.UnmarshalJSON: its errors name the field as the
+// protobuf decoder's do.
 func unmarshalJSON(body []byte, msg proto.Message) error {
-	return protojson.UnmarshalOptions{DiscardUnknown: false}.Unmarshal(body, msg)
+	return models.UnmarshalJSON(body, msg)
 }
 
 // unmarshalProtobuf rejects fields this board does not know, like the JSON
@@ -149,66 +150,7 @@ func unmarshalProtobuf(body []byte, msg proto.Message) error {
 	if declaredOnly {
 		return nil // nothing unknown to find (see CheckWireRanges)
 	}
-	return unknownFields(msg.ProtoReflect(), &fieldPath{index: -1})
-}
-
-// fieldPath names a message within the request: its field, its place in
-// the field's list or map, and the message holding it (none at the top).
-// It is built into a string (String) only when an error names it: a
-// request without unknown fields builds no path.
-type fieldPath struct {
-	up    *fieldPath
-	fd    protoreflect.FieldDescriptor // nil at the top
-	index int                          // a list element's, -1 otherwise
-	key   *protoreflect.MapKey         // a map value's, nil otherwise
-}
-
-// String is "definition.env[0]" or "routes.fields[http]", "" at the top.
-func (p *fieldPath) String() string {
-	if p.fd == nil {
-		return ""
-	}
-	name := string(p.fd.Name())
-	if up := p.up.String(); up != "" {
-		name = up + "." + name
-	}
-	switch {
-	case p.index >= 0:
-		name = fmt.Sprintf("%s[%d]", name, p.index)
-	case p.key != nil:
-		name = fmt.Sprintf("%s[%v]", name, p.key.Interface())
-	}
-	return name
-}
-
-func unknownFields(m protoreflect.Message, path *fieldPath) error {
-	if unknown := m.GetUnknown(); len(unknown) > 0 {
-		number, _, _ := protowire.ConsumeTag(unknown)
-		where := path.String()
-		if where == "" {
-			where = string(m.Descriptor().Name())
-		}
-		return fmt.Errorf("%s: unknown field number %d", where, number)
-	}
-	var err error
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			list := v.List()
-			for i := 0; i < list.Len() && err == nil; i++ {
-				err = unknownFields(list.Get(i).Message(), &fieldPath{up: path, fd: fd, index: i})
-			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
-			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				err = unknownFields(mv.Message(), &fieldPath{up: path, fd: fd, index: -1, key: &k})
-				return err == nil
-			})
-		case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-			err = unknownFields(v.Message(), &fieldPath{up: path, fd: fd, index: -1})
-		}
-		return err == nil
-	})
-	return err
+	return models.UnknownFields(msg.ProtoReflect())
 }
 
 // trimProtoPrefix drops the "proto:" the protobuf library puts in front of

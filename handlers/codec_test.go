@@ -59,16 +59,16 @@ var _ = DescribeTable("a protobuf request with a field the board does not know i
 		Expect(unmarshalProtobuf(body, &models.DesireLRPRequest{})).To(MatchError(want))
 	},
 	Entry("at the top", func(r *models.DesireLRPRequest) { withUnknown(r, 99) },
-		"DesireLRPRequest: unknown field number 99"),
+		"unknown field number 99"),
 	Entry("in a message", func(r *models.DesireLRPRequest) { withUnknown(r.DesiredLrp.Definition.HealthCheck, 77) },
 		"desired_lrp.definition.health_check: unknown field number 77"),
 	Entry("in an element of a list", func(r *models.DesireLRPRequest) { withUnknown(r.DesiredLrp.Definition.Action.Env[1], 77) },
 		"desired_lrp.definition.action.env[1]: unknown field number 77"),
 	Entry("in a value of a map", func(r *models.DesireLRPRequest) { withUnknown(r.DesiredLrp.Routes.Fields["cf-router"], 77) },
-		"desired_lrp.routes.fields[cf-router]: unknown field number 77"),
+		`desired_lrp.routes.fields["cf-router"]: unknown field number 77`),
 	Entry("in a list within a map", func(r *models.DesireLRPRequest) {
 		withUnknown(r.DesiredLrp.Routes.Fields["cf-router"].GetListValue().Values[0], 77)
-	}, "desired_lrp.routes.fields[cf-router].list_value.values[0]: unknown field number 77"),
+	}, `desired_lrp.routes.fields["cf-router"].list_value.values[0]: unknown field number 77`),
 )
 
 // BenchmarkDecodeDesire is decoding a desire's protobuf body as the board
@@ -147,7 +147,7 @@ var _ = Describe("the check that a protobuf request holds only declared fields",
 			if proto.Unmarshal(body, decoded) != nil {
 				continue // a value the field cannot hold
 			}
-			walk := unknownFields(decoded.ProtoReflect(), &fieldPath{index: -1})
+			walk := models.UnknownFields(decoded.ProtoReflect())
 			declared, err := models.CheckWireRanges(body, decoded.ProtoReflect().Descriptor())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(declared).To(Equal(walk == nil),

@@ -2,7 +2,9 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -126,6 +128,9 @@ func FuzzDecodeValidate(f *testing.F) {
 	f.Add(typeIndex(types, "DesireLRPRequest"), uint8(0), garbled)
 	f.Add(typeIndex(types, "UpsertDomainRequest"), uint8(1), []byte(`{"domain": "ap\u0000ps"}`))
 	f.Add(typeIndex(types, "DesireLRPRequest"), uint8(1), []byte(`{"desired_lrp": {"routes": {"a\nb": 1e999}}}`))
+	// JSON refused inside a list's element: the error names
+	// desired_lrp.definition.action.env[1] (models.JSONError).
+	f.Add(typeIndex(types, "DesireLRPRequest"), uint8(1), []byte(`{"desired_lrp": {"definition": {"action": {"env": [{"name": "A"}, {"name": "B", "colour": 1}]}}}}`))
 	// An edit that changes nothing is refused naming every field it could
 	// change: "max_surge, max_unavailable, …: at least one is required".
 	f.Add(typeIndex(types, "EditRolloutRequest"), uint8(0), []byte("\n\x010"))
@@ -140,7 +145,10 @@ func FuzzDecodeValidate(f *testing.F) {
 		if encoding%2 == 0 {
 			err = proto.Unmarshal(data, message)
 		} else {
-			err = protojson.Unmarshal(data, message)
+			err = models.UnmarshalJSON(data, message)
+			if err != nil {
+				checkJSONError(t, mt, data, err)
+			}
 		}
 		if err != nil {
 			return
@@ -168,6 +176,80 @@ func FuzzDecodeValidate(f *testing.F) {
 			checkValidationError(t, mt.Descriptor(), first)
 		}
 	})
+}
+
+// checkJSONError holds models.UnmarshalJSON's refusal to its contract: it
+// refuses what protojson refuses, with a *models.JSONError whose Path is
+// "" or the place of a field of the message (each step a field of the
+// message before it, with an index for a list, a quoted key for a map),
+// named in its Text.
+func checkJSONError(t *testing.T, mt protoreflect.MessageType, data []byte, err error) {
+	t.Helper()
+	md := mt.Descriptor()
+	if protojson.Unmarshal(data, mt.New().Interface()) == nil {
+		t.Fatalf("%s: UnmarshalJSON refused what protojson decodes: %v", md.Name(), err)
+	}
+	var jsonErr *models.JSONError
+	if !errors.As(err, &jsonErr) {
+		t.Fatalf("%s: UnmarshalJSON answered %v (%T), want a *models.JSONError", md.Name(), err, err)
+	}
+	if jsonErr.Path == "" {
+		return
+	}
+	if !strings.Contains(jsonErr.Text, jsonErr.Path) {
+		t.Fatalf("%s: %q does not name its path %q", md.Name(), jsonErr.Text, jsonErr.Path)
+	}
+	if strings.Contains(jsonErr.Path, "...") {
+		return // a path cut in the middle (models' maxPathBytes)
+	}
+	if problem := resolvePath(md, jsonErr.Path); problem != "" {
+		t.Fatalf("%s: path %q of %q: %s", md.Name(), jsonErr.Path, jsonErr.Text, problem)
+	}
+}
+
+// resolvePath says what in path is not a field of md's ("" when all is).
+func resolvePath(md protoreflect.MessageDescriptor, path string) string {
+	for path != "" {
+		if md == nil {
+			return "goes on past a scalar: " + path
+		}
+		end := strings.IndexAny(path, ".[")
+		if end < 0 {
+			end = len(path)
+		}
+		fd := md.Fields().ByName(protoreflect.Name(path[:end]))
+		if fd == nil {
+			return fmt.Sprintf("%s has no field %q", md.FullName(), path[:end])
+		}
+		path = path[end:]
+		md = fd.Message()
+		if fd.IsMap() {
+			md = fd.MapValue().Message()
+		}
+		if rest, ok := strings.CutPrefix(path, "["); ok {
+			switch {
+			case fd.IsList():
+				n := strings.IndexByte(rest, ']')
+				if n < 1 {
+					return "an unclosed index: " + path
+				}
+				if _, err := strconv.Atoi(rest[:n]); err != nil {
+					return "an index that is not a number: " + path
+				}
+				path = rest[n+1:]
+			case fd.IsMap():
+				key, err := strconv.QuotedPrefix(rest)
+				if err != nil || !strings.HasPrefix(rest[len(key):], "]") {
+					return "a key that is not quoted: " + path
+				}
+				path = rest[len(key)+1:]
+			default:
+				return "an index on a field that is no list or map: " + path
+			}
+		}
+		path = strings.TrimPrefix(path, ".")
+	}
+	return ""
 }
 
 func errorText(err error) string {

@@ -2,10 +2,8 @@ package models
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -28,9 +26,9 @@ import (
 // ten times the cost; 6% of the board's CPU with a million instances
 // bulk-reporting). A group, or bytes too deep, also says false.
 //
-// The error names the field's path as the JSON decoder names a field it
-// refuses ("invalid value for int32 field desired_lrp.instances:
-// 4294967298"; a list element is numbered within the occurrence of its
+// The error names the field's path in the words UnmarshalJSON uses for
+// the same value sent in JSON (fieldPlace, invalidValue: "invalid value
+// for int32 field desired_lrp.instances: 4294967298"; a list element is numbered within the occurrence of its
 // message in the bytes, as a message sent in two parts is merged by the
 // decoder). Bytes that are not a valid encoding are refused too; the board
 // runs proto.Unmarshal first, so that only a range is reported here.
@@ -44,7 +42,7 @@ const maxWireDepth = 10000
 
 var errWireDepth = errors.New("exceeded maximum recursion depth")
 
-func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *wirePlace, depth int) (declaredOnly bool, err error) {
+func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *fieldPlace, depth int) (declaredOnly bool, err error) {
 	if depth > maxWireDepth {
 		return false, errWireDepth
 	}
@@ -86,7 +84,7 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *wirePlace,
 				return false, protowire.ParseError(n)
 			}
 			b = b[n:]
-			if err := checkVarint(fd, &wirePlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
+			if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
 				return false, err
 			}
 		case typ == protowire.BytesType && fd.IsList() && narrowKind(fd.Kind()):
@@ -101,7 +99,7 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *wirePlace,
 					return false, protowire.ParseError(n)
 				}
 				packed = packed[n:]
-				if err := checkVarint(fd, &wirePlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
+				if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
 					return false, err
 				}
 			}
@@ -111,7 +109,7 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *wirePlace,
 				return false, protowire.ParseError(n)
 			}
 			b = b[n:]
-			place := &wirePlace{up: at, fd: fd, index: element(fd)}
+			place := &fieldPlace{up: at, fd: fd, index: element(fd)}
 			if fd.IsMap() {
 				place.entry = inner
 			}
@@ -130,39 +128,6 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *wirePlace,
 		}
 	}
 	return declaredOnly, nil
-}
-
-// wirePlace is where a value sits in the message walked: its field, its
-// number in the field's list (-1 for a field that is not a list), a map
-// entry's bytes, and the place of the message holding it (nil at the
-// top). It is named (String) only when an error names it: a request
-// without a fault builds no path.
-type wirePlace struct {
-	up    *wirePlace
-	fd    protoreflect.FieldDescriptor
-	index int
-	entry []byte
-}
-
-// String names the place: "definition.ports[2]" for the third element of
-// a list, "routes.fields["http"]" for a map entry (by its key as the
-// entry's bytes hold it), the field's name otherwise, under its parents'.
-func (p *wirePlace) String() string {
-	if p == nil {
-		return ""
-	}
-	path := p.up.String()
-	if p.entry != nil {
-		return mapEntryPath(path, p.fd, p.entry)
-	}
-	name := string(p.fd.Name())
-	if path != "" {
-		name = path + "." + name
-	}
-	if p.index >= 0 {
-		name = fmt.Sprintf("%s[%d]", name, p.index)
-	}
-	return name
 }
 
 // narrowKind is a kind whose values are 32 bits but travel as varints.
@@ -199,7 +164,7 @@ func takesWireType(fd protoreflect.FieldDescriptor, typ protowire.Type) bool {
 // checkVarint refuses v when it does not fit fd's kind: an int32 or enum
 // is a sign-extended 32-bit value (a negative one takes ten bytes); a
 // uint32 or sint32 (zigzag) fits in 32 bits unsigned. The error names at.
-func checkVarint(fd protoreflect.FieldDescriptor, at *wirePlace, v uint64) error {
+func checkVarint(fd protoreflect.FieldDescriptor, at *fieldPlace, v uint64) error {
 	var ok bool
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.EnumKind:
@@ -211,66 +176,8 @@ func checkVarint(fd protoreflect.FieldDescriptor, at *wirePlace, v uint64) error
 		return nil
 	}
 	shown := strconv.FormatUint(v, 10)
-	kind := fd.Kind().String()
-	switch fd.Kind() {
-	case protoreflect.Int32Kind:
+	if fd.Kind() == protoreflect.Int32Kind || fd.Kind() == protoreflect.EnumKind {
 		shown = strconv.FormatInt(int64(v), 10)
-	case protoreflect.EnumKind:
-		shown = strconv.FormatInt(int64(v), 10)
-		kind = "enum " + string(fd.Enum().FullName())
 	}
-	return fmt.Errorf("invalid value for %s field %s: %s", kind, shortPath(at.String()), shown)
-}
-
-// maxPathBytes bounds the path an error names: a message nested a
-// thousand deep (Struct values may be) is named by its two ends.
-const maxPathBytes = 256
-
-func shortPath(path string) string {
-	if len(path) <= maxPathBytes {
-		return path
-	}
-	head, tail := maxPathBytes/2, len(path)-maxPathBytes/2
-	for head > 0 && !utf8.RuneStart(path[head]) {
-		head--
-	}
-	for tail < len(path) && !utf8.RuneStart(path[tail]) {
-		tail++
-	}
-	return path[:head] + "..." + path[tail:]
-}
-
-// mapEntryPath names a map entry under path by its key as the entry's
-// bytes hold it: "routes.fields["http"]" ("[?]" when the key cannot be
-// read; the walk of the entry then reports why).
-func mapEntryPath(path string, fd protoreflect.FieldDescriptor, entry []byte) string {
-	key := "?"
-	for len(entry) > 0 {
-		num, typ, n := protowire.ConsumeTag(entry)
-		if n < 0 {
-			break
-		}
-		entry = entry[n:]
-		if num == 1 {
-			switch typ {
-			case protowire.BytesType:
-				if s, m := protowire.ConsumeBytes(entry); m >= 0 {
-					key = quoteShort(string(s))
-				}
-			case protowire.VarintType:
-				if v, m := protowire.ConsumeVarint(entry); m >= 0 {
-					key = strconv.FormatUint(v, 10)
-				}
-			}
-		}
-		if n = protowire.ConsumeFieldValue(num, typ, entry); n < 0 {
-			break
-		}
-		entry = entry[n:]
-	}
-	name := string(fd.Name())
-	if path != "" {
-		name = path + "." + name
-	}
-	return name + "[" + key + "]"
+	return invalidValue(at, shown)
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
-	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/models"
@@ -46,23 +44,26 @@ func (a *app) readSpec(path string, msg proto.Message) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &specError{file: name, msg: "empty, want a JSON object"}
 	}
-	if err := protojson.Unmarshal(data, msg); err != nil {
-		return &specError{file: name, msg: withoutProtoPrefix(err.Error())}
+	if err := models.UnmarshalJSON(data, msg); err != nil {
+		return &specError{file: name, msg: placedInFile(err)}
 	}
 	return nil
 }
 
-// protoPosition is how protojson places an error: "(line 3:5): ".
-var protoPosition = regexp.MustCompile(`^\(line (\d+:\d+)\): `)
-
-// withoutProtoPrefix drops the "proto:" the protobuf library starts its
-// messages with (followed by a space or, at random, a no-break space) and
-// writes the position as "line 3:5: ".
-func withoutProtoPrefix(msg string) string {
+// placedInFile says why a spec did not decode, where in the file first
+// ("line 3:5: desired_lrp.definition: unknown field "colour"").
+func placedInFile(err error) string {
+	msg := err.Error()
+	var jsonErr *models.JSONError
+	if errors.As(err, &jsonErr) {
+		msg = jsonErr.Text
+		if jsonErr.Line > 0 {
+			msg = fmt.Sprintf("line %d:%d: %s", jsonErr.Line, jsonErr.Column, msg)
+		}
+	}
 	// The decoder echoes the bytes it refuses: a spec must not put raw
 	// bytes or terminal escapes on a person's screen.
-	msg = models.PrintableText(strings.TrimLeft(strings.TrimPrefix(msg, "proto:"), " \u00a0"))
-	return protoPosition.ReplaceAllString(msg, "line $1: ")
+	return models.PrintableText(msg)
 }
 
 // invalidSpec names the file in a validation error about its content.
