@@ -33,7 +33,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tedsuo/ifrit"
 	"github.com/tedsuo/ifrit/grouper"
 	"github.com/tedsuo/ifrit/sigmon"
@@ -251,7 +250,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	converger := runner.NewRunner(logger, store, registry, runnerConfig)
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{Registry: registry}))
+	mux.Handle("GET /metrics", handlers.Metrics(registry))
 	mux.Handle("GET /ready", handlers.Readiness(store, cfg.databaseTimeout()))
 	// The dashboard, on the API's listener: with mutual TLS the browser
 	// presents a certificate like any other client, and the API calls
