@@ -221,6 +221,39 @@ var _ = Describe("Bad input", func() {
 					Entry("JSON port of 2^32+8080", jsonWire, "invalid value for uint32 field desired_lrp.definition.ports[0]: 4294975376", func(guid, domain string) []byte {
 						return []byte(`{"desired_lrp": {"process_guid": "` + guid + `", "domain": "` + domain + `", "instances": 1, "definition": {"action": {"path": "/bin/app"}, "ports": [4294975376]}}}`)
 					}),
+					// What protobuf-go would decode into a request other than
+					// the one sent, or refuse naming no field (models.CheckWireRanges,
+					// models.ExplainWire).
+					Entry("protobuf routes whose entry holds a field the entry does not know", protobufWire,
+						`request body: desired_lrp.routes.fields["http"]: unknown field number 3`, func(guid, domain string) []byte {
+							entry := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "http")
+							entry = protowire.AppendBytes(protowire.AppendTag(entry, 2, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 4, protowire.VarintType), 1))
+							entry = protowire.AppendVarint(protowire.AppendTag(entry, 3, protowire.VarintType), 7)
+							routes := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), entry)
+							lrp := protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), routes)
+							return protowire.AppendBytes(protowire.AppendTag(encodeDesire(proto.Marshal, guid, domain), 1, protowire.BytesType), lrp)
+						}),
+					Entry("protobuf auto_revert of 2^40", protobufWire,
+						"request body: invalid value for bool field desired_lrp.update_strategy.auto_revert: 1099511627776", func(guid, domain string) []byte {
+							strategy := protowire.AppendVarint(protowire.AppendTag(nil, 5, protowire.VarintType), 1<<40)
+							lrp := protowire.AppendBytes(protowire.AppendTag(nil, 9, protowire.BytesType), strategy)
+							return protowire.AppendBytes(protowire.AppendTag(encodeDesire(proto.Marshal, guid, domain), 1, protowire.BytesType), lrp)
+						}),
+					Entry("JSON auto_revert of 2^40", jsonWire,
+						"request body: invalid value for bool field desired_lrp.update_strategy.auto_revert: 1099511627776", func(guid, domain string) []byte {
+							return desireJSON(guid, domain, `"instances": 1, "update_strategy": {"auto_revert": 1099511627776}`)
+						}),
+					Entry("protobuf instances sent as bytes", protobufWire,
+						"request body: invalid value for int32 field desired_lrp.instances: wire type bytes", func(guid, domain string) []byte {
+							lrp := protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "abc")
+							return protowire.AppendBytes(protowire.AppendTag(encodeDesire(proto.Marshal, guid, domain), 1, protowire.BytesType), lrp)
+						}),
+					Entry("protobuf annotation that is not UTF-8", protobufWire,
+						"request body: desired_lrp.annotation: string field contains invalid UTF-8", func(guid, domain string) []byte {
+							valid := encodeDesire(proto.Marshal, guid, domain)
+							bad := protowire.AppendBytes(protowire.AppendTag(nil, 6, protowire.BytesType), []byte{'a', 0xff})
+							return protowire.AppendBytes(protowire.AppendTag(valid, 1, protowire.BytesType), bad)
+						}),
 					Entry("random bytes as protobuf", protobufWire, "", func(_, _ string) []byte {
 						return []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}
 					}),

@@ -140,6 +140,11 @@ func unmarshalJSON(body []byte, msg proto.Message) error {
 // protobuf-go would cut to its low 32 bits where JSON refuses it.
 func unmarshalProtobuf(body []byte, msg proto.Message) error {
 	if err := proto.Unmarshal(body, msg); err != nil {
+		// The decoder's refusals name no field ("string field contains
+		// invalid UTF-8"): say where, when the walk finds it.
+		if where := models.ExplainWire(body, msg.ProtoReflect().Descriptor()); where != nil {
+			return where
+		}
 		return err
 	}
 	declaredOnly, err := models.CheckWireRanges(body, msg.ProtoReflect().Descriptor())

@@ -3,9 +3,7 @@ package models
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -74,13 +72,20 @@ var protojsonInvalidValue = regexp.MustCompile(`(?s)^invalid value for \S+ field
 func explainJSON(b []byte, md protoreflect.MessageDescriptor, err error) *JSONError {
 	text := strings.TrimLeft(strings.TrimPrefix(err.Error(), "proto:"), " \u00a0")
 	m := protojsonError.FindStringSubmatch(text)
+	if m == nil && text == "unexpected EOF" {
+		// Text that ends inside a value: placed where it ends.
+		line, column := textPlace(b)
+		m = []string{text, "syntax error ", strconv.Itoa(line), strconv.Itoa(column), "unexpected end of text"}
+	}
 	if m == nil {
-		return &JSONError{Syntax: true, Text: text}
+		return &JSONError{Syntax: true, Text: cutEcho(text)}
 	}
 	line, _ := strconv.Atoi(m[2])
 	column, _ := strconv.Atoi(m[3])
 	e := &JSONError{Line: line, Column: column, Syntax: m[1] != ""}
-	what := m[4]
+	// protojson echoes what it refuses whole: a name or a value of a
+	// megabyte would make an error of a megabyte.
+	what := cutEcho(m[4])
 	at, onValue := jsonPlaceAt(b, md, textOffset(b, line, column))
 	e.Path = shortPath(at.String())
 	switch {
@@ -98,6 +103,23 @@ func explainJSON(b []byte, md protoreflect.MessageDescriptor, err error) *JSONEr
 		e.Text = at.within(what)
 	}
 	return e
+}
+
+// maxEchoBytes bounds what an error repeats of the text it refuses.
+const maxEchoBytes = 256
+
+func cutEcho(what string) string {
+	if len(what) <= maxEchoBytes {
+		return what
+	}
+	return CutText(what, maxEchoBytes) + "..."
+}
+
+// textPlace is the line and column (as protojson counts them) of the end
+// of b.
+func textPlace(b []byte) (line, column int) {
+	line = bytes.Count(b, []byte("\n")) + 1
+	return line, utf8.RuneCount(b[bytes.LastIndexByte(b, '\n')+1:]) + 1
 }
 
 // textOffset is the byte offset of line:column in b, as protojson counts
@@ -162,7 +184,10 @@ func jsonPlaceAt(b []byte, md protoreflect.MessageDescriptor, offset int) (at *f
 		}
 		tok, err := dec.Token()
 		if err != nil {
-			if errors.Is(err, io.EOF) || top == nil {
+			// Text that does not read (a control character in a
+			// string, the end of the text): the place of what was
+			// expected there, a value or an object's next name.
+			if top == nil || top.array || !top.wantKey {
 				return next.at, false
 			}
 			return top.at, false

@@ -74,6 +74,15 @@ var _ = Describe("UnmarshalJSON", func() {
 			"desired_lrp.routes: syntax error: unexpected token }", "desired_lrp.routes", true),
 		Entry("3. not an object",
 			`[1, 2]`, "syntax error: unexpected token [", "", true),
+		Entry("3. a control character inside a value",
+			"{\"desired_lrp\": {\"process_guid\": \"a\x01b\"}}",
+			`desired_lrp.process_guid: syntax error: invalid character '\x01' in string`, "desired_lrp.process_guid", true),
+		Entry("3. text that ends inside a value",
+			`{"desired_lrp": {"definition": {"action": {"env": [{"name": "A"`,
+			"desired_lrp.definition.action.env[0]: syntax error: unexpected end of text", "desired_lrp.definition.action.env[0]", true),
+		Entry("a long name, cut where the error repeats it",
+			`{"desired_lrp": {"`+strings.Repeat("x", 5000)+`": 1}}`,
+			`desired_lrp: unknown field "`+strings.Repeat("x", 241)+`...`, "desired_lrp", false),
 	)
 
 	It("places the fault in the text by line and character", func() {

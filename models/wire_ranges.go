@@ -2,8 +2,10 @@ package models
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -13,18 +15,22 @@ import (
 // in which a varint does not fit its field: protobuf-go decodes a 64-bit
 // varint into an int32, uint32, sint32 or enum field by keeping its low 32
 // bits, so a client's instances of 2^32+2 would arrive as 2 and a port of
-// 2^32+8080 as 8080, where JSON refuses both. It walks the raw bytes
-// against the descriptor: nested messages, repeated fields (packed or
-// not), map entries and oneof members alike; fields md does not know are
-// skipped (the decoder reports them).
+// 2^32+8080 as 8080, where JSON refuses both; likewise a bool that is
+// neither 0 nor 1. It walks the raw bytes against the descriptor: nested
+// messages, repeated fields (packed or not), map entries and oneof members
+// alike. Fields md does not know are skipped (the decoder keeps them and
+// UnknownFields reports them), except in a map entry, whose unknown
+// fields the decoder drops. A field md declares, sent in a wire type the
+// decoder does not take for it (which it would keep as unknown, or drop
+// in a map entry), is refused naming the field ("invalid value for int32
+// field desired_lrp.instances: wire type bytes").
 //
 // It also says whether every field it walked is one md (or the message
-// holding it) declares, in a wire type the decoder takes for it:
-// protobuf-go keeps a field as unknown only when it is not, so for such an
-// encoding the decoded message holds no unknown field, and the board skips
-// its walk of the decoded message for them (handlers' unknownFields, some
-// ten times the cost; 6% of the board's CPU with a million instances
-// bulk-reporting). A group, or bytes too deep, also says false.
+// holding it) declares: protobuf-go keeps a field as unknown only when it
+// is not (or is in a wire type refused here), so for such an encoding the
+// decoded message holds no unknown field, and the board skips its walk of
+// the decoded message for them (UnknownFields, some ten times the cost;
+// 6% of the board's CPU with a million instances bulk-reporting).
 //
 // The error names the field's path in the words UnmarshalJSON uses for
 // the same value sent in JSON (fieldPlace, invalidValue: "invalid value
@@ -43,6 +49,42 @@ const maxWireDepth = 10000
 var errWireDepth = errors.New("exceeded maximum recursion depth")
 
 func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *fieldPlace, depth int) (declaredOnly bool, err error) {
+	return wireWalk{}.message(b, md, at, depth)
+}
+
+// ExplainWire says where in an encoding of a message described by md the
+// protobuf decoder's refusal lies, for the error that names no field
+// ("string field contains invalid UTF-8", "cannot parse invalid
+// wire-format data"): CheckWireRanges' refusals, and besides them a
+// string that is not UTF-8 ("desired_lrp.process_guid: string field
+// contains invalid UTF-8") or a field whose bytes end early
+// ("desired_lrp.definition: unexpected EOF"). Nil when it finds nothing:
+// the decoder's own error then stands. The board calls it only for bytes
+// the decoder refused, so the strings' second check costs nothing on
+// bytes that decode.
+func ExplainWire(b []byte, md protoreflect.MessageDescriptor) error {
+	_, err := wireWalk{explain: true}.message(b, md, nil, 0)
+	return err
+}
+
+// wireWalk walks an encoding against its descriptor (CheckWireRanges);
+// explain adds the checks of ExplainWire, and names the place of a field
+// that does not parse.
+type wireWalk struct {
+	explain bool
+}
+
+// parseError is protowire's error for n, named by the place of the field
+// being read when explaining.
+func (w wireWalk) parseError(at *fieldPlace, n int) error {
+	err := protowire.ParseError(n)
+	if w.explain {
+		return errors.New(at.within(err.Error()))
+	}
+	return err
+}
+
+func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *fieldPlace, depth int) (declaredOnly bool, err error) {
 	if depth > maxWireDepth {
 		return false, errWireDepth
 	}
@@ -65,75 +107,115 @@ func checkWireRanges(b []byte, md protoreflect.MessageDescriptor, at *fieldPlace
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return false, protowire.ParseError(n)
+			return false, w.parseError(at, n)
 		}
 		b = b[n:]
 		fd := fields.ByNumber(num)
 		if fd == nil {
+			if md.IsMapEntry() {
+				// The decoder drops a map entry's unknown fields
+				// without a trace (UnknownFields cannot see them).
+				return false, errors.New(at.within(fmt.Sprintf("unknown field number %d", num)))
+			}
 			declaredOnly = false
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return false, protowire.ParseError(n)
+				return false, w.parseError(at, n)
 			}
 			b = b[n:]
 			continue
+		}
+		index := element(fd)
+		if !takesWireType(fd, typ) {
+			// The decoder keeps it as an unknown field (one in a map
+			// entry it drops), which would name the message holding it.
+			return false, invalidValue(&fieldPlace{up: at, fd: fd, index: index}, "wire type "+wireTypeName(typ))
 		}
 		switch {
 		case typ == protowire.VarintType && narrowKind(fd.Kind()):
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return false, protowire.ParseError(n)
+				return false, w.parseError(at, n)
 			}
 			b = b[n:]
-			if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
+			if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: index}, v); err != nil {
 				return false, err
 			}
 		case typ == protowire.BytesType && fd.IsList() && narrowKind(fd.Kind()):
 			packed, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return false, protowire.ParseError(n)
+				return false, w.parseError(at, n)
 			}
 			b = b[n:]
-			for len(packed) > 0 {
+			for first := true; len(packed) > 0; first = false {
+				if !first {
+					index = element(fd)
+				}
 				v, n := protowire.ConsumeVarint(packed)
 				if n < 0 {
-					return false, protowire.ParseError(n)
+					return false, w.parseError(at, n)
 				}
 				packed = packed[n:]
-				if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: element(fd)}, v); err != nil {
+				if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: index}, v); err != nil {
 					return false, err
 				}
 			}
 		case typ == protowire.BytesType && fd.Message() != nil:
 			inner, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return false, protowire.ParseError(n)
+				return false, w.parseError(at, n)
 			}
 			b = b[n:]
-			place := &fieldPlace{up: at, fd: fd, index: element(fd)}
+			place := &fieldPlace{up: at, fd: fd, index: index}
 			if fd.IsMap() {
 				place.entry = inner
 			}
-			innerDeclared, err := checkWireRanges(inner, fd.Message(), place, depth+1)
+			innerDeclared, err := w.message(inner, fd.Message(), place, depth+1)
 			if err != nil {
 				return false, err
 			}
-			declaredOnly = declaredOnly && innerDeclared && takesWireType(fd, typ) // a group's field is not
-		default:
-			declaredOnly = declaredOnly && takesWireType(fd, typ)
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return false, protowire.ParseError(n)
+			declaredOnly = declaredOnly && innerDeclared
+		case w.explain && typ == protowire.BytesType && fd.Kind() == protoreflect.StringKind:
+			value, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return false, w.parseError(at, n)
 			}
 			b = b[n:]
-			element(fd)
+			if !utf8.Valid(value) {
+				return false, errors.New((&fieldPlace{up: at, fd: fd, index: index}).within("string field contains invalid UTF-8"))
+			}
+		default:
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return false, w.parseError(at, n)
+			}
+			b = b[n:]
 		}
 	}
 	return declaredOnly, nil
 }
 
-// narrowKind is a kind whose values are 32 bits but travel as varints.
+// wireTypeName names a wire type as a refusal shows it.
+func wireTypeName(typ protowire.Type) string {
+	switch typ {
+	case protowire.VarintType:
+		return "varint"
+	case protowire.Fixed32Type:
+		return "fixed32"
+	case protowire.Fixed64Type:
+		return "fixed64"
+	case protowire.BytesType:
+		return "bytes"
+	case protowire.StartGroupType, protowire.EndGroupType:
+		return "group"
+	}
+	return strconv.Itoa(int(typ))
+}
+
+// narrowKind is a kind whose values are narrower than the varint they
+// travel as: 32 bits, or a bool's 0 and 1 (the decoder takes any other
+// number for true, where JSON refuses a number).
 func narrowKind(k protoreflect.Kind) bool {
 	switch k {
-	case protoreflect.Int32Kind, protoreflect.Uint32Kind, protoreflect.Sint32Kind, protoreflect.EnumKind:
+	case protoreflect.Int32Kind, protoreflect.Uint32Kind, protoreflect.Sint32Kind, protoreflect.EnumKind, protoreflect.BoolKind:
 		return true
 	}
 	return false
@@ -169,6 +251,8 @@ func checkVarint(fd protoreflect.FieldDescriptor, at *fieldPlace, v uint64) erro
 	switch fd.Kind() {
 	case protoreflect.Int32Kind, protoreflect.EnumKind:
 		ok = int64(v) >= math.MinInt32 && int64(v) <= math.MaxInt32
+	case protoreflect.BoolKind:
+		ok = v <= 1
 	default:
 		ok = v <= math.MaxUint32
 	}

@@ -208,3 +208,58 @@ var _ = Describe("CheckWireRanges", func() {
 		Expect(rangeErr([]byte{0x0a, 0x05, 0x18}, md)).To(HaveOccurred())
 	})
 })
+
+var _ = Describe("refusals of fields the decoder would keep, drop or refuse unnamed", func() {
+	desire := (&models.DesireLRPRequest{}).ProtoReflect().Descriptor()
+	// inLRP is a DesireLRPRequest whose desired_lrp holds fields.
+	inLRP := func(fields []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), fields)
+	}
+	tag := protowire.AppendTag
+
+	// Worked examples:
+	//  1. instances (an int32, field 3) sent as bytes: the decoder would
+	//     keep it as an unknown field of desired_lrp; CheckWireRanges
+	//     names the field and the wire type.
+	//  2. a routes entry (a map entry) holding field 3: the decoder would
+	//     drop it and store the rest; CheckWireRanges names the entry.
+	//  3. auto_revert (a bool) of 2: the decoder would take it for true,
+	//     where JSON refuses 2; CheckWireRanges refuses it as JSON does.
+	//  4. an annotation that is not UTF-8: the decoder refuses the whole
+	//     request naming no field; ExplainWire names it.
+	DescribeTable("name the field",
+		func(body []byte, explainOnly bool, want string) {
+			if explainOnly {
+				// The decoder refuses these itself, naming no field.
+				Expect(proto.Unmarshal(body, &models.DesireLRPRequest{})).NotTo(Succeed())
+			} else {
+				Expect(proto.Unmarshal(body, &models.DesireLRPRequest{})).To(Succeed())
+				_, err := models.CheckWireRanges(body, desire)
+				Expect(err).To(MatchError(want))
+			}
+			Expect(models.ExplainWire(body, desire)).To(MatchError(want))
+		},
+		Entry("1. a declared field in a wire type it does not take",
+			inLRP(protowire.AppendString(tag(nil, 3, protowire.BytesType), "abc")), false,
+			"invalid value for int32 field desired_lrp.instances: wire type bytes"),
+		Entry("2. a field a map entry does not declare",
+			inLRP(protowire.AppendBytes(tag(nil, 5, protowire.BytesType), protowire.AppendBytes(tag(nil, 1, protowire.BytesType),
+				protowire.AppendVarint(tag(protowire.AppendString(tag(nil, 1, protowire.BytesType), "http"), 3, protowire.VarintType), 7)))), false,
+			`desired_lrp.routes.fields["http"]: unknown field number 3`),
+		Entry("3. a bool that is neither 0 nor 1",
+			inLRP(protowire.AppendBytes(tag(nil, 9, protowire.BytesType), protowire.AppendVarint(tag(nil, 5, protowire.VarintType), 2))), false,
+			"invalid value for bool field desired_lrp.update_strategy.auto_revert: 2"),
+		Entry("4. a string that is not UTF-8",
+			inLRP(protowire.AppendBytes(tag(nil, 6, protowire.BytesType), []byte{'a', 0xff})), true,
+			"desired_lrp.annotation: string field contains invalid UTF-8"),
+		Entry("4. a field whose bytes end early",
+			inLRP(protowire.AppendTag(nil, 11, protowire.BytesType)), true,
+			"desired_lrp: unexpected EOF"),
+	)
+
+	It("finds nothing to say of an encoding that decodes", func() {
+		body, err := proto.Marshal(&models.DesireLRPRequest{DesiredLrp: validDesiredLRP()})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(models.ExplainWire(body, desire)).To(Succeed())
+	})
+})
