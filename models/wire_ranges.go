@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -75,11 +76,12 @@ type wireWalk struct {
 }
 
 // parseError is protowire's error for n, named by the place of the field
-// being read when explaining.
+// being read (or of the message, for a tag) when explaining, without the
+// library's "proto:" prefix.
 func (w wireWalk) parseError(at *fieldPlace, n int) error {
 	err := protowire.ParseError(n)
 	if w.explain {
-		return errors.New(at.within(err.Error()))
+		return errors.New(at.within(strings.TrimLeft(strings.TrimPrefix(err.Error(), "proto:"), " \u00a0")))
 	}
 	return err
 }
@@ -134,7 +136,7 @@ func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *field
 		case typ == protowire.VarintType && narrowKind(fd.Kind()):
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return false, w.parseError(at, n)
+				return false, w.parseError(&fieldPlace{up: at, fd: fd, index: index}, n)
 			}
 			b = b[n:]
 			if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: index}, v); err != nil {
@@ -143,7 +145,7 @@ func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *field
 		case typ == protowire.BytesType && fd.IsList() && narrowKind(fd.Kind()):
 			packed, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return false, w.parseError(at, n)
+				return false, w.parseError(&fieldPlace{up: at, fd: fd, index: index}, n)
 			}
 			b = b[n:]
 			for first := true; len(packed) > 0; first = false {
@@ -152,7 +154,7 @@ func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *field
 				}
 				v, n := protowire.ConsumeVarint(packed)
 				if n < 0 {
-					return false, w.parseError(at, n)
+					return false, w.parseError(&fieldPlace{up: at, fd: fd, index: index}, n)
 				}
 				packed = packed[n:]
 				if err := checkVarint(fd, &fieldPlace{up: at, fd: fd, index: index}, v); err != nil {
@@ -162,7 +164,7 @@ func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *field
 		case typ == protowire.BytesType && fd.Message() != nil:
 			inner, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return false, w.parseError(at, n)
+				return false, w.parseError(&fieldPlace{up: at, fd: fd, index: index}, n)
 			}
 			b = b[n:]
 			place := &fieldPlace{up: at, fd: fd, index: index}
@@ -177,7 +179,7 @@ func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *field
 		case w.explain && typ == protowire.BytesType && fd.Kind() == protoreflect.StringKind:
 			value, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return false, w.parseError(at, n)
+				return false, w.parseError(&fieldPlace{up: at, fd: fd, index: index}, n)
 			}
 			b = b[n:]
 			if !utf8.Valid(value) {
@@ -185,7 +187,7 @@ func (w wireWalk) message(b []byte, md protoreflect.MessageDescriptor, at *field
 			}
 		default:
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return false, w.parseError(at, n)
+				return false, w.parseError(&fieldPlace{up: at, fd: fd, index: index}, n)
 			}
 			b = b[n:]
 		}

@@ -226,7 +226,8 @@ var _ = Describe("refusals of fields the decoder would keep, drop or refuse unna
 	//  3. auto_revert (a bool) of 2: the decoder would take it for true,
 	//     where JSON refuses 2; CheckWireRanges refuses it as JSON does.
 	//  4. an annotation that is not UTF-8: the decoder refuses the whole
-	//     request naming no field; ExplainWire names it.
+	//     request naming no field; ExplainWire names it, as it names a
+	//     field whose bytes end early.
 	DescribeTable("name the field",
 		func(body []byte, explainOnly bool, want string) {
 			if explainOnly {
@@ -254,6 +255,12 @@ var _ = Describe("refusals of fields the decoder would keep, drop or refuse unna
 			"desired_lrp.annotation: string field contains invalid UTF-8"),
 		Entry("4. a field whose bytes end early",
 			inLRP(protowire.AppendTag(nil, 11, protowire.BytesType)), true,
+			"desired_lrp.definition: unexpected EOF"),
+		Entry("4. a varint that overflows, without the library's prefix",
+			inLRP(append(protowire.AppendTag(nil, 3, protowire.VarintType), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)), true,
+			"desired_lrp.instances: variable length integer overflow"),
+		Entry("4. the request's own field cut short",
+			protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.BytesType), 40), true,
 			"desired_lrp: unexpected EOF"),
 	)
 
