@@ -20,7 +20,7 @@ import (
 //
 //	invalid value for int32 field desired_lrp.instances: 4294967298
 //	desired_lrp.definition: unknown field "colour"
-//	desired_lrp.definition.ports: syntax error: unexpected token "80"
+//	desired_lrp.definition.ports: syntax error: unexpected token 8080 (line 1:42)
 //
 // protojson alone says only where in the text ("(line 1:45): unknown field
 // "colour"") and a field by its last name ("field instances").
@@ -88,18 +88,17 @@ func explainJSON(b []byte, md protoreflect.MessageDescriptor, err error) *JSONEr
 	what := cutEcho(m[4])
 	at, onValue := jsonPlaceAt(b, md, textOffset(b, line, column))
 	e.Path = shortPath(at.String())
+	invalid := protojsonInvalidValue.FindStringSubmatch(what)
 	switch {
 	case e.Syntax:
 		e.Text = at.within("syntax error: " + what)
-	case onValue && at != nil && protojsonInvalidValue.MatchString(what):
-		e.Text = invalidValue(at, protojsonInvalidValue.FindStringSubmatch(what)[1]).Error()
-	case onValue && at != nil:
-		// A value the field's well-known form refuses ("invalid
-		// google.protobuf.Duration value"): the field holds it.
-		e.Text = at.within(what)
+	case onValue && at != nil && invalid != nil:
+		e.Text = invalidValue(at, invalid[1]).Error()
 	default:
-		// A name the message refuses ("unknown field", "duplicate
-		// field"), or a map key: the message or the map holds it.
+		// A value a well-known form refuses ("invalid
+		// google.protobuf.Duration value") under its field's place; a
+		// name ("unknown field", "duplicate field") or a map key under
+		// the message's or the map's.
 		e.Text = at.within(what)
 	}
 	return e
