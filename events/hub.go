@@ -24,8 +24,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -40,6 +42,14 @@ const DefaultHistory = 10000
 // subscriberBuffer is how many events a subscriber's channel holds, so
 // that a reader can take several at once; the history is the real buffer.
 const subscriberBuffer = 64
+
+// DefaultLogReaders is how many subscribers read the log at once when the
+// hub is not told otherwise (logTurn): half the cores Go runs on, at
+// least one, so that streams catching up leave the other half to the
+// board's calls.
+func DefaultLogReaders() int {
+	return max(runtime.GOMAXPROCS(0)/2, 1)
+}
 
 var (
 	// ErrSlowSubscriber is why a subscriber that fell behind the history
@@ -138,6 +148,11 @@ type Hub struct {
 	// id; a payload is never changed once decoded (subscribers only read
 	// them), so any number may hold it.
 	decoded *recent.Map[uint64, proto.Message]
+	// logTurns holds a token for each subscriber reading the log
+	// (logTurn); its capacity is how many may at once. waitingTurns is
+	// how many wait for one.
+	logTurns     chan struct{}
+	waitingTurns atomic.Int64
 }
 
 // sharedDecoded is how many decoded payloads the hub keeps for the
@@ -165,6 +180,12 @@ func WithLog(log Log) Option {
 	return func(h *Hub) { h.log = log }
 }
 
+// WithLogReaders sets how many subscribers behind the history read the
+// log at once; the others wait their turn (logTurn). At least 1.
+func WithLogReaders(n int) Option {
+	return func(h *Hub) { h.logTurns = make(chan struct{}, max(n, 1)) }
+}
+
 // NewHub returns a hub with an empty history.
 //
 // Without a log, ids start at the current time in microseconds rather than at 1, so that
@@ -183,6 +204,9 @@ func NewHub(opts ...Option) *Hub {
 	}
 	if h.ring == nil {
 		h.ring = make([]kept, DefaultHistory)
+	}
+	if h.logTurns == nil {
+		h.logTurns = make(chan struct{}, DefaultLogReaders())
 	}
 	first := uint64(max(time.Now().UnixMicro(), 1))
 	h.oldest, h.next = first, first
@@ -401,6 +425,12 @@ func (h *Hub) lostFrom(cursor *uint64) *Event {
 	lost := h.lostLocked(*cursor - 1)
 	*cursor = h.oldest
 	return lost
+}
+
+// LogReaders is how many subscribers read the log now, and how many wait
+// for their turn to (logTurn).
+func (h *Hub) LogReaders() (reading, waiting int) {
+	return len(h.logTurns), int(h.waitingTurns.Load())
 }
 
 // Subscribers is how many subscriptions are open.

@@ -55,6 +55,7 @@ import (
 //	  "max_list_streams_per_client": 10,
 //	  "max_body_readers_per_client": 100,
 //	  "max_event_streams_per_client": 100,
+//	  "max_event_log_readers": 0,
 //	  "request_body_timeout": "10s",
 //	  "list_write_timeout": "1m",
 //	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"},
@@ -237,6 +238,13 @@ type Config struct {
 	// ResourceExhausted. Every rep holds one stream: size it for the
 	// cells plus the routers and other followers.
 	MaxEventSubscribers int `json:"max_event_subscribers"`
+	// MaxEventLogReaders caps the event streams that read the event log
+	// at once: streams resumed from before the board's in-memory history
+	// (the newest 10,000 events), which read, decode and encode the log
+	// a page at a time. The others wait their turn, sent heartbeats; a
+	// stream whose client takes nothing for 250ms gives its turn up
+	// (0: half the board's cores, at least 1).
+	MaxEventLogReaders int `json:"max_event_log_readers"`
 	// ReservedCellRequests of the requests in flight are kept for cells'
 	// own calls (registration and heartbeat, bulk report, lifecycle,
 	// occupancy, health report), which API clients can never use (0: the
@@ -545,6 +553,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxEventSubscribers < 0 {
 		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
+	}
+	if c.MaxEventLogReaders < 0 {
+		return configfile.Invalid("max_event_log_readers", "must be 0 (the default, half the board's cores) or more")
 	}
 	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {
 		return configfile.Invalid("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -48,3 +52,86 @@ var _ = Describe("bbs with max_event_subscribers", func() {
 		}).Should(Equal(http.StatusOK))
 	})
 })
+
+// Streams resumed from before the board's history of 10,000 events read
+// the log in turns (events/subscription.go, logTurn): with
+// max_event_log_readers 2, four streams catching up at once are never
+// read for more than two at a time, the others wait, and each still gets
+// every event in order.
+var _ = Describe("bbs with max_event_log_readers", func() {
+	It("lets that many streams read the event log at once, the others waiting their turn, each getting every event", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "bbs.json")
+		text := fmt.Sprintf(`{"listen_address": "127.0.0.1:0", "data_dir": %q, "max_event_log_readers": 2}`,
+			filepath.Join(GinkgoT().TempDir(), "data"))
+		Expect(os.WriteFile(path, []byte(text), 0o600)).To(Succeed())
+		board := startBoard("-config", path)
+		// Two events a desire: more than twice what the board's history holds.
+		desireInParallel(board.client(), "catch-up", 12_000, 0)
+		last := int(board.metric("corkboard_event_log_position"))
+		Expect(last).To(BeNumerically(">", 20_000))
+
+		ids := make([][]int, 4)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				ids[i] = streamIDs(board.url, 1, last)
+			})
+		}
+		var mostReading, mostWaiting float64
+		streaming := make(chan struct{})
+		go func() { wg.Wait(); close(streaming) }()
+	scraping:
+		for {
+			select {
+			case <-streaming:
+				break scraping
+			case <-time.After(20 * time.Millisecond):
+				mostReading = max(mostReading, board.metric("corkboard_event_log_readers"))
+				mostWaiting = max(mostWaiting, board.metric("corkboard_event_log_readers_waiting"))
+			}
+		}
+		Expect(mostReading).To(Equal(2.0))
+		Expect(mostWaiting).To(BeNumerically(">=", 1))
+		for _, got := range ids {
+			Expect(got).To(HaveLen(last - 1))
+			for j, id := range got {
+				Expect(id).To(Equal(j+2), "event %d", j)
+			}
+		}
+	})
+})
+
+// streamIDs opens an event stream resumed after lastEventID and returns the
+// ids it carries up to and including last, reading a little at a time.
+func streamIDs(url string, lastEventID, last int) []int {
+	GinkgoHelper()
+	request, err := http.NewRequest(http.MethodPost, url+"/v1/events", strings.NewReader(`{}`))
+	Expect(err).NotTo(HaveOccurred())
+	request.Header.Set("Content-Type", "application/json")
+	request.Header.Set("Last-Event-ID", strconv.Itoa(lastEventID))
+	resp, err := http.DefaultClient.Do(request)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	var ids []int
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	for lines.Scan() {
+		id, found := strings.CutPrefix(lines.Text(), "id: ")
+		if !found {
+			continue
+		}
+		n, err := strconv.Atoi(id)
+		Expect(err).NotTo(HaveOccurred())
+		ids = append(ids, n)
+		if n >= last {
+			return ids
+		}
+		if len(ids)%200 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	Fail(fmt.Sprintf("the stream ended after %d events: %v", len(ids), lines.Err()))
+	return nil
+}

@@ -330,6 +330,14 @@ func registerEventLogMetrics(registry prometheus.Registerer, hub *events.Hub, ta
 			Name: "corkboard_event_log_read_age_seconds",
 			Help: "Seconds since this board last read the event log successfully; it reads at least every event poll interval while the database answers.",
 		}, func() float64 { return time.Since(tailer.LastRead()).Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "corkboard_event_log_readers",
+			Help: "Event streams reading the event log now: resumed from before this board's in-memory history, catching up (at most max_event_log_readers).",
+		}, func() float64 { reading, _ := hub.LogReaders(); return float64(reading) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "corkboard_event_log_readers_waiting",
+			Help: "Event streams waiting for their turn to read the event log (max_event_log_readers).",
+		}, func() float64 { _, waiting := hub.LogReaders(); return float64(waiting) }),
 	)
 }
 
@@ -337,7 +345,11 @@ func registerEventLogMetrics(registry prometheus.Registerer, hub *events.Hub, ta
 // the event log and following it, woken by Postgres notifications where
 // there are any, and trims the log to its retention.
 func followEventLog(ctx context.Context, logger lager.Logger, cfg Config, dsn string, store *sqldb.SQLDB) (*events.Hub, *events.Tailer, error) {
-	hub, tailer, err := events.Follow(ctx, store, cfg.eventPollInterval(), logger)
+	var opts []events.Option
+	if cfg.MaxEventLogReaders > 0 {
+		opts = append(opts, events.WithLogReaders(cfg.MaxEventLogReaders))
+	}
+	hub, tailer, err := events.Follow(ctx, store, cfg.eventPollInterval(), logger, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the event log: %w", err)
 	}
