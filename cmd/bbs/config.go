@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -23,6 +25,7 @@ import (
 	"github.com/corkboard/corkboard/internal/admission"
 	"github.com/corkboard/corkboard/internal/certs"
 	"github.com/corkboard/corkboard/internal/configfile"
+	"github.com/corkboard/corkboard/internal/httpserver"
 )
 
 // Config is the board's JSON config file (-config FILE). Keys are
@@ -55,6 +58,8 @@ import (
 //	  "max_list_streams_per_client": 10,
 //	  "max_body_readers_per_client": 100,
 //	  "max_event_streams_per_client": 100,
+//	  "max_connections_per_address": 1000,
+//	  "max_connections": 0,
 //	  "max_event_log_readers": 0,
 //	  "request_body_timeout": "10s",
 //	  "list_write_timeout": "1m",
@@ -262,6 +267,15 @@ type Config struct {
 	// MaxEventStreamsPerClient caps the event streams one client may have
 	// open at once, of the board's max_event_subscribers (0: the default).
 	MaxEventStreamsPerClient int `json:"max_event_streams_per_client"`
+	// MaxConnectionsPerAddress caps the connections open at once from one
+	// IP address; one past it is closed as it is accepted, before any TLS
+	// handshake (0: the default).
+	MaxConnectionsPerAddress int `json:"max_connections_per_address"`
+	// MaxConnections caps the connections the board holds open at once,
+	// so that clients cannot take the file descriptors its database and
+	// files need (0: the board's open-file limit less 1,024, at least
+	// 1,024).
+	MaxConnections int `json:"max_connections"`
 	// RequestBodyTimeout bounds the arrival of a request's body (at least
 	// 100ms), before the request counts as in flight.
 	RequestBodyTimeout string `json:"request_body_timeout"`
@@ -280,6 +294,14 @@ const (
 	defaultDatabaseTimeout = 10 * time.Second
 	// minimumDatabaseTimeout leaves room for a round trip and a commit.
 	minimumDatabaseTimeout = 100 * time.Millisecond
+
+	// defaultConnectionsPerAddress is far above what one client needs
+	// (its requests, bodies and streams are capped at a few hundred) and
+	// far below the file limit of a board.
+	defaultConnectionsPerAddress = 1000
+	// reservedFiles of the open-file limit are kept from clients' connections
+	// for the database pool, files and the board's own calls.
+	reservedFiles = 1024
 
 	defaultEventRetention    = time.Hour
 	defaultEventRetentionMax = 1_000_000
@@ -393,6 +415,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxEventStreamsPerClient == 0 {
 		c.MaxEventStreamsPerClient = admission.DefaultEventStreamsPerClient
+	}
+	if c.MaxConnectionsPerAddress == 0 {
+		c.MaxConnectionsPerAddress = defaultConnectionsPerAddress
 	}
 	if c.RequestBodyTimeout == "" {
 		c.RequestBodyTimeout = handlers.DefaultRequestBodyTimeout.String()
@@ -534,6 +559,7 @@ func (c Config) validate() error {
 		{"max_list_streams_per_client", c.MaxListStreamsPerClient, admission.DefaultListStreamsPerClient},
 		{"max_body_readers_per_client", c.MaxBodyReadersPerClient, admission.DefaultBodyReadersPerClient},
 		{"max_event_streams_per_client", c.MaxEventStreamsPerClient, admission.DefaultEventStreamsPerClient},
+		{"max_connections_per_address", c.MaxConnectionsPerAddress, defaultConnectionsPerAddress},
 	} {
 		if cap.value < 0 {
 			return configfile.Invalid(cap.key, fmt.Sprintf("must be 0 (the default, %d) or more", cap.def))
@@ -553,6 +579,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxEventSubscribers < 0 {
 		return configfile.Invalid("max_event_subscribers", "must be 0 (the default, 1000) or more")
+	}
+	if c.MaxConnections < 0 {
+		return configfile.Invalid("max_connections", "must be 0 (the default, the open-file limit less 1,024) or more")
 	}
 	if c.MaxEventLogReaders < 0 {
 		return configfile.Invalid("max_event_log_readers", "must be 0 (the default, half the board's cores) or more")
@@ -590,6 +619,20 @@ func (c Config) requestBodyTimeout() time.Duration {
 func (c Config) listWriteTimeout() time.Duration { return configfile.MustDuration(c.ListWriteTimeout) }
 
 func (c Config) eventRetention() time.Duration { return configfile.MustDuration(c.EventRetention) }
+
+// connectionLimits is the caps of max_connections_per_address and
+// max_connections, the latter from the open-file limit when 0.
+func (c Config) connectionLimits() *httpserver.ConnectionLimits {
+	total := c.MaxConnections
+	if total == 0 {
+		total = reservedFiles
+		var files syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files); err == nil && files.Cur > 2*reservedFiles {
+			total = int(min(files.Cur-reservedFiles, math.MaxInt32))
+		}
+	}
+	return &httpserver.ConnectionLimits{Total: total, PerAddress: c.MaxConnectionsPerAddress}
+}
 
 func (c Config) eventPollInterval() time.Duration {
 	return configfile.MustDuration(c.EventPollInterval)

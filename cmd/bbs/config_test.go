@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -105,6 +106,22 @@ var _ = Describe("Config", func() {
 		Entry("SQLite told 0s", `{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "convergence_trigger_spacing": "0s"}`, time.Duration(0)),
 		Entry("Postgres told 20ms", `{"listen_address": "127.0.0.1:9000", "database_driver": "postgres", "database_dsn": "postgres://bbs@db/bbs", "convergence_trigger_spacing": "20ms"}`, 20*time.Millisecond),
 	)
+
+	It("caps connections at the open-file limit less 1,024 unless told, and at 1,000 from one address", func() {
+		var files syscall.Rlimit
+		Expect(syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files)).To(Succeed())
+		Expect(files.Cur).To(BeNumerically(">", 2048), "this machine's open-file limit")
+		var cfg Config
+		cfg.applyDefaults()
+		limits := cfg.connectionLimits()
+		Expect(limits.Total).To(Equal(int(files.Cur) - 1024))
+		Expect(limits.PerAddress).To(Equal(1000))
+
+		cfg.MaxConnections, cfg.MaxConnectionsPerAddress = 5000, 20
+		limits = cfg.connectionLimits()
+		Expect(limits.Total).To(Equal(5000))
+		Expect(limits.PerAddress).To(Equal(20))
+	})
 
 	It("takes blocked_alert_after 0s, which never counts a blocked rollout", func() {
 		cfg, err := buildConfig(writeConfig(`{"listen_address": "127.0.0.1:9000", "data_dir": "/d", "blocked_alert_after": "0s"}`), false, "", "")
@@ -215,6 +232,8 @@ var _ = Describe("Config", func() {
 		Entry("a max_rollouts_in_flight that is not a number", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": "ten"}`, "max_rollouts_in_flight"),
 		Entry("a negative cap on event subscribers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_subscribers": -5}`, "max_event_subscribers"),
 		Entry("a negative cap on event log readers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_log_readers": -1}`, "max_event_log_readers"),
+		Entry("a negative cap on connections", `{"listen_address": ":8889", "data_dir": "/d", "max_connections": -1}`, "max_connections"),
+		Entry("a negative cap on connections per address", `{"listen_address": ":8889", "data_dir": "/d", "max_connections_per_address": -1}`, "max_connections_per_address"),
 		Entry("a negative reservation for cells", `{"listen_address": ":8889", "data_dir": "/d", "reserved_cell_requests": -1}`, "reserved_cell_requests"),
 		Entry("a reservation for cells of every request", `{"listen_address": ":8889", "data_dir": "/d", "max_requests_in_flight": 100, "reserved_cell_requests": 100}`, "reserved_cell_requests"),
 		Entry("a reservation for cells over the default requests in flight", `{"listen_address": ":8889", "data_dir": "/d", "reserved_cell_requests": 1000}`, "reserved_cell_requests"),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -133,5 +134,48 @@ func streamIDs(url string, lastEventID, last int) []int {
 		}
 	}
 	Fail(fmt.Sprintf("the stream ended after %d events: %v", len(ids), lines.Err()))
+	return nil
+}
+
+// max_connections_per_address reaches the listener: one connection past
+// it from an address is closed as it comes, another address is served,
+// and the refusal is counted.
+var _ = Describe("bbs with max_connections_per_address", func() {
+	It("closes the connection past the cap from one address at once, serves another address, and counts the refusal", func() {
+		path := filepath.Join(GinkgoT().TempDir(), "bbs.json")
+		text := fmt.Sprintf(`{"listen_address": "127.0.0.1:0", "data_dir": %q, "max_connections_per_address": 3}`,
+			filepath.Join(GinkgoT().TempDir(), "data"))
+		Expect(os.WriteFile(path, []byte(text), 0o600)).To(Succeed())
+		board := startBoard("-config", path)
+		address := strings.TrimPrefix(board.url, "http://")
+
+		for range 3 {
+			Expect(pingKeptAlive(address, "127.0.0.9")).To(Succeed())
+		}
+		Expect(pingKeptAlive(address, "127.0.0.9")).NotTo(Succeed())
+		Expect(pingKeptAlive(address, "127.0.0.10")).To(Succeed())
+		Expect(board.metric(`corkboard_http_connections_refused_total{limit="connections_per_address"}`)).To(Equal(1.0))
+		Expect(board.metric("corkboard_http_connections_open")).To(BeNumerically(">=", 4))
+	})
+})
+
+// pingKeptAlive pings the board on a new connection from the loopback
+// address from and leaves the connection open until the spec ends.
+func pingKeptAlive(address, from string) error {
+	GinkgoHelper()
+	dialer := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	conn, err := dialer.Dial("tcp", address)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { conn.Close() })
+	Expect(conn.SetDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
+	fmt.Fprintf(conn, "POST /v1/ping HTTP/1.1\r\nHost: board\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("ping: %s", resp.Status)
+	}
 	return nil
 }

@@ -292,9 +292,12 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.ListenAddress, err)
 	}
+	connections := cfg.connectionLimits()
+	registerConnectionMetrics(registry, connections)
 	server := &httpserver.Server{
 		Logger:          logger.Session("api-server"),
 		Listener:        listener,
+		Connections:     connections,
 		TLSConfig:       serverTLS,
 		Handler:         mux,
 		ShutdownTimeout: cfg.shutdownTimeout(),
@@ -314,6 +317,22 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	members := grouper.Members{{Name: "database-clock", Runner: clock}, {Name: "database-watch", Runner: watch}, {Name: "convergence", Runner: converger}, {Name: "api", Runner: server}}
 	process := ifrit.Invoke(sigmon.New(grouper.NewOrdered(os.Interrupt, members)))
 	return <-process.Wait()
+}
+
+// registerConnectionMetrics publishes the connections the API listener
+// holds open and those it closed as they came, past a cap.
+func registerConnectionMetrics(registry prometheus.Registerer, connections *httpserver.ConnectionLimits) {
+	registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "corkboard_http_connections_open",
+		Help: "Connections the API listener holds open (at most max_connections).",
+	}, func() float64 { return float64(connections.Open()) }))
+	for _, limit := range []string{httpserver.LimitConnections, httpserver.LimitConnectionsPerAddress} {
+		registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "corkboard_http_connections_refused_total",
+			Help:        "Connections the API listener closed as it accepted them, past max_connections or max_connections_per_address.",
+			ConstLabels: prometheus.Labels{"limit": limit},
+		}, func() float64 { return float64(connections.Refused(limit)) }))
+	}
 }
 
 // registerEventLogMetrics publishes how far this board follows the event

@@ -20,8 +20,10 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -184,6 +186,7 @@ func serve(logger lager.Logger, cfg Config) error {
 	server := &httpserver.Server{
 		Logger:          logger.Session("server"),
 		Listener:        listener,
+		Connections:     apiConnectionLimits(),
 		URL:             localURL,
 		Handler:         rep.NewServer(logger, agent, exe),
 		ShutdownTimeout: serverShutdownTimeout,
@@ -199,6 +202,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		members = append(members, grouper.Member{Name: "instance-server", Runner: &httpserver.Server{
 			Logger:          logger.Session("instance-server"),
 			Listener:        instanceListener,
+			Connections:     &httpserver.ConnectionLimits{Total: instanceEndpointConnections},
 			Handler:         rep.NewInstanceServer(logger, agent),
 			ShutdownTimeout: serverShutdownTimeout,
 		}})
@@ -209,4 +213,28 @@ func serve(logger lager.Logger, cfg Config) error {
 	// The agent stops its instances; this catches a failed start.
 	exe.Shutdown()
 	return err
+}
+
+// The rep's servers cap their connections (httpserver.ConnectionLimits):
+// its instances share its host's network, so an instance could otherwise
+// hold connections to them until the rep had no file descriptor left for
+// its instances' logs, its assets or its calls to the board.
+const (
+	// apiConnectionsPerAddress is far more than cork logs and a board
+	// need, from one address.
+	apiConnectionsPerAddress = 1000
+	// instanceEndpointConnections is the instance endpoint's whole cap:
+	// every instance reaches it from loopback, one connection at a time.
+	instanceEndpointConnections = 512
+)
+
+// apiConnectionLimits caps the rep API's connections at 1,000 from one
+// address and half the rep's open-file limit in all.
+func apiConnectionLimits() *httpserver.ConnectionLimits {
+	total := 1024
+	var files syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files); err == nil && files.Cur > 2*uint64(total) {
+		total = int(min(files.Cur/2, math.MaxInt32))
+	}
+	return &httpserver.ConnectionLimits{Total: total, PerAddress: apiConnectionsPerAddress}
 }

@@ -81,6 +81,10 @@ type Server struct {
 	// responses (event streams) that would otherwise hold it up.
 	OnShutdown func()
 
+	// Connections, when set, caps the connections open at once, in all
+	// and from one address (connections.go).
+	Connections *ConnectionLimits
+
 	// The limits; 0 takes the Default above.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -98,6 +102,9 @@ func (s *Server) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 		}
 	}
 	listener = unsentBoundListener{listener}
+	if s.Connections != nil {
+		listener = limitedListener{Listener: listener, limits: s.Connections}
+	}
 	scheme := "http"
 	if s.TLSConfig != nil {
 		// The handshake happens in the server's connection goroutine,
