@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +137,12 @@ type Config struct {
 	// refuses such a connection whatever name or redirect led to it. The
 	// board has its own setting of the same name for the URLs it takes.
 	AllowLinkLocalAssetHosts bool `json:"allow_link_local_asset_hosts"`
+	// FileAssetDirs are the directories file:// assets may be read from
+	// (absolute paths; symbolic links resolved at start). None by
+	// default, which refuses every file:// asset: the rep reads them as
+	// root for whoever may desire an LRP, so name only directories that
+	// hold nothing but droplets.
+	FileAssetDirs []string `json:"file_asset_dirs"`
 	// LogLevel is debug, info (the default), error or fatal: lager JSON
 	// lines on stdout.
 	LogLevel string `json:"log_level"`
@@ -289,6 +296,11 @@ func (c Config) validate() error {
 	} {
 		if f.value <= 0 {
 			return configfile.Invalid(f.key, fmt.Sprintf("must be above 0, got %d", f.value))
+		}
+	}
+	for i, dir := range c.FileAssetDirs {
+		if !filepath.IsAbs(dir) {
+			return configfile.Invalid(fmt.Sprintf("file_asset_dirs[%d]", i), fmt.Sprintf("must be an absolute path, got %q", dir))
 		}
 	}
 	for i, tag := range c.PlacementTags {

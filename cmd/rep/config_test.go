@@ -55,6 +55,7 @@ var _ = Describe("rep -config", func() {
 			Expect(string(session.Err.Contents())).To(Equal("rep: config: " + want + "\n"))
 		},
 		Entry("no cell_id", func(c map[string]any) { delete(c, "cell_id") }, `cell_id: required, e.g. "cell-z1"`),
+		Entry("a relative file_asset_dirs entry", func(c map[string]any) { c["file_asset_dirs"] = []any{"/srv/droplets", "droplets"} }, `file_asset_dirs[1]: must be an absolute path, got "droplets"`),
 		Entry("no capacity", func(c map[string]any) { delete(c, "capacity") },
 			`capacity: required, e.g. {"memory_mb": 4096, "disk_mb": 8192, "instances": 32}`),
 		Entry("zero instances", func(c map[string]any) { c["capacity"] = map[string]any{"memory_mb": 1, "disk_mb": 1} },

@@ -139,6 +139,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		LogLimit:        cfg.instanceLogLimit(),
 		AssetCacheBytes: cfg.assetCacheBytes(),
 		AllowLinkLocal:  cfg.AllowLinkLocalAssetHosts,
+		FileAssetDirs:   cfg.FileAssetDirs,
 		Isolation:       cfg.isolationConfig(),
 		Logger:          logger,
 	})
@@ -181,6 +182,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		"tls": cfg.TLS != nil, "instance_url": localURL, "isolation": exe.Isolation(),
 		"poll_interval": cfg.PollInterval, "event_stream": *cfg.EventStream,
 		"allow_link_local_asset_hosts": cfg.AllowLinkLocalAssetHosts,
+		"file_asset_dirs":              cfg.FileAssetDirs,
 	})
 
 	server := &httpserver.Server{

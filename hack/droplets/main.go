@@ -18,7 +18,8 @@
 // A file name that was not built fails the render; a spec without
 // placeholders is copied unchanged. URL is where DIR will be served:
 // http://127.0.0.1:8890 for `droplets serve`, or file:///abs/DIR when
-// the cells can read DIR themselves.
+// the cells can read DIR themselves and their reps' file_asset_dirs
+// name it.
 //
 // serve serves DIR over plain HTTP on a loopback address until SIGINT or
 // SIGTERM, logging each request (address, method, path, status, size,

@@ -70,6 +70,9 @@ type assetCache struct {
 	// ctx is the executor's: downloads end when it shuts down.
 	ctx    context.Context
 	client *http.Client
+	// fileDirs are the directories file:// assets may be read from,
+	// their links resolved.
+	fileDirs []string
 
 	mu       sync.Mutex
 	entries  map[string]*cacheEntry    // by checksum
@@ -129,7 +132,19 @@ var errNoWaiters = errors.New("no start waits for it any more")
 //
 // Its downloads connect to no link-local or metadata address unless
 // allowLinkLocal (see assetDialer).
-func openAssetCache(ctx context.Context, dir string, limit int64, allowLinkLocal bool, logger lager.Logger) (*assetCache, error) {
+//
+// It reads file:// assets from under fileDirs only (openFileAsset); their
+// symbolic links are resolved here, and one that does not resolve is an
+// error.
+func openAssetCache(ctx context.Context, dir string, limit int64, allowLinkLocal bool, fileDirs []string, logger lager.Logger) (*assetCache, error) {
+	var resolvedDirs []string
+	for _, fileDir := range fileDirs {
+		resolved, err := filepath.EvalSymlinks(fileDir)
+		if err != nil {
+			return nil, fmt.Errorf("ExecutorConfig.FileAssetDirs: %w", err)
+		}
+		resolvedDirs = append(resolvedDirs, resolved)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("ExecutorConfig.AssetCacheDir: %w", err)
 	}
@@ -147,6 +162,7 @@ func openAssetCache(ctx context.Context, dir string, limit int64, allowLinkLocal
 		logger:   logger.Session("asset-cache"),
 		ctx:      ctx,
 		client:   &http.Client{Transport: transport},
+		fileDirs: resolvedDirs,
 		entries:  map[string]*cacheEntry{},
 		inflight: map[string]*assetDownload{},
 	}
@@ -382,7 +398,7 @@ func (c *assetCache) fetch(ctx context.Context, dl *assetDownload, asset *models
 		}
 	}()
 	hash := sha256.New()
-	size, err := fetchURL(ctx, c.client, asset.GetUrl(), io.MultiWriter(tmp, hash), dl)
+	size, err := fetchURL(ctx, c.client, c.fileDirs, asset.GetUrl(), io.MultiWriter(tmp, hash), dl)
 	if err != nil {
 		return nil, err
 	}

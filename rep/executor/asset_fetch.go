@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,10 +19,11 @@ import (
 
 // fetchURL copies what url names into w, counting the bytes in dl as they
 // arrive, and returns how many it copied. It reads http(s) URLs with a
-// GET (any 2xx answer is the file) and file URLs from the cell's disk.
-// Errors are for a person: "download failed: GET http://...: connection
-// refused", "HTTP 404 Not Found".
-func fetchURL(ctx context.Context, client *http.Client, rawURL string, w io.Writer, dl *assetDownload) (int64, error) {
+// GET (any 2xx answer is the file) and file URLs from the cell's disk,
+// regular files under fileDirs only (openFileAsset). Errors are for a
+// person: "download failed: GET http://...: connection refused", "HTTP
+// 404 Not Found".
+func fetchURL(ctx context.Context, client *http.Client, fileDirs []string, rawURL string, w io.Writer, dl *assetDownload) (int64, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("not a URL: %w", err)
@@ -28,14 +31,12 @@ func fetchURL(ctx context.Context, client *http.Client, rawURL string, w io.Writ
 	var body io.Reader
 	switch u.Scheme {
 	case "file":
-		f, err := os.Open(u.Path)
+		f, size, err := openFileAsset(fileDirs, u.Path)
 		if err != nil {
-			return 0, fmt.Errorf("download failed: %w", err)
+			return 0, err
 		}
 		defer f.Close()
-		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
-			dl.total.Store(info.Size())
-		}
+		dl.total.Store(size)
 		body = &contextReader{ctx: ctx, r: f}
 	case "http", "https":
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -67,6 +68,62 @@ func fetchURL(ctx context.Context, client *http.Client, rawURL string, w io.Writ
 		return n, fmt.Errorf("%s: %s after %s", what, describeFetchError(err), dl.progress())
 	}
 	return n, nil
+}
+
+// openFileAsset opens the file of a file:// asset, which must be a regular
+// file under one of dirs (the rep's file_asset_dirs, their symbolic links
+// resolved) once its own links are resolved. The rep reads it as root and
+// copies it into an instance, and whoever may desire an LRP names the
+// path: without this, an API client could have any file of the cell — its
+// key, its config, a board's on the same host — copied into an instance
+// it runs (and learn each one's checksum from the mismatch error first).
+// A path outside dirs is refused before anything on the disk is looked
+// at, so the refusal says nothing of what is there.
+func openFileAsset(dirs []string, path string) (*os.File, int64, error) {
+	refused := fmt.Errorf("refusing to read %s: this rep reads file:// assets only from its file_asset_dirs (%s)", path, describeDirs(dirs))
+	if !under(dirs, filepath.Clean(path)) {
+		return nil, 0, refused
+	}
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("download failed: %w", err)
+	}
+	if !under(dirs, resolved) {
+		return nil, 0, refused
+	}
+	// Without waiting for a writer, should it be a FIFO: it is refused
+	// below, as a device is.
+	f, err := os.OpenFile(resolved, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("download failed: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("download failed: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("refusing to read %s: not a regular file", path)
+	}
+	return f, info.Size(), nil
+}
+
+// under says whether path is one of dirs or inside one.
+func under(dirs []string, path string) bool {
+	for _, dir := range dirs {
+		if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator) {
+			return true
+		}
+	}
+	return false
+}
+
+func describeDirs(dirs []string) string {
+	if len(dirs) == 0 {
+		return "none set"
+	}
+	return strings.Join(dirs, ", ")
 }
 
 // assetDialer dials as http.DefaultTransport does, but refuses to connect

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,6 +33,8 @@ var _ = Describe("Executor assets", func() {
 		cfg = newConfig()
 		// Nothing of an instance with assets comes from the apps dir.
 		cfg.AppsDir = GinkgoT().TempDir()
+		// file:// assets come from where the test binaries are built.
+		cfg.FileAssetDirs = []string{appsDir}
 		server = reptest.NewAssetServer()
 	})
 
@@ -209,9 +212,10 @@ var _ = Describe("Executor assets", func() {
 		})
 
 		It("reports a file:// asset that is not there", func() {
-			asset := &models.Asset{Url: "file:///no/such/file", Sha256: reptest.Sha256Hex([]byte("x")), Destination: "f"}
+			path := filepath.Join(appsDir, "no-such-file")
+			asset := &models.Asset{Url: "file://" + path, Sha256: reptest.Sha256Hex([]byte("x")), Destination: "f"}
 			_, err := exe.Run(reptest.Spec("no-file", reptest.AssetDefinition("sh", touchStarted, asset)))
-			Expect(err).To(MatchError("asset file:///no/such/file: download failed: open /no/such/file: no such file or directory"))
+			Expect(err).To(MatchError(fmt.Sprintf("asset file://%s: download failed: lstat %s: no such file or directory", path, path)))
 		})
 
 		DescribeTable("reports an archive that is not one",
@@ -250,6 +254,60 @@ var _ = Describe("Executor assets", func() {
 				archiveEntry{name: "x", link: "here/.."},
 				archiveEntry{name: "x/evil.txt", mode: 0o644, body: []byte("x")}),
 		)
+	})
+
+	// The rep reads file:// assets as root for whoever may desire an LRP:
+	// only regular files under file_asset_dirs, and a refusal says
+	// nothing of what is on the disk.
+	Describe("file:// assets outside file_asset_dirs", func() {
+		var elsewhere string
+
+		BeforeEach(func() {
+			elsewhere = GinkgoT().TempDir()
+			Expect(os.WriteFile(filepath.Join(elsewhere, "cell.key"), []byte("secret"), 0o600)).To(Succeed())
+			// A link inside a shown directory to a file outside it, and
+			// a FIFO (a device would do the same).
+			Expect(os.Symlink(filepath.Join(elsewhere, "cell.key"), filepath.Join(cfg.AppsDir, "key-link"))).To(Succeed())
+			Expect(syscall.Mkfifo(filepath.Join(cfg.AppsDir, "fifo"), 0o644)).To(Succeed())
+			cfg.FileAssetDirs = []string{appsDir, cfg.AppsDir}
+		})
+
+		refused := func(path string) error {
+			GinkgoHelper()
+			asset := &models.Asset{Url: "file://" + path, Sha256: reptest.Sha256Hex([]byte("secret")), Destination: "f"}
+			_, err := exe.Run(reptest.Spec("refused", reptest.AssetDefinition("sh", touchStarted, asset)))
+			Expect(err).To(HaveOccurred())
+			Expect(filepath.Join(instanceDir("refused"), "f")).NotTo(BeAnExistingFile())
+			return err
+		}
+
+		It("refuses a file outside them, the same whether it is there or not, naming the directories", func() {
+			dirs, err := filepath.EvalSymlinks(appsDir)
+			Expect(err).NotTo(HaveOccurred())
+			shown, err := filepath.EvalSymlinks(cfg.AppsDir)
+			Expect(err).NotTo(HaveOccurred())
+			for _, path := range []string{filepath.Join(elsewhere, "cell.key"), filepath.Join(elsewhere, "nothing")} {
+				Expect(refused(path)).To(MatchError(fmt.Sprintf(
+					"asset file://%s: refusing to read %s: this rep reads file:// assets only from its file_asset_dirs (%s, %s)", path, path, dirs, shown)))
+			}
+			Expect(refused(filepath.Join(cfg.AppsDir, "..", filepath.Base(elsewhere), "cell.key"))).To(MatchError(ContainSubstring("refusing to read")))
+		})
+
+		It("refuses a link inside them to a file outside, and what is not a regular file", func() {
+			Expect(refused(filepath.Join(cfg.AppsDir, "key-link"))).To(MatchError(ContainSubstring("only from its file_asset_dirs")))
+			Expect(refused(filepath.Join(cfg.AppsDir, "fifo"))).To(MatchError(HaveSuffix("fifo: not a regular file")))
+		})
+	})
+
+	Describe("file:// assets with no file_asset_dirs", func() {
+		BeforeEach(func() { cfg.FileAssetDirs = nil })
+
+		It("refuses every one", func() {
+			path := filepath.Join(appsDir, "hello")
+			asset := &models.Asset{Url: "file://" + path, Sha256: reptest.Sha256Hex(helloBinary()), Destination: "hello"}
+			_, err := exe.Run(reptest.Spec("none", reptest.AssetDefinition("hello", nil, asset)))
+			Expect(err).To(MatchError(fmt.Sprintf("asset file://%s: refusing to read %s: this rep reads file:// assets only from its file_asset_dirs (none set)", path, path)))
+		})
 	})
 
 	Describe("the cell's cache", func() {

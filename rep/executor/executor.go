@@ -65,6 +65,11 @@ type ExecutorConfig struct {
 	// metadata addresses (models.IsLinkLocalOrMetadata), which are
 	// refused by default, whatever name or redirect led there.
 	AllowLinkLocal bool
+	// FileAssetDirs are the directories file:// assets may be read from
+	// (absolute; their links are resolved at start); empty refuses every
+	// file:// asset. The rep reads them as root for whoever may desire an
+	// LRP, so they should hold nothing but droplets.
+	FileAssetDirs []string
 	// Address is the host address in net info and the address health
 	// checks connect to. Empty means 127.0.0.1.
 	Address string
@@ -234,6 +239,11 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.AssetCacheBytes < 0 {
 		return nil, fmt.Errorf("ExecutorConfig.AssetCacheBytes must not be negative, got %d", cfg.AssetCacheBytes)
 	}
+	for _, dir := range cfg.FileAssetDirs {
+		if !filepath.IsAbs(dir) {
+			return nil, fmt.Errorf("ExecutorConfig.FileAssetDirs must be absolute paths, got %q", dir)
+		}
+	}
 	ports, err := newPortAllocator(cfg.PortMin, cfg.PortMax)
 	if err != nil {
 		return nil, err
@@ -311,7 +321,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		logger.Info("instances-not-isolated", lager.Data{"reason": why, "consequence": "instances run as the rep's own user and see what it sees"})
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	assets, err := openAssetCache(ctx, cfg.AssetCacheDir, cfg.AssetCacheBytes, cfg.AllowLinkLocal, logger)
+	assets, err := openAssetCache(ctx, cfg.AssetCacheDir, cfg.AssetCacheBytes, cfg.AllowLinkLocal, cfg.FileAssetDirs, logger)
 	if err != nil {
 		cancel(nil)
 		return nil, err
