@@ -7,6 +7,10 @@ type Config struct {
 	// UIDs is the range instances' uids and gids come from; zero is
 	// DefaultUIDFirst, DefaultUIDCount.
 	UIDs UIDRange
+	// UIDClaimDir is where the rep claims the uids it hands out, so that
+	// no other rep on the host hands out the same (UIDPool); "" is
+	// DefaultUIDClaimDir.
+	UIDClaimDir string
 	// DataDir is the rep's data dir: hidden from instances; the init
 	// builds roots under DataDir/isolation.
 	DataDir string
@@ -40,6 +44,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.UIDs == (UIDRange{}) {
 		c.UIDs = UIDRange{First: DefaultUIDFirst, Count: DefaultUIDCount}
+	}
+	if c.UIDClaimDir == "" {
+		c.UIDClaimDir = DefaultUIDClaimDir
 	}
 	if c.MaxProcesses == 0 {
 		c.MaxProcesses = DefaultMaxProcesses

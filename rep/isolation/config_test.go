@@ -12,6 +12,7 @@ var _ = Describe("Config.WithDefaults", func() {
 		Expect(isolation.Config{DataDir: "/d"}.WithDefaults()).To(Equal(isolation.Config{
 			Mode:         isolation.Auto,
 			UIDs:         isolation.UIDRange{First: isolation.DefaultUIDFirst, Count: isolation.DefaultUIDCount},
+			UIDClaimDir:  isolation.DefaultUIDClaimDir,
 			DataDir:      "/d",
 			MaxProcesses: isolation.DefaultMaxProcesses,
 			MaxOpenFiles: isolation.DefaultMaxOpenFiles,
@@ -22,6 +23,7 @@ var _ = Describe("Config.WithDefaults", func() {
 		set := isolation.Config{
 			Mode:         isolation.None,
 			UIDs:         isolation.UIDRange{First: 300000, Count: 10},
+			UIDClaimDir:  "/var/run/claims",
 			MaxProcesses: 7,
 			MaxOpenFiles: 8,
 		}

@@ -45,7 +45,7 @@ type Isolator struct {
 // what is missing.
 func New(cfg Config) (*Isolator, error) {
 	cfg = cfg.WithDefaults()
-	pool, err := NewUIDPool(cfg.UIDs)
+	pool, err := NewUIDPool(cfg.UIDs, cfg.UIDClaimDir)
 	if err != nil {
 		return nil, fmt.Errorf("instance_uid_range: %w", err)
 	}

@@ -1,7 +1,11 @@
 package isolation_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
+	"syscall"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -32,19 +36,19 @@ var _ = Describe("instance uids", func() {
 	)
 
 	It("refuses an invalid range", func() {
-		_, err := isolation.NewUIDPool(isolation.UIDRange{First: 5, Count: 1})
+		_, err := isolation.NewUIDPool(isolation.UIDRange{First: 5, Count: 1}, "")
 		Expect(err).To(HaveOccurred())
 	})
 
 	It("hands out each id once, goes round the range, and says when all are in use", func() {
-		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 3})
+		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 3}, "")
 		Expect(err).NotTo(HaveOccurred())
 		a, _ := pool.Allocate()
 		b, _ := pool.Allocate()
 		c, _ := pool.Allocate()
 		Expect([]uint32{a, b, c}).To(Equal([]uint32{5000, 5001, 5002}))
 		_, err = pool.Allocate()
-		Expect(err).To(MatchError("all 3 instance uids (5000-5002) are in use"))
+		Expect(err).To(MatchError("all 3 instance uids (5000-5002) are in use, by this rep or another on the host"))
 		Expect(pool.InUse()).To(Equal(3))
 
 		pool.Release(b)
@@ -56,8 +60,59 @@ var _ = Describe("instance uids", func() {
 		Expect(pool.InUse()).To(Equal(3))
 	})
 
+	// UIDPool's worked example: two reps on one host, one claim dir.
+	It("never hands out a uid another pool on the host holds, and takes it once released", func() {
+		claims := GinkgoT().TempDir()
+		a, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 3}, claims)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 3}, claims)
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(a.Allocate()).To(Equal(uint32(5000)))
+		Expect(a.Allocate()).To(Equal(uint32(5001)))
+		Expect(b.Allocate()).To(Equal(uint32(5002)))
+		_, err = b.Allocate()
+		Expect(err).To(MatchError("all 3 instance uids (5000-5002) are in use, by this rep or another on the host"))
+
+		a.Release(5000)
+		Expect(b.Allocate()).To(Equal(uint32(5000)))
+		_, err = a.Allocate()
+		Expect(err).To(HaveOccurred())
+		Expect(a.InUse()).To(Equal(1))
+		Expect(b.InUse()).To(Equal(2))
+	})
+
+	It("lets go of its claims when the process holding them ends", func() {
+		claims := GinkgoT().TempDir()
+		// A separate process holds 5000's lock file, as another rep would.
+		// flock(1) and the sleep it runs both hold the lock: a process
+		// group of their own, killed whole.
+		holder := exec.Command("flock", "--exclusive", filepath.Join(claims, "5000"), "sleep", "30")
+		holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		Expect(holder.Start()).To(Succeed())
+		kill := func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() }
+		DeferCleanup(kill)
+		Eventually(func() error { _, err := os.Stat(filepath.Join(claims, "5000")); return err }).Should(Succeed())
+
+		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 2}, claims)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() uint32 {
+			id, _ := pool.Allocate()
+			pool.Release(id)
+			return id
+		}).Should(Equal(uint32(5001)))
+
+		kill()
+		// The sleep may outlive flock(1) by a moment.
+		Eventually(func() uint32 {
+			id, _ := pool.Allocate()
+			pool.Release(id)
+			return id
+		}).Should(Equal(uint32(5000)))
+	})
+
 	It("reuses a freed id as late as it can", func() {
-		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 4})
+		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 4}, "")
 		Expect(err).NotTo(HaveOccurred())
 		a, _ := pool.Allocate()
 		pool.Release(a)
@@ -65,7 +120,7 @@ var _ = Describe("instance uids", func() {
 	})
 
 	It("never hands one id to two holders at once", func() {
-		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 100})
+		pool, err := isolation.NewUIDPool(isolation.UIDRange{First: 5000, Count: 100}, "")
 		Expect(err).NotTo(HaveOccurred())
 		var mu sync.Mutex
 		seen := map[uint32]bool{}
