@@ -44,7 +44,7 @@ exec "$APPS_DIR/hello"
 
 var _ = Describe("isolated instances", func() {
 	DescribeTable("what an instance can reach on its cell",
-		func(mode string, want map[string]string) {
+		func(mode string, throughLink bool, want map[string]string) {
 			if mode != "none" && os.Geteuid() != 0 {
 				Skip("isolating instances needs root; CI runs the e2e suite as root")
 			}
@@ -59,6 +59,13 @@ var _ = Describe("isolated instances", func() {
 			copyExecutable(filepath.Join(appsDir, "hello"), filepath.Join(apps, "hello"), 0o755)
 			copyExecutable("/usr/bin/id", filepath.Join(apps, "setuid-id"), 0o755)
 			Expect(os.Chmod(filepath.Join(apps, "setuid-id"), 0o755|os.ModeSetuid)).To(Succeed())
+			// The rep and the attacker may know the apps dir by a link to
+			// it: the masks follow the rep's files there too.
+			shownApps := apps
+			if throughLink {
+				shownApps = filepath.Join(GinkgoT().TempDir(), "apps-link")
+				Expect(os.Symlink(apps, shownApps)).To(Succeed())
+			}
 			// Its directory and certificates are readable by anyone, so
 			// that only the masks keep them from an instance's uid.
 			repDir := filepath.Join(apps, "rep")
@@ -81,7 +88,7 @@ var _ = Describe("isolated instances", func() {
 				"board_url":          b.url,
 				"listen_address":     "127.0.0.1:0",
 				"data_dir":           dataDir,
-				"apps_dir":           apps,
+				"apps_dir":           shownApps,
 				"port_range":         fmt.Sprintf("%d-%d", first, first+19),
 				"poll_interval":      repPollInterval,
 				"bulk_sync_interval": repBulkSyncInterval,
@@ -109,7 +116,7 @@ var _ = Describe("isolated instances", func() {
 
 			By("running a neighbour with a secret in its env and its directory")
 			desireSpec(b, "victim", `echo victim-file > "$HOME/secret.txt"; exec "$APPS_DIR/hello"`,
-				"APPS_DIR", apps, "SECRET", "victim-env-secret")
+				"APPS_DIR", shownApps, "SECRET", "victim-env-secret")
 			victim := steady(b, "victim", 1, "cell-z1")[0]
 			var victimPid int
 			for _, inst := range r.instances() {
@@ -124,10 +131,11 @@ var _ = Describe("isolated instances", func() {
 			By("running an instance that tries to reach all of it")
 			etcFile := "/etc/corkboard-e2e-" + strconv.Itoa(GinkgoParallelProcess()) + "-" + strconv.Itoa(os.Getpid())
 			DeferCleanup(func() { _ = os.Remove(etcFile) })
+			shownRepDir := filepath.Join(shownApps, "rep")
 			desireSpec(b, "attacker", attackScript,
-				"CONFIG", configPath, "CERT", filepath.Join(repDir, "cell-z1.crt"), "KEY", filepath.Join(repDir, "cell-z1.key"),
+				"CONFIG", filepath.Join(shownRepDir, "rep.json"), "CERT", filepath.Join(shownRepDir, "cell-z1.crt"), "KEY", filepath.Join(shownRepDir, "cell-z1.key"),
 				"VICTIM_DIR", victimDir, "VICTIM_PID", strconv.Itoa(victimPid), "REP_PID", strconv.Itoa(r.session.Command.Process.Pid),
-				"DATA_DIR", dataDir, "APPS_DIR", apps, "ETC_FILE", etcFile)
+				"DATA_DIR", filepath.Join(shownRepDir, "data"), "APPS_DIR", shownApps, "ETC_FILE", etcFile)
 			// It serves HTTP on its port as itself: its own work goes on.
 			attacker := steady(b, "attacker", 1, "cell-z1")[0]
 			Expect(answers(attacker)).To(BeTrue())
@@ -152,23 +160,30 @@ var _ = Describe("isolated instances", func() {
 mv "$HOME/output.log" "$HOME/saved.log" 2>/dev/null
 for name in output.log ".$INSTANCE_GUID.log"; do ln -sf "$KEY" "$HOME/$name"; done
 echo "log-swapper wrote this"
-exec "$APPS_DIR/hello"`, "KEY", filepath.Join(repDir, "cell-z1.key"), "APPS_DIR", apps)
+exec "$APPS_DIR/hello"`, "KEY", filepath.Join(repDir, "cell-z1.key"), "APPS_DIR", shownApps)
 				steady(b, "log-swapper", 1, "cell-z1")
 				log := b.cork("logs", "log-swapper/0", "-n", "100")
 				Expect(log).To(ContainSubstring("log-swapper wrote this"))
 				Expect(log).NotTo(ContainSubstring("PRIVATE KEY"))
 			}
 		},
-		Entry(`with isolation "full": every attempt fails, its own work succeeds`, "full", map[string]string{
-			"read-config": "no", "read-cert": "no", "read-key": "no",
-			"read-neighbour-dir": "no", "read-neighbour-environ": "no", "any-environ": "no",
-			"see-rep": "no", "list-rep": "no", "list-data-dir": "no",
-			"write-apps-dir": "no", "write-neighbour-dir": "no", "write-etc": "no", "setuid-root": "no",
-			"own-dir": "yes", "own-tmp": "yes",
-		}),
-		Entry(`with isolation "none": the documented fallback, instances reach what the rep reaches`, "none", noneWant()),
+		Entry(`with isolation "full": every attempt fails, its own work succeeds`, "full", false, fullWant()),
+		Entry(`with isolation "full" and the apps dir known by a link to it: the same`, "full", true, fullWant()),
+		Entry(`with isolation "none": the documented fallback, instances reach what the rep reaches`, "none", false, noneWant()),
 	)
 })
+
+// fullWant is what an isolated instance reaches: nothing of the cell's,
+// its own directory and /tmp.
+func fullWant() map[string]string {
+	return map[string]string{
+		"read-config": "no", "read-cert": "no", "read-key": "no",
+		"read-neighbour-dir": "no", "read-neighbour-environ": "no", "any-environ": "no",
+		"see-rep": "no", "list-rep": "no", "list-data-dir": "no",
+		"write-apps-dir": "no", "write-neighbour-dir": "no", "write-etc": "no", "setuid-root": "no",
+		"own-dir": "yes", "own-tmp": "yes",
+	}
+}
 
 // noneWant is what an instance reaches without isolation: everything the
 // rep's user does (as root, /etc and root itself too).

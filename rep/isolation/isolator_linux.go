@@ -140,14 +140,16 @@ func (iso *Isolator) check() error {
 }
 
 func (iso *Isolator) initConfig(instanceDir string) initConfig {
-	hideDirs := append([]string{iso.cfg.DataDir}, iso.cfg.HideDirs...)
+	hideDirs := cleanAll(append([]string{iso.cfg.DataDir}, iso.cfg.HideDirs...))
+	hideFiles := cleanAll(iso.cfg.HideFiles)
 	plan := Plan(PlanInput{
 		System:      iso.system,
 		SystemLinks: iso.links,
 		AppsDir:     iso.cfg.AppsDir,
 		InstanceDir: instanceDir,
-		HideDirs:    cleanAll(hideDirs),
-		HideFiles:   cleanAll(iso.cfg.HideFiles),
+		HideDirs:    hideDirs,
+		HideFiles:   hideFiles,
+		Real:        realPaths(append(append([]string{iso.cfg.AppsDir}, hideDirs...), hideFiles...)),
 		Devices:     devices,
 	})
 	return initConfig{
@@ -169,6 +171,22 @@ func OpenFilesLimit(configured uint64) uint64 {
 		return own.Max
 	}
 	return configured
+}
+
+// realPaths maps each of paths that resolves to another path, its
+// symbolic links followed, to that path (PlanInput.Real). Resolved at
+// every start: a link may have changed since the last.
+func realPaths(paths []string) map[string]string {
+	real := map[string]string{}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			real[p] = r
+		}
+	}
+	return real
 }
 
 func cleanAll(paths []string) []string {

@@ -2,6 +2,7 @@ package isolation
 
 import (
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -55,6 +56,12 @@ type PlanInput struct {
 	// is masked.
 	HideDirs  []string
 	HideFiles []string
+	// Real is the path with every symbolic link resolved, of any of the
+	// paths above that has one other than itself: a path to hide can
+	// show inside a shown directory through a link in either (an apps
+	// dir that is a link to the directory holding the rep's key), where
+	// its own path's text is not under the shown one's.
+	Real map[string]string
 	// Devices are the device files to show (/dev/null, ...).
 	Devices []string
 }
@@ -93,23 +100,44 @@ func Plan(in PlanInput) []Mount {
 	if in.AppsDir != "" && !coveredByDir(in.AppsDir, in.System, in.SystemLinks) {
 		shown = append(shown, Mount{Kind: BindReadOnly, Source: in.AppsDir, Target: in.AppsDir})
 	}
-	visible := func(path string) bool {
-		for _, m := range shown {
-			if m.Kind == BindReadOnly && within(path, m.Target) {
-				return true
+	real := func(path string) string {
+		if r, ok := in.Real[path]; ok {
+			return r
+		}
+		return path
+	}
+	// Where a path to hide shows in the root: at its own path under a
+	// shown directory, and under each shown directory whose real path
+	// holds its real path.
+	showsAt := func(path string) []string {
+		var at []string
+		add := func(target string) {
+			if !slices.Contains(at, target) {
+				at = append(at, target)
 			}
 		}
-		return false
+		for _, m := range shown {
+			if m.Kind != BindReadOnly {
+				continue
+			}
+			if within(path, m.Target) {
+				add(path)
+			}
+			if source, p := real(m.Source), real(path); within(p, source) {
+				add(filepath.Join(m.Target, strings.TrimPrefix(p, source)))
+			}
+		}
+		return at
 	}
 	var masks []Mount
 	for _, dir := range in.HideDirs {
-		if visible(dir) {
-			masks = append(masks, Mount{Kind: MaskDir, Target: dir})
+		for _, target := range showsAt(dir) {
+			masks = append(masks, Mount{Kind: MaskDir, Target: target})
 		}
 	}
 	for _, file := range in.HideFiles {
-		if visible(file) {
-			masks = append(masks, Mount{Kind: MaskFile, Target: file})
+		for _, target := range showsAt(file) {
+			masks = append(masks, Mount{Kind: MaskFile, Target: target})
 		}
 	}
 
