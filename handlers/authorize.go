@@ -85,17 +85,10 @@ func identify(r *http.Request, requireCertificates bool) caller {
 // description names the caller in a refusal: `cell "cell-z1"`, `an
 // api-client certificate`, ...
 func (c caller) description() string {
-	switch {
-	case c.certificate == nil:
+	if c.certificate == nil {
 		return "a request without a verified client certificate"
-	case c.identity.Role == models.RoleCell:
-		return c.identity.String()
-	case c.identity.Role == models.RoleNone:
-		return "a certificate naming no corkboard identity"
-	case c.identity.Role == models.RoleAPIClient || c.identity.Role == models.RoleOperator:
-		return "an " + string(c.identity.Role) + " certificate"
 	}
-	return "a " + string(c.identity.Role) + " certificate"
+	return c.identity.Certificate()
 }
 
 // name is the caller as an operation's requested_by names it, e.g.

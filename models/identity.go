@@ -99,6 +99,22 @@ func (id Identity) String() string {
 	return string(id.Role)
 }
 
+// Certificate names a verified certificate of the identity in a refusal,
+// as the board and the reps both say it: `cell "cell-z1"`, `an
+// api-client certificate`, `a board certificate`, `a certificate naming
+// no corkboard identity`.
+func (id Identity) Certificate() string {
+	switch id.Role {
+	case RoleCell:
+		return id.String()
+	case RoleNone:
+		return "a certificate naming no corkboard identity"
+	case RoleAPIClient, RoleOperator:
+		return "an " + string(id.Role) + " certificate"
+	}
+	return "a " + string(id.Role) + " certificate"
+}
+
 // IdentityFromCertificate is the identity cert's URI SANs name (see
 // IdentityURIScheme). It does not verify cert: the TLS handshake did.
 func IdentityFromCertificate(cert *x509.Certificate) Identity {

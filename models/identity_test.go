@@ -77,6 +77,15 @@ var _ = Describe("Identity", func() {
 		Entry("the board", models.RoleIdentity(models.RoleBoard), "corkboard://role/board"),
 	)
 
+	DescribeTable("how a refusal names a certificate of the identity, on the board and the reps alike",
+		func(id models.Identity, want string) { Expect(id.Certificate()).To(Equal(want)) },
+		Entry("a cell", models.CellIdentity("cell-z1"), `cell "cell-z1"`),
+		Entry("an api-client", models.RoleIdentity(models.RoleAPIClient), "an api-client certificate"),
+		Entry("an operator", models.RoleIdentity(models.RoleOperator), "an operator certificate"),
+		Entry("the board", models.RoleIdentity(models.RoleBoard), "a board certificate"),
+		Entry("none (no identity, or two)", models.NoIdentity, "a certificate naming no corkboard identity"),
+	)
+
 	It("has no URI for an identity no certificate can carry", func() {
 		Expect(models.NoIdentity.URI()).To(BeNil())
 		Expect(models.CellIdentity("").URI()).To(BeNil())

@@ -149,7 +149,7 @@ func (s *server) authorize(allowed []models.Role, next http.HandlerFunc) http.Ha
 		id := certs.PeerIdentity(r.TLS)
 		if !slices.Contains(allowed, id.Role) {
 			s.logger.Info("forbidden", lager.Data{"route": r.Method + " " + r.URL.Path, "identity": id.String()})
-			http.Error(w, fmt.Sprintf("forbidden: %s may not %s %s on this rep; %s may", id, r.Method, r.URL.Path, strings.Join(names, ", ")), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("forbidden: %s may not %s %s on this rep; %s may", id.Certificate(), r.Method, r.URL.Path, strings.Join(names, ", ")), http.StatusForbidden)
 			return
 		}
 		next(w, r)

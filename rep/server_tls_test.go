@@ -97,7 +97,7 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 	It("lets the board and operators drain, and refuses API clients", func() {
 		code, body := callAs("client", http.MethodPost, "/v1/drain", "")
 		Expect(code).To(Equal(http.StatusForbidden))
-		Expect(body).To(ContainSubstring("forbidden: api-client may not POST /v1/drain on this rep; board, operator may"))
+		Expect(body).To(ContainSubstring("forbidden: an api-client certificate may not POST /v1/drain on this rep; board, operator may"))
 		code, _ = callAs("operator", http.MethodPost, "/v1/drain", "")
 		Expect(code).To(Equal(http.StatusAccepted))
 		code, _ = callAs("board", http.MethodPost, "/v1/drain", "")

@@ -97,12 +97,18 @@ func ServerConfig(pair tls.Certificate, clientCAs *x509.CertPool) *tls.Config {
 }
 
 // ClientConfig is the client side of mutual TLS: TLS 1.2 or later, the
-// server verified against rootCAs, pair presented.
+// server verified against rootCAs, pair presented. Presented always, even
+// when the server names CAs that did not sign it: crypto/tls would then
+// send no certificate, and a certificate of the wrong CA would fail as
+// "certificate required" rather than as the server's "unknown
+// certificate authority", which says what is wrong.
 func ClientConfig(pair tls.Certificate, rootCAs *x509.CertPool) *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{pair},
-		RootCAs:      rootCAs,
+		MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &pair, nil
+		},
+		RootCAs: rootCAs,
 	}
 }
 
