@@ -111,7 +111,7 @@ func (a *app) printLogs(ctx context.Context, guid string, index int32, lines int
 	if answer.err != nil {
 		return fmt.Errorf("%s: %w", ref, answer.err)
 	}
-	_, err = a.out.Write(answer.body)
+	_, err = rawWriter{a}.Write(answer.body)
 	return err
 }
 
@@ -160,7 +160,7 @@ func (a *app) printKeptLog(ctx context.Context, cells []*models.Cell, lrp *model
 		}
 	}
 	if best != nil {
-		_, err := a.out.Write(best.body)
+		_, err := rawWriter{a}.Write(best.body)
 		return err
 	}
 	var problem string

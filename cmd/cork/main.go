@@ -40,6 +40,7 @@ func main() {
 // run executes one cork invocation and returns its exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout)
+	stderr = &screenWriter{w: stderr}
 	app.errOut = stderr
 	root := app.rootCommand()
 	root.SetArgs(args)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -55,7 +54,9 @@ const (
 
 // progressLine is the one line a watch rewrites on a terminal.
 type progressLine struct {
-	out      *bufio.Writer
+	// out writes as it is (rawWriter): the line's own \r and erase; what
+	// the line says is made printable first.
+	out      io.Writer
 	terminal terminalFunc
 	// started is when the watch began: the clock of a status that has no
 	// rollout start to count from.
@@ -69,10 +70,8 @@ func (p *progressLine) draw(now time.Time) error {
 	// One column short of the width: some terminals wrap a line that
 	// fills the last column, and the next \r would rewrite only the wrap.
 	text := progressText(p.status, p.started, now, width-1)
-	if _, err := io.WriteString(p.out, "\r"+text+clearToEndOfLine); err != nil {
-		return err
-	}
-	return p.out.Flush()
+	_, err := io.WriteString(p.out, "\r"+printable(text)+clearToEndOfLine)
+	return err
 }
 
 // end draws the line a last time and leaves it, followed by how the
@@ -84,7 +83,7 @@ func (p *progressLine) end(now time.Time, outcome error) error {
 	}
 	text := "\n"
 	if outcome == nil {
-		text += endedWell(p.status) + "\n"
+		text += printable(endedWell(p.status)) + "\n"
 	}
 	_, err := io.WriteString(p.out, text)
 	return err

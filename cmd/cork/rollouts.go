@@ -329,7 +329,7 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 	rows := &tableStream{out: a.out, headers: rolloutStatusHeaders}
 	var line *progressLine
 	if _, isTerminal := a.terminal(); isTerminal && a.format == formatTable {
-		line = &progressLine{out: a.out, terminal: a.terminal, started: time.Now()}
+		line = &progressLine{out: rawWriter{a}, terminal: a.terminal, started: time.Now()}
 	}
 	show := func() (over bool, err error) {
 		status, err := a.client().RolloutStatus(ctx, guid)

@@ -32,7 +32,10 @@ type app struct {
 	tlsConfig *tls.Config
 
 	stdin io.Reader
-	out   *bufio.Writer
+	// out is what cork prints, through screen (screenWriter) to stdout;
+	// rawWriter writes past it.
+	out    *bufio.Writer
+	screen *screenWriter
 	// errOut takes warnings ("cork: warning: …"), which do not belong in
 	// the output a script parses; nil discards them.
 	errOut io.Writer
@@ -46,7 +49,8 @@ type app struct {
 }
 
 func newApp(stdin io.Reader, stdout io.Writer) *app {
-	return &app{stdin: stdin, out: bufio.NewWriter(stdout), terminal: terminalOf(stdout)}
+	screen := &screenWriter{w: stdout}
+	return &app{stdin: stdin, out: bufio.NewWriter(screen), screen: screen, terminal: terminalOf(stdout)}
 }
 
 func (a *app) rootCommand() *cobra.Command {
