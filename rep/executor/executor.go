@@ -484,7 +484,7 @@ func (e *Executor) start(ctx context.Context, inst *instance, spec InstanceSpec,
 		return nil, err
 	}
 	undo = append(undo, func() { e.workDir.remove(spec.InstanceGuid) })
-	inst.ident, err = e.iso.Acquire(spec.InstanceGuid, inst.dir)
+	inst.ident, err = e.iso.Acquire(spec.InstanceGuid, inst.dir, def.GetMemoryMb())
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", spec.InstanceGuid, err)
 	}

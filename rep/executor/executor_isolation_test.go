@@ -59,6 +59,27 @@ var _ = Describe("Executor isolation", func() {
 		return string(log)
 	}
 
+	It("bounds its /tmp and /dev/shm at its memory_mb each: memory no resident set shows", func() {
+		def := reptest.ShellDefinition(`
+for dir in /tmp /dev/shm; do
+  if dd if=/dev/zero of=$dir/fill bs=1M count=24 2>/dev/null; then echo "$dir: wrote 24 MB"; else echo "$dir: full at $(($(stat -c %s $dir/fill) >> 20)) MB"; fi
+  rm -f $dir/fill
+done
+dd if=/dev/zero of=/tmp/fits bs=1M count=8 2>/dev/null && echo "/tmp: 8 MB fit"`)
+		def.MemoryMb = 16
+		_, err := exe.Run(reptest.Spec("tmpfs", def))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool {
+			_, ended := exe.Ended("tmpfs")
+			return ended
+		}).Should(BeTrue())
+		log, err := exe.LogTail("tmpfs", 200)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(log)).To(ContainSubstring("/tmp: full at 16 MB"))
+		Expect(string(log)).To(ContainSubstring("/dev/shm: full at 16 MB"))
+		Expect(string(log)).To(ContainSubstring("/tmp: 8 MB fit"))
+	})
+
 	It("is full as root by default", func() {
 		Expect(exe.Isolation()).To(Equal(isolation.Full))
 	})

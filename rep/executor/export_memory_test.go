@@ -71,6 +71,6 @@ func (p *ProcScan) Seen(pgid int) (pages int64, processes int) {
 }
 
 // ParseProcStat is parseProcStat.
-func ParseProcStat(line string) (pgrp int, pages int64, ok bool) {
+func ParseProcStat(line string) (ppid, pgrp int, pages int64, ok bool) {
 	return parseProcStat([]byte(line))
 }

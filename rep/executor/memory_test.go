@@ -361,16 +361,49 @@ var _ = Describe("memory guard", func() {
 		})
 	})
 
+	It("counts a child that left the group (setsid) with the group it came from", func() {
+		h := startHog(memhogPath, "-children", "2", "-setsid", "-mb", "8")
+		// Their own groups: the hog's cleanup does not reach them.
+		pids := regexp.MustCompile(`memhog (\d+): 8 MB in use`)
+		var children []int
+		Eventually(func() int {
+			children = nil
+			for _, m := range pids.FindAllStringSubmatch(string(h.session.Out.Contents()), -1) {
+				pid, _ := strconv.Atoi(m[1])
+				children = append(children, pid)
+			}
+			return len(children)
+		}).Should(Equal(2))
+		DeferCleanup(func() {
+			for _, pid := range children {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+		for _, pid := range children {
+			pgid, err := syscall.Getpgid(pid)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(pgid).To(Equal(pid), "the child leads a group of its own")
+		}
+
+		scan := executor.NewProcScan(h.pgid)
+		Expect(scan.Pass()).To(Succeed())
+		pages, processes := scan.Seen(h.pgid)
+		Expect(processes).To(Equal(3))
+		Expect(pages * int64(os.Getpagesize())).To(BeNumerically(">=", 16<<20))
+	})
+
 	Describe("parsing /proc/<pid>/stat", func() {
-		It("takes the process group (field 5) and the resident pages (field 24)", func() {
+		It("takes the parent (field 4), the process group (field 5) and the resident pages (field 24)", func() {
 			line := "1234 (my app) S 1 777 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 8812 10743808 9000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
-			pgrp, pages, ok := executor.ParseProcStat(line)
+			ppid, pgrp, pages, ok := executor.ParseProcStat(line)
 			Expect(ok).To(BeTrue())
+			Expect(ppid).To(Equal(1))
 			Expect(pgrp).To(Equal(777))
 			Expect(pages).To(Equal(int64(9000)))
 
-			pgrp, pages, ok = executor.ParseProcStat("1 (a) b) (c) S 1 42 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 8000 0")
+			ppid, pgrp, pages, ok = executor.ParseProcStat("1 (a) b) (c) S 5 42 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 8000 0")
 			Expect(ok).To(BeTrue())
+			Expect(ppid).To(Equal(5))
 			Expect(pgrp).To(Equal(42))
 			Expect(pages).To(Equal(int64(8000)))
 		})
@@ -383,7 +416,7 @@ var _ = Describe("memory guard", func() {
 				"1234 (bad) S 1 x 1234 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 8000 0",
 				"1234 (bad) S 1 7 1234 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 -5 0",
 			} {
-				_, _, ok := executor.ParseProcStat(line)
+				_, _, _, ok := executor.ParseProcStat(line)
 				Expect(ok).To(BeFalse(), line)
 			}
 		})

@@ -66,6 +66,15 @@ type procScan struct {
 	procDir string
 	buf     []byte
 	usage   map[int]groupUsage // by process group, watched groups only
+	// procs and groupOf are one pass's processes, kept to be reused.
+	procs   map[int]procStat
+	groupOf map[int]int
+}
+
+// procStat is what a pass reads of one process.
+type procStat struct {
+	ppid, pgrp int
+	pages      int64
 }
 
 func newProcScan(procDir string) *procScan {
@@ -73,16 +82,24 @@ func newProcScan(procDir string) *procScan {
 		procDir: procDir,
 		// A stat line is a few hundred bytes; the fields read here come
 		// early in it, so a longer one cut short would do as well.
-		buf:   make([]byte, 2048),
-		usage: map[int]groupUsage{},
+		buf:     make([]byte, 2048),
+		usage:   map[int]groupUsage{},
+		procs:   map[int]procStat{},
+		groupOf: map[int]int{},
 	}
 }
 
 // run does one pass: it sums the resident pages of the processes of each
-// watched group into s.usage. Only listing /proc can fail it; a process
-// that ends while it is read is skipped.
+// watched group into s.usage. A process belongs to a group when it is in
+// it, or when its parent does: a child that left the instance's process
+// group (setsid) is still the instance's, and one whose parent died is
+// the child of the instance's init, its namespace's PID 1 (an isolated
+// instance), and counts with it. Only listing /proc can fail a pass; a
+// process that ends while it is read is skipped.
 func (s *procScan) run(watched map[int]*memoryWatch) error {
 	clear(s.usage)
+	clear(s.procs)
+	clear(s.groupOf)
 	dir, err := os.Open(s.procDir)
 	if err != nil {
 		return err
@@ -97,50 +114,83 @@ func (s *procScan) run(watched map[int]*memoryWatch) error {
 		if name[0] < '0' || name[0] > '9' {
 			continue // not a process: "self", "meminfo", ...
 		}
-		pgrp, pages, ok := s.readStat(name)
+		ppid, pgrp, pages, ok := s.readStat(name)
 		if !ok {
 			continue
 		}
-		if _, ok := watched[pgrp]; !ok {
+		pid, ok := parseDecimal([]byte(name))
+		if !ok {
 			continue
 		}
-		u := s.usage[pgrp]
-		u.pages += pages
+		s.procs[int(pid)] = procStat{ppid: ppid, pgrp: pgrp, pages: pages}
+	}
+	for pid, p := range s.procs {
+		group := s.group(pid, watched, 0)
+		if group == 0 {
+			continue
+		}
+		u := s.usage[group]
+		u.pages += p.pages
 		u.processes++
-		s.usage[pgrp] = u
+		s.usage[group] = u
 	}
 	return nil
+}
+
+// maxAncestry bounds the walk up a process's parents: process trees are
+// shallow, and a pid reused within a pass could make a loop.
+const maxAncestry = 64
+
+// group is the watched group process pid counts with, or 0: its own
+// process group if watched, else its parent's group.
+func (s *procScan) group(pid int, watched map[int]*memoryWatch, depth int) int {
+	if g, ok := s.groupOf[pid]; ok {
+		return g
+	}
+	p, ok := s.procs[pid]
+	if !ok || depth > maxAncestry {
+		return 0
+	}
+	group := 0
+	if _, ok := watched[p.pgrp]; ok {
+		group = p.pgrp
+	} else if p.ppid > 1 && p.ppid != pid {
+		group = s.group(p.ppid, watched, depth+1)
+	}
+	s.groupOf[pid] = group
+	return group
 }
 
 // readStat reads the process group and resident pages of process pid
 // (a name in /proc). It uses the syscalls directly because it runs for
 // every process on every pass: os.Open would also try to register each
 // file with the runtime's poller and give it a finalizer.
-func (s *procScan) readStat(pid string) (pgrp int, pages int64, ok bool) {
+func (s *procScan) readStat(pid string) (ppid, pgrp int, pages int64, ok bool) {
 	fd, err := syscall.Open(s.procDir+"/"+pid+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, 0, false // gone already
+		return 0, 0, 0, false // gone already
 	}
 	n, err := syscall.Read(fd, s.buf)
 	syscall.Close(fd)
 	if err != nil || n <= 0 {
-		return 0, 0, false // gone while read
+		return 0, 0, 0, false // gone while read
 	}
 	return parseProcStat(s.buf[:n])
 }
 
-// parseProcStat takes the process group (field 5) and the resident set
-// in pages (field 24) from a /proc/<pid>/stat line, such as
+// parseProcStat takes the parent (field 4), the process group (field 5)
+// and the resident set in pages (field 24) from a /proc/<pid>/stat line,
+// such as
 //
 //	1234 (my app) S 1 1234 1234 0 -1 4194560 ... 20 0 1 0 8812 10743808 9000 ...
 //
 // The command name, field 2, is in parentheses and may hold spaces and
 // parentheses of its own; everything after the last ')' is plain
 // numbers, which it reads without allocating.
-func parseProcStat(line []byte) (pgrp int, pages int64, ok bool) {
+func parseProcStat(line []byte) (ppid, pgrp int, pages int64, ok bool) {
 	end := bytes.LastIndexByte(line, ')')
 	if end < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	rest := line[end+1:]
 	// rest holds fields 3 (state) onwards, each after a space.
@@ -155,21 +205,25 @@ func parseProcStat(line []byte) (pgrp int, pages int64, ok bool) {
 		rest = rest[i:]
 		field++
 		switch field {
-		case 5:
+		case 4, 5:
 			v, ok := parseDecimal(value)
 			if !ok {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
-			pgrp = int(v)
+			if field == 4 {
+				ppid = int(v)
+			} else {
+				pgrp = int(v)
+			}
 		case 24:
 			v, ok := parseDecimal(value)
 			if !ok {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
-			return pgrp, v, true
+			return ppid, pgrp, v, true
 		}
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }
 
 // parseDecimal parses a non-negative decimal number, as strconv would,

@@ -129,7 +129,7 @@ func (iso *Isolator) check() error {
 	if err := os.MkdirAll(probeDir, 0o700); err != nil {
 		return fmt.Errorf("making %s: %w", probeDir, err)
 	}
-	cfg := iso.initConfig(probeDir)
+	cfg := iso.initConfig(probeDir, 0)
 	cfg.Probe = true
 	p, err := start(cfg, nil, nil, 0)
 	if err != nil {
@@ -139,7 +139,7 @@ func (iso *Isolator) check() error {
 	return nil
 }
 
-func (iso *Isolator) initConfig(instanceDir string) initConfig {
+func (iso *Isolator) initConfig(instanceDir string, tmpfsBytes int64) initConfig {
 	hideDirs := cleanAll(append([]string{iso.cfg.DataDir}, iso.cfg.HideDirs...))
 	hideFiles := cleanAll(iso.cfg.HideFiles)
 	plan := Plan(PlanInput{
@@ -151,6 +151,7 @@ func (iso *Isolator) initConfig(instanceDir string) initConfig {
 		HideFiles:   hideFiles,
 		Real:        realPaths(append(append([]string{iso.cfg.AppsDir}, hideDirs...), hideFiles...)),
 		Devices:     devices,
+		TmpfsBytes:  tmpfsBytes,
 	})
 	return initConfig{
 		NewRoot: iso.newRoot,
@@ -209,13 +210,16 @@ type Identity struct {
 	dir      string
 	UID, GID uint32
 	pidsDir  string
+	// tmpfsBytes bounds each of its /tmp and /dev/shm (PlanInput).
+	tmpfsBytes int64
 }
 
 // Acquire gives the instance whose directory is dir a uid and gid of its
 // own, makes dir its own (mode 0700), and, where the pids controller
-// exists, a pids cgroup. In None mode it returns nil: nothing to do.
-// Release gives everything back.
-func (iso *Isolator) Acquire(instanceGuid, dir string) (*Identity, error) {
+// exists, a pids cgroup; its /tmp and /dev/shm will each hold at most
+// memoryMB MiB (0: no bound), as what they hold is memory. In None mode
+// it returns nil: nothing to do. Release gives everything back.
+func (iso *Isolator) Acquire(instanceGuid, dir string, memoryMB int32) (*Identity, error) {
 	if iso == nil || iso.mode != Full {
 		return nil, nil
 	}
@@ -223,7 +227,7 @@ func (iso *Isolator) Acquire(instanceGuid, dir string) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	ident := &Identity{iso: iso, dir: dir, UID: id, GID: id}
+	ident := &Identity{iso: iso, dir: dir, UID: id, GID: id, tmpfsBytes: int64(max(memoryMB, 0)) << 20}
 	if err := ident.Own(); err != nil {
 		iso.uids.Release(id)
 		return nil, err
@@ -308,7 +312,7 @@ func (p *Process) Cmd() *exec.Cmd { return p.cmd }
 // it in a memory cgroup there); then the action starts, as the instance's
 // uid, inside them. An error means nothing runs any more.
 func (ident *Identity) Start(a Action, stdout, stderr io.Writer, attr *syscall.SysProcAttr, joined func(pid int) error) (*Process, error) {
-	cfg := ident.iso.initConfig(ident.dir)
+	cfg := ident.iso.initConfig(ident.dir, ident.tmpfsBytes)
 	cfg.UID, cfg.GID = ident.UID, ident.GID
 	cfg.Path, cfg.Args, cfg.Env, cfg.Dir = a.Path, a.Args, a.Env, a.Dir
 	p, err := start(cfg, stdout, stderr, a.WaitDelay, attr)

@@ -41,9 +41,9 @@ func (iso *Isolator) MaxProcesses() uint64 { return 0 }
 
 type Identity struct{ UID, GID uint32 }
 
-func (iso *Isolator) Acquire(string, string) (*Identity, error) { return nil, nil }
-func (ident *Identity) Own() error                              { return nil }
-func (ident *Identity) Release()                                {}
+func (iso *Isolator) Acquire(string, string, int32) (*Identity, error) { return nil, nil }
+func (ident *Identity) Own() error                                     { return nil }
+func (ident *Identity) Release()                                       {}
 
 type Action struct {
 	Path      string

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -64,6 +65,11 @@ type PlanInput struct {
 	Real map[string]string
 	// Devices are the device files to show (/dev/null, ...).
 	Devices []string
+	// TmpfsBytes bounds each of the instance's own /tmp and /dev/shm:
+	// what is written there is memory no process's resident set shows,
+	// so the memory limit, which counts those, would not see it; 0 is no
+	// bound (a tmpfs's own default, half the host's memory).
+	TmpfsBytes int64
 }
 
 // Plan lists the steps that build an instance's root, in order: /proc,
@@ -85,8 +91,8 @@ func Plan(in PlanInput) []Mount {
 		Mount{Kind: Symlink, Source: "/proc/self/fd/0", Target: "/dev/stdin"},
 		Mount{Kind: Symlink, Source: "/proc/self/fd/1", Target: "/dev/stdout"},
 		Mount{Kind: Symlink, Source: "/proc/self/fd/2", Target: "/dev/stderr"},
-		Mount{Kind: Tmpfs, Source: "mode=1777", Target: "/dev/shm"},
-		Mount{Kind: Tmpfs, Source: "mode=1777", Target: "/tmp"},
+		Mount{Kind: Tmpfs, Source: writableTmpfs(in.TmpfsBytes), Target: "/dev/shm"},
+		Mount{Kind: Tmpfs, Source: writableTmpfs(in.TmpfsBytes), Target: "/tmp"},
 	)
 
 	var shown []Mount
@@ -154,6 +160,15 @@ func Plan(in PlanInput) []Mount {
 		return rank[layered[i].Kind] < rank[layered[j].Kind]
 	})
 	return append(steps, layered...)
+}
+
+// writableTmpfs is the options of a tmpfs everyone may write to, at most
+// bytes large unless bytes is 0.
+func writableTmpfs(bytes int64) string {
+	if bytes <= 0 {
+		return "mode=1777"
+	}
+	return "mode=1777,size=" + strconv.FormatInt(bytes, 10)
 }
 
 // coveredByDir reports whether path is inside one of dirs that is shown

@@ -1,6 +1,8 @@
 package isolation_test
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -35,7 +37,15 @@ var _ = Describe("Plan", func() {
 	DescribeTable("the steps that build an instance's root",
 		func(in isolation.PlanInput, want []isolation.Mount) {
 			in.Devices = []string{"/dev/null"}
-			Expect(isolation.Plan(in)).To(Equal(append(append([]isolation.Mount{}, fresh...), want...)))
+			start := fresh
+			if in.TmpfsBytes > 0 {
+				start = append([]isolation.Mount{}, fresh[:len(fresh)-2]...)
+				size := fmt.Sprintf("mode=1777,size=%d", in.TmpfsBytes)
+				start = append(start,
+					isolation.Mount{Kind: isolation.Tmpfs, Source: size, Target: "/dev/shm"},
+					isolation.Mount{Kind: isolation.Tmpfs, Source: size, Target: "/tmp"})
+			}
+			Expect(isolation.Plan(in)).To(Equal(append(append([]isolation.Mount{}, start...), want...)))
 		},
 		Entry("system dirs, links recreated, apps dir and instance dir; the data dir outside all of them needs no mask",
 			isolation.PlanInput{
@@ -136,6 +146,13 @@ var _ = Describe("Plan", func() {
 				maskFile("/srv/apps/cfg/rep.json"),
 				maskFile("/etc/ssl/private/cell.key"),
 			}),
+		Entry("an instance's /tmp and /dev/shm hold at most its memory",
+			isolation.PlanInput{
+				InstanceDir: "/d/instances/i",
+				HideDirs:    []string{"/d"},
+				TmpfsBytes:  64 << 20,
+			},
+			[]isolation.Mount{rw("/d/instances/i")}),
 		Entry("a file to hide that is not shown anywhere needs nothing",
 			isolation.PlanInput{
 				System:      []string{"/usr"},

@@ -6,7 +6,9 @@
 //
 // and sleeps until it is killed. With -children K it starts K copies of
 // itself instead, each taking -mb MiB; they stay in its process group, as
-// an instance's children would, and print their own lines. A line
+// an instance's children would, and print their own lines (with -setsid,
+// each starts a session and process group of its own, as a child that
+// means to escape its group would). A line
 // "grow N" on stdin makes a hog without children take N MiB more (and
 // print its new total), so a test can decide when it grows.
 package main
@@ -20,6 +22,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,12 +33,13 @@ var held [][]byte
 func main() {
 	mb := flag.Int("mb", 0, "MiB to allocate and touch (each child's, with -children)")
 	children := flag.Int("children", 0, "start this many copies of memhog, each taking -mb MiB, in this process group")
+	setsid := flag.Bool("setsid", false, "start the children each in a session and process group of its own")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix(fmt.Sprintf("memhog %d: ", os.Getpid()))
 
 	if *children > 0 {
-		startChildren(*children, *mb)
+		startChildren(*children, *mb, *setsid)
 	} else {
 		grow(*mb)
 		readGrowCommands()
@@ -46,8 +50,8 @@ func main() {
 }
 
 // startChildren starts n copies of memhog taking mb MiB each. They share
-// this process's group and stdout.
-func startChildren(n, mb int) {
+// this process's group, unless setsid, and its stdout.
+func startChildren(n, mb int, setsid bool) {
 	self, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
@@ -56,6 +60,9 @@ func startChildren(n, mb int) {
 		cmd := exec.Command(self, "-mb", strconv.Itoa(mb))
 		cmd.Stdout = os.Stdout
 		cmd.Stderr = os.Stderr
+		if setsid {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := cmd.Start(); err != nil {
 			log.Fatal(err)
 		}
