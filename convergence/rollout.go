@@ -647,9 +647,10 @@ func (p *planner) finishRollout(ro *rolloutLRP, instances int32, rows []row) {
 	p.countRollout(next)
 
 	cleaned := p.cleanDefinitions(ro, rows)
-	// A rollout still under way is never settled, though every index runs
-	// the definition it is leaving (a revert during a bake).
-	write.Settled = done && cleaned && !models.RolloutUnderWay(next.State, next.FinishedAt)
+	// A rollout not over is never settled, though every index runs the
+	// definition it is leaving (a revert during a bake) or the one it
+	// brings (held in its bake).
+	write.Settled = done && cleaned && !models.RolloutOpen(next.State, next.FinishedAt)
 	if rec == nil && next.State == models.RolloutStatus_NONE {
 		return
 	}

@@ -40,6 +40,16 @@ func RolloutUnderWay(state RolloutStatus_State, finishedAt int64) bool {
 	return RolloutAdvancing(state) || state == RolloutStatus_REVERTED && finishedAt == 0
 }
 
+// RolloutOpen reports whether a rollout in state, finished at finishedAt,
+// is not over: under way (RolloutUnderWay), or HELD, waiting for an
+// operator to resume, roll back or abort it (every index may run its
+// definition already: held in its bake). An open record is never settled
+// (each pass reads it) and the operation that started it stays
+// IN_PROGRESS, so that one queued behind it waits.
+func RolloutOpen(state RolloutStatus_State, finishedAt int64) bool {
+	return RolloutUnderWay(state, finishedAt) || state == RolloutStatus_HELD
+}
+
 // RolloutDeadlineRuns reports whether the progress deadline of a rollout
 // in state, finished at finishedAt, in the staged phase stage (nil: not
 // staged), runs: while PROGRESSING and not paused, or REVERTED and not
