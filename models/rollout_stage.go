@@ -255,7 +255,9 @@ func NewRolloutStage(staged *StagedRollout, processGuid, definitionID string, no
 //     is "resumed after 2h0m0s".
 //  4. A member crashes at 14:00: the planner's crash pause, paused at
 //     14:00 with "paused: v2 instance 3 crashed" as both the pause reason
-//     and the record's reason. A resume continues it as in 3.
+//     and the record's reason. A resume at 15:00 continues it as in 3,
+//     and the record's reason, the crash's, becomes "staged rollout to
+//     v2 resumed after 1h0m0s".
 
 // StageRecord is a rollout record as the stage commands read and write it.
 type StageRecord struct {
@@ -384,7 +386,13 @@ func DecideStage(processGuid, activeID string, before StageRecord, cmd StageComm
 		stage.WatchingSince = now
 		after.Stage = stage
 		after.ProgressAt += paused
-		return after, "resumed after " + time.Duration(paused).Round(time.Millisecond).String(), nil
+		line := "resumed after " + time.Duration(paused).Round(time.Millisecond).String()
+		if before.Reason == current.GetPauseReason() {
+			// The record said why it stood still (a crash pause): it
+			// does not any more.
+			after.Reason = "staged rollout to " + activeID + " " + line
+		}
+		return after, line, nil
 	}
 	return StageRecord{}, "", NewError(Error_InvalidRequest, "unknown stage command %d", cmd.Kind)
 }

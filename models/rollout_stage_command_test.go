@@ -67,6 +67,15 @@ var _ = Describe("DecideStage", func() {
 		Entry("2. pause: the stage only, by whom", promoted, pause("alice"), at(11), paused, "paused by alice"),
 		Entry("3. resume: the paused time out of the share and the deadline", paused, resume, at(13), resumed, "resumed after 2h0m0s"),
 		Entry("4. crash pause: the record says why", resumed, crashPause, at(14), crashPaused, crash),
+		Entry("4. resume after the crash pause: the record no longer says paused", crashPaused, resume, at(15),
+			func() models.StageRecord {
+				r := resumed
+				r.ProgressAt = at(13)
+				r.Reason = "staged rollout to v2 resumed after 1h0m0s"
+				r.Stage = proto.Clone(resumed.Stage).(*models.RolloutStage)
+				r.Stage.PausedNanos, r.Stage.WatchingSince = int64(3*time.Hour), at(15)
+				return r
+			}(), "resumed after 1h0m0s"),
 		Entry("promote at once, while paused: not paused any more",
 			paused, promote(50, nil), at(12),
 			models.StageRecord{

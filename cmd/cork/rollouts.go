@@ -230,9 +230,9 @@ With -o table, STAGE shows a staged phase (see 'cork update
 ("6.25% → 12.5% at 5%/6h0m0s", or "… at once"), the share it allows now,
 the instances that share allows and those on the active definition
 ("allowed 3, on v2 2"), and the time until the share reaches the target
-("target in 4h12m3s", "target reached"), or "paused: <why>" while its clock
-stands. HOLDING: the phase reached its target and waits for 'cork rollout
-promote'.
+("target in 4h12m3s", "target reached"), or why its clock stands ("paused
+by alice", "paused: v2 instance 3 crashed"). HOLDING: the phase reached its
+target and waits for 'cork rollout promote'.
 
 With -o table, STRATEGY is the LRP's update strategy as the board applies
 it: defaults filled in for what is not set, a percent followed by the count it

@@ -360,7 +360,7 @@ var _ = Describe("cork rollout", func() {
 
 			paused := cork("rollout", "pause", "hello", "-o", "table")
 			Expect(paused.lines()).To(HaveLen(3))
-			Expect(paused.lines()[1]).To(MatchRegexp(`; paused: paused by cork \(\S+@\S+\) from 127\.0\.0\.1:\d+`))
+			Expect(paused.lines()[1]).To(MatchRegexp(`; paused by cork \(\S+@\S+\) from 127\.0\.0\.1:\d+`))
 			Expect(kindOf(lastOperation(paused))).To(Equal(models.Operation_PAUSE))
 			r := cork("rollout", "pause", "hello")
 			Expect(r.code).To(Equal(1))

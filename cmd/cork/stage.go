@@ -97,7 +97,13 @@ func stageCell(s *models.RolloutStatus, now time.Time) string {
 	}
 	switch {
 	case stage.GetPaused() && stage.GetPauseReason() != "":
-		parts = append(parts, "paused: "+oneLine(stage.GetPauseReason()))
+		// A crash pause's reason says "paused: …" itself; an operator's
+		// "paused by alice".
+		reason := oneLine(stage.GetPauseReason())
+		if !strings.HasPrefix(reason, "paused") {
+			reason = "paused: " + reason
+		}
+		parts = append(parts, reason)
 	case stage.GetPaused():
 		parts = append(parts, "paused")
 	case stage.GetTargetAt() == 0:

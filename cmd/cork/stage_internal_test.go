@@ -89,7 +89,7 @@ var _ = Describe("staged phases", func() {
 		Entry("paused, and why", func(s *models.RolloutStage) {
 			s.Paused, s.PausedAt, s.TargetAt = true, now.UnixNano(), 0
 			s.PauseReason = "paused by cork (alice@laptop) from 127.0.0.1:53122"
-		}, "6.25% → 12.5% at 5%/6h0m0s; share 7.3%; allowed 2, on v2 1; paused: paused by cork (alice@laptop) from 127.0.0.1:53122"),
+		}, "6.25% → 12.5% at 5%/6h0m0s; share 7.3%; allowed 2, on v2 1; paused by cork (alice@laptop) from 127.0.0.1:53122"),
 		Entry("paused without a reason", func(s *models.RolloutStage) { s.Paused, s.TargetAt = true, 0 },
 			"6.25% → 12.5% at 5%/6h0m0s; share 7.3%; allowed 2, on v2 1; paused"),
 		Entry("a reason on one line", func(s *models.RolloutStage) { s.Paused, s.PauseReason = true, "index 3 crashed:\n  exit 1" },
