@@ -58,6 +58,10 @@ type WaitingInstance struct {
 	RefusedByTags bool
 	Tags          []string
 	Short         []ZoneShortfall
+	// NoFit is why no cell fits it when no zone is short of anything
+	// (explainNoFit): every present cell is draining or quarantined, no
+	// cell is present, the cells' start limits.
+	NoFit string
 	// LostCell names the cell its instance was on when that cell is not
 	// present (a SUSPECT row, or a claimed or running row whose cell's
 	// presence ran out).
@@ -197,6 +201,9 @@ var instanceCauses = []instanceCause{
 			return "", false
 		}
 		if len(w.Short) == 0 {
+			if w.NoFit != "" {
+				return " fits no cell: " + w.NoFit, true
+			}
 			return " fits no cell: no present cell takes instances", true
 		}
 		zones := make([]string, len(w.Short))
@@ -454,6 +461,9 @@ func (p *planner) blockedSituation(pr *pendingRollout, next *RolloutRow, unplace
 		w.RefusedByTags = refusedByTags(p.cells, elig)
 		w.Tags = elig.tags
 		w.Short = zoneShortfalls(p.cells, elig, req.need)
+		if len(w.Short) == 0 {
+			w.NoFit = explainNoFit(p.cells, elig, req.need)
+		}
 	}
 	for index := range pr.instances {
 		if w := waiting[index]; w != nil {
