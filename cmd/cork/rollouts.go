@@ -344,7 +344,7 @@ func (a *app) watchRollout(ctx context.Context, guid string) error {
 			}
 			return false, line.draw(time.Now())
 		}
-		if !sameForWatch(status, last) {
+		if !sameForWatch(status, last, a.format == formatTable) {
 			if err := a.printWatched(ctx, rows, status); err != nil {
 				return true, err
 			}
@@ -434,15 +434,26 @@ func waitForChange(ctx context.Context, changes <-chan error, ticks <-chan time.
 
 // sameForWatch reports whether a watch has nothing new to print: the two
 // statuses are equal but for a staged phase's share_percent, which the
-// board computes at every read and so grows between any two of them. A
-// change that matters (the instances the share allows, those moved, the
-// state) still differs.
-func sameForWatch(a, b *models.RolloutStatus) bool {
-	if a.GetStage() == nil || b.GetStage() == nil {
-		return proto.Equal(a, b)
+// board computes at every read and so grows between any two of them, and,
+// for a table (table), but for the definitions' signals, which change
+// with every health report and which no column shows. A change that
+// matters (the instances the share allows, those moved, the state) still
+// differs.
+func sameForWatch(a, b *models.RolloutStatus, table bool) bool {
+	if b == nil {
+		return a == nil
 	}
 	a, b = proto.Clone(a).(*models.RolloutStatus), proto.Clone(b).(*models.RolloutStatus)
-	a.Stage.SharePercent, b.Stage.SharePercent = 0, 0
+	for _, s := range []*models.RolloutStatus{a, b} {
+		if s.Stage != nil {
+			s.Stage.SharePercent = 0
+		}
+		if table {
+			for _, d := range s.Definitions {
+				d.Signals, d.InstanceSignals = nil, nil
+			}
+		}
+	}
 	return proto.Equal(a, b)
 }
 

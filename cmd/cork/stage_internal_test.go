@@ -155,17 +155,30 @@ var _ = Describe("sameForWatch", func() {
 
 	It("prints nothing new when only the share grew between two reads, and leaves the statuses as they were", func() {
 		a, b := staged(0.0001, 1), staged(0.0002, 1)
-		Expect(sameForWatch(a, b)).To(BeTrue())
+		Expect(sameForWatch(a, b, true)).To(BeTrue())
 		Expect(a.GetStage().GetSharePercent()).To(Equal(0.0001))
 		Expect(b.GetStage().GetSharePercent()).To(Equal(0.0002))
 	})
 
 	It("prints a row when the share allows another instance, or anything else changed", func() {
-		Expect(sameForWatch(staged(4.9, 1), staged(5.1, 2))).To(BeFalse())
+		Expect(sameForWatch(staged(4.9, 1), staged(5.1, 2), true)).To(BeFalse())
 		moved := staged(5.1, 2)
 		moved.UpdatedInstances = 1
-		Expect(sameForWatch(staged(5.1, 2), moved)).To(BeFalse())
-		Expect(sameForWatch(staged(5.1, 2), &models.RolloutStatus{ProcessGuid: "hello", State: models.RolloutStatus_PROGRESSING})).To(BeFalse())
-		Expect(sameForWatch(staged(5.1, 2), nil)).To(BeFalse(), "the first status of a watch")
+		Expect(sameForWatch(staged(5.1, 2), moved, true)).To(BeFalse())
+		Expect(sameForWatch(staged(5.1, 2), &models.RolloutStatus{ProcessGuid: "hello", State: models.RolloutStatus_PROGRESSING}, true)).To(BeFalse())
+		Expect(sameForWatch(staged(5.1, 2), nil, true)).To(BeFalse(), "the first status of a watch")
+	})
+
+	It("prints no table row when only the signals changed, which no column shows, and a JSON line when they did", func() {
+		withCrashes := func(n int32) *models.RolloutStatus {
+			s := staged(5.1, 2)
+			s.Definitions = []*models.DefinitionInstances{{DefinitionId: "v2", Instances: 2, Signals: &models.DefinitionSignals{Crashes: n}}}
+			return s
+		}
+		Expect(sameForWatch(withCrashes(1), withCrashes(2), true)).To(BeTrue())
+		Expect(sameForWatch(withCrashes(1), withCrashes(2), false)).To(BeFalse())
+		more := withCrashes(2)
+		more.Definitions[0].Instances = 3
+		Expect(sameForWatch(withCrashes(1), more, true)).To(BeFalse())
 	})
 })

@@ -363,7 +363,7 @@ func (s *strategyFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&s.minReady, "min-ready", 0, "how long a new instance must run before its predecessor stops")
 	flags.DurationVar(&s.progressDeadline, "progress-deadline", 0, "a rollout fails when no index completes for this long (0: "+shortDuration(models.DefaultProgressDeadline)+")")
 	flags.BoolVar(&s.autoRevert, "auto-revert", false, "roll back to the healthy definition when a rollout fails")
-	flags.Int32Var(&s.historyLimit, "history-limit", 0, "definitions kept besides those in use (0: "+itoa(models.DefaultHistoryLimit)+")")
+	flags.Int32Var(&s.historyLimit, "history-limit", 0, "the newest definitions kept, and those in use however old (0: "+itoa(models.DefaultHistoryLimit)+")")
 }
 
 func (s *strategyFlags) changed(flags *pflag.FlagSet) bool {
