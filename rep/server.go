@@ -120,7 +120,7 @@ type guard func(allowed []models.Role, next http.HandlerFunc) http.HandlerFunc
 
 // Who may call the rep's routes when it checks (NewTLSServer).
 var (
-	readers  = []models.Role{models.RoleBoard, models.RoleOperator, models.RoleAPIClient}
+	readers  = []models.Role{models.RoleOperator, models.RoleAPIClient}
 	drainers = []models.Role{models.RoleBoard, models.RoleOperator}
 )
 

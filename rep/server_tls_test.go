@@ -84,13 +84,18 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 		}
 	})
 
-	It("lets the board, operators and API clients read", func() {
-		for _, name := range []string{"board", "operator", "client"} {
+	It("lets operators and API clients read, and not the board, which has no use for an instance's log", func() {
+		for _, name := range []string{"operator", "client"} {
 			code, body := callAs(name, http.MethodGet, "/v1/instances", "")
 			Expect(code).To(Equal(http.StatusOK), name)
 			Expect(strings.TrimSpace(body)).To(Equal("[]"))
 			code, _ = callAs(name, http.MethodGet, "/v1/logs?instance_guid=ig-none", "")
 			Expect(code).To(Equal(http.StatusNotFound), name)
+		}
+		for _, path := range []string{"/v1/instances", "/v1/logs?instance_guid=ig-none"} {
+			code, body := callAs("board", http.MethodGet, path, "")
+			Expect(code).To(Equal(http.StatusForbidden), path)
+			Expect(body).To(ContainSubstring("forbidden: a board certificate may not GET"))
 		}
 	})
 
