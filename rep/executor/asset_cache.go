@@ -233,7 +233,28 @@ const (
 // in use until release. note writes a line into the start's instance log.
 // When ctx ends first, acquire returns an error saying why (see
 // interruption) and how far the download got.
+//
+// A start that waited for another's download of the same checksum from
+// another URL, which failed, downloads from its own URL rather than fail
+// with the other's error: what one definition names must not make
+// another's start fail (at most sharedAttempts waits in all).
 func (c *assetCache) acquire(ctx context.Context, asset *models.Asset, note func(string)) (*cacheEntry, assetSource, error) {
+	for attempt := 1; ; attempt++ {
+		entry, source, otherURL, err := c.acquireOnce(ctx, asset, note)
+		if err == nil || otherURL == "" || ctx.Err() != nil || attempt == sharedAttempts {
+			return entry, source, err
+		}
+		note(fmt.Sprintf("the download of %s, which this start waited for, failed (%v): downloading asset %s itself", otherURL, err, asset.GetUrl()))
+	}
+}
+
+// sharedAttempts bounds how often acquire waits for downloads of other
+// URLs that fail.
+const sharedAttempts = 3
+
+// acquireOnce is one attempt of acquire; otherURL is the URL of the
+// download it waited for when that was another start's, of another URL.
+func (c *assetCache) acquireOnce(ctx context.Context, asset *models.Asset, note func(string)) (entry *cacheEntry, source assetSource, otherURL string, err error) {
 	sum := asset.GetSha256()
 	c.mu.Lock()
 	if entry := c.entries[sum]; entry != nil && entry.verified {
@@ -241,9 +262,9 @@ func (c *assetCache) acquire(ctx context.Context, asset *models.Asset, note func
 		c.stats.Hits++
 		c.mu.Unlock()
 		touch(entry.path)
-		return entry, fromCache, nil
+		return entry, fromCache, "", nil
 	}
-	source := downloadedByOther
+	source = downloadedByOther
 	line := fmt.Sprintf("waiting for asset %s (sha256 %s): another start on this cell is downloading it", asset.GetUrl(), sum)
 	dl := c.inflight[sum]
 	if dl == nil {
@@ -260,14 +281,17 @@ func (c *assetCache) acquire(ctx context.Context, asset *models.Asset, note func
 	c.mu.Unlock()
 	note(line)
 
-	entry, err := c.wait(ctx, dl, note)
+	entry, err = c.wait(ctx, dl, note)
 	if err != nil {
-		return nil, source, err
+		if source == downloadedByOther && dl.url != asset.GetUrl() {
+			otherURL = dl.url
+		}
+		return nil, source, otherURL, err
 	}
 	if !dl.fetched {
 		source = fromCache
 	}
-	return entry, source, nil
+	return entry, source, "", nil
 }
 
 // startDownload registers a download of the asset's checksum and starts

@@ -382,6 +382,34 @@ var _ = Describe("Executor assets", func() {
 			Expect(server.Count("/bad.tgz")).To(Equal(2))
 		})
 
+		It("has a start that waited for another URL's download of its checksum, which failed, download its own URL", func() {
+			good := tgzOf(archiveEntry{name: "ok.txt", mode: 0o644, body: []byte("ok")})
+			mine := server.Add("/mine.tgz", good, ".")
+			// Another definition names the same checksum at a URL that
+			// does not serve it.
+			other := &models.Asset{Url: server.URL + "/missing.tgz", Sha256: mine.Sha256, Destination: "."}
+			release := server.Hold()
+			otherDone := make(chan error, 1)
+			go func() {
+				_, err := exe.Run(reptest.Spec("other", reptest.AssetDefinition("sh", touchStarted, other)))
+				otherDone <- err
+			}()
+			Eventually(func() int { return server.Count("/missing.tgz") }).Should(Equal(1))
+			mineDone := make(chan error, 1)
+			go func() {
+				_, err := exe.Run(reptest.Spec("mine", reptest.AssetDefinition("sh", touchStarted, mine)))
+				mineDone <- err
+			}()
+			Eventually(func() int64 { return exe.AssetCacheStats().Hits }).Should(Equal(int64(1)))
+			release()
+
+			Eventually(otherDone).Should(Receive(MatchError(ContainSubstring("/missing.tgz: HTTP 404"))))
+			Eventually(mineDone).Should(Receive(BeNil()))
+			Expect(filepath.Join(instanceDir("mine"), "ok.txt")).To(BeAnExistingFile())
+			Expect(logOf("mine")).To(ContainSubstring("the download of " + other.Url + ", which this start waited for, failed"))
+			Expect(server.Count("/mine.tgz")).To(Equal(1))
+		})
+
 		Describe("with a small limit", func() {
 			BeforeEach(func() {
 				cfg.AssetCacheBytes = 2500
