@@ -100,26 +100,26 @@ func receiveAll(subs []*events.Subscription, size uint64) {
 var _ = Describe("Subscribers reading the log take turns", func() {
 	const size = 1000
 
-	It("lets only as many read the log at once as the hub is told, each still getting every event in order", func() {
+	// widestOfFour has four subscribers resume from the log's start at
+	// once on a hub of that many readers, each getting every event, and
+	// says how many reads of the log ran at once at most.
+	widestOfFour := func(readers int) int {
 		log := newPagedLog(size)
-		hub := hubOn(log, 1)
+		hub := hubOn(log, readers)
 		var subs []*events.Subscription
 		for range 4 {
 			subs = append(subs, subscribe(hub, 1, events.Filter{}))
 		}
 		receiveAll(subs, size)
-		Expect(log.widestRead()).To(Equal(1))
+		return log.widestRead()
+	}
+
+	It("lets only as many read the log at once as the hub is told, each still getting every event in order", func() {
+		Expect(widestOfFour(1)).To(Equal(1))
 	})
 
 	It("lets more read at once when told more (so the count above could fail)", func() {
-		log := newPagedLog(size)
-		hub := hubOn(log, 4)
-		var subs []*events.Subscription
-		for range 4 {
-			subs = append(subs, subscribe(hub, 1, events.Filter{}))
-		}
-		receiveAll(subs, size)
-		Expect(log.widestRead()).To(BeNumerically(">", 1))
+		Expect(widestOfFour(4)).To(BeNumerically(">", 1))
 	})
 
 	It("gives the turn to a waiting subscriber once the one holding it has taken nothing for a while, and hands the first the rest later", func() {
