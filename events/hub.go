@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -384,6 +385,11 @@ func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 	switch {
 	case lastEventID == 0:
 		s.cursor = h.next
+	case lastEventID == math.MaxUint64:
+		// No log gives it, and the event after it would wrap to 0,
+		// before the log's first: one the log never gave.
+		s.cursor = h.oldest
+		lost = h.lostLocked(lastEventID)
 	case h.log != nil:
 		// The log knows whether the id was ever given and what follows
 		// it is still kept (a board's history may hold events the log

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -155,5 +156,20 @@ var _ = Describe("Subscribers reading the log take turns", func() {
 		hub.Close()
 		drain(waiting)
 		Expect(waiting.Err()).To(MatchError(events.ErrHubClosed))
+	})
+})
+
+var _ = Describe("Resuming after the largest id", func() {
+	It("is told it lost events and goes on with the history, as after any id the log never gave, rather than replaying the log from its start", func() {
+		log := newPagedLog(1000)
+		hub := hubOn(log, 1)
+		for _, last := range []uint64{math.MaxUint64, math.MaxUint64 - 1} {
+			sub := subscribe(hub, last, events.Filter{})
+			got := receive(sub, 1)
+			Expect(got[0].Type).To(Equal(models.EventEventsLost))
+			Expect(got[0].Payload).To(Equal(&models.EventsLostEvent{LastEventId: last, OldestKeptId: 1001}))
+			expectQuiet(sub)
+		}
+		Expect(log.widestRead()).To(BeZero(), "nothing read from the log")
 	})
 })

@@ -31,7 +31,9 @@ func (a *app) eventsCommand() *cobra.Command {
 		Short: "Follow the board's events, one JSON line each (or table row), until Ctrl-C",
 		Long: `Follow the board's events, one JSON line each, until Ctrl-C:
 
-  {"id":1754321234567890,"type":"actual_lrp_changed","data":{"before":{...},"after":{...}}}
+  {"id":55491,"type":"actual_lrp_changed","data":{"before":{...},"after":{...}}}
+
+The id is the event's position in the board's event log.
 
 -o table prints a row per event instead: ID, TYPE, ABOUT (the process guid,
 or the cell id of cell_changed) and DETAIL, what changed in one line, e.g.
