@@ -7,12 +7,13 @@ import (
 )
 
 // screenWriter writes what cork prints for people with every control
-// character but newline and tab shown as an escape (\x1b, \r, \x9b)
+// character but newline and tab shown as an escape (\x1b, \r, \u009b)
 // rather than sent: a crash reason, an annotation or an operation's
 // reason is whatever an app or a client put there, and an escape sequence
 // in one would otherwise drive the operator's terminal (retitle it, clear
-// it, recolour what follows, move the cursor over other lines). JSON
-// output holds none (the encoder escapes them); `cork logs` writes an
+// it, recolour what follows, move the cursor over other lines). In JSON
+// output the encoder escapes the C0 controls; DEL and C1 are escaped here
+// as JSON escapes them, so a line stays JSON; `cork logs` writes an
 // instance's log as it is (printRaw), as its app wrote it.
 type screenWriter struct {
 	w io.Writer
@@ -58,8 +59,14 @@ func (s *screenWriter) Write(p []byte) (int, error) {
 // isC1Second says whether b, after 0xC2, makes a C1 control.
 func isC1Second(b byte) bool { return b >= 0x80 && b <= 0x9f }
 
-// escaped is a control character as Go writes it in a quoted string.
+// escaped is a control character as Go writes it in a quoted string, but
+// DEL and the C1 controls as JSON does (\u007f, \u009b): JSON encoders
+// escape the C0 controls themselves but leave those in strings as they
+// are, and a JSON line must stay JSON once they are escaped here.
 func escaped(r rune) string {
+	if r >= 0x7f {
+		return fmt.Sprintf(`\u%04x`, r)
+	}
 	switch r {
 	case '\r':
 		return `\r`

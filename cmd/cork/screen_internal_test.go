@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/corkboard/corkboard/models"
 )
 
 var _ = Describe("what cork prints for people", func() {
@@ -15,8 +18,8 @@ var _ = Describe("what cork prints for people", func() {
 		Entry("a crash reason that would retitle and clear the terminal",
 			"A\x1b]0;PWNED\x07B\x1b[2J\x1b[31mRED", `A\x1b]0;PWNED\aB\x1b[2J\x1b[31mRED`),
 		Entry("a carriage return that would write over the line", "ok\rFAILED", `ok\rFAILED`),
-		Entry("DEL and a NUL", "a\x7fb\x00c", `a\x7fb\x00c`),
-		Entry("a C1 control (CSI) in UTF-8", "a\u009b2Jb", `a\x9b2Jb`),
+		Entry("DEL and a NUL", "a\x7fb\x00c", `a\u007fb\x00c`),
+		Entry("a C1 control (CSI) in UTF-8", "a\u009b2Jb", `a\u009b2Jb`),
 		Entry("newlines, tabs and other UTF-8 as they are", "row\tcell\nnext é █ ✓", "row\tcell\nnext é █ ✓"),
 		Entry("bytes that are not UTF-8 as they are", "a\xc3(\xffb", "a\xc3(\xffb"),
 	)
@@ -29,7 +32,19 @@ var _ = Describe("what cork prints for people", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(n).To(Equal(len(part)))
 		}
-		Expect(out.String()).To(Equal(`a\x9b2J` + "\xc2é"))
+		Expect(out.String()).To(Equal(`a\u009b2J` + "\xc2é"))
+	})
+
+	It("keeps a JSON line JSON, the string it holds the same, whatever controls the string has", func() {
+		var out bytes.Buffer
+		a := newApp(nil, &out)
+		annotation := "a\x1b[2J\rb\x7fc\u009bd\u0085e"
+		Expect(printJSONLines(a.out, []*models.DesiredLRP{{ProcessGuid: "web", Annotation: annotation}})).To(Succeed())
+		Expect(a.out.Flush()).To(Succeed())
+		Expect(out.String()).NotTo(ContainSubstring("\x1b"))
+		var decoded struct{ Annotation string }
+		Expect(json.Unmarshal(out.Bytes(), &decoded)).To(Succeed(), out.String())
+		Expect(decoded.Annotation).To(Equal(annotation))
 	})
 
 	It("writes every table and line through it, and an instance's log past it as it is", func() {
