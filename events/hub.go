@@ -44,10 +44,10 @@ const DefaultHistory = 10000
 // that a reader can take several at once; the history is the real buffer.
 const subscriberBuffer = 64
 
-// DefaultLogReaders is how many subscribers read the log at once when the
-// hub is not told otherwise (logTurn): half the cores Go runs on, at
-// least one, so that streams catching up leave the other half to the
-// board's calls.
+// DefaultLogReaders is how many subscribers of one client read the log at
+// once when the hub is not told otherwise (logTurn): half the cores Go
+// runs on, at least one, so that one client's streams catching up leave
+// the other half to the board's calls.
 func DefaultLogReaders() int {
 	return max(runtime.GOMAXPROCS(0)/2, 1)
 }
@@ -149,11 +149,21 @@ type Hub struct {
 	// id; a payload is never changed once decoded (subscribers only read
 	// them), so any number may hold it.
 	decoded *recent.Map[uint64, proto.Message]
-	// logTurns holds a token for each subscriber reading the log
-	// (logTurn); its capacity is how many may at once. waitingTurns is
-	// how many wait for one.
-	logTurns     chan struct{}
-	waitingTurns atomic.Int64
+	// turns are each client's turns at reading the log (logTurn), by
+	// client, while it has subscribers; readersPerClient is how many each
+	// has. reading and waiting count the turns held and the subscribers
+	// waiting for one, over all clients.
+	turnsMu          sync.Mutex
+	turns            map[string]*clientTurns
+	readersPerClient int
+	reading, waiting atomic.Int64
+}
+
+// clientTurns holds a token for each of a client's subscribers reading
+// the log; users is how many of its subscribers are open.
+type clientTurns struct {
+	tokens chan struct{}
+	users  int
 }
 
 // sharedDecoded is how many decoded payloads the hub keeps for the
@@ -181,10 +191,11 @@ func WithLog(log Log) Option {
 	return func(h *Hub) { h.log = log }
 }
 
-// WithLogReaders sets how many subscribers behind the history read the
-// log at once; the others wait their turn (logTurn). At least 1.
+// WithLogReaders sets how many subscribers of one client behind the
+// history read the log at once; the client's others wait their turn
+// (logTurn). At least 1.
 func WithLogReaders(n int) Option {
-	return func(h *Hub) { h.logTurns = make(chan struct{}, max(n, 1)) }
+	return func(h *Hub) { h.readersPerClient = max(n, 1) }
 }
 
 // NewHub returns a hub with an empty history.
@@ -206,9 +217,10 @@ func NewHub(opts ...Option) *Hub {
 	if h.ring == nil {
 		h.ring = make([]kept, DefaultHistory)
 	}
-	if h.logTurns == nil {
-		h.logTurns = make(chan struct{}, DefaultLogReaders())
+	if h.readersPerClient == 0 {
+		h.readersPerClient = DefaultLogReaders()
 	}
+	h.turns = map[string]*clientTurns{}
 	first := uint64(max(time.Now().UnixMicro(), 1))
 	h.oldest, h.next = first, first
 	return h
@@ -366,8 +378,16 @@ func (h *Hub) LastID() uint64 {
 // part of the sequence) and the stream goes on with the oldest event of
 // the history. The caller must Close it.
 func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
+	return h.SubscribeAs("", lastEventID, filter)
+}
+
+// SubscribeAs is Subscribe for a subscriber of client (a certificate, an
+// address: see handlers), which reads the log in the client's turns
+// (WithLogReaders); "" is the board's own.
+func (h *Hub) SubscribeAs(client string, lastEventID uint64, filter Filter) *Subscription {
 	s := &Subscription{
 		hub:    h,
+		client: client,
 		filter: filter,
 		events: make(chan Event, subscriberBuffer),
 		wake:   make(chan struct{}, 1),
@@ -405,6 +425,7 @@ func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 	h.subscribers[s] = struct{}{}
 	h.mu.Unlock()
 
+	s.turns = h.turnsOf(client)
 	go s.feed(lost, askLog)
 	return s
 }
@@ -434,9 +455,33 @@ func (h *Hub) lostFrom(cursor *uint64) *Event {
 }
 
 // LogReaders is how many subscribers read the log now, and how many wait
-// for their turn to (logTurn).
+// for their turn to (logTurn), over all clients.
 func (h *Hub) LogReaders() (reading, waiting int) {
-	return len(h.logTurns), int(h.waitingTurns.Load())
+	return int(h.reading.Load()), int(h.waiting.Load())
+}
+
+// turnsOf is client's turns, shared by its open subscribers; each takes
+// them once and lets go with letGoTurns.
+func (h *Hub) turnsOf(client string) *clientTurns {
+	h.turnsMu.Lock()
+	defer h.turnsMu.Unlock()
+	t := h.turns[client]
+	if t == nil {
+		t = &clientTurns{tokens: make(chan struct{}, h.readersPerClient)}
+		h.turns[client] = t
+	}
+	t.users++
+	return t
+}
+
+func (h *Hub) letGoTurns(client string) {
+	h.turnsMu.Lock()
+	defer h.turnsMu.Unlock()
+	if t := h.turns[client]; t != nil {
+		if t.users--; t.users <= 0 {
+			delete(h.turns, client)
+		}
+	}
 }
 
 // Subscribers is how many subscriptions are open.

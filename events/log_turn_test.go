@@ -123,6 +123,20 @@ var _ = Describe("Subscribers reading the log take turns", func() {
 		Expect(widestOfFour(4)).To(BeNumerically(">", 1))
 	})
 
+	It("gives each client turns of its own: other clients' streams catch up beside one client's", func() {
+		log := newPagedLog(size)
+		hub := hubOn(log, 1)
+		var subs []*events.Subscription
+		for _, client := range []string{"cell-a", "cell-b", "cell-c", "cell-d"} {
+			sub := hub.SubscribeAs(client, 1, events.Filter{})
+			DeferCleanup(sub.Close)
+			subs = append(subs, sub)
+		}
+		receiveAll(subs, size)
+		Expect(log.widestRead()).To(BeNumerically(">", 1))
+		Eventually(func() int { reading, waiting := hub.LogReaders(); return reading + waiting }).Should(BeZero())
+	})
+
 	It("gives the turn to a waiting subscriber once the one holding it has taken nothing for a while, and hands the first the rest later", func() {
 		log := newPagedLog(size)
 		hub := hubOn(log, 1)

@@ -9,7 +9,10 @@ import (
 // Subscription is one subscriber's view of the hub: a channel of events in
 // publish order, closed when the subscription ends.
 type Subscription struct {
-	hub    *Hub
+	hub *Hub
+	// client is who subscribed; turns are its turns at reading the log.
+	client string
+	turns  *clientTurns
 	filter Filter
 	events chan Event
 	// wake has room for one token: a publish while the feeder is busy is
@@ -64,6 +67,7 @@ func (s *Subscription) wakeUp() {
 func (s *Subscription) feed(first *Event, askLog bool) {
 	defer close(s.events)
 	defer s.hub.unsubscribe(s)
+	defer s.hub.letGoTurns(s.client)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -189,21 +193,29 @@ const logTurnGrace = 250 * time.Millisecond
 // logTurn is a subscriber's turn at reading the log. A subscriber behind
 // the history reads the log a page at a time and hands each page to its
 // client; reading, decoding and encoding the whole log is the dearest
-// thing a stream can ask of the board, and every client may ask it of
-// many streams at once. So the hub lets only a few subscribers read the
-// log at a time (WithLogReaders), one at a time per turn:
+// thing a stream can ask of the board, and one client may ask it of 100
+// streams at once. So each client's subscribers read the log a few at a
+// time (WithLogReaders), one at a time per turn:
 //
-//  1. 100 streams resume from position 1 at once; the log holds 200,000
-//     events, the hub's history the newest 10,000.
-//  2. One takes a turn (DefaultLogReaders on 2 cores); the other 99 wait,
-//     holding nothing but their place: their clients get heartbeats.
+//  1. A client's 100 streams resume from position 1 at once; the log
+//     holds 200,000 events, the hub's history the newest 10,000.
+//  2. One takes one of the client's turns (DefaultLogReaders on 2 cores);
+//     its other 99 wait, holding nothing but their place: they get
+//     heartbeats. Another client's stream resuming meanwhile takes a turn
+//     of its own client's, at once.
 //  3. A stream with a turn reads a page, hands it to its client, reads
 //     the next, and keeps its turn while its client takes what it is
 //     sent.
 //  4. It gives the turn back when it reaches the history (and goes on from
 //     memory, which costs no turn), when its client has taken nothing
 //     for logTurnGrace (a client that reads slowly or not at all holds
-//     up no one), or when it ends. A waiting stream takes it.
+//     up none of its streams), or when it ends. A waiting stream of the
+//     same client takes it.
+//
+// Turns are per client, not for the whole board: a thousand reps
+// resuming after a board restarted each catch up at once, as before, and
+// share the payloads they decode (Hub.decode) rather than reading the log
+// one after another.
 //
 // Without turns, those 100 streams (one client's, within its cap) made
 // another client's gets and updates on a SQLite board of 200,000 events
@@ -222,11 +234,12 @@ func (t *logTurn) take() bool {
 	if t.held {
 		return true
 	}
-	t.s.hub.waitingTurns.Add(1)
-	defer t.s.hub.waitingTurns.Add(-1)
+	t.s.hub.waiting.Add(1)
+	defer t.s.hub.waiting.Add(-1)
 	select {
-	case t.s.hub.logTurns <- struct{}{}:
+	case t.s.turns.tokens <- struct{}{}:
 		t.held = true
+		t.s.hub.reading.Add(1)
 		return true
 	case <-t.s.done:
 		return false
@@ -240,7 +253,8 @@ func (t *logTurn) take() bool {
 func (t *logTurn) giveBack() {
 	if t.held {
 		t.held = false
-		<-t.s.hub.logTurns
+		t.s.hub.reading.Add(-1)
+		<-t.s.turns.tokens
 	}
 }
 

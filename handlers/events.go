@@ -97,7 +97,9 @@ func (a *api) serveEvents(o options) http.Handler {
 		if call.who.checked && call.who.identity.Role == models.RoleCell {
 			filter.CellID = call.who.identity.CellID
 		}
-		sub := o.hub.Subscribe(lastEventID, filter)
+		// Its client's turns at reading the log: one client's streams catching
+		// up take turns, other clients' go on (events.logTurn).
+		sub := o.hub.SubscribeAs(call.client, lastEventID, filter)
 		defer sub.Close()
 
 		stream := newEventStream(w, req.GetProtobuf(), o.eventsWriteTimeout, a.encodedEvents)

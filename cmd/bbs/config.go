@@ -60,7 +60,7 @@ import (
 //	  "max_event_streams_per_client": 100,
 //	  "max_connections_per_address": 1000,
 //	  "max_connections": 0,
-//	  "max_event_log_readers": 0,
+//	  "max_event_log_readers_per_client": 0,
 //	  "request_body_timeout": "10s",
 //	  "list_write_timeout": "1m",
 //	  "tls": {"ca_cert": "/etc/corkboard/ca.crt", "cert": "/etc/corkboard/board.crt", "key": "/etc/corkboard/board.key"},
@@ -243,13 +243,14 @@ type Config struct {
 	// ResourceExhausted. Every rep holds one stream: size it for the
 	// cells plus the routers and other followers.
 	MaxEventSubscribers int `json:"max_event_subscribers"`
-	// MaxEventLogReaders caps the event streams that read the event log
-	// at once: streams resumed from before the board's in-memory history
-	// (the newest 10,000 events), which read, decode and encode the log
-	// a page at a time. The others wait their turn, sent heartbeats; a
-	// stream whose client takes nothing for 250ms gives its turn up
-	// (0: half the board's cores, at least 1).
-	MaxEventLogReaders int `json:"max_event_log_readers"`
+	// MaxEventLogReadersPerClient caps the event streams of one client
+	// that read the event log at once: streams resumed from before the
+	// board's in-memory history (the newest 10,000 events), which read,
+	// decode and encode the log a page at a time. The client's others
+	// wait their turn, sent heartbeats; a stream whose client takes
+	// nothing for 250ms gives its turn up (0: half the board's cores, at
+	// least 1).
+	MaxEventLogReadersPerClient int `json:"max_event_log_readers_per_client"`
 	// ReservedCellRequests of the requests in flight are kept for cells'
 	// own calls (registration and heartbeat, bulk report, lifecycle,
 	// occupancy, health report), which API clients can never use (0: the
@@ -583,8 +584,8 @@ func (c Config) validate() error {
 	if c.MaxConnections < 0 {
 		return configfile.Invalid("max_connections", "must be 0 (the default, the open-file limit less 1,024) or more")
 	}
-	if c.MaxEventLogReaders < 0 {
-		return configfile.Invalid("max_event_log_readers", "must be 0 (the default, half the board's cores) or more")
+	if c.MaxEventLogReadersPerClient < 0 {
+		return configfile.Invalid("max_event_log_readers_per_client", "must be 0 (the default, half the board's cores) or more")
 	}
 	if len(c.BoardID) > maxBoardIDLength || strings.TrimSpace(c.BoardID) != c.BoardID || c.BoardID == "" {
 		return configfile.Invalid("board_id", fmt.Sprintf("%q must be 1 to %d characters without surrounding spaces", c.BoardID, maxBoardIDLength))

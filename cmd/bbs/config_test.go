@@ -231,7 +231,7 @@ var _ = Describe("Config", func() {
 		Entry("a quarantine_on_crash_spike that is not a boolean", `{"listen_address": ":8889", "data_dir": "/d", "quarantine_on_crash_spike": "yes"}`, "quarantine_on_crash_spike"),
 		Entry("a max_rollouts_in_flight that is not a number", `{"listen_address": ":8889", "data_dir": "/d", "max_rollouts_in_flight": "ten"}`, "max_rollouts_in_flight"),
 		Entry("a negative cap on event subscribers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_subscribers": -5}`, "max_event_subscribers"),
-		Entry("a negative cap on event log readers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_log_readers": -1}`, "max_event_log_readers"),
+		Entry("a negative cap on event log readers", `{"listen_address": ":8889", "data_dir": "/d", "max_event_log_readers_per_client": -1}`, "max_event_log_readers_per_client"),
 		Entry("a negative cap on connections", `{"listen_address": ":8889", "data_dir": "/d", "max_connections": -1}`, "max_connections"),
 		Entry("a negative cap on connections per address", `{"listen_address": ":8889", "data_dir": "/d", "max_connections_per_address": -1}`, "max_connections_per_address"),
 		Entry("a negative reservation for cells", `{"listen_address": ":8889", "data_dir": "/d", "reserved_cell_requests": -1}`, "reserved_cell_requests"),

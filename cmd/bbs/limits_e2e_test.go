@@ -56,13 +56,13 @@ var _ = Describe("bbs with max_event_subscribers", func() {
 
 // Streams resumed from before the board's history of 10,000 events read
 // the log in turns (events/subscription.go, logTurn): with
-// max_event_log_readers 2, four streams catching up at once are never
+// max_event_log_readers_per_client 2, four streams catching up at once are never
 // read for more than two at a time, the others wait, and each still gets
 // every event in order.
-var _ = Describe("bbs with max_event_log_readers", func() {
+var _ = Describe("bbs with max_event_log_readers_per_client", func() {
 	It("lets that many streams read the event log at once, the others waiting their turn, each getting every event", func() {
 		path := filepath.Join(GinkgoT().TempDir(), "bbs.json")
-		text := fmt.Sprintf(`{"listen_address": "127.0.0.1:0", "data_dir": %q, "max_event_log_readers": 2}`,
+		text := fmt.Sprintf(`{"listen_address": "127.0.0.1:0", "data_dir": %q, "max_event_log_readers_per_client": 2}`,
 			filepath.Join(GinkgoT().TempDir(), "data"))
 		Expect(os.WriteFile(path, []byte(text), 0o600)).To(Succeed())
 		board := startBoard("-config", path)

@@ -351,11 +351,11 @@ func registerEventLogMetrics(registry prometheus.Registerer, hub *events.Hub, ta
 		}, func() float64 { return time.Since(tailer.LastRead()).Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "corkboard_event_log_readers",
-			Help: "Event streams reading the event log now: resumed from before this board's in-memory history, catching up (at most max_event_log_readers).",
+			Help: "Event streams reading the event log now: resumed from before this board's in-memory history, catching up (at most max_event_log_readers_per_client).",
 		}, func() float64 { reading, _ := hub.LogReaders(); return float64(reading) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "corkboard_event_log_readers_waiting",
-			Help: "Event streams waiting for their turn to read the event log (max_event_log_readers).",
+			Help: "Event streams waiting for their turn to read the event log (max_event_log_readers_per_client).",
 		}, func() float64 { _, waiting := hub.LogReaders(); return float64(waiting) }),
 	)
 }
@@ -365,8 +365,8 @@ func registerEventLogMetrics(registry prometheus.Registerer, hub *events.Hub, ta
 // there are any, and trims the log to its retention.
 func followEventLog(ctx context.Context, logger lager.Logger, cfg Config, dsn string, store *sqldb.SQLDB) (*events.Hub, *events.Tailer, error) {
 	var opts []events.Option
-	if cfg.MaxEventLogReaders > 0 {
-		opts = append(opts, events.WithLogReaders(cfg.MaxEventLogReaders))
+	if cfg.MaxEventLogReadersPerClient > 0 {
+		opts = append(opts, events.WithLogReaders(cfg.MaxEventLogReadersPerClient))
 	}
 	hub, tailer, err := events.Follow(ctx, store, cfg.eventPollInterval(), logger, opts...)
 	if err != nil {
