@@ -58,9 +58,9 @@ type WaitingInstance struct {
 	RefusedByTags bool
 	Tags          []string
 	Short         []ZoneShortfall
-	// NoFit is why no cell fits it when no zone is short of anything
-	// (explainNoFit): every present cell is draining or quarantined, no
-	// cell is present, the cells' start limits.
+	// NoFit is why no cell fits it when no zone is short of anything: its
+	// placement error (explainNoFit), e.g. every present cell is draining
+	// or quarantined, no cell is present, the cells' start limits.
 	NoFit string
 	// LostCell names the cell its instance was on when that cell is not
 	// present (a SUSPECT row, or a claimed or running row whose cell's
@@ -462,7 +462,7 @@ func (p *planner) blockedSituation(pr *pendingRollout, next *RolloutRow, unplace
 		w.Tags = elig.tags
 		w.Short = zoneShortfalls(p.cells, elig, req.need)
 		if len(w.Short) == 0 {
-			w.NoFit = explainNoFit(p.cells, elig, req.need)
+			w.NoFit = req.failure
 		}
 	}
 	for index := range pr.instances {

@@ -226,6 +226,10 @@ const logTurnGrace = 250 * time.Millisecond
 type logTurn struct {
 	s    *Subscription
 	held bool
+	// grace times a wait for the client while the turn is held; one per
+	// subscriber, reset at each wait (a page of 64 events may wait 64
+	// times).
+	grace *time.Timer
 }
 
 // take waits for a turn unless the subscriber holds one already; false
@@ -269,12 +273,16 @@ func (t *logTurn) send(e Event) bool {
 		return true
 	default:
 	}
-	grace := time.NewTimer(logTurnGrace)
-	defer grace.Stop()
+	if t.grace == nil {
+		t.grace = time.NewTimer(logTurnGrace)
+	} else {
+		t.grace.Reset(logTurnGrace)
+	}
+	defer t.grace.Stop()
 	select {
 	case t.s.events <- e:
 		return true
-	case <-grace.C:
+	case <-t.grace.C:
 		t.giveBack()
 		return t.s.send(e)
 	case <-t.s.done:

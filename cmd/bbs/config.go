@@ -5,14 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -626,11 +624,7 @@ func (c Config) eventRetention() time.Duration { return configfile.MustDuration(
 func (c Config) connectionLimits() *httpserver.ConnectionLimits {
 	total := c.MaxConnections
 	if total == 0 {
-		total = reservedFiles
-		var files syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files); err == nil && files.Cur > 2*reservedFiles {
-			total = int(min(files.Cur-reservedFiles, math.MaxInt32))
-		}
+		total = max(httpserver.OpenFileLimit()-reservedFiles, reservedFiles)
 	}
 	return &httpserver.ConnectionLimits{Total: total, PerAddress: c.MaxConnectionsPerAddress}
 }

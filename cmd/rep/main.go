@@ -20,10 +20,8 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
-	"math"
 	"net"
 	"os"
-	"syscall"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -233,10 +231,6 @@ const (
 // apiConnectionLimits caps the rep API's connections at 1,000 from one
 // address and half the rep's open-file limit in all.
 func apiConnectionLimits() *httpserver.ConnectionLimits {
-	total := 1024
-	var files syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files); err == nil && files.Cur > 2*uint64(total) {
-		total = int(min(files.Cur/2, math.MaxInt32))
-	}
+	total := max(httpserver.OpenFileLimit()/2, 1024)
 	return &httpserver.ConnectionLimits{Total: total, PerAddress: apiConnectionsPerAddress}
 }

@@ -1,9 +1,11 @@
 package httpserver
 
 import (
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // ConnectionLimits caps the connections a server holds open, in all and
@@ -40,6 +42,18 @@ type ConnectionLimits struct {
 	byAddr map[string]int
 
 	refusedTotal, refusedPerAddress atomic.Int64
+}
+
+// OpenFileLimit is the process's open-file limit (its soft RLIMIT_NOFILE,
+// which Go raises to the hard one as a program starts), 0 when it cannot
+// be read: what a server's ConnectionLimits.Total leaves room under, as
+// each connection takes a descriptor.
+func OpenFileLimit() int {
+	var files syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files); err != nil {
+		return 0
+	}
+	return int(min(files.Cur, math.MaxInt32))
 }
 
 // The limit names Refused reports, as the board's metrics label them.
