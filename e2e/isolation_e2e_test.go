@@ -39,6 +39,9 @@ try setuid-root sh -c 'test "$("$APPS_DIR/setuid-id" -u)" = 0'
 echo "ATTACK uid: $(id -u)"
 try own-dir sh -c 'echo mine > "$HOME/mine.txt" && grep -q mine "$HOME/mine.txt"'
 try own-tmp sh -c 'echo t > /tmp/t.txt && grep -q t /tmp/t.txt'
+listen() { perl -MIO::Socket::INET -e 'IO::Socket::INET->new(LocalPort => $ARGV[0], Listen => 1, ReuseAddr => 1) or exit 1' "$1"; }
+try squat-cell-port listen "$SQUAT_PORT"
+try own-port listen "$PORT"
 exec "$APPS_DIR/hello"
 `
 
@@ -135,7 +138,10 @@ var _ = Describe("isolated instances", func() {
 			desireSpec(b, "attacker", attackScript,
 				"CONFIG", filepath.Join(shownRepDir, "rep.json"), "CERT", filepath.Join(shownRepDir, "cell-z1.crt"), "KEY", filepath.Join(shownRepDir, "cell-z1.key"),
 				"VICTIM_DIR", victimDir, "VICTIM_PID", strconv.Itoa(victimPid), "REP_PID", strconv.Itoa(r.session.Command.Process.Pid),
-				"DATA_DIR", filepath.Join(shownRepDir, "data"), "APPS_DIR", shownApps, "ETC_FILE", etcFile)
+				"DATA_DIR", filepath.Join(shownRepDir, "data"), "APPS_DIR", shownApps, "ETC_FILE", etcFile,
+				// The last port of the rep's range, which it would hand
+				// the next instance once the others are taken.
+				"SQUAT_PORT", strconv.Itoa(first+19))
 			// It serves HTTP on its port as itself: its own work goes on.
 			attacker := steady(b, "attacker", 1, "cell-z1")[0]
 			Expect(answers(attacker)).To(BeTrue())
@@ -181,7 +187,8 @@ func fullWant() map[string]string {
 		"read-neighbour-dir": "no", "read-neighbour-environ": "no", "any-environ": "no",
 		"see-rep": "no", "list-rep": "no", "list-data-dir": "no",
 		"write-apps-dir": "no", "write-neighbour-dir": "no", "write-etc": "no", "setuid-root": "no",
-		"own-dir": "yes", "own-tmp": "yes",
+		"squat-cell-port": "no",
+		"own-dir":         "yes", "own-tmp": "yes", "own-port": "yes",
 	}
 }
 
@@ -193,7 +200,8 @@ func noneWant() map[string]string {
 		"read-neighbour-dir": "yes", "read-neighbour-environ": "yes", "any-environ": "yes",
 		"see-rep": "yes", "list-rep": "yes", "list-data-dir": "yes",
 		"write-apps-dir": "yes", "write-neighbour-dir": "yes", "write-etc": "no", "setuid-root": "yes",
-		"own-dir": "yes", "own-tmp": "yes",
+		"squat-cell-port": "yes",
+		"own-dir":         "yes", "own-tmp": "yes", "own-port": "yes",
 	}
 	if os.Geteuid() == 0 {
 		want["write-etc"] = "yes"

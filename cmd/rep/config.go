@@ -85,7 +85,10 @@ type Config struct {
 	// Address is the host instances answer on, as net info says.
 	Address string `json:"address"`
 	// PortRange is the host ports handed to instances, "first-last"
-	// inclusive ("61000-61099").
+	// inclusive ("61000-61099"). An isolated instance may bind only the
+	// ports of it it was given (where the kernel has Landlock's network
+	// rules, Linux 6.7); keep it outside the kernel's ephemeral range
+	// (net.ipv4.ip_local_port_range), or instances may not bind port 0.
 	PortRange string `json:"port_range"`
 	// PollInterval is how often the rep lists its cell's instances while
 	// it follows the board's event stream, which tells it of a change at

@@ -297,6 +297,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	}
 	isoCfg := cfg.Isolation
 	isoCfg.DataDir, isoCfg.AppsDir = cfg.DataDir, cfg.AppsDir
+	isoCfg.InstancePorts = isolation.PortRange{First: cfg.PortMin, Last: cfg.PortMax}
 	// The cache holds every app's downloads, not only the instance's.
 	isoCfg.HideDirs = append(slices.Clone(isoCfg.HideDirs), cfg.AssetCacheDir)
 	iso, err := isolation.New(isoCfg)
@@ -304,7 +305,11 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, err
 	}
 	if iso.Mode() == isolation.Full {
-		logger.Info("instances-isolated", lager.Data{"processes": iso.PidsLimit()})
+		logger.Info("instances-isolated", lager.Data{"processes": iso.PidsLimit(), "tcp_binds": iso.Binds()})
+		if err := iso.BindsUnconfined(); err != nil {
+			logger.Info("instance-binds-not-confined", lager.Data{"reason": err.Error(),
+				"consequence": "an instance may listen on any free port of the cell's range, and so take the port the rep hands another instance next"})
+		}
 		// Instances run as uids of their own: an apps dir only the rep's
 		// user may enter runs nothing.
 		if info, err := os.Stat(cfg.AppsDir); err == nil && info.Mode().Perm()&0o005 != 0o005 {
@@ -484,7 +489,7 @@ func (e *Executor) start(ctx context.Context, inst *instance, spec InstanceSpec,
 		return nil, err
 	}
 	undo = append(undo, func() { e.workDir.remove(spec.InstanceGuid) })
-	inst.ident, err = e.iso.Acquire(spec.InstanceGuid, inst.dir, def.GetMemoryMb())
+	inst.ident, err = e.iso.Acquire(spec.InstanceGuid, inst.dir, def.GetMemoryMb(), inst.hostPorts)
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", spec.InstanceGuid, err)
 	}

@@ -1,6 +1,8 @@
 package executor_test
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -257,6 +259,15 @@ exit 3
 		Eventually(func() []string { return hostCommands("sleep " + marker) }).Should(BeEmpty())
 	})
 
+	It("binds only its own TCP ports, never one the rep may hand another instance, and reaches no abstract socket outside itself", func() {
+		log := bindAttempts(exe, cfg)
+		Expect(log).To(ContainSubstring("bind own: yes"))
+		Expect(log).To(ContainSubstring("bind any (port 0, the kernel's pick): yes"))
+		Expect(log).To(ContainSubstring("bind cell-range: no"))
+		Expect(log).To(ContainSubstring("bind outside-range: no"))
+		Expect(log).To(ContainSubstring("connect abstract: no"))
+	})
+
 	It("keeps the meaning of exit codes and signals", func() {
 		Expect(runScript("exits-3", "exit 3")).To(ContainSubstring("crashed: exited with code 3"))
 		Expect(runScript("killed", "kill -KILL $$")).To(ContainSubstring("crashed: killed by signal 9"))
@@ -275,6 +286,14 @@ exit 3
 			Expect(log).To(ContainSubstring("KEY-MATERIAL"))
 			Expect(log).To(ContainSubstring("sees-rep"))
 		})
+
+		It("lets instances bind any free port and reach any abstract socket", func() {
+			log := bindAttempts(exe, cfg)
+			Expect(log).To(ContainSubstring("bind own: yes"))
+			Expect(log).To(ContainSubstring("bind cell-range: yes"))
+			Expect(log).To(ContainSubstring("bind outside-range: yes"))
+			Expect(log).To(ContainSubstring("connect abstract: yes"))
+		})
 	})
 })
 
@@ -292,6 +311,59 @@ var _ = Describe("isolation modes", func() {
 		Expect(iso.Unavailable()).To(MatchError(ContainSubstring("not root")))
 	})
 })
+
+// bindAttempts runs an instance given one port that tries to listen on
+// it, on port 0, on a port of the cell's range it was not given (the one
+// the rep would hand out next) and on a free port outside the range, and
+// to connect to an abstract unix socket the spec listens on; it returns
+// the instance's log, a line "bind <what>: yes|no" or "connect abstract:
+// yes|no" for each.
+func bindAttempts(exe *executor.Executor, cfg executor.ExecutorConfig) string {
+	GinkgoHelper()
+	abstract := fmt.Sprintf("corkboard-bind-spec-%d-%d", os.Getpid(), GinkgoRandomSeed())
+	listener, err := net.Listen("unix", "@"+abstract)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(listener.Close)
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	outsideMin, _ := reptest.FreePortRange(1)
+	for outsideMin >= cfg.PortMin && outsideMin <= cfg.PortMax {
+		outsideMin, _ = reptest.FreePortRange(1)
+	}
+	def := reptest.ShellDefinition(`
+bind() { if perl -MIO::Socket::INET -e 'IO::Socket::INET->new(LocalPort => $ARGV[0], Listen => 1, ReuseAddr => 1) or exit 1' "$1"; then echo "bind $2: yes"; else echo "bind $2: no"; fi; }
+echo "given port $PORT"
+bind "$PORT" own
+bind 0 "any (port 0, the kernel's pick)"
+bind "$CELL_PORT" cell-range
+bind "$OUTSIDE_PORT" outside-range
+if perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => "\0" . $ARGV[0]) or exit 1' "$ABSTRACT"; then echo "connect abstract: yes"; else echo "connect abstract: no"; fi
+`)
+	def.Ports = []uint32{8080}
+	def.Action.Env = reptest.EnvVars(
+		"CELL_PORT", strconv.FormatUint(uint64(cfg.PortMin+1), 10),
+		"OUTSIDE_PORT", strconv.FormatUint(uint64(outsideMin), 10),
+		"ABSTRACT", abstract)
+	_, err = exe.Run(reptest.Spec("binder", def))
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() bool {
+		_, ended := exe.Ended("binder")
+		return ended
+	}).Should(BeTrue())
+	log, err := exe.LogTail("binder", 200)
+	Expect(err).NotTo(HaveOccurred())
+	// The rep hands out its range in order: the instance was given the
+	// first port, and the one it tried is the next.
+	Expect(string(log)).To(ContainSubstring("given port %d\n", cfg.PortMin))
+	return string(log)
+}
 
 func uidOf(log string) int {
 	GinkgoHelper()

@@ -20,6 +20,9 @@ type Config struct {
 	// certificate, key, CA, logs) that instances must not see.
 	HideFiles []string
 	HideDirs  []string
+	// InstancePorts is the range of host ports the rep hands to
+	// instances (BindablePorts); the zero range is unknown.
+	InstancePorts PortRange
 	// MaxProcesses bounds the processes (and threads) of one instance:
 	// RLIMIT_NPROC of its uid, and pids.max where the pids controller
 	// exists. Zero means DefaultMaxProcesses.

@@ -48,12 +48,17 @@ type initConfig struct {
 	NewRoot string   `json:"new_root"`
 	Mounts  []Mount  `json:"mounts"`
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
-	UID     uint32   `json:"uid"`
-	GID     uint32   `json:"gid"`
-	Path    string   `json:"path"`
-	Args    []string `json:"args"`
-	Env     []string `json:"env"`
-	Dir     string   `json:"dir"`
+	// Landlock is the kernel's Landlock ABI when it can confine the
+	// action's TCP binds to BindPorts (confineNetwork); 0 leaves them
+	// as they are.
+	Landlock  int      `json:"landlock,omitempty"`
+	BindPorts []uint32 `json:"bind_ports,omitempty"`
+	UID       uint32   `json:"uid"`
+	GID       uint32   `json:"gid"`
+	Path      string   `json:"path"`
+	Args      []string `json:"args"`
+	Env       []string `json:"env"`
+	Dir       string   `json:"dir"`
 }
 
 // Rlimit is one resource limit the action runs under (soft = hard).
@@ -109,6 +114,11 @@ func runInit() int {
 	}
 	if err := restrict(cfg.Rlimits); err != nil {
 		return fail(err)
+	}
+	if cfg.Landlock > 0 {
+		if err := confineNetwork(cfg.Landlock, cfg.BindPorts); err != nil {
+			return fail(err)
+		}
 	}
 	fmt.Fprintln(status, "ready")
 	if cfg.Probe {

@@ -34,6 +34,10 @@ type Isolator struct {
 	links     map[string]string
 	pidsRoot  string // "" without a usable pids controller
 	pidsIssue string // why, when pidsRoot is ""
+	// landlock is the kernel's Landlock ABI when it can confine
+	// instances' TCP binds (BindablePorts), else 0, with bindsIssue why.
+	landlock   int
+	bindsIssue error
 	// unavailable is why this host cannot isolate; nil when it can, or
 	// when the mode is None (not asked).
 	unavailable error
@@ -76,6 +80,27 @@ func (iso *Isolator) PidsLimit() string {
 		return fmt.Sprintf("RLIMIT_NPROC %d and pids.max %d in %s", iso.cfg.MaxProcesses, iso.cfg.MaxProcesses, iso.pidsRoot)
 	}
 	return fmt.Sprintf("RLIMIT_NPROC %d (no pids cgroup: %s)", iso.cfg.MaxProcesses, iso.pidsIssue)
+}
+
+// Binds says how instances' TCP binds are confined, for logs.
+func (iso *Isolator) Binds() string {
+	if iso.mode != Full {
+		return "any port"
+	}
+	if iso.landlock == 0 {
+		return "any port (" + iso.bindsIssue.Error() + ")"
+	}
+	return fmt.Sprintf("each instance's own ports (Landlock ABI %d)", iso.landlock)
+}
+
+// BindsUnconfined says why isolated instances may bind any TCP port,
+// another instance's next one among them; nil when they may not, or when
+// instances are not isolated (Unavailable says why).
+func (iso *Isolator) BindsUnconfined() error {
+	if iso.mode != Full {
+		return nil
+	}
+	return iso.bindsIssue
 }
 
 // MaxProcesses is how many processes an isolated instance may have, or 0
@@ -129,13 +154,34 @@ func (iso *Isolator) check() error {
 	if err := os.MkdirAll(probeDir, 0o700); err != nil {
 		return fmt.Errorf("making %s: %w", probeDir, err)
 	}
-	cfg := iso.initConfig(probeDir, 0)
-	cfg.Probe = true
-	p, err := start(cfg, nil, nil, 0)
+	abi, err := landlockABI()
+	if iso.bindsIssue = bindConfinement(abi, err); iso.bindsIssue == nil {
+		iso.landlock = abi
+	}
+	probe := func() error {
+		cfg := iso.initConfig(probeDir, 0)
+		cfg.Probe = true
+		p, err := start(cfg, nil, nil, 0)
+		if err != nil {
+			return err
+		}
+		_ = p.cmd.Wait()
+		return nil
+	}
+	err = probe()
+	if err != nil && iso.landlock > 0 {
+		// A kernel with Landlock that still refuses it (a container's
+		// seccomp profile, say) leaves binds unconfined, not instances
+		// unisolated.
+		refused := err
+		iso.landlock = 0
+		if err = probe(); err == nil {
+			iso.bindsIssue = fmt.Errorf("the kernel refused Landlock to an instance's init: %w", refused)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("an instance's init could not build its namespaces: %w", err)
 	}
-	_ = p.cmd.Wait()
 	return nil
 }
 
@@ -154,8 +200,9 @@ func (iso *Isolator) initConfig(instanceDir string, tmpfsBytes int64) initConfig
 		TmpfsBytes:  tmpfsBytes,
 	})
 	return initConfig{
-		NewRoot: iso.newRoot,
-		Mounts:  plan,
+		NewRoot:  iso.newRoot,
+		Mounts:   plan,
+		Landlock: iso.landlock,
 		Rlimits: []Rlimit{
 			{Resource: rlimitNproc, Value: iso.cfg.MaxProcesses},
 			{Resource: syscall.RLIMIT_NOFILE, Value: OpenFilesLimit(iso.cfg.MaxOpenFiles)},
@@ -212,14 +259,19 @@ type Identity struct {
 	pidsDir  string
 	// tmpfsBytes bounds each of its /tmp and /dev/shm (PlanInput).
 	tmpfsBytes int64
+	// bindPorts are the TCP ports its processes may bind, where the
+	// kernel can confine them (BindablePorts).
+	bindPorts []uint32
 }
 
 // Acquire gives the instance whose directory is dir a uid and gid of its
 // own, makes dir its own (mode 0700), and, where the pids controller
 // exists, a pids cgroup; its /tmp and /dev/shm will each hold at most
-// memoryMB MiB (0: no bound), as what they hold is memory. In None mode
-// it returns nil: nothing to do. Release gives everything back.
-func (iso *Isolator) Acquire(instanceGuid, dir string, memoryMB int32) (*Identity, error) {
+// memoryMB MiB (0: no bound), as what they hold is memory; where the
+// kernel can confine binds, it may bind the TCP ports BindablePorts
+// allows for hostPorts, its own, and no other. In None mode it returns
+// nil: nothing to do. Release gives everything back.
+func (iso *Isolator) Acquire(instanceGuid, dir string, memoryMB int32, hostPorts []uint32) (*Identity, error) {
 	if iso == nil || iso.mode != Full {
 		return nil, nil
 	}
@@ -227,7 +279,8 @@ func (iso *Isolator) Acquire(instanceGuid, dir string, memoryMB int32) (*Identit
 	if err != nil {
 		return nil, err
 	}
-	ident := &Identity{iso: iso, dir: dir, UID: id, GID: id, tmpfsBytes: int64(max(memoryMB, 0)) << 20}
+	ident := &Identity{iso: iso, dir: dir, UID: id, GID: id, tmpfsBytes: int64(max(memoryMB, 0)) << 20,
+		bindPorts: BindablePorts(hostPorts, iso.cfg.InstancePorts, readEphemeralPorts(ephemeralPortsFile))}
 	if err := ident.Own(); err != nil {
 		iso.uids.Release(id)
 		return nil, err
@@ -313,6 +366,7 @@ func (p *Process) Cmd() *exec.Cmd { return p.cmd }
 // uid, inside them. An error means nothing runs any more.
 func (ident *Identity) Start(a Action, stdout, stderr io.Writer, attr *syscall.SysProcAttr, joined func(pid int) error) (*Process, error) {
 	cfg := ident.iso.initConfig(ident.dir, ident.tmpfsBytes)
+	cfg.BindPorts = ident.bindPorts
 	cfg.UID, cfg.GID = ident.UID, ident.GID
 	cfg.Path, cfg.Args, cfg.Env, cfg.Dir = a.Path, a.Args, a.Env, a.Dir
 	p, err := start(cfg, stdout, stderr, a.WaitDelay, attr)

@@ -41,9 +41,11 @@ func (iso *Isolator) MaxProcesses() uint64 { return 0 }
 
 type Identity struct{ UID, GID uint32 }
 
-func (iso *Isolator) Acquire(string, string, int32) (*Identity, error) { return nil, nil }
-func (ident *Identity) Own() error                                     { return nil }
-func (ident *Identity) Release()                                       {}
+func (iso *Isolator) Acquire(string, string, int32, []uint32) (*Identity, error) { return nil, nil }
+func (ident *Identity) Own() error                                               { return nil }
+func (ident *Identity) Release()                                                 {}
+func (iso *Isolator) Binds() string                                              { return "any port" }
+func (iso *Isolator) BindsUnconfined() error                                     { return nil }
 
 type Action struct {
 	Path      string

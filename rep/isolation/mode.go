@@ -4,8 +4,10 @@
 // apps dir read-only, the instance's own directory read-write and a
 // private /tmp, and nothing of the rep (data dir, config, certificate,
 // key, logs) nor of any other instance; as an unprivileged uid/gid of its
-// own, with no_new_privs, an empty capability bounding set, rlimits and,
-// where the controller exists, a pids cgroup.
+// own, with no_new_privs, an empty capability bounding set, rlimits,
+// where the controller exists, a pids cgroup, and, where the kernel has
+// Landlock's network rules, TCP binds confined to the instance's own
+// ports (BindablePorts).
 //
 // The rep starts each instance through an init: the rep's own binary
 // re-executed (see Command) with a marker argv[0]. This package's init()

@@ -1,0 +1,3 @@
+package isolation
+
+var ReadEphemeralPorts = readEphemeralPorts
