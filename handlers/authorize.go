@@ -42,6 +42,7 @@ import (
 //	actual_lrps/claim|start|crash|fail|remove|
 //	evacuate|occupancy                         a cell, for itself only
 //	GET /prometheus/targets                    api-client, operator (prometheusTargetsAccess)
+//	GET /metrics                               api-client, operator (metricsAccess)
 //
 // "For itself" means the cell id the request acts for (cell.cell_id in a
 // registration, cell_id in the others) is the certificate's. The store
@@ -272,8 +273,7 @@ var routePolicy = map[string]access{
 // instance's address and cell, which is what actual_lrps/list tells
 // API clients and operators and never a cell about another cell's
 // instances. A Prometheus server reads it with an api-client or operator
-// certificate. (GET /metrics is served to any certificate of the board's
-// CA: the board's own metrics name no instance's address.)
+// certificate, as it reads GET /metrics (metricsAccess).
 var prometheusTargetsAccess = apiClients
 
 // authorize is the policy: nil when who may make req on route, an

@@ -88,9 +88,9 @@ type request interface {
 // by route and outcome, corkboard_http_request_duration_seconds by route)
 // are registered on registry; handlers built twice on one registry share
 // them, and a nil registry registers them nowhere (New panics if the
-// registry holds other collectors under those names). GET /metrics is not
-// served here: the server mounts the registry's handler itself. GET
-// /prometheus/targets, Prometheus' service discovery of the instances, is.
+// registry holds other collectors under those names). GET /metrics is
+// served here with WithMetrics, and GET /prometheus/targets, Prometheus'
+// service discovery of the instances, always.
 //
 // Options set the cells' presence TTL, the event hub behind
 // POST /v1/events (see WithEvents), what to tell convergence after a
@@ -133,6 +133,9 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 	// GET (see servePrometheusTargets).
 	mux.Handle("GET "+models.PrometheusTargetsPath, api.servePrometheusTargets(store))
 	mux.Handle(models.PrometheusTargetsPath, api.prometheusTargetsMethodNotAllowed())
+	if o.metrics != nil {
+		mux.Handle("GET "+MetricsPath, api.serveMetrics(o.metrics))
+	}
 	mux.Handle("/", api.notFound())
 	return api.refuseCrossOrigin(mux)
 }

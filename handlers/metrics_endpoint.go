@@ -11,6 +11,34 @@ import (
 	"github.com/corkboard/corkboard/internal/shared"
 )
 
+// MetricsPath is where the board serves its metrics.
+const MetricsPath = "/metrics"
+
+// metricsAccess is who may read GET /metrics, which is not an API call and
+// so not in routePolicy: its series name every cell (by cell id), the
+// callers refused (by role) and autoscaled LRPs (by process guid), none
+// of which a cell learns of other cells and LRPs through the API. A
+// Prometheus server reads it as it reads the targets, with an api-client
+// or operator certificate.
+var metricsAccess = apiClients
+
+// serveMetrics answers GET /metrics with metrics, to the callers
+// metricsAccess lets read it; a refusal is a 403 with the error in the
+// body, as on /prometheus/targets. Scrapes are not API calls: outside
+// admission (see Metrics), and neither counted nor logged unless refused.
+func (a *api) serveMetrics(metrics http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := identify(r, a.requireCertificates)
+		if refused := authorizeAccess(who, MetricsPath, nil, metricsAccess); refused != nil {
+			a.metrics.unauthorized.WithLabelValues(MetricsPath, string(who.identity.Role)).Inc()
+			call := a.begin(w, r, MetricsPath)
+			call.fail(w, jsonCodec, http.StatusForbidden, errorOnlyResponse, refused)
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
+}
+
 // MaxScrapesInFlight is how many scrapes of /metrics are answered at
 // once; one more is answered 503 at once (a Prometheus server scrapes
 // again at its next interval). A board is scraped by one or two servers

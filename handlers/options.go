@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
+	"net/http"
 	"time"
 
 	"github.com/corkboard/corkboard/events"
@@ -68,6 +70,9 @@ type options struct {
 	// requireCertificates refuses a request without a verified client
 	// certificate (see WithRequiredClientCertificates).
 	requireCertificates bool
+	// metrics is the handler of GET /metrics, served to the callers
+	// metricsAccess lets read it (see WithMetrics); nil serves none.
+	metrics http.Handler
 	// maxAssetDownloads is the board's max_asset_downloads_per_cell,
 	// handed to reps in every registration answer
 	// (WithMaxAssetDownloadsPerCell).
@@ -327,4 +332,11 @@ func WithMaxEventSubscribers(max int) Option {
 // (development mode, plain HTTP), every route is allowed.
 func WithRequiredClientCertificates() Option {
 	return func(o *options) { o.requireCertificates = true }
+}
+
+// WithMetrics serves GET /metrics from registry (see Metrics) to the
+// callers metricsAccess lets read it: with client certificates, an API
+// client or an operator.
+func WithMetrics(registry *prometheus.Registry) Option {
+	return func(o *options) { o.metrics = Metrics(registry) }
 }

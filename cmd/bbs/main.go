@@ -250,7 +250,6 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	converger := runner.NewRunner(logger, store, registry, runnerConfig)
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", handlers.Metrics(registry))
 	mux.Handle("GET /ready", handlers.Readiness(store, cfg.databaseTimeout()))
 	// The dashboard, on the API's listener: with mutual TLS the browser
 	// presents a certificate like any other client, and the API calls
@@ -258,6 +257,7 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	mux.Handle("GET "+ui.Prefix, ui.Handler())
 	apiOptions := []handlers.Option{
 		handlers.WithEvents(hub),
+		handlers.WithMetrics(registry),
 		handlers.WithSignals(signalCollector),
 		handlers.WithPresenceTTL(cfg.cellPresenceTTL()),
 		handlers.WithMaxAssetDownloadsPerCell(int32(cfg.MaxAssetDownloadsPerCell)),

@@ -74,7 +74,7 @@ var _ = Describe("tls", func() {
 		Expect(err).To(MatchError(ContainSubstring(`unknown field "client_ca"`)))
 	})
 
-	It("serves the API and /metrics over HTTPS to callers with a certificate of the CA, and nothing to others", func() {
+	It("serves the API and /metrics over HTTPS to callers with a certificate of the CA, /metrics only to API clients and operators, and nothing to others", func() {
 		board := startBoard("-config", writeConfig(map[string]any{"listen_address": "127.0.0.1:0", "data_dir": dir, "tls": tlsSection()}))
 		Expect(board.url).To(HavePrefix("https://127.0.0.1:"))
 		Expect(string(board.session.Out.Contents())).To(ContainSubstring(`"message":"bbs.tls"`))
@@ -94,6 +94,19 @@ var _ = Describe("tls", func() {
 		resp.Body.Close()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(raw)).To(ContainSubstring("corkboard_http_requests_total"))
+
+		// A certificate of the CA whose role may not read the metrics
+		// (the board's own) gets a 403 naming it, and no series.
+		boardTLS, err := files("board").ClientConfig()
+		Expect(err).NotTo(HaveOccurred())
+		resp, err = (&http.Client{Transport: &http.Transport{TLSClientConfig: boardTLS}}).Get(board.url + "/metrics")
+		Expect(err).NotTo(HaveOccurred())
+		raw, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+		Expect(string(raw)).To(ContainSubstring("a board certificate may not call /metrics"))
+		Expect(string(raw)).NotTo(ContainSubstring("corkboard_http_requests_total"))
 
 		// No certificate: no handshake, so no request reaches the API.
 		pool, err := certs.LoadPool(path("ca.crt"))
