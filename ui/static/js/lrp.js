@@ -285,8 +285,13 @@ export function lrpPage(guid) {
     instanceSignals = next;
     renderInstances();
   }
+  // operationsRead numbers the reads of the newest page: a reload's and an
+  // event's may be out at once, and only the last asked for is drawn.
+  let operationsRead = 0;
   async function loadOperations() {
-    operations.update(await api.listOperations(guid));
+    const mine = ++operationsRead;
+    const page = await api.listOperations(guid);
+    if (mine === operationsRead) operations.update(page);
   }
   async function loadZones() {
     try {
