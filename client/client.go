@@ -78,7 +78,12 @@ const (
 )
 
 // Client talks to one board for API clients (operators, schedulers,
-// route emitters). It is safe for concurrent use. Reps use CellClient.
+// route emitters). It is safe for concurrent use: make one and keep it.
+// Each Client has its own pool of kept-alive connections, so a Client
+// made per call leaves a connection open at the board each time (until
+// it has been idle 90 s), and the board closes new connections from an
+// address that holds max_connections_per_address (1,000 by default).
+// Reps use CellClient.
 type Client struct {
 	transport
 }

@@ -68,6 +68,13 @@ type board struct {
 	// host, when set, is the network namespace the board runs in: a host
 	// of its own (internal/netns).
 	host *netns.Namespace
+
+	// api is the client client() returns, made for apiURL and apiTLS;
+	// start drops it, so a restarted board gets a fresh one.
+	apiMu  sync.Mutex
+	api    *client.Client
+	apiURL string
+	apiTLS *tls.Config
 }
 
 // startBoard runs a board on a fresh SQLite file, on a fixed free port
@@ -117,10 +124,25 @@ func (b *board) start() {
 	match := boardListening.FindSubmatch(session.Out.Contents())
 	Expect(match).NotTo(BeNil())
 	b.url = string(match[1])
+	b.apiMu.Lock()
+	b.api = nil
+	b.apiMu.Unlock()
 }
 
+// client is the board's API client, one for the board's life, as a real
+// caller keeps one: a new client per call would leave a kept-alive
+// connection behind each time, and a spec polling every 100 ms reached
+// the board's max_connections_per_address (1,000, counted for every
+// process on this host's loopback, reps included) within seconds, after
+// which every new connection is closed as it is accepted.
 func (b *board) client() *client.Client {
-	return client.New(b.url, client.WithTLSConfig(b.tlsConfig))
+	b.apiMu.Lock()
+	defer b.apiMu.Unlock()
+	if b.api == nil || b.apiURL != b.url || b.apiTLS != b.tlsConfig {
+		b.api = client.New(b.url, client.WithTLSConfig(b.tlsConfig))
+		b.apiURL, b.apiTLS = b.url, b.tlsConfig
+	}
+	return b.api
 }
 
 // metric is the value of one series on the board's /metrics, -1 when the

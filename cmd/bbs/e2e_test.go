@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	"github.com/onsi/gomega/gexec"
 
+	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
 	"github.com/corkboard/corkboard/models"
@@ -34,6 +36,11 @@ var listeningURL = regexp.MustCompile(`"message":"bbs\.api-server\.listening".*"
 type runningBoard struct {
 	session *gexec.Session
 	url     string
+
+	// api is the client client() returns: one for the board's life, as
+	// a real caller keeps one (see client).
+	apiOnce sync.Once
+	api     *client.Client
 }
 
 func startBoard(args ...string) *runningBoard {

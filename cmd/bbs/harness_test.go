@@ -87,8 +87,15 @@ func convergingConfigFile(database *testdb.Database, settings map[string]any) st
 	return path
 }
 
+// client is the board's API client, one for the board's life: a new
+// client per call would leave a kept-alive connection behind each time,
+// and a spec polling the board would reach its
+// max_connections_per_address (every process on this host's loopback
+// counts as one address), after which new connections are closed as they
+// are accepted.
 func (b *runningBoard) client() *client.Client {
-	return client.New(b.url)
+	b.apiOnce.Do(func() { b.api = client.New(b.url) })
+	return b.api
 }
 
 // metric reads one sample from GET /metrics: name with its labels as
