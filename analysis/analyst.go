@@ -21,7 +21,7 @@ import (
 // Signals answers what a definition's instances did lately
 // (signals.Collector).
 type Signals interface {
-	Figures(definitionID string, instances int) *models.DefinitionSignals
+	Figures(processGuid, definitionID string, instances int) *models.DefinitionSignals
 }
 
 // Subject is what one verdict judges: the LRP's definition under
@@ -153,10 +153,10 @@ func (a *Analyst) check(ctx context.Context, c *models.AnalysisCheck, s Subject)
 		}
 		return withRemembered(r, remembered)
 	default:
-		value := a.boardSignal(c.GetSignal(), s.DefinitionID, s.Instances)
+		value := a.boardSignal(c.GetSignal(), s.ProcessGuid, s.DefinitionID, s.Instances)
 		var baseline *float64
 		if c.GetRelative() && s.BaselineDefinitionID != "" {
-			baseline = a.boardSignal(c.GetSignal(), s.BaselineDefinitionID, s.BaselineInstances)
+			baseline = a.boardSignal(c.GetSignal(), s.ProcessGuid, s.BaselineDefinitionID, s.BaselineInstances)
 		}
 		baseline, remembered := rememberBaseline(c, baseline, s)
 		return withRemembered(models.JudgeCheck(c, value, baseline), remembered)
@@ -186,11 +186,11 @@ func withRemembered(r *models.AnalysisCheckResult, at int64) *models.AnalysisChe
 	return r
 }
 
-func (a *Analyst) boardSignal(name, definitionID string, instances int) *float64 {
+func (a *Analyst) boardSignal(name, processGuid, definitionID string, instances int) *float64 {
 	if a.signals == nil {
 		return nil
 	}
-	v, ok := models.BoardSignal(a.signals.Figures(definitionID, instances), name)
+	v, ok := models.BoardSignal(a.signals.Figures(processGuid, definitionID, instances), name)
 	if !ok {
 		return nil
 	}

@@ -20,9 +20,14 @@ import (
 )
 
 // figures answers signals per definition, as a board's collector would.
+// figures are the signals of the LRP hello's definitions, by definition
+// id: another LRP's definitions have none.
 type figures map[string]*models.DefinitionSignals
 
-func (f figures) Figures(definitionID string, _ int) *models.DefinitionSignals {
+func (f figures) Figures(processGuid, definitionID string, _ int) *models.DefinitionSignals {
+	if processGuid != "hello" {
+		return nil
+	}
 	return f[definitionID]
 }
 

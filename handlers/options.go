@@ -208,8 +208,8 @@ func WithRolloutPlanner(plan RolloutPlanner) Option {
 // of instances, nil when it knows nothing of the definition; Instances
 // per instance, by index, nil when it knows none.
 type Signals interface {
-	Figures(definitionID string, instances int) *models.DefinitionSignals
-	Instances(definitionID string) []*models.InstanceSignals
+	Figures(processGuid, definitionID string, instances int) *models.DefinitionSignals
+	Instances(processGuid, definitionID string) []*models.InstanceSignals
 }
 
 // WithSignals fills each definition of a rollout status (GET rollout

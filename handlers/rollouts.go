@@ -15,8 +15,8 @@ func (h *storeHandlers) rolloutStatus(ctx context.Context, req *models.RolloutSt
 	}
 	if h.signals != nil {
 		for _, d := range status.GetDefinitions() {
-			d.Signals = h.signals.Figures(d.GetDefinitionId(), int(d.GetInstances()))
-			d.InstanceSignals = h.signals.Instances(d.GetDefinitionId())
+			d.Signals = h.signals.Figures(req.GetProcessGuid(), d.GetDefinitionId(), int(d.GetInstances()))
+			d.InstanceSignals = h.signals.Instances(req.GetProcessGuid(), d.GetDefinitionId())
 		}
 	}
 	return &models.RolloutStatusResponse{Status: status}, nil

@@ -116,7 +116,7 @@ func (c *Collector) Observe(e models.Event) {
 		c.window.InstanceCrashed(a.GetProcessGuid(), a.GetDefinitionId(), a.GetIndex(), at(a.GetSince()), p.GetCrashReason())
 	case *models.ActualLRPRemovedEvent:
 		a := p.GetActualLrp()
-		c.window.InstanceRemoved(a.GetDefinitionId(), a.GetIndex(), a.GetPresence())
+		c.window.InstanceRemoved(a.GetProcessGuid(), a.GetDefinitionId(), a.GetIndex(), a.GetPresence())
 	case *models.DefinitionHealthEvent:
 		c.window.Reported(p.GetHealth(), c.now())
 	case *models.DesiredLRPRemovedEvent:
@@ -125,10 +125,10 @@ func (c *Collector) Observe(e models.Event) {
 }
 
 // Figures is Window.Figures at the collector's now.
-func (c *Collector) Figures(definitionID string, instances int) *models.DefinitionSignals {
+func (c *Collector) Figures(processGuid, definitionID string, instances int) *models.DefinitionSignals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.window.Figures(definitionID, instances, c.now())
+	return c.window.Figures(processGuid, definitionID, instances, c.now())
 }
 
 // CheckFailures is Window.CheckFailures at the collector's now.
@@ -139,10 +139,10 @@ func (c *Collector) CheckFailures() []models.CheckFailure {
 }
 
 // Instances is Window.Instances at the collector's now.
-func (c *Collector) Instances(definitionID string) []*models.InstanceSignals {
+func (c *Collector) Instances(processGuid, definitionID string) []*models.InstanceSignals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.window.Instances(definitionID, c.now())
+	return c.window.Instances(processGuid, definitionID, c.now())
 }
 
 var (

@@ -92,7 +92,7 @@ func (w *Window) instance(processGuid, definitionID string, index int32, instanc
 // there again, whatever was removed before.
 func (w *Window) InstanceSeen(processGuid, definitionID string, index int32, instanceGuid string, at time.Time) {
 	w.instance(processGuid, definitionID, index, instanceGuid, at)
-	delete(w.defs[definitionID].removed, index)
+	delete(w.defs[defKey{processGuid, definitionID}].removed, index)
 }
 
 // InstanceCrashed notes a crash of the instance at index, with its reason.
@@ -121,7 +121,8 @@ func (w *Window) InstanceReadied(processGuid, definitionID string, index int32, 
 // reportedInstances notes the per-instance part of a cell's health report
 // of the definition, at at.
 func (w *Window) reportedInstances(h *models.DefinitionHealth, at time.Time) {
-	removed := w.defs[h.GetDefinitionId()].removed
+	key := defKey{h.GetProcessGuid(), h.GetDefinitionId()}
+	removed := w.defs[key].removed
 	for _, x := range h.GetInstances() {
 		if _, gone := removed[x.GetIndex()]; gone {
 			continue
@@ -136,7 +137,7 @@ func (w *Window) reportedInstances(h *models.DefinitionHealth, at time.Time) {
 			latency: x.GetLatencyBucketCounts(), memoryMB: memory,
 		}), maxKeptPerInstance)
 		if noteFailing(in, h, x) {
-			w.failing[instanceKey{h.GetDefinitionId(), x.GetIndex()}] = struct{}{}
+			w.failing[instanceKey{key, x.GetIndex()}] = struct{}{}
 		}
 	}
 }
@@ -173,7 +174,7 @@ func (w *Window) CheckFailures(now time.Time) []models.CheckFailure {
 	var out []models.CheckFailure
 	for key := range w.failing {
 		var in *instanceRecord
-		if r, ok := w.defs[key.definitionID]; ok {
+		if r, ok := w.defs[key.defKey]; ok {
 			in = r.instances[key.index]
 		}
 		if in != nil && in.failing != nil && in.failing.At < from {
@@ -202,11 +203,11 @@ func (w *Window) CheckFailures(now time.Time) []models.CheckFailure {
 // index is seen again (InstanceSeen), such a report counts for the
 // definition and not for the instance, which would otherwise come back for
 // forgetAfter.
-func (w *Window) InstanceRemoved(definitionID string, index int32, presence models.ActualLRP_Presence) {
+func (w *Window) InstanceRemoved(processGuid, definitionID string, index int32, presence models.ActualLRP_Presence) {
 	if presence != models.ActualLRP_ORDINARY && presence != models.ActualLRP_RETIRING {
 		return
 	}
-	if r, ok := w.defs[definitionID]; ok {
+	if r, ok := w.defs[defKey{processGuid, definitionID}]; ok {
 		delete(r.instances, index)
 		if r.removed == nil {
 			r.removed = map[int32]struct{}{}
@@ -227,7 +228,7 @@ func pruneInstance(in *instanceRecord, from time.Time) {
 }
 
 // Instances is what the window holds for each instance of the definition
-// at now, by index; nil when it knows none.
+// of the LRP at now, by index; nil when it knows none.
 //
 // Worked examples, with a span of 5 minutes:
 //
@@ -246,8 +247,8 @@ func pruneInstance(in *instanceRecord, from time.Time) {
 //  4. A report without a memory sample (the instance no longer ran):
 //     checks counted, no memory p99 from it.
 //  5. A crash 6 minutes ago, older than the span: no crash, no reason.
-func (w *Window) Instances(definitionID string, now time.Time) []*models.InstanceSignals {
-	r, ok := w.defs[definitionID]
+func (w *Window) Instances(processGuid, definitionID string, now time.Time) []*models.InstanceSignals {
+	r, ok := w.defs[defKey{processGuid, definitionID}]
 	if !ok || len(r.instances) == 0 {
 		return nil
 	}

@@ -77,7 +77,7 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 			for _, e := range events {
 				e(w)
 			}
-			got := w.Instances("v2", t0)
+			got := w.Instances("lrp", "v2", t0)
 			Expect(got).To(HaveLen(len(want)))
 			for i := range want {
 				Expect(proto.Equal(got[i], want[i])).To(BeTrue(), "index %d: got %v, want %v", want[i].GetIndex(), got[i], want[i])
@@ -129,7 +129,7 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 		w.InstanceSeen("lrp", "v2", 0, "g0", ago(10*time.Minute))
 		w.InstanceCrashed("lrp", "v2", 0, ago(time.Minute), "oom")
 		w.InstanceReadied("lrp", "v2", 0, "g0b", ago(30*time.Second), 2*time.Second)
-		got := w.Figures("v2", 1, t0)
+		got := w.Figures("lrp", "v2", 1, t0)
 		Expect(proto.Equal(got, &models.DefinitionSignals{
 			WindowMs: 300000, Crashes: 1, CrashRate: 0.2, TopCrashReason: "oom",
 			Readied: 1, TimeToReadyP50Ms: 2000, TimeToReadyP99Ms: 2000,
@@ -139,16 +139,16 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 	It("keeps no instance from an old rep's report, which has none", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		w.Reported(report(map[int]int64{within5ms: 4}, 0, nil), ago(time.Second))
-		Expect(w.Figures("v2", 1, t0).GetHealthChecks()).To(BeEquivalentTo(4))
-		Expect(w.Instances("v2", t0)).To(BeEmpty())
+		Expect(w.Figures("lrp", "v2", 1, t0).GetHealthChecks()).To(BeEquivalentTo(4))
+		Expect(w.Instances("lrp", "v2", t0)).To(BeEmpty())
 	})
 
 	It("keeps one definition's instances apart from another's at the same index", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		w.InstanceCrashed("lrp", "v1", 0, ago(time.Minute), "old")
 		w.InstanceSeen("lrp", "v2", 0, "g", ago(time.Minute))
-		Expect(w.Instances("v1", t0)[0].GetCrashes()).To(BeEquivalentTo(1))
-		Expect(w.Instances("v2", t0)[0].GetCrashes()).To(BeZero())
+		Expect(w.Instances("lrp", "v1", t0)[0].GetCrashes()).To(BeEquivalentTo(1))
+		Expect(w.Instances("lrp", "v2", t0)[0].GetCrashes()).To(BeZero())
 	})
 
 	Describe("the memory bound", func() {
@@ -157,13 +157,13 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 			for index := range int32(4) {
 				w.InstanceSeen("lrp", "v2", index, fmt.Sprintf("g%d", index), ago(time.Minute))
 			}
-			w.InstanceRemoved("v2", 0, models.ActualLRP_ORDINARY)
-			w.InstanceRemoved("v2", 1, models.ActualLRP_RETIRING)
-			w.InstanceRemoved("v2", 2, models.ActualLRP_EVACUATING)
-			w.InstanceRemoved("v2", 3, models.ActualLRP_SUSPECT)
-			w.InstanceRemoved("v9", 3, models.ActualLRP_ORDINARY)
+			w.InstanceRemoved("lrp", "v2", 0, models.ActualLRP_ORDINARY)
+			w.InstanceRemoved("lrp", "v2", 1, models.ActualLRP_RETIRING)
+			w.InstanceRemoved("lrp", "v2", 2, models.ActualLRP_EVACUATING)
+			w.InstanceRemoved("lrp", "v2", 3, models.ActualLRP_SUSPECT)
+			w.InstanceRemoved("lrp", "v9", 3, models.ActualLRP_ORDINARY)
 			indices := []int32{}
-			for _, f := range w.Instances("v2", t0) {
+			for _, f := range w.Instances("lrp", "v2", t0) {
 				indices = append(indices, f.GetIndex())
 			}
 			Expect(indices).To(Equal([]int32{2, 3}))
@@ -174,19 +174,19 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 			for index := range int32(3) {
 				w.InstanceSeen("lrp", "v2", index, fmt.Sprintf("g%d", index), ago(time.Minute))
 			}
-			w.InstanceRemoved("v2", 2, models.ActualLRP_ORDINARY)
+			w.InstanceRemoved("lrp", "v2", 2, models.ActualLRP_ORDINARY)
 			// The cell's report covers the checks since its last one,
 			// index 2's before it stopped among them.
 			w.Reported(instanceReport(instancePart{index: 1, guid: "g1", latency: map[int]int64{2: 5}},
 				instancePart{index: 2, guid: "g2", latency: map[int]int64{2: 3}}), ago(10*time.Second))
-			Expect(instancesByIndex(w.Instances("v2", t0))).To(HaveLen(2))
-			Expect(instancesByIndex(w.Instances("v2", t0))).NotTo(HaveKey(int32(2)))
-			Expect(w.Figures("v2", 2, t0).GetHealthChecks()).To(BeEquivalentTo(8), "the definition counts them all")
+			Expect(instancesByIndex(w.Instances("lrp", "v2", t0))).To(HaveLen(2))
+			Expect(instancesByIndex(w.Instances("lrp", "v2", t0))).NotTo(HaveKey(int32(2)))
+			Expect(w.Figures("lrp", "v2", 2, t0).GetHealthChecks()).To(BeEquivalentTo(8), "the definition counts them all")
 
 			// Scaled up again: a new row at index 2, and its reports.
 			w.InstanceSeen("lrp", "v2", 2, "g2-again", ago(5*time.Second))
 			w.Reported(instanceReport(instancePart{index: 2, guid: "g2-again", latency: map[int]int64{2: 4}}), ago(time.Second))
-			again := instancesByIndex(w.Instances("v2", t0))
+			again := instancesByIndex(w.Instances("lrp", "v2", t0))
 			Expect(again).To(HaveKey(int32(2)))
 			Expect(again[2].GetHealthChecks()).To(BeEquivalentTo(4))
 			Expect(again[2].GetInstanceGuid()).To(Equal("g2-again"))
@@ -197,10 +197,10 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 			w.InstanceSeen("lrp", "v2", 0, "g0", ago(2*time.Hour))
 			w.InstanceSeen("lrp", "v2", 1, "g1", ago(30*time.Minute))
 			w.Sweep(t0)
-			Expect(instancesByIndex(w.Instances("v2", t0))).To(HaveLen(1))
-			Expect(instancesByIndex(w.Instances("v2", t0))).To(HaveKey(int32(1)))
+			Expect(instancesByIndex(w.Instances("lrp", "v2", t0))).To(HaveLen(1))
+			Expect(instancesByIndex(w.Instances("lrp", "v2", t0))).To(HaveKey(int32(1)))
 			w.Forget("lrp")
-			Expect(w.Instances("v2", t0)).To(BeNil())
+			Expect(w.Instances("lrp", "v2", t0)).To(BeNil())
 		})
 
 		It("keeps at most 1,000 crashes of one instance, the latest", func() {
@@ -208,7 +208,7 @@ var _ = Describe("Window.Instances (its worked examples)", func() {
 			for i := range 1500 {
 				w.InstanceCrashed("lrp", "v2", 0, ago(time.Minute).Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("crash %d", i))
 			}
-			f := w.Instances("v2", t0)[0]
+			f := w.Instances("lrp", "v2", t0)[0]
 			Expect(f.GetCrashes()).To(BeEquivalentTo(1000))
 			Expect(f.GetLastCrashReason()).To(Equal("crash 1499"))
 		})
@@ -240,7 +240,7 @@ var _ = Describe("Collector per instance", func() {
 			instancePart{2, "g2", map[int]int64{2: 4, 9: 1}, 1, proto.Int64(9)},
 		)))
 
-		got := instancesByIndex(c.Instances("v2"))
+		got := instancesByIndex(c.Instances("lrp", "v2"))
 		Expect(got).To(HaveLen(3))
 		Expect(proto.Equal(got[0], &models.InstanceSignals{Index: 0, InstanceGuid: "g0", WindowMs: 180000,
 			TimeToReadyMs: proto.Int64(1000), HealthChecks: 5, HealthLatencyP99Ms: proto.Int64(5), MemoryMbP99: proto.Int64(7)})).To(BeTrue(), "got %v", got[0])
@@ -336,7 +336,7 @@ var _ = Describe("Window.CheckFailures", func() {
 	It("forgets a failure older than the span, and with its instance", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		w.Reported(failingReport(failingPart{0, "g0", refused, 6 * time.Minute, 7 * time.Minute}, failingPart{1, "g1", refused, time.Minute, time.Minute}, failingPart{2, "g2", refused, time.Minute, time.Minute}), ago(time.Minute))
-		w.InstanceRemoved("v2", 2, models.ActualLRP_ORDINARY)
+		w.InstanceRemoved("lrp", "v2", 2, models.ActualLRP_ORDINARY)
 		failures := w.CheckFailures(t0)
 		Expect(failures).To(HaveLen(1))
 		Expect(failures[0].Index).To(BeEquivalentTo(1))
@@ -347,7 +347,7 @@ var _ = Describe("Window.CheckFailures", func() {
 	It("does not bring a forgotten failure back when its instance is seen again, and reports a new one", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		w.Reported(failingReport(failingPart{2, "g2", refused, time.Minute, time.Minute}), ago(time.Minute))
-		w.InstanceRemoved("v2", 2, models.ActualLRP_ORDINARY)
+		w.InstanceRemoved("lrp", "v2", 2, models.ActualLRP_ORDINARY)
 		w.InstanceSeen("lrp", "v2", 2, "g2-again", ago(30*time.Second))
 		Expect(w.CheckFailures(t0)).To(BeEmpty())
 		w.Reported(failingReport(failingPart{2, "g2-again", unavailable, 20 * time.Second, 20 * time.Second}), ago(20*time.Second))

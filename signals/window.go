@@ -27,6 +27,11 @@ const maxKept = 10000
 // Window is what happened to each definition's instances over the last
 // span. It is not safe for concurrent use (Collector locks it).
 //
+// A definition is known by its LRP and its id together (defKey): ids are
+// only unique within an LRP ("v2" of one LRP is not "v2" of another, and
+// two LRPs desired from one spec get the same derived id), so the crashes
+// of one LRP never count against another's rollout.
+//
 // A definition's span starts when the window first saw one of its
 // instances, so that a definition started a minute ago is not judged over
 // five. Rates are per instance per minute of that span, the span counted
@@ -34,7 +39,7 @@ const maxKept = 10000
 // does not read as dozens a minute (Figures' examples).
 type Window struct {
 	span time.Duration
-	defs map[string]*record
+	defs map[defKey]*record
 	// failing holds the instances whose failing check was noted
 	// (noteFailing), so that CheckFailures, which every convergence pass
 	// calls, visits those rather than every instance the window knows. A
@@ -43,15 +48,19 @@ type Window struct {
 	failing map[instanceKey]struct{}
 }
 
+// defKey names a definition of the window: its LRP and its id.
+type defKey struct {
+	processGuid, definitionID string
+}
+
 // instanceKey names an instance of the window: its definition and index.
 type instanceKey struct {
-	definitionID string
-	index        int32
+	defKey
+	index int32
 }
 
 type record struct {
-	processGuid string
-	firstSeen   time.Time
+	firstSeen time.Time
 	// lastSeen is the latest time the window heard of the definition.
 	lastSeen time.Time
 	crashes  []crash
@@ -85,14 +94,15 @@ type readied struct {
 
 // NewWindow returns an empty window over span.
 func NewWindow(span time.Duration) *Window {
-	return &Window{span: span, defs: map[string]*record{}, failing: map[instanceKey]struct{}{}}
+	return &Window{span: span, defs: map[defKey]*record{}, failing: map[instanceKey]struct{}{}}
 }
 
 func (w *Window) record(processGuid, definitionID string, at time.Time) *record {
-	r, ok := w.defs[definitionID]
+	key := defKey{processGuid, definitionID}
+	r, ok := w.defs[key]
 	if !ok {
-		r = &record{processGuid: processGuid, firstSeen: at}
-		w.defs[definitionID] = r
+		r = &record{firstSeen: at}
+		w.defs[key] = r
 	}
 	if at.Before(r.firstSeen) {
 		r.firstSeen = at
@@ -144,9 +154,9 @@ func (w *Window) Reported(h *models.DefinitionHealth, at time.Time) {
 
 // Forget drops every definition of the LRP (removed).
 func (w *Window) Forget(processGuid string) {
-	for id, r := range w.defs {
-		if r.processGuid == processGuid {
-			delete(w.defs, id)
+	for key := range w.defs {
+		if key.processGuid == processGuid {
+			delete(w.defs, key)
 		}
 	}
 }
@@ -166,8 +176,8 @@ func (w *Window) prune(r *record, now time.Time) {
 	r.health = slices.DeleteFunc(r.health, func(h healthReport) bool { return h.at.Before(from) })
 }
 
-// Figures is what the window holds for the definition at now, for its
-// instances (the rows the board has of it), or nil when it has seen none
+// Figures is what the window holds for the definition of the LRP at now,
+// for its instances (the rows the board has of it), or nil when it has seen none
 // of them.
 //
 // Worked examples, with a span of 5 minutes:
@@ -192,8 +202,8 @@ func (w *Window) prune(r *record, now time.Time) {
 //     rank ⌈0.99 × 5⌉ = 5 (4 within 64, 1 within 128): 128 MB.
 //  6. Reports of memory alone (a process health check runs no checks):
 //     checks 0, failure rate 0, no latency p99; a memory p99.
-func (w *Window) Figures(definitionID string, instances int, now time.Time) *models.DefinitionSignals {
-	r, ok := w.defs[definitionID]
+func (w *Window) Figures(processGuid, definitionID string, instances int, now time.Time) *models.DefinitionSignals {
+	r, ok := w.defs[defKey{processGuid, definitionID}]
 	if !ok {
 		return nil
 	}
@@ -243,19 +253,20 @@ func (w *Window) Figures(definitionID string, instances int, now time.Time) *mod
 // instance is pruned once: the whole walk is linear.
 func (w *Window) each(now time.Time, fn func(processGuid, definitionID string, f *models.DefinitionSignals, instances []*models.InstanceSignals)) {
 	w.Sweep(now)
-	for id, r := range w.defs {
+	for key := range w.defs {
 		// The LRP's instance count is not known here: the rate is per
 		// instance only in Figures.
-		fn(r.processGuid, id, w.Figures(id, 1, now), w.Instances(id, now))
+		fn(key.processGuid, key.definitionID, w.Figures(key.processGuid, key.definitionID, 1, now),
+			w.Instances(key.processGuid, key.definitionID, now))
 	}
 }
 
 // Sweep forgets the definitions, and the instances, the window heard
 // nothing of for forgetAfter before now.
 func (w *Window) Sweep(now time.Time) {
-	for id, r := range w.defs {
+	for key, r := range w.defs {
 		if now.Sub(r.lastSeen) > forgetAfter {
-			delete(w.defs, id)
+			delete(w.defs, key)
 			continue
 		}
 		sweepInstances(r, now)

@@ -32,7 +32,7 @@ var _ = Describe("Window.Figures (its worked examples)", func() {
 			for _, took := range readied {
 				w.Readied("lrp", "v2", ago(time.Second), took)
 			}
-			got := w.Figures("v2", instances, t0)
+			got := w.Figures("lrp", "v2", instances, t0)
 			Expect(proto.Equal(got, want)).To(BeTrue(), "got %v", got)
 		},
 		Entry("1. two crashes of 4 instances seen for 10 minutes", 10*time.Minute,
@@ -57,7 +57,7 @@ var _ = Describe("Window.Figures (its worked examples)", func() {
 		for i, reason := range []string{"a", "b", "b", "a"} {
 			w.Crashed("lrp", "v2", ago(time.Duration(4-i)*time.Second), reason)
 		}
-		Expect(w.Figures("v2", 1, t0).GetTopCrashReason()).To(Equal("a"))
+		Expect(w.Figures("lrp", "v2", 1, t0).GetTopCrashReason()).To(Equal("a"))
 	})
 
 	It("forgets a definition it heard nothing of for an hour", func() {
@@ -65,18 +65,38 @@ var _ = Describe("Window.Figures (its worked examples)", func() {
 		w.Crashed("lrp", "v1", ago(2*time.Hour), "x")
 		w.Crashed("lrp", "v2", ago(30*time.Minute), "x")
 		w.Sweep(t0)
-		Expect(w.Figures("v1", 1, t0)).To(BeNil(), "cleaned up long ago")
-		Expect(w.Figures("v2", 1, t0)).NotTo(BeNil(), "heard of within the hour")
+		Expect(w.Figures("lrp", "v1", 1, t0)).To(BeNil(), "cleaned up long ago")
+		Expect(w.Figures("lrp", "v2", 1, t0)).NotTo(BeNil(), "heard of within the hour")
+	})
+
+	It("keeps two LRPs' definitions of one id apart", func() {
+		// "v2" is an id within its LRP: two LRPs desired from one spec
+		// even derive the same one.
+		w := signals.NewWindow(5 * time.Minute)
+		w.Seen("healthy", "v2", ago(time.Minute))
+		for i := range 3 {
+			w.InstanceCrashed("crashing", "v2", int32(i), ago(time.Second), "exited with code 3")
+		}
+		w.InstanceSeen("healthy", "v2", 0, "g0", ago(time.Minute))
+		Expect(w.Figures("healthy", "v2", 2, t0).GetCrashes()).To(BeZero())
+		Expect(w.Instances("healthy", "v2", t0)).To(HaveLen(1))
+		Expect(w.Instances("healthy", "v2", t0)[0].GetCrashes()).To(BeZero())
+		Expect(w.Figures("crashing", "v2", 2, t0).GetCrashes()).To(BeEquivalentTo(3))
+
+		w.InstanceRemoved("crashing", "v2", 0, models.ActualLRP_ORDINARY)
+		Expect(w.Instances("healthy", "v2", t0)).To(HaveLen(1), "the other LRP's index 0 stays")
+		w.Forget("crashing")
+		Expect(w.Figures("healthy", "v2", 2, t0)).NotTo(BeNil())
 	})
 
 	It("knows nothing of a definition it never saw, and forgets a removed LRP's", func() {
 		w := signals.NewWindow(5 * time.Minute)
-		Expect(w.Figures("v9", 1, t0)).To(BeNil())
+		Expect(w.Figures("lrp", "v9", 1, t0)).To(BeNil())
 		w.Crashed("lrp", "v2", ago(time.Second), "x")
 		w.Crashed("other", "w1", ago(time.Second), "x")
 		w.Forget("lrp")
-		Expect(w.Figures("v2", 1, t0)).To(BeNil())
-		Expect(w.Figures("w1", 1, t0).GetCrashes()).To(Equal(int32(1)))
+		Expect(w.Figures("lrp", "v2", 1, t0)).To(BeNil())
+		Expect(w.Figures("other", "w1", 1, t0).GetCrashes()).To(Equal(int32(1)))
 	})
 })
 
@@ -98,14 +118,14 @@ var _ = Describe("Collector", func() {
 		c.Observe(models.ActualLRPChanged(row(1, "v2", models.ActualLRP_RUNNING, ago(50*time.Second)),
 			row(1, "v2", models.ActualLRP_RUNNING, ago(40*time.Second))))
 
-		f := c.Figures("v2", 2)
+		f := c.Figures("lrp", "v2", 2)
 		Expect(proto.Equal(f, &models.DefinitionSignals{
 			WindowMs: 120000, Crashes: 1, CrashRate: 0.25, TopCrashReason: "exited with code 2",
 			Readied: 1, TimeToReadyP50Ms: 2000, TimeToReadyP99Ms: 2000,
 		})).To(BeTrue(), "got %v", f)
 
 		c.Observe(models.DesiredLRPRemoved(&models.DesiredLRP{ProcessGuid: "lrp"}))
-		Expect(c.Figures("v2", 2)).To(BeNil())
+		Expect(c.Figures("lrp", "v2", 2)).To(BeNil())
 	})
 })
 
@@ -133,7 +153,7 @@ var _ = Describe("Window.Figures of health reports (its worked examples)", func(
 		w.Seen("lrp", "v2", ago(10*time.Minute))
 		w.Reported(report(map[int]int64{within5ms: 57, within1s: 3}, 3, map[int]int64{within64MB: 2}), ago(20*time.Second))
 		w.Reported(report(map[int]int64{within5ms: 30}, 0, map[int]int64{within64MB: 2, within128MB: 1}), ago(10*time.Second))
-		got := w.Figures("v2", 5, t0)
+		got := w.Figures("lrp", "v2", 5, t0)
 		Expect(proto.Equal(got, &models.DefinitionSignals{
 			WindowMs: 300000, HealthChecks: 90, HealthCheckFailures: 3, HealthFailureRate: 3.0 / 90,
 			HealthLatencyP99Ms: proto.Int64(1000), MemoryMbP99: proto.Int64(128),
@@ -143,7 +163,7 @@ var _ = Describe("Window.Figures of health reports (its worked examples)", func(
 	It("6. memory alone: no checks, a rate of 0, no latency", func() {
 		w := signals.NewWindow(5 * time.Minute)
 		w.Reported(report(nil, 0, map[int]int64{0: 3}), ago(time.Minute))
-		got := w.Figures("v2", 3, t0)
+		got := w.Figures("lrp", "v2", 3, t0)
 		Expect(proto.Equal(got, &models.DefinitionSignals{WindowMs: 60000, MemoryMbP99: proto.Int64(16)})).To(BeTrue(), "got %v", got)
 		_, ok := models.BoardSignal(got, "health_failure_rate")
 		Expect(ok).To(BeFalse(), "no checks: no failure rate to judge")
@@ -154,7 +174,7 @@ var _ = Describe("Window.Figures of health reports (its worked examples)", func(
 		w.Seen("lrp", "v2", ago(10*time.Minute))
 		w.Reported(report(map[int]int64{within1s: 10}, 10, map[int]int64{within128MB: 1}), ago(6*time.Minute))
 		w.Reported(report(map[int]int64{within5ms: 4}, 0, nil), ago(time.Minute))
-		got := w.Figures("v2", 1, t0)
+		got := w.Figures("lrp", "v2", 1, t0)
 		Expect(proto.Equal(got, &models.DefinitionSignals{
 			WindowMs: 300000, HealthChecks: 4, HealthLatencyP99Ms: proto.Int64(5),
 		})).To(BeTrue(), "got %v", got)
@@ -166,7 +186,7 @@ var _ = Describe("Collector of health reports", func() {
 		c := signals.NewCollector(5*time.Minute, func() time.Time { return t0 })
 		c.Observe(models.DefinitionHealthLogged("cell-1", report(map[int]int64{2: 8, 4: 2}, 1, map[int]int64{1: 2})))
 		c.Observe(models.DefinitionHealthLogged("cell-2", report(map[int]int64{2: 10}, 0, map[int]int64{1: 1})))
-		f := c.Figures("v2", 3)
+		f := c.Figures("lrp", "v2", 3)
 		Expect(f.GetHealthChecks()).To(BeEquivalentTo(20))
 		Expect(f.GetHealthCheckFailures()).To(BeEquivalentTo(1))
 		Expect(f.GetHealthFailureRate()).To(Equal(0.05))
