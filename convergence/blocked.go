@@ -96,7 +96,9 @@ type ZoneShortfall struct {
 //  5. a waiting index, the first in index order of the first of these
 //     that any has: placement refused by tags, no capacity (each zone and
 //     what it is short of), cell unreachable, asset download failing (the
-//     last crash's error), health check failing (the failing check's
+//     last crash's error), start failing (the last crash is another start
+//     its rep could not make: the action's path missing, the cell's port
+//     range exhausted; its error), health check failing (the failing check's
 //     output its cell reports of the instance, before any crash, else
 //     the last crash's check output);
 //  6. waiting for min-ready: an index serves but not for min_ready yet
@@ -160,7 +162,7 @@ func diagnose(s RolloutSituation) *models.BlockedBy {
 		if first == nil {
 			continue
 		}
-		detail = fmt.Sprintf("index %d%s", first.Index, detail)
+		detail = instanceName(first.Index) + detail
 		if n > 1 {
 			detail += fmt.Sprintf(" (and %d more)", n-1)
 		}
@@ -180,6 +182,35 @@ func diagnose(s RolloutSituation) *models.BlockedBy {
 		return &models.BlockedBy{Reason: models.BlockedBudgetExhausted, Detail: "disruption " + s.BudgetHeldBy}
 	}
 	return nil
+}
+
+// DiagnoseValidation says what holds a validation under way (an update
+// with validate, validation.go), nil when nothing does: its one instance,
+// w, at models.ValidationIndex, of definition, judged as a rollout's
+// waiting index is (step 5 of DiagnoseRollout; no rollout-wide cause
+// applies to a validation, and its instance is never routable, so it is
+// never waiting for min-ready). Since is previous's since when previous
+// has the same reason, now otherwise.
+//
+// Worked example, now 12:00, hello updated to v2 with validate, v2 needs
+// 4096 MB and zone z1's cells have 1024 MB free at most: the pass creates
+// the validation instance and places it nowhere, so w is {Unplaced, Short:
+// [z1 memory 1024 of 4096]} and the answer is {no_capacity, "the
+// validation instance fits no cell: zone z1 is short of memory (1024 MB
+// free at most, 4096 MB needed)", since 12:00}. A cell with room joins;
+// the next pass places the instance and answers nil, which the operation
+// records.
+func DiagnoseValidation(w WaitingInstance, definition string, previous *models.BlockedBy, now int64) *models.BlockedBy {
+	return DiagnoseRollout(RolloutSituation{Definition: definition, Waiting: []WaitingInstance{w}}, previous, now)
+}
+
+// instanceName names an index in a blocked_by's detail: "index 3", or
+// "the validation instance".
+func instanceName(index int32) string {
+	if models.IsValidationIndex(index) {
+		return "the validation instance"
+	}
+	return fmt.Sprintf("index %d", index)
 }
 
 // instanceCause is one cause a waiting index can have: holds reports
@@ -219,6 +250,10 @@ var instanceCauses = []instanceCause{
 		return " could not start: " + strings.TrimPrefix(w.CrashReason, models.CrashCouldNotStart),
 			strings.HasPrefix(w.CrashReason, models.CrashCouldNotStart+models.CrashAsset)
 	}},
+	{models.BlockedStartFailing, func(w *WaitingInstance) (string, bool) {
+		return " could not start: " + strings.TrimPrefix(w.CrashReason, models.CrashCouldNotStart),
+			strings.HasPrefix(w.CrashReason, models.CrashCouldNotStart) && !strings.HasPrefix(w.CrashReason, models.CrashCouldNotStart+models.CrashAsset)
+	}},
 	{models.BlockedHealthCheck, func(w *WaitingInstance) (string, bool) {
 		if w.CheckFailure != "" {
 			// What it fails now comes before how an earlier start ended.
@@ -231,6 +266,19 @@ var instanceCauses = []instanceCause{
 		return " crashed: " + w.CrashReason,
 			strings.HasPrefix(w.CrashReason, models.CrashNeverHealthy) || strings.HasPrefix(w.CrashReason, models.CrashHealthCheckFailed)
 	}},
+}
+
+// noteUnplaced says on w why req, the placement request of its index,
+// found no cell this pass.
+func (p *planner) noteUnplaced(w *WaitingInstance, req *request) {
+	elig := p.placer.lrps[req.lrp].elig
+	w.Unplaced = true
+	w.RefusedByTags = refusedByTags(p.cells, elig)
+	w.Tags = elig.tags
+	w.Short = zoneShortfalls(p.cells, elig, req.need)
+	if len(w.Short) == 0 {
+		w.NoFit = req.failure
+	}
 }
 
 // checkKey names one index of one definition of an LRP.
@@ -451,18 +499,8 @@ func (p *planner) blockedSituation(pr *pendingRollout, next *RolloutRow, unplace
 		}
 	}
 	for index := range pr.instances {
-		req := unplaced[unplacedKey{d.ProcessGuid, index}]
-		if req == nil {
-			continue
-		}
-		w := at(index)
-		elig := p.placer.lrps[req.lrp].elig
-		w.Unplaced = true
-		w.RefusedByTags = refusedByTags(p.cells, elig)
-		w.Tags = elig.tags
-		w.Short = zoneShortfalls(p.cells, elig, req.need)
-		if len(w.Short) == 0 {
-			w.NoFit = req.failure
+		if req := unplaced[unplacedKey{d.ProcessGuid, index}]; req != nil {
+			p.noteUnplaced(at(index), req)
 		}
 	}
 	for index := range pr.instances {

@@ -17,6 +17,7 @@ var _ = Describe("DiagnoseRollout", func() {
 	failedCheck := convergence.WaitingInstance{Index: 3, CrashReason: "health check failed 3 times in a row: TCP connect to port 8080: connection refused"}
 	download := convergence.WaitingInstance{Index: 0, CrashReason: "could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found"}
 	otherCrash := convergence.WaitingInstance{Index: 0, CrashReason: "exited with code 3"}
+	noPorts := convergence.WaitingInstance{Index: 1, CrashReason: "could not start: instance web-1: port range 61000-61002 exhausted: need 1 free port, found 0"}
 	lost := convergence.WaitingInstance{Index: 4, LostCell: "cell-b"}
 	// failing: index 3 starts, its startup check failing.
 	failing := convergence.WaitingInstance{Index: 3, CheckFailure: "GET http://10.0.0.1:61001/health: 503 Service Unavailable"}
@@ -78,6 +79,12 @@ var _ = Describe("DiagnoseRollout", func() {
 		Entry("a failing health check and a crashed one: the first index, and the other counted",
 			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{unhealthy, failing}},
 			models.BlockedHealthCheck, "index 2 crashed: did not become healthy within 60s: GET /health on port 8080: 503 (and 1 more)", int64(0)),
+		Entry("another start the rep could not make, with its error",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{noPorts, unhealthy}},
+			models.BlockedStartFailing, "index 1 could not start: instance web-1: port range 61000-61002 exhausted: need 1 free port, found 0", int64(0)),
+		Entry("a failing download comes before another failing start",
+			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{noPorts, download}},
+			models.BlockedDownloadFailing, "index 0 could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found", int64(0)),
 		Entry("a failing download comes before a failing health check",
 			convergence.RolloutSituation{Waiting: []convergence.WaitingInstance{failing, download}},
 			models.BlockedDownloadFailing, "index 0 could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found", int64(0)),
@@ -131,4 +138,53 @@ var _ = Describe("CheckFailing (its worked example)", func() {
 			&convergence.ActualRow{InstanceGuid: "g3", State: models.ActualLRP_RUNNING, Since: 26 * s}, failure("g3", 25*s), now, false),
 		Entry("none reported", claimed(0), nil, now, false),
 	)
+})
+
+var _ = Describe("DiagnoseValidation", func() {
+	const now = int64(12 * 3600e9)
+	validation := func(w convergence.WaitingInstance) convergence.WaitingInstance {
+		w.Index = models.ValidationIndex
+		return w
+	}
+	DescribeTable("judges the validation instance as a rollout's waiting index, naming it",
+		func(w convergence.WaitingInstance, reason, detail string) {
+			b := convergence.DiagnoseValidation(validation(w), "v2", nil, now)
+			if reason == "" {
+				Expect(b).To(BeNil())
+				return
+			}
+			Expect(b).To(Equal(&models.BlockedBy{Reason: reason, Detail: detail, Since: now}))
+		},
+		Entry("placed and starting: nothing holds it", convergence.WaitingInstance{}, "", ""),
+		Entry("its worked example: no capacity",
+			convergence.WaitingInstance{Unplaced: true, Short: []convergence.ZoneShortfall{{Zone: "z1", Short: "memory", Free: 1024, Need: 4096}}},
+			models.BlockedNoCapacity, "the validation instance fits no cell: zone z1 is short of memory (1024 MB free at most, 4096 MB needed)"),
+		Entry("no cell is present",
+			convergence.WaitingInstance{Unplaced: true, NoFit: "no cell is present"},
+			models.BlockedNoCapacity, "the validation instance fits no cell: no cell is present"),
+		Entry("refused by tags",
+			convergence.WaitingInstance{Unplaced: true, RefusedByTags: true, Tags: []string{"gpu"}},
+			models.BlockedPlacementRefused, "the validation instance fits no cell: no present cell has tags [gpu]"),
+		Entry("its asset does not download",
+			convergence.WaitingInstance{CrashReason: "could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found"},
+			models.BlockedDownloadFailing, "the validation instance could not start: asset http://a/app.tgz: download failed: HTTP 404 Not Found"),
+		Entry("its action's path is missing",
+			convergence.WaitingInstance{CrashReason: `could not start: InstanceSpec.Definition.action.path "./nonexistent": does not exist`},
+			models.BlockedStartFailing, `the validation instance could not start: InstanceSpec.Definition.action.path "./nonexistent": does not exist`),
+		Entry("it never became healthy",
+			convergence.WaitingInstance{CrashReason: "did not become healthy within 60s: GET /health on port 8080: 503"},
+			models.BlockedHealthCheck, "the validation instance crashed: did not become healthy within 60s: GET /health on port 8080: 503"),
+		Entry("its startup check fails now",
+			convergence.WaitingInstance{CheckFailure: "GET http://10.0.0.1:61001/health: 503 Service Unavailable"},
+			models.BlockedHealthCheck, "the validation instance: health check failing: GET http://10.0.0.1:61001/health: 503 Service Unavailable"),
+		Entry("a crash for another reason is no cause", convergence.WaitingInstance{CrashReason: "exited with code 3"}, "", ""),
+	)
+
+	It("keeps the since of the same reason, and starts a new one for another", func() {
+		unplaced := validation(convergence.WaitingInstance{Unplaced: true, NoFit: "no cell is present"})
+		previous := &models.BlockedBy{Reason: models.BlockedNoCapacity, Detail: "the validation instance fits no cell: no cell is present", Since: now - 300e9}
+		Expect(convergence.DiagnoseValidation(unplaced, "v2", previous, now).GetSince()).To(Equal(now - 300e9))
+		unhealthy := validation(convergence.WaitingInstance{CrashReason: "did not become healthy within 60s: GET /health on port 8080: 503"})
+		Expect(convergence.DiagnoseValidation(unhealthy, "v2", previous, now).GetSince()).To(Equal(now))
+	})
 })

@@ -59,6 +59,7 @@ func Compute(snapshot *Snapshot, now time.Time, cfg Config) *Plan {
 	p.wakeForStarts()
 	p.emitPlacements()
 	p.finishBlocked()
+	p.finishValidations()
 	p.emitMoves()
 	p.countCells()
 	p.plan.CrashSpikes = cfg.CrashMemory.CrashSpikes(snapshot.Crashes, p.cells.ids, now)
@@ -92,6 +93,9 @@ type planner struct {
 	// validations are this pass's decisions on the LRPs' validations under
 	// way (validation.go), for their operations.
 	validations map[string]*validationOutcome
+	// underWay are those of validations this pass leaves under way, in
+	// the order it decided them.
+	underWay []*validationOutcome
 
 	// Cells that are not present but still named by a CLAIMED or RUNNING
 	// row: registered ones by index, unregistered ones by id.

@@ -548,7 +548,13 @@
 // longer. Scenario lines: a rollout may carry blocked=REASON
 // blocked_since=-5m blocked_detail="..." blocked_estimate=+1m; config
 // blocked_alert_after=10m; the plan shows the same on rollout lines and a
-// "blocked rollouts=REASON:N too_long=N" line after the counts.
+// "blocked rollouts=REASON:N too_long=N" line after the counts. A
+// validation under way is judged the same way from its one instance
+// (DiagnoseValidation, once placement is done: finishValidations), its
+// blocked_by kept with its operation: operation lines carry blocked=...
+// as rollout lines do, an operation write shows the one it sets
+// (blocked=none to clear it), and "blocked operations=REASON:N" counts
+// the blocked operations, rollouts' and validations'.
 //
 // # Staged phases and validation
 //

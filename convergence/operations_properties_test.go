@@ -103,6 +103,9 @@ func applyOperationWrites(s *convergence.Snapshot, plan *convergence.Plan) {
 				Expect(models.CheckOperationTransition(op.Status, w.Status)).To(Succeed())
 				op.Status = w.Status
 			}
+			if w.SetBlockedBy {
+				op.BlockedBy = w.BlockedBy
+			}
 		}
 	}
 	kept := s.Operations[:0]

@@ -353,11 +353,7 @@ func (s *scenario) parseRollout(guid string, a *attrs) error {
 		QueueReason:        a.string("queue_reason", ""),
 		FreezeExemption:    a.string("exempt", ""),
 	})
-	if reason := a.string("blocked", ""); reason != "" {
-		s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].BlockedBy = &models.BlockedBy{
-			Reason: reason, Detail: a.string("blocked_detail", ""), Since: at("blocked_since"), Estimate: at("blocked_estimate"),
-		}
-	}
+	s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1].BlockedBy = s.parseBlockedBy(a)
 	rec := &s.snapshot.Rollouts[len(s.snapshot.Rollouts)-1]
 	// A record is admitted when it started (a rollout under way before
 	// the governor) unless the scenario says when, or queued=true.
@@ -470,6 +466,23 @@ func (s *scenario) parseStage(a *attrs, at func(string) int64) (*models.RolloutS
 	return stage, nil
 }
 
+// parseBlockedBy reads a record's blocked_by (blocked=REASON
+// blocked_since=-8m blocked_estimate=+2m blocked_detail="..."), nil
+// without blocked=.
+func (s *scenario) parseBlockedBy(a *attrs) *models.BlockedBy {
+	reason := a.string("blocked", "")
+	if reason == "" {
+		return nil
+	}
+	at := func(key string) int64 {
+		if _, given := a.values[key]; !given {
+			return 0
+		}
+		return s.now.Add(a.duration(key, 0)).UnixNano()
+	}
+	return &models.BlockedBy{Reason: reason, Detail: a.string("blocked_detail", ""), Since: at("blocked_since"), Estimate: at("blocked_estimate")}
+}
+
 // parseOperation reads an operation that has not ended.
 func (s *scenario) parseOperation(id string, a *attrs) error {
 	kind, ok := models.Operation_Kind_value[a.string("kind", "UPDATE_DEFINITION")]
@@ -488,12 +501,15 @@ func (s *scenario) parseOperation(id string, a *attrs) error {
 		Status:            models.Operation_Status(status),
 		DefinitionID:      a.string("definition", ""),
 		DefinitionStored:  a.bool("stored", true),
+		MemoryMB:          a.int32("memory", 0),
+		DiskMB:            a.int32("disk", 0),
 		LeaseOwner:        a.string("owner", ""),
 		ModificationIndex: int64(a.int32("mod", 1)),
 	}
 	if _, given := a.values["expires"]; given {
 		op.LeaseExpiresAt = s.now.Add(a.duration("expires", 0)).UnixNano()
 	}
+	op.BlockedBy = s.parseBlockedBy(a)
 	s.snapshot.Operations = append(s.snapshot.Operations, op)
 	return a.done()
 }

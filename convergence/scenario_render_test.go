@@ -85,6 +85,13 @@ func renderPlan(p *convergence.Plan, now time.Time) string {
 		}
 		fmt.Fprintf(&b, "blocked rollouts=%s too_long=%d\n", strings.Join(reasons, ","), c.RolloutsBlockedTooLong)
 	}
+	if len(c.OperationsBlocked) > 0 {
+		reasons := slices.Sorted(maps.Keys(c.OperationsBlocked))
+		for i, reason := range reasons {
+			reasons[i] = fmt.Sprintf("%s:%d", reason, c.OperationsBlocked[reason])
+		}
+		fmt.Fprintf(&b, "blocked operations=%s\n", strings.Join(reasons, ","))
+	}
 	if p.NextWake.IsZero() {
 		b.WriteString("next-wake none\n")
 	} else {
@@ -207,12 +214,8 @@ func renderRolloutWrite(w convergence.RolloutWrite, now time.Time) string {
 	if r.QueueReason != "" {
 		out += " queue_reason=" + strconv.Quote(r.QueueReason)
 	}
-	if b := r.BlockedBy; b != nil {
-		out += " blocked=" + b.Reason + " blocked_since=" + renderAt(b.Since, now)
-		if b.Estimate != 0 {
-			out += " blocked_estimate=" + renderAt(b.Estimate, now)
-		}
-		out += " blocked_detail=" + strconv.Quote(b.Detail)
+	if r.BlockedBy != nil {
+		out += renderBlockedBy(r.BlockedBy, now)
 	}
 	return out
 }
@@ -243,5 +246,21 @@ func renderOperationWrite(w convergence.OperationWrite, now time.Time) string {
 	if w.LeaseOwner != "" {
 		out += fmt.Sprintf(" lease=%s until=%s", w.LeaseOwner, renderAt(w.LeaseExpiresAt, now))
 	}
+	if w.SetBlockedBy {
+		out += renderBlockedBy(w.BlockedBy, now)
+	}
 	return out
+}
+
+// renderBlockedBy writes a blocked_by as the state part gives it, " blocked=none"
+// for nil.
+func renderBlockedBy(b *models.BlockedBy, now time.Time) string {
+	if b == nil {
+		return " blocked=none"
+	}
+	out := " blocked=" + b.Reason + " blocked_since=" + renderAt(b.Since, now)
+	if b.Estimate != 0 {
+		out += " blocked_estimate=" + renderAt(b.Estimate, now)
+	}
+	return out + " blocked_detail=" + strconv.Quote(b.Detail)
 }

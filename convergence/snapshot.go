@@ -288,6 +288,9 @@ type OperationRow struct {
 	// ModificationIndex grows by one with every write of the operation;
 	// OperationWrite is compare-and-set on it.
 	ModificationIndex int64
+	// BlockedBy is what the last pass found holding the operation's
+	// validation under way (OperationWrite.SetBlockedBy), nil for none.
+	BlockedBy *models.BlockedBy
 }
 
 // DesiredOf returns guid's DesiredLRP in the snapshot, nil when it holds

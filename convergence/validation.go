@@ -2,6 +2,9 @@ package convergence
 
 import (
 	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/corkboard/corkboard/models"
 )
@@ -41,13 +44,19 @@ import (
 const maxValidationAttempts = 3
 
 // validationOutcome is what a pass decided for an LRP's validating
-// operation: to start it (validated), to end it, and history lines.
+// operation: to start it (validated), to end it, and history lines. One
+// that neither starts nor ends it leaves the validation under way: then
+// instance is what the pass saw of its instance, which finishValidations
+// completes once placement has run and diagnoses (DiagnoseValidation).
 type validationOutcome struct {
 	start   bool
 	failed  bool // validation refused the definition
 	status  models.Operation_Status
 	reason  string
 	history []string
+
+	op       *OperationRow
+	instance WaitingInstance
 }
 
 // validatingOperation is the LRP's VALIDATE operation under way whose
@@ -107,8 +116,15 @@ func (p *planner) reconcileValidation(d *DesiredSchedule, rows []row) {
 	if op == nil {
 		return
 	}
-	out := &validationOutcome{}
+	out := &validationOutcome{op: op, instance: WaitingInstance{Index: models.ValidationIndex}}
 	p.validations[d.ProcessGuid] = out
+	underWay := func() {
+		if v != nil {
+			out.instance.CrashReason = v.CrashReason
+			p.noteCheckFailure(&out.instance, v)
+		}
+		p.underWay = append(p.underWay, out)
+	}
 	schedule := *d
 	schedule.ActiveDefinitionID, schedule.MemoryMB, schedule.DiskMB = op.DefinitionID, op.MemoryMB, op.DiskMB
 	switch {
@@ -119,6 +135,7 @@ func (p *planner) reconcileValidation(d *DesiredSchedule, rows []row) {
 		out.status, out.reason = models.Operation_ERROR, fmt.Sprintf("its definition %s was cleaned up", op.DefinitionID)
 	case v == nil:
 		p.create(&schedule, models.ValidationIndex, fmt.Sprintf("validates %s before it becomes active", op.DefinitionID))
+		underWay()
 	case v.State == running:
 		p.delete(v, fmt.Sprintf("validated: %s is healthy and becomes active", op.DefinitionID))
 		out.start = true
@@ -130,10 +147,51 @@ func (p *planner) reconcileValidation(d *DesiredSchedule, rows []row) {
 	case v.State == crashed:
 		why := fmt.Sprintf("attempt %d of %d crashed: %s", v.CrashCount, maxValidationAttempts, v.CrashReason)
 		out.history = append(out.history, why)
+		underWay()
 		p.restart(v, "validation "+why+"; restarts at once")
 		p.requestPlace(v, whyRestarted, true, noCell)
 	default:
+		underWay()
 		p.reconcileOrdinary(&schedule, v)
+	}
+}
+
+// finishValidations gives each validation this pass leaves under way its
+// blocked_by (DiagnoseValidation), once placement has said whether its
+// instance found a cell, and counts the blocked ones among the blocked
+// operations. A blocked_by that differs from the operation's is written
+// with the operation: into the write this pass already makes of it, or
+// a write of its own.
+func (p *planner) finishValidations() {
+	if len(p.underWay) == 0 {
+		return
+	}
+	unplaced := p.unplacedRequests()
+	for _, out := range p.underWay {
+		op := out.op
+		if req := unplaced[unplacedKey{op.ProcessGuid, models.ValidationIndex}]; req != nil {
+			p.noteUnplaced(&out.instance, req)
+		}
+		blocked := DiagnoseValidation(out.instance, op.DefinitionID, op.BlockedBy, p.now)
+		if blocked != nil {
+			c := &p.plan.Counts
+			if c.OperationsBlocked == nil {
+				c.OperationsBlocked = map[string]int{}
+			}
+			c.OperationsBlocked[blocked.Reason]++
+		}
+		if proto.Equal(blocked, op.BlockedBy) {
+			continue
+		}
+		if i := slices.IndexFunc(p.plan.Writes.Operations, func(w OperationWrite) bool { return w.ID == op.ID }); i >= 0 {
+			p.plan.Writes.Operations[i].SetBlockedBy, p.plan.Writes.Operations[i].BlockedBy = true, blocked
+			continue
+		}
+		why := "no longer blocked"
+		if blocked != nil {
+			why = "blocked: " + blocked.Reason
+		}
+		p.operationWrite(op, OperationWrite{SetBlockedBy: true, BlockedBy: blocked}, why)
 	}
 }
 

@@ -268,4 +268,11 @@ type OperationWrite struct {
 	// the definition failed validation (models.DefinitionSummary), so that
 	// a plain rollback never goes to it (models.RollbackTarget).
 	FailedValidation bool
+	// SetBlockedBy says the write sets what holds the validation of a
+	// VALIDATE operation that stays IN_PROGRESS validating: BlockedBy
+	// (DiagnoseValidation), nil when nothing does any longer. The store
+	// keeps it with the operation, which shows it as its blocked_by while
+	// it validates.
+	SetBlockedBy bool
+	BlockedBy    *models.BlockedBy
 }

@@ -259,3 +259,8 @@ func joinSteps(name string, revision int, steps ...*goStep) *goStep {
 // the protobuf of the models.BlockedBy the planner last found blocking the
 // rollout, NULL while nothing does.
 var addRolloutsBlockedBy = addColumn("add_rollouts_blocked_by", 1, "rollouts", "blocked_by", driver.nullBlob)
+
+// addOperationsBlockedBy is migration 0030's Go half: operations.blocked_by,
+// the protobuf of the models.BlockedBy the planner last found holding a
+// validation under way, NULL while nothing does.
+var addOperationsBlockedBy = addColumn("add_operations_blocked_by", 1, "operations", "blocked_by", driver.nullBlob)

@@ -49,4 +49,5 @@ var registeredSteps = map[int]*goStep{
 	27: addDesiredLRPsBudgetGroup,
 	28: addEventReceipts,
 	29: addEventBundles,
+	30: addOperationsBlockedBy,
 }

@@ -14,6 +14,7 @@ const (
 	BlockedCellUnreachable  = "cell_unreachable"
 	BlockedDownloadFailing  = "asset_download_failing"
 	BlockedPlacementRefused = "placement_refused_by_tags"
+	BlockedStartFailing     = "start_failing"
 )
 
 // BlockedReasons are the causes above, in the order of the constants: the
@@ -22,13 +23,15 @@ const (
 var BlockedReasons = []string{
 	BlockedNoCapacity, BlockedHealthCheck, BlockedBudgetExhausted, BlockedFrozen, BlockedQueued,
 	BlockedAwaitingPromote, BlockedMinReady, BlockedBaking, BlockedCellUnreachable,
-	BlockedDownloadFailing, BlockedPlacementRefused,
+	BlockedDownloadFailing, BlockedPlacementRefused, BlockedStartFailing,
 }
 
 // The beginnings of the crash reasons a rep reports (rep/agent_instance.go
 // and rep/executor) that the planner tells apart when it says why a
 // rollout is blocked: a start that failed putting an asset in place
-// ("could not start: asset URL: download failed: ..."), and an instance
+// ("could not start: asset URL: HTTP 404 Not Found"), a start that failed
+// otherwise ("could not start: ..."; its action's path is missing, the
+// cell's port range is exhausted), and an instance
 // its health check failed ("did not become healthy within 60s: GET
 // /health on port 8080: 503", "health check failed 3 times in a row:
 // ..."). The rep builds its reasons from them, so the two cannot drift.

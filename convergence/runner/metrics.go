@@ -167,7 +167,7 @@ var (
 // drain) and reason (models.BlockedReasons): every pair has a series, 0
 // when nothing is so blocked.
 var blockedDesc = prometheus.NewDesc("corkboard_blocked",
-	"Rollouts under way, operations whose rollout is under way, and LRPs whose evacuation from a draining cell waits, that are blocked (their blocked_by), by kind and reason, as of the latest full convergence pass. Diego has no such metric.",
+	"Rollouts under way, operations whose rollout or validation is under way, and LRPs whose evacuation from a draining cell waits, that are blocked (their blocked_by), by kind and reason, as of the latest full convergence pass. Diego has no such metric.",
 	[]string{"kind", "reason"}, nil)
 
 // crashSpikeDesc is a cell whose crashes spike (convergence.CrashMemory):

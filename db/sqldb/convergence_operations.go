@@ -60,6 +60,15 @@ func checkOperationWrite(field string, w convergence.OperationWrite) error {
 	if w.LeaseOwner != "" && w.LeaseExpiresAt <= 0 {
 		return errInvalid(field+".lease_expires_at", "must be set with lease_owner")
 	}
+	if w.BlockedBy != nil && !w.SetBlockedBy {
+		return errInvalid(field+".blocked_by", "must come with set_blocked_by")
+	}
+	if w.SetBlockedBy && (w.Start || models.OperationEnded(w.Status)) {
+		return errInvalid(field+".set_blocked_by", "a write that starts or ends its operation clears its blocked_by")
+	}
+	if w.BlockedBy != nil && w.BlockedBy.GetReason() == "" {
+		return errInvalid(field+".blocked_by.reason", "must be set")
+	}
 	return nil
 }
 
@@ -185,7 +194,27 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w c
 	if err := s.updateOperation(ctx, tx, rec); err != nil {
 		return nil, err
 	}
+	if err := s.writeValidationBlockedBy(ctx, tx, op, w); err != nil {
+		return nil, err
+	}
 	return append(events, models.OperationChanged(op)), nil
+}
+
+// writeValidationBlockedBy stores what holds a VALIDATE operation's
+// validation (operations.blocked_by, migration 0030): w's, or nothing once
+// w starts or ends the operation. Other operations have none, and are
+// spared the statement.
+func (s *SQLDB) writeValidationBlockedBy(ctx context.Context, tx *sql.Tx, op *models.Operation, w convergence.OperationWrite) error {
+	clearing := op.Kind == models.Operation_VALIDATE && (w.Start || models.OperationEnded(op.Status))
+	if !w.SetBlockedBy && !clearing {
+		return nil
+	}
+	blocked, err := encodeMessage(w.BlockedBy, w.BlockedBy == nil || clearing)
+	if err != nil {
+		return errInvalid("blocked_by", err.Error())
+	}
+	_, err = s.exec(ctx, tx, "UPDATE operations SET blocked_by = ? WHERE id = ?", blocked, op.Id)
+	return err
 }
 
 // restoreDefinition puts back into update, the request of op, the run

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -50,7 +52,7 @@ const selectSnapshotDefinitions = `SELECT r.process_guid, r.definition_id, r.cre
 // Whether a definition is still stored comes from a join on its key.
 const selectSnapshotOperations = `SELECT o.id, o.process_guid, o.sequence, o.kind, o.status, o.definition_id,
  COALESCE(r.definition_id, ''), COALESCE(r.memory_mb, 0), COALESCE(r.disk_mb, 0), o.lease_owner, o.lease_expires_at,
- o.created_at, o.modification_index
+ o.created_at, o.modification_index, o.blocked_by
  FROM operations o
  LEFT JOIN run_infos r ON r.process_guid = o.process_guid AND r.definition_id = o.definition_id`
 
@@ -595,14 +597,20 @@ func (r *snapshotReader) readRollouts(ctx context.Context, tx *sql.Tx, filters [
 // select, sorted here by guid as bytes, then sequence, so that every
 // dialect gives one order.
 func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters []guidFilter) error {
-	var id, guid, kind, status, definitionID, storedID, leaseOwner sql.RawBytes
+	var id, guid, kind, status, definitionID, storedID, leaseOwner, blocked sql.RawBytes
 	scan := func(rows *sql.Rows) error {
 		op := convergence.OperationRow{}
 		if err := rows.Scan(&id, &guid, &op.Sequence, &kind, &status, &definitionID, &storedID, &op.MemoryMB, &op.DiskMB,
-			&leaseOwner, &op.LeaseExpiresAt, &op.CreatedAt, &op.ModificationIndex); err != nil {
+			&leaseOwner, &op.LeaseExpiresAt, &op.CreatedAt, &op.ModificationIndex, &blocked); err != nil {
 			return err
 		}
 		op.ID = string(id)
+		if blocked != nil {
+			op.BlockedBy = &models.BlockedBy{}
+			if err := proto.Unmarshal(blocked, op.BlockedBy); err != nil {
+				return errInvalidRecord("operation %q: blocked_by: %v", op.ID, err)
+			}
+		}
 		op.ProcessGuid = r.strings.get(guid)
 		k, known := models.Operation_Kind_value[string(kind)]
 		if !known {

@@ -555,18 +555,25 @@ func (s *SQLDB) Operation(ctx context.Context, id string) (*models.Operation, er
 	return rec.op, nil
 }
 
-// addBlockedBy gives each IN_PROGRESS operation of ops whose LRP's rollout
-// record it started (rollouts.operation_id) that record's blocked_by: what
-// the planner found holding the rollout, and so the operation. Nothing is
-// stored with the operation; an operation that ended has none.
+// addBlockedBy gives each IN_PROGRESS operation of ops what holds it:
+// the blocked_by of the LRP's rollout record it started
+// (rollouts.operation_id), what the planner found holding the rollout;
+// or, for a VALIDATE operation that started no rollout yet (it is
+// validating), the blocked_by the planner stored with it
+// (operations.blocked_by). An operation that ended has none.
 func (s *SQLDB) addBlockedBy(ctx context.Context, ops []*models.Operation) error {
 	for _, op := range ops {
 		if op.Status != models.Operation_IN_PROGRESS {
 			continue
 		}
 		var blocked []byte
+		where := "rollout of desired_lrp"
 		err := s.queryRow(ctx, s.conn, "SELECT blocked_by FROM rollouts WHERE process_guid = ? AND operation_id = ?",
 			op.ProcessGuid, op.Id).Scan(&blocked)
+		if errors.Is(err, sql.ErrNoRows) && op.Kind == models.Operation_VALIDATE {
+			where = "validation of desired_lrp"
+			err = s.queryRow(ctx, s.conn, "SELECT blocked_by FROM operations WHERE id = ?", op.Id).Scan(&blocked)
+		}
 		if errors.Is(err, sql.ErrNoRows) || err == nil && blocked == nil {
 			continue
 		}
@@ -575,7 +582,7 @@ func (s *SQLDB) addBlockedBy(ctx context.Context, ops []*models.Operation) error
 		}
 		op.BlockedBy = &models.BlockedBy{}
 		if err := proto.Unmarshal(blocked, op.BlockedBy); err != nil {
-			return errInvalidRecord("rollout of desired_lrp %q: blocked_by: %v", op.ProcessGuid, err)
+			return errInvalidRecord("%s %q: blocked_by: %v", where, op.ProcessGuid, err)
 		}
 	}
 	return nil

@@ -1,7 +1,10 @@
 package sqldb_test
 
 import (
+	"slices"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -225,6 +228,55 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		Expect(err).To(HaveErrorType(models.Error_InvalidStateTransition))
 		Expect(err.Error()).To(ContainSubstring("did not fail validation"))
 		Expect(operationLRP(b)).To(EqualProto(before))
+	})
+
+	It("keeps what holds a validation with its operation, from pass to pass, until its instance is placed and it starts", func() {
+		op := update(validated("v2"))
+		pass := func() *convergence.Plan {
+			GinkgoHelper()
+			snapshot, err := b.store.ConvergenceSnapshot(b.ctx, nil)
+			Expect(err).NotTo(HaveOccurred())
+			cfg := convergence.DefaultConfig()
+			cfg.Board = "board-1"
+			plan := convergence.Compute(snapshot, b.clock.Now(), cfg)
+			_, err = b.store.ApplyConvergence(b.ctx, &plan.Writes)
+			Expect(err).NotTo(HaveOccurred())
+			return plan
+		}
+
+		By("no cell is present: the validation instance fits none")
+		first := b.clock.Now().UnixNano()
+		plan := pass()
+		Expect(plan.Counts.OperationsBlocked).To(Equal(map[string]int{models.BlockedPlacementRefused: 1}))
+		blocked := operation(op.Id).GetBlockedBy()
+		Expect(blocked).To(EqualProto(&models.BlockedBy{Reason: models.BlockedPlacementRefused,
+			Detail: "the validation instance fits no cell: no present cell has tags [ssd zone-a]", Since: first}))
+		list, _, err := b.store.Operations(b.ctx, db.OperationFilter{ProcessGuid: "web"})
+		Expect(err).NotTo(HaveOccurred())
+		i := slices.IndexFunc(list, func(o *models.Operation) bool { return o.Id == op.Id })
+		Expect(i).To(BeNumerically(">=", 0))
+		Expect(list[i].GetBlockedBy()).To(EqualProto(blocked), "a list shows it too")
+
+		By("a pass later, still blocked: its since stands")
+		b.clock.Advance(time.Minute)
+		pass()
+		Expect(operation(op.Id).GetBlockedBy()).To(EqualProto(blocked))
+
+		By("a cell with room joins: the instance is placed, and nothing holds the validation")
+		Expect(b.store.RegisterCell(b.ctx, &models.Cell{CellId: "cell-1", RepUrl: "http://cell-1", Zone: "z1", PlacementTags: []string{"zone-a", "ssd"},
+			Capacity: &models.CellCapacity{MemoryMb: 8192, DiskMb: 16384, Instances: 50}}, time.Hour)).To(Succeed())
+		plan = pass()
+		Expect(plan.Counts.OperationsBlocked).To(BeEmpty())
+		Expect(operation(op.Id).GetBlockedBy()).To(BeNil())
+
+		By("blocked again, then validated: the start clears what the operation kept")
+		stale, err := proto.Marshal(&models.BlockedBy{Reason: models.BlockedNoCapacity, Detail: "the validation instance fits no cell: no cell with 4096 MB free memory"})
+		Expect(err).NotTo(HaveOccurred())
+		b.exec("UPDATE operations SET blocked_by = ? WHERE id = ?", stale, op.Id)
+		Expect(operation(op.Id).GetBlockedBy().GetReason()).To(Equal(models.BlockedNoCapacity))
+		start(op)
+		Expect(operation(op.Id).GetBlockedBy().GetReason()).NotTo(Equal(models.BlockedNoCapacity), "the rollout's blocked_by, if any, is what it shows now")
+		Expect(b.count("SELECT COUNT(*) FROM operations WHERE id = ? AND blocked_by IS NULL", op.Id)).To(Equal(1))
 	})
 
 	It("never makes a validation instance routable, whatever its rep says", func() {

@@ -1,0 +1,10 @@
+-- Why a validation is stuck (docs/rollouts.md, "Why a rollout is stuck"):
+-- a VALIDATE operation whose validation instance cannot start carries what
+-- the planner found holding it, as a rollout record does (0025). The
+-- column
+--   operations.blocked_by BLOB (NULL: nothing blocks it),
+-- holding the protobuf of a models.BlockedBy, is added by this migration's
+-- Go step (add_operations_blocked_by, in migrations/add_column.go) only
+-- where it is missing, so the migration is safe to run again on every
+-- dialect; there is no SQL statement here. A validation has no rollout
+-- record (it starts one only once validated), so the operation keeps it.
