@@ -68,6 +68,10 @@ func WantedInstances(occupied int32, readyTarget float64, least, most int32) int
 //  3. 12:02:30: the window begins as 4 takes over; 4 and 6 since: down
 //     to 6. 12:00:00's 8 is no longer kept.
 //  4. 12:02:40 wanted 10: up to 10 at once.
+//  5. 12:03:00 wanted 7, 12:03:20 wanted 9, 12:03:40 wanted 5: at
+//     12:03:40 stay at 10, due at 12:05:00, when 7 is in effect as the
+//     window begins (the 10 has left it). Then down to 9, the highest
+//     left, due at 12:05:40, when 5 takes over from 9: down to 5.
 
 // Recommendation is a count the policy wanted from At (Unix nanoseconds)
 // until the next recommendation.
@@ -119,9 +123,17 @@ func Stabilize(current, wanted int32, history []Recommendation, now, window int6
 	}
 	out := Stabilized{Instances: min(highest, current), Kept: kept}
 	if out.Instances > wanted {
-		// The oldest recommendation matters until the next one is in
-		// effect when the window begins.
-		out.DueAt = kept[1].At + window
+		// The count holds while a recommendation of at least it is in
+		// the window: until the one after the last such one is in effect
+		// when the window begins. (The last one is wanted, below the
+		// count, so there is one after.)
+		last := 0
+		for i, r := range kept {
+			if r.Wanted >= out.Instances {
+				last = i
+			}
+		}
+		out.DueAt = kept[last+1].At + window
 	}
 	return out
 }

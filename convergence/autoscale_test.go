@@ -64,8 +64,22 @@ var _ = Describe("Stabilize", func() {
 		Entry("4. more wanted: up at once", int32(6), int32(10), at(160), int32(10), 1, int64(0)),
 		Entry("everything left the window: down to what is wanted", int32(8), int32(6), at(400), int32(6), 2, int64(0)),
 		Entry("never above what runs", int32(5), int32(6), at(60), int32(6), 0, int64(0)),
-		Entry("held, but not above what runs", int32(5), int32(4), at(70), int32(5), 0, at(150)),
+		Entry("held, but not above what runs: due when the 6, the last of at least 5, is gone", int32(5), int32(4), at(70), int32(5), 0, at(190)),
 	)
+
+	It("is due when the last recommendation of at least the count leaves the window (example 5)", func() {
+		later := append(slices.Clone(history), convergence.Recommendation{At: at(160), Wanted: 10},
+			convergence.Recommendation{At: at(180), Wanted: 7}, convergence.Recommendation{At: at(200), Wanted: 9})
+		got := convergence.Stabilize(10, 5, later, at(220), window)
+		Expect(got.Instances).To(Equal(int32(10)))
+		Expect(got.DueAt).To(Equal(at(300)), "12:05:00: the 10 leaves as 7 takes over")
+		got = convergence.Stabilize(10, 5, got.Kept, at(300), window)
+		Expect(got.Instances).To(Equal(int32(9)), "the 9 of 12:03:20 is the highest left")
+		Expect(got.DueAt).To(Equal(at(340)), "12:05:40: 5 takes over from 9")
+		got = convergence.Stabilize(9, 5, got.Kept, at(340), window)
+		Expect(got.Instances).To(Equal(int32(5)))
+		Expect(got.DueAt).To(BeZero())
+	})
 
 	It("records a change of the wanted count, and only a change", func() {
 		got := convergence.Stabilize(8, 3, history, at(70), window)
