@@ -134,10 +134,11 @@ type Config struct {
 	// triggered convergence pass (the pass an API write or a cell's report
 	// asks for) to the start of the next: triggers that come meanwhile
 	// wait and share that pass, and a trigger after a quiet spell runs at
-	// once. Empty keeps the database's default: 50ms on SQLite, whose one
-	// writer the passes share with every API write (desires 15% faster in
-	// bbs-load peer), 0s (no spacing) on Postgres and MySQL, where it
-	// gained nothing measurable (docs/perf-writes.md).
+	// once. Empty keeps the database's default, which depends on
+	// DatabaseDriver (the default shown is SQLite's): 50ms on SQLite,
+	// whose one writer the passes share with every API write (desires 15%
+	// faster in bbs-load peer), 0s (no spacing) on Postgres and MySQL,
+	// where it gained nothing measurable (docs/perf-writes.md).
 	ConvergenceTriggerSpacing string `json:"convergence_trigger_spacing"`
 	// StaleUnclaimed is how long an instance placed on a cell may wait to
 	// be claimed before it is placed again.
