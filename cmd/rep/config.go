@@ -89,6 +89,9 @@ type Config struct {
 	// ports of it it was given (where the kernel has Landlock's network
 	// rules, Linux 6.7); keep it outside the kernel's ephemeral range
 	// (net.ipv4.ip_local_port_range), or instances may not bind port 0.
+	// It holds at least capacity.instances ports (the board counts
+	// instance slots, not ports); an instance takes one per port of its
+	// definition, so a cell of many-port instances wants more.
 	PortRange string `json:"port_range"`
 	// PollInterval is how often the rep lists its cell's instances while
 	// it follows the board's event stream, which tells it of a change at
@@ -352,8 +355,17 @@ func (c Config) validate() error {
 	if net.ParseIP(c.Address) == nil && strings.ContainsAny(c.Address, " /:") {
 		return configfile.Invalid("address", fmt.Sprintf("%q is not a host name or IP address", c.Address))
 	}
-	if _, _, err := parsePortRange(c.PortRange); err != nil {
+	first, last, err := parsePortRange(c.PortRange)
+	if err != nil {
 		return configfile.Invalid("port_range", err.Error())
+	}
+	// Every instance with a port takes one of the range's: fewer ports
+	// than instances would have the board place instances the rep cannot
+	// start (each a crash, "port range ... exhausted"), as the board
+	// counts instance slots, not ports.
+	if ports := int64(last) - int64(first) + 1; ports < int64(c.Capacity.Instances) {
+		return configfile.Invalid("port_range", fmt.Sprintf("%q holds %d ports, fewer than capacity.instances (%d): every instance with a port needs its own",
+			c.PortRange, ports, c.Capacity.Instances))
 	}
 	if c.RetryInterval != "" {
 		if err := configfile.CheckDurations(configfile.Duration{Key: "retry_interval", Value: c.RetryInterval}); err != nil {

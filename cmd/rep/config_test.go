@@ -71,6 +71,10 @@ var _ = Describe("rep -config", func() {
 			`apps_dir: "/no/such/dir" is not a directory`),
 		Entry("a reversed port_range", func(c map[string]any) { c["port_range"] = "61099-61000" },
 			`port_range: "61099-61000" is not first-last with 1 <= first <= last <= 65535`),
+		Entry("a port_range with fewer ports than instances", func(c map[string]any) {
+			c["port_range"] = "61000-61002"
+			c["capacity"] = map[string]any{"memory_mb": 1024, "disk_mb": 1024, "instances": 16}
+		}, `port_range: "61000-61002" holds 3 ports, fewer than capacity.instances (16): every instance with a port needs its own`),
 		Entry("a bad duration", func(c map[string]any) { c["stop_grace_period"] = "soon" },
 			`stop_grace_period: "soon" is not a positive duration like "30s"`),
 		Entry("a bad unroutable_retry_timeout", func(c map[string]any) { c["unroutable_retry_timeout"] = "-1s" },
