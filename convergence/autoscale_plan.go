@@ -74,12 +74,14 @@ func (p *planner) autoscale(d *DesiredSchedule, rows []row) *DesiredSchedule {
 		ProcessGuid: d.ProcessGuid, Occupied: dec.Occupied, Wanted: dec.Wanted, Instances: st.Instances, Max: dec.Max,
 	})
 
-	// The decision is written when the count, the count wanted or the
-	// occupancy it was made from changed, so that the last decision shown
-	// is never stale.
+	// The decision is written when the count, the count wanted, the
+	// occupancy or the settings (min, max, ready_target) it was made from
+	// changed, so that the last decision shown is never stale.
 	last := d.Autoscaler.GetLastDecision()
 	wantedChanged := len(history) == 0 || history[len(history)-1] != st.Kept[len(st.Kept)-1]
-	if st.Instances == d.Instances && !wantedChanged && last != nil && last.GetOccupied() == dec.Occupied {
+	sameInputs := last != nil && last.GetOccupied() == dec.Occupied &&
+		last.GetMin() == dec.Min && last.GetMax() == dec.Max && last.GetReadyTarget() == dec.ReadyTarget
+	if st.Instances == d.Instances && !wantedChanged && sameInputs {
 		return d
 	}
 	dec.Reason = decisionReason(dec, window, st.DueAt)

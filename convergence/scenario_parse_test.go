@@ -275,7 +275,8 @@ func (s *scenario) parseActual(key string, a *attrs, desired map[string]converge
 // autoscale=MIN-MAX@READY_TARGET (MAX -1: no limit), window=DURATION, and
 // the recommendations its autoscaler kept, recommended=AT:N,AT:N (times
 // relative to now, oldest first), and decided=N, the occupancy of its last
-// decision (none: no decision yet).
+// decision (none: no decision yet), made under the same settings unless
+// decided_under=MIN-MAX@READY_TARGET says which.
 func (s *scenario) parseAutoscaling(a *attrs) (*models.Autoscaling, *models.AutoscalerStatus, error) {
 	spec, ok := a.take("autoscale")
 	if !ok {
@@ -304,7 +305,13 @@ func (s *scenario) parseAutoscaling(a *attrs) (*models.Autoscaling, *models.Auto
 	}
 	var status *models.AutoscalerStatus
 	if _, decided := a.values["decided"]; decided {
-		status = &models.AutoscalerStatus{LastDecision: &models.AutoscalerDecision{Occupied: a.int32("decided", 0)}}
+		last := &models.AutoscalerDecision{Occupied: a.int32("decided", 0), Min: int32(lo), Max: int32(hi), ReadyTarget: ready}
+		if under, given := a.take("decided_under"); given {
+			if _, err := fmt.Sscanf(under, "%d-%d@%g", &last.Min, &last.Max, &last.ReadyTarget); err != nil {
+				return nil, nil, fmt.Errorf("decided_under must be MIN-MAX@READY_TARGET, got %q: %w", under, err)
+			}
+		}
+		status = &models.AutoscalerStatus{LastDecision: last}
 	}
 	for _, rec := range a.list("recommended") {
 		at, count, ok := strings.Cut(rec, ":")
