@@ -175,7 +175,7 @@ func (a *Agent) retire(inst *agentInstance, row *models.ActualLRP) {
 		inst.logger.Info("retiring", lager.Data{"definition_id": row.GetDefinitionId()})
 	}
 	if row.GetStopRequested() {
-		a.requestStop(inst, "a rolling update replaced it")
+		a.requestStop(inst, "its replacement took over (a rollout or a move)")
 	}
 }
 
