@@ -433,12 +433,13 @@ func waitForChange(ctx context.Context, changes <-chan error, ticks <-chan time.
 }
 
 // sameForWatch reports whether a watch has nothing new to print: the two
-// statuses are equal but for a staged phase's share_percent, which the
-// board computes at every read and so grows between any two of them, and,
-// for a table (table), but for the definitions' signals, which change
-// with every health report and which no column shows. A change that
-// matters (the instances the share allows, those moved, the state) still
-// differs.
+// statuses are equal but for what the board's clock alone moves between
+// any two reads — a staged phase's share_percent, and the signals' windows
+// (window_ms, which grows until it spans the whole window, and the crash
+// rate over it) — and, for a table (table), but for the definitions'
+// signals altogether, which change with every health report and which no
+// column shows. A change that matters (the instances the share allows,
+// those moved, the state, a crash, a health report in JSON) still differs.
 func sameForWatch(a, b *models.RolloutStatus, table bool) bool {
 	if b == nil {
 		return a == nil
@@ -448,9 +449,16 @@ func sameForWatch(a, b *models.RolloutStatus, table bool) bool {
 		if s.Stage != nil {
 			s.Stage.SharePercent = 0
 		}
-		if table {
-			for _, d := range s.Definitions {
+		for _, d := range s.Definitions {
+			if table {
 				d.Signals, d.InstanceSignals = nil, nil
+				continue
+			}
+			if d.Signals != nil {
+				d.Signals.WindowMs, d.Signals.CrashRate = 0, 0
+			}
+			for _, in := range d.InstanceSignals {
+				in.WindowMs = 0
 			}
 		}
 	}

@@ -181,4 +181,18 @@ var _ = Describe("sameForWatch", func() {
 		more.Definitions[0].Instances = 3
 		Expect(sameForWatch(withCrashes(1), more, true)).To(BeFalse())
 	})
+
+	It("prints no JSON line when only the signals' windows moved with the clock", func() {
+		read := func(windowMs int64, rate float64) *models.RolloutStatus {
+			s := staged(5.1, 2)
+			s.Definitions = []*models.DefinitionInstances{{DefinitionId: "v2", Instances: 2,
+				Signals:         &models.DefinitionSignals{WindowMs: windowMs, Crashes: 1, CrashRate: rate},
+				InstanceSignals: []*models.InstanceSignals{{Index: 0, WindowMs: windowMs, Crashes: 1}}}}
+			return s
+		}
+		Expect(sameForWatch(read(30_000, 0.5), read(90_000, 1.0/3), false)).To(BeTrue())
+		crashed := read(90_000, 1.0/3)
+		crashed.Definitions[0].InstanceSignals[0].Crashes = 2
+		Expect(sameForWatch(read(30_000, 0.5), crashed, false)).To(BeFalse())
+	})
 })
