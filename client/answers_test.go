@@ -14,6 +14,7 @@ import (
 
 	"github.com/corkboard/corkboard/client"
 	"github.com/corkboard/corkboard/models"
+	"github.com/corkboard/corkboard/ui"
 )
 
 // These specs put a stand-in server where the board would be, to produce
@@ -85,6 +86,26 @@ var _ = Describe("Reading answers", func() {
 		Expect(err.Error()).To(ContainSubstring("/v1/domains/list"))
 		Expect(err.Error()).To(ContainSubstring("502 Bad Gateway"))
 		Expect(err.Error()).To(ContainSubstring("upstream board is down"))
+	})
+
+	It("says what an HTML answer says in one line: its title, else its text", func() {
+		page := ui.PlainHTTPPage("board.example:8889")
+		c := serve(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write(page)
+		})
+		_, err := c.Ping(ctx)
+		Expect(err).To(MatchError("/v1/ping: board answered HTTP 400 Bad Request: Corkboard: use https"),
+			"the page a board with TLS answers plain HTTP with")
+
+		c = serve(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte("<html><body>\n<h1>502 Bad Gateway</h1>\n<p>no server &amp; no luck</p></body></html>"))
+		})
+		_, err = c.Ping(ctx)
+		Expect(err).To(MatchError("/v1/ping: board answered HTTP 502 Bad Gateway: 502 Bad Gateway no server & no luck"))
 	})
 
 	It("reports an empty non-2xx answer by its status", func() {
