@@ -71,7 +71,7 @@ var _ = Describe("tls", func() {
 		section := tlsSection()
 		section["client_ca"] = path("ca.crt")
 		_, err := buildConfig(writeConfig(map[string]any{"listen_address": "127.0.0.1:0", "data_dir": dir, "tls": section}), false, "", "")
-		Expect(err).To(MatchError(ContainSubstring(`unknown field "client_ca"`)))
+		Expect(err).To(MatchError(ContainSubstring(`unknown field "tls.client_ca"`)))
 	})
 
 	It("serves the API and /metrics over HTTPS to callers with a certificate of the CA, /metrics only to API clients and operators, and nothing to others", func() {

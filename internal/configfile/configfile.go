@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,9 +28,100 @@ func Load(path string, v any) error {
 	decoder := json.NewDecoder(bytes.NewReader(raw))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(v); err != nil {
+		if key := unknownKey(raw, reflect.TypeOf(v)); key != "" && strings.Contains(err.Error(), "unknown field") {
+			// encoding/json names the unknown key but not where it is:
+			// "bogus" of tls, or of the top level.
+			return fmt.Errorf("config %s: unknown field %q", path, key)
+		}
 		return fmt.Errorf("config %s: %s", path, describeJSONError(err))
 	}
 	return nil
+}
+
+// unknownKey is the path ("tls.bogus", "cells[1].nmae") of a key of the
+// JSON raw that t (a struct, or a pointer, slice or map of one) has no
+// field for, the first with an object's keys in name order; "" when there
+// is none or raw does not decode. Fields match their json
+// names as encoding/json matches them: exactly, else ignoring case.
+func unknownKey(raw []byte, t reflect.Type) string {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return ""
+	}
+	return unknownIn(doc, t, "")
+}
+
+func unknownIn(doc any, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		object, ok := doc.(map[string]any)
+		if !ok {
+			return ""
+		}
+		fields := jsonFields(t)
+		for _, key := range slices.Sorted(maps.Keys(object)) {
+			field, ok := fields[key]
+			if !ok {
+				for name, f := range fields {
+					if strings.EqualFold(name, key) {
+						field, ok = f, true
+						break
+					}
+				}
+			}
+			if !ok {
+				return join(path, key)
+			}
+			if found := unknownIn(object[key], field.Type, join(path, key)); found != "" {
+				return found
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		items, _ := doc.([]any)
+		for i, item := range items {
+			if found := unknownIn(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); found != "" {
+				return found
+			}
+		}
+	case reflect.Map:
+		object, _ := doc.(map[string]any)
+		for _, key := range slices.Sorted(maps.Keys(object)) {
+			if found := unknownIn(object[key], t.Elem(), join(path, key)); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
+}
+
+// jsonFields are t's fields by their json names, those of embedded
+// structs among them, without the ones json skips.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	fields := map[string]reflect.StructField{}
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Anonymous && f.Type.Kind() == reflect.Struct {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f
+	}
+	return fields
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 // describeJSONError names the offending key where encoding/json knows it.

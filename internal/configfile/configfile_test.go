@@ -22,6 +22,9 @@ type exampleConfig struct {
 	Limits   *struct {
 		MemoryMB int32 `json:"memory_mb"`
 	} `json:"limits"`
+	Cells []struct {
+		Name string `json:"name"`
+	} `json:"cells"`
 }
 
 var _ = Describe("Load", func() {
@@ -63,7 +66,8 @@ var _ = Describe("Load", func() {
 			Expect(err).To(MatchError("config " + path + ": " + want))
 		},
 		Entry("an unknown key", `{"nmae": "x"}`, `unknown field "nmae"`),
-		Entry("an unknown nested key", `{"limits": {"memory": 1}}`, `unknown field "memory"`),
+		Entry("an unknown nested key, by its path", `{"limits": {"memory": 1}}`, `unknown field "limits.memory"`),
+		Entry("an unknown key in a list's item, by its path", `{"tags": ["ssd"], "cells": [{"name": "a"}, {"nmae": "b"}]}`, `unknown field "cells[1].nmae"`),
 		Entry("a string for a number", `{"count": "three"}`, "count: want a int, got a JSON string"),
 		Entry("a string for a nested number", `{"limits": {"memory_mb": "lots"}}`,
 			"limits.memory_mb: want a int32, got a JSON string"),
