@@ -130,3 +130,67 @@ var _ = Describe("a rollout blocked by a failing health check", func() {
 		Expect(table).To(MatchRegexp(`index 0: health check failing: GET http://\S+:\d+/health: 503 Service Unavailable`))
 	})
 })
+
+// A validation (an update with validate) whose instance fits no cell says
+// so in its operation's blocked_by, naming the validation instance; once a
+// cell with room registers, the instance is placed, validates, and the
+// update rolls out, the operation ending FINISHED with no blocked_by.
+var _ = Describe("a validation blocked by no capacity", func() {
+	ctx := context.Background()
+
+	It("shows blocked_by in cork operation and clears it when capacity comes", func() {
+		b := startBoard(nil)
+		b.cork("set-domain", "cork")
+		// Room for exactly one hello-local instance (64 MB, 64 MB disk).
+		first := freePortRange(4)
+		startRep(b, "cell-z1", "z1", map[string]any{
+			"capacity":   map[string]int{"memory_mb": 64, "disk_mb": 64, "instances": 1},
+			"port_range": fmt.Sprintf("%d-%d", first, first+3),
+		})
+		lrp := &models.DesiredLRP{}
+		readFixture("hello-local.json", lrp)
+		lrp.ProcessGuid = "validating"
+		lrp.Instances = 1
+		_, err := b.client().DesireLRP(ctx, lrp)
+		Expect(err).NotTo(HaveOccurred())
+		steady(b, "validating", 1, "cell-z1")
+
+		By("updating with validate: the validation instance needs a second slot")
+		_, id, err := b.client().UpdateDesiredLRPWithOperation(ctx, "validating", &models.DesiredLRPUpdate{
+			Definition: definitionFixture("hello-local-v2-definition.json"),
+			Validate:   true,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		var since int64
+		Eventually(func(g Gomega) {
+			op, err := b.client().Operation(ctx, id)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(op.GetStatus()).To(Equal(models.Operation_IN_PROGRESS))
+			g.Expect(op.GetBlockedBy().GetReason()).To(Equal(models.BlockedNoCapacity))
+			g.Expect(op.GetBlockedBy().GetDetail()).To(Equal("the validation instance fits no cell: zone z1 is short of memory (0 MB free at most, 64 MB needed)"))
+			since = op.GetBlockedBy().GetSince()
+		}).Should(Succeed())
+		Expect(b.cork("operation", id)).To(ContainSubstring(`"reason":"no_capacity"`))
+		Eventually(func() float64 {
+			return b.metric(`corkboard_blocked{kind="operation",reason="no_capacity"}`)
+		}).Should(Equal(1.0))
+		Consistently(func(g Gomega) {
+			op, err := b.client().Operation(ctx, id)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(op.GetBlockedBy().GetSince()).To(Equal(since), "since stays while the reason does")
+		}, "2s", "500ms").Should(Succeed())
+
+		By("registering a second cell with room: validated, rolled out, FINISHED without blocked_by")
+		second := freePortRange(4)
+		startRep(b, "cell-z2", "z2", map[string]any{
+			"capacity":   map[string]int{"memory_mb": 256, "disk_mb": 256, "instances": 4},
+			"port_range": fmt.Sprintf("%d-%d", second, second+3),
+		})
+		Eventually(func(g Gomega) {
+			op, err := b.client().Operation(ctx, id)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(op.GetStatus()).To(Equal(models.Operation_FINISHED))
+			g.Expect(op.GetBlockedBy()).To(BeNil())
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+	})
+})
