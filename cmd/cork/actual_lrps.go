@@ -72,6 +72,25 @@ func printActualLRPAddresses(out io.Writer, lrps []*models.ActualLRP) error {
 	return nil
 }
 
+// withPresence keeps the instances of lrps whose presence is presence
+// (ORDINARY, RETIRING, EVACUATING or SUSPECT, any case); "" keeps them all.
+func withPresence(lrps []*models.ActualLRP, presence string) ([]*models.ActualLRP, error) {
+	if presence == "" {
+		return lrps, nil
+	}
+	want, ok := models.ActualLRP_Presence_value[strings.ToUpper(presence)]
+	if !ok {
+		return nil, usageErrorf("--presence must be ORDINARY, RETIRING, EVACUATING or SUSPECT, got %q", presence)
+	}
+	var kept []*models.ActualLRP
+	for _, lrp := range lrps {
+		if int32(lrp.GetPresence()) == want {
+			kept = append(kept, lrp)
+		}
+	}
+	return kept, nil
+}
+
 // routes shows where each of an instance's routes goes, through its own
 // definition's routes, e.g. hello.example.test->8080.
 func routes(ports []*models.RoutePort) string {
@@ -85,8 +104,9 @@ func routes(ports []*models.RoutePort) string {
 func (a *app) actualLRPsCommand() *cobra.Command {
 	var filter client.ActualLRPFilter
 	var index int32
+	var presence string
 	cmd := &cobra.Command{
-		Use:   "actual-lrps [--domain D] [--cell C] [--guid G] [--index I]",
+		Use:   "actual-lrps [--domain D] [--cell C] [--guid G] [--index I] [--presence P]",
 		Short: "List instances (actual LRPs)",
 		Long: `List instances (actual LRPs).
 
@@ -102,7 +122,9 @@ signals to it alone are ignored (send them to the group).
 
 -o address prints each listed instance's address, host:port of its first
 port, a line each (one that has none yet is left out); -o pid each one's pid
-as -o wide shows it (one its rep does not report is left out). For scripts:
+as -o wide shows it (one its rep does not report is left out). Mid-rollout
+or mid-move an index has two instances (its own and a RETIRING or
+EVACUATING one): --presence ORDINARY keeps its own. For scripts:
 curl http://$(cork actual-lrps --guid hello --index 0 -o address)/`,
 		Annotations: map[string]string{wideAnnotation: "yes"},
 		Args:        exactArgs(),
@@ -113,8 +135,14 @@ curl http://$(cork actual-lrps --guid hello --index 0 -o address)/`,
 				}
 				filter.Index = &index
 			}
+			if _, err := withPresence(nil, presence); err != nil {
+				return err
+			}
 			lrps, err := a.client().ActualLRPs(ctx, filter)
 			if err != nil {
+				return err
+			}
+			if lrps, err = withPresence(lrps, presence); err != nil {
 				return err
 			}
 			switch a.format {
@@ -133,5 +161,6 @@ curl http://$(cork actual-lrps --guid hello --index 0 -o address)/`,
 	flags.StringVar(&filter.CellID, "cell", "", "only instances on this cell")
 	flags.StringVar(&filter.ProcessGuid, "guid", "", "only instances of this process guid")
 	flags.Int32Var(&index, "index", 0, "only instances with this index")
+	flags.StringVar(&presence, "presence", "", "only instances of this presence: ORDINARY (each index's own; mid-rollout or mid-move an index also has a RETIRING or EVACUATING one), RETIRING, EVACUATING or SUSPECT")
 	return cmd
 }
