@@ -215,8 +215,10 @@ type Operation struct {
 	// history is what happened to the operation, oldest first.
 	History []*OperationEvent `protobuf:"bytes,15,rep,name=history,proto3" json:"history,omitempty"`
 	// blocked_by, while the operation is IN_PROGRESS and the rollout it
-	// started does not move, is that rollout's blocked_by: read from the
-	// rollout's record, never stored with the operation.
+	// started does not move, is that rollout's blocked_by, read from the
+	// rollout's record; while a VALIDATE operation validates (it started no
+	// rollout yet), what holds its validation instance, stored with the
+	// operation.
 	BlockedBy     *BlockedBy `protobuf:"bytes,16,opt,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -202,14 +202,35 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w c
 
 // writeValidationBlockedBy stores what holds a VALIDATE operation's
 // validation (operations.blocked_by, migration 0030): w's, or nothing once
-// w starts or ends the operation. Other operations have none, and are
-// spared the statement.
+// w starts or ends the operation; and gives op, whose operation_changed
+// event the write emits, the blocked_by it keeps, so that the event says
+// what a read of the operation would. Other operations have none, and are
+// spared the statements.
 func (s *SQLDB) writeValidationBlockedBy(ctx context.Context, tx *sql.Tx, op *models.Operation, w convergence.OperationWrite) error {
-	clearing := op.Kind == models.Operation_VALIDATE && (w.Start || models.OperationEnded(op.Status))
-	if !w.SetBlockedBy && !clearing {
+	if op.Kind != models.Operation_VALIDATE && !w.SetBlockedBy {
 		return nil
 	}
-	blocked, err := encodeMessage(w.BlockedBy, w.BlockedBy == nil || clearing)
+	clearing := w.Start || models.OperationEnded(op.Status)
+	if !w.SetBlockedBy && !clearing {
+		// Validating still, the write about something else: the event
+		// carries what the operation keeps.
+		var kept []byte
+		if err := s.queryRow(ctx, tx, "SELECT blocked_by FROM operations WHERE id = ?", op.Id).Scan(&kept); err != nil {
+			return err
+		}
+		if kept != nil {
+			op.BlockedBy = &models.BlockedBy{}
+			if err := proto.Unmarshal(kept, op.BlockedBy); err != nil {
+				return errInvalidRecord("validation of desired_lrp %q: blocked_by: %v", op.ProcessGuid, err)
+			}
+		}
+		return nil
+	}
+	op.BlockedBy = nil
+	if !clearing {
+		op.BlockedBy = w.BlockedBy
+	}
+	blocked, err := encodeMessage(op.BlockedBy, op.BlockedBy == nil)
 	if err != nil {
 		return errInvalid("blocked_by", err.Error())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
+	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/models"
 )
 
@@ -232,16 +233,31 @@ var _ = forEachDialect("validated updates", func(b *board) {
 
 	It("keeps what holds a validation with its operation, from pass to pass, until its instance is placed and it starts", func() {
 		op := update(validated("v2"))
+		events := &recordedEvents{}
+		converger := newStore(b.conn, b.dialect, sqldb.WithClock(b.clock.Now), sqldb.WithEvents(events))
 		pass := func() *convergence.Plan {
 			GinkgoHelper()
-			snapshot, err := b.store.ConvergenceSnapshot(b.ctx, nil)
+			snapshot, err := converger.ConvergenceSnapshot(b.ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
 			cfg := convergence.DefaultConfig()
 			cfg.Board = "board-1"
 			plan := convergence.Compute(snapshot, b.clock.Now(), cfg)
-			_, err = b.store.ApplyConvergence(b.ctx, &plan.Writes)
+			_, err = converger.ApplyConvergence(b.ctx, &plan.Writes)
 			Expect(err).NotTo(HaveOccurred())
 			return plan
+		}
+		// lastChange is the operation as its latest operation_changed
+		// event carried it.
+		lastChange := func() *models.Operation {
+			GinkgoHelper()
+			var last *models.Operation
+			for _, e := range events.all() {
+				if changed, ok := e.Payload.(*models.OperationChangedEvent); ok && changed.GetOperation().GetId() == op.Id {
+					last = changed.GetOperation()
+				}
+			}
+			Expect(last).NotTo(BeNil())
+			return last
 		}
 
 		By("no cell is present: the validation instance fits none")
@@ -256,6 +272,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		i := slices.IndexFunc(list, func(o *models.Operation) bool { return o.Id == op.Id })
 		Expect(i).To(BeNumerically(">=", 0))
 		Expect(list[i].GetBlockedBy()).To(EqualProto(blocked), "a list shows it too")
+		Expect(lastChange().GetBlockedBy()).To(EqualProto(blocked), "its operation_changed event too")
 
 		By("a pass later, still blocked: its since stands")
 		b.clock.Advance(time.Minute)
@@ -268,6 +285,7 @@ var _ = forEachDialect("validated updates", func(b *board) {
 		plan = pass()
 		Expect(plan.Counts.OperationsBlocked).To(BeEmpty())
 		Expect(operation(op.Id).GetBlockedBy()).To(BeNil())
+		Expect(lastChange().GetBlockedBy()).To(BeNil())
 
 		By("blocked again, then validated: the start clears what the operation kept")
 		stale, err := proto.Marshal(&models.BlockedBy{Reason: models.BlockedNoCapacity, Detail: "the validation instance fits no cell: no cell with 4096 MB free memory"})
