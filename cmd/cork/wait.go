@@ -55,10 +55,14 @@ for a desire, a scale, a crash or a drain, as in a script or the docs' sessions.
 					}
 				}
 				if err != nil && ctx.Err() == nil {
-					// An answer of the board (no such LRP) ends the wait;
-					// a board that does not answer is waited for.
+					// An answer of the board (no such LRP), or an HTTP
+					// answer that asking again will not change (a 4xx: a
+					// board with TLS asked in plain HTTP, a wrong URL),
+					// ends the wait; a board that does not answer, or a
+					// proxy's 5xx while it restarts, is waited for.
 					var e *models.Error
-					if errors.As(err, &e) {
+					var status *client.HTTPStatusError
+					if errors.As(err, &e) || errors.As(err, &status) && status.StatusCode >= 400 && status.StatusCode < 500 {
 						return err
 					}
 					why = err.Error()
