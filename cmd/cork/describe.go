@@ -273,6 +273,9 @@ func describeFields(d *lrpDescription, now time.Time) [][]string {
 	}
 	if b := d.rollout.GetBlockedBy(); b != nil {
 		fields = append(fields, []string{"Blocked:", blockedLine(b, now)})
+	} else if op := validating(d.operations); op.GetBlockedBy() != nil {
+		// A validation has no rollout yet: its operation says what holds it.
+		fields = append(fields, []string{"Blocked:", "validation of " + op.GetDefinitionId() + ": " + blockedLine(op.GetBlockedBy(), now)})
 	}
 	if stage := stageCell(d.rollout, now); stage != "" {
 		fields = append(fields, []string{"Stage:", stage})
@@ -284,6 +287,17 @@ func describeFields(d *lrpDescription, now time.Time) [][]string {
 		fields = append(fields, []string{"Autoscaler:", line})
 	}
 	return fields
+}
+
+// validating is the VALIDATE operation of operations that is under way
+// and has started no rollout yet (it validates), nil when none is.
+func validating(operations []*models.Operation) *models.Operation {
+	for _, op := range operations {
+		if op.GetKind() == models.Operation_VALIDATE && op.GetStatus() == models.Operation_IN_PROGRESS && op.GetBlockedBy() != nil {
+			return op
+		}
+	}
+	return nil
 }
 
 // printFields writes "Name:  value" lines, the values aligned.

@@ -71,8 +71,21 @@ export function operationsView(guid) {
         op.started_at ? ' · started ' + fmtTime(op.started_at) : '',
         op.finished_at ? ' · finished ' + fmtTime(op.finished_at) : ''),
       op.reason ? h('div', { class: 'reason' }, op.reason) : null,
+      open ? blocked(op.blocked_by) : null,
       (op.history || []).length ? h('ul', { class: 'history' }, op.history.map((e) =>
         h('li', null, h('span', { class: 'muted mono' }, fmtClock(nanosToMs(e.at))), ' ', e.message || ''))) : null);
+  }
+
+  // blocked says what holds an operation under way (its blocked_by: its
+  // rollout's, or a validation's, which has no rollout yet).
+  function blocked(b) {
+    if (!b || !b.reason) {
+      return null;
+    }
+    return h('div', { class: 'blocked', dataset: { testid: 'operation-blocked' } },
+      h('span', { class: 'badge blocked' }, `blocked: ${b.reason}`), ' ',
+      b.since ? `since ${fmtClock(nanosToMs(b.since))} · ` : '',
+      b.detail || '');
   }
 
   return { el, update };
