@@ -155,7 +155,9 @@ var _ = Describe("bbs-migrate", func() {
 				s := run("up")
 				Expect(s).To(gexec.Exit(1))
 				Expect(s.Err).To(gbytes.Say("database schema is newer than this binary: the database has migration %04d_later", later))
-				Expect(run("status").Out).To(gbytes.Say(`%04d\s+later\s+unknown to this binary`, later))
+				status := run("status").Out
+				Expect(status).To(gbytes.Say(`migrated by a newer corkboard than this binary \(migrations unknown to it: 1\): a bbs of this version refuses the database; upgrade`))
+				Expect(status).To(gbytes.Say(`%04d\s+later\s+unknown to this binary`, later))
 			})
 
 			It("imports the classic fixture", func() {

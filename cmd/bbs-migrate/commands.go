@@ -62,6 +62,11 @@ func printStatus(cmd *cobra.Command, st *migrations.Status) {
 		state = "DIRTY"
 	}
 	fmt.Fprintf(out, "%s database at version %04d of %04d, %s, %d pending\n", st.Dialect, st.Current, st.Latest, state, len(st.Pending()))
+	if len(st.Unknown) > 0 {
+		// Said up front, not only in the table's last rows: this binary's
+		// bbs refuses such a database.
+		fmt.Fprintf(out, "migrated by a newer corkboard than this binary (migrations unknown to it: %d): a bbs of this version refuses the database; upgrade\n", len(st.Unknown))
+	}
 	if st.Classic {
 		fmt.Fprintln(out, "a classic BBS schema is waiting to be imported: `up` moves it aside and imports it")
 	}
