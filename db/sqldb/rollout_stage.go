@@ -93,13 +93,17 @@ func stageRecord(rec *rolloutRecord) models.StageRecord {
 // withStageRecord is rec with the fields a decision made of it (after, as
 // models.DecideStage and models.DecideRolloutEdit write it) and unsettled,
 // so that convergence reads the changed record on its next pass (a record
-// under way is unsettled anyway).
+// under way is unsettled anyway). It has no blocked_by: the one stored was
+// the planner's of the record before the command (a promote's answer
+// said "awaiting_promote"), and the pass the command triggers diagnoses
+// the changed record.
 func withStageRecord(rec *rolloutRecord, after models.StageRecord) rolloutRecord {
 	next := *rec
 	next.State, next.Reason, next.DefinitionID = after.State, after.Reason, after.DefinitionID
 	next.ProgressAt, next.FinishedAt, next.Stage = after.ProgressAt, after.FinishedAt, after.Stage
 	next.Judgement = after.Judgement
 	next.Settled = false
+	next.BlockedBy = nil
 	return next
 }
 

@@ -113,6 +113,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 		row := snap.Rollouts[0]
 		row.State = models.RolloutStatus_HOLDING
 		row.Reason = "holding"
+		row.BlockedBy = &models.BlockedBy{Reason: models.BlockedAwaitingPromote, Detail: "holding", Since: now()}
 		result, err := b.store.ApplyConvergence(b.ctx, &convergence.ConvergenceWrites{Rollouts: []convergence.RolloutWrite{{
 			ProcessGuid: "web", ExpectModificationIndex: row.ModificationIndex, ExpectActiveDefinitionID: "v2", Record: row,
 		}}})
@@ -277,6 +278,7 @@ var _ = forEachDialect("staged rollouts", func(b *board) {
 
 			Expect(st).To(EqualProto(status()))
 			Expect(st.State).To(Equal(models.RolloutStatus_PROGRESSING))
+			Expect(st.BlockedBy).To(BeNil(), "awaiting_promote was the held phase's; the next pass says what holds this one")
 			Expect(st.DeadlineAt).To(Equal(t + int64(10*time.Minute)))
 			Expect(st.Stage.SharePercent).To(Equal(6.25))
 			Expect(st.Stage.AllowedInstances).To(BeEquivalentTo(1))
