@@ -242,7 +242,6 @@ func startRep(b *board, cellID, zone string, settings ...map[string]any) *runnin
 func startRepOn(host *netns.Namespace, b *board, cellID, zone string, settings ...map[string]any) *runningRep {
 	GinkgoHelper()
 	dir := GinkgoT().TempDir()
-	first := freePortRange(20)
 	cfg := map[string]any{
 		"cell_id":                cellID,
 		"zone":                   zone,
@@ -251,7 +250,6 @@ func startRepOn(host *netns.Namespace, b *board, cellID, zone string, settings .
 		"listen_address":         "127.0.0.1:0",
 		"data_dir":               filepath.Join(dir, "data"),
 		"apps_dir":               appsDir,
-		"port_range":             fmt.Sprintf("%d-%d", first, first+19),
 		"poll_interval":          repPollInterval,
 		"bulk_sync_interval":     repBulkSyncInterval,
 		"health_report_interval": repHealthReportInterval,
@@ -265,6 +263,16 @@ func startRepOn(host *netns.Namespace, b *board, cellID, zone string, settings .
 	}
 	for _, set := range settings {
 		maps.Copy(cfg, set)
+	}
+	if _, given := cfg["port_range"]; !given {
+		// 20 ports, or one for each instance slot where there are more
+		// (the rep refuses fewer ports than slots).
+		n := 20
+		if capacity, ok := cfg["capacity"].(map[string]int); ok {
+			n = max(n, capacity["instances"])
+		}
+		first := freePortRange(n)
+		cfg["port_range"] = fmt.Sprintf("%d-%d", first, first+n-1)
 	}
 	raw, err := json.Marshal(cfg)
 	Expect(err).NotTo(HaveOccurred())
