@@ -422,14 +422,21 @@ func (p *planner) countBlocked(next *RolloutRow) {
 	}
 	c.RolloutsBlocked[b.Reason]++
 	if next.OperationID != "" {
-		if c.OperationsBlocked == nil {
-			c.OperationsBlocked = map[string]int{}
-		}
-		c.OperationsBlocked[b.Reason]++
+		p.countBlockedOperation(b.Reason)
 	}
 	if after := p.cfg.BlockedAlertAfter; after > 0 && p.now-b.Since >= int64(after) {
 		c.RolloutsBlockedTooLong++
 	}
+}
+
+// countBlockedOperation counts an operation under way that reason holds
+// (its rollout's, or its validation's) in the plan's Counts.
+func (p *planner) countBlockedOperation(reason string) {
+	c := &p.plan.Counts
+	if c.OperationsBlocked == nil {
+		c.OperationsBlocked = map[string]int{}
+	}
+	c.OperationsBlocked[reason]++
 }
 
 // unplacedKey names one index of one LRP.

@@ -174,11 +174,7 @@ func (p *planner) finishValidations() {
 		}
 		blocked := DiagnoseValidation(out.instance, op.DefinitionID, op.BlockedBy, p.now)
 		if blocked != nil {
-			c := &p.plan.Counts
-			if c.OperationsBlocked == nil {
-				c.OperationsBlocked = map[string]int{}
-			}
-			c.OperationsBlocked[blocked.Reason]++
+			p.countBlockedOperation(blocked.Reason)
 		}
 		if proto.Equal(blocked, op.BlockedBy) {
 			continue

@@ -20,24 +20,10 @@ var _ = Describe("a rollout blocked by no capacity", func() {
 	ctx := context.Background()
 
 	It("shows blocked_by in cork rollout status and clears it when capacity comes", func() {
-		b := startBoard(nil)
-		b.cork("set-domain", "cork")
-		// Room for exactly one hello-local instance (64 MB, 64 MB disk).
-		first := freePortRange(4)
-		startRep(b, "cell-z1", "z1", map[string]any{
-			"capacity":   map[string]int{"memory_mb": 64, "disk_mb": 64, "instances": 1},
-			"port_range": fmt.Sprintf("%d-%d", first, first+3),
-		})
-		lrp := &models.DesiredLRP{}
-		readFixture("hello-local.json", lrp)
-		lrp.ProcessGuid = "blocked"
-		lrp.Instances = 1
-		_, err := b.client().DesireLRP(ctx, lrp)
-		Expect(err).NotTo(HaveOccurred())
-		steady(b, "blocked", 1, "cell-z1")
+		b := oneSlotBoard("blocked")
 
 		By("updating with max_surge 1, max_unavailable 0: the replacement needs a second slot")
-		_, err = b.client().UpdateDesiredLRP(ctx, "blocked", &models.DesiredLRPUpdate{
+		_, err := b.client().UpdateDesiredLRP(ctx, "blocked", &models.DesiredLRPUpdate{
 			Definition:     definitionFixture("hello-local-v2-definition.json"),
 			UpdateStrategy: &models.UpdateStrategy{MaxSurge: "1", MaxUnavailable: "0"},
 		})
@@ -63,11 +49,7 @@ var _ = Describe("a rollout blocked by no capacity", func() {
 		}, "3s", "500ms").Should(Succeed())
 
 		By("registering a second cell with room: the rollout completes and blocked_by clears")
-		second := freePortRange(4)
-		startRep(b, "cell-z2", "z2", map[string]any{
-			"capacity":   map[string]int{"memory_mb": 256, "disk_mb": 256, "instances": 4},
-			"port_range": fmt.Sprintf("%d-%d", second, second+3),
-		})
+		addRoomyRep(b)
 		Eventually(func(g Gomega) {
 			s, err := b.client().RolloutStatus(ctx, "blocked")
 			g.Expect(err).NotTo(HaveOccurred())
@@ -139,21 +121,7 @@ var _ = Describe("a validation blocked by no capacity", func() {
 	ctx := context.Background()
 
 	It("shows blocked_by in cork operation and clears it when capacity comes", func() {
-		b := startBoard(nil)
-		b.cork("set-domain", "cork")
-		// Room for exactly one hello-local instance (64 MB, 64 MB disk).
-		first := freePortRange(4)
-		startRep(b, "cell-z1", "z1", map[string]any{
-			"capacity":   map[string]int{"memory_mb": 64, "disk_mb": 64, "instances": 1},
-			"port_range": fmt.Sprintf("%d-%d", first, first+3),
-		})
-		lrp := &models.DesiredLRP{}
-		readFixture("hello-local.json", lrp)
-		lrp.ProcessGuid = "validating"
-		lrp.Instances = 1
-		_, err := b.client().DesireLRP(ctx, lrp)
-		Expect(err).NotTo(HaveOccurred())
-		steady(b, "validating", 1, "cell-z1")
+		b := oneSlotBoard("validating")
 
 		By("updating with validate: the validation instance needs a second slot")
 		_, id, err := b.client().UpdateDesiredLRPWithOperation(ctx, "validating", &models.DesiredLRPUpdate{
@@ -181,11 +149,7 @@ var _ = Describe("a validation blocked by no capacity", func() {
 		}, "2s", "500ms").Should(Succeed())
 
 		By("registering a second cell with room: validated, rolled out, FINISHED without blocked_by")
-		second := freePortRange(4)
-		startRep(b, "cell-z2", "z2", map[string]any{
-			"capacity":   map[string]int{"memory_mb": 256, "disk_mb": 256, "instances": 4},
-			"port_range": fmt.Sprintf("%d-%d", second, second+3),
-		})
+		addRoomyRep(b)
 		Eventually(func(g Gomega) {
 			op, err := b.client().Operation(ctx, id)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -194,3 +158,36 @@ var _ = Describe("a validation blocked by no capacity", func() {
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 })
+
+// oneSlotBoard runs a board and one rep, cell-z1, with room for exactly
+// one hello-local instance (64 MB, 64 MB disk), and guid's one instance
+// running there.
+func oneSlotBoard(guid string) *board {
+	GinkgoHelper()
+	b := startBoard(nil)
+	b.cork("set-domain", "cork")
+	first := freePortRange(4)
+	startRep(b, "cell-z1", "z1", map[string]any{
+		"capacity":   map[string]int{"memory_mb": 64, "disk_mb": 64, "instances": 1},
+		"port_range": fmt.Sprintf("%d-%d", first, first+3),
+	})
+	lrp := &models.DesiredLRP{}
+	readFixture("hello-local.json", lrp)
+	lrp.ProcessGuid = guid
+	lrp.Instances = 1
+	_, err := b.client().DesireLRP(context.Background(), lrp)
+	Expect(err).NotTo(HaveOccurred())
+	steady(b, guid, 1, "cell-z1")
+	return b
+}
+
+// addRoomyRep registers a second cell, cell-z2, with room for four
+// hello-local instances.
+func addRoomyRep(b *board) {
+	GinkgoHelper()
+	second := freePortRange(4)
+	startRep(b, "cell-z2", "z2", map[string]any{
+		"capacity":   map[string]int{"memory_mb": 256, "disk_mb": 256, "instances": 4},
+		"port_range": fmt.Sprintf("%d-%d", second, second+3),
+	})
+}

@@ -289,11 +289,12 @@ func describeFields(d *lrpDescription, now time.Time) [][]string {
 	return fields
 }
 
-// validating is the VALIDATE operation of operations that is under way
-// and has started no rollout yet (it validates), nil when none is.
+// validating is the VALIDATE operation of operations that is under way,
+// nil when none is. Without a rollout it is still validating, and its
+// blocked_by is its validation's.
 func validating(operations []*models.Operation) *models.Operation {
 	for _, op := range operations {
-		if op.GetKind() == models.Operation_VALIDATE && op.GetStatus() == models.Operation_IN_PROGRESS && op.GetBlockedBy() != nil {
+		if op.GetKind() == models.Operation_VALIDATE && op.GetStatus() == models.Operation_IN_PROGRESS {
 			return op
 		}
 	}

@@ -218,11 +218,9 @@ func (s *SQLDB) writeValidationBlockedBy(ctx context.Context, tx *sql.Tx, op *mo
 		if err := s.queryRow(ctx, tx, "SELECT blocked_by FROM operations WHERE id = ?", op.Id).Scan(&kept); err != nil {
 			return err
 		}
-		if kept != nil {
-			op.BlockedBy = &models.BlockedBy{}
-			if err := proto.Unmarshal(kept, op.BlockedBy); err != nil {
-				return errInvalidRecord("validation of desired_lrp %q: blocked_by: %v", op.ProcessGuid, err)
-			}
+		var err error
+		if op.BlockedBy, err = decodeBlockedBy(kept); err != nil {
+			return errInvalidRecord("validation of desired_lrp %q: blocked_by: %v", op.ProcessGuid, err)
 		}
 		return nil
 	}
@@ -230,7 +228,7 @@ func (s *SQLDB) writeValidationBlockedBy(ctx context.Context, tx *sql.Tx, op *mo
 	if !clearing {
 		op.BlockedBy = w.BlockedBy
 	}
-	blocked, err := encodeMessage(op.BlockedBy, op.BlockedBy == nil)
+	blocked, err := encodeBlockedBy(op.BlockedBy)
 	if err != nil {
 		return errInvalid("blocked_by", err.Error())
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/corkboard/corkboard/convergence"
 	"github.com/corkboard/corkboard/db"
 	"github.com/corkboard/corkboard/models"
@@ -605,11 +603,9 @@ func (r *snapshotReader) readOperations(ctx context.Context, tx *sql.Tx, filters
 			return err
 		}
 		op.ID = string(id)
-		if blocked != nil {
-			op.BlockedBy = &models.BlockedBy{}
-			if err := proto.Unmarshal(blocked, op.BlockedBy); err != nil {
-				return errInvalidRecord("operation %q: blocked_by: %v", op.ID, err)
-			}
+		var err error
+		if op.BlockedBy, err = decodeBlockedBy(blocked); err != nil {
+			return errInvalidRecord("operation %q: blocked_by: %v", op.ID, err)
 		}
 		op.ProcessGuid = r.strings.get(guid)
 		k, known := models.Operation_Kind_value[string(kind)]

@@ -134,6 +134,20 @@ func decodeAutoscalerStatus(b []byte) (*models.AutoscalerStatus, error) {
 	return st, proto.Unmarshal(b, st)
 }
 
+// encodeBlockedBy stores what holds a rollout or a validation (NULL: nothing).
+func encodeBlockedBy(b *models.BlockedBy) ([]byte, error) {
+	return encodeMessage(b, b == nil)
+}
+
+// decodeBlockedBy reads a stored blocked_by; nil bytes (NULL) are nil.
+func decodeBlockedBy(b []byte) (*models.BlockedBy, error) {
+	if b == nil {
+		return nil, nil
+	}
+	blocked := &models.BlockedBy{}
+	return blocked, proto.Unmarshal(b, blocked)
+}
+
 // decodeDefinition decodes a plain definition blob. Stored blobs are read
 // through decodeStoredDefinition, which opens an envelope first.
 func decodeDefinition(b []byte) (*models.LRPDefinition, error) {

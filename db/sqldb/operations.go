@@ -580,8 +580,7 @@ func (s *SQLDB) addBlockedBy(ctx context.Context, ops []*models.Operation) error
 		if err != nil {
 			return err
 		}
-		op.BlockedBy = &models.BlockedBy{}
-		if err := proto.Unmarshal(blocked, op.BlockedBy); err != nil {
+		if op.BlockedBy, err = decodeBlockedBy(blocked); err != nil {
 			return errInvalidRecord("%s %q: blocked_by: %v", where, op.ProcessGuid, err)
 		}
 	}

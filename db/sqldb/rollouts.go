@@ -79,11 +79,8 @@ func scanRollout(row rowScanner) (*rolloutRecord, error) {
 			return nil, errInvalidRecord("rollout of desired_lrp %q: judgement: %v", rec.ProcessGuid, err)
 		}
 	}
-	if blocked != nil {
-		rec.BlockedBy = &models.BlockedBy{}
-		if err := proto.Unmarshal(blocked, rec.BlockedBy); err != nil {
-			return nil, errInvalidRecord("rollout of desired_lrp %q: blocked_by: %v", rec.ProcessGuid, err)
-		}
+	if rec.BlockedBy, err = decodeBlockedBy(blocked); err != nil {
+		return nil, errInvalidRecord("rollout of desired_lrp %q: blocked_by: %v", rec.ProcessGuid, err)
 	}
 	return rec, nil
 }
@@ -112,7 +109,7 @@ func (s *SQLDB) storeRollout(ctx context.Context, tx *sql.Tx, rec *rolloutRecord
 	if err != nil {
 		return errInvalid("judgement", err.Error())
 	}
-	blocked, err := encodeMessage(rec.BlockedBy, rec.BlockedBy == nil)
+	blocked, err := encodeBlockedBy(rec.BlockedBy)
 	if err != nil {
 		return errInvalid("blocked_by", err.Error())
 	}

@@ -28,10 +28,12 @@ func Load(path string, v any) error {
 	decoder := json.NewDecoder(bytes.NewReader(raw))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(v); err != nil {
-		if key := unknownKey(raw, reflect.TypeOf(v)); key != "" && strings.Contains(err.Error(), "unknown field") {
-			// encoding/json names the unknown key but not where it is:
-			// "bogus" of tls, or of the top level.
-			return fmt.Errorf("config %s: unknown field %q", path, key)
+		if strings.Contains(err.Error(), "unknown field") {
+			if key := unknownKey(raw, reflect.TypeOf(v)); key != "" {
+				// encoding/json names the unknown key but not where it
+				// is: "bogus" of tls, or of the top level.
+				return fmt.Errorf("config %s: unknown field %q", path, key)
+			}
 		}
 		return fmt.Errorf("config %s: %s", path, describeJSONError(err))
 	}
