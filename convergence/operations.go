@@ -34,7 +34,8 @@ import (
 //     owns and that has not expired is left alone: that board may still
 //     be at work, and within one lease TTL it either renews or is adopted.
 //     So no operation stays IN_PROGRESS without a live lease for longer
-//     than one TTL and one pass.
+//     than one TTL and one pass. A board that stops gives its own leases
+//     up first (ReleaseLeases), and the next one takes them up at once.
 //   - When no operation of the LRP is IN_PROGRESS after this pass, its
 //     oldest PENDING one starts (the store applies the request it holds),
 //     or is EVICTED if its definition was cleaned up; a removed LRP's
@@ -233,4 +234,44 @@ func (p *planner) operationWrite(op *OperationRow, w OperationWrite, why string)
 	}
 	p.plan.Writes.Operations = append(p.plan.Writes.Operations, w)
 	p.plan.Reasons.Operations = append(p.plan.Reasons.Operations, why)
+}
+
+// ReleaseLeases is what a board that stops writes so that the board after
+// it carries its operations at once: each IN_PROGRESS operation of ops
+// leased to board gives its lease up (OperationWrite.ReleaseLease), with
+// the line "released by board <board>: it stopped" in its history, at the
+// modification index it has in ops. Left to expire, such a lease would
+// hold the operation for up to a lease TTL after the next board took the
+// convergence lease (keepLease leaves a live lease of another board
+// alone); released, that board's first pass takes it up ("taken up by
+// board …"). Operations leased to another board, or to none, are left as
+// they are, and a board with no name (Config.Board empty) holds no leases.
+// The writes are in ops' order.
+//
+// Worked example, board "b1" stopping at 12:00:30, lease TTL 15 s:
+//
+//  1. Operation A (UPDATE_DEFINITION to v2, IN_PROGRESS) is leased to b1
+//     until 12:00:41: released — no owner, history "released by board b1:
+//     it stopped".
+//  2. Operation B (VALIDATE, IN_PROGRESS) is leased to b0 until 12:00:35
+//     (b1 had not adopted it yet): left to b0's lease.
+//  3. Operation C (UPDATE_DEFINITION to v3, PENDING) has no lease: left.
+//  4. Board b2 takes the convergence lease at 12:00:31; its first pass
+//     takes A up at once, where it would have waited until 12:00:41.
+func ReleaseLeases(ops []OperationRow, board string) []OperationWrite {
+	if board == "" {
+		return nil
+	}
+	var writes []OperationWrite
+	for _, op := range ops {
+		if op.Status != models.Operation_IN_PROGRESS || op.LeaseOwner != board {
+			continue
+		}
+		writes = append(writes, OperationWrite{
+			ID: op.ID, ProcessGuid: op.ProcessGuid, ExpectModificationIndex: op.ModificationIndex,
+			ReleaseLease: true,
+			History:      []string{fmt.Sprintf("released by board %s: it stopped", board)},
+		})
+	}
+	return writes
 }

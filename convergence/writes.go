@@ -253,6 +253,9 @@ type OperationWrite struct {
 	// LeaseExpiresAt.
 	LeaseOwner     string
 	LeaseExpiresAt int64
+	// ReleaseLease gives the lease up: the operation has no owner until a
+	// board takes it up (ReleaseLeases). Not with LeaseOwner.
+	ReleaseLease bool
 	// Start applies the request a PENDING operation holds, as the API
 	// would have when it arrived: it activates the operation's definition
 	// (and the rest of the update), writes the rollout record with the

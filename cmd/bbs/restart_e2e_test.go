@@ -18,6 +18,7 @@ import (
 
 	"github.com/corkboard/corkboard/db/sqldb"
 	"github.com/corkboard/corkboard/internal/testdb"
+	"github.com/corkboard/corkboard/models"
 )
 
 // A board's identity survives its restart: with the default board_id a
@@ -81,17 +82,47 @@ var _ = Describe("Board identity across restarts", func() {
 			Eventually(placement(again, "web")).WithTimeout(convergeLimit).Should(Equal(map[string]int{"cell-a RUNNING": 2}))
 		})
 
-		It("hands the lease back on SIGTERM, so that a board with another id takes it at once, on "+dialect, func() {
+		It("hands the lease and its operations' leases back on SIGTERM, so that a board with another id takes them at once, on "+dialect, func() {
 			database := newDatabase(dialect)
 			dataDir := GinkgoT().TempDir()
 			first := startConvergingBoard(database, settingsOn(freePort(), dataDir))
 			Eventually(ownsLease(first)).WithTimeout(convergeLimit).Should(Equal(1.0))
+
+			// A rollout that stays under way: no cell runs its instances.
+			api := first.client()
+			Expect(api.UpsertDomain(ctx, "apps", 0)).To(Succeed())
+			_, err := api.DesireLRP(ctx, lrpSpec("web", "apps", 2))
+			Expect(err).NotTo(HaveOccurred())
+			v2 := lrpSpec("web", "apps", 2).Definition
+			v2.DefinitionId, v2.Action = "v2", &models.RunAction{Path: "/bin/web-v2"}
+			_, opID, err := api.UpdateDesiredLRPWithOperation(ctx, "web", &models.DesiredLRPUpdate{Definition: v2})
+			Expect(err).NotTo(HaveOccurred())
+			leaseOwner := func(board *runningBoard) func() string {
+				return func() string {
+					op, err := board.client().Operation(ctx, opID)
+					Expect(err).NotTo(HaveOccurred())
+					return op.GetLeaseOwner()
+				}
+			}
+			Eventually(leaseOwner(first)).WithTimeout(convergeLimit).Should(Equal(boardIDOf(first)))
+
 			first.stop(syscall.SIGTERM)
-			Expect(string(first.session.Out.Contents())).To(ContainSubstring(`"bbs.convergence.lease.released"`))
+			out := string(first.session.Out.Contents())
+			Expect(out).To(ContainSubstring(`"bbs.convergence.handed-over"`))
+			Expect(out).To(ContainSubstring(`"bbs.convergence.lease.released"`))
 
 			second := startConvergingBoard(database, settingsOn(freePort(), dataDir))
 			Expect(boardIDOf(second)).NotTo(Equal(boardIDOf(first)))
 			Eventually(ownsLease(second)).WithTimeout(convergeLimit).Should(Equal(1.0), "the lease lasts %s unless handed back", longLeaseTTL)
+			Eventually(leaseOwner(second)).WithTimeout(convergeLimit).Should(Equal(boardIDOf(second)),
+				"the operation's lease lasts %s unless handed back", longLeaseTTL)
+			op, err := second.client().Operation(ctx, opID)
+			Expect(err).NotTo(HaveOccurred())
+			var history []string
+			for _, line := range op.GetHistory() {
+				history = append(history, line.GetMessage())
+			}
+			Expect(history).To(ContainElements("released by board "+boardIDOf(first)+": it stopped", "taken up by board "+boardIDOf(second)))
 		})
 
 		It("gives two boards on one host, listening on different addresses, different ids: one converges, on "+dialect, func() {

@@ -295,46 +295,90 @@ func (r *Runner) takeTriggered() (guids []string, full bool) {
 
 // Run is the ifrit.Runner: ready at once, converging whenever it holds the
 // lease, until a signal.
+//
+// On a signal it stops converging first, and a board that holds the lease
+// gives up its operations' leases (handOver) before the lease keeper hands
+// the convergence lease back: the board that takes over then carries the
+// operations at once.
 func (r *Runner) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(2)
+	keeping, stopKeeping := context.WithCancel(context.Background())
+	converging, stopConverging := context.WithCancel(context.Background())
+	kept, converged := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer wg.Done()
-		r.lease.keep(ctx)
+		defer close(kept)
+		r.lease.keep(keeping)
 	}()
 	go func() {
-		defer wg.Done()
-		r.converge(ctx)
+		defer close(converged)
+		r.converge(converging)
 	}()
 	r.logger.Info("started", lager.Data{"interval": r.cfg.Interval.String(), "lease_ttl": r.cfg.LeaseTTL.String()})
 	close(ready)
 
 	sig := <-signals
 	r.logger.Info("stopping", lager.Data{"signal": sig.String()})
-	stop()
-	wg.Wait()
+	stopConverging()
+	<-converged
+	stopKeeping()
+	<-kept
 	r.logger.Info("stopped")
 	return nil
 }
 
-// converge runs passes during each tenure of the lease, until ctx ends.
+// converge runs passes during each tenure of the lease, until ctx ends;
+// then, during a tenure, it hands the board's operations over.
 func (r *Runner) converge(ctx context.Context) {
 	for {
 		tenure := r.lease.waitForTenure(ctx)
 		if tenure == nil {
 			return
 		}
-		r.convergeDuring(tenure)
+		r.convergeDuring(ctx, tenure)
+		if ctx.Err() != nil {
+			r.handOver(tenure)
+			return
+		}
 	}
 }
 
-// convergeDuring runs passes until the tenure ends: a full pass at once
+// handOver gives up the leases of the operations this board carries
+// (convergence.ReleaseLeases), as the mirror last saw them, while the
+// tenure still fences its writes. A write that fails, or finds its
+// operation moved on, leaves that lease to expire as it would have.
+func (r *Runner) handOver(tenure context.Context) {
+	if tenure.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tenure, r.cfg.LeaseTTL/3)
+	defer cancel()
+	snapshot, err := r.mirror.Snapshot(ctx, nil)
+	if err != nil {
+		r.logger.Error("hand-over-failed", err)
+		return
+	}
+	writes := convergence.ConvergenceWrites{Operations: convergence.ReleaseLeases(snapshot.Operations, r.cfg.Planner.Board)}
+	if writes.Empty() {
+		return
+	}
+	result, err := r.store.ApplyConvergence(ctx, &writes)
+	r.mirror.Applied(&writes, result, err)
+	if err != nil {
+		r.logger.Error("hand-over-failed", err)
+		return
+	}
+	r.logger.Info("handed-over", lager.Data{"operations": len(writes.Operations)})
+}
+
+// convergeDuring runs passes until the tenure or ctx ends: a full pass at once
 // (the board may have just taken over), then one every interval and at
 // each plan's NextWake, and targeted passes as triggers come, spaced by
 // TriggerSpacing (triggeredPassWait). It deletes
 // old commit receipts every ReceiptPruneInterval.
-func (r *Runner) convergeDuring(tenure context.Context) {
+func (r *Runner) convergeDuring(ctx, tenure context.Context) {
+	// A stop ends the pass under way, as the tenure's end does.
+	tenure, cancel := context.WithCancel(tenure)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
 	// A new owner starts from a full pass, which covers every trigger so
 	// far, on everything read again: another board converged meanwhile.
 	r.takeTriggered()

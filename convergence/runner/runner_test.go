@@ -421,6 +421,44 @@ var _ = Describe("Runner", func() {
 				Eventually(cellsOf(ctx, storeB, "after-failover")).WithTimeout(runnerLimit).Should(Equal([]string{"cell-1"}))
 			})
 
+			It("gives up its operations' leases when it stops, and the next board takes them up at once", func() {
+				storeA, storeB := newStore(), newStore()
+				registerCell(ctx, storeA, "cell-1")
+				desire(ctx, storeA, "rolling", 2)
+				note := &db.OperationNote{}
+				_, err := storeA.UpdateDesiredLRP(db.WithOperationNote(ctx, note), "rolling", &models.DesiredLRPUpdate{Definition: &models.LRPDefinition{
+					DefinitionId: "v2", Action: &models.RunAction{Path: "/bin/rolling-v2"}, MemoryMb: 64, DiskMb: 64,
+				}})
+				Expect(err).NotTo(HaveOccurred())
+				operation := func() *models.Operation {
+					op, err := storeA.Operation(ctx, note.Operation.Id)
+					Expect(err).NotTo(HaveOccurred())
+					return op
+				}
+				leaseOwner := func() string { return operation().LeaseOwner }
+				lastLine := func() string {
+					history := operation().History
+					return history[len(history)-1].GetMessage()
+				}
+
+				// An hour's lease: left to expire, it would hold the
+				// operation for the rest of the spec.
+				cfg := runner.RunnerConfig{Owner: "board-a", Interval: time.Hour, LeaseTTL: time.Hour}
+				a := startRunner(storeA, cfg)
+				Eventually(leaseOwner).WithTimeout(runnerLimit).Should(Equal("board-a"), "no instance runs v2: the rollout stays under way")
+				a.stop()
+				Expect(a.logger.LogMessages()).To(ContainElements("test.convergence.handed-over", "test.convergence.lease.released"))
+				Expect(operation().Status).To(Equal(models.Operation_IN_PROGRESS))
+				Expect(leaseOwner()).To(BeEmpty())
+				Expect(operation().LeaseExpiresAt).To(BeZero())
+				Expect(lastLine()).To(Equal("released by board board-a: it stopped"))
+
+				cfg.Owner = "board-b"
+				startRunner(storeB, cfg)
+				Eventually(leaseOwner).WithTimeout(runnerLimit).Should(Equal("board-b"))
+				Expect(lastLine()).To(Equal("taken up by board board-b"), "not adopted once a lease expired")
+			})
+
 			It("writes nothing once another board took the lease, even before it notices", func() {
 				// board-a froze (a long pause, a partition) past its lease;
 				// board-b took it, in a new tenure. board-a's timers have not

@@ -22,9 +22,9 @@ import (
 //
 // A status write stamps started_at (IN_PROGRESS) or finished_at and ended
 // (an ending status); history lines are appended stamped with the time of
-// the apply; a lease owner takes the lease until LeaseExpiresAt. An
-// operation that ends keeps the lease it last had, as a record of who
-// carried it.
+// the apply; a lease owner takes the lease until LeaseExpiresAt, and a
+// release leaves the operation with no owner. An operation that ends keeps
+// the lease it last had, as a record of who carried it.
 //
 // Start applies the update a PENDING operation holds as UpdateDesiredLRP
 // would have (applyUpdate), its modification tag ignored: the operation
@@ -59,6 +59,9 @@ func checkOperationWrite(field string, w convergence.OperationWrite) error {
 	}
 	if w.LeaseOwner != "" && w.LeaseExpiresAt <= 0 {
 		return errInvalid(field+".lease_expires_at", "must be set with lease_owner")
+	}
+	if w.ReleaseLease && (w.LeaseOwner != "" || w.Start) {
+		return errInvalid(field+".release_lease", "a write that takes the lease, or starts its operation, cannot give it up")
 	}
 	if w.BlockedBy != nil && !w.SetBlockedBy {
 		return errInvalid(field+".blocked_by", "must come with set_blocked_by")
@@ -188,8 +191,11 @@ func (a *convergenceApplier) operationWrite(ctx context.Context, tx *sql.Tx, w c
 			}
 		}
 	}
-	if w.LeaseOwner != "" {
+	switch {
+	case w.LeaseOwner != "":
 		op.LeaseOwner, op.LeaseExpiresAt = w.LeaseOwner, w.LeaseExpiresAt
+	case w.ReleaseLease:
+		op.LeaseOwner, op.LeaseExpiresAt = "", 0
 	}
 	if err := s.updateOperation(ctx, tx, rec); err != nil {
 		return nil, err

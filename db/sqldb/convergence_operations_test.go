@@ -183,6 +183,39 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 			Expect(events[2].Payload).To(EqualProto(&models.OperationChangedEvent{Operation: finished}))
 		})
 
+		It("gives a lease up: no owner and no expiry, a history line and the event, compare-and-set", func() {
+			result, err := apply(convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1,
+				LeaseOwner: "board-1", LeaseExpiresAt: now() + int64(15*time.Second)})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result.Applied).To(Equal(1))
+			b.clock.Advance(time.Second)
+			sink.take()
+
+			writes := convergence.ReleaseLeases(snapshot("web").Operations, "board-1")
+			Expect(writes).To(HaveLen(1), "the operation in progress, not the PENDING one")
+			result, err = apply(writes...)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Applied: 1}))
+			released := operation(inProgress.Id)
+			Expect(released.Status).To(Equal(models.Operation_IN_PROGRESS))
+			Expect(released.LeaseOwner).To(BeEmpty())
+			Expect(released.LeaseExpiresAt).To(BeZero())
+			Expect(released.History[len(released.History)-1]).To(EqualProto(&models.OperationEvent{At: now(),
+				Message: "released by board board-1: it stopped"}))
+			events := sink.take()
+			Expect(eventTypes(events)).To(Equal([]string{models.EventOperationChanged}))
+			Expect(events[0].Payload).To(EqualProto(&models.OperationChangedEvent{Operation: released}))
+			row := snapshot("web").Operations[0]
+			Expect(row.LeaseOwner).To(BeEmpty())
+			Expect(row.ModificationIndex).To(BeEquivalentTo(3))
+
+			// Made again from the version before, it is skipped.
+			result, err = apply(writes...)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(result).To(Equal(&convergence.ConvergenceResult{Skipped: 1}))
+			Expect(operation(inProgress.Id)).To(EqualProto(released))
+		})
+
 		It("skips and counts a write made from a version that moved on", func() {
 			result, err := apply(
 				convergence.OperationWrite{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, History: []string{"first"}},
@@ -208,6 +241,8 @@ var _ = forEachDialect("convergence of operations", func(b *board) {
 				{ID: pending.Id, ProcessGuid: "api", ExpectModificationIndex: 1, History: []string{"x"}},
 				{ID: "short", ProcessGuid: "web", ExpectModificationIndex: 1},
 				{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 0},
+				{ID: inProgress.Id, ProcessGuid: "web", ExpectModificationIndex: 1, ReleaseLease: true, LeaseOwner: "board-2", LeaseExpiresAt: 99},
+				{ID: pending.Id, ProcessGuid: "web", ExpectModificationIndex: 1, ReleaseLease: true, Start: true},
 			} {
 				// Another operation's write, which comes first, is not made.
 				other := inProgress.Id
