@@ -123,7 +123,13 @@ var _ = Describe("bbs-migrate", func() {
 				s := run("validate")
 				Expect(s).To(gexec.Exit(1))
 				Expect(s.Err).To(gbytes.Say("0002_import_legacy was applied with checksum tampered"))
-				Expect(run("status").Out).To(gbytes.Say(`0002\s+import_legacy\s+modified`))
+				status := run("status")
+				Expect(status.Out).To(gbytes.Say(`applied differently from this binary's migrations: 0002_import_legacy \(validate fails; see the table\)`))
+				Expect(status.Out).To(gbytes.Say(`0002\s+import_legacy\s+modified`))
+				up := run("up")
+				Expect(up).To(gexec.Exit(0))
+				Expect(up.Out).To(gbytes.Say("nothing to do"))
+				Expect(up.Err).To(gbytes.Say(`warning: applied differently from this binary's migrations: 0002_import_legacy`))
 			})
 
 			It("refuses a dirty database, and retries it on request", func() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -62,6 +63,9 @@ func printStatus(cmd *cobra.Command, st *migrations.Status) {
 		state = "DIRTY"
 	}
 	fmt.Fprintf(out, "%s database at version %04d of %04d, %s, %d pending\n", st.Dialect, st.Current, st.Latest, state, len(st.Pending()))
+	if modified := modifiedMigrations(st); len(modified) > 0 {
+		fmt.Fprintf(out, "applied differently from this binary's migrations: %s (validate fails; see the table)\n", strings.Join(modified, ", "))
+	}
 	if len(st.Unknown) > 0 {
 		// Said up front, not only in the table's last rows: this binary's
 		// bbs refuses such a database.
@@ -116,6 +120,13 @@ func upCommand(opts *options) *cobra.Command {
 			}
 			if len(applied) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to do: the database is up to date")
+			}
+			// Up applies what is pending; what was applied differently
+			// stays so, and is said rather than passed over.
+			if st, err := runner.Status(cmd.Context()); err == nil {
+				if modified := modifiedMigrations(st); len(modified) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: applied differently from this binary's migrations: %s (bbs-migrate validate)\n", strings.Join(modified, ", "))
+				}
 			}
 			return nil
 		},
@@ -198,4 +209,16 @@ func (o *options) open(ctx context.Context, stderr io.Writer, create bool) (*mig
 		return nil, nil, err
 	}
 	return runner, func() { conn.Close() }, nil
+}
+
+// modifiedMigrations names the applied migrations whose name or checksum
+// differs from this binary's.
+func modifiedMigrations(st *migrations.Status) []string {
+	var ids []string
+	for _, m := range st.Migrations {
+		if m.Applied && !m.Dirty && m.Modified() {
+			ids = append(ids, m.ID())
+		}
+	}
+	return ids
 }

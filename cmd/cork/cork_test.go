@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -324,6 +325,18 @@ var _ = Describe("cork", func() {
 			Expect(r.code).To(Equal(1))
 			Expect(r.stderr).To(HavePrefix("cork: "))
 			Expect(r.stderr).To(ContainSubstring("connection refused"))
+			Expect(r.stderr).NotTo(ContainSubstring("cork tried"), "the address was given")
+		})
+
+		It("says it tried the default address when none was given", func() {
+			// Nothing may listen there for the spec: cork must be refused.
+			l, err := net.Listen("tcp", "127.0.0.1:8889")
+			Expect(err).NotTo(HaveOccurred(), "the spec needs cork's default address free")
+			Expect(l.Close()).To(Succeed())
+			r := runCork("", "", "ping")
+			Expect(r.code).To(Equal(1))
+			Expect(r.stderr).To(ContainSubstring("connection refused"))
+			Expect(r.stderr).To(ContainSubstring("cork: neither --bbs-url nor BBS_URL is set: cork tried http://127.0.0.1:8889\n"))
 		})
 	})
 
@@ -405,7 +418,23 @@ var _ = Describe("cork", func() {
 			Entry("--id without --definition", "--id names a new definition; it needs --definition", "update", "hello", "--id", "v2"),
 			Entry("a non-numeric instance count", "invalid argument", "update", "hello", "--instances", "many"),
 			Entry("a negative index filter", "--index must not be negative", "actual-lrps", "--index", "-1"),
+			Entry("an unknown command of a command", `unknown command "frob" for "cork cell"; its commands: clear, drain, drain-status, quarantine`,
+				"cell", "frob", "x"),
+			Entry("an argument to a command that takes none", "ping takes no arguments; got 1", "ping", "extra"),
+			Entry("a board URL without a scheme", `--bbs-url (or BBS_URL) must be http://HOST:PORT or https://HOST:PORT, not "127.0.0.1:8889"`,
+				"ping", "--bbs-url", "127.0.0.1:8889"),
+			Entry("a board URL with a path", `--bbs-url (or BBS_URL) is the board's address alone, http://127.0.0.1:8889, not "http://127.0.0.1:8889/v1"`,
+				"ping", "--bbs-url", "http://127.0.0.1:8889/v1"),
+			Entry("an annotation that is not UTF-8", "--annotation must be UTF-8 text", "update", "hello", "--annotation", "bad \x9b byte"),
 		)
+
+		It("names the strategy flag whose value the update strategy refuses", func() {
+			desireHello()
+			r := fail(2, "update", "hello", "--max-surge", "150%")
+			Expect(r.stderr).To(HavePrefix(`cork: --max-surge 150%: max_surge must be a count like "2" or a percent like "25%" (0-100%), got "150%"`))
+			r = fail(2, "update", "hello", "--min-ready", "-5s")
+			Expect(r.stderr).To(HavePrefix("cork: --min-ready -5s: min_ready_ms must not be negative"))
+		})
 	})
 })
 

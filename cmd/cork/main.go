@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 )
 
@@ -52,6 +53,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "cork: %v\n", err)
+	var dial *net.OpError
+	if app.defaultURL && errors.As(err, &dial) && dial.Op == "dial" {
+		fmt.Fprintf(stderr, "cork: neither --bbs-url nor BBS_URL is set: cork tried %s\n", defaultBBSURL)
+	}
 	var outcome *outcomeError
 	if errors.As(err, &outcome) {
 		return outcome.code

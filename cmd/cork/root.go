@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -46,6 +47,9 @@ type app struct {
 	// started is set once cobra has accepted the command line and a
 	// command begins to run; errors before that are usage errors.
 	started bool
+	// defaultURL says neither --bbs-url nor BBS_URL named the board: an
+	// error reaching it says cork tried defaultBBSURL.
+	defaultURL bool
 }
 
 func newApp(stdin io.Reader, stdout io.Writer) *app {
@@ -102,6 +106,10 @@ certificate with the reps (cork logs).`,
 				cmd.HasParent() && cmd.Parent().Name() == "completion":
 				return nil
 			}
+			if err := checkBoardURL(a.bbsURL); err != nil {
+				return err
+			}
+			a.defaultURL = !cmd.Flags().Changed("bbs-url") && os.Getenv("BBS_URL") == ""
 			return a.loadTLS()
 		},
 	}
@@ -216,12 +224,38 @@ func (a *app) repHTTPClient(cellID string) *http.Client {
 	return &http.Client{Transport: transport}
 }
 
-// exactArgs is cobra.ExactArgs with the argument names in the message.
+// exactArgs is cobra.ExactArgs with the argument names in the message. A
+// command that takes none, and has commands of its own (cork cell list),
+// says an argument is an unknown command of its, naming them.
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != len(names) {
-			return usageErrorf("%s wants %d argument(s), %s; got %d", cmd.Name(), len(names), strings.Join(names, " "), len(args))
+		switch {
+		case len(args) == len(names):
+			return nil
+		case len(names) == 0 && cmd.HasAvailableSubCommands():
+			var commands []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					commands = append(commands, sub.Name())
+				}
+			}
+			return usageErrorf("unknown command %q for %q; its commands: %s", args[0], cmd.CommandPath(), strings.Join(commands, ", "))
+		case len(names) == 0:
+			return usageErrorf("%s takes no arguments; got %d", cmd.Name(), len(args))
 		}
-		return nil
+		return usageErrorf("%s wants %d argument(s), %s; got %d", cmd.Name(), len(names), strings.Join(names, " "), len(args))
 	}
+}
+
+// checkBoardURL refuses a board address cork could not use: it is
+// http:// or https://, a host and port, and no path (cork adds /v1/…).
+func checkBoardURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		return usageErrorf("--bbs-url (or BBS_URL) must be http://HOST:PORT or https://HOST:PORT, not %q", raw)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return usageErrorf("--bbs-url (or BBS_URL) is the board's address alone, %s://%s, not %q: cork adds the API's paths", u.Scheme, u.Host, raw)
+	}
+	return nil
 }

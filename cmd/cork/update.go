@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -148,6 +150,9 @@ reads the LRP first and sends its current strategy with the flags applied.`,
 				update.OverrideReason = reason
 			}
 			if flags.Changed("annotation") {
+				if !utf8.ValidString(annotation) {
+					return usageErrorf("--annotation must be UTF-8 text")
+				}
 				update.Annotation = &annotation
 			}
 			if flags.Changed("disruption-budget") || flags.Changed("budget-group") {
@@ -396,7 +401,18 @@ func (s *strategyFlags) apply(flags *pflag.FlagSet, current *models.UpdateStrate
 		merged.HistoryLimit = s.historyLimit
 	}
 	if err := merged.Validate(); err != nil {
+		// Named by the flag that set the field, when one did.
+		field, reason, _ := strings.Cut(models.ConvertError(err).GetMessage(), ": ")
+		if flag := strategyFieldFlags[field]; flag != "" && flags.Changed(flag) {
+			return nil, usageErrorf("--%s %s: %s %s", flag, flags.Lookup(flag).Value, field, reason)
+		}
 		return nil, usageErrorf("update strategy: %v", err)
 	}
 	return merged, nil
+}
+
+// strategyFieldFlags names the flag of each field of an update strategy.
+var strategyFieldFlags = map[string]string{
+	"max_surge": "max-surge", "max_unavailable": "max-unavailable", "min_ready_ms": "min-ready",
+	"progress_deadline_ms": "progress-deadline", "history_limit": "history-limit",
 }
