@@ -17,8 +17,10 @@ import (
 // With TLS and client certificates, every request's caller is who its
 // verified client certificate says (models.IdentityFromCertificate), and
 // the route policy below says what it may call. The handlers check it in
-// one place, after the request is decoded and validated and before the
-// store is called (api.serve, and serveEvents for the event stream); a
+// one place, in two steps: whether the caller's role may call the route
+// at all, before the request is decoded (authorizeRoute), and the rest,
+// after it is decoded and validated and before the store is called
+// (api.serve, and serveEvents for the event stream); a
 // refusal is the route's ordinary 200 answer with an Unauthorized error
 // naming the caller and the route, and nothing is written.
 //
@@ -292,34 +294,63 @@ func authorize(who caller, route string, req request) *models.Error {
 	return authorizeAccess(who, route, req, rule)
 }
 
+// authorizeRoute is the part of the policy the route alone decides: nil
+// when who's role may call route with some request, else the refusal
+// authorize would give whatever the request. The API asks it before it
+// decodes a request, so that a caller the route is not for never makes
+// the board decode, validate or hold what it sent: a megabyte of
+// protobuf can decode to a hundred times that in memory.
+func authorizeRoute(who caller, route string) *models.Error {
+	if !who.checked {
+		return nil
+	}
+	rule, known := routePolicy[route]
+	if !known {
+		return models.NewError(models.Error_Unauthorized, "%s has no authorization policy", route)
+	}
+	if !rule.letsRoleCall(who.identity.Role) {
+		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
+	}
+	return nil
+}
+
+// letsRoleCall says whether the rule lets role call its route with some
+// request.
+func (a access) letsRoleCall(role models.Role) bool {
+	switch {
+	case a.anyone:
+		return true
+	case role == models.RoleAPIClient:
+		return a.apiClient
+	case role == models.RoleOperator:
+		return a.operator
+	case role == models.RoleCell:
+		return a.cell.anyCell || a.cell.holds != nil || a.cell.actsFor != nil
+	}
+	return false
+}
+
 // authorizeAccess is authorize with the route's rule given: nil when who
 // may make req on route under rule. A route with no request message
 // (GET /prometheus/targets) passes a nil req, which no cell rule but
 // anyCell lets through.
 func authorizeAccess(who caller, route string, req request, rule access) *models.Error {
-	if !who.checked {
+	if !who.checked || rule.anyone {
 		return nil
 	}
-	if rule.anyone {
-		return nil
+	if !rule.letsRoleCall(who.identity.Role) {
+		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
 	}
 	switch who.identity.Role {
 	case models.RoleAPIClient:
-		if rule.apiClient {
-			if part := rule.operatorOnlyPart(req); part != "" {
-				return models.NewError(models.Error_Unauthorized, "%s may not call %s with %s: operators only",
-					who.description(), route, part)
-			}
-			return nil
-		}
-	case models.RoleOperator:
-		if rule.operator {
-			return nil
+		if part := rule.operatorOnlyPart(req); part != "" {
+			return models.NewError(models.Error_Unauthorized, "%s may not call %s with %s: operators only",
+				who.description(), route, part)
 		}
 	case models.RoleCell:
 		return authorizeCell(who, route, req, rule.cell)
 	}
-	return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
+	return nil
 }
 
 func authorizeCell(who caller, route string, req request, rule cellRule) *models.Error {

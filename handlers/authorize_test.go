@@ -230,6 +230,26 @@ var _ = Describe("Authorization by client certificate", func() {
 		Expect(rows[0].GetState()).To(Equal(models.ActualLRP_CLAIMED))
 	})
 
+	It("refuses a caller the route is not for before it decodes what it sent", func() {
+		// A megabyte of empty bulk-report instances decodes to some
+		// hundred megabytes; a role that may not report never gets there.
+		body := append([]byte{0x0a, 0x06, 'c', 'e', 'l', 'l', '-', '1'}, bytes.Repeat([]byte{0x12, 0x00}, 500_000)...)
+		for _, who := range []string{asNoRole, asAPIClient, asOperator, asBoard} {
+			resp, answer := b.asIdentity(who).postRaw(models.RouteBulkReport, "application/x-protobuf", body)
+			Expect(resp.StatusCode).To(Equal(http.StatusOK), who)
+			report := &models.BulkReportResponse{}
+			Expect(proto.Unmarshal(answer, report)).To(Succeed(), who)
+			Expect(report.GetError().GetType()).To(Equal(models.Error_Unauthorized), "%s: %v", who, report.GetError())
+			Expect(report.GetError().GetMessage()).To(HaveSuffix(" may not call /v1/cells/report"))
+		}
+		// The same body from the cell is decoded, and refused as invalid.
+		resp, answer := b.asIdentity(asCell1).postRaw(models.RouteBulkReport, "application/x-protobuf", body)
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		report := &models.BulkReportResponse{}
+		Expect(proto.Unmarshal(answer, report)).To(Succeed())
+		Expect(report.GetError().GetType()).To(Equal(models.Error_InvalidRequest))
+	})
+
 	It("answers a refusal in protobuf as the route's own response", func() {
 		f := setUpFixture(b)
 		cell2Board := newTLSBoard(authStore, protobufWire).asIdentity(asCell2)

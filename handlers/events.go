@@ -49,6 +49,9 @@ var eventData = protojson.MarshalOptions{UseProtoNames: true}
 func (a *api) serveEvents(o options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, models.RouteEvents)
+		if !call.authorizeRoute(w, r, errorOnlyResponse) {
+			return
+		}
 		// The body first, so that one still arriving holds no
 		// subscriber's place. A subscriber holds its place for as long as
 		// its stream lasts; the request that would be one too many is

@@ -229,6 +229,9 @@ func route[Req any, PReq interface {
 func (a *api) serve(e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		call := a.begin(w, r, e.path)
+		if !call.authorizeRoute(w, r, e.errorResponse) {
+			return
+		}
 		// The body first, under the caller's own body-reader places: only
 		// a request that has arrived takes a place in flight.
 		if !call.readBodyFirst(w, r, http.StatusOK, e.errorResponse) {
@@ -289,6 +292,19 @@ func (c *call) decode(w http.ResponseWriter, r *http.Request, req request, error
 		return cd, false
 	}
 	return cd, true
+}
+
+// authorizeRoute refuses a caller whose role may not call the route at
+// all (authorizeRoute in authorize.go) before anything of its request is
+// read, answering as authorize does; it returns false then.
+func (c *call) authorizeRoute(w http.ResponseWriter, r *http.Request, errorResponse func(*models.Error) proto.Message) bool {
+	refused := authorizeRoute(c.who, c.route)
+	if refused == nil {
+		return true
+	}
+	c.api.metrics.unauthorized.WithLabelValues(c.route, string(c.who.identity.Role)).Inc()
+	c.fail(w, requestCodec(r), http.StatusOK, errorResponse, refused)
+	return false
 }
 
 // authorize applies the policy (see authorize.go) to the decoded request.

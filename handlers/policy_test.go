@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -362,6 +363,27 @@ var _ = Describe("The authorization policy", func() {
 			}
 			Expect(err.GetType()).To(Equal(models.Error_Unauthorized))
 			Expect(err.GetMessage()).To(Equal(refusalFor(who, c)))
+		},
+		entries,
+	)
+
+	// Asked before the request is decoded, the route's part of the policy
+	// refuses exactly the callers the whole policy refuses whatever they
+	// ask, with the same answer, and no caller it would allow.
+	DescribeTable("who is refused before the request is decoded",
+		func(who string, c policyCase, allowed bool) {
+			early := handlers.AuthorizeRoute(identityOf(who), c.route)
+			whole := handlers.Authorize(identityOf(who), c.route, c.request(policyFixture))
+			if early != nil {
+				Expect(whole.GetType()).To(Equal(early.GetType()))
+				Expect(whole.GetMessage()).To(Equal(early.GetMessage()), "the answer after decoding would have been the same")
+				Expect(early.GetMessage()).To(HaveSuffix(" may not call " + c.route))
+				return
+			}
+			if whole == nil || c.held || c.ownCell || c.operatorOnly != "" {
+				return
+			}
+			Fail(fmt.Sprintf("%s is refused %s whatever it asks (%q), but only after decoding", who, c.route, whole.GetMessage()))
 		},
 		entries,
 	)
