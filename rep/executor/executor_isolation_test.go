@@ -265,6 +265,7 @@ exit 3
 		Expect(log).To(ContainSubstring("bind any (port 0, the kernel's pick): yes"))
 		Expect(log).To(ContainSubstring("bind cell-range: no"))
 		Expect(log).To(ContainSubstring("bind outside-range: no"))
+		Expect(log).To(ContainSubstring("bind mptcp outside-range: no"), "Multipath TCP, which Landlock does not confine")
 		Expect(log).To(ContainSubstring("connect abstract: no"))
 	})
 
@@ -292,6 +293,7 @@ exit 3
 			Expect(log).To(ContainSubstring("bind own: yes"))
 			Expect(log).To(ContainSubstring("bind cell-range: yes"))
 			Expect(log).To(ContainSubstring("bind outside-range: yes"))
+			Expect(log).To(ContainSubstring("bind mptcp outside-range: yes"), "this kernel has Multipath TCP: the isolated spec's no means something")
 			Expect(log).To(ContainSubstring("connect abstract: yes"))
 		})
 	})
@@ -344,6 +346,7 @@ bind "$PORT" own
 bind 0 "any (port 0, the kernel's pick)"
 bind "$CELL_PORT" cell-range
 bind "$OUTSIDE_PORT" outside-range
+if perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 262) or exit 1; bind($s, pack_sockaddr_in($ARGV[0], INADDR_ANY)) or exit 1' "$OUTSIDE_PORT"; then echo "bind mptcp outside-range: yes"; else echo "bind mptcp outside-range: no"; fi
 if perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => "\0" . $ARGV[0]) or exit 1' "$ABSTRACT"; then echo "connect abstract: yes"; else echo "connect abstract: no"; fi
 `)
 	def.Ports = []uint32{8080}

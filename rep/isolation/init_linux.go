@@ -119,6 +119,10 @@ func runInit() int {
 		if err := confineNetwork(cfg.Landlock, cfg.BindPorts); err != nil {
 			return fail(err)
 		}
+		// Landlock confines TCP, not Multipath TCP (mptcp_linux.go).
+		if err := refuseMPTCP(); err != nil {
+			return fail(err)
+		}
 	}
 	fmt.Fprintln(status, "ready")
 	if cfg.Probe {
