@@ -385,6 +385,9 @@ func (h *Hub) Subscribe(lastEventID uint64, filter Filter) *Subscription {
 // address: see handlers), which reads the log in the client's turns
 // (WithLogReaders); "" is the board's own.
 func (h *Hub) SubscribeAs(client string, lastEventID uint64, filter Filter) *Subscription {
+	// Each type once: a subscriber matches every event against them,
+	// and a request may repeat a type as often as its body has room for.
+	filter.Types = slices.Compact(slices.Sorted(slices.Values(filter.Types)))
 	s := &Subscription{
 		hub:    h,
 		client: client,

@@ -237,6 +237,19 @@ var _ = Describe("Hub", func() {
 			expectQuiet(sub)
 		})
 
+		It("matches against each type once, however often a request repeats it", func() {
+			repeated := []string{models.EventCellChanged}
+			for range 10_000 {
+				repeated = append(repeated, models.EventActualLRPRemoved, models.EventCellChanged)
+			}
+			sub := subscribe(hub, 0, events.Filter{Types: repeated})
+			Expect(sub.FilterTypes()).To(ConsistOf(models.EventCellChanged, models.EventActualLRPRemoved))
+			hub.Publish(instance("g", 0), cell("c1"), models.ActualLRPRemoved(&models.ActualLRP{ProcessGuid: "g"}))
+			got := receive(sub, 2)
+			Expect([]string{got[0].Type, got[1].Type}).To(Equal([]string{models.EventCellChanged, models.EventActualLRPRemoved}))
+			expectQuiet(sub)
+		})
+
 		It("always delivers events_lost", func() {
 			small := events.NewHub(events.WithHistory(2))
 			DeferCleanup(small.Close)

@@ -1,0 +1,4 @@
+package events
+
+// FilterTypes are the types a subscription matches events against.
+func (s *Subscription) FilterTypes() []string { return s.filter.Types }
