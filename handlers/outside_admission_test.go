@@ -104,7 +104,7 @@ var _ = Describe("the endpoints outside admission", func() {
 		It("answers a burst of probes with one database read", func() {
 			store := &heldDomains{release: make(chan struct{})}
 			var entered atomic.Int32
-			server := httptest.NewServer(entering(handlers.Readiness(store, 5*time.Second), &entered))
+			server := httptest.NewServer(entering(handlers.Readiness(store, 5*time.Second, nil), &entered))
 			defer server.Close()
 			defer store.Release() // before the server waits for its handlers
 
@@ -124,7 +124,7 @@ var _ = Describe("the endpoints outside admission", func() {
 		It("gives every probe that shared a failed read its reason", func() {
 			store := &heldDomains{release: make(chan struct{}), err: models.NewError(models.Error_Unavailable, "database unreachable: read domains: connection refused")}
 			var entered atomic.Int32
-			server := httptest.NewServer(entering(handlers.Readiness(store, 5*time.Second), &entered))
+			server := httptest.NewServer(entering(handlers.Readiness(store, 5*time.Second, nil), &entered))
 			defer server.Close()
 			defer store.Release() // before the server waits for its handlers
 
@@ -136,6 +136,25 @@ var _ = Describe("the endpoints outside admission", func() {
 				Expect(a.status).To(Equal(http.StatusServiceUnavailable))
 				Expect(a.body).To(HavePrefix("database unreachable"))
 			}
+		})
+
+		It("answers 503 at once, without a read, while the database watch sees an outage", func() {
+			store := &heldDomains{release: make(chan struct{})}
+			defer store.Release()
+			since := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+			var ongoing atomic.Bool
+			ongoing.Store(true)
+			server := httptest.NewServer(handlers.Readiness(store, 5*time.Second, func() (time.Time, bool) { return since, ongoing.Load() }))
+			defer server.Close()
+
+			answers := getAll(server.URL, 1)
+			Expect(nextAnswer(answers)).To(Equal(probeAnswer{http.StatusServiceUnavailable,
+				"database unreachable: no answer in time since 2026-12-03T10:00:00Z (the board's database watch)\n"}))
+			Expect(store.reads.Load()).To(BeZero(), "a read the frozen database would hold")
+
+			ongoing.Store(false)
+			store.Release()
+			Expect(nextAnswer(getAll(server.URL, 1))).To(Equal(probeAnswer{http.StatusOK, "ready\n"}))
 		})
 	})
 

@@ -16,10 +16,23 @@ import (
 // boards that can serve it. It reads what ping reads. The endpoint is
 // outside the API's admission limits (a prober has no certificate role),
 // so probes that come while a read runs share it (shared.Call): a burst
-// of probes costs the database one read.
-func Readiness(store db.DomainDB, timeout time.Duration) http.Handler {
+// of probes costs the database one read. While outage (nil: never) says
+// the board's database watch sees an outage under way, a probe is
+// answered 503 at once rather than after a read the database may hold
+// for all of timeout: a prober's own timeout is often shorter, and it
+// would see no answer rather than the reason.
+func Readiness(store db.DomainDB, timeout time.Duration, outage func() (since time.Time, ongoing bool)) http.Handler {
 	var read shared.Call[struct{}]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if outage != nil {
+			if since, ongoing := outage(); ongoing {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write([]byte("database unreachable: no answer in time since " + since.UTC().Format(time.RFC3339) + " (the board's database watch)\n")) //nolint:errcheck // the prober went away
+				return
+			}
+		}
 		_, err := read.Do(r.Context(), func() (struct{}, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()

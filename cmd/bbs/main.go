@@ -250,7 +250,10 @@ func serve(logger lager.Logger, cfg Config, dev bool) error {
 	converger := runner.NewRunner(logger, store, registry, runnerConfig)
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /ready", handlers.Readiness(store, cfg.databaseTimeout()))
+	mux.Handle("GET /ready", handlers.Readiness(store, cfg.databaseTimeout(), func() (time.Time, bool) {
+		o := watch.LastOutage()
+		return o.Began, o.Ongoing
+	}))
 	// The dashboard, on the API's listener: with mutual TLS the browser
 	// presents a certificate like any other client, and the API calls
 	// the page makes are authorized as that certificate's.

@@ -10,13 +10,15 @@
 //     database is unreachable either.
 //
 // An outage is a read that fails or takes longer than Stall: a frozen
-// server answers a read late rather than failing it, once it thaws. It
+// server answers a read late rather than failing it, once it thaws. It is
+// noticed once a read fails or has gone Stall without an answer, and
 // lasts from the start of the last read that answered in time to the end
 // of the first that does again.
 package dbwatch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
@@ -110,15 +112,32 @@ func (w *Watch) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	}
 }
 
-// Check reads the database once and records what it saw.
+// Check reads the database once and records what it saw. A read that
+// has not answered within Stall starts the outage there and then: a
+// frozen server may hold it for the whole Timeout, or longer (a driver
+// that waits on its socket after the deadline), and the board is not to
+// say its database is up meanwhile.
 func (w *Watch) Check(ctx context.Context) {
 	started := w.cfg.Now()
 	readCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	err := w.cfg.Read(readCtx)
-	cancel()
-	ended := w.cfg.Now()
-	w.record(started, ended, err)
+	defer cancel()
+	answered := make(chan error, 1)
+	go func() { answered <- w.cfg.Read(readCtx) }()
+	stall := time.NewTimer(w.cfg.Stall)
+	defer stall.Stop()
+	var err error
+	select {
+	case err = <-answered:
+	case <-stall.C:
+		w.mu.Lock()
+		w.begin(started, w.cfg.Now(), errNoAnswer)
+		w.mu.Unlock()
+		err = <-answered
+	}
+	w.record(started, w.cfg.Now(), err)
 }
+
+var errNoAnswer = errors.New("no answer yet")
 
 func (w *Watch) record(started, ended time.Time, err error) {
 	w.mu.Lock()

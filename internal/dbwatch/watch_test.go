@@ -69,3 +69,36 @@ func TestOutages(t *testing.T) {
 		t.Fatalf("want a stall recorded as an outage up to %s, got %+v", db.now, got)
 	}
 }
+
+// A read the database holds (a frozen server) makes the outage start once
+// it has gone Stall without an answer, not when it finally returns.
+func TestOutageNoticedWhileTheReadWaits(t *testing.T) {
+	release := make(chan struct{})
+	w := dbwatch.New(lagertest.NewTestLogger("watch"), nil, dbwatch.Config{
+		Read: func(context.Context) error {
+			<-release
+			return nil
+		},
+		Timeout: time.Minute, Stall: 50 * time.Millisecond,
+	})
+	checked := make(chan struct{})
+	go func() {
+		w.Check(context.Background())
+		close(checked)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !w.LastOutage().Ongoing; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the read has waited past Stall and no outage was noticed")
+		}
+	}
+	select {
+	case <-checked:
+		t.Fatal("the read was still waiting")
+	default:
+	}
+	close(release)
+	<-checked
+	if got := w.LastOutage(); got.Ongoing || got.Ended.IsZero() {
+		t.Fatalf("the late answer ends the outage, got %+v", got)
+	}
+}
