@@ -271,7 +271,7 @@ var _ = Describe("Admission", func() {
 			Expect(held.release().StatusCode).To(Equal(http.StatusOK))
 		})
 
-		It("caps one client's whole-list streams, not its pages nor another's streams", func() {
+		It("caps one client's list calls, whole lists and pages alike, not another's", func() {
 			store := newGatedStore(stores[testdb.SQLite])
 			b := newBoardWith(store, jsonWire, handlers.WithMaxListStreamsPerClient(1))
 			domain := randomName("apps")
@@ -287,20 +287,22 @@ var _ = Describe("Admission", func() {
 			Eventually(store.entered).Should(Receive())
 			Expect(b.inUse("list_streams")).To(BeEquivalentTo(1))
 
-			resp := &models.DesiredLRPsResponse{}
-			b.call(models.RouteDesiredLRPs, &models.DesiredLRPsRequest{Domain: domain}, resp)
-			Expect(resp.GetError().GetType()).To(Equal(models.Error_ResourceExhausted))
-			Expect(resp.GetError().GetMessage()).To(HavePrefix("list_streams_per_client: the board streams at most 1 whole lists at once to one client"))
-
-			b.call(models.RouteDesiredLRPs, &models.DesiredLRPsRequest{Domain: domain, Limit: 10}, resp)
-			Expect(resp.GetError()).To(BeNil())
-			Expect(resp.GetDesiredLrps()).To(HaveLen(1))
+			for _, req := range []*models.DesiredLRPsRequest{{Domain: domain}, {Domain: domain, Limit: 10}} {
+				resp := &models.DesiredLRPsResponse{}
+				b.call(models.RouteDesiredLRPs, req, resp)
+				Expect(resp.GetError().GetType()).To(Equal(models.Error_ResourceExhausted), "limit %d", req.GetLimit())
+				Expect(resp.GetError().GetMessage()).To(HavePrefix("list_streams_per_client: the board answers at most 1 list calls (whole lists or pages) at once to one client"))
+			}
 
 			store.open()
-			b.as(clientFrom("127.0.0.2")).call(models.RouteDesiredLRPs, &models.DesiredLRPsRequest{Domain: domain}, resp)
+			resp := &models.DesiredLRPsResponse{}
+			b.as(clientFrom("127.0.0.2")).call(models.RouteDesiredLRPs, &models.DesiredLRPsRequest{Domain: domain, Limit: 10}, resp)
 			Expect(resp.GetError()).To(BeNil())
 			Eventually(streamed).Should(Receive(HaveField("DesiredLrps", HaveLen(1))))
 			Eventually(func() float64 { return b.inUse("list_streams") }).Should(BeZero())
+			b.call(models.RouteDesiredLRPs, &models.DesiredLRPsRequest{Domain: domain, Limit: 10}, resp)
+			Expect(resp.GetError()).To(BeNil(), "its place is back")
+			Expect(resp.GetDesiredLrps()).To(HaveLen(1))
 		})
 	})
 

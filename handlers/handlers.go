@@ -253,15 +253,22 @@ func (a *api) serve(e endpoint) http.Handler {
 			return
 		}
 
-		if e.listing != nil && e.listing.streams(req) {
-			streaming, refused := a.admissions.take(admission.ListStream, call.client, call.class, false)
+		if e.listing != nil {
+			// A page holds up to its limit of items in memory until the
+			// client has read it, as a whole list holds one page at a
+			// time: both take a list place, so that clients that ask
+			// for many and read none hold a few each, not every request
+			// place they have.
+			listing, refused := a.admissions.take(admission.ListStream, call.client, call.class, false)
 			if refused != nil {
 				call.fail(w, c, http.StatusOK, e.errorResponse, refused)
 				return
 			}
-			defer streaming.release()
-			call.stream(call.context(r), w, c, e.listing, req.(pagedRequest), e.errorResponse)
-			return
+			defer listing.release()
+			if e.listing.streams(req) {
+				call.stream(call.context(r), w, c, e.listing, req.(pagedRequest), e.errorResponse)
+				return
+			}
 		}
 		ctx, cancel := context.WithTimeout(call.context(r), a.databaseTimeout)
 		defer cancel()

@@ -258,8 +258,8 @@ type Config struct {
 	// MaxRequestsPerClient caps the requests one client (its certificate
 	// with TLS, its address on plain HTTP) may have in flight (0: the default).
 	MaxRequestsPerClient int `json:"max_requests_per_client"`
-	// MaxListStreamsPerClient caps the whole-list answers one client may
-	// be reading at once (0: the default).
+	// MaxListStreamsPerClient caps the list calls, whole lists and pages
+	// alike, one client may have in flight at once (0: the default).
 	MaxListStreamsPerClient int `json:"max_list_streams_per_client"`
 	// MaxBodyReadersPerClient caps the requests whose bodies one client
 	// may still be sending at once (0: the default).

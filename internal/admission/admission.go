@@ -28,7 +28,8 @@ const (
 	RequestsInFlight = "requests_in_flight"
 	// RequestsPerClient bounds one caller's requests in flight.
 	RequestsPerClient = "requests_per_client"
-	// ListStreamsPerClient bounds one caller's whole-list streams.
+	// ListStreamsPerClient bounds one caller's list calls in flight:
+	// whole-list streams and pages alike.
 	ListStreamsPerClient = "list_streams_per_client"
 	// BodyReadersPerClient bounds one caller's requests whose bodies are
 	// still arriving.
@@ -49,7 +50,8 @@ const (
 	// workers share one) use a quarter of the board.
 	DefaultRequestsPerClient = 250
 	// DefaultListStreamsPerClient: a client syncing lists reads a few at
-	// once; each stream holds a page (500 items) in memory.
+	// once; each list call holds a page (up to 500 items, or its limit)
+	// in memory until the client has read it.
 	DefaultListStreamsPerClient = 10
 	// DefaultBodyReadersPerClient: bodies are at most 1 MiB and arrive in
 	// milliseconds from a healthy client, so 100 at once is a client with
@@ -112,7 +114,8 @@ const (
 	Body Stage = iota
 	// Request: serving a request whose body has been read.
 	Request
-	// ListStream: streaming a whole list, on top of the request's place.
+	// ListStream: answering a list call, a whole list or a page, on top
+	// of the request's place.
 	ListStream
 	// EventStream: serving an event stream, for as long as it lasts.
 	EventStream
@@ -170,7 +173,7 @@ func Refusal(l Limits, limit string, cellCall bool) string {
 	case RequestsPerClient:
 		return fmt.Sprintf("%s: the board serves at most %d requests at once to one client; retry later", limit, l.RequestsPerClient)
 	case ListStreamsPerClient:
-		return fmt.Sprintf("%s: the board streams at most %d whole lists at once to one client; ask for pages (limit) or retry later", limit, l.ListStreamsPerClient)
+		return fmt.Sprintf("%s: the board answers at most %d list calls (whole lists or pages) at once to one client; retry once one has been read", limit, l.ListStreamsPerClient)
 	case BodyReadersPerClient:
 		return fmt.Sprintf("%s: the board reads at most %d request bodies at once from one client; retry later", limit, l.BodyReadersPerClient)
 	case EventStreamsPerClient:

@@ -62,7 +62,7 @@ var _ = Describe("Refusal", func() {
 		Entry("the board, to an API call", admission.RequestsInFlight, false, "requests_in_flight: the board serves at most 10 requests (event streams aside) at once, 3 of them kept for cells; retry later"),
 		Entry("the board, to a cell call", admission.RequestsInFlight, true, "requests_in_flight: the board serves at most 10 requests (event streams aside) at once; retry later"),
 		Entry("a client's requests", admission.RequestsPerClient, false, "requests_per_client: the board serves at most 4 requests at once to one client; retry later"),
-		Entry("a client's list streams", admission.ListStreamsPerClient, false, "list_streams_per_client: the board streams at most 2 whole lists at once to one client; ask for pages (limit) or retry later"),
+		Entry("a client's list streams", admission.ListStreamsPerClient, false, "list_streams_per_client: the board answers at most 2 list calls (whole lists or pages) at once to one client; retry once one has been read"),
 		Entry("a client's bodies", admission.BodyReadersPerClient, false, "body_readers_per_client: the board reads at most 5 request bodies at once from one client; retry later"),
 		Entry("a client's event streams", admission.EventStreamsPerClient, false, "event_streams_per_client: the board serves at most 3 event streams at once to one client; retry later"),
 	)
