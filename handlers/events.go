@@ -68,8 +68,9 @@ func (a *api) serveEvents(o options) http.Handler {
 			return
 		}
 		defer streaming.release()
-		if !a.subscribers.acquire(call.class) {
-			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted())
+		cell := call.who.certificate != nil && call.who.identity.Role == models.RoleCell
+		if !a.subscribers.acquire(call.class, cell) {
+			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted(cell))
 			return
 		}
 		defer a.subscribers.release(call.class)

@@ -109,7 +109,7 @@ func New(logger lager.Logger, store db.DB, registry prometheus.Registerer, opts 
 		requireCertificates: o.requireCertificates,
 		instances:           store,
 		admissions:          newAdmissions(o.admissionLimits(), m),
-		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m),
+		subscribers:         newLimit(limitEventSubscribers, "event streams", o.maxEventSubscribers, m).reservingForCells(),
 		encodedEvents:       newEncodedEvents(),
 		databaseTimeout:     o.databaseTimeout,
 		requestBodyTimeout:  o.requestBodyTimeout,

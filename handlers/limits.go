@@ -160,21 +160,36 @@ func (p *place) release() {
 type limit struct {
 	name string
 	// what is the limit in words, for the refusal.
-	what  string
-	max   int64
-	inUse atomic.Int64
-	m     *metrics
+	what string
+	max  int64
+	// forCells of the places only a cell's rep may take.
+	forCells int64
+	inUse    atomic.Int64
+	m        *metrics
 }
 
 func newLimit(name, what string, max int, m *metrics) *limit {
 	return &limit{name: name, what: what, max: int64(max), m: m}
 }
 
-// acquire takes one place for a caller of class, and says false, counting
-// a refusal, when none is left. Every true is paired with a release of
-// the same class.
-func (l *limit) acquire(class string) bool {
-	if l.inUse.Add(1) > l.max {
+// reservingForCells keeps a fifth of l's places for cells' reps, as the
+// requests in flight keep reserved_cell_requests: a rep follows its cell's
+// events on one stream, and clients that open every other one must not
+// leave it polling.
+func (l *limit) reservingForCells() *limit {
+	l.forCells = l.max / 5
+	return l
+}
+
+// acquire takes one place for a caller of class (a cell's rep when cell),
+// and says false, counting a refusal, when none is left to it. Every true
+// is paired with a release of the same class.
+func (l *limit) acquire(class string, cell bool) bool {
+	limit := l.max
+	if !cell {
+		limit -= l.forCells
+	}
+	if l.inUse.Add(1) > limit {
 		l.inUse.Add(-1)
 		l.m.limitRejections.WithLabelValues(l.name, class).Inc()
 		return false
@@ -188,7 +203,12 @@ func (l *limit) release(class string) {
 	l.m.inUse.WithLabelValues(l.name, class).Dec()
 }
 
-// exhausted is the refusal of a request beyond the limit.
-func (l *limit) exhausted() *models.Error {
-	return models.NewError(models.Error_ResourceExhausted, "%s: the board serves at most %d %s at once; retry later", l.name, l.max, l.what)
+// exhausted is the refusal of a request beyond the limit, to a cell's rep
+// when cell.
+func (l *limit) exhausted(cell bool) *models.Error {
+	if cell || l.forCells == 0 {
+		return models.NewError(models.Error_ResourceExhausted, "%s: the board serves at most %d %s at once; retry later", l.name, l.max, l.what)
+	}
+	return models.NewError(models.Error_ResourceExhausted, "%s: the board serves at most %d %s at once, %d of them only to cells' reps; retry later",
+		l.name, l.max, l.what, l.forCells)
 }

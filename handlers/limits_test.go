@@ -129,6 +129,24 @@ var _ = Describe("Limits", func() {
 	})
 
 	Describe("on event subscribers", func() {
+		It("keeps a fifth of the streams for cells' reps", func() {
+			b := newTLSBoard(authStore, jsonWire, handlers.WithMaxEventSubscribers(5), handlers.WithEvents(newHub()))
+			client := b.asIdentity(asAPIClient)
+			for range 4 {
+				client.openEvents(&models.EventsRequest{}, "")
+			}
+			resp, _ := client.postEvents(&models.EventsRequest{}, "")
+			Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable))
+			body, err := io.ReadAll(resp.Body)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(body)).To(ContainSubstring("event_subscribers: the board serves at most 5 event streams at once, 1 of them only to cells' reps; retry later"))
+
+			b.asIdentity(asCell1).openEvents(&models.EventsRequest{}, "")
+			Expect(b.inUse("event_subscribers")).To(BeEquivalentTo(5))
+			resp, _ = b.asIdentity(asCell2).postEvents(&models.EventsRequest{}, "")
+			Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable), "every place is taken")
+		})
+
 		for _, wire := range wires {
 			It("answers one subscriber too many at once with 503 and a ResourceExhausted naming the limit, in "+wire.name, func() {
 				b := newBoardWith(stores[testdb.SQLite], wire, handlers.WithMaxEventSubscribers(2), handlers.WithEvents(newHub()))

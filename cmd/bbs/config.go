@@ -240,7 +240,8 @@ type Config struct {
 	// MaxEventSubscribers caps the event streams the board serves at once
 	// (0: the default); a subscription past it gets a 503 with
 	// ResourceExhausted. Every rep holds one stream: size it for the
-	// cells plus the routers and other followers.
+	// cells plus the routers and other followers. A fifth of the streams
+	// are kept for cells' reps.
 	MaxEventSubscribers int `json:"max_event_subscribers"`
 	// MaxEventLogReadersPerClient caps the event streams of one client
 	// that read the event log at once: streams resumed from before the
