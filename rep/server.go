@@ -27,14 +27,6 @@ const (
 	maxOccupancyBody = 1 << 10
 )
 
-// InstanceURL is the local instance endpoint of an instance, under the
-// rep's base URL (DESIGN §7): the executor passes it to the instance as
-// CORK_INSTANCE_URL, and the instance POSTs {"occupied": bool} to
-// CORK_INSTANCE_URL + "/occupancy".
-func InstanceURL(baseURL, instanceGuid string) string {
-	return baseURL + "/v1/instances/" + instanceGuid
-}
-
 // NewServer is the rep's HTTP API, for a rep without TLS:
 //
 //	GET  /v1/instances                               what the cell runs (JSON)
@@ -43,7 +35,7 @@ func InstanceURL(baseURL, instanceGuid string) string {
 //	                                                 instance running here, or else
 //	                                                 the last one that ended here
 //	POST /v1/drain                                   evacuate the cell (202)
-//	POST /v1/instances/{instance_guid}/occupancy     {"occupied": bool} (204)
+//	POST /v1/instances/{instance_guid}/{secret}/occupancy  {"occupied": bool} (204)
 //
 // A log answer names its instance in the header X-Corkboard-Instance-Guid.
 // The log of an instance that has ended starts with a line of the rep's
@@ -53,8 +45,8 @@ func InstanceURL(baseURL, instanceGuid string) string {
 //
 // Errors are text/plain with a status: 400 for a bad request, 404 for an
 // unknown instance, 403 for a POST a browser sends from another origin.
-func NewServer(logger lager.Logger, agent *Agent, exe *executor.Executor) http.Handler {
-	s := newServer(logger, agent, exe)
+func NewServer(logger lager.Logger, agent *Agent, exe *executor.Executor, endpoint *InstanceEndpoint) http.Handler {
+	s := newServer(logger, agent, exe, endpoint)
 	mux := http.NewServeMux()
 	s.apiRoutes(mux, nil)
 	s.instanceRoutes(mux)
@@ -76,7 +68,7 @@ func NewServer(logger lager.Logger, agent *Agent, exe *executor.Executor) http.H
 // certificates, so the instance endpoint is served apart, on plain HTTP
 // on loopback (NewInstanceServer).
 func NewTLSServer(logger lager.Logger, agent *Agent, exe *executor.Executor) http.Handler {
-	s := newServer(logger, agent, exe)
+	s := newServer(logger, agent, exe, nil)
 	mux := http.NewServeMux()
 	s.apiRoutes(mux, s.authorize)
 	return refuseCrossOrigin(s.logger, mux)
@@ -84,14 +76,14 @@ func NewTLSServer(logger lager.Logger, agent *Agent, exe *executor.Executor) htt
 
 // NewInstanceServer is the local instance endpoint alone,
 //
-//	POST /v1/instances/{instance_guid}/occupancy     {"occupied": bool} (204)
+//	POST /v1/instances/{instance_guid}/{secret}/occupancy  {"occupied": bool} (204)
 //
 // for a rep whose API serves TLS: it listens on plain HTTP on loopback
 // (where the rep's instances run, and they have no certificates), and
 // serves nothing else. An instance can only say something of an instance
-// this rep runs.
-func NewInstanceServer(logger lager.Logger, agent *Agent) http.Handler {
-	s := newServer(logger, agent, nil)
+// this rep runs, with that instance's secret (InstanceEndpoint).
+func NewInstanceServer(logger lager.Logger, agent *Agent, endpoint *InstanceEndpoint) http.Handler {
+	s := newServer(logger, agent, nil, endpoint)
 	mux := http.NewServeMux()
 	s.instanceRoutes(mux)
 	return refuseCrossOrigin(s.logger, mux)
@@ -111,8 +103,8 @@ func refuseCrossOrigin(logger lager.Logger, next http.Handler) http.Handler {
 	return protection.Handler(next)
 }
 
-func newServer(logger lager.Logger, agent *Agent, exe *executor.Executor) *server {
-	return &server{logger: logger.Session("server"), agent: agent, executor: exe}
+func newServer(logger lager.Logger, agent *Agent, exe *executor.Executor, endpoint *InstanceEndpoint) *server {
+	return &server{logger: logger.Session("server"), agent: agent, executor: exe, endpoint: endpoint}
 }
 
 // guard wraps a route's handler with who may call it; nil lets everyone.
@@ -134,7 +126,10 @@ func (s *server) apiRoutes(mux *http.ServeMux, check guard) {
 }
 
 func (s *server) instanceRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/instances/{instance_guid}/occupancy", s.occupancy)
+	mux.HandleFunc("POST /v1/instances/{instance_guid}/{secret}/occupancy", s.occupancy)
+	mux.HandleFunc("POST /v1/instances/{instance_guid}/occupancy", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "forbidden: an instance reports its occupancy to its own CORK_INSTANCE_URL + /occupancy, which names it with its secret", http.StatusForbidden)
+	})
 }
 
 // authorize lets a request through when its verified client certificate
@@ -160,6 +155,9 @@ type server struct {
 	logger   lager.Logger
 	agent    *Agent
 	executor *executor.Executor
+	// endpoint checks the secret of an instance endpoint URL; nil where
+	// the instance endpoint is not served.
+	endpoint *InstanceEndpoint
 }
 
 // InstanceInfo is one entry of GET /v1/instances.
@@ -307,6 +305,10 @@ func (s *server) drain(w http.ResponseWriter, _ *http.Request) {
 
 func (s *server) occupancy(w http.ResponseWriter, r *http.Request) {
 	guid := r.PathValue("instance_guid")
+	if !s.endpoint.names(guid, r.PathValue("secret")) {
+		http.Error(w, "forbidden: not that instance's own CORK_INSTANCE_URL", http.StatusForbidden)
+		return
+	}
 	var body struct {
 		Occupied *bool `json:"occupied"`
 	}

@@ -23,9 +23,10 @@ import (
 // running (no board here); what it does with a board is in e2e/.
 var _ = Describe("the rep's HTTP server", func() {
 	var (
-		exe    *executor.Executor
-		url    string
-		logger *lagertest.TestLogger
+		exe      *executor.Executor
+		url      string
+		logger   *lagertest.TestLogger
+		endpoint *rep.InstanceEndpoint
 	)
 
 	BeforeEach(func() {
@@ -40,7 +41,8 @@ var _ = Describe("the rep's HTTP server", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		logger = lagertest.NewTestLogger("rep")
-		server := httptest.NewServer(rep.NewServer(logger, agent, exe))
+		endpoint = rep.NewInstanceEndpoint("", []byte("0123456789abcdef0123456789abcdef"))
+		server := httptest.NewServer(rep.NewServer(logger, agent, exe, endpoint))
 		DeferCleanup(server.Close)
 		url = server.URL
 	})
@@ -187,17 +189,33 @@ var _ = Describe("the rep's HTTP server", func() {
 	})
 
 	It("takes occupancy only for instances the agent runs, and only as {\"occupied\": bool}", func() {
-		code, body := post("/v1/instances/ig-9/occupancy", `{"occupied":true}`)
+		occupancy := endpoint.URL("ig-9") + "/occupancy"
+		code, body := post(occupancy, `{"occupied":true}`)
 		Expect(code).To(Equal(http.StatusNotFound))
 		Expect(body).To(ContainSubstring("instance ig-9 does not run on this cell"))
 
-		code, body = post("/v1/instances/ig-9/occupancy", `{"busy":true}`)
+		code, body = post(occupancy, `{"busy":true}`)
 		Expect(code).To(Equal(http.StatusBadRequest))
 		Expect(body).To(ContainSubstring(`unknown field "busy"`))
 
-		code, body = post("/v1/instances/ig-9/occupancy", `{}`)
+		code, body = post(occupancy, `{}`)
 		Expect(code).To(Equal(http.StatusBadRequest))
 		Expect(body).To(ContainSubstring("occupied: required"))
+	})
+
+	It("takes occupancy only at an instance's own URL: another process knowing its guid cannot speak for it", func() {
+		Expect(endpoint.URL("ig-9")).To(MatchRegexp(`^/v1/instances/ig-9/[A-Za-z0-9_-]{22}$`))
+		Expect(endpoint.URL("ig-9")).NotTo(Equal(endpoint.URL("ig-8")))
+		Expect(rep.NewInstanceEndpoint("", []byte("another key, another rep........")).URL("ig-9")).NotTo(Equal(endpoint.URL("ig-9")))
+
+		for _, path := range []string{
+			"/v1/instances/ig-9/occupancy",
+			"/v1/instances/ig-9/" + strings.TrimPrefix(endpoint.URL("ig-8"), "/v1/instances/ig-8/") + "/occupancy",
+		} {
+			code, body := post(path, `{"occupied":true}`)
+			Expect(code).To(Equal(http.StatusForbidden), path)
+			Expect(body).To(HavePrefix("forbidden: "), path)
+		}
 	})
 
 	It("accepts a drain", func() {

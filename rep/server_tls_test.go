@@ -26,6 +26,7 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 		dir       string
 		apiURL    string
 		localURL  string
+		endpoint  *rep.InstanceEndpoint
 		callAs    func(name, method, path, body string) (int, string)
 		plainCall func(url, method, path, body string) (int, string)
 	)
@@ -57,7 +58,8 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 		DeferCleanup(api.Close)
 		apiURL = api.URL
 
-		local := httptest.NewServer(rep.NewInstanceServer(logger, agent))
+		endpoint = rep.NewInstanceEndpoint("", []byte("0123456789abcdef0123456789abcdef"))
+		local := httptest.NewServer(rep.NewInstanceServer(logger, agent, endpoint))
 		DeferCleanup(local.Close)
 		localURL = local.URL
 
@@ -128,7 +130,7 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 	})
 
 	It("serves the instance endpoint on its own plain listener, and only there", func() {
-		code, body := plainCall(localURL, http.MethodPost, "/v1/instances/ig-9/occupancy", `{"occupied":true}`)
+		code, body := plainCall(localURL, http.MethodPost, endpoint.URL("ig-9")+"/occupancy", `{"occupied":true}`)
 		Expect(code).To(Equal(http.StatusNotFound))
 		Expect(body).To(ContainSubstring("instance ig-9 does not run on this cell"))
 		for _, route := range [][2]string{{http.MethodGet, "/v1/instances"}, {http.MethodGet, "/v1/logs?instance_guid=x"}, {http.MethodPost, "/v1/drain"}} {
@@ -137,7 +139,7 @@ var _ = Describe("the rep's HTTP server with TLS", func() {
 		}
 
 		// The TLS listener has no such route: not even looked up.
-		code, body = callAs("operator", http.MethodPost, "/v1/instances/ig-9/occupancy", `{"occupied":true}`)
+		code, body = callAs("operator", http.MethodPost, endpoint.URL("ig-9")+"/occupancy", `{"occupied":true}`)
 		Expect(code).To(Equal(http.StatusNotFound))
 		Expect(body).NotTo(ContainSubstring("does not run"))
 	})

@@ -78,7 +78,7 @@ func startRep(store *sqldb.SQLDB, board, cellID string, portMin uint32) *executo
 		CellClient: client.NewCellClient(board, cellID), Executor: exe,
 	})
 	Expect(err).NotTo(HaveOccurred())
-	server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, exe))
+	server := httptest.NewServer(rep.NewServer(lagertest.NewTestLogger("rep"), agent, exe, nil))
 	DeferCleanup(server.Close)
 	registerCellOn(store, cellID, server.URL)
 	return exe

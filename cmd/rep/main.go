@@ -124,6 +124,12 @@ func serve(logger lager.Logger, cfg Config) error {
 		localURL = "http://" + instanceListener.Addr().String()
 	}
 
+	instanceKey, err := rep.LoadInstanceKey(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	endpoint := rep.NewInstanceEndpoint(localURL, instanceKey)
+
 	portMin, portMax, _ := parsePortRange(cfg.PortRange) // validated
 	exe, err := executor.NewExecutor(executor.ExecutorConfig{
 		CellID:          cfg.CellID,
@@ -132,7 +138,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		Address:         cfg.Address,
 		PortMin:         portMin,
 		PortMax:         portMax,
-		InstanceURL:     func(guid string) string { return rep.InstanceURL(localURL, guid) },
+		InstanceURL:     endpoint.URL,
 		StopTimeout:     configfile.MustDuration(cfg.StopTimeout),
 		LogLimit:        cfg.instanceLogLimit(),
 		AssetCacheBytes: cfg.assetCacheBytes(),
@@ -188,7 +194,7 @@ func serve(logger lager.Logger, cfg Config) error {
 		Listener:        listener,
 		Connections:     apiConnectionLimits(),
 		URL:             localURL,
-		Handler:         rep.NewServer(logger, agent, exe),
+		Handler:         rep.NewServer(logger, agent, exe, endpoint),
 		ShutdownTimeout: serverShutdownTimeout,
 	}
 	// Signals reach the agent first (ordered groups stop in reverse): it
@@ -203,7 +209,7 @@ func serve(logger lager.Logger, cfg Config) error {
 			Logger:          logger.Session("instance-server"),
 			Listener:        instanceListener,
 			Connections:     &httpserver.ConnectionLimits{Total: instanceEndpointConnections},
-			Handler:         rep.NewInstanceServer(logger, agent),
+			Handler:         rep.NewInstanceServer(logger, agent, endpoint),
 			ShutdownTimeout: serverShutdownTimeout,
 		}})
 	}
