@@ -296,7 +296,7 @@ func (r *Runner) takeTriggered() (guids []string, full bool) {
 // Run is the ifrit.Runner: ready at once, converging whenever it holds the
 // lease, until a signal.
 //
-// On a signal it stops converging first, and a board that holds the lease
+// On a signal it stops converging first, and a board that owns the lease
 // gives up its operations' leases (handOver) before the lease keeper hands
 // the convergence lease back: the board that takes over then carries the
 // operations at once.
