@@ -85,6 +85,12 @@ func identify(r *http.Request, requireCertificates bool) caller {
 	return caller{checked: requireCertificates, identity: models.NoIdentity}
 }
 
+// isCell says whether a verified certificate names the caller a cell's
+// rep.
+func (c caller) isCell() bool {
+	return c.certificate != nil && c.identity.Role == models.RoleCell
+}
+
 // description names the caller in a refusal: `cell "cell-z1"`, `an
 // api-client certificate`, ...
 func (c caller) description() string {
@@ -285,13 +291,22 @@ func authorize(who caller, route string, req request) *models.Error {
 	if !who.checked {
 		return nil
 	}
-	rule, known := routePolicy[route]
-	if !known {
-		// Unreachable for the routes New serves; a route added without a
-		// policy is nobody's.
-		return models.NewError(models.Error_Unauthorized, "%s has no authorization policy", route)
+	rule, refused := ruleOf(route)
+	if refused != nil {
+		return refused
 	}
 	return authorizeAccess(who, route, req, rule)
+}
+
+// ruleOf is route's rule in the policy, or the refusal of a route that
+// has none: unreachable for the routes New serves, and a route added
+// without a policy is nobody's.
+func ruleOf(route string) (access, *models.Error) {
+	rule, known := routePolicy[route]
+	if !known {
+		return access{}, models.NewError(models.Error_Unauthorized, "%s has no authorization policy", route)
+	}
+	return rule, nil
 }
 
 // authorizeRoute is the part of the policy the route alone decides: nil
@@ -304,14 +319,20 @@ func authorizeRoute(who caller, route string) *models.Error {
 	if !who.checked {
 		return nil
 	}
-	rule, known := routePolicy[route]
-	if !known {
-		return models.NewError(models.Error_Unauthorized, "%s has no authorization policy", route)
+	rule, refused := ruleOf(route)
+	if refused != nil {
+		return refused
 	}
-	if !rule.letsRoleCall(who.identity.Role) {
-		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
+	return refuseRole(who, route, rule)
+}
+
+// refuseRole is the refusal of a caller whose role the rule does not let
+// call route with any request; nil when it does.
+func refuseRole(who caller, route string, rule access) *models.Error {
+	if rule.letsRoleCall(who.identity.Role) {
+		return nil
 	}
-	return nil
+	return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
 }
 
 // letsRoleCall says whether the rule lets role call its route with some
@@ -338,8 +359,8 @@ func authorizeAccess(who caller, route string, req request, rule access) *models
 	if !who.checked || rule.anyone {
 		return nil
 	}
-	if !rule.letsRoleCall(who.identity.Role) {
-		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
+	if refused := refuseRole(who, route, rule); refused != nil {
+		return refused
 	}
 	switch who.identity.Role {
 	case models.RoleAPIClient:
@@ -353,13 +374,12 @@ func authorizeAccess(who caller, route string, req request, rule access) *models
 	return nil
 }
 
+// authorizeCell is the cell's part of a rule that lets cells call its
+// route (access.letsRoleCall).
 func authorizeCell(who caller, route string, req request, rule cellRule) *models.Error {
-	switch {
-	case rule.anyCell, rule.holds != nil:
+	if rule.anyCell || rule.holds != nil {
 		// holds is asked of the store after the policy (authorizeHolding).
 		return nil
-	case rule.actsFor == nil:
-		return models.NewError(models.Error_Unauthorized, "%s may not call %s", who.description(), route)
 	}
 	actsFor := rule.actsFor(req)
 	if actsFor == who.identity.CellID {

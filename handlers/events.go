@@ -68,7 +68,7 @@ func (a *api) serveEvents(o options) http.Handler {
 			return
 		}
 		defer streaming.release()
-		cell := call.who.certificate != nil && call.who.identity.Role == models.RoleCell
+		cell := call.who.isCell()
 		if !a.subscribers.acquire(call.class, cell) {
 			call.fail(w, requestCodec(r), http.StatusServiceUnavailable, errorOnlyResponse, a.subscribers.exhausted(cell))
 			return

@@ -72,7 +72,7 @@ func cellCall(route string, who caller) bool {
 		return false
 	}
 	if who.certificate != nil {
-		return who.identity.Role == models.RoleCell
+		return who.isCell()
 	}
 	return !who.checked
 }

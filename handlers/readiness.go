@@ -24,12 +24,15 @@ import (
 func Readiness(store db.DomainDB, timeout time.Duration, outage func() (since time.Time, ongoing bool)) http.Handler {
 	var read shared.Call[struct{}]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer := func(status int, text string) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(status)
+			w.Write([]byte(text + "\n")) //nolint:errcheck // the prober went away
+		}
 		if outage != nil {
 			if since, ongoing := outage(); ongoing {
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.Header().Set("Cache-Control", "no-store")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				w.Write([]byte("database unreachable: no answer in time since " + since.UTC().Format(time.RFC3339) + " (the board's database watch)\n")) //nolint:errcheck // the prober went away
+				answer(http.StatusServiceUnavailable, "database unreachable: no answer in time since "+since.UTC().Format(time.RFC3339)+" (the board's database watch)")
 				return
 			}
 		}
@@ -42,13 +45,10 @@ func Readiness(store db.DomainDB, timeout time.Duration, outage func() (since ti
 		if r.Context().Err() != nil {
 			return // the prober went away
 		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
 		if err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(models.PrintableText(models.ConvertError(err).GetMessage()) + "\n")) //nolint:errcheck // the prober went away
+			answer(http.StatusServiceUnavailable, models.PrintableText(models.ConvertError(err).GetMessage()))
 			return
 		}
-		w.Write([]byte("ready\n")) //nolint:errcheck // the prober went away
+		answer(http.StatusOK, "ready")
 	})
 }

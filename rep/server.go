@@ -44,7 +44,8 @@ const (
 // several cells can pick the latest.
 //
 // Errors are text/plain with a status: 400 for a bad request, 404 for an
-// unknown instance, 403 for a POST a browser sends from another origin.
+// unknown instance, 403 for a POST a browser sends from another origin or
+// an occupancy POST without its instance's secret.
 func NewServer(logger lager.Logger, agent *Agent, exe *executor.Executor, endpoint *InstanceEndpoint) http.Handler {
 	s := newServer(logger, agent, exe, endpoint)
 	mux := http.NewServeMux()

@@ -293,7 +293,7 @@ func (r *Runner) takeTriggered() (guids []string, full bool) {
 	return guids, false
 }
 
-// Run is the ifrit.Runner: ready at once, converging whenever it holds the
+// Run is the ifrit.Runner: ready at once, converging whenever it owns the
 // lease, until a signal.
 //
 // On a signal it stops converging first, and a board that owns the lease

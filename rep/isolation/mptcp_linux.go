@@ -26,7 +26,6 @@ const (
 	ipprotoMPTCP = 262 // IPPROTO_MPTCP
 
 	seccompSetModeFilter = 1 // SECCOMP_SET_MODE_FILTER
-	sysSeccomp           = 317
 
 	seccompRetAllow = 0x7fff0000
 	seccompRetErrno = 0x00050000
@@ -59,16 +58,17 @@ type sockFprog struct {
 	filter *sockFilter
 }
 
-// nativeArch is the AUDIT_ARCH_ value of the rep's architecture and its
-// socket(2) number; ok is false where this package knows neither.
-func nativeArch() (arch, socketNr uint32, ok bool) {
+// nativeArch is the AUDIT_ARCH_ value of the rep's architecture, its
+// socket(2) number and its seccomp(2) number; ok is false where this
+// package knows none of them.
+func nativeArch() (arch, socketNr uint32, seccompNr uintptr, ok bool) {
 	switch runtime.GOARCH {
 	case "amd64":
-		return auditArch64 | 62, 41, true // AUDIT_ARCH_X86_64 (EM_X86_64), __NR_socket
+		return auditArch64 | 62, 41, 317, true // AUDIT_ARCH_X86_64 (EM_X86_64)
 	case "arm64":
-		return auditArch64 | 183, 198, true // AUDIT_ARCH_AARCH64 (EM_AARCH64), __NR_socket
+		return auditArch64 | 183, 198, 277, true // AUDIT_ARCH_AARCH64 (EM_AARCH64)
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }
 
 // mptcpFilter is the BPF program: socket(2) of the native table (and, on
@@ -96,22 +96,14 @@ func mptcpFilter(arch, socketNr uint32) []sockFilter {
 // refuseMPTCP installs mptcpFilter on this thread, which every process it
 // starts inherits. It needs no_new_privs first.
 func refuseMPTCP() error {
-	arch, socketNr, ok := nativeArch()
+	arch, socketNr, seccompNr, ok := nativeArch()
 	if !ok {
 		return fmt.Errorf("refusing Multipath TCP sockets: no seccomp filter for %s", runtime.GOARCH)
 	}
 	filter := mptcpFilter(arch, socketNr)
 	prog := sockFprog{len: uint16(len(filter)), filter: &filter[0]}
-	if _, _, errno := syscall.Syscall(sysSeccompNr(), seccompSetModeFilter, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+	if _, _, errno := syscall.Syscall(seccompNr, seccompSetModeFilter, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
 		return fmt.Errorf("refusing Multipath TCP sockets: seccomp: %w", errno)
 	}
 	return nil
-}
-
-// sysSeccompNr is seccomp(2)'s number on the rep's architecture.
-func sysSeccompNr() uintptr {
-	if runtime.GOARCH == "arm64" {
-		return 277
-	}
-	return sysSeccomp
 }
